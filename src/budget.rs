@@ -1,0 +1,157 @@
+//! Budget rules as data: which limits apply to a send for a (property,
+//! engine, target) group, each with its period and timezone, and the window
+//! of each at a given instant. Engines and the ledger never hard-code a
+//! limit; they receive these rules.
+//!
+//! Rules per group (DESIGN §2, §4):
+//! - the property's own rule for the engine (`daily_quota`, Bing also
+//!   `monthly_quota`), in the property's `quota_timezone`. A daily rule
+//!   always exists, even without a limit: usage is counted and a server's
+//!   `quota` answer can block it;
+//! - the engine's global pool (`[engine] daily_quota`), shared by every
+//!   property using the same credentials.
+//!
+//! IndexNow rules count per endpoint: each endpoint is a different search
+//! engine with its own limits.
+
+use crate::clock::{self, Period};
+use crate::config::{Property, Settings};
+use crate::ledger::{GroupKey, RuleWindow};
+use crate::model::EngineKind;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+/// Whom a rule binds: the property alone, or everyone sharing a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Property,
+    Pool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub id: String,
+    pub scope: Scope,
+    pub period: Period,
+    pub tz: Tz,
+    pub limit: Option<u64>,
+}
+
+impl Rule {
+    /// The rule's window that contains `now`.
+    pub fn window(&self, now: DateTime<Utc>) -> RuleWindow {
+        let w = clock::window_at(self.period, self.tz, now);
+        RuleWindow {
+            rule: self.id.clone(),
+            period: self.period,
+            window: w.key,
+            limit: self.limit,
+            resets_at: w.end.with_timezone(&Utc),
+        }
+    }
+}
+
+/// The rules that every send of `group` must fit.
+pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    match group.engine {
+        EngineKind::IndexNow => {
+            if let Some(table) = &property.indexnow {
+                rules.push(Rule {
+                    id: format!("indexnow:{}:{}", property.name, group.target),
+                    scope: Scope::Property,
+                    period: Period::Day,
+                    tz: table.quota_timezone,
+                    limit: table.daily_quota,
+                });
+            }
+            if let Some(limit) = settings.indexnow.daily_quota {
+                rules.push(Rule {
+                    id: format!("indexnow:*:{}", group.target),
+                    scope: Scope::Pool,
+                    period: Period::Day,
+                    tz: settings.indexnow.quota_timezone,
+                    limit: Some(limit),
+                });
+            }
+        }
+        EngineKind::Bing => {
+            if let Some(table) = &property.bing {
+                rules.push(Rule {
+                    id: format!("bing:{}", property.name),
+                    scope: Scope::Property,
+                    period: Period::Day,
+                    tz: table.quota_timezone,
+                    limit: table.daily_quota,
+                });
+                if let Some(limit) = table.monthly_quota {
+                    rules.push(Rule {
+                        id: format!("bing:{}", property.name),
+                        scope: Scope::Property,
+                        period: Period::Month,
+                        tz: table.quota_timezone,
+                        limit: Some(limit),
+                    });
+                }
+            }
+        }
+        EngineKind::Google => {
+            if let Some(table) = &property.google {
+                rules.push(Rule {
+                    id: format!("google:{}", property.name),
+                    scope: Scope::Property,
+                    period: Period::Day,
+                    tz: table.quota_timezone,
+                    limit: Some(table.daily_quota),
+                });
+            }
+        }
+    }
+    // A rule's id names its period too, so day and month windows never share a row.
+    for rule in &mut rules {
+        rule.id = format!("{}:{}", rule.id, rule.period.as_str());
+    }
+    rules
+}
+
+/// The rules' windows at `now`.
+pub fn windows(rules: &[Rule], now: DateTime<Utc>) -> Vec<RuleWindow> {
+    rules.iter().map(|r| r.window(now)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn indexnow_rules_follow_the_config() {
+        let text = r#"
+[indexnow]
+endpoints = ["https://a.example/indexnow", "https://b.example/indexnow"]
+daily_quota = 500
+[[property]]
+name = "site"
+site = "https://site.example/"
+indexnow = { key_env = "K", daily_quota = 11, quota_timezone = "Asia/Shanghai" }
+"#;
+        let s = crate::config::parse(Path::new("t.toml"), text).unwrap();
+        let group = GroupKey {
+            property: "site".into(),
+            engine: EngineKind::IndexNow,
+            target: "https://a.example/indexnow".into(),
+        };
+        let rules = rules_for(&s, &s.properties[0], &group);
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].id, "indexnow:site:https://a.example/indexnow:day");
+        assert_eq!(rules[0].limit, Some(11));
+        assert_eq!(rules[0].tz, chrono_tz::Asia::Shanghai);
+        assert_eq!(rules[1].scope, Scope::Pool);
+        assert_eq!(rules[1].limit, Some(500));
+
+        let now: DateTime<Utc> = "2026-12-03T15:59:59Z".parse().unwrap();
+        let w = rules[0].window(now);
+        assert_eq!(w.window, "2026-12-03");
+        assert_eq!(w.resets_at, "2026-12-03T16:00:00Z".parse::<DateTime<Utc>>().unwrap());
+    }
+}

@@ -1,0 +1,1246 @@
+//! Classification: what an engine's answer means. This module maps one HTTP
+//! response (status, headers, body) plus what indexq knows about the request
+//! (for IndexNow: the key, the key location and, after a 403, what the key
+//! location served when indexq fetched it) to one of the classes of DESIGN §1,
+//! with a machine-readable `reason`, a human `message` (what happened, then what
+//! indexq does about it), a `hint` (the fix, for every `misconfigured` verdict)
+//! and the server's `Retry-After`, if any. It is pure: no HTTP client, no clock,
+//! no ledger, no I/O. Callers fetch, time and store; this module only reads.
+//!
+//! IndexNow, status by status:
+//!
+//! | status | class | reason |
+//! |---|---|---|
+//! | 200, other 2xx | accepted | `ok` |
+//! | 202 | accepted | `key_validation_pending` |
+//! | 3xx | misconfigured | `redirect` (the endpoint setting is wrong) |
+//! | 400 | misconfigured | `bad_request` |
+//! | 403 | from the key file check, see [`key_file`]; no check: misconfigured `forbidden` |
+//! | 408 | transient | `http_408` (the server timed out reading the request) |
+//! | 413 | misconfigured | `too_large` |
+//! | 422 | misconfigured | `url_not_on_host` (also when the key breaks the schema) |
+//! | 429 | quota | `rate_limited` |
+//! | other 4xx | misconfigured | `http_<status>` |
+//! | 5xx | transient | `server_error` (the status is in the message) |
+//! | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
+//!
+//! A 403 is decided by the key file, never by the body (which is only quoted):
+//! exactly the key, give or take surrounding whitespace, is `key_pending`; a 404
+//! or 410 is `key_file_missing`; another status is `key_file_status`; a UTF-8
+//! byte order mark before the key is `key_file_bom`; the key inside HTML or other
+//! text is `key_file_html`; anything else (another key, an empty file, the key in
+//! other letter case, UTF-16 text) is `key_file_wrong`; a failed fetch is
+//! `key_file_unreachable`. Without a response at all, [`network`] gives
+//! `transient` with `timeout`, `connect` or `network`.
+//!
+//! Secrets: `message` and `hint` never contain the IndexNow key, in any letter
+//! case. Wherever it would appear (the key location, a served body, an error) it
+//! is replaced by `[key]`. [`network`] has no key to hide: its `detail` must
+//! already be redacted by the caller.
+//!
+//! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
+//! [`indexnow`], sharing the engine-neutral helpers below.
+
+use crate::model::{Class, EngineKind};
+use chrono::{DateTime, Utc};
+use std::fmt;
+
+/// What replaces the IndexNow key wherever a message would show it.
+const REDACTED_KEY: &str = "[key]";
+
+/// How many characters of a body [`excerpt`] keeps before the ellipsis.
+const EXCERPT_CHARS: usize = 200;
+
+/// The schema of an IndexNow key, as a person reads it.
+const KEY_SCHEMA: &str = "8–128 characters of a–z, A–Z, 0–9 and '-'";
+
+/// One HTTP response as received (body already capped and decoded lossily as UTF-8).
+#[derive(Debug, Clone, Copy)]
+pub struct Response<'a> {
+    pub status: u16,
+    pub headers: &'a [(String, String)],
+    pub body: &'a str,
+}
+
+impl<'a> Response<'a> {
+    /// The first value of the header `name`, which is compared case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&'a str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The server's `Retry-After`, if present and well-formed.
+    pub fn retry_after(&self) -> Option<RetryAfter> {
+        self.header("retry-after").and_then(parse_retry_after)
+    }
+}
+
+/// What the key location served when indexq fetched it itself after a 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyFileCheck {
+    Fetched { status: u16, body: String },
+    Failed { error: String },
+}
+
+/// What indexq knows about an IndexNow submission besides the response.
+pub struct IndexNowContext<'a> {
+    pub key: &'a str,
+    /// The `keyLocation` sent, else `https://HOST/KEY.txt`.
+    pub key_location: &'a str,
+    /// The key file check, when indexq made one (after a 403).
+    pub key_file: Option<&'a KeyFileCheck>,
+}
+
+impl fmt::Debug for IndexNowContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key_file = redact(&format!("{:?}", self.key_file), self.key);
+        f.debug_struct("IndexNowContext")
+            .field("key", &format_args!("{REDACTED_KEY}"))
+            .field("key_location", &redact(self.key_location, self.key))
+            .field("key_file", &format_args!("{key_file}"))
+            .finish()
+    }
+}
+
+/// When the server asked to be called again (`Retry-After`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Seconds(u64),
+    At(DateTime<Utc>),
+}
+
+impl fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetryAfter::Seconds(secs) => write!(f, "after {secs} s"),
+            RetryAfter::At(at) => write!(f, "at {}", at.format("%Y-%m-%d %H:%M:%S UTC")),
+        }
+    }
+}
+
+/// The meaning of one answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub class: Class,
+    pub reason: String,
+    pub message: String,
+    pub hint: Option<String>,
+    pub retry_after: Option<RetryAfter>,
+}
+
+impl Verdict {
+    fn new(class: Class, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Verdict {
+            class,
+            reason: reason.into(),
+            message: message.into(),
+            hint: None,
+            retry_after: None,
+        }
+    }
+
+    fn misconfigured(
+        reason: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
+        Verdict {
+            hint: Some(hint.into()),
+            ..Verdict::new(Class::Misconfigured, reason, message)
+        }
+    }
+
+    /// Replaces every occurrence of `key` in the human texts.
+    fn redacted(self, key: &str) -> Self {
+        Verdict {
+            message: redact(&self.message, key),
+            hint: self.hint.map(|hint| redact(&hint, key)),
+            ..self
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkFailure {
+    Timeout,
+    Connect,
+    Other,
+}
+
+/// Classifies an IndexNow answer. See the module documentation for the rules.
+pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
+    let engine = EngineKind::IndexNow;
+    let title = engine.title();
+    let status = resp.status;
+    let location = redact(ctx.key_location, ctx.key);
+    let answered = answered(engine, resp, ctx.key);
+    let verdict = match status {
+        200 => Verdict::new(
+            Class::Accepted,
+            "ok",
+            format!("{title} accepted the submission ({}).", http_status(status)),
+        ),
+        202 => Verdict::new(
+            Class::Accepted,
+            "key_validation_pending",
+            format!(
+                "{title} accepted the submission ({}) but has not validated the key yet; \
+                 it will fetch the key file at {location}.",
+                http_status(status)
+            ),
+        ),
+        400 => Verdict::misconfigured(
+            "bad_request",
+            format!("{answered}: it could not read the submission."),
+            format!(
+                "Check that the key is {KEY_SCHEMA} and that the URLs are absolute http(s) \
+                 URLs of one host; if they are, report this response as an indexq bug."
+            ),
+        ),
+        403 => match ctx.key_file {
+            Some(check) => {
+                let found = key_file(ctx.key, ctx.key_location, check);
+                Verdict {
+                    message: format!("{answered}. {}", found.message),
+                    ..found
+                }
+            }
+            None => Verdict::misconfigured(
+                "forbidden",
+                format!(
+                    "{answered}: it refused the key, and indexq could not check the key file \
+                     at {location}. Usually that file is missing or does not serve exactly the key."
+                ),
+                format!(
+                    "Check that {location} serves exactly the key as plain text and that \
+                     `key_env`/`key_file` hold the same key; `indexq doctor` checks both."
+                ),
+            ),
+        },
+        408 => transient(
+            engine,
+            resp,
+            ctx.key,
+            "http_408",
+            "the server gave up waiting for the request",
+        ),
+        413 => Verdict::misconfigured(
+            "too_large",
+            format!("{answered}: the request is larger than the endpoint accepts."),
+            "indexq sends at most 10,000 URLs per request; if a proxy in front of the endpoint \
+             limits the request size, raise its limit or point `endpoints` in `[indexnow]` at \
+             the engine itself.",
+        ),
+        422 => {
+            let mut message = format!(
+                "{answered}: the URLs do not belong to the host of the submission, \
+                 or the key does not match the schema."
+            );
+            if !key_matches_schema(ctx.key) {
+                message.push_str(&format!(
+                    " The configured key does not: keys are {KEY_SCHEMA}."
+                ));
+            }
+            Verdict::misconfigured(
+                "url_not_on_host",
+                message,
+                format!(
+                    "Submit only URLs under the property's host (one host per request) and use \
+                     a key of {KEY_SCHEMA}; `indexq key generate` makes one."
+                ),
+            )
+        }
+        429 => rate_limited(engine, resp, ctx.key),
+        201..=299 => Verdict::new(
+            Class::Accepted,
+            "ok",
+            format!("{title} accepted the submission ({}).", http_status(status)),
+        ),
+        300..=399 => {
+            let target = resp
+                .header("location")
+                .map(|to| format!(" to {}", excerpt(&redact(to, ctx.key))))
+                .unwrap_or_default();
+            Verdict::misconfigured(
+                "redirect",
+                format!(
+                    "{title} answered {}{target}: the endpoint redirects instead of taking \
+                     the submission.",
+                    http_status(status)
+                ),
+                "Set `endpoints` in `[indexnow]` to the URL that takes submissions, for example \
+                 https://api.indexnow.org/indexnow.",
+            )
+        }
+        401..=499 => Verdict::misconfigured(
+            format!("http_{status}"),
+            format!(
+                "{answered}: the endpoint refused the request, and waiting will not change that."
+            ),
+            "Check `endpoints` in `[indexnow]` (for example https://api.indexnow.org/indexnow); \
+             if it is right, report this response.",
+        ),
+        500..=599 => transient(engine, resp, ctx.key, "server_error", "the server failed"),
+        _ => transient(
+            engine,
+            resp,
+            ctx.key,
+            "unexpected_status",
+            "no engine documents that status",
+        ),
+    };
+    verdict.redacted(ctx.key)
+}
+
+/// No response at all (timeout, connection refused/reset, TLS, DNS): always transient; reason "timeout" / "connect" / "network".
+///
+/// `detail` (the client's error) is quoted as given: redact it first.
+pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
+    let (reason, what) = match failure {
+        NetworkFailure::Timeout => ("timeout", "the request timed out"),
+        NetworkFailure::Connect => ("connect", "indexq could not connect"),
+        NetworkFailure::Other => ("network", "the request failed"),
+    };
+    let detail = excerpt(detail);
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    };
+    Verdict::new(
+        Class::Transient,
+        reason,
+        format!("No response: {what}{detail}. indexq retries with backoff."),
+    )
+}
+
+/// Retry-After: delta-seconds or HTTP-date (httpdate crate). None for garbage/negative.
+pub fn parse_retry_after(value: &str) -> Option<RetryAfter> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    if value.bytes().all(|b| b.is_ascii_digit()) {
+        // Only digits: delta-seconds (None if it overflows u64).
+        return value.parse().ok().map(RetryAfter::Seconds);
+    }
+    httpdate::parse_http_date(value)
+        .ok()
+        .map(|at| RetryAfter::At(DateTime::<Utc>::from(at)))
+}
+
+/// The verdict on a key file check alone (used by indexnow on 403, and later by `doctor`).
+pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict {
+    let location = redact(key_location, key);
+    let set_location = "or set `key_location` in the property's `indexnow` table to where the \
+                        key file is served";
+    let verdict = match check {
+        KeyFileCheck::Failed { error } => Verdict::misconfigured(
+            "key_file_unreachable",
+            format!(
+                "indexq could not fetch the key file at {location}: {}.",
+                excerpt(&redact(error, key)).trim_end_matches('.')
+            ),
+            format!(
+                "Make sure {location} is publicly reachable and answers 200 with exactly the key \
+                 as plain text; `indexq doctor` checks it without spending quota."
+            ),
+        ),
+        KeyFileCheck::Fetched {
+            status: status @ (404 | 410),
+            ..
+        } => Verdict::misconfigured(
+            "key_file_missing",
+            format!(
+                "The key file at {location} is missing ({}).",
+                http_status(*status)
+            ),
+            format!("Serve exactly the key as plain text at {location}, {set_location}."),
+        ),
+        KeyFileCheck::Fetched { status: 200, body } => key_file_content(key, &location, body),
+        KeyFileCheck::Fetched { status, .. } => {
+            let hint = if (300..400).contains(status) {
+                format!(
+                    "Serve the key file at {location} directly, without a redirect, \
+                     or set `key_location` to the URL it redirects to."
+                )
+            } else {
+                format!(
+                    "Make {location} answer 200 with exactly the key as plain text, {set_location}."
+                )
+            };
+            Verdict::misconfigured(
+                "key_file_status",
+                format!(
+                    "The key file at {location} answered {} instead of 200 OK.",
+                    http_status(*status)
+                ),
+                hint,
+            )
+        }
+    };
+    verdict.redacted(key)
+}
+
+/// What a key file that answered 200 holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyContent {
+    /// Exactly the key, give or take surrounding whitespace.
+    Exact,
+    /// A UTF-8 byte order mark, then the key.
+    Bom,
+    /// The key inside an HTML page.
+    Html,
+    /// The key with other text around it.
+    InText,
+    /// Nothing but whitespace.
+    Empty,
+    /// The key in other letter case (keys are case-sensitive).
+    OtherCase,
+    /// The key saved as UTF-16 (a NUL byte between the letters).
+    Utf16,
+    /// Something else.
+    Other,
+}
+
+fn key_content(key: &str, body: &str) -> KeyContent {
+    let trimmed = body.trim();
+    if key.is_empty() {
+        return KeyContent::Other;
+    }
+    if trimmed == key {
+        return KeyContent::Exact;
+    }
+    if trimmed
+        .strip_prefix('\u{FEFF}')
+        .is_some_and(|rest| rest.trim() == key)
+    {
+        return KeyContent::Bom;
+    }
+    if trimmed.contains(key) {
+        let lower = trimmed.to_ascii_lowercase();
+        let html = trimmed.starts_with('<')
+            || ["<html", "<body", "<!doctype"]
+                .iter()
+                .any(|tag| lower.contains(tag));
+        return if html {
+            KeyContent::Html
+        } else {
+            KeyContent::InText
+        };
+    }
+    if trimmed.is_empty() {
+        return KeyContent::Empty;
+    }
+    if trimmed
+        .to_ascii_lowercase()
+        .contains(&key.to_ascii_lowercase())
+    {
+        return KeyContent::OtherCase;
+    }
+    if body.contains('\0') {
+        let narrowed: String = body
+            .chars()
+            .filter(|c| !matches!(c, '\0' | '\u{FEFF}' | '\u{FFFD}'))
+            .collect();
+        if narrowed.trim() == key {
+            return KeyContent::Utf16;
+        }
+    }
+    KeyContent::Other
+}
+
+/// The verdict on a key file that answered 200. `location` is already redacted.
+fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
+    let served = excerpt(&redact(body, key));
+    let only_the_key = format!(
+        "Make the key file at {location} contain exactly the key that `key_env`/`key_file` in \
+         the property's `indexnow` table provide, or point `key_env`/`key_file` at the key the \
+         site serves."
+    );
+    let wrong = |what: String| {
+        Verdict::misconfigured(
+            "key_file_wrong",
+            format!("The key file at {location} does not contain the configured key: {what}."),
+            only_the_key.clone(),
+        )
+    };
+    match key_content(key, body) {
+        KeyContent::Exact => Verdict::new(
+            Class::KeyPending,
+            "key_pending",
+            format!(
+                "The key file at {location} serves exactly the configured key, so the key is \
+                 published correctly and IndexNow has not fetched it yet; indexq retries \
+                 automatically."
+            ),
+        ),
+        KeyContent::Bom => Verdict::misconfigured(
+            "key_file_bom",
+            format!(
+                "The key file at {location} starts with a byte order mark (U+FEFF) before the key, \
+                 so it does not serve exactly the key."
+            ),
+            format!(
+                "Save the key file at {location} as plain text without a byte order mark \
+                 (UTF-8 without BOM, or ASCII), containing only the key."
+            ),
+        ),
+        content @ (KeyContent::Html | KeyContent::InText) => {
+            let around = if content == KeyContent::Html {
+                "inside an HTML page"
+            } else {
+                "with other text around it"
+            };
+            Verdict::misconfigured(
+                "key_file_html",
+                format!(
+                    "The key file at {location} contains the configured key {around}, \
+                     not the key alone: {served}"
+                ),
+                format!(
+                    "Serve the key file at {location} as a static plain-text file containing only \
+                     the key, not through a page template or with other text."
+                ),
+            )
+        }
+        KeyContent::Empty => wrong("it is empty".to_string()),
+        KeyContent::OtherCase => wrong(
+            "it serves the key in other upper/lower case, and keys are case-sensitive".to_string(),
+        ),
+        KeyContent::Utf16 => wrong(
+            "it is saved as UTF-16 text (a NUL byte between the letters); save it as UTF-8 or ASCII"
+                .to_string(),
+        ),
+        KeyContent::Other => wrong(format!("it serves {served}")),
+    }
+}
+
+/// A short, single-line excerpt of a body for messages (trimmed, whitespace collapsed, at most ~200 chars with an ellipsis).
+///
+/// Control characters (such as terminal escapes) become U+FFFD.
+pub fn excerpt(body: &str) -> String {
+    let collapsed = body
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(char::is_control, "\u{FFFD}");
+    if collapsed.chars().count() <= EXCERPT_CHARS {
+        return collapsed;
+    }
+    let cut: String = collapsed.chars().take(EXCERPT_CHARS).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// "IndexNow answered HTTP 403 Forbidden (response: ...)", the body redacted.
+fn answered(engine: EngineKind, resp: &Response, key: &str) -> String {
+    let body = excerpt(&redact(resp.body, key));
+    let status = http_status(resp.status);
+    if body.is_empty() {
+        format!("{} answered {status}", engine.title())
+    } else {
+        format!("{} answered {status} (response: {body})", engine.title())
+    }
+}
+
+/// A rate limit said no: `quota`, with the server's `Retry-After` if any.
+fn rate_limited(engine: EngineKind, resp: &Response, key: &str) -> Verdict {
+    let retry_after = resp.retry_after();
+    let when = match retry_after {
+        Some(retry) => retry.to_string(),
+        None => "when the budget window reopens".to_string(),
+    };
+    Verdict {
+        retry_after,
+        ..Verdict::new(
+            Class::Quota,
+            "rate_limited",
+            format!(
+                "{}: it is throttling submissions (too many requests, possibly judged as spam). \
+                 indexq waits and retries {when}.",
+                answered(engine, resp, key)
+            ),
+        )
+    }
+}
+
+/// The server failed: `transient`, with the server's `Retry-After` if any.
+fn transient(engine: EngineKind, resp: &Response, key: &str, reason: &str, what: &str) -> Verdict {
+    let retry_after = resp.retry_after();
+    let when = match retry_after {
+        Some(retry) => retry.to_string(),
+        None => "with backoff".to_string(),
+    };
+    Verdict {
+        retry_after,
+        ..Verdict::new(
+            Class::Transient,
+            reason,
+            format!(
+                "{}: {what}. indexq retries {when}.",
+                answered(engine, resp, key)
+            ),
+        )
+    }
+}
+
+/// "HTTP 503 Service Unavailable", or "HTTP 599" for a status without a common name.
+fn http_status(status: u16) -> String {
+    let name = match status {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        410 => "Gone",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => return format!("HTTP {status}"),
+    };
+    format!("HTTP {status} {name}")
+}
+
+/// IndexNow keys are 8–128 characters of `a-zA-Z0-9-`.
+fn key_matches_schema(key: &str) -> bool {
+    (8..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// `text` with every occurrence of `key`, in any ASCII letter case, replaced by `[key]`.
+fn redact(text: &str, key: &str) -> String {
+    if key.is_empty() {
+        return text.to_string();
+    }
+    // ASCII lowercasing keeps every byte offset, so offsets found in the
+    // lowered copies are char boundaries of `text` too.
+    let haystack = text.to_ascii_lowercase();
+    let needle = key.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    while let Some(found) = haystack[done..].find(&needle) {
+        let start = done + found;
+        out.push_str(&text[done..start]);
+        out.push_str(REDACTED_KEY);
+        done = start + needle.len();
+    }
+    out.push_str(&text[done..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    const KEY: &str = "3f8a1c9e7b2d4f6a8c0e1b3d5f7a9c2e";
+
+    fn location() -> String {
+        format!("https://example.com/{KEY}.txt")
+    }
+
+    /// Every verdict a test makes goes through here: no message or hint may
+    /// show the key, in any letter case.
+    fn assert_no_secret(verdict: &Verdict, key: &str, case: &str) {
+        let key = key.to_ascii_lowercase();
+        let message = verdict.message.to_ascii_lowercase();
+        assert!(
+            !message.contains(&key),
+            "{case}: message shows the key: {}",
+            verdict.message
+        );
+        if let Some(hint) = &verdict.hint {
+            assert!(
+                !hint.to_ascii_lowercase().contains(&key),
+                "{case}: hint shows the key: {hint}"
+            );
+        }
+        assert!(!verdict.message.is_empty(), "{case}: empty message");
+        if verdict.class == Class::Misconfigured {
+            assert!(
+                verdict.hint.is_some(),
+                "{case}: misconfigured without a hint"
+            );
+        }
+    }
+
+    fn classify(
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &str,
+        check: Option<&KeyFileCheck>,
+    ) -> Verdict {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        let resp = Response {
+            status,
+            headers: &headers,
+            body,
+        };
+        let location = location();
+        let ctx = IndexNowContext {
+            key: KEY,
+            key_location: &location,
+            key_file: check,
+        };
+        let verdict = indexnow(&resp, &ctx);
+        assert_no_secret(&verdict, KEY, &format!("status {status} body {body:?}"));
+        verdict
+    }
+
+    fn fetched(status: u16, body: &str) -> KeyFileCheck {
+        KeyFileCheck::Fetched {
+            status,
+            body: body.replace("KEY", KEY),
+        }
+    }
+
+    // ---- fixtures ---------------------------------------------------------
+
+    const SHARED_FIXTURES: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/rejections");
+    const LOCAL_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/rejections");
+    /// The IndexNow fixtures that existed when this test was written.
+    const MIN_INDEXNOW_FIXTURES: usize = 8;
+
+    #[derive(Debug, Clone, Deserialize)]
+    struct Fixture {
+        id: String,
+        engine: String,
+        status: u16,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        #[serde(default)]
+        body: String,
+        key_file: Option<FixtureKeyFile>,
+        expect: String,
+        retry: Option<String>,
+    }
+
+    #[derive(Debug, Clone, Deserialize)]
+    struct FixtureKeyFile {
+        status: u16,
+        #[serde(default)]
+        body: String,
+    }
+
+    /// Every `*.json` fixture of both directories, by id (the shared copy wins).
+    fn load_fixtures() -> BTreeMap<String, (PathBuf, Fixture)> {
+        let mut fixtures = BTreeMap::new();
+        for dir in [SHARED_FIXTURES, LOCAL_FIXTURES] {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                eprintln!("fixture directory {dir} not found");
+                continue;
+            };
+            let mut paths: Vec<PathBuf> = entries
+                .map(|entry| entry.expect("read fixture directory entry").path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let text = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+                let fixture: Fixture = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+                fixtures
+                    .entry(fixture.id.clone())
+                    .or_insert((path, fixture));
+            }
+        }
+        fixtures
+    }
+
+    /// "120 s" → 120; other forms ("next midnight ...") are not checked here.
+    fn retry_seconds(retry: &str) -> Option<u64> {
+        retry.strip_suffix(" s")?.trim().parse().ok()
+    }
+
+    fn classify_fixture(fixture: &Fixture) -> Verdict {
+        let headers: Vec<(String, String)> = fixture
+            .headers
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        let resp = Response {
+            status: fixture.status,
+            headers: &headers,
+            body: &fixture.body,
+        };
+        let check = fixture
+            .key_file
+            .as_ref()
+            .map(|kf| fetched(kf.status, &kf.body));
+        let location = location();
+        let ctx = IndexNowContext {
+            key: KEY,
+            key_location: &location,
+            key_file: check.as_ref(),
+        };
+        indexnow(&resp, &ctx)
+    }
+
+    #[test]
+    fn fixtures_get_their_expected_class() {
+        let fixtures = load_fixtures();
+        let mut failures = Vec::new();
+        let mut classified: BTreeMap<EngineKind, usize> = BTreeMap::new();
+        let mut skipped = Vec::new();
+        for (id, (path, fixture)) in &fixtures {
+            let engine: EngineKind = match fixture.engine.parse() {
+                Ok(engine) => engine,
+                Err(e) => {
+                    failures.push(format!("{id} ({}): {e}", path.display()));
+                    continue;
+                }
+            };
+            let verdict = match engine {
+                EngineKind::IndexNow => classify_fixture(fixture),
+                // Classified by later issues: each adds its arm above.
+                EngineKind::Bing | EngineKind::Google => {
+                    skipped.push(id.as_str());
+                    continue;
+                }
+            };
+            *classified.entry(engine).or_default() += 1;
+            eprintln!(
+                "{id}: {} {} retry={:?} — {}",
+                verdict.class, verdict.reason, verdict.retry_after, verdict.message
+            );
+            assert_no_secret(&verdict, KEY, id);
+            match fixture.expect.parse::<Class>() {
+                Ok(expect) if expect == verdict.class => {}
+                Ok(expect) => failures.push(format!(
+                    "{id}: expected {expect}, got {} ({}): {}",
+                    verdict.class, verdict.reason, verdict.message
+                )),
+                Err(e) => failures.push(format!("{id}: {e}")),
+            }
+            if let Some(secs) = fixture.retry.as_deref().and_then(retry_seconds) {
+                if verdict.retry_after != Some(RetryAfter::Seconds(secs)) {
+                    failures.push(format!(
+                        "{id}: expected retry after {secs} s, got {:?}",
+                        verdict.retry_after
+                    ));
+                }
+            }
+        }
+        eprintln!("classified: {classified:?}; not yet classified: {skipped:?}");
+        let indexnow_count = classified.get(&EngineKind::IndexNow).copied().unwrap_or(0);
+        assert!(
+            indexnow_count >= MIN_INDEXNOW_FIXTURES,
+            "found {indexnow_count} IndexNow fixtures in {SHARED_FIXTURES} and {LOCAL_FIXTURES}, \
+             expected at least {MIN_INDEXNOW_FIXTURES}"
+        );
+        assert!(
+            failures.is_empty(),
+            "fixtures failed:\n{}",
+            failures.join("\n")
+        );
+    }
+
+    #[test]
+    fn local_fixtures_are_a_copy_of_the_shared_ones() {
+        let shared = Path::new(SHARED_FIXTURES);
+        if !shared.is_dir() {
+            return; // built outside the workspace: only the local copy exists
+        }
+        let local = Path::new(LOCAL_FIXTURES);
+        for entry in std::fs::read_dir(shared).expect("read shared fixtures") {
+            let path = entry.expect("shared fixture entry").path();
+            let name = path.file_name().expect("file name");
+            let theirs = std::fs::read(&path).expect("read shared fixture");
+            let ours = std::fs::read(local.join(name)).unwrap_or_default();
+            assert!(
+                theirs == ours,
+                "{} differs from its copy in {LOCAL_FIXTURES}: copy it again",
+                name.to_string_lossy()
+            );
+        }
+    }
+
+    // ---- status table -----------------------------------------------------
+
+    #[test]
+    fn statuses() {
+        type Headers<'a> = &'a [(&'a str, &'a str)];
+        type Row<'a> = (
+            u16,
+            Headers<'a>,
+            &'a str,
+            Option<&'a KeyFileCheck>,
+            Class,
+            &'a str,
+            Option<RetryAfter>,
+        );
+        let pending = fetched(200, "KEY");
+        #[rustfmt::skip]
+        let table: &[Row] = &[
+            (200, &[], "", None, Class::Accepted, "ok", None),
+            (204, &[], "", None, Class::Accepted, "ok", None),
+            (202, &[], "", None, Class::Accepted, "key_validation_pending", None),
+            (400, &[], "Invalid format", None, Class::Misconfigured, "bad_request", None),
+            (403, &[], r#"{"errorCode":"SiteVerificationNotCompleted"}"#, Some(&pending), Class::KeyPending, "key_pending", None),
+            (403, &[], r#"{"errorCode":"InvalidKey"}"#, None, Class::Misconfigured, "forbidden", None),
+            (422, &[], "", None, Class::Misconfigured, "url_not_on_host", None),
+            (429, &[], "", None, Class::Quota, "rate_limited", None),
+            (429, &[("Retry-After", "120")], "", None, Class::Quota, "rate_limited", Some(RetryAfter::Seconds(120))),
+            (429, &[("retry-after", "30")], "", None, Class::Quota, "rate_limited", Some(RetryAfter::Seconds(30))),
+            (429, &[("RETRY-AFTER", "soon")], "", None, Class::Quota, "rate_limited", None),
+            (500, &[], "", None, Class::Transient, "server_error", None),
+            (502, &[], "<html>Bad Gateway</html>", None, Class::Transient, "server_error", None),
+            (503, &[("Retry-After", "120")], "", None, Class::Transient, "server_error", Some(RetryAfter::Seconds(120))),
+            (599, &[], "", None, Class::Transient, "server_error", None),
+            (408, &[], "", None, Class::Transient, "http_408", None),
+            (413, &[], "", None, Class::Misconfigured, "too_large", None),
+            (404, &[], "Not Found", None, Class::Misconfigured, "http_404", None),
+            (405, &[], "", None, Class::Misconfigured, "http_405", None),
+            (401, &[], "", None, Class::Misconfigured, "http_401", None),
+            (301, &[("Location", "https://api.indexnow.org/indexnow")], "", None, Class::Misconfigured, "redirect", None),
+            (307, &[], "", None, Class::Misconfigured, "redirect", None),
+            (101, &[], "", None, Class::Transient, "unexpected_status", None),
+            (600, &[], "", None, Class::Transient, "unexpected_status", None),
+        ];
+        for &(status, headers, body, check, class, reason, retry) in table {
+            let verdict = classify(status, headers, body, check);
+            eprintln!("{status}: {verdict:?}");
+            assert_eq!(
+                (verdict.class, verdict.reason.as_str(), verdict.retry_after),
+                (class, reason, retry),
+                "status {status} headers {headers:?}: {}",
+                verdict.message
+            );
+        }
+    }
+
+    #[test]
+    fn messages_name_status_body_and_retry() {
+        let v = classify(
+            503,
+            &[("Retry-After", "120")],
+            "down\n  for\tmaintenance",
+            None,
+        );
+        assert!(v.message.contains("HTTP 503"), "{}", v.message);
+        assert!(v.message.contains("down for maintenance"), "{}", v.message);
+        assert!(v.message.contains("after 120 s"), "{}", v.message);
+
+        let v = classify(
+            301,
+            &[("location", "https://api.indexnow.org/indexnow")],
+            "",
+            None,
+        );
+        assert!(
+            v.message.contains("to https://api.indexnow.org/indexnow"),
+            "{}",
+            v.message
+        );
+
+        let v = classify(422, &[], "", None);
+        assert!(
+            v.message.contains("do not belong to the host"),
+            "{}",
+            v.message
+        );
+        assert!(
+            !v.message.contains("The configured key does not"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn url_not_on_host_says_when_the_key_breaks_the_schema() {
+        let headers = Vec::new();
+        let resp = Response {
+            status: 422,
+            headers: &headers,
+            body: "",
+        };
+        let ctx = IndexNowContext {
+            key: "bad_key!",
+            key_location: "https://example.com/bad_key!.txt",
+            key_file: None,
+        };
+        let v = indexnow(&resp, &ctx);
+        assert_no_secret(&v, ctx.key, "422 bad key");
+        assert_eq!(v.reason, "url_not_on_host");
+        assert!(
+            v.message.contains("The configured key does not"),
+            "{}",
+            v.message
+        );
+    }
+
+    // ---- 403 and the key file ---------------------------------------------
+
+    #[test]
+    fn key_file_checks() {
+        let utf16: String = std::iter::once("\u{FFFD}\u{FFFD}".to_string())
+            .chain(KEY.chars().map(|c| format!("{c}\0")))
+            .collect();
+        let upper = KEY.to_ascii_uppercase();
+        let failed = KeyFileCheck::Failed {
+            error: format!("error sending request for url ({}): dns error", location()),
+        };
+        #[rustfmt::skip]
+        let table: Vec<(KeyFileCheck, Class, &str)> = vec![
+            (fetched(200, "KEY"), Class::KeyPending, "key_pending"),
+            (fetched(200, "KEY\n"), Class::KeyPending, "key_pending"),
+            (fetched(200, "KEY\r\n"), Class::KeyPending, "key_pending"),
+            (fetched(200, "  KEY \t\n\n"), Class::KeyPending, "key_pending"),
+            (fetched(200, "\u{FEFF}KEY"), Class::Misconfigured, "key_file_bom"),
+            (fetched(200, "\u{FEFF}KEY\r\n"), Class::Misconfigured, "key_file_bom"),
+            (fetched(200, "<html><body>KEY</body></html>"), Class::Misconfigured, "key_file_html"),
+            (fetched(200, "<!DOCTYPE html>\n<p>KEY</p>"), Class::Misconfigured, "key_file_html"),
+            (fetched(200, "indexnow key: KEY"), Class::Misconfigured, "key_file_html"),
+            (fetched(200, "KEY\nKEY"), Class::Misconfigured, "key_file_html"),
+            (fetched(200, "some-other-key-0000"), Class::Misconfigured, "key_file_wrong"),
+            (fetched(200, ""), Class::Misconfigured, "key_file_wrong"),
+            (fetched(200, "\n"), Class::Misconfigured, "key_file_wrong"),
+            (fetched(200, &upper), Class::Misconfigured, "key_file_wrong"),
+            (fetched(200, &utf16), Class::Misconfigured, "key_file_wrong"),
+            (fetched(404, "<html><body>Not Found</body></html>"), Class::Misconfigured, "key_file_missing"),
+            (fetched(410, ""), Class::Misconfigured, "key_file_missing"),
+            (fetched(301, ""), Class::Misconfigured, "key_file_status"),
+            (fetched(302, "KEY"), Class::Misconfigured, "key_file_status"),
+            (fetched(403, ""), Class::Misconfigured, "key_file_status"),
+            (fetched(500, "KEY"), Class::Misconfigured, "key_file_status"),
+            (fetched(204, ""), Class::Misconfigured, "key_file_status"),
+            (failed, Class::Misconfigured, "key_file_unreachable"),
+        ];
+        for (check, class, reason) in &table {
+            let alone = key_file(KEY, &location(), check);
+            assert_no_secret(&alone, KEY, &format!("{check:?}"));
+            assert_eq!(
+                (alone.class, alone.reason.as_str()),
+                (*class, *reason),
+                "{check:?}: {}",
+                alone.message
+            );
+            // On a 403 the key file decides, whatever the engine said.
+            for body in [
+                r#"{"errorCode":"SiteVerificationNotCompleted"}"#,
+                r#"{"code":"UserForbiddedToAccessSite","message":"User is unauthorized to access the site. Please verify the site using the key and try again"}"#,
+                "",
+            ] {
+                let v = classify(403, &[], body, Some(check));
+                assert_eq!(
+                    (v.class, v.reason.as_str()),
+                    (*class, *reason),
+                    "{check:?} / {body}"
+                );
+                assert_eq!(v.hint, alone.hint);
+                assert!(v.message.ends_with(&alone.message), "{}", v.message);
+                assert!(v.message.contains(&excerpt(body)), "{}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn key_file_messages_say_what_was_found() {
+        let loc = location();
+        let v = key_file(KEY, &loc, &fetched(301, ""));
+        assert!(v.message.contains("HTTP 301"), "{}", v.message);
+        assert!(v.hint.as_deref().is_some_and(|h| h.contains("redirect")));
+
+        let v = key_file(KEY, &loc, &fetched(200, "some-other-key-0000"));
+        assert!(
+            v.message.contains("does not contain the configured key"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("some-other-key-0000"), "{}", v.message);
+        assert!(
+            v.message.contains("https://example.com/[key].txt"),
+            "{}",
+            v.message
+        );
+
+        let v = key_file(KEY, &loc, &fetched(200, "<html><body>KEY</body></html>"));
+        assert!(
+            v.message.contains("<html><body>[key]</body></html>"),
+            "{}",
+            v.message
+        );
+
+        let v = key_file(KEY, &loc, &fetched(200, "KEY\r\n"));
+        assert!(v.message.contains("published correctly"), "{}", v.message);
+        assert!(v.message.contains("retries"), "{}", v.message);
+        assert_eq!(v.hint, None);
+
+        let custom = "https://example.com/.well-known/indexnow.txt";
+        let v = key_file(KEY, custom, &fetched(404, ""));
+        assert!(v.message.contains(custom), "{}", v.message);
+        assert!(v
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.contains("key_location")));
+    }
+
+    // ---- Retry-After, network, excerpt ------------------------------------
+
+    #[test]
+    fn retry_after_values() {
+        let date = Utc
+            .with_ymd_and_hms(2026, 10, 21, 7, 28, 0)
+            .single()
+            .expect("valid date");
+        let table: &[(&str, Option<RetryAfter>)] = &[
+            ("120", Some(RetryAfter::Seconds(120))),
+            (" 120 ", Some(RetryAfter::Seconds(120))),
+            ("0", Some(RetryAfter::Seconds(0))),
+            ("Wed, 21 Oct 2026 07:28:00 GMT", Some(RetryAfter::At(date))),
+            (
+                "Wednesday, 21-Oct-26 07:28:00 GMT",
+                Some(RetryAfter::At(date)),
+            ),
+            ("-5", None),
+            ("+5", None),
+            ("1.5", None),
+            ("soon", None),
+            ("", None),
+            ("99999999999999999999999", None),
+        ];
+        for &(value, expect) in table {
+            assert_eq!(parse_retry_after(value), expect, "Retry-After: {value:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_date_is_kept_and_shown() {
+        let v = classify(
+            429,
+            &[("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")],
+            "",
+            None,
+        );
+        assert!(matches!(v.retry_after, Some(RetryAfter::At(_))));
+        assert!(
+            v.message.contains("at 2026-10-21 07:28:00 UTC"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn network_failures_are_transient() {
+        let table = [
+            (NetworkFailure::Timeout, "timeout"),
+            (NetworkFailure::Connect, "connect"),
+            (NetworkFailure::Other, "network"),
+        ];
+        for (failure, reason) in table {
+            let v = network(failure, "operation timed out\nafter 30s");
+            assert_no_secret(&v, KEY, reason);
+            assert_eq!((v.class, v.reason.as_str()), (Class::Transient, reason));
+            assert!(
+                v.message.contains("operation timed out after 30s"),
+                "{}",
+                v.message
+            );
+            assert_eq!(network(failure, "").message.matches('(').count(), 0);
+        }
+    }
+
+    #[test]
+    fn excerpts() {
+        assert_eq!(excerpt("  a\n\n b\t c  "), "a b c");
+        assert_eq!(excerpt(""), "");
+        assert_eq!(
+            excerpt("bell\u{7}esc\u{1b}[31m"),
+            "bell\u{FFFD}esc\u{FFFD}[31m"
+        );
+        let long = "é".repeat(500);
+        let short = excerpt(&long);
+        assert!(short.ends_with('…'));
+        assert_eq!(short.chars().count(), EXCERPT_CHARS + 1);
+        let exact = "x".repeat(EXCERPT_CHARS);
+        assert_eq!(excerpt(&exact), exact);
+    }
+
+    // ---- secrets ----------------------------------------------------------
+
+    #[test]
+    fn no_secret_in_any_message() {
+        let upper = KEY.to_ascii_uppercase();
+        let json = format!(r#"{{"key":"{KEY}","errorCode":"InvalidKey"}}"#);
+        let long = format!("{}{KEY}", "x".repeat(EXCERPT_CHARS - 10));
+        let bodies = ["", KEY, upper.as_str(), json.as_str(), long.as_str()];
+        let mut checks: Vec<Option<KeyFileCheck>> = vec![None];
+        for status in [200, 301, 404, 500] {
+            for body in bodies {
+                checks.push(Some(KeyFileCheck::Fetched {
+                    status,
+                    body: body.to_string(),
+                }));
+            }
+        }
+        checks.push(Some(fetched(200, "\u{FEFF}KEY")));
+        checks.push(Some(fetched(200, "<html>KEY</html>")));
+        checks.push(Some(KeyFileCheck::Failed {
+            error: format!("GET {} failed: {KEY}", location()),
+        }));
+        let location_header = format!("https://api.indexnow.org/indexnow?key={KEY}");
+        let headers: &[(&str, &str)] = &[("Location", &location_header), ("Retry-After", "5")];
+        let mut count = 0;
+        for status in [
+            101, 200, 202, 204, 301, 400, 401, 403, 404, 408, 413, 422, 429, 500, 503, 600,
+        ] {
+            for body in bodies {
+                for check in &checks {
+                    // `classify` asserts that neither message nor hint shows the key.
+                    classify(status, headers, body, check.as_ref());
+                    count += 1;
+                }
+            }
+        }
+        for check in checks.iter().flatten() {
+            assert_no_secret(
+                &key_file(KEY, &location(), check),
+                KEY,
+                &format!("{check:?}"),
+            );
+            count += 1;
+        }
+        assert!(count > 1000);
+
+        let check = fetched(200, "KEY");
+        let loc = location();
+        let ctx = IndexNowContext {
+            key: KEY,
+            key_location: &loc,
+            key_file: Some(&check),
+        };
+        let debug = format!("{ctx:?}");
+        assert!(!debug.contains(KEY), "{debug}");
+    }
+
+    #[test]
+    fn redaction_ignores_case_and_keeps_the_rest() {
+        assert_eq!(redact("a KEY b key c", "key"), "a [key] b [key] c");
+        assert_eq!(redact("naïve key", "KEY"), "naïve [key]");
+        assert_eq!(redact("nothing", ""), "nothing");
+    }
+}

@@ -1,0 +1,176 @@
+//! The command line as typed: clap structures only. Values are checked for
+//! form here (durations, engine names, outcome names); meaning is given to
+//! them by `config` and the commands.
+
+use crate::clock;
+use crate::model::{EngineKind, Outcome};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "indexq",
+    version,
+    about = "Submit URLs to IndexNow, Bing and Google through a local quota ledger",
+    long_about = "Submit URLs to search engines' submission queues without ever spending more than each engine allows. \
+Every rejection is read and classified (quota, transient, key_pending, misconfigured) and retried the way its reason calls for.",
+    after_help = "Exit codes: 0 nothing needs a human; 2 usage or configuration error, nothing sent; \
+3 some item is in a --fail-on class; 1 anything else.\nThe clock can be pinned with INDEXQ_NOW=<RFC 3339 time>."
+)]
+pub struct Cli {
+    /// Configuration file (default: $INDEXQ_CONFIG, ./indexq.toml, ~/.config/indexq/config.toml)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print one JSON document on stdout
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Print only what needs a human
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Log what happens on stderr (-vv for more)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Enqueue URLs, then send all due work within budget
+    Submit(SubmitArgs),
+    /// Budget per property and engine, window resets, queue counts, last rejection
+    Status,
+    /// Inspect and act on queued and parked items
+    Queue(QueueArgs),
+    /// Attempts with their classified outcome and stored response body
+    Log(LogArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// URL lists: files with one URL per line, or '-' for stdin. None: only drain the queue.
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<String>,
+
+    /// Only these engines
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_engine)]
+    pub engine: Vec<EngineKind>,
+
+    /// Show the plan (what goes now, what waits until when); send nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Resubmit even if accepted within the dedupe window
+    #[arg(long)]
+    pub force: bool,
+
+    /// How long this run may sleep for short retries (key_pending, Retry-After); e.g. 0, 90s, 5m
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub max_wait: Option<Duration>,
+
+    /// Outcomes that make the exit code 3
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_outcome, default_value = "misconfigured,invalid")]
+    pub fail_on: Vec<Outcome>,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: Option<QueueAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueAction {
+    /// List queued, waiting, parked (and with --state, accepted) items
+    List(QueueFilter),
+    /// Make matching parked or waiting items due now
+    Retry(QueueFilter),
+    /// Remove matching items from the ledger
+    Drop(DropArgs),
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct QueueFilter {
+    /// Only items in these states
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub state: Vec<StateArg>,
+    /// Only this property
+    #[arg(long)]
+    pub property: Option<String>,
+    /// Only this engine
+    #[arg(long, value_parser = parse_engine)]
+    pub engine: Option<EngineKind>,
+    /// Only this URL
+    #[arg(long)]
+    pub url: Option<String>,
+    /// At most this many items
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct DropArgs {
+    #[command(flatten)]
+    pub filter: QueueFilter,
+    /// Drop every item (required when no filter is given)
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StateArg {
+    /// Queued: due now or waiting
+    Queued,
+    Parked,
+    Accepted,
+    InFlight,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only attempts for this URL
+    #[arg(long)]
+    pub url: Option<String>,
+    /// At most this many attempts (the latest)
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    clock::parse_duration(s)
+}
+
+fn parse_engine(s: &str) -> Result<EngineKind, String> {
+    s.parse()
+}
+
+fn parse_outcome(s: &str) -> Result<Outcome, String> {
+    s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn lists_and_durations_parse() {
+        let cli = Cli::try_parse_from(["indexq", "submit", "--engine", "indexnow", "--max-wait", "5m", "--fail-on", "quota,misconfigured", "a.txt"]).unwrap();
+        let Command::Submit(args) = cli.command else { panic!("not submit") };
+        assert_eq!(args.engine, vec![EngineKind::IndexNow]);
+        assert_eq!(args.max_wait, Some(Duration::from_secs(300)));
+        assert_eq!(args.fail_on, vec![Outcome::Quota, Outcome::Misconfigured]);
+        assert!(Cli::try_parse_from(["indexq", "submit", "--engine", "yahoo"]).is_err());
+        assert!(Cli::try_parse_from(["indexq", "submit", "--max-wait", "soon"]).is_err());
+    }
+}

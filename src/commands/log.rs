@@ -1,0 +1,72 @@
+//! `indexq log [--url URL]`: attempts, oldest first, with their classified
+//! outcome and the stored (redacted, capped) response body.
+
+use super::{open_ledger, ExitStatus};
+use crate::cli::LogArgs;
+use crate::clock::{self, Clock};
+use crate::config::Settings;
+use crate::ledger::Ledger;
+use crate::model::EngineKind;
+use crate::report::{rfc3339, Printer};
+use serde::Serialize;
+use std::io::Write;
+
+#[derive(Serialize)]
+struct AttemptJson {
+    at: String,
+    url: String,
+    property: String,
+    engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+    outcome: String,
+    reason: String,
+    message: String,
+    http_status: Option<u16>,
+    retry_at: Option<String>,
+    body: Option<String>,
+}
+
+pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+    let mut ledger = open_ledger(settings)?;
+    let user_tz = clock::user_timezone();
+    let rows = ledger.attempts(args.url.as_deref(), args.limit)?;
+    if printer.json {
+        let attempts: Vec<AttemptJson> = rows
+            .into_iter()
+            .map(|a| AttemptJson {
+                at: rfc3339(a.at, user_tz),
+                url: a.url,
+                property: a.group.property,
+                engine: a.group.engine,
+                endpoint: (!a.group.target.is_empty()).then_some(a.group.target),
+                outcome: a.class.to_string(),
+                reason: a.reason,
+                message: a.message,
+                http_status: a.http_status,
+                retry_at: a.retry_at.map(|t| rfc3339(t, user_tz)),
+                body: a.body,
+            })
+            .collect();
+        printer.json(&serde_json::json!({ "now": rfc3339(clock.now(), user_tz), "attempts": attempts }))?;
+        return Ok(ExitStatus::Ok);
+    }
+    let mut out = printer.stdout();
+    if rows.is_empty() {
+        writeln!(out, "No attempts recorded{}.", args.url.as_ref().map(|u| format!(" for {u}")).unwrap_or_default())?;
+    }
+    for a in rows {
+        let status = a.http_status.map(|s| format!(" HTTP {s}")).unwrap_or_default();
+        writeln!(out, "{}  {} {}  {}  {} ({}){status}", clock::format_local(a.at, user_tz), a.group.engine, a.group.property, a.url, a.class, a.reason)?;
+        writeln!(out, "    {}", a.message)?;
+        if let Some(t) = a.retry_at {
+            writeln!(out, "    retry at {}", clock::format_local(t, user_tz))?;
+        }
+        if let Some(body) = a.body.as_deref().filter(|b| !b.trim().is_empty()) {
+            for line in body.lines().take(20) {
+                writeln!(out, "    | {line}")?;
+            }
+        }
+    }
+    Ok(ExitStatus::Ok)
+}

@@ -1,0 +1,187 @@
+//! `indexq status`: per property × engine (× endpoint), each budget rule's
+//! use in its current window and when it reopens (in the rule's timezone,
+//! the user's, and relative), queue counts, and the last rejection.
+
+use super::{open_ledger, ExitStatus};
+use crate::budget;
+use crate::clock::{self, Clock};
+use crate::config::Settings;
+use crate::ledger::{GroupKey, Ledger, QueueCounts};
+use crate::model::EngineKind;
+use crate::report::{group_title, rfc3339, when, Printer};
+use serde::Serialize;
+use std::io::Write;
+
+#[derive(Serialize)]
+struct BudgetJson {
+    property: String,
+    engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+    period: &'static str,
+    window: String,
+    used: u64,
+    limit: Option<u64>,
+    remaining: Option<u64>,
+    resets_at: String,
+    resets_in_secs: i64,
+    timezone: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blocked_until: Option<String>,
+}
+
+#[derive(Serialize)]
+struct RejectionJson {
+    at: String,
+    url: String,
+    outcome: String,
+    reason: String,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
+}
+
+#[derive(Serialize)]
+struct GroupJson {
+    property: String,
+    engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+    queue: QueueCounts,
+    last_rejection: Option<RejectionJson>,
+}
+
+#[derive(Serialize)]
+struct StatusJson {
+    now: String,
+    timezone: String,
+    budgets: Vec<BudgetJson>,
+    queue: QueueCounts,
+    groups: Vec<GroupJson>,
+}
+
+/// Every group the configuration defines.
+fn configured_groups(settings: &Settings) -> Vec<GroupKey> {
+    let mut groups = Vec::new();
+    for p in &settings.properties {
+        if p.indexnow.is_some() {
+            for e in &settings.indexnow.endpoints {
+                groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::IndexNow, target: e.to_string() });
+            }
+        }
+        if p.bing.is_some() {
+            groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::Bing, target: String::new() });
+        }
+        if p.google.is_some() {
+            groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::Google, target: String::new() });
+        }
+    }
+    groups
+}
+
+pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+    let mut ledger = open_ledger(settings)?;
+    let now = clock.now();
+    let user_tz = clock::user_timezone();
+    let mut doc = StatusJson {
+        now: rfc3339(now, user_tz),
+        timezone: user_tz.name().to_string(),
+        budgets: Vec::new(),
+        queue: QueueCounts::default(),
+        groups: Vec::new(),
+    };
+    let mut human = Vec::new();
+    for group in configured_groups(settings) {
+        let Some(property) = settings.property(&group.property) else { continue };
+        let endpoint = (!group.target.is_empty()).then(|| group.target.clone());
+        writeln!(human, "{}", group_title(&group))?;
+        for rule in budget::rules_for(settings, property, &group) {
+            let window = rule.window(now);
+            let usage = ledger.usage(&window)?;
+            let remaining = usage.remaining(window.limit, now);
+            let blocked = usage.blocked_until.filter(|t| *t > now);
+            let limit_text = window.limit.map_or("no limit".to_string(), |l| format!("{l}"));
+            let scope = match rule.scope {
+                budget::Scope::Property => "",
+                budget::Scope::Pool => " (shared pool)",
+            };
+            writeln!(
+                human,
+                "  {}{scope} {} ({}): {} used of {limit_text}{} — resets {}",
+                rule.period.as_str(),
+                window.window,
+                rule.tz.name(),
+                usage.used,
+                match (blocked, remaining) {
+                    (Some(t), _) => format!(", refused by the server until {}", when(t, rule.tz, user_tz, now)),
+                    (None, Some(r)) => format!(", {r} left"),
+                    (None, None) => String::new(),
+                },
+                when(window.resets_at, rule.tz, user_tz, now)
+            )?;
+            doc.budgets.push(BudgetJson {
+                property: group.property.clone(),
+                engine: group.engine,
+                endpoint: endpoint.clone(),
+                period: rule.period.as_str(),
+                window: window.window.clone(),
+                used: usage.used,
+                limit: window.limit,
+                remaining,
+                resets_at: rfc3339(window.resets_at, rule.tz),
+                resets_in_secs: (window.resets_at - now).num_seconds(),
+                timezone: rule.tz.name().to_string(),
+                blocked_until: blocked.map(|t| rfc3339(t, rule.tz)),
+            });
+        }
+        let counts = ledger.queue_counts(&group, now)?;
+        writeln!(
+            human,
+            "  queue: {} due, {} waiting, {} parked, {} in flight, {} accepted",
+            counts.due, counts.waiting, counts.parked, counts.in_flight, counts.accepted
+        )?;
+        let next = ledger.next_due(&group)?.filter(|t| *t > now);
+        if let Some(t) = next {
+            writeln!(human, "  next retry: {}", when(t, user_tz, user_tz, now))?;
+        }
+        let last = ledger.last_rejection(&group)?;
+        if let Some(a) = &last {
+            writeln!(
+                human,
+                "  last rejection: {} {} ({}{}): {}",
+                clock::format_local(a.at, user_tz),
+                a.class,
+                a.reason,
+                a.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
+                a.message
+            )?;
+        }
+        doc.queue.due += counts.due;
+        doc.queue.waiting += counts.waiting;
+        doc.queue.parked += counts.parked;
+        doc.queue.in_flight += counts.in_flight;
+        doc.queue.accepted += counts.accepted;
+        doc.groups.push(GroupJson {
+            property: group.property.clone(),
+            engine: group.engine,
+            endpoint,
+            queue: counts,
+            last_rejection: last.map(|a| RejectionJson {
+                at: rfc3339(a.at, user_tz),
+                url: a.url,
+                outcome: a.class.to_string(),
+                reason: a.reason,
+                message: a.message,
+                http_status: a.http_status,
+            }),
+        });
+    }
+    if printer.json {
+        printer.json(&doc)?;
+    } else {
+        let mut out = printer.stdout();
+        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
+        out.write_all(&human)?;
+    }
+    Ok(ExitStatus::Ok)
+}

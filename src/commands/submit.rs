@@ -1,0 +1,516 @@
+//! `indexq submit`: puts every input URL in the ledger first, then sends all
+//! due work within budget, group by group (property × engine × target):
+//! claim (reserve before send) → send → classify → schedule → finish.
+//! With `--max-wait`, sleeps for retries that fall due within it. With
+//! `--dry-run`, the same code runs on an in-memory copy of the ledger and
+//! stops before sending.
+
+use super::ExitStatus;
+use crate::budget;
+use crate::cli::SubmitArgs;
+use crate::clock::Clock;
+use crate::config::{ConfigError, Settings};
+use crate::engines::{self, Engine};
+use crate::input::{self, Source};
+use crate::ledger::{
+    Admission, AttemptRecord, Block, GroupKey, Ledger, NewItem, NextStep, Owner, RuleWindow, SqliteLedger,
+};
+use crate::model::{Class, EngineKind, Outcome};
+use crate::redact::Redactor;
+use crate::report::{Deferral, Printer, ResultEntry, SubmitReport, Verbosity};
+use crate::schedule::{self, Decision, History, Inputs};
+use anyhow::Context as _;
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use std::collections::{BTreeMap, HashMap};
+
+/// URLs written to the ledger per transaction while reading inputs.
+const ADMIT_BATCH: usize = 10_000;
+
+/// A usage error found before anything was sent (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+struct Run<'a> {
+    settings: &'a Settings,
+    clock: &'a Clock,
+    user_tz: Tz,
+    engines: BTreeMap<EngineKind, Box<dyn Engine>>,
+    ledger: SqliteLedger,
+    owner: Owner,
+    results: Vec<ResultEntry>,
+    by_item: HashMap<i64, usize>,
+    deferrals: Vec<Deferral>,
+    planned: BTreeMap<GroupKey, u64>,
+    dry_run: bool,
+}
+
+pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+    let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
+    let mut redactor = Redactor::new();
+    let client = engines::client(&settings.http).context("cannot set up the HTTP client")?;
+    let mut built: BTreeMap<EngineKind, Box<dyn Engine>> = BTreeMap::new();
+    for kind in &selected {
+        if !settings.properties.iter().any(|p| p.uses(*kind)) {
+            continue;
+        }
+        match kind {
+            EngineKind::IndexNow => {
+                built.insert(*kind, Box::new(engines::indexnow::IndexNow::new(settings, client.clone(), &mut redactor)?));
+            }
+            EngineKind::Bing | EngineKind::Google => {
+                printer.warn(&format!(
+                    "{} submission is not available in this version of indexq; the `{}` tables are ignored",
+                    kind.title(),
+                    kind.as_str()
+                ));
+            }
+        }
+    }
+    if built.is_empty() && !args.inputs.is_empty() {
+        return Err(ConfigError {
+            place: settings.file.display().to_string(),
+            message: "no property uses an engine this run can submit to".into(),
+            hint: Some("add an `indexnow = { key_env = \"INDEXNOW_KEY\" }` table to a [[property]], or check --engine".into()),
+        }
+        .into());
+    }
+
+    // Every input must open before anything is written or sent.
+    let mut readers = Vec::new();
+    for arg in &args.inputs {
+        let source = Source::parse(arg);
+        let reader = source.open().map_err(|e| UsageError(e.to_string()))?;
+        readers.push((source.name(), reader));
+    }
+
+    let crate::config::LedgerLocation::Sqlite(path) = &settings.ledger;
+    let ledger = if args.dry_run { SqliteLedger::open_snapshot(path)? } else { SqliteLedger::open(path)? };
+    let mut run = Run {
+        settings,
+        clock,
+        user_tz: crate::clock::user_timezone(),
+        engines: built,
+        ledger,
+        owner: Owner::current(),
+        results: Vec::new(),
+        by_item: HashMap::new(),
+        deferrals: Vec::new(),
+        planned: BTreeMap::new(),
+        dry_run: args.dry_run,
+    };
+    let started = clock.now();
+
+    let reconciled = run.ledger.reconcile(started, &run.owner)?;
+    if reconciled.items > 0 {
+        printer.note(&format!(
+            "{} left in flight by a run that stopped were returned to the queue (counted as used).",
+            if reconciled.items == 1 { "1 URL".to_string() } else { format!("{} URLs", reconciled.items) }
+        ));
+    }
+    for group in run.known_groups() {
+        let engine = &run.engines[&group.engine];
+        let n = run.ledger.unpark_changed(&group, &engine.fingerprint(&group), started)?;
+        if n > 0 {
+            printer.note(&format!("{}: the configuration changed; {n} parked URLs are retried.", crate::report::group_title(&group)));
+        }
+    }
+
+    for (name, reader) in readers {
+        run.ingest(&name, reader, args.force, printer)?;
+    }
+
+    let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
+    let wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
+    loop {
+        run.drain().await?;
+        if run.dry_run {
+            break;
+        }
+        let now = clock.now();
+        let groups = run.known_groups();
+        match run.ledger_next_due(&groups)? {
+            Some(next) if next <= wait_until => {
+                let pause = (next - now).max(TimeDelta::zero());
+                tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
+                if !pause.is_zero() {
+                    printer.note(&format!("Waiting {} for retries due within --max-wait…", crate::clock::humanize(pause)));
+                    tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
+                }
+            }
+            _ => break,
+        }
+    }
+
+    let now = clock.now();
+    for r in &mut run.results {
+        if let Some((at, tz)) = r.retry {
+            r.set_retry(at, tz, now);
+        }
+    }
+    let report = SubmitReport {
+        now: started,
+        user_tz: run.user_tz,
+        dry_run: run.dry_run,
+        results: &run.results,
+        deferrals: &run.deferrals,
+        planned: &run.planned,
+    };
+    if printer.json {
+        report.write_json(printer)?;
+    } else {
+        report.write_human(&mut printer.stdout(), printer.verbosity == Verbosity::Quiet)?;
+    }
+    let needs_human = run.results.iter().any(|r| args.fail_on.contains(&r.outcome));
+    Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
+}
+
+impl Run<'_> {
+    /// Every (property, engine, target) this run can send to.
+    fn known_groups(&self) -> Vec<GroupKey> {
+        let mut groups = Vec::new();
+        for property in &self.settings.properties {
+            for (kind, engine) in &self.engines {
+                if property.uses(*kind) {
+                    for target in engine.targets(property) {
+                        groups.push(GroupKey { property: property.name.clone(), engine: *kind, target });
+                    }
+                }
+            }
+        }
+        groups
+    }
+
+    fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<DateTime<Utc>>> {
+        let mut next: Option<DateTime<Utc>> = None;
+        for g in groups {
+            if let Some(t) = self.ledger.next_due(g)? {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        Ok(next)
+    }
+
+    fn entry(&mut self, id: Option<i64>, entry: ResultEntry) -> &mut ResultEntry {
+        let index = match id.and_then(|id| self.by_item.get(&id).copied()) {
+            Some(i) => {
+                let attempts = self.results[i].attempts;
+                self.results[i] = ResultEntry { attempts: attempts.max(entry.attempts), ..entry };
+                i
+            }
+            None => {
+                self.results.push(entry);
+                let i = self.results.len() - 1;
+                if let Some(id) = id {
+                    self.by_item.insert(id, i);
+                }
+                i
+            }
+        };
+        &mut self.results[index]
+    }
+
+    fn ingest(&mut self, name: &str, reader: Box<dyn std::io::BufRead>, force: bool, printer: &Printer) -> anyhow::Result<()> {
+        let now = self.clock.now();
+        let dedupe = TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX);
+        let mut batch: Vec<NewItem> = Vec::with_capacity(ADMIT_BATCH);
+        let mut error = None;
+        let settings = self.settings;
+        let engines: Vec<(EngineKind, Vec<(String, Vec<String>)>)> = self
+            .engines
+            .iter()
+            .map(|(k, e)| (*k, settings.properties.iter().filter(|p| p.uses(*k)).map(|p| (p.name.clone(), e.targets(p))).collect()))
+            .collect();
+        let read = input::read_lines(name, reader, |line| {
+            if error.is_some() {
+                return;
+            }
+            let url = match line.url {
+                Ok(url) => url,
+                Err(why) => {
+                    printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
+                    self.entry(None, invalid(&line.text, &line.place, "invalid_url", why));
+                    return;
+                }
+            };
+            let Some(property) = settings.property_for(&url) else {
+                let why = "the URL is under no configured property's site".to_string();
+                printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
+                self.entry(None, invalid(&line.text, &line.place, "no_property", why));
+                return;
+            };
+            for (kind, props) in &engines {
+                for (name, targets) in props.iter().filter(|(n, _)| *n == property.name) {
+                    for target in targets {
+                        batch.push(NewItem {
+                            url: url.to_string(),
+                            group: GroupKey { property: name.clone(), engine: *kind, target: target.clone() },
+                        });
+                    }
+                }
+            }
+            if batch.len() >= ADMIT_BATCH {
+                if let Err(e) = self.admit(&batch, now, dedupe, force) {
+                    error = Some(e);
+                }
+                batch.clear();
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        read.with_context(|| format!("reading {name}"))?;
+        self.admit(&batch, now, dedupe, force)
+    }
+
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> anyhow::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let admissions = self.ledger.admit(batch, now, dedupe, force)?;
+        let mut look_up = Vec::new();
+        for (item, admission) in batch.iter().zip(admissions) {
+            match admission {
+                Admission::Queued { .. } => {}
+                Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => look_up.push(id),
+                Admission::AlreadyQueued { .. } => {}
+                Admission::Skipped { id, accepted_at } => {
+                    let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
+                    e.reason = "already_accepted".into();
+                    e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
+                    self.entry(Some(id), e);
+                }
+                Admission::Parked { id } | Admission::InFlight { id } => look_up.push(id),
+            }
+        }
+        for row in self.ledger.items_by_id(&look_up)? {
+            let mut e = base_entry(&row.url, &row.group, Outcome::Deferred);
+            e.attempts = row.attempts;
+            e.http_status = row.last_http_status;
+            match row.state {
+                crate::ledger::ItemState::Parked => {
+                    e.outcome = Outcome::Misconfigured;
+                    e.reason = row.last_reason.unwrap_or_else(|| "parked".into());
+                    e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
+                    e.hint = Some("fix the configuration (parked items are retried when it changes) or run `indexq queue retry`".into());
+                }
+                crate::ledger::ItemState::InFlight => {
+                    e.reason = "in_flight".into();
+                    e.message = "another indexq run is sending it right now".into();
+                }
+                _ => {
+                    e.reason = row.last_reason.unwrap_or_else(|| "queued".into());
+                    e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
+                    if let Some(t) = row.next_attempt_at {
+                        e.set_retry(t, self.user_tz, now);
+                    }
+                }
+            }
+            self.entry(Some(row.id), e);
+        }
+        Ok(())
+    }
+
+    /// Sends everything due now, group by group, batch by batch.
+    async fn drain(&mut self) -> anyhow::Result<()> {
+        let known = self.known_groups();
+        let now = self.clock.now();
+        let groups: Vec<GroupKey> = self.ledger.due_groups(now)?.into_iter().filter(|g| known.contains(g)).collect();
+        for group in groups {
+            while self.send_batch(&group).await? {}
+        }
+        Ok(())
+    }
+
+    /// Claims and sends one batch; returns whether to try another.
+    async fn send_batch(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
+        let settings = self.settings;
+        let Some(property) = settings.property(&group.property) else { return Ok(false) };
+        let rules = budget::rules_for(settings, property, group);
+        let now = self.clock.now();
+        let windows = budget::windows(&rules, now);
+        let max_batch = self.engines[&group.engine].max_batch();
+        let claim = self.ledger.claim(group, &windows, max_batch, now, &self.owner)?;
+
+        if let Some(retry_at) = claim.retry_at {
+            let (tz, window, usage) = self.binding_rule(&rules, &windows, retry_at)?;
+            self.deferrals.push(Deferral {
+                group: group.clone(),
+                rule_tz: tz,
+                used: usage.used,
+                limit: window.limit,
+                retry_at,
+                blocked: usage.blocked_until.is_some_and(|t| t > now),
+            });
+            for (id, url) in &claim.deferred {
+                let mut e = base_entry(url, group, Outcome::Deferred);
+                e.reason = "budget".into();
+                e.message = format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
+                e.set_retry(retry_at, tz, now);
+                self.entry(Some(*id), e);
+            }
+        }
+        let Some(reservation) = claim.reservation else { return Ok(false) };
+        if self.dry_run {
+            *self.planned.entry(group.clone()).or_default() += claim.items.len() as u64;
+            return Ok(claim.retry_at.is_none());
+        }
+
+        let engine = &self.engines[&group.engine];
+        let key_first_used = match engine.credential(group) {
+            Some(c) => Some(self.ledger.first_use(&c, now)?),
+            None => None,
+        };
+        let urls: Vec<String> = claim.items.iter().map(|i| i.url.clone()).collect();
+        tracing::info!(group = %crate::report::group_title(group), urls = urls.len(), "sending");
+        let sent = engine.send(group, &urls).await;
+        let fingerprint = engine.fingerprint(group);
+        let at = self.clock.now();
+
+        // A quota answer blocks the property's own rules: until Retry-After,
+        // or until the end of each rule's window.
+        let mut blocks: Vec<Block> = Vec::new();
+        let quota_answer = sent.answers.iter().find(|a| a.verdict.class == Class::Quota);
+        if let Some(answer) = quota_answer {
+            let own: Vec<&RuleWindow> =
+                rules.iter().zip(&windows).filter(|(r, _)| r.scope == budget::Scope::Property).map(|(_, w)| w).collect();
+            for w in own {
+                let until = match answer.verdict.retry_after {
+                    Some(ra) => schedule::quota_retry_at(ra, at),
+                    None if w.period == crate::clock::Period::Day => w.resets_at,
+                    None => continue,
+                };
+                blocks.push(Block { rule: w.clone(), until });
+            }
+        }
+        let quota_reset = blocks.iter().map(|b| b.until).max();
+        let quota_tz = rules
+            .iter()
+            .zip(&windows)
+            .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
+            .map(|(r, _)| r.tz);
+
+        let mut records = Vec::with_capacity(claim.items.len());
+        let mut entries = Vec::with_capacity(claim.items.len());
+        for (item, &answer_index) in claim.items.iter().zip(&sent.per_url) {
+            let answer = &sent.answers[answer_index];
+            let verdict = &answer.verdict;
+            let decision = schedule::decide(
+                &Inputs {
+                    class: verdict.class,
+                    retry_after: verdict.retry_after,
+                    now: at,
+                    history: History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at },
+                    key_first_used,
+                    quota_reset,
+                    settings: &settings.retry,
+                },
+                rand::random::<f64>(),
+            );
+            let mut e = base_entry(&item.url, group, verdict.class.into());
+            e.reason = verdict.reason.clone();
+            e.message = verdict.message.clone();
+            e.hint = verdict.hint.clone();
+            e.http_status = answer.response.http_status;
+            e.attempts = item.attempts + 1;
+            let (class, next) = match decision {
+                Decision::Accepted => (verdict.class, NextStep::Accepted),
+                Decision::RetryAt(t) => {
+                    let tz = if verdict.class == Class::Quota && answer.verdict.retry_after.is_none() { quota_tz.unwrap_or(self.user_tz) } else { self.user_tz };
+                    e.set_retry(t, tz, at);
+                    (verdict.class, NextStep::RetryAt(t))
+                }
+                Decision::Park { reason, message } => {
+                    if let Some(reason) = reason {
+                        e.outcome = Outcome::Misconfigured;
+                        e.reason = reason;
+                        e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
+                        e.hint = Some(match verdict.class {
+                            Class::KeyPending => "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)".into(),
+                            _ => "check the endpoint and the network, then `indexq queue retry`".into(),
+                        });
+                    }
+                    (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.clone() })
+                }
+            };
+            records.push(AttemptRecord {
+                item_id: item.id,
+                at,
+                class,
+                reason: e.reason.clone(),
+                message: e.message.clone(),
+                response: answer_index,
+                next,
+            });
+            entries.push((item.id, e));
+        }
+        let responses: Vec<_> = sent.answers.iter().map(|a| a.response.clone()).collect();
+        self.ledger.finish(reservation, &responses, &records, &blocks)?;
+        for (id, e) in entries {
+            self.entry(Some(id), e);
+        }
+        Ok(claim.retry_at.is_none() && quota_answer.is_none() && claim.items.len() == max_batch)
+    }
+
+    /// The rule whose reset is `retry_at` (the latest of the exhausted ones).
+    fn binding_rule(
+        &mut self,
+        rules: &[budget::Rule],
+        windows: &[RuleWindow],
+        retry_at: DateTime<Utc>,
+    ) -> anyhow::Result<(Tz, RuleWindow, crate::ledger::Usage)> {
+        let mut pick = None;
+        for (rule, window) in rules.iter().zip(windows) {
+            let usage = self.ledger.usage(window)?;
+            let matches = window.resets_at == retry_at || usage.blocked_until == Some(retry_at);
+            if matches || pick.is_none() {
+                pick = Some((rule.tz, window.clone(), usage));
+                if matches {
+                    break;
+                }
+            }
+        }
+        pick.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
+    }
+}
+
+fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
+    ResultEntry {
+        url: url.to_string(),
+        property: Some(group.property.clone()),
+        engine: Some(group.engine),
+        endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        outcome,
+        reason: String::new(),
+        message: String::new(),
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: None,
+        retry: None,
+        group: Some(group.clone()),
+    }
+}
+
+fn invalid(text: &str, place: &str, reason: &str, message: String) -> ResultEntry {
+    ResultEntry {
+        url: text.to_string(),
+        property: None,
+        engine: None,
+        endpoint: None,
+        outcome: Outcome::Invalid,
+        reason: reason.into(),
+        message,
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: Some(place.to_string()),
+        retry: None,
+        group: None,
+    }
+}

@@ -1,0 +1,141 @@
+//! IndexNow: one POST per host and endpoint with up to 10,000 URLs, JSON
+//! `{host, key, keyLocation, urlList}`. A 403 is never guessed: indexq
+//! fetches the key location itself and lets `classify` decide between
+//! `key_pending` and `misconfigured`.
+
+use super::{digest, network_answer, receive, Answer, Engine, Sent};
+use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
+use crate::config::{self, ConfigError, Property, Settings};
+use crate::ledger::{GroupKey, StoredResponse};
+use crate::redact::Redactor;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use url::Url;
+
+pub const MAX_BATCH: usize = 10_000;
+
+struct Site {
+    key: config::Secret,
+    key_location: Url,
+    host: String,
+}
+
+pub struct IndexNow {
+    client: reqwest::Client,
+    endpoints: Vec<Url>,
+    sites: HashMap<String, Site>,
+    redactor: Redactor,
+}
+
+impl IndexNow {
+    /// Reads every IndexNow key of the configured properties (a missing or
+    /// invalid key is a configuration error: nothing is sent).
+    pub fn new(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Result<IndexNow, ConfigError> {
+        let mut sites = HashMap::new();
+        for property in &settings.properties {
+            let Some(table) = &property.indexnow else { continue };
+            let key = config::read_indexnow_key(table)?;
+            redactor.add(key.expose());
+            let key_location = table.key_location.clone().unwrap_or_else(|| default_key_location(&property.site, key.expose()));
+            let host = property.site.host_str().unwrap_or_default().to_string();
+            sites.insert(property.name.clone(), Site { key, key_location, host });
+        }
+        Ok(IndexNow { client, endpoints: settings.indexnow.endpoints.clone(), sites, redactor: redactor.clone() })
+    }
+
+    async fn check_key_file(&self, site: &Site) -> KeyFileCheck {
+        match self.client.get(site.key_location.clone()).send().await {
+            Ok(resp) => match receive(resp).await {
+                Ok(r) => KeyFileCheck::Fetched { status: r.status, body: r.body },
+                Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&super::error_chain(&e)) },
+            },
+            Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&super::error_chain(&e)) },
+        }
+    }
+}
+
+/// `https://HOST/KEY.txt` on the site's own origin.
+pub fn default_key_location(site: &Url, key: &str) -> Url {
+    let mut url = site.clone();
+    url.set_path(&format!("/{key}.txt"));
+    url.set_query(None);
+    url.set_fragment(None);
+    url
+}
+
+#[async_trait]
+impl Engine for IndexNow {
+    fn targets(&self, _property: &Property) -> Vec<String> {
+        self.endpoints.iter().map(|e| e.to_string()).collect()
+    }
+
+    fn max_batch(&self) -> usize {
+        MAX_BATCH
+    }
+
+    fn fingerprint(&self, group: &GroupKey) -> String {
+        match self.sites.get(&group.property) {
+            Some(site) => digest(&[site.key.expose(), site.key_location.as_str(), &group.target]),
+            None => String::new(),
+        }
+    }
+
+    fn credential(&self, group: &GroupKey) -> Option<String> {
+        let site = self.sites.get(&group.property)?;
+        Some(format!("indexnow:{}", digest(&[site.key.expose(), &site.host])))
+    }
+
+    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent {
+        let Some(site) = self.sites.get(&group.property) else {
+            let verdict = classify::Verdict {
+                class: crate::model::Class::Misconfigured,
+                reason: "no_key".into(),
+                message: format!("property `{}` has no IndexNow key configured", group.property),
+                hint: Some("add an indexnow table with key_env or key_file to the property".into()),
+                retry_after: None,
+            };
+            return Sent::whole(Answer { verdict, response: StoredResponse::default() }, urls.len());
+        };
+        let body = serde_json::json!({
+            "host": site.host,
+            "key": site.key.expose(),
+            "keyLocation": site.key_location.as_str(),
+            "urlList": urls,
+        });
+        let request = self
+            .client
+            .post(group.target.as_str())
+            .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
+            .body(body.to_string());
+        tracing::debug!(endpoint = %group.target, urls = urls.len(), "POST IndexNow");
+        let received = match request.send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        let answer = match received {
+            Err(e) => network_answer(&e, &self.redactor),
+            Ok(r) => {
+                let key_file = if r.status == 403 { Some(self.check_key_file(site).await) } else { None };
+                let ctx = IndexNowContext {
+                    key: site.key.expose(),
+                    key_location: site.key_location.as_str(),
+                    key_file: key_file.as_ref(),
+                };
+                let verdict = classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
+                let verdict = classify::Verdict {
+                    message: self.redactor.redact(&verdict.message),
+                    hint: verdict.hint.map(|h| self.redactor.redact(&h)),
+                    ..verdict
+                };
+                Answer {
+                    verdict,
+                    response: StoredResponse {
+                        http_status: Some(r.status),
+                        body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
+                    },
+                }
+            }
+        };
+        Sent::whole(answer, urls.len())
+    }
+}

@@ -1,0 +1,133 @@
+//! Engines: how a batch of URLs is sent to one search engine and how its
+//! answer is turned into verdicts (through `classify`). Every engine
+//! implements the same small `Engine` trait; engines know nothing of the
+//! ledger, budgets or retries — the submit command plans, engines send.
+
+pub mod indexnow;
+
+use crate::classify::{self, NetworkFailure, Verdict};
+use crate::config::{HttpSettings, Property};
+use crate::ledger::{GroupKey, StoredResponse};
+use crate::redact::Redactor;
+use async_trait::async_trait;
+
+/// Response bodies are read up to this many bytes; the rest is dropped.
+pub const READ_CAP: usize = 1024 * 1024;
+
+/// One answer and the verdict on it.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub verdict: Verdict,
+    pub response: StoredResponse,
+}
+
+/// What a send produced: the answers, and for each URL (in the order given)
+/// the index of its answer. A batch API answers once for all its URLs.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub answers: Vec<Answer>,
+    pub per_url: Vec<usize>,
+}
+
+impl Sent {
+    /// One answer for every URL of the batch.
+    pub fn whole(answer: Answer, urls: usize) -> Sent {
+        Sent { answers: vec![answer], per_url: vec![0; urls] }
+    }
+}
+
+#[async_trait]
+pub trait Engine: Send + Sync {
+    /// The targets (endpoints with their own state) a property's URLs go to.
+    fn targets(&self, property: &Property) -> Vec<String>;
+
+    /// The most URLs one request may carry.
+    fn max_batch(&self) -> usize;
+
+    /// A digest of the configuration a `misconfigured` answer depends on:
+    /// when it changes, parked items of the group are retried.
+    fn fingerprint(&self, group: &GroupKey) -> String;
+
+    /// The credential whose first use starts the `key_pending` clock.
+    fn credential(&self, group: &GroupKey) -> Option<String>;
+
+    /// Sends `urls` (all of `group`) and classifies what came back.
+    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent;
+}
+
+/// The HTTP client every engine uses: rustls, connect and total timeouts,
+/// no redirects (a submission endpoint that redirects is misconfigured).
+pub fn client(http: &HttpSettings) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(http.connect_timeout)
+        .timeout(http.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("indexq/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// A received response: status, headers and the body up to `READ_CAP`.
+pub struct Received {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Reads a response, body capped; a failure while reading is a network failure.
+pub async fn receive(mut resp: reqwest::Response) -> Result<Received, reqwest::Error> {
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = READ_CAP.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if bytes.len() >= READ_CAP {
+            break;
+        }
+    }
+    Ok(Received { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() })
+}
+
+/// The verdict on a request that got no answer, with secrets masked.
+pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
+    let failure = if err.is_timeout() {
+        NetworkFailure::Timeout
+    } else if err.is_connect() {
+        NetworkFailure::Connect
+    } else {
+        NetworkFailure::Other
+    };
+    let detail = redactor.redact(&error_chain(err));
+    Answer { verdict: classify::network(failure, &detail), response: StoredResponse { http_status: None, body: None } }
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// A short stable digest (hex) of some text, for fingerprints. Never
+/// reversible to a key worth anything.
+pub fn digest(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,302 @@
+//! The ledger: everything that must survive a crash — the queue of
+//! (url, property, engine, target) items, every attempt with its classified
+//! outcome and redacted response body, and budget usage per rule and window.
+//!
+//! `Ledger` is the interface in domain terms (admit, claim within budget,
+//! finish, reconcile); `sqlite` is its embedded backend. The ledger knows
+//! nothing of HTTP or of how answers are classified: it stores classes and
+//! times that the scheduler decided.
+
+mod owner;
+mod sqlite;
+
+pub use owner::Owner;
+pub use sqlite::SqliteLedger;
+
+use crate::clock::Period;
+use crate::model::{Class, EngineKind};
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// Errors a ledger gives: its message names the ledger; the cause is kept.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger {path}: {message}")]
+    Open { path: String, message: String, hint: Option<String> },
+    #[error("ledger: {0}")]
+    Other(String),
+}
+
+impl From<rusqlite::Error> for LedgerError {
+    fn from(err: rusqlite::Error) -> Self {
+        LedgerError::Other(err.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, LedgerError>;
+
+/// Where a group of items goes: one property, one engine, one target (the
+/// endpoint URL for IndexNow, where each endpoint has its own state; empty
+/// for engines with a single endpoint).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupKey {
+    pub property: String,
+    pub engine: EngineKind,
+    pub target: String,
+}
+
+/// One URL to put in the queue.
+#[derive(Debug, Clone)]
+pub struct NewItem {
+    pub url: String,
+    pub group: GroupKey,
+}
+
+/// What the ledger did with a URL it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// New, or resubmitted (accepted long enough ago, or forced): due now.
+    Queued { id: i64 },
+    /// Already in the queue (waiting or due); left as it was.
+    AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
+    /// Accepted within the dedupe window.
+    Skipped { id: i64, accepted_at: DateTime<Utc> },
+    /// Parked by an earlier run; waits for a human.
+    Parked { id: i64 },
+    /// Another process is sending it right now.
+    InFlight { id: i64 },
+}
+
+/// One budget rule in the window that contains "now".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleWindow {
+    /// Stable id, e.g. `indexnow:example.com:https://api.indexnow.org/indexnow`.
+    pub rule: String,
+    pub period: Period,
+    /// Window key, e.g. `2026-12-03` or `2026-12`.
+    pub window: String,
+    pub limit: Option<u64>,
+    pub resets_at: DateTime<Utc>,
+}
+
+/// What the ledger knows of a rule's current window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub used: u64,
+    /// The server said no until then (a `quota` answer).
+    pub blocked_until: Option<DateTime<Utc>>,
+}
+
+impl Usage {
+    /// Units left in the window at `now`; `None` means no limit.
+    pub fn remaining(&self, limit: Option<u64>, now: DateTime<Utc>) -> Option<u64> {
+        if self.blocked_until.is_some_and(|t| t > now) {
+            return Some(0);
+        }
+        limit.map(|l| l.saturating_sub(self.used))
+    }
+
+    /// When the rule frees budget again, if it has none left at `now`.
+    pub fn available_at(&self, rule: &RuleWindow, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let blocked = self.blocked_until.filter(|t| *t > now);
+        let spent = rule.limit.is_some_and(|l| self.used >= l).then_some(rule.resets_at);
+        match (blocked, spent) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// An item claimed for sending.
+#[derive(Debug, Clone)]
+pub struct ClaimedItem {
+    pub id: i64,
+    pub url: String,
+    pub attempts: u32,
+    pub last_class: Option<Class>,
+    /// Consecutive attempts that ended in `last_class`.
+    pub streak: u32,
+    pub streak_started_at: Option<DateTime<Utc>>,
+}
+
+/// The result of a claim: items reserved (budget taken, marked in flight)
+/// and due items that did not fit, now waiting until `retry_at`.
+#[derive(Debug, Clone, Default)]
+pub struct Claim {
+    pub reservation: Option<i64>,
+    pub items: Vec<ClaimedItem>,
+    pub deferred: Vec<(i64, String)>,
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+/// What happens to an item after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextStep {
+    Accepted,
+    RetryAt(DateTime<Utc>),
+    /// Parked until a human acts or the configuration (fingerprint) changes.
+    Park { fingerprint: String },
+}
+
+/// One response as stored: status and redacted, capped body.
+#[derive(Debug, Clone, Default)]
+pub struct StoredResponse {
+    pub http_status: Option<u16>,
+    pub body: Option<String>,
+}
+
+/// One attempt's record for one item.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub item_id: i64,
+    pub at: DateTime<Utc>,
+    pub class: Class,
+    pub reason: String,
+    pub message: String,
+    /// Index into the `responses` given to `finish`.
+    pub response: usize,
+    pub next: NextStep,
+}
+
+/// A rule window the server said is spent, until `until`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub rule: RuleWindow,
+    pub until: DateTime<Utc>,
+}
+
+/// A queue item as `queue list` and reports see it.
+#[derive(Debug, Clone)]
+pub struct ItemRow {
+    pub id: i64,
+    pub url: String,
+    pub group: GroupKey,
+    pub state: ItemState,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub attempts: u32,
+    pub last_class: Option<Class>,
+    pub last_reason: Option<String>,
+    pub last_message: Option<String>,
+    pub last_http_status: Option<u16>,
+    pub accepted_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemState {
+    Queued,
+    InFlight,
+    Accepted,
+    Parked,
+}
+
+impl ItemState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemState::Queued => "queued",
+            ItemState::InFlight => "in_flight",
+            ItemState::Accepted => "accepted",
+            ItemState::Parked => "parked",
+        }
+    }
+
+    fn parse(s: &str) -> ItemState {
+        match s {
+            "in_flight" => ItemState::InFlight,
+            "accepted" => ItemState::Accepted,
+            "parked" => ItemState::Parked,
+            _ => ItemState::Queued,
+        }
+    }
+}
+
+/// Which items `queue list|retry|drop` act on.
+#[derive(Debug, Clone, Default)]
+pub struct ItemFilter {
+    pub states: Vec<ItemState>,
+    pub property: Option<String>,
+    pub engine: Option<EngineKind>,
+    pub url: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// Queue counts for a group at a moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueCounts {
+    /// Queued and due now.
+    pub due: u64,
+    /// Queued for later (a window, a backoff).
+    pub waiting: u64,
+    /// Waiting for a human.
+    pub parked: u64,
+    pub in_flight: u64,
+    pub accepted: u64,
+}
+
+/// One stored attempt, for `log` and `status`.
+#[derive(Debug, Clone)]
+pub struct AttemptRow {
+    pub at: DateTime<Utc>,
+    pub url: String,
+    pub group: GroupKey,
+    pub class: Class,
+    pub reason: String,
+    pub message: String,
+    pub http_status: Option<u16>,
+    pub body: Option<String>,
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+/// Items returned to the queue by `reconcile`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    pub reservations: u64,
+    pub items: u64,
+}
+
+/// The ledger interface. Every method is one transaction.
+pub trait Ledger {
+    /// Returns items of reservations whose owner is gone (dead process, or
+    /// lease expired) to the queue, due now. Their budget stays counted: the
+    /// server may have seen the request.
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
+
+    /// Puts URLs in the queue (one transaction for the whole batch).
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> Result<Vec<Admission>>;
+
+    /// Requeues parked items of `group` that were parked under another
+    /// configuration fingerprint. Returns how many.
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Groups that have items due at `now`.
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>>;
+
+    /// Reserve-before-send: in one transaction, takes up to `max_items` due
+    /// items of `group` that fit every rule, counts them against every rule,
+    /// marks them in flight under a new reservation owned by `me`, and
+    /// moves due items that do not fit to the time budget frees up.
+    fn claim(&mut self, group: &GroupKey, rules: &[RuleWindow], max_items: usize, now: DateTime<Utc>, me: &Owner) -> Result<Claim>;
+
+    /// Records the attempts of a reservation, moves its items on, applies
+    /// the server's blocks, and ends the reservation.
+    fn finish(&mut self, reservation: i64, responses: &[StoredResponse], records: &[AttemptRecord], blocks: &[Block]) -> Result<()>;
+
+    /// The earliest time a queued item of `group` becomes due, if any.
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>>;
+
+    /// When a credential (by fingerprint) was first used; records `now` if never.
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>>;
+
+    fn usage(&mut self, rule: &RuleWindow) -> Result<Usage>;
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts>;
+    fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>>;
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>>;
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>>;
+    /// Makes matching parked or waiting items due now. Returns how many.
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
+    /// Removes matching items (not those in flight) and their attempts.
+    fn drop_items(&mut self, filter: &ItemFilter) -> Result<u64>;
+
+    fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>>;
+}

@@ -1,0 +1,734 @@
+//! The SQLite ledger: one file (WAL, busy timeout, mode 0600), schema
+//! versioned with `user_version`. Writes that decide anything (claim,
+//! finish, reconcile) run in `BEGIN IMMEDIATE` transactions, so two
+//! processes sharing the file serialize on them and can never both take the
+//! last unit of a budget.
+
+use super::*;
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::path::Path;
+use std::str::FromStr;
+
+/// The schema version this binary writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Stored bodies are capped to this many bytes.
+pub const BODY_CAP: usize = 64 * 1024;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE items (
+    id                 INTEGER PRIMARY KEY,
+    url                TEXT NOT NULL,
+    property           TEXT NOT NULL,
+    engine             TEXT NOT NULL,
+    target             TEXT NOT NULL,
+    state              TEXT NOT NULL,
+    next_attempt_at    INTEGER,
+    enqueued_at        INTEGER NOT NULL,
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    last_class         TEXT,
+    last_reason        TEXT,
+    last_message       TEXT,
+    last_http_status   INTEGER,
+    streak             INTEGER NOT NULL DEFAULT 0,
+    streak_started_at  INTEGER,
+    accepted_at        INTEGER,
+    parked_fingerprint TEXT,
+    reservation_id     INTEGER,
+    UNIQUE (url, property, engine, target)
+);
+CREATE INDEX items_due ON items (state, next_attempt_at);
+CREATE INDEX items_group ON items (property, engine, target, state, next_attempt_at);
+CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
+
+CREATE TABLE responses (
+    id          INTEGER PRIMARY KEY,
+    http_status INTEGER,
+    body        TEXT
+);
+
+CREATE TABLE attempts (
+    id          INTEGER PRIMARY KEY,
+    item_id     INTEGER NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+    at          INTEGER NOT NULL,
+    class       TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    response_id INTEGER REFERENCES responses (id),
+    retry_at    INTEGER
+);
+CREATE INDEX attempts_item ON attempts (item_id, at);
+CREATE INDEX attempts_at ON attempts (at);
+
+CREATE TABLE budget_usage (
+    rule        TEXT NOT NULL,
+    window_key  TEXT NOT NULL,
+    period      TEXT NOT NULL,
+    used        INTEGER NOT NULL DEFAULT 0,
+    limit_value INTEGER,
+    resets_at   INTEGER NOT NULL,
+    PRIMARY KEY (rule, window_key)
+);
+
+CREATE TABLE blocks (
+    rule  TEXT PRIMARY KEY,
+    until INTEGER NOT NULL
+);
+
+CREATE TABLE reservations (
+    id          INTEGER PRIMARY KEY,
+    host        TEXT NOT NULL,
+    pid         INTEGER NOT NULL,
+    started     INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    lease_until INTEGER NOT NULL,
+    units       INTEGER NOT NULL
+);
+
+CREATE TABLE credentials (
+    fingerprint   TEXT PRIMARY KEY,
+    first_used_at INTEGER NOT NULL
+);
+"#];
+
+pub struct SqliteLedger {
+    conn: Connection,
+}
+
+fn ts(t: DateTime<Utc>) -> i64 {
+    t.timestamp()
+}
+
+fn from_ts(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(secs, 0).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
+    secs.map(from_ts)
+}
+
+/// Cuts a body to `BODY_CAP` bytes at a character boundary.
+pub fn cap_body(body: &str) -> &str {
+    if body.len() <= BODY_CAP {
+        return body;
+    }
+    let mut end = BODY_CAP;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    &body[..end]
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<SqliteLedger> {
+        let open_err = |message: String, hint: Option<String>| LedgerError::Open { path: path.display().to_string(), message, hint };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None))?;
+        }
+        let existed = path.exists();
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string(), None))?;
+        if !existed {
+            restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
+        }
+        let mut ledger = SqliteLedger { conn };
+        ledger.configure(true).map_err(|e| {
+            open_err(
+                e.to_string(),
+                Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
+            )
+        })?;
+        Ok(ledger)
+    }
+
+    /// A private in-memory copy of the ledger at `path` (empty if there is
+    /// none), for `--dry-run`: planning runs the same code, and nothing it
+    /// writes reaches the file.
+    pub fn open_snapshot(path: &Path) -> Result<SqliteLedger> {
+        let mut conn = Connection::open_in_memory()?;
+        if path.exists() {
+            conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| LedgerError::Open {
+                path: path.display().to_string(),
+                message: e.to_string(),
+                hint: None,
+            })?;
+        }
+        let mut ledger = SqliteLedger { conn };
+        ledger.configure(false)?;
+        Ok(ledger)
+    }
+
+    fn configure(&mut self, on_disk: bool) -> Result<()> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(60))?;
+        if on_disk {
+            self.conn.pragma_update(None, "journal_mode", "WAL")?;
+            self.conn.pragma_update(None, "synchronous", "FULL")?;
+        }
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        self.migrate()
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(LedgerError::Other(format!(
+                "the ledger has schema version {version}, newer than this indexq knows ({SCHEMA_VERSION}); upgrade indexq"
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn write(&mut self) -> Result<Transaction<'_>> {
+        Ok(self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+    }
+}
+
+#[cfg(unix)]
+fn restrict_mode(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn restrict_mode(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
+    let used: Option<i64> = tx
+        .query_row(
+            "SELECT used FROM budget_usage WHERE rule = ?1 AND window_key = ?2",
+            params![rule.rule, rule.window],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let blocked: Option<i64> = tx
+        .query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0))
+        .optional()?;
+    Ok(Usage { used: used.unwrap_or(0).max(0) as u64, blocked_until: opt_ts(blocked) })
+}
+
+fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (rule, window_key) DO UPDATE SET used = used + excluded.used,
+             limit_value = excluded.limit_value, resets_at = excluded.resets_at",
+        params![
+            rule.rule,
+            rule.window,
+            rule.period.as_str(),
+            units as i64,
+            rule.limit.map(|l| l as i64),
+            ts(rule.resets_at)
+        ],
+    )?;
+    Ok(())
+}
+
+const ITEM_COLUMNS: &str = "id, url, property, engine, target, state, next_attempt_at, attempts, last_class, last_reason, last_message, last_http_status, accepted_at";
+
+fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
+    let engine: String = r.get(3)?;
+    let state: String = r.get(5)?;
+    let last_class: Option<String> = r.get(8)?;
+    Ok(ItemRow {
+        id: r.get(0)?,
+        url: r.get(1)?,
+        group: GroupKey {
+            property: r.get(2)?,
+            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+            target: r.get(4)?,
+        },
+        state: ItemState::parse(&state),
+        next_attempt_at: opt_ts(r.get(6)?),
+        attempts: r.get(7)?,
+        last_class: last_class.and_then(|c| Class::from_str(&c).ok()),
+        last_reason: r.get(9)?,
+        last_message: r.get(10)?,
+        last_http_status: r.get(11)?,
+        accepted_at: opt_ts(r.get(12)?),
+    })
+}
+
+const ATTEMPT_SELECT: &str = "SELECT a.at, i.url, i.property, i.engine, i.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at
+     FROM attempts a JOIN items i ON i.id = a.item_id LEFT JOIN responses r ON r.id = a.response_id";
+
+fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
+    let engine: String = r.get(3)?;
+    let class: String = r.get(5)?;
+    Ok(AttemptRow {
+        at: from_ts(r.get(0)?),
+        url: r.get(1)?,
+        group: GroupKey {
+            property: r.get(2)?,
+            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+            target: r.get(4)?,
+        },
+        class: Class::from_str(&class).unwrap_or(Class::Transient),
+        reason: r.get(6)?,
+        message: r.get(7)?,
+        http_status: r.get(8)?,
+        body: r.get(9)?,
+        retry_at: opt_ts(r.get(10)?),
+    })
+}
+
+/// A WHERE clause and its parameters for an `ItemFilter`.
+fn filter_sql(filter: &ItemFilter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut clauses = vec!["1 = 1".to_string()];
+    let mut values = Vec::new();
+    if !filter.states.is_empty() {
+        let marks: Vec<String> = filter
+            .states
+            .iter()
+            .map(|s| {
+                values.push(Value::Text(s.as_str().into()));
+                format!("?{}", values.len())
+            })
+            .collect();
+        clauses.push(format!("state IN ({})", marks.join(", ")));
+    }
+    if let Some(p) = &filter.property {
+        values.push(Value::Text(p.clone()));
+        clauses.push(format!("property = ?{}", values.len()));
+    }
+    if let Some(e) = filter.engine {
+        values.push(Value::Text(e.as_str().into()));
+        clauses.push(format!("engine = ?{}", values.len()));
+    }
+    if let Some(u) = &filter.url {
+        values.push(Value::Text(u.clone()));
+        clauses.push(format!("url = ?{}", values.len()));
+    }
+    (clauses.join(" AND "), values)
+}
+
+impl Ledger for SqliteLedger {
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        let tx = self.write()?;
+        let mut stale = Vec::new();
+        {
+            let mut stmt = tx.prepare("SELECT id, host, pid, started, lease_until FROM reservations")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Owner { host: r.get(1)?, pid: r.get(2)?, started: r.get::<_, i64>(3)? as u64 },
+                    from_ts(r.get(4)?),
+                ))
+            })?;
+            for row in rows {
+                let (id, owner, lease_until) = row?;
+                if !owner.may_be_alive(me, lease_until, now) {
+                    stale.push(id);
+                }
+            }
+        }
+        let mut done = Reconciled::default();
+        for id in stale {
+            let items: Vec<i64> = {
+                let mut stmt = tx.prepare("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight'")?;
+                let ids = stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+                ids
+            };
+            for item in &items {
+                tx.execute(
+                    "INSERT INTO attempts (item_id, at, class, reason, message, retry_at)
+                     VALUES (?1, ?2, 'transient', 'interrupted', ?3, ?2)",
+                    params![
+                        item,
+                        ts(now),
+                        "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried"
+                    ],
+                )?;
+            }
+            tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+                     attempts = attempts + 1, last_class = 'transient', last_reason = 'interrupted',
+                     last_message = 'the run sending this stopped before the answer came', last_http_status = NULL
+                 WHERE reservation_id = ?1 AND state = 'in_flight'",
+                params![id, ts(now)],
+            )?;
+            tx.execute("DELETE FROM reservations WHERE id = ?1", [id])?;
+            done.reservations += 1;
+            done.items += items.len() as u64;
+        }
+        tx.commit()?;
+        Ok(done)
+    }
+
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> Result<Vec<Admission>> {
+        let tx = self.write()?;
+        let mut out = Vec::with_capacity(batch.len());
+        {
+            let mut find = tx.prepare_cached(
+                "SELECT id, state, accepted_at, next_attempt_at FROM items
+                 WHERE url = ?1 AND property = ?2 AND engine = ?3 AND target = ?4",
+            )?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO items (url, property, engine, target, state, next_attempt_at, enqueued_at)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5)",
+            )?;
+            let mut requeue = tx.prepare_cached(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
+                     streak_started_at = NULL WHERE id = ?1",
+            )?;
+            for item in batch {
+                let g = &item.group;
+                let found = find
+                    .query_row(params![item.url, g.property, g.engine.as_str(), g.target], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?))
+                    })
+                    .optional()?;
+                let admission = match found {
+                    None => {
+                        insert.execute(params![item.url, g.property, g.engine.as_str(), g.target, ts(now)])?;
+                        Admission::Queued { id: tx.last_insert_rowid() }
+                    }
+                    Some((id, state, accepted_at, next)) => match ItemState::parse(&state) {
+                        ItemState::Accepted => {
+                            let accepted_at = opt_ts(accepted_at).unwrap_or(now);
+                            if force || now - accepted_at >= dedupe {
+                                requeue.execute(params![id, ts(now)])?;
+                                Admission::Queued { id }
+                            } else {
+                                Admission::Skipped { id, accepted_at }
+                            }
+                        }
+                        ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) },
+                        ItemState::Parked => Admission::Parked { id },
+                        ItemState::InFlight => Admission::InFlight { id },
+                    },
+                };
+                out.push(admission);
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
+        let tx = self.write()?;
+        let n = tx.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?5, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'parked'
+               AND parked_fingerprint IS NOT ?4",
+            params![group.property, group.engine.as_str(), group.target, fingerprint, ts(now)],
+        )?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT property, engine, target FROM items
+             WHERE state = 'queued' AND next_attempt_at <= ?1 ORDER BY property, engine, target",
+        )?;
+        let rows = stmt.query_map([ts(now)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let mut groups = Vec::new();
+        for row in rows {
+            let (property, engine, target) = row?;
+            if let Ok(engine) = EngineKind::from_str(&engine) {
+                groups.push(GroupKey { property, engine, target });
+            }
+        }
+        Ok(groups)
+    }
+
+    fn claim(&mut self, group: &GroupKey, rules: &[RuleWindow], max_items: usize, now: DateTime<Utc>, me: &Owner) -> Result<Claim> {
+        let tx = self.write()?;
+        let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
+        let budget = rules
+            .iter()
+            .zip(&usages)
+            .filter_map(|(rule, usage)| usage.remaining(rule.limit, now))
+            .min()
+            .map_or(max_items, |left| (left.min(max_items as u64)) as usize);
+
+        let due: Vec<ClaimedItem> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, url, attempts, last_class, streak, streak_started_at FROM items
+                 WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
+                 ORDER BY next_attempt_at, id LIMIT ?5",
+            )?;
+            let rows = stmt.query_map(
+                params![group.property, group.engine.as_str(), group.target, ts(now), max_items as i64],
+                |r| {
+                    let class: Option<String> = r.get(3)?;
+                    Ok(ClaimedItem {
+                        id: r.get(0)?,
+                        url: r.get(1)?,
+                        attempts: r.get(2)?,
+                        last_class: class.and_then(|c| Class::from_str(&c).ok()),
+                        streak: r.get(4)?,
+                        streak_started_at: opt_ts(r.get(5)?),
+                    })
+                },
+            )?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+
+        let mut claim = Claim::default();
+        let take = budget.min(due.len());
+        if take < due.len() {
+            // The budget binds: every due item of the group that is not taken
+            // waits until the latest reset among the rules it would break.
+            let retry_at = rules
+                .iter()
+                .zip(&usages)
+                .filter_map(|(rule, usage)| {
+                    let after = Usage { used: usage.used + take as u64, blocked_until: usage.blocked_until };
+                    after.available_at(rule, now)
+                })
+                .max()
+                .unwrap_or(now);
+            let taken: Vec<i64> = due[..take].iter().map(|i| i.id).collect();
+            {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT id, url FROM items
+                     WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
+                     ORDER BY next_attempt_at, id",
+                )?;
+                let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })?;
+                for row in rows {
+                    let (id, url) = row?;
+                    if !taken.contains(&id) {
+                        claim.deferred.push((id, url));
+                    }
+                }
+            }
+            let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
+            for (id, _) in &claim.deferred {
+                defer.execute(params![id, ts(retry_at)])?;
+            }
+            claim.retry_at = Some(retry_at);
+        }
+
+        if take > 0 {
+            tx.execute(
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![me.host, me.pid, me.started as i64, ts(now), ts(now + owner::LEASE), take as i64],
+            )?;
+            let reservation = tx.last_insert_rowid();
+            for rule in rules {
+                add_usage(&tx, rule, take as u64)?;
+            }
+            {
+                let mut mark = tx.prepare_cached("UPDATE items SET state = 'in_flight', reservation_id = ?2 WHERE id = ?1")?;
+                for item in &due[..take] {
+                    mark.execute(params![item.id, reservation])?;
+                }
+            }
+            claim.reservation = Some(reservation);
+            claim.items = due.into_iter().take(take).collect();
+        }
+        tx.commit()?;
+        Ok(claim)
+    }
+
+    fn finish(&mut self, reservation: i64, responses: &[StoredResponse], records: &[AttemptRecord], blocks: &[Block]) -> Result<()> {
+        let tx = self.write()?;
+        {
+            let mut response_ids = Vec::with_capacity(responses.len());
+            let mut insert_response = tx.prepare_cached("INSERT INTO responses (http_status, body) VALUES (?1, ?2)")?;
+            for r in responses {
+                insert_response.execute(params![r.http_status, r.body.as_deref().map(cap_body)])?;
+                response_ids.push(tx.last_insert_rowid());
+            }
+            let mut insert_attempt = tx.prepare_cached(
+                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let mut update = tx.prepare_cached(
+                "UPDATE items SET
+                     state = ?2, next_attempt_at = ?3, reservation_id = NULL,
+                     attempts = attempts + 1,
+                     streak = CASE WHEN last_class IS ?4 THEN streak + 1 ELSE 1 END,
+                     streak_started_at = CASE WHEN last_class IS ?4 AND streak_started_at IS NOT NULL THEN streak_started_at ELSE ?5 END,
+                     last_class = ?4, last_reason = ?6, last_message = ?7, last_http_status = ?8,
+                     accepted_at = CASE WHEN ?2 = 'accepted' THEN ?5 ELSE accepted_at END,
+                     parked_fingerprint = ?9
+                 WHERE id = ?1",
+            )?;
+            for rec in records {
+                let response = responses.get(rec.response);
+                let response_id = response_ids.get(rec.response).copied();
+                let (state, next, fingerprint) = match &rec.next {
+                    NextStep::Accepted => ("accepted", None, None),
+                    NextStep::RetryAt(t) => ("queued", Some(ts(*t)), None),
+                    NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+                };
+                insert_attempt.execute(params![
+                    rec.item_id,
+                    ts(rec.at),
+                    rec.class.as_str(),
+                    rec.reason,
+                    rec.message,
+                    response_id,
+                    next
+                ])?;
+                update.execute(params![
+                    rec.item_id,
+                    state,
+                    next,
+                    rec.class.as_str(),
+                    ts(rec.at),
+                    rec.reason,
+                    rec.message,
+                    response.and_then(|r| r.http_status),
+                    fingerprint
+                ])?;
+            }
+        }
+        for block in blocks {
+            add_usage(&tx, &block.rule, 0)?;
+            tx.execute(
+                "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
+                 ON CONFLICT (rule) DO UPDATE SET until = MAX(until, excluded.until)",
+                params![block.rule.rule, ts(block.until)],
+            )?;
+        }
+        tx.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        let t: Option<i64> = self.conn.query_row(
+            "SELECT MIN(next_attempt_at) FROM items
+             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued'",
+            params![group.property, group.engine.as_str(), group.target],
+            |r| r.get(0),
+        )?;
+        Ok(opt_ts(t))
+    }
+
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![fingerprint, ts(now)],
+        )?;
+        let t: i64 = tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
+        tx.commit()?;
+        Ok(from_ts(t))
+    }
+
+    fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
+        usage_in(&self.conn, rule)
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, next_attempt_at <= ?4, COUNT(*) FROM items
+             WHERE property = ?1 AND engine = ?2 AND target = ?3 GROUP BY 1, 2",
+        )?;
+        let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<bool>>(1)?, r.get::<_, i64>(2)?))
+        })?;
+        let mut c = QueueCounts::default();
+        for row in rows {
+            let (state, due, n) = row?;
+            let n = n as u64;
+            match (ItemState::parse(&state), due) {
+                (ItemState::Queued, Some(true)) => c.due += n,
+                (ItemState::Queued, _) => c.waiting += n,
+                (ItemState::Parked, _) => c.parked += n,
+                (ItemState::InFlight, _) => c.in_flight += n,
+                (ItemState::Accepted, _) => c.accepted += n,
+            }
+        }
+        Ok(c)
+    }
+
+    fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
+        let sql = format!(
+            "{ATTEMPT_SELECT} WHERE i.property = ?1 AND i.engine = ?2 AND i.target = ?3 AND a.class != 'accepted'
+             ORDER BY a.at DESC, a.id DESC LIMIT 1"
+        );
+        Ok(self
+            .conn
+            .query_row(&sql, params![group.property, group.engine.as_str(), group.target], attempt_row)
+            .optional()?)
+    }
+
+    fn items(&mut self, filter: &ItemFilter, _now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let sql = format!("SELECT {ITEM_COLUMNS} FROM items WHERE {clause} ORDER BY property, engine, target, state, next_attempt_at, id{limit}");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), item_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM items WHERE id = ?1"))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(row) = stmt.query_row([id], item_row).optional()? {
+                out.push(row);
+            }
+        }
+        Ok(out)
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let mut filter = filter.clone();
+        if filter.states.is_empty() {
+            filter.states = vec![ItemState::Parked, ItemState::Queued];
+        }
+        filter.states.retain(|s| matches!(s, ItemState::Parked | ItemState::Queued));
+        let (clause, mut values) = filter_sql(&filter);
+        values.push(rusqlite::types::Value::Integer(ts(now)));
+        let n = values.len();
+        let tx = self.write()?;
+        let changed = tx.execute(
+            &format!(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL WHERE {clause}"
+            ),
+            rusqlite::params_from_iter(values),
+        )?;
+        tx.commit()?;
+        Ok(changed as u64)
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter) -> Result<u64> {
+        let mut filter = filter.clone();
+        filter.states.retain(|s| *s != ItemState::InFlight);
+        if filter.states.is_empty() {
+            filter.states = vec![ItemState::Queued, ItemState::Parked, ItemState::Accepted];
+        }
+        let (clause, values) = filter_sql(&filter);
+        let tx = self.write()?;
+        let changed = tx.execute(&format!("DELETE FROM items WHERE {clause}"), rusqlite::params_from_iter(values))?;
+        tx.execute("DELETE FROM responses WHERE id NOT IN (SELECT response_id FROM attempts WHERE response_id IS NOT NULL)", [])?;
+        tx.commit()?;
+        Ok(changed as u64)
+    }
+
+    fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
+        let (sql, values): (String, Vec<rusqlite::types::Value>) = match url {
+            Some(u) => (
+                format!("{ATTEMPT_SELECT} WHERE i.url = ?1 ORDER BY a.at DESC, a.id DESC LIMIT {limit}"),
+                vec![rusqlite::types::Value::Text(u.to_string())],
+            ),
+            None => (format!("{ATTEMPT_SELECT} ORDER BY a.at DESC, a.id DESC LIMIT {limit}"), vec![]),
+        };
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), attempt_row)?;
+        let mut out: Vec<AttemptRow> = rows.collect::<rusqlite::Result<_>>()?;
+        out.reverse();
+        Ok(out)
+    }
+}

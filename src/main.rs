@@ -1,0 +1,97 @@
+//! indexq: submit URLs to search engines through a local quota ledger.
+//! `main` parses the command line, calls `run`, and turns the result into
+//! an exit code (DESIGN §5); only `main` prints a fatal error.
+
+mod budget;
+mod classify;
+mod cli;
+mod clock;
+mod commands;
+mod config;
+mod engines;
+mod input;
+mod ledger;
+mod model;
+mod redact;
+mod report;
+mod schedule;
+
+use clap::Parser;
+use commands::ExitStatus;
+use report::{Printer, Verbosity};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_logging(cli.verbose);
+    let status = match run(&cli) {
+        Ok(status) => status,
+        Err(err) => report_error(&err),
+    };
+    ExitCode::from(status.code())
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "indexq=info",
+        _ => "indexq=debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("INDEXQ_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
+    let clock = clock::Clock::from_env().map_err(|e| commands::submit::UsageError(e.to_string()))?;
+    let printer = Printer {
+        json: cli.json,
+        verbosity: if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose > 0 {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+    };
+    let path = config::find(cli.config.as_deref())?;
+    let settings = config::load(&path)?;
+    tracing::debug!(config = %path.display(), "configuration loaded");
+    match &cli.command {
+        cli::Command::Submit(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(commands::submit::run(&settings, args, &printer, &clock))
+        }
+        cli::Command::Status => commands::status::run(&settings, &printer, &clock),
+        cli::Command::Queue(args) => commands::queue::run(&settings, args, &printer, &clock),
+        cli::Command::Log(args) => commands::log::run(&settings, args, &printer, &clock),
+    }
+}
+
+/// Prints the error chain on one line, with the hint below, and picks the
+/// exit code: 2 for configuration and usage errors, 1 for the rest. A
+/// closed stdout (a pipe into `head`) is not an error.
+fn report_error(err: &anyhow::Error) -> ExitStatus {
+    let broken_pipe = err
+        .chain()
+        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
+    if broken_pipe {
+        return ExitStatus::Ok;
+    }
+    let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
+    eprintln!("error: {}", chain.join(": "));
+    let hint = if let Some(c) = err.downcast_ref::<config::ConfigError>() {
+        c.hint.clone()
+    } else if let Some(ledger::LedgerError::Open { hint, .. }) = err.downcast_ref::<ledger::LedgerError>() {
+        hint.clone()
+    } else {
+        None
+    };
+    if let Some(hint) = hint {
+        eprintln!("  hint: {hint}");
+    }
+    if err.downcast_ref::<config::ConfigError>().is_some() || err.downcast_ref::<commands::submit::UsageError>().is_some() {
+        ExitStatus::Usage
+    } else {
+        ExitStatus::Failure
+    }
+}

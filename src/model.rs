@@ -1,0 +1,174 @@
+//! The closed sets every part of indexq speaks in: engines, rejection classes
+//! and per-URL outcomes. Nothing here does I/O; serde names are the JSON names
+//! of DESIGN §5 and the strings stored in the ledger.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A search engine indexq can submit to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    #[serde(rename = "indexnow")]
+    IndexNow,
+    Bing,
+    Google,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 3] = [EngineKind::IndexNow, EngineKind::Bing, EngineKind::Google];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::IndexNow => "indexnow",
+            EngineKind::Bing => "bing",
+            EngineKind::Google => "google",
+        }
+    }
+
+    /// The name a person reads ("IndexNow", "Bing", "Google").
+    pub fn title(self) -> &'static str {
+        match self {
+            EngineKind::IndexNow => "IndexNow",
+            EngineKind::Bing => "Bing",
+            EngineKind::Google => "Google",
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "indexnow" => Ok(EngineKind::IndexNow),
+            "bing" => Ok(EngineKind::Bing),
+            "google" => Ok(EngineKind::Google),
+            other => Err(format!(
+                "unknown engine `{other}` (expected indexnow, bing or google)"
+            )),
+        }
+    }
+}
+
+/// What an engine's answer (or the lack of one) means. DESIGN §1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    Accepted,
+    Quota,
+    Transient,
+    KeyPending,
+    Misconfigured,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Accepted => "accepted",
+            Class::Quota => "quota",
+            Class::Transient => "transient",
+            Class::KeyPending => "key_pending",
+            Class::Misconfigured => "misconfigured",
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Class {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "accepted" => Class::Accepted,
+            "quota" => Class::Quota,
+            "transient" => Class::Transient,
+            "key_pending" => Class::KeyPending,
+            "misconfigured" => Class::Misconfigured,
+            other => return Err(format!("unknown class `{other}`")),
+        })
+    }
+}
+
+/// The outcome of one URL for one engine in one run: a class, or one of the
+/// local outcomes that never left the machine. DESIGN §1 and §5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Accepted,
+    Quota,
+    Transient,
+    KeyPending,
+    Misconfigured,
+    Deferred,
+    Skipped,
+    Invalid,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Accepted,
+        Outcome::Quota,
+        Outcome::Transient,
+        Outcome::KeyPending,
+        Outcome::Misconfigured,
+        Outcome::Deferred,
+        Outcome::Skipped,
+        Outcome::Invalid,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Quota => "quota",
+            Outcome::Transient => "transient",
+            Outcome::KeyPending => "key_pending",
+            Outcome::Misconfigured => "misconfigured",
+            Outcome::Deferred => "deferred",
+            Outcome::Skipped => "skipped",
+            Outcome::Invalid => "invalid",
+        }
+    }
+}
+
+impl From<Class> for Outcome {
+    fn from(class: Class) -> Self {
+        match class {
+            Class::Accepted => Outcome::Accepted,
+            Class::Quota => Outcome::Quota,
+            Class::Transient => Outcome::Transient,
+            Class::KeyPending => Outcome::KeyPending,
+            Class::Misconfigured => Outcome::Misconfigured,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == s.trim())
+            .ok_or_else(|| {
+                format!(
+                    "unknown outcome `{s}` (expected one of accepted, quota, transient, key_pending, misconfigured, deferred, skipped, invalid)"
+                )
+            })
+    }
+}
