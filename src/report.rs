@@ -101,7 +101,9 @@ impl ResultEntry {
     pub fn set_retry(&mut self, at: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) {
         self.retry = Some((at, tz));
         self.retry_at = Some(rfc3339(at, tz));
-        self.retry_after_secs = Some((at - now).num_seconds().max(0));
+        // Whole seconds, rounded up: a retry 599.9 s away is "600".
+        let millis = (at - now).num_milliseconds().max(0);
+        self.retry_after_secs = Some((millis + 999) / 1000);
     }
 }
 

@@ -300,10 +300,15 @@ impl Run<'_> {
                     e.message = "another indexq run is sending it right now".into();
                 }
                 _ => {
+                    // A quota wait is told in the quota's own timezone.
+                    let tz = match row.last_class {
+                        Some(Class::Quota) | None => self.rule_timezone(&row.group).unwrap_or(self.user_tz),
+                        _ => self.user_tz,
+                    };
                     e.reason = row.last_reason.unwrap_or_else(|| "queued".into());
                     e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
                     if let Some(t) = row.next_attempt_at {
-                        e.set_retry(t, self.user_tz, now);
+                        e.set_retry(t, tz, now);
                     }
                 }
             }
@@ -451,6 +456,12 @@ impl Run<'_> {
             self.entry(Some(id), e);
         }
         Ok(claim.retry_at.is_none() && quota_answer.is_none() && claim.items.len() == max_batch)
+    }
+
+    /// The timezone of the group's own daily rule.
+    fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
+        let property = self.settings.property(&group.property)?;
+        budget::rules_for(self.settings, property, group).first().map(|r| r.tz)
     }
 
     /// The rule whose reset is `retry_at` (the latest of the exhausted ones).

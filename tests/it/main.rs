@@ -1,0 +1,10 @@
+//! Integration tests: the real `indexq` binary against mock engines on
+//! 127.0.0.1, with the clock pinned. One file per feature.
+
+mod support;
+
+mod budget;
+mod config_errors;
+mod keys;
+mod ledger;
+mod outcomes;

@@ -1,0 +1,240 @@
+//! The test sandbox: a temp dir with a config and ledger, a mock IndexNow
+//! endpoint and a mock site serving the key file, and a builder that runs
+//! the real `indexq` binary with the clock pinned (`INDEXQ_NOW`) and a
+//! sealed environment (no HOME config, TZ fixed).
+#![allow(dead_code)]
+
+pub mod mock;
+
+use mock::{MockResponse, MockServer};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const KEY: &str = "0123456789abcdef0123456789abcdef";
+pub const ENDPOINT_PATH: &str = "/indexnow";
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub engine: MockServer,
+    pub site: MockServer,
+    /// Extra text inside the property's `indexnow = { ... }` table.
+    pub indexnow_extra: String,
+    /// Extra top-level TOML (e.g. `[retry]` settings) appended to the config.
+    pub extra: String,
+    pub endpoints: Vec<String>,
+}
+
+impl Sandbox {
+    /// A sandbox whose engine accepts everything (200) and whose site serves the key.
+    pub fn new() -> Sandbox {
+        let engine = MockServer::start();
+        engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+        let site = MockServer::start();
+        site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(200).body(&format!("{KEY}\n"))]);
+        let endpoints = vec![format!("{}{ENDPOINT_PATH}", engine.url())];
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+            engine,
+            site,
+            indexnow_extra: String::new(),
+            extra: "[retry]\nkey_pending_first = \"1s\"\n\n[http]\nconnect_timeout = \"2s\"\ntimeout = \"3s\"\n".into(),
+            endpoints,
+        }
+    }
+
+    pub fn site_url(&self) -> String {
+        format!("{}/", self.site.url())
+    }
+
+    pub fn key_location(&self) -> String {
+        format!("{}/{KEY}.txt", self.site.url())
+    }
+
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.path().join("state").join("ledger.db")
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("indexq.toml")
+    }
+
+    /// Writes the config file from the sandbox's settings.
+    pub fn write_config(&self) -> PathBuf {
+        let endpoints: Vec<String> = self.endpoints.iter().map(|e| format!("\"{e}\"")).collect();
+        let text = format!(
+            "[indexnow]\nendpoints = [{}]\n\n{}\n\n[[property]]\nname = \"site\"\nsite = \"{}\"\nindexnow = {{ key_env = \"INDEXNOW_KEY\", key_location = \"{}\"{} }}\n",
+            endpoints.join(", "),
+            self.extra,
+            self.site_url(),
+            self.key_location(),
+            self.indexnow_extra
+        );
+        let path = self.config_path();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Writes a URL list under the sandbox and returns its path.
+    pub fn urls(&self, name: &str, paths: &[&str]) -> PathBuf {
+        let text: String = paths.iter().map(|p| format!("{}{p}\n", self.site.url())).collect();
+        self.file(name, &text)
+    }
+
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A builder for one run of the binary.
+    pub fn indexq(&self, args: &[&str]) -> Run {
+        if !self.config_path().exists() {
+            self.write_config();
+        }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_indexq"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("XDG_STATE_HOME", self.dir.path().join("xdg-state"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("xdg-config"))
+            .env("INDEXQ_CONFIG", self.config_path())
+            .env("INDEXQ_LEDGER", self.ledger())
+            .env("INDEXNOW_KEY", KEY)
+            .env("TZ", "UTC")
+            .stdin(Stdio::null());
+        Run { cmd }
+    }
+
+    /// The URLs the mock engine received, in order, over all POSTs.
+    pub fn received_urls(&self) -> Vec<String> {
+        self.engine
+            .requests_to("POST", ENDPOINT_PATH)
+            .iter()
+            .flat_map(|r| {
+                r.json()["urlList"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|u| u.as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.site.url())
+    }
+}
+
+pub struct Run {
+    pub cmd: Command,
+}
+
+impl Run {
+    pub fn now(mut self, at: &str) -> Run {
+        self.cmd.env("INDEXQ_NOW", at);
+        self
+    }
+
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Run {
+        self.cmd.env(k, v);
+        self
+    }
+
+    pub fn env_remove(mut self, k: &str) -> Run {
+        self.cmd.env_remove(k);
+        self
+    }
+
+    pub fn output(mut self) -> Done {
+        let out = self.cmd.output().unwrap();
+        Done::from(out)
+    }
+
+    pub fn spawn(mut self) -> std::process::Child {
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    }
+}
+
+pub struct Done {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Done {
+    fn from(out: Output) -> Done {
+        Done {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Done {
+    /// Asserts the exit code, showing both channels when it differs.
+    pub fn code(self, expected: i32) -> Done {
+        assert_eq!(
+            self.code, expected,
+            "exit code {} (expected {expected})\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
+    }
+}
+
+/// The results of a `submit --json` document, checked against DESIGN §5:
+/// only known fields, every outcome in the summary.
+pub fn results(doc: &Value) -> Vec<Value> {
+    let obj = doc.as_object().unwrap();
+    for key in obj.keys() {
+        assert!(["now", "dry_run", "results", "summary"].contains(&key.as_str()), "unexpected top-level field {key}");
+    }
+    let summary = doc["summary"].as_object().unwrap();
+    for o in ["accepted", "quota", "transient", "key_pending", "misconfigured", "deferred", "skipped", "invalid"] {
+        assert!(summary.contains_key(o), "summary lacks {o}");
+    }
+    let results = doc["results"].as_array().unwrap().clone();
+    for r in &results {
+        for key in r.as_object().unwrap().keys() {
+            assert!(
+                [
+                    "url", "property", "engine", "endpoint", "outcome", "reason", "message", "hint", "http_status", "retry_at",
+                    "retry_after_secs", "attempts", "source"
+                ]
+                .contains(&key.as_str()),
+                "unexpected result field {key}"
+            );
+        }
+        for key in ["url", "property", "engine", "outcome", "reason", "message", "attempts"] {
+            assert!(r.get(key).is_some(), "result lacks {key}: {r}");
+        }
+        assert_eq!(r.get("retry_at").is_some(), r.get("retry_after_secs").is_some(), "retry_at and retry_after_secs go together: {r}");
+    }
+    results
+}
+
+/// The one result for `url` (panics if there is not exactly one).
+pub fn result_for<'a>(results: &'a [Value], url: &str) -> &'a Value {
+    let found: Vec<&Value> = results.iter().filter(|r| r["url"] == url).collect();
+    assert_eq!(found.len(), 1, "expected one result for {url}: {results:#?}");
+    found[0]
+}
+
+pub fn count(doc: &Value, outcome: &str) -> u64 {
+    doc["summary"][outcome].as_u64().unwrap()
+}
+
+pub fn ledger_bytes(path: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap_or_default();
+    bytes.extend(std::fs::read(path.with_extension("db-wal")).unwrap_or_default());
+    bytes
+}
