@@ -47,11 +47,6 @@ impl Clock {
         }
     }
 
-    /// A clock following system time.
-    pub fn system() -> Clock {
-        Clock::starting_at(Utc::now())
-    }
-
     /// The current instant: the base plus the real time elapsed since the
     /// clock was made.
     pub fn now(&self) -> DateTime<Utc> {
@@ -687,7 +682,7 @@ mod tests {
         assert!(second >= first + TimeDelta::milliseconds(20));
         assert!(second < base + TimeDelta::minutes(1));
 
-        let system = Clock::system().now();
+        let system = Clock::starting_at(Utc::now()).now();
         assert!((system - Utc::now()).num_seconds().abs() < 60);
     }
 

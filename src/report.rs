@@ -144,6 +144,17 @@ pub struct SubmitReport<'a> {
     pub deferrals: &'a [Deferral],
     /// URLs that a dry run would send now, per group.
     pub planned: &'a BTreeMap<GroupKey, u64>,
+    /// Groups with items waiting in the queue after the run.
+    pub waiting: &'a [Waiting],
+}
+
+/// Items of a group that wait for a later time.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    pub group: GroupKey,
+    pub count: u64,
+    pub next: DateTime<Utc>,
+    pub tz: Tz,
 }
 
 fn plural(n: u64, one: &str, many: &str) -> String {
@@ -267,6 +278,17 @@ impl SubmitReport<'_> {
                 }
             }
         }
+        if !quiet {
+            for w in self.waiting.iter().filter(|w| !groups.contains_key(&w.group)) {
+                writeln!(
+                    out,
+                    "{}: {} in the queue; the next goes {}.",
+                    group_title(&w.group),
+                    plural(w.count, "URL waits", "URLs wait"),
+                    when(w.next, w.tz, self.user_tz, self.now)
+                )?;
+            }
+        }
         for r in self.results.iter().filter(|r| r.outcome == Outcome::Invalid) {
             let place = r.source.as_deref().unwrap_or("input");
             writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)?;
@@ -277,8 +299,10 @@ impl SubmitReport<'_> {
                 .filter(|(_, n)| *n > 0)
                 .map(|(o, n)| format!("{n} {o}"))
                 .collect();
-            if parts.is_empty() {
+            if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
+            } else if parts.is_empty() {
+                writeln!(out, "Nothing is due now.")?;
             } else {
                 writeln!(out, "{}.", parts.join(", "))?;
             }

@@ -17,7 +17,7 @@ use crate::ledger::{
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
-use crate::report::{Deferral, Printer, ResultEntry, SubmitReport, Verbosity};
+use crate::report::{Deferral, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::schedule::{self, Decision, History, Inputs};
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -144,6 +144,14 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
     }
 
     let now = clock.now();
+    let mut waiting = Vec::new();
+    for group in run.known_groups() {
+        let counts = run.ledger.queue_counts(&group, now)?;
+        if let Some(next) = run.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
+            let tz = run.rule_timezone(&group).unwrap_or(run.user_tz);
+            waiting.push(Waiting { group, count: counts.waiting, next, tz });
+        }
+    }
     for r in &mut run.results {
         if let Some((at, tz)) = r.retry {
             r.set_retry(at, tz, now);
@@ -156,6 +164,7 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
         results: &run.results,
         deferrals: &run.deferrals,
         planned: &run.planned,
+        waiting: &waiting,
     };
     if printer.json {
         report.write_json(printer)?;

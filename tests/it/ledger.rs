@@ -1,1 +1,102 @@
-//! placeholder
+//! Nothing is lost: every URL is in the ledger before anything is sent, a
+//! run killed mid-request is reconciled by the next one, and the ledger
+//! file is private.
+
+use crate::support::mock::MockResponse;
+use crate::support::*;
+use std::time::Duration;
+
+#[test]
+fn a_run_killed_in_flight_is_reconciled_without_loss_or_double_count() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = ", daily_quota = 5".into();
+    sb.write_config();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).hang()]);
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    let mut child = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T22:00:00Z").spawn();
+    assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(10)), "the request is in flight");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    // The killed run's reservation is in the ledger: 2 used today, items in flight.
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T22:01:00Z").output().code(0).json();
+    let items = queue["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "both URLs are in the ledger");
+    assert!(items.iter().all(|i| i["state"] == "in_flight"), "{items:?}");
+
+    // Next day: the next run reconciles them and sends them again.
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+    let done = sb.indexq(&["--json", "submit"]).now("2026-12-04T08:00:00Z").output().code(0);
+    let doc = done.json();
+    assert_eq!(count(&doc, "accepted"), 2);
+    let r = result_for(&results(&doc), &sb.url("/a")).clone();
+    assert_eq!(r["attempts"], 2, "the interrupted attempt is counted");
+    assert_eq!(sb.engine.requests().len(), 2);
+
+    // The killed request counted against its own day, and the retry only once against the new day.
+    let day1 = sb.indexq(&["--json", "status"]).now("2026-12-03T23:00:00Z").output().code(0).json();
+    assert_eq!(day1["budgets"][0]["used"], 2);
+    let day2 = sb.indexq(&["--json", "status"]).now("2026-12-04T09:00:00Z").output().code(0).json();
+    assert_eq!(day2["budgets"][0]["used"], 2);
+    assert_eq!(day2["budgets"][0]["window"], "2026-12-04");
+    assert_eq!(day2["queue"]["due"], 0);
+    assert_eq!(day2["queue"]["waiting"], 0);
+
+    // The log tells what happened.
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0).json();
+    let reasons: Vec<&str> = log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["interrupted", "ok"]);
+}
+
+#[test]
+fn a_killed_run_on_the_same_day_does_not_overspend() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = ", daily_quota = 2".into();
+    sb.write_config();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).hang()]);
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    let mut child = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").spawn();
+    assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(10)));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Same day: the server may have seen both, so the budget is spent; they wait.
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T10:00:00Z").output().code(0).json();
+    assert_eq!(count(&doc, "deferred"), 2);
+    assert_eq!(sb.engine.requests().len(), 1);
+    assert_eq!(result_for(&results(&doc), &sb.url("/a"))["retry_at"], "2026-12-04T00:00:00+00:00");
+}
+
+#[test]
+fn every_url_is_in_the_ledger_before_the_first_request() {
+    let sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).hang()]);
+    let names: Vec<String> = (0..25_000).map(|i| format!("/p{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let list = sb.urls("urls.txt", &refs);
+    let mut child = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").spawn();
+    assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(30)));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).json();
+    assert_eq!(queue["items"].as_array().unwrap().len(), 25_000);
+    // The first POST carries at most 10,000 URLs.
+    assert_eq!(sb.received_urls().len(), 10_000);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_ledger_file_is_private_and_holds_no_secret() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(403).json(&format!(r#"{{"echo":"{KEY}"}}"#))]);
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output();
+    assert!(!done.stdout.contains(KEY) && !done.stderr.contains(KEY));
+    let mode = std::fs::metadata(sb.ledger()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let bytes = ledger_bytes(&sb.ledger());
+    assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "the key is not in the ledger");
+    let log = sb.indexq(&["--json", "log"]).now("2026-12-03T09:00:00Z").output().code(0);
+    assert!(log.stdout.contains("[REDACTED]"), "the echoed key is masked in the stored body: {}", log.stdout);
+}
