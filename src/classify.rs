@@ -65,10 +65,7 @@ pub struct Response<'a> {
 impl<'a> Response<'a> {
     /// The first value of the header `name`, which is compared case-insensitively.
     pub fn header(&self, name: &str) -> Option<&'a str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The server's `Retry-After`, if present and well-formed.
@@ -132,33 +129,16 @@ pub struct Verdict {
 
 impl Verdict {
     fn new(class: Class, reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Verdict {
-            class,
-            reason: reason.into(),
-            message: message.into(),
-            hint: None,
-            retry_after: None,
-        }
+        Verdict { class, reason: reason.into(), message: message.into(), hint: None, retry_after: None }
     }
 
-    fn misconfigured(
-        reason: impl Into<String>,
-        message: impl Into<String>,
-        hint: impl Into<String>,
-    ) -> Self {
-        Verdict {
-            hint: Some(hint.into()),
-            ..Verdict::new(Class::Misconfigured, reason, message)
-        }
+    fn misconfigured(reason: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Verdict { hint: Some(hint.into()), ..Verdict::new(Class::Misconfigured, reason, message) }
     }
 
     /// Replaces every occurrence of `key` in the human texts.
     fn redacted(self, key: &str) -> Self {
-        Verdict {
-            message: redact(&self.message, key),
-            hint: self.hint.map(|hint| redact(&hint, key)),
-            ..self
-        }
+        Verdict { message: redact(&self.message, key), hint: self.hint.map(|hint| redact(&hint, key)), ..self }
     }
 }
 
@@ -177,11 +157,9 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
     let location = redact(ctx.key_location, ctx.key);
     let answered = answered(engine, resp, ctx.key);
     let verdict = match status {
-        200 => Verdict::new(
-            Class::Accepted,
-            "ok",
-            format!("{title} accepted the submission ({}).", http_status(status)),
-        ),
+        200 => {
+            Verdict::new(Class::Accepted, "ok", format!("{title} accepted the submission ({}).", http_status(status)))
+        }
         202 => Verdict::new(
             Class::Accepted,
             "key_validation_pending",
@@ -202,10 +180,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         403 => match ctx.key_file {
             Some(check) => {
                 let found = key_file(ctx.key, ctx.key_location, check);
-                Verdict {
-                    message: format!("{answered}. {}", found.message),
-                    ..found
-                }
+                Verdict { message: format!("{answered}. {}", found.message), ..found }
             }
             None => Verdict::misconfigured(
                 "forbidden",
@@ -219,13 +194,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                 ),
             ),
         },
-        408 => transient(
-            engine,
-            resp,
-            ctx.key,
-            "http_408",
-            "the server gave up waiting for the request",
-        ),
+        408 => transient(engine, resp, ctx.key, "http_408", "the server gave up waiting for the request"),
         413 => Verdict::misconfigured(
             "too_large",
             format!("{answered}: the request is larger than the endpoint accepts."),
@@ -239,9 +208,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                  or the key does not match the schema."
             );
             if !key_matches_schema(ctx.key) {
-                message.push_str(&format!(
-                    " The configured key does not: keys are {KEY_SCHEMA}."
-                ));
+                message.push_str(&format!(" The configured key does not: keys are {KEY_SCHEMA}."));
             }
             Verdict::misconfigured(
                 "url_not_on_host",
@@ -253,16 +220,12 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
             )
         }
         429 => rate_limited(engine, resp, ctx.key),
-        201..=299 => Verdict::new(
-            Class::Accepted,
-            "ok",
-            format!("{title} accepted the submission ({}).", http_status(status)),
-        ),
+        201..=299 => {
+            Verdict::new(Class::Accepted, "ok", format!("{title} accepted the submission ({}).", http_status(status)))
+        }
         300..=399 => {
-            let target = resp
-                .header("location")
-                .map(|to| format!(" to {}", excerpt(&redact(to, ctx.key))))
-                .unwrap_or_default();
+            let target =
+                resp.header("location").map(|to| format!(" to {}", excerpt(&redact(to, ctx.key)))).unwrap_or_default();
             Verdict::misconfigured(
                 "redirect",
                 format!(
@@ -276,20 +239,12 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         }
         401..=499 => Verdict::misconfigured(
             format!("http_{status}"),
-            format!(
-                "{answered}: the endpoint refused the request, and waiting will not change that."
-            ),
+            format!("{answered}: the endpoint refused the request, and waiting will not change that."),
             "Check `endpoints` in `[indexnow]` (for example https://api.indexnow.org/indexnow); \
              if it is right, report this response.",
         ),
         500..=599 => transient(engine, resp, ctx.key, "server_error", "the server failed"),
-        _ => transient(
-            engine,
-            resp,
-            ctx.key,
-            "unexpected_status",
-            "no engine documents that status",
-        ),
+        _ => transient(engine, resp, ctx.key, "unexpected_status", "no engine documents that status"),
     };
     verdict.redacted(ctx.key)
 }
@@ -304,16 +259,8 @@ pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
         NetworkFailure::Other => ("network", "the request failed"),
     };
     let detail = excerpt(detail);
-    let detail = if detail.is_empty() {
-        String::new()
-    } else {
-        format!(" ({detail})")
-    };
-    Verdict::new(
-        Class::Transient,
-        reason,
-        format!("No response: {what}{detail}. indexq retries with backoff."),
-    )
+    let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
+    Verdict::new(Class::Transient, reason, format!("No response: {what}{detail}. indexq retries with backoff."))
 }
 
 /// Retry-After: delta-seconds or HTTP-date (httpdate crate). None for garbage/negative.
@@ -326,9 +273,7 @@ pub fn parse_retry_after(value: &str) -> Option<RetryAfter> {
         // Only digits: delta-seconds (None if it overflows u64).
         return value.parse().ok().map(RetryAfter::Seconds);
     }
-    httpdate::parse_http_date(value)
-        .ok()
-        .map(|at| RetryAfter::At(DateTime::<Utc>::from(at)))
+    httpdate::parse_http_date(value).ok().map(|at| RetryAfter::At(DateTime::<Utc>::from(at)))
 }
 
 /// The verdict on a key file check alone (used by indexnow on 403, and later by `doctor`).
@@ -348,15 +293,9 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
                  as plain text; `indexq doctor` checks it without spending quota."
             ),
         ),
-        KeyFileCheck::Fetched {
-            status: status @ (404 | 410),
-            ..
-        } => Verdict::misconfigured(
+        KeyFileCheck::Fetched { status: status @ (404 | 410), .. } => Verdict::misconfigured(
             "key_file_missing",
-            format!(
-                "The key file at {location} is missing ({}).",
-                http_status(*status)
-            ),
+            format!("The key file at {location} is missing ({}).", http_status(*status)),
             format!("Serve exactly the key as plain text at {location}, {set_location}."),
         ),
         KeyFileCheck::Fetched { status: 200, body } => key_file_content(key, &location, body),
@@ -367,16 +306,11 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
                      or set `key_location` to the URL it redirects to."
                 )
             } else {
-                format!(
-                    "Make {location} answer 200 with exactly the key as plain text, {set_location}."
-                )
+                format!("Make {location} answer 200 with exactly the key as plain text, {set_location}.")
             };
             Verdict::misconfigured(
                 "key_file_status",
-                format!(
-                    "The key file at {location} answered {} instead of 200 OK.",
-                    http_status(*status)
-                ),
+                format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
                 hint,
             )
         }
@@ -413,38 +347,22 @@ fn key_content(key: &str, body: &str) -> KeyContent {
     if trimmed == key {
         return KeyContent::Exact;
     }
-    if trimmed
-        .strip_prefix('\u{FEFF}')
-        .is_some_and(|rest| rest.trim() == key)
-    {
+    if trimmed.strip_prefix('\u{FEFF}').is_some_and(|rest| rest.trim() == key) {
         return KeyContent::Bom;
     }
     if trimmed.contains(key) {
         let lower = trimmed.to_ascii_lowercase();
-        let html = trimmed.starts_with('<')
-            || ["<html", "<body", "<!doctype"]
-                .iter()
-                .any(|tag| lower.contains(tag));
-        return if html {
-            KeyContent::Html
-        } else {
-            KeyContent::InText
-        };
+        let html = trimmed.starts_with('<') || ["<html", "<body", "<!doctype"].iter().any(|tag| lower.contains(tag));
+        return if html { KeyContent::Html } else { KeyContent::InText };
     }
     if trimmed.is_empty() {
         return KeyContent::Empty;
     }
-    if trimmed
-        .to_ascii_lowercase()
-        .contains(&key.to_ascii_lowercase())
-    {
+    if trimmed.to_ascii_lowercase().contains(&key.to_ascii_lowercase()) {
         return KeyContent::OtherCase;
     }
     if body.contains('\0') {
-        let narrowed: String = body
-            .chars()
-            .filter(|c| !matches!(c, '\0' | '\u{FEFF}' | '\u{FFFD}'))
-            .collect();
+        let narrowed: String = body.chars().filter(|c| !matches!(c, '\0' | '\u{FEFF}' | '\u{FFFD}')).collect();
         if narrowed.trim() == key {
             return KeyContent::Utf16;
         }
@@ -489,11 +407,7 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
             ),
         ),
         content @ (KeyContent::Html | KeyContent::InText) => {
-            let around = if content == KeyContent::Html {
-                "inside an HTML page"
-            } else {
-                "with other text around it"
-            };
+            let around = if content == KeyContent::Html { "inside an HTML page" } else { "with other text around it" };
             Verdict::misconfigured(
                 "key_file_html",
                 format!(
@@ -507,13 +421,12 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
             )
         }
         KeyContent::Empty => wrong("it is empty".to_string()),
-        KeyContent::OtherCase => wrong(
-            "it serves the key in other upper/lower case, and keys are case-sensitive".to_string(),
-        ),
-        KeyContent::Utf16 => wrong(
-            "it is saved as UTF-16 text (a NUL byte between the letters); save it as UTF-8 or ASCII"
-                .to_string(),
-        ),
+        KeyContent::OtherCase => {
+            wrong("it serves the key in other upper/lower case, and keys are case-sensitive".to_string())
+        }
+        KeyContent::Utf16 => {
+            wrong("it is saved as UTF-16 text (a NUL byte between the letters); save it as UTF-8 or ASCII".to_string())
+        }
         KeyContent::Other => wrong(format!("it serves {served}")),
     }
 }
@@ -522,11 +435,7 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
 ///
 /// Control characters (such as terminal escapes) become U+FFFD.
 pub fn excerpt(body: &str) -> String {
-    let collapsed = body
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace(char::is_control, "\u{FFFD}");
+    let collapsed = body.split_whitespace().collect::<Vec<_>>().join(" ").replace(char::is_control, "\u{FFFD}");
     if collapsed.chars().count() <= EXCERPT_CHARS {
         return collapsed;
     }
@@ -578,10 +487,7 @@ fn transient(engine: EngineKind, resp: &Response, key: &str, reason: &str, what:
         ..Verdict::new(
             Class::Transient,
             reason,
-            format!(
-                "{}: {what}. indexq retries {when}.",
-                answered(engine, resp, key)
-            ),
+            format!("{}: {what}. indexq retries {when}.", answered(engine, resp, key)),
         )
     }
 }
@@ -663,63 +569,33 @@ mod tests {
     fn assert_no_secret(verdict: &Verdict, key: &str, case: &str) {
         let key = key.to_ascii_lowercase();
         let message = verdict.message.to_ascii_lowercase();
-        assert!(
-            !message.contains(&key),
-            "{case}: message shows the key: {}",
-            verdict.message
-        );
+        assert!(!message.contains(&key), "{case}: message shows the key: {}", verdict.message);
         if let Some(hint) = &verdict.hint {
-            assert!(
-                !hint.to_ascii_lowercase().contains(&key),
-                "{case}: hint shows the key: {hint}"
-            );
+            assert!(!hint.to_ascii_lowercase().contains(&key), "{case}: hint shows the key: {hint}");
         }
         assert!(!verdict.message.is_empty(), "{case}: empty message");
         if verdict.class == Class::Misconfigured {
-            assert!(
-                verdict.hint.is_some(),
-                "{case}: misconfigured without a hint"
-            );
+            assert!(verdict.hint.is_some(), "{case}: misconfigured without a hint");
         }
     }
 
-    fn classify(
-        status: u16,
-        headers: &[(&str, &str)],
-        body: &str,
-        check: Option<&KeyFileCheck>,
-    ) -> Verdict {
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        let resp = Response {
-            status,
-            headers: &headers,
-            body,
-        };
+    fn classify(status: u16, headers: &[(&str, &str)], body: &str, check: Option<&KeyFileCheck>) -> Verdict {
+        let headers: Vec<(String, String)> = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let resp = Response { status, headers: &headers, body };
         let location = location();
-        let ctx = IndexNowContext {
-            key: KEY,
-            key_location: &location,
-            key_file: check,
-        };
+        let ctx = IndexNowContext { key: KEY, key_location: &location, key_file: check };
         let verdict = indexnow(&resp, &ctx);
         assert_no_secret(&verdict, KEY, &format!("status {status} body {body:?}"));
         verdict
     }
 
     fn fetched(status: u16, body: &str) -> KeyFileCheck {
-        KeyFileCheck::Fetched {
-            status,
-            body: body.replace("KEY", KEY),
-        }
+        KeyFileCheck::Fetched { status, body: body.replace("KEY", KEY) }
     }
 
     // ---- fixtures ---------------------------------------------------------
 
-    const SHARED_FIXTURES: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/rejections");
+    const SHARED_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/rejections");
     const LOCAL_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/rejections");
     /// The IndexNow fixtures that existed when this test was written.
     const MIN_INDEXNOW_FIXTURES: usize = 8;
@@ -759,13 +635,10 @@ mod tests {
                 .collect();
             paths.sort();
             for path in paths {
-                let text = std::fs::read_to_string(&path)
-                    .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-                let fixture: Fixture = serde_json::from_str(&text)
-                    .unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
-                fixtures
-                    .entry(fixture.id.clone())
-                    .or_insert((path, fixture));
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+                let fixture: Fixture =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+                fixtures.entry(fixture.id.clone()).or_insert((path, fixture));
             }
         }
         fixtures
@@ -777,26 +650,11 @@ mod tests {
     }
 
     fn classify_fixture(fixture: &Fixture) -> Verdict {
-        let headers: Vec<(String, String)> = fixture
-            .headers
-            .iter()
-            .map(|(n, v)| (n.clone(), v.clone()))
-            .collect();
-        let resp = Response {
-            status: fixture.status,
-            headers: &headers,
-            body: &fixture.body,
-        };
-        let check = fixture
-            .key_file
-            .as_ref()
-            .map(|kf| fetched(kf.status, &kf.body));
+        let headers: Vec<(String, String)> = fixture.headers.iter().map(|(n, v)| (n.clone(), v.clone())).collect();
+        let resp = Response { status: fixture.status, headers: &headers, body: &fixture.body };
+        let check = fixture.key_file.as_ref().map(|kf| fetched(kf.status, &kf.body));
         let location = location();
-        let ctx = IndexNowContext {
-            key: KEY,
-            key_location: &location,
-            key_file: check.as_ref(),
-        };
+        let ctx = IndexNowContext { key: KEY, key_location: &location, key_file: check.as_ref() };
         indexnow(&resp, &ctx)
     }
 
@@ -838,10 +696,7 @@ mod tests {
             }
             if let Some(secs) = fixture.retry.as_deref().and_then(retry_seconds) {
                 if verdict.retry_after != Some(RetryAfter::Seconds(secs)) {
-                    failures.push(format!(
-                        "{id}: expected retry after {secs} s, got {:?}",
-                        verdict.retry_after
-                    ));
+                    failures.push(format!("{id}: expected retry after {secs} s, got {:?}", verdict.retry_after));
                 }
             }
         }
@@ -852,11 +707,7 @@ mod tests {
             "found {indexnow_count} IndexNow fixtures in {SHARED_FIXTURES} and {LOCAL_FIXTURES}, \
              expected at least {MIN_INDEXNOW_FIXTURES}"
         );
-        assert!(
-            failures.is_empty(),
-            "fixtures failed:\n{}",
-            failures.join("\n")
-        );
+        assert!(failures.is_empty(), "fixtures failed:\n{}", failures.join("\n"));
     }
 
     #[test]
@@ -884,15 +735,7 @@ mod tests {
     #[test]
     fn statuses() {
         type Headers<'a> = &'a [(&'a str, &'a str)];
-        type Row<'a> = (
-            u16,
-            Headers<'a>,
-            &'a str,
-            Option<&'a KeyFileCheck>,
-            Class,
-            &'a str,
-            Option<RetryAfter>,
-        );
+        type Row<'a> = (u16, Headers<'a>, &'a str, Option<&'a KeyFileCheck>, Class, &'a str, Option<RetryAfter>);
         let pending = fetched(200, "KEY");
         #[rustfmt::skip]
         let table: &[Row] = &[
@@ -935,75 +778,39 @@ mod tests {
 
     #[test]
     fn messages_name_status_body_and_retry() {
-        let v = classify(
-            503,
-            &[("Retry-After", "120")],
-            "down\n  for\tmaintenance",
-            None,
-        );
+        let v = classify(503, &[("Retry-After", "120")], "down\n  for\tmaintenance", None);
         assert!(v.message.contains("HTTP 503"), "{}", v.message);
         assert!(v.message.contains("down for maintenance"), "{}", v.message);
         assert!(v.message.contains("after 120 s"), "{}", v.message);
 
-        let v = classify(
-            301,
-            &[("location", "https://api.indexnow.org/indexnow")],
-            "",
-            None,
-        );
-        assert!(
-            v.message.contains("to https://api.indexnow.org/indexnow"),
-            "{}",
-            v.message
-        );
+        let v = classify(301, &[("location", "https://api.indexnow.org/indexnow")], "", None);
+        assert!(v.message.contains("to https://api.indexnow.org/indexnow"), "{}", v.message);
 
         let v = classify(422, &[], "", None);
-        assert!(
-            v.message.contains("do not belong to the host"),
-            "{}",
-            v.message
-        );
-        assert!(
-            !v.message.contains("The configured key does not"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("do not belong to the host"), "{}", v.message);
+        assert!(!v.message.contains("The configured key does not"), "{}", v.message);
     }
 
     #[test]
     fn url_not_on_host_says_when_the_key_breaks_the_schema() {
         let headers = Vec::new();
-        let resp = Response {
-            status: 422,
-            headers: &headers,
-            body: "",
-        };
-        let ctx = IndexNowContext {
-            key: "bad_key!",
-            key_location: "https://example.com/bad_key!.txt",
-            key_file: None,
-        };
+        let resp = Response { status: 422, headers: &headers, body: "" };
+        let ctx = IndexNowContext { key: "bad_key!", key_location: "https://example.com/bad_key!.txt", key_file: None };
         let v = indexnow(&resp, &ctx);
         assert_no_secret(&v, ctx.key, "422 bad key");
         assert_eq!(v.reason, "url_not_on_host");
-        assert!(
-            v.message.contains("The configured key does not"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("The configured key does not"), "{}", v.message);
     }
 
     // ---- 403 and the key file ---------------------------------------------
 
     #[test]
     fn key_file_checks() {
-        let utf16: String = std::iter::once("\u{FFFD}\u{FFFD}".to_string())
-            .chain(KEY.chars().map(|c| format!("{c}\0")))
-            .collect();
+        let utf16: String =
+            std::iter::once("\u{FFFD}\u{FFFD}".to_string()).chain(KEY.chars().map(|c| format!("{c}\0"))).collect();
         let upper = KEY.to_ascii_uppercase();
-        let failed = KeyFileCheck::Failed {
-            error: format!("error sending request for url ({}): dns error", location()),
-        };
+        let failed =
+            KeyFileCheck::Failed { error: format!("error sending request for url ({}): dns error", location()) };
         #[rustfmt::skip]
         let table: Vec<(KeyFileCheck, Class, &str)> = vec![
             (fetched(200, "KEY"), Class::KeyPending, "key_pending"),
@@ -1033,12 +840,7 @@ mod tests {
         for (check, class, reason) in &table {
             let alone = key_file(KEY, &location(), check);
             assert_no_secret(&alone, KEY, &format!("{check:?}"));
-            assert_eq!(
-                (alone.class, alone.reason.as_str()),
-                (*class, *reason),
-                "{check:?}: {}",
-                alone.message
-            );
+            assert_eq!((alone.class, alone.reason.as_str()), (*class, *reason), "{check:?}: {}", alone.message);
             // On a 403 the key file decides, whatever the engine said.
             for body in [
                 r#"{"errorCode":"SiteVerificationNotCompleted"}"#,
@@ -1046,11 +848,7 @@ mod tests {
                 "",
             ] {
                 let v = classify(403, &[], body, Some(check));
-                assert_eq!(
-                    (v.class, v.reason.as_str()),
-                    (*class, *reason),
-                    "{check:?} / {body}"
-                );
+                assert_eq!((v.class, v.reason.as_str()), (*class, *reason), "{check:?} / {body}");
                 assert_eq!(v.hint, alone.hint);
                 assert!(v.message.ends_with(&alone.message), "{}", v.message);
                 assert!(v.message.contains(&excerpt(body)), "{}", v.message);
@@ -1066,24 +864,12 @@ mod tests {
         assert!(v.hint.as_deref().is_some_and(|h| h.contains("redirect")));
 
         let v = key_file(KEY, &loc, &fetched(200, "some-other-key-0000"));
-        assert!(
-            v.message.contains("does not contain the configured key"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("does not contain the configured key"), "{}", v.message);
         assert!(v.message.contains("some-other-key-0000"), "{}", v.message);
-        assert!(
-            v.message.contains("https://example.com/[key].txt"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("https://example.com/[key].txt"), "{}", v.message);
 
         let v = key_file(KEY, &loc, &fetched(200, "<html><body>KEY</body></html>"));
-        assert!(
-            v.message.contains("<html><body>[key]</body></html>"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("<html><body>[key]</body></html>"), "{}", v.message);
 
         let v = key_file(KEY, &loc, &fetched(200, "KEY\r\n"));
         assert!(v.message.contains("published correctly"), "{}", v.message);
@@ -1093,29 +879,20 @@ mod tests {
         let custom = "https://example.com/.well-known/indexnow.txt";
         let v = key_file(KEY, custom, &fetched(404, ""));
         assert!(v.message.contains(custom), "{}", v.message);
-        assert!(v
-            .hint
-            .as_deref()
-            .is_some_and(|h| h.contains("key_location")));
+        assert!(v.hint.as_deref().is_some_and(|h| h.contains("key_location")));
     }
 
     // ---- Retry-After, network, excerpt ------------------------------------
 
     #[test]
     fn retry_after_values() {
-        let date = Utc
-            .with_ymd_and_hms(2026, 10, 21, 7, 28, 0)
-            .single()
-            .expect("valid date");
+        let date = Utc.with_ymd_and_hms(2026, 10, 21, 7, 28, 0).single().expect("valid date");
         let table: &[(&str, Option<RetryAfter>)] = &[
             ("120", Some(RetryAfter::Seconds(120))),
             (" 120 ", Some(RetryAfter::Seconds(120))),
             ("0", Some(RetryAfter::Seconds(0))),
             ("Wed, 21 Oct 2026 07:28:00 GMT", Some(RetryAfter::At(date))),
-            (
-                "Wednesday, 21-Oct-26 07:28:00 GMT",
-                Some(RetryAfter::At(date)),
-            ),
+            ("Wednesday, 21-Oct-26 07:28:00 GMT", Some(RetryAfter::At(date))),
             ("-5", None),
             ("+5", None),
             ("1.5", None),
@@ -1130,18 +907,9 @@ mod tests {
 
     #[test]
     fn retry_after_date_is_kept_and_shown() {
-        let v = classify(
-            429,
-            &[("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")],
-            "",
-            None,
-        );
+        let v = classify(429, &[("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")], "", None);
         assert!(matches!(v.retry_after, Some(RetryAfter::At(_))));
-        assert!(
-            v.message.contains("at 2026-10-21 07:28:00 UTC"),
-            "{}",
-            v.message
-        );
+        assert!(v.message.contains("at 2026-10-21 07:28:00 UTC"), "{}", v.message);
     }
 
     #[test]
@@ -1155,11 +923,7 @@ mod tests {
             let v = network(failure, "operation timed out\nafter 30s");
             assert_no_secret(&v, KEY, reason);
             assert_eq!((v.class, v.reason.as_str()), (Class::Transient, reason));
-            assert!(
-                v.message.contains("operation timed out after 30s"),
-                "{}",
-                v.message
-            );
+            assert!(v.message.contains("operation timed out after 30s"), "{}", v.message);
             assert_eq!(network(failure, "").message.matches('(').count(), 0);
         }
     }
@@ -1168,10 +932,7 @@ mod tests {
     fn excerpts() {
         assert_eq!(excerpt("  a\n\n b\t c  "), "a b c");
         assert_eq!(excerpt(""), "");
-        assert_eq!(
-            excerpt("bell\u{7}esc\u{1b}[31m"),
-            "bell\u{FFFD}esc\u{FFFD}[31m"
-        );
+        assert_eq!(excerpt("bell\u{7}esc\u{1b}[31m"), "bell\u{FFFD}esc\u{FFFD}[31m");
         let long = "é".repeat(500);
         let short = excerpt(&long);
         assert!(short.ends_with('…'));
@@ -1191,23 +952,16 @@ mod tests {
         let mut checks: Vec<Option<KeyFileCheck>> = vec![None];
         for status in [200, 301, 404, 500] {
             for body in bodies {
-                checks.push(Some(KeyFileCheck::Fetched {
-                    status,
-                    body: body.to_string(),
-                }));
+                checks.push(Some(KeyFileCheck::Fetched { status, body: body.to_string() }));
             }
         }
         checks.push(Some(fetched(200, "\u{FEFF}KEY")));
         checks.push(Some(fetched(200, "<html>KEY</html>")));
-        checks.push(Some(KeyFileCheck::Failed {
-            error: format!("GET {} failed: {KEY}", location()),
-        }));
+        checks.push(Some(KeyFileCheck::Failed { error: format!("GET {} failed: {KEY}", location()) }));
         let location_header = format!("https://api.indexnow.org/indexnow?key={KEY}");
         let headers: &[(&str, &str)] = &[("Location", &location_header), ("Retry-After", "5")];
         let mut count = 0;
-        for status in [
-            101, 200, 202, 204, 301, 400, 401, 403, 404, 408, 413, 422, 429, 500, 503, 600,
-        ] {
+        for status in [101, 200, 202, 204, 301, 400, 401, 403, 404, 408, 413, 422, 429, 500, 503, 600] {
             for body in bodies {
                 for check in &checks {
                     // `classify` asserts that neither message nor hint shows the key.
@@ -1217,22 +971,14 @@ mod tests {
             }
         }
         for check in checks.iter().flatten() {
-            assert_no_secret(
-                &key_file(KEY, &location(), check),
-                KEY,
-                &format!("{check:?}"),
-            );
+            assert_no_secret(&key_file(KEY, &location(), check), KEY, &format!("{check:?}"));
             count += 1;
         }
         assert!(count > 1000);
 
         let check = fetched(200, "KEY");
         let loc = location();
-        let ctx = IndexNowContext {
-            key: KEY,
-            key_location: &loc,
-            key_file: Some(&check),
-        };
+        let ctx = IndexNowContext { key: KEY, key_location: &loc, key_file: Some(&check) };
         let debug = format!("{ctx:?}");
         assert!(!debug.contains(KEY), "{debug}");
     }

@@ -165,7 +165,18 @@ mod tests {
 
     #[test]
     fn lists_and_durations_parse() {
-        let cli = Cli::try_parse_from(["indexq", "submit", "--engine", "indexnow", "--max-wait", "5m", "--fail-on", "quota,misconfigured", "a.txt"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "indexq",
+            "submit",
+            "--engine",
+            "indexnow",
+            "--max-wait",
+            "5m",
+            "--fail-on",
+            "quota,misconfigured",
+            "a.txt",
+        ])
+        .unwrap();
         let Command::Submit(args) = cli.command else { panic!("not submit") };
         assert_eq!(args.engine, vec![EngineKind::IndexNow]);
         assert_eq!(args.max_wait, Some(Duration::from_secs(300)));

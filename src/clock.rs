@@ -10,9 +10,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use chrono::{
-    DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc,
-};
+use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// Environment variable that pins the start of the run to a given instant.
@@ -41,10 +39,7 @@ impl Clock {
 
     /// A clock whose `now()` is `at` at the moment of this call.
     pub fn starting_at(at: DateTime<Utc>) -> Clock {
-        Clock {
-            base: at,
-            started: Instant::now(),
-        }
+        Clock { base: at, started: Instant::now() }
     }
 
     /// The current instant: the base plus the real time elapsed since the
@@ -52,9 +47,7 @@ impl Clock {
     pub fn now(&self) -> DateTime<Utc> {
         // Both fallbacks need an elapsed time of about 290 million years.
         let elapsed = TimeDelta::from_std(self.started.elapsed()).unwrap_or(TimeDelta::MAX);
-        self.base
-            .checked_add_signed(elapsed)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        self.base.checked_add_signed(elapsed).unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
 
@@ -66,10 +59,7 @@ pub enum ClockError {
         "{NOW_VAR}=`{value}` is not a valid timestamp ({reason}); \
          expected RFC 3339 like 2026-12-03T09:00:00+08:00"
     )]
-    BadNow {
-        value: String,
-        reason: chrono::ParseError,
-    },
+    BadNow { value: String, reason: chrono::ParseError },
     /// `INDEXQ_NOW` is set but is not valid Unicode.
     #[error(
         "{NOW_VAR}=`{value}` is not valid UTF-8; \
@@ -86,9 +76,7 @@ fn base_from_env_value(value: Option<OsString>) -> Result<Option<DateTime<Utc>>,
         return Ok(None);
     };
     let Some(text) = raw.to_str() else {
-        return Err(ClockError::NotUnicode {
-            value: raw.to_string_lossy().into_owned(),
-        });
+        return Err(ClockError::NotUnicode { value: raw.to_string_lossy().into_owned() });
     };
     let text = text.trim();
     if text.is_empty() {
@@ -96,10 +84,7 @@ fn base_from_env_value(value: Option<OsString>) -> Result<Option<DateTime<Utc>>,
     }
     match DateTime::parse_from_rfc3339(text) {
         Ok(at) => Ok(Some(at.with_timezone(&Utc))),
-        Err(reason) => Err(ClockError::BadNow {
-            value: text.to_string(),
-            reason,
-        }),
+        Err(reason) => Err(ClockError::BadNow { value: text.to_string(), reason }),
     }
 }
 
@@ -109,16 +94,11 @@ fn base_from_env_value(value: Option<OsString>) -> Result<Option<DateTime<Utc>>,
 /// `$TZ` may also be a path into a zoneinfo directory, such as
 /// `/usr/share/zoneinfo/Europe/Berlin`; the part after `zoneinfo/` is used.
 pub fn user_timezone() -> Tz {
-    let from_var = std::env::var("TZ")
-        .ok()
-        .and_then(|value| tz_from_tz_var(&value));
+    let from_var = std::env::var("TZ").ok().and_then(|value| tz_from_tz_var(&value));
     if let Some(tz) = from_var {
         return tz;
     }
-    iana_time_zone::get_timezone()
-        .ok()
-        .and_then(|name| name.parse::<Tz>().ok())
-        .unwrap_or(Tz::UTC)
+    iana_time_zone::get_timezone().ok().and_then(|name| name.parse::<Tz>().ok()).unwrap_or(Tz::UTC)
 }
 
 /// Interpret the value of `$TZ` as an IANA name, if it is one.
@@ -139,8 +119,7 @@ pub fn parse_timezone(name: &str) -> Result<Tz, String> {
     if name.is_empty() {
         return Err("empty timezone name".to_string());
     }
-    name.parse::<Tz>()
-        .map_err(|_| format!("unknown timezone `{name}`"))
+    name.parse::<Tz>().map_err(|_| format!("unknown timezone `{name}`"))
 }
 
 /// The length of a quota window.
@@ -324,9 +303,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Ok(Duration::ZERO);
     }
     if text.starts_with('-') {
-        return Err(format!(
-            "negative duration `{text}` is not allowed; {DURATION_FORMS}"
-        ));
+        return Err(format!("negative duration `{text}` is not allowed; {DURATION_FORMS}"));
     }
 
     let too_long = || format!("duration `{text}` is too long; the longest accepted is 36500d");
@@ -335,14 +312,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut last_unit: Option<u64> = None;
     let mut rest = text;
     while !rest.is_empty() {
-        let digits_len = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let digits_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let (digits, after) = rest.split_at(digits_len);
         if digits.is_empty() {
-            return Err(format!(
-                "expected a number at `{rest}` in `{text}`; {DURATION_FORMS}"
-            ));
+            return Err(format!("expected a number at `{rest}` in `{text}`; {DURATION_FORMS}"));
         }
         if after.starts_with(['.', ',']) {
             return Err(format!(
@@ -350,25 +323,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
                  combine units instead, e.g. 1h30m rather than 1.5h"
             ));
         }
-        let unit_len = after
-            .find(|c: char| !c.is_alphabetic())
-            .unwrap_or(after.len());
+        let unit_len = after.find(|c: char| !c.is_alphabetic()).unwrap_or(after.len());
         let (unit, after) = after.split_at(unit_len);
         let unit_secs: u64 = match unit {
             "s" => 1,
             "m" => 60,
             "h" => 3_600,
             "d" => 86_400,
-            "" => {
-                return Err(format!(
-                    "missing unit after `{digits}` in `{text}`; {DURATION_FORMS}"
-                ))
-            }
-            other => {
-                return Err(format!(
-                    "unknown unit `{other}` in `{text}`; {DURATION_FORMS}"
-                ))
-            }
+            "" => return Err(format!("missing unit after `{digits}` in `{text}`; {DURATION_FORMS}")),
+            other => return Err(format!("unknown unit `{other}` in `{text}`; {DURATION_FORMS}")),
         };
         if last_unit.is_some_and(|last| unit_secs >= last) {
             return Err(format!(
@@ -420,11 +383,7 @@ pub fn humanize(d: TimeDelta) -> String {
 /// `2026-12-03 00:00 America/Los_Angeles`: the local time in `tz` to the
 /// minute (truncated), then the timezone name.
 pub fn format_local(at: DateTime<Utc>, tz: Tz) -> String {
-    format!(
-        "{} {}",
-        at.with_timezone(&tz).format("%Y-%m-%d %H:%M"),
-        tz.name()
-    )
+    format!("{} {}", at.with_timezone(&tz).format("%Y-%m-%d %H:%M"), tz.name())
 }
 
 /// The UTC offset of `tz` at that instant, like `+08:00` or `-07:00` (with
@@ -438,9 +397,7 @@ mod tests {
     use super::*;
 
     fn utc(rfc3339: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(rfc3339)
-            .unwrap()
-            .with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(rfc3339).unwrap().with_timezone(&Utc)
     }
 
     fn date(y: i32, m: u32, d: u32) -> NaiveDate {
@@ -556,13 +513,7 @@ mod tests {
         // The result is an existing instant on (or after) that date...
         let local = start.naive_local();
         assert!(local >= midnight);
-        assert_eq!(
-            start
-                .with_timezone(&Utc)
-                .with_timezone(&HAVANA)
-                .naive_local(),
-            local
-        );
+        assert_eq!(start.with_timezone(&Utc).with_timezone(&HAVANA).naive_local(), local);
         // ...and the earliest one: a second earlier it was still before midnight.
         let second_before = (start - TimeDelta::seconds(1)).naive_local();
         assert!(second_before < midnight, "{second_before}");
@@ -605,10 +556,7 @@ mod tests {
         let skipped = start_of_day(apia, date(2011, 12, 30));
         let next = start_of_day(apia, date(2011, 12, 31));
         assert_eq!(skipped, next);
-        assert_eq!(
-            next.naive_local(),
-            date(2011, 12, 31).and_hms_opt(0, 0, 0).unwrap()
-        );
+        assert_eq!(next.naive_local(), date(2011, 12, 31).and_hms_opt(0, 0, 0).unwrap());
         let before = window_at(Period::Day, apia, utc("2011-12-30T09:59:59Z"));
         assert_eq!(before.key, "2011-12-29");
         assert_eq!(before.end, next);
@@ -626,10 +574,7 @@ mod tests {
 
         // 23:28 NST on the 6th by the wall clock, but after the 7th began.
         let repeated = utc("2010-11-07T02:58:49Z");
-        assert_eq!(
-            format_local(repeated, st_johns),
-            "2010-11-06 23:28 America/St_Johns"
-        );
+        assert_eq!(format_local(repeated, st_johns), "2010-11-06 23:28 America/St_Johns");
         let sunday = window_at(Period::Day, st_johns, repeated);
         assert_eq!(sunday.key, "2010-11-07");
         assert_eq!(sunday.start, saturday.end);
@@ -738,24 +683,12 @@ mod tests {
         assert_eq!(parse_timezone("Asia/Shanghai"), Ok(SHANGHAI));
         assert_eq!(parse_timezone(" America/Los_Angeles "), Ok(LA));
         assert_eq!(parse_timezone("UTC"), Ok(Tz::UTC));
-        assert_eq!(
-            parse_timezone("Mars/Olympus"),
-            Err("unknown timezone `Mars/Olympus`".to_string())
-        );
+        assert_eq!(parse_timezone("Mars/Olympus"), Err("unknown timezone `Mars/Olympus`".to_string()));
         assert!(parse_timezone("").is_err());
 
-        assert_eq!(
-            tz_from_tz_var("Europe/Berlin"),
-            Some(chrono_tz::Europe::Berlin)
-        );
-        assert_eq!(
-            tz_from_tz_var(":Europe/Berlin"),
-            Some(chrono_tz::Europe::Berlin)
-        );
-        assert_eq!(
-            tz_from_tz_var("/usr/share/zoneinfo/Europe/Berlin"),
-            Some(chrono_tz::Europe::Berlin)
-        );
+        assert_eq!(tz_from_tz_var("Europe/Berlin"), Some(chrono_tz::Europe::Berlin));
+        assert_eq!(tz_from_tz_var(":Europe/Berlin"), Some(chrono_tz::Europe::Berlin));
+        assert_eq!(tz_from_tz_var("/usr/share/zoneinfo/Europe/Berlin"), Some(chrono_tz::Europe::Berlin));
         assert_eq!(tz_from_tz_var("CET-1CEST,M3.5.0,M10.5.0/3"), None);
         assert_eq!(tz_from_tz_var(""), None);
 
@@ -840,27 +773,12 @@ mod tests {
 
     #[test]
     fn formatting() {
-        assert_eq!(
-            format_local(utc("2026-12-03T08:00:59Z"), LA),
-            "2026-12-03 00:00 America/Los_Angeles"
-        );
-        assert_eq!(
-            format_local(utc("2026-12-03T01:00:00Z"), SHANGHAI),
-            "2026-12-03 09:00 Asia/Shanghai"
-        );
-        assert_eq!(
-            format_offset(utc("2026-12-03T01:00:00Z"), SHANGHAI),
-            "+08:00"
-        );
+        assert_eq!(format_local(utc("2026-12-03T08:00:59Z"), LA), "2026-12-03 00:00 America/Los_Angeles");
+        assert_eq!(format_local(utc("2026-12-03T01:00:00Z"), SHANGHAI), "2026-12-03 09:00 Asia/Shanghai");
+        assert_eq!(format_offset(utc("2026-12-03T01:00:00Z"), SHANGHAI), "+08:00");
         assert_eq!(format_offset(utc("2027-07-01T00:00:00Z"), LA), "-07:00");
         assert_eq!(format_offset(utc("2027-01-01T00:00:00Z"), LA), "-08:00");
-        assert_eq!(
-            format_offset(utc("2027-01-01T00:00:00Z"), Tz::UTC),
-            "+00:00"
-        );
-        assert_eq!(
-            format_offset(utc("2027-01-01T00:00:00Z"), chrono_tz::Asia::Kolkata),
-            "+05:30"
-        );
+        assert_eq!(format_offset(utc("2027-01-01T00:00:00Z"), Tz::UTC), "+00:00");
+        assert_eq!(format_offset(utc("2027-01-01T00:00:00Z"), chrono_tz::Asia::Kolkata), "+05:30");
     }
 }

@@ -26,11 +26,7 @@ pub struct ConfigError {
 impl ConfigError {
     fn at(file: &Path, source: &str, span: std::ops::Range<usize>, key: &str, message: String) -> Self {
         let (line, column) = line_col(source, span.start);
-        ConfigError {
-            place: format!("{}:{line}:{column}: `{key}`", file.display()),
-            message,
-            hint: None,
-        }
+        ConfigError { place: format!("{}:{line}:{column}: `{key}`", file.display()), message, hint: None }
     }
 
     fn hint(mut self, hint: impl Into<String>) -> Self {
@@ -213,7 +209,9 @@ impl SecretSource {
                 Err(_) => Err(ConfigError {
                     place: place.clone(),
                     message: format!("the environment variable ${var} is not set"),
-                    hint: Some(format!("export {var}=... in the environment that runs indexq (cron and CI have their own environment)")),
+                    hint: Some(format!(
+                        "export {var}=... in the environment that runs indexq (cron and CI have their own environment)"
+                    )),
                 }),
             },
             SecretSource::File { path, place } => match std::fs::read_to_string(path) {
@@ -370,10 +368,7 @@ impl Property {
 impl Settings {
     /// The property a URL belongs to: the one whose site is the longest prefix.
     pub fn property_for(&self, url: &Url) -> Option<&Property> {
-        self.properties
-            .iter()
-            .filter(|p| p.contains(url))
-            .max_by_key(|p| p.site.as_str().len())
+        self.properties.iter().filter(|p| p.contains(url)).max_by_key(|p| p.site.as_str().len())
     }
 
     pub fn property(&self, name: &str) -> Option<&Property> {
@@ -397,18 +392,14 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
     if let Some(dir) = dirs::config_dir() {
         tried.push(dir.join("indexq").join("config.toml"));
     }
-    tried
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| ConfigError {
-            place: "configuration".into(),
-            message: format!(
-                "no configuration found (looked for --config, $INDEXQ_CONFIG, {})",
-                tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            ),
-            hint: Some("copy config.example.toml to indexq.toml and edit it, or pass --config FILE".into()),
-        })
+    tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| ConfigError {
+        place: "configuration".into(),
+        message: format!(
+            "no configuration found (looked for --config, $INDEXQ_CONFIG, {})",
+            tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        hint: Some("copy config.example.toml to indexq.toml and edit it, or pass --config FILE".into()),
+    })
 }
 
 /// Reads and validates the config file.
@@ -512,9 +503,19 @@ impl Resolver<'_> {
         }
     }
 
-    fn secret(&self, env: Option<&S<String>>, file: Option<&S<String>>, prefix: &str, what: &str) -> Result<Option<SecretSource>, ConfigError> {
+    fn secret(
+        &self,
+        env: Option<&S<String>>,
+        file: Option<&S<String>>,
+        prefix: &str,
+        what: &str,
+    ) -> Result<Option<SecretSource>, ConfigError> {
         match (env, file) {
-            (Some(e), Some(_)) => Err(self.err(e, &format!("{prefix}_env"), format!("both {prefix}_env and {prefix}_file are set; {what} must come from one place"))),
+            (Some(e), Some(_)) => Err(self.err(
+                e,
+                &format!("{prefix}_env"),
+                format!("both {prefix}_env and {prefix}_file are set; {what} must come from one place"),
+            )),
             (Some(e), None) => {
                 let var = e.get_ref().trim();
                 if var.is_empty() || var.contains(['=', '\0']) || var.starts_with('$') {
@@ -574,7 +575,12 @@ impl Resolver<'_> {
             quota_timezone: self.timezone(raw.indexnow.quota_timezone.as_ref(), "indexnow.quota_timezone", utc)?,
         };
         let bing = BingSettings {
-            api_key: self.secret(raw.bing.api_key_env.as_ref(), raw.bing.api_key_file.as_ref(), "bing.api_key", "the Bing Webmaster API key")?,
+            api_key: self.secret(
+                raw.bing.api_key_env.as_ref(),
+                raw.bing.api_key_file.as_ref(),
+                "bing.api_key",
+                "the Bing Webmaster API key",
+            )?,
             endpoint: self.endpoint(raw.bing.endpoint.as_ref(), "bing.endpoint", BING_ENDPOINT)?,
             quota_timezone: self.timezone(raw.bing.quota_timezone.as_ref(), "bing.quota_timezone", utc)?,
             daily_quota: raw.bing.daily_quota,
@@ -584,29 +590,63 @@ impl Resolver<'_> {
         let google = GoogleSettings {
             credentials: raw.google.credentials.as_ref().map(|v| self.path_value(v.get_ref())),
             endpoint: self.endpoint(raw.google.endpoint.as_ref(), "google.endpoint", GOOGLE_ENDPOINT)?,
-            inspection_endpoint: self.endpoint(raw.google.inspection_endpoint.as_ref(), "google.inspection_endpoint", GOOGLE_INSPECTION_ENDPOINT)?,
+            inspection_endpoint: self.endpoint(
+                raw.google.inspection_endpoint.as_ref(),
+                "google.inspection_endpoint",
+                GOOGLE_INSPECTION_ENDPOINT,
+            )?,
             quota_timezone: self.timezone(raw.google.quota_timezone.as_ref(), "google.quota_timezone", google_tz)?,
             daily_quota: raw.google.daily_quota.unwrap_or(200),
             requests_per_minute: match &raw.google.requests_per_minute {
                 None => 380,
-                Some(v) if *v.get_ref() == 0 => return Err(self.err(v, "google.requests_per_minute", "must be at least 1")),
+                Some(v) if *v.get_ref() == 0 => {
+                    return Err(self.err(v, "google.requests_per_minute", "must be at least 1"))
+                }
                 Some(v) => *v.get_ref(),
             },
         };
         let submit = SubmitSettings {
             max_wait: self.duration(raw.submit.max_wait.as_ref(), "submit.max_wait", Duration::from_secs(90))?,
-            dedupe_window: self.duration(raw.submit.dedupe_window.as_ref(), "submit.dedupe_window", Duration::from_secs(24 * 3600))?,
+            dedupe_window: self.duration(
+                raw.submit.dedupe_window.as_ref(),
+                "submit.dedupe_window",
+                Duration::from_secs(24 * 3600),
+            )?,
         };
         let r = &raw.retry;
         let retry = RetrySettings {
-            transient_first: self.duration(r.transient_first.as_ref(), "retry.transient_first", Duration::from_secs(30))?,
-            transient_cap: self.duration(r.transient_cap.as_ref(), "retry.transient_cap", Duration::from_secs(6 * 3600))?,
-            transient_deadline: self.duration(r.transient_deadline.as_ref(), "retry.transient_deadline", Duration::from_secs(3 * 86400))?,
-            key_pending_first: self.duration(r.key_pending_first.as_ref(), "retry.key_pending_first", Duration::from_secs(60))?,
-            key_pending_deadline: self.duration(r.key_pending_deadline.as_ref(), "retry.key_pending_deadline", Duration::from_secs(86400))?,
+            transient_first: self.duration(
+                r.transient_first.as_ref(),
+                "retry.transient_first",
+                Duration::from_secs(30),
+            )?,
+            transient_cap: self.duration(
+                r.transient_cap.as_ref(),
+                "retry.transient_cap",
+                Duration::from_secs(6 * 3600),
+            )?,
+            transient_deadline: self.duration(
+                r.transient_deadline.as_ref(),
+                "retry.transient_deadline",
+                Duration::from_secs(3 * 86400),
+            )?,
+            key_pending_first: self.duration(
+                r.key_pending_first.as_ref(),
+                "retry.key_pending_first",
+                Duration::from_secs(60),
+            )?,
+            key_pending_deadline: self.duration(
+                r.key_pending_deadline.as_ref(),
+                "retry.key_pending_deadline",
+                Duration::from_secs(86400),
+            )?,
         };
         let http = HttpSettings {
-            connect_timeout: self.duration(raw.http.connect_timeout.as_ref(), "http.connect_timeout", Duration::from_secs(10))?,
+            connect_timeout: self.duration(
+                raw.http.connect_timeout.as_ref(),
+                "http.connect_timeout",
+                Duration::from_secs(10),
+            )?,
             timeout: self.duration(raw.http.timeout.as_ref(), "http.timeout", Duration::from_secs(30))?,
         };
         for (value, key) in [(&raw.http.connect_timeout, "http.connect_timeout"), (&raw.http.timeout, "http.timeout")] {
@@ -626,11 +666,19 @@ impl Resolver<'_> {
                 return Err(self.err(&rp.name, &format!("{prefix}.name"), "the name is empty"));
             }
             if properties.iter().any(|q| q.name == name) {
-                return Err(self.err(&rp.name, &format!("{prefix}.name"), format!("another property is already named `{name}`")));
+                return Err(self.err(
+                    &rp.name,
+                    &format!("{prefix}.name"),
+                    format!("another property is already named `{name}`"),
+                ));
             }
             let site = self.site_url(&rp.site, &format!("{prefix}.site"))?;
             if let Some(other) = properties.iter().find(|q| q.site == site) {
-                return Err(self.err(&rp.site, &format!("{prefix}.site"), format!("property `{}` already has the site {site}", other.name)));
+                return Err(self.err(
+                    &rp.site,
+                    &format!("{prefix}.site"),
+                    format!("property `{}` already has the site {site}", other.name),
+                ));
             }
             let indexnow = match &rp.indexnow {
                 None => None,
@@ -650,7 +698,11 @@ impl Resolver<'_> {
                         key,
                         key_location,
                         daily_quota: table.daily_quota,
-                        quota_timezone: self.timezone(table.quota_timezone.as_ref(), &format!("{prefix}.indexnow.quota_timezone"), indexnow.quota_timezone)?,
+                        quota_timezone: self.timezone(
+                            table.quota_timezone.as_ref(),
+                            &format!("{prefix}.indexnow.quota_timezone"),
+                            indexnow.quota_timezone,
+                        )?,
                     })
                 }
             };
@@ -660,14 +712,25 @@ impl Resolver<'_> {
                     let table = t.get_ref();
                     if bing.api_key.is_none() {
                         return Err(self
-                            .err(t, &format!("{prefix}.bing"), "this property uses Bing but [bing] has no api_key_env or api_key_file")
+                            .err(
+                                t,
+                                &format!("{prefix}.bing"),
+                                "this property uses Bing but [bing] has no api_key_env or api_key_file",
+                            )
                             .hint("add api_key_env = \"BING_WEBMASTER_API_KEY\" to [bing] and export the key"));
                     }
                     Some(PropertyBing {
-                        site_url: table.site_url.as_ref().map_or_else(|| site.to_string(), |v| v.get_ref().trim().to_string()),
+                        site_url: table
+                            .site_url
+                            .as_ref()
+                            .map_or_else(|| site.to_string(), |v| v.get_ref().trim().to_string()),
                         daily_quota: table.daily_quota,
                         monthly_quota: table.monthly_quota,
-                        quota_timezone: self.timezone(table.quota_timezone.as_ref(), &format!("{prefix}.bing.quota_timezone"), bing.quota_timezone)?,
+                        quota_timezone: self.timezone(
+                            table.quota_timezone.as_ref(),
+                            &format!("{prefix}.bing.quota_timezone"),
+                            bing.quota_timezone,
+                        )?,
                     })
                 }
             };
@@ -676,27 +739,24 @@ impl Resolver<'_> {
                 Some(t) => {
                     let table = t.get_ref();
                     Some(PropertyGoogle {
-                        site_url: table.site_url.as_ref().map_or_else(|| site.to_string(), |v| v.get_ref().trim().to_string()),
+                        site_url: table
+                            .site_url
+                            .as_ref()
+                            .map_or_else(|| site.to_string(), |v| v.get_ref().trim().to_string()),
                         daily_quota: table.daily_quota.unwrap_or(11),
                         skip_indexed: table.skip_indexed.unwrap_or(false),
-                        quota_timezone: self.timezone(table.quota_timezone.as_ref(), &format!("{prefix}.google.quota_timezone"), google.quota_timezone)?,
+                        quota_timezone: self.timezone(
+                            table.quota_timezone.as_ref(),
+                            &format!("{prefix}.google.quota_timezone"),
+                            google.quota_timezone,
+                        )?,
                     })
                 }
             };
             properties.push(Property { name, site, indexnow, bing: bing_table, google: google_table });
         }
 
-        Ok(Settings {
-            file: self.path.to_path_buf(),
-            ledger,
-            indexnow,
-            bing,
-            google,
-            submit,
-            retry,
-            http,
-            properties,
-        })
+        Ok(Settings { file: self.path.to_path_buf(), ledger, indexnow, bing, google, submit, retry, http, properties })
     }
 }
 
@@ -857,7 +917,7 @@ indexnow = { key_env = "INDEXNOW_KEY" }
         let text = "[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nindexnow = { key_file = \"key.txt\" }\n";
         let s = parse(&path, text).unwrap();
         let e = read_indexnow_key(s.properties[0].indexnow.as_ref().unwrap()).unwrap_err();
-        assert!(e.place.ends_with(":4:14: `property[0].indexnow.key_file`"), "{}", e.place);
+        assert!(e.place.ends_with(":4:25: `property[0].indexnow.key_file`"), "{}", e.place);
         assert!(!e.to_string().contains("not a valid key"));
     }
 

@@ -121,7 +121,9 @@ mod tests {
 
     #[test]
     fn bad_lines_are_reported_and_the_rest_kept() {
-        let got = lines(b"https://a.example/ok\nnot a url\nftp://a.example/x\n/relative\nhttps://a.example/also-ok\n\xff\xfe\n");
+        let got = lines(
+            b"https://a.example/ok\nnot a url\nftp://a.example/x\n/relative\nhttps://a.example/also-ok\n\xff\xfe\n",
+        );
         let bad: Vec<_> = got.iter().filter(|l| l.url.is_err()).map(|l| l.place.as_str()).collect();
         assert_eq!(bad, ["urls.txt:2", "urls.txt:3", "urls.txt:4", "urls.txt:6"]);
         assert_eq!(got.iter().filter(|l| l.url.is_ok()).count(), 2);

@@ -37,7 +37,8 @@ fn init_logging(verbose: u8) {
         1 => "indexq=info",
         _ => "indexq=debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("INDEXQ_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("INDEXQ_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
 
@@ -89,7 +90,9 @@ fn report_error(err: &anyhow::Error) -> ExitStatus {
     if let Some(hint) = hint {
         eprintln!("  hint: {hint}");
     }
-    if err.downcast_ref::<config::ConfigError>().is_some() || err.downcast_ref::<commands::submit::UsageError>().is_some() {
+    if err.downcast_ref::<config::ConfigError>().is_some()
+        || err.downcast_ref::<commands::submit::UsageError>().is_some()
+    {
         ExitStatus::Usage
     } else {
         ExitStatus::Failure

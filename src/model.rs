@@ -50,9 +50,7 @@ impl FromStr for EngineKind {
             "indexnow" => Ok(EngineKind::IndexNow),
             "bing" => Ok(EngineKind::Bing),
             "google" => Ok(EngineKind::Google),
-            other => Err(format!(
-                "unknown engine `{other}` (expected indexnow, bing or google)"
-            )),
+            other => Err(format!("unknown engine `{other}` (expected indexnow, bing or google)")),
         }
     }
 }

@@ -71,7 +71,10 @@ mod tests {
     fn known_secrets_are_masked_everywhere() {
         let mut r = Redactor::new();
         r.add("0f1e2d3c4b5a6978");
-        assert_eq!(r.redact("key 0f1e2d3c4b5a6978 rejected (0f1e2d3c4b5a6978)"), "key [REDACTED] rejected ([REDACTED])");
+        assert_eq!(
+            r.redact("key 0f1e2d3c4b5a6978 rejected (0f1e2d3c4b5a6978)"),
+            "key [REDACTED] rejected ([REDACTED])"
+        );
         assert_eq!(r.redact("nothing secret"), "nothing secret");
     }
 

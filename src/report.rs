@@ -165,10 +165,12 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 fn short_target(target: &str) -> String {
     url::Url::parse(target)
         .ok()
-        .and_then(|u| u.host_str().map(|h| match u.port() {
-            Some(p) => format!("{h}:{p}"),
-            None => h.to_string(),
-        }))
+        .and_then(|u| {
+            u.host_str().map(|h| match u.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_string(),
+            })
+        })
         .unwrap_or_else(|| target.to_string())
 }
 
@@ -222,7 +224,10 @@ impl SubmitReport<'_> {
                     )?;
                 }
                 for d in self.deferrals.iter().filter(|d| &d.group == *g) {
-                    let waiting = entries.iter().filter(|r| r.outcome == Outcome::Deferred && r.retry.map(|x| x.0) == Some(d.retry_at)).count() as u64;
+                    let waiting = entries
+                        .iter()
+                        .filter(|r| r.outcome == Outcome::Deferred && r.retry.map(|x| x.0) == Some(d.retry_at))
+                        .count() as u64;
                     if waiting == 0 {
                         continue;
                     }
@@ -242,12 +247,25 @@ impl SubmitReport<'_> {
                 }
                 let other_deferred: Vec<_> = entries
                     .iter()
-                    .filter(|r| r.outcome == Outcome::Deferred && !self.deferrals.iter().any(|d| &d.group == *g && r.retry.map(|x| x.0) == Some(d.retry_at)))
+                    .filter(|r| {
+                        r.outcome == Outcome::Deferred
+                            && !self
+                                .deferrals
+                                .iter()
+                                .any(|d| &d.group == *g && r.retry.map(|x| x.0) == Some(d.retry_at))
+                    })
                     .collect();
                 if let Some(first) = other_deferred.first() {
                     let next = other_deferred.iter().filter_map(|r| r.retry).min_by_key(|x| x.0);
-                    let at = next.map(|(t, tz)| format!(" The next is due {}.", when(t, tz, self.user_tz, self.now))).unwrap_or_default();
-                    writeln!(out, "{title}: {} already in the queue ({}).{at}", plural(other_deferred.len() as u64, "URL is", "URLs are"), first.message)?;
+                    let at = next
+                        .map(|(t, tz)| format!(" The next is due {}.", when(t, tz, self.user_tz, self.now)))
+                        .unwrap_or_default();
+                    writeln!(
+                        out,
+                        "{title}: {} already in the queue ({}).{at}",
+                        plural(other_deferred.len() as u64, "URL is", "URLs are"),
+                        first.message
+                    )?;
                 }
             }
             for outcome in [Outcome::Quota, Outcome::Transient, Outcome::KeyPending, Outcome::Misconfigured] {
@@ -271,7 +289,13 @@ impl SubmitReport<'_> {
                     } else if !quiet {
                         let next = rs.iter().filter_map(|r| r.retry).min_by_key(|x| x.0);
                         let retry = next
-                            .map(|(t, tz)| format!(" {} queued for {}.", plural(n, "URL is", "URLs are"), when(t, tz, self.user_tz, self.now)))
+                            .map(|(t, tz)| {
+                                format!(
+                                    " {} queued for {}.",
+                                    plural(n, "URL is", "URLs are"),
+                                    when(t, tz, self.user_tz, self.now)
+                                )
+                            })
                             .unwrap_or_default();
                         writeln!(out, "{title}: {}{retry}", first.message)?;
                     }
@@ -294,11 +318,8 @@ impl SubmitReport<'_> {
             writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)?;
         }
         if !quiet || self.results.iter().any(|r| matches!(r.outcome, Outcome::Misconfigured | Outcome::Invalid)) {
-            let parts: Vec<String> = summary(self.results)
-                .into_iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(o, n)| format!("{n} {o}"))
-                .collect();
+            let parts: Vec<String> =
+                summary(self.results).into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
             if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
             } else if parts.is_empty() {

@@ -29,7 +29,10 @@ pub enum Decision {
     RetryAt(DateTime<Utc>),
     /// Parked; `reason` and `message` replace the answer's when the
     /// scheduler itself gave up (`gave_up`, `key_never_accepted`).
-    Park { reason: Option<String>, message: Option<String> },
+    Park {
+        reason: Option<String>,
+        message: Option<String>,
+    },
 }
 
 /// What the scheduler needs of an item's past.
@@ -72,7 +75,7 @@ pub fn quota_retry_at(retry_after: RetryAfter, now: DateTime<Utc>) -> DateTime<U
 
 /// `first * 2^(n-1)`, saturating at `cap`.
 fn doubled(first: TimeDelta, n: u32, cap: TimeDelta) -> TimeDelta {
-    let factor = 1i32.checked_shl(n.saturating_sub(1).min(30) as u32).unwrap_or(i32::MAX);
+    let factor = 1i32.checked_shl(n.saturating_sub(1).min(30)).unwrap_or(i32::MAX);
     first.checked_mul(factor).unwrap_or(cap).min(cap)
 }
 
@@ -87,15 +90,13 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
     match input.class {
         Class::Accepted => Decision::Accepted,
         Class::Misconfigured => Decision::Park { reason: None, message: None },
-        Class::Quota => {
-            match input.retry_after {
-                Some(ra) => Decision::RetryAt(quota_retry_at(ra, now)),
-                None => {
-                    let wait = input.quota_reset.map_or(TimeDelta::hours(1), |t| t - now);
-                    Decision::RetryAt(now + wait.clamp(MIN_RETRY, QUOTA_RETRY_CAP))
-                }
+        Class::Quota => match input.retry_after {
+            Some(ra) => Decision::RetryAt(quota_retry_at(ra, now)),
+            None => {
+                let wait = input.quota_reset.map_or(TimeDelta::hours(1), |t| t - now);
+                Decision::RetryAt(now + wait.clamp(MIN_RETRY, QUOTA_RETRY_CAP))
             }
-        }
+        },
         Class::Transient => {
             let deadline = delta(s.transient_deadline);
             if now - started >= deadline {
@@ -169,14 +170,20 @@ mod tests {
 
     #[test]
     fn retry_after_seconds_and_date() {
-        assert_eq!(run(Class::Quota, Some(RetryAfter::Seconds(120)), fresh(), 0.5), Decision::RetryAt(now() + TimeDelta::seconds(120)));
+        assert_eq!(
+            run(Class::Quota, Some(RetryAfter::Seconds(120)), fresh(), 0.5),
+            Decision::RetryAt(now() + TimeDelta::seconds(120))
+        );
         let at: DateTime<Utc> = "2026-12-03T10:00:00Z".parse().unwrap();
         assert_eq!(run(Class::Transient, Some(RetryAfter::At(at)), fresh(), 0.5), Decision::RetryAt(at));
         // A date in the past still waits the minimum, never zero.
         let past: DateTime<Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
         assert_eq!(run(Class::Quota, Some(RetryAfter::At(past)), fresh(), 0.5), Decision::RetryAt(now() + MIN_RETRY));
         // Absurd values are capped.
-        assert_eq!(run(Class::Quota, Some(RetryAfter::Seconds(10 * 365 * 86400)), fresh(), 0.5), Decision::RetryAt(now() + QUOTA_RETRY_CAP));
+        assert_eq!(
+            run(Class::Quota, Some(RetryAfter::Seconds(10 * 365 * 86400)), fresh(), 0.5),
+            Decision::RetryAt(now() + QUOTA_RETRY_CAP)
+        );
         assert_eq!(
             run(Class::Transient, Some(RetryAfter::Seconds(10 * 365 * 86400)), fresh(), 0.5),
             Decision::RetryAt(now() + TimeDelta::hours(6))
@@ -188,7 +195,15 @@ mod tests {
         let s = settings();
         let reset: DateTime<Utc> = "2026-12-03T16:00:00Z".parse().unwrap();
         let d = decide(
-            &Inputs { class: Class::Quota, retry_after: None, now: now(), history: fresh(), key_first_used: None, quota_reset: Some(reset), settings: &s },
+            &Inputs {
+                class: Class::Quota,
+                retry_after: None,
+                now: now(),
+                history: fresh(),
+                key_first_used: None,
+                quota_reset: Some(reset),
+                settings: &s,
+            },
             0.3,
         );
         assert_eq!(d, Decision::RetryAt(reset));
@@ -196,7 +211,10 @@ mod tests {
 
     #[test]
     fn transient_backoff_is_full_jitter_doubling_to_the_cap() {
-        assert_eq!(run(Class::Transient, None, fresh(), 0.999_999), Decision::RetryAt(now() + TimeDelta::milliseconds(29_999)));
+        assert_eq!(
+            run(Class::Transient, None, fresh(), 0.999_999),
+            Decision::RetryAt(now() + TimeDelta::milliseconds(29_999))
+        );
         assert_eq!(run(Class::Transient, None, fresh(), 0.0), Decision::RetryAt(now() + MIN_RETRY));
         let third = History { last_class: Some(Class::Transient), streak: 2, streak_started_at: Some(now()) };
         assert_eq!(run(Class::Transient, None, third, 0.5), Decision::RetryAt(now() + TimeDelta::seconds(60)));
@@ -206,13 +224,18 @@ mod tests {
 
     #[test]
     fn transient_gives_up_after_the_deadline() {
-        let h = History { last_class: Some(Class::Transient), streak: 12, streak_started_at: Some(now() - TimeDelta::days(3)) };
+        let h = History {
+            last_class: Some(Class::Transient),
+            streak: 12,
+            streak_started_at: Some(now() - TimeDelta::days(3)),
+        };
         match run(Class::Transient, None, h, 0.5) {
             Decision::Park { reason, .. } => assert_eq!(reason.as_deref(), Some("gave_up")),
             other => panic!("expected park, got {other:?}"),
         }
         // Another class in between starts a new streak.
-        let h = History { last_class: Some(Class::Quota), streak: 12, streak_started_at: Some(now() - TimeDelta::days(5)) };
+        let h =
+            History { last_class: Some(Class::Quota), streak: 12, streak_started_at: Some(now() - TimeDelta::days(5)) };
         assert!(matches!(run(Class::Transient, None, h, 0.5), Decision::RetryAt(_)));
     }
 
@@ -223,7 +246,11 @@ mod tests {
             class: Class::KeyPending,
             retry_after: None,
             now: now(),
-            history: History { last_class: (streak > 0).then_some(Class::KeyPending), streak, streak_started_at: Some(first_used) },
+            history: History {
+                last_class: (streak > 0).then_some(Class::KeyPending),
+                streak,
+                streak_started_at: Some(first_used),
+            },
             key_first_used: Some(first_used),
             quota_reset: None,
             settings: &s,

@@ -57,7 +57,16 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
     }
     for a in rows {
         let status = a.http_status.map(|s| format!(" HTTP {s}")).unwrap_or_default();
-        writeln!(out, "{}  {} {}  {}  {} ({}){status}", clock::format_local(a.at, user_tz), a.group.engine, a.group.property, a.url, a.class, a.reason)?;
+        writeln!(
+            out,
+            "{}  {} {}  {}  {} ({}){status}",
+            clock::format_local(a.at, user_tz),
+            a.group.engine,
+            a.group.property,
+            a.url,
+            a.class,
+            a.reason
+        )?;
         writeln!(out, "    {}", a.message)?;
         if let Some(t) = a.retry_at {
             writeln!(out, "    retry at {}", clock::format_local(t, user_tz))?;

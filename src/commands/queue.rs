@@ -68,7 +68,10 @@ pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clo
             let f = &d.filter;
             let has_filter = !f.state.is_empty() || f.property.is_some() || f.engine.is_some() || f.url.is_some();
             if !has_filter && !d.all {
-                return Err(UsageError("`queue drop` needs a filter (--state, --property, --engine, --url) or --all".into()).into());
+                return Err(UsageError(
+                    "`queue drop` needs a filter (--state, --property, --engine, --url) or --all".into(),
+                )
+                .into());
             }
             let n = ledger.drop_items(&to_filter(f))?;
             if printer.json {
@@ -124,13 +127,20 @@ fn list(
     }
     for r in rows {
         let state = match (r.state, r.next_attempt_at) {
-            (ItemState::Queued, Some(t)) if t > now => format!("waiting until {} (in {})", clock::format_local(t, user_tz), clock::humanize(t - now)),
+            (ItemState::Queued, Some(t)) if t > now => {
+                format!("waiting until {} (in {})", clock::format_local(t, user_tz), clock::humanize(t - now))
+            }
             (ItemState::Queued, _) => "due".to_string(),
             (s, _) => s.as_str().to_string(),
         };
         writeln!(out, "{}  {} {}  {state}", r.url, r.group.engine, r.group.property)?;
         if let (Some(class), Some(reason)) = (r.last_class, &r.last_reason) {
-            writeln!(out, "    last: {class} ({reason}) after {} attempt(s): {}", r.attempts, r.last_message.as_deref().unwrap_or(""))?;
+            writeln!(
+                out,
+                "    last: {class} ({reason}) after {} attempt(s): {}",
+                r.attempts,
+                r.last_message.as_deref().unwrap_or("")
+            )?;
         }
     }
     Ok(ExitStatus::Ok)

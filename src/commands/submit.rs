@@ -46,7 +46,12 @@ struct Run<'a> {
     dry_run: bool,
 }
 
-pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+pub async fn run(
+    settings: &Settings,
+    args: &SubmitArgs,
+    printer: &Printer,
+    clock: &Clock,
+) -> anyhow::Result<ExitStatus> {
     let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
     let mut redactor = Redactor::new();
     let client = engines::client(&settings.http).context("cannot set up the HTTP client")?;
@@ -57,7 +62,10 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
         }
         match kind {
             EngineKind::IndexNow => {
-                built.insert(*kind, Box::new(engines::indexnow::IndexNow::new(settings, client.clone(), &mut redactor)?));
+                built.insert(
+                    *kind,
+                    Box::new(engines::indexnow::IndexNow::new(settings, client.clone(), &mut redactor)?),
+                );
             }
             EngineKind::Bing | EngineKind::Google => {
                 printer.warn(&format!(
@@ -72,7 +80,9 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
         return Err(ConfigError {
             place: settings.file.display().to_string(),
             message: "no property uses an engine this run can submit to".into(),
-            hint: Some("add an `indexnow = { key_env = \"INDEXNOW_KEY\" }` table to a [[property]], or check --engine".into()),
+            hint: Some(
+                "add an `indexnow = { key_env = \"INDEXNOW_KEY\" }` table to a [[property]], or check --engine".into(),
+            ),
         }
         .into());
     }
@@ -113,7 +123,10 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
         let engine = &run.engines[&group.engine];
         let n = run.ledger.unpark_changed(&group, &engine.fingerprint(&group), started)?;
         if n > 0 {
-            printer.note(&format!("{}: the configuration changed; {n} parked URLs are retried.", crate::report::group_title(&group)));
+            printer.note(&format!(
+                "{}: the configuration changed; {n} parked URLs are retried.",
+                crate::report::group_title(&group)
+            ));
         }
     }
 
@@ -135,7 +148,8 @@ pub async fn run(settings: &Settings, args: &SubmitArgs, printer: &Printer, cloc
                 let pause = (next - now).max(TimeDelta::zero());
                 tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
                 if !pause.is_zero() {
-                    printer.note(&format!("Waiting {} for retries due within --max-wait…", crate::clock::humanize(pause)));
+                    printer
+                        .note(&format!("Waiting {} for retries due within --max-wait…", crate::clock::humanize(pause)));
                     tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
                 }
             }
@@ -220,17 +234,23 @@ impl Run<'_> {
         &mut self.results[index]
     }
 
-    fn ingest(&mut self, name: &str, reader: Box<dyn std::io::BufRead>, force: bool, printer: &Printer) -> anyhow::Result<()> {
+    fn ingest(
+        &mut self,
+        name: &str,
+        reader: Box<dyn std::io::BufRead>,
+        force: bool,
+        printer: &Printer,
+    ) -> anyhow::Result<()> {
         let now = self.clock.now();
         let dedupe = TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX);
         let mut batch: Vec<NewItem> = Vec::with_capacity(ADMIT_BATCH);
         let mut error = None;
         let settings = self.settings;
-        let engines: Vec<(EngineKind, Vec<(String, Vec<String>)>)> = self
-            .engines
-            .iter()
-            .map(|(k, e)| (*k, settings.properties.iter().filter(|p| p.uses(*k)).map(|p| (p.name.clone(), e.targets(p))).collect()))
-            .collect();
+        // Where a property's URLs go: one item per engine and target.
+        let mut routes: HashMap<String, Vec<GroupKey>> = HashMap::new();
+        for group in self.known_groups() {
+            routes.entry(group.property.clone()).or_default().push(group);
+        }
         let read = input::read_lines(name, reader, |line| {
             if error.is_some() {
                 return;
@@ -249,15 +269,8 @@ impl Run<'_> {
                 self.entry(None, invalid(&line.text, &line.place, "no_property", why));
                 return;
             };
-            for (kind, props) in &engines {
-                for (name, targets) in props.iter().filter(|(n, _)| *n == property.name) {
-                    for target in targets {
-                        batch.push(NewItem {
-                            url: url.to_string(),
-                            group: GroupKey { property: name.clone(), engine: *kind, target: target.clone() },
-                        });
-                    }
-                }
+            for group in routes.get(&property.name).into_iter().flatten() {
+                batch.push(NewItem { url: url.to_string(), group: group.clone() });
             }
             if batch.len() >= ADMIT_BATCH {
                 if let Err(e) = self.admit(&batch, now, dedupe, force) {
@@ -282,7 +295,9 @@ impl Run<'_> {
         for (item, admission) in batch.iter().zip(admissions) {
             match admission {
                 Admission::Queued { .. } => {}
-                Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => look_up.push(id),
+                Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => {
+                    look_up.push(id)
+                }
                 Admission::AlreadyQueued { .. } => {}
                 Admission::Skipped { id, accepted_at } => {
                     let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
@@ -302,7 +317,10 @@ impl Run<'_> {
                     e.outcome = Outcome::Misconfigured;
                     e.reason = row.last_reason.unwrap_or_else(|| "parked".into());
                     e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
-                    e.hint = Some("fix the configuration (parked items are retried when it changes) or run `indexq queue retry`".into());
+                    e.hint = Some(
+                        "fix the configuration (parked items are retried when it changes) or run `indexq queue retry`"
+                            .into(),
+                    );
                 }
                 crate::ledger::ItemState::InFlight => {
                     e.reason = "in_flight".into();
@@ -360,7 +378,11 @@ impl Run<'_> {
             for (id, url) in &claim.deferred {
                 let mut e = base_entry(url, group, Outcome::Deferred);
                 e.reason = "budget".into();
-                e.message = format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
+                e.message = format!(
+                    "the {} budget for {} is spent until its window reopens",
+                    group.engine.title(),
+                    group.property
+                );
                 e.set_retry(retry_at, tz, now);
                 self.entry(Some(*id), e);
             }
@@ -387,8 +409,12 @@ impl Run<'_> {
         let mut blocks: Vec<Block> = Vec::new();
         let quota_answer = sent.answers.iter().find(|a| a.verdict.class == Class::Quota);
         if let Some(answer) = quota_answer {
-            let own: Vec<&RuleWindow> =
-                rules.iter().zip(&windows).filter(|(r, _)| r.scope == budget::Scope::Property).map(|(_, w)| w).collect();
+            let own: Vec<&RuleWindow> = rules
+                .iter()
+                .zip(&windows)
+                .filter(|(r, _)| r.scope == budget::Scope::Property)
+                .map(|(_, w)| w)
+                .collect();
             for w in own {
                 let until = match answer.verdict.retry_after {
                     Some(ra) => schedule::quota_retry_at(ra, at),
@@ -415,7 +441,11 @@ impl Run<'_> {
                     class: verdict.class,
                     retry_after: verdict.retry_after,
                     now: at,
-                    history: History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at },
+                    history: History {
+                        last_class: item.last_class,
+                        streak: item.streak,
+                        streak_started_at: item.streak_started_at,
+                    },
                     key_first_used,
                     quota_reset,
                     settings: &settings.retry,
@@ -431,7 +461,11 @@ impl Run<'_> {
             let (class, next) = match decision {
                 Decision::Accepted => (verdict.class, NextStep::Accepted),
                 Decision::RetryAt(t) => {
-                    let tz = if verdict.class == Class::Quota && answer.verdict.retry_after.is_none() { quota_tz.unwrap_or(self.user_tz) } else { self.user_tz };
+                    let tz = if verdict.class == Class::Quota && answer.verdict.retry_after.is_none() {
+                        quota_tz.unwrap_or(self.user_tz)
+                    } else {
+                        self.user_tz
+                    };
                     e.set_retry(t, tz, at);
                     (verdict.class, NextStep::RetryAt(t))
                 }

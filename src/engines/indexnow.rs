@@ -36,7 +36,8 @@ impl IndexNow {
             let Some(table) = &property.indexnow else { continue };
             let key = config::read_indexnow_key(table)?;
             redactor.add(key.expose());
-            let key_location = table.key_location.clone().unwrap_or_else(|| default_key_location(&property.site, key.expose()));
+            let key_location =
+                table.key_location.clone().unwrap_or_else(|| default_key_location(&property.site, key.expose()));
             let host = property.site.host_str().unwrap_or_default().to_string();
             sites.insert(property.name.clone(), Site { key, key_location, host });
         }
@@ -121,7 +122,8 @@ impl Engine for IndexNow {
                     key_location: site.key_location.as_str(),
                     key_file: key_file.as_ref(),
                 };
-                let verdict = classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
+                let verdict =
+                    classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
                 let verdict = classify::Verdict {
                     message: self.redactor.redact(&verdict.message),
                     hint: verdict.hint.map(|h| self.redactor.redact(&h)),

@@ -134,7 +134,9 @@ pub enum NextStep {
     Accepted,
     RetryAt(DateTime<Utc>),
     /// Parked until a human acts or the configuration (fingerprint) changes.
-    Park { fingerprint: String },
+    Park {
+        fingerprint: String,
+    },
 }
 
 /// One response as stored: status and redacted, capped body.
@@ -261,7 +263,13 @@ pub trait Ledger {
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
     /// Puts URLs in the queue (one transaction for the whole batch).
-    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> Result<Vec<Admission>>;
+    fn admit(
+        &mut self,
+        batch: &[NewItem],
+        now: DateTime<Utc>,
+        dedupe: TimeDelta,
+        force: bool,
+    ) -> Result<Vec<Admission>>;
 
     /// Requeues parked items of `group` that were parked under another
     /// configuration fingerprint. Returns how many.
@@ -274,11 +282,24 @@ pub trait Ledger {
     /// items of `group` that fit every rule, counts them against every rule,
     /// marks them in flight under a new reservation owned by `me`, and
     /// moves due items that do not fit to the time budget frees up.
-    fn claim(&mut self, group: &GroupKey, rules: &[RuleWindow], max_items: usize, now: DateTime<Utc>, me: &Owner) -> Result<Claim>;
+    fn claim(
+        &mut self,
+        group: &GroupKey,
+        rules: &[RuleWindow],
+        max_items: usize,
+        now: DateTime<Utc>,
+        me: &Owner,
+    ) -> Result<Claim>;
 
     /// Records the attempts of a reservation, moves its items on, applies
     /// the server's blocks, and ends the reservation.
-    fn finish(&mut self, reservation: i64, responses: &[StoredResponse], records: &[AttemptRecord], blocks: &[Block]) -> Result<()>;
+    fn finish(
+        &mut self,
+        reservation: i64,
+        responses: &[StoredResponse],
+        records: &[AttemptRecord],
+        blocks: &[Block],
+    ) -> Result<()>;
 
     /// The earliest time a queued item of `group` becomes due, if any.
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>>;

@@ -122,9 +122,14 @@ pub fn cap_body(body: &str) -> &str {
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<SqliteLedger> {
-        let open_err = |message: String, hint: Option<String>| LedgerError::Open { path: path.display().to_string(), message, hint };
+        let open_err = |message: String, hint: Option<String>| LedgerError::Open {
+            path: path.display().to_string(),
+            message,
+            hint,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None))?;
         }
         let existed = path.exists();
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string(), None))?;
@@ -147,10 +152,8 @@ impl SqliteLedger {
     pub fn open_snapshot(path: &Path) -> Result<SqliteLedger> {
         let mut conn = Connection::open_in_memory()?;
         if path.exists() {
-            conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| LedgerError::Open {
-                path: path.display().to_string(),
-                message: e.to_string(),
-                hint: None,
+            conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| {
+                LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None }
             })?;
         }
         let mut ledger = SqliteLedger { conn };
@@ -208,9 +211,8 @@ fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
             |r| r.get(0),
         )
         .optional()?;
-    let blocked: Option<i64> = tx
-        .query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0))
-        .optional()?;
+    let blocked: Option<i64> =
+        tx.query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0)).optional()?;
     Ok(Usage { used: used.unwrap_or(0).max(0) as u64, blocked_until: opt_ts(blocked) })
 }
 
@@ -364,7 +366,13 @@ impl Ledger for SqliteLedger {
         Ok(done)
     }
 
-    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> Result<Vec<Admission>> {
+    fn admit(
+        &mut self,
+        batch: &[NewItem],
+        now: DateTime<Utc>,
+        dedupe: TimeDelta,
+        force: bool,
+    ) -> Result<Vec<Admission>> {
         let tx = self.write()?;
         let mut out = Vec::with_capacity(batch.len());
         {
@@ -384,7 +392,12 @@ impl Ledger for SqliteLedger {
                 let g = &item.group;
                 let found = find
                     .query_row(params![item.url, g.property, g.engine.as_str(), g.target], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?))
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<i64>>(2)?,
+                            r.get::<_, Option<i64>>(3)?,
+                        ))
                     })
                     .optional()?;
                 let admission = match found {
@@ -432,7 +445,8 @@ impl Ledger for SqliteLedger {
             "SELECT DISTINCT property, engine, target FROM items
              WHERE state = 'queued' AND next_attempt_at <= ?1 ORDER BY property, engine, target",
         )?;
-        let rows = stmt.query_map([ts(now)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let rows = stmt
+            .query_map([ts(now)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
         let mut groups = Vec::new();
         for row in rows {
             let (property, engine, target) = row?;
@@ -443,7 +457,14 @@ impl Ledger for SqliteLedger {
         Ok(groups)
     }
 
-    fn claim(&mut self, group: &GroupKey, rules: &[RuleWindow], max_items: usize, now: DateTime<Utc>, me: &Owner) -> Result<Claim> {
+    fn claim(
+        &mut self,
+        group: &GroupKey,
+        rules: &[RuleWindow],
+        max_items: usize,
+        now: DateTime<Utc>,
+        me: &Owner,
+    ) -> Result<Claim> {
         let tx = self.write()?;
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
         let budget = rules
@@ -497,9 +518,10 @@ impl Ledger for SqliteLedger {
                      WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
                      ORDER BY next_attempt_at, id",
                 )?;
-                let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                })?;
+                let rows = stmt
+                    .query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                    })?;
                 for row in rows {
                     let (id, url) = row?;
                     if !taken.contains(&id) {
@@ -524,7 +546,8 @@ impl Ledger for SqliteLedger {
                 add_usage(&tx, rule, take as u64)?;
             }
             {
-                let mut mark = tx.prepare_cached("UPDATE items SET state = 'in_flight', reservation_id = ?2 WHERE id = ?1")?;
+                let mut mark =
+                    tx.prepare_cached("UPDATE items SET state = 'in_flight', reservation_id = ?2 WHERE id = ?1")?;
                 for item in &due[..take] {
                     mark.execute(params![item.id, reservation])?;
                 }
@@ -536,7 +559,13 @@ impl Ledger for SqliteLedger {
         Ok(claim)
     }
 
-    fn finish(&mut self, reservation: i64, responses: &[StoredResponse], records: &[AttemptRecord], blocks: &[Block]) -> Result<()> {
+    fn finish(
+        &mut self,
+        reservation: i64,
+        responses: &[StoredResponse],
+        records: &[AttemptRecord],
+        blocks: &[Block],
+    ) -> Result<()> {
         let tx = self.write()?;
         {
             let mut response_ids = Vec::with_capacity(responses.len());
@@ -619,7 +648,8 @@ impl Ledger for SqliteLedger {
             "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![fingerprint, ts(now)],
         )?;
-        let t: i64 = tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
+        let t: i64 =
+            tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
         tx.commit()?;
         Ok(from_ts(t))
     }
@@ -712,7 +742,10 @@ impl Ledger for SqliteLedger {
         let (clause, values) = filter_sql(&filter);
         let tx = self.write()?;
         let changed = tx.execute(&format!("DELETE FROM items WHERE {clause}"), rusqlite::params_from_iter(values))?;
-        tx.execute("DELETE FROM responses WHERE id NOT IN (SELECT response_id FROM attempts WHERE response_id IS NOT NULL)", [])?;
+        tx.execute(
+            "DELETE FROM responses WHERE id NOT IN (SELECT response_id FROM attempts WHERE response_id IS NOT NULL)",
+            [],
+        )?;
         tx.commit()?;
         Ok(changed as u64)
     }

@@ -37,7 +37,8 @@ fn eleven_of_twelve_go_and_the_twelfth_waits_for_shanghai_midnight() {
     // The human text says whose midnight it is and when that is locally.
     let human = sb.indexq(&["submit"]).now("2026-12-03T03:00:00Z").env("TZ", "Europe/Berlin").output().code(0);
     assert!(
-        human.stdout.contains("2026-12-04 00:00 Asia/Shanghai") && human.stdout.contains("(17:00 in your timezone, +01:00)"),
+        human.stdout.contains("2026-12-04 00:00 Asia/Shanghai")
+            && human.stdout.contains("(17:00 in your timezone, +01:00)"),
         "{}",
         human.stdout
     );
@@ -69,14 +70,16 @@ fn a_quota_answer_blocks_the_window_whatever_the_local_count_says() {
     let sb = quota_sandbox(100);
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(429)]);
     let list = sb.urls("urls.txt", &["/a"]);
-    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T02:00:00Z").output().code(0).json();
+    let doc =
+        sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T02:00:00Z").output().code(0).json();
     let r = result_for(&results(&doc), &sb.url("/a")).clone();
     assert_eq!(r["outcome"], "quota");
     assert_eq!(r["retry_at"], "2026-12-04T00:00:00+08:00");
     // 1 of 100 used locally, but the server said no: the rest of the day waits.
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
     let more = sb.urls("more.txt", &["/b"]);
-    let doc = sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now("2026-12-03T05:00:00Z").output().code(0).json();
+    let doc =
+        sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now("2026-12-03T05:00:00Z").output().code(0).json();
     assert_eq!(result_for(&results(&doc), &sb.url("/b"))["outcome"], "deferred");
     assert_eq!(sb.engine.requests().len(), 1);
     let status = sb.indexq(&["--json", "status"]).now("2026-12-03T05:00:00Z").output().code(0).json();

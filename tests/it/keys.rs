@@ -113,7 +113,8 @@ fn a_config_change_unparks() {
     sb.indexnow_extra = String::new();
     // First with a key_location that 404s.
     let good = sb.key_location();
-    let text = std::fs::read_to_string(sb.write_config()).unwrap().replace(&good, &format!("{}/wrong.txt", sb.site.url()));
+    let text =
+        std::fs::read_to_string(sb.write_config()).unwrap().replace(&good, &format!("{}/wrong.txt", sb.site.url()));
     std::fs::write(sb.config_path(), text).unwrap();
     let list = sb.urls("urls.txt", &["/a"]);
     sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).output().code(3);

@@ -44,7 +44,8 @@ fn a_run_killed_in_flight_is_reconciled_without_loss_or_double_count() {
 
     // The log tells what happened.
     let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0).json();
-    let reasons: Vec<&str> = log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    let reasons: Vec<&str> =
+        log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
     assert_eq!(reasons, ["interrupted", "ok"]);
 }
 
@@ -91,7 +92,10 @@ fn the_ledger_file_is_private_and_holds_no_secret() {
     let sb = Sandbox::new();
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(403).json(&format!(r#"{{"echo":"{KEY}"}}"#))]);
     let list = sb.urls("urls.txt", &["/a"]);
-    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output();
+    let done = sb
+        .indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()])
+        .now("2026-12-03T09:00:00Z")
+        .output();
     assert!(!done.stdout.contains(KEY) && !done.stderr.contains(KEY));
     let mode = std::fs::metadata(sb.ledger()).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);

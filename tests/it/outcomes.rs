@@ -49,15 +49,22 @@ fn accepted_202_is_key_validation_pending_and_not_resent_within_the_dedupe_windo
     assert_eq!(r["http_status"], 202);
 
     // Same URL an hour later: skipped, nothing sent.
-    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T10:00:00Z").output().code(0).json();
+    let doc =
+        sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T10:00:00Z").output().code(0).json();
     assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "skipped");
     assert_eq!(sb.engine.requests().len(), 1);
     // --force resubmits.
-    let doc = sb.indexq(&["--json", "submit", "--force", list.to_str().unwrap()]).now("2026-12-03T10:00:00Z").output().code(0).json();
+    let doc = sb
+        .indexq(&["--json", "submit", "--force", list.to_str().unwrap()])
+        .now("2026-12-03T10:00:00Z")
+        .output()
+        .code(0)
+        .json();
     assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "accepted");
     assert_eq!(sb.engine.requests().len(), 2);
     // After the dedupe window (24 h) it goes again without --force.
-    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-04T10:00:01Z").output().code(0).json();
+    let doc =
+        sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-04T10:00:01Z").output().code(0).json();
     assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "accepted");
     assert_eq!(sb.engine.requests().len(), 3);
 }
@@ -76,7 +83,8 @@ fn rate_limited_429_with_retry_after_waits_that_long() {
 
     // Within those 10 minutes nothing is sent, even for a new URL of the same property.
     let more = sb.urls("more.txt", &["/b"]);
-    let doc = sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now("2026-12-03T09:05:00Z").output().code(0).json();
+    let doc =
+        sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now("2026-12-03T09:05:00Z").output().code(0).json();
     let b = result_for(&results(&doc), &sb.url("/b")).clone();
     assert_eq!(b["outcome"], "deferred");
     assert_eq!(b["retry_at"], "2026-12-03T09:10:00+00:00");
@@ -100,7 +108,12 @@ fn rate_limited_429_without_retry_after_waits_for_the_next_window() {
     assert_eq!(r["retry_at"], "2026-12-04T00:00:00+00:00");
     assert_eq!(r["retry_after_secs"], 15 * 3600);
     // Human text: a quota is never a failure, and names the timezone.
-    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:30:00Z").env("TZ", "Asia/Tokyo").output().code(0);
+    let done = sb
+        .indexq(&["submit", list.to_str().unwrap()])
+        .now("2026-12-03T09:30:00Z")
+        .env("TZ", "Asia/Tokyo")
+        .output()
+        .code(0);
     assert!(!done.stdout.contains("error"), "{}", done.stdout);
     assert!(done.stdout.contains("2026-12-04 00:00 UTC"), "{}", done.stdout);
     assert!(done.stdout.contains("in your timezone, +09:00"), "{}", done.stdout);
@@ -112,7 +125,9 @@ fn server_error_503_with_retry_after_is_transient() {
     sb.engine.on(
         "POST",
         ENDPOINT_PATH,
-        vec![MockResponse::status(503).header("Retry-After", "120").body("<html><body><h1>503 Service Unavailable</h1></body></html>")],
+        vec![MockResponse::status(503)
+            .header("Retry-After", "120")
+            .body("<html><body><h1>503 Service Unavailable</h1></body></html>")],
     );
     let list = sb.urls("urls.txt", &["/a"]);
     let done = sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now(NOW).output().code(0);
@@ -185,8 +200,10 @@ fn each_endpoint_has_its_own_state() {
     let done = sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now(NOW).output().code(0);
     let doc = done.json();
     let results = results(&doc);
-    let mut outcomes: Vec<(String, String)> =
-        results.iter().map(|r| (r["endpoint"].as_str().unwrap().to_string(), r["outcome"].as_str().unwrap().to_string())).collect();
+    let mut outcomes: Vec<(String, String)> = results
+        .iter()
+        .map(|r| (r["endpoint"].as_str().unwrap().to_string(), r["outcome"].as_str().unwrap().to_string()))
+        .collect();
     outcomes.sort();
     assert_eq!(outcomes.len(), 2);
     assert!(outcomes.contains(&(sb.endpoints[0].clone(), "accepted".into())));

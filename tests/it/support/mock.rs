@@ -75,8 +75,7 @@ impl Request {
 
     /// The body parsed as JSON; panics (showing the body) if it is not valid JSON.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("request body is not JSON ({e}): {:?}", self.body))
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("request body is not JSON ({e}): {:?}", self.body))
     }
 
     fn matches(&self, method: &str, path: &str) -> bool {
@@ -96,10 +95,7 @@ pub struct MockResponse {
 impl MockResponse {
     /// A response with this status and an empty body.
     pub fn status(code: u16) -> MockResponse {
-        MockResponse {
-            status: code,
-            ..Default::default()
-        }
+        MockResponse { status: code, ..Default::default() }
     }
 
     /// Adds a header. An explicit `Content-Length` or `Connection` replaces the automatic one.
@@ -115,8 +111,7 @@ impl MockResponse {
 
     /// Sets the body and `Content-Type: application/json; charset=utf-8`.
     pub fn json(self, body: &str) -> Self {
-        self.header("Content-Type", "application/json; charset=utf-8")
-            .body(body)
+        self.header("Content-Type", "application/json; charset=utf-8").body(body)
     }
 
     /// Waits this long (after recording the request) before answering.
@@ -201,11 +196,7 @@ impl MockServer {
                 }
             }
         });
-        MockServer {
-            addr,
-            shared,
-            accept: Some(accept),
-        }
+        MockServer { addr, shared, accept: Some(accept) }
     }
 
     pub fn url(&self) -> String {
@@ -219,10 +210,7 @@ impl MockServer {
     /// Scripts `METHOD path` (query ignored), replacing any earlier script for it.
     /// Responses are served in order and the last one repeats forever.
     pub fn on(&self, method: &str, path: &str, responses: Vec<MockResponse>) {
-        assert!(
-            !responses.is_empty(),
-            "mock script for {method} {path} is empty"
-        );
+        assert!(!responses.is_empty(), "mock script for {method} {path} is empty");
         let key = (method.to_ascii_uppercase(), path.to_string());
         self.shared.state().routes.insert(key, (responses, 0));
     }
@@ -235,12 +223,7 @@ impl MockServer {
     /// Requests to `METHOD path` (query ignored), in order of arrival.
     pub fn requests_to(&self, method: &str, path: &str) -> Vec<Request> {
         let state = self.shared.state();
-        state
-            .requests
-            .iter()
-            .filter(|r| r.matches(method, path))
-            .cloned()
-            .collect()
+        state.requests.iter().filter(|r| r.matches(method, path)).cloned().collect()
     }
 
     /// Blocks until at least `n` requests to `METHOD path` were recorded, or `timeout` passes.
@@ -295,9 +278,8 @@ fn handle(stream: TcpStream, shared: &Shared) {
             *next += 1;
             r
         });
-        let response = scripted.unwrap_or_else(|| {
-            MockResponse::status(404).body(&format!("no mock for {} {}", req.method, key.1))
-        });
+        let response = scripted
+            .unwrap_or_else(|| MockResponse::status(404).body(&format!("no mock for {} {}", req.method, key.1)));
         state.requests.push(req.clone());
         shared.arrived.notify_all();
         response
@@ -358,10 +340,5 @@ fn read_request(r: &mut impl BufRead, out: &mut impl Write) -> Option<Request> {
         r.read_exact(&mut body).ok()?;
     }
     let body = String::from_utf8_lossy(&body).into_owned();
-    Some(Request {
-        method,
-        path,
-        headers,
-        body,
-    })
+    Some(Request { method, path, headers, body })
 }

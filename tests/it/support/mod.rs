@@ -187,7 +187,8 @@ impl Done {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
     }
 }
 
@@ -207,8 +208,19 @@ pub fn results(doc: &Value) -> Vec<Value> {
         for key in r.as_object().unwrap().keys() {
             assert!(
                 [
-                    "url", "property", "engine", "endpoint", "outcome", "reason", "message", "hint", "http_status", "retry_at",
-                    "retry_after_secs", "attempts", "source"
+                    "url",
+                    "property",
+                    "engine",
+                    "endpoint",
+                    "outcome",
+                    "reason",
+                    "message",
+                    "hint",
+                    "http_status",
+                    "retry_at",
+                    "retry_after_secs",
+                    "attempts",
+                    "source"
                 ]
                 .contains(&key.as_str()),
                 "unexpected result field {key}"
@@ -217,7 +229,11 @@ pub fn results(doc: &Value) -> Vec<Value> {
         for key in ["url", "property", "engine", "outcome", "reason", "message", "attempts"] {
             assert!(r.get(key).is_some(), "result lacks {key}: {r}");
         }
-        assert_eq!(r.get("retry_at").is_some(), r.get("retry_after_secs").is_some(), "retry_at and retry_after_secs go together: {r}");
+        assert_eq!(
+            r.get("retry_at").is_some(),
+            r.get("retry_after_secs").is_some(),
+            "retry_at and retry_after_secs go together: {r}"
+        );
     }
     results
 }
