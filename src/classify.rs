@@ -556,7 +556,7 @@ mod tests {
     use chrono::TimeZone;
     use serde::Deserialize;
     use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     const KEY: &str = "3f8a1c9e7b2d4f6a8c0e1b3d5f7a9c2e";
 
@@ -708,26 +708,6 @@ mod tests {
              expected at least {MIN_INDEXNOW_FIXTURES}"
         );
         assert!(failures.is_empty(), "fixtures failed:\n{}", failures.join("\n"));
-    }
-
-    #[test]
-    fn local_fixtures_are_a_copy_of_the_shared_ones() {
-        let shared = Path::new(SHARED_FIXTURES);
-        if !shared.is_dir() {
-            return; // built outside the workspace: only the local copy exists
-        }
-        let local = Path::new(LOCAL_FIXTURES);
-        for entry in std::fs::read_dir(shared).expect("read shared fixtures") {
-            let path = entry.expect("shared fixture entry").path();
-            let name = path.file_name().expect("file name");
-            let theirs = std::fs::read(&path).expect("read shared fixture");
-            let ours = std::fs::read(local.join(name)).unwrap_or_default();
-            assert!(
-                theirs == ours,
-                "{} differs from its copy in {LOCAL_FIXTURES}: copy it again",
-                name.to_string_lossy()
-            );
-        }
     }
 
     // ---- status table -----------------------------------------------------

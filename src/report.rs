@@ -127,11 +127,38 @@ pub struct Deferral {
     pub blocked: bool,
 }
 
+/// A URL that a dry run would send now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Planned {
+    pub url: String,
+    pub property: String,
+    pub engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip)]
+    pub group: GroupKey,
+}
+
+impl Planned {
+    pub fn new(url: &str, group: &GroupKey) -> Planned {
+        Planned {
+            url: url.to_string(),
+            property: group.property.clone(),
+            engine: group.engine,
+            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+            group: group.clone(),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct SubmitJson<'a> {
     now: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     dry_run: bool,
+    /// With --dry-run: what would be sent now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<&'a [Planned]>,
     results: &'a [ResultEntry],
     summary: BTreeMap<&'static str, u64>,
 }
@@ -142,8 +169,8 @@ pub struct SubmitReport<'a> {
     pub dry_run: bool,
     pub results: &'a [ResultEntry],
     pub deferrals: &'a [Deferral],
-    /// URLs that a dry run would send now, per group.
-    pub planned: &'a BTreeMap<GroupKey, u64>,
+    /// URLs that a dry run would send now.
+    pub planned: &'a [Planned],
     /// Groups with items waiting in the queue after the run.
     pub waiting: &'a [Waiting],
 }
@@ -187,6 +214,7 @@ impl SubmitReport<'_> {
         printer.json(&SubmitJson {
             now: rfc3339(self.now, self.user_tz),
             dry_run: self.dry_run,
+            plan: self.dry_run.then_some(self.planned),
             results: self.results,
             summary: summary(self.results),
         })
@@ -203,8 +231,12 @@ impl SubmitReport<'_> {
         }
         if self.dry_run {
             writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
-            for (g, n) in self.planned {
-                writeln!(out, "{}: {} would go now.", group_title(g), plural(*n, "URL", "URLs"))?;
+            let mut per_group: BTreeMap<&GroupKey, u64> = BTreeMap::new();
+            for p in self.planned {
+                *per_group.entry(&p.group).or_default() += 1;
+            }
+            for (g, n) in per_group {
+                writeln!(out, "{}: {} would go now.", group_title(g), plural(n, "URL", "URLs"))?;
             }
         }
         for (g, entries) in &groups {

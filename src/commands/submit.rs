@@ -17,7 +17,7 @@ use crate::ledger::{
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
-use crate::report::{Deferral, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
+use crate::report::{Deferral, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::schedule::{self, Decision, History, Inputs};
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -42,7 +42,7 @@ struct Run<'a> {
     results: Vec<ResultEntry>,
     by_item: HashMap<i64, usize>,
     deferrals: Vec<Deferral>,
-    planned: BTreeMap<GroupKey, u64>,
+    planned: Vec<Planned>,
     dry_run: bool,
 }
 
@@ -107,7 +107,7 @@ pub async fn run(
         results: Vec::new(),
         by_item: HashMap::new(),
         deferrals: Vec::new(),
-        planned: BTreeMap::new(),
+        planned: Vec::new(),
         dry_run: args.dry_run,
     };
     let started = clock.now();
@@ -389,7 +389,9 @@ impl Run<'_> {
         }
         let Some(reservation) = claim.reservation else { return Ok(false) };
         if self.dry_run {
-            *self.planned.entry(group.clone()).or_default() += claim.items.len() as u64;
+            for item in &claim.items {
+                self.planned.push(Planned::new(&item.url, group));
+            }
             return Ok(claim.retry_at.is_none());
         }
 

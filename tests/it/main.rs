@@ -4,6 +4,7 @@
 mod support;
 
 mod budget;
+mod commands;
 mod config_errors;
 mod keys;
 mod ledger;

@@ -197,7 +197,10 @@ impl Done {
 pub fn results(doc: &Value) -> Vec<Value> {
     let obj = doc.as_object().unwrap();
     for key in obj.keys() {
-        assert!(["now", "dry_run", "results", "summary"].contains(&key.as_str()), "unexpected top-level field {key}");
+        assert!(
+            ["now", "dry_run", "plan", "results", "summary"].contains(&key.as_str()),
+            "unexpected top-level field {key}"
+        );
     }
     let summary = doc["summary"].as_object().unwrap();
     for o in ["accepted", "quota", "transient", "key_pending", "misconfigured", "deferred", "skipped", "invalid"] {
