@@ -124,11 +124,17 @@ pub struct DropArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StateArg {
-    /// Queued: due now or waiting
+    /// Queued and due now
+    Due,
+    /// Queued for later (a budget window, a backoff)
+    Waiting,
+    /// Due or waiting
     Queued,
+    /// Waiting for a human (misconfigured)
     Parked,
-    Accepted,
+    /// Being sent by a run right now
     InFlight,
+    Accepted,
 }
 
 #[derive(Debug, Args)]

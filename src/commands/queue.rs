@@ -6,7 +6,7 @@ use super::{open_ledger, ExitStatus};
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::ledger::{ItemFilter, ItemState, Ledger};
+use crate::ledger::{ItemFilter, ItemState, Ledger, StateFilter};
 use crate::model::EngineKind;
 use crate::report::{rfc3339, Printer};
 use serde::Serialize;
@@ -17,11 +17,13 @@ fn to_filter(f: &QueueFilter) -> ItemFilter {
         states: f
             .state
             .iter()
-            .map(|s| match s {
-                StateArg::Queued => ItemState::Queued,
-                StateArg::Parked => ItemState::Parked,
-                StateArg::Accepted => ItemState::Accepted,
-                StateArg::InFlight => ItemState::InFlight,
+            .flat_map(|s| match s {
+                StateArg::Due => vec![StateFilter::Due],
+                StateArg::Waiting => vec![StateFilter::Waiting],
+                StateArg::Queued => vec![StateFilter::Due, StateFilter::Waiting],
+                StateArg::Parked => vec![StateFilter::Parked],
+                StateArg::InFlight => vec![StateFilter::InFlight],
+                StateArg::Accepted => vec![StateFilter::Accepted],
             })
             .collect(),
         property: f.property.clone(),
@@ -73,7 +75,7 @@ pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clo
                 )
                 .into());
             }
-            let n = ledger.drop_items(&to_filter(f))?;
+            let n = ledger.drop_items(&to_filter(f), now)?;
             if printer.json {
                 printer.json(&serde_json::json!({ "dropped": n }))?;
             } else {
@@ -93,7 +95,7 @@ fn list(
 ) -> anyhow::Result<ExitStatus> {
     let mut filter = to_filter(f);
     if filter.states.is_empty() {
-        filter.states = vec![ItemState::Queued, ItemState::InFlight, ItemState::Parked];
+        filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::InFlight, StateFilter::Parked];
     }
     let rows = ledger.items(&filter, now)?;
     if printer.json {

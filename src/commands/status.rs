@@ -24,6 +24,8 @@ struct BudgetJson {
     limit: Option<u64>,
     remaining: Option<u64>,
     resets_at: String,
+    /// The same moment in the user's timezone.
+    resets_at_local: String,
     resets_in_secs: i64,
     timezone: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,6 +131,7 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 limit: window.limit,
                 remaining,
                 resets_at: rfc3339(window.resets_at, rule.tz),
+                resets_at_local: rfc3339(window.resets_at, user_tz),
                 resets_in_secs: (window.resets_at - now).num_seconds(),
                 timezone: rule.tz.name().to_string(),
                 blocked_until: blocked.map(|t| rfc3339(t, rule.tz)),

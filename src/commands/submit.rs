@@ -396,8 +396,9 @@ impl Run<'_> {
         }
 
         let engine = &self.engines[&group.engine];
-        let key_first_used = match engine.credential(group) {
-            Some(c) => Some(self.ledger.first_use(&c, now)?),
+        let credential = engine.credential(group);
+        let key_first_used = match &credential {
+            Some(c) => Some(self.ledger.first_use(c, now)?),
             None => None,
         };
         let urls: Vec<String> = claim.items.iter().map(|i| i.url.clone()).collect();
@@ -497,6 +498,9 @@ impl Run<'_> {
         }
         let responses: Vec<_> = sent.answers.iter().map(|a| a.response.clone()).collect();
         self.ledger.finish(reservation, &responses, &records, &blocks)?;
+        if let Some(c) = credential.filter(|_| sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
+            self.ledger.credential_accepted(&c)?;
+        }
         for (id, e) in entries {
             self.entry(Some(id), e);
         }

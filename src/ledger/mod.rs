@@ -211,10 +211,22 @@ impl ItemState {
     }
 }
 
+/// A state as `queue` commands name it: queued items split into due now
+/// and waiting for later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    Due,
+    Waiting,
+    Parked,
+    InFlight,
+    Accepted,
+}
+
 /// Which items `queue list|retry|drop` act on.
 #[derive(Debug, Clone, Default)]
 pub struct ItemFilter {
-    pub states: Vec<ItemState>,
+    /// Any of these states; empty means every state the command acts on.
+    pub states: Vec<StateFilter>,
     pub property: Option<String>,
     pub engine: Option<EngineKind>,
     pub url: Option<String>,
@@ -307,6 +319,10 @@ pub trait Ledger {
     /// When a credential (by fingerprint) was first used; records `now` if never.
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>>;
 
+    /// The engine accepted the credential: its next use starts a new
+    /// `key_pending` clock.
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()>;
+
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage>;
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts>;
@@ -317,7 +333,7 @@ pub trait Ledger {
     /// Makes matching parked or waiting items due now. Returns how many.
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
     /// Removes matching items (not those in flight) and their attempts.
-    fn drop_items(&mut self, filter: &ItemFilter) -> Result<u64>;
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>>;
 }

@@ -282,21 +282,24 @@ fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
     })
 }
 
-/// A WHERE clause and its parameters for an `ItemFilter`.
-fn filter_sql(filter: &ItemFilter) -> (String, Vec<rusqlite::types::Value>) {
+/// A WHERE clause and its parameters for an `ItemFilter` at `now`.
+fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Vec<rusqlite::types::Value>) {
     use rusqlite::types::Value;
     let mut clauses = vec!["1 = 1".to_string()];
     let mut values = Vec::new();
     if !filter.states.is_empty() {
-        let marks: Vec<String> = filter
+        let any: Vec<String> = filter
             .states
             .iter()
-            .map(|s| {
-                values.push(Value::Text(s.as_str().into()));
-                format!("?{}", values.len())
+            .map(|s| match s {
+                StateFilter::Due => format!("(state = 'queued' AND next_attempt_at <= {})", ts(now)),
+                StateFilter::Waiting => format!("(state = 'queued' AND next_attempt_at > {})", ts(now)),
+                StateFilter::Parked => "state = 'parked'".to_string(),
+                StateFilter::InFlight => "state = 'in_flight'".to_string(),
+                StateFilter::Accepted => "state = 'accepted'".to_string(),
             })
             .collect();
-        clauses.push(format!("state IN ({})", marks.join(", ")));
+        clauses.push(format!("({})", any.join(" OR ")));
     }
     if let Some(p) = &filter.property {
         values.push(Value::Text(p.clone()));
@@ -654,6 +657,13 @@ impl Ledger for SqliteLedger {
         Ok(from_ts(t))
     }
 
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        let tx = self.write()?;
+        tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
         usage_in(&self.conn, rule)
     }
@@ -692,8 +702,8 @@ impl Ledger for SqliteLedger {
             .optional()?)
     }
 
-    fn items(&mut self, filter: &ItemFilter, _now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let (clause, values) = filter_sql(filter);
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         let sql = format!("SELECT {ITEM_COLUMNS} FROM items WHERE {clause} ORDER BY property, engine, target, state, next_attempt_at, id{limit}");
         let mut stmt = self.conn.prepare(&sql)?;
@@ -714,11 +724,11 @@ impl Ledger for SqliteLedger {
 
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let mut filter = filter.clone();
+        filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
         if filter.states.is_empty() {
-            filter.states = vec![ItemState::Parked, ItemState::Queued];
+            filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
         }
-        filter.states.retain(|s| matches!(s, ItemState::Parked | ItemState::Queued));
-        let (clause, mut values) = filter_sql(&filter);
+        let (clause, mut values) = filter_sql(&filter, now);
         values.push(rusqlite::types::Value::Integer(ts(now)));
         let n = values.len();
         let tx = self.write()?;
@@ -733,13 +743,13 @@ impl Ledger for SqliteLedger {
         Ok(changed as u64)
     }
 
-    fn drop_items(&mut self, filter: &ItemFilter) -> Result<u64> {
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let mut filter = filter.clone();
-        filter.states.retain(|s| *s != ItemState::InFlight);
+        filter.states.retain(|s| *s != StateFilter::InFlight);
         if filter.states.is_empty() {
-            filter.states = vec![ItemState::Queued, ItemState::Parked, ItemState::Accepted];
+            filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
         }
-        let (clause, values) = filter_sql(&filter);
+        let (clause, values) = filter_sql(&filter, now);
         let tx = self.write()?;
         let changed = tx.execute(&format!("DELETE FROM items WHERE {clause}"), rusqlite::params_from_iter(values))?;
         tx.execute(

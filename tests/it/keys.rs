@@ -125,3 +125,22 @@ fn a_config_change_unparks() {
     assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "accepted");
     sb.indexnow_extra.clear();
 }
+
+#[test]
+fn an_accepted_key_that_is_later_refused_gets_a_fresh_day() {
+    let mut sb = Sandbox::new();
+    sb.extra = "[retry]\nkey_pending_first = \"60s\"\n".into();
+    sb.write_config();
+    let first = sb.urls("first.txt", &["/a"]);
+    sb.indexq(&["--json", "submit", first.to_str().unwrap()]).now(NOW).output().code(0);
+    // A week later the engine refuses the (still correctly served) key.
+    sb.engine.on("POST", ENDPOINT_PATH, vec![forbidden()]);
+    let second = sb.urls("second.txt", &["/b"]);
+    let done = sb
+        .indexq(&["--json", "submit", "--max-wait", "0", second.to_str().unwrap()])
+        .now("2026-12-10T09:00:00Z")
+        .output();
+    let r = result_for(&results(&done.code(0).json()), &sb.url("/b")).clone();
+    assert_eq!(r["outcome"], "key_pending", "the 24 h count starts again after an acceptance: {r}");
+    assert_eq!(r["retry_after_secs"], 60);
+}

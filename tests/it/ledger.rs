@@ -104,3 +104,36 @@ fn the_ledger_file_is_private_and_holds_no_secret() {
     let log = sb.indexq(&["--json", "log"]).now("2026-12-03T09:00:00Z").output().code(0);
     assert!(log.stdout.contains("[REDACTED]"), "the echoed key is masked in the stored body: {}", log.stdout);
 }
+
+#[test]
+fn a_corrupt_ledger_is_exit_1_with_its_path() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
+    std::fs::write(
+        sb.ledger(),
+        b"this is not a database, just some bytes that are long enough to look like a header....",
+    )
+    .unwrap();
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output().code(1);
+    assert!(done.stderr.contains(&sb.ledger().display().to_string()), "{}", done.stderr);
+    assert!(sb.engine.requests().is_empty());
+}
+
+#[test]
+fn queue_states_can_be_filtered_as_they_are_shown() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = ", daily_quota = 1".into();
+    sb.write_config();
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output().code(0);
+    let waiting = sb.indexq(&["--json", "queue", "list", "--state", "waiting"]).now("2026-12-03T09:00:00Z").output();
+    let items = waiting.code(0).json()["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["url"], sb.url("/b"));
+    assert_eq!(items[0]["state"], "waiting");
+    let accepted = sb.indexq(&["--json", "queue", "list", "--state", "accepted"]).now("2026-12-03T09:00:00Z").output();
+    assert_eq!(accepted.code(0).json()["items"][0]["url"], sb.url("/a"));
+    let due = sb.indexq(&["--json", "queue", "list", "--state", "due"]).now("2026-12-03T09:00:00Z").output();
+    assert!(due.code(0).json()["items"].as_array().unwrap().is_empty());
+}
