@@ -13,7 +13,7 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Admission, AttemptRecord, Block, GroupKey, Ledger, NewItem, NextStep, Owner, RuleWindow, SqliteLedger,
+    Admission, AttemptRecord, Block, Finish, GroupKey, Ledger, NewItem, NextStep, Owner, RuleWindow, SqliteLedger,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
@@ -496,8 +496,15 @@ impl Run<'_> {
             });
             entries.push((item.id, e));
         }
-        let responses: Vec<_> = sent.answers.iter().map(|a| a.response.clone()).collect();
-        self.ledger.finish(reservation, &responses, &records, &blocks)?;
+        let refund = sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64;
+        self.ledger.finish(&Finish {
+            reservation,
+            responses: sent.answers.iter().map(|a| a.response.clone()).collect(),
+            records,
+            blocks,
+            refund,
+            windows,
+        })?;
         if let Some(c) = credential.filter(|_| sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
             self.ledger.credential_accepted(&c)?;
         }

@@ -95,7 +95,7 @@ impl Engine for IndexNow {
                 hint: Some("add an indexnow table with key_env or key_file to the property".into()),
                 retry_after: None,
             };
-            return Sent::whole(Answer { verdict, response: StoredResponse::default() }, urls.len());
+            return Sent::whole(Answer { verdict, response: StoredResponse::default(), reached: false }, urls.len());
         };
         let body = serde_json::json!({
             "host": site.host,
@@ -130,6 +130,7 @@ impl Engine for IndexNow {
                     ..verdict
                 };
                 Answer {
+                    reached: true,
                     verdict,
                     response: StoredResponse {
                         http_status: Some(r.status),

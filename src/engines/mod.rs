@@ -19,6 +19,10 @@ pub const READ_CAP: usize = 1024 * 1024;
 pub struct Answer {
     pub verdict: Verdict,
     pub response: StoredResponse,
+    /// False when the request provably never reached the engine (the
+    /// connection was refused, or indexq had nothing to send): its budget
+    /// is given back.
+    pub reached: bool,
 }
 
 /// What a send produced: the answers, and for each URL (in the order given)
@@ -102,7 +106,11 @@ pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
         NetworkFailure::Other
     };
     let detail = redactor.redact(&error_chain(err));
-    Answer { verdict: classify::network(failure, &detail), response: StoredResponse { http_status: None, body: None } }
+    Answer {
+        verdict: classify::network(failure, &detail),
+        response: StoredResponse { http_status: None, body: None },
+        reached: failure != NetworkFailure::Connect,
+    }
 }
 
 /// An error and its sources on one line.

@@ -159,6 +159,17 @@ pub struct AttemptRecord {
     pub next: NextStep,
 }
 
+/// Everything `finish` records for one reservation.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub reservation: i64,
+    pub responses: Vec<StoredResponse>,
+    pub records: Vec<AttemptRecord>,
+    pub blocks: Vec<Block>,
+    pub refund: u64,
+    pub windows: Vec<RuleWindow>,
+}
+
 /// A rule window the server said is spent, until `until`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
@@ -304,14 +315,10 @@ pub trait Ledger {
     ) -> Result<Claim>;
 
     /// Records the attempts of a reservation, moves its items on, applies
-    /// the server's blocks, and ends the reservation.
-    fn finish(
-        &mut self,
-        reservation: i64,
-        responses: &[StoredResponse],
-        records: &[AttemptRecord],
-        blocks: &[Block],
-    ) -> Result<()>;
+    /// the server's blocks, gives back `refund` units of the reservation's
+    /// rule windows (requests that provably never reached the engine), and
+    /// ends the reservation.
+    fn finish(&mut self, reservation: &Finish) -> Result<()>;
 
     /// The earliest time a queued item of `group` becomes due, if any.
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>>;

@@ -562,13 +562,8 @@ impl Ledger for SqliteLedger {
         Ok(claim)
     }
 
-    fn finish(
-        &mut self,
-        reservation: i64,
-        responses: &[StoredResponse],
-        records: &[AttemptRecord],
-        blocks: &[Block],
-    ) -> Result<()> {
+    fn finish(&mut self, done: &Finish) -> Result<()> {
+        let Finish { reservation, responses, records, blocks, refund, windows } = done;
         let tx = self.write()?;
         {
             let mut response_ids = Vec::with_capacity(responses.len());
@@ -620,6 +615,14 @@ impl Ledger for SqliteLedger {
                     response.and_then(|r| r.http_status),
                     fingerprint
                 ])?;
+            }
+        }
+        if *refund > 0 {
+            for w in windows {
+                tx.execute(
+                    "UPDATE budget_usage SET used = MAX(used - ?3, 0) WHERE rule = ?1 AND window_key = ?2",
+                    params![w.rule, w.window, *refund as i64],
+                )?;
             }
         }
         for block in blocks {

@@ -171,6 +171,9 @@ fn connection_refused_is_transient_with_backoff() {
     assert!(r.get("http_status").is_none());
     let secs = r["retry_after_secs"].as_i64().unwrap();
     assert!((1..=30).contains(&secs), "first backoff is within 30 s: {secs}");
+    // The request never reached the engine: its budget is given back.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    assert_eq!(status["budgets"][0]["used"], 0);
 }
 
 #[test]
@@ -186,6 +189,9 @@ fn a_server_that_never_answers_times_out_as_transient() {
     let r = result_for(&results(&done.json()), &sb.url("/a")).clone();
     assert_eq!(r["outcome"], "transient");
     assert_eq!(r["reason"], "timeout");
+    // The engine may have seen it: the budget stays spent.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    assert_eq!(status["budgets"][0]["used"], 1);
     assert!(r["retry_after_secs"].as_i64().unwrap() >= 1);
 }
 
