@@ -51,6 +51,25 @@ impl Rule {
     }
 }
 
+/// Every (property, engine, target) group the configuration defines: one
+/// per IndexNow endpoint, one for each other engine a property uses.
+pub fn groups(settings: &Settings) -> Vec<GroupKey> {
+    let mut groups = Vec::new();
+    for p in &settings.properties {
+        let group = |engine, target: String| GroupKey { property: p.name.clone(), engine, target };
+        if p.indexnow.is_some() {
+            groups.extend(settings.indexnow.endpoints.iter().map(|e| group(EngineKind::IndexNow, e.to_string())));
+        }
+        if p.bing.is_some() {
+            groups.push(group(EngineKind::Bing, String::new()));
+        }
+        if p.google.is_some() {
+            groups.push(group(EngineKind::Google, String::new()));
+        }
+    }
+    groups
+}
+
 /// The rules that every send of `group` must fit.
 pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> Vec<Rule> {
     let mut rules = Vec::new();

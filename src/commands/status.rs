@@ -6,7 +6,7 @@ use super::{open_ledger, ExitStatus};
 use crate::budget;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::ledger::{GroupKey, Ledger, QueueCounts};
+use crate::ledger::{Ledger, QueueCounts};
 use crate::model::EngineKind;
 use crate::report::{group_title, rfc3339, when, Printer};
 use serde::Serialize;
@@ -62,25 +62,6 @@ struct StatusJson {
     groups: Vec<GroupJson>,
 }
 
-/// Every group the configuration defines.
-fn configured_groups(settings: &Settings) -> Vec<GroupKey> {
-    let mut groups = Vec::new();
-    for p in &settings.properties {
-        if p.indexnow.is_some() {
-            for e in &settings.indexnow.endpoints {
-                groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::IndexNow, target: e.to_string() });
-            }
-        }
-        if p.bing.is_some() {
-            groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::Bing, target: String::new() });
-        }
-        if p.google.is_some() {
-            groups.push(GroupKey { property: p.name.clone(), engine: EngineKind::Google, target: String::new() });
-        }
-    }
-    groups
-}
-
 pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
     let mut ledger = open_ledger(settings)?;
     let now = clock.now();
@@ -93,7 +74,7 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
         groups: Vec::new(),
     };
     let mut human = Vec::new();
-    for group in configured_groups(settings) {
+    for group in budget::groups(settings) {
         let Some(property) = settings.property(&group.property) else { continue };
         let endpoint = (!group.target.is_empty()).then(|| group.target.clone());
         writeln!(human, "{}", group_title(&group))?;

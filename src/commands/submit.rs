@@ -192,17 +192,7 @@ pub async fn run(
 impl Run<'_> {
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
-        let mut groups = Vec::new();
-        for property in &self.settings.properties {
-            for (kind, engine) in &self.engines {
-                if property.uses(*kind) {
-                    for target in engine.targets(property) {
-                        groups.push(GroupKey { property: property.name.clone(), engine: *kind, target });
-                    }
-                }
-            }
-        }
-        groups
+        budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
     }
 
     fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<DateTime<Utc>>> {

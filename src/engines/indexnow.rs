@@ -5,7 +5,7 @@
 
 use super::{digest, network_answer, receive, Answer, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
-use crate::config::{self, ConfigError, Property, Settings};
+use crate::config::{self, ConfigError, Settings};
 use crate::ledger::{GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
@@ -22,7 +22,6 @@ struct Site {
 
 pub struct IndexNow {
     client: reqwest::Client,
-    endpoints: Vec<Url>,
     sites: HashMap<String, Site>,
     redactor: Redactor,
 }
@@ -41,7 +40,7 @@ impl IndexNow {
             let host = property.site.host_str().unwrap_or_default().to_string();
             sites.insert(property.name.clone(), Site { key, key_location, host });
         }
-        Ok(IndexNow { client, endpoints: settings.indexnow.endpoints.clone(), sites, redactor: redactor.clone() })
+        Ok(IndexNow { client, sites, redactor: redactor.clone() })
     }
 
     async fn check_key_file(&self, site: &Site) -> KeyFileCheck {
@@ -66,10 +65,6 @@ pub fn default_key_location(site: &Url, key: &str) -> Url {
 
 #[async_trait]
 impl Engine for IndexNow {
-    fn targets(&self, _property: &Property) -> Vec<String> {
-        self.endpoints.iter().map(|e| e.to_string()).collect()
-    }
-
     fn max_batch(&self) -> usize {
         MAX_BATCH
     }

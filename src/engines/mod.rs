@@ -6,7 +6,7 @@
 pub mod indexnow;
 
 use crate::classify::{self, NetworkFailure, Verdict};
-use crate::config::{HttpSettings, Property};
+use crate::config::HttpSettings;
 use crate::ledger::{GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
@@ -42,9 +42,6 @@ impl Sent {
 
 #[async_trait]
 pub trait Engine: Send + Sync {
-    /// The targets (endpoints with their own state) a property's URLs go to.
-    fn targets(&self, property: &Property) -> Vec<String>;
-
     /// The most URLs one request may carry.
     fn max_batch(&self) -> usize;
 
