@@ -142,16 +142,21 @@ pub async fn run(
             break;
         }
         let now = clock.now();
+        if now >= wait_until {
+            break;
+        }
         let groups = run.known_groups();
         match run.ledger_next_due(&groups)? {
             Some(next) if next <= wait_until => {
-                let pause = (next - now).max(TimeDelta::zero());
+                // A short floor: an item due now that the drain could not take
+                // must not make this loop spin.
+                let pause = (next - now).max(TimeDelta::milliseconds(100));
                 tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
-                if !pause.is_zero() {
+                if pause >= TimeDelta::seconds(1) {
                     printer
                         .note(&format!("Waiting {} for retries due within --max-wait…", crate::clock::humanize(pause)));
-                    tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
                 }
+                tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
             }
             _ => break,
         }
