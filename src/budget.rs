@@ -35,6 +35,9 @@ pub struct Rule {
     pub period: Period,
     pub tz: Tz,
     pub limit: Option<u64>,
+    /// The engine reports what is left (Bing); `limit` is the fallback
+    /// until it has in the current window.
+    pub reported: bool,
 }
 
 impl Rule {
@@ -46,6 +49,7 @@ impl Rule {
             period: self.period,
             window: w.key,
             limit: self.limit,
+            reported: self.reported,
             resets_at: w.end.with_timezone(&Utc),
         }
     }
@@ -70,59 +74,53 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
     groups
 }
 
+/// Bing's documented daily quota for a new site: the limit that applies
+/// when Bing's own numbers cannot be read and no local rule is configured.
+pub const BING_NEW_SITE_DAILY: u64 = 10;
+
 /// The rules that every send of `group` must fit.
 pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> Vec<Rule> {
+    let rule = |id: String, scope, period, tz, limit| Rule { id, scope, period, tz, limit, reported: false };
     let mut rules = Vec::new();
     match group.engine {
         EngineKind::IndexNow => {
             if let Some(table) = &property.indexnow {
-                rules.push(Rule {
-                    id: format!("indexnow:{}:{}", property.name, group.target),
-                    scope: Scope::Property,
-                    period: Period::Day,
-                    tz: table.quota_timezone,
-                    limit: table.daily_quota,
-                });
+                let id = format!("indexnow:{}:{}", property.name, group.target);
+                rules.push(rule(id, Scope::Property, Period::Day, table.quota_timezone, table.daily_quota));
             }
             if let Some(limit) = settings.indexnow.daily_quota {
-                rules.push(Rule {
-                    id: format!("indexnow:*:{}", group.target),
-                    scope: Scope::Pool,
-                    period: Period::Day,
-                    tz: settings.indexnow.quota_timezone,
-                    limit: Some(limit),
-                });
+                let id = format!("indexnow:*:{}", group.target);
+                rules.push(rule(id, Scope::Pool, Period::Day, settings.indexnow.quota_timezone, Some(limit)));
             }
         }
         EngineKind::Bing => {
             if let Some(table) = &property.bing {
-                rules.push(Rule {
-                    id: format!("bing:{}", property.name),
-                    scope: Scope::Property,
-                    period: Period::Day,
-                    tz: table.quota_timezone,
-                    limit: table.daily_quota,
-                });
+                let tz = table.quota_timezone;
+                let name = &property.name;
+                rules.push(rule(format!("bing:{name}"), Scope::Property, Period::Day, tz, table.daily_quota));
                 if let Some(limit) = table.monthly_quota {
-                    rules.push(Rule {
-                        id: format!("bing:{}", property.name),
-                        scope: Scope::Property,
-                        period: Period::Month,
-                        tz: table.quota_timezone,
-                        limit: Some(limit),
-                    });
+                    rules.push(rule(format!("bing:{name}"), Scope::Property, Period::Month, tz, Some(limit)));
                 }
+                // What Bing says is left, day and month: a rule of its own, so
+                // that a configured quota stays a ceiling.
+                let fallback = table.daily_quota.is_none().then_some(BING_NEW_SITE_DAILY);
+                for (period, limit) in [(Period::Day, fallback), (Period::Month, None)] {
+                    let id = format!("bing-reported:{name}");
+                    rules.push(Rule { reported: true, ..rule(id, Scope::Property, period, tz, limit) });
+                }
+            }
+            let tz = settings.bing.quota_timezone;
+            if let Some(limit) = settings.bing.daily_quota {
+                rules.push(rule("bing:*".into(), Scope::Pool, Period::Day, tz, Some(limit)));
+            }
+            if let Some(limit) = settings.bing.monthly_quota {
+                rules.push(rule("bing:*".into(), Scope::Pool, Period::Month, tz, Some(limit)));
             }
         }
         EngineKind::Google => {
             if let Some(table) = &property.google {
-                rules.push(Rule {
-                    id: format!("google:{}", property.name),
-                    scope: Scope::Property,
-                    period: Period::Day,
-                    tz: table.quota_timezone,
-                    limit: Some(table.daily_quota),
-                });
+                let id = format!("google:{}", property.name);
+                rules.push(rule(id, Scope::Property, Period::Day, table.quota_timezone, Some(table.daily_quota)));
             }
         }
     }

@@ -41,6 +41,7 @@
 //! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
 //! [`indexnow`], sharing the engine-neutral helpers below.
 
+use crate::clock::Period;
 use crate::model::{Class, EngineKind};
 use chrono::{DateTime, Utc};
 use std::fmt;
@@ -125,15 +126,30 @@ pub struct Verdict {
     pub message: String,
     pub hint: Option<String>,
     pub retry_after: Option<RetryAfter>,
+    /// For `quota` without `Retry-After`: which window the engine said is
+    /// spent (a daily quota unless it said monthly).
+    pub quota_window: Period,
 }
 
 impl Verdict {
-    fn new(class: Class, reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Verdict { class, reason: reason.into(), message: message.into(), hint: None, retry_after: None }
+    pub fn new(class: Class, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Verdict {
+            class,
+            reason: reason.into(),
+            message: message.into(),
+            hint: None,
+            retry_after: None,
+            quota_window: Period::Day,
+        }
     }
 
-    fn misconfigured(reason: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
+    pub fn misconfigured(reason: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
         Verdict { hint: Some(hint.into()), ..Verdict::new(Class::Misconfigured, reason, message) }
+    }
+
+    /// The verdict with its human texts passed through a redactor.
+    pub fn redacted_with(self, redactor: &crate::redact::Redactor) -> Self {
+        Verdict { message: redactor.redact(&self.message), hint: self.hint.map(|h| redactor.redact(&h)), ..self }
     }
 
     /// Replaces every occurrence of `key` in the human texts.
@@ -247,6 +263,166 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         _ => transient(engine, resp, ctx.key, "unexpected_status", "no engine documents that status"),
     };
     verdict.redacted(ctx.key)
+}
+
+/// How long a Bing throttle (ErrorCode 4/5, HTTP 429) waits without `Retry-After`.
+pub const BING_THROTTLE_WAIT: u64 = 60;
+
+/// Bing's ApiErrorCode values (DESIGN §1).
+const BING_ERROR_CODES: &[(i64, &str)] = &[
+    (0, "None"),
+    (1, "InternalError"),
+    (2, "UnknownError"),
+    (3, "InvalidApiKey"),
+    (4, "ThrottleUser"),
+    (5, "ThrottleHost"),
+    (6, "UserBlocked"),
+    (7, "InvalidUrl"),
+    (8, "InvalidParameter"),
+    (9, "TooManySites"),
+    (10, "UserNotFound"),
+    (11, "NotFound"),
+    (12, "AlreadyExists"),
+    (13, "NotAllowed"),
+    (14, "NotAuthorized"),
+    (15, "UnexpectedState"),
+    (16, "Deprecated"),
+];
+
+/// What indexq knows about a Bing submission besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct BingContext<'a> {
+    /// The `siteUrl` sent.
+    pub site_url: &'a str,
+}
+
+/// `{"ErrorCode": N, "Message": "..."}`, at the top level or under `d`.
+fn bing_error(body: &str) -> Option<(i64, String)> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let obj = if value.get("ErrorCode").is_some() { &value } else { value.get("d")? };
+    let code = obj.get("ErrorCode")?.as_i64()?;
+    let message = obj.get("Message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+    Some((code, message))
+}
+
+/// Which quota a Bing message says is spent, if it is a quota message.
+fn bing_quota_message(message: &str) -> Option<Period> {
+    let m = message.to_ascii_lowercase();
+    let spent = m.contains("quota remaining for today: 0")
+        || m.contains("quota remaining for this month: 0")
+        || (m.contains("exceeded") && m.contains("quota"));
+    if !spent {
+        return None;
+    }
+    Some(if m.contains("month") { Period::Month } else { Period::Day })
+}
+
+/// Classifies a Bing Webmaster API answer (`SubmitUrlBatch`), table-driven
+/// over `ErrorCode`:
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 200 without an error | accepted | `ok` (an unexpected body is kept and said) |
+/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota"), whatever the code | quota | `daily_quota` / `monthly_quota` (the window is spent) |
+/// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
+/// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
+/// | ErrorCode 12 `AlreadyExists` | accepted | `AlreadyExists` |
+/// | every other ErrorCode, any other 4xx | misconfigured | the code's name (`InvalidApiKey`, `NotAuthorized`, …) or `http_<status>` |
+pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
+    let engine = EngineKind::Bing;
+    let status = resp.status;
+    let error = bing_error(resp.body);
+    let answered = answered(engine, resp, "");
+    if let Some(window) = error.as_ref().and_then(|(_, m)| bing_quota_message(m)) {
+        let (reason, which) = match window {
+            Period::Day => ("daily_quota", "today's"),
+            Period::Month => ("monthly_quota", "this month's"),
+        };
+        return Verdict {
+            quota_window: window,
+            ..Verdict::new(
+                Class::Quota,
+                reason,
+                format!(
+                    "{answered}: {which} URL submission quota for {} is used. indexq waits for the next window.",
+                    ctx.site_url
+                ),
+            )
+        };
+    }
+    let Some((code, message)) = error else {
+        return match status {
+            200..=299 => {
+                let body = resp.body.trim();
+                let plain = body.is_empty() || body.replace(char::is_whitespace, "") == r#"{"d":null}"#;
+                let note = if plain { String::new() } else { format!(" with an unexpected body: {}", excerpt(body)) };
+                Verdict::new(
+                    Class::Accepted,
+                    "ok",
+                    format!("Bing accepted the submission ({}){note}.", http_status(status)),
+                )
+            }
+            429 => bing_throttle(resp, "rate_limited", &answered),
+            408 => transient(engine, resp, "", "http_408", "the server gave up waiting for the request"),
+            500..=599 => transient(engine, resp, "", "server_error", "the server failed"),
+            _ => Verdict::misconfigured(
+                format!("http_{status}"),
+                format!("{answered}: the Bing API refused the request, and waiting will not change that."),
+                "Check `endpoint` in `[bing]` (https://ssl.bing.com/webmaster/api.svc/json) and the API key.",
+            ),
+        };
+    };
+    let name = BING_ERROR_CODES.iter().find(|(c, _)| *c == code).map_or("UnknownErrorCode", |(_, n)| *n);
+    let site = ctx.site_url;
+    let said = excerpt(&message);
+    let misconfigured =
+        |fix: String| Verdict::misconfigured(name, format!("{answered}: ErrorCode {code} {name}."), fix);
+    match code {
+        4 | 5 => bing_throttle(resp, name, &answered),
+        1 | 15 => transient(engine, resp, "", name, "Bing failed on its side"),
+        _ if status >= 500 => transient(engine, resp, "", name, "the server failed"),
+        12 => Verdict::new(Class::Accepted, name, format!("Bing already has these URLs ({said}).")),
+        3 => misconfigured(
+            "The API key is not valid: generate one in Bing Webmaster Tools (Settings → API access) and put it \
+             in the variable named by `api_key_env` (or the file of `api_key_file`) in `[bing]`."
+                .into(),
+        ),
+        14 => misconfigured(format!(
+            "Verify {site} in Bing Webmaster Tools for the account that owns this API key, or set the \
+             property's `bing.site_url` to the site as Bing lists it."
+        )),
+        7 => misconfigured(format!(
+            "Bing rejected a URL as invalid: submit only URLs of {site}, absolute and well-formed."
+        )),
+        6 | 10 => misconfigured(
+            "The Bing account of this API key is blocked or unknown: check it in Bing Webmaster Tools.".into(),
+        ),
+        9 => misconfigured(
+            "The account has too many sites in Bing Webmaster Tools: remove some, or use another account.".into(),
+        ),
+        11 | 13 => misconfigured(format!(
+            "Bing does not allow URL submission for {site} with this key: check the site in Bing Webmaster Tools \
+             and the property's `bing.site_url`."
+        )),
+        16 => misconfigured("Bing says this API is deprecated: update indexq.".into()),
+        _ => misconfigured(format!(
+            "Bing refused the request ({said}); check `bing.site_url` ({site}) and the URLs, then `indexq queue retry`."
+        )),
+    }
+}
+
+/// A Bing throttle: `quota`, a short wait (not the next day).
+fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
+    let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
+    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+    Verdict {
+        retry_after,
+        ..Verdict::new(
+            Class::Quota,
+            reason,
+            format!("{answered}: Bing is throttling submissions; indexq retries {when}."),
+        )
+    }
 }
 
 /// No response at all (timeout, connection refused/reset, TLS, DNS): always transient; reason "timeout" / "connect" / "network".
@@ -674,8 +850,14 @@ mod tests {
             };
             let verdict = match engine {
                 EngineKind::IndexNow => classify_fixture(fixture),
+                EngineKind::Bing => {
+                    let headers: Vec<(String, String)> =
+                        fixture.headers.iter().map(|(n, v)| (n.clone(), v.clone())).collect();
+                    let resp = Response { status: fixture.status, headers: &headers, body: &fixture.body };
+                    bing(&resp, &BingContext { site_url: "https://example.com/" })
+                }
                 // Classified by later issues: each adds its arm above.
-                EngineKind::Bing | EngineKind::Google => {
+                EngineKind::Google => {
                     skipped.push(id.as_str());
                     continue;
                 }

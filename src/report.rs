@@ -161,6 +161,8 @@ struct SubmitJson<'a> {
     plan: Option<&'a [Planned]>,
     results: &'a [ResultEntry],
     summary: BTreeMap<&'static str, u64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
 }
 
 pub struct SubmitReport<'a> {
@@ -173,6 +175,8 @@ pub struct SubmitReport<'a> {
     pub planned: &'a [Planned],
     /// Groups with items waiting in the queue after the run.
     pub waiting: &'a [Waiting],
+    /// What the user should know about the run itself.
+    pub notes: &'a [String],
 }
 
 /// Items of a group that wait for a later time.
@@ -217,6 +221,7 @@ impl SubmitReport<'_> {
             plan: self.dry_run.then_some(self.planned),
             results: self.results,
             summary: summary(self.results),
+            notes: self.notes,
         })
     }
 
@@ -227,6 +232,11 @@ impl SubmitReport<'_> {
         for r in self.results {
             if let Some(g) = &r.group {
                 groups.entry(g).or_default().push(r);
+            }
+        }
+        if !quiet {
+            for note in self.notes {
+                writeln!(out, "note: {note}")?;
             }
         }
         if self.dry_run {

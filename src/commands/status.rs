@@ -23,6 +23,10 @@ struct BudgetJson {
     used: u64,
     limit: Option<u64>,
     remaining: Option<u64>,
+    /// `engine` when the limit is what the engine reported, `local` for the ledger's own rules.
+    source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reported_at: Option<String>,
     resets_at: String,
     /// The same moment in the user's timezone.
     resets_at_local: String,
@@ -81,16 +85,29 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
         for rule in budget::rules_for(settings, property, &group) {
             let window = rule.window(now);
             let usage = ledger.usage(&window)?;
-            let remaining = usage.remaining(window.limit, now);
+            let remaining = usage.remaining(&window, now);
+            let limit = usage.limit(&window);
             let blocked = usage.blocked_until.filter(|t| *t > now);
-            let limit_text = window.limit.map_or("no limit".to_string(), |l| format!("{l}"));
-            let scope = match rule.scope {
-                budget::Scope::Property => "",
-                budget::Scope::Pool => " (shared pool)",
+            let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
+            let (label, source) = match (rule.reported, usage.reported) {
+                (true, Some(report)) => (
+                    format!(
+                        " as {} reports it ({} left at {}; the ledger has counted since)",
+                        group.engine.title(),
+                        report.remaining,
+                        clock::format_local(report.at, user_tz)
+                    ),
+                    "engine",
+                ),
+                (true, None) => {
+                    (format!(" as {} reports it (not read yet in this window)", group.engine.title()), "local")
+                }
+                (false, _) if rule.scope == budget::Scope::Pool => (" (shared pool)".to_string(), "local"),
+                (false, _) => (String::new(), "local"),
             };
             writeln!(
                 human,
-                "  {}{scope} {} ({}): {} used of {limit_text}{} — resets {}",
+                "  {}{label} {} ({}): {} used of {limit_text}{} — resets {}",
                 rule.period.as_str(),
                 window.window,
                 rule.tz.name(),
@@ -109,8 +126,10 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 period: rule.period.as_str(),
                 window: window.window.clone(),
                 used: usage.used,
-                limit: window.limit,
+                limit,
                 remaining,
+                source,
+                reported_at: usage.reported.filter(|_| rule.reported).map(|r| rfc3339(r.at, user_tz)),
                 resets_at: rfc3339(window.resets_at, rule.tz),
                 resets_at_local: rfc3339(window.resets_at, user_tz),
                 resets_in_secs: (window.resets_at - now).num_seconds(),

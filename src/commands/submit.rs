@@ -43,6 +43,10 @@ struct Run<'a> {
     by_item: HashMap<i64, usize>,
     deferrals: Vec<Deferral>,
     planned: Vec<Planned>,
+    /// Groups whose engine-reported quota was read in this run.
+    reported: std::collections::HashSet<GroupKey>,
+    /// Things the user should know about this run (e.g. a quota read failed).
+    notes: Vec<String>,
     dry_run: bool,
 }
 
@@ -67,7 +71,10 @@ pub async fn run(
                     Box::new(engines::indexnow::IndexNow::new(settings, client.clone(), &mut redactor)?),
                 );
             }
-            EngineKind::Bing | EngineKind::Google => {
+            EngineKind::Bing => {
+                built.insert(*kind, Box::new(engines::bing::Bing::new(settings, client.clone(), &mut redactor)?));
+            }
+            EngineKind::Google => {
                 printer.warn(&format!(
                     "{} submission is not available in this version of indexq; the `{}` tables are ignored",
                     kind.title(),
@@ -108,6 +115,8 @@ pub async fn run(
         by_item: HashMap::new(),
         deferrals: Vec::new(),
         planned: Vec::new(),
+        reported: Default::default(),
+        notes: Vec::new(),
         dry_run: args.dry_run,
     };
     let started = clock.now();
@@ -184,6 +193,7 @@ pub async fn run(
         deferrals: &run.deferrals,
         planned: &run.planned,
         waiting: &waiting,
+        notes: &run.notes,
     };
     if printer.json {
         report.write_json(printer)?;
@@ -357,6 +367,10 @@ impl Run<'_> {
         let rules = budget::rules_for(settings, property, group);
         let now = self.clock.now();
         let windows = budget::windows(&rules, now);
+        if !self.reported.contains(group) {
+            self.reported.insert(group.clone());
+            self.read_reported_quota(group, &windows).await?;
+        }
         let max_batch = self.engines[&group.engine].max_batch();
         let claim = self.ledger.claim(group, &windows, max_batch, now, &self.owner)?;
 
@@ -366,7 +380,7 @@ impl Run<'_> {
                 group: group.clone(),
                 rule_tz: tz,
                 used: usage.used,
-                limit: window.limit,
+                limit: usage.limit(&window),
                 retry_at,
                 blocked: usage.blocked_until.is_some_and(|t| t > now),
             });
@@ -416,7 +430,7 @@ impl Run<'_> {
             for w in own {
                 let until = match answer.verdict.retry_after {
                     Some(ra) => schedule::quota_retry_at(ra, at),
-                    None if w.period == crate::clock::Period::Day => w.resets_at,
+                    None if w.period == answer.verdict.quota_window => w.resets_at,
                     None => continue,
                 };
                 blocks.push(Block { rule: w.clone(), until });
@@ -509,31 +523,61 @@ impl Run<'_> {
         Ok(claim.retry_at.is_none() && quota_answer.is_none() && claim.items.len() == max_batch)
     }
 
+    /// Asks the engine what is left of its quota (once per group and run)
+    /// and records it in the ledger; if it cannot say, the local rules
+    /// decide, and the report says so.
+    async fn read_reported_quota(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<()> {
+        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(()) };
+        let now = self.clock.now();
+        match answer {
+            Ok(left) => {
+                for (period, remaining) in left {
+                    for w in windows.iter().filter(|w| w.reported && w.period == period) {
+                        self.ledger.record_report(w, remaining, now)?;
+                    }
+                }
+            }
+            Err(why) => self.notes.push(format!(
+                "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
+                crate::report::group_title(group),
+                group.engine.title(),
+                if windows.iter().any(|w| w.reported && w.limit.is_some()) {
+                    format!(
+                        " (with no local daily rule: {} a day, Bing's default for a new site)",
+                        budget::BING_NEW_SITE_DAILY
+                    )
+                } else {
+                    String::new()
+                }
+            )),
+        }
+        Ok(())
+    }
+
     /// The timezone of the group's own daily rule.
     fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
         let property = self.settings.property(&group.property)?;
         budget::rules_for(self.settings, property, group).first().map(|r| r.tz)
     }
 
-    /// The rule whose reset is `retry_at` (the latest of the exhausted ones).
+    /// The rule that holds the budget until `retry_at`: one with nothing
+    /// left that frees up then (the latest of the exhausted ones).
     fn binding_rule(
         &mut self,
         rules: &[budget::Rule],
         windows: &[RuleWindow],
         retry_at: DateTime<Utc>,
     ) -> anyhow::Result<(Tz, RuleWindow, crate::ledger::Usage)> {
-        let mut pick = None;
+        let now = self.clock.now();
+        let mut fallback = None;
         for (rule, window) in rules.iter().zip(windows) {
             let usage = self.ledger.usage(window)?;
-            let matches = window.resets_at == retry_at || usage.blocked_until == Some(retry_at);
-            if matches || pick.is_none() {
-                pick = Some((rule.tz, window.clone(), usage));
-                if matches {
-                    break;
-                }
+            if usage.available_at(window, now) == Some(retry_at) {
+                return Ok((rule.tz, window.clone(), usage));
             }
+            fallback.get_or_insert((rule.tz, window.clone(), usage));
         }
-        pick.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
+        fallback.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
     }
 }
 

@@ -83,14 +83,7 @@ impl Engine for IndexNow {
 
     async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent {
         let Some(site) = self.sites.get(&group.property) else {
-            let verdict = classify::Verdict {
-                class: crate::model::Class::Misconfigured,
-                reason: "no_key".into(),
-                message: format!("property `{}` has no IndexNow key configured", group.property),
-                hint: Some("add an indexnow table with key_env or key_file to the property".into()),
-                retry_after: None,
-            };
-            return Sent::whole(Answer { verdict, response: StoredResponse::default(), reached: false }, urls.len());
+            return Sent::unconfigured("IndexNow", &group.property, urls.len());
         };
         let body = serde_json::json!({
             "host": site.host,
@@ -119,11 +112,7 @@ impl Engine for IndexNow {
                 };
                 let verdict =
                     classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
-                let verdict = classify::Verdict {
-                    message: self.redactor.redact(&verdict.message),
-                    hint: verdict.hint.map(|h| self.redactor.redact(&h)),
-                    ..verdict
-                };
+                let verdict = verdict.redacted_with(&self.redactor);
                 Answer {
                     reached: true,
                     verdict,

@@ -3,9 +3,11 @@
 //! implements the same small `Engine` trait; engines know nothing of the
 //! ledger, budgets or retries — the submit command plans, engines send.
 
+pub mod bing;
 pub mod indexnow;
 
 use crate::classify::{self, NetworkFailure, Verdict};
+use crate::clock::Period;
 use crate::config::HttpSettings;
 use crate::ledger::{GroupKey, StoredResponse};
 use crate::redact::Redactor;
@@ -38,6 +40,17 @@ impl Sent {
     pub fn whole(answer: Answer, urls: usize) -> Sent {
         Sent { answers: vec![answer], per_url: vec![0; urls] }
     }
+
+    /// Nothing was sent: the property has no configuration for the engine
+    /// (it changed while items were queued).
+    pub fn unconfigured(engine: &str, property: &str, urls: usize) -> Sent {
+        let verdict = Verdict::misconfigured(
+            "not_configured",
+            format!("property `{property}` has no {engine} configuration"),
+            format!("add the {engine} table to the property, or `indexq queue drop --property {property}`"),
+        );
+        Sent::whole(Answer { verdict, response: StoredResponse::default(), reached: false }, urls)
+    }
 }
 
 #[async_trait]
@@ -54,6 +67,12 @@ pub trait Engine: Send + Sync {
 
     /// Sends `urls` (all of `group`) and classifies what came back.
     async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent;
+
+    /// What the engine says is left of its quota for the group, per period,
+    /// read without spending any (Bing). `None`: the engine does not say.
+    async fn reported_quota(&self, _group: &GroupKey) -> Option<Result<Vec<(Period, u64)>, String>> {
+        None
+    }
 }
 
 /// The HTTP client every engine uses: rustls, connect and total timeouts,

@@ -61,12 +61,14 @@ CREATE INDEX attempts_item ON attempts (item_id, at);
 CREATE INDEX attempts_at ON attempts (at);
 
 CREATE TABLE budget_usage (
-    rule        TEXT NOT NULL,
-    window_key  TEXT NOT NULL,
-    period      TEXT NOT NULL,
-    used        INTEGER NOT NULL DEFAULT 0,
-    limit_value INTEGER,
-    resets_at   INTEGER NOT NULL,
+    rule               TEXT NOT NULL,
+    window_key         TEXT NOT NULL,
+    period             TEXT NOT NULL,
+    used               INTEGER NOT NULL DEFAULT 0,
+    limit_value        INTEGER,
+    resets_at          INTEGER NOT NULL,
+    reported_at        INTEGER,
+    reported_remaining INTEGER,
     PRIMARY KEY (rule, window_key)
 );
 
@@ -84,6 +86,14 @@ CREATE TABLE reservations (
     lease_until INTEGER NOT NULL,
     units       INTEGER NOT NULL
 );
+
+CREATE TABLE reservation_rules (
+    reservation_id INTEGER NOT NULL REFERENCES reservations (id) ON DELETE CASCADE,
+    rule           TEXT NOT NULL,
+    window_key     TEXT NOT NULL,
+    units          INTEGER NOT NULL
+);
+CREATE INDEX reservation_rules_rule ON reservation_rules (rule, window_key);
 
 CREATE TABLE credentials (
     fingerprint   TEXT PRIMARY KEY,
@@ -204,24 +214,40 @@ fn restrict_mode(_path: &Path) -> std::io::Result<()> {
 }
 
 fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
-    let used: Option<i64> = tx
-        .query_row(
-            "SELECT used FROM budget_usage WHERE rule = ?1 AND window_key = ?2",
-            params![rule.rule, rule.window],
-            |r| r.get(0),
-        )
-        .optional()?;
     let blocked: Option<i64> =
         tx.query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0)).optional()?;
-    Ok(Usage { used: used.unwrap_or(0).max(0) as u64, blocked_until: opt_ts(blocked) })
+    let usage = tx
+        .query_row(
+            "SELECT used, limit_value, reported_at, reported_remaining FROM budget_usage
+             WHERE rule = ?1 AND window_key = ?2",
+            params![rule.rule, rule.window],
+            |r| {
+                let reported =
+                    match (r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?, r.get::<_, Option<i64>>(1)?) {
+                        (Some(at), Some(remaining), Some(limit)) => Some(Report {
+                            at: from_ts(at),
+                            remaining: remaining.max(0) as u64,
+                            limit: limit.max(0) as u64,
+                        }),
+                        _ => None,
+                    };
+                Ok(Usage { used: r.get::<_, i64>(0)?.max(0) as u64, blocked_until: None, reported })
+            },
+        )
+        .optional()?
+        .unwrap_or_default();
+    Ok(Usage { blocked_until: opt_ts(blocked), ..usage })
 }
 
+/// Counts `units` against a rule's window. The limit stored is the rule's,
+/// unless the engine reported one in this window.
 fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
     tx.execute(
         "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (rule, window_key) DO UPDATE SET used = used + excluded.used,
-             limit_value = excluded.limit_value, resets_at = excluded.resets_at",
+             limit_value = CASE WHEN reported_at IS NULL THEN excluded.limit_value ELSE limit_value END,
+             resets_at = excluded.resets_at",
         params![
             rule.rule,
             rule.window,
@@ -473,7 +499,7 @@ impl Ledger for SqliteLedger {
         let budget = rules
             .iter()
             .zip(&usages)
-            .filter_map(|(rule, usage)| usage.remaining(rule.limit, now))
+            .filter_map(|(rule, usage)| usage.remaining(rule, now))
             .min()
             .map_or(max_items, |left| (left.min(max_items as u64)) as usize);
 
@@ -509,7 +535,7 @@ impl Ledger for SqliteLedger {
                 .iter()
                 .zip(&usages)
                 .filter_map(|(rule, usage)| {
-                    let after = Usage { used: usage.used + take as u64, blocked_until: usage.blocked_until };
+                    let after = Usage { used: usage.used + take as u64, ..*usage };
                     after.available_at(rule, now)
                 })
                 .max()
@@ -547,6 +573,10 @@ impl Ledger for SqliteLedger {
             let reservation = tx.last_insert_rowid();
             for rule in rules {
                 add_usage(&tx, rule, take as u64)?;
+                tx.execute(
+                    "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES (?1, ?2, ?3, ?4)",
+                    params![reservation, rule.rule, rule.window, take as i64],
+                )?;
             }
             {
                 let mut mark =
@@ -669,6 +699,25 @@ impl Ledger for SqliteLedger {
 
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
         usage_in(&self.conn, rule)
+    }
+
+    fn record_report(&mut self, rule: &RuleWindow, remaining: u64, now: DateTime<Utc>) -> Result<Report> {
+        let tx = self.write()?;
+        let in_flight: i64 = tx.query_row(
+            "SELECT COALESCE(SUM(units), 0) FROM reservation_rules WHERE rule = ?1 AND window_key = ?2",
+            params![rule.rule, rule.window],
+            |r| r.get(0),
+        )?;
+        add_usage(&tx, rule, 0)?;
+        let used = usage_in(&tx, rule)?.used;
+        let limit = (used + remaining).saturating_sub(in_flight.max(0) as u64);
+        tx.execute(
+            "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
+             WHERE rule = ?1 AND window_key = ?2",
+            params![rule.rule, rule.window, limit as i64, ts(now), remaining as i64],
+        )?;
+        tx.commit()?;
+        Ok(Report { at: now, remaining, limit })
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {

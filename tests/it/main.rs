@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bing;
 mod budget;
 mod commands;
 mod config_errors;

@@ -15,6 +15,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+type Responder = Arc<dyn Fn(&Request) -> MockResponse + Send + Sync>;
+
 /// Longest a `hang()` response keeps its connection open.
 const MAX_HANG: Duration = Duration::from_secs(120);
 /// How often delayed/hanging connections check whether the server was dropped.
@@ -36,6 +38,8 @@ struct Shared {
 struct State {
     /// (METHOD, path) -> (script, index of the next response to serve).
     routes: HashMap<(String, String), (Vec<MockResponse>, usize)>,
+    /// Routes answered by a function of the request (tried before scripts).
+    responders: HashMap<(String, String), Responder>,
     requests: Vec<Request>,
 }
 
@@ -215,6 +219,13 @@ impl MockServer {
         self.shared.state().routes.insert(key, (responses, 0));
     }
 
+    /// Answers `METHOD path` (query ignored) with `f(request)`, e.g. to
+    /// answer by the request's body. Takes precedence over `on`.
+    pub fn respond_with(&self, method: &str, path: &str, f: impl Fn(&Request) -> MockResponse + Send + Sync + 'static) {
+        let key = (method.to_ascii_uppercase(), path.to_string());
+        self.shared.state().responders.insert(key, Arc::new(f));
+    }
+
     /// Every request received so far, in order of arrival.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.state().requests.clone()
@@ -273,10 +284,13 @@ fn handle(stream: TcpStream, shared: &Shared) {
         let mut state = shared.state();
         let path = strip_query(&req.path).to_string();
         let key = (req.method.to_ascii_uppercase(), path);
-        let scripted = state.routes.get_mut(&key).map(|(script, next)| {
-            let r = script[(*next).min(script.len() - 1)].clone();
-            *next += 1;
-            r
+        let computed = state.responders.get(&key).map(|f| f(&req));
+        let scripted = computed.or_else(|| {
+            state.routes.get_mut(&key).map(|(script, next)| {
+                let r = script[(*next).min(script.len() - 1)].clone();
+                *next += 1;
+                r
+            })
         });
         let response = scripted
             .unwrap_or_else(|| MockResponse::status(404).body(&format!("no mock for {} {}", req.method, key.1)));

@@ -13,6 +13,11 @@ use std::process::{Command, Output, Stdio};
 
 pub const KEY: &str = "0123456789abcdef0123456789abcdef";
 pub const ENDPOINT_PATH: &str = "/indexnow";
+/// A Bing API key recognisable in any output it leaks into.
+pub const BING_KEY: &str = "BINGSECRETKEY-7f3a9c2e51d84b6f";
+pub const BING_BASE: &str = "/webmaster/api.svc/json";
+pub const BING_SUBMIT: &str = "/webmaster/api.svc/json/SubmitUrlBatch";
+pub const BING_QUOTA: &str = "/webmaster/api.svc/json/GetUrlSubmissionQuota";
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -23,6 +28,13 @@ pub struct Sandbox {
     /// Extra top-level TOML (e.g. `[retry]` settings) appended to the config.
     pub extra: String,
     pub endpoints: Vec<String>,
+    /// The property's `bing = { ... }` table contents, if it uses Bing
+    /// (the `[bing]` section then points at the mock engine).
+    pub bing: Option<String>,
+    /// Whether the property uses IndexNow.
+    pub indexnow: bool,
+    /// Extra `[[property]]` tables appended to the config.
+    pub more_properties: String,
 }
 
 impl Sandbox {
@@ -40,7 +52,46 @@ impl Sandbox {
             indexnow_extra: String::new(),
             extra: "[retry]\nkey_pending_first = \"1s\"\n\n[http]\nconnect_timeout = \"2s\"\ntimeout = \"3s\"\n".into(),
             endpoints,
+            bing: None,
+            indexnow: true,
+            more_properties: String::new(),
         }
+    }
+
+    /// A sandbox whose property uses only Bing, with `table` as its `bing`
+    /// table; the mock says 100 left today and 1,000 this month, and
+    /// accepts every batch.
+    pub fn bing(table: &str) -> Sandbox {
+        let mut sb = Sandbox::new();
+        sb.indexnow = false;
+        sb.bing = Some(table.to_string());
+        sb.bing_quota(100, 1000);
+        sb.engine.on("POST", BING_SUBMIT, vec![MockResponse::status(200).json(r#"{"d":null}"#)]);
+        sb.write_config();
+        sb
+    }
+
+    pub fn bing_quota(&self, daily: u64, monthly: u64) {
+        let body = format!(
+            r#"{{"d":{{"__type":"UrlSubmissionQuota:#Microsoft.Bing.Webmaster.Api","DailyQuota":{daily},"MonthlyQuota":{monthly}}}}}"#
+        );
+        self.engine.on("GET", BING_QUOTA, vec![MockResponse::status(200).json(&body)]);
+    }
+
+    /// The URLs the mock Bing API received, over all batches.
+    pub fn bing_received(&self) -> Vec<String> {
+        self.engine
+            .requests_to("POST", BING_SUBMIT)
+            .iter()
+            .flat_map(|r| {
+                r.json()["urlList"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|u| u.as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     pub fn site_url(&self) -> String {
@@ -62,14 +113,25 @@ impl Sandbox {
     /// Writes the config file from the sandbox's settings.
     pub fn write_config(&self) -> PathBuf {
         let endpoints: Vec<String> = self.endpoints.iter().map(|e| format!("\"{e}\"")).collect();
-        let text = format!(
-            "[indexnow]\nendpoints = [{}]\n\n{}\n\n[[property]]\nname = \"site\"\nsite = \"{}\"\nindexnow = {{ key_env = \"INDEXNOW_KEY\", key_location = \"{}\"{} }}\n",
-            endpoints.join(", "),
-            self.extra,
-            self.site_url(),
-            self.key_location(),
-            self.indexnow_extra
-        );
+        let mut text = format!("[indexnow]\nendpoints = [{}]\n\n{}\n\n", endpoints.join(", "), self.extra);
+        if self.bing.is_some() {
+            text.push_str(&format!(
+                "[bing]\napi_key_env = \"BING_KEY\"\nendpoint = \"{}{BING_BASE}\"\n\n",
+                self.engine.url()
+            ));
+        }
+        text.push_str(&format!("[[property]]\nname = \"site\"\nsite = \"{}\"\n", self.site_url()));
+        if self.indexnow {
+            text.push_str(&format!(
+                "indexnow = {{ key_env = \"INDEXNOW_KEY\", key_location = \"{}\"{} }}\n",
+                self.key_location(),
+                self.indexnow_extra
+            ));
+        }
+        if let Some(bing) = &self.bing {
+            text.push_str(&format!("bing = {{ {bing} }}\n"));
+        }
+        text.push_str(&self.more_properties);
         let path = self.config_path();
         std::fs::write(&path, text).unwrap();
         path
@@ -103,6 +165,7 @@ impl Sandbox {
             .env("INDEXQ_CONFIG", self.config_path())
             .env("INDEXQ_LEDGER", self.ledger())
             .env("INDEXNOW_KEY", KEY)
+            .env("BING_KEY", BING_KEY)
             .env("TZ", "UTC")
             .stdin(Stdio::null());
         Run { cmd }
@@ -198,7 +261,7 @@ pub fn results(doc: &Value) -> Vec<Value> {
     let obj = doc.as_object().unwrap();
     for key in obj.keys() {
         assert!(
-            ["now", "dry_run", "plan", "results", "summary"].contains(&key.as_str()),
+            ["now", "dry_run", "plan", "results", "summary", "notes"].contains(&key.as_str()),
             "unexpected top-level field {key}"
         );
     }

@@ -1,0 +1,157 @@
+//! Bing Webmaster URL Submission API: `SubmitUrlBatch` (at most 500 URLs a
+//! request, `{"siteUrl", "urlList"}`) and `GetUrlSubmissionQuota` (what is
+//! left today and this month, spending nothing). The API key travels in the
+//! `apikey` query parameter, so every URL and error that could carry it is
+//! redacted before it is formatted. A batch refused as `InvalidUrl` is split
+//! in halves until the bad URLs are found, so one bad URL does not park the
+//! rest.
+
+use super::{digest, network_answer, receive, Answer, Engine, Sent};
+use crate::classify::{self, BingContext, Response};
+use crate::clock::Period;
+use crate::config::{ConfigError, Secret, Settings};
+use crate::ledger::{GroupKey, StoredResponse};
+use crate::redact::Redactor;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use url::Url;
+
+/// Bing's documented limit of URLs per `SubmitUrlBatch`.
+pub const MAX_BATCH: usize = 500;
+
+pub struct Bing {
+    client: reqwest::Client,
+    endpoint: Url,
+    key: Secret,
+    /// Property name → the `siteUrl` Bing knows it by.
+    sites: HashMap<String, String>,
+    redactor: Redactor,
+}
+
+impl Bing {
+    /// Reads the API key (a missing key is a configuration error: nothing is sent).
+    pub fn new(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Result<Bing, ConfigError> {
+        let source = settings.bing.api_key.as_ref().ok_or_else(|| ConfigError {
+            place: format!("{}: `bing`", settings.file.display()),
+            message: "a property uses Bing but [bing] has no api_key_env or api_key_file".into(),
+            hint: Some("add api_key_env = \"BING_WEBMASTER_API_KEY\" to [bing] and export the key".into()),
+        })?;
+        let key = source.read()?;
+        redactor.add(key.expose());
+        let sites = settings
+            .properties
+            .iter()
+            .filter_map(|p| p.bing.as_ref().map(|b| (p.name.clone(), b.site_url.clone())))
+            .collect();
+        Ok(Bing { client, endpoint: settings.bing.endpoint.clone(), key, sites, redactor: redactor.clone() })
+    }
+
+    /// `{endpoint}/{method}?...&apikey=KEY`. Never format this URL unredacted.
+    fn url(&self, method: &str, query: &[(&str, &str)]) -> Url {
+        let mut url = self.endpoint.clone();
+        let path = format!("{}/{method}", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+        {
+            let mut pairs = url.query_pairs_mut();
+            for (k, v) in query {
+                pairs.append_pair(k, v);
+            }
+            pairs.append_pair("apikey", self.key.expose());
+        }
+        url
+    }
+
+    async fn post(&self, site_url: &str, urls: &[String]) -> Answer {
+        let body = serde_json::json!({ "siteUrl": site_url, "urlList": urls });
+        let request = self
+            .client
+            .post(self.url("SubmitUrlBatch", &[]))
+            .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
+            .body(body.to_string());
+        tracing::debug!(site = site_url, urls = urls.len(), "POST Bing SubmitUrlBatch");
+        let received = match request.send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        match received {
+            Err(e) => network_answer(&e, &self.redactor),
+            Ok(r) => {
+                let verdict = classify::bing(
+                    &Response { status: r.status, headers: &r.headers, body: &r.body },
+                    &BingContext { site_url },
+                );
+                Answer {
+                    verdict: verdict.redacted_with(&self.redactor),
+                    response: StoredResponse {
+                        http_status: Some(r.status),
+                        body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
+                    },
+                    reached: true,
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Engine for Bing {
+    fn max_batch(&self) -> usize {
+        MAX_BATCH
+    }
+
+    fn fingerprint(&self, group: &GroupKey) -> String {
+        let site = self.sites.get(&group.property).map(String::as_str).unwrap_or_default();
+        digest(&[self.key.expose(), site, self.endpoint.as_str()])
+    }
+
+    fn credential(&self, _group: &GroupKey) -> Option<String> {
+        None
+    }
+
+    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent {
+        let Some(site_url) = self.sites.get(&group.property) else {
+            return Sent::unconfigured("Bing", &group.property, urls.len());
+        };
+        // Split a batch refused as InvalidUrl until each bad URL stands alone:
+        // at most 2n-1 requests, and only refused requests are repeated.
+        let mut sent = Sent { answers: Vec::new(), per_url: vec![0; urls.len()] };
+        let mut pending = vec![(0, urls.len())];
+        while let Some((lo, hi)) = pending.pop() {
+            let answer = self.post(site_url, &urls[lo..hi]).await;
+            if answer.verdict.reason == "InvalidUrl" && hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                pending.push((mid, hi));
+                pending.push((lo, mid));
+                continue;
+            }
+            sent.answers.push(answer);
+            sent.per_url[lo..hi].fill(sent.answers.len() - 1);
+        }
+        sent
+    }
+
+    async fn reported_quota(&self, group: &GroupKey) -> Option<Result<Vec<(Period, u64)>, String>> {
+        let site_url = self.sites.get(&group.property)?;
+        let url = self.url("GetUrlSubmissionQuota", &[("siteUrl", site_url)]);
+        let received = match self.client.get(url).send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        let r = match received {
+            Ok(r) => r,
+            Err(e) => return Some(Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message))),
+        };
+        let parsed: Option<(u64, u64)> = serde_json::from_str::<serde_json::Value>(&r.body).ok().and_then(|v| {
+            let d = v.get("d")?;
+            Some((d.get("DailyQuota")?.as_u64()?, d.get("MonthlyQuota")?.as_u64()?))
+        });
+        Some(match (r.status, parsed) {
+            (200, Some((daily, monthly))) => Ok(vec![(Period::Day, daily), (Period::Month, monthly)]),
+            _ => Err(self.redactor.redact(&format!(
+                "GetUrlSubmissionQuota answered HTTP {} (response: {})",
+                r.status,
+                classify::excerpt(&r.body)
+            ))),
+        })
+    }
+}

@@ -1,0 +1,280 @@
+//! Bing Webmaster: batches of 500, the server's own quota as the authority,
+//! a configured quota as a ceiling, ErrorCode classification, splitting a
+//! batch with an invalid URL, and the API key never leaking.
+
+use crate::support::mock::MockResponse;
+use crate::support::*;
+
+const NOW: &str = "2026-12-03T09:00:00Z";
+
+fn list(sb: &Sandbox, name: &str, n: usize) -> std::path::PathBuf {
+    let names: Vec<String> = (1..=n).map(|i| format!("/{name}{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    sb.urls(&format!("{name}.txt"), &refs)
+}
+
+#[test]
+fn batches_of_500_with_the_key_in_the_query_and_the_site_in_the_body() {
+    let sb = Sandbox::bing("daily_quota = 5000");
+    sb.bing_quota(10_000, 100_000);
+    let urls = list(&sb, "p", 1200);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 1200);
+    let posts = sb.engine.requests_to("POST", BING_SUBMIT);
+    let sizes: Vec<usize> = posts.iter().map(|r| r.json()["urlList"].as_array().unwrap().len()).collect();
+    assert_eq!(sizes, [500, 500, 200]);
+    for post in &posts {
+        assert_eq!(post.path, format!("{BING_SUBMIT}?apikey={BING_KEY}"));
+        assert_eq!(post.header("content-type"), Some("application/json; charset=utf-8"));
+        assert_eq!(post.json()["siteUrl"], sb.site_url());
+    }
+    let mut received = sb.bing_received();
+    received.sort();
+    received.dedup();
+    assert_eq!(received.len(), 1200, "each URL exactly once");
+    // One quota read for the run, with the site and the key.
+    let reads = sb.engine.requests_to("GET", BING_QUOTA);
+    assert_eq!(reads.len(), 1);
+    assert!(reads[0].path.contains("siteUrl=http%3A%2F%2F127.0.0.1"), "{}", reads[0].path);
+    assert!(reads[0].path.contains(&format!("apikey={BING_KEY}")));
+}
+
+#[test]
+fn the_server_says_5_left_today_so_exactly_5_go() {
+    let sb = Sandbox::bing("site_url = \"https://example.com/\"");
+    sb.bing_quota(5, 1000);
+    let urls = list(&sb, "p", 8);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 5);
+    assert_eq!(count(&doc, "deferred"), 3);
+    assert_eq!(sb.bing_received().len(), 5);
+    assert_eq!(sb.engine.requests_to("POST", BING_SUBMIT)[0].json()["siteUrl"], "https://example.com/");
+    let r = result_for(&results(&doc), &sb.url("/p8")).clone();
+    assert_eq!(r["retry_at"], "2026-12-04T00:00:00+00:00", "Bing's day is UTC unless configured");
+
+    // status says where the numbers come from.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let reported: Vec<_> =
+        status["budgets"].as_array().unwrap().iter().filter(|b| b["source"] == "engine").cloned().collect();
+    assert_eq!(reported.len(), 2, "{status:#}");
+    assert_eq!(reported[0]["period"], "day");
+    assert_eq!(reported[0]["used"], 5);
+    assert_eq!(reported[0]["remaining"], 0);
+    assert!(reported[0]["reported_at"].is_string());
+    let human = sb.indexq(&["status"]).now(NOW).env("TZ", "Asia/Tokyo").output().code(0);
+    assert!(human.stdout.contains("as Bing reports it (5 left at"), "{}", human.stdout);
+    assert!(human.stdout.contains("in your timezone"), "{}", human.stdout);
+}
+
+#[test]
+fn nothing_left_this_month_waits_for_the_first_of_next_month() {
+    let sb = Sandbox::bing("quota_timezone = \"America/Los_Angeles\"");
+    sb.bing_quota(10, 0);
+    let urls = list(&sb, "p", 2);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "deferred"), 2);
+    assert!(sb.bing_received().is_empty());
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["retry_at"], "2027-01-01T00:00:00-08:00");
+}
+
+#[test]
+fn a_configured_daily_quota_stays_a_ceiling() {
+    let sb = Sandbox::bing("daily_quota = 3");
+    sb.bing_quota(100, 1000);
+    let urls = list(&sb, "p", 5);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 3);
+    assert_eq!(sb.bing_received().len(), 3);
+}
+
+#[test]
+fn a_quota_answer_spends_the_day_whatever_the_counts_say() {
+    let sb = Sandbox::bing("daily_quota = 100");
+    sb.engine.on(
+        "POST",
+        BING_SUBMIT,
+        vec![MockResponse::status(400)
+            .json(r#"{"ErrorCode":2,"Message":"ERROR!!! You have exceeded your daily url submission quota : 100"}"#)],
+    );
+    let urls = list(&sb, "p", 2);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "quota");
+    assert_eq!(r["reason"], "daily_quota");
+    assert_eq!(r["retry_at"], "2026-12-04T00:00:00+00:00");
+    // Later that day Bing's quota read still says 100 left; nothing is sent.
+    sb.engine.on("POST", BING_SUBMIT, vec![MockResponse::status(200).json(r#"{"d":null}"#)]);
+    let more = list(&sb, "q", 1);
+    let doc =
+        sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now("2026-12-03T15:00:00Z").output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 0);
+    assert_eq!(sb.engine.requests_to("POST", BING_SUBMIT).len(), 1);
+    // The next day they go.
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-04T00:00:01Z").output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 3);
+}
+
+#[test]
+fn a_throttle_waits_a_short_while_not_a_day() {
+    let sb = Sandbox::bing("");
+    sb.engine.on(
+        "POST",
+        BING_SUBMIT,
+        vec![MockResponse::status(400).json(r#"{"ErrorCode":4,"Message":"ThrottleUser"}"#)],
+    );
+    let urls = list(&sb, "p", 1);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "quota");
+    assert_eq!(r["reason"], "ThrottleUser");
+    assert_eq!(r["retry_after_secs"], 60);
+}
+
+#[test]
+fn one_invalid_url_in_a_batch_parks_only_itself() {
+    let sb = Sandbox::bing("");
+    sb.bing_quota(1000, 10_000);
+    let bad = sb.url("/p137");
+    let bad_in_request = bad.clone();
+    sb.engine.respond_with("POST", BING_SUBMIT, move |req| {
+        let urls = req.json()["urlList"].as_array().unwrap().clone();
+        if urls.iter().any(|u| u == bad_in_request.as_str()) {
+            MockResponse::status(400).json(r#"{"ErrorCode":7,"Message":"ERROR!!! InvalidUrl"}"#)
+        } else {
+            MockResponse::status(200).json(r#"{"d":null}"#)
+        }
+    });
+    let urls = list(&sb, "p", 500);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    assert_eq!(count(&doc, "accepted"), 499);
+    assert_eq!(count(&doc, "misconfigured"), 1);
+    let r = result_for(&results(&doc), &bad).clone();
+    assert_eq!(r["reason"], "InvalidUrl");
+    assert!(r["hint"].is_string());
+    let requests = sb.engine.requests_to("POST", BING_SUBMIT).len();
+    assert!(requests <= 2 * 9 + 1, "a binary search, not one request per URL: {requests}");
+    // The 499 were each accepted once.
+    let mut accepted: Vec<String> = Vec::new();
+    for req in sb.engine.requests_to("POST", BING_SUBMIT) {
+        let urls = req.json()["urlList"].as_array().unwrap().clone();
+        if !urls.iter().any(|u| u == bad.as_str()) {
+            accepted.extend(urls.iter().map(|u| u.as_str().unwrap().to_string()));
+        }
+    }
+    assert_eq!(accepted.len(), 499);
+}
+
+#[test]
+fn a_failed_quota_read_falls_back_to_the_ledger_and_says_so() {
+    let sb = Sandbox::bing("");
+    sb.engine.on("GET", BING_QUOTA, vec![MockResponse::status(500).body("<html>oops</html>")]);
+    let urls = list(&sb, "p", 12);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let doc = done.json();
+    // No local rule: Bing's default of 10 a day for a new site.
+    assert_eq!(count(&doc, "accepted"), 10);
+    assert_eq!(count(&doc, "deferred"), 2);
+    let notes = doc["notes"].as_array().unwrap();
+    assert!(notes[0].as_str().unwrap().contains("could not read the quota"), "{notes:?}");
+    let more = list(&sb, "q", 1);
+    let human = sb.indexq(&["submit", more.to_str().unwrap()]).now(NOW).output().code(0);
+    assert!(human.stdout.contains("note:") && human.stdout.contains("could not read the quota"), "{}", human.stdout);
+    assert!(human.stdout.contains("Bing quota for site is used (10/10)"), "{}", human.stdout);
+}
+
+#[test]
+fn two_properties_with_one_key_have_their_own_windows() {
+    let mut sb = Sandbox::bing("daily_quota = 2");
+    let other = crate::support::mock::MockServer::start();
+    sb.more_properties =
+        format!("[[property]]\nname = \"other\"\nsite = \"{}/\"\nbing = {{ daily_quota = 2 }}\n", other.url());
+    sb.write_config();
+    let a = list(&sb, "p", 3);
+    let b_urls: String = (1..=3).map(|i| format!("{}/o{i}\n", other.url())).collect();
+    let b = sb.file("other.txt", &b_urls);
+    let doc =
+        sb.indexq(&["--json", "submit", a.to_str().unwrap(), b.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 4, "2 per property");
+    assert_eq!(count(&doc, "deferred"), 2);
+    let sites: Vec<String> = sb
+        .engine
+        .requests_to("POST", BING_SUBMIT)
+        .iter()
+        .map(|r| r.json()["siteUrl"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sites.len(), 2);
+    assert_ne!(sites[0], sites[1]);
+    assert_eq!(sb.engine.requests_to("GET", BING_QUOTA).len(), 2, "one quota read per property");
+}
+
+#[test]
+fn indexnow_and_bing_for_one_property_each_with_their_own_budget() {
+    let mut sb = Sandbox::bing("daily_quota = 1");
+    sb.indexnow = true;
+    sb.indexnow_extra = ", daily_quota = 2".into();
+    sb.write_config();
+    let urls = list(&sb, "p", 3);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let results = results(&doc);
+    let by = |engine: &str, outcome: &str| {
+        results.iter().filter(|r| r["engine"] == engine && r["outcome"] == outcome).count()
+    };
+    assert_eq!(by("indexnow", "accepted"), 2);
+    assert_eq!(by("indexnow", "deferred"), 1);
+    assert_eq!(by("bing", "accepted"), 1);
+    assert_eq!(by("bing", "deferred"), 2);
+    assert_eq!(sb.received_urls().len(), 2);
+    assert_eq!(sb.bing_received().len(), 1);
+}
+
+#[test]
+fn the_api_key_never_leaks() {
+    let mut sb = Sandbox::bing("");
+    // An error answer that echoes the key, then a timeout, then a refused connection.
+    sb.engine.on(
+        "POST",
+        BING_SUBMIT,
+        vec![MockResponse::status(400)
+            .json(&format!(r#"{{"ErrorCode":3,"Message":"ERROR!!! InvalidApiKey {BING_KEY}"}}"#))],
+    );
+    sb.extra = "[http]\ntimeout = \"1s\"\n".into();
+    sb.write_config();
+    let mut outputs = Vec::new();
+    let urls = list(&sb, "p", 1);
+    for args in [vec!["--json", "-vv", "submit"], vec!["-vv", "submit"]] {
+        let mut args = args.clone();
+        args.push(urls.to_str().unwrap());
+        let done = sb.indexq(&args).now(NOW).output();
+        outputs.push(done.stdout + &done.stderr);
+    }
+    sb.indexq(&["queue", "retry"]).now(NOW).output().code(0);
+    sb.engine.on("POST", BING_SUBMIT, vec![MockResponse::status(200).hang()]);
+    let done = sb.indexq(&["--json", "-vv", "submit", "--max-wait", "0"]).now("2026-12-03T10:00:00Z").output();
+    outputs.push(done.stdout + &done.stderr);
+    assert!(done.code == 0, "timeout is transient");
+    // Connection refused: point the endpoint at a closed port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let text = std::fs::read_to_string(sb.config_path())
+        .unwrap()
+        .replace(&sb.engine.url(), &format!("http://127.0.0.1:{port}"));
+    std::fs::write(sb.config_path(), text).unwrap();
+    let done = sb.indexq(&["--json", "-vv", "submit", "--max-wait", "0"]).now("2026-12-03T12:00:00Z").output();
+    outputs.push(done.stdout + &done.stderr);
+    for cmd in [vec!["--json", "log"], vec!["log"], vec!["status"], vec!["--json", "status"], vec!["queue", "list"]] {
+        let done = sb.indexq(&cmd).now("2026-12-03T12:00:00Z").output().code(0);
+        outputs.push(done.stdout + &done.stderr);
+    }
+    for (i, out) in outputs.iter().enumerate() {
+        assert!(!out.contains(BING_KEY), "output {i} leaks the key:\n{out}");
+    }
+    assert!(outputs.iter().any(|o| o.contains("InvalidApiKey")), "the runs did reach the error");
+    assert!(outputs.iter().any(|o| o.contains("timeout")), "the runs did reach the timeout");
+    assert!(outputs.iter().any(|o| o.contains("connect")), "the runs did reach the refused connection");
+    for suffix in ["db", "db-wal", "db-shm"] {
+        let bytes = std::fs::read(sb.ledger().with_extension(suffix)).unwrap_or_default();
+        assert!(!bytes.windows(BING_KEY.len()).any(|w| w == BING_KEY.as_bytes()), "ledger.{suffix} holds the key");
+    }
+}
