@@ -892,6 +892,70 @@ mod tests {
         assert!(failures.is_empty(), "fixtures failed:\n{}", failures.join("\n"));
     }
 
+    // ---- Bing ---------------------------------------------------------------
+
+    fn bing_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+        let headers: Vec<(String, String)> = headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        bing(&Response { status, headers: &headers, body }, &BingContext { site_url: "https://example.com/" })
+    }
+
+    #[test]
+    fn bing_error_codes() {
+        let err = |code: i64, message: &str| format!(r#"{{"ErrorCode":{code},"Message":"{message}"}}"#);
+        #[rustfmt::skip]
+        let table: Vec<(u16, String, Class, &str)> = vec![
+            (200, r#"{"d":null}"#.into(), Class::Accepted, "ok"),
+            (200, "".into(), Class::Accepted, "ok"),
+            (200, r#"{"d":"something new"}"#.into(), Class::Accepted, "ok"),
+            (400, err(12, "AlreadyExists"), Class::Accepted, "AlreadyExists"),
+            (400, err(2, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Quota, "daily_quota"),
+            (400, err(8, "ERROR!!! Quota remaining for today: 0, Submitted: 10"), Class::Quota, "daily_quota"),
+            (400, err(2, "ERROR!!! You have exceeded your monthly url submission quota : 300"), Class::Quota, "monthly_quota"),
+            (400, err(4, "ThrottleUser"), Class::Quota, "ThrottleUser"),
+            (400, err(5, "ThrottleHost"), Class::Quota, "ThrottleHost"),
+            (429, "".into(), Class::Quota, "rate_limited"),
+            (500, err(1, "InternalError"), Class::Transient, "InternalError"),
+            (400, err(15, "UnexpectedState"), Class::Transient, "UnexpectedState"),
+            (503, "<html><body>Service Unavailable</body></html>".into(), Class::Transient, "server_error"),
+            (500, err(3, "InvalidApiKey"), Class::Transient, "InvalidApiKey"),
+            (400, err(3, "InvalidApiKey"), Class::Misconfigured, "InvalidApiKey"),
+            (400, err(6, "UserBlocked"), Class::Misconfigured, "UserBlocked"),
+            (400, err(7, "InvalidUrl"), Class::Misconfigured, "InvalidUrl"),
+            (400, err(8, "InvalidParameter"), Class::Misconfigured, "InvalidParameter"),
+            (400, err(9, "TooManySites"), Class::Misconfigured, "TooManySites"),
+            (400, err(10, "UserNotFound"), Class::Misconfigured, "UserNotFound"),
+            (400, err(11, "NotFound"), Class::Misconfigured, "NotFound"),
+            (400, err(13, "NotAllowed"), Class::Misconfigured, "NotAllowed"),
+            (400, err(14, "NotAuthorized"), Class::Misconfigured, "NotAuthorized"),
+            (400, err(16, "Deprecated"), Class::Misconfigured, "Deprecated"),
+            (400, err(2, "ERROR!!! Something else"), Class::Misconfigured, "UnknownError"),
+            (401, "".into(), Class::Misconfigured, "http_401"),
+            (400, r#"{"d":{"ErrorCode":14,"Message":"NotAuthorized"}}"#.into(), Class::Misconfigured, "NotAuthorized"),
+        ];
+        for (status, body, class, reason) in table {
+            let v = bing_verdict(status, &[], &body);
+            assert_eq!((v.class, v.reason.as_str()), (class, reason), "HTTP {status} {body}: {}", v.message);
+            if v.class == Class::Misconfigured {
+                assert!(v.hint.is_some(), "misconfigured has a fix: {body}");
+            }
+        }
+    }
+
+    #[test]
+    fn bing_quota_windows_and_throttle_waits() {
+        let monthly =
+            bing_verdict(400, &[], r#"{"ErrorCode":2,"Message":"exceeded your monthly url submission quota"}"#);
+        assert_eq!(monthly.quota_window, Period::Month);
+        let daily = bing_verdict(400, &[], r#"{"ErrorCode":8,"Message":"Quota remaining for today: 0"}"#);
+        assert_eq!((daily.quota_window, daily.retry_after), (Period::Day, None));
+        let throttle = bing_verdict(400, &[], r#"{"ErrorCode":4,"Message":"ThrottleUser"}"#);
+        assert_eq!(throttle.retry_after, Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
+        let told = bing_verdict(429, &[("Retry-After", "300")], "");
+        assert_eq!(told.retry_after, Some(RetryAfter::Seconds(300)));
+        let not_authorized = bing_verdict(400, &[], r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#);
+        assert!(not_authorized.hint.unwrap().contains("Verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
     // ---- status table -----------------------------------------------------
 
     #[test]

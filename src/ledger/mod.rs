@@ -9,6 +9,8 @@
 
 mod owner;
 mod sqlite;
+#[cfg(test)]
+mod story;
 
 pub use owner::Owner;
 pub use sqlite::SqliteLedger;

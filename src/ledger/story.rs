@@ -1,0 +1,181 @@
+//! The ledger's life story, told against the `Ledger` trait so that every
+//! backend passes the same test: admit, claim within budget, defer what does
+//! not fit, finish, block on a quota answer, reconcile a dead owner's
+//! reservation, and take an engine's report with a request in flight.
+
+use super::*;
+use crate::clock::Period;
+
+fn t(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn group() -> GroupKey {
+    GroupKey { property: "site".into(), engine: EngineKind::IndexNow, target: "https://engine.example/".into() }
+}
+
+fn day_rule(limit: Option<u64>, reported: bool) -> RuleWindow {
+    RuleWindow {
+        rule: if reported { "story:reported:day".into() } else { "story:day".into() },
+        period: Period::Day,
+        window: "2026-12-03".into(),
+        limit,
+        reported,
+        resets_at: t("2026-12-04T00:00:00Z"),
+    }
+}
+
+fn items(n: usize) -> Vec<NewItem> {
+    (0..n).map(|i| NewItem { url: format!("https://site.example/{i}"), group: group() }).collect()
+}
+
+fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
+    let records = claim
+        .items
+        .iter()
+        .map(|i| AttemptRecord {
+            item_id: i.id,
+            at,
+            class: Class::Accepted,
+            reason: "ok".into(),
+            message: "accepted".into(),
+            response: 0,
+            next: NextStep::Accepted,
+        })
+        .collect();
+    ledger
+        .finish(&Finish {
+            reservation: claim.reservation.unwrap(),
+            responses: vec![StoredResponse { http_status: Some(200), body: None }],
+            records,
+            blocks: vec![],
+            refund: 0,
+            windows: vec![],
+        })
+        .unwrap();
+}
+
+/// The story every backend must pass.
+pub fn story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-03T09:00:00Z");
+    let dedupe = TimeDelta::hours(24);
+
+    // Admit 5; admitting them again changes nothing.
+    let admitted = ledger.admit(&items(5), now, dedupe, false).unwrap();
+    assert!(admitted.iter().all(|a| matches!(a, Admission::Queued { .. })));
+    let again = ledger.admit(&items(5), now, dedupe, false).unwrap();
+    assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
+    assert_eq!(ledger.due_groups(now).unwrap(), vec![group()]);
+
+    // A budget of 3: 3 claimed, 2 deferred to the window's end.
+    let rules = [day_rule(Some(3), false)];
+    let claim = ledger.claim(&group(), &rules, 10, now, &me).unwrap();
+    assert_eq!(claim.items.len(), 3);
+    assert_eq!(claim.deferred.len(), 2);
+    assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
+    assert_eq!(ledger.usage(&rules[0]).unwrap().used, 3);
+    assert_eq!(
+        ledger.queue_counts(&group(), now).unwrap(),
+        QueueCounts { in_flight: 3, waiting: 2, ..Default::default() }
+    );
+    accept_all(ledger, &claim, now);
+    assert_eq!(ledger.queue_counts(&group(), now).unwrap().accepted, 3);
+
+    // Nothing more today; accepted ones are skipped within the dedupe window.
+    assert!(ledger.claim(&group(), &rules, 10, now, &me).unwrap().items.is_empty());
+    let again = ledger.admit(&items(1), now, dedupe, false).unwrap();
+    assert!(matches!(again[0], Admission::Skipped { .. }));
+
+    // Next day: a new window.
+    let tomorrow = t("2026-12-04T01:00:00Z");
+    let rules2 =
+        [RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }];
+    let claim = ledger.claim(&group(), &rules2, 10, tomorrow, &me).unwrap();
+    assert_eq!(claim.items.len(), 2);
+
+    // The owner dies with the claim in flight: reconciled, counted, retried.
+    let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
+    ledger
+        .finish(&Finish {
+            reservation: claim.reservation.unwrap(),
+            responses: vec![],
+            records: claim
+                .items
+                .iter()
+                .map(|i| AttemptRecord {
+                    item_id: i.id,
+                    at: tomorrow,
+                    class: Class::Transient,
+                    reason: "server_error".into(),
+                    message: "503".into(),
+                    response: 0,
+                    next: NextStep::RetryAt(tomorrow),
+                })
+                .collect(),
+            blocks: vec![],
+            refund: 0,
+            windows: vec![],
+        })
+        .unwrap();
+    let claim = ledger.claim(&group(), &rules2, 10, tomorrow, &dead).unwrap();
+    assert_eq!(claim.items.len(), 1, "one unit left today");
+    let reconciled = ledger.reconcile(tomorrow, &me).unwrap();
+    assert_eq!(reconciled, Reconciled { reservations: 1, items: 1 });
+    assert_eq!(ledger.usage(&rules2[0]).unwrap().used, 3, "the lost request stays counted");
+    let counts = ledger.queue_counts(&group(), tomorrow).unwrap();
+    assert_eq!((counts.due, counts.waiting, counts.in_flight), (1, 1, 0), "the other waits for the next window");
+
+    // A quota answer blocks the rule whatever its count.
+    let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
+    let claim = ledger.claim(&group(), &open, 1, tomorrow, &me).unwrap();
+    let until = t("2026-12-04T02:00:00Z");
+    ledger
+        .finish(&Finish {
+            reservation: claim.reservation.unwrap(),
+            responses: vec![StoredResponse { http_status: Some(429), body: Some("slow down".into()) }],
+            records: vec![AttemptRecord {
+                item_id: claim.items[0].id,
+                at: tomorrow,
+                class: Class::Quota,
+                reason: "rate_limited".into(),
+                message: "429".into(),
+                response: 0,
+                next: NextStep::RetryAt(until),
+            }],
+            blocks: vec![Block { rule: open[0].clone(), until }],
+            refund: 0,
+            windows: vec![],
+        })
+        .unwrap();
+    let fresh = NewItem { url: "https://site.example/fresh".into(), group: group() };
+    ledger.admit(&[fresh], tomorrow, dedupe, false).unwrap();
+    let blocked = ledger.claim(&group(), &open, 10, tomorrow, &me).unwrap();
+    assert!(blocked.items.is_empty());
+    assert_eq!(blocked.deferred.len(), 1);
+    assert_eq!(blocked.retry_at, Some(until));
+    let last = ledger.last_rejection(&group()).unwrap().unwrap();
+    assert_eq!((last.class, last.http_status, last.body.as_deref()), (Class::Quota, Some(429), Some("slow down")));
+
+    // An engine report with a request in flight: what is in flight is
+    // assumed not yet counted by the engine.
+    let reported = day_rule(Some(10), true);
+    let later = t("2026-12-03T10:00:00Z");
+    ledger.admit(&items(8), later, TimeDelta::zero(), true).unwrap();
+    let report = ledger.record_report(&reported, 5, later).unwrap();
+    assert_eq!(report.limit, 5);
+    let claim = ledger.claim(&group(), std::slice::from_ref(&reported), 2, later, &me).unwrap();
+    assert_eq!(claim.items.len(), 2);
+    // Another process reads the engine before these two are counted there.
+    let report = ledger.record_report(&reported, 5, later).unwrap();
+    assert_eq!(report.limit, 5, "2 used + 5 left - 2 in flight");
+    let usage = ledger.usage(&reported).unwrap();
+    assert_eq!(usage.remaining(&reported, later), Some(3));
+}
+
+#[test]
+fn sqlite_tells_the_story() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ledger = super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+    story(&mut ledger);
+}
