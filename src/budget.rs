@@ -78,8 +78,13 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
 /// when Bing's own numbers cannot be read and no local rule is configured.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
 
-/// The rules that every send of `group` must fit.
-pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> Vec<Rule> {
+/// Google's documented limits on URL inspections, per property.
+pub const INSPECTIONS_PER_DAY: u64 = 2_000;
+pub const INSPECTIONS_PER_MINUTE: u64 = 600;
+
+/// The rules that every send of `group` must fit. `pool` names what the
+/// engine's credentials share (Google: the Cloud project of the key file).
+pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, pool: Option<&str>) -> Vec<Rule> {
     let rule = |id: String, scope, period, tz, limit| Rule { id, scope, period, tz, limit, reported: false };
     let mut rules = Vec::new();
     match group.engine {
@@ -122,6 +127,10 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> 
                 let id = format!("google:{}", property.name);
                 rules.push(rule(id, Scope::Property, Period::Day, table.quota_timezone, Some(table.daily_quota)));
             }
+            let project = pool.unwrap_or("unknown");
+            let id = format!("google-project:{project}");
+            let limit = Some(settings.google.daily_quota);
+            rules.push(rule(id, Scope::Pool, Period::Day, settings.google.quota_timezone, limit));
         }
     }
     // A rule's id names its period too, so day and month windows never share a row.
@@ -129,6 +138,22 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey) -> 
         rule.id = format!("{}:{}", rule.id, rule.period.as_str());
     }
     rules
+}
+
+/// The rules a URL inspection must fit (Google `skip_indexed`).
+pub fn inspection_rules(property: &Property) -> Vec<Rule> {
+    let tz = property.google.as_ref().map_or(chrono_tz::America::Los_Angeles, |g| g.quota_timezone);
+    [(Period::Day, INSPECTIONS_PER_DAY), (Period::Minute, INSPECTIONS_PER_MINUTE)]
+        .into_iter()
+        .map(|(period, limit)| Rule {
+            id: format!("google-inspect:{}:{}", property.name, period.as_str()),
+            scope: Scope::Property,
+            period,
+            tz,
+            limit: Some(limit),
+            reported: false,
+        })
+        .collect()
 }
 
 /// The rules' windows at `now`.
@@ -158,7 +183,7 @@ indexnow = { key_env = "K", daily_quota = 11, quota_timezone = "Asia/Shanghai" }
             engine: EngineKind::IndexNow,
             target: "https://a.example/indexnow".into(),
         };
-        let rules = rules_for(&s, &s.properties[0], &group);
+        let rules = rules_for(&s, &s.properties[0], &group, None);
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[0].id, "indexnow:site:https://a.example/indexnow:day");
         assert_eq!(rules[0].limit, Some(11));

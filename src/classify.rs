@@ -1,7 +1,8 @@
 //! Classification: what an engine's answer means. This module maps one HTTP
 //! response (status, headers, body) plus what indexq knows about the request
 //! (for IndexNow: the key, the key location and, after a 403, what the key
-//! location served when indexq fetched it) to one of the classes of DESIGN §1,
+//! location served when indexq fetched it; for Bing the site; for Google the
+//! URL, the service account and its Cloud project, or the key id) to one of the classes of DESIGN §1,
 //! with a machine-readable `reason`, a human `message` (what happened, then what
 //! indexq does about it), a `hint` (the fix, for every `misconfigured` verdict)
 //! and the server's `Retry-After`, if any. It is pure: no HTTP client, no clock,
@@ -39,7 +40,23 @@
 //! already be redacted by the caller.
 //!
 //! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
-//! [`indexnow`], sharing the engine-neutral helpers below.
+//! [`indexnow`], sharing the engine-neutral helpers below, each with its table:
+//!
+//! - Bing Webmaster ([`bing`]): by `ErrorCode`; quota messages are `daily_quota`
+//!   / `monthly_quota`, throttles wait `Retry-After` or [`BING_THROTTLE_WAIT`].
+//! - Google Indexing API ([`google`], for `urlNotifications:publish` and the URL
+//!   Inspection API): by HTTP status and google.rpc.Status (`status`, `message`,
+//!   `details`). `RESOURCE_EXHAUSTED` / 429 is `daily_quota` (the per-project
+//!   daily quota: the caller waits for the next quota day, midnight
+//!   America/Los_Angeles), `rate_limited` (per minute) or `quota` (unnamed),
+//!   the last two waiting `Retry-After` or [`GOOGLE_SHORT_WAIT`]; 403 is
+//!   `ownership_not_verified`, `api_disabled` or `permission_denied`; 400
+//!   `invalid_argument`; 401 `unauthenticated`; 5xx and `INTERNAL` /
+//!   `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient.
+//! - Google's OAuth2 token endpoint ([`google_token`]): RFC 6749 §5.2 error
+//!   codes (`invalid_grant`, …) are misconfigured with that code as reason,
+//!   naming the key id and the service account, never key material; 429 and
+//!   5xx are `token_server_error`.
 
 use crate::clock::Period;
 use crate::model::{Class, EngineKind};
@@ -335,7 +352,8 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     let answered = answered(engine, resp, "");
     if let Some(window) = error.as_ref().and_then(|(_, m)| bing_quota_message(m)) {
         let (reason, which) = match window {
-            Period::Day => ("daily_quota", "today's"),
+            // `bing_quota_message` names only days and months.
+            Period::Day | Period::Minute => ("daily_quota", "today's"),
             Period::Month => ("monthly_quota", "this month's"),
         };
         return Verdict {
@@ -422,6 +440,374 @@ fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
             reason,
             format!("{answered}: Bing is throttling submissions; indexq retries {when}."),
         )
+    }
+}
+
+/// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
+pub const GOOGLE_SHORT_WAIT: u64 = 60;
+
+/// What indexq knows about a Google publish besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct GoogleContext<'a> {
+    /// The URL published (or inspected).
+    pub url: &'a str,
+    /// The service account's `client_email` from the key file.
+    pub client_email: &'a str,
+    /// The key file's `project_id`: the Cloud project whose quota is spent.
+    pub project_id: &'a str,
+}
+
+/// What indexq knows about a token request.
+#[derive(Debug, Clone, Copy)]
+pub struct GoogleTokenContext<'a> {
+    /// The service account's `client_email` from the key file.
+    pub client_email: &'a str,
+    /// The key file's `private_key_id`: names the key, is no key material.
+    pub key_id: &'a str,
+}
+
+/// A google.rpc.Status error body (`{"error": {"code", "message", "status", "details"}}`), as far as it reads.
+#[derive(Debug, Default)]
+struct GoogleError {
+    message: String,
+    status: String,
+    /// Texts that may name the quota limit: ErrorInfo `metadata.quota_limit`/`quota_metric`,
+    /// QuotaFailure `violations[].description`/`quotaId`/`quotaMetric`.
+    quota_texts: Vec<String>,
+    /// ErrorInfo `reason`s and the legacy `errors[].reason`s.
+    reasons: Vec<String>,
+}
+
+/// Reads a google.rpc.Status body; tolerates anything (None when there is no `error` object to read).
+fn google_error(body: &str) -> Option<GoogleError> {
+    let value: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    // Some front ends wrap the error in a one-element array.
+    let root = match &value {
+        serde_json::Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let error = root.get("error")?;
+    let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|t| t.as_str()).map(str::to_string);
+    let mut found = GoogleError {
+        message: text(error, "message").unwrap_or_default(),
+        // `{"error": "SOME_STATUS"}`: the OAuth form, where only a code is given.
+        status: text(error, "status").or_else(|| error.as_str().map(str::to_string)).unwrap_or_default(),
+        ..GoogleError::default()
+    };
+    let details = error.get("details").and_then(|d| d.as_array()).into_iter().flatten();
+    for detail in details {
+        let kind = detail.get("@type").and_then(|t| t.as_str()).unwrap_or_default();
+        if kind.ends_with("ErrorInfo") {
+            found.reasons.extend(text(detail, "reason"));
+            if let Some(metadata) = detail.get("metadata") {
+                found.quota_texts.extend(["quota_limit", "quota_metric"].iter().filter_map(|k| text(metadata, k)));
+            }
+        } else if kind.ends_with("QuotaFailure") {
+            for violation in detail.get("violations").and_then(|v| v.as_array()).into_iter().flatten() {
+                let texts = ["description", "quotaId", "quotaMetric"].iter().filter_map(|k| text(violation, k));
+                found.quota_texts.extend(texts);
+            }
+        }
+    }
+    for legacy in error.get("errors").and_then(|e| e.as_array()).into_iter().flatten() {
+        found.reasons.extend(text(legacy, "reason"));
+    }
+    Some(found)
+}
+
+/// Which limit a Google quota answer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoogleQuota {
+    Day,
+    Minute,
+    Unknown,
+}
+
+/// Reads the limit from the message, the ErrorInfo metadata, the QuotaFailure violations
+/// and legacy reasons, case-insensitively. A per-day limit wins when both are named.
+fn google_quota_kind(error: Option<&GoogleError>) -> GoogleQuota {
+    let Some(error) = error else {
+        return GoogleQuota::Unknown;
+    };
+    let texts: Vec<String> = std::iter::once(&error.message)
+        .chain(&error.quota_texts)
+        .chain(&error.reasons)
+        .map(|t| t.to_ascii_lowercase())
+        .collect();
+    let names = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
+    if names(&["perday", "per day", "per_day", "per-day", "dailylimitexceeded"]) {
+        GoogleQuota::Day
+    } else if names(&["perminute", "per minute", "per_minute", "per-minute"]) {
+        GoogleQuota::Minute
+    } else {
+        GoogleQuota::Unknown
+    }
+}
+
+/// A quota answer in the older form: 403 with "Quota exceeded" or a legacy rate/quota reason.
+fn google_legacy_quota(status: u16, error: Option<&GoogleError>) -> bool {
+    const LEGACY: &[&str] = &["ratelimitexceeded", "userratelimitexceeded", "dailylimitexceeded", "quotaexceeded"];
+    let Some(error) = error else {
+        return false;
+    };
+    status == 403
+        && (error.message.to_ascii_lowercase().contains("quota exceeded")
+            || error.reasons.iter().any(|r| LEGACY.contains(&r.to_ascii_lowercase().as_str())))
+}
+
+/// "Google answered HTTP 403 Forbidden, PERMISSION_DENIED (Permission denied. ...)": Google's own
+/// status and message when the body has them, else the body's excerpt.
+fn google_answered(resp: &Response, error: Option<&GoogleError>) -> String {
+    let Some(error) = error.filter(|e| !e.message.is_empty() || !e.status.is_empty()) else {
+        return answered(EngineKind::Google, resp, "");
+    };
+    let mut said = format!("Google answered {}", http_status(resp.status));
+    if !error.status.is_empty() {
+        said.push_str(&format!(", {}", excerpt(&error.status)));
+    }
+    if !error.message.is_empty() {
+        said.push_str(&format!(" ({})", excerpt(&error.message)));
+    }
+    said
+}
+
+/// `transient` with a prefix of the caller's making.
+fn transient_answered(resp: &Response, answered: &str, reason: &str, what: &str) -> Verdict {
+    let retry_after = resp.retry_after();
+    let when = retry_after.map_or_else(|| "with backoff".to_string(), |r| r.to_string());
+    Verdict {
+        retry_after,
+        ..Verdict::new(Class::Transient, reason, format!("{answered}: {what}. indexq retries {when}."))
+    }
+}
+
+/// Classifies an Indexing API answer (`urlNotifications:publish`, also used for the URL Inspection API).
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 2xx | accepted | `ok` |
+/// | 429 or `RESOURCE_EXHAUSTED` (any HTTP status), or a legacy 403 "Quota exceeded" / `rateLimitExceeded` / `dailyLimitExceeded`, naming a per-day limit ("per day", `PerDay`, `per_day` in the message, ErrorInfo `quota_limit`/`quota_metric` or QuotaFailure violations) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
+/// | the same, naming a per-minute limit | quota | `rate_limited`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
+/// | the same, naming no limit (or not JSON) | quota | `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s (never the next day unasked) |
+/// | status `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED` (any HTTP status) | transient | the status lower-cased (`internal`, `unavailable`, `deadline_exceeded`, `aborted`) |
+/// | other 5xx (JSON or HTML) | transient | `server_error` |
+/// | 408 | transient | `http_408` |
+/// | 403 (or `PERMISSION_DENIED`) with `SERVICE_DISABLED` anywhere, "has not been used in project" or "it is disabled"; also any 4xx with `SERVICE_DISABLED` | misconfigured | `api_disabled` |
+/// | 403 with "Failed to verify the URL ownership" (Indexing API) or "does not have sufficient permission for site" (URL Inspection API) | misconfigured | `ownership_not_verified` |
+/// | 401 or `UNAUTHENTICATED` (after the engine refreshed the token once) | misconfigured | `unauthenticated` |
+/// | 400 or `INVALID_ARGUMENT` | misconfigured | `invalid_argument` |
+/// | 404 | misconfigured | `http_404` |
+/// | other 403 or `PERMISSION_DENIED` | misconfigured | `permission_denied` |
+/// | other 3xx, 4xx | misconfigured | `http_<status>` |
+/// | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
+///
+/// Every transient verdict carries the server's `Retry-After`, if any. The
+/// message quotes Google's `status` and `message` (or the body's excerpt).
+pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
+    let status = resp.status;
+    let error = google_error(resp.body);
+    let error = error.as_ref();
+    let g_status = error.map_or("", |e| e.status.as_str());
+    let answered = google_answered(resp, error);
+    let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
+    if (200..=299).contains(&status) {
+        return Verdict::new(
+            Class::Accepted,
+            "ok",
+            format!("Google accepted the request for {url} ({}).", http_status(status)),
+        );
+    }
+    if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_legacy_quota(status, error) {
+        return google_quota(resp, error, &answered, project);
+    }
+    if matches!(g_status, "INTERNAL" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "ABORTED") {
+        return transient_answered(resp, &answered, &g_status.to_ascii_lowercase(), "Google failed on its side");
+    }
+    match status {
+        500..=599 => return transient_answered(resp, &answered, "server_error", "Google failed on its side"),
+        408 => return transient_answered(resp, &answered, "http_408", "the server gave up waiting for the request"),
+        _ => {}
+    }
+    let body = resp.body.to_ascii_lowercase();
+    let client_error = (400..=499).contains(&status);
+    let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
+    // `SERVICE_DISABLED` is the ErrorInfo reason; looking at the whole body also finds it elsewhere.
+    let service_disabled = body.contains("service_disabled");
+    let disabled_text = body.contains("has not been used in project") || body.contains("it is disabled");
+    if (client_error && service_disabled) || (forbidden && disabled_text) {
+        return Verdict::misconfigured(
+            "api_disabled",
+            format!("{answered}: the Web Search Indexing API is not enabled for the Google Cloud project {project}."),
+            format!(
+                "Enable the Web Search Indexing API (indexing.googleapis.com) for the project {project} in the Google \
+                 Cloud console (APIs & Services → Library; for URL inspection also the Google Search Console API, \
+                 searchconsole.googleapis.com), wait a few minutes, then `indexq queue retry`."
+            ),
+        );
+    }
+    let ownership = body.contains("failed to verify the url ownership")
+        || body.contains("does not have sufficient permission for site");
+    if forbidden && ownership {
+        return Verdict::misconfigured(
+            "ownership_not_verified",
+            format!("{answered}: Google does not see {email} as an owner of the Search Console property of {url}."),
+            format!(
+                "Add {email} as an Owner of the property in Search Console (Settings → Users and permissions), \
+                 and check that the URL's scheme and host match the property (http vs https, www or not; a \
+                 Domain property, sc-domain:, covers them all)."
+            ),
+        );
+    }
+    if status == 401 || g_status == "UNAUTHENTICATED" {
+        return Verdict::misconfigured(
+            "unauthenticated",
+            format!(
+                "{answered}: Google did not accept the access token of {email}, even after indexq fetched a new one."
+            ),
+            format!(
+                "Check that the service account {email} and its key still exist and are enabled in the project \
+                 {project}, that `token_uri` in the key file is Google's (https://oauth2.googleapis.com/token), \
+                 and that the machine's clock is right."
+            ),
+        );
+    }
+    if status == 400 || g_status == "INVALID_ARGUMENT" {
+        return Verdict::misconfigured(
+            "invalid_argument",
+            format!("{answered}: Google refused the request for {url} as invalid."),
+            format!(
+                "Check that {url} is a complete, well-formed http(s) URL of the property; if it is, report \
+                 this response as an indexq bug."
+            ),
+        );
+    }
+    let endpoint = "Check `endpoint` in `[google]` (https://indexing.googleapis.com) and, for URL inspection, \
+                    `inspection_endpoint` (https://searchconsole.googleapis.com)";
+    if status == 404 {
+        return Verdict::misconfigured(
+            "http_404",
+            format!("{answered}: the endpoint does not know the request."),
+            format!("{endpoint}."),
+        );
+    }
+    if forbidden {
+        return Verdict::misconfigured(
+            "permission_denied",
+            format!("{answered}: Google denied {email} permission for {url}."),
+            format!(
+                "Check that {email} is an Owner of the Search Console property of {url}, that the Web Search \
+                 Indexing API is enabled for the project {project}, and that the service account is enabled."
+            ),
+        );
+    }
+    if (300..=499).contains(&status) {
+        return Verdict::misconfigured(
+            format!("http_{status}"),
+            format!("{answered}: the Google API refused the request, and waiting will not change that."),
+            format!("{endpoint}; if they are right, report this response."),
+        );
+    }
+    transient_answered(resp, &answered, "unexpected_status", "no engine documents that status")
+}
+
+/// A Google quota answer: the per-day quota (next quota day), a per-minute limit, or one it did not name.
+fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, project: &str) -> Verdict {
+    let kind = google_quota_kind(error);
+    if kind == GoogleQuota::Day {
+        return Verdict {
+            quota_window: Period::Day,
+            ..Verdict::new(
+                Class::Quota,
+                "daily_quota",
+                format!(
+                    "{answered}: Google's per-project daily quota of the Indexing API (project {project}) is used; \
+                     it resets at midnight Pacific time. indexq waits for the next quota day."
+                ),
+            )
+        };
+    }
+    let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)));
+    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+    let (reason, what) = match kind {
+        GoogleQuota::Minute => {
+            ("rate_limited", format!("the per-minute request limit of the project {project} is reached"))
+        }
+        _ => ("quota", format!("a quota of the project {project} is used, and Google did not say which")),
+    };
+    // A short wait: the minute's window is spent, never the day's.
+    Verdict {
+        retry_after,
+        quota_window: Period::Minute,
+        ..Verdict::new(Class::Quota, reason, format!("{answered}: {what}. indexq retries {when}."))
+    }
+}
+
+/// The OAuth2 error codes (RFC 6749 §5.2) that a service-account key or its JWT causes.
+const GOOGLE_TOKEN_ERRORS: &[&str] =
+    &["invalid_grant", "invalid_client", "unauthorized_client", "access_denied", "invalid_scope"];
+
+/// Classifies an OAuth2 token endpoint answer (RFC 6749 §5.2 errors). 200 → accepted "ok" (the caller parses the token).
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 2xx | accepted | `ok` (the body, which holds the token, is never quoted) |
+/// | 429, 5xx, 408 | transient | `token_server_error` (`Retry-After` honoured) |
+/// | 4xx with `error` `invalid_grant`, `invalid_client`, `unauthorized_client`, `access_denied`, `invalid_scope` | misconfigured | that code |
+/// | anything else (another code such as `invalid_request`, 3xx, no JSON) | misconfigured | `token_http_<status>` |
+///
+/// Messages name the key by its id and the service account by its email, quote
+/// Google's `error_description`, and never hold key material.
+pub fn google_token(resp: &Response, ctx: &GoogleTokenContext) -> Verdict {
+    let status = resp.status;
+    let (email, key_id) = (ctx.client_email, ctx.key_id);
+    if (200..=299).contains(&status) {
+        return Verdict::new(
+            Class::Accepted,
+            "ok",
+            format!("Google's token endpoint issued an access token for {email} ({}).", http_status(status)),
+        );
+    }
+    let value: Option<serde_json::Value> = serde_json::from_str(resp.body.trim()).ok();
+    let field = |key: &str| value.as_ref().and_then(|v| v.get(key)).and_then(|t| t.as_str()).map(excerpt);
+    let code = field("error");
+    let said = match (&code, field("error_description").filter(|d| !d.is_empty())) {
+        (Some(code), Some(description)) => format!("{code}: {description}"),
+        (Some(code), None) => code.clone(),
+        (None, _) => excerpt(resp.body),
+    };
+    let answered = if said.is_empty() {
+        format!("Google's token endpoint answered {}", http_status(status))
+    } else {
+        format!("Google's token endpoint answered {} ({said})", http_status(status))
+    };
+    if status == 429 || status == 408 || (500..=599).contains(&status) {
+        return transient_answered(resp, &answered, "token_server_error", "it failed to issue an access token");
+    }
+    let known = code.as_deref().filter(|c| GOOGLE_TOKEN_ERRORS.contains(c));
+    match known {
+        Some(code) if (400..=499).contains(&status) => {
+            let specific = match code {
+                "invalid_scope" => "indexq asks for the scope https://www.googleapis.com/auth/indexing; ",
+                "unauthorized_client" | "access_denied" => "The service account may be disabled; ",
+                _ => "",
+            };
+            Verdict::misconfigured(
+                code,
+                format!("{answered}: it refused the service-account key {key_id} of {email}."),
+                format!(
+                    "{specific}The service-account key {key_id} was revoked, deleted or is wrong: create a new JSON \
+                     key for {email} (Google Cloud console → IAM & Admin → Service accounts → Keys) and point \
+                     `credentials` in `[google]` at it. Or the machine's clock is off by minutes (the JWT's iat/exp): \
+                     synchronise it."
+                ),
+            )
+        }
+        _ => Verdict::misconfigured(
+            format!("token_http_{status}"),
+            format!("{answered}: it did not issue an access token for {email} (key {key_id})."),
+            "Check `token_uri` in the key file (https://oauth2.googleapis.com/token) and that the file is an \
+             unchanged service-account JSON key; if both are right, report this response.",
+        ),
     }
 }
 
@@ -788,6 +1174,8 @@ mod tests {
         key_file: Option<FixtureKeyFile>,
         expect: String,
         retry: Option<String>,
+        /// "token": the answer came from the OAuth2 token endpoint.
+        phase: Option<String>,
     }
 
     #[derive(Debug, Clone, Deserialize)]
@@ -839,7 +1227,6 @@ mod tests {
         let fixtures = load_fixtures();
         let mut failures = Vec::new();
         let mut classified: BTreeMap<EngineKind, usize> = BTreeMap::new();
-        let mut skipped = Vec::new();
         for (id, (path, fixture)) in &fixtures {
             let engine: EngineKind = match fixture.engine.parse() {
                 Ok(engine) => engine,
@@ -856,10 +1243,15 @@ mod tests {
                     let resp = Response { status: fixture.status, headers: &headers, body: &fixture.body };
                     bing(&resp, &BingContext { site_url: "https://example.com/" })
                 }
-                // Classified by later issues: each adds its arm above.
                 EngineKind::Google => {
-                    skipped.push(id.as_str());
-                    continue;
+                    let headers: Vec<(String, String)> =
+                        fixture.headers.iter().map(|(n, v)| (n.clone(), v.clone())).collect();
+                    let resp = Response { status: fixture.status, headers: &headers, body: &fixture.body };
+                    if fixture.phase.as_deref() == Some("token") {
+                        google_token(&resp, &GOOGLE_TOKEN_CTX)
+                    } else {
+                        google(&resp, &GOOGLE_CTX)
+                    }
                 }
             };
             *classified.entry(engine).or_default() += 1;
@@ -881,8 +1273,14 @@ mod tests {
                     failures.push(format!("{id}: expected retry after {secs} s, got {:?}", verdict.retry_after));
                 }
             }
+            if id == "google-429-per-day" {
+                let got = (verdict.reason.as_str(), verdict.quota_window, verdict.retry_after);
+                if got != ("daily_quota", Period::Day, None) {
+                    failures.push(format!("{id}: expected daily_quota for the day window, got {got:?}"));
+                }
+            }
         }
-        eprintln!("classified: {classified:?}; not yet classified: {skipped:?}");
+        eprintln!("classified: {classified:?}");
         let indexnow_count = classified.get(&EngineKind::IndexNow).copied().unwrap_or(0);
         assert!(
             indexnow_count >= MIN_INDEXNOW_FIXTURES,
@@ -954,6 +1352,230 @@ mod tests {
         assert_eq!(told.retry_after, Some(RetryAfter::Seconds(300)));
         let not_authorized = bing_verdict(400, &[], r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#);
         assert!(not_authorized.hint.unwrap().contains("Verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
+    // ---- Google -------------------------------------------------------------
+
+    const GOOGLE_CTX: GoogleContext<'static> = GoogleContext {
+        url: "https://example.com/a",
+        client_email: "indexer@my-proj.iam.gserviceaccount.com",
+        project_id: "my-proj",
+    };
+    const GOOGLE_TOKEN_CTX: GoogleTokenContext<'static> =
+        GoogleTokenContext { client_email: "indexer@my-proj.iam.gserviceaccount.com", key_id: "0123abcd" };
+
+    fn owned_headers(headers: &[(&str, &str)]) -> Vec<(String, String)> {
+        headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    /// Every Google verdict: a message, and a hint when misconfigured.
+    fn google_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+        let headers = owned_headers(headers);
+        let v = google(&Response { status, headers: &headers, body }, &GOOGLE_CTX);
+        assert_no_secret(&v, KEY, &format!("google {status} {body}"));
+        v
+    }
+
+    fn google_token_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+        let headers = owned_headers(headers);
+        let v = google_token(&Response { status, headers: &headers, body }, &GOOGLE_TOKEN_CTX);
+        assert_no_secret(&v, KEY, &format!("google token {status} {body}"));
+        v
+    }
+
+    /// `{"error": {"code", "message", "status", "details"}}`.
+    fn rpc(code: u16, status: &str, message: &str, details: &str) -> String {
+        let message = serde_json::Value::String(message.to_string());
+        let details = if details.is_empty() { String::new() } else { format!(r#", "details": [{details}]"#) };
+        format!(r#"{{"error": {{"code": {code}, "message": {message}, "status": "{status}"{details}}}}}"#)
+    }
+
+    #[test]
+    fn google_statuses() {
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        let date = Utc.with_ymd_and_hms(2026, 10, 21, 7, 28, 0).single().expect("valid date");
+        let per_day_message =
+            "Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per day' \
+                               of service 'indexing.googleapis.com' for consumer 'project_number:875626095483'.";
+        let per_minute_message = "Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per \
+                                  minute' of service 'indexing.googleapis.com' for consumer 'project_number:1'.";
+        let quota_failure = |field: &str, value: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{{"subject": "project:1", "{field}": "{value}"}}]}}"#
+            )
+        };
+        let error_info = |reason: &str, limit: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "{reason}", "domain": "googleapis.com", "metadata": {{"quota_limit": "{limit}", "quota_metric": "indexing.googleapis.com/v3_publish_requests", "service": "indexing.googleapis.com"}}}}"#
+            )
+        };
+        let disabled_message = "Web Search Indexing API has not been used in project 875626095483 before or it is \
+                                disabled. Enable it by visiting https://console.developers.google.com/apis/api/\
+                                indexing.googleapis.com/overview?project=875626095483 then retry.";
+        let disabled_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com", "metadata": {"service": "indexing.googleapis.com", "consumer": "projects/875626095483"}}"#;
+        let exhausted = "Resource has been exhausted (e.g. check quota).";
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "ok", None),
+            (204, vec![], "".into(), Class::Accepted, "ok", None),
+            // per day: message, QuotaFailure (description, quotaId), ErrorInfo metadata, legacy
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
+            (429, vec![("Retry-After", "30")], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", &quota_failure("description", "Publish requests PER DAY exceeded")), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", &quota_failure("quotaId", "DefaultPublishRequestsPerDayPerProject")), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, &error_info("RATE_LIMIT_EXCEEDED", "DefaultPublishRequestsPerDayPerProject")), Class::Quota, "daily_quota", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default' and limit 'per_day'.", ""), Class::Quota, "daily_quota", None),
+            // per minute
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", short),
+            (429, vec![("Retry-After", "17")], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", Some(RetryAfter::Seconds(17))),
+            (429, vec![("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", Some(RetryAfter::At(date))),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, &error_info("RATE_LIMIT_EXCEEDED", "DefaultRequestsPerMinutePerProject")), Class::Quota, "rate_limited", short),
+            // unknown: a short wait, never the next day unasked
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", short),
+            (429, vec![("Retry-After", "300")], rpc(429, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", Some(RetryAfter::Seconds(300))),
+            (503, vec![], rpc(503, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", short),
+            (429, vec![], "<html><body>Too Many Requests</body></html>".into(), Class::Quota, "quota", short),
+            (429, vec![], "".into(), Class::Quota, "quota", short),
+            // 403
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Permission denied. Failed to verify the URL ownership.", ""), Class::Misconfigured, "ownership_not_verified", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "User does not have sufficient permission for site 'https://example.com/'.", ""), Class::Misconfigured, "ownership_not_verified", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", disabled_message, disabled_info), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "The API is off.", disabled_info), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", disabled_message, ""), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "The caller does not have permission", ""), Class::Misconfigured, "permission_denied", None),
+            (403, vec![], "<html>Forbidden</html>".into(), Class::Misconfigured, "permission_denied", None),
+            // other 4xx
+            (400, vec![], rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/a", ""), Class::Misconfigured, "invalid_argument", None),
+            (400, vec![], r#"{"error": 5}"#.into(), Class::Misconfigured, "invalid_argument", None),
+            (401, vec![], rpc(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), Class::Misconfigured, "unauthenticated", None),
+            (404, vec![], "<html><body>Not Found</body></html>".into(), Class::Misconfigured, "http_404", None),
+            (405, vec![], "".into(), Class::Misconfigured, "http_405", None),
+            (302, vec![("Location", "https://accounts.google.com/")], "".into(), Class::Misconfigured, "http_302", None),
+            // transient
+            (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
+            (503, vec![], "<html><head><title>503 Service Unavailable</title></head></html>".into(), Class::Transient, "server_error", None),
+            (503, vec![("Retry-After", "120")], rpc(503, "UNAVAILABLE", "The service is currently unavailable.", ""), Class::Transient, "unavailable", Some(RetryAfter::Seconds(120))),
+            (504, vec![], "".into(), Class::Transient, "server_error", None),
+            (504, vec![], rpc(504, "DEADLINE_EXCEEDED", "Deadline exceeded.", ""), Class::Transient, "deadline_exceeded", None),
+            (400, vec![], rpc(400, "UNAVAILABLE", "Try again.", ""), Class::Transient, "unavailable", None),
+            (502, vec![], "not json at all {".into(), Class::Transient, "server_error", None),
+            (408, vec![], "".into(), Class::Transient, "http_408", None),
+            (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = google_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class, v.reason.as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {headers:?} {body}: {}",
+                v.message
+            );
+            if v.class == Class::Quota {
+                let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
+                assert_eq!(v.quota_window, window, "{body}");
+                assert!(v.message.contains("my-proj"), "{}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn google_messages_and_hints() {
+        let daily = google_verdict(
+            429,
+            &[],
+            &rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for limit 'Publish requests per day'.", ""),
+        );
+        assert!(daily.message.contains("per-project daily quota"), "{}", daily.message);
+        assert!(daily.message.contains("Pacific"), "{}", daily.message);
+        assert!(daily.message.contains("indexq waits for the next quota day"), "{}", daily.message);
+        assert!(daily.message.contains("Publish requests per day"), "{}", daily.message);
+
+        let unknown = google_verdict(429, &[], &rpc(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted.", ""));
+        assert!(unknown.message.contains("after 60 s"), "{}", unknown.message);
+
+        let ownership = google_verdict(
+            403,
+            &[],
+            &rpc(403, "PERMISSION_DENIED", "Permission denied. Failed to verify the URL ownership.", ""),
+        );
+        let hint = ownership.hint.as_deref().expect("hint");
+        assert!(hint.contains(GOOGLE_CTX.client_email), "{hint}");
+        assert!(hint.contains("Owner"), "{hint}");
+        assert!(hint.contains("https"), "{hint}");
+        assert!(ownership.message.contains("Failed to verify the URL ownership"), "{}", ownership.message);
+
+        let disabled = google_verdict(
+            403,
+            &[],
+            &rpc(
+                403,
+                "PERMISSION_DENIED",
+                "Indexing API has not been used in project 12 before or it is disabled.",
+                "",
+            ),
+        );
+        assert!(disabled.message.contains("my-proj"), "{}", disabled.message);
+        let hint = disabled.hint.as_deref().expect("hint");
+        assert!(hint.contains("indexing.googleapis.com") && hint.contains("my-proj"), "{hint}");
+
+        let invalid = google_verdict(400, &[], &rpc(400, "INVALID_ARGUMENT", "Invalid attribute.", ""));
+        assert!(invalid.message.contains(GOOGLE_CTX.url), "{}", invalid.message);
+
+        let not_found = google_verdict(404, &[], "");
+        assert!(not_found.hint.as_deref().is_some_and(|h| h.contains("`endpoint` in `[google]`")));
+
+        let html = google_verdict(
+            503,
+            &[],
+            "<html>
+<body>Service   Unavailable</body></html>",
+        );
+        assert!(html.message.contains("<html> <body>Service Unavailable</body></html>"), "{}", html.message);
+    }
+
+    #[test]
+    fn google_token_errors() {
+        let err =
+            |code: &str, description: &str| format!(r#"{{"error": "{code}", "error_description": "{description}"}}"#);
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (200, vec![], r#"{"access_token": "ya29.secret-token", "expires_in": 3599, "token_type": "Bearer"}"#.into(), Class::Accepted, "ok", None),
+            (400, vec![], err("invalid_grant", "Invalid JWT Signature."), Class::Misconfigured, "invalid_grant", None),
+            (400, vec![], err("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe."), Class::Misconfigured, "invalid_grant", None),
+            (401, vec![], err("invalid_client", "The OAuth client was not found."), Class::Misconfigured, "invalid_client", None),
+            (401, vec![], err("unauthorized_client", "Client is unauthorized to retrieve access tokens using this method."), Class::Misconfigured, "unauthorized_client", None),
+            (403, vec![], err("access_denied", "Account disabled."), Class::Misconfigured, "access_denied", None),
+            (400, vec![], err("invalid_scope", "Invalid OAuth scope."), Class::Misconfigured, "invalid_scope", None),
+            (400, vec![], r#"{"error": "invalid_grant"}"#.into(), Class::Misconfigured, "invalid_grant", None),
+            (400, vec![], err("invalid_request", "Missing required parameter: assertion"), Class::Misconfigured, "token_http_400", None),
+            (404, vec![], "<html>Not Found</html>".into(), Class::Misconfigured, "token_http_404", None),
+            (500, vec![], err("internal_failure", "Backend Error"), Class::Transient, "token_server_error", None),
+            (503, vec![("Retry-After", "30")], "".into(), Class::Transient, "token_server_error", Some(RetryAfter::Seconds(30))),
+            (429, vec![], "".into(), Class::Transient, "token_server_error", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = google_token_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class, v.reason.as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
+            assert!(!v.message.contains("ya29"), "{}", v.message);
+            if v.class == Class::Misconfigured {
+                assert!(v.message.contains(GOOGLE_TOKEN_CTX.key_id), "{}", v.message);
+                assert!(v.message.contains(GOOGLE_TOKEN_CTX.client_email), "{}", v.message);
+            }
+            if GOOGLE_TOKEN_ERRORS.contains(&v.reason.as_str()) {
+                let hint = v.hint.as_deref().expect("hint");
+                assert!(hint.contains("new JSON key") && hint.contains(GOOGLE_TOKEN_CTX.client_email), "{hint}");
+                assert!(hint.contains("clock"), "{hint}");
+            }
+        }
+        let grant = google_token_verdict(400, &[], &err("invalid_grant", "Invalid JWT Signature."));
+        assert!(grant.message.contains("Invalid JWT Signature."), "{}", grant.message);
     }
 
     // ---- status table -----------------------------------------------------

@@ -69,6 +69,10 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Tell Google the URLs were removed (URL_DELETED)
+    #[arg(long)]
+    pub deleted: bool,
+
     /// How long this run may sleep for short retries (key_pending, Retry-After); e.g. 0, 90s, 5m
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_wait: Option<Duration>,

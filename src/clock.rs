@@ -126,6 +126,8 @@ pub fn parse_timezone(name: &str) -> Result<Tz, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Period {
+    /// A clock minute (rate rules such as Google's inspections per minute).
+    Minute,
     Day,
     Month,
 }
@@ -134,6 +136,7 @@ impl Period {
     /// `"day"` or `"month"`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Period::Minute => "minute",
             Period::Day => "day",
             Period::Month => "month",
         }
@@ -170,6 +173,19 @@ pub struct Window {
 /// belong to the new day's window even though the wall clock shows the old
 /// date.
 pub fn window_at(period: Period, tz: Tz, at: DateTime<Utc>) -> Window {
+    if period == Period::Minute {
+        let start = at
+            - TimeDelta::nanoseconds(i64::from(at.timestamp_subsec_nanos()))
+            - TimeDelta::seconds(at.timestamp().rem_euclid(60));
+        let local = start.with_timezone(&tz);
+        return Window {
+            period,
+            tz,
+            start: local,
+            end: (start + TimeDelta::minutes(1)).with_timezone(&tz),
+            key: local.format("%Y-%m-%dT%H:%M").to_string(),
+        };
+    }
     let local_date = at.with_timezone(&tz).date_naive();
     let mut first = first_day_of(period, local_date);
     let mut window = window_from(period, tz, first);
@@ -193,7 +209,7 @@ pub fn window_at(period: Period, tz: Tz, at: DateTime<Utc>) -> Window {
 /// The window of `period` that begins on local date `first`.
 fn window_from(period: Period, tz: Tz, first: NaiveDate) -> Window {
     let key = match period {
-        Period::Day => first.format("%Y-%m-%d"),
+        Period::Minute | Period::Day => first.format("%Y-%m-%d"),
         Period::Month => first.format("%Y-%m"),
     };
     Window {
@@ -208,7 +224,7 @@ fn window_from(period: Period, tz: Tz, first: NaiveDate) -> Window {
 /// The first local date of the day or month containing `date`.
 fn first_day_of(period: Period, date: NaiveDate) -> NaiveDate {
     match period {
-        Period::Day => date,
+        Period::Minute | Period::Day => date,
         Period::Month => first_of_month(date.year(), date.month()),
     }
 }
@@ -219,7 +235,7 @@ fn next_first_day(period: Period, first: NaiveDate) -> NaiveDate {
         // chrono's dates end in year 262143, far beyond any instant this
         // program sees; at that edge the same date comes back instead of a
         // panic.
-        Period::Day => first.succ_opt().unwrap_or(first),
+        Period::Minute | Period::Day => first.succ_opt().unwrap_or(first),
         Period::Month if first.month() == 12 => first_of_month(first.year() + 1, 1),
         Period::Month => first_of_month(first.year(), first.month() + 1),
     }
@@ -390,6 +406,12 @@ pub fn format_local(at: DateTime<Utc>, tz: Tz) -> String {
 /// seconds only for the historical offsets that have them).
 pub fn format_offset(at: DateTime<Utc>, tz: Tz) -> String {
     at.with_timezone(&tz).offset().fix().to_string()
+}
+
+/// The real wall-clock time, whatever `INDEXQ_NOW` says: for what another
+/// party checks against its own clock (the `iat` of a signed token).
+pub fn wall_now() -> DateTime<Utc> {
+    Utc::now()
 }
 
 #[cfg(test)]

@@ -78,11 +78,16 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
         groups: Vec::new(),
     };
     let mut human = Vec::new();
+    let google_project = crate::engines::google::project_id(settings);
     for group in budget::groups(settings) {
         let Some(property) = settings.property(&group.property) else { continue };
         let endpoint = (!group.target.is_empty()).then(|| group.target.clone());
         writeln!(human, "{}", group_title(&group))?;
-        for rule in budget::rules_for(settings, property, &group) {
+        let pool = match group.engine {
+            EngineKind::Google => google_project.as_deref(),
+            _ => None,
+        };
+        for rule in budget::rules_for(settings, property, &group, pool) {
             let window = rule.window(now);
             let usage = ledger.usage(&window)?;
             let remaining = usage.remaining(&window, now);

@@ -13,7 +13,8 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Admission, AttemptRecord, Block, Finish, GroupKey, Ledger, NewItem, NextStep, Owner, RuleWindow, SqliteLedger,
+    Action, Admission, AttemptRecord, Block, Claim, Finish, GroupKey, Ledger, NewItem, NextStep, Owner, Pace,
+    RuleWindow, SqliteLedger,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
@@ -48,6 +49,10 @@ struct Run<'a> {
     /// Things the user should know about this run (e.g. a quota read failed).
     notes: Vec<String>,
     dry_run: bool,
+    /// The end of what this run may wait for (`--max-wait`).
+    wait_until: DateTime<Utc>,
+    /// What input URLs announce (Google: `--deleted`).
+    action: Action,
 }
 
 pub async fn run(
@@ -75,11 +80,7 @@ pub async fn run(
                 built.insert(*kind, Box::new(engines::bing::Bing::new(settings, client.clone(), &mut redactor)?));
             }
             EngineKind::Google => {
-                printer.warn(&format!(
-                    "{} submission is not available in this version of indexq; the `{}` tables are ignored",
-                    kind.title(),
-                    kind.as_str()
-                ));
+                built.insert(*kind, Box::new(engines::google::Google::new(settings, client.clone(), &mut redactor)?));
             }
         }
     }
@@ -118,8 +119,12 @@ pub async fn run(
         reported: Default::default(),
         notes: Vec::new(),
         dry_run: args.dry_run,
+        wait_until: clock.now(),
+        action: if args.deleted { Action::Deleted } else { Action::Updated },
     };
     let started = clock.now();
+    let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
+    run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
 
     let reconciled = run.ledger.reconcile(started, &run.owner)?;
     if reconciled.items > 0 {
@@ -143,8 +148,7 @@ pub async fn run(
         run.ingest(&name, reader, args.force, printer)?;
     }
 
-    let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
-    let wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
+    let wait_until = run.wait_until;
     loop {
         run.drain().await?;
         if run.dry_run {
@@ -275,7 +279,7 @@ impl Run<'_> {
                 return;
             };
             for group in routes.get(&property.name).into_iter().flatten() {
-                batch.push(NewItem { url: url.to_string(), group: group.clone() });
+                batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action });
             }
             if batch.len() >= ADMIT_BATCH {
                 if let Err(e) = self.admit(&batch, now, dedupe, force) {
@@ -360,22 +364,135 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// The budget rules of a group, with the pool its engine's credentials share.
+    fn rules(&self, group: &GroupKey) -> Option<Vec<budget::Rule>> {
+        let property = self.settings.property(&group.property)?;
+        let pool = self.engines.get(&group.engine).and_then(|e| e.pool());
+        Some(budget::rules_for(self.settings, property, group, pool.as_deref()))
+    }
+
     /// Claims and sends one batch; returns whether to try another.
     async fn send_batch(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
-        let settings = self.settings;
-        let Some(property) = settings.property(&group.property) else { return Ok(false) };
-        let rules = budget::rules_for(settings, property, group);
+        let Some(rules) = self.rules(group) else { return Ok(false) };
         let now = self.clock.now();
         let windows = budget::windows(&rules, now);
         if !self.reported.contains(group) {
             self.reported.insert(group.clone());
             self.read_reported_quota(group, &windows).await?;
         }
-        let max_batch = self.engines[&group.engine].max_batch();
-        let claim = self.ledger.claim(group, &windows, max_batch, now, &self.owner)?;
+        let engine = &self.engines[&group.engine];
+        let max_batch = engine.max_batch();
+        let pace = engine.pace(group).map(|(key, interval, burst)| Pace {
+            key,
+            interval,
+            burst,
+            horizon: if self.dry_run { now } else { self.wait_until.max(now) },
+        });
+        let claim = self.ledger.claim(group, &windows, max_batch, pace.as_ref(), now, &self.owner)?;
+        self.note_deferrals(group, &rules, &windows, &claim, now)?;
+        let Some(reservation) = claim.reservation else { return Ok(false) };
+        if self.dry_run {
+            for item in &claim.items {
+                self.planned.push(Planned::new(&item.url, group));
+            }
+            return Ok(claim.retry_at.is_none() && claim.paced.is_empty());
+        }
 
+        let engine = &self.engines[&group.engine];
+        let credential = engine.credential(group);
+        let key_first_used = match &credential {
+            Some(c) => Some(self.ledger.first_use(c, now)?),
+            None => None,
+        };
+        let batch = self.batch(group, &claim, now)?;
+        tracing::info!(group = %crate::report::group_title(group), urls = batch.urls.len(), "sending");
+        let engine = &self.engines[&group.engine];
+        let sent = engine.send(group, &batch).await;
+        let fingerprint = engine.fingerprint(group);
+        let at = self.clock.now();
+
+        let blocks = quota_blocks(group, &rules, &windows, &sent, at);
+        let quota_reset = blocks.iter().map(|b| b.until).max();
+        let quota_tz = rules
+            .iter()
+            .zip(&windows)
+            .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
+            .map(|(r, _)| r.tz);
+
+        let mut records = Vec::with_capacity(claim.items.len());
+        for (item, &answer_index) in claim.items.iter().zip(&sent.per_url) {
+            let answer = &sent.answers[answer_index];
+            let decision = schedule::decide(
+                &Inputs {
+                    class: answer.verdict.class,
+                    retry_after: answer.verdict.retry_after,
+                    now: at,
+                    history: History {
+                        last_class: item.last_class,
+                        streak: item.streak,
+                        streak_started_at: item.streak_started_at,
+                    },
+                    key_first_used,
+                    quota_reset,
+                    settings: &self.settings.retry,
+                },
+                rand::random::<f64>(),
+            );
+            let retry_tz = match quota_tz {
+                Some(tz) if answer.verdict.class == Class::Quota && answer.verdict.retry_after.is_none() => tz,
+                _ => self.user_tz,
+            };
+            let (record, entry) = outcome(group, item, answer, answer_index, decision, at, retry_tz, &fingerprint);
+            records.push(record);
+            self.entry(Some(item.id), entry);
+        }
+        let refund = sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64;
+        self.ledger.finish(&Finish {
+            reservation,
+            responses: sent.answers.iter().map(|a| a.response.clone()).collect(),
+            records,
+            blocks,
+            refund,
+            windows,
+        })?;
+        if let Some(c) = credential.filter(|_| sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
+            self.ledger.credential_accepted(&c)?;
+        }
+        let quota_answer = sent.answers.iter().any(|a| a.verdict.class == Class::Quota);
+        Ok(claim.retry_at.is_none() && claim.paced.is_empty() && !quota_answer && claim.items.len() == max_batch)
+    }
+
+    /// What goes in the request: the claimed URLs, their actions, their
+    /// paced delays, and how many may be inspected first (within the
+    /// inspection budget; an inspection that does not fit just publishes).
+    fn batch(&mut self, group: &GroupKey, claim: &Claim, now: DateTime<Utc>) -> anyhow::Result<engines::Batch> {
+        let mut inspect = 0;
+        if self.engines[&group.engine].inspects(group) {
+            if let Some(property) = self.settings.property(&group.property) {
+                let windows = budget::windows(&budget::inspection_rules(property), now);
+                inspect = self.ledger.take_units(&windows, claim.items.len() as u64, now)? as usize;
+            }
+        }
+        Ok(engines::Batch {
+            urls: claim.items.iter().map(|i| i.url.clone()).collect(),
+            actions: claim.items.iter().map(|i| i.action).collect(),
+            delays: claim.slots.iter().map(|t| (*t - now).to_std().unwrap_or_default()).collect(),
+            inspect,
+        })
+    }
+
+    /// Results and the human report's notes for the items a claim deferred:
+    /// past the budget (until the window reopens) or past the pace.
+    fn note_deferrals(
+        &mut self,
+        group: &GroupKey,
+        rules: &[budget::Rule],
+        windows: &[RuleWindow],
+        claim: &Claim,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
         if let Some(retry_at) = claim.retry_at {
-            let (tz, window, usage) = self.binding_rule(&rules, &windows, retry_at)?;
+            let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
             self.deferrals.push(Deferral {
                 group: group.clone(),
                 rule_tz: tz,
@@ -396,131 +513,17 @@ impl Run<'_> {
                 self.entry(Some(*id), e);
             }
         }
-        let Some(reservation) = claim.reservation else { return Ok(false) };
-        if self.dry_run {
-            for item in &claim.items {
-                self.planned.push(Planned::new(&item.url, group));
-            }
-            return Ok(claim.retry_at.is_none());
-        }
-
-        let engine = &self.engines[&group.engine];
-        let credential = engine.credential(group);
-        let key_first_used = match &credential {
-            Some(c) => Some(self.ledger.first_use(c, now)?),
-            None => None,
-        };
-        let urls: Vec<String> = claim.items.iter().map(|i| i.url.clone()).collect();
-        tracing::info!(group = %crate::report::group_title(group), urls = urls.len(), "sending");
-        let sent = engine.send(group, &urls).await;
-        let fingerprint = engine.fingerprint(group);
-        let at = self.clock.now();
-
-        // A quota answer blocks the property's own rules: until Retry-After,
-        // or until the end of each rule's window.
-        let mut blocks: Vec<Block> = Vec::new();
-        let quota_answer = sent.answers.iter().find(|a| a.verdict.class == Class::Quota);
-        if let Some(answer) = quota_answer {
-            let own: Vec<&RuleWindow> = rules
-                .iter()
-                .zip(&windows)
-                .filter(|(r, _)| r.scope == budget::Scope::Property)
-                .map(|(_, w)| w)
-                .collect();
-            for w in own {
-                let until = match answer.verdict.retry_after {
-                    Some(ra) => schedule::quota_retry_at(ra, at),
-                    None if w.period == answer.verdict.quota_window => w.resets_at,
-                    None => continue,
-                };
-                blocks.push(Block { rule: w.clone(), until });
-            }
-        }
-        let quota_reset = blocks.iter().map(|b| b.until).max();
-        let quota_tz = rules
-            .iter()
-            .zip(&windows)
-            .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
-            .map(|(r, _)| r.tz);
-
-        let mut records = Vec::with_capacity(claim.items.len());
-        let mut entries = Vec::with_capacity(claim.items.len());
-        for (item, &answer_index) in claim.items.iter().zip(&sent.per_url) {
-            let answer = &sent.answers[answer_index];
-            let verdict = &answer.verdict;
-            let decision = schedule::decide(
-                &Inputs {
-                    class: verdict.class,
-                    retry_after: verdict.retry_after,
-                    now: at,
-                    history: History {
-                        last_class: item.last_class,
-                        streak: item.streak,
-                        streak_started_at: item.streak_started_at,
-                    },
-                    key_first_used,
-                    quota_reset,
-                    settings: &settings.retry,
-                },
-                rand::random::<f64>(),
+        for (id, url, at) in &claim.paced {
+            let mut e = base_entry(url, group, Outcome::Deferred);
+            e.reason = "paced".into();
+            e.message = format!(
+                "within budget, but {} requests are paced to the configured rate; it goes at its slot",
+                group.engine.title()
             );
-            let mut e = base_entry(&item.url, group, verdict.class.into());
-            e.reason = verdict.reason.clone();
-            e.message = verdict.message.clone();
-            e.hint = verdict.hint.clone();
-            e.http_status = answer.response.http_status;
-            e.attempts = item.attempts + 1;
-            let (class, next) = match decision {
-                Decision::Accepted => (verdict.class, NextStep::Accepted),
-                Decision::RetryAt(t) => {
-                    let tz = if verdict.class == Class::Quota && answer.verdict.retry_after.is_none() {
-                        quota_tz.unwrap_or(self.user_tz)
-                    } else {
-                        self.user_tz
-                    };
-                    e.set_retry(t, tz, at);
-                    (verdict.class, NextStep::RetryAt(t))
-                }
-                Decision::Park { reason, message } => {
-                    if let Some(reason) = reason {
-                        e.outcome = Outcome::Misconfigured;
-                        e.reason = reason;
-                        e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
-                        e.hint = Some(match verdict.class {
-                            Class::KeyPending => "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)".into(),
-                            _ => "check the endpoint and the network, then `indexq queue retry`".into(),
-                        });
-                    }
-                    (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.clone() })
-                }
-            };
-            records.push(AttemptRecord {
-                item_id: item.id,
-                at,
-                class,
-                reason: e.reason.clone(),
-                message: e.message.clone(),
-                response: answer_index,
-                next,
-            });
-            entries.push((item.id, e));
+            e.set_retry(*at, self.user_tz, now);
+            self.entry(Some(*id), e);
         }
-        let refund = sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64;
-        self.ledger.finish(&Finish {
-            reservation,
-            responses: sent.answers.iter().map(|a| a.response.clone()).collect(),
-            records,
-            blocks,
-            refund,
-            windows,
-        })?;
-        if let Some(c) = credential.filter(|_| sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
-            self.ledger.credential_accepted(&c)?;
-        }
-        for (id, e) in entries {
-            self.entry(Some(id), e);
-        }
-        Ok(claim.retry_at.is_none() && quota_answer.is_none() && claim.items.len() == max_batch)
+        Ok(())
     }
 
     /// Asks the engine what is left of its quota (once per group and run)
@@ -556,8 +559,7 @@ impl Run<'_> {
 
     /// The timezone of the group's own daily rule.
     fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
-        let property = self.settings.property(&group.property)?;
-        budget::rules_for(self.settings, property, group).first().map(|r| r.tz)
+        self.rules(group)?.first().map(|r| r.tz)
     }
 
     /// The rule that holds the budget until `retry_at`: one with nothing
@@ -579,6 +581,91 @@ impl Run<'_> {
         }
         fallback.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
     }
+}
+
+/// What a quota answer blocks, and until when: with `Retry-After`, the
+/// group's own rules until then; without, the rules of the window the engine
+/// named until that window ends — for Google, whose daily quota is the
+/// Cloud project's, the shared pool too.
+fn quota_blocks(
+    group: &GroupKey,
+    rules: &[budget::Rule],
+    windows: &[RuleWindow],
+    sent: &engines::Sent,
+    at: DateTime<Utc>,
+) -> Vec<Block> {
+    let Some(answer) = sent.answers.iter().find(|a| a.verdict.class == Class::Quota) else { return Vec::new() };
+    let mut blocks = Vec::new();
+    for (rule, w) in rules.iter().zip(windows) {
+        let pool = rule.scope == budget::Scope::Pool;
+        let until = match answer.verdict.retry_after {
+            Some(_) if pool => continue,
+            Some(ra) => schedule::quota_retry_at(ra, at),
+            None if pool && group.engine != EngineKind::Google => continue,
+            None if w.period == answer.verdict.quota_window => w.resets_at,
+            None => continue,
+        };
+        blocks.push(Block { rule: w.clone(), until });
+    }
+    blocks
+}
+
+/// The attempt record and the result of one item's answer.
+#[allow(clippy::too_many_arguments)]
+fn outcome(
+    group: &GroupKey,
+    item: &crate::ledger::ClaimedItem,
+    answer: &engines::Answer,
+    response: usize,
+    decision: Decision,
+    at: DateTime<Utc>,
+    retry_tz: Tz,
+    fingerprint: &str,
+) -> (AttemptRecord, ResultEntry) {
+    let verdict = &answer.verdict;
+    let mut e = base_entry(&item.url, group, verdict.class.into());
+    e.reason = verdict.reason.clone();
+    e.message = verdict.message.clone();
+    e.hint = verdict.hint.clone();
+    e.http_status = answer.response.http_status;
+    e.attempts = item.attempts + 1;
+    let (class, next) = match decision {
+        Decision::Accepted => {
+            if answer.skipped {
+                e.outcome = Outcome::Skipped;
+            }
+            (verdict.class, NextStep::Accepted)
+        }
+        Decision::RetryAt(t) => {
+            e.set_retry(t, retry_tz, at);
+            (verdict.class, NextStep::RetryAt(t))
+        }
+        Decision::Park { reason, message } => {
+            if let Some(reason) = reason {
+                e.outcome = Outcome::Misconfigured;
+                e.reason = reason;
+                e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
+                e.hint = Some(match verdict.class {
+                    Class::KeyPending => {
+                        "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)"
+                            .into()
+                    }
+                    _ => "check the endpoint and the network, then `indexq queue retry`".into(),
+                });
+            }
+            (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.to_string() })
+        }
+    };
+    let record = AttemptRecord {
+        item_id: item.id,
+        at,
+        class,
+        reason: e.reason.clone(),
+        message: e.message.clone(),
+        response,
+        next,
+    };
+    (record, e)
 }
 
 fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {

@@ -6,7 +6,7 @@
 //! in halves until the bad URLs are found, so one bad URL does not park the
 //! rest.
 
-use super::{digest, network_answer, receive, Answer, Engine, Sent};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::clock::Period;
 use crate::config::{ConfigError, Secret, Settings};
@@ -87,6 +87,7 @@ impl Bing {
                         body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
                     },
                     reached: true,
+                    skipped: false,
                 }
             }
         }
@@ -108,7 +109,8 @@ impl Engine for Bing {
         None
     }
 
-    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+        let urls = &batch.urls;
         let Some(site_url) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Bing", &group.property, urls.len());
         };

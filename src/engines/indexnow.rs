@@ -3,7 +3,7 @@
 //! fetches the key location itself and lets `classify` decide between
 //! `key_pending` and `misconfigured`.
 
-use super::{digest, network_answer, receive, Answer, Engine, Sent};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
 use crate::ledger::{GroupKey, StoredResponse};
@@ -81,7 +81,8 @@ impl Engine for IndexNow {
         Some(format!("indexnow:{}", digest(&[site.key.expose(), &site.host])))
     }
 
-    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+        let urls = &batch.urls;
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("IndexNow", &group.property, urls.len());
         };
@@ -115,6 +116,7 @@ impl Engine for IndexNow {
                 let verdict = verdict.redacted_with(&self.redactor);
                 Answer {
                     reached: true,
+                    skipped: false,
                     verdict,
                     response: StoredResponse {
                         http_status: Some(r.status),

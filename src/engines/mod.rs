@@ -4,17 +4,29 @@
 //! ledger, budgets or retries — the submit command plans, engines send.
 
 pub mod bing;
+pub mod google;
 pub mod indexnow;
 
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::clock::Period;
 use crate::config::HttpSettings;
-use crate::ledger::{GroupKey, StoredResponse};
+use crate::ledger::{Action, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
 /// Response bodies are read up to this many bytes; the rest is dropped.
 pub const READ_CAP: usize = 1024 * 1024;
+
+/// What to send: the URLs of one group, what each announces, when each may
+/// go (delays from now, for paced engines; empty otherwise), and how many of
+/// them may first be inspected.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub urls: Vec<String>,
+    pub actions: Vec<Action>,
+    pub delays: Vec<std::time::Duration>,
+    pub inspect: usize,
+}
 
 /// One answer and the verdict on it.
 #[derive(Debug, Clone)]
@@ -25,6 +37,8 @@ pub struct Answer {
     /// connection was refused, or indexq had nothing to send): its budget
     /// is given back.
     pub reached: bool,
+    /// The URL needs nothing (Google: already indexed): `skipped`.
+    pub skipped: bool,
 }
 
 /// What a send produced: the answers, and for each URL (in the order given)
@@ -49,7 +63,7 @@ impl Sent {
             format!("property `{property}` has no {engine} configuration"),
             format!("add the {engine} table to the property, or `indexq queue drop --property {property}`"),
         );
-        Sent::whole(Answer { verdict, response: StoredResponse::default(), reached: false }, urls)
+        Sent::whole(Answer { verdict, response: StoredResponse::default(), reached: false, skipped: false }, urls)
     }
 }
 
@@ -65,8 +79,24 @@ pub trait Engine: Send + Sync {
     /// The credential whose first use starts the `key_pending` clock.
     fn credential(&self, group: &GroupKey) -> Option<String>;
 
-    /// Sends `urls` (all of `group`) and classifies what came back.
-    async fn send(&self, group: &GroupKey, urls: &[String]) -> Sent;
+    /// Sends a batch (all of `group`) and classifies what came back.
+    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent;
+
+    /// The engine's shared rate, if it has one: the pace key, one send per
+    /// interval, and the burst allowed ahead of it.
+    fn pace(&self, _group: &GroupKey) -> Option<(String, chrono::TimeDelta, u32)> {
+        None
+    }
+
+    /// The pool the engine's credentials share (Google: the Cloud project).
+    fn pool(&self) -> Option<String> {
+        None
+    }
+
+    /// Whether URLs of the group are inspected before they are sent (Google `skip_indexed`).
+    fn inspects(&self, _group: &GroupKey) -> bool {
+        false
+    }
 
     /// What the engine says is left of its quota for the group, per period,
     /// read without spending any (Bing). `None`: the engine does not say.
@@ -126,6 +156,7 @@ pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
         verdict: classify::network(failure, &detail),
         response: StoredResponse { http_status: None, body: None },
         reached: failure != NetworkFailure::Connect,
+        skipped: false,
     }
 }
 

@@ -51,6 +51,33 @@ pub struct GroupKey {
 pub struct NewItem {
     pub url: String,
     pub group: GroupKey,
+    /// What the engine is told about the URL (Google: updated or deleted).
+    pub action: Action,
+}
+
+/// What a submission says happened to a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    #[default]
+    Updated,
+    Deleted,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Updated => "updated",
+            Action::Deleted => "deleted",
+        }
+    }
+
+    fn parse(s: &str) -> Action {
+        if s == "deleted" {
+            Action::Deleted
+        } else {
+            Action::Updated
+        }
+    }
 }
 
 /// What the ledger did with a URL it was given.
@@ -137,6 +164,7 @@ impl Usage {
 pub struct ClaimedItem {
     pub id: i64,
     pub url: String,
+    pub action: Action,
     pub attempts: u32,
     pub last_class: Option<Class>,
     /// Consecutive attempts that ended in `last_class`.
@@ -150,8 +178,25 @@ pub struct ClaimedItem {
 pub struct Claim {
     pub reservation: Option<i64>,
     pub items: Vec<ClaimedItem>,
+    /// With pacing: when each claimed item may be sent (same order).
+    pub slots: Vec<DateTime<Utc>>,
+    /// Due items the budget has no room for today, waiting until `retry_at`.
     pub deferred: Vec<(i64, String)>,
     pub retry_at: Option<DateTime<Utc>>,
+    /// Due items within budget that the pace puts after the horizon, each
+    /// with the time it is expected to be sent.
+    pub paced: Vec<(i64, String, DateTime<Utc>)>,
+}
+
+/// A shared rate (GCRA): one send per `interval` under `key`, with bursts
+/// of up to `burst` sends ahead of it. A claim takes the slots that fall
+/// before `horizon` (the end of what the run may wait for).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pace {
+    pub key: String,
+    pub interval: TimeDelta,
+    pub burst: u32,
+    pub horizon: DateTime<Utc>,
 }
 
 /// What happens to an item after an attempt.
@@ -336,9 +381,14 @@ pub trait Ledger {
         group: &GroupKey,
         rules: &[RuleWindow],
         max_items: usize,
+        pace: Option<&Pace>,
         now: DateTime<Utc>,
         me: &Owner,
     ) -> Result<Claim>;
+
+    /// Takes up to `n` units of `rules` that need no queue item (e.g. URL
+    /// inspections): as many as every rule allows. Returns how many.
+    fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64>;
 
     /// Records the attempts of a reservation, moves its items on, applies
     /// the server's blocks, gives back `refund` units of the reservation's

@@ -23,6 +23,7 @@ CREATE TABLE items (
     engine             TEXT NOT NULL,
     target             TEXT NOT NULL,
     state              TEXT NOT NULL,
+    action             TEXT NOT NULL DEFAULT 'updated',
     next_attempt_at    INTEGER,
     enqueued_at        INTEGER NOT NULL,
     attempts           INTEGER NOT NULL DEFAULT 0,
@@ -95,6 +96,11 @@ CREATE TABLE reservation_rules (
 );
 CREATE INDEX reservation_rules_rule ON reservation_rules (rule, window_key);
 
+CREATE TABLE pacing (
+    key    TEXT PRIMARY KEY,
+    tat_ms INTEGER NOT NULL
+);
+
 CREATE TABLE credentials (
     fingerprint   TEXT PRIMARY KEY,
     first_used_at INTEGER NOT NULL
@@ -115,6 +121,68 @@ fn from_ts(secs: i64) -> DateTime<Utc> {
 
 fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
     secs.map(from_ts)
+}
+
+/// Seconds, rounded up: a paced item is never due before its slot.
+fn ts_ceil(t: DateTime<Utc>) -> i64 {
+    let secs = t.timestamp();
+    if t.timestamp_subsec_nanos() > 0 {
+        secs + 1
+    } else {
+        secs
+    }
+}
+
+/// A pace's theoretical arrival time (GCRA), loaded and stored in a claim's
+/// transaction so that every process shares it.
+struct PaceState<'p> {
+    pace: &'p Pace,
+    now: DateTime<Utc>,
+    tat: DateTime<Utc>,
+}
+
+impl<'p> PaceState<'p> {
+    fn load(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>) -> Result<PaceState<'p>> {
+        let tat_ms: Option<i64> =
+            tx.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [&pace.key], |r| r.get(0)).optional()?;
+        let tat = tat_ms.and_then(DateTime::from_timestamp_millis).unwrap_or(now).max(now);
+        Ok(PaceState { pace, now, tat })
+    }
+
+    fn tolerance(&self) -> TimeDelta {
+        self.pace.interval * self.pace.burst as i32
+    }
+
+    /// How many of `wanted` sends have a slot at or before the horizon.
+    fn fitting(&self, wanted: usize) -> usize {
+        let first = self.tat - self.tolerance();
+        if first > self.pace.horizon {
+            return 0;
+        }
+        let span = (self.pace.horizon - first).num_milliseconds();
+        let step = self.pace.interval.num_milliseconds().max(1);
+        usize::try_from(span / step + 1).unwrap_or(usize::MAX).min(wanted)
+    }
+
+    /// Takes the next slot.
+    fn next_slot(&mut self) -> DateTime<Utc> {
+        let slot = (self.tat - self.tolerance()).max(self.now);
+        self.tat += self.pace.interval;
+        slot
+    }
+
+    /// When the `n`-th send after the slots taken is expected, without taking it.
+    fn estimate(&self, n: usize) -> DateTime<Utc> {
+        (self.tat + self.pace.interval * n as i32 - self.tolerance()).max(self.now)
+    }
+
+    fn store(&self, tx: &Connection) -> Result<()> {
+        tx.execute(
+            "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms",
+            params![self.pace.key, self.tat.timestamp_millis()],
+        )?;
+        Ok(())
+    }
 }
 
 /// Cuts a body to `BODY_CAP` bytes at a character boundary.
@@ -406,19 +474,21 @@ impl Ledger for SqliteLedger {
         let mut out = Vec::with_capacity(batch.len());
         {
             let mut find = tx.prepare_cached(
-                "SELECT id, state, accepted_at, next_attempt_at FROM items
+                "SELECT id, state, accepted_at, next_attempt_at, action FROM items
                  WHERE url = ?1 AND property = ?2 AND engine = ?3 AND target = ?4",
             )?;
             let mut insert = tx.prepare_cached(
-                "INSERT INTO items (url, property, engine, target, state, next_attempt_at, enqueued_at)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5)",
+                "INSERT INTO items (url, property, engine, target, state, action, next_attempt_at, enqueued_at)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5)",
             )?;
             let mut requeue = tx.prepare_cached(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
+                "UPDATE items SET state = 'queued', action = ?3, next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
                      streak_started_at = NULL WHERE id = ?1",
             )?;
+            let mut set_action = tx.prepare_cached("UPDATE items SET action = ?2 WHERE id = ?1")?;
             for item in batch {
                 let g = &item.group;
+                let action = item.action.as_str();
                 let found = find
                     .query_row(params![item.url, g.property, g.engine.as_str(), g.target], |r| {
                         Ok((
@@ -426,25 +496,30 @@ impl Ledger for SqliteLedger {
                             r.get::<_, String>(1)?,
                             r.get::<_, Option<i64>>(2)?,
                             r.get::<_, Option<i64>>(3)?,
+                            r.get::<_, String>(4)?,
                         ))
                     })
                     .optional()?;
                 let admission = match found {
                     None => {
-                        insert.execute(params![item.url, g.property, g.engine.as_str(), g.target, ts(now)])?;
+                        insert.execute(params![item.url, g.property, g.engine.as_str(), g.target, ts(now), action])?;
                         Admission::Queued { id: tx.last_insert_rowid() }
                     }
-                    Some((id, state, accepted_at, next)) => match ItemState::parse(&state) {
+                    Some((id, state, accepted_at, next, old_action)) => match ItemState::parse(&state) {
                         ItemState::Accepted => {
                             let accepted_at = opt_ts(accepted_at).unwrap_or(now);
-                            if force || now - accepted_at >= dedupe {
-                                requeue.execute(params![id, ts(now)])?;
+                            // A URL now deleted (or back) is news, whatever the dedupe window.
+                            if force || now - accepted_at >= dedupe || old_action != action {
+                                requeue.execute(params![id, ts(now), action])?;
                                 Admission::Queued { id }
                             } else {
                                 Admission::Skipped { id, accepted_at }
                             }
                         }
-                        ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) },
+                        ItemState::Queued => {
+                            set_action.execute(params![id, action])?;
+                            Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) }
+                        }
                         ItemState::Parked => Admission::Parked { id },
                         ItemState::InFlight => Admission::InFlight { id },
                     },
@@ -491,79 +566,76 @@ impl Ledger for SqliteLedger {
         group: &GroupKey,
         rules: &[RuleWindow],
         max_items: usize,
+        pace: Option<&Pace>,
         now: DateTime<Utc>,
         me: &Owner,
     ) -> Result<Claim> {
         let tx = self.write()?;
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
-        let budget = rules
-            .iter()
-            .zip(&usages)
-            .filter_map(|(rule, usage)| usage.remaining(rule, now))
-            .min()
-            .map_or(max_items, |left| (left.min(max_items as u64)) as usize);
+        let budget = rules.iter().zip(&usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
 
         let due: Vec<ClaimedItem> = {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, url, attempts, last_class, streak, streak_started_at FROM items
+                "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
                  WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
-                 ORDER BY next_attempt_at, id LIMIT ?5",
+                 ORDER BY next_attempt_at, id",
             )?;
-            let rows = stmt.query_map(
-                params![group.property, group.engine.as_str(), group.target, ts(now), max_items as i64],
-                |r| {
-                    let class: Option<String> = r.get(3)?;
-                    Ok(ClaimedItem {
-                        id: r.get(0)?,
-                        url: r.get(1)?,
-                        attempts: r.get(2)?,
-                        last_class: class.and_then(|c| Class::from_str(&c).ok()),
-                        streak: r.get(4)?,
-                        streak_started_at: opt_ts(r.get(5)?),
-                    })
-                },
-            )?;
+            let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
+                let class: Option<String> = r.get(3)?;
+                let action: String = r.get(6)?;
+                Ok(ClaimedItem {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    action: Action::parse(&action),
+                    attempts: r.get(2)?,
+                    last_class: class.and_then(|c| Class::from_str(&c).ok()),
+                    streak: r.get(4)?,
+                    streak_started_at: opt_ts(r.get(5)?),
+                })
+            })?;
             rows.collect::<rusqlite::Result<_>>()?
         };
 
+        // Within budget: `avail`. Of those, the pace lets `take` go now
+        // (never more than a batch); the rest of `avail` waits for its slot.
+        let avail = budget.map_or(due.len(), |b| (b as usize).min(due.len()));
+        let pacing = match pace {
+            Some(p) => Some(PaceState::load(&tx, p, now)?),
+            None => None,
+        };
+        let take = avail.min(max_items).min(pacing.as_ref().map_or(usize::MAX, |p| p.fitting(avail)));
         let mut claim = Claim::default();
-        let take = budget.min(due.len());
-        if take < due.len() {
-            // The budget binds: every due item of the group that is not taken
-            // waits until the latest reset among the rules it would break.
+        let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
+        if let Some(mut p) = pacing {
+            claim.slots = (0..take).map(|_| p.next_slot()).collect();
+            if take < avail.min(max_items) {
+                for (n, item) in due[take..avail].iter().enumerate() {
+                    let at = p.estimate(n);
+                    defer.execute(params![item.id, ts_ceil(at)])?;
+                    claim.paced.push((item.id, item.url.clone(), at));
+                }
+            }
+            p.store(&tx)?;
+        }
+        if avail < due.len() {
+            // The budget binds: the due items past it wait until the latest
+            // reset among the rules they would break.
             let retry_at = rules
                 .iter()
                 .zip(&usages)
                 .filter_map(|(rule, usage)| {
-                    let after = Usage { used: usage.used + take as u64, ..*usage };
+                    let after = Usage { used: usage.used + avail as u64, ..*usage };
                     after.available_at(rule, now)
                 })
                 .max()
                 .unwrap_or(now);
-            let taken: Vec<i64> = due[..take].iter().map(|i| i.id).collect();
-            {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT id, url FROM items
-                     WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
-                     ORDER BY next_attempt_at, id",
-                )?;
-                let rows = stmt
-                    .query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
-                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                    })?;
-                for row in rows {
-                    let (id, url) = row?;
-                    if !taken.contains(&id) {
-                        claim.deferred.push((id, url));
-                    }
-                }
-            }
-            let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
-            for (id, _) in &claim.deferred {
-                defer.execute(params![id, ts(retry_at)])?;
+            for item in &due[avail..] {
+                defer.execute(params![item.id, ts(retry_at)])?;
+                claim.deferred.push((item.id, item.url.clone()));
             }
             claim.retry_at = Some(retry_at);
         }
+        drop(defer);
 
         if take > 0 {
             tx.execute(
@@ -590,6 +662,23 @@ impl Ledger for SqliteLedger {
         }
         tx.commit()?;
         Ok(claim)
+    }
+
+    fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64> {
+        let tx = self.write()?;
+        let mut granted = n;
+        for rule in rules {
+            if let Some(left) = usage_in(&tx, rule)?.remaining(rule, now) {
+                granted = granted.min(left);
+            }
+        }
+        if granted > 0 {
+            for rule in rules {
+                add_usage(&tx, rule, granted)?;
+            }
+        }
+        tx.commit()?;
+        Ok(granted)
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {

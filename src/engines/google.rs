@@ -1,0 +1,440 @@
+//! Google Indexing API: an OAuth2 service account (RS256 JWT exchanged at
+//! the key file's `token_uri`; one token per run, refreshed before expiry,
+//! held in memory only), `urlNotifications:publish` one URL a request with
+//! at most 4 in flight at the paced slots the ledger handed out, a 401
+//! answered by one token refresh, and — for properties with `skip_indexed`
+//! — the URL Inspection API first, so an indexed URL spends no publish
+//! quota. A token endpoint that refuses the key makes every Google item of
+//! the run `misconfigured`, and nothing is sent.
+
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
+use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
+use crate::config::{ConfigError, Settings};
+use crate::ledger::{Action, GroupKey, StoredResponse};
+use crate::model::Class;
+use crate::redact::Redactor;
+use async_trait::async_trait;
+use chrono::TimeDelta;
+use futures::future::BoxFuture;
+use futures::stream::{self, StreamExt};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+use url::Url;
+
+pub const SCOPE_INDEXING: &str = "https://www.googleapis.com/auth/indexing";
+pub const SCOPE_INSPECTION: &str = "https://www.googleapis.com/auth/webmasters.readonly";
+/// Requests in flight at once.
+pub const IN_FLIGHT: usize = 4;
+/// A token is refreshed this long before it expires.
+const REFRESH_MARGIN: Duration = Duration::from_secs(120);
+
+/// The fields indexq reads from a service-account key file.
+#[derive(Deserialize)]
+struct RawKeyFile {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    project_id: Option<String>,
+    private_key_id: Option<String>,
+    private_key: Option<String>,
+    client_email: Option<String>,
+    token_uri: Option<String>,
+}
+
+/// A parsed service-account key. Its `Debug` never shows the key.
+pub struct ServiceAccount {
+    pub project_id: String,
+    pub client_email: String,
+    pub key_id: String,
+    pub token_uri: Url,
+    key: jsonwebtoken::EncodingKey,
+}
+
+impl fmt::Debug for ServiceAccount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceAccount")
+            .field("project_id", &self.project_id)
+            .field("client_email", &self.client_email)
+            .field("key_id", &self.key_id)
+            .field("token_uri", &self.token_uri.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The key file in use: `[google] credentials`, else `$GOOGLE_APPLICATION_CREDENTIALS`.
+pub fn key_file_path(settings: &Settings) -> Result<std::path::PathBuf, ConfigError> {
+    settings
+        .google
+        .credentials
+        .clone()
+        .or_else(|| std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS").filter(|v| !v.is_empty()).map(Into::into))
+        .ok_or_else(|| ConfigError {
+            place: format!("{}: `google.credentials`", settings.file.display()),
+            message: "a property uses Google but no service-account key file is configured".into(),
+            hint: Some(
+                "set `credentials = \"service-account.json\"` under [google], or export GOOGLE_APPLICATION_CREDENTIALS"
+                    .into(),
+            ),
+        })
+}
+
+impl ServiceAccount {
+    /// Reads and checks a key file. Errors name the file and the field,
+    /// never the key.
+    pub fn load(path: &Path) -> Result<ServiceAccount, ConfigError> {
+        let err = |field: &str, message: String, hint: &str| ConfigError {
+            place: if field.is_empty() { path.display().to_string() } else { format!("{}: `{field}`", path.display()) },
+            message,
+            hint: Some(hint.to_string()),
+        };
+        let fresh_key =
+            "create a JSON key for the service account in the Google Cloud console (IAM → Service accounts → Keys)";
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err("", format!("cannot read the service-account key file: {e}"), fresh_key))?;
+        let raw: RawKeyFile = serde_json::from_str(&text).map_err(|e| {
+            err(
+                "",
+                format!("the service-account key file is not JSON (line {}, column {})", e.line(), e.column()),
+                fresh_key,
+            )
+        })?;
+        match raw.kind.as_deref() {
+            Some("service_account") => {}
+            other => {
+                return Err(err(
+                    "type",
+                    format!("the key file is of type {other:?}, not \"service_account\""),
+                    "the Indexing API needs a service-account key, not a user or external-account credential",
+                ))
+            }
+        }
+        let need = |value: Option<String>, field: &str| {
+            value.filter(|v| !v.trim().is_empty()).ok_or_else(|| err(field, format!("`{field}` is missing"), fresh_key))
+        };
+        let private_key = need(raw.private_key, "private_key")?;
+        let key = jsonwebtoken::EncodingKey::from_rsa_pem(private_key.as_bytes())
+            .map_err(|_| err("private_key", "the private key is not an RSA key in PEM form".into(), fresh_key))?;
+        let token_uri_text = need(raw.token_uri, "token_uri")?;
+        let token_uri = Url::parse(&token_uri_text)
+            .map_err(|e| err("token_uri", format!("`{token_uri_text}` is not a URL: {e}"), fresh_key))?;
+        let loopback = matches!(token_uri.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        if !(token_uri.scheme() == "https" || (token_uri.scheme() == "http" && loopback)) {
+            return Err(err(
+                "token_uri",
+                format!("`{token_uri}` must be https:// (http:// only on loopback, for tests)"),
+                "use Google's https://oauth2.googleapis.com/token",
+            ));
+        }
+        Ok(ServiceAccount {
+            project_id: need(raw.project_id, "project_id")?,
+            client_email: need(raw.client_email, "client_email")?,
+            key_id: need(raw.private_key_id, "private_key_id")?,
+            token_uri,
+            key,
+        })
+    }
+
+    /// The signed assertion for the token request.
+    fn assertion(&self, scope: &str) -> Result<String, String> {
+        #[derive(serde::Serialize)]
+        struct Claims<'a> {
+            iss: &'a str,
+            scope: &'a str,
+            aud: &'a str,
+            iat: i64,
+            exp: i64,
+        }
+        let iat = crate::clock::wall_now().timestamp();
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        header.kid = Some(self.key_id.clone());
+        let claims = Claims { iss: &self.client_email, scope, aud: self.token_uri.as_str(), iat, exp: iat + 3600 };
+        jsonwebtoken::encode(&header, &claims, &self.key).map_err(|e| format!("cannot sign the token request: {e}"))
+    }
+}
+
+struct Token {
+    value: String,
+    refresh_at: Instant,
+}
+
+/// The token, or why there is none.
+enum TokenState {
+    None,
+    Valid(Token),
+    /// The token endpoint refused the key: every Google item of the run gets this.
+    Refused(Verdict, StoredResponse),
+}
+
+struct Site {
+    site_url: String,
+    skip_indexed: bool,
+}
+
+pub struct Google {
+    client: reqwest::Client,
+    account: ServiceAccount,
+    endpoint: Url,
+    inspection_endpoint: Url,
+    scope: String,
+    interval: TimeDelta,
+    sites: HashMap<String, Site>,
+    token: Mutex<TokenState>,
+    redactor: Redactor,
+}
+
+/// An answer without an HTTP response of its own (token failures).
+fn unsent(verdict: Verdict, response: StoredResponse) -> Answer {
+    Answer { verdict, response, reached: false, skipped: false }
+}
+
+impl Google {
+    pub fn new(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Result<Google, ConfigError> {
+        let account = ServiceAccount::load(&key_file_path(settings)?)?;
+        let sites: HashMap<String, Site> = settings
+            .properties
+            .iter()
+            .filter_map(|p| {
+                p.google
+                    .as_ref()
+                    .map(|g| (p.name.clone(), Site { site_url: g.site_url.clone(), skip_indexed: g.skip_indexed }))
+            })
+            .collect();
+        let scope = if sites.values().any(|s| s.skip_indexed) {
+            format!("{SCOPE_INDEXING} {SCOPE_INSPECTION}")
+        } else {
+            SCOPE_INDEXING.to_string()
+        };
+        let per_minute = i64::from(settings.google.requests_per_minute.max(1));
+        Ok(Google {
+            client,
+            account,
+            endpoint: settings.google.endpoint.clone(),
+            inspection_endpoint: settings.google.inspection_endpoint.clone(),
+            scope,
+            interval: TimeDelta::milliseconds(60_000 / per_minute),
+            sites,
+            token: Mutex::new(TokenState::None),
+            redactor: redactor.clone(),
+        })
+    }
+
+    fn api(&self, base: &Url, path: &str) -> Url {
+        let mut url = base.clone();
+        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+        url
+    }
+
+    /// A valid token: the one held, or a new one (`refresh` forces it).
+    async fn token(&self, refresh: bool) -> Result<String, Answer> {
+        let mut state = self.token.lock().await;
+        match &*state {
+            TokenState::Refused(verdict, response) => return Err(unsent(verdict.clone(), response.clone())),
+            TokenState::Valid(t) if !refresh && Instant::now() < t.refresh_at => return Ok(t.value.clone()),
+            _ => {}
+        }
+        let assertion = match self.account.assertion(&self.scope) {
+            Ok(a) => a,
+            Err(why) => {
+                let verdict = Verdict::misconfigured("bad_key", why, "create a new JSON key for the service account");
+                *state = TokenState::Refused(verdict.clone(), StoredResponse::default());
+                return Err(unsent(verdict, StoredResponse::default()));
+            }
+        };
+        let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())];
+        tracing::debug!(token_uri = %self.account.token_uri, "requesting a Google access token");
+        let received = match self.client.post(self.account.token_uri.clone()).form(&form).send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        let r = match received {
+            Ok(r) => r,
+            Err(e) => {
+                let mut answer = network_answer(&e, &self.redactor);
+                answer.reached = false;
+                answer.verdict.message = format!("getting a Google access token: {}", answer.verdict.message);
+                return Err(answer);
+            }
+        };
+        let ctx = GoogleTokenContext { client_email: &self.account.client_email, key_id: &self.account.key_id };
+        let verdict = classify::google_token(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
+            .redacted_with(&self.redactor);
+        let response = StoredResponse { http_status: Some(r.status), body: Some(self.redactor.redact(&r.body)) };
+        #[derive(Deserialize)]
+        struct TokenBody {
+            access_token: String,
+            expires_in: Option<u64>,
+        }
+        match (verdict.class, serde_json::from_str::<TokenBody>(&r.body)) {
+            (Class::Accepted, Ok(body)) => {
+                let lifetime = Duration::from_secs(body.expires_in.unwrap_or(3600));
+                let value = body.access_token;
+                *state = TokenState::Valid(Token {
+                    value: value.clone(),
+                    refresh_at: Instant::now() + lifetime.saturating_sub(REFRESH_MARGIN),
+                });
+                Ok(value)
+            }
+            (Class::Accepted, Err(_)) => Err(unsent(
+                Verdict::new(Class::Transient, "token_unreadable", "the token endpoint answered 200 without a token"),
+                StoredResponse { http_status: Some(r.status), body: None },
+            )),
+            (Class::Misconfigured, _) => {
+                *state = TokenState::Refused(verdict.clone(), response.clone());
+                Err(unsent(verdict, response))
+            }
+            _ => Err(unsent(verdict, StoredResponse { http_status: Some(r.status), body: None })),
+        }
+    }
+
+    /// POSTs JSON with the bearer token; a 401 refreshes the token once and retries.
+    async fn call(&self, url: &Url, body: &serde_json::Value) -> Result<super::Received, Answer> {
+        let mut refreshed = false;
+        loop {
+            let token = self.token(refreshed).await?;
+            let sent = self
+                .client
+                .post(url.clone())
+                .bearer_auth(&token)
+                .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
+                .body(body.to_string())
+                .send()
+                .await;
+            let received = match sent {
+                Ok(resp) => receive(resp).await,
+                Err(e) => Err(e),
+            };
+            match received {
+                Ok(r) if r.status == 401 && !refreshed => refreshed = true,
+                Ok(r) => return Ok(r),
+                Err(e) => return Err(network_answer(&e, &self.redactor)),
+            }
+        }
+    }
+
+    /// Whether the URL Inspection API says the URL is indexed. Any failure means "publish it".
+    async fn indexed(&self, site_url: &str, url: &str) -> bool {
+        let endpoint = self.api(&self.inspection_endpoint, "/v1/urlInspection/index:inspect");
+        let body = serde_json::json!({ "inspectionUrl": url, "siteUrl": site_url });
+        match self.call(&endpoint, &body).await {
+            Ok(r) if r.status == 200 => serde_json::from_str::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["inspectionResult"]["indexStatusResult"]["verdict"].as_str().map(|s| s == "PASS"))
+                .unwrap_or(false),
+            Ok(r) => {
+                tracing::info!(status = r.status, url, "URL inspection failed; publishing anyway");
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn publish(&self, site: &Site, url: &str, action: Action, inspect: bool) -> Answer {
+        if inspect && self.indexed(&site.site_url, url).await {
+            return Answer {
+                verdict: Verdict::new(
+                    Class::Accepted,
+                    "already_indexed",
+                    "the URL Inspection API says Google has indexed it; not published",
+                ),
+                response: StoredResponse::default(),
+                reached: false,
+                skipped: true,
+            };
+        }
+        let kind = match action {
+            Action::Updated => "URL_UPDATED",
+            Action::Deleted => "URL_DELETED",
+        };
+        let endpoint = self.api(&self.endpoint, "/v3/urlNotifications:publish");
+        let r = match self.call(&endpoint, &serde_json::json!({ "url": url, "type": kind })).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
+        let ctx = GoogleContext { url, client_email: &self.account.client_email, project_id: &self.account.project_id };
+        let verdict = classify::google(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
+            .redacted_with(&self.redactor);
+        Answer {
+            verdict,
+            response: StoredResponse {
+                http_status: Some(r.status),
+                body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
+            },
+            reached: true,
+            skipped: false,
+        }
+    }
+}
+
+#[async_trait]
+impl Engine for Google {
+    fn max_batch(&self) -> usize {
+        // One URL a request; a claim is limited by the pace, this only caps it.
+        1_000
+    }
+
+    fn fingerprint(&self, group: &GroupKey) -> String {
+        let site = self.sites.get(&group.property).map(|s| s.site_url.as_str()).unwrap_or_default();
+        digest(&[&self.account.key_id, &self.account.client_email, site, self.endpoint.as_str()])
+    }
+
+    fn credential(&self, _group: &GroupKey) -> Option<String> {
+        None
+    }
+
+    fn pace(&self, _group: &GroupKey) -> Option<(String, TimeDelta, u32)> {
+        Some((format!("google:{}", self.account.project_id), self.interval, IN_FLIGHT as u32 - 1))
+    }
+
+    fn pool(&self) -> Option<String> {
+        Some(self.account.project_id.clone())
+    }
+
+    fn inspects(&self, group: &GroupKey) -> bool {
+        self.sites.get(&group.property).is_some_and(|s| s.skip_indexed)
+    }
+
+    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+        let Some(site) = self.sites.get(&group.property) else {
+            return Sent::unconfigured("Google", &group.property, batch.urls.len());
+        };
+        // A refused key refuses every URL: ask for the token once, up front.
+        if let Err(answer) = self.token(false).await {
+            return Sent::whole(answer, batch.urls.len());
+        }
+        let started = Instant::now();
+        let requests: Vec<BoxFuture<'_, (usize, Answer)>> = batch
+            .urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| {
+                let delay = batch.delays.get(i).copied().unwrap_or_default();
+                let action = batch.actions.get(i).copied().unwrap_or_default();
+                let inspect = i < batch.inspect;
+                Box::pin(async move {
+                    tokio::time::sleep(delay.saturating_sub(started.elapsed())).await;
+                    (i, self.publish(site, url, action, inspect).await)
+                }) as BoxFuture<'_, (usize, Answer)>
+            })
+            .collect();
+        let answers: Vec<(usize, Answer)> = stream::iter(requests).buffer_unordered(IN_FLIGHT).collect().await;
+        let mut sent = Sent { answers: Vec::with_capacity(answers.len()), per_url: vec![0; batch.urls.len()] };
+        for (i, answer) in answers {
+            sent.per_url[i] = sent.answers.len();
+            sent.answers.push(answer);
+        }
+        sent
+    }
+}
+
+/// The Cloud project of the configured key file, for `status` (which needs
+/// no token): `None` if the file cannot be read.
+pub fn project_id(settings: &Settings) -> Option<String> {
+    let path = key_file_path(settings).ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let raw: RawKeyFile = serde_json::from_str(&text).ok()?;
+    raw.project_id
+}
