@@ -18,6 +18,12 @@ pub const BING_KEY: &str = "BINGSECRETKEY-7f3a9c2e51d84b6f";
 pub const BING_BASE: &str = "/webmaster/api.svc/json";
 pub const BING_SUBMIT: &str = "/webmaster/api.svc/json/SubmitUrlBatch";
 pub const BING_QUOTA: &str = "/webmaster/api.svc/json/GetUrlSubmissionQuota";
+pub const GOOGLE_TOKEN: &str = "/token";
+pub const GOOGLE_PUBLISH: &str = "/v3/urlNotifications:publish";
+pub const GOOGLE_INSPECT: &str = "/v1/urlInspection/index:inspect";
+pub const GOOGLE_PROJECT: &str = "my-proj";
+pub const GOOGLE_EMAIL: &str = "indexer@my-proj.iam.gserviceaccount.com";
+pub const GOOGLE_KEY_ID: &str = "0123456789abcdef0123456789abcdef01234567";
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -35,6 +41,11 @@ pub struct Sandbox {
     pub indexnow: bool,
     /// Extra `[[property]]` tables appended to the config.
     pub more_properties: String,
+    /// The property's `google = { ... }` table contents, if it uses Google
+    /// (`[google]` then points at the mock engine and a generated key file).
+    pub google: Option<String>,
+    /// Extra lines for the `[google]` section (e.g. `requests_per_minute = 30`).
+    pub google_extra: String,
 }
 
 impl Sandbox {
@@ -55,7 +66,61 @@ impl Sandbox {
             bing: None,
             indexnow: true,
             more_properties: String::new(),
+            google: None,
+            google_extra: String::new(),
         }
+    }
+
+    /// A sandbox whose property uses only Google, with `table` as its
+    /// `google` table, a service-account key file made with a fresh RSA key,
+    /// a token endpoint that hands out tokens and a publish endpoint that
+    /// accepts everything.
+    pub fn google(table: &str) -> Sandbox {
+        let mut sb = Sandbox::new();
+        sb.indexnow = false;
+        sb.google = Some(table.to_string());
+        sb.write_google_key();
+        sb.engine.on(
+            "POST",
+            GOOGLE_TOKEN,
+            vec![MockResponse::status(200)
+                .json(r#"{"access_token":"ya29.test-token","expires_in":3599,"token_type":"Bearer"}"#)],
+        );
+        sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json(r#"{"urlNotificationMetadata":{}}"#)]);
+        sb.write_config();
+        sb
+    }
+
+    /// Writes `service-account.json` with a new 2048-bit RSA key; returns
+    /// the public key in PEM, to check signatures with.
+    pub fn write_google_key(&self) -> String {
+        use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+        let key = test_rsa_key();
+        let private = key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string();
+        let public = key.to_public_key().to_public_key_pem(LineEnding::LF).unwrap();
+        let file = serde_json::json!({
+            "type": "service_account",
+            "project_id": GOOGLE_PROJECT,
+            "private_key_id": GOOGLE_KEY_ID,
+            "private_key": private,
+            "client_email": GOOGLE_EMAIL,
+            "client_id": "1234567890",
+            "token_uri": format!("{}{GOOGLE_TOKEN}", self.engine.url()),
+        });
+        std::fs::write(self.dir.path().join("service-account.json"), file.to_string()).unwrap();
+        public
+    }
+
+    /// The URLs the mock Indexing API was asked to publish, in order.
+    pub fn google_published(&self) -> Vec<(String, String)> {
+        self.engine
+            .requests_to("POST", GOOGLE_PUBLISH)
+            .iter()
+            .map(|r| {
+                let body = r.json();
+                (body["url"].as_str().unwrap().to_string(), body["type"].as_str().unwrap().to_string())
+            })
+            .collect()
     }
 
     /// A sandbox whose property uses only Bing, with `table` as its `bing`
@@ -120,6 +185,13 @@ impl Sandbox {
                 self.engine.url()
             ));
         }
+        if self.google.is_some() {
+            text.push_str(&format!(
+                "[google]\ncredentials = \"service-account.json\"\nendpoint = \"{0}\"\ninspection_endpoint = \"{0}\"\n{1}\n\n",
+                self.engine.url(),
+                self.google_extra
+            ));
+        }
         text.push_str(&format!("[[property]]\nname = \"site\"\nsite = \"{}\"\n", self.site_url()));
         if self.indexnow {
             text.push_str(&format!(
@@ -130,6 +202,9 @@ impl Sandbox {
         }
         if let Some(bing) = &self.bing {
             text.push_str(&format!("bing = {{ {bing} }}\n"));
+        }
+        if let Some(google) = &self.google {
+            text.push_str(&format!("google = {{ {google} }}\n"));
         }
         text.push_str(&self.more_properties);
         let path = self.config_path();
@@ -313,6 +388,12 @@ pub fn result_for<'a>(results: &'a [Value], url: &str) -> &'a Value {
 
 pub fn count(doc: &Value, outcome: &str) -> u64 {
     doc["summary"][outcome].as_u64().unwrap()
+}
+
+/// One RSA key per test process (generating one takes a moment).
+pub fn test_rsa_key() -> rsa::RsaPrivateKey {
+    static KEY: std::sync::OnceLock<rsa::RsaPrivateKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap()).clone()
 }
 
 pub fn ledger_bytes(path: &Path) -> Vec<u8> {
