@@ -107,7 +107,10 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 (true, None) => {
                     (format!(" as {} reports it (not read yet in this window)", group.engine.title()), "local")
                 }
-                (false, _) if rule.scope == budget::Scope::Pool => (" (shared pool)".to_string(), "local"),
+                (false, _) if rule.scope == budget::Scope::Pool => match pool {
+                    Some(project) => (format!(" for project {project} (shared by its properties)"), "local"),
+                    None => (" (shared by all properties)".to_string(), "local"),
+                },
                 (false, _) => (String::new(), "local"),
             };
             writeln!(
