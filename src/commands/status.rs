@@ -121,6 +121,7 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 rule.tz.name(),
                 usage.used,
                 match (blocked, remaining) {
+                    (Some(t), _) if t == window.resets_at => ", spent: the server said so".to_string(),
                     (Some(t), _) => format!(", refused by the server until {}", when(t, rule.tz, user_tz, now)),
                     (None, Some(r)) => format!(", {r} left"),
                     (None, None) => String::new(),
