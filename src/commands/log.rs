@@ -30,7 +30,8 @@ struct AttemptJson {
 pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
     let mut ledger = open_ledger(settings)?;
     let user_tz = clock::user_timezone();
-    let rows = ledger.attempts(args.url.as_deref(), args.limit)?;
+    let url = args.url.as_deref().map(crate::input::stored_form);
+    let rows = ledger.attempts(url.as_deref(), args.limit)?;
     if printer.json {
         let attempts: Vec<AttemptJson> = rows
             .into_iter()

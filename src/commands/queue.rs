@@ -28,7 +28,7 @@ fn to_filter(f: &QueueFilter) -> ItemFilter {
             .collect(),
         property: f.property.clone(),
         engine: f.engine,
-        url: f.url.clone(),
+        url: f.url.as_deref().map(crate::input::stored_form),
         limit: f.limit,
     }
 }
