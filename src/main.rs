@@ -14,6 +14,7 @@ mod ledger;
 mod model;
 mod redact;
 mod report;
+mod results;
 mod schedule;
 
 use clap::Parser;

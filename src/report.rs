@@ -7,10 +7,10 @@
 use crate::clock;
 use crate::ledger::GroupKey;
 use crate::model::{EngineKind, Outcome};
+use crate::results::Results;
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,8 +93,6 @@ pub struct ResultEntry {
     pub source: Option<String>,
     #[serde(skip)]
     pub retry: Option<(DateTime<Utc>, Tz)>,
-    #[serde(skip)]
-    pub group: Option<GroupKey>,
 }
 
 impl ResultEntry {
@@ -105,15 +103,6 @@ impl ResultEntry {
         let millis = (at - now).num_milliseconds().max(0);
         self.retry_after_secs = Some((millis + 999) / 1000);
     }
-}
-
-/// Counts per outcome, every outcome present (DESIGN §5).
-pub fn summary(results: &[ResultEntry]) -> BTreeMap<&'static str, u64> {
-    let mut counts: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
-    for r in results {
-        *counts.entry(r.outcome.as_str()).or_default() += 1;
-    }
-    counts
 }
 
 /// A budget that stopped sends in this run, for the human report.
@@ -135,8 +124,6 @@ pub struct Planned {
     pub engine: EngineKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
-    #[serde(skip)]
-    pub group: GroupKey,
 }
 
 impl Planned {
@@ -146,33 +133,18 @@ impl Planned {
             property: group.property.clone(),
             engine: group.engine,
             endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
-            group: group.clone(),
         }
     }
 }
 
-#[derive(Serialize)]
-struct SubmitJson<'a> {
-    now: String,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    dry_run: bool,
-    /// With --dry-run: what would be sent now.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    plan: Option<&'a [Planned]>,
-    results: &'a [ResultEntry],
-    summary: BTreeMap<&'static str, u64>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    notes: &'a [String],
-}
-
 pub struct SubmitReport<'a> {
     pub now: DateTime<Utc>,
+    /// When the report is written: retry times are counted from here.
+    pub end: DateTime<Utc>,
     pub user_tz: Tz,
     pub dry_run: bool,
-    pub results: &'a [ResultEntry],
+    pub results: &'a Results,
     pub deferrals: &'a [Deferral],
-    /// URLs that a dry run would send now.
-    pub planned: &'a [Planned],
     /// Groups with items waiting in the queue after the run.
     pub waiting: &'a [Waiting],
     /// What the user should know about the run itself.
@@ -214,26 +186,52 @@ pub fn group_title(g: &GroupKey) -> String {
 }
 
 impl SubmitReport<'_> {
-    pub fn write_json(&self, printer: &Printer) -> io::Result<()> {
-        printer.json(&SubmitJson {
-            now: rfc3339(self.now, self.user_tz),
-            dry_run: self.dry_run,
-            plan: self.dry_run.then_some(self.planned),
-            results: self.results,
-            summary: summary(self.results),
-            notes: self.notes,
-        })
+    /// The JSON document of DESIGN §5, streamed: `now`, (`dry_run`, `plan`),
+    /// `results`, `summary`, (`notes`).
+    pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
+        write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
+        if self.dry_run {
+            write!(out, ",\n  \"dry_run\": true,\n  \"plan\": [")?;
+            let mut first = true;
+            self.results.each_planned(|p| {
+                write!(
+                    out,
+                    "{}\n    {}",
+                    if first { "" } else { "," },
+                    serde_json::to_string(&p).map_err(io::Error::other)?
+                )?;
+                first = false;
+                Ok(())
+            })?;
+            write!(out, "{}]", if first { "" } else { "\n  " })?;
+        }
+        write!(out, ",\n  \"results\": [")?;
+        let mut first = true;
+        self.results.each(|mut r| {
+            if let Some((at, tz)) = r.retry {
+                r.set_retry(at, tz, self.end);
+            }
+            write!(
+                out,
+                "{}\n    {}",
+                if first { "" } else { "," },
+                serde_json::to_string(&r).map_err(io::Error::other)?
+            )?;
+            first = false;
+            Ok(())
+        })?;
+        write!(out, "{}]", if first { "" } else { "\n  " })?;
+        write!(out, ",\n  \"summary\": {}", serde_json::to_string(&self.results.summary()?)?)?;
+        if !self.notes.is_empty() {
+            write!(out, ",\n  \"notes\": {}", serde_json::to_string(self.notes)?)?;
+        }
+        writeln!(out, "\n}}")?;
+        Ok(())
     }
 
     /// Human text: per group what happened and what the user can do; the
     /// invalid lines; a summary. With `quiet`, only what needs a human.
-    pub fn write_human(&self, out: &mut impl Write, quiet: bool) -> io::Result<()> {
-        let mut groups: BTreeMap<&GroupKey, Vec<&ResultEntry>> = BTreeMap::new();
-        for r in self.results {
-            if let Some(g) = &r.group {
-                groups.entry(g).or_default().push(r);
-            }
-        }
+    pub fn write_human(&self, out: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
         if !quiet {
             for note in self.notes {
                 writeln!(out, "note: {note}")?;
@@ -241,127 +239,90 @@ impl SubmitReport<'_> {
         }
         if self.dry_run {
             writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
-            let mut per_group: BTreeMap<&GroupKey, u64> = BTreeMap::new();
-            for p in self.planned {
-                *per_group.entry(&p.group).or_default() += 1;
-            }
-            for (g, n) in per_group {
-                writeln!(out, "{}: {} would go now.", group_title(g), plural(n, "URL", "URLs"))?;
+            for (g, n) in self.results.planned_counts()? {
+                writeln!(out, "{}: {} would go now.", group_title(&g), plural(n, "URL", "URLs"))?;
             }
         }
-        for (g, entries) in &groups {
-            let count = |o: Outcome| entries.iter().filter(|r| r.outcome == o).count() as u64;
-            let title = group_title(g);
-            if !quiet {
-                let accepted = count(Outcome::Accepted);
-                if accepted > 0 {
-                    writeln!(out, "{title}: {} accepted.", plural(accepted, "URL", "URLs"))?;
-                }
-                let skipped = count(Outcome::Skipped);
-                if skipped > 0 {
+        let aggregates = self.results.aggregates()?;
+        let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| when(t, tz, self.user_tz, self.end));
+        for a in &aggregates {
+            let title = group_title(&a.group);
+            let n = a.count;
+            match a.outcome {
+                Outcome::Misconfigured => {
+                    writeln!(out, "error: {title}: {} ({})", a.message, a.reason)?;
+                    if let Some(hint) = &a.hint {
+                        writeln!(out, "  hint: {hint}")?;
+                    }
                     writeln!(
                         out,
-                        "{title}: {} skipped, already accepted within the dedupe window (--force resubmits).",
-                        plural(skipped, "URL", "URLs")
+                        "  {} parked until the configuration changes or `indexq queue retry`.",
+                        plural(n, "URL is", "URLs are")
                     )?;
                 }
-                for d in self.deferrals.iter().filter(|d| &d.group == *g) {
-                    let waiting = entries
-                        .iter()
-                        .filter(|r| r.outcome == Outcome::Deferred && r.retry.map(|x| x.0) == Some(d.retry_at))
-                        .count() as u64;
-                    if waiting == 0 {
-                        continue;
-                    }
-                    let used = match d.limit {
-                        Some(l) => format!(" ({}/{l})", d.used),
-                        None => String::new(),
+                _ if quiet => {}
+                Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
+                Outcome::Skipped => {
+                    let why = match a.reason.as_str() {
+                        "already_accepted" => "already accepted within the dedupe window (--force resubmits)",
+                        "unchanged" => "unchanged since their last accepted submission (--changed)",
+                        _ => a.message.as_str(),
                     };
-                    let what = if d.blocked { "was refused by the server" } else { "is used" };
+                    writeln!(out, "{title}: {} skipped: {why}.", plural(n, "URL", "URLs"))?;
+                }
+                Outcome::Deferred if a.reason == "budget" => {
+                    let Some((retry_at, _)) = a.next_retry else { continue };
+                    let d = self.deferrals.iter().filter(|d| d.group == a.group).max_by_key(|d| d.retry_at);
+                    let (used, what, tz) = match d {
+                        Some(d) => (
+                            d.limit.map(|l| format!(" ({}/{l})", d.used)).unwrap_or_default(),
+                            if d.blocked { "was refused by the server" } else { "is used" },
+                            d.rule_tz,
+                        ),
+                        None => (String::new(), "is used", self.user_tz),
+                    };
                     writeln!(
                         out,
                         "{} quota for {} {what}{used}. Next window opens {}. {} queued for then.",
-                        g.engine.title(),
-                        g.property,
-                        when(d.retry_at, d.rule_tz, self.user_tz, self.now),
-                        plural(waiting, "URL is", "URLs are")
+                        a.group.engine.title(),
+                        a.group.property,
+                        crate::report::when(retry_at, tz, self.user_tz, self.end),
+                        plural(n, "URL is", "URLs are")
                     )?;
                 }
-                let other_deferred: Vec<_> = entries
-                    .iter()
-                    .filter(|r| {
-                        r.outcome == Outcome::Deferred
-                            && !self
-                                .deferrals
-                                .iter()
-                                .any(|d| &d.group == *g && r.retry.map(|x| x.0) == Some(d.retry_at))
-                    })
-                    .collect();
-                if let Some(first) = other_deferred.first() {
-                    let next = other_deferred.iter().filter_map(|r| r.retry).min_by_key(|x| x.0);
-                    let at = next
-                        .map(|(t, tz)| format!(" The next is due {}.", when(t, tz, self.user_tz, self.now)))
+                Outcome::Deferred => {
+                    let next = when(a.next_retry).map(|w| format!(" The next goes {w}.")).unwrap_or_default();
+                    writeln!(out, "{title}: {} waiting ({}).{next}", plural(n, "URL is", "URLs are"), a.message)?;
+                }
+                Outcome::Quota | Outcome::Transient | Outcome::KeyPending => {
+                    let retry = when(a.next_retry)
+                        .map(|w| format!(" {} queued for {w}.", plural(n, "URL is", "URLs are")))
                         .unwrap_or_default();
-                    writeln!(
-                        out,
-                        "{title}: {} already in the queue ({}).{at}",
-                        plural(other_deferred.len() as u64, "URL is", "URLs are"),
-                        first.message
-                    )?;
+                    writeln!(out, "{title}: {}{retry}", a.message)?;
                 }
-            }
-            for outcome in [Outcome::Quota, Outcome::Transient, Outcome::KeyPending, Outcome::Misconfigured] {
-                let mut by_reason: BTreeMap<&str, Vec<&&ResultEntry>> = BTreeMap::new();
-                for r in entries.iter().filter(|r| r.outcome == outcome) {
-                    by_reason.entry(r.reason.as_str()).or_default().push(r);
-                }
-                for (reason, rs) in by_reason {
-                    let n = rs.len() as u64;
-                    let first = rs[0];
-                    if outcome == Outcome::Misconfigured {
-                        writeln!(out, "error: {title}: {} ({reason})", first.message)?;
-                        if let Some(hint) = &first.hint {
-                            writeln!(out, "  hint: {hint}")?;
-                        }
-                        writeln!(
-                            out,
-                            "  {} parked until the configuration changes or `indexq queue retry`.",
-                            plural(n, "URL is", "URLs are")
-                        )?;
-                    } else if !quiet {
-                        let next = rs.iter().filter_map(|r| r.retry).min_by_key(|x| x.0);
-                        let retry = next
-                            .map(|(t, tz)| {
-                                format!(
-                                    " {} queued for {}.",
-                                    plural(n, "URL is", "URLs are"),
-                                    when(t, tz, self.user_tz, self.now)
-                                )
-                            })
-                            .unwrap_or_default();
-                        writeln!(out, "{title}: {}{retry}", first.message)?;
-                    }
-                }
+                Outcome::Invalid => {}
             }
         }
         if !quiet {
-            for w in self.waiting.iter().filter(|w| !groups.contains_key(&w.group)) {
+            for w in self.waiting.iter().filter(|w| !aggregates.iter().any(|a| a.group == w.group)) {
                 writeln!(
                     out,
                     "{}: {} in the queue; the next goes {}.",
                     group_title(&w.group),
                     plural(w.count, "URL waits", "URLs wait"),
-                    when(w.next, w.tz, self.user_tz, self.now)
+                    crate::report::when(w.next, w.tz, self.user_tz, self.end)
                 )?;
             }
         }
-        for r in self.results.iter().filter(|r| r.outcome == Outcome::Invalid) {
+        self.results.each_with(Outcome::Invalid, |r| {
             let place = r.source.as_deref().unwrap_or("input");
-            writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)?;
-        }
-        if !quiet || self.results.iter().any(|r| matches!(r.outcome, Outcome::Misconfigured | Outcome::Invalid)) {
+            writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)
+        })?;
+        let summary = self.results.summary()?;
+        let needs_human = summary["misconfigured"] + summary["invalid"] > 0;
+        if !quiet || needs_human {
             let parts: Vec<String> =
-                summary(self.results).into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
+                summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
             if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
             } else if parts.is_empty() {

@@ -19,6 +19,7 @@ use crate::ledger::{
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
 use crate::report::{Deferral, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
+use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -40,10 +41,8 @@ struct Run<'a> {
     engines: BTreeMap<EngineKind, Box<dyn Engine>>,
     ledger: SqliteLedger,
     owner: Owner,
-    results: Vec<ResultEntry>,
-    by_item: HashMap<i64, usize>,
+    results: Results,
     deferrals: Vec<Deferral>,
-    planned: Vec<Planned>,
     /// Groups whose engine-reported quota was read in this run.
     reported: std::collections::HashSet<GroupKey>,
     /// Things the user should know about this run (e.g. a quota read failed).
@@ -112,10 +111,8 @@ pub async fn run(
         engines: built,
         ledger,
         owner: Owner::current(),
-        results: Vec::new(),
-        by_item: HashMap::new(),
+        results: Results::new().context("cannot create the run's temporary results")?,
         deferrals: Vec::new(),
-        planned: Vec::new(),
         reported: Default::default(),
         notes: Vec::new(),
         dry_run: args.dry_run,
@@ -184,27 +181,25 @@ pub async fn run(
             waiting.push(Waiting { group, count: counts.waiting, next, tz });
         }
     }
-    for r in &mut run.results {
-        if let Some((at, tz)) = r.retry {
-            r.set_retry(at, tz, now);
-        }
-    }
     let report = SubmitReport {
         now: started,
+        end: now,
         user_tz: run.user_tz,
         dry_run: run.dry_run,
         results: &run.results,
         deferrals: &run.deferrals,
-        planned: &run.planned,
         waiting: &waiting,
         notes: &run.notes,
     };
+    let mut out = std::io::BufWriter::new(printer.stdout());
     if printer.json {
-        report.write_json(printer)?;
+        report.write_json(&mut out)?;
     } else {
-        report.write_human(&mut printer.stdout(), printer.verbosity == Verbosity::Quiet)?;
+        report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
     }
-    let needs_human = run.results.iter().any(|r| args.fail_on.contains(&r.outcome));
+    std::io::Write::flush(&mut out)?;
+    let summary = run.results.summary()?;
+    let needs_human = args.fail_on.iter().any(|o| summary[o.as_str()] > 0);
     Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
 }
 
@@ -224,23 +219,15 @@ impl Run<'_> {
         Ok(next)
     }
 
-    fn entry(&mut self, id: Option<i64>, entry: ResultEntry) -> &mut ResultEntry {
-        let index = match id.and_then(|id| self.by_item.get(&id).copied()) {
-            Some(i) => {
-                let attempts = self.results[i].attempts;
-                self.results[i] = ResultEntry { attempts: attempts.max(entry.attempts), ..entry };
-                i
-            }
-            None => {
-                self.results.push(entry);
-                let i = self.results.len() - 1;
-                if let Some(id) = id {
-                    self.by_item.insert(id, i);
-                }
-                i
-            }
-        };
-        &mut self.results[index]
+    /// Records the result of a ledger item.
+    fn entry(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
+        Ok(self.results.put(Key::Item(id), &entry)?)
+    }
+
+    /// Records a bad input line.
+    fn invalid_line(&mut self, entry: ResultEntry) -> anyhow::Result<()> {
+        let key = self.results.line_key();
+        Ok(self.results.put(key, &entry)?)
     }
 
     fn ingest(
@@ -268,14 +255,18 @@ impl Run<'_> {
                 Ok(url) => url,
                 Err(why) => {
                     printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
-                    self.entry(None, invalid(&line.text, &line.place, "invalid_url", why));
+                    if let Err(e) = self.invalid_line(invalid(&line.text, &line.place, "invalid_url", why)) {
+                        error = Some(e);
+                    }
                     return;
                 }
             };
             let Some(property) = settings.property_for(&url) else {
                 let why = "the URL is under no configured property's site".to_string();
                 printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
-                self.entry(None, invalid(&line.text, &line.place, "no_property", why));
+                if let Err(e) = self.invalid_line(invalid(&line.text, &line.place, "no_property", why)) {
+                    error = Some(e);
+                }
                 return;
             };
             for group in routes.get(&property.name).into_iter().flatten() {
@@ -312,7 +303,7 @@ impl Run<'_> {
                     let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
                     e.reason = "already_accepted".into();
                     e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
-                    self.entry(Some(id), e);
+                    self.entry(id, e)?;
                 }
                 Admission::Parked { id } | Admission::InFlight { id } => look_up.push(id),
             }
@@ -348,7 +339,7 @@ impl Run<'_> {
                     }
                 }
             }
-            self.entry(Some(row.id), e);
+            self.entry(row.id, e)?;
         }
         Ok(())
     }
@@ -393,7 +384,7 @@ impl Run<'_> {
         let Some(reservation) = claim.reservation else { return Ok(false) };
         if self.dry_run {
             for item in &claim.items {
-                self.planned.push(Planned::new(&item.url, group));
+                self.results.plan(&Planned::new(&item.url, group))?;
             }
             return Ok(claim.retry_at.is_none() && claim.paced.is_empty());
         }
@@ -444,7 +435,7 @@ impl Run<'_> {
             };
             let (record, entry) = outcome(group, item, answer, answer_index, decision, at, retry_tz, &fingerprint);
             records.push(record);
-            self.entry(Some(item.id), entry);
+            self.entry(item.id, entry)?;
         }
         let refund = sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64;
         self.ledger.finish(&Finish {
@@ -510,7 +501,7 @@ impl Run<'_> {
                     group.property
                 );
                 e.set_retry(retry_at, tz, now);
-                self.entry(Some(*id), e);
+                self.entry(*id, e)?;
             }
         }
         for (id, url, at) in &claim.paced {
@@ -521,7 +512,7 @@ impl Run<'_> {
                 group.engine.title()
             );
             e.set_retry(*at, self.user_tz, now);
-            self.entry(Some(*id), e);
+            self.entry(*id, e)?;
         }
         Ok(())
     }
@@ -684,7 +675,6 @@ fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
         attempts: 0,
         source: None,
         retry: None,
-        group: Some(group.clone()),
     }
 }
 
@@ -704,6 +694,5 @@ fn invalid(text: &str, place: &str, reason: &str, message: String) -> ResultEntr
         attempts: 0,
         source: Some(place.to_string()),
         retry: None,
-        group: None,
     }
 }
