@@ -8,7 +8,7 @@ use crate::clock;
 use crate::ledger::GroupKey;
 use crate::model::{EngineKind, Outcome};
 use crate::results::Results;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -57,7 +57,8 @@ pub fn rfc3339(at: DateTime<Utc>, tz: Tz) -> String {
 
 /// "2026-12-04 00:00 Asia/Shanghai — in 8 h (17:00 in your timezone, +01:00)"
 pub fn when(at: DateTime<Utc>, tz: Tz, user_tz: Tz, now: DateTime<Utc>) -> String {
-    let relative = clock::humanize(at - now);
+    // To the nearest second: a reset 6 h 29 min 59.9 s away reads "6 h 30 min".
+    let relative = clock::humanize(TimeDelta::seconds(((at - now).num_milliseconds() + 500).div_euclid(1000)));
     let mut text = format!("{} — in {relative}", clock::format_local(at, tz));
     if user_tz != tz {
         let local = at.with_timezone(&user_tz);

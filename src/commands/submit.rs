@@ -379,7 +379,26 @@ impl Run<'_> {
             burst,
             horizon: if self.dry_run { now } else { self.wait_until.max(now) },
         });
-        let claim = self.ledger.claim(group, &windows, max_batch, pace.as_ref(), now, &self.owner)?;
+        // Each URL the budget has no room for is a `deferred` result, in the
+        // timezone of the rule that reopens then.
+        let mut failure = None;
+        let results = &mut self.results;
+        let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
+            let tz =
+                rules.iter().zip(&windows).find(|(_, w)| w.resets_at == retry_at).map_or(self.user_tz, |(r, _)| r.tz);
+            let mut e = base_entry(url, group, Outcome::Deferred);
+            e.reason = "budget".into();
+            e.message =
+                format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
+            e.set_retry(retry_at, tz, now);
+            if let Err(err) = results.put(Key::Item(id), &e) {
+                failure.get_or_insert(err);
+            }
+        };
+        let claim = self.ledger.claim(group, &windows, max_batch, pace.as_ref(), now, &self.owner, &mut on_deferred)?;
+        if let Some(err) = failure {
+            return Err(err.into());
+        }
         self.note_deferrals(group, &rules, &windows, &claim, now)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
         if self.dry_run {
@@ -492,17 +511,6 @@ impl Run<'_> {
                 retry_at,
                 blocked: usage.blocked_until.is_some_and(|t| t > now),
             });
-            for (id, url) in &claim.deferred {
-                let mut e = base_entry(url, group, Outcome::Deferred);
-                e.reason = "budget".into();
-                e.message = format!(
-                    "the {} budget for {} is spent until its window reopens",
-                    group.engine.title(),
-                    group.property
-                );
-                e.set_retry(retry_at, tz, now);
-                self.entry(*id, e)?;
-            }
         }
         for (id, url, at) in &claim.paced {
             let mut e = base_entry(url, group, Outcome::Deferred);

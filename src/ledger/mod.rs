@@ -180,8 +180,9 @@ pub struct Claim {
     pub items: Vec<ClaimedItem>,
     /// With pacing: when each claimed item may be sent (same order).
     pub slots: Vec<DateTime<Utc>>,
-    /// Due items the budget has no room for today, waiting until `retry_at`.
-    pub deferred: Vec<(i64, String)>,
+    /// How many due items the budget has no room for (each was passed to
+    /// the claim's `deferred` callback); they wait until `retry_at`.
+    pub deferred: u64,
     pub retry_at: Option<DateTime<Utc>>,
     /// Due items within budget that the pace puts after the horizon, each
     /// with the time it is expected to be sent.
@@ -375,7 +376,8 @@ pub trait Ledger {
     /// Reserve-before-send: in one transaction, takes up to `max_items` due
     /// items of `group` that fit every rule, counts them against every rule,
     /// marks them in flight under a new reservation owned by `me`, and
-    /// moves due items that do not fit to the time budget frees up.
+    /// moves due items that do not fit to the time budget frees up (telling
+    /// `deferred` of each, with that time) or, with a pace, to their slot.
     fn claim(
         &mut self,
         group: &GroupKey,
@@ -384,6 +386,7 @@ pub trait Ledger {
         pace: Option<&Pace>,
         now: DateTime<Utc>,
         me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim>;
 
     /// Takes up to `n` units of `rules` that need no queue item (e.g. URL

@@ -171,7 +171,7 @@ impl<'p> PaceState<'p> {
         slot
     }
 
-    /// When the `n`-th send after the slots taken is expected, without taking it.
+    /// When the `n`-th send from now is expected, without taking it.
     fn estimate(&self, n: usize) -> DateTime<Utc> {
         (self.tat + self.pace.interval * n as i32 - self.tolerance()).max(self.now)
     }
@@ -569,58 +569,42 @@ impl Ledger for SqliteLedger {
         pace: Option<&Pace>,
         now: DateTime<Utc>,
         me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
         let tx = self.write()?;
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
         let budget = rules.iter().zip(&usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
 
-        let due: Vec<ClaimedItem> = {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
-                 WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
-                 ORDER BY next_attempt_at, id",
-            )?;
-            let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
-                let class: Option<String> = r.get(3)?;
-                let action: String = r.get(6)?;
-                Ok(ClaimedItem {
-                    id: r.get(0)?,
-                    url: r.get(1)?,
-                    action: Action::parse(&action),
-                    attempts: r.get(2)?,
-                    last_class: class.and_then(|c| Class::from_str(&c).ok()),
-                    streak: r.get(4)?,
-                    streak_started_at: opt_ts(r.get(5)?),
-                })
-            })?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
+        let due_count: i64 = tx.query_row(
+            "SELECT COUNT(*) FROM items
+             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4",
+            params![group.property, group.engine.as_str(), group.target, ts(now)],
+            |r| r.get(0),
+        )?;
+        let due_count = due_count.max(0) as usize;
 
         // Within budget: `avail`. Of those, the pace lets `take` go now
         // (never more than a batch); the rest of `avail` waits for its slot.
-        let avail = budget.map_or(due.len(), |b| (b as usize).min(due.len()));
+        let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
         let pacing = match pace {
             Some(p) => Some(PaceState::load(&tx, p, now)?),
             None => None,
         };
         let take = avail.min(max_items).min(pacing.as_ref().map_or(usize::MAX, |p| p.fitting(avail)));
+        let paced_until = match &pacing {
+            Some(_) if take < avail.min(max_items) => avail,
+            _ => take,
+        };
+        // The due items in order: the first `take` are claimed, up to
+        // `paced_until` wait for their slot, and from `avail` on the budget
+        // has no room for them today.
         let mut claim = Claim::default();
-        let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
-        if let Some(mut p) = pacing {
-            claim.slots = (0..take).map(|_| p.next_slot()).collect();
-            if take < avail.min(max_items) {
-                for (n, item) in due[take..avail].iter().enumerate() {
-                    let at = p.estimate(n);
-                    defer.execute(params![item.id, ts_ceil(at)])?;
-                    claim.paced.push((item.id, item.url.clone(), at));
-                }
-            }
-            p.store(&tx)?;
-        }
-        if avail < due.len() {
-            // The budget binds: the due items past it wait until the latest
-            // reset among the rules they would break.
-            let retry_at = rules
+        let mut taken = Vec::with_capacity(take);
+        // Items moved to a later time, applied after the scan (moving them
+        // while scanning in next_attempt_at order could meet them twice).
+        let mut moves = Vec::new();
+        let retry_at = (avail < due_count).then(|| {
+            rules
                 .iter()
                 .zip(&usages)
                 .filter_map(|(rule, usage)| {
@@ -628,14 +612,60 @@ impl Ledger for SqliteLedger {
                     after.available_at(rule, now)
                 })
                 .max()
-                .unwrap_or(now);
-            for item in &due[avail..] {
-                defer.execute(params![item.id, ts(retry_at)])?;
-                claim.deferred.push((item.id, item.url.clone()));
+                .unwrap_or(now)
+        });
+        {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
+                 WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
+                 ORDER BY next_attempt_at, id",
+            )?;
+            let mut rows = stmt.query(params![group.property, group.engine.as_str(), group.target, ts(now)])?;
+            let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
+            let mut position = 0usize;
+            while let Some(r) = rows.next()? {
+                if position >= paced_until && retry_at.is_none() {
+                    break;
+                }
+                let id: i64 = r.get(0)?;
+                let url: String = r.get(1)?;
+                if position < take {
+                    let class: Option<String> = r.get(3)?;
+                    let action: String = r.get(6)?;
+                    taken.push(ClaimedItem {
+                        id,
+                        url,
+                        action: Action::parse(&action),
+                        attempts: r.get(2)?,
+                        last_class: class.and_then(|c| Class::from_str(&c).ok()),
+                        streak: r.get(4)?,
+                        streak_started_at: opt_ts(r.get(5)?),
+                    });
+                } else if position < paced_until {
+                    if let Some(p) = &pacing {
+                        // Counted from before this claim's own slots.
+                        let at = p.estimate(position);
+                        moves.push((id, ts_ceil(at)));
+                        claim.paced.push((id, url, at));
+                    }
+                } else if let Some(t) = retry_at {
+                    moves.push((id, ts(t)));
+                    deferred(id, &url, t);
+                    claim.deferred += 1;
+                }
+                position += 1;
             }
-            claim.retry_at = Some(retry_at);
+            drop(rows);
+            for (id, at) in moves {
+                defer.execute(params![id, at])?;
+            }
         }
-        drop(defer);
+        if let Some(mut p) = pacing {
+            claim.slots = (0..take).map(|_| p.next_slot()).collect();
+            p.store(&tx)?;
+        }
+        claim.retry_at = retry_at;
+        let due = taken;
 
         if take > 0 {
             tx.execute(

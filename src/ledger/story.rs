@@ -72,9 +72,9 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.
     let rules = [day_rule(Some(3), false)];
-    let claim = ledger.claim(&group(), &rules, 10, None, now, &me).unwrap();
+    let claim = ledger.claim(&group(), &rules, 10, None, now, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 3);
-    assert_eq!(claim.deferred.len(), 2);
+    assert_eq!(claim.deferred, 2);
     assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
     assert_eq!(ledger.usage(&rules[0]).unwrap().used, 3);
     assert_eq!(
@@ -85,7 +85,7 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&group(), now).unwrap().accepted, 3);
 
     // Nothing more today; accepted ones are skipped within the dedupe window.
-    assert!(ledger.claim(&group(), &rules, 10, None, now, &me).unwrap().items.is_empty());
+    assert!(ledger.claim(&group(), &rules, 10, None, now, &me, &mut |_, _, _| {}).unwrap().items.is_empty());
     let again = ledger.admit(&items(1), now, dedupe, false).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
 
@@ -93,7 +93,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let tomorrow = t("2026-12-04T01:00:00Z");
     let rules2 =
         [RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }];
-    let claim = ledger.claim(&group(), &rules2, 10, None, tomorrow, &me).unwrap();
+    let claim = ledger.claim(&group(), &rules2, 10, None, tomorrow, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 2);
 
     // The owner dies with the claim in flight: reconciled, counted, retried.
@@ -120,7 +120,7 @@ pub fn story(ledger: &mut impl Ledger) {
             windows: vec![],
         })
         .unwrap();
-    let claim = ledger.claim(&group(), &rules2, 10, None, tomorrow, &dead).unwrap();
+    let claim = ledger.claim(&group(), &rules2, 10, None, tomorrow, &dead, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 1, "one unit left today");
     let reconciled = ledger.reconcile(tomorrow, &me).unwrap();
     assert_eq!(reconciled, Reconciled { reservations: 1, items: 1 });
@@ -130,7 +130,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
-    let claim = ledger.claim(&group(), &open, 1, None, tomorrow, &me).unwrap();
+    let claim = ledger.claim(&group(), &open, 1, None, tomorrow, &me, &mut |_, _, _| {}).unwrap();
     let until = t("2026-12-04T02:00:00Z");
     ledger
         .finish(&Finish {
@@ -152,9 +152,9 @@ pub fn story(ledger: &mut impl Ledger) {
         .unwrap();
     let fresh = NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated };
     ledger.admit(&[fresh], tomorrow, dedupe, false).unwrap();
-    let blocked = ledger.claim(&group(), &open, 10, None, tomorrow, &me).unwrap();
+    let blocked = ledger.claim(&group(), &open, 10, None, tomorrow, &me, &mut |_, _, _| {}).unwrap();
     assert!(blocked.items.is_empty());
-    assert_eq!(blocked.deferred.len(), 1);
+    assert_eq!(blocked.deferred, 1);
     assert_eq!(blocked.retry_at, Some(until));
     let last = ledger.last_rejection(&group()).unwrap().unwrap();
     assert_eq!((last.class, last.http_status, last.body.as_deref()), (Class::Quota, Some(429), Some("slow down")));
@@ -166,7 +166,8 @@ pub fn story(ledger: &mut impl Ledger) {
     ledger.admit(&items(8), later, TimeDelta::zero(), true).unwrap();
     let report = ledger.record_report(&reported, 5, later).unwrap();
     assert_eq!(report.limit, 5);
-    let claim = ledger.claim(&group(), std::slice::from_ref(&reported), 2, None, later, &me).unwrap();
+    let claim =
+        ledger.claim(&group(), std::slice::from_ref(&reported), 2, None, later, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 2);
     // Another process reads the engine before these two are counted there.
     let report = ledger.record_report(&reported, 5, later).unwrap();
@@ -186,20 +187,20 @@ pub fn story(ledger: &mut impl Ledger) {
         .collect();
     ledger.admit(&paced, later, dedupe, false).unwrap();
     let pace = Pace { key: "story".into(), interval: TimeDelta::seconds(2), burst: 3, horizon: later };
-    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), later, &me).unwrap();
+    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), later, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 4);
     assert_eq!(claim.items[0].action, Action::Deleted);
     assert_eq!(claim.slots, vec![later; 4]);
     let expected: Vec<DateTime<Utc>> = (1..=6).map(|n| later + TimeDelta::seconds(2 * n)).collect();
     assert_eq!(claim.paced.iter().map(|p| p.2).collect::<Vec<_>>(), expected);
     // Another claim at the same moment finds no slot, and defers all six again.
-    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), later, &me).unwrap();
+    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), later, &me, &mut |_, _, _| {}).unwrap();
     assert!(claim.items.is_empty());
     // Twelve seconds on (all six due), with a horizon 10 s ahead, the pace
     // lets them go at their slots.
     let then = later + TimeDelta::seconds(12);
     let pace = Pace { horizon: then + TimeDelta::seconds(10), ..pace };
-    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), then, &me).unwrap();
+    let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), then, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 6);
     assert_eq!(claim.slots[0], then);
     assert_eq!(claim.slots[3], then, "a burst of 4");

@@ -44,3 +44,545 @@ fn the_jwt_is_signed_by_the_service_account_and_one_token_serves_many_publishes(
     assert_eq!(published.len(), 3);
     assert!(published.iter().all(|(_, kind)| kind == "URL_UPDATED"));
 }
+
+/// The fixture's per-day answer (google-429-per-day), compact.
+const PER_DAY: &str = r#"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per day' of service 'indexing.googleapis.com' for consumer 'project_number:875626095483'.","status":"RESOURCE_EXHAUSTED"}}"#;
+const PER_MINUTE: &str = r#"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per minute' of service 'indexing.googleapis.com' for consumer 'project_number:875626095483'.","status":"RESOURCE_EXHAUSTED"}}"#;
+const OWNERSHIP: &str = r#"{"error":{"code":403,"message":"Permission denied. Failed to verify the URL ownership.","status":"PERMISSION_DENIED"}}"#;
+const INTERNAL: &str = r#"{"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}}"#;
+const INVALID_GRANT: &str = r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#;
+
+/// Seconds since the epoch of an RFC 3339 timestamp `YYYY-MM-DDTHH:MM:SS(Z|±HH:MM)`
+/// (no chrono in the tests).
+fn epoch(text: &str) -> i64 {
+    let num = |range: std::ops::Range<usize>| -> i64 {
+        text.get(range.clone()).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not RFC 3339: {text:?}"))
+    };
+    let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+    let (hh, mm, ss) = (num(11..13), num(14..16), num(17..19));
+    let zone = &text[19..];
+    let offset = if zone == "Z" {
+        0
+    } else {
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        sign * (zone[1..3].parse::<i64>().unwrap() * 3600 + zone[4..6].parse::<i64>().unwrap() * 60)
+    };
+    // Days from civil (Howard Hinnant).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + hh * 3600 + mm * 60 + ss - offset
+}
+
+#[test]
+fn epoch_helper_reads_offsets() {
+    assert_eq!(epoch("1970-01-01T00:00:00Z"), 0);
+    assert_eq!(epoch("2026-12-03T09:30:00+08:00"), epoch("2026-12-03T01:30:00Z"));
+    assert_eq!(epoch("2026-12-03T00:00:00-08:00") - epoch(NOW), 23_400);
+}
+
+/// The Google day budgets of `status --json`: (limit, budget) pairs.
+fn google_day_budgets(status: &serde_json::Value) -> Vec<serde_json::Value> {
+    status["budgets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["engine"] == "google" && b["period"] == "day")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn publish_bodies_say_updated_or_deleted_for_the_url_with_the_bearer_token() {
+    let sb = Sandbox::google("");
+    let updated = sb.urls("updated.txt", &["/a", "/b"]);
+    let doc = sb.indexq(&["--json", "submit", updated.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 2);
+    let deleted = sb.urls("deleted.txt", &["/gone"]);
+    let doc = sb
+        .indexq(&["--json", "submit", "--deleted", deleted.to_str().unwrap()])
+        .now("2026-12-03T09:31:00+08:00")
+        .output()
+        .code(0)
+        .json();
+    assert_eq!(count(&doc, "accepted"), 1);
+    let r = result_for(&results(&doc), &sb.url("/gone")).clone();
+    assert_eq!(r["engine"], "google");
+    assert_eq!(r["outcome"], "accepted");
+    assert_eq!(r["http_status"], 200);
+
+    let mut published = sb.google_published();
+    published.sort();
+    assert_eq!(
+        published,
+        vec![
+            (sb.url("/a"), "URL_UPDATED".to_string()),
+            (sb.url("/b"), "URL_UPDATED".to_string()),
+            (sb.url("/gone"), "URL_DELETED".to_string()),
+        ]
+    );
+    for req in sb.engine.requests_to("POST", GOOGLE_PUBLISH) {
+        assert_eq!(req.header("authorization"), Some("Bearer ya29.test-token"), "{req:?}");
+        assert!(req.header("content-type").is_some_and(|c| c.starts_with("application/json")), "{req:?}");
+        let body = req.json();
+        let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["type", "url"], "the publish body is {{url, type}}: {body}");
+    }
+}
+
+/// A sandbox whose publish endpoint answers the per-day 429 to everything.
+fn per_day_sandbox() -> Sandbox {
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(429).json(PER_DAY)]);
+    sb
+}
+
+#[test]
+fn the_seed_case_a_per_day_429_waits_for_pacific_midnight_and_says_whose() {
+    let sb = per_day_sandbox();
+    let urls = list(&sb, "p", 1);
+    let doc = sb
+        .indexq(&["--json", "submit", urls.to_str().unwrap()])
+        .now(NOW)
+        .env("TZ", "Asia/Shanghai")
+        .output()
+        .code(0)
+        .json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["engine"], "google");
+    assert_eq!(r["outcome"], "quota", "{r:#}");
+    assert_eq!(r["http_status"], 429);
+    assert_eq!(r["retry_at"], "2026-12-03T00:00:00-08:00", "{r:#}");
+    assert_eq!(r["retry_after_secs"], 23_400, "{r:#}");
+    assert_eq!(count(&doc, "quota"), 1);
+    assert_eq!(count(&doc, "misconfigured"), 0);
+    assert_eq!(sb.google_published().len(), 1);
+
+    // The same in words, in a fresh ledger.
+    let sb = per_day_sandbox();
+    let urls = list(&sb, "p", 1);
+    let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).env("TZ", "Asia/Shanghai").output().code(0);
+    let out = &done.stdout;
+    assert!(out.contains("2026-12-03 00:00 America/Los_Angeles"), "{out}\n--- stderr\n{}", done.stderr);
+    assert!(out.contains("in 6 h 30 min"), "{out}");
+    assert!(out.contains("16:00 in your timezone"), "{out}");
+    let all = format!("{}{}", done.stdout, done.stderr).to_lowercase();
+    assert!(!all.lines().any(|l| l.trim_start().starts_with("error")), "a quota is not an error:\n{all}");
+    assert!(!all.contains("fail"), "a quota is not a failure:\n{all}");
+}
+
+#[test]
+fn per_day_429s_around_the_dst_changes_wait_for_the_right_midnight() {
+    // (now, expected retry_at, seconds until then)
+    let cases = [
+        // Spring forward on 2027-03-14 (a 23-hour day).
+        ("2027-03-13T12:00:00-08:00", "2027-03-14T00:00:00-08:00", 12 * 3600),
+        ("2027-03-14T00:30:00-08:00", "2027-03-15T00:00:00-07:00", 22 * 3600 + 1800),
+        ("2027-03-14T12:00:00-07:00", "2027-03-15T00:00:00-07:00", 12 * 3600),
+        // Fall back on 2027-11-07 (a 25-hour day).
+        ("2027-11-06T12:00:00-07:00", "2027-11-07T00:00:00-07:00", 12 * 3600),
+        ("2027-11-07T00:30:00-07:00", "2027-11-08T00:00:00-08:00", 24 * 3600 + 1800),
+        ("2027-11-07T12:00:00-08:00", "2027-11-08T00:00:00-08:00", 12 * 3600),
+    ];
+    for (now, retry_at, secs) in cases {
+        let sb = per_day_sandbox();
+        let urls = list(&sb, "p", 1);
+        let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(now).output().code(0).json();
+        let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+        assert_eq!(r["outcome"], "quota", "at {now}: {r:#}");
+        assert_eq!(r["retry_at"], retry_at, "at {now}: {r:#}");
+        assert_eq!(r["retry_after_secs"], secs, "at {now}: {r:#}");
+    }
+}
+
+#[test]
+fn three_properties_share_a_pool_of_20_so_exactly_20_go() {
+    let mut sb = Sandbox::google("daily_quota = 11");
+    sb.google_extra = "daily_quota = 20\nrequests_per_minute = 6000\n".into();
+    for name in ["b", "c"] {
+        sb.more_properties.push_str(&format!(
+            "\n[[property]]\nname = \"{name}\"\nsite = \"https://{name}.example/\"\ngoogle = {{ daily_quota = 11 }}\n"
+        ));
+    }
+    sb.write_config();
+    let mut text: String = (1..=11).map(|i| format!("{}\n", sb.url(&format!("/a{i}")))).collect();
+    for name in ["b", "c"] {
+        text.extend((1..=11).map(|i| format!("https://{name}.example/{name}{i}\n")));
+    }
+    let urls = sb.file("urls.txt", &text);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "30s", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let results = results(&doc);
+    assert_eq!(results.len(), 33);
+    assert_eq!(count(&doc, "accepted"), 20, "the pool of 20");
+    assert_eq!(count(&doc, "deferred"), 13);
+    let published = sb.google_published();
+    assert_eq!(published.len(), 20, "exactly the pool reaches Google");
+    let mut unique: Vec<_> = published.iter().map(|(u, _)| u.clone()).collect();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 20, "no URL twice");
+    for name in ["site", "b", "c"] {
+        let sent = results.iter().filter(|r| r["property"] == name && r["outcome"] == "accepted").count();
+        assert!(sent <= 11, "{name} went over its share: {sent}");
+    }
+    for r in results.iter().filter(|r| r["outcome"] == "deferred") {
+        assert_eq!(r["retry_at"], "2026-12-03T00:00:00-08:00", "the next Pacific midnight: {r:#}");
+        assert_eq!(r["retry_after_secs"], 23_400, "{r:#}");
+        assert!(r.get("http_status").is_none(), "deferred never left the machine: {r:#}");
+    }
+    // The pool shows 20 of 20 used.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let pools: Vec<_> = google_day_budgets(&status).into_iter().filter(|b| b["limit"] == 20).collect();
+    assert!(!pools.is_empty(), "{status:#}");
+    for pool in pools {
+        assert_eq!(pool["used"], 20, "{pool:#}");
+        assert_eq!(pool["remaining"], 0, "{pool:#}");
+    }
+}
+
+#[test]
+fn a_per_minute_429_waits_a_minute_and_leaves_the_day_open() {
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(429).json(PER_MINUTE)]);
+    let urls = list(&sb, "p", 1);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "quota", "{r:#}");
+    assert_eq!(r["http_status"], 429);
+    assert_eq!(r["retry_after_secs"], 60, "no Retry-After: about a minute: {r:#}");
+    assert_eq!(epoch(r["retry_at"].as_str().unwrap()) - epoch(NOW), 60, "{r:#}");
+
+    // The day budgets are not blocked.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let days = google_day_budgets(&status);
+    assert_eq!(days.len(), 2, "the property's share and the project pool: {status:#}");
+    for b in &days {
+        assert!(b["remaining"].as_u64().unwrap() > 0, "{b:#}");
+        if let Some(until) = b["blocked_until"].as_str() {
+            assert!(epoch(until) <= epoch(NOW) + 60, "the day is blocked past the minute: {b:#}");
+        }
+    }
+    // Two minutes later a new URL goes (and so does the one waiting).
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);
+    let more = list(&sb, "q", 1);
+    let doc = sb
+        .indexq(&["--json", "submit", "--max-wait", "0", more.to_str().unwrap()])
+        .now("2026-12-03T09:32:00+08:00")
+        .output()
+        .code(0)
+        .json();
+    assert_eq!(result_for(&results(&doc), &sb.url("/q1"))["outcome"], "accepted", "{doc:#}");
+    assert_eq!(result_for(&results(&doc), &sb.url("/p1"))["outcome"], "accepted", "{doc:#}");
+
+    // A Retry-After is honoured.
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(429).header("Retry-After", "120").json(PER_MINUTE)]);
+    let urls = list(&sb, "p", 1);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "quota", "{r:#}");
+    assert_eq!(r["retry_after_secs"], 120, "{r:#}");
+    assert!(r["retry_after_secs"].as_i64().unwrap() <= 900, "within 15 min");
+}
+
+#[test]
+fn sixty_urls_at_30_a_minute_are_scheduled_2_s_apart_over_about_2_min() {
+    let mut sb = Sandbox::google("daily_quota = 100");
+    sb.google_extra = "daily_quota = 1000\nrequests_per_minute = 30\n".into();
+    sb.write_config();
+    let urls = list(&sb, "p", 60);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let results = results(&doc);
+    assert_eq!(count(&doc, "accepted"), 4, "a burst of 4 now");
+    assert_eq!(count(&doc, "deferred"), 56);
+    assert_eq!(sb.google_published().len(), 4);
+    let deferred: Vec<&serde_json::Value> = results.iter().filter(|r| r["outcome"] == "deferred").collect();
+    assert_eq!(deferred.len(), 56);
+    let mut slots: Vec<i64> = deferred
+        .iter()
+        .map(|r| {
+            assert_eq!(r["reason"], "paced", "{r:#}");
+            let at = epoch(r["retry_at"].as_str().unwrap());
+            let after = r["retry_after_secs"].as_i64().unwrap();
+            assert!((at - epoch(NOW) - after).abs() <= 1, "retry_at and retry_after_secs agree: {r:#}");
+            at - epoch(NOW)
+        })
+        .collect();
+    slots.sort();
+    for pair in slots.windows(2) {
+        assert_eq!(pair[1] - pair[0], 2, "one send every 2 s: {slots:?}");
+    }
+    let last = *slots.last().unwrap();
+    assert!((110..=114).contains(&last), "the last one about 2 min later (112 s): {slots:?}");
+    assert!((1..=4).contains(&slots[0]), "the first paced one right after the burst: {slots:?}");
+    let max_secs = deferred.iter().map(|r| r["retry_after_secs"].as_i64().unwrap()).max().unwrap();
+    assert!((110..=114).contains(&max_secs), "{max_secs}");
+}
+
+#[test]
+fn a_refused_key_makes_every_google_item_misconfigured_and_sends_nothing() {
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_TOKEN, vec![MockResponse::status(400).json(INVALID_GRANT)]);
+    let urls = list(&sb, "p", 3);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    let results = results(&doc);
+    assert_eq!(results.len(), 3);
+    assert_eq!(count(&doc, "misconfigured"), 3);
+    for r in &results {
+        assert_eq!(r["outcome"], "misconfigured", "{r:#}");
+        assert_eq!(r["reason"], "invalid_grant", "{r:#}");
+        let said = format!("{} {}", r["message"], r["hint"]);
+        assert!(said.contains(GOOGLE_KEY_ID), "names the key id: {r:#}");
+        assert!(said.contains(GOOGLE_EMAIL), "names the service account: {r:#}");
+        assert!(r.get("retry_at").is_none(), "parked, not retried: {r:#}");
+    }
+    assert!(sb.google_published().is_empty(), "nothing published");
+    assert!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).is_empty());
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_TOKEN).len(), 1, "asked once, not once per URL");
+
+    // The same in words.
+    let more = list(&sb, "q", 1);
+    let done = sb.indexq(&["submit", more.to_str().unwrap()]).now(NOW).output().code(3);
+    let out = format!("{}{}", done.stdout, done.stderr);
+    assert!(out.contains(GOOGLE_KEY_ID) && out.contains(GOOGLE_EMAIL), "{out}");
+    assert!(out.contains("invalid_grant"), "{out}");
+}
+
+#[test]
+fn a_refused_google_key_leaves_the_indexnow_items_of_the_same_run_alone() {
+    let mut sb = Sandbox::google("");
+    sb.indexnow = true;
+    sb.write_config();
+    sb.engine.on("POST", GOOGLE_TOKEN, vec![MockResponse::status(400).json(INVALID_GRANT)]);
+    let urls = list(&sb, "p", 3);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    let results = results(&doc);
+    let google: Vec<_> = results.iter().filter(|r| r["engine"] == "google").collect();
+    let indexnow: Vec<_> = results.iter().filter(|r| r["engine"] == "indexnow").collect();
+    assert_eq!(google.len(), 3, "{doc:#}");
+    assert_eq!(indexnow.len(), 3, "{doc:#}");
+    assert!(google.iter().all(|r| r["outcome"] == "misconfigured" && r["reason"] == "invalid_grant"), "{doc:#}");
+    assert!(indexnow.iter().all(|r| r["outcome"] == "accepted"), "{doc:#}");
+    let mut received = sb.received_urls();
+    received.sort();
+    assert_eq!(received, vec![sb.url("/p1"), sb.url("/p2"), sb.url("/p3")]);
+    assert!(sb.google_published().is_empty());
+}
+
+#[test]
+fn a_401_refreshes_the_token_once() {
+    let sb = Sandbox::google("");
+    sb.engine.on(
+        "POST",
+        GOOGLE_PUBLISH,
+        vec![
+            MockResponse::status(401).json(
+                r#"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#,
+            ),
+            MockResponse::status(200).json("{}"),
+        ],
+    );
+    let urls = list(&sb, "p", 1);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "accepted", "{r:#}");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_TOKEN).len(), 2, "one refresh");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).len(), 2);
+
+    // Still 401 after the refresh: misconfigured, no loop.
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(401)]);
+    let urls = list(&sb, "p", 1);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let r = result_for(&results(&done.json()), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "misconfigured", "{r:#}");
+    assert_eq!(r["reason"], "unauthenticated", "{r:#}");
+    assert_eq!(r["http_status"], 401);
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_TOKEN).len(), 2, "exactly one refresh");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).len(), 2, "exactly one retry");
+}
+
+#[test]
+fn an_ownership_403_is_misconfigured_with_the_fix() {
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(403).json(OWNERSHIP)]);
+    let urls = list(&sb, "p", 1);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let r = result_for(&results(&done.json()), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "misconfigured", "{r:#}");
+    assert_eq!(r["reason"], "ownership_not_verified", "{r:#}");
+    assert_eq!(r["http_status"], 403);
+    let hint = r["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(GOOGLE_EMAIL) && hint.contains("Owner"), "{r:#}");
+    assert!(r.get("retry_at").is_none(), "parked: {r:#}");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).len(), 1, "not retried");
+}
+
+#[test]
+fn a_500_internal_is_transient_with_a_retry() {
+    let sb = Sandbox::google("");
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(500).json(INTERNAL)]);
+    let urls = list(&sb, "p", 1);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "transient", "{r:#}");
+    assert_eq!(r["http_status"], 500);
+    let secs = r["retry_after_secs"].as_i64().expect("a retry is scheduled");
+    assert!((1..=6 * 3600).contains(&secs), "{r:#}");
+    assert!(r["retry_at"].is_string());
+}
+
+#[test]
+fn every_google_fixture_gets_its_expected_class() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rejections");
+    let mut seen = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(fixture) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        if fixture["engine"] != "google" {
+            continue;
+        }
+        seen += 1;
+        let id = fixture["id"].as_str().unwrap_or_default().to_string();
+        let mut response = MockResponse::status(fixture["status"].as_u64().unwrap() as u16);
+        for (k, v) in fixture["headers"].as_object().into_iter().flatten() {
+            response = response.header(k, v.as_str().unwrap());
+        }
+        let response = response.body(fixture["body"].as_str().unwrap());
+        let sb = Sandbox::google("");
+        let route = if fixture["phase"] == "token" { GOOGLE_TOKEN } else { GOOGLE_PUBLISH };
+        sb.engine.on("POST", route, vec![response]);
+        let urls = list(&sb, "p", 1);
+        let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output();
+        let doc = done.json();
+        let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+        let expect = fixture["expect"].as_str().unwrap();
+        assert_eq!(r["outcome"], expect, "{id}: {r:#}");
+        let want_code = if expect == "misconfigured" { 3 } else { 0 };
+        assert_eq!(done.code, want_code, "{id}: exit code\n{}", done.stderr);
+        if fixture["retry"].as_str().is_some_and(|s| s.contains("midnight America/Los_Angeles")) {
+            assert_eq!(r["retry_at"], "2026-12-03T00:00:00-08:00", "{id}: {r:#}");
+        }
+        if expect == "misconfigured" {
+            assert!(r.get("retry_at").is_none(), "{id}: parked: {r:#}");
+        } else {
+            assert!(r.get("retry_at").is_some(), "{id}: a retry is scheduled: {r:#}");
+        }
+    }
+    assert!(seen >= 4, "the Google fixtures were found in {}: {seen}", dir.display());
+}
+
+/// An inspection answer with this verdict.
+fn inspection(verdict: &str) -> MockResponse {
+    MockResponse::status(200).json(&format!(
+        r#"{{"inspectionResult":{{"indexStatusResult":{{"verdict":"{verdict}","coverageState":"Submitted and indexed"}}}}}}"#
+    ))
+}
+
+#[test]
+fn an_indexed_url_is_skipped_and_not_published() {
+    let sb = Sandbox::google(r#"skip_indexed = true, site_url = "sc-domain:example.com""#);
+    let indexed = sb.url("/indexed");
+    let indexed_in_mock = indexed.clone();
+    sb.engine.respond_with("POST", GOOGLE_INSPECT, move |req| {
+        if req.json()["inspectionUrl"] == indexed_in_mock.as_str() {
+            inspection("PASS")
+        } else {
+            inspection("NEUTRAL")
+        }
+    });
+    let urls = sb.urls("urls.txt", &["/indexed", "/new"]);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let results = results(&doc);
+    let skipped = result_for(&results, &indexed);
+    assert_eq!(skipped["outcome"], "skipped", "{skipped:#}");
+    assert_eq!(skipped["reason"], "already_indexed", "{skipped:#}");
+    assert_eq!(result_for(&results, &sb.url("/new"))["outcome"], "accepted");
+    assert_eq!(sb.google_published(), vec![(sb.url("/new"), "URL_UPDATED".to_string())]);
+
+    let inspections = sb.engine.requests_to("POST", GOOGLE_INSPECT);
+    assert_eq!(inspections.len(), 2);
+    let mut inspected: Vec<String> = Vec::new();
+    for req in &inspections {
+        let body = req.json();
+        assert_eq!(body["siteUrl"], "sc-domain:example.com", "{body}");
+        assert_eq!(req.header("authorization"), Some("Bearer ya29.test-token"));
+        inspected.push(body["inspectionUrl"].as_str().unwrap().to_string());
+    }
+    inspected.sort();
+    assert_eq!(inspected, vec![indexed.clone(), sb.url("/new")]);
+
+    // The token asks for the inspection scope too.
+    let tokens = sb.engine.requests_to("POST", GOOGLE_TOKEN);
+    assert_eq!(tokens.len(), 1);
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(tokens[0].body.as_bytes()).into_owned().collect();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    validation.insecure_disable_signature_validation();
+    validation.validate_aud = false;
+    let claims = jsonwebtoken::decode::<serde_json::Value>(
+        &form["assertion"],
+        &jsonwebtoken::DecodingKey::from_secret(b""),
+        &validation,
+    )
+    .unwrap()
+    .claims;
+    let scopes: Vec<&str> = claims["scope"].as_str().unwrap().split_whitespace().collect();
+    assert!(scopes.contains(&"https://www.googleapis.com/auth/webmasters.readonly"), "{scopes:?}");
+    assert!(scopes.contains(&"https://www.googleapis.com/auth/indexing"), "{scopes:?}");
+}
+
+#[test]
+fn a_failed_inspection_still_publishes() {
+    let sb = Sandbox::google(r#"skip_indexed = true, site_url = "sc-domain:example.com""#);
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![MockResponse::status(500).json(INTERNAL)]);
+    let urls = list(&sb, "p", 1);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let r = result_for(&results(&doc), &sb.url("/p1")).clone();
+    assert_eq!(r["outcome"], "accepted", "{r:#}");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_INSPECT).len(), 1);
+    assert_eq!(sb.google_published(), vec![(sb.url("/p1"), "URL_UPDATED".to_string())]);
+}
+
+#[test]
+fn status_shows_the_project_pool_and_the_property_share_apart() {
+    let sb = Sandbox::google("");
+    let urls = list(&sb, "p", 2);
+    sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let days = google_day_budgets(&status);
+    let pool: Vec<_> = days.iter().filter(|b| b["limit"] == 200).collect();
+    let share: Vec<_> = days.iter().filter(|b| b["limit"] == 11).collect();
+    assert_eq!(pool.len(), 1, "the project pool: {status:#}");
+    assert_eq!(share.len(), 1, "the property's share: {status:#}");
+    for b in [pool[0], share[0]] {
+        assert_eq!(b["property"], "site");
+        assert_eq!(b["used"], 2, "{b:#}");
+        assert_eq!(b["timezone"], "America/Los_Angeles", "{b:#}");
+        assert_eq!(b["resets_at"], "2026-12-03T00:00:00-08:00", "{b:#}");
+        assert_eq!(b["window"], "2026-12-02", "{b:#}");
+    }
+    assert_eq!(pool[0]["remaining"], 198);
+    assert_eq!(share[0]["remaining"], 9);
+    let human = sb.indexq(&["status"]).now(NOW).env("TZ", "Asia/Shanghai").output().code(0);
+    assert!(human.stdout.contains(GOOGLE_PROJECT), "{}", human.stdout);
+    assert!(human.stdout.contains("America/Los_Angeles"), "{}", human.stdout);
+    assert!(human.stdout.contains("16:00 in your timezone"), "{}", human.stdout);
+}
