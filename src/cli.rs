@@ -73,6 +73,18 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub deleted: bool,
 
+    /// Sitemaps to read (file, URL, or robots.txt); repeatable; .gz accepted
+    #[arg(long, value_name = "FILE|URL")]
+    pub sitemap: Vec<String>,
+
+    /// Only URLs new to the ledger, or whose sitemap lastmod is later than their last accepted submission
+    #[arg(long)]
+    pub changed: bool,
+
+    /// Only URLs whose sitemap lastmod is at or after DATE (YYYY-MM-DD or RFC 3339)
+    #[arg(long, value_name = "DATE", value_parser = parse_since)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+
     /// How long this run may sleep for short retries (key_pending, Retry-After); e.g. 0, 90s, 5m
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_wait: Option<Duration>,
@@ -153,6 +165,18 @@ pub struct LogArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     clock::parse_duration(s)
+}
+
+fn parse_since(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    let s = s.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| format!("`{s}` is not a date (YYYY-MM-DD) or an RFC 3339 time"))
 }
 
 fn parse_engine(s: &str) -> Result<EngineKind, String> {

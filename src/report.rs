@@ -11,6 +11,7 @@ use crate::results::Results;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +107,17 @@ impl ResultEntry {
     }
 }
 
+/// What a run makes of its input, per engine (the dry run's plan).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PlanCounts {
+    /// New to the ledger for the engine.
+    pub new: u64,
+    /// Accepted before, and sent again (changed since, dedupe window over, or forced).
+    pub changed: u64,
+    /// Accepted before and not changed since (`--changed`): not sent.
+    pub unchanged: u64,
+}
+
 /// A budget that stopped sends in this run, for the human report.
 #[derive(Debug, Clone)]
 pub struct Deferral {
@@ -150,6 +162,19 @@ pub struct SubmitReport<'a> {
     pub waiting: &'a [Waiting],
     /// What the user should know about the run itself.
     pub notes: &'a [String],
+    /// Per engine: new, changed and unchanged URLs of the input.
+    pub plan: &'a BTreeMap<EngineKind, PlanCounts>,
+    /// URLs left out by `--since`.
+    pub before_since: Option<u64>,
+}
+
+/// The dry run's plan for one engine, as JSON.
+#[derive(Serialize)]
+struct PlanSummary {
+    #[serde(flatten)]
+    counts: PlanCounts,
+    /// Within the input, URLs that wait for budget.
+    waiting: u64,
 }
 
 /// Items of a group that wait for a later time.
@@ -205,6 +230,10 @@ impl SubmitReport<'_> {
                 Ok(())
             })?;
             write!(out, "{}]", if first { "" } else { "\n  " })?;
+            write!(out, ",\n  \"plan_summary\": {}", serde_json::to_string(&self.plan_summary()?)?)?;
+            if let Some(n) = self.before_since {
+                write!(out, ",\n  \"before_since\": {n}")?;
+            }
         }
         write!(out, ",\n  \"results\": [")?;
         let mut first = true;
@@ -230,6 +259,15 @@ impl SubmitReport<'_> {
         Ok(())
     }
 
+    fn plan_summary(&self) -> anyhow::Result<BTreeMap<EngineKind, PlanSummary>> {
+        let waiting = self.results.deferred_per_engine()?;
+        Ok(self
+            .plan
+            .iter()
+            .map(|(e, c)| (*e, PlanSummary { counts: *c, waiting: waiting.get(e).copied().unwrap_or(0) }))
+            .collect())
+    }
+
     /// Human text: per group what happened and what the user can do; the
     /// invalid lines; a summary. With `quiet`, only what needs a human.
     pub fn write_human(&self, out: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
@@ -240,6 +278,20 @@ impl SubmitReport<'_> {
         }
         if self.dry_run {
             writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
+            for (engine, p) in self.plan_summary()? {
+                writeln!(
+                    out,
+                    "{}: {} new, {} changed, {} unchanged (not sent), {} wait for budget.",
+                    engine.title(),
+                    p.counts.new,
+                    p.counts.changed,
+                    p.counts.unchanged,
+                    p.waiting
+                )?;
+            }
+            if let Some(n) = self.before_since.filter(|n| *n > 0) {
+                writeln!(out, "{} left out: their lastmod is before --since.", plural(n, "URL is", "URLs are"))?;
+            }
             for (g, n) in self.results.planned_counts()? {
                 writeln!(out, "{}: {} would go now.", group_title(&g), plural(n, "URL", "URLs"))?;
             }

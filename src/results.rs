@@ -214,6 +214,22 @@ impl Results {
         Ok(())
     }
 
+    /// Deferred results per engine.
+    pub fn deferred_per_engine(&self) -> rusqlite::Result<BTreeMap<EngineKind, u64>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT engine, COUNT(*) FROM results WHERE outcome = 'deferred' AND engine IS NOT NULL GROUP BY engine",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (engine, n) = row?;
+            if let Ok(e) = EngineKind::from_str(&engine) {
+                out.insert(e, n as u64);
+            }
+        }
+        Ok(out)
+    }
+
     /// Planned URLs per group.
     pub fn planned_counts(&self) -> rusqlite::Result<Vec<(GroupKey, u64)>> {
         let mut stmt = self

@@ -13,12 +13,12 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Action, Admission, AttemptRecord, Block, Claim, Finish, GroupKey, Ledger, NewItem, NextStep, Owner, Pace,
-    RuleWindow, SqliteLedger,
+    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, Finish, GroupKey, Ledger, NewItem, NextStep, Owner,
+    Pace, RuleWindow, SqliteLedger,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::redact::Redactor;
-use crate::report::{Deferral, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
+use crate::report::{Deferral, PlanCounts, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
 use anyhow::Context as _;
@@ -33,6 +33,17 @@ const ADMIT_BATCH: usize = 10_000;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// What reading the inputs needs: where each property's URLs go, the batch
+/// being filled, the rule for URLs accepted before, and the plan's counts.
+struct Intake {
+    routes: HashMap<String, Vec<GroupKey>>,
+    batch: Vec<NewItem>,
+    rule: AdmitRule,
+    since: Option<DateTime<Utc>>,
+    counts: BTreeMap<EngineKind, PlanCounts>,
+    before_since: u64,
+}
 
 struct Run<'a> {
     settings: &'a Settings,
@@ -141,8 +152,23 @@ pub async fn run(
         }
     }
 
+    let mut intake = Intake {
+        routes: HashMap::new(),
+        batch: Vec::with_capacity(ADMIT_BATCH),
+        rule: AdmitRule {
+            dedupe: TimeDelta::from_std(settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
+            force: args.force,
+            changed: args.changed,
+        },
+        since: args.since,
+        counts: BTreeMap::new(),
+        before_since: 0,
+    };
+    for group in run.known_groups() {
+        intake.routes.entry(group.property.clone()).or_default().push(group);
+    }
     for (name, reader) in readers {
-        run.ingest(&name, reader, args.force, printer)?;
+        run.ingest_list(&mut intake, &name, reader, printer)?;
     }
 
     let wait_until = run.wait_until;
@@ -190,6 +216,8 @@ pub async fn run(
         deferrals: &run.deferrals,
         waiting: &waiting,
         notes: &run.notes,
+        plan: &intake.counts,
+        before_since: args.since.map(|_| intake.before_since),
     };
     let mut out = std::io::BufWriter::new(printer.stdout());
     if printer.json {
@@ -230,79 +258,102 @@ impl Run<'_> {
         Ok(self.results.put(key, &entry)?)
     }
 
-    fn ingest(
+    /// Reads a URL list into the ledger.
+    fn ingest_list(
         &mut self,
+        intake: &mut Intake,
         name: &str,
         reader: Box<dyn std::io::BufRead>,
-        force: bool,
         printer: &Printer,
     ) -> anyhow::Result<()> {
-        let now = self.clock.now();
-        let dedupe = TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX);
-        let mut batch: Vec<NewItem> = Vec::with_capacity(ADMIT_BATCH);
         let mut error = None;
-        let settings = self.settings;
-        // Where a property's URLs go: one item per engine and target.
-        let mut routes: HashMap<String, Vec<GroupKey>> = HashMap::new();
-        for group in self.known_groups() {
-            routes.entry(group.property.clone()).or_default().push(group);
-        }
         let read = input::read_lines(name, reader, |line| {
-            if error.is_some() {
-                return;
-            }
-            let url = match line.url {
-                Ok(url) => url,
-                Err(why) => {
-                    printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
-                    if let Err(e) = self.invalid_line(invalid(&line.text, &line.place, "invalid_url", why)) {
-                        error = Some(e);
-                    }
-                    return;
-                }
-            };
-            let Some(property) = settings.property_for(&url) else {
-                let why = "the URL is under no configured property's site".to_string();
-                printer.warn(&format!("{}: `{}`: {why}", line.place, line.text));
-                if let Err(e) = self.invalid_line(invalid(&line.text, &line.place, "no_property", why)) {
+            if error.is_none() {
+                if let Err(e) = self.take_url(intake, &line.text, &line.place, line.url, None, printer) {
                     error = Some(e);
                 }
-                return;
-            };
-            for group in routes.get(&property.name).into_iter().flatten() {
-                batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action });
-            }
-            if batch.len() >= ADMIT_BATCH {
-                if let Err(e) = self.admit(&batch, now, dedupe, force) {
-                    error = Some(e);
-                }
-                batch.clear();
             }
         });
         if let Some(e) = error {
             return Err(e);
         }
         read.with_context(|| format!("reading {name}"))?;
-        self.admit(&batch, now, dedupe, force)
+        self.flush(intake)
     }
 
-    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, dedupe: TimeDelta, force: bool) -> anyhow::Result<()> {
+    /// Takes one input URL: an invalid one is reported, a valid one is
+    /// routed to each engine and target of its property and batched into
+    /// the ledger.
+    fn take_url(
+        &mut self,
+        intake: &mut Intake,
+        text: &str,
+        place: &str,
+        url: Result<url::Url, String>,
+        lastmod: Option<DateTime<Utc>>,
+        printer: &Printer,
+    ) -> anyhow::Result<()> {
+        let url = match url {
+            Ok(url) => url,
+            Err(why) => {
+                printer.warn(&format!("{place}: `{text}`: {why}"));
+                return self.invalid_line(invalid(text, place, "invalid_url", why));
+            }
+        };
+        let Some(property) = self.settings.property_for(&url) else {
+            let why = "the URL is under no configured property's site".to_string();
+            printer.warn(&format!("{place}: `{text}`: {why}"));
+            return self.invalid_line(invalid(text, place, "no_property", why));
+        };
+        if let Some(since) = intake.since {
+            if lastmod.is_none_or(|l| l < since) {
+                intake.before_since += 1;
+                return Ok(());
+            }
+        }
+        for group in intake.routes.get(&property.name).into_iter().flatten() {
+            intake.batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action, lastmod });
+        }
+        if intake.batch.len() >= ADMIT_BATCH {
+            self.flush(intake)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the batched URLs to the ledger (one transaction).
+    fn flush(&mut self, intake: &mut Intake) -> anyhow::Result<()> {
+        let batch = std::mem::take(&mut intake.batch);
+        self.admit(&batch, intake, self.clock.now())
+    }
+
+    fn admit(&mut self, batch: &[NewItem], intake: &mut Intake, now: DateTime<Utc>) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions = self.ledger.admit(batch, now, dedupe, force)?;
+        let admissions = self.ledger.admit(batch, now, &intake.rule)?;
         let mut look_up = Vec::new();
         for (item, admission) in batch.iter().zip(admissions) {
+            let counts = intake.counts.entry(item.group.engine).or_default();
             match admission {
-                Admission::Queued { .. } => {}
+                Admission::Queued { fresh: true, .. } => counts.new += 1,
+                Admission::Queued { fresh: false, .. } => counts.changed += 1,
                 Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => {
                     look_up.push(id)
                 }
                 Admission::AlreadyQueued { .. } => {}
-                Admission::Skipped { id, accepted_at } => {
+                Admission::Skipped { id, accepted_at, unchanged } => {
                     let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
-                    e.reason = "already_accepted".into();
-                    e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
+                    if unchanged {
+                        counts.unchanged += 1;
+                        e.reason = "unchanged".into();
+                        e.message = format!(
+                            "not changed since it was accepted {} ago (no later lastmod)",
+                            crate::clock::humanize(now - accepted_at)
+                        );
+                    } else {
+                        e.reason = "already_accepted".into();
+                        e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
+                    }
                     self.entry(id, e)?;
                 }
                 Admission::Parked { id } | Admission::InFlight { id } => look_up.push(id),

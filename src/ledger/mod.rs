@@ -53,6 +53,20 @@ pub struct NewItem {
     pub group: GroupKey,
     /// What the engine is told about the URL (Google: updated or deleted).
     pub action: Action,
+    /// When the site says the page last changed (sitemap `lastmod`).
+    pub lastmod: Option<DateTime<Utc>>,
+}
+
+/// When a URL accepted before is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmitRule {
+    /// Not within this long after its acceptance...
+    pub dedupe: TimeDelta,
+    /// ...unless forced...
+    pub force: bool,
+    /// ...and with `--changed`, only if its `lastmod` is later than its
+    /// last acceptance (the dedupe window then does not apply).
+    pub changed: bool,
 }
 
 /// What a submission says happened to a URL.
@@ -83,12 +97,14 @@ impl Action {
 /// What the ledger did with a URL it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
-    /// New, or resubmitted (accepted long enough ago, or forced): due now.
-    Queued { id: i64 },
+    /// New (`fresh`), or resubmitted (accepted long enough ago, changed
+    /// since, or forced): due now.
+    Queued { id: i64, fresh: bool },
     /// Already in the queue (waiting or due); left as it was.
     AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
-    /// Accepted within the dedupe window.
-    Skipped { id: i64, accepted_at: DateTime<Utc> },
+    /// Accepted within the dedupe window, or (`unchanged`) not changed
+    /// since its last acceptance.
+    Skipped { id: i64, accepted_at: DateTime<Utc>, unchanged: bool },
     /// Parked by an earlier run; waits for a human.
     Parked { id: i64 },
     /// Another process is sending it right now.
@@ -358,13 +374,7 @@ pub trait Ledger {
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
     /// Puts URLs in the queue (one transaction for the whole batch).
-    fn admit(
-        &mut self,
-        batch: &[NewItem],
-        now: DateTime<Utc>,
-        dedupe: TimeDelta,
-        force: bool,
-    ) -> Result<Vec<Admission>>;
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
 
     /// Requeues parked items of `group` that were parked under another
     /// configuration fingerprint. Returns how many.

@@ -24,6 +24,7 @@ CREATE TABLE items (
     target             TEXT NOT NULL,
     state              TEXT NOT NULL,
     action             TEXT NOT NULL DEFAULT 'updated',
+    lastmod            INTEGER,
     next_attempt_at    INTEGER,
     enqueued_at        INTEGER NOT NULL,
     attempts           INTEGER NOT NULL DEFAULT 0,
@@ -463,13 +464,7 @@ impl Ledger for SqliteLedger {
         Ok(done)
     }
 
-    fn admit(
-        &mut self,
-        batch: &[NewItem],
-        now: DateTime<Utc>,
-        dedupe: TimeDelta,
-        force: bool,
-    ) -> Result<Vec<Admission>> {
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let tx = self.write()?;
         let mut out = Vec::with_capacity(batch.len());
         {
@@ -478,17 +473,21 @@ impl Ledger for SqliteLedger {
                  WHERE url = ?1 AND property = ?2 AND engine = ?3 AND target = ?4",
             )?;
             let mut insert = tx.prepare_cached(
-                "INSERT INTO items (url, property, engine, target, state, action, next_attempt_at, enqueued_at)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5)",
+                "INSERT INTO items (url, property, engine, target, state, action, lastmod, next_attempt_at, enqueued_at)
+                 VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?7, ?5, ?5)",
             )?;
             let mut requeue = tx.prepare_cached(
                 "UPDATE items SET state = 'queued', action = ?3, next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
                      streak_started_at = NULL WHERE id = ?1",
             )?;
-            let mut set_action = tx.prepare_cached("UPDATE items SET action = ?2 WHERE id = ?1")?;
+            let mut update = tx.prepare_cached(
+                "UPDATE items SET action = CASE WHEN state = 'queued' THEN ?2 ELSE action END,
+                     lastmod = COALESCE(?3, lastmod) WHERE id = ?1",
+            )?;
             for item in batch {
                 let g = &item.group;
                 let action = item.action.as_str();
+                let lastmod = item.lastmod.map(ts);
                 let found = find
                     .query_row(params![item.url, g.property, g.engine.as_str(), g.target], |r| {
                         Ok((
@@ -500,29 +499,37 @@ impl Ledger for SqliteLedger {
                         ))
                     })
                     .optional()?;
-                let admission = match found {
-                    None => {
-                        insert.execute(params![item.url, g.property, g.engine.as_str(), g.target, ts(now), action])?;
-                        Admission::Queued { id: tx.last_insert_rowid() }
+                let Some((id, state, accepted_at, next, old_action)) = found else {
+                    insert.execute(params![
+                        item.url,
+                        g.property,
+                        g.engine.as_str(),
+                        g.target,
+                        ts(now),
+                        action,
+                        lastmod
+                    ])?;
+                    out.push(Admission::Queued { id: tx.last_insert_rowid(), fresh: true });
+                    continue;
+                };
+                update.execute(params![id, action, lastmod])?;
+                let admission = match ItemState::parse(&state) {
+                    ItemState::Accepted => {
+                        let accepted_at = opt_ts(accepted_at).unwrap_or(now);
+                        let changed = item.lastmod.is_some_and(|l| l > accepted_at);
+                        // A URL now deleted (or back) is news, whatever the window.
+                        let news = old_action != action;
+                        let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
+                        if rule.force || news || again {
+                            requeue.execute(params![id, ts(now), action])?;
+                            Admission::Queued { id, fresh: false }
+                        } else {
+                            Admission::Skipped { id, accepted_at, unchanged: rule.changed }
+                        }
                     }
-                    Some((id, state, accepted_at, next, old_action)) => match ItemState::parse(&state) {
-                        ItemState::Accepted => {
-                            let accepted_at = opt_ts(accepted_at).unwrap_or(now);
-                            // A URL now deleted (or back) is news, whatever the dedupe window.
-                            if force || now - accepted_at >= dedupe || old_action != action {
-                                requeue.execute(params![id, ts(now), action])?;
-                                Admission::Queued { id }
-                            } else {
-                                Admission::Skipped { id, accepted_at }
-                            }
-                        }
-                        ItemState::Queued => {
-                            set_action.execute(params![id, action])?;
-                            Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) }
-                        }
-                        ItemState::Parked => Admission::Parked { id },
-                        ItemState::InFlight => Admission::InFlight { id },
-                    },
+                    ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) },
+                    ItemState::Parked => Admission::Parked { id },
+                    ItemState::InFlight => Admission::InFlight { id },
                 };
                 out.push(admission);
             }

@@ -27,7 +27,12 @@ fn day_rule(limit: Option<u64>, reported: bool) -> RuleWindow {
 
 fn items(n: usize) -> Vec<NewItem> {
     (0..n)
-        .map(|i| NewItem { url: format!("https://site.example/{i}"), group: group(), action: Action::Updated })
+        .map(|i| NewItem {
+            url: format!("https://site.example/{i}"),
+            group: group(),
+            action: Action::Updated,
+            lastmod: None,
+        })
         .collect()
 }
 
@@ -61,12 +66,12 @@ fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
 pub fn story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-03T09:00:00Z");
-    let dedupe = TimeDelta::hours(24);
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
 
     // Admit 5; admitting them again changes nothing.
-    let admitted = ledger.admit(&items(5), now, dedupe, false).unwrap();
+    let admitted = ledger.admit(&items(5), now, &dedupe).unwrap();
     assert!(admitted.iter().all(|a| matches!(a, Admission::Queued { .. })));
-    let again = ledger.admit(&items(5), now, dedupe, false).unwrap();
+    let again = ledger.admit(&items(5), now, &dedupe).unwrap();
     assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
     assert_eq!(ledger.due_groups(now).unwrap(), vec![group()]);
 
@@ -86,7 +91,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // Nothing more today; accepted ones are skipped within the dedupe window.
     assert!(ledger.claim(&group(), &rules, 10, None, now, &me, &mut |_, _, _| {}).unwrap().items.is_empty());
-    let again = ledger.admit(&items(1), now, dedupe, false).unwrap();
+    let again = ledger.admit(&items(1), now, &dedupe).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
 
     // Next day: a new window.
@@ -150,8 +155,9 @@ pub fn story(ledger: &mut impl Ledger) {
             windows: vec![],
         })
         .unwrap();
-    let fresh = NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated };
-    ledger.admit(&[fresh], tomorrow, dedupe, false).unwrap();
+    let fresh =
+        NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated, lastmod: None };
+    ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
     let blocked = ledger.claim(&group(), &open, 10, None, tomorrow, &me, &mut |_, _, _| {}).unwrap();
     assert!(blocked.items.is_empty());
     assert_eq!(blocked.deferred, 1);
@@ -163,7 +169,7 @@ pub fn story(ledger: &mut impl Ledger) {
     // assumed not yet counted by the engine.
     let reported = day_rule(Some(10), true);
     let later = t("2026-12-03T10:00:00Z");
-    ledger.admit(&items(8), later, TimeDelta::zero(), true).unwrap();
+    ledger.admit(&items(8), later, &AdmitRule { force: true, ..dedupe }).unwrap();
     let report = ledger.record_report(&reported, 5, later).unwrap();
     assert_eq!(report.limit, 5);
     let claim =
@@ -183,9 +189,10 @@ pub fn story(ledger: &mut impl Ledger) {
             url: format!("https://paced.example/{i}"),
             group: paced_group.clone(),
             action: Action::Deleted,
+            lastmod: None,
         })
         .collect();
-    ledger.admit(&paced, later, dedupe, false).unwrap();
+    ledger.admit(&paced, later, &dedupe).unwrap();
     let pace = Pace { key: "story".into(), interval: TimeDelta::seconds(2), burst: 3, horizon: later };
     let claim = ledger.claim(&paced_group, &[], 100, Some(&pace), later, &me, &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.len(), 4);
@@ -205,6 +212,27 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(claim.slots[0], then);
     assert_eq!(claim.slots[3], then, "a burst of 4");
     assert_eq!(claim.slots[5], then + TimeDelta::seconds(4));
+
+    // --changed: an accepted URL goes again only if its lastmod is later
+    // than its acceptance, whatever the dedupe window.
+    let changed = AdmitRule { changed: true, ..dedupe };
+    let page = |lastmod: Option<DateTime<Utc>>| NewItem {
+        url: "https://site.example/page".into(),
+        group: group(),
+        action: Action::Updated,
+        lastmod,
+    };
+    let at = t("2026-12-10T09:00:00Z");
+    ledger.admit(&[page(None)], at, &changed).unwrap();
+    let claim = ledger.claim(&group(), &[], 10, None, at, &me, &mut |_, _, _| {}).unwrap();
+    accept_all(ledger, &claim, at);
+    let later = at + TimeDelta::hours(1);
+    let same = ledger.admit(&[page(Some(at - TimeDelta::days(1)))], later, &changed).unwrap();
+    assert!(matches!(same[0], Admission::Skipped { unchanged: true, .. }), "{same:?}");
+    let none = ledger.admit(&[page(None)], later, &changed).unwrap();
+    assert!(matches!(none[0], Admission::Skipped { unchanged: true, .. }), "no lastmod: only when new");
+    let moved = ledger.admit(&[page(Some(at + TimeDelta::minutes(30)))], later, &changed).unwrap();
+    assert!(matches!(moved[0], Admission::Queued { fresh: false, .. }), "{moved:?}");
 }
 
 #[test]

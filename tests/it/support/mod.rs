@@ -336,7 +336,8 @@ pub fn results(doc: &Value) -> Vec<Value> {
     let obj = doc.as_object().unwrap();
     for key in obj.keys() {
         assert!(
-            ["now", "dry_run", "plan", "results", "summary", "notes"].contains(&key.as_str()),
+            ["now", "dry_run", "plan", "plan_summary", "before_since", "results", "summary", "notes"]
+                .contains(&key.as_str()),
             "unexpected top-level field {key}"
         );
     }
