@@ -90,9 +90,15 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
         for rule in budget::rules_for(settings, property, &group, pool) {
             let window = rule.window(now);
             let usage = ledger.usage(&window)?;
-            let remaining = usage.remaining(&window, now);
             let limit = usage.limit(&window);
             let blocked = usage.blocked_until.filter(|t| *t > now);
+            // What is left of the window: nothing once the server has said it
+            // is spent; a shorter pause (Retry-After, a per-minute limit)
+            // shows as `blocked_until` and leaves the window's count alone.
+            let remaining = match blocked {
+                Some(t) if t >= window.resets_at => Some(0),
+                _ => limit.map(|l| l.saturating_sub(usage.used)),
+            };
             let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
             let (label, source) = match (rule.reported, usage.reported) {
                 (true, Some(report)) => (
