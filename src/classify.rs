@@ -445,6 +445,8 @@ fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
 pub const GOOGLE_SHORT_WAIT: u64 = 60;
+/// The longest a per-minute (or unexplained) Google quota answer waits.
+pub const GOOGLE_SHORT_WAIT_CAP: u64 = 15 * 60;
 
 /// What indexq knows about a Google publish besides the response.
 #[derive(Debug, Clone, Copy)]
@@ -726,7 +728,13 @@ fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, pr
             )
         };
     }
-    let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)));
+    // A short limit waits a short while: the server's Retry-After, at most
+    // GOOGLE_SHORT_WAIT_CAP seconds (an HTTP date is trusted as it is).
+    let retry_after = match resp.retry_after() {
+        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
+        Some(at) => Some(at),
+        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
+    };
     let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
     let (reason, what) = match kind {
         GoogleQuota::Minute => {

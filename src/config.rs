@@ -64,6 +64,8 @@ struct RawConfig {
     #[serde(default)]
     http: RawHttp,
     #[serde(default)]
+    sitemap: RawSitemap,
+    #[serde(default)]
     property: Vec<S<RawProperty>>,
 }
 
@@ -119,6 +121,12 @@ struct RawRetry {
 struct RawHttp {
     connect_timeout: Option<S<String>>,
     timeout: Option<S<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSitemap {
+    max_bytes: Option<S<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -256,7 +264,14 @@ pub struct Settings {
     pub submit: SubmitSettings,
     pub retry: RetrySettings,
     pub http: HttpSettings,
+    pub sitemap: SitemapSettings,
     pub properties: Vec<Property>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SitemapSettings {
+    /// The most uncompressed bytes read from one sitemap.
+    pub max_bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -657,6 +672,15 @@ impl Resolver<'_> {
             }
         }
 
+        let sitemap = SitemapSettings {
+            max_bytes: match &raw.sitemap.max_bytes {
+                None => 50 * 1024 * 1024,
+                Some(v) if *v.get_ref() < 1024 => {
+                    return Err(self.err(v, "sitemap.max_bytes", "must be at least 1024 (bytes)"));
+                }
+                Some(v) => *v.get_ref(),
+            },
+        };
         let mut properties: Vec<Property> = Vec::new();
         for (i, p) in raw.property.iter().enumerate() {
             let prefix = format!("property[{i}]");
@@ -756,7 +780,18 @@ impl Resolver<'_> {
             properties.push(Property { name, site, indexnow, bing: bing_table, google: google_table });
         }
 
-        Ok(Settings { file: self.path.to_path_buf(), ledger, indexnow, bing, google, submit, retry, http, properties })
+        Ok(Settings {
+            file: self.path.to_path_buf(),
+            ledger,
+            indexnow,
+            bing,
+            google,
+            submit,
+            retry,
+            http,
+            sitemap,
+            properties,
+        })
     }
 }
 

@@ -16,6 +16,7 @@ mod redact;
 mod report;
 mod results;
 mod schedule;
+mod sitemap;
 
 use clap::Parser;
 use commands::ExitStatus;

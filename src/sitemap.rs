@@ -100,12 +100,7 @@ impl Reader {
         problems
     }
 
-    async fn read_robots(
-        &mut self,
-        robots: Target,
-        each: &mut (dyn FnMut(Entry) + Send),
-        problems: &mut Vec<Problem>,
-    ) {
+    async fn read_robots(&mut self, robots: Target, each: &mut (dyn FnMut(Entry) + Send), problems: &mut Vec<Problem>) {
         if !self.seen.insert(robots.key.clone()) {
             return;
         }
@@ -172,10 +167,14 @@ impl Reader {
                 continue;
             }
             if depth > MAX_DEPTH {
-                let chain: Vec<&str> = stack.iter().map(|f| f.target.name.as_str()).chain([target.name.as_str()]).collect();
-                let chain = chain.join(" → ");
+                if let Some(deep) = stack.last_mut().and_then(|f| f.too_deep.as_mut()) {
+                    deep.count += 1;
+                    continue;
+                }
+                let names = stack.iter().map(|f| f.target.name.as_str()).chain([target.name.as_str()]);
+                let chain = names.collect::<Vec<_>>().join(" → ");
                 if let Some(frame) = stack.last_mut() {
-                    frame.too_deep.get_or_insert_with(|| TooDeep { place: child.place, chain, count: 0 }).count += 1;
+                    frame.too_deep = Some(TooDeep { place: child.place, chain, count: 1 });
                 }
                 continue;
             }
@@ -226,9 +225,10 @@ impl Reader {
             let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
             return Err(format!("HTTP {}{reason}", status.as_u16()));
         }
-        let (mut file, temp) = temp_file()
-            .map_err(|e| format!("cannot store the download in {}: {e}", std::env::temp_dir().display()))?;
-        let store_error = |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());
+        let (mut file, temp) =
+            temp_file().map_err(|e| format!("cannot store the download in {}: {e}", std::env::temp_dir().display()))?;
+        let store_error =
+            |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());
         let mut written: u64 = 0;
         let mut truncated = false;
         while let Some(chunk) = response.chunk().await.map_err(|e| format!("cannot fetch: {}", error_chain(&e)))? {
@@ -317,7 +317,8 @@ struct TooDeep {
 
 impl TooDeep {
     fn problem(self) -> Problem {
-        let what = if self.count == 1 { "1 child sitemap".to_string() } else { format!("{} child sitemaps", self.count) };
+        let what =
+            if self.count == 1 { "1 child sitemap".to_string() } else { format!("{} child sitemaps", self.count) };
         Problem {
             place: self.place,
             message: format!(
@@ -363,7 +364,10 @@ fn resolve_child(parent: &Location, loc: &str) -> Result<Location, String> {
     match Url::parse(loc) {
         Ok(url) => {
             if !matches!(url.scheme(), "http" | "https") {
-                return Err(format!("cannot follow {}: URLs; only https:// and http:// sitemaps are read", url.scheme()));
+                return Err(format!(
+                    "cannot follow {}: URLs; only https:// and http:// sitemaps are read",
+                    url.scheme()
+                ));
             }
             if let Location::File(parent) = parent {
                 if let Some(local) = local_copy(parent, &url) {
@@ -770,16 +774,15 @@ impl Parse<'_> {
                     b"urlset" => Some(Kind::Urlset),
                     b"sitemapindex" => Some(Kind::Index),
                     _ => {
-                        let message = format!("not a sitemap: the root element is <{tag}>, not <urlset> or <sitemapindex>");
+                        let message =
+                            format!("not a sitemap: the root element is <{tag}>, not <urlset> or <sitemapindex>");
                         self.problem(place, message);
                         return false;
                     }
                 };
             }
-            1 => {
-                if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) {
-                    self.item = Some(Item { place, loc: None, lastmod: None });
-                }
+            1 if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
+                self.item = Some(Item { place, loc: None, lastmod: None });
             }
             2 if self.item.is_some() => {
                 let field = match local {
@@ -1124,6 +1127,7 @@ fn split_offset(time: &str) -> Option<(&str, FixedOffset)> {
     };
     let (clock, zone) = time.split_at(i);
     let sign = if zone.starts_with('-') { -1 } else { 1 };
+    // `zone` starts with the ASCII sign found above, so byte 1 is a character boundary.
     let zone = &zone[1..];
     let (hours, minutes) = match zone.split_once(':') {
         Some((h, m)) => (digits(h, 2)?, digits(m, 2)?),
@@ -1141,7 +1145,6 @@ fn split_offset(time: &str) -> Option<(&str, FixedOffset)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
     use flate2::write::GzEncoder;
     use flate2::Compression;
     use std::collections::HashMap;
@@ -1182,7 +1185,9 @@ mod tests {
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
         );
         for loc in locs {
-            xml.push_str(&format!("  <sitemap>\n    <loc>{loc}</loc>\n    <lastmod>2024-01-01</lastmod>\n  </sitemap>\n"));
+            xml.push_str(&format!(
+                "  <sitemap>\n    <loc>{loc}</loc>\n    <lastmod>2024-01-01</lastmod>\n  </sitemap>\n"
+            ));
         }
         xml.push_str("</sitemapindex>\n");
         xml
@@ -1347,11 +1352,11 @@ mod tests {
         assert_eq!(entries[0].place, format!("{path}:2:6"));
         let places: Vec<(&str, &str)> = problems.iter().map(|p| (p.place.as_str(), p.message.as_str())).collect();
         assert_eq!(places.len(), 4, "{problems:#?}");
-        assert_eq!(places[0].0, format!("{path}:5:6"));
+        assert_eq!(places[0].0, format!("{path}:7:6"));
         assert!(places[0].1.starts_with("unknown entity &nbsp; in <loc>"), "{}", places[0].1);
-        assert_eq!(places[1], (format!("{path}:6:6").as_str(), "empty <loc>"));
-        assert_eq!(places[2], (format!("{path}:7:6").as_str(), "empty <loc>"));
-        assert_eq!(places[3], (format!("{path}:8:1").as_str(), "<url> without <loc>"));
+        assert_eq!(places[1], (format!("{path}:8:6").as_str(), "empty <loc>"));
+        assert_eq!(places[2], (format!("{path}:9:6").as_str(), "empty <loc>"));
+        assert_eq!(places[3], (format!("{path}:10:1").as_str(), "<url> without <loc>"));
     }
 
     #[tokio::test]
@@ -1388,7 +1393,7 @@ mod tests {
                     lastmod: Some(utc(2024, 2, 3, 4, 5, 6)),
                     place: format!("{path}:10:5"),
                 },
-                Entry { loc: "https://e.com/prefixed".into(), lastmod: None, place: format!("{path}:18:67") },
+                Entry { loc: "https://e.com/prefixed".into(), lastmod: None, place: format!("{path}:18:66") },
             ]
         );
     }
@@ -1529,8 +1534,6 @@ mod tests {
                 message: format!("HTTP 404 Not Found (listed at {robots}:2:10)"),
             }]
         );
-        let empty = write(dir.path(), "robots.txt.d", "");
-        let _ = empty;
         let sub = dir.path().join("sub");
         fs::create_dir(&sub).unwrap();
         let bare = write(&sub, "ROBOTS.TXT", "User-agent: *\n");
@@ -1542,7 +1545,10 @@ mod tests {
     async fn a_cycle_is_reported_with_its_loop() {
         let server = Server::start(|base| {
             HashMap::from([
-                ("/index.xml".to_string(), ok("text/xml", index(&[&format!("{base}/index.xml"), &format!("{base}/a.xml")]))),
+                (
+                    "/index.xml".to_string(),
+                    ok("text/xml", index(&[&format!("{base}/index.xml"), &format!("{base}/a.xml")])),
+                ),
                 ("/a.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/a", None)]))),
             ])
         });
@@ -1605,12 +1611,12 @@ mod tests {
         assert_eq!(problems.len(), 3, "{problems:#?}");
         assert_eq!(problems[0].place, format!("{base}/missing.xml"));
         assert_eq!(problems[0].message, format!("HTTP 404 Not Found (listed at {base}/index.xml:4:5)"));
-        // `</lo>` starts at line 4, column 27 (é is one column).
-        assert_eq!(problems[1].place, format!("{base}/bad.xml:4:27"));
+        // `</lo>` starts at line 4, column 28 (é is one column).
+        assert_eq!(problems[1].place, format!("{base}/bad.xml:4:28"));
         assert!(problems[1].message.starts_with("malformed XML: "), "{}", problems[1].message);
         assert!(problems[1].message.contains("lo"), "{}", problems[1].message);
-        // The unclosed `</loc` starts at line 3, column 28.
-        assert_eq!(problems[2].place, format!("{base}/unclosed.xml.gz:3:28"));
+        // The unclosed `</loc` starts at line 3, column 26.
+        assert_eq!(problems[2].place, format!("{base}/unclosed.xml.gz:3:26"));
         assert!(problems[2].message.starts_with("malformed XML: "), "{}", problems[2].message);
     }
 
@@ -1619,8 +1625,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut reader = Reader::new(client(), 50 * MIB);
         let cases: [(&str, &str, &str, &str); 5] = [
-            ("eof.xml", "<urlset>\n  <url>\n    <loc>https://e.com/</loc>\n", "3:31", "the file ends inside <url> opened at 2:3"),
-            ("html.xml", "<!DOCTYPE html>\n<html><body>hi</body></html>", "2:1", "not a sitemap: the root element is <html>"),
+            (
+                "eof.xml",
+                "<urlset>\n  <url>\n    <loc>https://e.com/</loc>\n",
+                "4:1",
+                "the file ends inside <url> opened at 2:3",
+            ),
+            (
+                "html.xml",
+                "<!DOCTYPE html>\n<html><body>hi</body></html>",
+                "2:1",
+                "not a sitemap: the root element is <html>",
+            ),
             ("two.xml", "<urlset></urlset>\n<urlset></urlset>", "2:1", "a second root element"),
             ("stray.xml", "<urlset>\n</url>\n</urlset>", "2:1", "malformed XML: "),
             ("empty.xml", "  \n", "", "empty: no <urlset> or <sitemapindex> in it"),
@@ -1728,7 +1744,10 @@ mod tests {
             ("2024-02-29T23:30+01:00", Some(utc(2024, 2, 29, 22, 30, 0))),
             ("2024-02-29T23:30:15-05:00", Some(utc(2024, 3, 1, 4, 30, 15))),
             ("2024-02-29T23:30:15.5Z", Some(utc(2024, 2, 29, 23, 30, 15) + ms(500))),
-            ("2024-02-29T23:30:15.123456789123Z", Some(utc(2024, 2, 29, 23, 30, 15) + chrono::Duration::nanoseconds(123_456_789))),
+            (
+                "2024-02-29T23:30:15.123456789123Z",
+                Some(utc(2024, 2, 29, 23, 30, 15) + chrono::Duration::nanoseconds(123_456_789)),
+            ),
             ("  2024-02-29t23:30:15z ", Some(utc(2024, 2, 29, 23, 30, 15))),
             ("2024-02-29 23:30:15+0100", Some(utc(2024, 2, 29, 22, 30, 15))),
             ("2024-02-29T23:30:15+01", Some(utc(2024, 2, 29, 22, 30, 15))),
@@ -1792,7 +1811,17 @@ mod tests {
         }
         assert_eq!(
             seen,
-            vec!["<a>@1:1", "text@1:4", "<b>@2:3", "text@2:7", "ref@2:9", "<c>@2:14", "text@2:17", "</c>@3:1", "</a>@3:5"]
+            vec![
+                "<a>@1:1",
+                "text@1:4",
+                "<b>@2:3",
+                "text@2:7",
+                "ref@2:9",
+                "<c>@2:14",
+                "text@2:17",
+                "</c>@3:1",
+                "</a>@3:5"
+            ]
         );
     }
 

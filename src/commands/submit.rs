@@ -21,6 +21,7 @@ use crate::redact::Redactor;
 use crate::report::{Deferral, PlanCounts, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
+use crate::sitemap;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -94,7 +95,7 @@ pub async fn run(
             }
         }
     }
-    if built.is_empty() && !args.inputs.is_empty() {
+    if built.is_empty() && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
         return Err(ConfigError {
             place: settings.file.display().to_string(),
             message: "no property uses an engine this run can submit to".into(),
@@ -169,6 +170,12 @@ pub async fn run(
     }
     for (name, reader) in readers {
         run.ingest_list(&mut intake, &name, reader, printer)?;
+    }
+    if !args.sitemap.is_empty() {
+        let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+        for source in &args.sitemap {
+            run.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
+        }
     }
 
     let wait_until = run.wait_until;
@@ -278,6 +285,37 @@ impl Run<'_> {
             return Err(e);
         }
         read.with_context(|| format!("reading {name}"))?;
+        self.flush(intake)
+    }
+
+    /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
+    /// one sitemap is an `invalid` result naming its place; the rest goes on.
+    async fn ingest_sitemap(
+        &mut self,
+        intake: &mut Intake,
+        reader: &mut sitemap::Reader,
+        source: &str,
+        printer: &Printer,
+    ) -> anyhow::Result<()> {
+        let mut error = None;
+        let problems = reader
+            .read(source, &mut |entry: sitemap::Entry| {
+                if error.is_none() {
+                    let url = input::parse_url(&entry.loc);
+                    if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
+                        error = Some(e);
+                    }
+                }
+            })
+            .await;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        for problem in problems {
+            printer.warn(&problem.to_string());
+            let sitemap = strip_position(&problem.place);
+            self.invalid_line(invalid(sitemap, &problem.place, "sitemap", problem.message))?;
+        }
         self.flush(intake)
     }
 
@@ -716,6 +754,15 @@ fn outcome(
         next,
     };
     (record, e)
+}
+
+/// "https://e.com/s.xml:3:14" → "https://e.com/s.xml".
+fn strip_position(place: &str) -> &str {
+    let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match place.rsplitn(3, ':').collect::<Vec<_>>().as_slice() {
+        [col, line, rest] if is_number(col) && is_number(line) => rest,
+        _ => place,
+    }
 }
 
 fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {

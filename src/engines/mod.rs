@@ -116,6 +116,17 @@ pub fn client(http: &HttpSettings) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// The client for fetching public documents (sitemaps): the same timeouts,
+/// and up to 5 redirects (sites move sitemaps from http to https).
+pub fn fetch_client(http: &HttpSettings) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(http.connect_timeout)
+        .timeout(http.timeout)
+        .redirect(reqwest::redirect::Policy::limited(5))
+        .user_agent(concat!("indexq/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
 /// A received response: status, headers and the body up to `READ_CAP`.
 pub struct Received {
     pub status: u16,

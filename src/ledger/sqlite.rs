@@ -6,6 +6,7 @@
 
 use super::*;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -16,12 +17,18 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const BODY_CAP: usize = 64 * 1024;
 
 const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE groups (
+    id       INTEGER PRIMARY KEY,
+    property TEXT NOT NULL,
+    engine   TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    UNIQUE (property, engine, target)
+);
+
 CREATE TABLE items (
     id                 INTEGER PRIMARY KEY,
     url                TEXT NOT NULL,
-    property           TEXT NOT NULL,
-    engine             TEXT NOT NULL,
-    target             TEXT NOT NULL,
+    group_id           INTEGER NOT NULL REFERENCES groups (id),
     state              TEXT NOT NULL,
     action             TEXT NOT NULL DEFAULT 'updated',
     lastmod            INTEGER,
@@ -37,10 +44,9 @@ CREATE TABLE items (
     accepted_at        INTEGER,
     parked_fingerprint TEXT,
     reservation_id     INTEGER,
-    UNIQUE (url, property, engine, target)
+    UNIQUE (url, group_id)
 );
-CREATE INDEX items_due ON items (state, next_attempt_at);
-CREATE INDEX items_group ON items (property, engine, target, state, next_attempt_at);
+CREATE INDEX items_group ON items (group_id, state, next_attempt_at);
 CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
 
 CREATE TABLE responses (
@@ -110,6 +116,9 @@ CREATE TABLE credentials (
 
 pub struct SqliteLedger {
     conn: Connection,
+    /// Ids of groups known to be in the ledger (committed). A group row is
+    /// never deleted or changed, so an id once read stays valid.
+    groups: HashMap<GroupKey, i64>,
 }
 
 fn ts(t: DateTime<Utc>) -> i64 {
@@ -215,7 +224,7 @@ impl SqliteLedger {
         if !existed {
             restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
         }
-        let mut ledger = SqliteLedger { conn };
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new() };
         ledger.configure(true).map_err(|e| {
             open_err(
                 e.to_string(),
@@ -235,7 +244,7 @@ impl SqliteLedger {
                 LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None }
             })?;
         }
-        let mut ledger = SqliteLedger { conn };
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new() };
         ledger.configure(false)?;
         Ok(ledger)
     }
@@ -267,8 +276,60 @@ impl SqliteLedger {
     }
 
     fn write(&mut self) -> Result<Transaction<'_>> {
-        Ok(self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+        write(&mut self.conn)
     }
+
+    /// The id of an existing group (read outside any transaction: group
+    /// rows never change once written).
+    fn existing_group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
+        group_id(&self.conn, &mut self.groups, key)
+    }
+}
+
+fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// The id of group `key` if it is in the ledger, from `cache` or from the
+/// `groups` table (then cached: a committed group row never changes).
+fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
+    if let Some(id) = cache.get(key) {
+        return Ok(Some(*id));
+    }
+    let id: Option<i64> = conn
+        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3")?
+        .query_row(params![key.property, key.engine.as_str(), key.target], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = id {
+        cache.insert(key.clone(), id);
+    }
+    Ok(id)
+}
+
+/// The id of group `key`, inserting its row (in the caller's transaction
+/// `tx`) on first use. A group created here goes in `created`, to be cached
+/// only once `tx` commits.
+fn group_id_or_create(
+    tx: &Connection,
+    cache: &mut HashMap<GroupKey, i64>,
+    created: &mut Vec<(GroupKey, i64)>,
+    key: &GroupKey,
+) -> Result<i64> {
+    // Created earlier in this transaction: not in `cache` until it commits.
+    if let Some((_, id)) = created.iter().find(|(k, _)| k == key) {
+        return Ok(*id);
+    }
+    if let Some(id) = group_id(tx, cache, key)? {
+        return Ok(id);
+    }
+    tx.prepare_cached("INSERT INTO groups (property, engine, target) VALUES (?1, ?2, ?3)")?.execute(params![
+        key.property,
+        key.engine.as_str(),
+        key.target
+    ])?;
+    let id = tx.last_insert_rowid();
+    created.push((key.clone(), id));
+    Ok(id)
 }
 
 #[cfg(unix)]
@@ -329,7 +390,8 @@ fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
     Ok(())
 }
 
-const ITEM_COLUMNS: &str = "id, url, property, engine, target, state, next_attempt_at, attempts, last_class, last_reason, last_message, last_http_status, accepted_at";
+/// The columns `item_row` reads, from `items i JOIN groups g`.
+const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status, i.accepted_at";
 
 fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
     let engine: String = r.get(3)?;
@@ -354,8 +416,10 @@ fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
     })
 }
 
-const ATTEMPT_SELECT: &str = "SELECT a.at, i.url, i.property, i.engine, i.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at
-     FROM attempts a JOIN items i ON i.id = a.item_id LEFT JOIN responses r ON r.id = a.response_id";
+/// The columns `attempt_row` reads, from `attempts a`, `items i`, `groups g`
+/// and `responses r`.
+const ATTEMPT_COLUMNS: &str =
+    "a.at, i.url, g.property, g.engine, g.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at";
 
 fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
     let engine: String = r.get(3)?;
@@ -396,13 +460,15 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Vec<rusqlite:
             .collect();
         clauses.push(format!("({})", any.join(" OR ")));
     }
+    // By group, in a subquery: the clause serves `items` alone (UPDATE,
+    // DELETE) as well as `items` joined with `groups`.
     if let Some(p) = &filter.property {
         values.push(Value::Text(p.clone()));
-        clauses.push(format!("property = ?{}", values.len()));
+        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE property = ?{})", values.len()));
     }
     if let Some(e) = filter.engine {
         values.push(Value::Text(e.as_str().into()));
-        clauses.push(format!("engine = ?{}", values.len()));
+        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE engine = ?{})", values.len()));
     }
     if let Some(u) = &filter.url {
         values.push(Value::Text(u.clone()));
@@ -465,16 +531,17 @@ impl Ledger for SqliteLedger {
     }
 
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
-        let tx = self.write()?;
+        let tx = write(&mut self.conn)?;
         let mut out = Vec::with_capacity(batch.len());
+        let mut created = Vec::new();
         {
-            let mut find = tx.prepare_cached(
-                "SELECT id, state, accepted_at, next_attempt_at, action FROM items
-                 WHERE url = ?1 AND property = ?2 AND engine = ?3 AND target = ?4",
-            )?;
+            // A new URL costs one statement; only a URL already there is read.
             let mut insert = tx.prepare_cached(
-                "INSERT INTO items (url, property, engine, target, state, action, lastmod, next_attempt_at, enqueued_at)
-                 VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?7, ?5, ?5)",
+                "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
+                 VALUES (?1, ?2, 'queued', ?4, ?5, ?3, ?3) ON CONFLICT DO NOTHING",
+            )?;
+            let mut find = tx.prepare_cached(
+                "SELECT id, state, accepted_at, next_attempt_at, action FROM items WHERE url = ?1 AND group_id = ?2",
             )?;
             let mut requeue = tx.prepare_cached(
                 "UPDATE items SET state = 'queued', action = ?3, next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
@@ -484,34 +551,33 @@ impl Ledger for SqliteLedger {
                 "UPDATE items SET action = CASE WHEN state = 'queued' THEN ?2 ELSE action END,
                      lastmod = COALESCE(?3, lastmod) WHERE id = ?1",
             )?;
+            // Batches are mostly one group after another: the last one is kept.
+            let mut last: Option<(&GroupKey, i64)> = None;
             for item in batch {
                 let g = &item.group;
+                let group = match last {
+                    Some((key, id)) if key == g => id,
+                    _ => {
+                        let id = group_id_or_create(&tx, &mut self.groups, &mut created, g)?;
+                        last = Some((g, id));
+                        id
+                    }
+                };
                 let action = item.action.as_str();
                 let lastmod = item.lastmod.map(ts);
-                let found = find
-                    .query_row(params![item.url, g.property, g.engine.as_str(), g.target], |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, Option<i64>>(2)?,
-                            r.get::<_, Option<i64>>(3)?,
-                            r.get::<_, String>(4)?,
-                        ))
-                    })
-                    .optional()?;
-                let Some((id, state, accepted_at, next, old_action)) = found else {
-                    insert.execute(params![
-                        item.url,
-                        g.property,
-                        g.engine.as_str(),
-                        g.target,
-                        ts(now),
-                        action,
-                        lastmod
-                    ])?;
+                if insert.execute(params![item.url, group, ts(now), action, lastmod])? > 0 {
                     out.push(Admission::Queued { id: tx.last_insert_rowid(), fresh: true });
                     continue;
-                };
+                }
+                let (id, state, accepted_at, next, old_action) = find.query_row(params![item.url, group], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                        r.get::<_, Option<i64>>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                })?;
                 update.execute(params![id, action, lastmod])?;
                 let admission = match ItemState::parse(&state) {
                     ItemState::Accepted => {
@@ -535,26 +601,28 @@ impl Ledger for SqliteLedger {
             }
         }
         tx.commit()?;
+        self.groups.extend(created);
         Ok(out)
     }
 
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
-        let tx = self.write()?;
+        let tx = write(&mut self.conn)?;
+        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
         let n = tx.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?5, streak = 0, streak_started_at = NULL,
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
                  parked_fingerprint = NULL
-             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'parked'
-               AND parked_fingerprint IS NOT ?4",
-            params![group.property, group.engine.as_str(), group.target, fingerprint, ts(now)],
+             WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
+            params![group, fingerprint, ts(now)],
         )?;
         tx.commit()?;
         Ok(n as u64)
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT DISTINCT property, engine, target FROM items
-             WHERE state = 'queued' AND next_attempt_at <= ?1 ORDER BY property, engine, target",
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT property, engine, target FROM groups g
+             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
+             ORDER BY property, engine, target",
         )?;
         let rows = stmt
             .query_map([ts(now)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
@@ -578,14 +646,15 @@ impl Ledger for SqliteLedger {
         me: &Owner,
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
-        let tx = self.write()?;
+        let tx = write(&mut self.conn)?;
+        // A group never seen has no items: the claim goes on with none.
+        let group = group_id(&tx, &mut self.groups, group)?.unwrap_or(-1);
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
         let budget = rules.iter().zip(&usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
 
         let due_count: i64 = tx.query_row(
-            "SELECT COUNT(*) FROM items
-             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4",
-            params![group.property, group.engine.as_str(), group.target, ts(now)],
+            "SELECT COUNT(*) FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2",
+            params![group, ts(now)],
             |r| r.get(0),
         )?;
         let due_count = due_count.max(0) as usize;
@@ -607,9 +676,12 @@ impl Ledger for SqliteLedger {
         // has no room for them today.
         let mut claim = Claim::default();
         let mut taken = Vec::with_capacity(take);
-        // Items moved to a later time, applied after the scan (moving them
-        // while scanning in next_attempt_at order could meet them twice).
+        // Paced items moved to their slot, applied after the scan (moving
+        // them while scanning in next_attempt_at order could meet them twice).
         let mut moves = Vec::new();
+        // The last item scanned that the budget has room for: every due item
+        // after it (in scan order) is deferred, in one statement.
+        let mut cut: Option<(Option<i64>, i64)> = None;
         let retry_at = (avail < due_count).then(|| {
             rules
                 .iter()
@@ -623,11 +695,11 @@ impl Ledger for SqliteLedger {
         });
         {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
-                 WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued' AND next_attempt_at <= ?4
+                "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at FROM items
+                 WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
                  ORDER BY next_attempt_at, id",
             )?;
-            let mut rows = stmt.query(params![group.property, group.engine.as_str(), group.target, ts(now)])?;
+            let mut rows = stmt.query(params![group, ts(now)])?;
             let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
             let mut position = 0usize;
             while let Some(r) = rows.next()? {
@@ -656,13 +728,35 @@ impl Ledger for SqliteLedger {
                         claim.paced.push((id, url, at));
                     }
                 } else if let Some(t) = retry_at {
-                    moves.push((id, ts(t)));
                     deferred(id, &url, t);
                     claim.deferred += 1;
+                }
+                if position + 1 == paced_until {
+                    cut = Some((r.get(7)?, id));
                 }
                 position += 1;
             }
             drop(rows);
+            if let (Some(t), true) = (retry_at, claim.deferred > 0) {
+                // Before the paced moves, so that the rows after the cut are
+                // still those the scan saw.
+                let moved = match cut {
+                    None => tx
+                        .prepare_cached(
+                            "UPDATE items SET next_attempt_at = ?3
+                             WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2",
+                        )?
+                        .execute(params![group, ts(now), ts(t)])?,
+                    Some((at, id)) => tx
+                        .prepare_cached(
+                            "UPDATE items SET next_attempt_at = ?3
+                             WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
+                               AND (next_attempt_at, id) > (?4, ?5)",
+                        )?
+                        .execute(params![group, ts(now), ts(t), at, id])?,
+                };
+                debug_assert_eq!(moved as u64, claim.deferred);
+            }
             for (id, at) in moves {
                 defer.execute(params![id, at])?;
             }
@@ -795,12 +889,11 @@ impl Ledger for SqliteLedger {
     }
 
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
-        let t: Option<i64> = self.conn.query_row(
-            "SELECT MIN(next_attempt_at) FROM items
-             WHERE property = ?1 AND engine = ?2 AND target = ?3 AND state = 'queued'",
-            params![group.property, group.engine.as_str(), group.target],
-            |r| r.get(0),
-        )?;
+        let Some(group) = self.existing_group(group)? else { return Ok(None) };
+        let t: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
+            .query_row([group], |r| r.get(0))?;
         Ok(opt_ts(t))
     }
 
@@ -847,50 +940,61 @@ impl Ledger for SqliteLedger {
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT state, next_attempt_at <= ?4, COUNT(*) FROM items
-             WHERE property = ?1 AND engine = ?2 AND target = ?3 GROUP BY 1, 2",
-        )?;
-        let rows = stmt.query_map(params![group.property, group.engine.as_str(), group.target, ts(now)], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Option<bool>>(1)?, r.get::<_, i64>(2)?))
-        })?;
         let mut c = QueueCounts::default();
+        let Some(group) = self.existing_group(group)? else { return Ok(c) };
+        // Streams the group's index in state order (no sort); of the queued
+        // ones, those with a time not after `now` are due, the rest wait.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT state, COUNT(*), SUM(next_attempt_at <= ?2) FROM items WHERE group_id = ?1 GROUP BY state",
+        )?;
+        let rows = stmt.query_map(params![group, ts(now)], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
+        })?;
         for row in rows {
-            let (state, due, n) = row?;
-            let n = n as u64;
-            match (ItemState::parse(&state), due) {
-                (ItemState::Queued, Some(true)) => c.due += n,
-                (ItemState::Queued, _) => c.waiting += n,
-                (ItemState::Parked, _) => c.parked += n,
-                (ItemState::InFlight, _) => c.in_flight += n,
-                (ItemState::Accepted, _) => c.accepted += n,
+            let (state, n, due) = row?;
+            let (n, due) = (n.max(0) as u64, due.unwrap_or(0).max(0) as u64);
+            match ItemState::parse(&state) {
+                ItemState::Queued => {
+                    c.due += due;
+                    c.waiting += n - due;
+                }
+                ItemState::Parked => c.parked += n,
+                ItemState::InFlight => c.in_flight += n,
+                ItemState::Accepted => c.accepted += n,
             }
         }
         Ok(c)
     }
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
+        let Some(group) = self.existing_group(group)? else { return Ok(None) };
+        // Newest attempts first (CROSS JOIN keeps that order): a group's
+        // items may be many, its last rejection is usually recent.
         let sql = format!(
-            "{ATTEMPT_SELECT} WHERE i.property = ?1 AND i.engine = ?2 AND i.target = ?3 AND a.class != 'accepted'
+            "SELECT {ATTEMPT_COLUMNS} FROM attempts a CROSS JOIN items i ON i.id = a.item_id
+                 JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
+             WHERE i.group_id = ?1 AND a.class != 'accepted'
              ORDER BY a.at DESC, a.id DESC LIMIT 1"
         );
-        Ok(self
-            .conn
-            .query_row(&sql, params![group.property, group.engine.as_str(), group.target], attempt_row)
-            .optional()?)
+        Ok(self.conn.prepare_cached(&sql)?.query_row([group], attempt_row).optional()?)
     }
 
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
         let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!("SELECT {ITEM_COLUMNS} FROM items WHERE {clause} ORDER BY property, engine, target, state, next_attempt_at, id{limit}");
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM groups g JOIN items i ON i.group_id = g.id WHERE {clause}
+             ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
+        );
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(values), item_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM items WHERE id = ?1"))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id WHERE i.id = ?1"
+        ))?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             if let Some(row) = stmt.query_row([id], item_row).optional()? {
@@ -939,12 +1043,14 @@ impl Ledger for SqliteLedger {
     }
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
+        let from = "FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+             LEFT JOIN responses r ON r.id = a.response_id";
         let (sql, values): (String, Vec<rusqlite::types::Value>) = match url {
             Some(u) => (
-                format!("{ATTEMPT_SELECT} WHERE i.url = ?1 ORDER BY a.at DESC, a.id DESC LIMIT {limit}"),
+                format!("SELECT {ATTEMPT_COLUMNS} {from} WHERE i.url = ?1 ORDER BY a.at DESC, a.id DESC LIMIT {limit}"),
                 vec![rusqlite::types::Value::Text(u.to_string())],
             ),
-            None => (format!("{ATTEMPT_SELECT} ORDER BY a.at DESC, a.id DESC LIMIT {limit}"), vec![]),
+            None => (format!("SELECT {ATTEMPT_COLUMNS} {from} ORDER BY a.at DESC, a.id DESC LIMIT {limit}"), vec![]),
         };
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(values), attempt_row)?;

@@ -264,10 +264,18 @@ fn a_per_minute_429_waits_a_minute_and_leaves_the_day_open() {
     let days = google_day_budgets(&status);
     assert_eq!(days.len(), 2, "the property's share and the project pool: {status:#}");
     for b in &days {
-        assert!(b["remaining"].as_u64().unwrap() > 0, "{b:#}");
+        assert_ne!(b["blocked_until"], b["resets_at"], "the day is not spent: {b:#}");
         if let Some(until) = b["blocked_until"].as_str() {
             assert!(epoch(until) <= epoch(NOW) + 60, "the day is blocked past the minute: {b:#}");
         }
+    }
+    // Once the minute is over, the day budgets are open again.
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-03T09:31:01+08:00").output().code(0).json();
+    let days = google_day_budgets(&status);
+    assert_eq!(days.len(), 2, "{status:#}");
+    for b in &days {
+        assert!(b.get("blocked_until").is_none(), "{b:#}");
+        assert!(b["remaining"].as_u64().unwrap() > 0, "{b:#}");
     }
     // Two minutes later a new URL goes (and so does the one waiting).
     sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);

@@ -8,6 +8,7 @@ mod budget;
 mod commands;
 mod config_errors;
 mod google;
+mod inputs;
 mod keys;
 mod ledger;
 mod outcomes;

@@ -91,7 +91,7 @@ impl Request {
 pub struct MockResponse {
     status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    body: Vec<u8>,
     delay: Option<Duration>,
     hang: bool,
 }
@@ -108,8 +108,13 @@ impl MockResponse {
         self
     }
 
-    pub fn body(mut self, body: &str) -> Self {
-        self.body = body.to_string();
+    pub fn body(self, body: &str) -> Self {
+        self.bytes(body.as_bytes())
+    }
+
+    /// A body of any bytes (e.g. gzip).
+    pub fn bytes(mut self, body: &[u8]) -> Self {
+        self.body = body.to_vec();
         self
     }
 
@@ -143,10 +148,10 @@ impl MockResponse {
             msg += &format!("{k}: {v}\r\n");
         }
         msg += "\r\n";
-        if !head_only {
-            msg += &self.body;
-        }
         out.write_all(msg.as_bytes())?;
+        if !head_only {
+            out.write_all(&self.body)?;
+        }
         out.flush()
     }
 }
