@@ -388,6 +388,7 @@ pub trait Ledger {
     /// marks them in flight under a new reservation owned by `me`, and
     /// moves due items that do not fit to the time budget frees up (telling
     /// `deferred` of each, with that time) or, with a pace, to their slot.
+    #[allow(clippy::too_many_arguments)]
     fn claim(
         &mut self,
         group: &GroupKey,

@@ -374,7 +374,7 @@ fn dry_run_sends_nothing_and_creates_no_ledger() {
 
     // The real run then does what the plan said.
     let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).output().code(0).json();
-    assert!(doc.get("dry_run").map_or(true, |v| v == false), "{doc:#}");
+    assert!(doc.get("dry_run").is_none_or(|v| v == false), "{doc:#}");
     assert_eq!(count(&doc, "accepted"), 2);
     assert_eq!(result_for(&crate::support::results(&doc), &sb.url("/c"))["retry_at"], "2026-12-04T00:00:00+08:00");
 }
