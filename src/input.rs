@@ -211,4 +211,42 @@ mod tests {
         assert_eq!(got.iter().filter(|l| l.url.is_ok()).count(), 2);
         assert!(got[2].url.as_ref().unwrap_err().contains("ftp"));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// No line, however malformed (random bytes, NULs, invalid UTF-8,
+        /// 100 KB lines), panics the reader or loses the valid lines around it.
+        #[test]
+        fn garbage_never_hides_the_good_lines(
+            garbage in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 100_000..100_001),
+                ],
+                1..6,
+            )
+        ) {
+            let mut input = Vec::new();
+            let mut expected = Vec::new();
+            let mut line = 0;
+            for (i, g) in garbage.iter().enumerate() {
+                let cleaned: Vec<u8> = g.iter().copied().filter(|b| *b != b'\n').collect();
+                input.extend_from_slice(&cleaned);
+                input.push(b'\n');
+                line += 1;
+                let good = format!("https://good.example/{i}");
+                input.extend_from_slice(good.as_bytes());
+                input.push(b'\n');
+                line += 1;
+                expected.push((format!("urls.txt:{line}"), good));
+            }
+            let got = lines(&input);
+            let valid: Vec<(String, String)> = got
+                .iter()
+                .filter(|l| l.text.starts_with("https://good.example/"))
+                .map(|l| (l.place.clone(), l.url.as_ref().map(|u| u.to_string()).unwrap_or_default()))
+                .collect();
+            proptest::prop_assert_eq!(valid, expected);
+        }
+    }
 }
