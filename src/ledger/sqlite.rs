@@ -18,10 +18,17 @@ pub const BODY_CAP: usize = 64 * 1024;
 
 const MIGRATIONS: &[&str] = &[r#"
 CREATE TABLE groups (
-    id       INTEGER PRIMARY KEY,
-    property TEXT NOT NULL,
-    engine   TEXT NOT NULL,
-    target   TEXT NOT NULL,
+    id        INTEGER PRIMARY KEY,
+    property  TEXT NOT NULL,
+    engine    TEXT NOT NULL,
+    target    TEXT NOT NULL,
+    -- The group's items by state (counting a queue of a million would read
+    -- all of it): `admit` counts the items it inserts (a trigger per row
+    -- would slow a large intake), the triggers below every other change.
+    queued    INTEGER NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    parked    INTEGER NOT NULL DEFAULT 0,
+    accepted  INTEGER NOT NULL DEFAULT 0,
     UNIQUE (property, engine, target)
 );
 
@@ -48,6 +55,21 @@ CREATE TABLE items (
 );
 CREATE INDEX items_group ON items (group_id, state, next_attempt_at);
 CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
+
+CREATE TRIGGER items_uncounted AFTER DELETE ON items BEGIN
+    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
+        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
+    WHERE id = OLD.group_id;
+END;
+CREATE TRIGGER items_recounted AFTER UPDATE OF state, group_id ON items
+WHEN OLD.state IS NOT NEW.state OR OLD.group_id IS NOT NEW.group_id BEGIN
+    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
+        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
+    WHERE id = OLD.group_id;
+    UPDATE groups SET queued = queued + (NEW.state = 'queued'), in_flight = in_flight + (NEW.state = 'in_flight'),
+        parked = parked + (NEW.state = 'parked'), accepted = accepted + (NEW.state = 'accepted')
+    WHERE id = NEW.group_id;
+END;
 
 CREATE TABLE responses (
     id          INTEGER PRIMARY KEY,
@@ -551,21 +573,29 @@ impl Ledger for SqliteLedger {
                 "UPDATE items SET action = CASE WHEN state = 'queued' THEN ?2 ELSE action END,
                      lastmod = COALESCE(?3, lastmod) WHERE id = ?1",
             )?;
-            // Batches are mostly one group after another: the last one is kept.
-            let mut last: Option<(&GroupKey, i64)> = None;
+            // Items inserted, by group (to be counted in `groups`). Batches
+            // are mostly one group after another: the last one is kept.
+            let mut inserted: Vec<(i64, i64)> = Vec::new();
+            let mut last: Option<(&GroupKey, usize)> = None;
             for item in batch {
                 let g = &item.group;
-                let group = match last {
-                    Some((key, id)) if key == g => id,
+                let slot = match last {
+                    Some((key, slot)) if key == g => slot,
                     _ => {
                         let id = group_id_or_create(&tx, &mut self.groups, &mut created, g)?;
-                        last = Some((g, id));
-                        id
+                        let slot = inserted.iter().position(|(group, _)| *group == id).unwrap_or_else(|| {
+                            inserted.push((id, 0));
+                            inserted.len() - 1
+                        });
+                        last = Some((g, slot));
+                        slot
                     }
                 };
+                let group = inserted[slot].0;
                 let action = item.action.as_str();
                 let lastmod = item.lastmod.map(ts);
                 if insert.execute(params![item.url, group, ts(now), action, lastmod])? > 0 {
+                    inserted[slot].1 += 1;
                     out.push(Admission::Queued { id: tx.last_insert_rowid(), fresh: true });
                     continue;
                 }
@@ -598,6 +628,10 @@ impl Ledger for SqliteLedger {
                     ItemState::InFlight => Admission::InFlight { id },
                 };
                 out.push(admission);
+            }
+            let mut count = tx.prepare_cached("UPDATE groups SET queued = queued + ?2 WHERE id = ?1")?;
+            for (group, n) in inserted.into_iter().filter(|(_, n)| *n > 0) {
+                count.execute(params![group, n])?;
             }
         }
         tx.commit()?;
@@ -940,30 +974,33 @@ impl Ledger for SqliteLedger {
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
-        let mut c = QueueCounts::default();
-        let Some(group) = self.existing_group(group)? else { return Ok(c) };
-        // Streams the group's index in state order (no sort); of the queued
-        // ones, those with a time not after `now` are due, the rest wait.
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT state, COUNT(*), SUM(next_attempt_at <= ?2) FROM items WHERE group_id = ?1 GROUP BY state",
-        )?;
-        let rows = stmt.query_map(params![group, ts(now)], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
-        })?;
-        for row in rows {
-            let (state, n, due) = row?;
-            let (n, due) = (n.max(0) as u64, due.unwrap_or(0).max(0) as u64);
-            match ItemState::parse(&state) {
-                ItemState::Queued => {
-                    c.due += due;
-                    c.waiting += n - due;
-                }
-                ItemState::Parked => c.parked += n,
-                ItemState::InFlight => c.in_flight += n,
-                ItemState::Accepted => c.accepted += n,
-            }
-        }
-        Ok(c)
+        let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
+        // The counts by state are kept in `groups`; only the due items are
+        // counted here (one statement: one snapshot).
+        let (queued, in_flight, parked, accepted, due) = self
+            .conn
+            .prepare_cached(
+                "SELECT queued, in_flight, parked, accepted,
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2)
+                 FROM groups g WHERE id = ?1",
+            )?
+            .query_row(params![group, ts(now)], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            })?;
+        let n = |v: i64| v.max(0) as u64;
+        Ok(QueueCounts {
+            due: n(due),
+            waiting: n(queued - due),
+            parked: n(parked),
+            in_flight: n(in_flight),
+            accepted: n(accepted),
+        })
     }
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
