@@ -463,8 +463,9 @@ fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
     })
 }
 
-/// A WHERE clause and its parameters for an `ItemFilter` at `now`.
-fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Vec<rusqlite::types::Value>) {
+/// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
+/// `items` alone or (`joined`) over `groups g CROSS JOIN items`.
+fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<rusqlite::types::Value>) {
     use rusqlite::types::Value;
     let mut clauses = vec!["1 = 1".to_string()];
     let mut values = Vec::new();
@@ -482,15 +483,24 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Vec<rusqlite:
             .collect();
         clauses.push(format!("({})", any.join(" OR ")));
     }
-    // By group, in a subquery: the clause serves `items` alone (UPDATE,
-    // DELETE) as well as `items` joined with `groups`.
-    if let Some(p) = &filter.property {
-        values.push(Value::Text(p.clone()));
-        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE property = ?{})", values.len()));
+    // By group. Joined, a plain test on the (few) groups, which keeps them
+    // scanned in their index order (`+`: no index search on them, which
+    // would lose it), so the join needs no sort. Alone, the group ids from
+    // a subquery, even with no test on them: the index on (group_id, state)
+    // then serves a state.
+    let mut by_group = Vec::new();
+    for (column, value) in [("property", filter.property.clone()), ("engine", filter.engine.map(|e| e.as_str().into()))]
+    {
+        if let Some(value) = value {
+            values.push(Value::Text(value));
+            by_group.push(format!("{}{column} = ?{}", if joined { "+g." } else { "" }, values.len()));
+        }
     }
-    if let Some(e) = filter.engine {
-        values.push(Value::Text(e.as_str().into()));
-        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE engine = ?{})", values.len()));
+    if joined {
+        clauses.extend(by_group);
+    } else {
+        by_group.insert(0, "1 = 1".into());
+        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE {})", by_group.join(" AND ")));
     }
     if let Some(u) = &filter.url {
         values.push(Value::Text(u.clone()));
@@ -1017,10 +1027,12 @@ impl Ledger for SqliteLedger {
     }
 
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let (clause, values) = filter_sql(filter, now);
+        let (clause, values) = filter_sql(filter, now, true);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        // Group by group (CROSS JOIN: the groups, few, in their index order
+        // outside), each group's items in the order of its index: no sort.
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM groups g JOIN items i ON i.group_id = g.id WHERE {clause}
+            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id WHERE {clause}
              ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
         );
         let mut stmt = self.conn.prepare(&sql)?;
@@ -1047,7 +1059,7 @@ impl Ledger for SqliteLedger {
         if filter.states.is_empty() {
             filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
         }
-        let (clause, mut values) = filter_sql(&filter, now);
+        let (clause, mut values) = filter_sql(&filter, now, false);
         values.push(rusqlite::types::Value::Integer(ts(now)));
         let n = values.len();
         let tx = self.write()?;
@@ -1068,7 +1080,7 @@ impl Ledger for SqliteLedger {
         if filter.states.is_empty() {
             filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
         }
-        let (clause, values) = filter_sql(&filter, now);
+        let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.write()?;
         let changed = tx.execute(&format!("DELETE FROM items WHERE {clause}"), rusqlite::params_from_iter(values))?;
         tx.execute(
@@ -1094,5 +1106,197 @@ impl Ledger for SqliteLedger {
         let mut out: Vec<AttemptRow> = rows.collect::<rusqlite::Result<_>>()?;
         out.reverse();
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn group(property: &str, engine: EngineKind) -> GroupKey {
+        GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
+    }
+
+    fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
+        range
+            .map(|i| NewItem {
+                url: format!("https://{}/{i}", group.property),
+                group: group.clone(),
+                action: Action::Updated,
+                lastmod: None,
+            })
+            .collect()
+    }
+
+    /// `queue_counts` (kept counts) equals a count of every item, at `now`.
+    fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
+        let groups: Vec<(i64, GroupKey)> = ledger
+            .conn
+            .prepare("SELECT id, property, engine, target FROM groups")
+            .unwrap()
+            .query_map([], |r| {
+                let engine: String = r.get(2)?;
+                Ok((
+                    r.get(0)?,
+                    GroupKey { property: r.get(1)?, engine: EngineKind::from_str(&engine).unwrap(), target: r.get(3)? },
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for (id, key) in groups {
+            let mut expected = QueueCounts::default();
+            let mut stmt = ledger
+                .conn
+                .prepare("SELECT state, next_attempt_at <= ?2, COUNT(*) FROM items WHERE group_id = ?1 GROUP BY 1, 2")
+                .unwrap();
+            let rows = stmt
+                .query_map(params![id, ts(now)], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<bool>>(1)?, r.get::<_, i64>(2)? as u64))
+                })
+                .unwrap();
+            for row in rows {
+                let (state, due, n) = row.unwrap();
+                match (ItemState::parse(&state), due) {
+                    (ItemState::Queued, Some(true)) => expected.due += n,
+                    (ItemState::Queued, _) => expected.waiting += n,
+                    (ItemState::Parked, _) => expected.parked += n,
+                    (ItemState::InFlight, _) => expected.in_flight += n,
+                    (ItemState::Accepted, _) => expected.accepted += n,
+                }
+            }
+            drop(stmt);
+            assert_eq!(ledger.queue_counts(&key, now).unwrap(), expected, "{key:?} at {now}");
+        }
+    }
+
+    fn record(item: &ClaimedItem, at: DateTime<Utc>, class: Class, next: NextStep) -> AttemptRecord {
+        AttemptRecord { item_id: item.id, at, class, reason: "r".into(), message: "m".into(), response: 0, next }
+    }
+
+    fn finish(ledger: &mut SqliteLedger, claim: &Claim, records: Vec<AttemptRecord>) {
+        let done = Finish {
+            reservation: claim.reservation.unwrap(),
+            responses: vec![StoredResponse { http_status: Some(400), body: Some("no".into()) }],
+            records,
+            blocks: vec![],
+            refund: 0,
+            windows: vec![],
+        };
+        ledger.finish(&done).unwrap();
+    }
+
+    #[test]
+    fn kept_counts_follow_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        super::super::story::story(&mut ledger);
+        assert_counts(&mut ledger, t("2026-12-10T10:00:00Z"));
+
+        let now = t("2026-12-11T09:00:00Z");
+        let me = Owner::current();
+        let (a, b) = (group("a.example", EngineKind::IndexNow), group("b.example", EngineKind::Bing));
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+        // One batch, two groups interleaved, a URL twice.
+        let mut batch: Vec<NewItem> =
+            new_items(&a, 0..6).into_iter().zip(new_items(&b, 0..6)).flat_map(|(x, y)| [x, y]).collect();
+        batch.push(new_items(&a, 0..1).remove(0));
+        let admitted = ledger.admit(&batch, now, &rule).unwrap();
+        assert_eq!(admitted.iter().filter(|a| matches!(a, Admission::Queued { fresh: true, .. })).count(), 12);
+        assert!(matches!(admitted[12], Admission::AlreadyQueued { .. }));
+        assert_counts(&mut ledger, now);
+        let due = ledger.due_groups(now).unwrap();
+        assert_eq!(due.iter().filter(|g| **g == a || **g == b).count(), 2, "{due:?}");
+
+        // Parked, retried later, accepted.
+        let claim = ledger.claim(&a, &[], 3, None, now, &me, &mut |_, _, _| {}).unwrap();
+        assert_counts(&mut ledger, now);
+        let park = NextStep::Park { fingerprint: "one".into() };
+        let records = vec![
+            record(&claim.items[0], now, Class::Misconfigured, park.clone()),
+            record(&claim.items[1], now, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
+            record(&claim.items[2], now, Class::Accepted, NextStep::Accepted),
+        ];
+        finish(&mut ledger, &claim, records);
+        assert_counts(&mut ledger, now);
+        assert_counts(&mut ledger, now + TimeDelta::hours(2));
+        let last = ledger.last_rejection(&a).unwrap().unwrap();
+        assert_eq!((last.class, last.group.clone()), (Class::Transient, a.clone()));
+        assert_eq!(ledger.unpark_changed(&a, "one", now).unwrap(), 0);
+        assert_eq!(ledger.unpark_changed(&a, "two", now).unwrap(), 1);
+        assert_counts(&mut ledger, now);
+
+        // A dead owner's claim, reconciled.
+        let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
+        let claim = ledger.claim(&b, &[], 2, None, now, &dead, &mut |_, _, _| {}).unwrap();
+        assert_eq!(claim.items.len(), 2);
+        assert_counts(&mut ledger, now);
+        assert_eq!(ledger.reconcile(now, &me).unwrap().items, 2);
+        assert_counts(&mut ledger, now);
+
+        // A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
+        let day = RuleWindow {
+            rule: "b:day".into(),
+            period: crate::clock::Period::Day,
+            window: "2026-12-11".into(),
+            limit: Some(4),
+            reported: false,
+            resets_at: t("2026-12-12T00:00:00Z"),
+        };
+        let pace = Pace { key: "b".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
+        let mut deferred = Vec::new();
+        let claim = ledger
+            .claim(&b, std::slice::from_ref(&day), 10, Some(&pace), now, &me, &mut |id, _, at| deferred.push((id, at)))
+            .unwrap();
+        assert_eq!((claim.items.len(), claim.paced.len(), claim.deferred), (2, 2, 2));
+        assert!(deferred.iter().all(|(_, at)| *at == day.resets_at));
+        let next: Vec<(i64, Option<DateTime<Utc>>)> = ledger
+            .items_by_id(&deferred.iter().map(|d| d.0).chain(claim.paced.iter().map(|p| p.0)).collect::<Vec<_>>())
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.id, row.next_attempt_at))
+            .collect();
+        let expected: Vec<(i64, Option<DateTime<Utc>>)> = deferred
+            .iter()
+            .map(|(id, at)| (*id, Some(*at)))
+            .chain(claim.paced.iter().map(|(id, _, at)| (*id, Some(from_ts(ts_ceil(*at))))))
+            .collect();
+        assert_eq!(next, expected);
+        assert_counts(&mut ledger, now);
+
+        // Queue commands.
+        let all = ItemFilter::default();
+        let listed = ledger.items(&all, now).unwrap();
+        let mut sorted = listed.clone();
+        sorted.sort_by_key(|r| {
+            (
+                r.group.property.clone(),
+                r.group.engine.as_str(),
+                r.group.target.clone(),
+                r.state.as_str(),
+                r.next_attempt_at,
+                r.id,
+            )
+        });
+        assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), sorted.iter().map(|r| r.id).collect::<Vec<_>>());
+        let only_b = ItemFilter { property: Some("b.example".into()), engine: Some(EngineKind::Bing), ..all.clone() };
+        assert!(ledger.items(&only_b, now).unwrap().iter().all(|r| r.group == b));
+        assert_eq!(ledger.items(&ItemFilter { limit: Some(3), ..all.clone() }, now).unwrap().len(), 3);
+        let retried = ledger.retry(&ItemFilter { states: vec![StateFilter::Waiting], ..only_b.clone() }, now).unwrap();
+        assert_eq!(retried, 4);
+        assert_counts(&mut ledger, now);
+        let dropped =
+            ledger.drop_items(&ItemFilter { property: Some("a.example".into()), ..all.clone() }, now).unwrap();
+        assert_eq!(dropped, 6);
+        assert_counts(&mut ledger, now);
+        assert!(ledger.last_rejection(&a).unwrap().is_none(), "its attempts went with its items");
+        let unknown = group("c.example", EngineKind::Google);
+        assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
+        assert_eq!(ledger.next_due(&unknown).unwrap(), None);
+        assert!(ledger.claim(&unknown, &[], 10, None, now, &me, &mut |_, _, _| {}).unwrap().items.is_empty());
     }
 }
