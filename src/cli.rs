@@ -16,7 +16,8 @@ use std::time::Duration;
     long_about = "Submit URLs to search engines' submission queues without ever spending more than each engine allows. \
 Every rejection is read and classified (quota, transient, key_pending, misconfigured) and retried the way its reason calls for.",
     after_help = "Exit codes: 0 nothing needs a human; 2 usage or configuration error, nothing sent; \
-3 some item is in a --fail-on class; 1 anything else.\nThe clock can be pinned with INDEXQ_NOW=<RFC 3339 time>."
+3 some item is in a --fail-on class; 1 anything else.\nThe clock can be pinned with INDEXQ_NOW=<RFC 3339 time>.\n\n\
+Example: indexq --config indexq.toml submit --dry-run urls.txt"
 )]
 pub struct Cli {
     /// Configuration file (default: $INDEXQ_CONFIG, ./indexq.toml, ~/.config/indexq/config.toml)
@@ -42,13 +43,26 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Enqueue URLs, then send all due work within budget
+    #[command(after_help = "Example: indexq submit --sitemap public/sitemap.xml --changed --max-wait 5m")]
     Submit(SubmitArgs),
     /// Budget per property and engine, window resets, queue counts, last rejection
+    #[command(after_help = "Example: indexq status --json")]
     Status,
     /// Inspect and act on queued and parked items
+    #[command(after_help = "Example: indexq queue list --state parked")]
     Queue(QueueArgs),
     /// Attempts with their classified outcome and stored response body
+    #[command(after_help = "Example: indexq log --url https://example.com/a --limit 10")]
     Log(LogArgs),
+    /// Create an IndexNow key and its key file
+    #[command(after_help = "Example: indexq key generate --out public")]
+    Key(KeyArgs),
+    /// Print shell completions on stdout (needs no configuration)
+    #[command(after_help = "Example: indexq completions bash > ~/.local/share/bash-completion/completions/indexq")]
+    Completions(CompletionsArgs),
+    /// Print the man page of every command on stdout (needs no configuration)
+    #[command(after_help = "Example: indexq man > ~/.local/share/man/man1/indexq.1")]
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -103,10 +117,13 @@ pub struct QueueArgs {
 #[derive(Debug, Subcommand)]
 pub enum QueueAction {
     /// List queued, waiting, parked (and with --state, accepted) items
+    #[command(after_help = "Example: indexq queue list --state due,waiting --engine bing")]
     List(QueueFilter),
     /// Make matching parked or waiting items due now
+    #[command(after_help = "Example: indexq queue retry --state parked --property example.com")]
     Retry(QueueFilter),
     /// Remove matching items from the ledger
+    #[command(after_help = "Example: indexq queue drop --state parked --url https://example.com/old")]
     Drop(DropArgs),
 }
 
@@ -161,6 +178,36 @@ pub struct LogArgs {
     /// At most this many attempts (the latest)
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(subcommand)]
+    pub action: KeyAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyAction {
+    /// Generate a random IndexNow key and write it to DIR/KEY.txt (never overwrites)
+    #[command(after_help = "Example: indexq key generate --out public --length 48")]
+    Generate(KeyGenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeyGenerateArgs {
+    /// Directory to write KEY.txt into (it must exist)
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: PathBuf,
+    /// Characters in the key (lowercase hex), 8 to 128
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(8..=128))]
+    pub length: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -12,6 +12,7 @@ mod engines;
 mod input;
 mod ledger;
 mod model;
+mod progress;
 mod redact;
 mod report;
 mod results;
@@ -45,7 +46,6 @@ fn init_logging(verbose: u8) {
 }
 
 fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
-    let clock = clock::Clock::from_env().map_err(|e| commands::submit::UsageError(e.to_string()))?;
     let printer = Printer {
         json: cli.json,
         verbosity: if cli.quiet {
@@ -56,18 +56,38 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
             Verbosity::Normal
         },
     };
-    let path = config::find(cli.config.as_deref())?;
-    let settings = config::load(&path)?;
-    tracing::debug!(config = %path.display(), "configuration loaded");
     match &cli.command {
+        // These three need no clock or ledger, and a configuration only if there is one.
+        cli::Command::Completions(args) => commands::completions::completions(args.shell),
+        cli::Command::Man => commands::completions::man(),
+        cli::Command::Key(args) => commands::key::run(cli.config.as_deref(), args, &printer),
         cli::Command::Submit(args) => {
+            let (settings, clock) = configured(cli)?;
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
             runtime.block_on(commands::submit::run(&settings, args, &printer, &clock))
         }
-        cli::Command::Status => commands::status::run(&settings, &printer, &clock),
-        cli::Command::Queue(args) => commands::queue::run(&settings, args, &printer, &clock),
-        cli::Command::Log(args) => commands::log::run(&settings, args, &printer, &clock),
+        cli::Command::Status => {
+            let (settings, clock) = configured(cli)?;
+            commands::status::run(&settings, &printer, &clock)
+        }
+        cli::Command::Queue(args) => {
+            let (settings, clock) = configured(cli)?;
+            commands::queue::run(&settings, args, &printer, &clock)
+        }
+        cli::Command::Log(args) => {
+            let (settings, clock) = configured(cli)?;
+            commands::log::run(&settings, args, &printer, &clock)
+        }
     }
+}
+
+/// The clock and the configuration that every ledger command needs.
+fn configured(cli: &cli::Cli) -> anyhow::Result<(config::Settings, clock::Clock)> {
+    let clock = clock::Clock::from_env().map_err(|e| commands::submit::UsageError(e.to_string()))?;
+    let path = config::find(cli.config.as_deref())?;
+    let settings = config::load(&path)?;
+    tracing::debug!(config = %path.display(), "configuration loaded");
+    Ok((settings, clock))
 }
 
 /// Prints the error chain on one line, with the hint below, and picks the

@@ -1,6 +1,8 @@
 //! One file per command. Each takes the resolved `Settings`, the `Printer`
 //! and the `Clock`, and returns the exit status it decided.
 
+pub mod completions;
+pub mod key;
 pub mod log;
 pub mod queue;
 pub mod status;

@@ -17,6 +17,7 @@ use crate::ledger::{
     Pace, RuleWindow, SqliteLedger,
 };
 use crate::model::{Class, EngineKind, Outcome};
+use crate::progress::Progress;
 use crate::redact::Redactor;
 use crate::report::{Deferral, PlanCounts, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::results::{Key, Results};
@@ -64,6 +65,9 @@ struct Run<'a> {
     wait_until: DateTime<Utc>,
     /// What input URLs announce (Google: `--deleted`).
     action: Action,
+    progress: Progress,
+    /// Input URLs read so far.
+    read: u64,
 }
 
 pub async fn run(
@@ -130,6 +134,8 @@ pub async fn run(
         dry_run: args.dry_run,
         wait_until: clock.now(),
         action: if args.deleted { Action::Deleted } else { Action::Updated },
+        progress: Progress::new(printer),
+        read: 0,
     };
     let started = clock.now();
     let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
@@ -196,8 +202,15 @@ pub async fn run(
                 let pause = (next - now).max(TimeDelta::milliseconds(100));
                 tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
                 if pause >= TimeDelta::seconds(1) {
-                    printer
-                        .note(&format!("Waiting {} for retries due within --max-wait…", crate::clock::humanize(pause)));
+                    let what = format!(
+                        "waiting for retries due within --max-wait — next in {}",
+                        crate::clock::humanize(pause)
+                    );
+                    if run.progress.visible() {
+                        run.progress.waiting(&what);
+                    } else {
+                        printer.note(&format!("{what}…"));
+                    }
                 }
                 tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
             }
@@ -205,6 +218,7 @@ pub async fn run(
         }
     }
 
+    run.progress.finish();
     let now = clock.now();
     let mut waiting = Vec::new();
     for group in run.known_groups() {
@@ -331,6 +345,8 @@ impl Run<'_> {
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
     ) -> anyhow::Result<()> {
+        self.read += 1;
+        self.progress.reading(self.read);
         let url = match url {
             Ok(url) => url,
             Err(why) => {
@@ -504,10 +520,20 @@ impl Run<'_> {
             None => None,
         };
         let batch = self.batch(group, &claim, now)?;
-        tracing::info!(group = %crate::report::group_title(group), urls = batch.urls.len(), "sending");
+        let title = crate::report::group_title(group);
+        tracing::info!(group = %title, urls = batch.urls.len(), "sending");
+        let left =
+            windows.iter().zip(&rules).filter(|(_, r)| r.limit.is_some()).map(|(w, _)| w).min_by_key(|w| w.resets_at);
+        let remaining = match left {
+            Some(w) => self.ledger.usage(w)?.remaining(w, now),
+            None => None,
+        };
+        let planned = batch.urls.len() as u64;
+        self.progress.sending(&title, 0, planned, remaining);
         let engine = &self.engines[&group.engine];
         let sent = engine.send(group, &batch).await;
         let fingerprint = engine.fingerprint(group);
+        self.progress.sending(&title, planned, planned, remaining);
         let at = self.clock.now();
 
         let blocks = quota_blocks(group, &rules, &windows, &sent, at);

@@ -290,6 +290,17 @@ impl Google {
         }
     }
 
+    /// `doctor`: obtains a token (no publish, no inspection). The error is
+    /// the verdict every Google item would get.
+    pub async fn check_token(&self) -> Result<(), Verdict> {
+        self.token(false).await.map(|_| ()).map_err(|answer| answer.verdict)
+    }
+
+    /// The service account in use (for `doctor`).
+    pub fn account(&self) -> &ServiceAccount {
+        &self.account
+    }
+
     /// POSTs JSON with the bearer token; a 401 refreshes the token once and retries.
     async fn call(&self, url: &Url, body: &serde_json::Value) -> Result<super::Received, Answer> {
         let mut refreshed = false;

@@ -54,6 +54,25 @@ impl IndexNow {
     }
 }
 
+impl IndexNow {
+    /// `doctor`: fetches a property's key file and says what the engine will
+    /// make of it (`key_pending` means it serves exactly the key), without
+    /// submitting anything. Also returns the key location checked.
+    pub async fn check_property(&self, property: &str) -> Option<(classify::Verdict, String)> {
+        let site = self.sites.get(property)?;
+        let check = self.check_key_file(site).await;
+        let verdict = classify::key_file(site.key.expose(), site.key_location.as_str(), &check);
+        let location = self.redactor.redact(site.key_location.as_str());
+        Some((verdict.redacted_with(&self.redactor), location))
+    }
+
+    /// Whether the key location is on the property's own host, as IndexNow requires.
+    pub fn key_location_on_host(&self, property: &str) -> Option<bool> {
+        let site = self.sites.get(property)?;
+        Some(site.key_location.host_str() == Some(site.host.as_str()))
+    }
+}
+
 /// `https://HOST/KEY.txt` on the site's own origin.
 pub fn default_key_location(site: &Url, key: &str) -> Url {
     let mut url = site.clone();

@@ -373,6 +373,9 @@ pub trait Ledger {
     /// server may have seen the request.
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
+    /// How many reservations `reconcile` would return to the queue.
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64>;
+
     /// Puts URLs in the queue (one transaction for the whole batch).
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
 

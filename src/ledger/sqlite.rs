@@ -260,7 +260,9 @@ impl SqliteLedger {
     /// none), for `--dry-run`: planning runs the same code, and nothing it
     /// writes reaches the file.
     pub fn open_snapshot(path: &Path) -> Result<SqliteLedger> {
-        let mut conn = Connection::open_in_memory()?;
+        // An empty name: a private temporary database on disk, so a large
+        // ledger is not copied into memory.
+        let mut conn = Connection::open("")?;
         if path.exists() {
             conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| {
                 LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None }
@@ -295,6 +297,11 @@ impl SqliteLedger {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// The schema version of the file (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
     fn write(&mut self) -> Result<Transaction<'_>> {
@@ -509,26 +516,34 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String,
     (clauses.join(" AND "), values)
 }
 
+/// Reservations whose owner is gone (dead process, or lease expired).
+fn stale_reservations(conn: &Connection, now: DateTime<Utc>, me: &Owner) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare("SELECT id, host, pid, started, lease_until FROM reservations")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            Owner { host: r.get(1)?, pid: r.get(2)?, started: r.get::<_, i64>(3)? as u64 },
+            from_ts(r.get(4)?),
+        ))
+    })?;
+    let mut stale = Vec::new();
+    for row in rows {
+        let (id, owner, lease_until) = row?;
+        if !owner.may_be_alive(me, lease_until, now) {
+            stale.push(id);
+        }
+    }
+    Ok(stale)
+}
+
 impl Ledger for SqliteLedger {
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
+        Ok(stale_reservations(&self.conn, now, me)?.len() as u64)
+    }
+
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
         let tx = self.write()?;
-        let mut stale = Vec::new();
-        {
-            let mut stmt = tx.prepare("SELECT id, host, pid, started, lease_until FROM reservations")?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    Owner { host: r.get(1)?, pid: r.get(2)?, started: r.get::<_, i64>(3)? as u64 },
-                    from_ts(r.get(4)?),
-                ))
-            })?;
-            for row in rows {
-                let (id, owner, lease_until) = row?;
-                if !owner.may_be_alive(me, lease_until, now) {
-                    stale.push(id);
-                }
-            }
-        }
+        let stale = stale_reservations(&tx, now, me)?;
         let mut done = Reconciled::default();
         for id in stale {
             let items: Vec<i64> = {

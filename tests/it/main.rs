@@ -11,4 +11,5 @@ mod google;
 mod inputs;
 mod keys;
 mod ledger;
+mod operator;
 mod outcomes;

@@ -221,3 +221,24 @@ fn each_endpoint_has_its_own_state() {
     assert_eq!(sb.engine.requests().len(), 1);
     assert_eq!(second.requests().len(), 2);
 }
+
+/// Progress appears on a terminal (a pseudo-terminal made by `script`), and
+/// never in a pipe: no bar, no carriage return, no escape code.
+#[test]
+fn progress_only_on_a_terminal() {
+    let sb = Sandbox::new();
+    let names: Vec<String> = (0..1200).map(|i| format!("/p{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let list = sb.urls("urls.txt", &refs);
+    let piped = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(0);
+    for text in [&piped.stdout, &piped.stderr] {
+        assert!(!text.contains('\r') && !text.contains('\u{1b}'), "{text:?}");
+    }
+
+    let names: Vec<String> = (0..1200).map(|i| format!("/q{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let list = sb.urls("more.txt", &refs);
+    let tty = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).in_terminal();
+    assert!(tty.stdout.contains("reading inputs"), "{:?}", tty.stdout);
+    assert!(tty.stdout.contains('\r') || tty.stdout.contains('\u{1b}'));
+}

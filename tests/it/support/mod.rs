@@ -292,6 +292,30 @@ impl Run {
         Done::from(out)
     }
 
+    /// Runs the command on a pseudo-terminal (util-linux `script`); what the
+    /// terminal showed (stdout and stderr together) comes back as stdout.
+    pub fn in_terminal(self) -> Done {
+        let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut line = quote(self.cmd.get_program());
+        for arg in self.cmd.get_args() {
+            line.push(' ');
+            line.push_str(&quote(arg));
+        }
+        let mut script = Command::new("script");
+        script.args(["-qec", &line, "/dev/null"]).env_clear().stdin(Stdio::null());
+        for (k, v) in self.cmd.get_envs() {
+            if let Some(v) = v {
+                script.env(k, v);
+            }
+        }
+        script.env("TERM", "xterm");
+        if let Some(dir) = self.cmd.get_current_dir() {
+            script.current_dir(dir);
+        }
+        let out = script.output().expect("`script` (util-linux) runs the terminal test");
+        Done::from(out)
+    }
+
     pub fn spawn(mut self) -> std::process::Child {
         self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
     }

@@ -1,0 +1,253 @@
+//! `indexq doctor`: checks the configuration, the ledger and every engine's
+//! credentials without spending any submission quota, and says for each
+//! problem what to do. IndexNow: each property's key file is fetched and
+//! compared (no submission). Bing: `GetUrlSubmissionQuota` (spends nothing).
+//! Google: the key file is parsed and a token obtained (no publish, no
+//! inspection). Exit 0 when nothing needs a human, 3 otherwise.
+
+use super::ExitStatus;
+use crate::clock::{self, Clock, Period};
+use crate::config::{LedgerLocation, Settings};
+use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
+use crate::ledger::{GroupKey, Ledger, Owner, SqliteLedger};
+use crate::model::{Class, EngineKind};
+use crate::redact::Redactor;
+use crate::report::Printer;
+use serde::Serialize;
+use std::io::Write;
+
+/// One check's result (`--json` gives one per check).
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub check: &'static str,
+    pub property: Option<String>,
+    pub engine: Option<EngineKind>,
+    pub ok: bool,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(check: &'static str, message: String) -> Check {
+        Check { check, property: None, engine: None, ok: true, message, fix: None }
+    }
+
+    fn problem(check: &'static str, message: String, fix: impl Into<String>) -> Check {
+        Check { check, property: None, engine: None, ok: false, message, fix: Some(fix.into()) }
+    }
+
+    fn about(mut self, property: &str, engine: EngineKind) -> Check {
+        self.property = Some(property.to_string());
+        self.engine = Some(engine);
+        self
+    }
+}
+
+pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+    let now = clock.now();
+    let mut checks = vec![config_check(settings, now)];
+    checks.extend(ledger_checks(settings, now));
+
+    let client = engines::client(&settings.http)?;
+    let mut redactor = Redactor::new();
+    let uses = |e| settings.properties.iter().any(|p| p.uses(e));
+
+    if uses(EngineKind::IndexNow) {
+        match IndexNow::new(settings, client.clone(), &mut redactor) {
+            Err(e) => checks.push(Check::problem("indexnow_key", e.to_string(), e.hint.unwrap_or_default())),
+            Ok(engine) => {
+                for p in settings.properties.iter().filter(|p| p.indexnow.is_some()) {
+                    let Some((verdict, location)) = engine.check_property(&p.name).await else { continue };
+                    let check = if verdict.class == Class::KeyPending {
+                        Check::ok("indexnow_key_file", format!("{location} serves exactly the key"))
+                    } else {
+                        Check::problem("indexnow_key_file", verdict.message, verdict.hint.unwrap_or_default())
+                    };
+                    checks.push(check.about(&p.name, EngineKind::IndexNow));
+                    if engine.key_location_on_host(&p.name) == Some(false) {
+                        checks.push(
+                            Check::problem(
+                                "indexnow_key_location",
+                                format!("the key location {location} is not on the host of {}", p.site),
+                                "IndexNow accepts a key location only on the submitted host: serve the key file on the \
+                                 site itself (e.g. at its root) and set `key_location` there, or drop `key_location`",
+                            )
+                            .about(&p.name, EngineKind::IndexNow),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    if uses(EngineKind::Bing) {
+        match Bing::new(settings, client.clone(), &mut redactor) {
+            Err(e) => checks.push(Check::problem("bing_api_key", e.to_string(), e.hint.unwrap_or_default())),
+            Ok(engine) => {
+                for p in settings.properties.iter().filter(|p| p.bing.is_some()) {
+                    let group = GroupKey { property: p.name.clone(), engine: EngineKind::Bing, target: String::new() };
+                    let check = match engine.reported_quota(&group).await {
+                        Some(Ok(left)) => {
+                            let left_in = |period| left.iter().find(|(p, _)| *p == period).map_or(0, |(_, n)| *n);
+                            Check::ok(
+                                "bing_quota",
+                                format!(
+                                    "the API key works: {} URLs left today, {} this month",
+                                    left_in(Period::Day),
+                                    left_in(Period::Month)
+                                ),
+                            )
+                        }
+                        Some(Err(why)) => Check::problem(
+                            "bing_quota",
+                            format!("Bing's quota could not be read: {why}"),
+                            "check the API key (api_key_env / api_key_file under [bing]) and that the site is \
+                             verified in Bing Webmaster Tools for that key (or set the property's bing.site_url)",
+                        ),
+                        None => continue,
+                    };
+                    checks.push(check.about(&p.name, EngineKind::Bing));
+                }
+            }
+        }
+    }
+
+    if uses(EngineKind::Google) {
+        match Google::new(settings, client, &mut redactor) {
+            Err(e) => checks.push(Check::problem("google_credentials", e.to_string(), e.hint.unwrap_or_default())),
+            Ok(engine) => {
+                let account = engine.account();
+                checks.push(match engine.check_token().await {
+                    Ok(()) => Check::ok(
+                        "google_token",
+                        format!(
+                            "a token was obtained for {} (key {}, project {})",
+                            account.client_email, account.key_id, account.project_id
+                        ),
+                    ),
+                    Err(verdict) => Check::problem("google_token", verdict.message, verdict.hint.unwrap_or_default()),
+                });
+            }
+        }
+    }
+
+    let all_ok = checks.iter().all(|c| c.ok);
+    if printer.json {
+        printer.json(&serde_json::json!({ "checks": checks }))?;
+    } else {
+        let mut out = printer.stdout();
+        for c in &checks {
+            let about = match (&c.property, c.engine) {
+                (Some(p), Some(e)) => format!(" [{} {p}]", e.title()),
+                _ => String::new(),
+            };
+            writeln!(out, "{} {}{about}: {}", if c.ok { "ok " } else { "FIX" }, c.check, c.message)?;
+            if let Some(fix) = c.fix.as_deref().filter(|f| !f.is_empty()) {
+                writeln!(out, "    fix: {fix}")?;
+            }
+        }
+        let problems = checks.iter().filter(|c| !c.ok).count();
+        if problems == 0 {
+            writeln!(out, "Everything checks out; no submission quota was spent.")?;
+        } else {
+            writeln!(out, "{problems} to fix; no submission quota was spent.")?;
+        }
+    }
+    Ok(if all_ok { ExitStatus::Ok } else { ExitStatus::NeedsHuman })
+}
+
+/// Where the config is, what it uses, and what "today" is in each quota timezone.
+fn config_check(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Check {
+    let mut zones: Vec<chrono_tz::Tz> = Vec::new();
+    let mut engines_used: Vec<&str> = Vec::new();
+    for p in &settings.properties {
+        let tables = [
+            ("indexnow", p.indexnow.as_ref().map(|t| t.quota_timezone)),
+            ("bing", p.bing.as_ref().map(|t| t.quota_timezone)),
+            ("google", p.google.as_ref().map(|t| t.quota_timezone)),
+        ];
+        for (name, tz) in tables {
+            let Some(tz) = tz else { continue };
+            if !engines_used.contains(&name) {
+                engines_used.push(name);
+            }
+            if !zones.contains(&tz) {
+                zones.push(tz);
+            }
+        }
+    }
+    let today: Vec<String> = zones
+        .iter()
+        .map(|tz| format!("{} in {}", now.with_timezone(tz).format("%Y-%m-%d"), tz.name()))
+        .collect();
+    let user_tz = clock::user_timezone();
+    if settings.properties.is_empty() {
+        return Check::problem(
+            "config",
+            format!("{}: no [[property]] is configured", settings.file.display()),
+            "add a [[property]] with a name, a site and an engine table (see config.example.toml)",
+        );
+    }
+    Check::ok(
+        "config",
+        format!(
+            "{}: {} properties, engines {}; today is {} (your timezone: {})",
+            settings.file.display(),
+            settings.properties.len(),
+            engines_used.join(", "),
+            if today.is_empty() { "-".to_string() } else { today.join(", ") },
+            user_tz.name()
+        ),
+    )
+}
+
+/// The ledger: where, writable, private, its schema, and reservations left
+/// in flight by a run that stopped (the next `submit` reconciles them).
+fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
+    let LedgerLocation::Sqlite(path) = &settings.ledger;
+    let mut checks = Vec::new();
+    let existed = path.exists();
+    let mut ledger = match SqliteLedger::open(path) {
+        Ok(l) => l,
+        Err(e) => {
+            checks.push(Check::problem(
+                "ledger",
+                e.to_string(),
+                "check that the directory exists and is writable by this user, or set `ledger` / $INDEXQ_LEDGER",
+            ));
+            return checks;
+        }
+    };
+    let version = ledger.schema_version().unwrap_or(0);
+    checks.push(Check::ok(
+        "ledger",
+        format!(
+            "{} ({}writable, schema version {version})",
+            path.display(),
+            if existed { "" } else { "created, " }
+        ),
+    ));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                checks.push(Check::problem(
+                    "ledger_mode",
+                    format!("{} has mode {mode:o}: other users can read the queue and responses", path.display()),
+                    format!("chmod 600 {}", path.display()),
+                ));
+            }
+        }
+    }
+    match ledger.stale_reservations(now, &Owner::current()) {
+        Ok(0) => {}
+        Ok(n) => checks.push(Check::ok(
+            "ledger_in_flight",
+            format!("{n} reservation(s) left in flight by a run that stopped; the next `submit` reconciles them"),
+        )),
+        Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
+    }
+    checks
+}
