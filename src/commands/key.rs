@@ -3,8 +3,13 @@
 //! key, UTF-8 without a byte-order mark and without a trailing newline — and
 //! the steps that remain: where each configured property must serve the file
 //! and the config lines that give indexq the key. Printing the key is the
-//! purpose of this command, so it is printed (once, in the `export` line);
-//! other commands keep treating it as a secret.
+//! purpose of this command: besides the file name and the URLs, which are
+//! made of it, it is printed once, in the `export` line. Other commands keep
+//! treating it as a secret.
+//!
+//! Debug builds take the key from `$INDEXQ_TEST_KEY` when it is set (with a
+//! warning), so tests can know the file name in advance; release builds
+//! always use the OS random generator.
 //!
 //! A configuration is optional: without one there are no property URLs, and
 //! the output says how to add a property. A configuration that exists but
@@ -84,14 +89,9 @@ fn output_dir(out: &Path) -> anyhow::Result<PathBuf> {
 
 /// `length` lowercase hex characters from the OS random generator.
 fn new_key(length: usize, printer: &Printer) -> anyhow::Result<String> {
-    #[cfg(debug_assertions)]
-    if let Some(key) = std::env::var(TEST_KEY_ENV).ok().filter(|k| !k.is_empty()) {
-        printer.warn(&format!("${TEST_KEY_ENV} is set (debug build): the key is not random"));
-        config::check_indexnow_key(&key).map_err(UsageError)?;
+    if let Some(key) = test_key(printer)? {
         return Ok(key);
     }
-    #[cfg(not(debug_assertions))]
-    let _ = printer;
     let mut bytes = vec![0u8; length.div_ceil(2)];
     rand::rngs::OsRng
         .try_fill_bytes(&mut bytes)
@@ -101,6 +101,21 @@ fn new_key(length: usize, printer: &Printer) -> anyhow::Result<String> {
     // Hex of the right length always passes; checked anyway, as the rules live in `config`.
     config::check_indexnow_key(&key).map_err(|why| anyhow::anyhow!("generated an invalid key: {why}"))?;
     Ok(key)
+}
+
+/// Debug builds: the key in `$INDEXQ_TEST_KEY`, if set (with a warning).
+#[cfg(debug_assertions)]
+fn test_key(printer: &Printer) -> anyhow::Result<Option<String>> {
+    let Some(key) = std::env::var(TEST_KEY_ENV).ok().filter(|k| !k.is_empty()) else { return Ok(None) };
+    printer.warn(&format!("${TEST_KEY_ENV} is set (debug build): the key is not random"));
+    config::check_indexnow_key(&key).map_err(UsageError)?;
+    Ok(Some(key))
+}
+
+/// Release builds: never.
+#[cfg(not(debug_assertions))]
+fn test_key(_printer: &Printer) -> anyhow::Result<Option<String>> {
+    Ok(None)
 }
 
 /// Creates `dir/KEY.txt` holding exactly the key; an existing file is a
@@ -114,9 +129,12 @@ fn write_key_file(dir: &Path, key: &str) -> anyhow::Result<PathBuf> {
         }
         Err(err) => return Err(anyhow::Error::new(err).context(format!("cannot create {}", path.display()))),
     };
-    file.write_all(key.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|err| anyhow::Error::new(err).context(format!("cannot write {}", path.display())))?;
+    if let Err(err) = file.write_all(key.as_bytes()).and_then(|()| file.sync_all()) {
+        // Not left half-written: a later run must not mistake it for a key file.
+        drop(file);
+        let _ = std::fs::remove_file(&path);
+        return Err(anyhow::Error::new(err).context(format!("cannot write {}", path.display())));
+    }
     Ok(path)
 }
 

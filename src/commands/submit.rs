@@ -13,8 +13,8 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, Finish, GroupKey, Ledger, NewItem, NextStep, Owner,
-    Pace, RuleWindow, SqliteLedger,
+    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, NewItem, NextStep,
+    Owner, Pace, RuleWindow, SqliteLedger,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
@@ -500,7 +500,12 @@ impl Run<'_> {
                 failure.get_or_insert(err);
             }
         };
-        let claim = self.ledger.claim(group, &windows, max_batch, pace.as_ref(), now, &self.owner, &mut on_deferred)?;
+        let claim = self.ledger.claim(
+            group,
+            &ClaimSpec { rules: &windows, max_items: max_batch, pace: pace.as_ref(), now },
+            &self.owner,
+            &mut on_deferred,
+        )?;
         if let Some(err) = failure {
             return Err(err.into());
         }

@@ -205,6 +205,16 @@ pub struct Claim {
     pub paced: Vec<(i64, String, DateTime<Utc>)>,
 }
 
+/// What a claim may take: within these rules' windows, at most `max_items`,
+/// at the pace's slots (if any), at `now`.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimSpec<'a> {
+    pub rules: &'a [RuleWindow],
+    pub max_items: usize,
+    pub pace: Option<&'a Pace>,
+    pub now: DateTime<Utc>,
+}
+
 /// A shared rate (GCRA): one send per `interval` under `key`, with bursts
 /// of up to `burst` sends ahead of it. A claim takes the slots that fall
 /// before `horizon` (the end of what the run may wait for).
@@ -391,14 +401,10 @@ pub trait Ledger {
     /// marks them in flight under a new reservation owned by `me`, and
     /// moves due items that do not fit to the time budget frees up (telling
     /// `deferred` of each, with that time) or, with a pace, to their slot.
-    #[allow(clippy::too_many_arguments)]
     fn claim(
         &mut self,
         group: &GroupKey,
-        rules: &[RuleWindow],
-        max_items: usize,
-        pace: Option<&Pace>,
-        now: DateTime<Utc>,
+        spec: &ClaimSpec,
         me: &Owner,
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim>;

@@ -698,13 +698,11 @@ impl Ledger for SqliteLedger {
     fn claim(
         &mut self,
         group: &GroupKey,
-        rules: &[RuleWindow],
-        max_items: usize,
-        pace: Option<&Pace>,
-        now: DateTime<Utc>,
+        spec: &ClaimSpec,
         me: &Owner,
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
+        let ClaimSpec { rules, max_items, pace, now } = *spec;
         let tx = write(&mut self.conn)?;
         // A group never seen has no items: the claim goes on with none.
         let group = group_id(&tx, &mut self.groups, group)?.unwrap_or(-1);
@@ -1228,7 +1226,8 @@ mod tests {
         assert_eq!(due.iter().filter(|g| **g == a || **g == b).count(), 2, "{due:?}");
 
         // Parked, retried later, accepted.
-        let claim = ledger.claim(&a, &[], 3, None, now, &me, &mut |_, _, _| {}).unwrap();
+        let claim =
+            ledger.claim(&a, &ClaimSpec { rules: &[], max_items: 3, pace: None, now }, &me, &mut |_, _, _| {}).unwrap();
         assert_counts(&mut ledger, now);
         let park = NextStep::Park { fingerprint: "one".into() };
         let records = vec![
@@ -1247,7 +1246,9 @@ mod tests {
 
         // A dead owner's claim, reconciled.
         let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
-        let claim = ledger.claim(&b, &[], 2, None, now, &dead, &mut |_, _, _| {}).unwrap();
+        let claim = ledger
+            .claim(&b, &ClaimSpec { rules: &[], max_items: 2, pace: None, now }, &dead, &mut |_, _, _| {})
+            .unwrap();
         assert_eq!(claim.items.len(), 2);
         assert_counts(&mut ledger, now);
         assert_eq!(ledger.reconcile(now, &me).unwrap().items, 2);
@@ -1265,7 +1266,12 @@ mod tests {
         let pace = Pace { key: "b".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
         let mut deferred = Vec::new();
         let claim = ledger
-            .claim(&b, std::slice::from_ref(&day), 10, Some(&pace), now, &me, &mut |id, _, at| deferred.push((id, at)))
+            .claim(
+                &b,
+                &ClaimSpec { rules: std::slice::from_ref(&day), max_items: 10, pace: Some(&pace), now },
+                &me,
+                &mut |id, _, at| deferred.push((id, at)),
+            )
             .unwrap();
         assert_eq!((claim.items.len(), claim.paced.len(), claim.deferred), (2, 2, 2));
         assert!(deferred.iter().all(|(_, at)| *at == day.resets_at));
@@ -1312,6 +1318,10 @@ mod tests {
         let unknown = group("c.example", EngineKind::Google);
         assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
         assert_eq!(ledger.next_due(&unknown).unwrap(), None);
-        assert!(ledger.claim(&unknown, &[], 10, None, now, &me, &mut |_, _, _| {}).unwrap().items.is_empty());
+        assert!(ledger
+            .claim(&unknown, &ClaimSpec { rules: &[], max_items: 10, pace: None, now }, &me, &mut |_, _, _| {})
+            .unwrap()
+            .items
+            .is_empty());
     }
 }
