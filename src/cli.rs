@@ -54,6 +54,9 @@ pub enum Command {
     /// Attempts with their classified outcome and stored response body
     #[command(after_help = "Example: indexq log --url https://example.com/a --limit 10")]
     Log(LogArgs),
+    /// Check config, ledger, key files and credentials without spending quota
+    #[command(after_help = "Example: indexq doctor --json")]
+    Doctor,
     /// Create an IndexNow key and its key file
     #[command(after_help = "Example: indexq key generate --out public")]
     Key(KeyArgs),

@@ -78,6 +78,11 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
             let (settings, clock) = configured(cli)?;
             commands::log::run(&settings, args, &printer, &clock)
         }
+        cli::Command::Doctor => {
+            let (settings, clock) = configured(cli)?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(commands::doctor::run(&settings, &printer, &clock))
+        }
     }
 }
 

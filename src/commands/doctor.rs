@@ -176,10 +176,8 @@ fn config_check(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Chec
             }
         }
     }
-    let today: Vec<String> = zones
-        .iter()
-        .map(|tz| format!("{} in {}", now.with_timezone(tz).format("%Y-%m-%d"), tz.name()))
-        .collect();
+    let today: Vec<String> =
+        zones.iter().map(|tz| format!("{} in {}", now.with_timezone(tz).format("%Y-%m-%d"), tz.name())).collect();
     let user_tz = clock::user_timezone();
     if settings.properties.is_empty() {
         return Check::problem(
@@ -221,11 +219,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
     let version = ledger.schema_version().unwrap_or(0);
     checks.push(Check::ok(
         "ledger",
-        format!(
-            "{} ({}writable, schema version {version})",
-            path.display(),
-            if existed { "" } else { "created, " }
-        ),
+        format!("{} ({}writable, schema version {version})", path.display(), if existed { "" } else { "created, " }),
     ));
     #[cfg(unix)]
     {

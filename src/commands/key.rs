@@ -7,10 +7,6 @@
 //! made of it, it is printed once, in the `export` line. Other commands keep
 //! treating it as a secret.
 //!
-//! Debug builds take the key from `$INDEXQ_TEST_KEY` when it is set (with a
-//! warning), so tests can know the file name in advance; release builds
-//! always use the OS random generator.
-//!
 //! A configuration is optional: without one there are no property URLs, and
 //! the output says how to add a property. A configuration that exists but
 //! does not load is an error, as for every command. An existing key file is
@@ -26,11 +22,6 @@ use rand::TryRngCore;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// Debug builds only: a fixed key instead of a random one, so tests can
-/// predict the file name (e.g. to check that an existing file is kept).
-#[cfg(debug_assertions)]
-const TEST_KEY_ENV: &str = "INDEXQ_TEST_KEY";
 
 /// The `--json` document.
 #[derive(Serialize)]
@@ -58,7 +49,7 @@ pub fn run(config_path: Option<&Path>, args: &KeyArgs, printer: &Printer) -> any
 fn generate(config_path: Option<&Path>, args: &KeyGenerateArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let settings = optional_settings(config_path)?;
     let dir = output_dir(&args.out)?;
-    let key = new_key(usize::from(args.length), printer)?;
+    let key = new_key(usize::from(args.length))?;
     let file = write_key_file(&dir, &key)?;
     let served = settings.as_ref().map(|s| served_at(s, &key)).unwrap_or_default();
     if printer.json {
@@ -88,10 +79,7 @@ fn output_dir(out: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// `length` lowercase hex characters from the OS random generator.
-fn new_key(length: usize, printer: &Printer) -> anyhow::Result<String> {
-    if let Some(key) = test_key(printer)? {
-        return Ok(key);
-    }
+fn new_key(length: usize) -> anyhow::Result<String> {
     let mut bytes = vec![0u8; length.div_ceil(2)];
     rand::rngs::OsRng
         .try_fill_bytes(&mut bytes)
@@ -101,21 +89,6 @@ fn new_key(length: usize, printer: &Printer) -> anyhow::Result<String> {
     // Hex of the right length always passes; checked anyway, as the rules live in `config`.
     config::check_indexnow_key(&key).map_err(|why| anyhow::anyhow!("generated an invalid key: {why}"))?;
     Ok(key)
-}
-
-/// Debug builds: the key in `$INDEXQ_TEST_KEY`, if set (with a warning).
-#[cfg(debug_assertions)]
-fn test_key(printer: &Printer) -> anyhow::Result<Option<String>> {
-    let Some(key) = std::env::var(TEST_KEY_ENV).ok().filter(|k| !k.is_empty()) else { return Ok(None) };
-    printer.warn(&format!("${TEST_KEY_ENV} is set (debug build): the key is not random"));
-    config::check_indexnow_key(&key).map_err(UsageError)?;
-    Ok(Some(key))
-}
-
-/// Release builds: never.
-#[cfg(not(debug_assertions))]
-fn test_key(_printer: &Printer) -> anyhow::Result<Option<String>> {
-    Ok(None)
 }
 
 /// Creates `dir/KEY.txt` holding exactly the key; an existing file is a
@@ -243,14 +216,13 @@ mod tests {
 
     #[test]
     fn keys_are_hex_of_the_asked_length_and_differ() {
-        let printer = Printer { json: false, verbosity: crate::report::Verbosity::Normal };
         for length in [8, 9, 32, 127, 128] {
-            let key = new_key(length, &printer).unwrap();
+            let key = new_key(length).unwrap();
             assert_eq!(key.len(), length);
             assert!(key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{key}");
             config::check_indexnow_key(&key).unwrap();
         }
-        assert_ne!(new_key(32, &printer).unwrap(), new_key(32, &printer).unwrap());
+        assert_ne!(new_key(32).unwrap(), new_key(32).unwrap());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and the `Clock`, and returns the exit status it decided.
 
 pub mod completions;
+pub mod doctor;
 pub mod key;
 pub mod log;
 pub mod queue;

@@ -7,6 +7,7 @@ mod bing;
 mod budget;
 mod commands;
 mod config_errors;
+mod doctor;
 mod google;
 mod inputs;
 mod keys;

@@ -106,19 +106,10 @@ fn key_generate_length_is_respected_and_bounded() {
 }
 
 #[test]
-fn key_generate_never_overwrites_a_file() {
-    // Debug builds take the key from $INDEXQ_TEST_KEY, so the file name is known in advance.
+fn key_generate_needs_an_existing_out_directory() {
+    // That an existing key file is never overwritten is a unit test of
+    // `commands::key` (a random key's file name cannot be known in advance).
     let sb = Sandbox::new();
-    let out = mkdir(&sb, "public");
-    let existing = out.join("fixedkey0123.txt");
-    std::fs::write(&existing, "keep me\n").unwrap();
-    let done =
-        sb.indexq(&["key", "generate", "--out", "public"]).env("INDEXQ_TEST_KEY", "fixedkey0123").output().code(2);
-    assert!(done.stderr.contains("already exists"), "{}", done.stderr);
-    assert!(done.stderr.contains("fixedkey0123.txt"), "{}", done.stderr);
-    assert!(!done.stdout.contains("export"), "no instructions for a key that was not written:\n{}", done.stdout);
-    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me\n", "the file is unchanged");
-
     // A missing --out directory is a usage error too.
     let done = sb.indexq(&["key", "generate", "--out", "no-such-dir"]).output().code(2);
     assert!(done.stderr.contains("no-such-dir"), "{}", done.stderr);
@@ -379,10 +370,46 @@ fn check_invocation(sb: &Sandbox, invocation: &Invocation, place: &str) {
     let done = sb.indexq(&args).output();
     assert_eq!(done.code, 0, "{place}: `indexq {}` failed ({}):\n{}", args.join(" "), invocation.line, done.stderr);
     for flag in &invocation.flags {
-        let listed = done.stdout.match_indices(flag.as_str()).any(|(at, _)| {
-            let next = done.stdout[at + flag.len()..].chars().next();
-            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        });
-        assert!(listed, "{place}: `{flag}` in `{}` is not an option of `indexq {}`", invocation.line, args.join(" "));
+        assert!(
+            lists_flag(&done.stdout, flag),
+            "{place}: `{flag}` in `{}` is not an option of `indexq {}`",
+            invocation.line,
+            args.join(" ")
+        );
     }
+}
+
+/// Whether a help text lists `flag` as a whole word (`--max` is not `--max-wait`).
+fn lists_flag(help: &str, flag: &str) -> bool {
+    help.match_indices(flag).any(|(at, _)| {
+        let next = help[at + flag.len()..].chars().next();
+        !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+#[test]
+fn the_recipe_checker_finds_command_lines_and_bad_flags() {
+    let text = "\
+15 * * * * indexq -q submit 2>&1 | logger -t indexq
+ExecStart=/usr/local/bin/indexq --config /etc/indexq/config.toml queue list \\
+  --state parked
+      - name: Install indexq
+        run: cargo install --locked --git https://example.com/indexq
+#   indexq status --json
+# indexq as prose is not a command
+";
+    let found: Vec<(Vec<String>, Vec<String>)> = invocations(text).into_iter().map(|i| (i.path, i.flags)).collect();
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        found,
+        vec![
+            (owned(&["submit"]), owned(&["-q"])),
+            (owned(&["queue", "list"]), owned(&["--config", "--state"])),
+            (owned(&["status"]), owned(&["--json"])),
+        ]
+    );
+    let sb = Sandbox::new();
+    let help = help_of(&sb, &["submit".to_string()]);
+    assert!(lists_flag(&help, "--max-wait") && lists_flag(&help, "-q") && lists_flag(&help, "--config"));
+    assert!(!lists_flag(&help, "--max") && !lists_flag(&help, "--bogus"), "{help}");
 }
