@@ -278,6 +278,10 @@ impl SqliteLedger {
         if on_disk {
             self.conn.pragma_update(None, "journal_mode", "WAL")?;
             self.conn.pragma_update(None, "synchronous", "FULL")?;
+        } else {
+            // A dry run's throwaway copy: nothing in it needs to survive a crash.
+            self.conn.pragma_update(None, "journal_mode", "OFF")?;
+            self.conn.pragma_update(None, "synchronous", "OFF")?;
         }
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         self.migrate()
