@@ -10,7 +10,7 @@ use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::clock::Period;
 use crate::config::{ConfigError, Secret, Settings};
-use crate::ledger::{GroupKey, StoredResponse};
+use crate::ledger::GroupKey;
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -80,15 +80,7 @@ impl Bing {
                     &Response { status: r.status, headers: &r.headers, body: &r.body },
                     &BingContext { site_url },
                 );
-                Answer {
-                    verdict: verdict.redacted_with(&self.redactor),
-                    response: StoredResponse {
-                        http_status: Some(r.status),
-                        body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
-                    },
-                    reached: true,
-                    skipped: false,
-                }
+                Answer::received(verdict, &r, &self.redactor)
             }
         }
     }

@@ -366,17 +366,8 @@ impl Google {
             Err(answer) => return answer,
         };
         let ctx = GoogleContext { url, client_email: &self.account.client_email, project_id: &self.account.project_id };
-        let verdict = classify::google(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
-            .redacted_with(&self.redactor);
-        Answer {
-            verdict,
-            response: StoredResponse {
-                http_status: Some(r.status),
-                body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
-            },
-            reached: true,
-            skipped: false,
-        }
+        let verdict = classify::google(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
+        Answer::received(verdict, &r, &self.redactor)
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
-use crate::ledger::{GroupKey, StoredResponse};
+use crate::ledger::GroupKey;
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -132,16 +132,7 @@ impl Engine for IndexNow {
                 };
                 let verdict =
                     classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
-                let verdict = verdict.redacted_with(&self.redactor);
-                Answer {
-                    reached: true,
-                    skipped: false,
-                    verdict,
-                    response: StoredResponse {
-                        http_status: Some(r.status),
-                        body: Some(self.redactor.redact(&r.body)).filter(|b| !b.is_empty()),
-                    },
-                }
+                Answer::received(verdict, &r, &self.redactor)
             }
         };
         Sent::whole(answer, urls.len())

@@ -41,6 +41,22 @@ pub struct Answer {
     pub skipped: bool,
 }
 
+impl Answer {
+    /// The answer to a request that got a response: the verdict's texts and
+    /// the stored body redacted.
+    pub fn received(verdict: Verdict, r: &Received, redactor: &Redactor) -> Answer {
+        Answer {
+            verdict: verdict.redacted_with(redactor),
+            response: StoredResponse {
+                http_status: Some(r.status),
+                body: Some(redactor.redact(&r.body)).filter(|b| !b.is_empty()),
+            },
+            reached: true,
+            skipped: false,
+        }
+    }
+}
+
 /// What a send produced: the answers, and for each URL (in the order given)
 /// the index of its answer. A batch API answers once for all its URLs.
 #[derive(Debug, Clone)]

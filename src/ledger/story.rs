@@ -62,6 +62,11 @@ fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
         .unwrap();
 }
 
+/// Claims, with no report of budget deferrals.
+fn take(ledger: &mut impl Ledger, group: &GroupKey, spec: ClaimSpec, owner: &Owner) -> Claim {
+    ledger.claim(group, &spec, owner, &mut |_, _, _| {}).unwrap()
+}
+
 /// The story every backend must pass.
 pub fn story(ledger: &mut impl Ledger) {
     let me = Owner::current();
@@ -77,9 +82,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.
     let rules = [day_rule(Some(3), false)];
-    let claim = ledger
-        .claim(&group(), &ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me, &mut |_, _, _| {})
-        .unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me);
     assert_eq!(claim.items.len(), 3);
     assert_eq!(claim.deferred, 2);
     assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
@@ -92,11 +95,7 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&group(), now).unwrap().accepted, 3);
 
     // Nothing more today; accepted ones are skipped within the dedupe window.
-    assert!(ledger
-        .claim(&group(), &ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me, &mut |_, _, _| {})
-        .unwrap()
-        .items
-        .is_empty());
+    assert!(take(ledger, &group(), ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me).items.is_empty());
     let again = ledger.admit(&items(1), now, &dedupe).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
 
@@ -104,14 +103,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let tomorrow = t("2026-12-04T01:00:00Z");
     let rules2 =
         [RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }];
-    let claim = ledger
-        .claim(
-            &group(),
-            &ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow },
-            &me,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow }, &me);
     assert_eq!(claim.items.len(), 2);
 
     // The owner dies with the claim in flight: reconciled, counted, retried.
@@ -138,14 +130,7 @@ pub fn story(ledger: &mut impl Ledger) {
             windows: vec![],
         })
         .unwrap();
-    let claim = ledger
-        .claim(
-            &group(),
-            &ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow },
-            &dead,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow }, &dead);
     assert_eq!(claim.items.len(), 1, "one unit left today");
     let reconciled = ledger.reconcile(tomorrow, &me).unwrap();
     assert_eq!(reconciled, Reconciled { reservations: 1, items: 1 });
@@ -155,9 +140,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
-    let claim = ledger
-        .claim(&group(), &ClaimSpec { rules: &open, max_items: 1, pace: None, now: tomorrow }, &me, &mut |_, _, _| {})
-        .unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &open, max_items: 1, pace: None, now: tomorrow }, &me);
     let until = t("2026-12-04T02:00:00Z");
     ledger
         .finish(&Finish {
@@ -180,9 +163,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let fresh =
         NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated, lastmod: None };
     ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
-    let blocked = ledger
-        .claim(&group(), &ClaimSpec { rules: &open, max_items: 10, pace: None, now: tomorrow }, &me, &mut |_, _, _| {})
-        .unwrap();
+    let blocked = take(ledger, &group(), ClaimSpec { rules: &open, max_items: 10, pace: None, now: tomorrow }, &me);
     assert!(blocked.items.is_empty());
     assert_eq!(blocked.deferred, 1);
     assert_eq!(blocked.retry_at, Some(until));
@@ -196,14 +177,12 @@ pub fn story(ledger: &mut impl Ledger) {
     ledger.admit(&items(8), later, &AdmitRule { force: true, ..dedupe }).unwrap();
     let report = ledger.record_report(&reported, 5, later).unwrap();
     assert_eq!(report.limit, 5);
-    let claim = ledger
-        .claim(
-            &group(),
-            &ClaimSpec { rules: std::slice::from_ref(&reported), max_items: 2, pace: None, now: later },
-            &me,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { rules: std::slice::from_ref(&reported), max_items: 2, pace: None, now: later },
+        &me,
+    );
     assert_eq!(claim.items.len(), 2);
     // Another process reads the engine before these two are counted there.
     let report = ledger.record_report(&reported, 5, later).unwrap();
@@ -224,41 +203,22 @@ pub fn story(ledger: &mut impl Ledger) {
         .collect();
     ledger.admit(&paced, later, &dedupe).unwrap();
     let pace = Pace { key: "story".into(), interval: TimeDelta::seconds(2), burst: 3, horizon: later };
-    let claim = ledger
-        .claim(
-            &paced_group,
-            &ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later },
-            &me,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim =
+        take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later }, &me);
     assert_eq!(claim.items.len(), 4);
     assert_eq!(claim.items[0].action, Action::Deleted);
     assert_eq!(claim.slots, vec![later; 4]);
     let expected: Vec<DateTime<Utc>> = (1..=6).map(|n| later + TimeDelta::seconds(2 * n)).collect();
     assert_eq!(claim.paced.iter().map(|p| p.2).collect::<Vec<_>>(), expected);
     // Another claim at the same moment finds no slot, and defers all six again.
-    let claim = ledger
-        .claim(
-            &paced_group,
-            &ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later },
-            &me,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim =
+        take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later }, &me);
     assert!(claim.items.is_empty());
     // Twelve seconds on (all six due), with a horizon 10 s ahead, the pace
     // lets them go at their slots.
     let then = later + TimeDelta::seconds(12);
     let pace = Pace { horizon: then + TimeDelta::seconds(10), ..pace };
-    let claim = ledger
-        .claim(
-            &paced_group,
-            &ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: then },
-            &me,
-            &mut |_, _, _| {},
-        )
-        .unwrap();
+    let claim = take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: then }, &me);
     assert_eq!(claim.items.len(), 6);
     assert_eq!(claim.slots[0], then);
     assert_eq!(claim.slots[3], then, "a burst of 4");
@@ -275,9 +235,7 @@ pub fn story(ledger: &mut impl Ledger) {
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();
-    let claim = ledger
-        .claim(&group(), &ClaimSpec { rules: &[], max_items: 10, pace: None, now: at }, &me, &mut |_, _, _| {})
-        .unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &[], max_items: 10, pace: None, now: at }, &me);
     accept_all(ledger, &claim, at);
     let later = at + TimeDelta::hours(1);
     let same = ledger.admit(&[page(Some(at - TimeDelta::days(1)))], later, &changed).unwrap();
