@@ -196,16 +196,13 @@ pub async fn run(
         }
         let groups = run.known_groups();
         match run.ledger_next_due(&groups)? {
-            Some(next) if next <= wait_until => {
+            Some((next, group)) if next <= wait_until => {
                 // A short floor: an item due now that the drain could not take
                 // must not make this loop spin.
                 let pause = (next - now).max(TimeDelta::milliseconds(100));
                 tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
                 if pause >= TimeDelta::seconds(1) {
-                    let what = format!(
-                        "waiting for retries due within --max-wait — next in {}",
-                        crate::clock::humanize(pause)
-                    );
+                    let what = run.waiting_for(&group, pause)?;
                     if run.progress.visible() {
                         run.progress.waiting(&what);
                     } else {
@@ -258,14 +255,31 @@ impl Run<'_> {
         budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
     }
 
-    fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<DateTime<Utc>>> {
-        let mut next: Option<DateTime<Utc>> = None;
+    /// The earliest retry among `groups`, and its group.
+    fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
+        let mut next: Option<(DateTime<Utc>, GroupKey)> = None;
         for g in groups {
             if let Some(t) = self.ledger.next_due(g)? {
-                next = Some(next.map_or(t, |n| n.min(t)));
+                if next.as_ref().is_none_or(|(n, _)| t < *n) {
+                    next = Some((t, g.clone()));
+                }
             }
         }
         Ok(next)
+    }
+
+    /// What a wait within --max-wait is for: "waiting for IndexNow (host)
+    /// for site (key_pending) — retry in 40 s".
+    fn waiting_for(&mut self, group: &GroupKey, pause: TimeDelta) -> anyhow::Result<String> {
+        let why = match self.ledger.last_rejection(group)? {
+            Some(a) => format!(" ({})", a.reason),
+            None => String::new(),
+        };
+        Ok(format!(
+            "waiting for {}{why} — retry in {}",
+            crate::report::group_title(group),
+            crate::clock::humanize(pause)
+        ))
     }
 
     /// Records the result of a ledger item.

@@ -144,3 +144,13 @@ fn an_accepted_key_that_is_later_refused_gets_a_fresh_day() {
     assert_eq!(r["outcome"], "key_pending", "the 24 h count starts again after an acceptance: {r}");
     assert_eq!(r["retry_after_secs"], 60);
 }
+
+#[test]
+fn a_wait_within_max_wait_says_what_it_waits_for() {
+    let sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![forbidden(), MockResponse::status(200)]);
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["submit", "--max-wait", "20s", list.to_str().unwrap()]).now(NOW).output().code(0);
+    assert!(done.stderr.contains("waiting for IndexNow") && done.stderr.contains("(key_pending)"), "{}", done.stderr);
+    assert!(done.stdout.contains("1 URL accepted"), "{}", done.stdout);
+}
