@@ -147,7 +147,9 @@ fn an_accepted_key_that_is_later_refused_gets_a_fresh_day() {
 
 #[test]
 fn a_wait_within_max_wait_says_what_it_waits_for() {
-    let sb = Sandbox::new();
+    let mut sb = Sandbox::new();
+    sb.extra = "[retry]\nkey_pending_first = \"2s\"\n".into();
+    sb.write_config();
     sb.engine.on("POST", ENDPOINT_PATH, vec![forbidden(), MockResponse::status(200)]);
     let list = sb.urls("urls.txt", &["/a"]);
     let done = sb.indexq(&["submit", "--max-wait", "20s", list.to_str().unwrap()]).now(NOW).output().code(0);
