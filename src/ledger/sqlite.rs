@@ -89,6 +89,7 @@ CREATE TABLE attempts (
 );
 CREATE INDEX attempts_item ON attempts (item_id, at);
 CREATE INDEX attempts_at ON attempts (at);
+CREATE INDEX attempts_rejected ON attempts (at, id) WHERE class != 'accepted';
 
 CREATE TABLE budget_usage (
     rule               TEXT NOT NULL,
@@ -1032,8 +1033,8 @@ impl Ledger for SqliteLedger {
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
         let Some(group) = self.existing_group(group)? else { return Ok(None) };
-        // Newest attempts first (CROSS JOIN keeps that order): a group's
-        // items may be many, its last rejection is usually recent.
+        // Newest rejections first, from their own partial index (CROSS JOIN
+        // keeps that order): accepted attempts, however many, are not read.
         let sql = format!(
             "SELECT {ATTEMPT_COLUMNS} FROM attempts a CROSS JOIN items i ON i.id = a.item_id
                  JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
