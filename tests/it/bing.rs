@@ -278,3 +278,31 @@ fn the_api_key_never_leaks() {
         assert!(!bytes.windows(BING_KEY.len()).any(|w| w == BING_KEY.as_bytes()), "ledger.{suffix} holds the key");
     }
 }
+
+#[test]
+fn one_property_with_all_three_engines_goes_to_each_with_its_own_budget() {
+    let mut sb = Sandbox::bing("daily_quota = 2");
+    sb.indexnow = true;
+    sb.indexnow_extra = ", daily_quota = 3".into();
+    sb.google = Some("daily_quota = 1".into());
+    sb.google_extra = "requests_per_minute = 6000".into();
+    sb.write_google_key();
+    sb.engine.on(
+        "POST",
+        GOOGLE_TOKEN,
+        vec![MockResponse::status(200).json(r#"{"access_token":"ya29.t","expires_in":3599,"token_type":"Bearer"}"#)],
+    );
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);
+    sb.write_config();
+    let urls = list(&sb, "p", 4);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "5s", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    let results = results(&doc);
+    let accepted =
+        |engine: &str| results.iter().filter(|r| r["engine"] == engine && r["outcome"] == "accepted").count();
+    assert_eq!((accepted("indexnow"), accepted("bing"), accepted("google")), (3, 2, 1));
+    assert_eq!(count(&doc, "deferred"), 1 + 2 + 3);
+    assert_eq!(sb.received_urls().len(), 3);
+    assert_eq!(sb.bing_received().len(), 2);
+    assert_eq!(sb.google_published().len(), 1);
+}
