@@ -12,6 +12,9 @@ use crate::report::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
 
+/// How many items `queue list` shows without `--limit`.
+const LIST_LIMIT: usize = 10_000;
+
 fn to_filter(f: &QueueFilter) -> ItemFilter {
     ItemFilter {
         states: f
@@ -97,7 +100,13 @@ fn list(
     if filter.states.is_empty() {
         filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::InFlight, StateFilter::Parked];
     }
-    let rows = ledger.items(&filter, now)?;
+    // A listing, not an export: without --limit, the first LIST_LIMIT items
+    // (one more is read to tell whether there are others).
+    let limit = filter.limit.unwrap_or(LIST_LIMIT);
+    filter.limit = Some(limit + 1);
+    let mut rows = ledger.items(&filter, now)?;
+    let truncated = rows.len() > limit;
+    rows.truncate(limit);
     if printer.json {
         let items: Vec<ItemJson> = rows
             .into_iter()
@@ -120,7 +129,7 @@ fn list(
                 accepted_at: r.accepted_at.map(|t| rfc3339(t, user_tz)),
             })
             .collect();
-        printer.json(&serde_json::json!({ "now": rfc3339(now, user_tz), "items": items }))?;
+        printer.json(&serde_json::json!({ "now": rfc3339(now, user_tz), "items": items, "truncated": truncated }))?;
         return Ok(ExitStatus::Ok);
     }
     let mut out = printer.stdout();
@@ -144,6 +153,9 @@ fn list(
                 r.last_message.as_deref().unwrap_or("")
             )?;
         }
+    }
+    if truncated {
+        writeln!(out, "(the first {limit} items; --limit N shows more)")?;
     }
     Ok(ExitStatus::Ok)
 }

@@ -80,7 +80,12 @@ fn every_url_is_in_the_ledger_before_the_first_request() {
     child.kill().unwrap();
     child.wait().unwrap();
     let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).json();
-    assert_eq!(queue["items"].as_array().unwrap().len(), 25_000);
+    assert_eq!(queue["items"].as_array().unwrap().len(), 10_000, "a listing shows the first 10,000");
+    assert_eq!(queue["truncated"], true);
+    let all = sb.indexq(&["--json", "queue", "list", "--limit", "30000"]).now("2026-12-03T09:00:00Z").output();
+    let all = all.code(0).json();
+    assert_eq!(all["items"].as_array().unwrap().len(), 25_000);
+    assert_eq!(all["truncated"], false);
     // The first POST carries at most 10,000 URLs.
     assert_eq!(sb.received_urls().len(), 10_000);
 }
