@@ -24,13 +24,18 @@ use chrono::{DateTime, TimeDelta, Utc};
 pub enum LedgerError {
     #[error("ledger {path}: {message}")]
     Open { path: String, message: String, hint: Option<String> },
+    #[error("ledger: the database is busy")]
+    Busy,
     #[error("ledger: {0}")]
     Other(String),
 }
 
 impl From<rusqlite::Error> for LedgerError {
     fn from(err: rusqlite::Error) -> Self {
-        LedgerError::Other(err.to_string())
+        match err.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => LedgerError::Busy,
+            _ => LedgerError::Other(err.to_string()),
+        }
     }
 }
 

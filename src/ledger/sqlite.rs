@@ -248,7 +248,20 @@ impl SqliteLedger {
             restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
         }
         let mut ledger = SqliteLedger { conn, groups: HashMap::new() };
-        ledger.configure(true).map_err(|e| {
+        // Switching a new file to WAL needs a moment alone with it: several
+        // runs starting at once on a new ledger take turns (the busy timeout
+        // does not cover that switch).
+        let mut tries = 0;
+        let configured = loop {
+            match ledger.configure(true) {
+                Err(LedgerError::Busy) if tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        };
+        configured.map_err(|e| {
             open_err(
                 e.to_string(),
                 Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
