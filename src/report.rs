@@ -376,7 +376,9 @@ impl SubmitReport<'_> {
         if !quiet || needs_human {
             let parts: Vec<String> =
                 summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
-            if parts.is_empty() && self.waiting.is_empty() {
+            if parts.is_empty() && self.dry_run {
+                // The plan above says what would go.
+            } else if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
             } else if parts.is_empty() {
                 writeln!(out, "Nothing is due now.")?;
