@@ -594,3 +594,37 @@ fn status_shows_the_project_pool_and_the_property_share_apart() {
     assert!(human.stdout.contains("America/Los_Angeles"), "{}", human.stdout);
     assert!(human.stdout.contains("16:00 in your timezone"), "{}", human.stdout);
 }
+
+#[test]
+fn a_bad_service_account_key_file_is_a_config_error_naming_the_file_and_field() {
+    let sb = Sandbox::google("");
+    let path = sb.dir.path().join("service-account.json");
+    let good: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let private_key = good["private_key"].as_str().unwrap().to_string();
+    let urls = list(&sb, "p", 1);
+    let mut cases: Vec<(String, &str)> =
+        vec![("{ not json".into(), "not JSON"), (serde_json::json!({"type": "authorized_user"}).to_string(), "`type`")];
+    let mut no_email = good.clone();
+    no_email.as_object_mut().unwrap().remove("client_email");
+    cases.push((no_email.to_string(), "`client_email`"));
+    let mut bad_key = good.clone();
+    bad_key["private_key"] = serde_json::json!("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+    cases.push((bad_key.to_string(), "`private_key`"));
+    let mut remote_token = good.clone();
+    remote_token["token_uri"] = serde_json::json!("http://oauth.example/token");
+    cases.push((remote_token.to_string(), "`token_uri`"));
+    for (text, field) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).output().code(2);
+        assert!(
+            done.stderr.contains("service-account.json") && done.stderr.contains(field),
+            "{field}: {}",
+            done.stderr
+        );
+        assert!(!done.stderr.contains("BEGIN PRIVATE KEY") && !done.stderr.contains(&private_key[40..80]));
+    }
+    std::fs::remove_file(&path).unwrap();
+    let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("service-account.json"), "{}", done.stderr);
+    assert!(sb.engine.requests().is_empty(), "nothing was sent");
+}
