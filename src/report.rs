@@ -211,46 +211,55 @@ pub fn group_title(g: &GroupKey) -> String {
     }
 }
 
+/// A JSON array written element by element (one per line), so that a
+/// million results are never one value in memory.
+struct JsonArray<'w, W: Write> {
+    out: &'w mut W,
+    first: bool,
+}
+
+impl<'w, W: Write> JsonArray<'w, W> {
+    fn start(out: &'w mut W) -> io::Result<Self> {
+        write!(out, "[")?;
+        Ok(JsonArray { out, first: true })
+    }
+
+    fn push<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
+        let text = serde_json::to_string(value).map_err(io::Error::other)?;
+        write!(self.out, "{}\n    {text}", if self.first { "" } else { "," })?;
+        self.first = false;
+        Ok(())
+    }
+
+    fn end(self) -> io::Result<()> {
+        write!(self.out, "{}]", if self.first { "" } else { "\n  " })
+    }
+}
+
 impl SubmitReport<'_> {
     /// The JSON document of DESIGN §5, streamed: `now`, (`dry_run`, `plan`),
     /// `results`, `summary`, (`notes`).
     pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
         if self.dry_run {
-            write!(out, ",\n  \"dry_run\": true,\n  \"plan\": [")?;
-            let mut first = true;
-            self.results.each_planned(|p| {
-                write!(
-                    out,
-                    "{}\n    {}",
-                    if first { "" } else { "," },
-                    serde_json::to_string(&p).map_err(io::Error::other)?
-                )?;
-                first = false;
-                Ok(())
-            })?;
-            write!(out, "{}]", if first { "" } else { "\n  " })?;
+            write!(out, ",\n  \"dry_run\": true,\n  \"plan\": ")?;
+            let mut plan = JsonArray::start(out)?;
+            self.results.each_planned(|p| plan.push(&p))?;
+            plan.end()?;
             write!(out, ",\n  \"plan_summary\": {}", serde_json::to_string(&self.plan_summary()?)?)?;
             if let Some(n) = self.before_since {
                 write!(out, ",\n  \"before_since\": {n}")?;
             }
         }
-        write!(out, ",\n  \"results\": [")?;
-        let mut first = true;
+        write!(out, ",\n  \"results\": ")?;
+        let mut results = JsonArray::start(out)?;
         self.results.each(|mut r| {
             if let Some((at, tz)) = r.retry {
                 r.set_retry(at, tz, self.end);
             }
-            write!(
-                out,
-                "{}\n    {}",
-                if first { "" } else { "," },
-                serde_json::to_string(&r).map_err(io::Error::other)?
-            )?;
-            first = false;
-            Ok(())
+            results.push(&r)
         })?;
-        write!(out, "{}]", if first { "" } else { "\n  " })?;
+        results.end()?;
         write!(out, ",\n  \"summary\": {}", serde_json::to_string(&self.results.summary()?)?)?;
         if !self.notes.is_empty() {
             write!(out, ",\n  \"notes\": {}", serde_json::to_string(self.notes)?)?;

@@ -145,8 +145,13 @@ impl Sandbox {
 
     /// The URLs the mock Bing API received, over all batches.
     pub fn bing_received(&self) -> Vec<String> {
+        self.url_lists(BING_SUBMIT)
+    }
+
+    /// Every `urlList` entry POSTed to `path`, in order.
+    fn url_lists(&self, path: &str) -> Vec<String> {
         self.engine
-            .requests_to("POST", BING_SUBMIT)
+            .requests_to("POST", path)
             .iter()
             .flat_map(|r| {
                 r.json()["urlList"]
@@ -248,18 +253,7 @@ impl Sandbox {
 
     /// The URLs the mock engine received, in order, over all POSTs.
     pub fn received_urls(&self) -> Vec<String> {
-        self.engine
-            .requests_to("POST", ENDPOINT_PATH)
-            .iter()
-            .flat_map(|r| {
-                r.json()["urlList"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|u| u.as_str().unwrap().to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        self.url_lists(ENDPOINT_PATH)
     }
 
     pub fn url(&self, path: &str) -> String {
