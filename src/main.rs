@@ -2,24 +2,8 @@
 //! `main` parses the command line, calls `run`, and turns the result into
 //! an exit code (DESIGN §5); only `main` prints a fatal error.
 
-mod budget;
-mod classify;
-mod cli;
-mod clock;
-mod commands;
-mod config;
-mod engines;
-mod input;
-mod ledger;
-mod model;
-mod progress;
-mod redact;
-mod report;
-mod results;
-mod schedule;
-mod sitemap;
-
 use clap::Parser;
+use indexq::{cli, clock, commands, config, ledger, report};
 use commands::ExitStatus;
 use report::{Printer, Verbosity};
 use std::process::ExitCode;

@@ -1,0 +1,20 @@
+//! indexq as a library: the modules the `indexq` binary is made of, public
+//! so that the binary, the fuzz targets (`fuzz/`) and benchmarks can reach
+//! them. The command line is the product; this API is not a stable one.
+
+pub mod budget;
+pub mod classify;
+pub mod cli;
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod engines;
+pub mod input;
+pub mod ledger;
+pub mod model;
+pub mod progress;
+pub mod redact;
+pub mod report;
+pub mod results;
+pub mod schedule;
+pub mod sitemap;
