@@ -119,7 +119,15 @@ fn served_at(settings: &Settings, key: &str) -> Vec<Served> {
         .map(|p| Served {
             property: p.name.clone(),
             url: default_key_location(&p.site, key).to_string(),
-            configured: p.indexnow.as_ref().and_then(|t| t.key_location.as_ref()).map(|u| u.to_string()),
+            // The old key location usually holds the old key: never shown.
+            configured: p.indexnow.as_ref().and_then(|t| {
+                let location = t.key_location.as_ref()?.to_string();
+                let mut redactor = crate::redact::Redactor::new();
+                if let Ok(old) = config::read_indexnow_key(t) {
+                    redactor.add(old.expose());
+                }
+                Some(redactor.redact(&location))
+            }),
         })
         .collect()
 }

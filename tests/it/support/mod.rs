@@ -23,7 +23,7 @@ pub const GOOGLE_PUBLISH: &str = "/v3/urlNotifications:publish";
 pub const GOOGLE_INSPECT: &str = "/v1/urlInspection/index:inspect";
 pub const GOOGLE_PROJECT: &str = "my-proj";
 pub const GOOGLE_EMAIL: &str = "indexer@my-proj.iam.gserviceaccount.com";
-pub const GOOGLE_KEY_ID: &str = "0123456789abcdef0123456789abcdef01234567";
+pub const GOOGLE_KEY_ID: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -321,12 +321,51 @@ pub struct Done {
     pub stderr: String,
 }
 
+/// The fake secrets every test uses. No byte the binary writes (stdout,
+/// stderr, at any verbosity, panics included) and no ledger file may hold
+/// one: `Done` checks every run's output, and a sandbox checks its ledger
+/// files when it is dropped.
+pub fn secrets() -> Vec<String> {
+    let mut secrets = vec![KEY.to_string(), BING_KEY.to_string(), "ya29.test-token".to_string()];
+    if let Some(key) = TEST_KEY.get() {
+        use rsa::pkcs8::{EncodePrivateKey, LineEnding};
+        let pem = key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string();
+        // A line from the middle of the private key: any leak of it shows.
+        secrets.extend(pem.lines().skip(5).take(1).map(str::to_string));
+    }
+    secrets
+}
+
+/// Panics if `bytes` hold a fake secret; `what` names where they came from.
+pub fn assert_no_secret(bytes: &[u8], what: &str) {
+    for secret in secrets() {
+        let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+        assert!(!found, "a secret ({}…) leaked into {what}", &secret[..6]);
+    }
+}
+
 impl From<Output> for Done {
     fn from(out: Output) -> Done {
+        assert_no_secret(&out.stdout, "stdout");
+        assert_no_secret(&out.stderr, "stderr");
         Done {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        for suffix in ["db", "db-wal", "db-shm"] {
+            let path = self.ledger().with_extension(suffix);
+            if let Ok(bytes) = std::fs::read(&path) {
+                assert_no_secret(&bytes, &path.display().to_string());
+            }
         }
     }
 }
@@ -410,9 +449,10 @@ pub fn count(doc: &Value, outcome: &str) -> u64 {
 }
 
 /// One RSA key per test process (generating one takes a moment).
+static TEST_KEY: std::sync::OnceLock<rsa::RsaPrivateKey> = std::sync::OnceLock::new();
+
 pub fn test_rsa_key() -> rsa::RsaPrivateKey {
-    static KEY: std::sync::OnceLock<rsa::RsaPrivateKey> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap()).clone()
+    TEST_KEY.get_or_init(|| rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap()).clone()
 }
 
 pub fn ledger_bytes(path: &Path) -> Vec<u8> {
