@@ -3,8 +3,8 @@
 //! an exit code (DESIGN §5); only `main` prints a fatal error.
 
 use clap::Parser;
-use indexq::{cli, clock, commands, config, ledger, report};
 use commands::ExitStatus;
+use indexq::{cli, clock, commands, config, ledger, report};
 use report::{Printer, Verbosity};
 use std::process::ExitCode;
 
