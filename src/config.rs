@@ -419,13 +419,32 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
 
 /// Reads and validates the config file.
 pub fn load(path: &Path) -> Result<Settings, ConfigError> {
-    let source = std::fs::read_to_string(path).map_err(|err| ConfigError {
+    let problem = |message: String, hint: Option<&str>| ConfigError {
         place: path.display().to_string(),
-        message: format!("cannot read the configuration: {err}"),
-        hint: None,
-    })?;
-    parse(path, &source)
+        message,
+        hint: hint.map(str::to_string),
+    };
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_CONFIG_BYTES {
+        return Err(problem(
+            format!("the configuration is {size} bytes; a configuration file is at most {MAX_CONFIG_BYTES}"),
+            Some("is --config pointing at the right file?"),
+        ));
+    }
+    let source =
+        std::fs::read_to_string(path).map_err(|err| problem(format!("cannot read the configuration: {err}"), None))?;
+    let settings = parse(path, &source)?;
+    if settings.properties.is_empty() {
+        return Err(problem(
+            "the configuration has no [[property]]".into(),
+            Some("add a [[property]] with a name, a site and an engine table (see config.example.toml)"),
+        ));
+    }
+    Ok(settings)
 }
+
+/// The largest configuration file read (a bigger one is a mistake).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// Parses config text; `path` names it in errors and anchors relative paths.
 pub fn parse(path: &Path, source: &str) -> Result<Settings, ConfigError> {

@@ -45,27 +45,32 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
         cli::Command::Completions(args) => commands::completions::completions(args.shell),
         cli::Command::Man => commands::completions::man(),
         cli::Command::Key(args) => commands::key::run(cli.config.as_deref(), args, &printer),
-        cli::Command::Submit(args) => {
+        command => {
             let (settings, clock) = configured(cli)?;
-            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-            runtime.block_on(commands::submit::run(&settings, args, &printer, &clock))
-        }
-        cli::Command::Status => {
-            let (settings, clock) = configured(cli)?;
-            commands::status::run(&settings, &printer, &clock)
-        }
-        cli::Command::Queue(args) => {
-            let (settings, clock) = configured(cli)?;
-            commands::queue::run(&settings, args, &printer, &clock)
-        }
-        cli::Command::Log(args) => {
-            let (settings, clock) = configured(cli)?;
-            commands::log::run(&settings, args, &printer, &clock)
-        }
-        cli::Command::Doctor => {
-            let (settings, clock) = configured(cli)?;
-            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-            runtime.block_on(commands::doctor::run(&settings, &printer, &clock))
+            let result = match command {
+                cli::Command::Submit(args) => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+                    runtime.block_on(commands::submit::run(&settings, args, &printer, &clock))
+                }
+                cli::Command::Status => commands::status::run(&settings, &printer, &clock),
+                cli::Command::Queue(args) => commands::queue::run(&settings, args, &printer, &clock),
+                cli::Command::Log(args) => commands::log::run(&settings, args, &printer, &clock),
+                cli::Command::Doctor => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+                    runtime.block_on(commands::doctor::run(&settings, &printer, &clock))
+                }
+                cli::Command::Completions(_) | cli::Command::Man | cli::Command::Key(_) => {
+                    unreachable!("handled above, before the configuration is loaded")
+                }
+            };
+            // A ledger error names the ledger file (opening it names it already).
+            result.map_err(|e| match e.downcast_ref::<ledger::LedgerError>() {
+                Some(ledger::LedgerError::Open { .. }) | None => e,
+                Some(_) => {
+                    let config::LedgerLocation::Sqlite(path) = &settings.ledger;
+                    e.context(format!("ledger {}", path.display()))
+                }
+            })
         }
     }
 }
@@ -98,6 +103,10 @@ fn report_error(err: &anyhow::Error) -> ExitStatus {
     } else {
         None
     };
+    let disk_full = chain.iter().any(|c| c.contains("disk is full") || c.contains("File too large"));
+    let hint = hint.or_else(|| {
+        disk_full.then(|| "free space on the disk that holds the ledger, or move it (`ledger` / $INDEXQ_LEDGER)".into())
+    });
     if let Some(hint) = hint {
         eprintln!("  hint: {hint}");
     }

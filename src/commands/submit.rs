@@ -141,6 +141,14 @@ pub async fn run(
     let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
     run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
 
+    if let Some(latest) = run.ledger.note_run(started)?.filter(|t| *t > started + TimeDelta::minutes(1)) {
+        printer.warn(&format!(
+            "the clock says {}, earlier than a previous run ({}): no window reopens and nothing is counted twice, \
+             but check the system clock or INDEXQ_NOW",
+            crate::report::rfc3339(started, run.user_tz),
+            crate::report::rfc3339(latest, run.user_tz)
+        ));
+    }
     let reconciled = run.ledger.reconcile(started, &run.owner)?;
     if reconciled.items > 0 {
         printer.note(&format!(

@@ -26,6 +26,8 @@ pub enum LedgerError {
     Open { path: String, message: String, hint: Option<String> },
     #[error("ledger: the database is busy")]
     Busy,
+    #[error("the ledger has schema version {found}, newer than this indexq knows ({known})")]
+    Newer { found: i64, known: i64 },
     #[error("ledger: {0}")]
     Other(String),
 }
@@ -387,6 +389,10 @@ pub trait Ledger {
     /// lease expired) to the queue, due now. Their budget stays counted: the
     /// server may have seen the request.
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
+
+    /// Records that a run started at `now`; returns the latest "now" of the
+    /// runs before (to notice a clock that went backwards).
+    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>>;
 
     /// How many reservations `reconcile` would return to the queue.
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64>;

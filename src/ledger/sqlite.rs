@@ -135,6 +135,11 @@ CREATE TABLE credentials (
     fingerprint   TEXT PRIMARY KEY,
     first_used_at INTEGER NOT NULL
 );
+
+CREATE TABLE runs (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    latest_now INTEGER NOT NULL
+);
 "#];
 
 pub struct SqliteLedger {
@@ -262,10 +267,11 @@ impl SqliteLedger {
             }
         };
         configured.map_err(|e| {
-            open_err(
-                e.to_string(),
-                Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
-            )
+            let hint = match e {
+                LedgerError::Newer { .. } => "upgrade indexq (a newer version wrote this ledger)",
+                _ => "if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)",
+            };
+            open_err(e.to_string(), Some(hint.into()))
         })?;
         Ok(ledger)
     }
@@ -305,9 +311,7 @@ impl SqliteLedger {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > SCHEMA_VERSION {
-            return Err(LedgerError::Other(format!(
-                "the ledger has schema version {version}, newer than this indexq knows ({SCHEMA_VERSION}); upgrade indexq"
-            )));
+            return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql)?;
@@ -982,6 +986,19 @@ impl Ledger for SqliteLedger {
             tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
         tx.commit()?;
         Ok(from_ts(t))
+    }
+
+    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+        let tx = self.write()?;
+        let latest: Option<i64> =
+            tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
+        tx.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
+            [ts(now)],
+        )?;
+        tx.commit()?;
+        Ok(opt_ts(latest))
     }
 
     fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {

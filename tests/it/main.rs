@@ -12,5 +12,6 @@ mod google;
 mod inputs;
 mod keys;
 mod ledger;
+mod local_state;
 mod operator;
 mod outcomes;
