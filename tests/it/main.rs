@@ -9,6 +9,7 @@ mod commands;
 mod config_errors;
 mod doctor;
 mod google;
+mod hostile;
 mod inputs;
 mod keys;
 mod ledger;

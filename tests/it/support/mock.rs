@@ -5,6 +5,9 @@
 //! [`MockResponse`]s in order, repeating the last one. Responses can be delayed or
 //! never sent at all (`hang`), and every request is recorded before any delay so
 //! tests can observe requests still in flight. Every answer closes the connection.
+//! Answers can also misbehave on the wire: close before answering
+//! (`reset_before`), close in the middle of the body (`reset_mid_body`), send the
+//! body a byte at a time (`drip`) or declare more body than they send (`truncated`).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -94,6 +97,23 @@ pub struct MockResponse {
     body: Vec<u8>,
     delay: Option<Duration>,
     hang: bool,
+    fault: Fault,
+}
+
+/// How a response misbehaves on the wire (after any `delay`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Fault {
+    /// A well-formed answer.
+    #[default]
+    None,
+    /// Reads the request, then closes the connection without a byte of answer.
+    ResetBefore,
+    /// Sends the head (declaring the whole body), half the body, then closes.
+    ResetMidBody,
+    /// Sends the head at once, then the body one byte at a time with this pause.
+    Drip(Duration),
+    /// Declares a longer body than it sends, sends all it has, then closes.
+    Truncated,
 }
 
 impl MockResponse {
@@ -136,10 +156,92 @@ impl MockResponse {
         self
     }
 
+    /// Accepts the request, then closes the connection without answering.
+    pub fn reset_before(mut self) -> Self {
+        self.fault = Fault::ResetBefore;
+        self
+    }
+
+    /// Sends the head with a `Content-Length` of the whole body (at least 1,024
+    /// bytes), then only the first half of the body, then closes the connection.
+    pub fn reset_mid_body(mut self) -> Self {
+        self.fault = Fault::ResetMidBody;
+        self
+    }
+
+    /// Sends the head at once, then the body one byte at a time, pausing
+    /// `per_byte` before each byte (stops early if the server is dropped or the
+    /// client hangs up).
+    pub fn drip(mut self, per_byte: Duration) -> Self {
+        self.fault = Fault::Drip(per_byte);
+        self
+    }
+
+    /// Declares a `Content-Length` larger than the body (twice it, at least
+    /// 64 bytes more), sends the whole body, then closes the connection.
+    pub fn truncated(mut self) -> Self {
+        self.fault = Fault::Truncated;
+        self
+    }
+
+    /// The `Content-Length` this response declares.
+    fn declared_len(&self) -> usize {
+        match self.fault {
+            Fault::Truncated => self.body.len() * 2 + 64,
+            Fault::ResetMidBody => self.body.len().max(1024),
+            _ => self.body.len(),
+        }
+    }
+
+    /// Plays the response on the wire, misbehaving as scripted.
+    fn play(&self, out: &mut TcpStream, head_only: bool, shared: &Shared) -> std::io::Result<()> {
+        match self.fault {
+            Fault::None => self.write_to(out, head_only),
+            Fault::ResetBefore => out.shutdown(std::net::Shutdown::Both),
+            Fault::ResetMidBody => {
+                self.write_head(out)?;
+                out.write_all(&self.body[..self.body.len() / 2])?;
+                out.flush()?;
+                // Let the client start reading the body before the connection goes.
+                shared.pause(Duration::from_millis(100));
+                out.shutdown(std::net::Shutdown::Both)
+            }
+            Fault::Truncated => {
+                self.write_head(out)?;
+                out.write_all(&self.body)?;
+                out.flush()?;
+                out.shutdown(std::net::Shutdown::Both)
+            }
+            Fault::Drip(per_byte) => {
+                self.write_head(out)?;
+                out.flush()?;
+                if head_only {
+                    return Ok(());
+                }
+                for b in &self.body {
+                    if shared.pause(per_byte) {
+                        break;
+                    }
+                    out.write_all(std::slice::from_ref(b))?;
+                    out.flush()?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn write_to(&self, out: &mut impl Write, head_only: bool) -> std::io::Result<()> {
+        self.write_head(out)?;
+        if !head_only {
+            out.write_all(&self.body)?;
+        }
+        out.flush()
+    }
+
+    fn write_head(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut msg = format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status));
         if find_header(&self.headers, "Content-Length").is_none() {
-            msg += &format!("Content-Length: {}\r\n", self.body.len());
+            msg += &format!("Content-Length: {}\r\n", self.declared_len());
         }
         if find_header(&self.headers, "Connection").is_none() {
             msg += "Connection: close\r\n";
@@ -148,11 +250,7 @@ impl MockResponse {
             msg += &format!("{k}: {v}\r\n");
         }
         msg += "\r\n";
-        out.write_all(msg.as_bytes())?;
-        if !head_only {
-            out.write_all(&self.body)?;
-        }
-        out.flush()
+        out.write_all(msg.as_bytes())
     }
 }
 
@@ -162,6 +260,9 @@ fn reason(code: u16) -> &'static str {
         201 => "Created",
         202 => "Accepted",
         204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -312,7 +413,7 @@ fn handle(stream: TcpStream, shared: &Shared) {
             return;
         }
     }
-    let _ = response.write_to(&mut out, req.method.eq_ignore_ascii_case("HEAD"));
+    let _ = response.play(&mut out, req.method.eq_ignore_ascii_case("HEAD"), shared);
 }
 
 fn read_line(r: &mut impl BufRead) -> Option<String> {
