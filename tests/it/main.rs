@@ -16,3 +16,4 @@ mod ledger;
 mod local_state;
 mod operator;
 mod outcomes;
+mod soak;

@@ -1,0 +1,158 @@
+//! A short crash soak: runs killed at random moments against an engine that
+//! answers at random (slow 200s, 503s, 429s, hangs) lose no URL, never spend
+//! more than the day's budget, leave nothing stuck in flight and keep the
+//! ledger file sound. `bench/crash-soak` is the long version.
+
+use crate::support::mock::MockResponse;
+use crate::support::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const QUOTA: usize = 40;
+const URLS: usize = 60;
+const KILLS: usize = 10;
+
+/// xorshift64*: small, deterministic, good enough to pick faults and moments.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+/// The clock of run `i`: all on one day, a few minutes apart (so backoffs fall due).
+fn at(i: usize) -> String {
+    let minutes = 9 * 60 + i * 7;
+    format!("2026-12-03T{:02}:{:02}:00Z", minutes / 60, minutes % 60)
+}
+
+/// Items in the ledger per URL (over every state), via the CLI.
+fn ledger_counts(sb: &Sandbox, now: &str) -> (HashMap<String, usize>, Vec<serde_json::Value>) {
+    let all = "due,waiting,parked,in-flight,accepted";
+    let doc = sb.indexq(&["--json", "queue", "list", "--state", all, "--limit", "100000"]).now(now).output();
+    let doc = doc.code(0).json();
+    assert_eq!(doc["truncated"], false);
+    let items = doc["items"].as_array().unwrap().clone();
+    let mut counts = HashMap::new();
+    for item in &items {
+        let key = item["url"].as_str().unwrap().to_string();
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    (counts, items)
+}
+
+fn integrity_ok(sb: &Sandbox) -> bool {
+    use rusqlite::{Connection, OpenFlags};
+    if !sb.ledger().exists() {
+        return true; // killed before it made one
+    }
+    let db = Connection::open_with_flags(sb.ledger(), OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let verdict: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    verdict == "ok"
+}
+
+#[test]
+fn random_kills_lose_nothing_overspend_nothing_and_leave_nothing_stuck() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = format!(", daily_quota = {QUOTA}");
+    sb.write_config();
+    let rng = Arc::new(Mutex::new(Rng(0x5eed_1dea_f00d_cafe)));
+    let faults = Arc::clone(&rng);
+    sb.engine.respond_with("POST", ENDPOINT_PATH, move |_| {
+        let mut rng = faults.lock().unwrap();
+        match rng.range(0, 3) {
+            0 => MockResponse::status(200).delay(Duration::from_millis(rng.range(0, 300))),
+            1 => MockResponse::status(503),
+            2 => MockResponse::status(429).header("Retry-After", "1"),
+            _ => MockResponse::status(200).hang(),
+        }
+    });
+    let names: Vec<String> = (0..URLS).map(|i| format!("/soak/{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let list = sb.urls("urls.txt", &refs);
+    let list = list.to_str().unwrap();
+    let input: Vec<String> = names.iter().map(|n| sb.url(n)).collect();
+
+    let (mut lost, mut overspent) = (0, 0);
+    let mut admitted: HashSet<String> = HashSet::new();
+    let mut check = |sb: &Sandbox, now: &str, when: &str| {
+        let (counts, items) = ledger_counts(sb, now);
+        let received = sb.received_urls();
+        for url in &input {
+            let n = counts.get(url).copied().unwrap_or(0);
+            // Once in the ledger, a URL stays there, once; anything sent was in it first.
+            if n > 1 || (n == 0 && (admitted.contains(url) || received.contains(url))) {
+                eprintln!("{when}: {url} is in the ledger {n} times");
+                lost += 1;
+            }
+            if n > 0 {
+                admitted.insert(url.clone());
+            }
+        }
+        let strays: Vec<&String> = counts.keys().filter(|u| !input.contains(u)).collect();
+        assert!(strays.is_empty(), "{when}: URLs nobody submitted: {strays:?}");
+        // Every URL in every request counts: the engine may have seen it.
+        if received.len() > QUOTA {
+            eprintln!("{when}: the engine received {} URLs today (quota {QUOTA})", received.len());
+            overspent = overspent.max(received.len() - QUOTA);
+        }
+        let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
+        let used = status["budgets"][0]["used"].as_u64().unwrap_or(0) as usize;
+        assert!(used <= QUOTA, "{when}: the ledger counts {used} used (quota {QUOTA})");
+        assert!(used >= received.len(), "{when}: {} received but only {used} counted", received.len());
+        assert!(integrity_ok(sb), "{when}: PRAGMA integrity_check failed");
+        let mut states: HashMap<&str, usize> = HashMap::new();
+        for item in &items {
+            *states.entry(item["state"].as_str().unwrap()).or_insert(0) += 1;
+        }
+        let mut states: Vec<_> = states.into_iter().collect();
+        states.sort();
+        eprintln!("{when}: {} in ledger {states:?}, received {}, used {used}", items.len(), received.len());
+    };
+
+    for i in 0..KILLS {
+        let now = at(i);
+        let mut child = sb.indexq(&["submit", "--max-wait", "0", list]).now(&now).spawn();
+        let pause = rng.lock().unwrap().range(20, 400);
+        std::thread::sleep(Duration::from_millis(pause));
+        let _ = child.kill(); // SIGKILL (it may have finished already)
+        child.wait().unwrap();
+        check(&sb, &now, &format!("kill {} at {pause} ms", i + 1));
+    }
+
+    // One normal run against an engine that accepts everything.
+    sb.engine.respond_with("POST", ENDPOINT_PATH, |_| MockResponse::status(200));
+    let now = at(KILLS);
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", list]).now(&now).output();
+    assert!([0, 2, 3].contains(&done.code), "final run: exit {}\n{}", done.code, done.stderr);
+    check(&sb, &now, "final run");
+    let (counts, items) = ledger_counts(&sb, &now);
+    for url in &input {
+        if !counts.contains_key(url) {
+            eprintln!("final run: {url} is not in the ledger");
+            lost += 1;
+        }
+    }
+    let stuck = items
+        .iter()
+        .filter(|i| match i["state"].as_str().unwrap() {
+            "accepted" => false,
+            "due" | "waiting" => i["next_attempt_at"].is_null(),
+            "parked" => i["reason"].is_null(),
+            _ => true, // in flight with no run alive
+        })
+        .inspect(|i| eprintln!("stuck: {i}"))
+        .count();
+    eprintln!("kills {KILLS}, urls {URLS}, lost {lost}, overspent {overspent}, stuck {stuck}");
+    assert_eq!((lost, overspent, stuck), (0, 0, 0));
+}
