@@ -1,0 +1,371 @@
+//! Property tests against the library: the configuration parser, the sitemap
+//! reader and the response classifiers never panic on arbitrary input, and keep
+//! what is valid around what is not. (`input::read_lines` has its own property
+//! test in src/input.rs.) Case counts are modest so the file runs in seconds.
+
+use indexq::classify::{
+    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response, Verdict,
+};
+use indexq::model::Class;
+use indexq::sitemap::{Entry, Problem, Reader};
+use proptest::prelude::*;
+use std::path::Path;
+
+// ---------------------------------------------------------------------------
+// Configuration.
+
+/// Lines that look like indexq's configuration: real tables and keys with plausible, wrong and odd values.
+fn config_line() -> impl Strategy<Value = String> {
+    let table = prop::sample::select(vec![
+        "[indexnow]",
+        "[bing]",
+        "[google]",
+        "[submit]",
+        "[retry]",
+        "[http]",
+        "[sitemap]",
+        "[ledger]",
+        "[[property]]",
+        "[property.indexnow]",
+        "[property.bing]",
+        "[property.google]",
+        "[[property.indexnow]]",
+    ])
+    .prop_map(str::to_string);
+    let key = prop::sample::select(vec![
+        "name",
+        "site",
+        "endpoint",
+        "endpoints",
+        "inspection_endpoint",
+        "quota_timezone",
+        "daily_quota",
+        "monthly_quota",
+        "requests_per_minute",
+        "max_wait",
+        "dedupe_window",
+        "transient_first",
+        "transient_cap",
+        "transient_deadline",
+        "key_pending_first",
+        "key_pending_deadline",
+        "connect_timeout",
+        "timeout",
+        "max_bytes",
+        "path",
+        "key",
+        "key_env",
+        "key_file",
+        "key_location",
+        "api_key_env",
+        "api_key_file",
+        "site_url",
+        "credentials",
+        "indexnow",
+        "bing",
+        "google",
+    ]);
+    let value = prop_oneof![
+        prop::sample::select(vec![
+            "\"https://example.com/\"",
+            "\"http://127.0.0.1:9/\"",
+            "\"http://example.com/\"",
+            "\"example.com\"",
+            "\"\"",
+            "\"UTC\"",
+            "\"America/Los_Angeles\"",
+            "\"Mars/Olympus\"",
+            "\"90s\"",
+            "\"3d\"",
+            "\"-1s\"",
+            "\"99999999999999999999h\"",
+            "0",
+            "-1",
+            "18446744073709551615",
+            "1e400",
+            "true",
+            "[]",
+            "[\"https://api.indexnow.org/indexnow\", 3]",
+            "{ key = \"0f1e2d3c4b5a6978\" }",
+            "{ key_env = \"INDEXQ_PROPERTIES_NO_SUCH_VAR\" }",
+            "{ key_file = \"/nonexistent/key.txt\" }",
+            "{ site_url = \"https://example.com/\", daily_quota = 1 }",
+            "{}",
+        ])
+        .prop_map(str::to_string),
+        any::<String>().prop_map(|s| format!("{s:?}")),
+        any::<i64>().prop_map(|n| n.to_string()),
+    ];
+    prop_oneof![table, (key, value).prop_map(|(k, v)| format!("{k} = {v}")), ".{0,40}"]
+}
+
+fn check_config(source: &str) {
+    // Ok or Err: a panic fails the property.
+    if let Err(error) = indexq::config::parse(Path::new("fuzz.toml"), source) {
+        assert!(!error.place.is_empty(), "an error without a place for {source:?}");
+        assert!(!error.message.is_empty(), "an error without a message for {source:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn config_parse_never_panics_on_arbitrary_text(source in any::<String>()) {
+        check_config(&source);
+    }
+
+    #[test]
+    fn config_parse_never_panics_on_config_like_text(lines in prop::collection::vec(config_line(), 0..30)) {
+        check_config(&lines.join("\n"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sitemaps.
+
+/// Reads one sitemap file with a fresh `Reader`. The client's proxy is a closed local port, so an index child
+/// that is an http(s) URL fails at once and nothing leaves the machine.
+fn read_sitemap(bytes: &[u8], cap: u64) -> (Vec<Entry>, Vec<Problem>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sitemap.xml");
+    std::fs::write(&path, bytes).unwrap();
+    let client = reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all("http://127.0.0.1:9").unwrap())
+        .timeout(std::time::Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut reader = Reader::new(client, cap);
+    let mut entries = Vec::new();
+    let mut each = |entry: Entry| entries.push(entry);
+    let problems = runtime.block_on(reader.read(&path.display().to_string(), &mut each));
+    (entries, problems)
+}
+
+fn url_entry(loc: &str) -> String {
+    format!("<url><loc>{loc}</loc><lastmod>2024-02-29</lastmod></url>\n")
+}
+
+fn urlset(items: &[String]) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n{}\
+         </urlset>\n",
+        items.concat()
+    )
+}
+
+/// `<url>`s that are wrong but leave the XML well-formed: each is reported (or its lastmod dropped), the rest kept.
+const MALFORMED_URLS: &[&str] = &[
+    "<url></url>\n",
+    "<url/>\n",
+    "<url><lastmod>2024-01-01</lastmod></url>\n",
+    "<url><loc>   </loc></url>\n",
+    "<url><loc></loc><lastmod>2024</lastmod></url>\n",
+    "<url><loc>https://bad.example/&nbsp;</loc></url>\n",
+    "<url><loc>https://bad.example/1</loc><loc>https://bad.example/2</loc></url>\n",
+    "<url><loc>https://bad.example/3</loc><lastmod>yesterday</lastmod></url>\n",
+    "<url><location>https://bad.example/4</location></url>\n",
+    "<url><loc><![CDATA[]]></loc></url>\n",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn sitemap_reader_never_panics_on_arbitrary_bytes(
+        bytes in prop::collection::vec(any::<u8>(), 0..2048),
+        cap in prop_oneof![Just(50u64 << 20), 1u64..4096],
+    ) {
+        let (entries, problems) = read_sitemap(&bytes, cap);
+        for entry in &entries {
+            prop_assert!(!entry.loc.trim().is_empty(), "{:?}", entry);
+        }
+        for problem in &problems {
+            prop_assert!(!problem.place.is_empty() && !problem.message.is_empty(), "{:?}", problem);
+        }
+    }
+
+    #[test]
+    fn a_malformed_url_entry_costs_only_itself(
+        count in 0usize..12,
+        at in any::<prop::sample::Index>(),
+        bad in prop::sample::select(MALFORMED_URLS),
+        tail in "[a-zA-Z0-9._~/-]{0,20}",
+    ) {
+        let locs: Vec<String> = (0..count).map(|i| format!("https://e.com/{i}/{tail}")).collect();
+        let mut items: Vec<String> = locs.iter().map(|loc| url_entry(loc)).collect();
+        items.insert(at.index(count + 1), bad.to_string());
+        let (entries, problems) = read_sitemap(urlset(&items).as_bytes(), 50 << 20);
+        let kept: Vec<&str> =
+            entries.iter().map(|e| e.loc.as_str()).filter(|loc| loc.starts_with("https://e.com/")).collect();
+        prop_assert_eq!(kept, locs.iter().map(String::as_str).collect::<Vec<_>>());
+        prop_assert!(entries.iter().filter(|e| e.loc.starts_with("https://e.com/")).all(|e| e.lastmod.is_some()));
+        prop_assert!(!problems.is_empty(), "no problem for {:?}", bad);
+    }
+
+    #[test]
+    fn entries_before_garbage_are_kept(
+        count in 1usize..10,
+        at in any::<prop::sample::Index>(),
+        garbage in prop::collection::vec(any::<u8>(), 1..64),
+    ) {
+        let locs: Vec<String> = (0..count).map(|i| format!("https://e.com/{i}")).collect();
+        let before = at.index(count + 1);
+        let mut xml = urlset(&locs[..before].iter().map(|loc| url_entry(loc)).collect::<Vec<_>>()).into_bytes();
+        // Cut the closing tag, put the garbage where the next <url> would go, then the remaining entries.
+        xml.truncate(xml.len() - "</urlset>\n".len());
+        xml.extend_from_slice(&garbage);
+        for loc in &locs[before..] {
+            xml.extend_from_slice(url_entry(loc).as_bytes());
+        }
+        xml.extend_from_slice(b"</urlset>\n");
+        let (entries, _) = read_sitemap(&xml, 50 << 20);
+        let got: Vec<&str> = entries.iter().take(before).map(|e| e.loc.as_str()).collect();
+        prop_assert_eq!(got, locs[..before].iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Classification.
+
+const KEY: &str = "0f1e2d3c4b5a6978";
+const KEY_LOCATION: &str = "https://example.com/0f1e2d3c4b5a6978.txt";
+
+fn header() -> impl Strategy<Value = (String, String)> {
+    let name = prop_oneof![
+        prop::sample::select(vec!["Retry-After", "retry-after", "Content-Type", "X-Error"]).prop_map(str::to_string),
+        "[A-Za-z-]{0,12}",
+    ];
+    let value = prop_oneof![
+        prop::sample::select(vec![
+            "0",
+            "120",
+            "-5",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+            "application/json",
+            "",
+        ])
+        .prop_map(str::to_string),
+        any::<String>(),
+    ];
+    (name, value)
+}
+
+fn body() -> impl Strategy<Value = String> {
+    let text = prop_oneof![any::<String>(), "[ -~]{0,30}"];
+    prop_oneof![
+        any::<String>(),
+        Just(String::new()),
+        (any::<i64>(), text.clone())
+            .prop_map(|(code, message)| { serde_json::json!({"ErrorCode": code, "Message": message}).to_string() }),
+        (any::<i64>(), text.clone()).prop_map(|(code, message)| {
+            serde_json::json!({"d": {"ErrorCode": code, "Message": message}}).to_string()
+        }),
+        (
+            any::<i64>(),
+            prop::sample::select(vec![
+                "RESOURCE_EXHAUSTED",
+                "PERMISSION_DENIED",
+                "INVALID_ARGUMENT",
+                "UNAUTHENTICATED",
+                "INTERNAL",
+                "UNAVAILABLE",
+                "DEADLINE_EXCEEDED",
+                "OTHER",
+            ]),
+            text.clone(),
+            text.clone(),
+        )
+            .prop_map(|(code, status, message, quota)| {
+                serde_json::json!({"error": {"code": code, "status": status, "message": message, "details": [
+                    {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED",
+                     "metadata": {"quota_limit": quota, "quota_metric": quota}},
+                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                     "violations": [{"description": quota, "quotaId": quota}]},
+                ]}})
+                .to_string()
+            }),
+        (
+            prop_oneof![
+                prop::sample::select(vec![
+                    "invalid_grant",
+                    "invalid_client",
+                    "unauthorized_client",
+                    "access_denied",
+                    "invalid_scope",
+                    "invalid_request",
+                ])
+                .prop_map(str::to_string),
+                text.clone(),
+            ],
+            text,
+        )
+            .prop_map(|(error, description)| {
+                serde_json::json!({"error": error, "error_description": description}).to_string()
+            }),
+    ]
+}
+
+fn key_file_check() -> impl Strategy<Value = Option<KeyFileCheck>> {
+    let served = prop_oneof![
+        Just(KEY.to_string()),
+        Just(format!("\u{feff}{KEY}\n")),
+        Just(format!("<html>{KEY}</html>")),
+        Just(KEY.to_ascii_uppercase()),
+        any::<String>(),
+    ];
+    prop_oneof![
+        Just(None),
+        (100u16..=999, served).prop_map(|(status, body)| Some(KeyFileCheck::Fetched { status, body })),
+        any::<String>().prop_map(|error| Some(KeyFileCheck::Failed { error })),
+    ]
+}
+
+fn check_verdict(verdict: &Verdict, what: &str) {
+    let class = match verdict.class {
+        Class::Accepted | Class::Quota | Class::Transient | Class::KeyPending | Class::Misconfigured => {
+            verdict.class.as_str()
+        }
+    };
+    assert!(["accepted", "quota", "transient", "key_pending", "misconfigured"].contains(&class), "{what}: {verdict:?}");
+    assert!(!verdict.reason.is_empty() && !verdict.message.is_empty(), "{what}: {verdict:?}");
+    if verdict.class == Class::Misconfigured {
+        assert!(verdict.hint.as_deref().is_some_and(|h| !h.is_empty()), "{what}: misconfigured without a hint");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_classifier_returns_one_of_the_five_classes(
+        status in 100u16..=999,
+        headers in prop::collection::vec(header(), 0..4),
+        body in body(),
+        key_file in key_file_check(),
+    ) {
+        let resp = Response { status, headers: &headers, body: &body };
+        let ctx = IndexNowContext { key: KEY, key_location: KEY_LOCATION, key_file: key_file.as_ref() };
+        let verdict = classify::indexnow(&resp, &ctx);
+        check_verdict(&verdict, "indexnow");
+        let texts = format!("{} {}", verdict.message, verdict.hint.as_deref().unwrap_or_default());
+        prop_assert!(!texts.to_ascii_lowercase().contains(KEY), "the key shows: {:?}", verdict);
+
+        let verdict = classify::bing(&resp, &BingContext { site_url: "https://example.com/" });
+        check_verdict(&verdict, "bing");
+
+        let ctx = GoogleContext {
+            url: "https://example.com/page",
+            client_email: "indexer@project.iam.gserviceaccount.com",
+            project_id: "project",
+        };
+        check_verdict(&classify::google(&resp, &ctx), "google");
+
+        let ctx = GoogleTokenContext { client_email: "indexer@project.iam.gserviceaccount.com", key_id: "0123456789abcdef" };
+        check_verdict(&classify::google_token(&resp, &ctx), "google_token");
+    }
+}
