@@ -60,6 +60,9 @@ pub enum Command {
     /// Create an IndexNow key and its key file
     #[command(after_help = "Example: indexq key generate --out public")]
     Key(KeyArgs),
+    /// Bring the ledger's schema up to date, or copy the ledger to another (SQLite <-> PostgreSQL)
+    #[command(after_help = "Example: indexq ledger copy --to postgres://indexq@db.internal:5432/indexq")]
+    Ledger(LedgerArgs),
     /// Print shell completions on stdout (needs no configuration)
     #[command(after_help = "Example: indexq completions bash > ~/.local/share/bash-completion/completions/indexq")]
     Completions(CompletionsArgs),
@@ -181,6 +184,33 @@ pub struct LogArgs {
     /// At most this many attempts (the latest)
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct LedgerArgs {
+    #[command(subcommand)]
+    pub action: LedgerAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerAction {
+    /// Create or upgrade the ledger's schema (runs also do this on their own, under a lock)
+    #[command(after_help = "Example: INDEXQ_LEDGER=postgres://indexq@db:5432/indexq indexq ledger migrate")]
+    Migrate,
+    /// Copy queue, attempts and budget usage from the configured ledger to another, idempotently
+    #[command(after_help = "Example: indexq ledger copy --to postgres://indexq@db.internal:5432/indexq")]
+    Copy(LedgerCopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LedgerCopyArgs {
+    /// The target: a SQLite file path, or a postgres:// URL (its password from the same places as the ledger's,
+    /// never from here)
+    #[arg(long, value_name = "PATH|URL")]
+    pub to: String,
+    /// The PostgreSQL schema of the target (default: `ledger_schema` of the configuration)
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
 }
 
 #[derive(Debug, Args)]

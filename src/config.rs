@@ -51,6 +51,11 @@ type S<T> = Spanned<T>;
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     ledger: Option<S<String>>,
+    ledger_schema: Option<S<String>>,
+    ledger_lease: Option<S<String>>,
+    ledger_timeout: Option<S<String>>,
+    ledger_password_env: Option<S<String>>,
+    ledger_password_file: Option<S<String>>,
     #[serde(default)]
     indexnow: RawIndexNow,
     #[serde(default)]
@@ -246,9 +251,54 @@ impl SecretSource {
 }
 
 /// Where the ledger lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum LedgerLocation {
     Sqlite(PathBuf),
+    /// A `postgres://` URL as written (it may hold a password: shown only
+    /// through `display`).
+    Postgres(String),
+}
+
+impl LedgerLocation {
+    /// The location as messages name it: a path, or the URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            LedgerLocation::Sqlite(path) => path.display().to_string(),
+            LedgerLocation::Postgres(url) => crate::redact::connection_url(url),
+        }
+    }
+
+    /// A path, or a `postgres://` / `postgresql://` URL.
+    pub fn parse(value: &str) -> LedgerLocation {
+        if is_postgres_url(value) {
+            LedgerLocation::Postgres(value.to_string())
+        } else {
+            LedgerLocation::Sqlite(expand_home(value))
+        }
+    }
+}
+
+impl fmt::Debug for LedgerLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LedgerLocation({})", self.display())
+    }
+}
+
+fn is_postgres_url(value: &str) -> bool {
+    value.starts_with("postgres://") || value.starts_with("postgresql://")
+}
+
+/// How a PostgreSQL ledger is used (the SQLite ledger reads only `lease`).
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    /// The schema that holds the tables.
+    pub schema: String,
+    /// How long a reservation is trusted when its owner cannot be checked.
+    pub lease: Duration,
+    /// Connect, statement and lock timeout.
+    pub timeout: Duration,
+    /// `ledger_password_env` / `ledger_password_file`.
+    pub password: Option<SecretSource>,
 }
 
 #[derive(Debug, Clone)]
@@ -256,6 +306,7 @@ pub struct Settings {
     /// The config file in use.
     pub file: PathBuf,
     pub ledger: LedgerLocation,
+    pub ledger_options: LedgerOptions,
     pub indexnow: IndexNowSettings,
     #[allow(dead_code)] // read by the Bing engine
     pub bing: BingSettings,
@@ -576,17 +627,55 @@ impl Resolver<'_> {
 
     fn resolve(&self, raw: RawConfig) -> Result<Settings, ConfigError> {
         let ledger = match std::env::var("INDEXQ_LEDGER").ok().filter(|v| !v.is_empty()) {
-            Some(path) => LedgerLocation::Sqlite(expand_home(&path)),
+            Some(value) => LedgerLocation::parse(&value),
             None => match &raw.ledger {
+                Some(v) if is_postgres_url(v.get_ref()) => {
+                    if let Err(why) = url::Url::parse(v.get_ref()) {
+                        // The value is not shown: it may hold a password.
+                        return Err(self.err(v, "ledger", format!("not a valid PostgreSQL URL ({why})")));
+                    }
+                    LedgerLocation::Postgres(v.get_ref().clone())
+                }
                 Some(v) if v.get_ref().contains("://") => {
                     return Err(self
-                        .err(v, "ledger", "only a SQLite file path is supported as the ledger location")
-                        .hint("write a file path, e.g. \"/var/lib/indexq/ledger.db\""));
+                        .err(v, "ledger", "a ledger is a SQLite file path or a postgres:// URL")
+                        .hint("write a file path, e.g. \"/var/lib/indexq/ledger.db\", or \"postgres://user@host:5432/db\""));
                 }
                 Some(v) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
                 None => LedgerLocation::Sqlite(default_ledger_path()),
             },
         };
+        let schema = match &raw.ledger_schema {
+            None => "indexq".to_string(),
+            Some(v) => {
+                let name = v.get_ref();
+                let valid = name.len() <= 63
+                    && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                if !valid {
+                    return Err(self
+                        .err(v, "ledger_schema", format!("`{name}` is not a schema name indexq accepts"))
+                        .hint("use lowercase letters, digits and _, starting with a letter or _ (at most 63)"));
+                }
+                name.clone()
+            }
+        };
+        let ledger_options = LedgerOptions {
+            schema,
+            lease: self.duration(raw.ledger_lease.as_ref(), "ledger_lease", Duration::from_secs(600))?,
+            timeout: self.duration(raw.ledger_timeout.as_ref(), "ledger_timeout", Duration::from_secs(10))?,
+            password: self.secret(
+                raw.ledger_password_env.as_ref(),
+                raw.ledger_password_file.as_ref(),
+                "ledger_password",
+                "the database password",
+            )?,
+        };
+        for (value, key) in [(&raw.ledger_lease, "ledger_lease"), (&raw.ledger_timeout, "ledger_timeout")] {
+            if let Some(v) = value.as_ref().filter(|v| clock::parse_duration(v.get_ref()).is_ok_and(|d| d.is_zero())) {
+                return Err(self.err(v, key, "must be longer than 0s"));
+            }
+        }
 
         let utc = Tz::UTC;
         let endpoints = match &raw.indexnow.endpoints {
@@ -802,6 +891,7 @@ impl Resolver<'_> {
         Ok(Settings {
             file: self.path.to_path_buf(),
             ledger,
+            ledger_options,
             indexnow,
             bing,
             google,

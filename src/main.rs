@@ -55,6 +55,7 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                 cli::Command::Status => commands::status::run(&settings, &printer, &clock),
                 cli::Command::Queue(args) => commands::queue::run(&settings, args, &printer, &clock),
                 cli::Command::Log(args) => commands::log::run(&settings, args, &printer, &clock),
+                cli::Command::Ledger(args) => commands::ledger::run(&settings, args, &printer),
                 cli::Command::Doctor => {
                     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
                     runtime.block_on(commands::doctor::run(&settings, &printer, &clock))
@@ -63,13 +64,10 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     unreachable!("handled above, before the configuration is loaded")
                 }
             };
-            // A ledger error names the ledger file (opening it names it already).
+            // A ledger error names the ledger (opening it names it already).
             result.map_err(|e| match e.downcast_ref::<ledger::LedgerError>() {
                 Some(ledger::LedgerError::Open { .. }) | None => e,
-                Some(_) => {
-                    let config::LedgerLocation::Sqlite(path) = &settings.ledger;
-                    e.context(format!("ledger {}", path.display()))
-                }
+                Some(_) => e.context(format!("ledger {}", settings.ledger.display())),
             })
         }
     }
@@ -110,7 +108,12 @@ fn report_error(err: &anyhow::Error) -> ExitStatus {
     if let Some(hint) = hint {
         eprintln!("  hint: {hint}");
     }
-    if err.downcast_ref::<config::ConfigError>().is_some()
+    // A ledger newer than this binary: nothing was done, the fix is an upgrade.
+    let newer = err.chain().any(|e| {
+        matches!(e.downcast_ref::<ledger::LedgerError>(), Some(ledger::LedgerError::Open { newer: true, .. }))
+    });
+    if newer
+        || err.downcast_ref::<config::ConfigError>().is_some()
         || err.downcast_ref::<commands::submit::UsageError>().is_some()
     {
         ExitStatus::Usage

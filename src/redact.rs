@@ -63,6 +63,30 @@ fn mask_params(text: &str) -> String {
     out
 }
 
+/// The URL without its password (in the user part or in the query), for
+/// every message that names the database.
+pub fn connection_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                let _ = parsed.set_password(None);
+            }
+            let query: Vec<(String, String)> = parsed
+                .query_pairs()
+                .filter(|(k, _)| k != "password")
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            if query.is_empty() {
+                parsed.set_query(None);
+            } else {
+                parsed.query_pairs_mut().clear().extend_pairs(query);
+            }
+            parsed.to_string()
+        }
+        Err(_) => "postgres://(unparsable URL)".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use super::ExitStatus;
 use crate::clock::{self, Clock, Period};
 use crate::config::{LedgerLocation, Settings};
 use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
-use crate::ledger::{GroupKey, Ledger, Owner, SqliteLedger};
+use crate::ledger::{GroupKey, Ledger, Owner, PgLedger, SqliteLedger, PG_SCHEMA_VERSION};
 use crate::model::{Class, EngineKind};
 use crate::redact::Redactor;
 use crate::report::Printer;
@@ -202,7 +202,10 @@ fn config_check(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Chec
 /// The ledger: where, writable, private, its schema, and reservations left
 /// in flight by a run that stopped (the next `submit` reconciles them).
 fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
-    let LedgerLocation::Sqlite(path) = &settings.ledger;
+    let path = match &settings.ledger {
+        LedgerLocation::Sqlite(path) => path,
+        LedgerLocation::Postgres(url) => return postgres_checks(settings, url, now),
+    };
     let mut checks = Vec::new();
     let existed = path.exists();
     let mut ledger = match SqliteLedger::open(path) {
@@ -242,6 +245,67 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
             format!("{n} reservation(s) left in flight by a run that stopped; the next `submit` reconciles them"),
         )),
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
+    }
+    checks
+}
+
+/// A PostgreSQL ledger: the connection, the schema version, the server's
+/// clock against ours (windows are computed from time), and leases that
+/// ended with their reservation still in flight.
+fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
+    let schema = &settings.ledger_options.schema;
+    let fix = "check that the server is up and reachable from here, and the user, database and password \
+               (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)";
+    let connected = super::pg_options(settings, url, schema).and_then(|o| Ok(PgLedger::connect(&o)?));
+    let mut ledger = match connected {
+        Ok(l) => l,
+        Err(e) => return vec![Check::problem("ledger", format!("{e:#}"), fix)],
+    };
+    let mut checks = vec![Check::ok("ledger", format!("{} (schema {schema}): connected", ledger.place()))];
+    match ledger.stored_version() {
+        Ok(None) => checks.push(Check::ok(
+            "ledger_schema",
+            format!("schema {schema} has no indexq tables yet: the first run (or `indexq ledger migrate`) creates them"),
+        )),
+        Ok(Some(v)) if v > PG_SCHEMA_VERSION => checks.push(Check::problem(
+            "ledger_schema",
+            format!("schema version {v} is newer than this indexq knows ({PG_SCHEMA_VERSION})"),
+            "upgrade indexq on this machine (a newer version migrated the shared ledger)",
+        )),
+        Ok(Some(v)) => checks.push(Check::ok("ledger_schema", format!("schema version {v}"))),
+        Err(e) => checks.push(Check::problem("ledger_schema", e.to_string(), fix)),
+    }
+    // The wall clock, not a pinned one: skew is about this machine.
+    match ledger.server_now() {
+        Ok(server) => {
+            let skew = (chrono::Utc::now() - server).num_milliseconds().abs() as f64 / 1000.0;
+            if skew > 60.0 {
+                checks.push(Check::problem(
+                    "ledger_clock",
+                    format!("this machine's clock is {skew:.0} s off the database server's"),
+                    "windows and leases are computed from time: sync the clocks (NTP) of every machine that shares the ledger",
+                ));
+            } else {
+                checks.push(Check::ok("ledger_clock", format!("clock within {skew:.1} s of the database server's")));
+            }
+        }
+        Err(e) => checks.push(Check::problem("ledger_clock", e.to_string(), fix)),
+    }
+    if let Ok(reservations) = ledger.reservations() {
+        for (owner, lease_until) in reservations.iter().filter(|(_, until)| *until <= now) {
+            checks.push(Check::ok(
+                "ledger_lease",
+                format!(
+                    "a reservation of {} (pid {}) has an expired lease (since {}): the next `submit` anywhere \
+                     reconciles it",
+                    owner.host, owner.pid, lease_until
+                ),
+            ));
+        }
+        let live = reservations.len() - reservations.iter().filter(|(_, until)| *until <= now).count();
+        if live > 0 {
+            checks.push(Check::ok("ledger_in_flight", format!("{live} reservation(s) in flight under a live lease")));
+        }
     }
     checks
 }

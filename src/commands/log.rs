@@ -5,7 +5,6 @@ use super::{open_ledger, ExitStatus};
 use crate::cli::LogArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::ledger::Ledger;
 use crate::model::EngineKind;
 use crate::report::{rfc3339, Printer};
 use serde::Serialize;

@@ -4,13 +4,14 @@
 pub mod completions;
 pub mod doctor;
 pub mod key;
+pub mod ledger;
 pub mod log;
 pub mod queue;
 pub mod status;
 pub mod submit;
 
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::SqliteLedger;
+use crate::ledger::{Ledger, PgLedger, PgOptions, SqliteLedger};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +38,63 @@ impl ExitStatus {
 }
 
 /// Opens the configured ledger for reading and writing.
-pub fn open_ledger(settings: &Settings) -> anyhow::Result<SqliteLedger> {
-    let LedgerLocation::Sqlite(path) = &settings.ledger;
-    Ok(SqliteLedger::open(path)?)
+pub fn open_ledger(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    open_ledger_at(settings, &settings.ledger, &settings.ledger_options.schema)
+}
+
+/// Opens a ledger (a file, or a schema of a database) with the
+/// configuration's options: lease, timeout, password.
+pub fn open_ledger_at(
+    settings: &Settings,
+    location: &LedgerLocation,
+    schema: &str,
+) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    let lease = lease(settings);
+    Ok(match location {
+        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open(path)?.with_lease(lease)),
+        LedgerLocation::Postgres(url) => Box::new(PgLedger::open(&pg_options(settings, url, schema)?)?),
+    })
+}
+
+/// A private copy of the configured ledger, for `--dry-run`: planning runs
+/// the same code, and nothing it writes reaches the ledger.
+pub fn open_snapshot(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    Ok(match &settings.ledger {
+        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open_snapshot(path)?),
+        LedgerLocation::Postgres(url) => {
+            let options = pg_options(settings, url, &settings.ledger_options.schema)?;
+            let mut source = PgLedger::connect(&options)?;
+            let mut copy = SqliteLedger::open_snapshot(std::path::Path::new(""))?;
+            // A database that has no indexq schema yet plans as an empty ledger.
+            if source.stored_version()?.is_some() {
+                copy.import(&source.export(true)?)?;
+            }
+            Box::new(copy)
+        }
+    })
+}
+
+fn lease(settings: &Settings) -> chrono::TimeDelta {
+    chrono::TimeDelta::from_std(settings.ledger_options.lease).unwrap_or(chrono::TimeDelta::MAX)
+}
+
+/// How to reach a PostgreSQL ledger: the password from the configuration
+/// (`ledger_password_env`/`_file`), else `$PGPASSWORD`, else a pgpass file,
+/// else the URL's own.
+pub fn pg_options(settings: &Settings, url: &str, schema: &str) -> anyhow::Result<PgOptions> {
+    let options = &settings.ledger_options;
+    let password = match &options.password {
+        Some(source) => Some(source.read()?.expose().to_string()),
+        None => std::env::var("PGPASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .or_else(|| crate::ledger::pgpass_password(url)),
+    };
+    Ok(PgOptions {
+        url: url.to_string(),
+        schema: schema.to_string(),
+        password,
+        timeout: options.timeout,
+        lease: lease(settings),
+    })
 }

@@ -58,8 +58,8 @@ pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clo
     let now = clock.now();
     let user_tz = clock::user_timezone();
     match &args.action {
-        None => list(&mut ledger, &QueueFilter::default(), printer, now, user_tz),
-        Some(QueueAction::List(f)) => list(&mut ledger, f, printer, now, user_tz),
+        None => list(&mut *ledger, &QueueFilter::default(), printer, now, user_tz),
+        Some(QueueAction::List(f)) => list(&mut *ledger, f, printer, now, user_tz),
         Some(QueueAction::Retry(f)) => {
             let n = ledger.retry(&to_filter(f), now)?;
             if printer.json {
@@ -90,7 +90,7 @@ pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clo
 }
 
 fn list(
-    ledger: &mut impl Ledger,
+    ledger: &mut dyn Ledger,
     f: &QueueFilter,
     printer: &Printer,
     now: chrono::DateTime<chrono::Utc>,

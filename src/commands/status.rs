@@ -6,7 +6,7 @@ use super::{open_ledger, ExitStatus};
 use crate::budget;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::ledger::{Ledger, QueueCounts};
+use crate::ledger::QueueCounts;
 use crate::model::EngineKind;
 use crate::report::{group_title, rfc3339, when, Printer};
 use serde::Serialize;

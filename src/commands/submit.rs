@@ -14,7 +14,7 @@ use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
     Action, Admission, AdmitRule, AttemptRecord, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, NewItem, NextStep,
-    Owner, Pace, RuleWindow, SqliteLedger,
+    Owner, Pace, RuleWindow,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
@@ -52,7 +52,7 @@ struct Run<'a> {
     clock: &'a Clock,
     user_tz: Tz,
     engines: BTreeMap<EngineKind, Box<dyn Engine>>,
-    ledger: SqliteLedger,
+    ledger: Box<dyn Ledger + Send>,
     owner: Owner,
     results: Results,
     deferrals: Vec<Deferral>,
@@ -118,8 +118,7 @@ pub async fn run(
         readers.push((source.name(), reader));
     }
 
-    let crate::config::LedgerLocation::Sqlite(path) = &settings.ledger;
-    let ledger = if args.dry_run { SqliteLedger::open_snapshot(path)? } else { SqliteLedger::open(path)? };
+    let ledger = if args.dry_run { super::open_snapshot(settings)? } else { super::open_ledger(settings)? };
     let mut run = Run {
         settings,
         clock,

@@ -8,11 +8,14 @@
 //! times that the scheduler decided.
 
 mod owner;
+mod plan;
+mod postgres;
 mod sqlite;
 #[cfg(test)]
 mod story;
 
 pub use owner::Owner;
+pub use postgres::{pgpass_password, PgLedger, PgOptions, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
 
 use crate::clock::Period;
@@ -23,11 +26,23 @@ use chrono::{DateTime, TimeDelta, Utc};
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error("ledger {path}: {message}")]
-    Open { path: String, message: String, hint: Option<String> },
+    Open {
+        path: String,
+        message: String,
+        hint: Option<String>,
+        /// The ledger's schema is newer than this binary knows (exit 2).
+        newer: bool,
+    },
     #[error("ledger: the database is busy")]
     Busy,
     #[error("the ledger has schema version {found}, newer than this indexq knows ({known})")]
     Newer { found: i64, known: i64 },
+    /// The database cannot be reached, or stopped answering (PostgreSQL).
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
+    /// The database aborted a transaction (a deadlock); it is run again.
+    #[error("the database aborted a transaction")]
+    Retry,
     #[error("ledger: {0}")]
     Other(String),
 }
@@ -245,7 +260,7 @@ pub enum NextStep {
 }
 
 /// One response as stored: status and redacted, capped body.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredResponse {
     pub http_status: Option<u16>,
     pub body: Option<String>,
@@ -383,6 +398,87 @@ pub struct Reconciled {
     pub items: u64,
 }
 
+/// A whole ledger's contents, for `ledger copy` (and a dry run's private
+/// copy of a database ledger). Reservations are not in it: a copy is made
+/// with none in flight.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dump {
+    /// In the source's order (ids): a copy keeps the order of the queue.
+    pub items: Vec<DumpItem>,
+    /// Oldest first; `response` indexes `responses`.
+    pub attempts: Vec<DumpAttempt>,
+    pub responses: Vec<StoredResponse>,
+    pub usage: Vec<DumpUsage>,
+    pub blocks: Vec<(String, DateTime<Utc>)>,
+    /// Pace key and its theoretical arrival time (ms).
+    pub pacing: Vec<(String, i64)>,
+    /// Credential fingerprint and its first use.
+    pub credentials: Vec<(String, DateTime<Utc>)>,
+    pub latest_run: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumpItem {
+    pub url: String,
+    pub group: GroupKey,
+    pub state: ItemState,
+    pub action: Action,
+    pub lastmod: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub enqueued_at: DateTime<Utc>,
+    pub attempts: u32,
+    pub last_class: Option<String>,
+    pub last_reason: Option<String>,
+    pub last_message: Option<String>,
+    pub last_http_status: Option<u16>,
+    pub streak: u32,
+    pub streak_started_at: Option<DateTime<Utc>>,
+    pub accepted_at: Option<DateTime<Utc>>,
+    pub parked_fingerprint: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumpAttempt {
+    /// Index into `Dump::items`.
+    pub item: usize,
+    pub at: DateTime<Utc>,
+    pub class: String,
+    pub reason: String,
+    pub message: String,
+    pub response: Option<usize>,
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumpUsage {
+    pub rule: String,
+    pub window: String,
+    pub period: String,
+    pub used: u64,
+    pub limit: Option<u64>,
+    pub resets_at: DateTime<Utc>,
+    pub reported_at: Option<DateTime<Utc>>,
+    pub reported_remaining: Option<u64>,
+}
+
+/// What `import` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Copied {
+    /// Items written (new, or updated to the source's state).
+    pub items: u64,
+    /// Attempts the target did not have yet.
+    pub attempts: u64,
+    pub budget_windows: u64,
+}
+
+/// Why a ledger with reservations in flight is not copied.
+fn in_flight_error(n: i64) -> LedgerError {
+    LedgerError::Other(format!(
+        "{n} reservation(s) are in flight: wait for the running `submit` to end (a stopped run's are \
+         reconciled by the next `submit`), then copy"
+    ))
+}
+
 /// The ledger interface. Every method is one transaction.
 pub trait Ledger {
     /// Returns items of reservations whose owner is gone (dead process, or
@@ -459,4 +555,17 @@ pub trait Ledger {
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>>;
+
+    /// The schema version the ledger has.
+    fn schema_version(&mut self) -> Result<i64>;
+
+    /// Everything in the ledger. Unless `in_flight_ok`, refused while a
+    /// reservation is in flight: a copy must not carry URLs being sent.
+    fn export(&mut self, in_flight_ok: bool) -> Result<Dump>;
+
+    /// Merges a dump in, idempotently (in one transaction): items take the
+    /// dump's state (except those in flight here), attempts the ledger
+    /// already has are not added twice, budget usage takes the larger count,
+    /// blocks and paces the later time, credentials the earlier first use.
+    fn import(&mut self, dump: &Dump) -> Result<Copied>;
 }

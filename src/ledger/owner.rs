@@ -39,7 +39,12 @@ impl Owner {
     }
 }
 
+/// The host name: `$INDEXQ_HOST` if set (a container's or a CI runner's
+/// name may not tell machines apart), else the kernel's.
 fn hostname() -> String {
+    if let Some(host) = std::env::var("INDEXQ_HOST").ok().filter(|h| !h.is_empty()) {
+        return host;
+    }
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())

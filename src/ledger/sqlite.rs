@@ -4,6 +4,7 @@
 //! processes sharing the file serialize on them and can never both take the
 //! last unit of a budget.
 
+use super::plan::{cap_body, ts_ceil, ClaimPlan, PaceState};
 use super::*;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 use std::collections::HashMap;
@@ -12,9 +13,6 @@ use std::str::FromStr;
 
 /// The schema version this binary writes.
 pub const SCHEMA_VERSION: i64 = 1;
-
-/// Stored bodies are capped to this many bytes.
-pub const BODY_CAP: usize = 64 * 1024;
 
 const MIGRATIONS: &[&str] = &[r#"
 CREATE TABLE groups (
@@ -147,6 +145,8 @@ pub struct SqliteLedger {
     /// Ids of groups known to be in the ledger (committed). A group row is
     /// never deleted or changed, so an id once read stays valid.
     groups: HashMap<GroupKey, i64>,
+    /// How long this process's reservations are trusted without a live owner.
+    lease: TimeDelta,
 }
 
 fn ts(t: DateTime<Utc>) -> i64 {
@@ -161,78 +161,18 @@ fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
     secs.map(from_ts)
 }
 
-/// Seconds, rounded up: a paced item is never due before its slot.
-fn ts_ceil(t: DateTime<Utc>) -> i64 {
-    let secs = t.timestamp();
-    if t.timestamp_subsec_nanos() > 0 {
-        secs + 1
-    } else {
-        secs
-    }
+fn load_pace<'p>(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>) -> Result<PaceState<'p>> {
+    let tat_ms: Option<i64> =
+        tx.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [&pace.key], |r| r.get(0)).optional()?;
+    Ok(PaceState::new(pace, now, tat_ms))
 }
 
-/// A pace's theoretical arrival time (GCRA), loaded and stored in a claim's
-/// transaction so that every process shares it.
-struct PaceState<'p> {
-    pace: &'p Pace,
-    now: DateTime<Utc>,
-    tat: DateTime<Utc>,
-}
-
-impl<'p> PaceState<'p> {
-    fn load(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>) -> Result<PaceState<'p>> {
-        let tat_ms: Option<i64> =
-            tx.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [&pace.key], |r| r.get(0)).optional()?;
-        let tat = tat_ms.and_then(DateTime::from_timestamp_millis).unwrap_or(now).max(now);
-        Ok(PaceState { pace, now, tat })
-    }
-
-    fn tolerance(&self) -> TimeDelta {
-        self.pace.interval * self.pace.burst as i32
-    }
-
-    /// How many of `wanted` sends have a slot at or before the horizon.
-    fn fitting(&self, wanted: usize) -> usize {
-        let first = self.tat - self.tolerance();
-        if first > self.pace.horizon {
-            return 0;
-        }
-        let span = (self.pace.horizon - first).num_milliseconds();
-        let step = self.pace.interval.num_milliseconds().max(1);
-        usize::try_from(span / step + 1).unwrap_or(usize::MAX).min(wanted)
-    }
-
-    /// Takes the next slot.
-    fn next_slot(&mut self) -> DateTime<Utc> {
-        let slot = (self.tat - self.tolerance()).max(self.now);
-        self.tat += self.pace.interval;
-        slot
-    }
-
-    /// When the `n`-th send from now is expected, without taking it.
-    fn estimate(&self, n: usize) -> DateTime<Utc> {
-        (self.tat + self.pace.interval * n as i32 - self.tolerance()).max(self.now)
-    }
-
-    fn store(&self, tx: &Connection) -> Result<()> {
-        tx.execute(
-            "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms",
-            params![self.pace.key, self.tat.timestamp_millis()],
-        )?;
-        Ok(())
-    }
-}
-
-/// Cuts a body to `BODY_CAP` bytes at a character boundary.
-pub fn cap_body(body: &str) -> &str {
-    if body.len() <= BODY_CAP {
-        return body;
-    }
-    let mut end = BODY_CAP;
-    while !body.is_char_boundary(end) {
-        end -= 1;
-    }
-    &body[..end]
+fn store_pace(tx: &Connection, key: &str, state: &PaceState) -> Result<()> {
+    tx.execute(
+        "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms",
+        params![key, state.tat_ms()],
+    )?;
+    Ok(())
 }
 
 impl SqliteLedger {
@@ -242,6 +182,7 @@ impl SqliteLedger {
             path: path.display().to_string(),
             message,
             hint,
+            newer: false,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -252,7 +193,7 @@ impl SqliteLedger {
         if !existed {
             restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
         }
-        let mut ledger = SqliteLedger { conn, groups: HashMap::new() };
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
         // does not cover that switch).
@@ -267,11 +208,13 @@ impl SqliteLedger {
             }
         };
         configured.map_err(|e| {
-            let hint = match e {
-                LedgerError::Newer { .. } => "upgrade indexq (a newer version wrote this ledger)",
-                _ => "if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)",
+            let newer = matches!(e, LedgerError::Newer { .. });
+            let hint = if newer {
+                "upgrade indexq (a newer version wrote this ledger)"
+            } else {
+                "if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)"
             };
-            open_err(e.to_string(), Some(hint.into()))
+            LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: Some(hint.into()), newer }
         })?;
         Ok(ledger)
     }
@@ -285,10 +228,15 @@ impl SqliteLedger {
         let mut conn = Connection::open("")?;
         if path.exists() {
             conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| {
-                LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None }
+                LedgerError::Open {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                    hint: None,
+                    newer: false,
+                }
             })?;
         }
-        let mut ledger = SqliteLedger { conn, groups: HashMap::new() };
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
         ledger.configure(false)?;
         Ok(ledger)
     }
@@ -319,6 +267,13 @@ impl SqliteLedger {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Sets how long this process's reservations are trusted when their
+    /// owner cannot be checked.
+    pub fn with_lease(mut self, lease: TimeDelta) -> SqliteLedger {
+        self.lease = lease;
+        self
     }
 
     /// The schema version of the file (`PRAGMA user_version`).
@@ -729,30 +684,17 @@ impl Ledger for SqliteLedger {
         // A group never seen has no items: the claim goes on with none.
         let group = group_id(&tx, &mut self.groups, group)?.unwrap_or(-1);
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
-        let budget = rules.iter().zip(&usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
-
         let due_count: i64 = tx.query_row(
             "SELECT COUNT(*) FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2",
             params![group, ts(now)],
             |r| r.get(0),
         )?;
-        let due_count = due_count.max(0) as usize;
-
-        // Within budget: `avail`. Of those, the pace lets `take` go now
-        // (never more than a batch); the rest of `avail` waits for its slot.
-        let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
         let pacing = match pace {
-            Some(p) => Some(PaceState::load(&tx, p, now)?),
+            Some(p) => Some(load_pace(&tx, p, now)?),
             None => None,
         };
-        let take = avail.min(max_items).min(pacing.as_ref().map_or(usize::MAX, |p| p.fitting(avail)));
-        let paced_until = match &pacing {
-            Some(_) if take < avail.min(max_items) => avail,
-            _ => take,
-        };
-        // The due items in order: the first `take` are claimed, up to
-        // `paced_until` wait for their slot, and from `avail` on the budget
-        // has no room for them today.
+        let ClaimPlan { take, paced_until, retry_at } =
+            ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
         let mut claim = Claim::default();
         let mut taken = Vec::with_capacity(take);
         // Paced items moved to their slot, applied after the scan (moving
@@ -761,17 +703,6 @@ impl Ledger for SqliteLedger {
         // The last item scanned that the budget has room for: every due item
         // after it (in scan order) is deferred, in one statement.
         let mut cut: Option<(Option<i64>, i64)> = None;
-        let retry_at = (avail < due_count).then(|| {
-            rules
-                .iter()
-                .zip(&usages)
-                .filter_map(|(rule, usage)| {
-                    let after = Usage { used: usage.used + avail as u64, ..*usage };
-                    after.available_at(rule, now)
-                })
-                .max()
-                .unwrap_or(now)
-        });
         {
             let mut stmt = tx.prepare_cached(
                 "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at FROM items
@@ -840,9 +771,9 @@ impl Ledger for SqliteLedger {
                 defer.execute(params![id, at])?;
             }
         }
-        if let Some(mut p) = pacing {
+        if let (Some(mut p), Some(pace)) = (pacing, pace) {
             claim.slots = (0..take).map(|_| p.next_slot()).collect();
-            p.store(&tx)?;
+            store_pace(&tx, &pace.key, &p)?;
         }
         claim.retry_at = retry_at;
         let due = taken;
@@ -850,7 +781,7 @@ impl Ledger for SqliteLedger {
         if take > 0 {
             tx.execute(
                 "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![me.host, me.pid, me.started as i64, ts(now), ts(now + owner::LEASE), take as i64],
+                params![me.host, me.pid, me.started as i64, ts(now), ts(now + self.lease), take as i64],
             )?;
             let reservation = tx.last_insert_rowid();
             for rule in rules {
@@ -1154,6 +1085,258 @@ impl Ledger for SqliteLedger {
         let mut out: Vec<AttemptRow> = rows.collect::<rusqlite::Result<_>>()?;
         out.reverse();
         Ok(out)
+    }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        SqliteLedger::schema_version(self)
+    }
+
+    fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
+        let tx = self.write()?;
+        let in_flight: i64 = tx.query_row("SELECT COUNT(*) FROM reservations", [], |r| r.get(0))?;
+        if in_flight > 0 && !in_flight_ok {
+            return Err(in_flight_error(in_flight));
+        }
+        let mut dump = Dump::default();
+        let mut item_index = HashMap::new();
+        {
+            let mut stmt = tx.prepare(
+                "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
+                     i.enqueued_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status,
+                     i.streak, i.streak_started_at, i.accepted_at, i.parked_fingerprint
+                 FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let engine: String = r.get(3)?;
+                let (state, action): (String, String) = (r.get(5)?, r.get(6)?);
+                item_index.insert(r.get::<_, i64>(0)?, dump.items.len());
+                dump.items.push(DumpItem {
+                    url: r.get(1)?,
+                    group: GroupKey {
+                        property: r.get(2)?,
+                        engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+                        target: r.get(4)?,
+                    },
+                    state: ItemState::parse(&state),
+                    action: Action::parse(&action),
+                    lastmod: opt_ts(r.get(7)?),
+                    next_attempt_at: opt_ts(r.get(8)?),
+                    enqueued_at: from_ts(r.get(9)?),
+                    attempts: r.get(10)?,
+                    last_class: r.get(11)?,
+                    last_reason: r.get(12)?,
+                    last_message: r.get(13)?,
+                    last_http_status: r.get(14)?,
+                    streak: r.get(15)?,
+                    streak_started_at: opt_ts(r.get(16)?),
+                    accepted_at: opt_ts(r.get(17)?),
+                    parked_fingerprint: r.get(18)?,
+                });
+            }
+        }
+        {
+            let mut response_index = HashMap::new();
+            let mut responses = tx.prepare("SELECT http_status, body FROM responses WHERE id = ?1")?;
+            let mut stmt = tx.prepare(
+                "SELECT item_id, at, class, reason, message, response_id, retry_at FROM attempts ORDER BY at, id",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let Some(&item) = item_index.get(&r.get::<_, i64>(0)?) else { continue };
+                let response = match r.get::<_, Option<i64>>(5)? {
+                    None => None,
+                    Some(id) => Some(match response_index.get(&id) {
+                        Some(&index) => index,
+                        None => {
+                            let (http_status, body) = responses.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                            dump.responses.push(StoredResponse { http_status, body });
+                            response_index.insert(id, dump.responses.len() - 1);
+                            dump.responses.len() - 1
+                        }
+                    }),
+                };
+                dump.attempts.push(DumpAttempt {
+                    item,
+                    at: from_ts(r.get(1)?),
+                    class: r.get(2)?,
+                    reason: r.get(3)?,
+                    message: r.get(4)?,
+                    response,
+                    retry_at: opt_ts(r.get(6)?),
+                });
+            }
+        }
+        {
+            let mut stmt = tx.prepare(
+                "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
+                 FROM budget_usage ORDER BY rule, window_key",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(DumpUsage {
+                    rule: r.get(0)?,
+                    window: r.get(1)?,
+                    period: r.get(2)?,
+                    used: r.get::<_, i64>(3)?.max(0) as u64,
+                    limit: r.get::<_, Option<i64>>(4)?.map(|l| l.max(0) as u64),
+                    resets_at: from_ts(r.get(5)?),
+                    reported_at: opt_ts(r.get(6)?),
+                    reported_remaining: r.get::<_, Option<i64>>(7)?.map(|l| l.max(0) as u64),
+                })
+            })?;
+            dump.usage = rows.collect::<rusqlite::Result<_>>()?;
+            let mut stmt = tx.prepare("SELECT rule, until FROM blocks ORDER BY rule")?;
+            dump.blocks = stmt
+                .query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut stmt = tx.prepare("SELECT key, tat_ms FROM pacing ORDER BY key")?;
+            dump.pacing = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+            let mut stmt = tx.prepare("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint")?;
+            dump.credentials = stmt
+                .query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?
+                .collect::<rusqlite::Result<_>>()?;
+        }
+        dump.latest_run = opt_ts(tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?);
+        tx.commit()?;
+        Ok(dump)
+    }
+
+    fn import(&mut self, dump: &Dump) -> Result<Copied> {
+        let tx = write(&mut self.conn)?;
+        let mut copied = Copied::default();
+        let mut created = Vec::new();
+        let mut ids = Vec::with_capacity(dump.items.len());
+        {
+            let mut upsert = tx.prepare(
+                "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
+                     last_class, last_reason, last_message, last_http_status, streak, streak_started_at, accepted_at,
+                     parked_fingerprint)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                 ON CONFLICT (url, group_id) DO UPDATE SET state = excluded.state, action = excluded.action,
+                     lastmod = excluded.lastmod, next_attempt_at = excluded.next_attempt_at,
+                     enqueued_at = excluded.enqueued_at, attempts = excluded.attempts, last_class = excluded.last_class,
+                     last_reason = excluded.last_reason, last_message = excluded.last_message,
+                     last_http_status = excluded.last_http_status, streak = excluded.streak,
+                     streak_started_at = excluded.streak_started_at, accepted_at = excluded.accepted_at,
+                     parked_fingerprint = excluded.parked_fingerprint
+                 WHERE items.state != 'in_flight'",
+            )?;
+            let mut find = tx.prepare("SELECT id FROM items WHERE url = ?1 AND group_id = ?2")?;
+            for item in &dump.items {
+                let group = group_id_or_create(&tx, &mut self.groups, &mut created, &item.group)?;
+                copied.items += upsert.execute(params![
+                    item.url,
+                    group,
+                    item.state.as_str(),
+                    item.action.as_str(),
+                    item.lastmod.map(ts),
+                    item.next_attempt_at.map(ts),
+                    ts(item.enqueued_at),
+                    item.attempts,
+                    item.last_class,
+                    item.last_reason,
+                    item.last_message,
+                    item.last_http_status,
+                    item.streak,
+                    item.streak_started_at.map(ts),
+                    item.accepted_at.map(ts),
+                    item.parked_fingerprint,
+                ])? as u64;
+                ids.push(find.query_row(params![item.url, group], |r| r.get::<_, i64>(0))?);
+            }
+            let mut known = tx.prepare(
+                "SELECT 1 FROM attempts WHERE item_id = ?1 AND at = ?2 AND class = ?3 AND reason = ?4 AND message = ?5
+                     AND retry_at IS ?6",
+            )?;
+            let mut insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES (?1, ?2)")?;
+            let mut insert = tx.prepare(
+                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let mut response_ids: HashMap<usize, i64> = HashMap::new();
+            for a in &dump.attempts {
+                let item = ids[a.item];
+                let key = params![item, ts(a.at), a.class, a.reason, a.message, a.retry_at.map(ts)];
+                if known.exists(key)? {
+                    continue;
+                }
+                let response = match a.response {
+                    None => None,
+                    Some(index) => Some(match response_ids.get(&index) {
+                        Some(id) => *id,
+                        None => {
+                            let r = &dump.responses[index];
+                            insert_response.execute(params![r.http_status, r.body])?;
+                            response_ids.insert(index, tx.last_insert_rowid());
+                            tx.last_insert_rowid()
+                        }
+                    }),
+                };
+                insert.execute(params![item, ts(a.at), a.class, a.reason, a.message, response, a.retry_at.map(ts)])?;
+                copied.attempts += 1;
+            }
+            let mut usage = tx.prepare(
+                "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at, reported_at,
+                     reported_remaining)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (rule, window_key) DO UPDATE SET used = MAX(used, excluded.used),
+                     limit_value = excluded.limit_value, resets_at = excluded.resets_at,
+                     reported_at = excluded.reported_at, reported_remaining = excluded.reported_remaining",
+            )?;
+            for u in &dump.usage {
+                usage.execute(params![
+                    u.rule,
+                    u.window,
+                    u.period,
+                    u.used as i64,
+                    u.limit.map(|l| l as i64),
+                    ts(u.resets_at),
+                    u.reported_at.map(ts),
+                    u.reported_remaining.map(|r| r as i64)
+                ])?;
+                copied.budget_windows += 1;
+            }
+            for (rule, until) in &dump.blocks {
+                tx.execute(
+                    "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
+                     ON CONFLICT (rule) DO UPDATE SET until = MAX(until, excluded.until)",
+                    params![rule, ts(*until)],
+                )?;
+            }
+            for (key, tat) in &dump.pacing {
+                tx.execute(
+                    "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET tat_ms = MAX(tat_ms, excluded.tat_ms)",
+                    params![key, tat],
+                )?;
+            }
+            for (fingerprint, at) in &dump.credentials {
+                tx.execute(
+                    "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2)
+                     ON CONFLICT (fingerprint) DO UPDATE SET first_used_at = MIN(first_used_at, excluded.first_used_at)",
+                    params![fingerprint, ts(*at)],
+                )?;
+            }
+            if let Some(latest) = dump.latest_run {
+                tx.execute(
+                    "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+                     ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
+                    [ts(latest)],
+                )?;
+            }
+            // The kept counts, recounted once (inserted rows are not counted
+            // by the triggers).
+            tx.execute_batch(
+                "UPDATE groups SET
+                     queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
+                     in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
+                     parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
+                     accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
+            )?;
+        }
+        tx.commit()?;
+        self.groups.extend(created);
+        Ok(copied)
     }
 }
 

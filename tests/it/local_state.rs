@@ -66,7 +66,7 @@ fn a_ledger_from_a_newer_indexq_says_upgrade() {
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
     let list = sb.urls("urls.txt", &["/a"]);
-    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(1);
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(2);
     assert!(done.stderr.contains("schema version 99"), "{}", done.stderr);
     assert!(done.stderr.contains("upgrade indexq"), "{}", done.stderr);
     assert!(sb.engine.requests().is_empty());

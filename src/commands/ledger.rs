@@ -1,0 +1,48 @@
+//! `indexq ledger migrate|copy`: the ledger's schema, and moving a ledger
+//! between backends (one machine's SQLite file to a shared PostgreSQL
+//! database, or back).
+
+use super::{open_ledger, open_ledger_at, ExitStatus};
+use crate::cli::{LedgerAction, LedgerArgs};
+use crate::config::{LedgerLocation, Settings};
+use crate::report::Printer;
+use std::io::Write;
+
+pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    match &args.action {
+        LedgerAction::Migrate => {
+            // Opening migrates (under a lock: many runners, one migration).
+            let version = open_ledger(settings)?.schema_version()?;
+            let place = settings.ledger.display();
+            if printer.json {
+                printer.json(&serde_json::json!({ "ledger": place, "schema_version": version }))?;
+            } else {
+                writeln!(printer.stdout(), "{place}: schema version {version}")?;
+            }
+        }
+        LedgerAction::Copy(copy) => {
+            let target = LedgerLocation::parse(&copy.to);
+            if target == settings.ledger && copy.schema.is_none() {
+                return Err(super::submit::UsageError("--to names the configured ledger itself".into()).into());
+            }
+            let schema = copy.schema.as_deref().unwrap_or(&settings.ledger_options.schema);
+            let dump = open_ledger(settings)?.export(false)?;
+            let copied = open_ledger_at(settings, &target, schema)
+                .and_then(|mut to| Ok(to.import(&dump)?))
+                .map_err(|e| e.context(format!("ledger {}", target.display())))?;
+            let (from, to) = (settings.ledger.display(), target.display());
+            if printer.json {
+                printer.json(&serde_json::json!({ "from": from, "to": to, "copied": copied }))?;
+            } else {
+                writeln!(
+                    printer.stdout(),
+                    "Copied {from} to {to}: {} item(s) written, {} new attempt(s), {} budget window(s).",
+                    copied.items,
+                    copied.attempts,
+                    copied.budget_windows
+                )?;
+            }
+        }
+    }
+    Ok(ExitStatus::Ok)
+}

@@ -1,0 +1,129 @@
+//! What a claim takes, decided the same way by every backend: from the
+//! rules' usage, the number of due items, the batch size and the pace, how
+//! many items go now, how many wait for their paced slot, and when the rest
+//! may go. Pure: each backend reads the inputs and applies the plan in its
+//! own transaction.
+
+use super::{Pace, RuleWindow, Usage};
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// Stored bodies are capped to this many bytes.
+pub const BODY_CAP: usize = 64 * 1024;
+
+/// Cuts a body to `BODY_CAP` bytes at a character boundary.
+pub fn cap_body(body: &str) -> &str {
+    if body.len() <= BODY_CAP {
+        return body;
+    }
+    let mut end = BODY_CAP;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    &body[..end]
+}
+
+/// Whole seconds, rounded up: a paced item is never due before its slot.
+pub fn ts_ceil(t: DateTime<Utc>) -> i64 {
+    let secs = t.timestamp();
+    if t.timestamp_subsec_nanos() > 0 {
+        secs + 1
+    } else {
+        secs
+    }
+}
+
+/// A pace's theoretical arrival time (GCRA), loaded and stored by the
+/// backend in a claim's transaction so that every process shares it.
+pub struct PaceState<'p> {
+    pace: &'p Pace,
+    now: DateTime<Utc>,
+    tat: DateTime<Utc>,
+}
+
+impl<'p> PaceState<'p> {
+    /// From the stored arrival time (milliseconds), if any.
+    pub fn new(pace: &'p Pace, now: DateTime<Utc>, tat_ms: Option<i64>) -> PaceState<'p> {
+        let tat = tat_ms.and_then(DateTime::from_timestamp_millis).unwrap_or(now).max(now);
+        PaceState { pace, now, tat }
+    }
+
+    /// The arrival time to store.
+    pub fn tat_ms(&self) -> i64 {
+        self.tat.timestamp_millis()
+    }
+
+    fn tolerance(&self) -> TimeDelta {
+        self.pace.interval * self.pace.burst as i32
+    }
+
+    /// How many of `wanted` sends have a slot at or before the horizon.
+    fn fitting(&self, wanted: usize) -> usize {
+        let first = self.tat - self.tolerance();
+        if first > self.pace.horizon {
+            return 0;
+        }
+        let span = (self.pace.horizon - first).num_milliseconds();
+        let step = self.pace.interval.num_milliseconds().max(1);
+        usize::try_from(span / step + 1).unwrap_or(usize::MAX).min(wanted)
+    }
+
+    /// Takes the next slot.
+    pub fn next_slot(&mut self) -> DateTime<Utc> {
+        let slot = (self.tat - self.tolerance()).max(self.now);
+        self.tat += self.pace.interval;
+        slot
+    }
+
+    /// When the `n`-th send from now is expected, without taking it.
+    pub fn estimate(&self, n: usize) -> DateTime<Utc> {
+        (self.tat + self.pace.interval * n as i32 - self.tolerance()).max(self.now)
+    }
+}
+
+/// The due items in their order (`next_attempt_at`, id): the first `take`
+/// are claimed, those before `paced_until` wait for their slot, and the rest
+/// (if `retry_at`) wait until then, when budget frees up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimPlan {
+    pub take: usize,
+    pub paced_until: usize,
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+impl ClaimPlan {
+    pub fn new(
+        rules: &[RuleWindow],
+        usages: &[Usage],
+        due_count: usize,
+        max_items: usize,
+        pacing: Option<&PaceState>,
+        now: DateTime<Utc>,
+    ) -> ClaimPlan {
+        let budget = rules.iter().zip(usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
+        // Within budget: `avail`. Of those, the pace lets `take` go now
+        // (never more than a batch); the rest of `avail` waits for its slot.
+        let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
+        let take = avail.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(avail)));
+        let paced_until = match pacing {
+            Some(_) if take < avail.min(max_items) => avail,
+            _ => take,
+        };
+        let retry_at = (avail < due_count).then(|| {
+            rules
+                .iter()
+                .zip(usages)
+                .filter_map(|(rule, usage)| {
+                    let after = Usage { used: usage.used + avail as u64, ..*usage };
+                    after.available_at(rule, now)
+                })
+                .max()
+                .unwrap_or(now)
+        });
+        ClaimPlan { take, paced_until, retry_at }
+    }
+
+    /// How many due items, in order, the claim must see.
+    pub fn scan(&self) -> Option<usize> {
+        self.retry_at.is_none().then_some(self.paced_until)
+    }
+}

@@ -1,0 +1,1487 @@
+//! The PostgreSQL ledger: one database (one schema in it) shared by any
+//! number of machines, so that they share one set of budgets and one queue.
+//!
+//! - Reservation: a claim locks the rows of its rule windows (`FOR UPDATE`,
+//!   in rule order), decides from them, then takes the units with one
+//!   conditional upsert per rule and window (`... DO UPDATE ... WHERE used +
+//!   n <= limit RETURNING used`): if any of them finds no room, nothing is
+//!   taken and nothing is sent.
+//! - Queue items are claimed with `FOR UPDATE SKIP LOCKED`, so runners
+//!   draining one queue never take the same item.
+//! - A reservation carries its owner (host, pid, start time) and a lease; an
+//!   owner on another host is trusted until its lease ends.
+//! - Migrations run under an advisory lock; the connection has connect,
+//!   statement and lock timeouts, so a lost server ends the run, never hangs it.
+//!
+//! The `postgres` client runs its own small runtime: called from inside
+//! the tokio runtime of `submit`, each call hops to a plain thread.
+
+use super::plan::{cap_body, ts_ceil, ClaimPlan, PaceState};
+use super::*;
+use ::postgres as pg;
+use pg::error::SqlState;
+use pg::{Client, GenericClient, NoTls, Row, Transaction};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The schema version this binary writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE groups (
+    id       bigserial PRIMARY KEY,
+    property text NOT NULL,
+    engine   text NOT NULL,
+    target   text NOT NULL,
+    UNIQUE (property, engine, target)
+);
+
+CREATE TABLE items (
+    id                 bigserial PRIMARY KEY,
+    url                text NOT NULL,
+    group_id           bigint NOT NULL REFERENCES groups (id),
+    state              text NOT NULL,
+    action             text NOT NULL DEFAULT 'updated',
+    lastmod            timestamptz,
+    next_attempt_at    timestamptz,
+    enqueued_at        timestamptz NOT NULL,
+    attempts           integer NOT NULL DEFAULT 0,
+    last_class         text,
+    last_reason        text,
+    last_message       text,
+    last_http_status   integer,
+    streak             integer NOT NULL DEFAULT 0,
+    streak_started_at  timestamptz,
+    accepted_at        timestamptz,
+    parked_fingerprint text,
+    reservation_id     bigint,
+    UNIQUE (url, group_id)
+);
+CREATE INDEX items_group ON items (group_id, state, next_attempt_at, id);
+CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
+
+CREATE TABLE responses (
+    id          bigserial PRIMARY KEY,
+    http_status integer,
+    body        text
+);
+
+CREATE TABLE attempts (
+    id          bigserial PRIMARY KEY,
+    item_id     bigint NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+    at          timestamptz NOT NULL,
+    class       text NOT NULL,
+    reason      text NOT NULL,
+    message     text NOT NULL,
+    response_id bigint REFERENCES responses (id),
+    retry_at    timestamptz
+);
+CREATE INDEX attempts_item ON attempts (item_id, at);
+CREATE INDEX attempts_at ON attempts (at, id);
+CREATE INDEX attempts_rejected ON attempts (at, id) WHERE class <> 'accepted';
+CREATE INDEX attempts_response ON attempts (response_id);
+
+CREATE TABLE budget_usage (
+    rule               text NOT NULL,
+    window_key         text NOT NULL,
+    period             text NOT NULL,
+    used               bigint NOT NULL DEFAULT 0,
+    limit_value        bigint,
+    resets_at          timestamptz NOT NULL,
+    reported_at        timestamptz,
+    reported_remaining bigint,
+    PRIMARY KEY (rule, window_key)
+);
+
+CREATE TABLE blocks (
+    rule  text PRIMARY KEY,
+    until timestamptz NOT NULL
+);
+
+CREATE TABLE reservations (
+    id          bigserial PRIMARY KEY,
+    host        text NOT NULL,
+    pid         bigint NOT NULL,
+    started     bigint NOT NULL,
+    created_at  timestamptz NOT NULL,
+    lease_until timestamptz NOT NULL,
+    units       bigint NOT NULL
+);
+
+CREATE TABLE reservation_rules (
+    reservation_id bigint NOT NULL REFERENCES reservations (id) ON DELETE CASCADE,
+    rule           text NOT NULL,
+    window_key     text NOT NULL,
+    units          bigint NOT NULL
+);
+CREATE INDEX reservation_rules_rule ON reservation_rules (rule, window_key);
+CREATE INDEX reservation_rules_reservation ON reservation_rules (reservation_id);
+
+CREATE TABLE pacing (
+    key    text PRIMARY KEY,
+    tat_ms bigint NOT NULL
+);
+
+CREATE TABLE credentials (
+    fingerprint   text PRIMARY KEY,
+    first_used_at timestamptz NOT NULL
+);
+
+CREATE TABLE runs (
+    id         integer PRIMARY KEY CHECK (id = 1),
+    latest_now timestamptz NOT NULL
+);
+"#];
+
+/// How to reach the database.
+#[derive(Clone)]
+pub struct PgOptions {
+    /// The connection URL as configured (it may hold a password: never shown).
+    pub url: String,
+    /// The schema that holds the tables.
+    pub schema: String,
+    /// From `ledger_password_env`/`_file`, `$PGPASSWORD` or a pgpass file.
+    pub password: Option<String>,
+    /// Connect, statement and lock timeout.
+    pub timeout: Duration,
+    pub lease: TimeDelta,
+}
+
+impl std::fmt::Debug for PgOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgOptions({}, schema {})", crate::redact::connection_url(&self.url), self.schema)
+    }
+}
+
+/// Runs `f` where the blocking `postgres` client may run: on this thread,
+/// or, inside a tokio runtime, on a plain thread of its own.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| s.spawn(f).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+}
+
+pub struct PgLedger {
+    client: Client,
+    /// The redacted URL, for messages.
+    place: String,
+    schema: String,
+    lease: TimeDelta,
+    groups: HashMap<GroupKey, i64>,
+}
+
+/// Whole seconds, as the SQLite ledger keeps them (so that a copy between
+/// the two is exact).
+fn sec(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t)
+}
+
+fn opt_sec(t: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    t.map(sec)
+}
+
+fn is_retryable(err: &pg::Error) -> bool {
+    matches!(err.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
+}
+
+impl PgLedger {
+    /// Connects and brings the schema up to date (under an advisory lock).
+    pub fn open(options: &PgOptions) -> Result<PgLedger> {
+        let mut ledger = PgLedger::connect(options)?;
+        off_runtime(|| ledger.migrate())?;
+        Ok(ledger)
+    }
+
+    /// Connects without touching the schema (for `doctor`).
+    pub fn connect(options: &PgOptions) -> Result<PgLedger> {
+        let place = crate::redact::connection_url(&options.url);
+        let client = off_runtime(|| connect(options)).map_err(|e| LedgerError::Open {
+            path: place.clone(),
+            message: e,
+            hint: Some(
+                "check that the server is up and reachable, and the user, database and password \
+                 (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)"
+                    .into(),
+            ),
+            newer: false,
+        })?;
+        Ok(PgLedger { client, place, schema: options.schema.clone(), lease: options.lease, groups: HashMap::new() })
+    }
+
+    /// The database as messages name it (no password).
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// Runs `f` in one transaction (again if the server aborts it for a
+    /// deadlock).
+    fn transaction<T: Send>(&mut self, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
+        let client = &mut self.client;
+        off_runtime(move || {
+            retrying(|| {
+                let mut tx = client.transaction()?;
+                let value = f(&mut tx)?;
+                tx.commit()?;
+                Ok(value)
+            })
+        })
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let schema = self.schema.clone();
+        self.transaction(|tx| {
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext('indexq migrate ' || $1)::bigint)", &[&schema])?;
+            tx.batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {schema};
+                 CREATE TABLE IF NOT EXISTS {schema}.schema_version (version bigint NOT NULL);"
+            ))?;
+            let version: Option<i64> =
+                tx.query_opt(&format!("SELECT max(version) FROM {schema}.schema_version"), &[])?.and_then(|r| r.get(0));
+            let version = version.unwrap_or(0);
+            if version > SCHEMA_VERSION {
+                return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
+            }
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.batch_execute(&format!("SET LOCAL search_path TO {schema}; {sql}"))?;
+                tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
+                tx.execute(&format!("INSERT INTO {schema}.schema_version VALUES ($1)"), &[&((i + 1) as i64)])?;
+            }
+            Ok(())
+        })
+        .map_err(|e| match e {
+            LedgerError::Newer { .. } => LedgerError::Open {
+                path: self.place.clone(),
+                message: e.to_string(),
+                hint: Some("upgrade indexq (a newer version migrated this ledger)".into()),
+                newer: true,
+            },
+            e => e,
+        })
+    }
+
+    /// The schema version in the database (`None`: no indexq schema yet).
+    pub fn stored_version(&mut self) -> Result<Option<i64>> {
+        let schema = self.schema.clone();
+        self.transaction(|tx| {
+            let exists: bool = tx
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM information_schema.tables
+                     WHERE table_schema = $1 AND table_name = 'schema_version')",
+                    &[&schema],
+                )?
+                .get(0);
+            if !exists {
+                return Ok(None);
+            }
+            Ok(tx.query_one(&format!("SELECT max(version) FROM {schema}.schema_version"), &[])?.get(0))
+        })
+    }
+
+    /// The server's clock.
+    pub fn server_now(&mut self) -> Result<DateTime<Utc>> {
+        self.transaction(|tx| Ok(tx.query_one("SELECT now()", &[])?.get(0)))
+    }
+
+    /// Every reservation: its owner and the end of its lease.
+    pub fn reservations(&mut self) -> Result<Vec<(Owner, DateTime<Utc>)>> {
+        self.transaction(|tx| {
+            let rows = tx.query("SELECT host, pid, started, lease_until FROM reservations ORDER BY id", &[])?;
+            Ok(rows.iter().map(|r| (owner_of(r, 0), r.get(3))).collect())
+        })
+    }
+}
+
+fn owner_of(r: &Row, at: usize) -> Owner {
+    Owner { host: r.get(at), pid: r.get::<_, i64>(at + 1) as u32, started: r.get::<_, i64>(at + 2) as u64 }
+}
+
+/// A connection with the session set up: schema, timeouts, UTC.
+fn connect(options: &PgOptions) -> std::result::Result<Client, String> {
+    let mut config: pg::Config =
+        options.url.parse().map_err(|e: pg::Error| format!("not a valid PostgreSQL URL ({})", e))?;
+    if let Some(password) = &options.password {
+        config.password(password);
+    }
+    let ms = options.timeout.as_millis().max(1);
+    config
+        .connect_timeout(options.timeout)
+        .tcp_user_timeout(options.timeout)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .application_name("indexq")
+        .options(&format!(
+            "-c search_path={} -c statement_timeout={ms} -c lock_timeout={ms} \
+             -c idle_in_transaction_session_timeout={} -c TimeZone=UTC",
+            options.schema,
+            ms * 4
+        ));
+    let client = match config.get_ssl_mode() {
+        pg::config::SslMode::Require => config.connect(tls()),
+        _ => config.connect(NoTls),
+    };
+    client.map_err(|e| {
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .map(|h| match h {
+                pg::config::Host::Tcp(h) => h.clone(),
+                pg::config::Host::Unix(p) => p.display().to_string(),
+            })
+            .collect();
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        format!("cannot connect to {}:{port}: {}", hosts.join(","), describe(&e))
+    })
+}
+
+/// TLS for `sslmode=require`: the server's certificate is checked against
+/// the Mozilla roots.
+fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("the ring provider supports the default protocol versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tokio_postgres_rustls::MakeRustlsConnect::new(config)
+}
+
+/// An error's whole chain on one line (the driver's top message alone is
+/// often just "error connecting to server").
+fn describe(err: &pg::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
+    }
+    let mut out = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out = format!("{out}: {text}");
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// Runs `attempt` (one whole transaction) again while the server aborts it
+/// for a deadlock or a serialization failure (nothing of it was kept).
+fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(LedgerError::Retry) if tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(5 * tries));
+            }
+            Err(LedgerError::Retry) => return Err(LedgerError::Other("gave up after repeated deadlocks".into())),
+            other => return other,
+        }
+    }
+}
+
+/// The place (the database) is added by the ledger's caller: `main` names
+/// the ledger in every error.
+impl From<pg::Error> for LedgerError {
+    fn from(err: pg::Error) -> Self {
+        if is_retryable(&err) {
+            return LedgerError::Retry;
+        }
+        let timed_out = matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
+        if err.as_db_error().is_none() || timed_out {
+            return LedgerError::Unavailable(describe(&err));
+        }
+        LedgerError::Other(describe(&err))
+    }
+}
+
+fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
+    if let Some(id) = cache.get(key) {
+        return Ok(Some(*id));
+    }
+    let row = tx.query_opt(
+        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3",
+        &[&key.property, &key.engine.as_str(), &key.target],
+    )?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<i64> {
+    if let Some(id) = group_id(tx, cache, key)? {
+        return Ok(id);
+    }
+    tx.execute(
+        "INSERT INTO groups (property, engine, target) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        &[&key.property, &key.engine.as_str(), &key.target],
+    )?;
+    Ok(group_id(tx, cache, key)?.expect("the group row was just written"))
+}
+
+fn usage_in(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<Usage> {
+    let blocked: Option<DateTime<Utc>> =
+        tx.query_opt("SELECT until FROM blocks WHERE rule = $1", &[&rule.rule])?.map(|r| r.get(0));
+    let usage = tx
+        .query_opt(
+            "SELECT used, limit_value, reported_at, reported_remaining FROM budget_usage
+             WHERE rule = $1 AND window_key = $2",
+            &[&rule.rule, &rule.window],
+        )?
+        .map(|r| usage_row(&r))
+        .unwrap_or_default();
+    Ok(Usage { blocked_until: blocked, ..usage })
+}
+
+fn usage_row(r: &Row) -> Usage {
+    let reported = match (r.get::<_, Option<DateTime<Utc>>>(2), r.get::<_, Option<i64>>(3), r.get::<_, Option<i64>>(1))
+    {
+        (Some(at), Some(remaining), Some(limit)) => {
+            Some(Report { at, remaining: remaining.max(0) as u64, limit: limit.max(0) as u64 })
+        }
+        _ => None,
+    };
+    Usage { used: r.get::<_, i64>(0).max(0) as u64, blocked_until: None, reported }
+}
+
+/// Counts `units` against a rule's window, unconditionally (usage the
+/// server already saw, or none: a row for a block or a report).
+fn add_usage(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (rule, window_key) DO UPDATE SET used = budget_usage.used + excluded.used,
+             limit_value = CASE WHEN budget_usage.reported_at IS NULL THEN excluded.limit_value
+                                ELSE budget_usage.limit_value END,
+             resets_at = excluded.resets_at",
+        &[
+            &rule.rule,
+            &rule.window,
+            &rule.period.as_str(),
+            &(units as i64),
+            &rule.limit.map(|l| l as i64),
+            &sec(rule.resets_at),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Reserves `units` of a rule's window in one statement: the units are
+/// added only if they fit the window's limit (the engine's reported one, if
+/// any) and no block holds at `now`. Returns whether they were. The row
+/// exists already (`lock_window`).
+fn reserve(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64, now: DateTime<Utc>) -> Result<bool> {
+    let row = tx.query_opt(
+        "INSERT INTO budget_usage AS u (rule, window_key, period, used, limit_value, resets_at)
+         SELECT $1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::timestamptz
+         WHERE NOT EXISTS (SELECT 1 FROM blocks WHERE rule = $1 AND until > $7::timestamptz)
+         ON CONFLICT (rule, window_key) DO UPDATE SET used = u.used + excluded.used,
+             limit_value = CASE WHEN u.reported_at IS NULL THEN excluded.limit_value ELSE u.limit_value END,
+             resets_at = excluded.resets_at
+         WHERE (CASE WHEN u.reported_at IS NULL THEN excluded.limit_value ELSE u.limit_value END) IS NULL
+            OR u.used + excluded.used
+               <= (CASE WHEN u.reported_at IS NULL THEN excluded.limit_value ELSE u.limit_value END)
+         RETURNING u.used",
+        &[
+            &rule.rule,
+            &rule.window,
+            &rule.period.as_str(),
+            &(units as i64),
+            &rule.limit.map(|l| l as i64),
+            &sec(rule.resets_at),
+            &now,
+        ],
+    )?;
+    Ok(row.is_some())
+}
+
+const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
+     i.last_class, i.last_reason, i.last_message, i.last_http_status, i.accepted_at";
+
+fn item_row(r: &Row) -> ItemRow {
+    let engine: String = r.get(3);
+    let state: String = r.get(5);
+    let last_class: Option<String> = r.get(8);
+    ItemRow {
+        id: r.get(0),
+        url: r.get(1),
+        group: GroupKey {
+            property: r.get(2),
+            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+            target: r.get(4),
+        },
+        state: ItemState::parse(&state),
+        next_attempt_at: r.get(6),
+        attempts: r.get::<_, i32>(7) as u32,
+        last_class: last_class.and_then(|c| Class::from_str(&c).ok()),
+        last_reason: r.get(9),
+        last_message: r.get(10),
+        last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
+        accepted_at: r.get(12),
+    }
+}
+
+const ATTEMPT_COLUMNS: &str =
+    "a.at, i.url, g.property, g.engine, g.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at";
+
+fn attempt_row(r: &Row) -> AttemptRow {
+    let engine: String = r.get(3);
+    let class: String = r.get(5);
+    AttemptRow {
+        at: r.get(0),
+        url: r.get(1),
+        group: GroupKey {
+            property: r.get(2),
+            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+            target: r.get(4),
+        },
+        class: Class::from_str(&class).unwrap_or(Class::Transient),
+        reason: r.get(6),
+        message: r.get(7),
+        http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16),
+        body: r.get(9),
+        retry_at: r.get(10),
+    }
+}
+
+type Params = Vec<Box<dyn pg::types::ToSql + Sync + Send>>;
+
+/// A WHERE clause over `items i JOIN groups g` and its parameters.
+fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Params) {
+    let mut values: Params = vec![Box::new(sec(now))];
+    let mut clauses = vec!["TRUE".to_string()];
+    if !filter.states.is_empty() {
+        let any: Vec<&str> = filter
+            .states
+            .iter()
+            .map(|s| match s {
+                StateFilter::Due => "(i.state = 'queued' AND i.next_attempt_at <= $1)",
+                StateFilter::Waiting => "(i.state = 'queued' AND i.next_attempt_at > $1)",
+                StateFilter::Parked => "i.state = 'parked'",
+                StateFilter::InFlight => "i.state = 'in_flight'",
+                StateFilter::Accepted => "i.state = 'accepted'",
+            })
+            .collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+    }
+    if let Some(p) = &filter.property {
+        values.push(Box::new(p.clone()));
+        clauses.push(format!("g.property = ${}", values.len()));
+    }
+    if let Some(e) = filter.engine {
+        values.push(Box::new(e.as_str().to_string()));
+        clauses.push(format!("g.engine = ${}", values.len()));
+    }
+    if let Some(u) = &filter.url {
+        values.push(Box::new(u.clone()));
+        clauses.push(format!("i.url = ${}", values.len()));
+    }
+    (clauses.join(" AND "), values)
+}
+
+fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
+    values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
+}
+
+/// The ids of reservations whose owner is gone, locked (others skip them).
+fn stale_reservations(tx: &mut impl GenericClient, now: DateTime<Utc>, me: &Owner, lock: bool) -> Result<Vec<i64>> {
+    let sql = format!(
+        "SELECT id, host, pid, started, lease_until FROM reservations ORDER BY id{}",
+        if lock { " FOR UPDATE SKIP LOCKED" } else { "" }
+    );
+    let rows = tx.query(&sql, &[])?;
+    Ok(rows
+        .iter()
+        .filter(|r| !owner_of(r, 1).may_be_alive(me, r.get(4), now))
+        .map(|r| r.get::<_, i64>(0))
+        .collect())
+}
+
+impl Ledger for PgLedger {
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
+        self.transaction(|tx| Ok(stale_reservations(tx, now, me, false)?.len() as u64))
+    }
+
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            let stale = stale_reservations(tx, now, me, true)?;
+            let mut done = Reconciled::default();
+            for id in stale {
+                let items = tx.execute(
+                    "INSERT INTO attempts (item_id, at, class, reason, message, retry_at)
+                     SELECT id, $2, 'transient', 'interrupted', $3, $2 FROM items
+                     WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
+                    &[
+                        &id,
+                        &now,
+                        &"the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried",
+                    ],
+                )?;
+                tx.execute(
+                    "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
+                         attempts = attempts + 1, last_class = 'transient', last_reason = 'interrupted',
+                         last_message = 'the run sending this stopped before the answer came', last_http_status = NULL
+                     WHERE reservation_id = $1 AND state = 'in_flight'",
+                    &[&id, &now],
+                )?;
+                tx.execute("DELETE FROM reservations WHERE id = $1", &[&id])?;
+                done.reservations += 1;
+                done.items += items;
+            }
+            Ok(done)
+        })
+    }
+
+    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            let latest: Option<DateTime<Utc>> =
+                tx.query_opt("SELECT latest_now FROM runs WHERE id = 1 FOR UPDATE", &[])?.map(|r| r.get(0));
+            tx.execute(
+                "INSERT INTO runs (id, latest_now) VALUES (1, $1)
+                 ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
+                &[&now],
+            )?;
+            Ok(latest)
+        })
+    }
+
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
+        let now = sec(now);
+        // Rows are locked in (group, url) order, so that two runners
+        // admitting overlapping lists wait for each other, never deadlock.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by(|a, b| (&batch[*a].group, &batch[*a].url).cmp(&(&batch[*b].group, &batch[*b].url)));
+        let cache = &self.groups;
+        let client = &mut self.client;
+        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, &order, now, rule)))?;
+        self.groups.extend(created);
+        Ok(out)
+    }
+
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
+        let cache = self.groups.clone();
+        let now = sec(now);
+        self.transaction(|tx| {
+            let Some(group) = group_id(tx, &cache, group)? else { return Ok(0) };
+            Ok(tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2",
+                &[&group, &fingerprint, &now],
+            )?)
+        })
+    }
+
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT property, engine, target FROM groups g
+                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
+                 ORDER BY property, engine, target",
+                &[&now],
+            )?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let engine: String = r.get(1);
+                    EngineKind::from_str(&engine).ok().map(|engine| GroupKey {
+                        property: r.get(0),
+                        engine,
+                        target: r.get(2),
+                    })
+                })
+                .collect())
+        })
+    }
+
+    fn claim(
+        &mut self,
+        group: &GroupKey,
+        spec: &ClaimSpec,
+        me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
+    ) -> Result<Claim> {
+        let cache = self.groups.clone();
+        let lease = self.lease;
+        let (claim, moved) = self.transaction(|tx| claim_once(tx, &cache, group, spec, me, lease))?;
+        for (id, url, at) in &moved {
+            deferred(*id, url, *at);
+        }
+        Ok(claim)
+    }
+
+    fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64> {
+        self.transaction(|tx| {
+            let mut sorted: Vec<&RuleWindow> = rules.iter().collect();
+            sorted.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+            let mut granted = n;
+            for rule in &sorted {
+                lock_window(tx, rule)?;
+                if let Some(left) = usage_in(tx, rule)?.remaining(rule, now) {
+                    granted = granted.min(left);
+                }
+            }
+            if granted > 0 {
+                for rule in &sorted {
+                    if !reserve(tx, rule, granted, now)? {
+                        return Err(LedgerError::Retry);
+                    }
+                }
+            }
+            Ok(granted)
+        })
+    }
+
+    fn finish(&mut self, done: &Finish) -> Result<()> {
+        let Finish { reservation, responses, records, blocks, refund, windows } = done;
+        self.transaction(|tx| {
+            let insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
+            let mut response_ids = Vec::with_capacity(responses.len());
+            for r in responses {
+                let status = r.http_status.map(i32::from);
+                let body = r.body.as_deref().map(cap_body);
+                response_ids.push(tx.query_one(&insert_response, &[&status, &body])?.get::<_, i64>(0));
+            }
+            let insert_attempt = tx.prepare(
+                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )?;
+            let update = tx.prepare(
+                "UPDATE items SET
+                     state = $2, next_attempt_at = $3, reservation_id = NULL,
+                     attempts = attempts + 1,
+                     streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
+                     streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $4 AND streak_started_at IS NOT NULL
+                                              THEN streak_started_at ELSE $5 END,
+                     last_class = $4, last_reason = $6, last_message = $7, last_http_status = $8,
+                     accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
+                     parked_fingerprint = $9
+                 WHERE id = $1",
+            )?;
+            for rec in records {
+                let response = responses.get(rec.response);
+                let response_id = response_ids.get(rec.response).copied();
+                let (state, next, fingerprint) = match &rec.next {
+                    NextStep::Accepted => ("accepted", None, None),
+                    NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
+                    NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+                };
+                let at = sec(rec.at);
+                let class = rec.class.as_str();
+                tx.execute(
+                    &insert_attempt,
+                    &[&rec.item_id, &at, &class, &rec.reason, &rec.message, &response_id, &next],
+                )?;
+                let status = response.and_then(|r| r.http_status).map(i32::from);
+                tx.execute(
+                    &update,
+                    &[&rec.item_id, &state, &next, &class, &at, &rec.reason, &rec.message, &status, &fingerprint],
+                )?;
+            }
+            if *refund > 0 {
+                for w in windows {
+                    tx.execute(
+                        "UPDATE budget_usage SET used = GREATEST(used - $3, 0) WHERE rule = $1 AND window_key = $2",
+                        &[&w.rule, &w.window, &(*refund as i64)],
+                    )?;
+                }
+            }
+            for block in blocks {
+                add_usage(tx, &block.rule, 0)?;
+                tx.execute(
+                    "INSERT INTO blocks (rule, until) VALUES ($1, $2)
+                     ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
+                    &[&block.rule.rule, &sec(block.until)],
+                )?;
+            }
+            tx.execute("DELETE FROM reservations WHERE id = $1", &[reservation])?;
+            Ok(())
+        })
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        let cache = self.groups.clone();
+        self.transaction(|tx| {
+            let Some(group) = group_id(tx, &cache, group)? else { return Ok(None) };
+            Ok(tx
+                .query_one("SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'", &[&group])?
+                .get(0))
+        })
+    }
+
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&fingerprint, &now],
+            )?;
+            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+        })
+    }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.transaction(|tx| {
+            tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
+            Ok(())
+        })
+    }
+
+    fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
+        self.transaction(|tx| usage_in(tx, rule))
+    }
+
+    fn record_report(&mut self, rule: &RuleWindow, remaining: u64, now: DateTime<Utc>) -> Result<Report> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            add_usage(tx, rule, 0)?;
+            lock_window(tx, rule)?;
+            let in_flight: i64 = tx
+                .query_one(
+                    "SELECT COALESCE(SUM(units), 0)::bigint FROM reservation_rules WHERE rule = $1 AND window_key = $2",
+                    &[&rule.rule, &rule.window],
+                )?
+                .get(0);
+            let used = usage_in(tx, rule)?.used;
+            let limit = (used + remaining).saturating_sub(in_flight.max(0) as u64);
+            tx.execute(
+                "UPDATE budget_usage SET limit_value = $3, reported_at = $4, reported_remaining = $5
+                 WHERE rule = $1 AND window_key = $2",
+                &[&rule.rule, &rule.window, &(limit as i64), &now, &(remaining as i64)],
+            )?;
+            Ok(Report { at: now, remaining, limit })
+        })
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let cache = self.groups.clone();
+        let now = sec(now);
+        self.transaction(|tx| {
+            let Some(group) = group_id(tx, &cache, group)? else { return Ok(QueueCounts::default()) };
+            let r = tx.query_one(
+                "SELECT COUNT(*) FILTER (WHERE state = 'queued' AND next_attempt_at <= $2),
+                        COUNT(*) FILTER (WHERE state = 'queued' AND (next_attempt_at > $2 OR next_attempt_at IS NULL)),
+                        COUNT(*) FILTER (WHERE state = 'parked'),
+                        COUNT(*) FILTER (WHERE state = 'in_flight'),
+                        COUNT(*) FILTER (WHERE state = 'accepted')
+                 FROM items WHERE group_id = $1",
+                &[&group, &now],
+            )?;
+            let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
+            Ok(QueueCounts { due: n(0), waiting: n(1), parked: n(2), in_flight: n(3), accepted: n(4) })
+        })
+    }
+
+    fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
+        let cache = self.groups.clone();
+        self.transaction(|tx| {
+            let Some(group) = group_id(tx, &cache, group)? else { return Ok(None) };
+            let sql = format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN items i ON i.id = a.item_id
+                     JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
+                 WHERE i.group_id = $1 AND a.class <> 'accepted'
+                 ORDER BY a.at DESC, a.id DESC LIMIT 1"
+            );
+            Ok(tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r)))
+        })
+    }
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id WHERE {clause}
+             ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
+                 i.next_attempt_at NULLS FIRST, i.id{limit}"
+        );
+        self.transaction(|tx| Ok(tx.query(&sql, &refs(&values))?.iter().map(item_row).collect()))
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        self.transaction(|tx| {
+            let sql = format!(
+                "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
+                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id ORDER BY wanted.n"
+            );
+            Ok(tx.query(&sql, &[&ids])?.iter().map(item_row).collect())
+        })
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let mut filter = filter.clone();
+        filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
+        if filter.states.is_empty() {
+            filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
+        }
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            Ok(tx.execute(
+                &format!(
+                    "UPDATE items AS i SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL FROM groups g WHERE g.id = i.group_id AND {clause}"
+                ),
+                &refs(&values),
+            )?)
+        })
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let mut filter = filter.clone();
+        filter.states.retain(|s| *s != StateFilter::InFlight);
+        if filter.states.is_empty() {
+            filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
+        }
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            let n = tx.execute(
+                &format!("DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}"),
+                &refs(&values),
+            )?;
+            tx.execute(
+                "DELETE FROM responses r WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.response_id = r.id)",
+                &[],
+            )?;
+            Ok(n)
+        })
+    }
+
+    fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
+        let from = "FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+             LEFT JOIN responses r ON r.id = a.response_id";
+        let limit = limit as i64;
+        self.transaction(|tx| {
+            let rows = match url {
+                Some(u) => tx.query(
+                    &format!("SELECT {ATTEMPT_COLUMNS} {from} WHERE i.url = $1 ORDER BY a.at DESC, a.id DESC LIMIT $2"),
+                    &[&u, &limit],
+                )?,
+                None => tx.query(
+                    &format!("SELECT {ATTEMPT_COLUMNS} {from} ORDER BY a.at DESC, a.id DESC LIMIT $1"),
+                    &[&limit],
+                )?,
+            };
+            let mut out: Vec<AttemptRow> = rows.iter().map(attempt_row).collect();
+            out.reverse();
+            Ok(out)
+        })
+    }
+
+    fn schema_version(&mut self) -> Result<i64> {
+        Ok(self.stored_version()?.unwrap_or(0))
+    }
+
+    fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
+        self.transaction(|tx| export(tx, in_flight_ok))
+    }
+
+    fn import(&mut self, dump: &Dump) -> Result<Copied> {
+        let cache = self.groups.clone();
+        self.transaction(|tx| import(tx, &cache, dump))
+    }
+}
+
+fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
+    // A consistent snapshot of every table.
+    tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+    let in_flight: i64 = tx.query_one("SELECT COUNT(*) FROM reservations", &[])?.get(0);
+    if in_flight > 0 && !in_flight_ok {
+        return Err(in_flight_error(in_flight));
+    }
+    let mut dump = Dump::default();
+    let mut item_index = HashMap::new();
+    for r in tx.query(
+        "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
+             i.enqueued_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status,
+             i.streak, i.streak_started_at, i.accepted_at, i.parked_fingerprint
+         FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
+        &[],
+    )? {
+        let engine: String = r.get(3);
+        item_index.insert(r.get::<_, i64>(0), dump.items.len());
+        dump.items.push(DumpItem {
+            url: r.get(1),
+            group: GroupKey {
+                property: r.get(2),
+                engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
+                target: r.get(4),
+            },
+            state: ItemState::parse(r.get(5)),
+            action: Action::parse(r.get(6)),
+            lastmod: r.get(7),
+            next_attempt_at: r.get(8),
+            enqueued_at: r.get(9),
+            attempts: r.get::<_, i32>(10) as u32,
+            last_class: r.get(11),
+            last_reason: r.get(12),
+            last_message: r.get(13),
+            last_http_status: r.get::<_, Option<i32>>(14).map(|s| s as u16),
+            streak: r.get::<_, i32>(15) as u32,
+            streak_started_at: r.get(16),
+            accepted_at: r.get(17),
+            parked_fingerprint: r.get(18),
+        });
+    }
+    let mut response_index = HashMap::new();
+    for r in tx.query(
+        "SELECT a.item_id, a.at, a.class, a.reason, a.message, a.response_id, a.retry_at, r.http_status, r.body
+         FROM attempts a LEFT JOIN responses r ON r.id = a.response_id ORDER BY a.at, a.id",
+        &[],
+    )? {
+        let Some(&item) = item_index.get(&r.get::<_, i64>(0)) else { continue };
+        let response = r.get::<_, Option<i64>>(5).map(|id| {
+            *response_index.entry(id).or_insert_with(|| {
+                dump.responses.push(StoredResponse {
+                    http_status: r.get::<_, Option<i32>>(7).map(|s| s as u16),
+                    body: r.get(8),
+                });
+                dump.responses.len() - 1
+            })
+        });
+        dump.attempts.push(DumpAttempt {
+            item,
+            at: r.get(1),
+            class: r.get(2),
+            reason: r.get(3),
+            message: r.get(4),
+            response,
+            retry_at: r.get(6),
+        });
+    }
+    dump.usage = tx
+        .query(
+            "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
+             FROM budget_usage ORDER BY rule COLLATE \"C\", window_key COLLATE \"C\"",
+            &[],
+        )?
+        .iter()
+        .map(|r| DumpUsage {
+            rule: r.get(0),
+            window: r.get(1),
+            period: r.get(2),
+            used: r.get::<_, i64>(3).max(0) as u64,
+            limit: r.get::<_, Option<i64>>(4).map(|l| l.max(0) as u64),
+            resets_at: r.get(5),
+            reported_at: r.get(6),
+            reported_remaining: r.get::<_, Option<i64>>(7).map(|l| l.max(0) as u64),
+        })
+        .collect();
+    dump.blocks = tx.query("SELECT rule, until FROM blocks ORDER BY rule", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    dump.pacing = tx.query("SELECT key, tat_ms FROM pacing ORDER BY key", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    dump.credentials = tx
+        .query("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    dump.latest_run = tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])?.map(|r| r.get(0));
+    Ok(dump)
+}
+
+fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump) -> Result<Copied> {
+    let mut copied = Copied::default();
+    let upsert = tx.prepare(
+        "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
+             last_class, last_reason, last_message, last_http_status, streak, streak_started_at, accepted_at,
+             parked_fingerprint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+         ON CONFLICT (url, group_id) DO UPDATE SET state = excluded.state, action = excluded.action,
+             lastmod = excluded.lastmod, next_attempt_at = excluded.next_attempt_at,
+             enqueued_at = excluded.enqueued_at, attempts = excluded.attempts, last_class = excluded.last_class,
+             last_reason = excluded.last_reason, last_message = excluded.last_message,
+             last_http_status = excluded.last_http_status, streak = excluded.streak,
+             streak_started_at = excluded.streak_started_at, accepted_at = excluded.accepted_at,
+             parked_fingerprint = excluded.parked_fingerprint
+         WHERE items.state <> 'in_flight'",
+    )?;
+    let find = tx.prepare("SELECT id FROM items WHERE url = $1 AND group_id = $2")?;
+    let mut groups: HashMap<&GroupKey, i64> = HashMap::new();
+    let mut ids = Vec::with_capacity(dump.items.len());
+    for item in &dump.items {
+        let group = match groups.get(&item.group) {
+            Some(id) => *id,
+            None => {
+                let id = group_id_or_create(tx, cache, &item.group)?;
+                groups.insert(&item.group, id);
+                id
+            }
+        };
+        copied.items += tx.execute(
+            &upsert,
+            &[
+                &item.url,
+                &group,
+                &item.state.as_str(),
+                &item.action.as_str(),
+                &item.lastmod,
+                &item.next_attempt_at,
+                &item.enqueued_at,
+                &(item.attempts as i32),
+                &item.last_class,
+                &item.last_reason,
+                &item.last_message,
+                &item.last_http_status.map(i32::from),
+                &(item.streak as i32),
+                &item.streak_started_at,
+                &item.accepted_at,
+                &item.parked_fingerprint,
+            ],
+        )?;
+        ids.push(tx.query_one(&find, &[&item.url, &group])?.get::<_, i64>(0));
+    }
+    let known = tx.prepare(
+        "SELECT 1 FROM attempts WHERE item_id = $1 AND at = $2 AND class = $3 AND reason = $4 AND message = $5
+             AND retry_at IS NOT DISTINCT FROM $6",
+    )?;
+    let insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
+    let insert = tx.prepare(
+        "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )?;
+    let mut response_ids: HashMap<usize, i64> = HashMap::new();
+    for a in &dump.attempts {
+        let item = ids[a.item];
+        if tx.query_opt(&known, &[&item, &a.at, &a.class, &a.reason, &a.message, &a.retry_at])?.is_some() {
+            continue;
+        }
+        let response = match a.response {
+            None => None,
+            Some(index) => Some(match response_ids.get(&index) {
+                Some(id) => *id,
+                None => {
+                    let r = &dump.responses[index];
+                    let id: i64 =
+                        tx.query_one(&insert_response, &[&r.http_status.map(i32::from), &r.body])?.get(0);
+                    response_ids.insert(index, id);
+                    id
+                }
+            }),
+        };
+        tx.execute(&insert, &[&item, &a.at, &a.class, &a.reason, &a.message, &response, &a.retry_at])?;
+        copied.attempts += 1;
+    }
+    for u in &dump.usage {
+        tx.execute(
+            "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at, reported_at,
+                 reported_remaining)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (rule, window_key) DO UPDATE SET used = GREATEST(budget_usage.used, excluded.used),
+                 limit_value = excluded.limit_value, resets_at = excluded.resets_at,
+                 reported_at = excluded.reported_at, reported_remaining = excluded.reported_remaining",
+            &[
+                &u.rule,
+                &u.window,
+                &u.period,
+                &(u.used as i64),
+                &u.limit.map(|l| l as i64),
+                &u.resets_at,
+                &u.reported_at,
+                &u.reported_remaining.map(|r| r as i64),
+            ],
+        )?;
+        copied.budget_windows += 1;
+    }
+    for (rule, until) in &dump.blocks {
+        tx.execute(
+            "INSERT INTO blocks (rule, until) VALUES ($1, $2)
+             ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
+            &[rule, until],
+        )?;
+    }
+    for (key, tat) in &dump.pacing {
+        tx.execute(
+            "INSERT INTO pacing (key, tat_ms) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(pacing.tat_ms, excluded.tat_ms)",
+            &[key, tat],
+        )?;
+    }
+    for (fingerprint, at) in &dump.credentials {
+        tx.execute(
+            "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2)
+             ON CONFLICT (fingerprint) DO UPDATE SET first_used_at = LEAST(credentials.first_used_at, excluded.first_used_at)",
+            &[fingerprint, at],
+        )?;
+    }
+    if let Some(latest) = dump.latest_run {
+        tx.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
+            &[&latest],
+        )?;
+    }
+    Ok(copied)
+}
+
+
+
+/// Makes sure a rule window has its row, then locks it until the
+/// transaction ends: claims on the same rule wait for each other here.
+fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
+    add_usage(tx, rule, 0)?;
+    tx.query_one(
+        "SELECT used FROM budget_usage WHERE rule = $1 AND window_key = $2 FOR UPDATE",
+        &[&rule.rule, &rule.window],
+    )?;
+    Ok(())
+}
+
+/// One claim, in the caller's transaction. Returns the claim and the items
+/// deferred (told to the caller once the transaction has committed).
+fn claim_once(
+    tx: &mut Transaction<'_>,
+    cache: &HashMap<GroupKey, i64>,
+    group: &GroupKey,
+    spec: &ClaimSpec,
+    me: &Owner,
+    lease: TimeDelta,
+) -> Result<(Claim, Vec<(i64, String, DateTime<Utc>)>)> {
+    let ClaimSpec { rules, max_items, pace, now } = *spec;
+    let now_s = sec(now);
+    let mut claim = Claim::default();
+    let mut deferred = Vec::new();
+    let Some(group) = group_id(tx, cache, group)? else { return Ok((claim, deferred)) };
+    // Lock the rule windows (in one order for every runner), then read them.
+    let mut sorted: Vec<&RuleWindow> = rules.iter().collect();
+    sorted.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+    for rule in &sorted {
+        lock_window(tx, rule)?;
+    }
+    let usages = rules.iter().map(|r| usage_in(tx, r)).collect::<Result<Vec<_>>>()?;
+    let pacing = match pace {
+        Some(p) => {
+            tx.execute("INSERT INTO pacing (key, tat_ms) VALUES ($1, 0) ON CONFLICT DO NOTHING", &[&p.key])?;
+            let tat: i64 = tx.query_one("SELECT tat_ms FROM pacing WHERE key = $1 FOR UPDATE", &[&p.key])?.get(0);
+            Some(PaceState::new(p, now, (tat > 0).then_some(tat)))
+        }
+        None => None,
+    };
+    let due_count: i64 = tx
+        .query_one(
+            "SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2",
+            &[&group, &now_s],
+        )?
+        .get(0);
+    let plan = ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
+    // The due items in order, locked; those another runner holds are skipped.
+    let limit = plan.scan().map_or(String::new(), |n| format!(" LIMIT {n}"));
+    let rows = tx.query(
+        &format!(
+            "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
+             WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+             ORDER BY next_attempt_at, id{limit} FOR UPDATE SKIP LOCKED"
+        ),
+        &[&group, &now_s],
+    )?;
+    let mut taken = Vec::new();
+    let (mut paced_ids, mut paced_at, mut deferred_ids) = (Vec::new(), Vec::new(), Vec::new());
+    for (position, r) in rows.iter().enumerate() {
+        let id: i64 = r.get(0);
+        let url: String = r.get(1);
+        if position < plan.take {
+            let class: Option<String> = r.get(3);
+            let action: String = r.get(6);
+            taken.push(ClaimedItem {
+                id,
+                url,
+                action: Action::parse(&action),
+                attempts: r.get::<_, i32>(2) as u32,
+                last_class: class.and_then(|c| Class::from_str(&c).ok()),
+                streak: r.get::<_, i32>(4) as u32,
+                streak_started_at: r.get(5),
+            });
+        } else if position < plan.paced_until {
+            if let Some(p) = &pacing {
+                let at = p.estimate(position);
+                paced_ids.push(id);
+                paced_at.push(DateTime::from_timestamp(ts_ceil(at), 0).unwrap_or(at));
+                claim.paced.push((id, url, at));
+            }
+        } else if let Some(t) = plan.retry_at {
+            deferred_ids.push(id);
+            deferred.push((id, url, t));
+        }
+    }
+    if let Some(t) = plan.retry_at.filter(|_| !deferred_ids.is_empty()) {
+        tx.execute("UPDATE items SET next_attempt_at = $2 WHERE id = ANY($1)", &[&deferred_ids, &sec(t)])?;
+        claim.deferred = deferred_ids.len() as u64;
+    }
+    if !paced_ids.is_empty() {
+        tx.execute(
+            "UPDATE items SET next_attempt_at = moved.at FROM unnest($1::bigint[], $2::timestamptz[]) AS moved (id, at)
+             WHERE items.id = moved.id",
+            &[&paced_ids, &paced_at],
+        )?;
+    }
+    if let (Some(mut p), Some(pace)) = (pacing, pace) {
+        claim.slots = (0..taken.len()).map(|_| p.next_slot()).collect();
+        tx.execute("UPDATE pacing SET tat_ms = $2 WHERE key = $1", &[&pace.key, &p.tat_ms()])?;
+    }
+    claim.retry_at = plan.retry_at;
+    if !taken.is_empty() {
+        let units = taken.len() as u64;
+        for rule in &sorted {
+            // The windows are locked and were read above: this cannot fail
+            // unless the ledger was changed behind the locks.
+            if !reserve(tx, rule, units, now)? {
+                return Err(LedgerError::Other(format!("the budget of {} changed during a claim", rule.rule)));
+            }
+        }
+        let reservation: i64 = tx
+            .query_one(
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                &[&me.host, &(me.pid as i64), &(me.started as i64), &now_s, &sec(now + lease), &(units as i64)],
+            )?
+            .get(0);
+        for rule in &sorted {
+            tx.execute(
+                "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES ($1, $2, $3, $4)",
+                &[&reservation, &rule.rule, &rule.window, &(units as i64)],
+            )?;
+        }
+        let ids: Vec<i64> = taken.iter().map(|i| i.id).collect();
+        tx.execute("UPDATE items SET state = 'in_flight', reservation_id = $2 WHERE id = ANY($1)", &[&ids, &reservation])?;
+        claim.reservation = Some(reservation);
+        claim.items = taken;
+    }
+    Ok((claim, deferred))
+}
+
+/// One attempt at admitting a batch, in one transaction. Returns the
+/// admissions (in the batch's order) and the groups it created.
+fn admit_once(
+    client: &mut Client,
+    cache: &HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    order: &[usize],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+) -> Result<(Vec<Admission>, Vec<(GroupKey, i64)>)> {
+    let mut tx = client.transaction()?;
+    let mut ids: HashMap<GroupKey, i64> = HashMap::new();
+    let insert = tx.prepare(
+        "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
+         VALUES ($1, $2, 'queued', $4, $5, $3, $3) ON CONFLICT DO NOTHING RETURNING id",
+    )?;
+    let find = tx.prepare(
+        "SELECT id, state, accepted_at, next_attempt_at, action FROM items WHERE url = $1 AND group_id = $2 FOR UPDATE",
+    )?;
+    let requeue = tx.prepare(
+        "UPDATE items SET state = 'queued', action = $3, next_attempt_at = $2, enqueued_at = $2, streak = 0,
+             streak_started_at = NULL WHERE id = $1",
+    )?;
+    let update = tx.prepare(
+        "UPDATE items SET action = CASE WHEN state = 'queued' THEN $2 ELSE action END,
+             lastmod = COALESCE($3, lastmod) WHERE id = $1",
+    )?;
+    let mut out: Vec<Option<Admission>> = vec![None; batch.len()];
+    for &index in order {
+        let item = &batch[index];
+        let group = match ids.get(&item.group) {
+            Some(id) => *id,
+            None => {
+                let id = group_id_or_create(&mut tx, cache, &item.group)?;
+                ids.insert(item.group.clone(), id);
+                id
+            }
+        };
+        let action = item.action.as_str();
+        let lastmod = opt_sec(item.lastmod);
+        if let Some(row) = tx.query_opt(&insert, &[&item.url, &group, &now, &action, &lastmod])? {
+            out[index] = Some(Admission::Queued { id: row.get(0), fresh: true });
+            continue;
+        }
+        let r = tx.query_one(&find, &[&item.url, &group])?;
+        let (id, state, accepted_at, next, old_action): (i64, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, String) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        tx.execute(&update, &[&id, &action, &lastmod])?;
+        let admission = match ItemState::parse(&state) {
+            ItemState::Accepted => {
+                let accepted_at = accepted_at.unwrap_or(now);
+                let changed = item.lastmod.is_some_and(|l| l > accepted_at);
+                let news = old_action != action;
+                let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
+                if rule.force || news || again {
+                    tx.execute(&requeue, &[&id, &now, &action])?;
+                    Admission::Queued { id, fresh: false }
+                } else {
+                    Admission::Skipped { id, accepted_at, unchanged: rule.changed }
+                }
+            }
+            ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: next },
+            ItemState::Parked => Admission::Parked { id },
+            ItemState::InFlight => Admission::InFlight { id },
+        };
+        out[index] = Some(admission);
+    }
+    tx.commit()?;
+    let created = ids.into_iter().filter(|(k, _)| !cache.contains_key(k)).collect();
+    Ok((out.into_iter().map(|a| a.expect("every item was admitted")).collect(), created))
+}
+
+/// The password for `url` from a pgpass file (`$PGPASSFILE`, else
+/// `~/.pgpass`), as libpq reads it: `host:port:database:user:password`
+/// lines, `*` matching anything, `\` escaping `:` and `\`. Like libpq, a
+/// file that others may read is ignored.
+pub fn pgpass_password(url: &str) -> Option<String> {
+    let path = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".pgpass")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(&path).ok()?.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(file = %path.display(), "ignoring a pgpass file that others may read (chmod 0600)");
+            return None;
+        }
+    }
+    let parsed = url::Url::parse(url).ok()?;
+    let host = parsed.host_str().unwrap_or("localhost").to_string();
+    let port = parsed.port().unwrap_or(5432).to_string();
+    let database = parsed.path().trim_start_matches('/').to_string();
+    let user = match parsed.username() {
+        "" => std::env::var("PGUSER").or_else(|_| std::env::var("USER")).unwrap_or_default(),
+        u => u.to_string(),
+    };
+    let database = if database.is_empty() { user.clone() } else { database };
+    let wanted = [host, port, database, user];
+    std::fs::read_to_string(&path).ok()?.lines().find_map(|line| pgpass_line(line, &wanted))
+}
+
+/// The password of one pgpass line if its four fields match `wanted`.
+fn pgpass_line(line: &str, wanted: &[String; 4]) -> Option<String> {
+    if line.starts_with('#') || line.trim().is_empty() {
+        return None;
+    }
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut()?.push(chars.next().unwrap_or('\\')),
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut()?.push(c),
+        }
+    }
+    if fields.len() != 5 {
+        return None;
+    }
+    let matches = fields[..4].iter().zip(wanted).all(|(field, want)| field == "*" || field == want);
+    matches.then(|| fields[4].clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpass_lines_match_like_libpq() {
+        let wanted = ["db.example".to_string(), "5432".into(), "indexq".into(), "runner".into()];
+        assert_eq!(pgpass_line("db.example:5432:indexq:runner:s3cret", &wanted).as_deref(), Some("s3cret"));
+        assert_eq!(pgpass_line("*:*:*:runner:a\\:b\\\\c", &wanted).as_deref(), Some("a:b\\c"));
+        assert_eq!(pgpass_line("other:5432:indexq:runner:x", &wanted), None);
+        assert_eq!(pgpass_line("# db.example:5432:indexq:runner:x", &wanted), None);
+        assert_eq!(pgpass_line("db.example:5432:indexq", &wanted), None);
+    }
+}
