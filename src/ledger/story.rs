@@ -252,3 +252,54 @@ fn sqlite_tells_the_story() {
     let mut ledger = super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
     story(&mut ledger);
 }
+
+/// A PostgreSQL ledger in a new schema of the test server
+/// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`), or `None` with the reason
+/// printed when there is none and none is required.
+pub fn test_postgres() -> Option<super::PgLedger> {
+    let Some(url) = std::env::var("INDEXQ_TEST_PG").ok().filter(|u| !u.is_empty()) else {
+        if std::env::var_os("INDEXQ_TEST_PG_REQUIRED").is_some() || std::env::var_os("CI").is_some() {
+            panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");
+        }
+        eprintln!("skipped: INDEXQ_TEST_PG is not set (eval \"$(.ci/postgres start)\" to run the PostgreSQL tests)");
+        return None;
+    };
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let options = super::PgOptions {
+        url,
+        schema: format!("unit_{}_{n}_{nanos}", std::process::id()),
+        password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+        timeout: std::time::Duration::from_secs(10),
+        lease: super::owner::LEASE,
+    };
+    Some(super::PgLedger::open(&options).expect("the test PostgreSQL server"))
+}
+
+#[test]
+fn postgres_tells_the_story() {
+    let Some(mut ledger) = test_postgres() else { return };
+    story(&mut ledger);
+}
+
+#[test]
+fn a_copy_between_backends_is_exact_and_idempotent() {
+    let Some(mut pg) = test_postgres() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
+    story(&mut sqlite);
+    let original = sqlite.export(true).unwrap();
+    assert!(!original.items.is_empty() && !original.attempts.is_empty() && !original.usage.is_empty());
+
+    let first = pg.import(&original).unwrap();
+    assert_eq!(pg.export(true).unwrap(), original, "SQLite -> PostgreSQL");
+    let again = pg.import(&original).unwrap();
+    assert_eq!(again.attempts, 0, "no attempt is added twice");
+    assert_eq!(again.items, first.items);
+    assert_eq!(pg.export(true).unwrap(), original, "a second copy changes nothing");
+
+    let mut back = super::SqliteLedger::open(&dir.path().join("back.db")).unwrap();
+    back.import(&pg.export(true).unwrap()).unwrap();
+    assert_eq!(back.export(true).unwrap(), original, "PostgreSQL -> SQLite");
+}
