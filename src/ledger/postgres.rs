@@ -164,7 +164,9 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 }
 
 pub struct PgLedger {
-    client: Client,
+    /// Always `Some` but while dropping (the client's drop blocks, so it
+    /// too must happen off the runtime).
+    client: Option<Client>,
     /// The redacted URL, for messages.
     place: String,
     schema: String,
@@ -207,7 +209,7 @@ impl PgLedger {
             ),
             newer: false,
         })?;
-        Ok(PgLedger { client, place, schema: options.schema.clone(), lease: options.lease, groups: HashMap::new() })
+        Ok(PgLedger { client: Some(client), place, schema: options.schema.clone(), lease: options.lease, groups: HashMap::new() })
     }
 
     /// The database as messages name it (no password).
@@ -218,7 +220,7 @@ impl PgLedger {
     /// Runs `f` in one transaction (again if the server aborts it for a
     /// deadlock).
     fn transaction<T: Send>(&mut self, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
-        let client = &mut self.client;
+        let client = self.client.as_mut().expect("a ledger in use has its client");
         off_runtime(move || {
             retrying(|| {
                 let mut tx = client.transaction()?;
@@ -290,6 +292,14 @@ impl PgLedger {
             let rows = tx.query("SELECT host, pid, started, lease_until FROM reservations ORDER BY id", &[])?;
             Ok(rows.iter().map(|r| (owner_of(r, 0), r.get(3))).collect())
         })
+    }
+}
+
+impl Drop for PgLedger {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            off_runtime(move || drop(client));
+        }
     }
 }
 
@@ -655,7 +665,7 @@ impl Ledger for PgLedger {
         let mut order: Vec<usize> = (0..batch.len()).collect();
         order.sort_by(|a, b| (&batch[*a].group, &batch[*a].url).cmp(&(&batch[*b].group, &batch[*b].url)));
         let cache = &self.groups;
-        let client = &mut self.client;
+        let client = self.client.as_mut().expect("a ledger in use has its client");
         let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, &order, now, rule)))?;
         self.groups.extend(created);
         Ok(out)
