@@ -637,9 +637,9 @@ impl Resolver<'_> {
                     LedgerLocation::Postgres(v.get_ref().clone())
                 }
                 Some(v) if v.get_ref().contains("://") => {
-                    return Err(self
-                        .err(v, "ledger", "a ledger is a SQLite file path or a postgres:// URL")
-                        .hint("write a file path, e.g. \"/var/lib/indexq/ledger.db\", or \"postgres://user@host:5432/db\""));
+                    return Err(self.err(v, "ledger", "a ledger is a SQLite file path or a postgres:// URL").hint(
+                        "write a file path, e.g. \"/var/lib/indexq/ledger.db\", or \"postgres://user@host:5432/db\"",
+                    ));
                 }
                 Some(v) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
                 None => LedgerLocation::Sqlite(default_ledger_path()),

@@ -265,7 +265,9 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
     match ledger.stored_version() {
         Ok(None) => checks.push(Check::ok(
             "ledger_schema",
-            format!("schema {schema} has no indexq tables yet: the first run (or `indexq ledger migrate`) creates them"),
+            format!(
+                "schema {schema} has no indexq tables yet: the first run (or `indexq ledger migrate`) creates them"
+            ),
         )),
         Ok(Some(v)) if v > PG_SCHEMA_VERSION => checks.push(Check::problem(
             "ledger_schema",

@@ -85,10 +85,9 @@ pub fn pg_options(settings: &Settings, url: &str, schema: &str) -> anyhow::Resul
     let options = &settings.ledger_options;
     let password = match &options.password {
         Some(source) => Some(source.read()?.expose().to_string()),
-        None => std::env::var("PGPASSWORD")
-            .ok()
-            .filter(|p| !p.is_empty())
-            .or_else(|| crate::ledger::pgpass_password(url)),
+        None => {
+            std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()).or_else(|| crate::ledger::pgpass_password(url))
+        }
     };
     Ok(PgOptions {
         url: url.to_string(),

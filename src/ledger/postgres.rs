@@ -209,7 +209,13 @@ impl PgLedger {
             ),
             newer: false,
         })?;
-        Ok(PgLedger { client: Some(client), place, schema: options.schema.clone(), lease: options.lease, groups: HashMap::new() })
+        Ok(PgLedger {
+            client: Some(client),
+            place,
+            schema: options.schema.clone(),
+            lease: options.lease,
+            groups: HashMap::new(),
+        })
     }
 
     /// The database as messages name it (no password).
@@ -349,13 +355,12 @@ fn connect(options: &PgOptions) -> std::result::Result<Client, String> {
 /// the Mozilla roots.
 fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
     let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("the ring provider supports the default protocol versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("the ring provider supports the default protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
     tokio_postgres_rustls::MakeRustlsConnect::new(config)
 }
 
@@ -400,7 +405,8 @@ impl From<pg::Error> for LedgerError {
         if is_retryable(&err) {
             return LedgerError::Retry;
         }
-        let timed_out = matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
+        let timed_out =
+            matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
         if err.as_db_error().is_none() || timed_out {
             return LedgerError::Unavailable(describe(&err));
         }
@@ -601,11 +607,7 @@ fn stale_reservations(tx: &mut impl GenericClient, now: DateTime<Utc>, me: &Owne
         if lock { " FOR UPDATE SKIP LOCKED" } else { "" }
     );
     let rows = tx.query(&sql, &[])?;
-    Ok(rows
-        .iter()
-        .filter(|r| !owner_of(r, 1).may_be_alive(me, r.get(4), now))
-        .map(|r| r.get::<_, i64>(0))
-        .collect())
+    Ok(rows.iter().filter(|r| !owner_of(r, 1).may_be_alive(me, r.get(4), now)).map(|r| r.get::<_, i64>(0)).collect())
 }
 
 impl Ledger for PgLedger {
@@ -749,7 +751,8 @@ impl Ledger for PgLedger {
     fn finish(&mut self, done: &Finish) -> Result<()> {
         let Finish { reservation, responses, records, blocks, refund, windows } = done;
         self.transaction(|tx| {
-            let insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
+            let insert_response =
+                tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
             let mut response_ids = Vec::with_capacity(responses.len());
             for r in responses {
                 let status = r.http_status.map(i32::from);
@@ -818,7 +821,10 @@ impl Ledger for PgLedger {
         self.transaction(|tx| {
             let Some(group) = group_id(tx, &cache, group)? else { return Ok(None) };
             Ok(tx
-                .query_one("SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'", &[&group])?
+                .query_one(
+                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
+                    &[&group],
+                )?
                 .get(0))
         })
     }
@@ -1044,10 +1050,8 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         let Some(&item) = item_index.get(&r.get::<_, i64>(0)) else { continue };
         let response = r.get::<_, Option<i64>>(5).map(|id| {
             *response_index.entry(id).or_insert_with(|| {
-                dump.responses.push(StoredResponse {
-                    http_status: r.get::<_, Option<i32>>(7).map(|s| s as u16),
-                    body: r.get(8),
-                });
+                dump.responses
+                    .push(StoredResponse { http_status: r.get::<_, Option<i32>>(7).map(|s| s as u16), body: r.get(8) });
                 dump.responses.len() - 1
             })
         });
@@ -1079,8 +1083,10 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
             reported_remaining: r.get::<_, Option<i64>>(7).map(|l| l.max(0) as u64),
         })
         .collect();
-    dump.blocks = tx.query("SELECT rule, until FROM blocks ORDER BY rule", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
-    dump.pacing = tx.query("SELECT key, tat_ms FROM pacing ORDER BY key", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    dump.blocks =
+        tx.query("SELECT rule, until FROM blocks ORDER BY rule", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    dump.pacing =
+        tx.query("SELECT key, tat_ms FROM pacing ORDER BY key", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
     dump.credentials = tx
         .query("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint", &[])?
         .iter()
@@ -1162,8 +1168,7 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
                 Some(id) => *id,
                 None => {
                     let r = &dump.responses[index];
-                    let id: i64 =
-                        tx.query_one(&insert_response, &[&r.http_status.map(i32::from), &r.body])?.get(0);
+                    let id: i64 = tx.query_one(&insert_response, &[&r.http_status.map(i32::from), &r.body])?.get(0);
                     response_ids.insert(index, id);
                     id
                 }
@@ -1224,8 +1229,6 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
     Ok(copied)
 }
 
-
-
 /// Makes sure a rule window has its row, then locks it until the
 /// transaction ends: claims on the same rule wait for each other here.
 fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
@@ -1237,6 +1240,9 @@ fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
     Ok(())
 }
 
+/// Due items a claim moved to when budget frees up: id, URL, time.
+type Deferred = Vec<(i64, String, DateTime<Utc>)>;
+
 /// One claim, in the caller's transaction. Returns the claim and the items
 /// deferred (told to the caller once the transaction has committed).
 fn claim_once(
@@ -1246,7 +1252,7 @@ fn claim_once(
     spec: &ClaimSpec,
     me: &Owner,
     lease: TimeDelta,
-) -> Result<(Claim, Vec<(i64, String, DateTime<Utc>)>)> {
+) -> Result<(Claim, Deferred)> {
     let ClaimSpec { rules, max_items, pace, now } = *spec;
     let now_s = sec(now);
     let mut claim = Claim::default();
@@ -1352,12 +1358,18 @@ fn claim_once(
             )?;
         }
         let ids: Vec<i64> = taken.iter().map(|i| i.id).collect();
-        tx.execute("UPDATE items SET state = 'in_flight', reservation_id = $2 WHERE id = ANY($1)", &[&ids, &reservation])?;
+        tx.execute(
+            "UPDATE items SET state = 'in_flight', reservation_id = $2 WHERE id = ANY($1)",
+            &[&ids, &reservation],
+        )?;
         claim.reservation = Some(reservation);
         claim.items = taken;
     }
     Ok((claim, deferred))
 }
+
+/// Groups a transaction created, with their ids.
+type CreatedGroups = Vec<(GroupKey, i64)>;
 
 /// One attempt at admitting a batch, in one transaction. Returns the
 /// admissions (in the batch's order) and the groups it created.
@@ -1368,7 +1380,7 @@ fn admit_once(
     order: &[usize],
     now: DateTime<Utc>,
     rule: &AdmitRule,
-) -> Result<(Vec<Admission>, Vec<(GroupKey, i64)>)> {
+) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
     let insert = tx.prepare(
@@ -1404,8 +1416,13 @@ fn admit_once(
             continue;
         }
         let r = tx.query_one(&find, &[&item.url, &group])?;
-        let (id, state, accepted_at, next, old_action): (i64, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, String) =
-            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        let (id, state, accepted_at, next, old_action): (
+            i64,
+            String,
+            Option<DateTime<Utc>>,
+            Option<DateTime<Utc>>,
+            String,
+        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
         tx.execute(&update, &[&id, &action, &lastmod])?;
         let admission = match ItemState::parse(&state) {
             ItemState::Accepted => {

@@ -228,12 +228,7 @@ impl SqliteLedger {
         let mut conn = Connection::open("")?;
         if path.exists() {
             conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| {
-                LedgerError::Open {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                    hint: None,
-                    newer: false,
-                }
+                LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None, newer: false }
             })?;
         }
         let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
@@ -1186,17 +1181,16 @@ impl Ledger for SqliteLedger {
             })?;
             dump.usage = rows.collect::<rusqlite::Result<_>>()?;
             let mut stmt = tx.prepare("SELECT rule, until FROM blocks ORDER BY rule")?;
-            dump.blocks = stmt
-                .query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?
-                .collect::<rusqlite::Result<_>>()?;
+            dump.blocks =
+                stmt.query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?.collect::<rusqlite::Result<_>>()?;
             let mut stmt = tx.prepare("SELECT key, tat_ms FROM pacing ORDER BY key")?;
             dump.pacing = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
             let mut stmt = tx.prepare("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint")?;
-            dump.credentials = stmt
-                .query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?
-                .collect::<rusqlite::Result<_>>()?;
+            dump.credentials =
+                stmt.query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?.collect::<rusqlite::Result<_>>()?;
         }
-        dump.latest_run = opt_ts(tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?);
+        dump.latest_run =
+            opt_ts(tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?);
         tx.commit()?;
         Ok(dump)
     }
