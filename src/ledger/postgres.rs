@@ -759,41 +759,16 @@ impl Ledger for PgLedger {
                 let body = r.body.as_deref().map(cap_body);
                 response_ids.push(tx.query_one(&insert_response, &[&status, &body])?.get::<_, i64>(0));
             }
-            let insert_attempt = tx.prepare(
-                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )?;
-            let update = tx.prepare(
-                "UPDATE items SET
-                     state = $2, next_attempt_at = $3, reservation_id = NULL,
-                     attempts = attempts + 1,
-                     streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
-                     streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $4 AND streak_started_at IS NOT NULL
-                                              THEN streak_started_at ELSE $5 END,
-                     last_class = $4, last_reason = $6, last_message = $7, last_http_status = $8,
-                     accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
-                     parked_fingerprint = $9
-                 WHERE id = $1",
-            )?;
-            for rec in records {
-                let response = responses.get(rec.response);
-                let response_id = response_ids.get(rec.response).copied();
-                let (state, next, fingerprint) = match &rec.next {
-                    NextStep::Accepted => ("accepted", None, None),
-                    NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
-                    NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
-                };
-                let at = sec(rec.at);
-                let class = rec.class.as_str();
-                tx.execute(
-                    &insert_attempt,
-                    &[&rec.item_id, &at, &class, &rec.reason, &rec.message, &response_id, &next],
-                )?;
-                let status = response.and_then(|r| r.http_status).map(i32::from);
-                tx.execute(
-                    &update,
-                    &[&rec.item_id, &state, &next, &class, &at, &rec.reason, &rec.message, &status, &fingerprint],
-                )?;
+            // One statement for the attempts and one for the items of each
+            // run of records that names an item once (an item named twice
+            // takes its records in order).
+            let mut first = 0;
+            while first < records.len() {
+                let mut seen = std::collections::HashSet::new();
+                let end =
+                    records[first..].iter().position(|r| !seen.insert(r.item_id)).map_or(records.len(), |n| first + n);
+                record_attempts(tx, &records[first..end], responses, &response_ids)?;
+                first = end;
             }
             if *refund > 0 {
                 for w in windows {
@@ -1229,6 +1204,73 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
     Ok(copied)
 }
 
+/// Records attempts (each of another item) and moves their items on, in two
+/// statements.
+fn record_attempts(
+    tx: &mut Transaction<'_>,
+    records: &[AttemptRecord],
+    responses: &[StoredResponse],
+    response_ids: &[i64],
+) -> Result<()> {
+    let n = records.len();
+    let (mut ids, mut states, mut nexts, mut classes, mut ats) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut reasons, mut messages, mut statuses, mut fingerprints, mut response_of) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for rec in records {
+        let (state, next, fingerprint) = match &rec.next {
+            NextStep::Accepted => ("accepted", None, None),
+            NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
+            NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+        };
+        ids.push(rec.item_id);
+        states.push(state);
+        nexts.push(next);
+        classes.push(rec.class.as_str());
+        ats.push(sec(rec.at));
+        reasons.push(rec.reason.as_str());
+        messages.push(rec.message.as_str());
+        statuses.push(responses.get(rec.response).and_then(|r| r.http_status).map(i32::from));
+        fingerprints.push(fingerprint);
+        response_of.push(response_ids.get(rec.response).copied());
+    }
+    tx.execute(
+        "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
+         SELECT t.id, t.at, t.class, t.reason, t.message, t.response_id, t.next
+         FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+                     $7::timestamptz[]) WITH ORDINALITY AS t (id, at, class, reason, message, response_id, next, n)
+         ORDER BY t.n",
+        &[&ids, &ats, &classes, &reasons, &messages, &response_of, &nexts],
+    )?;
+    tx.execute(
+        "UPDATE items AS i SET
+             state = u.state, next_attempt_at = u.next, reservation_id = NULL,
+             attempts = i.attempts + 1,
+             streak = CASE WHEN i.last_class IS NOT DISTINCT FROM u.class THEN i.streak + 1 ELSE 1 END,
+             streak_started_at = CASE WHEN i.last_class IS NOT DISTINCT FROM u.class AND i.streak_started_at IS NOT NULL
+                                      THEN i.streak_started_at ELSE u.at END,
+             last_class = u.class, last_reason = u.reason, last_message = u.message, last_http_status = u.status,
+             accepted_at = CASE WHEN u.state = 'accepted' THEN u.at ELSE i.accepted_at END,
+             parked_fingerprint = u.fingerprint
+         FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[],
+                     $7::text[], $8::integer[], $9::text[])
+             AS u (id, state, next, class, at, reason, message, status, fingerprint)
+         WHERE i.id = u.id",
+        &[&ids, &states, &nexts, &classes, &ats, &reasons, &messages, &statuses, &fingerprints],
+    )?;
+    Ok(())
+}
+
 /// Makes sure a rule window has its row, then locks it until the
 /// transaction ends: claims on the same rule wait for each other here.
 fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
@@ -1383,10 +1425,37 @@ fn admit_once(
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
-    let insert = tx.prepare(
-        "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
-         VALUES ($1, $2, 'queued', $4, $5, $3, $3) ON CONFLICT DO NOTHING RETURNING id",
-    )?;
+    // The groups, then every URL new to its group in one statement (in
+    // lock order); only URLs already there are read one by one.
+    let mut group_of = Vec::with_capacity(batch.len());
+    for item in batch {
+        let group = match ids.get(&item.group) {
+            Some(id) => *id,
+            None => {
+                let id = group_id_or_create(&mut tx, cache, &item.group)?;
+                ids.insert(item.group.clone(), id);
+                id
+            }
+        };
+        group_of.push(group);
+    }
+    let urls: Vec<&str> = order.iter().map(|&i| batch[i].url.as_str()).collect();
+    let groups: Vec<i64> = order.iter().map(|&i| group_of[i]).collect();
+    let actions: Vec<&str> = order.iter().map(|&i| batch[i].action.as_str()).collect();
+    let lastmods: Vec<Option<DateTime<Utc>>> = order.iter().map(|&i| opt_sec(batch[i].lastmod)).collect();
+    let mut fresh: HashMap<(i64, String), i64> = tx
+        .query(
+            "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
+             SELECT t.url, t.group_id, 'queued', t.action, t.lastmod, $5, $5
+             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+                 AS t (url, group_id, action, lastmod, n)
+             ORDER BY t.n
+             ON CONFLICT DO NOTHING RETURNING id, group_id, url",
+            &[&urls, &groups, &actions, &lastmods, &now],
+        )?
+        .iter()
+        .map(|r| ((r.get(1), r.get(2)), r.get(0)))
+        .collect();
     let find = tx.prepare(
         "SELECT id, state, accepted_at, next_attempt_at, action FROM items WHERE url = $1 AND group_id = $2 FOR UPDATE",
     )?;
@@ -1401,18 +1470,12 @@ fn admit_once(
     let mut out: Vec<Option<Admission>> = vec![None; batch.len()];
     for &index in order {
         let item = &batch[index];
-        let group = match ids.get(&item.group) {
-            Some(id) => *id,
-            None => {
-                let id = group_id_or_create(&mut tx, cache, &item.group)?;
-                ids.insert(item.group.clone(), id);
-                id
-            }
-        };
+        let group = group_of[index];
         let action = item.action.as_str();
         let lastmod = opt_sec(item.lastmod);
-        if let Some(row) = tx.query_opt(&insert, &[&item.url, &group, &now, &action, &lastmod])? {
-            out[index] = Some(Admission::Queued { id: row.get(0), fresh: true });
+        // The first time a new URL is met in the batch; a repeat is "already queued".
+        if let Some(id) = fresh.remove(&(group, item.url.clone())) {
+            out[index] = Some(Admission::Queued { id, fresh: true });
             continue;
         }
         let r = tx.query_one(&find, &[&item.url, &group])?;
