@@ -195,7 +195,7 @@ pub struct LedgerArgs {
 #[derive(Debug, Subcommand)]
 pub enum LedgerAction {
     /// Create or upgrade the ledger's schema (runs also do this on their own, under a lock)
-    #[command(after_help = "Example: INDEXQ_LEDGER=postgres://indexq@db:5432/indexq indexq ledger migrate")]
+    #[command(after_help = "Example: indexq --config /etc/indexq/config.toml ledger migrate")]
     Migrate,
     /// Copy queue, attempts and budget usage from the configured ledger to another, idempotently
     #[command(after_help = "Example: indexq ledger copy --to postgres://indexq@db.internal:5432/indexq")]

@@ -300,7 +300,7 @@ struct Invocation {
     line: String,
 }
 
-const SUBCOMMANDS: &[&str] = &["submit", "status", "queue", "log", "doctor", "key", "completions", "man"];
+const SUBCOMMANDS: &[&str] = &["submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML
