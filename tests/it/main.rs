@@ -16,4 +16,5 @@ mod ledger;
 mod local_state;
 mod operator;
 mod outcomes;
+mod postgres;
 mod soak;

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod pg;
 
 use mock::{MockResponse, MockServer};
 use serde_json::Value;
@@ -46,6 +47,10 @@ pub struct Sandbox {
     pub google: Option<String>,
     /// Extra lines for the `[google]` section (e.g. `requests_per_minute = 30`).
     pub google_extra: String,
+    /// A PostgreSQL ledger instead of the SQLite file (`Sandbox::use_pg`):
+    /// its keys head the config, and runs get its password and no
+    /// `$INDEXQ_LEDGER`.
+    pub pg: Option<pg::PgLedger>,
 }
 
 impl Sandbox {
@@ -68,6 +73,7 @@ impl Sandbox {
             more_properties: String::new(),
             google: None,
             google_extra: String::new(),
+            pg: None,
         }
     }
 
@@ -183,7 +189,9 @@ impl Sandbox {
     /// Writes the config file from the sandbox's settings.
     pub fn write_config(&self) -> PathBuf {
         let endpoints: Vec<String> = self.endpoints.iter().map(|e| format!("\"{e}\"")).collect();
-        let mut text = format!("[indexnow]\nendpoints = [{}]\n\n{}\n\n", endpoints.join(", "), self.extra);
+        // Top-level keys (the PostgreSQL ledger's) come before the first table.
+        let mut text = self.pg.as_ref().map(pg::PgLedger::config_lines).unwrap_or_default();
+        text.push_str(&format!("[indexnow]\nendpoints = [{}]\n\n{}\n\n", endpoints.join(", "), self.extra));
         if self.bing.is_some() {
             text.push_str(&format!(
                 "[bing]\napi_key_env = \"BING_KEY\"\nendpoint = \"{}{BING_BASE}\"\n\n",
@@ -243,11 +251,16 @@ impl Sandbox {
             .env("XDG_STATE_HOME", self.dir.path().join("xdg-state"))
             .env("XDG_CONFIG_HOME", self.dir.path().join("xdg-config"))
             .env("INDEXQ_CONFIG", self.config_path())
-            .env("INDEXQ_LEDGER", self.ledger())
             .env("INDEXNOW_KEY", KEY)
             .env("BING_KEY", BING_KEY)
             .env("TZ", "UTC")
             .stdin(Stdio::null());
+        match &self.pg {
+            Some(pg) => pg.apply(&mut cmd),
+            None => {
+                cmd.env("INDEXQ_LEDGER", self.ledger());
+            }
+        }
         Run { cmd }
     }
 
@@ -327,6 +340,8 @@ pub struct Done {
 /// files when it is dropped.
 pub fn secrets() -> Vec<String> {
     let mut secrets = vec![KEY.to_string(), BING_KEY.to_string(), "ya29.test-token".to_string()];
+    // The test PostgreSQL server's password, when the PostgreSQL tests run.
+    secrets.extend(pg::password());
     if let Some(key) = TEST_KEY.get() {
         use rsa::pkcs8::{EncodePrivateKey, LineEnding};
         let pem = key.to_pkcs8_pem(LineEnding::LF).unwrap().to_string();
