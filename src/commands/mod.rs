@@ -11,7 +11,7 @@ pub mod status;
 pub mod submit;
 
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{Ledger, PgLedger, PgOptions, SqliteLedger};
+use crate::ledger::{Ledger, LedgerError, PgLedger, PgOptions, SqliteLedger, PG_SCHEMA_VERSION};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +66,20 @@ pub fn open_snapshot(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Sen
             let mut source = PgLedger::connect(&options)?;
             let mut copy = SqliteLedger::open_snapshot(std::path::Path::new(""))?;
             // A database that has no indexq schema yet plans as an empty ledger.
-            if source.stored_version()?.is_some() {
-                copy.import(&source.export(true)?)?;
+            match source.stored_version()? {
+                None => {}
+                Some(found) if found > PG_SCHEMA_VERSION => {
+                    return Err(LedgerError::Open {
+                        path: source.place().to_string(),
+                        message: LedgerError::Newer { found, known: PG_SCHEMA_VERSION }.to_string(),
+                        hint: Some("upgrade indexq (a newer version migrated this ledger)".into()),
+                        newer: true,
+                    }
+                    .into())
+                }
+                Some(_) => {
+                    copy.import(&source.export(true)?)?;
+                }
             }
             Box::new(copy)
         }

@@ -180,6 +180,12 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
         std::thread::sleep(rest);
     }
     let later = "2026-12-03T09:05:00Z";
+    // doctor lists the expired lease, and checks the server's clock.
+    let doctor = b(later, &["--json", "doctor"]).json();
+    let checks = doctor["checks"].as_array().unwrap();
+    let lease = checks.iter().find(|c| c["check"] == "ledger_lease").unwrap_or_else(|| panic!("{doctor:#}"));
+    assert!(lease["message"].as_str().unwrap().contains("machine-a"), "{lease}");
+    assert!(checks.iter().any(|c| c["check"] == "ledger_clock" && c["ok"] == true), "{doctor:#}");
     let doc = b(later, &["--json", "submit"]).code(0).json();
     assert_eq!(count(&doc, "accepted"), 2, "{doc:#}");
     let r = result_for(&results(&doc), &sb.url("/a")).clone();
@@ -469,8 +475,18 @@ fn pg_migrate_once_and_refuse_newer() {
     let done = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0);
     assert_eq!(migrated_version(&done), version);
 
+    // A dry run plans on a private copy: the shared ledger is not written.
+    let list = sb.urls("plan.txt", &["/p1", "/p2"]);
+    let plan = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(plan["plan"].as_array().map(Vec::len), Some(2), "{plan:#}");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    assert_eq!(status["queue"]["due"], 0, "a dry run wrote to the shared ledger: {status:#}");
+    assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
+
     // A newer indexq wrote this schema: refuse, say what to do, send nothing.
     pg.psql(&format!("UPDATE {schema}.schema_version SET version = 99"));
+    let done = sb.indexq(&["submit", "--dry-run", list.to_str().unwrap()]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("upgrade indexq"), "{}", done.stderr);
     let done = sb.indexq(&["status"]).now(NOW).output().code(2);
     assert!(done.stderr.contains("99"), "{}", done.stderr);
     assert!(done.stderr.contains("upgrade indexq"), "{}", done.stderr);
