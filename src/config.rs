@@ -648,16 +648,11 @@ impl Resolver<'_> {
         let schema = match &raw.ledger_schema {
             None => "indexq".to_string(),
             Some(v) => {
-                let name = v.get_ref();
-                let valid = name.len() <= 63
-                    && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-                if !valid {
-                    return Err(self
-                        .err(v, "ledger_schema", format!("`{name}` is not a schema name indexq accepts"))
-                        .hint("use lowercase letters, digits and _, starting with a letter or _ (at most 63)"));
-                }
-                name.clone()
+                check_schema_name(v.get_ref()).map_err(|why| {
+                    self.err(v, "ledger_schema", why)
+                        .hint("use lowercase letters, digits and _, starting with a letter or _ (at most 63)")
+                })?;
+                v.get_ref().clone()
             }
         };
         let ledger_options = LedgerOptions {
@@ -917,6 +912,19 @@ fn expand_home(path: &str) -> PathBuf {
     match path.strip_prefix("~/") {
         Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
         None => PathBuf::from(path),
+    }
+}
+
+/// A PostgreSQL schema name indexq uses as written in SQL: lowercase
+/// letters, digits and `_`, not starting with a digit, at most 63 bytes.
+pub fn check_schema_name(name: &str) -> Result<(), String> {
+    let valid = name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("`{name}` is not a schema name indexq accepts (lowercase letters, digits and _, at most 63)"))
     }
 }
 

@@ -26,6 +26,7 @@ pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow:
                 return Err(super::submit::UsageError("--to names the configured ledger itself".into()).into());
             }
             let schema = copy.schema.as_deref().unwrap_or(&settings.ledger_options.schema);
+            crate::config::check_schema_name(schema).map_err(super::submit::UsageError)?;
             let dump = open_ledger(settings)?.export(false)?;
             let copied = open_ledger_at(settings, &target, schema)
                 .and_then(|mut to| Ok(to.import(&dump)?))

@@ -69,13 +69,7 @@ pub fn open_snapshot(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Sen
             match source.stored_version()? {
                 None => {}
                 Some(found) if found > PG_SCHEMA_VERSION => {
-                    return Err(LedgerError::Open {
-                        path: source.place().to_string(),
-                        message: LedgerError::Newer { found, known: PG_SCHEMA_VERSION }.to_string(),
-                        hint: Some("upgrade indexq (a newer version migrated this ledger)".into()),
-                        newer: true,
-                    }
-                    .into())
+                    return Err(LedgerError::newer(source.place(), found, PG_SCHEMA_VERSION).into())
                 }
                 Some(_) => {
                     copy.import(&source.export(true)?)?;

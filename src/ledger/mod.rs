@@ -47,6 +47,18 @@ pub enum LedgerError {
     Other(String),
 }
 
+impl LedgerError {
+    /// The ledger at `place` has a schema newer than this binary knows.
+    pub fn newer(place: &str, found: i64, known: i64) -> LedgerError {
+        LedgerError::Open {
+            path: place.to_string(),
+            message: LedgerError::Newer { found, known }.to_string(),
+            hint: Some("upgrade indexq (a newer version wrote this ledger)".into()),
+            newer: true,
+        }
+    }
+}
+
 impl From<rusqlite::Error> for LedgerError {
     fn from(err: rusqlite::Error) -> Self {
         match err.sqlite_error_code() {

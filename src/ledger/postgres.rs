@@ -192,7 +192,7 @@ impl PgLedger {
     /// Connects and brings the schema up to date (under an advisory lock).
     pub fn open(options: &PgOptions) -> Result<PgLedger> {
         let mut ledger = PgLedger::connect(options)?;
-        off_runtime(|| ledger.migrate())?;
+        ledger.migrate()?;
         Ok(ledger)
     }
 
@@ -259,12 +259,7 @@ impl PgLedger {
             Ok(())
         })
         .map_err(|e| match e {
-            LedgerError::Newer { .. } => LedgerError::Open {
-                path: self.place.clone(),
-                message: e.to_string(),
-                hint: Some("upgrade indexq (a newer version migrated this ledger)".into()),
-                newer: true,
-            },
+            LedgerError::Newer { found, known } => LedgerError::newer(&self.place, found, known),
             e => e,
         })
     }

@@ -207,14 +207,12 @@ impl SqliteLedger {
                 other => break other,
             }
         };
-        configured.map_err(|e| {
-            let newer = matches!(e, LedgerError::Newer { .. });
-            let hint = if newer {
-                "upgrade indexq (a newer version wrote this ledger)"
-            } else {
-                "if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)"
-            };
-            LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: Some(hint.into()), newer }
+        configured.map_err(|e| match e {
+            LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
+            e => open_err(
+                e.to_string(),
+                Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
+            ),
         })?;
         Ok(ledger)
     }

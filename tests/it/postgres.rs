@@ -550,3 +550,16 @@ fn pg_proxy_drops_and_restores_connections() {
     assert_ne!(a, b);
     assert!(a.len() < 64 && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{a}");
 }
+
+/// Needs no server: names are checked before anything connects.
+#[test]
+fn ledger_copy_refuses_a_bad_schema_name_and_itself() {
+    let sb = Sandbox::new();
+    sb.indexq(&["status"]).now(NOW).output().code(0);
+    let to = "postgres://indexq@127.0.0.1:9/nowhere";
+    let done = sb.indexq(&["ledger", "copy", "--to", to, "--schema", "x; DROP TABLE items"]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("schema name"), "{}", done.stderr);
+    let own = sb.ledger().display().to_string();
+    let done = sb.indexq(&["ledger", "copy", "--to", &own]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("itself"), "{}", done.stderr);
+}
