@@ -101,11 +101,8 @@ fn report_error(err: &anyhow::Error) -> ExitStatus {
     } else {
         None
     };
-    let unavailable = err
-        .chain()
-        .any(|e| matches!(e.downcast_ref::<ledger::LedgerError>(), Some(ledger::LedgerError::Unavailable(_))));
     let hint = hint.or_else(|| {
-        unavailable.then(|| {
+        ledger::LedgerError::is_lost(err).then(|| {
             "nothing was sent without a reservation; every URL already in the ledger stays there (queued, or in \
              flight until a later run reconciles it): run again once the database is back (URLs of the input not yet \
              read need the input again)"

@@ -13,8 +13,8 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, NewItem, NextStep,
-    Owner, Pace, RuleWindow,
+    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, LedgerError,
+    NewItem, NextStep, Owner, Pace, RuleWindow,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
@@ -68,6 +68,8 @@ struct Run<'a> {
     progress: Progress,
     /// Input URLs read so far.
     read: u64,
+    /// Queue items (URL, property, engine, target) this run wrote to the ledger.
+    admitted: u64,
 }
 
 pub async fn run(
@@ -135,125 +137,140 @@ pub async fn run(
         action: if args.deleted { Action::Deleted } else { Action::Updated },
         progress: Progress::new(printer),
         read: 0,
+        admitted: 0,
     };
-    let started = clock.now();
-    let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
-    run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
+    let outcome: anyhow::Result<ExitStatus> = async {
+        let started = clock.now();
+        let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
+        run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
 
-    if let Some(latest) = run.ledger.note_run(started)?.filter(|t| *t > started + TimeDelta::minutes(1)) {
-        printer.warn(&format!(
-            "the clock says {}, earlier than a previous run ({}): no window reopens and nothing is counted twice, \
-             but check the system clock or INDEXQ_NOW",
-            crate::report::rfc3339(started, run.user_tz),
-            crate::report::rfc3339(latest, run.user_tz)
-        ));
-    }
-    let reconciled = run.ledger.reconcile(started, &run.owner)?;
-    if reconciled.items > 0 {
-        printer.note(&format!(
-            "{} left in flight by a run that stopped were returned to the queue (counted as used).",
-            if reconciled.items == 1 { "1 URL".to_string() } else { format!("{} URLs", reconciled.items) }
-        ));
-    }
-    for group in run.known_groups() {
-        let engine = &run.engines[&group.engine];
-        let n = run.ledger.unpark_changed(&group, &engine.fingerprint(&group), started)?;
-        if n > 0 {
-            printer.note(&format!(
-                "{}: the configuration changed; {n} parked URLs are retried.",
-                crate::report::group_title(&group)
+        if let Some(latest) = run.ledger.note_run(started)?.filter(|t| *t > started + TimeDelta::minutes(1)) {
+            printer.warn(&format!(
+                "the clock says {}, earlier than a previous run ({}): no window reopens and nothing is counted twice, \
+                 but check the system clock or INDEXQ_NOW",
+                crate::report::rfc3339(started, run.user_tz),
+                crate::report::rfc3339(latest, run.user_tz)
             ));
         }
-    }
-
-    let mut intake = Intake {
-        routes: HashMap::new(),
-        batch: Vec::with_capacity(ADMIT_BATCH),
-        rule: AdmitRule {
-            dedupe: TimeDelta::from_std(settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
-            force: args.force,
-            changed: args.changed,
-        },
-        since: args.since,
-        counts: BTreeMap::new(),
-        before_since: 0,
-    };
-    for group in run.known_groups() {
-        intake.routes.entry(group.property.clone()).or_default().push(group);
-    }
-    for (name, reader) in readers {
-        run.ingest_list(&mut intake, &name, reader, printer)?;
-    }
-    if !args.sitemap.is_empty() {
-        let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
-        for source in &args.sitemap {
-            run.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
+        let reconciled = run.ledger.reconcile(started, &run.owner)?;
+        if reconciled.items > 0 {
+            printer.note(&format!(
+                "{} left in flight by a run that stopped were returned to the queue (counted as used).",
+                if reconciled.items == 1 { "1 URL".to_string() } else { format!("{} URLs", reconciled.items) }
+            ));
         }
-    }
-
-    let wait_until = run.wait_until;
-    loop {
-        run.drain().await?;
-        if run.dry_run {
-            break;
-        }
-        let now = clock.now();
-        if now >= wait_until {
-            break;
-        }
-        let groups = run.known_groups();
-        match run.ledger_next_due(&groups)? {
-            Some((next, group)) if next <= wait_until => {
-                // A short floor: an item due now that the drain could not take
-                // must not make this loop spin.
-                let pause = (next - now).max(TimeDelta::milliseconds(100));
-                tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
-                if pause >= TimeDelta::seconds(1) {
-                    let what = run.waiting_for(&group, pause)?;
-                    if run.progress.visible() {
-                        run.progress.waiting(&what);
-                    } else {
-                        printer.note(&format!("{what}…"));
-                    }
-                }
-                tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
+        for group in run.known_groups() {
+            let engine = &run.engines[&group.engine];
+            let n = run.ledger.unpark_changed(&group, &engine.fingerprint(&group), started)?;
+            if n > 0 {
+                printer.note(&format!(
+                    "{}: the configuration changed; {n} parked URLs are retried.",
+                    crate::report::group_title(&group)
+                ));
             }
-            _ => break,
         }
-    }
 
-    run.progress.finish();
-    let now = clock.now();
-    let mut waiting = Vec::new();
-    for group in run.known_groups() {
-        let counts = run.ledger.queue_counts(&group, now)?;
-        if let Some(next) = run.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
-            let tz = run.rule_timezone(&group).unwrap_or(run.user_tz);
-            waiting.push(Waiting { group, count: counts.waiting, next, tz });
+        let mut intake = Intake {
+            routes: HashMap::new(),
+            batch: Vec::with_capacity(ADMIT_BATCH),
+            rule: AdmitRule {
+                dedupe: TimeDelta::from_std(settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
+                force: args.force,
+                changed: args.changed,
+            },
+            since: args.since,
+            counts: BTreeMap::new(),
+            before_since: 0,
+        };
+        for group in run.known_groups() {
+            intake.routes.entry(group.property.clone()).or_default().push(group);
         }
+        for (name, reader) in readers {
+            run.ingest_list(&mut intake, &name, reader, printer)?;
+        }
+        if !args.sitemap.is_empty() {
+            let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+            for source in &args.sitemap {
+                run.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
+            }
+        }
+
+        let wait_until = run.wait_until;
+        loop {
+            run.drain().await?;
+            if run.dry_run {
+                break;
+            }
+            let now = clock.now();
+            if now >= wait_until {
+                break;
+            }
+            let groups = run.known_groups();
+            match run.ledger_next_due(&groups)? {
+                Some((next, group)) if next <= wait_until => {
+                    // A short floor: an item due now that the drain could not take
+                    // must not make this loop spin.
+                    let pause = (next - now).max(TimeDelta::milliseconds(100));
+                    tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
+                    if pause >= TimeDelta::seconds(1) {
+                        let what = run.waiting_for(&group, pause)?;
+                        if run.progress.visible() {
+                            run.progress.waiting(&what);
+                        } else {
+                            printer.note(&format!("{what}…"));
+                        }
+                    }
+                    tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
+                }
+                _ => break,
+            }
+        }
+
+        run.progress.finish();
+        let now = clock.now();
+        let mut waiting = Vec::new();
+        for group in run.known_groups() {
+            let counts = run.ledger.queue_counts(&group, now)?;
+            if let Some(next) = run.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
+                let tz = run.rule_timezone(&group).unwrap_or(run.user_tz);
+                waiting.push(Waiting { group, count: counts.waiting, next, tz });
+            }
+        }
+        let report = SubmitReport {
+            now: started,
+            end: now,
+            user_tz: run.user_tz,
+            dry_run: run.dry_run,
+            results: &run.results,
+            deferrals: &run.deferrals,
+            waiting: &waiting,
+            notes: &run.notes,
+            plan: &intake.counts,
+            before_since: args.since.map(|_| intake.before_since),
+        };
+        let mut out = std::io::BufWriter::new(printer.stdout());
+        if printer.json {
+            report.write_json(&mut out)?;
+        } else {
+            report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
+        }
+        std::io::Write::flush(&mut out)?;
+        let summary = run.results.summary()?;
+        let needs_human = args.fail_on.iter().any(|o| summary[o.as_str()] > 0);
+        Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
     }
-    let report = SubmitReport {
-        now: started,
-        end: now,
-        user_tz: run.user_tz,
-        dry_run: run.dry_run,
-        results: &run.results,
-        deferrals: &run.deferrals,
-        waiting: &waiting,
-        notes: &run.notes,
-        plan: &intake.counts,
-        before_since: args.since.map(|_| intake.before_since),
-    };
-    let mut out = std::io::BufWriter::new(printer.stdout());
-    if printer.json {
-        report.write_json(&mut out)?;
-    } else {
-        report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
-    }
-    std::io::Write::flush(&mut out)?;
-    let summary = run.results.summary()?;
-    let needs_human = args.fail_on.iter().any(|o| summary[o.as_str()] > 0);
-    Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
+    .await;
+    // A database ledger lost mid-run: say what this run left in it.
+    outcome.map_err(|e| {
+        if !LedgerError::is_lost(&e) {
+            return e;
+        }
+        e.context(format!(
+            "the run stopped after reading {} input URL(s) and writing {} queue item(s) to the ledger, which keeps \
+             them for the next run",
+            run.read, run.admitted
+        ))
+    })
 }
 
 impl Run<'_> {
@@ -406,6 +423,7 @@ impl Run<'_> {
             return Ok(());
         }
         let admissions = self.ledger.admit(batch, now, &intake.rule)?;
+        self.admitted += batch.len() as u64;
         let mut look_up = Vec::new();
         for (item, admission) in batch.iter().zip(admissions) {
             let counts = intake.counts.entry(item.group.engine).or_default();

@@ -48,6 +48,11 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
+    /// Whether `err` comes from a database ledger that cannot be reached.
+    pub fn is_lost(err: &anyhow::Error) -> bool {
+        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable(_))))
+    }
+
     /// The ledger at `place` has a schema newer than this binary knows.
     pub fn newer(place: &str, found: i64, known: i64) -> LedgerError {
         LedgerError::Open {

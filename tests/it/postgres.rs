@@ -228,6 +228,11 @@ fn pg_server_stopped_mid_run() {
     proxy.stop();
     let done = pg::wait_at_most(child, Duration::from_secs(30), "the run that lost its database").code(1);
     assert!(done.stderr.contains(&via), "the error names the server ({via}): {}", done.stderr);
+    assert!(
+        done.stderr.contains("writing 1200 queue item(s) to the ledger, which keeps them for the next run"),
+        "the error says what was left queued: {}",
+        done.stderr
+    );
     pg::assert_absent(&done.stderr, &pg.password, "stderr");
     // Give a run that (wrongly) went on a moment to show it.
     std::thread::sleep(Duration::from_millis(300));
