@@ -61,6 +61,44 @@ CREATE TABLE items (
 CREATE INDEX items_group ON items (group_id, state, next_attempt_at, id);
 CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
 
+-- Items by group and state, kept by statement triggers (counting a queue of a
+-- million would read all of it). One row per group and state; a statement
+-- writes only the rows whose count it changes, in key order (so that
+-- transactions touching several wait for each other, never deadlock).
+CREATE TABLE group_counts (
+    group_id bigint NOT NULL REFERENCES groups (id),
+    state    text NOT NULL,
+    n        bigint NOT NULL,
+    PRIMARY KEY (group_id, state)
+);
+CREATE FUNCTION count_items() RETURNS trigger LANGUAGE plpgsql AS $count$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, count(*) FROM new_items GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, -count(*) FROM old_items GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    ELSE
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, sum(d) FROM (
+            SELECT group_id, state, -1 AS d FROM old_items
+            UNION ALL SELECT group_id, state, 1 FROM new_items
+        ) AS changes GROUP BY 1, 2 HAVING sum(d) <> 0 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END
+$count$;
+CREATE TRIGGER items_inserted AFTER INSERT ON items REFERENCING NEW TABLE AS new_items
+    FOR EACH STATEMENT EXECUTE FUNCTION count_items();
+CREATE TRIGGER items_updated AFTER UPDATE ON items REFERENCING OLD TABLE AS old_items NEW TABLE AS new_items
+    FOR EACH STATEMENT EXECUTE FUNCTION count_items();
+CREATE TRIGGER items_deleted AFTER DELETE ON items REFERENCING OLD TABLE AS old_items
+    FOR EACH STATEMENT EXECUTE FUNCTION count_items();
+
 CREATE TABLE responses (
     id          bigserial PRIMARY KEY,
     http_status integer,
@@ -560,8 +598,10 @@ type Params = Vec<Box<dyn pg::types::ToSql + Sync + Send>>;
 
 /// A WHERE clause over `items i JOIN groups g` and its parameters.
 fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Params) {
+    // `$1` is "now", named once even when no state needs it (a statement
+    // must use every parameter it is given).
     let mut values: Params = vec![Box::new(sec(now))];
-    let mut clauses = vec!["TRUE".to_string()];
+    let mut clauses = vec!["$1::timestamptz IS NOT NULL".to_string()];
     if !filter.states.is_empty() {
         let any: Vec<&str> = filter
             .states
@@ -746,6 +786,29 @@ impl Ledger for PgLedger {
     fn finish(&mut self, done: &Finish) -> Result<()> {
         let Finish { reservation, responses, records, blocks, refund, windows } = done;
         self.transaction(|tx| {
+            // Budget rows first, in rule order, as a claim takes them (then
+            // the item counts): two transactions never wait for each other
+            // in a circle.
+            if *refund > 0 {
+                let mut windows: Vec<&RuleWindow> = windows.iter().collect();
+                windows.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+                for w in windows {
+                    tx.execute(
+                        "UPDATE budget_usage SET used = GREATEST(used - $3, 0) WHERE rule = $1 AND window_key = $2",
+                        &[&w.rule, &w.window, &(*refund as i64)],
+                    )?;
+                }
+            }
+            let mut blocks: Vec<&Block> = blocks.iter().collect();
+            blocks.sort_by(|a, b| (&a.rule.rule, &a.rule.window).cmp(&(&b.rule.rule, &b.rule.window)));
+            for block in blocks {
+                add_usage(tx, &block.rule, 0)?;
+                tx.execute(
+                    "INSERT INTO blocks (rule, until) VALUES ($1, $2)
+                     ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
+                    &[&block.rule.rule, &sec(block.until)],
+                )?;
+            }
             let insert_response =
                 tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
             let mut response_ids = Vec::with_capacity(responses.len());
@@ -764,22 +827,6 @@ impl Ledger for PgLedger {
                     records[first..].iter().position(|r| !seen.insert(r.item_id)).map_or(records.len(), |n| first + n);
                 record_attempts(tx, &records[first..end], responses, &response_ids)?;
                 first = end;
-            }
-            if *refund > 0 {
-                for w in windows {
-                    tx.execute(
-                        "UPDATE budget_usage SET used = GREATEST(used - $3, 0) WHERE rule = $1 AND window_key = $2",
-                        &[&w.rule, &w.window, &(*refund as i64)],
-                    )?;
-                }
-            }
-            for block in blocks {
-                add_usage(tx, &block.rule, 0)?;
-                tx.execute(
-                    "INSERT INTO blocks (rule, until) VALUES ($1, $2)
-                     ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
-                    &[&block.rule.rule, &sec(block.until)],
-                )?;
             }
             tx.execute("DELETE FROM reservations WHERE id = $1", &[reservation])?;
             Ok(())
@@ -848,17 +895,20 @@ impl Ledger for PgLedger {
         let now = sec(now);
         self.transaction(|tx| {
             let Some(group) = group_id(tx, &cache, group)? else { return Ok(QueueCounts::default()) };
+            // The counts by state are kept; only the due items are counted
+            // (one statement: one snapshot).
             let r = tx.query_one(
-                "SELECT COUNT(*) FILTER (WHERE state = 'queued' AND next_attempt_at <= $2),
-                        COUNT(*) FILTER (WHERE state = 'queued' AND (next_attempt_at > $2 OR next_attempt_at IS NULL)),
-                        COUNT(*) FILTER (WHERE state = 'parked'),
-                        COUNT(*) FILTER (WHERE state = 'in_flight'),
-                        COUNT(*) FILTER (WHERE state = 'accepted')
-                 FROM items WHERE group_id = $1",
+                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
+                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2)
+                 FROM group_counts WHERE group_id = $1",
                 &[&group, &now],
             )?;
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
-            Ok(QueueCounts { due: n(0), waiting: n(1), parked: n(2), in_flight: n(3), accepted: n(4) })
+            let (queued, due) = (n(0), n(4));
+            Ok(QueueCounts { due, waiting: queued.saturating_sub(due), parked: n(1), in_flight: n(2), accepted: n(3) })
         })
     }
 
@@ -1559,6 +1609,64 @@ fn pgpass_line(line: &str, wanted: &[String; 4]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `queue_counts` (kept counts) equals a count of every item, at `now`.
+    fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
+        let groups = ledger
+            .transaction(|tx| {
+                let rows = tx.query("SELECT property, engine, target FROM groups", &[])?;
+                Ok(rows
+                    .iter()
+                    .map(|r| GroupKey {
+                        property: r.get(0),
+                        engine: EngineKind::from_str(r.get(1)).unwrap(),
+                        target: r.get(2),
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .unwrap();
+        assert!(!groups.is_empty());
+        for key in groups {
+            let counted = ledger
+                .transaction(|tx| {
+                    let r = tx.query_one(
+                        "SELECT COUNT(*) FILTER (WHERE state = 'queued' AND next_attempt_at <= $2),
+                                COUNT(*) FILTER (WHERE state = 'queued' AND NOT (next_attempt_at <= $2)),
+                                COUNT(*) FILTER (WHERE state = 'parked'),
+                                COUNT(*) FILTER (WHERE state = 'in_flight'),
+                                COUNT(*) FILTER (WHERE state = 'accepted')
+                         FROM items i JOIN groups g ON g.id = i.group_id
+                         WHERE g.property = $1 AND g.engine = $3 AND g.target = $4",
+                        &[&key.property, &now, &key.engine.as_str(), &key.target],
+                    )?;
+                    let n = |i: usize| r.get::<_, i64>(i) as u64;
+                    Ok(QueueCounts { due: n(0), waiting: n(1), parked: n(2), in_flight: n(3), accepted: n(4) })
+                })
+                .unwrap();
+            assert_eq!(ledger.queue_counts(&key, now).unwrap(), counted, "{key:?} at {now}");
+        }
+    }
+
+    #[test]
+    fn kept_counts_follow_every_change() {
+        let Some(mut ledger) = super::super::story::test_postgres() else { return };
+        let now: DateTime<Utc> = "2026-12-10T10:00:00Z".parse().unwrap();
+        super::super::story::story(&mut ledger);
+        assert_counts(&mut ledger, now);
+        // A copy in (inserts and updates in one statement), twice.
+        let dump = ledger.export(true).unwrap();
+        let mut copy = super::super::story::test_postgres().unwrap();
+        copy.import(&dump).unwrap();
+        assert_counts(&mut copy, now);
+        copy.import(&dump).unwrap();
+        assert_counts(&mut copy, now);
+        // Queue commands.
+        let all = ItemFilter::default();
+        ledger.retry(&all, now).unwrap();
+        assert_counts(&mut ledger, now);
+        assert!(ledger.drop_items(&ItemFilter { states: vec![StateFilter::Accepted], ..all }, now).unwrap() > 0);
+        assert_counts(&mut ledger, now);
+    }
 
     #[test]
     fn pgpass_lines_match_like_libpq() {

@@ -246,6 +246,93 @@ pub fn story(ledger: &mut impl Ledger) {
     assert!(matches!(moved[0], Admission::Queued { fresh: false, .. }), "{moved:?}");
 }
 
+/// `queue list|retry|drop` filters, the same on every backend.
+pub fn queue_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-05T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    let mut batch: Vec<NewItem> = (0..6)
+        .map(|i| NewItem {
+            url: format!("https://q.example/{i}"),
+            group: group(),
+            action: Action::Updated,
+            lastmod: None,
+        })
+        .collect();
+    batch.extend((0..4).map(|i| NewItem {
+        url: format!("https://other.example/{i}"),
+        group: other.clone(),
+        action: Action::Updated,
+        lastmod: None,
+    }));
+    ledger.admit(&batch, now, &rule).unwrap();
+    let claim = take(ledger, &group(), ClaimSpec { rules: &[], max_items: 3, pace: None, now }, &me);
+    let record = |i: usize, class: Class, next: NextStep| AttemptRecord {
+        item_id: claim.items[i].id,
+        at: now,
+        class,
+        reason: "r".into(),
+        message: "m".into(),
+        response: 0,
+        next,
+    };
+    let records = vec![
+        record(0, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
+        record(1, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
+        record(2, Class::Accepted, NextStep::Accepted),
+    ];
+    let responses = vec![StoredResponse { http_status: Some(200), body: None }];
+    let done = Finish {
+        reservation: claim.reservation.unwrap(),
+        responses,
+        records,
+        blocks: vec![],
+        refund: 0,
+        windows: vec![],
+    };
+    ledger.finish(&done).unwrap();
+
+    let list = |ledger: &mut dyn Ledger, filter: ItemFilter| ledger.items(&filter, now).unwrap();
+    let state = |s: StateFilter| ItemFilter { states: vec![s], ..Default::default() };
+    assert_eq!(list(ledger, state(StateFilter::Parked)).len(), 1);
+    assert_eq!(list(ledger, state(StateFilter::Waiting)).len(), 1);
+    assert_eq!(list(ledger, state(StateFilter::Accepted)).len(), 1);
+    assert_eq!(list(ledger, state(StateFilter::Due)).len(), 3 + 4);
+    assert!(list(ledger, state(StateFilter::InFlight)).is_empty());
+    let of_other = list(ledger, ItemFilter { property: Some("other".into()), ..Default::default() });
+    assert_eq!(of_other.len(), 4);
+    assert!(of_other.iter().all(|r| r.group == other));
+    let by_engine = list(ledger, ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
+    assert_eq!(by_engine.len(), 4);
+    assert_eq!(list(ledger, ItemFilter { limit: Some(2), ..Default::default() }).len(), 2);
+    let one = list(ledger, ItemFilter { url: Some("https://q.example/5".into()), ..Default::default() });
+    assert_eq!(one.len(), 1);
+
+    // retry: parked (and waiting) become due; drop: what matches, never in flight.
+    assert_eq!(ledger.retry(&state(StateFilter::Parked), now).unwrap(), 1);
+    assert!(list(ledger, state(StateFilter::Parked)).is_empty());
+    assert_eq!(ledger.retry(&ItemFilter::default(), now).unwrap(), 1, "the waiting one");
+    assert_eq!(ledger.drop_items(&state(StateFilter::Accepted), now).unwrap(), 1);
+    let url = ItemFilter { url: Some("https://q.example/5".into()), ..Default::default() };
+    assert_eq!(ledger.drop_items(&url, now).unwrap(), 1);
+    let counts = ledger.queue_counts(&group(), now).unwrap();
+    assert_eq!(counts, QueueCounts { due: 4, ..Default::default() }, "{counts:?}");
+    assert_eq!(ledger.queue_counts(&other, now).unwrap(), QueueCounts { due: 4, ..Default::default() });
+}
+
+#[test]
+fn sqlite_runs_the_queue_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    queue_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+fn postgres_runs_the_queue_commands() {
+    let Some(mut ledger) = test_postgres() else { return };
+    queue_story(&mut ledger);
+}
+
 #[test]
 fn sqlite_tells_the_story() {
     let dir = tempfile::tempdir().unwrap();
