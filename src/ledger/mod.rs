@@ -488,6 +488,12 @@ pub struct Copied {
     pub budget_windows: u64,
 }
 
+/// What `reconcile` records of an item whose run stopped mid-request: the
+/// attempt's message, and the item's.
+const INTERRUPTED_ATTEMPT: &str =
+    "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried";
+const INTERRUPTED_ITEM: &str = "the run sending this stopped before the answer came";
+
 /// Why a ledger with reservations in flight is not copied.
 fn in_flight_error(n: i64) -> LedgerError {
     LedgerError::Other(format!(

@@ -660,18 +660,14 @@ impl Ledger for PgLedger {
                     "INSERT INTO attempts (item_id, at, class, reason, message, retry_at)
                      SELECT id, $2, 'transient', 'interrupted', $3, $2 FROM items
                      WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
-                    &[
-                        &id,
-                        &now,
-                        &"the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried",
-                    ],
+                    &[&id, &now, &INTERRUPTED_ATTEMPT],
                 )?;
                 tx.execute(
                     "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
                          attempts = attempts + 1, last_class = 'transient', last_reason = 'interrupted',
-                         last_message = 'the run sending this stopped before the answer came', last_http_status = NULL
+                         last_message = $3, last_http_status = NULL
                      WHERE reservation_id = $1 AND state = 'in_flight'",
-                    &[&id, &now],
+                    &[&id, &now, &INTERRUPTED_ITEM],
                 )?;
                 tx.execute("DELETE FROM reservations WHERE id = $1", &[&id])?;
                 done.reservations += 1;
