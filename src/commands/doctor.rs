@@ -254,8 +254,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
 /// ended with their reservation still in flight.
 fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
     let schema = &settings.ledger_options.schema;
-    let fix = "check that the server is up and reachable from here, and the user, database and password \
-               (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)";
+    let fix = crate::ledger::PG_CONNECT_HINT;
     let connected = super::pg_options(settings, url, schema).and_then(|o| Ok(PgLedger::connect(&o)?));
     let mut ledger = match connected {
         Ok(l) => l,

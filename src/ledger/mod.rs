@@ -3,9 +3,10 @@
 //! outcome and redacted response body, and budget usage per rule and window.
 //!
 //! `Ledger` is the interface in domain terms (admit, claim within budget,
-//! finish, reconcile); `sqlite` is its embedded backend. The ledger knows
-//! nothing of HTTP or of how answers are classified: it stores classes and
-//! times that the scheduler decided.
+//! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
+//! the one many machines share. Both decide a claim with `plan` and pass the
+//! same `story` tests. The ledger knows nothing of HTTP or of how answers
+//! are classified: it stores classes and times that the scheduler decided.
 
 mod owner;
 mod plan;
@@ -15,7 +16,9 @@ mod sqlite;
 mod story;
 
 pub use owner::Owner;
-pub use postgres::{pgpass_password, PgLedger, PgOptions, SCHEMA_VERSION as PG_SCHEMA_VERSION};
+pub use postgres::{
+    pgpass_password, PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION,
+};
 pub use sqlite::SqliteLedger;
 
 use crate::clock::Period;

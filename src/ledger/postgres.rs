@@ -172,6 +172,10 @@ CREATE TABLE runs (
 );
 "#];
 
+/// What to check when the database cannot be reached.
+pub const CONNECT_HINT: &str = "check that the server is up and reachable from here, and the user, database and \
+     password (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)";
+
 /// How to reach the database.
 #[derive(Clone)]
 pub struct PgOptions {
@@ -240,11 +244,7 @@ impl PgLedger {
         let client = off_runtime(|| connect(options)).map_err(|e| LedgerError::Open {
             path: place.clone(),
             message: e,
-            hint: Some(
-                "check that the server is up and reachable, and the user, database and password \
-                 (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)"
-                    .into(),
-            ),
+            hint: Some(CONNECT_HINT.into()),
             newer: false,
         })?;
         Ok(PgLedger {
