@@ -32,6 +32,13 @@ pub fn ts_ceil(t: DateTime<Utc>) -> i64 {
     }
 }
 
+/// When a claim's reservation stops being trusted without a live owner:
+/// `lease` after its last paced slot (or after `now`), so that a paced
+/// claim is never reconciled while it still waits for a slot.
+pub fn lease_until(now: DateTime<Utc>, slots: &[DateTime<Utc>], lease: TimeDelta) -> DateTime<Utc> {
+    slots.iter().copied().fold(now, DateTime::max) + lease
+}
+
 /// A pace's theoretical arrival time (GCRA), loaded and stored by the
 /// backend in a claim's transaction so that every process shares it.
 pub struct PaceState<'p> {

@@ -16,7 +16,7 @@
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::plan::{cap_body, ts_ceil, ClaimPlan, PaceState};
+use super::plan::{cap_body, lease_until, ts_ceil, ClaimPlan, PaceState};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;
@@ -1431,7 +1431,14 @@ fn claim_once(
             .query_one(
                 "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
                  VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                &[&me.host, &(me.pid as i64), &(me.started as i64), &now_s, &sec(now + lease), &(units as i64)],
+                &[
+                    &me.host,
+                    &(me.pid as i64),
+                    &(me.started as i64),
+                    &now_s,
+                    &sec(lease_until(now, &claim.slots, lease)),
+                    &(units as i64),
+                ],
             )?
             .get(0);
         for rule in &sorted {

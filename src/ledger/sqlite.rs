@@ -4,7 +4,7 @@
 //! processes sharing the file serialize on them and can never both take the
 //! last unit of a budget.
 
-use super::plan::{cap_body, ts_ceil, ClaimPlan, PaceState};
+use super::plan::{cap_body, lease_until, ts_ceil, ClaimPlan, PaceState};
 use super::*;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 use std::collections::HashMap;
@@ -770,7 +770,14 @@ impl Ledger for SqliteLedger {
         if take > 0 {
             tx.execute(
                 "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![me.host, me.pid, me.started as i64, ts(now), ts(now + self.lease), take as i64],
+                params![
+                    me.host,
+                    me.pid,
+                    me.started as i64,
+                    ts(now),
+                    ts(lease_until(now, &claim.slots, self.lease)),
+                    take as i64
+                ],
             )?;
             let reservation = tx.last_insert_rowid();
             for rule in rules {

@@ -321,6 +321,52 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&other, now).unwrap(), QueueCounts { due: 4, ..Default::default() });
 }
 
+/// A paced claim by an owner on another host is trusted until a lease
+/// after its last slot, not only after the claim.
+pub fn paced_lease_story(ledger: &mut impl Ledger) {
+    let now = t("2026-12-06T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let paced = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
+    let batch: Vec<NewItem> = (0..3)
+        .map(|i| NewItem {
+            url: format!("https://paced.example/{i}"),
+            group: paced.clone(),
+            action: Action::Updated,
+            lastmod: None,
+        })
+        .collect();
+    ledger.admit(&batch, now, &rule).unwrap();
+    let pace = Pace {
+        key: "story-pace".into(),
+        interval: TimeDelta::seconds(60),
+        burst: 1,
+        horizon: now + TimeDelta::minutes(10),
+    };
+    let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
+    let spec = ClaimSpec { rules: &[], max_items: 3, pace: Some(&pace), now };
+    let claim = take(ledger, &paced, spec, &elsewhere);
+    assert_eq!(claim.items.len(), 3);
+    let last = *claim.slots.last().unwrap();
+    assert!(last >= now + TimeDelta::seconds(60), "{:?}", claim.slots);
+    let me = Owner::current();
+    let lease = owner::LEASE;
+    assert_eq!(ledger.reconcile(now + lease + TimeDelta::seconds(1), &me).unwrap(), Reconciled::default());
+    let after = ledger.reconcile(last + lease + TimeDelta::seconds(1), &me).unwrap();
+    assert_eq!(after, Reconciled { reservations: 1, items: 3 });
+}
+
+#[test]
+fn sqlite_trusts_a_paced_claim_until_its_last_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    paced_lease_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+fn postgres_trusts_a_paced_claim_until_its_last_slot() {
+    let Some(mut ledger) = test_postgres() else { return };
+    paced_lease_story(&mut ledger);
+}
+
 #[test]
 fn sqlite_runs_the_queue_commands() {
     let dir = tempfile::tempdir().unwrap();
