@@ -88,6 +88,15 @@ pub struct GroupKey {
     pub target: String,
 }
 
+impl GroupKey {
+    /// A group as a backend stores it (the engine by name; an unknown name,
+    /// which only a newer indexq could write, reads as IndexNow).
+    fn stored(property: String, engine: &str, target: String) -> GroupKey {
+        use std::str::FromStr;
+        GroupKey { property, engine: EngineKind::from_str(engine).unwrap_or(EngineKind::IndexNow), target }
+    }
+}
+
 /// One URL to put in the queue.
 #[derive(Debug, Clone)]
 pub struct NewItem {

@@ -555,11 +555,7 @@ fn item_row(r: &Row) -> ItemRow {
     ItemRow {
         id: r.get(0),
         url: r.get(1),
-        group: GroupKey {
-            property: r.get(2),
-            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-            target: r.get(4),
-        },
+        group: GroupKey::stored(r.get(2), &engine, r.get(4)),
         state: ItemState::parse(&state),
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
@@ -580,11 +576,7 @@ fn attempt_row(r: &Row) -> AttemptRow {
     AttemptRow {
         at: r.get(0),
         url: r.get(1),
-        group: GroupKey {
-            property: r.get(2),
-            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-            target: r.get(4),
-        },
+        group: GroupKey::stored(r.get(2), &engine, r.get(4)),
         class: Class::from_str(&class).unwrap_or(Class::Transient),
         reason: r.get(6),
         message: r.get(7),
@@ -1036,11 +1028,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         item_index.insert(r.get::<_, i64>(0), dump.items.len());
         dump.items.push(DumpItem {
             url: r.get(1),
-            group: GroupKey {
-                property: r.get(2),
-                engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-                target: r.get(4),
-            },
+            group: GroupKey::stored(r.get(2), &engine, r.get(4)),
             state: ItemState::parse(r.get(5)),
             action: Action::parse(r.get(6)),
             lastmod: r.get(7),

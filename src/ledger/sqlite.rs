@@ -399,11 +399,7 @@ fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        group: GroupKey {
-            property: r.get(2)?,
-            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-            target: r.get(4)?,
-        },
+        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
         state: ItemState::parse(&state),
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
@@ -426,11 +422,7 @@ fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
     Ok(AttemptRow {
         at: from_ts(r.get(0)?),
         url: r.get(1)?,
-        group: GroupKey {
-            property: r.get(2)?,
-            engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-            target: r.get(4)?,
-        },
+        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
         class: Class::from_str(&class).unwrap_or(Class::Transient),
         reason: r.get(6)?,
         message: r.get(7)?,
@@ -1109,11 +1101,7 @@ impl Ledger for SqliteLedger {
                 item_index.insert(r.get::<_, i64>(0)?, dump.items.len());
                 dump.items.push(DumpItem {
                     url: r.get(1)?,
-                    group: GroupKey {
-                        property: r.get(2)?,
-                        engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-                        target: r.get(4)?,
-                    },
+                    group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
                     state: ItemState::parse(&state),
                     action: Action::parse(&action),
                     lastmod: opt_ts(r.get(7)?),
