@@ -263,16 +263,17 @@ impl PgLedger {
 
     /// Runs `f` in one transaction (again if the server aborts it for a
     /// deadlock).
-    fn transaction<T: Send>(&mut self, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
-        let client = self.client.as_mut().expect("a ledger in use has its client");
-        off_runtime(move || {
-            retrying(|| {
-                let mut tx = client.transaction()?;
-                let value = f(&mut tx)?;
-                tx.commit()?;
-                Ok(value)
-            })
-        })
+    fn transaction<T: Send>(&mut self, f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
+        in_transaction(&mut self.client, f)
+    }
+
+    /// `transaction`, with the ids of the groups known to be in the ledger.
+    fn with_groups<T: Send>(
+        &mut self,
+        mut f: impl FnMut(&mut Transaction<'_>, &HashMap<GroupKey, i64>) -> Result<T> + Send,
+    ) -> Result<T> {
+        let groups = &self.groups;
+        in_transaction(&mut self.client, |tx| f(tx, groups))
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -332,6 +333,23 @@ impl PgLedger {
             Ok(rows.iter().map(|r| (owner_of(r, 0), r.get(3))).collect())
         })
     }
+}
+
+/// Runs `f` in one transaction of `client` (again if the server aborts it
+/// for a deadlock), off the runtime.
+fn in_transaction<T: Send>(
+    client: &mut Option<Client>,
+    mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send,
+) -> Result<T> {
+    let client = client.as_mut().expect("a ledger in use has its client");
+    off_runtime(move || {
+        retrying(|| {
+            let mut tx = client.transaction()?;
+            let value = f(&mut tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    })
 }
 
 impl Drop for PgLedger {
@@ -697,10 +715,9 @@ impl Ledger for PgLedger {
     }
 
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
-        let cache = self.groups.clone();
         let now = sec(now);
-        self.transaction(|tx| {
-            let Some(group) = group_id(tx, &cache, group)? else { return Ok(0) };
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
             Ok(tx.execute(
                 "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
                      parked_fingerprint = NULL
@@ -740,9 +757,8 @@ impl Ledger for PgLedger {
         me: &Owner,
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
-        let cache = self.groups.clone();
         let lease = self.lease;
-        let (claim, moved) = self.transaction(|tx| claim_once(tx, &cache, group, spec, me, lease))?;
+        let (claim, moved) = self.with_groups(|tx, groups| claim_once(tx, groups, group, spec, me, lease))?;
         for (id, url, at) in &moved {
             deferred(*id, url, *at);
         }
@@ -822,9 +838,8 @@ impl Ledger for PgLedger {
     }
 
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
-        let cache = self.groups.clone();
-        self.transaction(|tx| {
-            let Some(group) = group_id(tx, &cache, group)? else { return Ok(None) };
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             Ok(tx
                 .query_one(
                     "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
@@ -879,10 +894,9 @@ impl Ledger for PgLedger {
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
-        let cache = self.groups.clone();
         let now = sec(now);
-        self.transaction(|tx| {
-            let Some(group) = group_id(tx, &cache, group)? else { return Ok(QueueCounts::default()) };
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(QueueCounts::default()) };
             // The counts by state are kept; only the due items are counted
             // (one statement: one snapshot).
             let r = tx.query_one(
@@ -901,9 +915,8 @@ impl Ledger for PgLedger {
     }
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
-        let cache = self.groups.clone();
-        self.transaction(|tx| {
-            let Some(group) = group_id(tx, &cache, group)? else { return Ok(None) };
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             let sql = format!(
                 "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN items i ON i.id = a.item_id
                      JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
@@ -1003,8 +1016,7 @@ impl Ledger for PgLedger {
     }
 
     fn import(&mut self, dump: &Dump) -> Result<Copied> {
-        let cache = self.groups.clone();
-        self.transaction(|tx| import(tx, &cache, dump))
+        self.with_groups(|tx, groups| import(tx, groups, dump))
     }
 }
 
