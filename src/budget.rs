@@ -156,6 +156,13 @@ pub fn inspection_rules(property: &Property) -> Vec<Rule> {
         .collect()
 }
 
+/// A group's rules, as the ledger asks for their windows at its own now.
+impl crate::ledger::Windows for Vec<Rule> {
+    fn at(&self, now: DateTime<Utc>) -> Vec<RuleWindow> {
+        windows(self, now)
+    }
+}
+
 /// The rules' windows at `now`.
 pub fn windows(rules: &[Rule], now: DateTime<Utc>) -> Vec<RuleWindow> {
     rules.iter().map(|r| r.window(now)).collect()

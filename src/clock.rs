@@ -8,6 +8,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeDelta, TimeZone, Utc};
@@ -22,10 +23,19 @@ const NOW_VAR: &str = "INDEXQ_NOW";
 /// created; [`Clock::now`] is the base plus the real time elapsed since. So a
 /// clock pinned with `INDEXQ_NOW` still advances during the run, and sleeps
 /// behave as they would without the override.
-#[derive(Debug, Clone)]
+///
+/// Once a ledger is open, the clock follows the ledger's: [`Clock::follow`]
+/// moves it to the instant the ledger decides with (never earlier than any
+/// run has seen; on PostgreSQL the database server's clock), so that every
+/// window decision of the run uses one notion of now.
+#[derive(Debug)]
 pub struct Clock {
     base: DateTime<Utc>,
     started: Instant,
+    /// How far `INDEXQ_NOW` moved this clock from the machine's wall clock.
+    pinned: TimeDelta,
+    /// Milliseconds added by `follow`.
+    followed_ms: AtomicI64,
 }
 
 impl Clock {
@@ -34,20 +44,37 @@ impl Clock {
     /// Without it (unset or empty), system time.
     pub fn from_env() -> Result<Clock, ClockError> {
         let base = base_from_env_value(std::env::var_os(NOW_VAR))?;
-        Ok(Clock::starting_at(base.unwrap_or_else(Utc::now)))
+        let wall = Utc::now();
+        let mut clock = Clock::starting_at(base.unwrap_or(wall));
+        clock.pinned = base.map_or(TimeDelta::zero(), |b| b - wall);
+        Ok(clock)
     }
 
     /// A clock whose `now()` is `at` at the moment of this call.
     pub fn starting_at(at: DateTime<Utc>) -> Clock {
-        Clock { base: at, started: Instant::now() }
+        Clock { base: at, started: Instant::now(), pinned: TimeDelta::zero(), followed_ms: AtomicI64::new(0) }
     }
 
     /// The current instant: the base plus the real time elapsed since the
-    /// clock was made.
+    /// clock was made (and what `follow` added).
     pub fn now(&self) -> DateTime<Utc> {
         // Both fallbacks need an elapsed time of about 290 million years.
-        let elapsed = TimeDelta::from_std(self.started.elapsed()).unwrap_or(TimeDelta::MAX);
+        let elapsed = TimeDelta::from_std(self.started.elapsed()).unwrap_or(TimeDelta::MAX)
+            + TimeDelta::milliseconds(self.followed_ms.load(Ordering::Relaxed));
         self.base.checked_add_signed(elapsed).unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// How far `INDEXQ_NOW` shifts this clock from the machine's: a ledger
+    /// that keeps its own clock (a database server's) shifts it the same.
+    pub fn pinned_shift(&self) -> TimeDelta {
+        self.pinned
+    }
+
+    /// From now on, `now()` is `at` plus the real time elapsed from here:
+    /// the clock follows the ledger's.
+    pub fn follow(&self, at: DateTime<Utc>) {
+        let by = (at - self.now()).num_milliseconds();
+        self.followed_ms.fetch_add(by, Ordering::Relaxed);
     }
 }
 

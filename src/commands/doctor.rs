@@ -284,7 +284,7 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
                 checks.push(Check::problem(
                     "ledger_clock",
                     format!("this machine's clock is {skew:.0} s off the database server's"),
-                    "windows and leases are computed from time: sync the clocks (NTP) of every machine that shares the ledger",
+                    "windows and leases use the server's clock, but this machine's times (and the engines' checks of a signed token) are off: sync the clocks (NTP) of every machine that shares the ledger",
                 ));
             } else {
                 checks.push(Check::ok("ledger_clock", format!("clock within {skew:.1} s of the database server's")));

@@ -1,7 +1,7 @@
 //! `indexq log [--url URL]`: attempts, oldest first, with their classified
 //! outcome and the stored (redacted, capped) response body.
 
-use super::{open_ledger, ExitStatus};
+use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::LogArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
@@ -27,7 +27,7 @@ struct AttemptJson {
 }
 
 pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
-    let mut ledger = open_ledger(settings)?;
+    let mut ledger = open_ledger_on_clock(settings, clock)?;
     let user_tz = clock::user_timezone();
     let url = args.url.as_deref().map(crate::input::stored_form);
     let rows = ledger.attempts(url.as_deref(), args.limit)?;

@@ -10,8 +10,9 @@ pub mod queue;
 pub mod status;
 pub mod submit;
 
+use crate::clock::Clock;
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{Ledger, LedgerError, PgLedger, PgOptions, SqliteLedger, PG_SCHEMA_VERSION};
+use crate::ledger::{Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, SqliteLedger, PG_SCHEMA_VERSION};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,28 @@ pub fn open_ledger_at(
         LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open(path)?.with_lease(lease)),
         LedgerLocation::Postgres(url) => Box::new(PgLedger::open(&pg_options(settings, url, schema)?)?),
     })
+}
+
+/// What "now" is for the ledger: this machine's clock and how far
+/// `INDEXQ_NOW` shifted it.
+pub fn now(clock: &Clock) -> Now {
+    Now { local: clock.now(), shift: clock.pinned_shift() }
+}
+
+/// Sets `clock` to the ledger's (DESIGN §2, one clock): never earlier than
+/// any run has seen, and on PostgreSQL the database server's. With
+/// `record`, this run's instant is recorded as the latest seen.
+pub fn follow_ledger_clock(ledger: &mut dyn Ledger, clock: &Clock, record: bool) -> anyhow::Result<LedgerTime> {
+    let time = ledger.now(now(clock), record)?;
+    clock.follow(time.now);
+    Ok(time)
+}
+
+/// Opens the configured ledger, and sets `clock` to its clock.
+pub fn open_ledger_on_clock(settings: &Settings, clock: &Clock) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    let mut ledger = open_ledger(settings)?;
+    follow_ledger_clock(ledger.as_mut(), clock, false)?;
+    Ok(ledger)
 }
 
 /// A private copy of the configured ledger, for `--dry-run`: planning runs

@@ -2,7 +2,7 @@
 //! things a person does to them: retry now (parked or waiting) and drop.
 
 use super::submit::UsageError;
-use super::{open_ledger, ExitStatus};
+use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
@@ -54,7 +54,7 @@ struct ItemJson {
 }
 
 pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
-    let mut ledger = open_ledger(settings)?;
+    let mut ledger = open_ledger_on_clock(settings, clock)?;
     let now = clock.now();
     let user_tz = clock::user_timezone();
     match &args.action {

@@ -2,7 +2,7 @@
 //! use in its current window and when it reopens (in the rule's timezone,
 //! the user's, and relative), queue counts, and the last rejection.
 
-use super::{open_ledger, ExitStatus};
+use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
@@ -67,7 +67,7 @@ struct StatusJson {
 }
 
 pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
-    let mut ledger = open_ledger(settings)?;
+    let mut ledger = open_ledger_on_clock(settings, clock)?;
     let now = clock.now();
     let user_tz = clock::user_timezone();
     let mut doc = StatusJson {

@@ -140,18 +140,29 @@ pub async fn run(
         admitted: 0,
     };
     let outcome: anyhow::Result<ExitStatus> = async {
+        // One clock for every window decision (DESIGN §2): the ledger's.
+        let local = clock.now();
+        let time = super::follow_ledger_clock(run.ledger.as_mut(), clock, true)?;
+        if let Some(latest) = time.latest.filter(|t| *t > time.clock + TimeDelta::minutes(1)) {
+            printer.warn(&format!(
+                "the clock says {}, earlier than a previous run ({}): windows are decided at {}, so no window \
+                 reopens and nothing is counted twice, but check the system clock or INDEXQ_NOW",
+                crate::report::rfc3339(time.clock, run.user_tz),
+                crate::report::rfc3339(latest, run.user_tz),
+                crate::report::rfc3339(time.now, run.user_tz)
+            ));
+        }
+        if (time.clock - local).abs() > TimeDelta::minutes(1) {
+            printer.warn(&format!(
+                "this machine's clock is {} {} the database server's: windows and leases use the server's; \
+                 sync the clocks (NTP)",
+                crate::clock::humanize((time.clock - local).abs()),
+                if time.clock > local { "behind" } else { "ahead of" }
+            ));
+        }
         let started = clock.now();
         let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
         run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
-
-        if let Some(latest) = run.ledger.note_run(started)?.filter(|t| *t > started + TimeDelta::minutes(1)) {
-            printer.warn(&format!(
-                "the clock says {}, earlier than a previous run ({}): no window reopens and nothing is counted twice, \
-                 but check the system clock or INDEXQ_NOW",
-                crate::report::rfc3339(started, run.user_tz),
-                crate::report::rfc3339(latest, run.user_tz)
-            ));
-        }
         let reconciled = run.ledger.reconcile(started, &run.owner)?;
         if reconciled.items > 0 {
             printer.note(&format!(
@@ -528,8 +539,9 @@ impl Run<'_> {
         let mut failure = None;
         let results = &mut self.results;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
-            let tz =
-                rules.iter().zip(&windows).find(|(_, w)| w.resets_at == retry_at).map_or(self.user_tz, |(r, _)| r.tz);
+            // The rule whose window ends then.
+            let before = retry_at - TimeDelta::milliseconds(1);
+            let tz = rules.iter().find(|r| r.window(before).resets_at == retry_at).map_or(self.user_tz, |r| r.tz);
             let mut e = base_entry(url, group, Outcome::Deferred);
             e.reason = "budget".into();
             e.message =
@@ -541,13 +553,15 @@ impl Run<'_> {
         };
         let claim = self.ledger.claim(
             group,
-            &ClaimSpec { rules: &windows, max_items: max_batch, pace: pace.as_ref(), now },
+            &ClaimSpec { windows: &rules, max_items: max_batch, pace: pace.as_ref(), now: super::now(self.clock) },
             &self.owner,
             &mut on_deferred,
         )?;
         if let Some(err) = failure {
             return Err(err.into());
         }
+        // From here on, the instant and the windows the claim was counted in.
+        let (now, windows) = (claim.now, claim.windows.clone());
         self.note_deferrals(group, &rules, &windows, &claim, now)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
         if self.dry_run {

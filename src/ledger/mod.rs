@@ -243,6 +243,10 @@ pub struct ClaimedItem {
 /// and due items that did not fit, now waiting until `retry_at`.
 #[derive(Debug, Clone, Default)]
 pub struct Claim {
+    /// The instant the claim was decided at (the ledger's clock).
+    pub now: DateTime<Utc>,
+    /// The rules' windows at `now`: what the claim was counted against.
+    pub windows: Vec<RuleWindow>,
     pub reservation: Option<i64>,
     pub items: Vec<ClaimedItem>,
     /// With pacing: when each claimed item may be sent (same order).
@@ -251,19 +255,67 @@ pub struct Claim {
     /// the claim's `deferred` callback); they wait until `retry_at`.
     pub deferred: u64,
     pub retry_at: Option<DateTime<Utc>>,
-    /// Due items within budget that the pace puts after the horizon, each
-    /// with the time it is expected to be sent.
+    /// Due items within budget that the pace puts after the horizon (or in
+    /// the next window), each with the time it is expected to be sent.
     pub paced: Vec<(i64, String, DateTime<Utc>)>,
 }
 
-/// What a claim may take: within these rules' windows, at most `max_items`,
-/// at the pace's slots (if any), at `now`.
-#[derive(Debug, Clone, Copy)]
+/// What "now" is made of when the ledger decides: this machine's clock,
+/// and how far `INDEXQ_NOW` shifted it (a ledger with a clock of its own,
+/// a database server's, shifts that one the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub local: DateTime<Utc>,
+    pub shift: TimeDelta,
+}
+
+impl Now {
+    /// A clock pinned at `at`, as `INDEXQ_NOW` pins it (tests).
+    #[cfg(test)]
+    pub fn pinned(at: DateTime<Utc>) -> Now {
+        Now { local: at, shift: at - crate::clock::wall_now() }
+    }
+}
+
+/// The ledger's clock at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerTime {
+    /// The instant window decisions use (`plan::ledger_now`).
+    pub now: DateTime<Utc>,
+    /// The latest instant recorded before, by any run.
+    pub latest: Option<DateTime<Utc>>,
+    /// What the ledger's own clock said (the database server's, or this
+    /// machine's), before the floor of `latest`.
+    pub clock: DateTime<Utc>,
+}
+
+/// The budget rules a claim must fit, as windows at any instant: the claim
+/// asks for them at the ledger's now.
+pub trait Windows {
+    fn at(&self, now: DateTime<Utc>) -> Vec<RuleWindow>;
+}
+
+/// Windows fixed in advance (whatever the instant).
+impl Windows for Vec<RuleWindow> {
+    fn at(&self, _now: DateTime<Utc>) -> Vec<RuleWindow> {
+        self.clone()
+    }
+}
+
+impl<const N: usize> Windows for [RuleWindow; N] {
+    fn at(&self, _now: DateTime<Utc>) -> Vec<RuleWindow> {
+        self.to_vec()
+    }
+}
+
+/// What a claim may take: within the rules' windows at the ledger's now, at
+/// most `max_items`, at the pace's slots (if any).
+#[derive(Clone, Copy)]
 pub struct ClaimSpec<'a> {
-    pub rules: &'a [RuleWindow],
+    pub windows: &'a (dyn Windows + Sync),
     pub max_items: usize,
     pub pace: Option<&'a Pace>,
-    pub now: DateTime<Utc>,
+    pub now: Now,
 }
 
 /// A shared rate (GCRA): one send per `interval` under `key`, with bursts
@@ -521,9 +573,11 @@ pub trait Ledger {
     /// server may have seen the request.
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
-    /// Records that a run started at `now`; returns the latest "now" of the
-    /// runs before (to notice a clock that went backwards).
-    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>>;
+    /// The ledger's clock (`plan::ledger_now`): the later of its own clock
+    /// — SQLite: this machine's; PostgreSQL: the database server's, shifted
+    /// like `now` — and the latest instant any run recorded. With `record`,
+    /// that instant is recorded as the latest.
+    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime>;
 
     /// How many reservations `reconcile` would return to the queue.
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64>;
@@ -538,8 +592,9 @@ pub trait Ledger {
     /// Groups that have items due at `now`.
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>>;
 
-    /// Reserve-before-send: in one transaction, takes up to `max_items` due
-    /// items of `group` that fit every rule, counts them against every rule,
+    /// Reserve-before-send: in one transaction, at the ledger's clock (and
+    /// records it as the latest), takes up to `max_items` due items of
+    /// `group` that fit every rule's window at that instant, counts them against every rule,
     /// marks them in flight under a new reservation owned by `me`, and
     /// moves due items that do not fit to the time budget frees up (telling
     /// `deferred` of each, with that time) or, with a pace, to their slot.

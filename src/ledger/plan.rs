@@ -32,6 +32,13 @@ pub fn ts_ceil(t: DateTime<Utc>) -> i64 {
     }
 }
 
+/// The instant the ledger decides with: its clock, but never earlier than
+/// the latest instant a run recorded, so that a clock set back (or a
+/// machine behind the others) never reopens a window that has closed.
+pub fn ledger_now(clock: DateTime<Utc>, latest: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    latest.map_or(clock, |l| l.max(clock))
+}
+
 /// When a claim's reservation stops being trusted without a live owner:
 /// `lease` after its last paced slot (or after `now`), so that a paced
 /// claim is never reconciled while it still waits for a slot.
@@ -45,13 +52,24 @@ pub struct PaceState<'p> {
     pace: &'p Pace,
     now: DateTime<Utc>,
     tat: DateTime<Utc>,
+    /// The last instant a slot of this claim may take: the pace's horizon,
+    /// and before the first of the claim's windows ends — a request is
+    /// charged to the window it goes in, so a slot in the next window is
+    /// claimed there, once it has opened.
+    horizon: DateTime<Utc>,
 }
 
 impl<'p> PaceState<'p> {
-    /// From the stored arrival time (milliseconds), if any.
-    pub fn new(pace: &'p Pace, now: DateTime<Utc>, tat_ms: Option<i64>) -> PaceState<'p> {
+    /// From the stored arrival time (milliseconds), if any, for a claim
+    /// counted against `windows`.
+    pub fn new(pace: &'p Pace, now: DateTime<Utc>, tat_ms: Option<i64>, windows: &[RuleWindow]) -> PaceState<'p> {
         let tat = tat_ms.and_then(DateTime::from_timestamp_millis).unwrap_or(now).max(now);
-        PaceState { pace, now, tat }
+        let window_end = windows.iter().map(|w| w.resets_at - TimeDelta::milliseconds(1)).min();
+        // A horizon already past (a claim decided a moment after it was
+        // asked for) is the claim's own instant.
+        let horizon = pace.horizon.max(now);
+        let horizon = window_end.map_or(horizon, |end| end.min(horizon));
+        PaceState { pace, now, tat, horizon }
     }
 
     /// The arrival time to store.
@@ -66,10 +84,10 @@ impl<'p> PaceState<'p> {
     /// How many of `wanted` sends have a slot at or before the horizon.
     fn fitting(&self, wanted: usize) -> usize {
         let first = self.tat - self.tolerance();
-        if first > self.pace.horizon {
+        if first > self.horizon {
             return 0;
         }
-        let span = (self.pace.horizon - first).num_milliseconds();
+        let span = (self.horizon - first).num_milliseconds();
         let step = self.pace.interval.num_milliseconds().max(1);
         usize::try_from(span / step + 1).unwrap_or(usize::MAX).min(wanted)
     }

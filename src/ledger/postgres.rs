@@ -16,7 +16,7 @@
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::plan::{cap_body, lease_until, ts_ceil, ClaimPlan, PaceState};
+use super::plan::{cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, PaceState};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;
@@ -687,18 +687,8 @@ impl Ledger for PgLedger {
         })
     }
 
-    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
-        let now = sec(now);
-        self.transaction(|tx| {
-            let latest: Option<DateTime<Utc>> =
-                tx.query_opt("SELECT latest_now FROM runs WHERE id = 1 FOR UPDATE", &[])?.map(|r| r.get(0));
-            tx.execute(
-                "INSERT INTO runs (id, latest_now) VALUES (1, $1)
-                 ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
-                &[&now],
-            )?;
-            Ok(latest)
-        })
+    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
+        self.transaction(|tx| ledger_time(tx, now.shift, record))
     }
 
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
@@ -1323,6 +1313,27 @@ fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
     Ok(())
 }
 
+/// The ledger's clock: the database server's (shifted like this machine's
+/// by `INDEXQ_NOW`), never earlier than the latest instant recorded; with
+/// `record`, recorded as the latest (the row locked until commit, so that
+/// claims see each other's instants in order).
+fn ledger_time(tx: &mut impl GenericClient, shift: TimeDelta, record: bool) -> Result<LedgerTime> {
+    let server: DateTime<Utc> = tx.query_one("SELECT clock_timestamp()", &[])?.get(0);
+    let clock = server + shift;
+    let lock = if record { " FOR UPDATE" } else { "" };
+    let latest: Option<DateTime<Utc>> =
+        tx.query_opt(&format!("SELECT latest_now FROM runs WHERE id = 1{lock}"), &[])?.map(|r| r.get(0));
+    let now = ledger_now(clock, latest);
+    if record && latest.is_none_or(|l| sec(now) > l) {
+        tx.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
+            &[&sec(now)],
+        )?;
+    }
+    Ok(LedgerTime { now, latest, clock })
+}
+
 /// Due items a claim moved to when budget frees up: id, URL, time.
 type Deferred = Vec<(i64, String, DateTime<Utc>)>;
 
@@ -1336,9 +1347,12 @@ fn claim_once(
     me: &Owner,
     lease: TimeDelta,
 ) -> Result<(Claim, Deferred)> {
-    let ClaimSpec { rules, max_items, pace, now } = *spec;
+    let ClaimSpec { windows, max_items, pace, now } = *spec;
+    let now = ledger_time(tx, now.shift, true)?.now;
+    let rules = windows.at(now);
+    let rules = &rules[..];
     let now_s = sec(now);
-    let mut claim = Claim::default();
+    let mut claim = Claim { now, windows: rules.to_vec(), ..Claim::default() };
     let mut deferred = Vec::new();
     let Some(group) = group_id(tx, cache, group)? else { return Ok((claim, deferred)) };
     // Lock the rule windows (in one order for every runner), then read them.
@@ -1352,7 +1366,7 @@ fn claim_once(
         Some(p) => {
             tx.execute("INSERT INTO pacing (key, tat_ms) VALUES ($1, 0) ON CONFLICT DO NOTHING", &[&p.key])?;
             let tat: i64 = tx.query_one("SELECT tat_ms FROM pacing WHERE key = $1 FOR UPDATE", &[&p.key])?.get(0);
-            Some(PaceState::new(p, now, (tat > 0).then_some(tat)))
+            Some(PaceState::new(p, now, (tat > 0).then_some(tat), rules))
         }
         None => None,
     };

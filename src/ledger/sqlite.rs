@@ -4,7 +4,7 @@
 //! processes sharing the file serialize on them and can never both take the
 //! last unit of a budget.
 
-use super::plan::{cap_body, lease_until, ts_ceil, ClaimPlan, PaceState};
+use super::plan::{cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, PaceState};
 use super::*;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 use std::collections::HashMap;
@@ -161,10 +161,27 @@ fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
     secs.map(from_ts)
 }
 
-fn load_pace<'p>(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>) -> Result<PaceState<'p>> {
+fn load_pace<'p>(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>, windows: &[RuleWindow]) -> Result<PaceState<'p>> {
     let tat_ms: Option<i64> =
         tx.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [&pace.key], |r| r.get(0)).optional()?;
-    Ok(PaceState::new(pace, now, tat_ms))
+    Ok(PaceState::new(pace, now, tat_ms, windows))
+}
+
+/// The ledger's clock: this machine's (`local`), never earlier than the
+/// latest instant recorded; with `record`, recorded as the latest.
+fn ledger_time(conn: &Connection, local: DateTime<Utc>, record: bool) -> Result<LedgerTime> {
+    let latest: Option<i64> =
+        conn.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
+    let latest = opt_ts(latest);
+    let now = ledger_now(local, latest);
+    if record && latest.is_none_or(|l| ts(now) > ts(l)) {
+        conn.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
+            [ts(now)],
+        )?;
+    }
+    Ok(LedgerTime { now, latest, clock: local })
 }
 
 fn store_pace(tx: &Connection, key: &str, state: &PaceState) -> Result<()> {
@@ -660,8 +677,11 @@ impl Ledger for SqliteLedger {
         me: &Owner,
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
-        let ClaimSpec { rules, max_items, pace, now } = *spec;
+        let ClaimSpec { windows, max_items, pace, now } = *spec;
         let tx = write(&mut self.conn)?;
+        let now = ledger_time(&tx, now.local, true)?.now;
+        let rules = windows.at(now);
+        let rules = &rules[..];
         // A group never seen has no items: the claim goes on with none.
         let group = group_id(&tx, &mut self.groups, group)?.unwrap_or(-1);
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
@@ -671,12 +691,12 @@ impl Ledger for SqliteLedger {
             |r| r.get(0),
         )?;
         let pacing = match pace {
-            Some(p) => Some(load_pace(&tx, p, now)?),
+            Some(p) => Some(load_pace(&tx, p, now, rules)?),
             None => None,
         };
         let ClaimPlan { take, paced_until, retry_at } =
             ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
-        let mut claim = Claim::default();
+        let mut claim = Claim { now, windows: rules.to_vec(), ..Claim::default() };
         let mut taken = Vec::with_capacity(take);
         // Paced items moved to their slot, applied after the scan (moving
         // them while scanning in next_attempt_at order could meet them twice).
@@ -907,17 +927,14 @@ impl Ledger for SqliteLedger {
         Ok(from_ts(t))
     }
 
-    fn note_run(&mut self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
+        if !record {
+            return ledger_time(&self.conn, now.local, false);
+        }
         let tx = self.write()?;
-        let latest: Option<i64> =
-            tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
-        tx.execute(
-            "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
-             ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
-            [ts(now)],
-        )?;
+        let time = ledger_time(&tx, now.local, true)?;
         tx.commit()?;
-        Ok(opt_ts(latest))
+        Ok(time)
     }
 
     fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
@@ -1427,8 +1444,14 @@ mod tests {
         assert_eq!(due.iter().filter(|g| **g == a || **g == b).count(), 2, "{due:?}");
 
         // Parked, retried later, accepted.
-        let claim =
-            ledger.claim(&a, &ClaimSpec { rules: &[], max_items: 3, pace: None, now }, &me, &mut |_, _, _| {}).unwrap();
+        let claim = ledger
+            .claim(
+                &a,
+                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) },
+                &me,
+                &mut |_, _, _| {},
+            )
+            .unwrap();
         assert_counts(&mut ledger, now);
         let park = NextStep::Park { fingerprint: "one".into() };
         let records = vec![
@@ -1448,7 +1471,12 @@ mod tests {
         // A dead owner's claim, reconciled.
         let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
         let claim = ledger
-            .claim(&b, &ClaimSpec { rules: &[], max_items: 2, pace: None, now }, &dead, &mut |_, _, _| {})
+            .claim(
+                &b,
+                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now) },
+                &dead,
+                &mut |_, _, _| {},
+            )
             .unwrap();
         assert_eq!(claim.items.len(), 2);
         assert_counts(&mut ledger, now);
@@ -1469,7 +1497,7 @@ mod tests {
         let claim = ledger
             .claim(
                 &b,
-                &ClaimSpec { rules: std::slice::from_ref(&day), max_items: 10, pace: Some(&pace), now },
+                &ClaimSpec { windows: &vec![day.clone()], max_items: 10, pace: Some(&pace), now: Now::pinned(now) },
                 &me,
                 &mut |id, _, at| deferred.push((id, at)),
             )
@@ -1520,7 +1548,12 @@ mod tests {
         assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
         assert_eq!(ledger.next_due(&unknown).unwrap(), None);
         assert!(ledger
-            .claim(&unknown, &ClaimSpec { rules: &[], max_items: 10, pace: None, now }, &me, &mut |_, _, _| {})
+            .claim(
+                &unknown,
+                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) },
+                &me,
+                &mut |_, _, _| {}
+            )
             .unwrap()
             .items
             .is_empty());

@@ -82,7 +82,8 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.
     let rules = [day_rule(Some(3), false)];
-    let claim = take(ledger, &group(), ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me);
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) }, &me);
     assert_eq!(claim.items.len(), 3);
     assert_eq!(claim.deferred, 2);
     assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
@@ -95,7 +96,14 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&group(), now).unwrap().accepted, 3);
 
     // Nothing more today; accepted ones are skipped within the dedupe window.
-    assert!(take(ledger, &group(), ClaimSpec { rules: &rules, max_items: 10, pace: None, now }, &me).items.is_empty());
+    assert!(take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) },
+        &me
+    )
+    .items
+    .is_empty());
     let again = ledger.admit(&items(1), now, &dedupe).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
 
@@ -103,7 +111,12 @@ pub fn story(ledger: &mut impl Ledger) {
     let tomorrow = t("2026-12-04T01:00:00Z");
     let rules2 =
         [RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }];
-    let claim = take(ledger, &group(), ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        &me,
+    );
     assert_eq!(claim.items.len(), 2);
 
     // The owner dies with the claim in flight: reconciled, counted, retried.
@@ -130,7 +143,12 @@ pub fn story(ledger: &mut impl Ledger) {
             windows: vec![],
         })
         .unwrap();
-    let claim = take(ledger, &group(), ClaimSpec { rules: &rules2, max_items: 10, pace: None, now: tomorrow }, &dead);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        &dead,
+    );
     assert_eq!(claim.items.len(), 1, "one unit left today");
     let reconciled = ledger.reconcile(tomorrow, &me).unwrap();
     assert_eq!(reconciled, Reconciled { reservations: 1, items: 1 });
@@ -140,7 +158,8 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
-    let claim = take(ledger, &group(), ClaimSpec { rules: &open, max_items: 1, pace: None, now: tomorrow }, &me);
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow) }, &me);
     let until = t("2026-12-04T02:00:00Z");
     ledger
         .finish(&Finish {
@@ -163,7 +182,12 @@ pub fn story(ledger: &mut impl Ledger) {
     let fresh =
         NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated, lastmod: None };
     ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
-    let blocked = take(ledger, &group(), ClaimSpec { rules: &open, max_items: 10, pace: None, now: tomorrow }, &me);
+    let blocked = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        &me,
+    );
     assert!(blocked.items.is_empty());
     assert_eq!(blocked.deferred, 1);
     assert_eq!(blocked.retry_at, Some(until));
@@ -172,15 +196,16 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // An engine report with a request in flight: what is in flight is
     // assumed not yet counted by the engine.
-    let reported = day_rule(Some(10), true);
-    let later = t("2026-12-03T10:00:00Z");
+    let reported =
+        RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(10), true) };
+    let later = t("2026-12-04T03:00:00Z");
     ledger.admit(&items(8), later, &AdmitRule { force: true, ..dedupe }).unwrap();
     let report = ledger.record_report(&reported, 5, later).unwrap();
     assert_eq!(report.limit, 5);
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { rules: std::slice::from_ref(&reported), max_items: 2, pace: None, now: later },
+        ClaimSpec { windows: &vec![reported.clone()], max_items: 2, pace: None, now: Now::pinned(later) },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -203,26 +228,42 @@ pub fn story(ledger: &mut impl Ledger) {
         .collect();
     ledger.admit(&paced, later, &dedupe).unwrap();
     let pace = Pace { key: "story".into(), interval: TimeDelta::seconds(2), burst: 3, horizon: later };
-    let claim =
-        take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later }, &me);
+    let claim = take(
+        ledger,
+        &paced_group,
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        &me,
+    );
     assert_eq!(claim.items.len(), 4);
     assert_eq!(claim.items[0].action, Action::Deleted);
-    assert_eq!(claim.slots, vec![later; 4]);
-    let expected: Vec<DateTime<Utc>> = (1..=6).map(|n| later + TimeDelta::seconds(2 * n)).collect();
+    // The claim's instant is the ledger's (on PostgreSQL the server's clock,
+    // shifted to `later`: a moment after it).
+    assert!(claim.now - later < TimeDelta::seconds(5), "{}", claim.now);
+    assert_eq!(claim.slots, vec![claim.now; 4]);
+    let expected: Vec<DateTime<Utc>> = (1..=6).map(|n| claim.now + TimeDelta::seconds(2 * n)).collect();
     assert_eq!(claim.paced.iter().map(|p| p.2).collect::<Vec<_>>(), expected);
     // Another claim at the same moment finds no slot, and defers all six again.
-    let claim =
-        take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: later }, &me);
+    let claim = take(
+        ledger,
+        &paced_group,
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        &me,
+    );
     assert!(claim.items.is_empty());
-    // Twelve seconds on (all six due), with a horizon 10 s ahead, the pace
-    // lets them go at their slots.
-    let then = later + TimeDelta::seconds(12);
+    // Fourteen seconds on (all six due, their slots rounded up to the
+    // second), with a horizon 10 s ahead, the pace lets them go at their slots.
+    let then = later + TimeDelta::seconds(14);
     let pace = Pace { horizon: then + TimeDelta::seconds(10), ..pace };
-    let claim = take(ledger, &paced_group, ClaimSpec { rules: &[], max_items: 100, pace: Some(&pace), now: then }, &me);
+    let claim = take(
+        ledger,
+        &paced_group,
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then) },
+        &me,
+    );
     assert_eq!(claim.items.len(), 6);
-    assert_eq!(claim.slots[0], then);
-    assert_eq!(claim.slots[3], then, "a burst of 4");
-    assert_eq!(claim.slots[5], then + TimeDelta::seconds(4));
+    assert_eq!(claim.slots[0], claim.now);
+    assert_eq!(claim.slots[3], claim.now, "a burst of 4");
+    assert_eq!(claim.slots[5], claim.now + TimeDelta::seconds(4));
 
     // --changed: an accepted URL goes again only if its lastmod is later
     // than its acceptance, whatever the dedupe window.
@@ -235,7 +276,8 @@ pub fn story(ledger: &mut impl Ledger) {
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();
-    let claim = take(ledger, &group(), ClaimSpec { rules: &[], max_items: 10, pace: None, now: at }, &me);
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at) }, &me);
     accept_all(ledger, &claim, at);
     let later = at + TimeDelta::hours(1);
     let same = ledger.admit(&[page(Some(at - TimeDelta::days(1)))], later, &changed).unwrap();
@@ -267,7 +309,8 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         lastmod: None,
     }));
     ledger.admit(&batch, now, &rule).unwrap();
-    let claim = take(ledger, &group(), ClaimSpec { rules: &[], max_items: 3, pace: None, now }, &me);
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) }, &me);
     let record = |i: usize, class: Class, next: NextStep| AttemptRecord {
         item_id: claim.items[i].id,
         at: now,
@@ -343,7 +386,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
         horizon: now + TimeDelta::minutes(10),
     };
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
-    let spec = ClaimSpec { rules: &[], max_items: 3, pace: Some(&pace), now };
+    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now) };
     let claim = take(ledger, &paced, spec, &elsewhere);
     assert_eq!(claim.items.len(), 3);
     let last = *claim.slots.last().unwrap();
@@ -437,4 +480,48 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
     let mut back = super::SqliteLedger::open(&dir.path().join("back.db")).unwrap();
     back.import(&pg.export(true).unwrap()).unwrap();
     assert_eq!(back.export(true).unwrap(), original, "PostgreSQL -> SQLite");
+}
+
+/// On PostgreSQL, window decisions use the database server's clock (shifted
+/// only by `INDEXQ_NOW`): a machine whose own clock runs two hours ahead
+/// neither sees an item due in an hour nor counts in a later window.
+#[test]
+fn postgres_decides_with_the_server_clock() {
+    let Some(mut ledger) = test_postgres() else { return };
+    let wall = crate::clock::wall_now();
+    let ahead = Now { local: wall + TimeDelta::hours(2), shift: TimeDelta::zero() };
+    let time = ledger.now(ahead, false).unwrap();
+    assert!((time.now - wall).abs() < TimeDelta::seconds(30), "{time:?} vs {wall}");
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    ledger.admit(&items(1), wall + TimeDelta::hours(1), &dedupe).unwrap();
+    let claim = take(
+        &mut ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead },
+        &Owner::current(),
+    );
+    assert!(claim.items.is_empty(), "not due yet by the server's clock");
+    assert!((claim.now - wall).abs() < TimeDelta::seconds(30), "{} vs {wall}", claim.now);
+}
+
+/// On SQLite, this machine's clock decides, never earlier than the latest
+/// instant a run recorded.
+#[test]
+fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ledger = super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+    let at = t("2026-12-04T00:10:00Z");
+    assert_eq!(ledger.now(Now::pinned(at), true).unwrap(), LedgerTime { now: at, latest: None, clock: at });
+    let back = at - TimeDelta::minutes(15);
+    let time = ledger.now(Now::pinned(back), false).unwrap();
+    assert_eq!(time, LedgerTime { now: at, latest: Some(at), clock: back });
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    ledger.admit(&items(1), at, &dedupe).unwrap();
+    let claim = take(
+        &mut ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back) },
+        &Owner::current(),
+    );
+    assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");
 }
