@@ -144,6 +144,9 @@ pub struct QueueFilter {
     /// Only this engine
     #[arg(long, value_parser = parse_engine)]
     pub engine: Option<EngineKind>,
+    /// Only this IndexNow endpoint (as `status` shows it)
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
     /// Only this URL
     #[arg(long)]
     pub url: Option<String>,

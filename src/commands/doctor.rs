@@ -208,6 +208,8 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
     };
     let mut checks = Vec::new();
     let existed = path.exists();
+    // Opening takes group's and others' permissions away: say what it found.
+    let loose = loose_mode(path);
     let mut ledger = match SqliteLedger::open(path) {
         Ok(l) => l,
         Err(e) => {
@@ -224,19 +226,17 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         "ledger",
         format!("{} ({}writable, schema version {version})", path.display(), if existed { "" } else { "created, " }),
     ));
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                checks.push(Check::problem(
-                    "ledger_mode",
-                    format!("{} has mode {mode:o}: other users can read the queue and responses", path.display()),
-                    format!("chmod 600 {}", path.display()),
-                ));
-            }
-        }
+    match (loose, loose_mode(path)) {
+        (_, Some(mode)) => checks.push(Check::problem(
+            "ledger_mode",
+            format!("{} has mode {mode:o}: other users can read the queue and responses", path.display()),
+            format!("chmod 600 {}", path.display()),
+        )),
+        (Some(mode), None) => checks.push(Check::ok(
+            "ledger_mode",
+            format!("{} had mode {mode:o} (others could read the queue and responses): now private", path.display()),
+        )),
+        (None, None) => {}
     }
     match ledger.stale_reservations(now, &Owner::current()) {
         Ok(0) => {}
@@ -246,7 +246,50 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         )),
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
     }
+    stranded_checks(settings, &mut ledger, now, &mut checks);
     checks
+}
+
+/// The file's mode, if group or others have any permission on it.
+fn loose_mode(path: &std::path::Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Queue items whose group the configuration no longer has: a problem each.
+fn stranded_checks(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+    checks: &mut Vec<Check>,
+) {
+    match super::stranded_groups(settings, ledger, now) {
+        Ok(stranded) => {
+            for (group, counts) in stranded {
+                checks.push(Check::problem(
+                    "ledger_stranded",
+                    format!(
+                        "{}: {} queued, {} parked, {} in flight, under a property or endpoint no longer configured",
+                        crate::report::group_title(&group),
+                        counts.due + counts.waiting,
+                        counts.parked,
+                        counts.in_flight
+                    ),
+                    super::stranded_hint(&group),
+                ));
+            }
+        }
+        Err(e) => checks.push(Check::problem("ledger_stranded", format!("{e:#}"), "see the ledger error above")),
+    }
 }
 
 /// A PostgreSQL ledger: the connection, the schema version, the server's
@@ -273,7 +316,10 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
             format!("schema version {v} is newer than this indexq knows ({PG_SCHEMA_VERSION})"),
             "upgrade indexq on this machine (a newer version migrated the shared ledger)",
         )),
-        Ok(Some(v)) => checks.push(Check::ok("ledger_schema", format!("schema version {v}"))),
+        Ok(Some(v)) => {
+            checks.push(Check::ok("ledger_schema", format!("schema version {v}")));
+            stranded_checks(settings, &mut ledger, now, &mut checks);
+        }
         Err(e) => checks.push(Check::problem("ledger_schema", e.to_string(), fix)),
     }
     // The wall clock, not a pinned one: skew is about this machine.

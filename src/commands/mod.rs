@@ -12,7 +12,9 @@ pub mod submit;
 
 use crate::clock::Clock;
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, SqliteLedger, PG_SCHEMA_VERSION};
+use crate::ledger::{
+    GroupKey, Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, QueueCounts, SqliteLedger, PG_SCHEMA_VERSION,
+};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +79,40 @@ pub fn open_ledger_on_clock(settings: &Settings, clock: &Clock) -> anyhow::Resul
     let mut ledger = open_ledger(settings)?;
     follow_ledger_clock(ledger.as_mut(), clock, false)?;
     Ok(ledger)
+}
+
+/// Queue items the configuration no longer sends: their (property, engine,
+/// endpoint) group is in the ledger but not in the configuration (a renamed
+/// property, a respelled endpoint), with their counts.
+pub fn stranded_groups(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Vec<(GroupKey, QueueCounts)>> {
+    let configured = crate::budget::groups(settings);
+    let mut stranded = Vec::new();
+    for group in ledger.stored_groups()? {
+        if configured.contains(&group) {
+            continue;
+        }
+        let counts = ledger.queue_counts(&group, now)?;
+        if counts.due + counts.waiting + counts.parked + counts.in_flight > 0 {
+            stranded.push((group, counts));
+        }
+    }
+    Ok(stranded)
+}
+
+/// What to do about stranded items of `group`.
+pub fn stranded_hint(group: &GroupKey) -> String {
+    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
+    format!(
+        "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
+         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
+         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
+        p = group.property,
+        e = group.engine.as_str(),
+    )
 }
 
 /// A private copy of the configured ledger, for `--dry-run`: planning runs

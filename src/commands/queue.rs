@@ -31,6 +31,7 @@ fn to_filter(f: &QueueFilter) -> ItemFilter {
             .collect(),
         property: f.property.clone(),
         engine: f.engine,
+        target: f.endpoint.clone(),
         url: f.url.as_deref().map(crate::input::stored_form),
         limit: f.limit,
     }

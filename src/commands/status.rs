@@ -57,6 +57,17 @@ struct GroupJson {
     last_rejection: Option<RejectionJson>,
 }
 
+/// Queue items of a group the configuration no longer has.
+#[derive(Serialize)]
+struct StrandedJson {
+    property: String,
+    engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<String>,
+    queue: QueueCounts,
+    hint: String,
+}
+
 #[derive(Serialize)]
 struct StatusJson {
     now: String,
@@ -64,6 +75,8 @@ struct StatusJson {
     budgets: Vec<BudgetJson>,
     queue: QueueCounts,
     groups: Vec<GroupJson>,
+    /// Items no configured property sends any more.
+    stranded: Vec<StrandedJson>,
 }
 
 pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
@@ -76,6 +89,7 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
         budgets: Vec::new(),
         queue: QueueCounts::default(),
         groups: Vec::new(),
+        stranded: Vec::new(),
     };
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
@@ -192,6 +206,24 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 message: a.message,
                 http_status: a.http_status,
             }),
+        });
+    }
+    for (group, counts) in super::stranded_groups(settings, ledger.as_mut(), now)? {
+        let hint = super::stranded_hint(&group);
+        writeln!(
+            human,
+            "{} — not configured any more: {} queued, {} parked, {} in flight\n  hint: {hint}",
+            group_title(&group),
+            counts.due + counts.waiting,
+            counts.parked,
+            counts.in_flight
+        )?;
+        doc.stranded.push(StrandedJson {
+            property: group.property.clone(),
+            engine: group.engine,
+            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+            queue: counts,
+            hint,
         });
     }
     if printer.json {

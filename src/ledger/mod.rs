@@ -441,6 +441,8 @@ pub struct ItemFilter {
     pub states: Vec<StateFilter>,
     pub property: Option<String>,
     pub engine: Option<EngineKind>,
+    /// The group's target (an IndexNow endpoint).
+    pub target: Option<String>,
     pub url: Option<String>,
     pub limit: Option<usize>,
 }
@@ -588,6 +590,9 @@ pub trait Ledger {
     /// Requeues parked items of `group` that were parked under another
     /// configuration fingerprint. Returns how many.
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Every group the ledger holds items for (or ever did).
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>>;
 
     /// Groups that have items due at `now`.
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>>;

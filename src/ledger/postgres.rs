@@ -634,6 +634,10 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Params) {
         values.push(Box::new(e.as_str().to_string()));
         clauses.push(format!("g.engine = ${}", values.len()));
     }
+    if let Some(t) = &filter.target {
+        values.push(Box::new(t.clone()));
+        clauses.push(format!("g.target = ${}", values.len()));
+    }
     if let Some(u) = &filter.url {
         values.push(Box::new(u.clone()));
         clauses.push(format!("i.url = ${}", values.len()));
@@ -714,6 +718,14 @@ impl Ledger for PgLedger {
                  WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2",
                 &[&group, &fingerprint, &now],
             )?)
+        })
+    }
+
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
+        self.transaction(|tx| {
+            let rows =
+                tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?;
+            Ok(rows.iter().map(|r| GroupKey::stored(r.get(0), &r.get::<_, String>(1), r.get(2))).collect())
         })
     }
 

@@ -205,11 +205,9 @@ impl SqliteLedger {
             std::fs::create_dir_all(dir)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None))?;
         }
-        let existed = path.exists();
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string(), None))?;
-        if !existed {
-            restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
-        }
+        // New, or made by someone else (an empty file, a copy): private.
+        restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
         let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
@@ -348,10 +346,15 @@ fn group_id_or_create(
     Ok(id)
 }
 
+/// Takes every permission from group and others, if they have any.
 #[cfg(unix)]
 fn restrict_mode(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    let mode = std::fs::metadata(path)?.permissions().mode();
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))
 }
 
 #[cfg(not(unix))]
@@ -475,8 +478,12 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String,
     // a subquery, even with no test on them: the index on (group_id, state)
     // then serves a state.
     let mut by_group = Vec::new();
-    for (column, value) in [("property", filter.property.clone()), ("engine", filter.engine.map(|e| e.as_str().into()))]
-    {
+    let by_column = [
+        ("property", filter.property.clone()),
+        ("engine", filter.engine.map(|e| e.as_str().into())),
+        ("target", filter.target.clone()),
+    ];
+    for (column, value) in by_column {
         if let Some(value) = value {
             values.push(Value::Text(value));
             by_group.push(format!("{}{column} = ?{}", if joined { "+g." } else { "" }, values.len()));
@@ -650,6 +657,19 @@ impl Ledger for SqliteLedger {
         )?;
         tx.commit()?;
         Ok(n as u64)
+    }
+
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
+        let mut stmt =
+            self.conn.prepare("SELECT property, engine, target FROM groups ORDER BY property, engine, target")?;
+        let rows =
+            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let mut groups = Vec::new();
+        for row in rows {
+            let (property, engine, target) = row?;
+            groups.push(GroupKey::stored(property, &engine, target));
+        }
+        Ok(groups)
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {

@@ -142,3 +142,73 @@ fn queue_states_can_be_filtered_as_they_are_shown() {
     let due = sb.indexq(&["--json", "queue", "list", "--state", "due"]).now("2026-12-03T09:00:00Z").output();
     assert!(due.code(0).json()["items"].as_array().unwrap().is_empty());
 }
+
+/// Issue 14, item 12: a ledger file someone else made (empty, or copied
+/// with a loose mode) is made private when indexq opens it.
+#[cfg(unix)]
+#[test]
+fn an_existing_ledger_file_others_can_read_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
+    std::fs::write(sb.ledger(), b"").unwrap();
+    std::fs::set_permissions(sb.ledger(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    sb.indexq(&["status"]).now("2026-12-03T09:00:00Z").output().code(0);
+    let mode = || std::fs::metadata(sb.ledger()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(), 0o600, "an empty file");
+    std::fs::set_permissions(sb.ledger(), std::fs::Permissions::from_mode(0o664)).unwrap();
+    let list = sb.urls("urls.txt", &["/a"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output().code(0);
+    assert_eq!(mode(), 0o600, "a ledger in use");
+}
+
+/// Issue 14, item 11: queue items under a property that was renamed, or an
+/// endpoint that was respelled, are listed by `status` and `doctor` with
+/// the commands that deal with them, and those commands work.
+#[test]
+fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
+    let mut sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(503)]);
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    let now = "2026-12-03T09:00:00Z";
+    sb.indexq(&["submit", "--max-wait", "0", list.to_str().unwrap()]).now(now).output().code(0);
+    let old_endpoint = sb.endpoints[0].clone();
+
+    // The endpoint respelled with a trailing slash: its two items are stranded.
+    sb.endpoints = vec![format!("{old_endpoint}/")];
+    sb.write_config();
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
+    let stranded = status["stranded"].as_array().unwrap();
+    assert_eq!(stranded.len(), 1, "{status:#}");
+    assert_eq!(stranded[0]["endpoint"], old_endpoint.as_str());
+    assert_eq!(stranded[0]["queue"]["waiting"], 2, "{status:#}");
+    let hint = stranded[0]["hint"].as_str().unwrap();
+    assert!(hint.contains(&format!("indexq queue drop --property site --engine indexnow --endpoint {old_endpoint}")));
+    let human = sb.indexq(&["status"]).now(now).output().code(0);
+    assert!(human.stdout.contains("not configured any more: 2 queued"), "{}", human.stdout);
+    let doctor = sb.indexq(&["--json", "doctor"]).now(now).output().code(3).json();
+    let check = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "ledger_stranded")
+        .unwrap_or_else(|| panic!("{doctor:#}"))
+        .clone();
+    assert!(check["fix"].as_str().unwrap().contains("indexq queue list --property site"), "{check:#}");
+
+    // The commands the hint gives: list, then drop, only that endpoint's items.
+    let listed = sb
+        .indexq(&["--json", "queue", "list", "--property", "site", "--engine", "indexnow", "--endpoint", &old_endpoint])
+        .now(now)
+        .output()
+        .code(0)
+        .json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2, "{listed:#}");
+    sb.indexq(&["queue", "drop", "--property", "site", "--engine", "indexnow", "--endpoint", &old_endpoint])
+        .now(now)
+        .output()
+        .code(0);
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
+    assert_eq!(status["stranded"].as_array().unwrap().len(), 0, "{status:#}");
+    sb.indexq(&["doctor"]).now(now).output().code(0);
+}
