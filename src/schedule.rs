@@ -36,7 +36,7 @@ pub enum Decision {
 }
 
 /// What the scheduler needs of an item's past.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct History {
     pub last_class: Option<Class>,
     /// Consecutive attempts that ended in `last_class`, before this one.

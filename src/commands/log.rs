@@ -1,5 +1,7 @@
 //! `indexq log [--url URL]`: attempts, oldest first, with their classified
-//! outcome and the stored (redacted, capped) response body.
+//! outcome and the stored (redacted, capped) response body: every attempt
+//! of a URL with `--url`, else one entry a request (with how many URLs it
+//! carried).
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::LogArgs;
@@ -13,7 +15,10 @@ use std::io::Write;
 #[derive(Serialize)]
 struct AttemptJson {
     at: String,
+    /// The URL asked about, or the request's first.
     url: String,
+    /// How many URLs the request carried.
+    urls: u64,
     property: String,
     engine: EngineKind,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -37,6 +42,7 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
             .map(|a| AttemptJson {
                 at: rfc3339(a.at, user_tz),
                 url: a.url,
+                urls: a.urls,
                 property: a.group.property,
                 engine: a.group.engine,
                 endpoint: (!a.group.target.is_empty()).then_some(a.group.target),
@@ -57,9 +63,13 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
     }
     for a in rows {
         let status = a.http_status.map(|s| format!(" HTTP {s}")).unwrap_or_default();
+        let others = match a.urls {
+            0 | 1 => String::new(),
+            n => format!(" (and {} more URL{} in the request)", n - 1, if n == 2 { "" } else { "s" }),
+        };
         writeln!(
             out,
-            "{}  {} {}  {}  {} ({}){status}",
+            "{}  {} {}  {}{others}  {} ({}){status}",
             clock::format_local(a.at, user_tz),
             a.group.engine,
             a.group.property,

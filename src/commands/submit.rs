@@ -13,8 +13,8 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Action, Admission, AdmitRule, AttemptRecord, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, LedgerError,
-    NewItem, NextStep, Owner, Pace, RuleWindow,
+    Action, Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, LedgerError, NewItem,
+    NextStep, Owner, Pace, RuleWindow,
 };
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
@@ -602,42 +602,55 @@ impl Run<'_> {
             .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
             .map(|(r, _)| r.tz);
 
-        let mut records = Vec::with_capacity(claim.items.len());
+        // One decision per answer and item history (items sent together
+        // retry together, with one jitter), and one record per answer and
+        // outcome: the ledger stores each once, for every item it names.
+        let mut decisions: HashMap<(usize, History), Decision> = HashMap::new();
+        let mut answered: Vec<Answered> = Vec::new();
+        let mut record_of: HashMap<(usize, Recorded), usize> = HashMap::new();
         for (item, &answer_index) in claim.items.iter().zip(&sent.per_url) {
             let answer = &sent.answers[answer_index];
-            let decision = schedule::decide(
-                &Inputs {
-                    class: answer.verdict.class,
-                    retry_after: answer.verdict.retry_after,
-                    now: at,
-                    history: History {
-                        last_class: item.last_class,
-                        streak: item.streak,
-                        streak_started_at: item.streak_started_at,
-                    },
-                    key_first_used,
-                    quota_reset,
-                    settings: &self.settings.retry,
-                },
-                rand::random::<f64>(),
-            );
+            let history =
+                History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at };
+            let decision = decisions
+                .entry((answer_index, history))
+                .or_insert_with(|| {
+                    schedule::decide(
+                        &Inputs {
+                            class: answer.verdict.class,
+                            retry_after: answer.verdict.retry_after,
+                            now: at,
+                            history,
+                            key_first_used,
+                            quota_reset,
+                            settings: &self.settings.retry,
+                        },
+                        rand::random::<f64>(),
+                    )
+                })
+                .clone();
             let retry_tz = match quota_tz {
                 Some(tz) if answer.verdict.class == Class::Quota && answer.verdict.retry_after.is_none() => tz,
                 _ => self.user_tz,
             };
-            let (record, entry) = outcome(group, item, answer, answer_index, decision, at, retry_tz, &fingerprint);
-            records.push(record);
+            let (recorded, entry) = outcome(group, item, answer, decision, at, retry_tz, &fingerprint);
+            let index = *record_of.entry((answer_index, recorded.clone())).or_insert_with(|| {
+                answered.push(Answered {
+                    items: Vec::new(),
+                    at,
+                    class: recorded.class,
+                    reason: recorded.reason,
+                    message: recorded.message,
+                    response: answer.response.clone(),
+                    next: recorded.next,
+                });
+                answered.len() - 1
+            });
+            answered[index].items.push(item.id);
             self.entry(item.id, entry)?;
         }
         let refund = sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64;
-        self.ledger.finish(&Finish {
-            reservation,
-            responses: sent.answers.iter().map(|a| a.response.clone()).collect(),
-            records,
-            blocks,
-            refund,
-            windows,
-        })?;
+        self.ledger.finish(&Finish { reservation, answers: answered, blocks, refund, windows })?;
         if let Some(c) = credential.filter(|_| sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
             self.ledger.credential_accepted(&c)?;
         }
@@ -782,18 +795,26 @@ fn quota_blocks(
     blocks
 }
 
-/// The attempt record and the result of one item's answer.
-#[allow(clippy::too_many_arguments)]
+/// What the ledger records of an answer for an item: the same for every
+/// item of a request that got it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Recorded {
+    class: Class,
+    reason: String,
+    message: String,
+    next: NextStep,
+}
+
+/// What the ledger records of one item's answer, and its result.
 fn outcome(
     group: &GroupKey,
     item: &crate::ledger::ClaimedItem,
     answer: &engines::Answer,
-    response: usize,
     decision: Decision,
     at: DateTime<Utc>,
     retry_tz: Tz,
     fingerprint: &str,
-) -> (AttemptRecord, ResultEntry) {
+) -> (Recorded, ResultEntry) {
     let verdict = &answer.verdict;
     let mut e = base_entry(&item.url, group, verdict.class.into());
     e.reason = verdict.reason.clone();
@@ -828,16 +849,7 @@ fn outcome(
             (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.to_string() })
         }
     };
-    let record = AttemptRecord {
-        item_id: item.id,
-        at,
-        class,
-        reason: e.reason.clone(),
-        message: e.message.clone(),
-        response,
-        next,
-    };
-    (record, e)
+    (Recorded { class, reason: e.reason.clone(), message: e.message.clone(), next }, e)
 }
 
 /// "https://e.com/s.xml:3:14" → "https://e.com/s.xml".

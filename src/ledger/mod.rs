@@ -8,14 +8,16 @@
 //! same `story` tests. The ledger knows nothing of HTTP or of how answers
 //! are classified: it stores classes and times that the scheduler decided.
 
+mod ids;
 mod owner;
-mod plan;
+mod policy;
 mod postgres;
 mod sqlite;
 #[cfg(test)]
 mod story;
 
 pub use owner::Owner;
+pub use policy::Existing;
 pub use postgres::{
     pgpass_password, PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION,
 };
@@ -89,12 +91,27 @@ pub struct GroupKey {
 }
 
 impl GroupKey {
-    /// A group as a backend stores it (the engine by name; an unknown name,
-    /// which only a newer indexq could write, reads as IndexNow).
-    fn stored(property: String, engine: &str, target: String) -> GroupKey {
-        use std::str::FromStr;
-        GroupKey { property, engine: EngineKind::from_str(engine).unwrap_or(EngineKind::IndexNow), target }
+    /// A group as a backend stores it (the engine by name; a name this
+    /// indexq does not know is an error naming it).
+    fn stored(property: String, engine: &str, target: String) -> Result<GroupKey> {
+        Ok(GroupKey { property, engine: stored("groups", "engine", engine)?, target })
     }
+}
+
+/// A value read back from the ledger as the type it stands for: a value
+/// this indexq does not know (a newer one wrote it, or the file was
+/// changed by hand) is an error naming the table, the column and the value.
+fn stored<T: std::str::FromStr>(table: &str, column: &str, value: &str) -> Result<T> {
+    value.parse().map_err(|_| {
+        LedgerError::Other(format!(
+            "the ledger's {table}.{column} holds `{value}`, which this indexq does not know (a newer indexq wrote it?)"
+        ))
+    })
+}
+
+/// `stored` for a column that may be empty.
+fn stored_opt<T: std::str::FromStr>(table: &str, column: &str, value: Option<&str>) -> Result<Option<T>> {
+    value.map(|v| stored(table, column, v)).transpose()
 }
 
 /// One URL to put in the queue.
@@ -121,7 +138,7 @@ pub struct AdmitRule {
 }
 
 /// What a submission says happened to a URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Action {
     #[default]
     Updated,
@@ -135,12 +152,15 @@ impl Action {
             Action::Deleted => "deleted",
         }
     }
+}
 
-    fn parse(s: &str) -> Action {
-        if s == "deleted" {
-            Action::Deleted
-        } else {
-            Action::Updated
+impl std::str::FromStr for Action {
+    type Err = ();
+    fn from_str(s: &str) -> std::result::Result<Action, ()> {
+        match s {
+            "updated" => Ok(Action::Updated),
+            "deleted" => Ok(Action::Deleted),
+            _ => Err(()),
         }
     }
 }
@@ -150,7 +170,7 @@ impl Action {
 pub enum Admission {
     /// New (`fresh`), or resubmitted (accepted long enough ago, changed
     /// since, or forced): due now.
-    Queued { id: i64, fresh: bool },
+    Queued { fresh: bool },
     /// Already in the queue (waiting or due); left as it was.
     AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
     /// Accepted within the dedupe window, or (`unchanged`) not changed
@@ -280,7 +300,7 @@ impl Now {
 /// The ledger's clock at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LedgerTime {
-    /// The instant window decisions use (`plan::ledger_now`).
+    /// The instant window decisions use (`policy::ledger_now`).
     pub now: DateTime<Utc>,
     /// The latest instant recorded before, by any run.
     pub latest: Option<DateTime<Utc>>,
@@ -330,7 +350,7 @@ pub struct Pace {
 }
 
 /// What happens to an item after an attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NextStep {
     Accepted,
     RetryAt(DateTime<Utc>),
@@ -347,16 +367,18 @@ pub struct StoredResponse {
     pub body: Option<String>,
 }
 
-/// One attempt's record for one item.
+/// One answer for some items of a reservation: a request to the engine
+/// (or, where the engine answers per URL, the part of it about these URLs)
+/// and what happens to those items next. The ledger records it once, as
+/// one attempt of every item it names.
 #[derive(Debug, Clone)]
-pub struct AttemptRecord {
-    pub item_id: i64,
+pub struct Answered {
+    pub items: Vec<i64>,
     pub at: DateTime<Utc>,
     pub class: Class,
     pub reason: String,
     pub message: String,
-    /// Index into the `responses` given to `finish`.
-    pub response: usize,
+    pub response: StoredResponse,
     pub next: NextStep,
 }
 
@@ -364,8 +386,7 @@ pub struct AttemptRecord {
 #[derive(Debug, Clone)]
 pub struct Finish {
     pub reservation: i64,
-    pub responses: Vec<StoredResponse>,
-    pub records: Vec<AttemptRecord>,
+    pub answers: Vec<Answered>,
     pub blocks: Vec<Block>,
     pub refund: u64,
     pub windows: Vec<RuleWindow>,
@@ -412,13 +433,17 @@ impl ItemState {
             ItemState::Parked => "parked",
         }
     }
+}
 
-    fn parse(s: &str) -> ItemState {
+impl std::str::FromStr for ItemState {
+    type Err = ();
+    fn from_str(s: &str) -> std::result::Result<ItemState, ()> {
         match s {
-            "in_flight" => ItemState::InFlight,
-            "accepted" => ItemState::Accepted,
-            "parked" => ItemState::Parked,
-            _ => ItemState::Queued,
+            "queued" => Ok(ItemState::Queued),
+            "in_flight" => Ok(ItemState::InFlight),
+            "accepted" => Ok(ItemState::Accepted),
+            "parked" => Ok(ItemState::Parked),
+            _ => Err(()),
         }
     }
 }
@@ -460,11 +485,14 @@ pub struct QueueCounts {
     pub accepted: u64,
 }
 
-/// One stored attempt, for `log` and `status`.
+/// One stored attempt, for `log` and `status`: a request, and the URL it is
+/// shown by (the one asked about, or its first).
 #[derive(Debug, Clone)]
 pub struct AttemptRow {
     pub at: DateTime<Utc>,
     pub url: String,
+    /// How many URLs the request carried.
+    pub urls: u64,
     pub group: GroupKey,
     pub class: Class,
     pub reason: String,
@@ -488,9 +516,8 @@ pub struct Reconciled {
 pub struct Dump {
     /// In the source's order (ids): a copy keeps the order of the queue.
     pub items: Vec<DumpItem>,
-    /// Oldest first; `response` indexes `responses`.
-    pub attempts: Vec<DumpAttempt>,
-    pub responses: Vec<StoredResponse>,
+    /// Oldest first.
+    pub requests: Vec<DumpRequest>,
     pub usage: Vec<DumpUsage>,
     pub blocks: Vec<(String, DateTime<Utc>)>,
     /// Pace key and its theoretical arrival time (ms).
@@ -510,26 +537,27 @@ pub struct DumpItem {
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub enqueued_at: DateTime<Utc>,
     pub attempts: u32,
-    pub last_class: Option<String>,
-    pub last_reason: Option<String>,
-    pub last_message: Option<String>,
-    pub last_http_status: Option<u16>,
+    pub last_class: Option<Class>,
     pub streak: u32,
     pub streak_started_at: Option<DateTime<Utc>>,
     pub accepted_at: Option<DateTime<Utc>>,
     pub parked_fingerprint: Option<String>,
+    /// Index into `Dump::requests`: the item's last attempt.
+    pub last_request: Option<usize>,
 }
 
+/// One recorded request (an attempt of every item it names).
 #[derive(Debug, Clone, PartialEq)]
-pub struct DumpAttempt {
-    /// Index into `Dump::items`.
-    pub item: usize,
+pub struct DumpRequest {
+    pub group: GroupKey,
     pub at: DateTime<Utc>,
-    pub class: String,
+    pub class: Class,
     pub reason: String,
     pub message: String,
-    pub response: Option<usize>,
+    pub response: StoredResponse,
     pub retry_at: Option<DateTime<Utc>>,
+    /// Indexes into `Dump::items`, ascending.
+    pub items: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -549,16 +577,14 @@ pub struct DumpUsage {
 pub struct Copied {
     /// Items written (new, or updated to the source's state).
     pub items: u64,
-    /// Attempts the target did not have yet.
+    /// Recorded requests (attempts) the target did not have yet.
     pub attempts: u64,
     pub budget_windows: u64,
 }
 
-/// What `reconcile` records of an item whose run stopped mid-request: the
-/// attempt's message, and the item's.
-const INTERRUPTED_ATTEMPT: &str =
+/// What `reconcile` records of a reservation whose run stopped mid-request.
+const INTERRUPTED: &str =
     "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried";
-const INTERRUPTED_ITEM: &str = "the run sending this stopped before the answer came";
 
 /// Why a ledger with reservations in flight is not copied.
 fn in_flight_error(n: i64) -> LedgerError {
@@ -575,7 +601,7 @@ pub trait Ledger {
     /// server may have seen the request.
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
-    /// The ledger's clock (`plan::ledger_now`): the later of its own clock
+    /// The ledger's clock (`policy::ledger_now`): the later of its own clock
     /// — SQLite: this machine's; PostgreSQL: the database server's, shifted
     /// like `now` — and the latest instant any run recorded. With `record`,
     /// that instant is recorded as the latest.
@@ -584,7 +610,13 @@ pub trait Ledger {
     /// How many reservations `reconcile` would return to the queue.
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64>;
 
-    /// Puts URLs in the queue (one transaction for the whole batch).
+    /// What the ledger holds of each URL of `batch` in its group (`None`:
+    /// new to it), read only: what `admit` would decide from (a dry run).
+    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>>;
+
+    /// Puts URLs in the queue (one transaction for the whole batch), as
+    /// `policy::admit` decides for each from what the ledger holds of it: a
+    /// URL accepted within the dedupe window costs a lookup, no write.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
 
     /// Requeues parked items of `group` that were parked under another

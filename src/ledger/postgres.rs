@@ -13,22 +13,70 @@
 //! - Migrations run under an advisory lock; the connection has connect,
 //!   statement and lock timeouts, so a lost server ends the run, never hangs it.
 //!
+//! - The decisions are `policy`'s; this file stores them with set-based
+//!   statements over arrays (`unnest`): a batch of URLs is looked up,
+//!   inserted and updated with a statement each, a claim marks its items with
+//!   one, and an answer moves every item it names with one.
+//!
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::plan::{cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, PaceState};
+use super::ids::{self, url_key};
+use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, Existing, PaceState, Write};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;
 use pg::{Client, GenericClient, NoTls, Row, Transaction};
-use std::collections::HashMap;
-use std::str::FromStr;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Schema 2, over schema 1: items are found by (group, url_key) — an
+/// integer key of the URL — and attempts are recorded per request: one row
+/// names every item the request carried. `upgrade_to_2` fills the keys and
+/// copies the attempts between the two halves.
+const SCHEMA_2_BEFORE: &str = r#"
+DROP INDEX items_group;
+ALTER TABLE items DROP CONSTRAINT items_url_group_id_key;
+ALTER TABLE items ADD COLUMN url_key bigint, ADD COLUMN last_request_id bigint;
+
+CREATE TABLE requests (
+    id          bigserial PRIMARY KEY,
+    group_id    bigint NOT NULL REFERENCES groups (id),
+    at          timestamptz NOT NULL,
+    class       text NOT NULL CHECK (class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
+    reason      text NOT NULL,
+    message     text NOT NULL,
+    http_status integer,
+    body        text,
+    retry_at    timestamptz,
+    n           integer NOT NULL CHECK (n > 0),
+    first_item  bigint NOT NULL,
+    last_item   bigint NOT NULL,
+    -- The items' ids, ascending (`ids::encode`); NULL when it names one, `first_item`.
+    items       bytea
+);
+"#;
+const SCHEMA_2_AFTER: &str = r#"
+DROP TABLE attempts;
+DROP TABLE responses;
+ALTER TABLE items ALTER COLUMN url_key SET NOT NULL,
+    DROP COLUMN last_reason, DROP COLUMN last_message, DROP COLUMN last_http_status,
+    ADD CONSTRAINT items_state_known CHECK (state IN ('queued', 'in_flight', 'accepted', 'parked')),
+    ADD CONSTRAINT items_action_known CHECK (action IN ('updated', 'deleted')),
+    ADD CONSTRAINT items_class_known
+        CHECK (last_class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
+    ADD CONSTRAINT items_key UNIQUE (group_id, url_key);
+CREATE INDEX items_due ON items (group_id, state, next_attempt_at, id);
+CREATE INDEX requests_group ON requests (group_id, at, id);
+CREATE INDEX requests_rejected ON requests (group_id, at, id) WHERE class <> 'accepted';
+CREATE INDEX requests_at ON requests (at, id);
+"#;
+
+/// Schema 1, the first migration of every ledger.
+const SCHEMA_1: &str = r#"
 CREATE TABLE groups (
     id       bigserial PRIMARY KEY,
     property text NOT NULL,
@@ -170,7 +218,7 @@ CREATE TABLE runs (
     id         integer PRIMARY KEY CHECK (id = 1),
     latest_now timestamptz NOT NULL
 );
-"#];
+"#;
 
 /// What to check when the database cannot be reached.
 pub const CONNECT_HINT: &str = "check that the server is up and reachable from here, and the user, database and \
@@ -290,10 +338,18 @@ impl PgLedger {
             if version > SCHEMA_VERSION {
                 return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
             }
-            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-                tx.batch_execute(&format!("SET LOCAL search_path TO {schema}; {sql}"))?;
+            if version < SCHEMA_VERSION {
+                tx.batch_execute(&format!("SET LOCAL search_path TO {schema}"))?;
+            }
+            if version < 1 {
+                tx.batch_execute(SCHEMA_1)?;
+            }
+            if version < 2 {
+                upgrade_to_2(tx)?;
+            }
+            if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
-                tx.execute(&format!("INSERT INTO {schema}.schema_version VALUES ($1)"), &[&((i + 1) as i64)])?;
+                tx.execute(&format!("INSERT INTO {schema}.schema_version VALUES ($1)"), &[&SCHEMA_VERSION])?;
             }
             Ok(())
         })
@@ -563,45 +619,185 @@ fn reserve(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64, now: Date
     Ok(row.is_some())
 }
 
-const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, i.last_reason, i.last_message, i.last_http_status, i.accepted_at";
+/// Schema 1 → 2: items get their URL key (a URL whose key another of its
+/// group holds takes the next free one), each attempt becomes a recorded
+/// request naming its item, and each item points at its last one. Values
+/// this indexq does not know stop the upgrade, naming them.
+fn upgrade_to_2(tx: &mut Transaction<'_>) -> Result<()> {
+    for (table, column, known) in [
+        ("items", "state", "'queued', 'in_flight', 'accepted', 'parked'"),
+        ("items", "action", "'updated', 'deleted'"),
+        ("items", "last_class", CLASSES),
+        ("attempts", "class", CLASSES),
+    ] {
+        let sql = format!("SELECT {column} FROM {table} WHERE {column} NOT IN ({known}) LIMIT 1");
+        if let Some(r) = tx.query_opt(&sql, &[])? {
+            return Err(stored::<Class>(table, column, r.get::<_, &str>(0)).err().unwrap_or_else(|| {
+                LedgerError::Other(format!("the ledger's {table}.{column} holds a value this indexq does not know"))
+            }));
+        }
+    }
+    tx.batch_execute(SCHEMA_2_BEFORE)?;
+    let (mut ids, mut keys) = (Vec::new(), Vec::new());
+    let mut taken = HashSet::new();
+    for r in tx.query("SELECT id, group_id, url FROM items ORDER BY id", &[])? {
+        let group: i64 = r.get(1);
+        let mut key = url_key(r.get(2));
+        while !taken.insert((group, key)) {
+            key = ids::next_key(key);
+        }
+        ids.push(r.get::<_, i64>(0));
+        keys.push(key);
+    }
+    tx.execute(
+        "UPDATE items SET url_key = k.key FROM unnest($1::bigint[], $2::bigint[]) AS k (id, key) WHERE items.id = k.id",
+        &[&ids, &keys],
+    )?;
+    tx.batch_execute(
+        "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+             last_item)
+         SELECT i.group_id, a.at, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at, 1, a.item_id,
+             a.item_id
+         FROM attempts a JOIN items i ON i.id = a.item_id LEFT JOIN responses r ON r.id = a.response_id
+         ORDER BY a.at, a.id;
+         UPDATE items SET last_request_id = last.id
+         FROM (SELECT DISTINCT ON (first_item) first_item, id FROM requests ORDER BY first_item, at DESC, id DESC)
+             AS last
+         WHERE items.id = last.first_item;",
+    )?;
+    tx.batch_execute(SCHEMA_2_AFTER)?;
+    Ok(())
+}
 
-fn item_row(r: &Row) -> ItemRow {
-    let engine: String = r.get(3);
-    let state: String = r.get(5);
-    let last_class: Option<String> = r.get(8);
-    ItemRow {
+/// The classes, as the schema's checks list them.
+const CLASSES: &str = "'accepted', 'quota', 'transient', 'key_pending', 'misconfigured'";
+
+/// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
+/// requests r ON r.id = i.last_request_id`.
+const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at";
+const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
+
+fn item_row(r: &Row) -> Result<ItemRow> {
+    Ok(ItemRow {
         id: r.get(0),
         url: r.get(1),
-        group: GroupKey::stored(r.get(2), &engine, r.get(4)),
-        state: ItemState::parse(&state),
+        group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+        state: stored("items", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
-        last_class: last_class.and_then(|c| Class::from_str(&c).ok()),
+        last_class: stored_opt("items", "last_class", r.get(8))?,
         last_reason: r.get(9),
         last_message: r.get(10),
         last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
         accepted_at: r.get(12),
-    }
+    })
 }
 
-const ATTEMPT_COLUMNS: &str =
-    "a.at, i.url, g.property, g.engine, g.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at";
+/// The columns `attempt_row` reads, from `requests r JOIN groups g`.
+const REQUEST_COLUMNS: &str =
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
 
-fn attempt_row(r: &Row) -> AttemptRow {
-    let engine: String = r.get(3);
-    let class: String = r.get(5);
-    AttemptRow {
+fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
+    Ok(AttemptRow {
         at: r.get(0),
-        url: r.get(1),
-        group: GroupKey::stored(r.get(2), &engine, r.get(4)),
-        class: Class::from_str(&class).unwrap_or(Class::Transient),
+        url,
+        urls: r.get::<_, i32>(1).max(0) as u64,
+        group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+        class: stored("requests", "class", r.get(5))?,
         reason: r.get(6),
         message: r.get(7),
         http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16),
         body: r.get(9),
         retry_at: r.get(10),
+    })
+}
+
+/// The item ids a request row names, from its `n, first_item, items`.
+fn request_items(n: i32, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
+    match items {
+        Some(bytes) => ids::decode(&bytes),
+        None if n == 1 => Ok(vec![first]),
+        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
     }
+}
+
+/// Records a request naming `items`; returns its id.
+#[allow(clippy::too_many_arguments)]
+fn insert_request(
+    tx: &mut impl GenericClient,
+    group: i64,
+    at: DateTime<Utc>,
+    class: Class,
+    reason: &str,
+    message: &str,
+    response: &StoredResponse,
+    retry_at: Option<DateTime<Utc>>,
+    items: &[i64],
+) -> Result<i64> {
+    let (first, last) = (items.iter().min().copied().unwrap_or(0), items.iter().max().copied().unwrap_or(0));
+    let blob = (items.len() > 1).then(|| ids::encode(items));
+    Ok(tx
+        .query_one(
+            "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+                 last_item, items)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+            &[
+                &group,
+                &sec(at),
+                &class.as_str(),
+                &reason,
+                &message,
+                &response.http_status.map(i32::from),
+                &response.body.as_deref().map(cap_body),
+                &opt_sec(retry_at),
+                &(items.len() as i32),
+                &first,
+                &last,
+                &blob,
+            ],
+        )?
+        .get(0))
+}
+
+/// `Existing` from columns `id, state, action, lastmod, accepted_at,
+/// next_attempt_at` starting at `at`.
+fn existing_row(r: &Row, at: usize) -> Result<Existing> {
+    Ok(Existing {
+        id: r.get(at),
+        state: stored("items", "state", r.get(at + 1))?,
+        action: stored("items", "action", r.get(at + 2))?,
+        lastmod: r.get(at + 3),
+        accepted_at: r.get(at + 4),
+        next_attempt_at: r.get(at + 5),
+    })
+}
+
+/// What the ledger holds of each URL of `batch` (whose items are in the
+/// groups `group_ids`, same order): the item, or, for a URL new to its
+/// group, the key it takes (`ids::resolve`), with one statement a round.
+/// With `lock`, the rows found are locked, in (group, key) order.
+fn look_up(
+    tx: &mut impl GenericClient,
+    batch: &[NewItem],
+    group_ids: &[i64],
+    lock: bool,
+) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
+    let sql = format!(
+        "SELECT i.group_id, i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
+         FROM items i JOIN unnest($1::bigint[], $2::bigint[]) AS w (group_id, url_key)
+             ON i.group_id = w.group_id AND i.url_key = w.url_key
+         ORDER BY i.group_id, i.url_key{}",
+        if lock { " FOR UPDATE OF i" } else { "" }
+    );
+    ids::resolve(&urls, group_ids, |wanted| {
+        let (groups, keys): (Vec<i64>, Vec<i64>) = wanted.iter().copied().unzip();
+        tx.query(&sql, &[&groups, &keys])?
+            .iter()
+            .map(|r| Ok((r.get(0), r.get(1), r.get(2), existing_row(r, 3)?)))
+            .collect()
+    })
 }
 
 type Params = Vec<Box<dyn pg::types::ToSql + Sync + Send>>;
@@ -670,22 +866,35 @@ impl Ledger for PgLedger {
             let stale = stale_reservations(tx, now, me, true)?;
             let mut done = Reconciled::default();
             for id in stale {
-                let items = tx.execute(
-                    "INSERT INTO attempts (item_id, at, class, reason, message, retry_at)
-                     SELECT id, $2, 'transient', 'interrupted', $3, $2 FROM items
-                     WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
-                    &[&id, &now, &INTERRUPTED_ATTEMPT],
+                let rows = tx.query(
+                    "SELECT id, group_id FROM items WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
+                    &[&id],
                 )?;
-                tx.execute(
-                    "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
-                         attempts = attempts + 1, last_class = 'transient', last_reason = 'interrupted',
-                         last_message = $3, last_http_status = NULL
-                     WHERE reservation_id = $1 AND state = 'in_flight'",
-                    &[&id, &now, &INTERRUPTED_ITEM],
-                )?;
+                if let Some(first) = rows.first() {
+                    let items: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    let none = StoredResponse::default();
+                    let group: i64 = first.get(1);
+                    let request = insert_request(
+                        tx,
+                        group,
+                        now,
+                        Class::Transient,
+                        "interrupted",
+                        INTERRUPTED,
+                        &none,
+                        Some(now),
+                        &items,
+                    )?;
+                    tx.execute(
+                        "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
+                             attempts = attempts + 1, last_class = 'transient', last_request_id = $3
+                         WHERE reservation_id = $1 AND state = 'in_flight'",
+                        &[&id, &now, &request],
+                    )?;
+                }
                 tx.execute("DELETE FROM reservations WHERE id = $1", &[&id])?;
                 done.reservations += 1;
-                done.items += items;
+                done.items += rows.len() as u64;
             }
             Ok(done)
         })
@@ -695,15 +904,22 @@ impl Ledger for PgLedger {
         self.transaction(|tx| ledger_time(tx, now.shift, record))
     }
 
+    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
+        self.with_groups(|tx, groups| {
+            let mut group_ids = Vec::with_capacity(batch.len());
+            for item in batch {
+                // A group the ledger has never seen holds none of them.
+                group_ids.push(group_id(tx, groups, &item.group)?.unwrap_or(-1));
+            }
+            Ok(look_up(tx, batch, &group_ids, false)?.into_iter().map(|found| found.ok()).collect())
+        })
+    }
+
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
-        // Rows are locked in (group, url) order, so that two runners
-        // admitting overlapping lists wait for each other, never deadlock.
-        let mut order: Vec<usize> = (0..batch.len()).collect();
-        order.sort_by(|a, b| (&batch[*a].group, &batch[*a].url).cmp(&(&batch[*b].group, &batch[*b].url)));
         let cache = &self.groups;
         let client = self.client.as_mut().expect("a ledger in use has its client");
-        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, &order, now, rule)))?;
+        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, now, rule)))?;
         self.groups.extend(created);
         Ok(out)
     }
@@ -723,32 +939,25 @@ impl Ledger for PgLedger {
 
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
         self.transaction(|tx| {
-            let rows =
-                tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?;
-            Ok(rows.iter().map(|r| GroupKey::stored(r.get(0), &r.get::<_, String>(1), r.get(2))).collect())
+            tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?
+                .iter()
+                .map(|r| GroupKey::stored(r.get(0), r.get(1), r.get(2)))
+                .collect()
         })
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
         let now = sec(now);
         self.transaction(|tx| {
-            let rows = tx.query(
+            tx.query(
                 "SELECT property, engine, target FROM groups g
                  WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
                  ORDER BY property, engine, target",
                 &[&now],
-            )?;
-            Ok(rows
-                .iter()
-                .filter_map(|r| {
-                    let engine: String = r.get(1);
-                    EngineKind::from_str(&engine).ok().map(|engine| GroupKey {
-                        property: r.get(0),
-                        engine,
-                        target: r.get(2),
-                    })
-                })
-                .collect())
+            )?
+            .iter()
+            .map(|r| GroupKey::stored(r.get(0), r.get(1), r.get(2)))
+            .collect()
         })
     }
 
@@ -790,11 +999,11 @@ impl Ledger for PgLedger {
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {
-        let Finish { reservation, responses, records, blocks, refund, windows } = done;
+        let Finish { reservation, answers, blocks, refund, windows } = done;
         self.transaction(|tx| {
             // Budget rows first, in rule order, as a claim takes them (then
-            // the item counts): two transactions never wait for each other
-            // in a circle.
+            // the items): two transactions never wait for each other in a
+            // circle.
             if *refund > 0 {
                 let mut windows: Vec<&RuleWindow> = windows.iter().collect();
                 windows.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
@@ -815,24 +1024,39 @@ impl Ledger for PgLedger {
                     &[&block.rule.rule, &sec(block.until)],
                 )?;
             }
-            let insert_response =
-                tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
-            let mut response_ids = Vec::with_capacity(responses.len());
-            for r in responses {
-                let status = r.http_status.map(i32::from);
-                let body = r.body.as_deref().map(cap_body);
-                response_ids.push(tx.query_one(&insert_response, &[&status, &body])?.get::<_, i64>(0));
-            }
-            // One statement for the attempts and one for the items of each
-            // run of records that names an item once (an item named twice
-            // takes its records in order).
-            let mut first = 0;
-            while first < records.len() {
-                let mut seen = std::collections::HashSet::new();
-                let end =
-                    records[first..].iter().position(|r| !seen.insert(r.item_id)).map_or(records.len(), |n| first + n);
-                record_attempts(tx, &records[first..end], responses, &response_ids)?;
-                first = end;
+            for answer in answers.iter().filter(|a| !a.items.is_empty()) {
+                let group: i64 = tx.query_one("SELECT group_id FROM items WHERE id = $1", &[&answer.items[0]])?.get(0);
+                let (state, next, fingerprint) = match &answer.next {
+                    NextStep::Accepted => ("accepted", None, None),
+                    NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
+                    NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+                };
+                let request = insert_request(
+                    tx,
+                    group,
+                    answer.at,
+                    answer.class,
+                    &answer.reason,
+                    &answer.message,
+                    &answer.response,
+                    next,
+                    &answer.items,
+                )?;
+                // Every item the answer names, in one statement.
+                tx.execute(
+                    "UPDATE items SET
+                         state = $2, next_attempt_at = $3, reservation_id = NULL,
+                         attempts = attempts + 1,
+                         streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
+                         streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $4
+                                                       AND streak_started_at IS NOT NULL
+                                                  THEN streak_started_at ELSE $5 END,
+                         last_class = $4,
+                         accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
+                         parked_fingerprint = $6, last_request_id = $7
+                     WHERE id = ANY($1)",
+                    &[&answer.items, &state, &next, &answer.class.as_str(), &sec(answer.at), &fingerprint, &request],
+                )?;
             }
             tx.execute("DELETE FROM reservations WHERE id = $1", &[reservation])?;
             Ok(())
@@ -885,7 +1109,7 @@ impl Ledger for PgLedger {
                 )?
                 .get(0);
             let used = usage_in(tx, rule)?.used;
-            let limit = (used + remaining).saturating_sub(in_flight.max(0) as u64);
+            let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
             tx.execute(
                 "UPDATE budget_usage SET limit_value = $3, reported_at = $4, reported_remaining = $5
                  WHERE rule = $1 AND window_key = $2",
@@ -920,12 +1144,12 @@ impl Ledger for PgLedger {
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             let sql = format!(
-                "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN items i ON i.id = a.item_id
-                     JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
-                 WHERE i.group_id = $1 AND a.class <> 'accepted'
-                 ORDER BY a.at DESC, a.id DESC LIMIT 1"
+                "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, '') FROM requests r JOIN groups g ON g.id = r.group_id
+                     LEFT JOIN items i ON i.id = r.first_item
+                 WHERE r.group_id = $1 AND r.class <> 'accepted'
+                 ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
-            Ok(tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r)))
+            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11))).transpose()
         })
     }
 
@@ -933,20 +1157,22 @@ impl Ledger for PgLedger {
         let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id WHERE {clause}
+            "SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE {clause}
              ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
                  i.next_attempt_at NULLS FIRST, i.id{limit}"
         );
-        self.transaction(|tx| Ok(tx.query(&sql, &refs(&values))?.iter().map(item_row).collect()))
+        self.transaction(|tx| tx.query(&sql, &refs(&values))?.iter().map(item_row).collect())
     }
 
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
         self.transaction(|tx| {
             let sql = format!(
                 "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
-                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id ORDER BY wanted.n"
+                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
+                     LEFT JOIN requests r ON r.id = i.last_request_id
+                 ORDER BY wanted.n"
             );
-            Ok(tx.query(&sql, &[&ids])?.iter().map(item_row).collect())
+            tx.query(&sql, &[&ids])?.iter().map(item_row).collect()
         })
     }
 
@@ -976,36 +1202,79 @@ impl Ledger for PgLedger {
         }
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
-            let n = tx.execute(
-                &format!("DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}"),
+            let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
+            for r in tx.query(
+                &format!("DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause} RETURNING i.id, i.group_id"),
                 &refs(&values),
-            )?;
-            tx.execute(
-                "DELETE FROM responses r WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.response_id = r.id)",
-                &[],
-            )?;
-            Ok(n)
+            )? {
+                dropped.entry(r.get(1)).or_default().insert(r.get(0));
+            }
+            // Their attempts go with them: a request none of whose items is
+            // left is forgotten.
+            for (group, gone) in &dropped {
+                let mut forget = Vec::new();
+                for r in tx.query("SELECT id, n, first_item, items FROM requests WHERE group_id = $1", &[group])? {
+                    let left: Vec<i64> =
+                        request_items(r.get(1), r.get(2), r.get(3))?.into_iter().filter(|i| !gone.contains(i)).collect();
+                    let any_left = !left.is_empty()
+                        && tx.query_one("SELECT EXISTS (SELECT 1 FROM items WHERE id = ANY($1))", &[&left])?.get(0);
+                    if !any_left {
+                        forget.push(r.get::<_, i64>(0));
+                    }
+                }
+                tx.execute("DELETE FROM requests WHERE id = ANY($1)", &[&forget])?;
+            }
+            Ok(dropped.values().map(|d| d.len() as u64).sum())
         })
     }
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
-        let from = "FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
-             LEFT JOIN responses r ON r.id = a.response_id";
         let limit = limit as i64;
         self.transaction(|tx| {
-            let rows = match url {
-                Some(u) => tx.query(
-                    &format!("SELECT {ATTEMPT_COLUMNS} {from} WHERE i.url = $1 ORDER BY a.at DESC, a.id DESC LIMIT $2"),
-                    &[&u, &limit],
-                )?,
-                None => tx.query(
-                    &format!("SELECT {ATTEMPT_COLUMNS} {from} ORDER BY a.at DESC, a.id DESC LIMIT $1"),
-                    &[&limit],
-                )?,
-            };
-            let mut out: Vec<AttemptRow> = rows.iter().map(attempt_row).collect();
+            let mut out: Vec<(i64, AttemptRow)> = Vec::new();
+            match url {
+                Some(u) => {
+                    // The URL's item in each group, then the requests that name it.
+                    let groups: Vec<i64> = tx.query("SELECT id FROM groups", &[])?.iter().map(|r| r.get(0)).collect();
+                    let batch: Vec<NewItem> = groups
+                        .iter()
+                        .map(|_| NewItem {
+                            url: u.to_string(),
+                            group: GroupKey { property: String::new(), engine: EngineKind::IndexNow, target: String::new() },
+                            action: Action::Updated,
+                            lastmod: None,
+                        })
+                        .collect();
+                    let found = look_up(tx, &batch, &groups, false)?;
+                    for (group, found) in groups.iter().zip(found) {
+                        let Ok(item) = found else { continue };
+                        let sql = format!(
+                            "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r
+                                 JOIN groups g ON g.id = r.group_id
+                             WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
+                        );
+                        for r in tx.query(&sql, &[group, &item.id])? {
+                            if request_items(r.get(1), r.get(12), r.get(13))?.binary_search(&item.id).is_ok() {
+                                out.push((r.get(11), attempt_row(&r, u.to_string())?));
+                            }
+                        }
+                    }
+                    out.sort_by_key(|(id, a)| std::cmp::Reverse((a.at, *id)));
+                    out.truncate(limit as usize);
+                }
+                None => {
+                    let sql = format!(
+                        "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, ''), r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                             LEFT JOIN items i ON i.id = r.first_item
+                         ORDER BY r.at DESC, r.id DESC LIMIT $1"
+                    );
+                    for r in tx.query(&sql, &[&limit])? {
+                        out.push((r.get(12), attempt_row(&r, r.get(11))?));
+                    }
+                }
+            }
             out.reverse();
-            Ok(out)
+            Ok(out.into_iter().map(|(_, a)| a).collect())
         })
     }
 
@@ -1031,57 +1300,61 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
     }
     let mut dump = Dump::default();
     let mut item_index = HashMap::new();
+    let mut last_request = Vec::new();
     for r in tx.query(
         "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
-             i.enqueued_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status,
-             i.streak, i.streak_started_at, i.accepted_at, i.parked_fingerprint
+             i.enqueued_at, i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at,
+             i.parked_fingerprint, i.last_request_id
          FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
         &[],
     )? {
-        let engine: String = r.get(3);
         item_index.insert(r.get::<_, i64>(0), dump.items.len());
+        last_request.push(r.get::<_, Option<i64>>(16));
         dump.items.push(DumpItem {
             url: r.get(1),
-            group: GroupKey::stored(r.get(2), &engine, r.get(4)),
-            state: ItemState::parse(r.get(5)),
-            action: Action::parse(r.get(6)),
+            group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+            state: stored("items", "state", r.get(5))?,
+            action: stored("items", "action", r.get(6))?,
             lastmod: r.get(7),
             next_attempt_at: r.get(8),
             enqueued_at: r.get(9),
             attempts: r.get::<_, i32>(10) as u32,
-            last_class: r.get(11),
-            last_reason: r.get(12),
-            last_message: r.get(13),
-            last_http_status: r.get::<_, Option<i32>>(14).map(|s| s as u16),
-            streak: r.get::<_, i32>(15) as u32,
-            streak_started_at: r.get(16),
-            accepted_at: r.get(17),
-            parked_fingerprint: r.get(18),
+            last_class: stored_opt("items", "last_class", r.get(11))?,
+            streak: r.get::<_, i32>(12) as u32,
+            streak_started_at: r.get(13),
+            accepted_at: r.get(14),
+            parked_fingerprint: r.get(15),
+            last_request: None,
         });
     }
-    let mut response_index = HashMap::new();
+    let mut request_index = HashMap::new();
     for r in tx.query(
-        "SELECT a.item_id, a.at, a.class, a.reason, a.message, a.response_id, a.retry_at, r.http_status, r.body
-         FROM attempts a LEFT JOIN responses r ON r.id = a.response_id ORDER BY a.at, a.id",
+        "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status, r.body,
+             r.retry_at, r.n, r.first_item, r.items
+         FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
         &[],
     )? {
-        let Some(&item) = item_index.get(&r.get::<_, i64>(0)) else { continue };
-        let response = r.get::<_, Option<i64>>(5).map(|id| {
-            *response_index.entry(id).or_insert_with(|| {
-                dump.responses
-                    .push(StoredResponse { http_status: r.get::<_, Option<i32>>(7).map(|s| s as u16), body: r.get(8) });
-                dump.responses.len() - 1
-            })
+        let items: Vec<usize> = request_items(r.get(11), r.get(12), r.get(13))?
+            .iter()
+            .filter_map(|id| item_index.get(id).copied())
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        request_index.insert(r.get::<_, i64>(0), dump.requests.len());
+        dump.requests.push(DumpRequest {
+            group: GroupKey::stored(r.get(1), r.get(2), r.get(3))?,
+            at: r.get(4),
+            class: stored("requests", "class", r.get(5))?,
+            reason: r.get(6),
+            message: r.get(7),
+            response: StoredResponse { http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16), body: r.get(9) },
+            retry_at: r.get(10),
+            items,
         });
-        dump.attempts.push(DumpAttempt {
-            item,
-            at: r.get(1),
-            class: r.get(2),
-            reason: r.get(3),
-            message: r.get(4),
-            response,
-            retry_at: r.get(6),
-        });
+    }
+    for (item, request) in dump.items.iter_mut().zip(last_request) {
+        item.last_request = request.and_then(|r| request_index.get(&r).copied());
     }
     dump.usage = tx
         .query(
@@ -1116,91 +1389,118 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
 
 fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump) -> Result<Copied> {
     let mut copied = Copied::default();
-    let upsert = tx.prepare(
-        "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
-             last_class, last_reason, last_message, last_http_status, streak, streak_started_at, accepted_at,
-             parked_fingerprint)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-         ON CONFLICT (url, group_id) DO UPDATE SET state = excluded.state, action = excluded.action,
-             lastmod = excluded.lastmod, next_attempt_at = excluded.next_attempt_at,
-             enqueued_at = excluded.enqueued_at, attempts = excluded.attempts, last_class = excluded.last_class,
-             last_reason = excluded.last_reason, last_message = excluded.last_message,
-             last_http_status = excluded.last_http_status, streak = excluded.streak,
-             streak_started_at = excluded.streak_started_at, accepted_at = excluded.accepted_at,
-             parked_fingerprint = excluded.parked_fingerprint
-         WHERE items.state <> 'in_flight'",
-    )?;
-    let find = tx.prepare("SELECT id FROM items WHERE url = $1 AND group_id = $2")?;
-    let mut groups: HashMap<&GroupKey, i64> = HashMap::new();
-    let mut ids = Vec::with_capacity(dump.items.len());
+    let mut groups: HashMap<GroupKey, i64> = HashMap::new();
+    let mut group_of = |tx: &mut Transaction<'_>, key: &GroupKey| -> Result<i64> {
+        if let Some(id) = groups.get(key) {
+            return Ok(*id);
+        }
+        let id = group_id_or_create(tx, cache, key)?;
+        groups.insert(key.clone(), id);
+        Ok(id)
+    };
+    // Each item by its group and URL: updated to the dump's state (unless in
+    // flight here), or inserted.
+    let mut item_groups = Vec::with_capacity(dump.items.len());
     for item in &dump.items {
-        let group = match groups.get(&item.group) {
-            Some(id) => *id,
+        item_groups.push(group_of(tx, &item.group)?);
+    }
+    let batch: Vec<NewItem> = dump
+        .items
+        .iter()
+        .map(|i| NewItem { url: i.url.clone(), group: i.group.clone(), action: i.action, lastmod: i.lastmod })
+        .collect();
+    let found = look_up(tx, &batch, &item_groups, true)?;
+    let insert = tx.prepare(
+        "INSERT INTO items (group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
+             last_class, streak, streak_started_at, accepted_at, parked_fingerprint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+    )?;
+    let update = tx.prepare(
+        "UPDATE items SET state = $2, action = $3, lastmod = $4, next_attempt_at = $5, enqueued_at = $6,
+             attempts = $7, last_class = $8, streak = $9, streak_started_at = $10, accepted_at = $11,
+             parked_fingerprint = $12
+         WHERE id = $1 AND state <> 'in_flight'",
+    )?;
+    let mut ids = Vec::with_capacity(dump.items.len());
+    // Items in flight here keep what they have.
+    let mut written = Vec::with_capacity(dump.items.len());
+    for ((item, found), group) in dump.items.iter().zip(found).zip(item_groups) {
+        let (attempts, streak) = (item.attempts as i32, item.streak as i32);
+        let class = item.last_class.map(|c| c.as_str());
+        let values: [&(dyn pg::types::ToSql + Sync); 11] = [
+            &item.state.as_str(),
+            &item.action.as_str(),
+            &item.lastmod,
+            &item.next_attempt_at,
+            &item.enqueued_at,
+            &attempts,
+            &class,
+            &streak,
+            &item.streak_started_at,
+            &item.accepted_at,
+            &item.parked_fingerprint,
+        ];
+        match found {
+            Ok(existing) => {
+                let mut all: Vec<&(dyn pg::types::ToSql + Sync)> = vec![&existing.id];
+                all.extend_from_slice(&values);
+                copied.items += tx.execute(&update, &all)?;
+                ids.push(existing.id);
+                written.push(existing.state != ItemState::InFlight);
+            }
+            Err(key) => {
+                let mut all: Vec<&(dyn pg::types::ToSql + Sync)> = vec![&group, &key, &item.url];
+                all.extend_from_slice(&values);
+                ids.push(tx.query_one(&insert, &all)?.get(0));
+                copied.items += 1;
+                written.push(true);
+            }
+        }
+    }
+    // Requests the ledger does not have yet (the same group, time, outcome
+    // and items).
+    let mut request_ids = Vec::with_capacity(dump.requests.len());
+    for r in &dump.requests {
+        let group = group_of(tx, &r.group)?;
+        let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
+        items.sort_unstable();
+        let mut same = None;
+        for row in tx.query(
+            "SELECT id, n, first_item, items FROM requests WHERE group_id = $1 AND at = $2 AND class = $3
+                 AND reason = $4 AND message = $5 AND retry_at IS NOT DISTINCT FROM $6",
+            &[&group, &r.at, &r.class.as_str(), &r.reason, &r.message, &r.retry_at],
+        )? {
+            if request_items(row.get(1), row.get(2), row.get(3))? == items {
+                same = Some(row.get::<_, i64>(0));
+            }
+        }
+        let id = match same {
+            Some(id) => id,
             None => {
-                let id = group_id_or_create(tx, cache, &item.group)?;
-                groups.insert(&item.group, id);
-                id
+                copied.attempts += 1;
+                insert_request(tx, group, r.at, r.class, &r.reason, &r.message, &r.response, r.retry_at, &items)?
             }
         };
-        copied.items += tx.execute(
-            &upsert,
-            &[
-                &item.url,
-                &group,
-                &item.state.as_str(),
-                &item.action.as_str(),
-                &item.lastmod,
-                &item.next_attempt_at,
-                &item.enqueued_at,
-                &(item.attempts as i32),
-                &item.last_class,
-                &item.last_reason,
-                &item.last_message,
-                &item.last_http_status.map(i32::from),
-                &(item.streak as i32),
-                &item.streak_started_at,
-                &item.accepted_at,
-                &item.parked_fingerprint,
-            ],
-        )?;
-        ids.push(tx.query_one(&find, &[&item.url, &group])?.get::<_, i64>(0));
+        request_ids.push(id);
     }
-    let known = tx.prepare(
-        "SELECT 1 FROM attempts WHERE item_id = $1 AND at = $2 AND class = $3 AND reason = $4 AND message = $5
-             AND retry_at IS NOT DISTINCT FROM $6",
+    let (pointed, pointers): (Vec<i64>, Vec<i64>) = dump
+        .items
+        .iter()
+        .zip(&ids)
+        .zip(&written)
+        .filter_map(|((item, id), written)| item.last_request.filter(|_| *written).map(|r| (*id, request_ids[r])))
+        .unzip();
+    tx.execute(
+        "UPDATE items SET last_request_id = p.request FROM unnest($1::bigint[], $2::bigint[]) AS p (id, request)
+         WHERE items.id = p.id",
+        &[&pointed, &pointers],
     )?;
-    let insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES ($1, $2) RETURNING id")?;
-    let insert = tx.prepare(
-        "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )?;
-    let mut response_ids: HashMap<usize, i64> = HashMap::new();
-    for a in &dump.attempts {
-        let item = ids[a.item];
-        if tx.query_opt(&known, &[&item, &a.at, &a.class, &a.reason, &a.message, &a.retry_at])?.is_some() {
-            continue;
-        }
-        let response = match a.response {
-            None => None,
-            Some(index) => Some(match response_ids.get(&index) {
-                Some(id) => *id,
-                None => {
-                    let r = &dump.responses[index];
-                    let id: i64 = tx.query_one(&insert_response, &[&r.http_status.map(i32::from), &r.body])?.get(0);
-                    response_ids.insert(index, id);
-                    id
-                }
-            }),
-        };
-        tx.execute(&insert, &[&item, &a.at, &a.class, &a.reason, &a.message, &response, &a.retry_at])?;
-        copied.attempts += 1;
-    }
     for u in &dump.usage {
         tx.execute(
-            "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at, reported_at,
+            "INSERT INTO budget_usage AS b (rule, window_key, period, used, limit_value, resets_at, reported_at,
                  reported_remaining)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (rule, window_key) DO UPDATE SET used = GREATEST(budget_usage.used, excluded.used),
+             ON CONFLICT (rule, window_key) DO UPDATE SET used = GREATEST(b.used, excluded.used),
                  limit_value = excluded.limit_value, resets_at = excluded.resets_at,
                  reported_at = excluded.reported_at, reported_remaining = excluded.reported_remaining",
             &[
@@ -1247,103 +1547,109 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
     Ok(copied)
 }
 
-/// Records attempts (each of another item) and moves their items on, in two
-/// statements.
-fn record_attempts(
-    tx: &mut Transaction<'_>,
-    records: &[AttemptRecord],
-    responses: &[StoredResponse],
-    response_ids: &[i64],
-) -> Result<()> {
-    let n = records.len();
-    let (mut ids, mut states, mut nexts, mut classes, mut ats) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut reasons, mut messages, mut statuses, mut fingerprints, mut response_of) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    for rec in records {
-        let (state, next, fingerprint) = match &rec.next {
-            NextStep::Accepted => ("accepted", None, None),
-            NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
-            NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+/// Groups a transaction created, with their ids.
+type CreatedGroups = Vec<(GroupKey, i64)>;
+
+/// One attempt at admitting a batch, in one transaction: the groups, a
+/// lookup of every URL (its rows locked, in (group, key) order, so that two
+/// runners admitting overlapping lists wait for each other, never
+/// deadlock), `policy::admit` for each, then one statement for the new
+/// items, one per action for the requeued, one for the updated. A URL
+/// another runner inserted meanwhile runs the whole transaction again.
+fn admit_once(
+    client: &mut Client,
+    cache: &HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+) -> Result<(Vec<Admission>, CreatedGroups)> {
+    let mut tx = client.transaction()?;
+    let mut ids: HashMap<GroupKey, i64> = HashMap::new();
+    let mut group_ids = Vec::with_capacity(batch.len());
+    for item in batch {
+        let group = match ids.get(&item.group) {
+            Some(id) => *id,
+            None => {
+                let id = group_id_or_create(&mut tx, cache, &item.group)?;
+                ids.insert(item.group.clone(), id);
+                id
+            }
         };
-        ids.push(rec.item_id);
-        states.push(state);
-        nexts.push(next);
-        classes.push(rec.class.as_str());
-        ats.push(sec(rec.at));
-        reasons.push(rec.reason.as_str());
-        messages.push(rec.message.as_str());
-        statuses.push(responses.get(rec.response).and_then(|r| r.http_status).map(i32::from));
-        fingerprints.push(fingerprint);
-        response_of.push(response_ids.get(rec.response).copied());
+        group_ids.push(group);
     }
-    tx.execute(
-        "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
-         SELECT t.id, t.at, t.class, t.reason, t.message, t.response_id, t.next
-         FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::bigint[],
-                     $7::timestamptz[]) WITH ORDINALITY AS t (id, at, class, reason, message, response_id, next, n)
-         ORDER BY t.n",
-        &[&ids, &ats, &classes, &reasons, &messages, &response_of, &nexts],
-    )?;
-    tx.execute(
-        "UPDATE items AS i SET
-             state = u.state, next_attempt_at = u.next, reservation_id = NULL,
-             attempts = i.attempts + 1,
-             streak = CASE WHEN i.last_class IS NOT DISTINCT FROM u.class THEN i.streak + 1 ELSE 1 END,
-             streak_started_at = CASE WHEN i.last_class IS NOT DISTINCT FROM u.class AND i.streak_started_at IS NOT NULL
-                                      THEN i.streak_started_at ELSE u.at END,
-             last_class = u.class, last_reason = u.reason, last_message = u.message, last_http_status = u.status,
-             accepted_at = CASE WHEN u.state = 'accepted' THEN u.at ELSE i.accepted_at END,
-             parked_fingerprint = u.fingerprint
-         FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[],
-                     $7::text[], $8::integer[], $9::text[])
-             AS u (id, state, next, class, at, reason, message, status, fingerprint)
-         WHERE i.id = u.id",
-        &[&ids, &states, &nexts, &classes, &ats, &reasons, &messages, &statuses, &fingerprints],
-    )?;
-    Ok(())
-}
-
-/// Makes sure a rule window has its row, then locks it until the
-/// transaction ends: claims on the same rule wait for each other here.
-fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
-    add_usage(tx, rule, 0)?;
-    tx.query_one(
-        "SELECT used FROM budget_usage WHERE rule = $1 AND window_key = $2 FOR UPDATE",
-        &[&rule.rule, &rule.window],
-    )?;
-    Ok(())
-}
-
-/// The ledger's clock: the database server's (shifted like this machine's
-/// by `INDEXQ_NOW`), never earlier than the latest instant recorded; with
-/// `record`, recorded as the latest (the row locked until commit, so that
-/// claims see each other's instants in order).
-fn ledger_time(tx: &mut impl GenericClient, shift: TimeDelta, record: bool) -> Result<LedgerTime> {
-    let server: DateTime<Utc> = tx.query_one("SELECT clock_timestamp()", &[])?.get(0);
-    let clock = server + shift;
-    let lock = if record { " FOR UPDATE" } else { "" };
-    let latest: Option<DateTime<Utc>> =
-        tx.query_opt(&format!("SELECT latest_now FROM runs WHERE id = 1{lock}"), &[])?.map(|r| r.get(0));
-    let now = ledger_now(clock, latest);
-    if record && latest.is_none_or(|l| sec(now) > l) {
+    let found = look_up(&mut tx, batch, &group_ids, true)?;
+    let mut out: Vec<Option<Admission>> = vec![None; batch.len()];
+    // New items by (group, key), in the batch's order; the same URL twice is
+    // one item, "already queued" the second time.
+    let mut fresh: Vec<(i64, i64, usize)> = Vec::new();
+    let mut seen: HashSet<(i64, i64)> = HashSet::new();
+    let mut repeats: Vec<(usize, i64, i64)> = Vec::new();
+    let mut requeued: HashMap<Action, Vec<i64>> = HashMap::new();
+    let (mut updated, mut actions, mut lastmods) = (Vec::new(), Vec::new(), Vec::new());
+    for (index, ((item, found), &group)) in batch.iter().zip(&found).zip(&group_ids).enumerate() {
+        let existing = match found {
+            Ok(e) => Some(e),
+            Err(key) if !seen.insert((group, *key)) => {
+                repeats.push((index, group, *key));
+                continue;
+            }
+            Err(_) => None,
+        };
+        let (admission, write) = policy::admit(existing, item, rule, now);
+        match (write, found) {
+            (Write::Insert, Err(key)) => fresh.push((group, *key, index)),
+            (Write::Requeue, Ok(e)) => requeued.entry(item.action).or_default().push(e.id),
+            (Write::Update { action, lastmod }, Ok(e)) => {
+                updated.push(e.id);
+                actions.push(action.as_str());
+                lastmods.push(opt_sec(lastmod));
+            }
+            _ => {}
+        }
+        out[index] = Some(admission);
+    }
+    let groups: Vec<i64> = fresh.iter().map(|f| f.0).collect();
+    let keys: Vec<i64> = fresh.iter().map(|f| f.1).collect();
+    let urls: Vec<&str> = fresh.iter().map(|f| batch[f.2].url.as_str()).collect();
+    let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.2].action.as_str()).collect();
+    let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.2].lastmod)).collect();
+    let inserted: HashMap<(i64, i64), i64> = tx
+        .query(
+            "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
+             SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
+             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+                 AS t (group_id, url_key, url, action, lastmod, n)
+             ORDER BY t.n
+             ON CONFLICT DO NOTHING RETURNING group_id, url_key, id",
+            &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
+        )?
+        .iter()
+        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+        .collect();
+    if inserted.len() != fresh.len() {
+        // Another runner admitted some of these URLs meanwhile: decide again.
+        return Err(LedgerError::Retry);
+    }
+    for (index, group, key) in repeats {
+        out[index] = Some(Admission::AlreadyQueued { id: inserted[&(group, key)], next_attempt_at: Some(now) });
+    }
+    for (action, ids) in &requeued {
         tx.execute(
-            "INSERT INTO runs (id, latest_now) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
-            &[&sec(now)],
+            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $3, enqueued_at = $3, streak = 0,
+                 streak_started_at = NULL WHERE id = ANY($1)",
+            &[ids, &action.as_str(), &now],
         )?;
     }
-    Ok(LedgerTime { now, latest, clock })
+    if !updated.is_empty() {
+        tx.execute(
+            "UPDATE items SET action = u.action, lastmod = u.lastmod
+             FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u (id, action, lastmod) WHERE items.id = u.id",
+            &[&updated, &actions, &lastmods],
+        )?;
+    }
+    tx.commit()?;
+    let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
+    Ok((out.into_iter().map(|a| a.expect("every URL was admitted")).collect(), created))
 }
 
 /// Due items a claim moved to when budget frees up: id, URL, time.
@@ -1382,213 +1688,152 @@ fn claim_once(
         }
         None => None,
     };
+    // Due items are counted only as far as the plan can tell apart: past the
+    // budget and the batch, more makes no difference.
+    let budget = rules.iter().zip(&usages).filter_map(|(r, u)| u.remaining(r, now)).min();
+    let cap = budget.map_or(max_items, |b| (b as usize).max(max_items)).saturating_add(1);
     let due_count: i64 = tx
         .query_one(
-            "SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2",
-            &[&group, &now_s],
+            "SELECT COUNT(*) FROM (SELECT 1 FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+                 LIMIT $3) AS due",
+            &[&group, &now_s, &(cap as i64)],
         )?
         .get(0);
     let plan = ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
-    // The due items in order, locked; those another runner holds are skipped.
-    let limit = plan.scan().map_or(String::new(), |n| format!(" LIMIT {n}"));
-    let rows = tx.query(
-        &format!(
-            "SELECT id, url, attempts, last_class, streak, streak_started_at, action FROM items
-             WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-             ORDER BY next_attempt_at, id{limit} FOR UPDATE SKIP LOCKED"
-        ),
-        &[&group, &now_s],
-    )?;
-    let mut taken = Vec::new();
-    let (mut paced_ids, mut paced_at, mut deferred_ids) = (Vec::new(), Vec::new(), Vec::new());
-    for (position, r) in rows.iter().enumerate() {
-        let id: i64 = r.get(0);
-        let url: String = r.get(1);
-        if position < plan.take {
-            let class: Option<String> = r.get(3);
-            let action: String = r.get(6);
-            taken.push(ClaimedItem {
-                id,
-                url,
-                action: Action::parse(&action),
+    // Due items another runner holds are skipped, never waited for.
+    let due = "SELECT id FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2";
+    if plan.take > 0 {
+        let reservation: i64 = tx
+            .query_one(
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
+                 VALUES ($1, $2, $3, $4, $4, 0) RETURNING id",
+                &[&me.host, &(me.pid as i64), &(me.started as i64), &now_s],
+            )?
+            .get(0);
+        // The first `take` due items, in order, marked in flight: one statement.
+        let rows = tx.query(
+            &format!(
+                "UPDATE items SET state = 'in_flight', reservation_id = $3
+                 WHERE id IN ({due} ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+                 RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
+            ),
+            &[&group, &now_s, &reservation, &(plan.take as i64)],
+        )?;
+        let mut taken = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let item = ClaimedItem {
+                id: r.get(0),
+                url: r.get(1),
+                action: stored("items", "action", r.get(6))?,
                 attempts: r.get::<_, i32>(2) as u32,
-                last_class: class.and_then(|c| Class::from_str(&c).ok()),
+                last_class: stored_opt("items", "last_class", r.get(3))?,
                 streak: r.get::<_, i32>(4) as u32,
                 streak_started_at: r.get(5),
-            });
-        } else if position < plan.paced_until {
-            if let Some(p) = &pacing {
-                let at = p.estimate(position);
-                paced_ids.push(id);
-                paced_at.push(DateTime::from_timestamp(ts_ceil(at), 0).unwrap_or(at));
-                claim.paced.push((id, url, at));
-            }
-        } else if let Some(t) = plan.retry_at {
-            deferred_ids.push(id);
-            deferred.push((id, url, t));
+            };
+            taken.push((r.get::<_, Option<DateTime<Utc>>>(7), item));
+        }
+        taken.sort_by_key(|(at, item)| (*at, item.id));
+        claim.items = taken.into_iter().map(|(_, item)| item).collect();
+        if claim.items.is_empty() {
+            // Other runners hold every due item: nothing to send.
+            tx.execute("DELETE FROM reservations WHERE id = $1", &[&reservation])?;
+        } else {
+            claim.reservation = Some(reservation);
         }
     }
-    if let Some(t) = plan.retry_at.filter(|_| !deferred_ids.is_empty()) {
-        tx.execute("UPDATE items SET next_attempt_at = $2 WHERE id = ANY($1)", &[&deferred_ids, &sec(t)])?;
-        claim.deferred = deferred_ids.len() as u64;
+    // The next due items wait for their paced slot, each its own.
+    let paced = plan.paced_until.saturating_sub(plan.take);
+    if let (Some(p), true) = (&pacing, paced > 0) {
+        let rows = tx.query(
+            "SELECT id, url FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+             ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+            &[&group, &now_s, &(paced as i64)],
+        )?;
+        for (position, r) in rows.iter().enumerate() {
+            claim.paced.push((r.get(0), r.get(1), p.estimate(plan.take + position)));
+        }
     }
-    if !paced_ids.is_empty() {
+    // The rest wait until the budget frees up: one statement.
+    if let Some(t) = plan.retry_at {
+        let paced_ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
+        for r in tx.query(
+            &format!(
+                "UPDATE items SET next_attempt_at = $3
+                 WHERE id IN ({due} AND id <> ALL($4) FOR UPDATE SKIP LOCKED) RETURNING id, url"
+            ),
+            &[&group, &now_s, &sec(t), &paced_ids],
+        )? {
+            deferred.push((r.get(0), r.get(1), t));
+        }
+        claim.deferred = deferred.len() as u64;
+    }
+    if !claim.paced.is_empty() {
+        let ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
+        let at: Vec<DateTime<Utc>> =
+            claim.paced.iter().map(|(_, _, at)| DateTime::from_timestamp(ts_ceil(*at), 0).unwrap_or(*at)).collect();
         tx.execute(
             "UPDATE items SET next_attempt_at = moved.at FROM unnest($1::bigint[], $2::timestamptz[]) AS moved (id, at)
              WHERE items.id = moved.id",
-            &[&paced_ids, &paced_at],
+            &[&ids, &at],
         )?;
     }
     if let (Some(mut p), Some(pace)) = (pacing, pace) {
-        claim.slots = (0..taken.len()).map(|_| p.next_slot()).collect();
+        claim.slots = (0..claim.items.len()).map(|_| p.next_slot()).collect();
         tx.execute("UPDATE pacing SET tat_ms = $2 WHERE key = $1", &[&pace.key, &p.tat_ms()])?;
     }
     claim.retry_at = plan.retry_at;
-    if !taken.is_empty() {
-        let units = taken.len() as u64;
+    if let Some(reservation) = claim.reservation {
+        let units = claim.items.len() as u64;
         for rule in &sorted {
             // The windows are locked and were read above: this cannot fail
             // unless the ledger was changed behind the locks.
             if !reserve(tx, rule, units, now)? {
                 return Err(LedgerError::Other(format!("the budget of {} changed during a claim", rule.rule)));
             }
-        }
-        let reservation: i64 = tx
-            .query_one(
-                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                &[
-                    &me.host,
-                    &(me.pid as i64),
-                    &(me.started as i64),
-                    &now_s,
-                    &sec(lease_until(now, &claim.slots, lease)),
-                    &(units as i64),
-                ],
-            )?
-            .get(0);
-        for rule in &sorted {
             tx.execute(
                 "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES ($1, $2, $3, $4)",
                 &[&reservation, &rule.rule, &rule.window, &(units as i64)],
             )?;
         }
-        let ids: Vec<i64> = taken.iter().map(|i| i.id).collect();
         tx.execute(
-            "UPDATE items SET state = 'in_flight', reservation_id = $2 WHERE id = ANY($1)",
-            &[&ids, &reservation],
+            "UPDATE reservations SET lease_until = $2, units = $3 WHERE id = $1",
+            &[&reservation, &sec(lease_until(now, &claim.slots, lease)), &(units as i64)],
         )?;
-        claim.reservation = Some(reservation);
-        claim.items = taken;
     }
     Ok((claim, deferred))
 }
 
-/// Groups a transaction created, with their ids.
-type CreatedGroups = Vec<(GroupKey, i64)>;
-
-/// One attempt at admitting a batch, in one transaction. Returns the
-/// admissions (in the batch's order) and the groups it created.
-fn admit_once(
-    client: &mut Client,
-    cache: &HashMap<GroupKey, i64>,
-    batch: &[NewItem],
-    order: &[usize],
-    now: DateTime<Utc>,
-    rule: &AdmitRule,
-) -> Result<(Vec<Admission>, CreatedGroups)> {
-    let mut tx = client.transaction()?;
-    let mut ids: HashMap<GroupKey, i64> = HashMap::new();
-    // The groups, then every URL new to its group in one statement (in
-    // lock order); only URLs already there are read one by one.
-    let mut group_of = Vec::with_capacity(batch.len());
-    for item in batch {
-        let group = match ids.get(&item.group) {
-            Some(id) => *id,
-            None => {
-                let id = group_id_or_create(&mut tx, cache, &item.group)?;
-                ids.insert(item.group.clone(), id);
-                id
-            }
-        };
-        group_of.push(group);
-    }
-    let urls: Vec<&str> = order.iter().map(|&i| batch[i].url.as_str()).collect();
-    let groups: Vec<i64> = order.iter().map(|&i| group_of[i]).collect();
-    let actions: Vec<&str> = order.iter().map(|&i| batch[i].action.as_str()).collect();
-    let lastmods: Vec<Option<DateTime<Utc>>> = order.iter().map(|&i| opt_sec(batch[i].lastmod)).collect();
-    let mut fresh: HashMap<(i64, String), i64> = tx
-        .query(
-            "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
-             SELECT t.url, t.group_id, 'queued', t.action, t.lastmod, $5, $5
-             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
-                 AS t (url, group_id, action, lastmod, n)
-             ORDER BY t.n
-             ON CONFLICT DO NOTHING RETURNING id, group_id, url",
-            &[&urls, &groups, &actions, &lastmods, &now],
-        )?
-        .iter()
-        .map(|r| ((r.get(1), r.get(2)), r.get(0)))
-        .collect();
-    let find = tx.prepare(
-        "SELECT id, state, accepted_at, next_attempt_at, action FROM items WHERE url = $1 AND group_id = $2 FOR UPDATE",
+fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
+    add_usage(tx, rule, 0)?;
+    tx.query_one(
+        "SELECT used FROM budget_usage WHERE rule = $1 AND window_key = $2 FOR UPDATE",
+        &[&rule.rule, &rule.window],
     )?;
-    let requeue = tx.prepare(
-        "UPDATE items SET state = 'queued', action = $3, next_attempt_at = $2, enqueued_at = $2, streak = 0,
-             streak_started_at = NULL WHERE id = $1",
-    )?;
-    let update = tx.prepare(
-        "UPDATE items SET action = CASE WHEN state = 'queued' THEN $2 ELSE action END,
-             lastmod = COALESCE($3, lastmod) WHERE id = $1",
-    )?;
-    let mut out: Vec<Option<Admission>> = vec![None; batch.len()];
-    for &index in order {
-        let item = &batch[index];
-        let group = group_of[index];
-        let action = item.action.as_str();
-        let lastmod = opt_sec(item.lastmod);
-        // The first time a new URL is met in the batch; a repeat is "already queued".
-        if let Some(id) = fresh.remove(&(group, item.url.clone())) {
-            out[index] = Some(Admission::Queued { id, fresh: true });
-            continue;
-        }
-        let r = tx.query_one(&find, &[&item.url, &group])?;
-        let (id, state, accepted_at, next, old_action): (
-            i64,
-            String,
-            Option<DateTime<Utc>>,
-            Option<DateTime<Utc>>,
-            String,
-        ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
-        tx.execute(&update, &[&id, &action, &lastmod])?;
-        let admission = match ItemState::parse(&state) {
-            ItemState::Accepted => {
-                let accepted_at = accepted_at.unwrap_or(now);
-                let changed = item.lastmod.is_some_and(|l| l > accepted_at);
-                let news = old_action != action;
-                let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
-                if rule.force || news || again {
-                    tx.execute(&requeue, &[&id, &now, &action])?;
-                    Admission::Queued { id, fresh: false }
-                } else {
-                    Admission::Skipped { id, accepted_at, unchanged: rule.changed }
-                }
-            }
-            ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: next },
-            ItemState::Parked => Admission::Parked { id },
-            ItemState::InFlight => Admission::InFlight { id },
-        };
-        out[index] = Some(admission);
-    }
-    tx.commit()?;
-    let created = ids.into_iter().filter(|(k, _)| !cache.contains_key(k)).collect();
-    Ok((out.into_iter().map(|a| a.expect("every item was admitted")).collect(), created))
+    Ok(())
 }
 
-/// The password for `url` from a pgpass file (`$PGPASSFILE`, else
-/// `~/.pgpass`), as libpq reads it: `host:port:database:user:password`
-/// lines, `*` matching anything, `\` escaping `:` and `\`. Like libpq, a
-/// file that others may read is ignored.
+/// The ledger's clock: the database server's (shifted like this machine's
+/// by `INDEXQ_NOW`), never earlier than the latest instant recorded; with
+/// `record`, recorded as the latest (the row locked until commit, so that
+/// claims see each other's instants in order).
+fn ledger_time(tx: &mut impl GenericClient, shift: TimeDelta, record: bool) -> Result<LedgerTime> {
+    let server: DateTime<Utc> = tx.query_one("SELECT clock_timestamp()", &[])?.get(0);
+    let clock = server + shift;
+    let lock = if record { " FOR UPDATE" } else { "" };
+    let latest: Option<DateTime<Utc>> =
+        tx.query_opt(&format!("SELECT latest_now FROM runs WHERE id = 1{lock}"), &[])?.map(|r| r.get(0));
+    let now = ledger_now(clock, latest);
+    if record && latest.is_none_or(|l| sec(now) > l) {
+        tx.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
+            &[&sec(now)],
+        )?;
+    }
+    Ok(LedgerTime { now, latest, clock })
+}
+
+/// Due items a claim moved to when budget frees up: id, URL, time.
 pub fn pgpass_password(url: &str) -> Option<String> {
     let path = std::env::var_os("PGPASSFILE")
         .map(std::path::PathBuf::from)
@@ -1648,7 +1893,7 @@ mod tests {
                     .iter()
                     .map(|r| GroupKey {
                         property: r.get(0),
-                        engine: EngineKind::from_str(r.get(1)).unwrap(),
+                        engine: r.get::<_, &str>(1).parse().unwrap(),
                         target: r.get(2),
                     })
                     .collect::<Vec<_>>())

@@ -1,20 +1,34 @@
 //! The SQLite ledger: one file (WAL, busy timeout, mode 0600), schema
-//! versioned with `user_version`. Writes that decide anything (claim,
+//! versioned with `user_version`. Writes that decide anything (admit, claim,
 //! finish, reconcile) run in `BEGIN IMMEDIATE` transactions, so two
 //! processes sharing the file serialize on them and can never both take the
-//! last unit of a budget.
+//! last unit of a budget. The decisions are `policy`'s; this file stores
+//! them with set-based statements: a batch of URLs is looked up, inserted or
+//! updated with a statement per few hundred rows, a claim marks its items
+//! with one statement, and an answer moves every item it names with one.
 
-use super::plan::{cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, PaceState};
+use super::ids::{self, next_key, url_key};
+use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, Existing, PaceState, Write};
 use super::*;
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
-use std::collections::HashMap;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::str::FromStr;
+use std::rc::Rc;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+/// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
+const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
+const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
+
+/// Rows a multi-row statement takes at a time (5 values a row stay well
+/// under SQLite's limit of 32,766 parameters).
+const CHUNK: usize = 500;
+
+/// Schema 1, the first migration of every ledger.
+const SCHEMA_1: &str = r#"
 CREATE TABLE groups (
     id        INTEGER PRIMARY KEY,
     property  TEXT NOT NULL,
@@ -138,7 +152,7 @@ CREATE TABLE runs (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     latest_now INTEGER NOT NULL
 );
-"#];
+"#;
 
 pub struct SqliteLedger {
     conn: Connection,
@@ -159,6 +173,11 @@ fn from_ts(secs: i64) -> DateTime<Utc> {
 
 fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
     secs.map(from_ts)
+}
+
+/// A list of values for `rarray(?)`.
+fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
+    Rc::new(values.iter().map(|v| (*v).into()).collect())
 }
 
 fn load_pace<'p>(tx: &Connection, pace: &'p Pace, now: DateTime<Utc>, windows: &[RuleWindow]) -> Result<PaceState<'p>> {
@@ -190,6 +209,20 @@ fn store_pace(tx: &Connection, key: &str, state: &PaceState) -> Result<()> {
         params![key, state.tat_ms()],
     )?;
     Ok(())
+}
+
+/// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
+/// values), `CHUNK` rows a statement (the statement for a full chunk is
+/// prepared once). `sql_tail` follows the values.
+fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, rows: &[Value]) -> Result<usize> {
+    let tuple = format!("({})", vec!["?"; width].join(", "));
+    let mut changed = 0;
+    for chunk in rows.chunks(CHUNK * width) {
+        let n = chunk.len() / width;
+        let sql = format!("{sql_head} VALUES {}{sql_tail}", vec![tuple.as_str(); n].join(", "));
+        changed += tx.prepare_cached(&sql)?.execute(params_from_iter(chunk.iter()))?;
+    }
+    Ok(changed)
 }
 
 impl SqliteLedger {
@@ -260,6 +293,7 @@ impl SqliteLedger {
             self.conn.pragma_update(None, "synchronous", "OFF")?;
         }
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        rusqlite::vtab::array::load_module(&self.conn)?;
         self.migrate()
     }
 
@@ -269,9 +303,14 @@ impl SqliteLedger {
         if version > SCHEMA_VERSION {
             return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
         }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        if version < 1 {
+            tx.execute_batch(SCHEMA_1)?;
+        }
+        if version < 2 {
+            upgrade_to_2(&tx)?;
+        }
+        if version < SCHEMA_VERSION {
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
         tx.commit()?;
         Ok(())
@@ -298,6 +337,107 @@ impl SqliteLedger {
     fn existing_group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
         group_id(&self.conn, &mut self.groups, key)
     }
+}
+
+/// Schema 1 → 2: items get their URL key (a URL whose key another of its
+/// group holds takes the next free one), each attempt becomes a recorded
+/// request naming its item, and each item points at its last one.
+fn upgrade_to_2(tx: &Connection) -> Result<()> {
+    let (before, after) = SCHEMA_2.split_once(COPY_ROWS).expect("the schema-2 script marks where the rows are copied");
+    tx.execute_batch(before)?;
+    {
+        let mut read = tx.prepare(
+            "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
+                 streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id
+             FROM items_v1 ORDER BY id",
+        )?;
+        let mut insert = tx.prepare(
+            "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )?;
+        let mut taken = HashSet::new();
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let (group, url): (i64, String) = (r.get(1)?, r.get(2)?);
+            let mut key = url_key(&url);
+            while !taken.insert((group, key)) {
+                key = next_key(key);
+            }
+            // Values this indexq does not know stop the upgrade, naming them.
+            let state: String = r.get(3)?;
+            let action: String = r.get(4)?;
+            let class: Option<String> = r.get(9)?;
+            stored::<ItemState>("items", "state", &state)?;
+            stored::<Action>("items", "action", &action)?;
+            stored_opt::<Class>("items", "last_class", class.as_deref())?;
+            insert.execute(params![
+                r.get::<_, i64>(0)?,
+                group,
+                key,
+                url,
+                state,
+                action,
+                r.get::<_, Option<i64>>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+                r.get::<_, i64>(7)?,
+                r.get::<_, i64>(8)?,
+                class,
+                r.get::<_, i64>(10)?,
+                r.get::<_, Option<i64>>(11)?,
+                r.get::<_, Option<i64>>(12)?,
+                r.get::<_, Option<String>>(13)?,
+                r.get::<_, Option<i64>>(14)?,
+            ])?;
+        }
+        let mut read = tx.prepare(
+            "SELECT a.item_id, i.group_id, a.at, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at
+             FROM attempts_v1 a JOIN items_v1 i ON i.id = a.item_id LEFT JOIN responses_v1 r ON r.id = a.response_id
+             ORDER BY a.at, a.id",
+        )?;
+        let mut insert = tx.prepare(
+            "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+                 last_item)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?9)",
+        )?;
+        let mut last = HashMap::new();
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let item: i64 = r.get(0)?;
+            let class: String = r.get(3)?;
+            stored::<Class>("attempts", "class", &class)?;
+            insert.execute(params![
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                class,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+                r.get::<_, Option<String>>(7)?,
+                r.get::<_, Option<i64>>(8)?,
+                item,
+            ])?;
+            last.insert(item, tx.last_insert_rowid());
+        }
+        let mut point = tx.prepare("UPDATE items SET last_request_id = ?2 WHERE id = ?1")?;
+        for (item, request) in last {
+            point.execute(params![item, request])?;
+        }
+    }
+    tx.execute_batch(after)?;
+    recount(tx)
+}
+
+/// The kept counts of every group, counted again.
+fn recount(tx: &Connection) -> Result<()> {
+    tx.execute_batch(
+        "UPDATE groups SET
+             queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
+             in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
+             parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
+             accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
+    )?;
+    Ok(())
 }
 
 fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
@@ -409,21 +549,67 @@ fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
     Ok(())
 }
 
-/// The columns `item_row` reads, from `items i JOIN groups g`.
-const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status, i.accepted_at";
+/// What the ledger holds of each URL of `batch` (whose items are in the
+/// groups `group_ids`, same order): the item, or, for a URL new to its
+/// group, the key it takes (`ids::resolve`). Keys are read a group and up
+/// to 10,000 at a time, with one statement.
+fn look_up(tx: &Connection, batch: &[NewItem], group_ids: &[i64]) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
+    let mut stmt = tx.prepare_cached(
+        "SELECT url_key, url, id, url, state, action, lastmod, accepted_at, next_attempt_at FROM items
+         WHERE group_id = ?1 AND url_key IN rarray(?2)",
+    )?;
+    ids::resolve(&urls, group_ids, |wanted| {
+        let mut by_group: HashMap<i64, Vec<i64>> = HashMap::new();
+        for (group, key) in wanted {
+            by_group.entry(*group).or_default().push(*key);
+        }
+        let mut found = Vec::new();
+        for (group, keys) in by_group {
+            for chunk in keys.chunks(10_000) {
+                let mut rows = stmt.query(params![group, array(chunk)])?;
+                while let Some(r) = rows.next()? {
+                    found.push((group, r.get(0)?, r.get(1)?, existing_row(r, 2)?));
+                }
+            }
+        }
+        Ok(found)
+    })
+}
 
-fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
+/// `Existing` from columns `id, url, state, action, lastmod, accepted_at,
+/// next_attempt_at` starting at `at` (the url is skipped).
+fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
+    let state: String = r.get(at + 2)?;
+    let action: String = r.get(at + 3)?;
+    Ok(Existing {
+        id: r.get(at)?,
+        state: stored("items", "state", &state)?,
+        action: stored("items", "action", &action)?,
+        lastmod: opt_ts(r.get(at + 4)?),
+        accepted_at: opt_ts(r.get(at + 5)?),
+        next_attempt_at: opt_ts(r.get(at + 6)?),
+    })
+}
+
+/// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
+/// requests r ON r.id = i.last_request_id`.
+const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at";
+const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
+
+fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     let engine: String = r.get(3)?;
     let state: String = r.get(5)?;
     let last_class: Option<String> = r.get(8)?;
     Ok(ItemRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
-        state: ItemState::parse(&state),
+        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+        state: stored("items", "state", &state)?,
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
-        last_class: last_class.and_then(|c| Class::from_str(&c).ok()),
+        last_class: stored_opt("items", "last_class", last_class.as_deref())?,
         last_reason: r.get(9)?,
         last_message: r.get(10)?,
         last_http_status: r.get(11)?,
@@ -431,19 +617,20 @@ fn item_row(r: &Row<'_>) -> rusqlite::Result<ItemRow> {
     })
 }
 
-/// The columns `attempt_row` reads, from `attempts a`, `items i`, `groups g`
-/// and `responses r`.
-const ATTEMPT_COLUMNS: &str =
-    "a.at, i.url, g.property, g.engine, g.target, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at";
+/// The columns `attempt_row` reads, from `requests r JOIN groups g`, then
+/// the URL it is shown by.
+const REQUEST_COLUMNS: &str =
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
 
-fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
+fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
     let class: String = r.get(5)?;
     Ok(AttemptRow {
         at: from_ts(r.get(0)?),
-        url: r.get(1)?,
-        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
-        class: Class::from_str(&class).unwrap_or(Class::Transient),
+        url,
+        urls: r.get::<_, i64>(1)?.max(0) as u64,
+        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+        class: stored("requests", "class", &class)?,
         reason: r.get(6)?,
         message: r.get(7)?,
         http_status: r.get(8)?,
@@ -452,10 +639,55 @@ fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
     })
 }
 
+/// The item ids a request row names, from its `n, first_item, items`.
+fn request_items(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
+    match items {
+        Some(bytes) => ids::decode(&bytes),
+        None if n == 1 => Ok(vec![first]),
+        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
+    }
+}
+
+/// Records a request naming `items` (ascending); returns its id.
+#[allow(clippy::too_many_arguments)]
+fn insert_request(
+    tx: &Connection,
+    group: i64,
+    at: DateTime<Utc>,
+    class: Class,
+    reason: &str,
+    message: &str,
+    response: &StoredResponse,
+    retry_at: Option<DateTime<Utc>>,
+    items: &[i64],
+) -> Result<i64> {
+    let (first, last) = (items.iter().min().copied().unwrap_or(0), items.iter().max().copied().unwrap_or(0));
+    let blob = (items.len() > 1).then(|| ids::encode(items));
+    tx.prepare_cached(
+        "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+             last_item, items)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        group,
+        ts(at),
+        class.as_str(),
+        reason,
+        message,
+        response.http_status,
+        response.body.as_deref().map(cap_body),
+        retry_at.map(ts),
+        items.len() as i64,
+        first,
+        last,
+        blob
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
 /// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
 /// `items` alone or (`joined`) over `groups g CROSS JOIN items`.
-fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<rusqlite::types::Value>) {
-    use rusqlite::types::Value;
+fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<Value>) {
     let mut clauses = vec!["1 = 1".to_string()];
     let mut values = Vec::new();
     if !filter.states.is_empty() {
@@ -497,7 +729,7 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String,
     }
     if let Some(u) = &filter.url {
         values.push(Value::Text(u.clone()));
-        clauses.push(format!("url = ?{}", values.len()));
+        clauses.push(format!("{}url = ?{}", if joined { "i." } else { "" }, values.len()));
     }
     (clauses.join(" AND "), values)
 }
@@ -522,6 +754,12 @@ fn stale_reservations(conn: &Connection, now: DateTime<Utc>, me: &Owner) -> Resu
     Ok(stale)
 }
 
+/// The ids of the items a statement returned in its first column.
+fn ids_of(stmt: &mut rusqlite::Statement<'_>, params: impl rusqlite::Params) -> Result<Vec<i64>> {
+    let ids = stmt.query_map(params, |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
 impl Ledger for SqliteLedger {
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
         Ok(stale_reservations(&self.conn, now, me)?.len() as u64)
@@ -532,25 +770,31 @@ impl Ledger for SqliteLedger {
         let stale = stale_reservations(&tx, now, me)?;
         let mut done = Reconciled::default();
         for id in stale {
-            let items: Vec<i64> = {
-                let mut stmt = tx.prepare("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight'")?;
-                let ids = stmt.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-                ids
-            };
-            for item in &items {
+            let mut stmt = tx
+                .prepare_cached("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id")?;
+            let items = ids_of(&mut stmt, [id])?;
+            drop(stmt);
+            if let Some(&first) = items.first() {
+                let group: i64 = tx.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
+                let none = StoredResponse::default();
+                let request = insert_request(
+                    &tx,
+                    group,
+                    now,
+                    Class::Transient,
+                    "interrupted",
+                    INTERRUPTED,
+                    &none,
+                    Some(now),
+                    &items,
+                )?;
                 tx.execute(
-                    "INSERT INTO attempts (item_id, at, class, reason, message, retry_at)
-                     VALUES (?1, ?2, 'transient', 'interrupted', ?3, ?2)",
-                    params![item, ts(now), INTERRUPTED_ATTEMPT],
+                    "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+                         attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
+                     WHERE reservation_id = ?1 AND state = 'in_flight'",
+                    params![id, ts(now), request],
                 )?;
             }
-            tx.execute(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
-                     attempts = attempts + 1, last_class = 'transient', last_reason = 'interrupted',
-                     last_message = ?3, last_http_status = NULL
-                 WHERE reservation_id = ?1 AND state = 'in_flight'",
-                params![id, ts(now), INTERRUPTED_ITEM],
-            )?;
             tx.execute("DELETE FROM reservations WHERE id = ?1", [id])?;
             done.reservations += 1;
             done.items += items.len() as u64;
@@ -559,88 +803,102 @@ impl Ledger for SqliteLedger {
         Ok(done)
     }
 
+    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
+        let mut group_ids = Vec::with_capacity(batch.len());
+        for item in batch {
+            // A group the ledger has never seen holds none of them.
+            group_ids.push(group_id(&self.conn, &mut self.groups, &item.group)?.unwrap_or(-1));
+        }
+        Ok(look_up(&self.conn, batch, &group_ids)?.into_iter().map(|found| found.ok()).collect())
+    }
+
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let tx = write(&mut self.conn)?;
-        let mut out = Vec::with_capacity(batch.len());
         let mut created = Vec::new();
-        {
-            // A new URL costs one statement; only a URL already there is read.
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at)
-                 VALUES (?1, ?2, 'queued', ?4, ?5, ?3, ?3) ON CONFLICT DO NOTHING",
-            )?;
-            let mut find = tx.prepare_cached(
-                "SELECT id, state, accepted_at, next_attempt_at, action FROM items WHERE url = ?1 AND group_id = ?2",
-            )?;
-            let mut requeue = tx.prepare_cached(
-                "UPDATE items SET state = 'queued', action = ?3, next_attempt_at = ?2, enqueued_at = ?2, streak = 0,
-                     streak_started_at = NULL WHERE id = ?1",
-            )?;
-            let mut update = tx.prepare_cached(
-                "UPDATE items SET action = CASE WHEN state = 'queued' THEN ?2 ELSE action END,
-                     lastmod = COALESCE(?3, lastmod) WHERE id = ?1",
-            )?;
-            // Items inserted, by group (to be counted in `groups`). Batches
-            // are mostly one group after another: the last one is kept.
-            let mut inserted: Vec<(i64, i64)> = Vec::new();
-            let mut last: Option<(&GroupKey, usize)> = None;
-            for item in batch {
-                let g = &item.group;
-                let slot = match last {
-                    Some((key, slot)) if key == g => slot,
-                    _ => {
-                        let id = group_id_or_create(&tx, &mut self.groups, &mut created, g)?;
-                        let slot = inserted.iter().position(|(group, _)| *group == id).unwrap_or_else(|| {
-                            inserted.push((id, 0));
-                            inserted.len() - 1
-                        });
-                        last = Some((g, slot));
-                        slot
-                    }
-                };
-                let group = inserted[slot].0;
-                let action = item.action.as_str();
-                let lastmod = item.lastmod.map(ts);
-                if insert.execute(params![item.url, group, ts(now), action, lastmod])? > 0 {
-                    inserted[slot].1 += 1;
-                    out.push(Admission::Queued { id: tx.last_insert_rowid(), fresh: true });
-                    continue;
-                }
-                let (id, state, accepted_at, next, old_action) = find.query_row(params![item.url, group], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<i64>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                })?;
-                update.execute(params![id, action, lastmod])?;
-                let admission = match ItemState::parse(&state) {
-                    ItemState::Accepted => {
-                        let accepted_at = opt_ts(accepted_at).unwrap_or(now);
-                        let changed = item.lastmod.is_some_and(|l| l > accepted_at);
-                        // A URL now deleted (or back) is news, whatever the window.
-                        let news = old_action != action;
-                        let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
-                        if rule.force || news || again {
-                            requeue.execute(params![id, ts(now), action])?;
-                            Admission::Queued { id, fresh: false }
-                        } else {
-                            Admission::Skipped { id, accepted_at, unchanged: rule.changed }
-                        }
-                    }
-                    ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: opt_ts(next) },
-                    ItemState::Parked => Admission::Parked { id },
-                    ItemState::InFlight => Admission::InFlight { id },
-                };
-                out.push(admission);
-            }
-            let mut count = tx.prepare_cached("UPDATE groups SET queued = queued + ?2 WHERE id = ?1")?;
-            for (group, n) in inserted.into_iter().filter(|(_, n)| *n > 0) {
-                count.execute(params![group, n])?;
-            }
+        let mut group_ids = Vec::with_capacity(batch.len());
+        let mut last: Option<(&GroupKey, i64)> = None;
+        for item in batch {
+            let id = match last {
+                Some((key, id)) if *key == item.group => id,
+                _ => group_id_or_create(&tx, &mut self.groups, &mut created, &item.group)?,
+            };
+            last = Some((&item.group, id));
+            group_ids.push(id);
         }
+        let found = look_up(&tx, batch, &group_ids)?;
+        // New items take the ids after the last (the write lock is held).
+        let mut next_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM items", [], |r| r.get(0))?;
+        let mut out = Vec::with_capacity(batch.len());
+        let (mut inserts, mut updates) = (Vec::new(), Vec::new());
+        let mut requeued: HashMap<Action, Vec<i64>> = HashMap::new();
+        let mut inserted: HashMap<i64, i64> = HashMap::new();
+        // The new items by (group, key): the same URL twice in a batch is
+        // one item, "already queued" the second time.
+        let mut fresh: HashMap<(i64, i64), i64> = HashMap::new();
+        for ((item, found), &group) in batch.iter().zip(&found).zip(&group_ids) {
+            let existing = match found {
+                Ok(e) => Some(e),
+                Err(key) => match fresh.get(&(group, *key)) {
+                    Some(&id) => {
+                        out.push(Admission::AlreadyQueued { id, next_attempt_at: Some(now) });
+                        continue;
+                    }
+                    None => None,
+                },
+            };
+            let (admission, write) = policy::admit(existing, item, rule, now);
+            match (write, found) {
+                (Write::Insert, Err(key)) => {
+                    fresh.insert((group, *key), next_id);
+                    *inserted.entry(group).or_default() += 1;
+                    inserts.extend([
+                        Value::Integer(next_id),
+                        Value::Integer(group),
+                        Value::Integer(*key),
+                        Value::Text(item.url.clone()),
+                        Value::Text(item.action.as_str().into()),
+                        item.lastmod.map(ts).into(),
+                    ]);
+                    next_id += 1;
+                }
+                (Write::Requeue, Ok(e)) => requeued.entry(item.action).or_default().push(e.id),
+                (Write::Update { action, lastmod }, Ok(e)) => {
+                    updates.extend([Value::Integer(e.id), Value::Text(action.as_str().into()), lastmod.map(ts).into()])
+                }
+                _ => {}
+            }
+            out.push(admission);
+        }
+        insert_rows(
+            &tx,
+            &format!(
+                "INSERT INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
+                 SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
+                ts(now)
+            ),
+            ")",
+            6,
+            &inserts,
+        )?;
+        for (action, ids) in &requeued {
+            tx.prepare_cached(
+                "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?3, enqueued_at = ?3, streak = 0,
+                     streak_started_at = NULL WHERE id IN rarray(?1)",
+            )?
+            .execute(params![array(ids), action.as_str(), ts(now)])?;
+        }
+        insert_rows(
+            &tx,
+            "UPDATE items SET action = v.column2, lastmod = v.column3 FROM (",
+            ") AS v WHERE items.id = v.column1",
+            3,
+            &updates,
+        )?;
+        let mut count = tx.prepare_cached("UPDATE groups SET queued = queued + ?2 WHERE id = ?1")?;
+        for (group, n) in inserted {
+            count.execute(params![group, n])?;
+        }
+        drop(count);
         tx.commit()?;
         self.groups.extend(created);
         Ok(out)
@@ -662,12 +920,10 @@ impl Ledger for SqliteLedger {
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
         let mut stmt =
             self.conn.prepare("SELECT property, engine, target FROM groups ORDER BY property, engine, target")?;
-        let rows =
-            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let mut rows = stmt.query([])?;
         let mut groups = Vec::new();
-        for row in rows {
-            let (property, engine, target) = row?;
-            groups.push(GroupKey::stored(property, &engine, target));
+        while let Some(r) = rows.next()? {
+            groups.push(GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
         }
         Ok(groups)
     }
@@ -678,14 +934,10 @@ impl Ledger for SqliteLedger {
              WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
              ORDER BY property, engine, target",
         )?;
-        let rows = stmt
-            .query_map([ts(now)], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
-        for row in rows {
-            let (property, engine, target) = row?;
-            if let Ok(engine) = EngineKind::from_str(&engine) {
-                groups.push(GroupKey { property, engine, target });
-            }
+        while let Some(r) = rows.next()? {
+            groups.push(GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
         }
         Ok(groups)
     }
@@ -702,132 +954,111 @@ impl Ledger for SqliteLedger {
         let now = ledger_time(&tx, now.local, true)?.now;
         let rules = windows.at(now);
         let rules = &rules[..];
+        let mut claim = Claim { now, windows: rules.to_vec(), ..Claim::default() };
         // A group never seen has no items: the claim goes on with none.
         let group = group_id(&tx, &mut self.groups, group)?.unwrap_or(-1);
         let usages = rules.iter().map(|r| usage_in(&tx, r)).collect::<Result<Vec<_>>>()?;
+        // Due items are counted only as far as the plan can tell apart:
+        // past the budget and the batch, more makes no difference.
+        let budget = rules.iter().zip(&usages).filter_map(|(r, u)| u.remaining(r, now)).min();
+        let cap = budget.map_or(max_items, |b| (b as usize).max(max_items)).saturating_add(1);
         let due_count: i64 = tx.query_row(
-            "SELECT COUNT(*) FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2",
-            params![group, ts(now)],
+            "SELECT COUNT(*) FROM (SELECT 1 FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
+                 LIMIT ?3)",
+            params![group, ts(now), cap as i64],
             |r| r.get(0),
         )?;
         let pacing = match pace {
             Some(p) => Some(load_pace(&tx, p, now, rules)?),
             None => None,
         };
-        let ClaimPlan { take, paced_until, retry_at } =
-            ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
-        let mut claim = Claim { now, windows: rules.to_vec(), ..Claim::default() };
-        let mut taken = Vec::with_capacity(take);
-        // Paced items moved to their slot, applied after the scan (moving
-        // them while scanning in next_attempt_at order could meet them twice).
-        let mut moves = Vec::new();
-        // The last item scanned that the budget has room for: every due item
-        // after it (in scan order) is deferred, in one statement.
-        let mut cut: Option<(Option<i64>, i64)> = None;
-        {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at FROM items
-                 WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
-                 ORDER BY next_attempt_at, id",
-            )?;
-            let mut rows = stmt.query(params![group, ts(now)])?;
-            let mut defer = tx.prepare_cached("UPDATE items SET next_attempt_at = ?2 WHERE id = ?1")?;
-            let mut position = 0usize;
-            while let Some(r) = rows.next()? {
-                if position >= paced_until && retry_at.is_none() {
-                    break;
-                }
-                let id: i64 = r.get(0)?;
-                let url: String = r.get(1)?;
-                if position < take {
-                    let class: Option<String> = r.get(3)?;
-                    let action: String = r.get(6)?;
-                    taken.push(ClaimedItem {
-                        id,
-                        url,
-                        action: Action::parse(&action),
-                        attempts: r.get(2)?,
-                        last_class: class.and_then(|c| Class::from_str(&c).ok()),
-                        streak: r.get(4)?,
-                        streak_started_at: opt_ts(r.get(5)?),
-                    });
-                } else if position < paced_until {
-                    if let Some(p) = &pacing {
-                        // Counted from before this claim's own slots.
-                        let at = p.estimate(position);
-                        moves.push((id, ts_ceil(at)));
-                        claim.paced.push((id, url, at));
-                    }
-                } else if let Some(t) = retry_at {
-                    deferred(id, &url, t);
-                    claim.deferred += 1;
-                }
-                if position + 1 == paced_until {
-                    cut = Some((r.get(7)?, id));
-                }
-                position += 1;
-            }
-            drop(rows);
-            if let (Some(t), true) = (retry_at, claim.deferred > 0) {
-                // Before the paced moves, so that the rows after the cut are
-                // still those the scan saw.
-                let moved = match cut {
-                    None => tx
-                        .prepare_cached(
-                            "UPDATE items SET next_attempt_at = ?3
-                             WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2",
-                        )?
-                        .execute(params![group, ts(now), ts(t)])?,
-                    Some((at, id)) => tx
-                        .prepare_cached(
-                            "UPDATE items SET next_attempt_at = ?3
-                             WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
-                               AND (next_attempt_at, id) > (?4, ?5)",
-                        )?
-                        .execute(params![group, ts(now), ts(t), at, id])?,
-                };
-                debug_assert_eq!(moved as u64, claim.deferred);
-            }
-            for (id, at) in moves {
-                defer.execute(params![id, at])?;
-            }
-        }
-        if let (Some(mut p), Some(pace)) = (pacing, pace) {
-            claim.slots = (0..take).map(|_| p.next_slot()).collect();
-            store_pace(&tx, &pace.key, &p)?;
-        }
-        claim.retry_at = retry_at;
-        let due = taken;
-
-        if take > 0 {
+        let plan = ClaimPlan::new(rules, &usages, due_count.max(0) as usize, max_items, pacing.as_ref(), now);
+        let due_scan = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
+        if plan.take > 0 {
             tx.execute(
-                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    me.host,
-                    me.pid,
-                    me.started as i64,
-                    ts(now),
-                    ts(lease_until(now, &claim.slots, self.lease)),
-                    take as i64
-                ],
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                params![me.host, me.pid, me.started as i64, ts(now), plan.take as i64],
             )?;
             let reservation = tx.last_insert_rowid();
+            // The first `take` due items, in order, marked in flight.
+            let mut stmt = tx.prepare_cached(&format!(
+                "UPDATE items SET state = 'in_flight', reservation_id = ?3
+                 WHERE id IN (SELECT id {due_scan} ORDER BY next_attempt_at, id LIMIT ?4)
+                 RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
+            ))?;
+            let mut rows = stmt.query(params![group, ts(now), reservation, plan.take as i64])?;
+            let mut taken = Vec::with_capacity(plan.take);
+            while let Some(r) = rows.next()? {
+                let class: Option<String> = r.get(3)?;
+                let action: String = r.get(6)?;
+                let item = ClaimedItem {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    action: stored("items", "action", &action)?,
+                    attempts: r.get(2)?,
+                    last_class: stored_opt("items", "last_class", class.as_deref())?,
+                    streak: r.get(4)?,
+                    streak_started_at: opt_ts(r.get(5)?),
+                };
+                taken.push((r.get::<_, Option<i64>>(7)?, item));
+            }
+            drop(rows);
+            drop(stmt);
+            taken.sort_by_key(|(at, item)| (*at, item.id));
+            claim.items = taken.into_iter().map(|(_, item)| item).collect();
+            claim.reservation = Some(reservation);
+        }
+        // The next due items wait for their paced slot, each its own.
+        let paced = plan.paced_until.saturating_sub(plan.take);
+        if let (Some(p), true) = (&pacing, paced > 0) {
+            let mut stmt =
+                tx.prepare_cached(&format!("SELECT id, url {due_scan} ORDER BY next_attempt_at, id LIMIT ?3"))?;
+            let rows = stmt.query_map(params![group, ts(now), paced as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for (position, row) in rows.enumerate() {
+                let (id, url): (i64, String) = row?;
+                claim.paced.push((id, url, p.estimate(plan.take + position)));
+            }
+        }
+        // The rest wait until the budget frees up: one statement.
+        if let Some(t) = plan.retry_at {
+            let paced_ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
+            let mut stmt = tx.prepare_cached(&format!(
+                "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {due_scan}) AND id NOT IN rarray(?4)
+                 RETURNING id, url"
+            ))?;
+            let mut rows = stmt.query(params![group, ts(now), ts(t), array(&paced_ids)])?;
+            while let Some(r) = rows.next()? {
+                deferred(r.get(0)?, &r.get::<_, String>(1)?, t);
+                claim.deferred += 1;
+            }
+        }
+        let moved: Vec<Value> =
+            claim.paced.iter().flat_map(|(id, _, at)| [Value::Integer(*id), Value::Integer(ts_ceil(*at))]).collect();
+        insert_rows(
+            &tx,
+            "UPDATE items SET next_attempt_at = v.column2 FROM (",
+            ") AS v WHERE items.id = v.column1",
+            2,
+            &moved,
+        )?;
+        if let (Some(mut p), Some(pace)) = (pacing, pace) {
+            claim.slots = (0..claim.items.len()).map(|_| p.next_slot()).collect();
+            store_pace(&tx, &pace.key, &p)?;
+        }
+        claim.retry_at = plan.retry_at;
+        if let Some(reservation) = claim.reservation {
+            let units = claim.items.len() as i64;
+            tx.execute(
+                "UPDATE reservations SET lease_until = ?2, units = ?3 WHERE id = ?1",
+                params![reservation, ts(lease_until(now, &claim.slots, self.lease)), units],
+            )?;
             for rule in rules {
-                add_usage(&tx, rule, take as u64)?;
+                add_usage(&tx, rule, units as u64)?;
                 tx.execute(
                     "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES (?1, ?2, ?3, ?4)",
-                    params![reservation, rule.rule, rule.window, take as i64],
+                    params![reservation, rule.rule, rule.window, units],
                 )?;
             }
-            {
-                let mut mark =
-                    tx.prepare_cached("UPDATE items SET state = 'in_flight', reservation_id = ?2 WHERE id = ?1")?;
-                for item in &due[..take] {
-                    mark.execute(params![item.id, reservation])?;
-                }
-            }
-            claim.reservation = Some(reservation);
-            claim.items = due.into_iter().take(take).collect();
         }
         tx.commit()?;
         Ok(claim)
@@ -851,59 +1082,49 @@ impl Ledger for SqliteLedger {
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {
-        let Finish { reservation, responses, records, blocks, refund, windows } = done;
+        let Finish { reservation, answers, blocks, refund, windows } = done;
         let tx = self.write()?;
-        {
-            let mut response_ids = Vec::with_capacity(responses.len());
-            let mut insert_response = tx.prepare_cached("INSERT INTO responses (http_status, body) VALUES (?1, ?2)")?;
-            for r in responses {
-                insert_response.execute(params![r.http_status, r.body.as_deref().map(cap_body)])?;
-                response_ids.push(tx.last_insert_rowid());
-            }
-            let mut insert_attempt = tx.prepare_cached(
-                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        for answer in answers.iter().filter(|a| !a.items.is_empty()) {
+            let group: i64 =
+                tx.query_row("SELECT group_id FROM items WHERE id = ?1", [answer.items[0]], |r| r.get(0))?;
+            let (state, next, fingerprint) = match &answer.next {
+                NextStep::Accepted => ("accepted", None, None),
+                NextStep::RetryAt(t) => ("queued", Some(*t), None),
+                NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
+            };
+            let request = insert_request(
+                &tx,
+                group,
+                answer.at,
+                answer.class,
+                &answer.reason,
+                &answer.message,
+                &answer.response,
+                next,
+                &answer.items,
             )?;
-            let mut update = tx.prepare_cached(
+            // Every item the answer names, in one statement.
+            tx.prepare_cached(
                 "UPDATE items SET
                      state = ?2, next_attempt_at = ?3, reservation_id = NULL,
                      attempts = attempts + 1,
                      streak = CASE WHEN last_class IS ?4 THEN streak + 1 ELSE 1 END,
-                     streak_started_at = CASE WHEN last_class IS ?4 AND streak_started_at IS NOT NULL THEN streak_started_at ELSE ?5 END,
-                     last_class = ?4, last_reason = ?6, last_message = ?7, last_http_status = ?8,
+                     streak_started_at = CASE WHEN last_class IS ?4 AND streak_started_at IS NOT NULL
+                                              THEN streak_started_at ELSE ?5 END,
+                     last_class = ?4,
                      accepted_at = CASE WHEN ?2 = 'accepted' THEN ?5 ELSE accepted_at END,
-                     parked_fingerprint = ?9
-                 WHERE id = ?1",
-            )?;
-            for rec in records {
-                let response = responses.get(rec.response);
-                let response_id = response_ids.get(rec.response).copied();
-                let (state, next, fingerprint) = match &rec.next {
-                    NextStep::Accepted => ("accepted", None, None),
-                    NextStep::RetryAt(t) => ("queued", Some(ts(*t)), None),
-                    NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
-                };
-                insert_attempt.execute(params![
-                    rec.item_id,
-                    ts(rec.at),
-                    rec.class.as_str(),
-                    rec.reason,
-                    rec.message,
-                    response_id,
-                    next
-                ])?;
-                update.execute(params![
-                    rec.item_id,
-                    state,
-                    next,
-                    rec.class.as_str(),
-                    ts(rec.at),
-                    rec.reason,
-                    rec.message,
-                    response.and_then(|r| r.http_status),
-                    fingerprint
-                ])?;
-            }
+                     parked_fingerprint = ?6, last_request_id = ?7
+                 WHERE id IN rarray(?1)",
+            )?
+            .execute(params![
+                array(&answer.items),
+                state,
+                next.map(ts),
+                answer.class.as_str(),
+                ts(answer.at),
+                fingerprint,
+                request
+            ])?;
         }
         if *refund > 0 {
             for w in windows {
@@ -977,7 +1198,7 @@ impl Ledger for SqliteLedger {
         )?;
         add_usage(&tx, rule, 0)?;
         let used = usage_in(&tx, rule)?.used;
-        let limit = (used + remaining).saturating_sub(in_flight.max(0) as u64);
+        let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
         tx.execute(
             "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
              WHERE rule = ?1 AND window_key = ?2",
@@ -1019,15 +1240,20 @@ impl Ledger for SqliteLedger {
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
         let Some(group) = self.existing_group(group)? else { return Ok(None) };
-        // Newest rejections first, from their own partial index (CROSS JOIN
-        // keeps that order): accepted attempts, however many, are not read.
+        // The newest rejection, from its own partial index: accepted
+        // requests, however many, are not read.
         let sql = format!(
-            "SELECT {ATTEMPT_COLUMNS} FROM attempts a CROSS JOIN items i ON i.id = a.item_id
-                 JOIN groups g ON g.id = i.group_id LEFT JOIN responses r ON r.id = a.response_id
-             WHERE i.group_id = ?1 AND a.class != 'accepted'
-             ORDER BY a.at DESC, a.id DESC LIMIT 1"
+            "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, '') FROM requests r JOIN groups g ON g.id = r.group_id
+                 LEFT JOIN items i ON i.id = r.first_item
+             WHERE r.group_id = ?1 AND r.class != 'accepted'
+             ORDER BY r.at DESC, r.id DESC LIMIT 1"
         );
-        Ok(self.conn.prepare_cached(&sql)?.query_row([group], attempt_row).optional()?)
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query([group])?;
+        match rows.next()? {
+            Some(r) => Ok(Some(attempt_row(r, r.get(11)?)?)),
+            None => Ok(None),
+        }
     }
 
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
@@ -1036,22 +1262,27 @@ impl Ledger for SqliteLedger {
         // Group by group (CROSS JOIN: the groups, few, in their index order
         // outside), each group's items in the order of its index: no sort.
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id WHERE {clause}
+            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+                 LEFT JOIN requests r ON r.id = i.last_request_id
+             WHERE {clause}
              ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
         );
         let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values), item_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(item_row(r)?);
+        }
+        Ok(out)
     }
 
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id WHERE i.id = ?1"
-        ))?;
+        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE i.id = ?1"))?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(row) = stmt.query_row([id], item_row).optional()? {
-                out.push(row);
+            let mut rows = stmt.query([id])?;
+            if let Some(r) = rows.next()? {
+                out.push(item_row(r)?);
             }
         }
         Ok(out)
@@ -1064,7 +1295,7 @@ impl Ledger for SqliteLedger {
             filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
         }
         let (clause, mut values) = filter_sql(&filter, now, false);
-        values.push(rusqlite::types::Value::Integer(ts(now)));
+        values.push(Value::Integer(ts(now)));
         let n = values.len();
         let tx = self.write()?;
         let changed = tx.execute(
@@ -1072,7 +1303,7 @@ impl Ledger for SqliteLedger {
                 "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
                      parked_fingerprint = NULL WHERE {clause}"
             ),
-            rusqlite::params_from_iter(values),
+            params_from_iter(values),
         )?;
         tx.commit()?;
         Ok(changed as u64)
@@ -1086,30 +1317,90 @@ impl Ledger for SqliteLedger {
         }
         let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.write()?;
-        let changed = tx.execute(&format!("DELETE FROM items WHERE {clause}"), rusqlite::params_from_iter(values))?;
-        tx.execute(
-            "DELETE FROM responses WHERE id NOT IN (SELECT response_id FROM attempts WHERE response_id IS NOT NULL)",
-            [],
-        )?;
+        let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
+        {
+            let mut stmt = tx.prepare(&format!("DELETE FROM items WHERE {clause} RETURNING id, group_id"))?;
+            let mut rows = stmt.query(params_from_iter(values))?;
+            while let Some(r) = rows.next()? {
+                dropped.entry(r.get(1)?).or_default().insert(r.get(0)?);
+            }
+        }
+        // Their attempts go with them: a request none of whose items is
+        // left is forgotten.
+        for (group, gone) in &dropped {
+            let mut stmt = tx.prepare_cached("SELECT id, n, first_item, items FROM requests WHERE group_id = ?1")?;
+            let rows = stmt.query_map([group], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+            let mut forget = Vec::new();
+            for row in rows {
+                let (id, n, first, items) = row?;
+                let named = request_items(n, first, items)?;
+                let left: Vec<i64> = named.into_iter().filter(|i| !gone.contains(i)).collect();
+                let any_left = !left.is_empty()
+                    && tx.query_row(
+                        "SELECT EXISTS (SELECT 1 FROM items WHERE id IN rarray(?1))",
+                        [array(&left)],
+                        |r| r.get::<_, bool>(0),
+                    )?;
+                if !any_left {
+                    forget.push(id);
+                }
+            }
+            tx.execute("DELETE FROM requests WHERE id IN rarray(?1)", [array(&forget)])?;
+        }
         tx.commit()?;
-        Ok(changed as u64)
+        Ok(dropped.values().map(|d| d.len() as u64).sum())
     }
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
-        let from = "FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
-             LEFT JOIN responses r ON r.id = a.response_id";
-        let (sql, values): (String, Vec<rusqlite::types::Value>) = match url {
-            Some(u) => (
-                format!("SELECT {ATTEMPT_COLUMNS} {from} WHERE i.url = ?1 ORDER BY a.at DESC, a.id DESC LIMIT {limit}"),
-                vec![rusqlite::types::Value::Text(u.to_string())],
-            ),
-            None => (format!("SELECT {ATTEMPT_COLUMNS} {from} ORDER BY a.at DESC, a.id DESC LIMIT {limit}"), vec![]),
-        };
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values), attempt_row)?;
-        let mut out: Vec<AttemptRow> = rows.collect::<rusqlite::Result<_>>()?;
+        let mut out: Vec<(i64, AttemptRow)> = Vec::new();
+        match url {
+            Some(u) => {
+                // The URL's item in each group, then the requests that name it.
+                let groups: Vec<i64> = ids_of(&mut self.conn.prepare("SELECT id FROM groups")?, [])?;
+                let mut find =
+                    self.conn.prepare_cached("SELECT id, url FROM items WHERE group_id = ?1 AND url_key = ?2")?;
+                let mut requests = self.conn.prepare_cached(&format!(
+                    "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r JOIN groups g ON g.id = r.group_id
+                     WHERE r.group_id = ?1 AND r.first_item <= ?2 AND r.last_item >= ?2"
+                ))?;
+                for group in groups {
+                    let mut key = url_key(u);
+                    let item = loop {
+                        match find
+                            .query_row(params![group, key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                            .optional()?
+                        {
+                            Some((id, found)) if found == u => break Some(id),
+                            Some(_) => key = next_key(key),
+                            None => break None,
+                        }
+                    };
+                    let Some(item) = item else { continue };
+                    let mut rows = requests.query(params![group, item])?;
+                    while let Some(r) = rows.next()? {
+                        let named = request_items(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                        if named.binary_search(&item).is_ok() {
+                            out.push((r.get(11)?, attempt_row(r, u.to_string())?));
+                        }
+                    }
+                }
+                out.sort_by_key(|(id, a)| std::cmp::Reverse((a.at, *id)));
+                out.truncate(limit);
+            }
+            None => {
+                let mut stmt = self.conn.prepare(&format!(
+                    "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, ''), r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                         LEFT JOIN items i ON i.id = r.first_item
+                     ORDER BY r.at DESC, r.id DESC LIMIT ?1"
+                ))?;
+                let mut rows = stmt.query([limit as i64])?;
+                while let Some(r) = rows.next()? {
+                    out.push((r.get(12)?, attempt_row(r, r.get(11)?)?));
+                }
+            }
+        }
         out.reverse();
-        Ok(out)
+        Ok(out.into_iter().map(|(_, a)| a).collect())
     }
 
     fn schema_version(&mut self) -> Result<i64> {
@@ -1124,68 +1415,70 @@ impl Ledger for SqliteLedger {
         }
         let mut dump = Dump::default();
         let mut item_index = HashMap::new();
+        let mut last_request = Vec::new();
         {
             let mut stmt = tx.prepare(
                 "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
-                     i.enqueued_at, i.attempts, i.last_class, i.last_reason, i.last_message, i.last_http_status,
-                     i.streak, i.streak_started_at, i.accepted_at, i.parked_fingerprint
+                     i.enqueued_at, i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at,
+                     i.parked_fingerprint, i.last_request_id
                  FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
                 let engine: String = r.get(3)?;
                 let (state, action): (String, String) = (r.get(5)?, r.get(6)?);
+                let class: Option<String> = r.get(11)?;
                 item_index.insert(r.get::<_, i64>(0)?, dump.items.len());
+                last_request.push(r.get::<_, Option<i64>>(16)?);
                 dump.items.push(DumpItem {
                     url: r.get(1)?,
-                    group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?),
-                    state: ItemState::parse(&state),
-                    action: Action::parse(&action),
+                    group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+                    state: stored("items", "state", &state)?,
+                    action: stored("items", "action", &action)?,
                     lastmod: opt_ts(r.get(7)?),
                     next_attempt_at: opt_ts(r.get(8)?),
                     enqueued_at: from_ts(r.get(9)?),
                     attempts: r.get(10)?,
-                    last_class: r.get(11)?,
-                    last_reason: r.get(12)?,
-                    last_message: r.get(13)?,
-                    last_http_status: r.get(14)?,
-                    streak: r.get(15)?,
-                    streak_started_at: opt_ts(r.get(16)?),
-                    accepted_at: opt_ts(r.get(17)?),
-                    parked_fingerprint: r.get(18)?,
+                    last_class: stored_opt("items", "last_class", class.as_deref())?,
+                    streak: r.get(12)?,
+                    streak_started_at: opt_ts(r.get(13)?),
+                    accepted_at: opt_ts(r.get(14)?),
+                    parked_fingerprint: r.get(15)?,
+                    last_request: None,
                 });
             }
         }
         {
-            let mut response_index = HashMap::new();
-            let mut responses = tx.prepare("SELECT http_status, body FROM responses WHERE id = ?1")?;
+            let mut request_index = HashMap::new();
             let mut stmt = tx.prepare(
-                "SELECT item_id, at, class, reason, message, response_id, retry_at FROM attempts ORDER BY at, id",
+                "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status,
+                     r.body, r.retry_at, r.n, r.first_item, r.items
+                 FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let Some(&item) = item_index.get(&r.get::<_, i64>(0)?) else { continue };
-                let response = match r.get::<_, Option<i64>>(5)? {
-                    None => None,
-                    Some(id) => Some(match response_index.get(&id) {
-                        Some(&index) => index,
-                        None => {
-                            let (http_status, body) = responses.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                            dump.responses.push(StoredResponse { http_status, body });
-                            response_index.insert(id, dump.responses.len() - 1);
-                            dump.responses.len() - 1
-                        }
-                    }),
-                };
-                dump.attempts.push(DumpAttempt {
-                    item,
-                    at: from_ts(r.get(1)?),
-                    class: r.get(2)?,
-                    reason: r.get(3)?,
-                    message: r.get(4)?,
-                    response,
-                    retry_at: opt_ts(r.get(6)?),
+                let items: Vec<usize> = request_items(r.get(11)?, r.get(12)?, r.get(13)?)?
+                    .iter()
+                    .filter_map(|id| item_index.get(id).copied())
+                    .collect();
+                if items.is_empty() {
+                    continue;
+                }
+                let (engine, class): (String, String) = (r.get(2)?, r.get(5)?);
+                request_index.insert(r.get::<_, i64>(0)?, dump.requests.len());
+                dump.requests.push(DumpRequest {
+                    group: GroupKey::stored(r.get(1)?, &engine, r.get(3)?)?,
+                    at: from_ts(r.get(4)?),
+                    class: stored("requests", "class", &class)?,
+                    reason: r.get(6)?,
+                    message: r.get(7)?,
+                    response: StoredResponse { http_status: r.get(8)?, body: r.get(9)? },
+                    retry_at: opt_ts(r.get(10)?),
+                    items,
                 });
+            }
+            for (item, request) in dump.items.iter_mut().zip(last_request) {
+                item.last_request = request.and_then(|r| request_index.get(&r).copied());
             }
         }
         {
@@ -1227,73 +1520,108 @@ impl Ledger for SqliteLedger {
         let mut created = Vec::new();
         let mut ids = Vec::with_capacity(dump.items.len());
         {
-            let mut upsert = tx.prepare(
-                "INSERT INTO items (url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
-                     last_class, last_reason, last_message, last_http_status, streak, streak_started_at, accepted_at,
-                     parked_fingerprint)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
-                 ON CONFLICT (url, group_id) DO UPDATE SET state = excluded.state, action = excluded.action,
-                     lastmod = excluded.lastmod, next_attempt_at = excluded.next_attempt_at,
-                     enqueued_at = excluded.enqueued_at, attempts = excluded.attempts, last_class = excluded.last_class,
-                     last_reason = excluded.last_reason, last_message = excluded.last_message,
-                     last_http_status = excluded.last_http_status, streak = excluded.streak,
-                     streak_started_at = excluded.streak_started_at, accepted_at = excluded.accepted_at,
-                     parked_fingerprint = excluded.parked_fingerprint
-                 WHERE items.state != 'in_flight'",
-            )?;
-            let mut find = tx.prepare("SELECT id FROM items WHERE url = ?1 AND group_id = ?2")?;
+            // Each item by its group and URL: updated to the dump's state
+            // (unless in flight here), or inserted.
+            let mut batch_groups = Vec::with_capacity(dump.items.len());
             for item in &dump.items {
-                let group = group_id_or_create(&tx, &mut self.groups, &mut created, &item.group)?;
-                copied.items += upsert.execute(params![
-                    item.url,
-                    group,
+                batch_groups.push(group_id_or_create(&tx, &mut self.groups, &mut created, &item.group)?);
+            }
+            let batch: Vec<NewItem> = dump
+                .items
+                .iter()
+                .map(|i| NewItem { url: i.url.clone(), group: i.group.clone(), action: i.action, lastmod: i.lastmod })
+                .collect();
+            let found = look_up(&tx, &batch, &batch_groups)?;
+            let mut insert = tx.prepare(
+                "INSERT INTO items (group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                     attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )?;
+            let mut update = tx.prepare(
+                "UPDATE items SET state = ?2, action = ?3, lastmod = ?4, next_attempt_at = ?5, enqueued_at = ?6,
+                     attempts = ?7, last_class = ?8, streak = ?9, streak_started_at = ?10, accepted_at = ?11,
+                     parked_fingerprint = ?12
+                 WHERE id = ?1 AND state != 'in_flight'",
+            )?;
+            // Items in flight here keep what they have.
+            let mut written = Vec::with_capacity(dump.items.len());
+            for ((item, found), group) in dump.items.iter().zip(found).zip(batch_groups) {
+                let values = params![
                     item.state.as_str(),
                     item.action.as_str(),
                     item.lastmod.map(ts),
                     item.next_attempt_at.map(ts),
                     ts(item.enqueued_at),
                     item.attempts,
-                    item.last_class,
-                    item.last_reason,
-                    item.last_message,
-                    item.last_http_status,
+                    item.last_class.map(|c| c.as_str()),
                     item.streak,
                     item.streak_started_at.map(ts),
                     item.accepted_at.map(ts),
                     item.parked_fingerprint,
-                ])? as u64;
-                ids.push(find.query_row(params![item.url, group], |r| r.get::<_, i64>(0))?);
-            }
-            let mut known = tx.prepare(
-                "SELECT 1 FROM attempts WHERE item_id = ?1 AND at = ?2 AND class = ?3 AND reason = ?4 AND message = ?5
-                     AND retry_at IS ?6",
-            )?;
-            let mut insert_response = tx.prepare("INSERT INTO responses (http_status, body) VALUES (?1, ?2)")?;
-            let mut insert = tx.prepare(
-                "INSERT INTO attempts (item_id, at, class, reason, message, response_id, retry_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            let mut response_ids: HashMap<usize, i64> = HashMap::new();
-            for a in &dump.attempts {
-                let item = ids[a.item];
-                let key = params![item, ts(a.at), a.class, a.reason, a.message, a.retry_at.map(ts)];
-                if known.exists(key)? {
-                    continue;
+                ];
+                match found {
+                    Ok(existing) => {
+                        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&existing.id];
+                        all.extend_from_slice(values);
+                        copied.items += update.execute(all.as_slice())? as u64;
+                        ids.push(existing.id);
+                        written.push(existing.state != ItemState::InFlight);
+                    }
+                    Err(key) => {
+                        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&group, &key, &item.url];
+                        all.extend_from_slice(values);
+                        insert.execute(all.as_slice())?;
+                        copied.items += 1;
+                        ids.push(tx.last_insert_rowid());
+                        written.push(true);
+                    }
                 }
-                let response = match a.response {
-                    None => None,
-                    Some(index) => Some(match response_ids.get(&index) {
-                        Some(id) => *id,
-                        None => {
-                            let r = &dump.responses[index];
-                            insert_response.execute(params![r.http_status, r.body])?;
-                            response_ids.insert(index, tx.last_insert_rowid());
-                            tx.last_insert_rowid()
-                        }
-                    }),
+            }
+            // Requests the ledger does not have yet (the same group, time,
+            // outcome and items).
+            let mut known = tx.prepare(
+                "SELECT id, n, first_item, items FROM requests WHERE group_id = ?1 AND at = ?2 AND class = ?3
+                     AND reason = ?4 AND message = ?5 AND retry_at IS ?6",
+            )?;
+            let mut request_ids = Vec::with_capacity(dump.requests.len());
+            for r in &dump.requests {
+                let group = group_id_or_create(&tx, &mut self.groups, &mut created, &r.group)?;
+                let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
+                items.sort_unstable();
+                let key = params![group, ts(r.at), r.class.as_str(), r.reason, r.message, r.retry_at.map(ts)];
+                let mut same = None;
+                let mut rows = known.query(key)?;
+                while let Some(row) = rows.next()? {
+                    if request_items(row.get(1)?, row.get(2)?, row.get(3)?)? == items {
+                        same = Some(row.get::<_, i64>(0)?);
+                    }
+                }
+                drop(rows);
+                let id = match same {
+                    Some(id) => id,
+                    None => {
+                        copied.attempts += 1;
+                        insert_request(
+                            &tx,
+                            group,
+                            r.at,
+                            r.class,
+                            &r.reason,
+                            &r.message,
+                            &r.response,
+                            r.retry_at,
+                            &items,
+                        )?
+                    }
                 };
-                insert.execute(params![item, ts(a.at), a.class, a.reason, a.message, response, a.retry_at.map(ts)])?;
-                copied.attempts += 1;
+                request_ids.push(id);
+            }
+            // An item points at its last request.
+            let mut point = tx.prepare("UPDATE items SET last_request_id = ?2 WHERE id = ?1")?;
+            for ((item, id), written) in dump.items.iter().zip(&ids).zip(&written) {
+                if let Some(index) = item.last_request.filter(|_| *written) {
+                    point.execute(params![id, request_ids[index]])?;
+                }
             }
             let mut usage = tx.prepare(
                 "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at, reported_at,
@@ -1346,13 +1674,7 @@ impl Ledger for SqliteLedger {
             }
             // The kept counts, recounted once (inserted rows are not counted
             // by the triggers).
-            tx.execute_batch(
-                "UPDATE groups SET
-                     queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
-                     in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
-                     parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
-                     accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
-            )?;
+            recount(&tx)?;
         }
         tx.commit()?;
         self.groups.extend(created);
@@ -1391,10 +1713,7 @@ mod tests {
             .unwrap()
             .query_map([], |r| {
                 let engine: String = r.get(2)?;
-                Ok((
-                    r.get(0)?,
-                    GroupKey { property: r.get(1)?, engine: EngineKind::from_str(&engine).unwrap(), target: r.get(3)? },
-                ))
+                Ok((r.get(0)?, GroupKey { property: r.get(1)?, engine: engine.parse().unwrap(), target: r.get(3)? }))
             })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
@@ -1412,7 +1731,7 @@ mod tests {
                 .unwrap();
             for row in rows {
                 let (state, due, n) = row.unwrap();
-                match (ItemState::parse(&state), due) {
+                match (state.parse::<ItemState>().unwrap(), due) {
                     (ItemState::Queued, Some(true)) => expected.due += n,
                     (ItemState::Queued, _) => expected.waiting += n,
                     (ItemState::Parked, _) => expected.parked += n,
@@ -1425,19 +1744,21 @@ mod tests {
         }
     }
 
-    fn record(item: &ClaimedItem, at: DateTime<Utc>, class: Class, next: NextStep) -> AttemptRecord {
-        AttemptRecord { item_id: item.id, at, class, reason: "r".into(), message: "m".into(), response: 0, next }
+    fn record(item: &ClaimedItem, at: DateTime<Utc>, class: Class, next: NextStep) -> Answered {
+        Answered {
+            items: vec![item.id],
+            at,
+            class,
+            reason: "r".into(),
+            message: "m".into(),
+            response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
+            next,
+        }
     }
 
-    fn finish(ledger: &mut SqliteLedger, claim: &Claim, records: Vec<AttemptRecord>) {
-        let done = Finish {
-            reservation: claim.reservation.unwrap(),
-            responses: vec![StoredResponse { http_status: Some(400), body: Some("no".into()) }],
-            records,
-            blocks: vec![],
-            refund: 0,
-            windows: vec![],
-        };
+    fn finish(ledger: &mut SqliteLedger, claim: &Claim, answers: Vec<Answered>) {
+        let done =
+            Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], refund: 0, windows: vec![] };
         ledger.finish(&done).unwrap();
     }
 

@@ -36,25 +36,25 @@ fn items(n: usize) -> Vec<NewItem> {
         .collect()
 }
 
+/// One answer for every item of a claim.
+pub fn answer(claim: &Claim, at: DateTime<Utc>, class: Class, response: StoredResponse, next: NextStep) -> Answered {
+    Answered {
+        items: claim.items.iter().map(|i| i.id).collect(),
+        at,
+        class,
+        reason: if class == Class::Accepted { "ok".into() } else { "r".into() },
+        message: "m".into(),
+        response,
+        next,
+    }
+}
+
 fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
-    let records = claim
-        .items
-        .iter()
-        .map(|i| AttemptRecord {
-            item_id: i.id,
-            at,
-            class: Class::Accepted,
-            reason: "ok".into(),
-            message: "accepted".into(),
-            response: 0,
-            next: NextStep::Accepted,
-        })
-        .collect();
+    let ok = StoredResponse { http_status: Some(200), body: None };
     ledger
         .finish(&Finish {
             reservation: claim.reservation.unwrap(),
-            responses: vec![StoredResponse { http_status: Some(200), body: None }],
-            records,
+            answers: vec![answer(claim, at, Class::Accepted, ok, NextStep::Accepted)],
             blocks: vec![],
             refund: 0,
             windows: vec![],
@@ -124,20 +124,11 @@ pub fn story(ledger: &mut impl Ledger) {
     ledger
         .finish(&Finish {
             reservation: claim.reservation.unwrap(),
-            responses: vec![],
-            records: claim
-                .items
-                .iter()
-                .map(|i| AttemptRecord {
-                    item_id: i.id,
-                    at: tomorrow,
-                    class: Class::Transient,
-                    reason: "server_error".into(),
-                    message: "503".into(),
-                    response: 0,
-                    next: NextStep::RetryAt(tomorrow),
-                })
-                .collect(),
+            answers: vec![Answered {
+                reason: "server_error".into(),
+                message: "503".into(),
+                ..answer(&claim, tomorrow, Class::Transient, StoredResponse::default(), NextStep::RetryAt(tomorrow))
+            }],
             blocks: vec![],
             refund: 0,
             windows: vec![],
@@ -164,15 +155,16 @@ pub fn story(ledger: &mut impl Ledger) {
     ledger
         .finish(&Finish {
             reservation: claim.reservation.unwrap(),
-            responses: vec![StoredResponse { http_status: Some(429), body: Some("slow down".into()) }],
-            records: vec![AttemptRecord {
-                item_id: claim.items[0].id,
-                at: tomorrow,
-                class: Class::Quota,
+            answers: vec![Answered {
                 reason: "rate_limited".into(),
                 message: "429".into(),
-                response: 0,
-                next: NextStep::RetryAt(until),
+                ..answer(
+                    &claim,
+                    tomorrow,
+                    Class::Quota,
+                    StoredResponse { http_status: Some(429), body: Some("slow down".into()) },
+                    NextStep::RetryAt(until),
+                )
             }],
             blocks: vec![Block { rule: open[0].clone(), until }],
             refund: 0,
@@ -311,29 +303,16 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     ledger.admit(&batch, now, &rule).unwrap();
     let claim =
         take(ledger, &group(), ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) }, &me);
-    let record = |i: usize, class: Class, next: NextStep| AttemptRecord {
-        item_id: claim.items[i].id,
-        at: now,
-        class,
-        reason: "r".into(),
-        message: "m".into(),
-        response: 0,
-        next,
+    let record = |i: usize, class: Class, next: NextStep| Answered {
+        items: vec![claim.items[i].id],
+        ..answer(&claim, now, class, StoredResponse { http_status: Some(200), body: None }, next)
     };
-    let records = vec![
+    let answers = vec![
         record(0, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
         record(1, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
         record(2, Class::Accepted, NextStep::Accepted),
     ];
-    let responses = vec![StoredResponse { http_status: Some(200), body: None }];
-    let done = Finish {
-        reservation: claim.reservation.unwrap(),
-        responses,
-        records,
-        blocks: vec![],
-        refund: 0,
-        windows: vec![],
-    };
+    let done = Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], refund: 0, windows: vec![] };
     ledger.finish(&done).unwrap();
 
     let list = |ledger: &mut dyn Ledger, filter: ItemFilter| ledger.items(&filter, now).unwrap();
@@ -466,7 +445,7 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
     let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
     story(&mut sqlite);
     let original = sqlite.export(true).unwrap();
-    assert!(!original.items.is_empty() && !original.attempts.is_empty() && !original.usage.is_empty());
+    assert!(!original.items.is_empty() && !original.requests.is_empty() && !original.usage.is_empty());
 
     let first = pg.import(&original).unwrap();
     assert_eq!(pg.export(true).unwrap(), original, "SQLite -> PostgreSQL");

@@ -1,11 +1,84 @@
-//! What a claim takes, decided the same way by every backend: from the
-//! rules' usage, the number of due items, the batch size and the pace, how
-//! many items go now, how many wait for their paced slot, and when the rest
-//! may go. Pure: each backend reads the inputs and applies the plan in its
-//! own transaction.
+//! The ledger's decisions, made once for every backend (DESIGN §2: a
+//! backend only stores, in its dialect):
+//! - admission: what a URL given to the ledger becomes, from what the
+//!   ledger holds of it (new, requeued, left waiting, skipped as unchanged);
+//! - the claim: from the rules' usage, the number of due items, the batch
+//!   size and the pace, how many items go now, how many wait for their paced
+//!   slot, and when the rest may go;
+//! - the limit an engine's report sets, and the ledger's clock.
+//!
+//! Pure: each backend reads the inputs and applies the decision in its own
+//! transaction, with set-based statements.
 
-use super::{Pace, RuleWindow, Usage};
+use super::{Action, Admission, AdmitRule, ItemState, NewItem, Pace, RuleWindow, Usage};
 use chrono::{DateTime, TimeDelta, Utc};
+
+/// What the ledger holds of a URL already in a group, as admission reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    pub id: i64,
+    pub state: ItemState,
+    pub action: Action,
+    pub lastmod: Option<DateTime<Utc>>,
+    pub accepted_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// What admission writes for one URL. `Keep` writes nothing: a URL accepted
+/// within the dedupe window (or unchanged under `--changed`) costs a lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// A new item, due now.
+    Insert,
+    /// An accepted item queued again, due now, with this action.
+    Requeue,
+    /// The item stays as it is, but takes this action (a queued item) and
+    /// this lastmod (what the site now says).
+    Update {
+        action: Action,
+        lastmod: Option<DateTime<Utc>>,
+    },
+    Keep,
+}
+
+/// What becomes of `item`, given what the ledger holds of it (`None`: it is
+/// new to its group), under `rule` at `now`: the admission to report and the
+/// write it takes.
+pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now: DateTime<Utc>) -> (Admission, Write) {
+    let Some(e) = existing else { return (Admission::Queued { fresh: true }, Write::Insert) };
+    let id = e.id;
+    if e.state == ItemState::Accepted {
+        let accepted_at = e.accepted_at.unwrap_or(now);
+        let changed = item.lastmod.is_some_and(|l| l > accepted_at);
+        // A URL now deleted (or back) is news, whatever the window.
+        let news = e.action != item.action;
+        let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
+        if rule.force || news || again {
+            return (Admission::Queued { fresh: false }, Write::Requeue);
+        }
+        return (Admission::Skipped { id, accepted_at, unchanged: rule.changed }, Write::Keep);
+    }
+    let admission = match e.state {
+        ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: e.next_attempt_at },
+        ItemState::Parked => Admission::Parked { id },
+        _ => Admission::InFlight { id },
+    };
+    // A queued item takes the action it is given now; the others keep theirs
+    // until they are queued again.
+    let action = if e.state == ItemState::Queued { item.action } else { e.action };
+    let lastmod = item.lastmod.or(e.lastmod);
+    let write =
+        if action != e.action || lastmod != e.lastmod { Write::Update { action, lastmod } } else { Write::Keep };
+    (admission, write)
+}
+
+/// The limit a reported rule takes from the engine's report: what the
+/// ledger has counted, plus what the engine says is left, less what is in
+/// flight right now (the engine may not have counted it yet), so that two
+/// runs cannot both spend the same remainder.
+pub fn reported_limit(used: u64, remaining: u64, in_flight: u64) -> u64 {
+    (used + remaining).saturating_sub(in_flight)
+}
 
 /// Stored bodies are capped to this many bytes.
 pub const BODY_CAP: usize = 64 * 1024;
@@ -145,10 +218,5 @@ impl ClaimPlan {
                 .unwrap_or(now)
         });
         ClaimPlan { take, paced_until, retry_at }
-    }
-
-    /// How many due items, in order, the claim must see.
-    pub fn scan(&self) -> Option<usize> {
-        self.retry_at.is_none().then_some(self.paced_until)
     }
 }

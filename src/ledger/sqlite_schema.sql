@@ -1,0 +1,83 @@
+-- Schema 2 of the SQLite ledger, written over schema 1 (`sqlite.rs` keeps
+-- schema 1 as its first migration, so a new ledger takes the same steps as
+-- an old one). Items are found by (group, url_key) — an integer key of the
+-- URL — and attempts are recorded per request: one row names every item the
+-- request carried. The rows of schema 1 are copied by `upgrade_to_2`
+-- between the two halves of this file.
+
+DROP TRIGGER items_uncounted;
+DROP TRIGGER items_recounted;
+DROP INDEX items_group;
+DROP INDEX items_reservation;
+DROP INDEX attempts_item;
+DROP INDEX attempts_at;
+DROP INDEX attempts_rejected;
+ALTER TABLE items RENAME TO items_v1;
+ALTER TABLE attempts RENAME TO attempts_v1;
+ALTER TABLE responses RENAME TO responses_v1;
+
+CREATE TABLE items (
+    id                 INTEGER PRIMARY KEY,
+    group_id           INTEGER NOT NULL REFERENCES groups (id),
+    url_key            INTEGER NOT NULL,
+    url                TEXT NOT NULL,
+    state              TEXT NOT NULL CHECK (state IN ('queued', 'in_flight', 'accepted', 'parked')),
+    action             TEXT NOT NULL DEFAULT 'updated' CHECK (action IN ('updated', 'deleted')),
+    lastmod            INTEGER,
+    next_attempt_at    INTEGER,
+    enqueued_at        INTEGER NOT NULL,
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    last_class         TEXT CHECK (last_class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
+    streak             INTEGER NOT NULL DEFAULT 0,
+    streak_started_at  INTEGER,
+    accepted_at        INTEGER,
+    parked_fingerprint TEXT,
+    reservation_id     INTEGER,
+    last_request_id    INTEGER,
+    UNIQUE (group_id, url_key)
+);
+
+-- One attempt of every item it names: the items' ids, ascending, in
+-- `items` (NULL when it names one item, `first_item`).
+CREATE TABLE requests (
+    id          INTEGER PRIMARY KEY,
+    group_id    INTEGER NOT NULL REFERENCES groups (id),
+    at          INTEGER NOT NULL,
+    class       TEXT NOT NULL CHECK (class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
+    reason      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    http_status INTEGER,
+    body        TEXT,
+    retry_at    INTEGER,
+    n           INTEGER NOT NULL CHECK (n > 0),
+    first_item  INTEGER NOT NULL,
+    last_item   INTEGER NOT NULL,
+    items       BLOB
+);
+
+-- (upgrade_to_2 copies the rows here)
+
+DROP TABLE attempts_v1;
+DROP TABLE responses_v1;
+DROP TABLE items_v1;
+
+CREATE INDEX items_due ON items (group_id, state, next_attempt_at);
+CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
+CREATE INDEX requests_group ON requests (group_id, at);
+CREATE INDEX requests_rejected ON requests (group_id, at) WHERE class != 'accepted';
+CREATE INDEX requests_at ON requests (at);
+
+CREATE TRIGGER items_uncounted AFTER DELETE ON items BEGIN
+    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
+        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
+    WHERE id = OLD.group_id;
+END;
+CREATE TRIGGER items_recounted AFTER UPDATE OF state, group_id ON items
+WHEN OLD.state IS NOT NEW.state OR OLD.group_id IS NOT NEW.group_id BEGIN
+    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
+        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
+    WHERE id = OLD.group_id;
+    UPDATE groups SET queued = queued + (NEW.state = 'queued'), in_flight = in_flight + (NEW.state = 'in_flight'),
+        parked = parked + (NEW.state = 'parked'), accepted = accepted + (NEW.state = 'accepted')
+    WHERE id = NEW.group_id;
+END;

@@ -1,0 +1,109 @@
+//! A ledger written by the schema-1 binary (tests/fixtures/ledger-v1: its
+//! queue, history and today's usage) upgrades in place, on SQLite and on
+//! PostgreSQL, and this binary shows of it what that one did.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const NOW: &str = "2026-12-04T10:00:00Z";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ledger-v1")
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(fixtures().join(name)).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// A sandbox with the fixture's configuration (and `top` before its first
+/// table: a PostgreSQL ledger's keys).
+fn sandbox(top: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    std::fs::write(sb.config_path(), format!("{top}{}", fixture("indexq.toml"))).unwrap();
+    std::fs::copy(fixtures().join("service-account.json"), sb.dir.path().join("service-account.json")).unwrap();
+    sb
+}
+
+/// What `status`, `queue list` and `log` say, without what moves with the
+/// real time elapsed since the pinned instant, and without what this
+/// binary adds to the documents (`stranded`, a request's `urls`).
+fn views(sb: &Sandbox) -> Value {
+    let run = |args: &[&str]| sb.indexq(args).env("BING_KEY", "fixture-bing-key-0123456789").now(NOW).output().code(0);
+    let mut status = run(&["--json", "status"]).json();
+    assert_eq!(status["stranded"], serde_json::json!([]), "{status:#}");
+    status.as_object_mut().unwrap().remove("stranded");
+    let queue = run(&["--json", "queue", "list", "--state", "due,waiting,parked,in-flight,accepted"]).json();
+    let mut log = run(&["--json", "log", "--limit", "1000"]).json();
+    for a in log["attempts"].as_array_mut().unwrap() {
+        assert_eq!(a["urls"], 1, "an attempt of schema 1 named one URL: {a:#}");
+        a.as_object_mut().unwrap().remove("urls");
+    }
+    normalized(serde_json::json!({ "status": status, "queue": queue, "log": log }))
+}
+
+fn normalized(mut views: Value) -> Value {
+    for b in views["status"]["budgets"].as_array_mut().unwrap() {
+        b.as_object_mut().unwrap().remove("resets_in_secs");
+    }
+    views
+}
+
+/// What the schema-1 binary said of its ledger.
+fn expected() -> Value {
+    let json = |name: &str| serde_json::from_str::<Value>(&fixture(name)).unwrap();
+    normalized(
+        serde_json::json!({ "status": json("status.json"), "queue": json("queue.json"), "log": json("log.json") }),
+    )
+}
+
+fn assert_upgraded(sb: &Sandbox) {
+    let views = views(sb);
+    let expected = expected();
+    assert!(!expected["queue"]["items"].as_array().unwrap().is_empty(), "the fixture has a queue");
+    for part in ["status", "queue", "log"] {
+        assert_eq!(views[part], expected[part], "{part} after the upgrade");
+    }
+    // The upgraded ledger works on: a dry run plans from it.
+    let doc = sb
+        .indexq(&["--json", "submit", "--dry-run", "--engine", "indexnow,bing"])
+        .env("BING_KEY", "fixture-bing-key-0123456789")
+        .now("2026-12-04T11:00:00Z")
+        .output()
+        .code(0)
+        .json();
+    assert!(doc["plan_summary"].is_object(), "{doc:#}");
+}
+
+#[test]
+fn a_schema_1_sqlite_ledger_upgrades_in_place() {
+    let sb = sandbox("");
+    std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
+    std::fs::copy(fixtures().join("ledger.db"), sb.ledger()).unwrap();
+    let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
+    assert!(done.stdout.contains("schema version 2"), "{}", done.stdout);
+    assert_upgraded(&sb);
+}
+
+#[test]
+fn pg_a_schema_1_database_ledger_upgrades_in_place() {
+    let Some(server) = pg::server() else { return };
+    let ledger = server.ledger();
+    // The fixture's dump, loaded into this test's own schema.
+    let dump = fixture("pg.sql").replace("ledger_v1_fixture", &ledger.schema);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), dump).unwrap();
+    let out = std::process::Command::new("psql")
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &server.url, "-f"])
+        .arg(file.path())
+        .env("PGPASSWORD", &server.password)
+        .output()
+        .expect("psql runs");
+    assert!(out.status.success(), "loading the dump: {}", String::from_utf8_lossy(&out.stderr));
+    let mut sb = sandbox(&ledger.config_lines());
+    sb.pg = Some(ledger.clone());
+    let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
+    assert!(done.stdout.contains("schema version 2"), "{}", done.stdout);
+    assert_upgraded(&sb);
+    pg::assert_no_sqlite(&sb, &[]);
+}
