@@ -76,6 +76,7 @@ impl Bing {
         match received {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
+                let r = r.redacted(&self.redactor);
                 let verdict = classify::bing(
                     &Response { status: r.status, headers: &r.headers, body: &r.body },
                     &BingContext { site_url },
@@ -132,7 +133,7 @@ impl Engine for Bing {
             Err(e) => Err(e),
         };
         let r = match received {
-            Ok(r) => r,
+            Ok(r) => r.redacted(&self.redactor),
             Err(e) => return Some(Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message))),
         };
         let parsed: Option<(u64, u64)> = serde_json::from_str::<serde_json::Value>(&r.body).ok().and_then(|v| {
