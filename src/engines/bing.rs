@@ -36,7 +36,7 @@ impl Bing {
             message: "a property uses Bing but [bing] has no api_key_env or api_key_file".into(),
             hint: Some("add api_key_env = \"BING_WEBMASTER_API_KEY\" to [bing] and export the key".into()),
         })?;
-        let key = source.read()?;
+        let key = crate::config::read_bing_key(source)?;
         redactor.add(key.expose());
         let sites = settings
             .properties
