@@ -35,9 +35,9 @@
 //! `transient` with `timeout`, `connect` or `network`.
 //!
 //! Secrets: `message` and `hint` never contain the IndexNow key, in any letter
-//! case or encoding (`redact::mask`). Wherever it would appear (the key location, a served body, an error) it
-//! is replaced by `[key]`. [`network`] has no key to hide: its `detail` must
-//! already be redacted by the caller.
+//! case or encoding (`redact::mask`). Wherever it would appear (the key
+//! location, a served body, an error) it is replaced by `[key]`. [`network`]
+//! has no key to hide: its `detail` must already be redacted by the caller.
 //!
 //! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
 //! [`indexnow`], sharing the engine-neutral helpers below, each with its table:

@@ -1,11 +1,11 @@
 //! Google Indexing API: an OAuth2 service account (RS256 JWT exchanged at
 //! the key file's `token_uri`; one token per run, refreshed before expiry,
 //! held in memory only; the assertion and every token are given to the
-//! shared `Redactor` before they are sent or used), `urlNotifications:publish` one URL a request with
-//! at most 4 in flight at the paced slots the ledger handed out, a 401
-//! answered by one token refresh, and — for properties with `skip_indexed`
-//! — the URL Inspection API first, so an indexed URL spends no publish
-//! quota. A token endpoint that refuses the key makes every Google item of
+//! shared `Redactor` before they are sent or used),
+//! `urlNotifications:publish` one URL a request with at most 4 in flight at
+//! the paced slots the ledger handed out, a 401 answered by one token
+//! refresh, and — for properties with `skip_indexed` — the URL Inspection
+//! API first, so an indexed URL spends no publish quota. A token endpoint that refuses the key makes every Google item of
 //! the run `misconfigured`, and nothing is sent.
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
