@@ -569,4 +569,9 @@ fn ledger_copy_refuses_a_bad_schema_name_and_itself() {
     let own = sb.ledger().display().to_string();
     let done = sb.indexq(&["ledger", "copy", "--to", &own]).now(NOW).output().code(2);
     assert!(done.stderr.contains("itself"), "{}", done.stderr);
+    // A mistyped database URL is not a file named after its password.
+    let done = sb.indexq(&["ledger", "copy", "--to", "postgres:indexq:Typo-Pw-3x9@db/x"]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("--to") && done.stderr.contains("with a host"), "{}", done.stderr);
+    assert!(!done.stderr.contains("Typo-Pw-3x9"), "{}", done.stderr);
+    assert!(!sb.dir.path().join("postgres:indexq:Typo-Pw-3x9@db").exists(), "no file was created");
 }
