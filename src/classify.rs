@@ -35,9 +35,9 @@
 //! `transient` with `timeout`, `connect` or `network`.
 //!
 //! Secrets: `message` and `hint` never contain the IndexNow key, in any letter
-//! case. Wherever it would appear (the key location, a served body, an error) it
-//! is replaced by `[key]`. [`network`] has no key to hide: its `detail` must
-//! already be redacted by the caller.
+//! case or encoding (`redact::mask`). Wherever it would appear (the key
+//! location, a served body, an error) it is replaced by `[key]`. [`network`]
+//! has no key to hide: its `detail` must already be redacted by the caller.
 //!
 //! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
 //! [`indexnow`], sharing the engine-neutral helpers below, each with its table:
@@ -1099,25 +1099,10 @@ fn key_matches_schema(key: &str) -> bool {
     (8..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// `text` with every occurrence of `key`, in any ASCII letter case, replaced by `[key]`.
+/// `text` with every occurrence of `key` — in any ASCII letter case,
+/// percent-encoded, HTML- or JSON-escaped — replaced by `[key]`.
 fn redact(text: &str, key: &str) -> String {
-    if key.is_empty() {
-        return text.to_string();
-    }
-    // ASCII lowercasing keeps every byte offset, so offsets found in the
-    // lowered copies are char boundaries of `text` too.
-    let haystack = text.to_ascii_lowercase();
-    let needle = key.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut done = 0;
-    while let Some(found) = haystack[done..].find(&needle) {
-        let start = done + found;
-        out.push_str(&text[done..start]);
-        out.push_str(REDACTED_KEY);
-        done = start + needle.len();
-    }
-    out.push_str(&text[done..]);
-    out
+    crate::redact::mask(text, key, REDACTED_KEY)
 }
 
 #[cfg(test)]

@@ -122,7 +122,7 @@ fn served_at(settings: &Settings, key: &str) -> Vec<Served> {
             // The old key location usually holds the old key: never shown.
             configured: p.indexnow.as_ref().and_then(|t| {
                 let location = t.key_location.as_ref()?.to_string();
-                let mut redactor = crate::redact::Redactor::new();
+                let redactor = crate::redact::Redactor::new();
                 if let Ok(old) = config::read_indexnow_key(t) {
                     redactor.add(old.expose());
                 }

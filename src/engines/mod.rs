@@ -150,6 +150,19 @@ pub struct Received {
     pub body: String,
 }
 
+impl Received {
+    /// The response with its body and header values redacted: what is
+    /// classified, quoted and stored, so that no excerpt can cut a secret
+    /// in half and keep the half.
+    pub fn redacted(self, redactor: &Redactor) -> Received {
+        Received {
+            status: self.status,
+            headers: self.headers.into_iter().map(|(k, v)| (k, redactor.redact(&v))).collect(),
+            body: redactor.redact(&self.body),
+        }
+    }
+}
+
 /// Reads a response, body capped; a failure while reading is a network failure.
 pub async fn receive(mut resp: reqwest::Response) -> Result<Received, reqwest::Error> {
     let status = resp.status().as_u16();

@@ -27,11 +27,7 @@ fn all_good_spends_nothing() {
     sb.indexnow = true;
     sb.google = Some(String::new());
     sb.write_google_key();
-    sb.engine.on(
-        "POST",
-        GOOGLE_TOKEN,
-        vec![MockResponse::status(200).json(r#"{"access_token":"ya29.t","expires_in":3599,"token_type":"Bearer"}"#)],
-    );
+    sb.engine.on("POST", GOOGLE_TOKEN, vec![google_token_response(GOOGLE_ACCESS_TOKEN)]);
     sb.bing_quota(42, 900);
     sb.write_config();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);

@@ -18,4 +18,5 @@ mod local_state;
 mod operator;
 mod outcomes;
 mod postgres;
+mod secrets;
 mod soak;
