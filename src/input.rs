@@ -354,7 +354,7 @@ fn escaped(bytes: &[u8]) -> String {
 }
 
 /// "5.0 MiB", "8 KiB", "12 bytes".
-fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (size, unit) in UNITS {
         if bytes >= size {

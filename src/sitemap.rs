@@ -14,7 +14,9 @@
 //! segment is there, and fetched otherwise: so in CI `public/sitemap.xml`
 //! listing `https://example.com/sitemap-1.xml` reads `public/sitemap-1.xml`,
 //! the copy about to be deployed. A relative child `<loc>` is resolved against
-//! its index (URL or directory). This module must not know the ledger, the
+//! its index (URL or directory). A `<loc>` longer than
+//! [`MAX_URL_BYTES`](crate::input::MAX_URL_BYTES) is a problem at its place
+//! (only its first bytes are kept). This module must not know the ledger, the
 //! configuration (the cap is passed in; only the problem text names the key
 //! that sets it) or how responses are classified, and it does not judge URLs
 //! beyond an empty `<loc>`: the caller checks them.
@@ -30,6 +32,8 @@ use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
+
+use crate::input::MAX_URL_BYTES;
 
 /// How deep `<sitemapindex>` children are followed (the source is depth 0).
 const MAX_DEPTH: usize = 3;
@@ -721,12 +725,45 @@ enum Field {
     Lastmod,
 }
 
-/// The text of a `<loc>` or `<lastmod>` being read.
+/// The text of a `<loc>` or `<lastmod>` being read: at most one byte more
+/// than [`MAX_URL_BYTES`] of it is kept (leading whitespace dropped), the rest
+/// only counted.
 struct Text {
     field: Field,
     value: String,
+    /// Bytes of the text after its leading whitespace, kept or not.
+    len: usize,
+    /// How many of those end the text as whitespace.
+    trailing_space: usize,
     place: String,
     unknown_entity: Option<String>,
+}
+
+impl Text {
+    fn new(field: Field, place: String) -> Text {
+        Text { field, value: String::new(), len: 0, trailing_space: 0, place, unknown_entity: None }
+    }
+
+    fn push(&mut self, text: &str) {
+        let text = if self.len == 0 { text.trim_start() } else { text };
+        if text.is_empty() {
+            return;
+        }
+        self.len += text.len();
+        let body = text.trim_end().len();
+        self.trailing_space = if body == 0 { self.trailing_space + text.len() } else { text.len() - body };
+        let room = (MAX_URL_BYTES + 1).saturating_sub(self.value.len());
+        let mut cut = text.len().min(room);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.value.push_str(&text[..cut]);
+    }
+
+    /// The length of the text without surrounding whitespace.
+    fn trimmed_len(&self) -> usize {
+        self.len - self.trailing_space
+    }
 }
 
 /// A `<url>` or `<sitemap>` being read.
@@ -791,7 +828,7 @@ impl Parse<'_> {
                     _ => None,
                 };
                 if let Some(field) = field {
-                    self.text = Some(Text { field, value: String::new(), place, unknown_entity: None });
+                    self.text = Some(Text::new(field, place));
                 }
             }
             _ => {}
@@ -842,6 +879,17 @@ impl Parse<'_> {
             self.problem(loc.place, message);
             return;
         }
+        if loc.trimmed_len() > MAX_URL_BYTES {
+            let message = format!(
+                "<loc> is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse longer ones): \
+                 `{}…` is skipped",
+                crate::input::human_size(loc.trimmed_len() as u64),
+                crate::input::human_size(MAX_URL_BYTES as u64),
+                loc.value.chars().take(80).collect::<String>()
+            );
+            self.problem(loc.place, message);
+            return;
+        }
         let value = loc.value.trim();
         if value.is_empty() {
             self.problem(loc.place, "empty <loc>".to_string());
@@ -857,7 +905,8 @@ impl Parse<'_> {
                     let parsed = parse_lastmod(raw);
                     if parsed.is_none() {
                         self.bad_lastmods += 1;
-                        self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), raw.to_string()));
+                        let shown: String = raw.chars().take(80).collect();
+                        self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), shown));
                     }
                     parsed
                 });
@@ -869,7 +918,7 @@ impl Parse<'_> {
 
     fn push_text(&mut self, text: &str) {
         if let Some(t) = self.text.as_mut() {
-            t.value.push_str(text);
+            t.push(text);
         }
     }
 
@@ -1618,6 +1667,40 @@ mod tests {
         // The unclosed `</loc` starts at line 3, column 26.
         assert_eq!(problems[2].place, format!("{base}/unclosed.xml.gz:3:26"));
         assert!(problems[2].message.starts_with("malformed XML: "), "{}", problems[2].message);
+    }
+
+    #[tokio::test]
+    async fn a_loc_over_the_url_cap_is_a_problem_at_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reader = Reader::new(client(), 50 * MIB);
+        let base = "https://e.com/";
+        let at_cap = format!("{base}{}", "b".repeat(MAX_URL_BYTES - base.len()));
+        // Entities split the text into several pieces; the count goes on across them (one byte over).
+        let over = format!("{base}{}&amp;c", "c".repeat(MAX_URL_BYTES - base.len() - 1));
+        let xml = format!(
+            "<urlset>\n<url><loc>\n  {at_cap}\n</loc></url>\n<url><loc>{over}</loc></url>\n<url><loc>{base}ok</loc></url>\n</urlset>"
+        );
+        let path = write(dir.path(), "s.xml", xml);
+        let (entries, problems) = read_all(&mut reader, &path).await;
+        let lens: Vec<usize> = entries.iter().map(|e| e.loc.len()).collect();
+        assert_eq!(lens, [MAX_URL_BYTES, "https://e.com/ok".len()], "the one at the cap is read, whitespace aside");
+        assert!(entries[0].loc == at_cap);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert_eq!(problems[0].place, format!("{path}:5:6"), "the place of its <loc>");
+        assert!(
+            problems[0].message.starts_with("<loc> is 8.0 KiB long; a URL is at most 8 KiB"),
+            "{}",
+            problems[0].message
+        );
+
+        // An index child too.
+        let long_child = format!("{base}{}", "d".repeat(100_000));
+        let path = write(dir.path(), "i.xml", index(&[&long_child]));
+        let (entries, problems) = read_all(&mut reader, &path).await;
+        assert!(entries.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].message.contains("97.7 KiB"), "{}", problems[0].message);
+        assert!(problems[0].message.len() < 400, "{}", problems[0].message);
     }
 
     #[tokio::test]

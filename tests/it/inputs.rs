@@ -326,3 +326,24 @@ fn lines_with_nul_bytes_are_invalid_and_a_binary_file_stops_early() {
     assert_eq!(invalid.len(), 8, "{invalid:?}");
     assert!(invalid[7].2.contains("binary data") && invalid[7].2.contains("not read"), "{}", invalid[7].2);
 }
+
+#[test]
+fn a_sitemap_loc_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through() {
+    let sb = Sandbox::new();
+    let long = format!("{}{}", sb.url("/"), "a".repeat(3 << 20));
+    let xml = format!(
+        "<?xml version=\"1.0\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+         <url><loc>{}</loc></url>\n<url>\n  <loc>\n    {long}\n  </loc>\n</url>\n<url><loc>{}</loc></url>\n</urlset>\n",
+        sb.url("/good-1"),
+        sb.url("/good-2")
+    );
+    sb.file("sitemap.xml", &xml);
+    let done = sb.indexq(&["--json", "submit", "--sitemap", "sitemap.xml"]).now(NOW).output().code(3);
+    assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")]);
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    let (source, _, message) = &invalid[0];
+    assert_eq!(source, "sitemap.xml:5:3", "the place of the <loc>");
+    assert!(message.contains("3.0 MiB") && message.contains("8 KiB"), "{message}");
+    assert!(message.len() < 500, "a short prefix only: {message}");
+}
