@@ -869,21 +869,25 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
             format!("Serve exactly the key as plain text at {location}, {set_location}."),
         ),
         KeyFileCheck::Fetched { status: 200, body } => key_file_content(key, &location, body),
-        KeyFileCheck::Fetched { status, .. } => {
-            let hint = if (300..400).contains(status) {
-                format!(
-                    "Serve the key file at {location} directly, without a redirect, \
-                     or set `key_location` to the URL it redirects to."
-                )
-            } else {
-                format!("Make {location} answer 200 with exactly the key as plain text, {set_location}.")
-            };
-            Verdict::misconfigured(
-                "key_file_status",
-                format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
-                hint,
-            )
-        }
+        KeyFileCheck::Fetched { status: status @ 300..=399, .. } => Verdict::misconfigured(
+            "key_file_status",
+            format!(
+                "The key file at {location} answered {}, a redirect, which indexq refused to follow: the key must \
+                 be served at the key location itself (and a redirect may lead from https to plain http, where \
+                 anyone on the way can change it).",
+                http_status(*status)
+            ),
+            format!(
+                "Serve the key file at {location} itself, answering 200 OK with exactly the key, or set \
+                 `key_location` in the property's `indexnow` table to the https:// URL it redirects to, on the \
+                 property's host."
+            ),
+        ),
+        KeyFileCheck::Fetched { status, .. } => Verdict::misconfigured(
+            "key_file_status",
+            format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
+            format!("Make {location} answer 200 with exactly the key as plain text, {set_location}."),
+        ),
     };
     verdict.redacted(key)
 }
@@ -1716,8 +1720,10 @@ mod tests {
     fn key_file_messages_say_what_was_found() {
         let loc = location();
         let v = key_file(KEY, &loc, &fetched(301, ""));
-        assert!(v.message.contains("HTTP 301"), "{}", v.message);
-        assert!(v.hint.as_deref().is_some_and(|h| h.contains("redirect")));
+        assert!(v.message.contains("HTTP 301") && v.message.contains("refused to follow"), "{}", v.message);
+        assert!(v.hint.as_deref().is_some_and(|h| h.contains("https:// URL it redirects to")));
+        let v = key_file(KEY, &loc, &fetched(500, ""));
+        assert!(v.message.contains("instead of 200 OK") && !v.message.contains("redirect"), "{}", v.message);
 
         let v = key_file(KEY, &loc, &fetched(200, "some-other-key-0000"));
         assert!(v.message.contains("does not contain the configured key"), "{}", v.message);

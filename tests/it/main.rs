@@ -17,4 +17,5 @@ mod local_state;
 mod operator;
 mod outcomes;
 mod postgres;
+mod redirects;
 mod soak;
