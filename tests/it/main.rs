@@ -5,6 +5,7 @@ mod support;
 
 mod bing;
 mod budget;
+mod classification;
 mod commands;
 mod config_errors;
 mod doctor;
