@@ -184,12 +184,12 @@ fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl
         if raw.nul {
             binary_lines += 1;
             binary_bytes += raw.len;
-            let why = if binary_lines >= limits.binary_lines || binary_bytes > limits.binary_bytes {
+            let stop = binary_lines >= limits.binary_lines || binary_bytes > limits.binary_bytes;
+            let why = if stop {
                 binary_input(name)
             } else {
                 "the line holds NUL bytes: binary data, not text (save the list as UTF-8 text)".to_string()
             };
-            let stop = binary_lines >= limits.binary_lines || binary_bytes > limits.binary_bytes;
             each(Line { place, text: escaped(kept), url: Err(why) });
             if stop {
                 return Ok(());
