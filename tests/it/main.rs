@@ -5,6 +5,7 @@ mod support;
 
 mod bing;
 mod budget;
+mod classification;
 mod clock;
 mod commands;
 mod config_errors;
@@ -18,5 +19,6 @@ mod local_state;
 mod operator;
 mod outcomes;
 mod postgres;
+mod redirects;
 mod secrets;
 mod soak;
