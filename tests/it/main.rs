@@ -10,6 +10,7 @@ mod config_errors;
 mod doctor;
 mod google;
 mod hostile;
+mod init;
 mod inputs;
 mod keys;
 mod ledger;

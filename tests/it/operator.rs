@@ -106,13 +106,22 @@ fn key_generate_length_is_respected_and_bounded() {
 }
 
 #[test]
-fn key_generate_needs_an_existing_out_directory() {
+fn key_generate_creates_a_missing_out_directory() {
     // That an existing key file is never overwritten is a unit test of
     // `commands::key` (a random key's file name cannot be known in advance).
     let sb = Sandbox::new();
-    // A missing --out directory is a usage error too.
-    let done = sb.indexq(&["key", "generate", "--out", "no-such-dir"]).output().code(2);
-    assert!(done.stderr.contains("no-such-dir"), "{}", done.stderr);
+    // The README's own `--out public/` on a fresh machine: made, parents included.
+    let done = sb.indexq(&["key", "generate", "--out", "missing/public/"]).output().code(0);
+    let dir = sb.dir.path().join("missing").join("public");
+    let (key, bytes) = only_key_file(&dir);
+    assert_eq!(bytes, key.as_bytes());
+    assert!(done.stdout.contains(&dir.canonicalize().unwrap().join(format!("{key}.txt")).display().to_string()));
+    // A file where the directory should be is still a usage error, named.
+    sb.file("not-a-dir", "x");
+    let done = sb.indexq(&["key", "generate", "--out", "not-a-dir"]).output().code(2);
+    assert!(done.stderr.contains("not-a-dir"), "{}", done.stderr);
+    let done = sb.indexq(&["key", "generate", "--out", "not-a-dir/sub"]).output().code(2);
+    assert!(done.stderr.contains("not-a-dir/sub"), "{}", done.stderr);
 }
 
 #[test]
@@ -300,7 +309,8 @@ struct Invocation {
     line: String,
 }
 
-const SUBCOMMANDS: &[&str] = &["submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
+const SUBCOMMANDS: &[&str] =
+    &["init", "submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML
