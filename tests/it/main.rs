@@ -3,6 +3,7 @@
 
 mod support;
 
+mod action;
 mod bing;
 mod budget;
 mod commands;
