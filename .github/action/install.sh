@@ -67,7 +67,9 @@ else
     else
         actual="$(shasum -a 256 "$download/$archive" | cut -d ' ' -f 1)"
     fi
-    [[ "${actual,,}" == "${expected,,}" ]] ||
+    # (tr, not ${x,,}: macOS's /bin/bash is 3.2)
+    lower() { tr '[:upper:]' '[:lower:]' <<<"$1"; }
+    [[ "$(lower "$actual")" == "$(lower "$expected")" ]] ||
         fail "$archive does not match the release's SHA256SUMS (expected $expected, got $actual): not installed"
     echo "$archive: SHA-256 $actual, as listed in SHA256SUMS"
     if [[ "$archive" == *.zip ]]; then
