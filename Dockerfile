@@ -21,6 +21,7 @@
 #   /var/lib/indexq/ledger.db   the ledger ($INDEXQ_LEDGER), in the volume /var/lib/indexq,
 #                               owned by the image's user (65532, distroless's `nonroot`);
 #                               a bind mount there must be writable by uid 65532
+# With --read-only, add --tmpfs /tmp: runs keep temporary databases there.
 # Secrets come from the environment (-e INDEXNOW_KEY, -e BING_WEBMASTER_API_KEY) or
 # from files mounted beside the configuration. CA roots are in the image (and
 # indexq carries Mozilla's own). No shell: `docker run --rm indexq man`,
@@ -43,7 +44,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -D -m 0755 target/release/indexq /out/usr/bin/indexq \
     && strip /out/usr/bin/indexq \
     && install -d -m 0755 /out/etc/indexq
-RUN install -d -m 0700 /ledger
+# The ledger's directory; and /tmp, where SQLite keeps a run's private
+# temporary databases (results, a dry run's copy) and sitemap downloads go.
+RUN install -d -m 0700 /ledger \
+    && install -d -m 1777 /out/tmp
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /
