@@ -80,7 +80,8 @@ pub struct InitArgs {
     /// to edit
     #[arg(long, value_name = "URL", value_parser = parse_site)]
     pub site: Option<url::Url>,
-    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of ./indexq.toml
+    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of ./indexq.toml (--config FILE
+    /// writes FILE)
     #[arg(long)]
     pub global: bool,
 }

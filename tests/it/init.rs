@@ -128,3 +128,19 @@ fn init_refuses_a_site_that_is_not_an_absolute_http_url() {
     }
     assert!(!sb.dir.path().join("bad").join("indexq.toml").exists());
 }
+
+#[test]
+fn init_says_when_the_lookup_would_read_another_file_first() {
+    let sb = Sandbox::new();
+    let site = sb.site_url();
+    // $INDEXQ_CONFIG names the sandbox's own configuration: it comes before ./indexq.toml.
+    let mut run = sb.indexq(&["init", "--site", &site]).now(NOW);
+    let cwd = sb.dir.path().join("shadowed");
+    std::fs::create_dir_all(&cwd).unwrap();
+    run.cmd.current_dir(&cwd);
+    let done = run.output().code(0);
+    assert!(cwd.join("indexq.toml").is_file());
+    assert!(done.stdout.contains("indexq --config indexq.toml doctor"), "{}", done.stdout);
+    let note = format!("reads {} first", sb.config_path().display());
+    assert!(done.stdout.contains(&note), "names the file read instead:\n{}", done.stdout);
+}
