@@ -495,7 +495,11 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
             "no configuration found (looked for --config, $INDEXQ_CONFIG, {})",
             tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ),
-        hint: Some("copy config.example.toml to indexq.toml and edit it, or pass --config FILE".into()),
+        hint: Some(
+            "run `indexq init --site https://YOUR.SITE/` to write a commented starter ./indexq.toml (--global: \
+             the user's configuration), or pass --config FILE"
+                .into(),
+        ),
     })
 }
 
@@ -519,7 +523,10 @@ pub fn load(path: &Path) -> Result<Settings, ConfigError> {
     if settings.properties.is_empty() {
         return Err(problem(
             "the configuration has no [[property]]".into(),
-            Some("add a [[property]] with a name, a site and an engine table (see config.example.toml)"),
+            Some(
+                "add a [[property]] with a name, a site and an engine table (`indexq init --site URL --config \
+                 NEW.toml` writes a commented example)",
+            ),
         ));
     }
     Ok(settings)

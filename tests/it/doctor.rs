@@ -132,7 +132,8 @@ fn no_config_found_says_how_to_make_one() {
     run.cmd.current_dir(&empty);
     let done = run.output().code(2);
     assert!(done.stderr.contains("no configuration found"), "{}", done.stderr);
-    assert!(done.stderr.contains("hint: copy config.example.toml to indexq.toml"), "{}", done.stderr);
+    assert!(done.stderr.contains("hint: run `indexq init --site https://YOUR.SITE/`"), "{}", done.stderr);
+    assert!(!done.stderr.contains("config.example.toml"), "a packaged install has no example file: {}", done.stderr);
 }
 
 #[test]

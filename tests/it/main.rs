@@ -3,6 +3,7 @@
 
 mod support;
 
+mod action;
 mod bing;
 mod budget;
 mod classification;
@@ -12,6 +13,7 @@ mod config_errors;
 mod doctor;
 mod google;
 mod hostile;
+mod init;
 mod inputs;
 mod keys;
 mod ledger;
