@@ -35,15 +35,16 @@
 //! `transient` with `timeout`, `connect` or `network`.
 //!
 //! Secrets: `message` and `hint` never contain the IndexNow key, in any letter
-//! case. Wherever it would appear (the key location, a served body, an error) it
-//! is replaced by `[key]`. [`network`] has no key to hide: its `detail` must
-//! already be redacted by the caller.
+//! case or encoding (`redact::mask`). Wherever it would appear (the key
+//! location, a served body, an error) it is replaced by `[key]`. [`network`]
+//! has no key to hide: its `detail` must already be redacted by the caller.
 //!
 //! Other engines get their own `pub fn <engine>(resp, ctx) -> Verdict` beside
 //! [`indexnow`], sharing the engine-neutral helpers below, each with its table:
 //!
-//! - Bing Webmaster ([`bing`]): by `ErrorCode`; quota messages are `daily_quota`
-//!   / `monthly_quota`, throttles wait `Retry-After` or [`BING_THROTTLE_WAIT`].
+//! - Bing Webmaster ([`bing`]): by `ErrorCode`; quota messages under a generic
+//!   code are `daily_quota` / `monthly_quota`, throttles wait `Retry-After` or
+//!   [`BING_THROTTLE_WAIT`].
 //! - Google Indexing API ([`google`], for `urlNotifications:publish` and the URL
 //!   Inspection API): by HTTP status and google.rpc.Status (`status`, `message`,
 //!   `details`). `RESOURCE_EXHAUSTED` / 429 is `daily_quota` (the per-project
@@ -53,6 +54,11 @@
 //!   `ownership_not_verified`, `api_disabled` or `permission_denied`; 400
 //!   `invalid_argument`; 401 `unauthenticated`; 5xx and `INTERNAL` /
 //!   `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient.
+//!
+//! Structured fields are read before free text, for every engine: a code,
+//! a status or a `google.rpc.ErrorInfo` reason decides; the message is read
+//! only where the engine gives nothing structured, and each such rule names
+//! the real answer it matches. A body is never searched as a whole.
 //! - Google's OAuth2 token endpoint ([`google_token`]): RFC 6749 §5.2 error
 //!   codes (`invalid_grant`, …) are misconfigured with that code as reason,
 //!   naming the key id and the service account, never key material; 429 and
@@ -322,7 +328,22 @@ fn bing_error(body: &str) -> Option<(i64, String)> {
     Some((code, message))
 }
 
+/// Whether a Bing `ErrorCode` says nothing indexq can act on by itself: 0
+/// `None`, 2 `UnknownError`, 8 `InvalidParameter`, or a code Bing has not
+/// documented. Only under such a code is the message read for a quota.
+fn bing_generic_code(code: i64) -> bool {
+    matches!(code, 0 | 2 | 8) || !BING_ERROR_CODES.iter().any(|(c, _)| *c == code)
+}
+
 /// Which quota a Bing message says is spent, if it is a quota message.
+///
+/// Free text, read only under a generic code ([`bing_generic_code`]): Bing
+/// gives its quota answers no code of their own. The real answers matched:
+/// `{"ErrorCode":2,"Message":"ERROR!!! You have exceeded your daily url
+/// submission quota : 100"}` and `{"ErrorCode":8,"Message":"ERROR!!! Quota
+/// remaining for today: 0, Submitted: 100"}` (both HTTP 400; fixtures
+/// `bing-400-daily-quota`, `bing-400-quota-remaining-code8`), and their
+/// monthly forms.
 fn bing_quota_message(message: &str) -> Option<Period> {
     let m = message.to_ascii_lowercase();
     let spent = m.contains("quota remaining for today: 0")
@@ -340,17 +361,21 @@ fn bing_quota_message(message: &str) -> Option<Period> {
 /// | answer | class | reason |
 /// |---|---|---|
 /// | 200 without an error | accepted | `ok` (an unexpected body is kept and said) |
-/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota"), whatever the code | quota | `daily_quota` / `monthly_quota` (the window is spent) |
+/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent) |
 /// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
 /// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
 /// | ErrorCode 12 `AlreadyExists` | accepted | `AlreadyExists` |
-/// | every other ErrorCode, any other 4xx | misconfigured | the code's name (`InvalidApiKey`, `NotAuthorized`, …) or `http_<status>` |
+/// | every other ErrorCode (a quota message under it included), any other 4xx | misconfigured | the code's name (`InvalidApiKey`, `NotAuthorized`, …) or `http_<status>` |
 pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     let engine = EngineKind::Bing;
     let status = resp.status;
     let error = bing_error(resp.body);
     let answered = answered(engine, resp, "");
-    if let Some(window) = error.as_ref().and_then(|(_, m)| bing_quota_message(m)) {
+    // The code first: a quota message under a code that means something else
+    // (3 `InvalidApiKey` mentioning a quota, 4 `ThrottleUser`, …) is that code.
+    let quota_text =
+        error.as_ref().filter(|(code, _)| bing_generic_code(*code)).and_then(|(_, m)| bing_quota_message(m));
+    if let Some(window) = quota_text {
         let (reason, which) = match window {
             // `bing_quota_message` names only days and months.
             Period::Day | Period::Minute => ("daily_quota", "today's"),
@@ -476,9 +501,27 @@ struct GoogleError {
     /// Texts that may name the quota limit: ErrorInfo `metadata.quota_limit`/`quota_metric`,
     /// QuotaFailure `violations[].description`/`quotaId`/`quotaMetric`.
     quota_texts: Vec<String>,
-    /// ErrorInfo `reason`s and the legacy `errors[].reason`s.
-    reasons: Vec<String>,
+    /// `error.details[]` google.rpc.ErrorInfo `reason`s (`SERVICE_DISABLED`, `RATE_LIMIT_EXCEEDED`, …).
+    infos: Vec<String>,
+    /// The older `error.errors[].reason`s (`rateLimitExceeded`, `accessNotConfigured`, …).
+    legacy: Vec<String>,
 }
+
+impl GoogleError {
+    fn has_info(&self, reasons: &[&str]) -> bool {
+        self.infos.iter().any(|r| reasons.contains(&r.as_str()))
+    }
+
+    fn has_legacy(&self, reasons: &[&str]) -> bool {
+        self.legacy.iter().any(|r| reasons.iter().any(|l| l.eq_ignore_ascii_case(r)))
+    }
+}
+
+/// ErrorInfo reasons of a spent quota (google.api.ErrorReason).
+const GOOGLE_QUOTA_INFOS: &[&str] = &["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED"];
+/// The older `errors[].reason`s of a spent quota.
+const GOOGLE_QUOTA_LEGACY: &[&str] =
+    &["rateLimitExceeded", "userRateLimitExceeded", "dailyLimitExceeded", "quotaExceeded"];
 
 /// Reads a google.rpc.Status body; tolerates anything (None when there is no `error` object to read).
 fn google_error(body: &str) -> Option<GoogleError> {
@@ -500,7 +543,7 @@ fn google_error(body: &str) -> Option<GoogleError> {
     for detail in details {
         let kind = detail.get("@type").and_then(|t| t.as_str()).unwrap_or_default();
         if kind.ends_with("ErrorInfo") {
-            found.reasons.extend(text(detail, "reason"));
+            found.infos.extend(text(detail, "reason"));
             if let Some(metadata) = detail.get("metadata") {
                 found.quota_texts.extend(["quota_limit", "quota_metric"].iter().filter_map(|k| text(metadata, k)));
             }
@@ -512,7 +555,7 @@ fn google_error(body: &str) -> Option<GoogleError> {
         }
     }
     for legacy in error.get("errors").and_then(|e| e.as_array()).into_iter().flatten() {
-        found.reasons.extend(text(legacy, "reason"));
+        found.legacy.extend(text(legacy, "reason"));
     }
     Some(found)
 }
@@ -525,36 +568,53 @@ enum GoogleQuota {
     Unknown,
 }
 
-/// Reads the limit from the message, the ErrorInfo metadata, the QuotaFailure violations
-/// and legacy reasons, case-insensitively. A per-day limit wins when both are named.
+/// Reads the limit from the structured fields first — the ErrorInfo metadata,
+/// the QuotaFailure violations and the legacy reasons (`dailyLimitExceeded`)
+/// — and only when they name none from the message, case-insensitively. A
+/// per-day limit wins when both are named.
+///
+/// The message is free text, read because Google's per-day answer names its
+/// limit nowhere else: `429 RESOURCE_EXHAUSTED "Quota exceeded for quota
+/// metric 'Publish requests' and limit 'Publish requests per day' of service
+/// 'indexing.googleapis.com' for consumer 'project_number:…'."` (fixture
+/// `google-429-per-day`), and its "per minute" twin.
 fn google_quota_kind(error: Option<&GoogleError>) -> GoogleQuota {
     let Some(error) = error else {
         return GoogleQuota::Unknown;
     };
-    let texts: Vec<String> = std::iter::once(&error.message)
-        .chain(&error.quota_texts)
-        .chain(&error.reasons)
-        .map(|t| t.to_ascii_lowercase())
-        .collect();
-    let names = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
-    if names(&["perday", "per day", "per_day", "per-day", "dailylimitexceeded"]) {
-        GoogleQuota::Day
-    } else if names(&["perminute", "per minute", "per_minute", "per-minute"]) {
-        GoogleQuota::Minute
-    } else {
-        GoogleQuota::Unknown
+    let kind = |texts: &[&String]| {
+        let texts: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+        let names = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
+        if names(&["perday", "per day", "per_day", "per-day", "dailylimitexceeded"]) {
+            GoogleQuota::Day
+        } else if names(&["perminute", "per minute", "per_minute", "per-minute"]) {
+            GoogleQuota::Minute
+        } else {
+            GoogleQuota::Unknown
+        }
+    };
+    let structured: Vec<&String> = error.quota_texts.iter().chain(&error.legacy).collect();
+    match kind(&structured) {
+        GoogleQuota::Unknown => kind(&[&error.message]),
+        named => named,
     }
 }
 
-/// A quota answer in the older form: 403 with "Quota exceeded" or a legacy rate/quota reason.
-fn google_legacy_quota(status: u16, error: Option<&GoogleError>) -> bool {
-    const LEGACY: &[&str] = &["ratelimitexceeded", "userratelimitexceeded", "dailylimitexceeded", "quotaexceeded"];
-    let Some(error) = error else {
-        return false;
-    };
-    status == 403
-        && (error.message.to_ascii_lowercase().contains("quota exceeded")
-            || error.reasons.iter().any(|r| LEGACY.contains(&r.to_ascii_lowercase().as_str())))
+/// A quota answer by its structured fields: an ErrorInfo reason of a spent
+/// quota, or a legacy `errors[].reason` (`rateLimitExceeded`, …), at any status.
+fn google_structured_quota(error: Option<&GoogleError>) -> bool {
+    error.is_some_and(|e| e.has_info(GOOGLE_QUOTA_INFOS) || e.has_legacy(GOOGLE_QUOTA_LEGACY))
+}
+
+/// A quota answer in the older form that carries nothing structured: a 403
+/// whose message starts "Quota exceeded" — `403 PERMISSION_DENIED "Quota
+/// exceeded for quota group 'default' and limit 'per_day' …"`, as Google's
+/// APIs answered before ErrorInfo details — and no ErrorInfo reason saying
+/// something else. Free text, read only then.
+fn google_quota_text(status: u16, error: Option<&GoogleError>) -> bool {
+    error.is_some_and(|e| {
+        status == 403 && e.infos.is_empty() && e.message.to_ascii_lowercase().starts_with("quota exceeded")
+    })
 }
 
 /// "Google answered HTTP 403 Forbidden, PERMISSION_DENIED (Permission denied. ...)": Google's own
@@ -588,14 +648,14 @@ fn transient_answered(resp: &Response, answered: &str, reason: &str, what: &str)
 /// | answer | class | reason |
 /// |---|---|---|
 /// | 2xx | accepted | `ok` |
-/// | 429 or `RESOURCE_EXHAUSTED` (any HTTP status), or a legacy 403 "Quota exceeded" / `rateLimitExceeded` / `dailyLimitExceeded`, naming a per-day limit ("per day", `PerDay`, `per_day` in the message, ErrorInfo `quota_limit`/`quota_metric` or QuotaFailure violations) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo reason `RATE_LIMIT_EXCEEDED` / `RESOURCE_QUOTA_EXCEEDED` or a legacy reason `rateLimitExceeded` / `dailyLimitExceeded` / … (any HTTP status), or a 403 without ErrorInfo whose message starts "Quota exceeded", naming a per-day limit (ErrorInfo `quota_limit`/`quota_metric`, QuotaFailure violations, legacy `dailyLimitExceeded`; else "per day", `PerDay`, `per_day` in the message) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
 /// | the same, naming a per-minute limit | quota | `rate_limited`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
 /// | the same, naming no limit (or not JSON) | quota | `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s (never the next day unasked) |
 /// | status `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED` (any HTTP status) | transient | the status lower-cased (`internal`, `unavailable`, `deadline_exceeded`, `aborted`) |
 /// | other 5xx (JSON or HTML) | transient | `server_error` |
 /// | 408 | transient | `http_408` |
-/// | 403 (or `PERMISSION_DENIED`) with `SERVICE_DISABLED` anywhere, "has not been used in project" or "it is disabled"; also any 4xx with `SERVICE_DISABLED` | misconfigured | `api_disabled` |
-/// | 403 with "Failed to verify the URL ownership" (Indexing API) or "does not have sufficient permission for site" (URL Inspection API) | misconfigured | `ownership_not_verified` |
+/// | 4xx or `PERMISSION_DENIED` with the ErrorInfo reason `SERVICE_DISABLED` (or that status, or the legacy reason `accessNotConfigured`); a 403 without ErrorInfo whose message says the API "has not been used in project" | misconfigured | `api_disabled` |
+/// | 403 whose message says "Failed to verify the URL ownership" (Indexing API) or "does not have sufficient permission for site" (URL Inspection API) | misconfigured | `ownership_not_verified` |
 /// | 401 or `UNAUTHENTICATED` (after the engine refreshed the token once) | misconfigured | `unauthenticated` |
 /// | 400 or `INVALID_ARGUMENT` | misconfigured | `invalid_argument` |
 /// | 404 | misconfigured | `http_404` |
@@ -619,7 +679,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
             format!("Google accepted the request for {url} ({}).", http_status(status)),
         );
     }
-    if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_legacy_quota(status, error) {
+    if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_structured_quota(error) {
         return google_quota(resp, error, &answered, project);
     }
     if matches!(g_status, "INTERNAL" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "ABORTED") {
@@ -630,25 +690,45 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
         408 => return transient_answered(resp, &answered, "http_408", "the server gave up waiting for the request"),
         _ => {}
     }
-    let body = resp.body.to_ascii_lowercase();
     let client_error = (400..=499).contains(&status);
     let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
-    // `SERVICE_DISABLED` is the ErrorInfo reason; looking at the whole body also finds it elsewhere.
-    let service_disabled = body.contains("service_disabled");
-    let disabled_text = body.contains("has not been used in project") || body.contains("it is disabled");
-    if (client_error && service_disabled) || (forbidden && disabled_text) {
-        return Verdict::misconfigured(
-            "api_disabled",
-            format!("{answered}: the Web Search Indexing API is not enabled for the Google Cloud project {project}."),
-            format!(
-                "Enable the Web Search Indexing API (indexing.googleapis.com) for the project {project} in the Google \
-                 Cloud console (APIs & Services → Library; for URL inspection also the Google Search Console API, \
-                 searchconsole.googleapis.com), wait a few minutes, then `indexq queue retry`."
-            ),
-        );
+    let api_disabled = Verdict::misconfigured(
+        "api_disabled",
+        format!("{answered}: the Web Search Indexing API is not enabled for the Google Cloud project {project}."),
+        format!(
+            "Enable the Web Search Indexing API (indexing.googleapis.com) for the project {project} in the Google \
+             Cloud console (APIs & Services → Library; for URL inspection also the Google Search Console API, \
+             searchconsole.googleapis.com), wait a few minutes, then `indexq queue retry`."
+        ),
+    );
+    // The ErrorInfo reason (google.api.ErrorReason `SERVICE_DISABLED`, with
+    // `metadata.service` and `metadata.consumer`), the status, or the older
+    // `errors[].reason` `accessNotConfigured`: never the body as a whole, which
+    // may quote a URL holding those words.
+    let disabled = error.is_some_and(|e| {
+        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
+    });
+    if (client_error || forbidden) && disabled {
+        return api_disabled;
     }
-    let ownership = body.contains("failed to verify the url ownership")
-        || body.contains("does not have sufficient permission for site");
+    // Below, free text where Google gives nothing structured but
+    // `PERMISSION_DENIED`: the message (never the whole body) is read.
+    let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
+    if forbidden && google_quota_text(status, error) {
+        return google_quota(resp, error, &answered, project);
+    }
+    // "Web Search Indexing API has not been used in project 875626095483
+    // before or it is disabled. Enable it by visiting …": a disabled API
+    // answered without its ErrorInfo.
+    if forbidden && error.is_some_and(|e| e.infos.is_empty()) && message.contains("has not been used in project") {
+        return api_disabled;
+    }
+    // "Permission denied. Failed to verify the URL ownership." (Indexing API,
+    // fixture `google-403-ownership`) and "User does not have sufficient
+    // permission for site '…'." (URL Inspection API): both come with
+    // `PERMISSION_DENIED` and no ErrorInfo reason of their own.
+    let ownership = message.contains("failed to verify the url ownership")
+        || message.contains("does not have sufficient permission for site");
     if forbidden && ownership {
         return Verdict::misconfigured(
             "ownership_not_verified",
@@ -869,21 +949,25 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
             format!("Serve exactly the key as plain text at {location}, {set_location}."),
         ),
         KeyFileCheck::Fetched { status: 200, body } => key_file_content(key, &location, body),
-        KeyFileCheck::Fetched { status, .. } => {
-            let hint = if (300..400).contains(status) {
-                format!(
-                    "Serve the key file at {location} directly, without a redirect, \
-                     or set `key_location` to the URL it redirects to."
-                )
-            } else {
-                format!("Make {location} answer 200 with exactly the key as plain text, {set_location}.")
-            };
-            Verdict::misconfigured(
-                "key_file_status",
-                format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
-                hint,
-            )
-        }
+        KeyFileCheck::Fetched { status: status @ 300..=399, .. } => Verdict::misconfigured(
+            "key_file_status",
+            format!(
+                "The key file at {location} answered {}, a redirect, which indexq refused to follow: the key must \
+                 be served at the key location itself (and a redirect may lead from https to plain http, where \
+                 anyone on the way can change it).",
+                http_status(*status)
+            ),
+            format!(
+                "Serve the key file at {location} itself, answering 200 OK with exactly the key, or set \
+                 `key_location` in the property's `indexnow` table to the https:// URL it redirects to, on the \
+                 property's host."
+            ),
+        ),
+        KeyFileCheck::Fetched { status, .. } => Verdict::misconfigured(
+            "key_file_status",
+            format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
+            format!("Make {location} answer 200 with exactly the key as plain text, {set_location}."),
+        ),
     };
     verdict.redacted(key)
 }
@@ -1099,25 +1183,10 @@ fn key_matches_schema(key: &str) -> bool {
     (8..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// `text` with every occurrence of `key`, in any ASCII letter case, replaced by `[key]`.
+/// `text` with every occurrence of `key` — in any ASCII letter case,
+/// percent-encoded, HTML- or JSON-escaped — replaced by `[key]`.
 fn redact(text: &str, key: &str) -> String {
-    if key.is_empty() {
-        return text.to_string();
-    }
-    // ASCII lowercasing keeps every byte offset, so offsets found in the
-    // lowered copies are char boundaries of `text` too.
-    let haystack = text.to_ascii_lowercase();
-    let needle = key.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut done = 0;
-    while let Some(found) = haystack[done..].find(&needle) {
-        let start = done + found;
-        out.push_str(&text[done..start]);
-        out.push_str(REDACTED_KEY);
-        done = start + needle.len();
-    }
-    out.push_str(&text[done..]);
-    out
+    crate::redact::mask(text, key, REDACTED_KEY)
 }
 
 #[cfg(test)]
@@ -1716,8 +1785,10 @@ mod tests {
     fn key_file_messages_say_what_was_found() {
         let loc = location();
         let v = key_file(KEY, &loc, &fetched(301, ""));
-        assert!(v.message.contains("HTTP 301"), "{}", v.message);
-        assert!(v.hint.as_deref().is_some_and(|h| h.contains("redirect")));
+        assert!(v.message.contains("HTTP 301") && v.message.contains("refused to follow"), "{}", v.message);
+        assert!(v.hint.as_deref().is_some_and(|h| h.contains("https:// URL it redirects to")));
+        let v = key_file(KEY, &loc, &fetched(500, ""));
+        assert!(v.message.contains("instead of 200 OK") && !v.message.contains("redirect"), "{}", v.message);
 
         let v = key_file(KEY, &loc, &fetched(200, "some-other-key-0000"));
         assert!(v.message.contains("does not contain the configured key"), "{}", v.message);
@@ -1844,5 +1915,76 @@ mod tests {
         assert_eq!(redact("a KEY b key c", "key"), "a [key] b [key] c");
         assert_eq!(redact("naïve key", "KEY"), "naïve [key]");
         assert_eq!(redact("nothing", ""), "nothing");
+    }
+
+    // ---- structured fields before free text -------------------------------
+
+    /// A code, a status or an ErrorInfo reason decides; the message is read
+    /// only where the engine says nothing structured.
+    #[test]
+    fn structured_fields_before_free_text() {
+        let bing_err = |code: i64, message: &str| format!(r#"{{"ErrorCode":{code},"Message":"{message}"}}"#);
+        #[rustfmt::skip]
+        let bing_table: Vec<(u16, String, Class, &str)> = vec![
+            // A quota wording under a code that means something else is that code.
+            (400, bing_err(3, "ERROR!!! InvalidApiKey: the key is not valid; Quota remaining for today: 0"), Class::Misconfigured, "InvalidApiKey"),
+            (400, bing_err(14, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Misconfigured, "NotAuthorized"),
+            (400, bing_err(7, "Quota remaining for today: 0"), Class::Misconfigured, "InvalidUrl"),
+            (400, bing_err(4, "ERROR!!! Quota remaining for today: 0"), Class::Quota, "ThrottleUser"),
+            (500, bing_err(1, "ERROR!!! exceeded quota"), Class::Transient, "InternalError"),
+            // Under a generic code (0, 2, 8, or one Bing never documented) the wording is all there is.
+            (400, bing_err(0, "ERROR!!! Quota remaining for today: 0, Submitted: 10"), Class::Quota, "daily_quota"),
+            (400, bing_err(2, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Quota, "daily_quota"),
+            (400, bing_err(8, "ERROR!!! Quota remaining for this month: 0"), Class::Quota, "monthly_quota"),
+            (400, bing_err(42, "Quota remaining for today: 0"), Class::Quota, "daily_quota"),
+            (400, bing_err(42, "Something new"), Class::Misconfigured, "UnknownErrorCode"),
+        ];
+        for (status, body, class, reason) in &bing_table {
+            let v = bing_verdict(*status, &[], body);
+            assert_eq!((v.class, v.reason.as_str()), (*class, *reason), "HTTP {status} {body}: {}", v.message);
+        }
+
+        let info = |reason: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "{reason}", "domain": "googleapis.com", "metadata": {{"service": "indexing.googleapis.com", "consumer": "projects/1"}}}}"#
+            )
+        };
+        let legacy = |reason: &str, message: &str| {
+            format!(
+                r#"{{"error": {{"code": 403, "message": "{message}", "errors": [{{"message": "{message}", "domain": "usageLimits", "reason": "{reason}"}}]}}}}"#
+            )
+        };
+        let quota_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com", "metadata": {"quota_limit": "DefaultRequestsPerMinutePerProject", "service": "indexing.googleapis.com"}}"#;
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        type Row = (u16, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let google_table: Vec<Row> = vec![
+            // A 400 quoting a URL that holds the words is about that URL.
+            (400, rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/SERVICE_DISABLED/x", ""), Class::Misconfigured, "invalid_argument", None),
+            (400, rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/it-is-disabled?has not been used in project", ""), Class::Misconfigured, "invalid_argument", None),
+            (403, rpc(403, "PERMISSION_DENIED", "The caller does not have permission for https://example.com/service_disabled", ""), Class::Misconfigured, "permission_denied", None),
+            // The ErrorInfo reason, the status, the legacy reason.
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded? No: the API is off.", &info("SERVICE_DISABLED")), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "SERVICE_DISABLED", "Disabled.", ""), Class::Misconfigured, "api_disabled", None),
+            (403, legacy("accessNotConfigured", "Access Not Configured. Indexing API has not been used in project 1."), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default'.", &info("API_KEY_SERVICE_BLOCKED")), Class::Misconfigured, "permission_denied", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Rate limited.", &info("RATE_LIMIT_EXCEEDED")), Class::Quota, "quota", short),
+            (403, legacy("rateLimitExceeded", "Rate Limit Exceeded"), Class::Quota, "quota", short),
+            (403, legacy("dailyLimitExceeded", "Daily Limit Exceeded"), Class::Quota, "daily_quota", None),
+            // The limit from the ErrorInfo metadata before the message.
+            (429, rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded; try again per day or so.", quota_info), Class::Quota, "rate_limited", short),
+            // Free text where nothing structured is given.
+            (403, rpc(403, "PERMISSION_DENIED", "Web Search Indexing API has not been used in project 1 before or it is disabled.", ""), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default' and limit 'per_day'.", ""), Class::Quota, "daily_quota", None),
+        ];
+        for (status, body, class, reason, retry) in &google_table {
+            let v = google_verdict(*status, &[], body);
+            assert_eq!(
+                (v.class, v.reason.as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
+        }
     }
 }

@@ -42,6 +42,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a commented starter configuration (./indexq.toml, or the user's config with --global)
+    #[command(after_help = "Example: indexq init --site https://example.org/")]
+    Init(InitArgs),
     /// Enqueue URLs, then send all due work within budget
     #[command(after_help = "Example: indexq submit --sitemap public/sitemap.xml --changed --max-wait 5m")]
     Submit(SubmitArgs),
@@ -69,6 +72,18 @@ pub enum Command {
     /// Print the man page of every command on stdout (needs no configuration)
     #[command(after_help = "Example: indexq man > ~/.local/share/man/man1/indexq.1")]
     Man,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The site to submit URLs for (a URL belongs to the property whose site prefixes it); default: a placeholder
+    /// to edit
+    #[arg(long, value_name = "URL", value_parser = parse_site)]
+    pub site: Option<url::Url>,
+    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of ./indexq.toml (--config FILE
+    /// writes FILE)
+    #[arg(long)]
+    pub global: bool,
 }
 
 #[derive(Debug, Args)]
@@ -231,7 +246,7 @@ pub enum KeyAction {
 
 #[derive(Debug, Args)]
 pub struct KeyGenerateArgs {
-    /// Directory to write KEY.txt into (it must exist)
+    /// Directory to write KEY.txt into (created if missing)
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub out: PathBuf,
     /// Characters in the key (lowercase hex), 8 to 128
@@ -248,6 +263,16 @@ pub struct CompletionsArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     clock::parse_duration(s)
+}
+
+/// An absolute http(s) URL with a host, as `site` must be.
+fn parse_site(s: &str) -> Result<url::Url, String> {
+    let hint = "write it with its scheme, e.g. https://example.org/";
+    let url = url::Url::parse(s.trim()).map_err(|err| format!("`{s}` is not an absolute URL ({err}); {hint}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("`{s}` is not an http(s) URL with a host; {hint}"));
+    }
+    Ok(url)
 }
 
 fn parse_since(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {

@@ -268,12 +268,14 @@ impl LedgerLocation {
         }
     }
 
-    /// A path, or a `postgres://` / `postgresql://` URL.
-    pub fn parse(value: &str) -> LedgerLocation {
-        if is_postgres_url(value) {
-            LedgerLocation::Postgres(value.to_string())
-        } else {
-            LedgerLocation::Sqlite(expand_home(value))
+    /// A path, or a `postgres://` / `postgresql://` URL. Anything that
+    /// starts with `postgres:` or `postgresql:` (any case) is meant as a
+    /// database: it must be a URL with a host, or it is refused (the reason
+    /// never quotes the value, which may hold a password).
+    pub fn parse(value: &str) -> Result<LedgerLocation, String> {
+        match postgres_location(value) {
+            Some(url) => url.map(LedgerLocation::Postgres),
+            None => Ok(LedgerLocation::Sqlite(expand_home(value))),
         }
     }
 }
@@ -284,9 +286,38 @@ impl fmt::Debug for LedgerLocation {
     }
 }
 
-fn is_postgres_url(value: &str) -> bool {
-    value.starts_with("postgres://") || value.starts_with("postgresql://")
+/// A `ledger` value that starts with `postgres:` or `postgresql:`, in any
+/// case: `None` for anything else (a SQLite path). It must be a URL with
+/// `//` and a host (or a `host=` parameter: a Unix socket); it comes back
+/// with its scheme in lower case (the driver reads only that). A mistyped
+/// one (`postgres:user:PW@host`) is an error, not a file named after the
+/// password. Errors never quote the value: it may hold a password.
+fn postgres_location(value: &str) -> Option<Result<String, String>> {
+    let value = value.trim();
+    let (scheme, rest) = value.split_once(':')?;
+    if !(scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")) {
+        return None;
+    }
+    let url = format!("{}:{rest}", scheme.to_ascii_lowercase());
+    // `url::ParseError` names what is wrong, never the text it parsed.
+    let parsed = match Url::parse(&url) {
+        Ok(parsed) => parsed,
+        Err(why) => return Some(Err(format!("not a valid PostgreSQL URL ({why}); the value is not shown"))),
+    };
+    let host = parsed.host_str().is_some_and(|h| !h.is_empty())
+        || parsed.query_pairs().any(|(k, v)| k == "host" && !v.is_empty());
+    if !rest.starts_with("//") || !host {
+        return Some(Err(format!(
+            "starts with `{scheme}:` but is not a PostgreSQL URL with a host, such as \
+             postgres://user@host:5432/db (the value is not shown: it may hold a password)"
+        )));
+    }
+    Some(Ok(url))
 }
+
+/// The hint for a ledger URL that is not one.
+const POSTGRES_URL_HINT: &str = "write postgres://user@host:5432/db (with the `//`), and give the password with \
+     ledger_password_env / ledger_password_file rather than in the URL";
 
 /// How a PostgreSQL ledger is used (the SQLite ledger reads only `lease`).
 #[derive(Debug, Clone)]
@@ -464,7 +495,11 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
             "no configuration found (looked for --config, $INDEXQ_CONFIG, {})",
             tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ),
-        hint: Some("copy config.example.toml to indexq.toml and edit it, or pass --config FILE".into()),
+        hint: Some(
+            "run `indexq init --site https://YOUR.SITE/` to write a commented starter ./indexq.toml (--global: \
+             the user's configuration), or pass --config FILE"
+                .into(),
+        ),
     })
 }
 
@@ -488,7 +523,10 @@ pub fn load(path: &Path) -> Result<Settings, ConfigError> {
     if settings.properties.is_empty() {
         return Err(problem(
             "the configuration has no [[property]]".into(),
-            Some("add a [[property]] with a name, a site and an engine table (see config.example.toml)"),
+            Some(
+                "add a [[property]] with a name, a site and an engine table (`indexq init --site URL --config \
+                 NEW.toml` writes a commented example)",
+            ),
         ));
     }
     Ok(settings)
@@ -625,23 +663,62 @@ impl Resolver<'_> {
         }
     }
 
+    /// A reservation's lease is not renewed while its request is in flight:
+    /// a lease no longer than `[http] timeout` would let another host take
+    /// the URL back and send it again while the first request may still
+    /// reach the engine. Refused, at the lease if it is written, else at
+    /// the timeout.
+    fn check_lease(&self, raw: &RawConfig, lease: Duration, timeout: Duration) -> Result<(), ConfigError> {
+        if lease > timeout {
+            return Ok(());
+        }
+        // The error is placed at the lease if it is written, else at the
+        // timeout; the other key, if written, is named with its place.
+        let lease_text = match &raw.ledger_lease {
+            Some(v) => v.get_ref().trim().to_string(),
+            None => "10m, the default".into(),
+        };
+        let timeout_text = match (&raw.http.timeout, &raw.ledger_lease) {
+            (Some(v), Some(_)) => {
+                let (line, column) = line_col(self.source, v.span().start);
+                format!("{}, {}:{line}:{column}", v.get_ref().trim(), self.path.display())
+            }
+            (Some(v), None) => v.get_ref().trim().to_string(),
+            (None, _) => "30s, the default".into(),
+        };
+        let message = format!(
+            "`ledger_lease` ({lease_text}) must be longer than `http.timeout` ({timeout_text}): a reservation is not \
+             renewed while its request is in flight, so another host could send the same URL again while it is \
+             still on the wire"
+        );
+        let hint = "make `ledger_lease` (top level) longer than `timeout` under [http] — the defaults, 10m and 30s, \
+                    leave room for the key-file check or token refresh a request may need — or shorten the timeout";
+        let error = match (&raw.ledger_lease, &raw.http.timeout) {
+            (Some(v), _) => self.err(v, "ledger_lease", message),
+            (None, Some(v)) => self.err(v, "http.timeout", message),
+            // Unreachable with the defaults (10m > 30s); named all the same.
+            (None, None) => ConfigError { place: self.path.display().to_string(), message, hint: None },
+        };
+        Err(error.hint(hint))
+    }
+
     fn resolve(&self, raw: RawConfig) -> Result<Settings, ConfigError> {
         let ledger = match std::env::var("INDEXQ_LEDGER").ok().filter(|v| !v.is_empty()) {
-            Some(value) => LedgerLocation::parse(&value),
-            None => match &raw.ledger {
-                Some(v) if is_postgres_url(v.get_ref()) => {
-                    if let Err(why) = url::Url::parse(v.get_ref()) {
-                        // The value is not shown: it may hold a password.
-                        return Err(self.err(v, "ledger", format!("not a valid PostgreSQL URL ({why})")));
-                    }
-                    LedgerLocation::Postgres(v.get_ref().clone())
-                }
-                Some(v) if v.get_ref().contains("://") => {
+            Some(value) => LedgerLocation::parse(&value).map_err(|why| ConfigError {
+                place: "`$INDEXQ_LEDGER`".into(),
+                message: why,
+                hint: Some(POSTGRES_URL_HINT.into()),
+            })?,
+            None => match raw.ledger.as_ref().map(|v| (v, postgres_location(v.get_ref()))) {
+                Some((_, Some(Ok(url)))) => LedgerLocation::Postgres(url),
+                // The value is not shown: it may hold a password.
+                Some((v, Some(Err(why)))) => return Err(self.err(v, "ledger", why).hint(POSTGRES_URL_HINT)),
+                Some((v, None)) if v.get_ref().contains("://") => {
                     return Err(self.err(v, "ledger", "a ledger is a SQLite file path or a postgres:// URL").hint(
                         "write a file path, e.g. \"/var/lib/indexq/ledger.db\", or \"postgres://user@host:5432/db\"",
                     ));
                 }
-                Some(v) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
+                Some((v, None)) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
                 None => LedgerLocation::Sqlite(default_ledger_path()),
             },
         };
@@ -774,6 +851,7 @@ impl Resolver<'_> {
                 }
             }
         }
+        self.check_lease(&raw, ledger_options.lease, http.timeout)?;
 
         let sitemap = SitemapSettings {
             max_bytes: match &raw.sitemap.max_bytes {
@@ -952,6 +1030,46 @@ pub fn check_indexnow_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The characters a Bing Webmaster API key may have. Bing documents no
+/// alphabet (its keys are 32 letters and digits in practice); indexq
+/// accepts what travels in the `apikey` query parameter as it is — the
+/// unreserved characters of RFC 3986 — so the key has one form on the wire
+/// and in every redaction.
+pub fn check_bing_key(key: &str) -> Result<(), String> {
+    let Some((at, bad)) = key.chars().enumerate().find(|(_, c)| !(c.is_ascii_alphanumeric() || "-._~".contains(*c)))
+    else {
+        return Ok(());
+    };
+    // The character itself is not shown: it is part of a secret.
+    let kind = match bad {
+        c if c.is_whitespace() => "white space",
+        c if c.is_control() => "a control character",
+        c if !c.is_ascii() => "a non-ASCII character",
+        _ => "a character a URL must encode",
+    };
+    Err(format!(
+        "the Bing Webmaster API key has {kind} (character {} of {}); only A-Z, a-z, 0-9 and - . _ ~ are accepted, \
+         the characters that travel in a URL as they are",
+        at + 1,
+        key.chars().count()
+    ))
+}
+
+/// Reads the Bing Webmaster API key and checks its characters.
+pub fn read_bing_key(source: &SecretSource) -> Result<Secret, ConfigError> {
+    let key = source.read()?;
+    check_bing_key(key.expose()).map_err(|why| ConfigError {
+        place: source.place().to_string(),
+        message: why,
+        hint: Some(
+            "copy the key again from Bing Webmaster Tools (Settings → API access → API key): keys are letters and \
+             digits; check that the variable or file holds nothing else (quotes, spaces, a second line)"
+                .into(),
+        ),
+    })?;
+    Ok(key)
+}
+
 /// Reads a property's IndexNow key and checks it against the key rules.
 pub fn read_indexnow_key(table: &PropertyIndexNow) -> Result<Secret, ConfigError> {
     let key = table.key.read()?;
@@ -1082,6 +1200,66 @@ indexnow = { key_env = "INDEXNOW_KEY" }
         let url = Url::parse("https://a.example/about").unwrap();
         assert_eq!(s.property_for(&url).unwrap().name, "root");
         assert!(s.property_for(&Url::parse("https://b.example/").unwrap()).is_none());
+    }
+
+    #[test]
+    fn postgres_urls_need_their_slashes_and_a_host() {
+        for bad in [
+            "postgres:indexq:PW-7Kq2@db.example/indexq",
+            "postgresql:indexq:PW-7Kq2@db.example",
+            "POSTGRES:/indexq:PW-7Kq2@db.example",
+            "Postgres://",
+            "postgres:///indexq",
+            "postgres://u:PW-7Kq2@db.example:99999/indexq",
+        ] {
+            let why = postgres_location(bad).expect("meant as a database").expect_err(bad);
+            assert!(!why.contains("PW-7Kq2"), "the value is never quoted: {why}");
+            let e = error_of(&format!("ledger = \"{bad}\"\n"));
+            assert_eq!(e.place, "indexq.toml:1:10: `ledger`");
+            assert!(!e.to_string().contains("PW-7Kq2") && e.hint.is_some(), "{e}");
+        }
+        let ok = |v: &str| postgres_location(v).expect("a database").expect(v);
+        assert_eq!(ok("postgres://indexq@db.example:5432/indexq"), "postgres://indexq@db.example:5432/indexq");
+        assert_eq!(ok(" PostgreSQL://u@db.example/d "), "postgresql://u@db.example/d", "the scheme in lower case");
+        assert_eq!(ok("postgres:///indexq?host=/run/postgresql"), "postgres:///indexq?host=/run/postgresql");
+        for path in ["./ledger.db", "postgres.db", "/var/lib/postgres:x/ledger.db", "~/ledger.db"] {
+            assert!(postgres_location(path).is_none(), "{path} is a file");
+        }
+        assert_eq!(LedgerLocation::parse("postgres.db"), Ok(LedgerLocation::Sqlite("postgres.db".into())));
+        assert!(LedgerLocation::parse("postgres:u:PW@h").is_err());
+    }
+
+    #[test]
+    fn a_lease_must_outlast_a_request() {
+        let e = error_of("ledger_lease = \"20s\"\n[http]\ntimeout = \"30s\"\n");
+        assert_eq!(e.place, "indexq.toml:1:16: `ledger_lease`");
+        assert!(e.message.contains("`http.timeout` (30s, indexq.toml:3:11)"), "{}", e.message);
+        assert!(e.hint.is_some());
+        let e = error_of("ledger_lease = \"30s\"\n");
+        assert!(e.message.contains("`http.timeout` (30s, the default)"), "{}", e.message);
+        let e = error_of("[http]\ntimeout = \"11m\"\n");
+        assert_eq!(e.place, "indexq.toml:2:11: `http.timeout`");
+        assert!(e.message.contains("`ledger_lease` (10m, the default)"), "{}", e.message);
+        let s = parse_str("ledger_lease = \"31s\"\n[http]\ntimeout = \"30s\"\n").unwrap();
+        assert_eq!(s.ledger_options.lease, Duration::from_secs(31));
+    }
+
+    #[test]
+    fn bing_keys_are_what_a_url_carries_as_is() {
+        for good in ["0123456789abcdefABCDEF0123456789", "sampleapikeyEDECC1EA4AE341CC8B6", "a-b.c_d~e"] {
+            assert!(check_bing_key(good).is_ok(), "{good}");
+        }
+        for (bad, kind) in [
+            ("abc+def/ghi=", "a character a URL must encode (character 4 of 12)"),
+            ("abc def", "white space"),
+            ("abc%41def", "a character a URL must encode"),
+            ("abc\u{7f}", "a control character"),
+            ("clé", "a non-ASCII character"),
+        ] {
+            let why = check_bing_key(bad).unwrap_err();
+            assert!(why.contains(kind), "{bad:?}: {why}");
+            assert!(!why.contains(bad), "the key is never quoted: {why}");
+        }
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Inputs: URL lists from files or standard input, read as a stream (one
-//! line at a time, never the whole list in memory). Comments (`#`), blank
+//! line at a time, never the whole list in memory, and never more than
+//! [`MAX_URL_BYTES`] of one line: whatever the input — a 1 GiB line,
+//! `/dev/zero`, a binary file — memory stays bounded). Comments (`#`), blank
 //! lines, CRLF endings and a UTF-8 byte-order mark are accepted; a bad line
-//! is reported with its file and line and the rest still goes through.
+//! is reported with its file and line and the rest still goes through, until
+//! the input proves not to be text at all (see [`read_lines`]).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -115,21 +118,112 @@ pub fn parse_url(text: &str) -> Result<Url, String> {
     }
 }
 
+/// The longest URL indexq reads, in bytes: a longer input line (or sitemap
+/// `<loc>`) is `invalid`. URLs in the wild stay under 2 KiB and engines
+/// refuse much longer ones; 8 KiB leaves room for any real one.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+
+/// How the line reader bounds what it reads (the tests shrink them).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// The longest line read as a URL ([`MAX_URL_BYTES`]); the rest of a
+    /// longer line is skipped as it is read, never held.
+    line: usize,
+    /// A line that has not ended after this many bytes is no line of text:
+    /// the reading of its input stops.
+    endless: u64,
+    /// Text never holds a NUL byte: after this many lines with NUL bytes...
+    binary_lines: usize,
+    /// ...or this many bytes of such lines, the input is binary data and
+    /// its reading stops.
+    binary_bytes: u64,
+}
+
+const LIMITS: Limits = Limits { line: MAX_URL_BYTES, endless: 4 << 30, binary_lines: 8, binary_bytes: 1 << 20 };
+
+/// How many characters of a bad line its message shows.
+const SHOWN_CHARS: usize = 80;
+
 /// Reads `reader` line by line, calling `each` for every URL line.
-pub fn read_lines(name: &str, reader: impl Read, mut each: impl FnMut(Line)) -> io::Result<()> {
-    let mut reader = BufReader::new(reader);
-    let mut buf = Vec::new();
+///
+/// Memory stays bounded whatever the input: a line longer than
+/// [`MAX_URL_BYTES`] is reported (with its first characters) and the rest of
+/// it skipped while reading; a line with NUL bytes is reported as binary,
+/// and when an input proves to be binary data (8 such lines, or 1 MiB of
+/// them) or holds a line that does not end within 4 GiB, one last line
+/// reports it and the reading of that input stops (`Ok`): the lines before
+/// it were all given to `each`.
+pub fn read_lines(name: &str, reader: impl Read, each: impl FnMut(Line)) -> io::Result<()> {
+    read_lines_with(name, reader, LIMITS, each)
+}
+
+fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl FnMut(Line)) -> io::Result<()> {
+    let mut lines = RawLines::new(BufReader::with_capacity(64 * 1024, reader), limits);
     let mut number = 0usize;
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(());
-        }
+    let mut binary_lines = 0usize;
+    let mut binary_bytes = 0u64;
+    while let Some(raw) = lines.next_line(binary_bytes)? {
         number += 1;
         let place = format!("{name}:{number}");
-        let mut bytes = buf.as_slice();
+        let kept = lines.kept();
+        match raw.stop {
+            Some(Stop::Binary) => {
+                each(Line { place, text: escaped(kept), url: Err(binary_input(name)) });
+                return Ok(());
+            }
+            Some(Stop::Endless) => {
+                let why = format!(
+                    "the line has no end within {}: this is not a list of URLs; the rest of {name} is not read",
+                    human_size(limits.endless)
+                );
+                each(Line { place, text: shown(kept), url: Err(why) });
+                return Ok(());
+            }
+            None => {}
+        }
+        if raw.nul {
+            binary_lines += 1;
+            binary_bytes += raw.len;
+            let stop = binary_lines >= limits.binary_lines || binary_bytes > limits.binary_bytes;
+            let why = if stop {
+                binary_input(name)
+            } else {
+                "the line holds NUL bytes: binary data, not text (save the list as UTF-8 text)".to_string()
+            };
+            each(Line { place, text: escaped(kept), url: Err(why) });
+            if stop {
+                return Ok(());
+            }
+            continue;
+        }
+        let whole = raw.len == kept.len() as u64;
+        let mut bytes = kept;
+        let mut len = raw.len;
         if number == 1 {
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
+                bytes = rest;
+                len -= 3;
+            }
+        }
+        if whole {
+            if let Some(rest) = bytes.strip_suffix(b"\r") {
+                bytes = rest;
+                len -= 1;
+            }
+        }
+        if len > limits.line as u64 {
+            // A comment may be as long as it likes; its start says what it is.
+            if bytes.trim_ascii_start().starts_with(b"#") {
+                continue;
+            }
+            let why = format!(
+                "the line is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse \
+                 longer ones): the line is skipped",
+                human_size(len),
+                human_size(limits.line as u64)
+            );
+            each(Line { place, text: shown(bytes), url: Err(why) });
+            continue;
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t.trim(),
@@ -149,6 +243,130 @@ pub fn read_lines(name: &str, reader: impl Read, mut each: impl FnMut(Line)) -> 
         };
         each(Line { place, text: text.to_string(), url });
     }
+    Ok(())
+}
+
+fn binary_input(name: &str) -> String {
+    format!(
+        "binary data (NUL bytes), not a text list of URLs: a compressed file, or UTF-16 text? Save the list as \
+         UTF-8 text; the rest of {name} is not read"
+    )
+}
+
+/// Why the reading of an input stops at a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The line has not ended after `Limits::endless` bytes.
+    Endless,
+    /// Lines with NUL bytes passed `Limits::binary_bytes` within this line.
+    Binary,
+}
+
+/// One line as read: its length (without the `\n`), whether it holds a NUL
+/// byte, and whether the reading stopped inside it.
+#[derive(Debug, Clone, Copy)]
+struct RawLine {
+    len: u64,
+    nul: bool,
+    stop: Option<Stop>,
+}
+
+/// Splits a stream into lines keeping at most the first `Limits::line + 4`
+/// bytes of each (room for a byte-order mark and a `\r`): the rest of a
+/// longer line is scanned for its end and dropped as it is read.
+struct RawLines<R> {
+    reader: R,
+    limits: Limits,
+    kept: Vec<u8>,
+}
+
+impl<R: BufRead> RawLines<R> {
+    fn new(reader: R, limits: Limits) -> RawLines<R> {
+        RawLines { reader, limits, kept: Vec::with_capacity(Self::keep(limits)) }
+    }
+
+    fn keep(limits: Limits) -> usize {
+        limits.line + 4
+    }
+
+    /// The kept start of the last line read.
+    fn kept(&self) -> &[u8] {
+        &self.kept
+    }
+
+    /// Reads the next line; `binary_before` is the size of the earlier lines with NUL bytes.
+    fn next_line(&mut self, binary_before: u64) -> io::Result<Option<RawLine>> {
+        self.kept.clear();
+        let keep = Self::keep(self.limits);
+        let mut line = RawLine { len: 0, nul: false, stop: None };
+        loop {
+            let buf = match self.reader.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                return Ok((line.len > 0).then_some(line));
+            }
+            let (take, ends) = match memchr::memchr(b'\n', buf) {
+                Some(at) => (at, true),
+                None => (buf.len(), false),
+            };
+            let part = &buf[..take];
+            let room = keep.saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&part[..part.len().min(room)]);
+            line.nul = line.nul || memchr::memchr(0, part).is_some();
+            line.len += take as u64;
+            self.reader.consume(take + usize::from(ends));
+            if ends {
+                return Ok(Some(line));
+            }
+            if line.nul && binary_before + line.len > self.limits.binary_bytes {
+                line.stop = Some(Stop::Binary);
+                return Ok(Some(line));
+            }
+            if line.len > self.limits.endless {
+                line.stop = Some(Stop::Endless);
+                return Ok(Some(line));
+            }
+        }
+    }
+}
+
+/// The first characters of a line that goes on past what was kept, control
+/// characters as U+FFFD, for a message.
+fn shown(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out: String =
+        text.trim_start().chars().take(SHOWN_CHARS).map(|c| if c.is_control() { '\u{FFFD}' } else { c }).collect();
+    out.push('…');
+    out
+}
+
+/// The first bytes of a binary line, escaped (`\x00`).
+fn escaped(bytes: &[u8]) -> String {
+    let cut = bytes.len().min(SHOWN_CHARS / 4);
+    let mut out = bytes[..cut].escape_ascii().to_string();
+    if cut < bytes.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// "5.0 MiB", "8 KiB", "12 bytes".
+pub(crate) fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if bytes >= size {
+            return if bytes % size == 0 {
+                format!("{} {unit}", bytes / size)
+            } else {
+                // Precision is not the point: the message says how far over the cap a line is.
+                format!("{:.1} {unit}", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 #[cfg(test)]
@@ -210,6 +428,94 @@ mod tests {
         assert_eq!(bad, ["urls.txt:2", "urls.txt:3", "urls.txt:4", "urls.txt:6"]);
         assert_eq!(got.iter().filter(|l| l.url.is_ok()).count(), 2);
         assert!(got[2].url.as_ref().unwrap_err().contains("ftp"));
+    }
+
+    /// A reader of one endless line: `byte` forever, counting what was taken.
+    struct Endless {
+        byte: u8,
+        taken: u64,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            buf.fill(self.byte);
+            self.taken += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+
+    const SMALL: Limits = Limits { line: 64, endless: 1 << 20, binary_lines: 3, binary_bytes: 4096 };
+
+    #[test]
+    fn an_endless_line_is_never_held_and_its_reading_stops() {
+        // The real line cap; a shorter endless limit than the real 4 GiB keeps the test fast.
+        let limits = Limits { endless: 64 << 20, ..LIMITS };
+        let mut endless = Endless { byte: b'a', taken: 0 };
+        let mut lines = RawLines::new(BufReader::with_capacity(1024, &mut endless), limits);
+        let line = lines.next_line(0).unwrap().expect("a line");
+        assert_eq!(line.stop, Some(Stop::Endless));
+        assert!(line.len > limits.endless, "read to the limit: {}", line.len);
+        // 64 MiB went through, and the reader never held more than the cap (and its 4 bytes of slack).
+        assert_eq!(lines.kept().len(), MAX_URL_BYTES + 4);
+        assert_eq!(lines.kept.capacity(), MAX_URL_BYTES + 4, "the kept buffer never grew");
+        drop(lines);
+        assert!(endless.taken <= limits.endless + 2048, "stopped right after the limit: {}", endless.taken);
+
+        let mut got = Vec::new();
+        read_lines_with("inf", Endless { byte: b'a', taken: 0 }, SMALL, |l| got.push(l)).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].place, "inf:1");
+        assert!(got[0].url.as_ref().unwrap_err().contains("has no end within 1 MiB"), "{:?}", got[0].url);
+        // What is shown is what was kept (SMALL.line and its slack), never more than SHOWN_CHARS.
+        assert_eq!(got[0].text, format!("{}…", "a".repeat(SMALL.line + 4)));
+    }
+
+    #[test]
+    fn nul_bytes_are_binary_and_enough_of_them_stop_the_input() {
+        let mut got = Vec::new();
+        read_lines_with("zero", Endless { byte: 0, taken: 0 }, SMALL, |l| got.push(l)).unwrap();
+        assert_eq!(got.len(), 1, "one endless NUL line: one result");
+        assert!(got[0].url.as_ref().unwrap_err().contains("binary data"), "{:?}", got[0].url);
+        assert!(got[0].text.starts_with("\\x00\\x00"), "{}", got[0].text);
+
+        // Below the limits each NUL line is its own invalid line, and the good ones around it are kept.
+        let got = lines_with(b"https://a.example/1\n\0x\nhttps://a.example/2\n\0\0\nhttps://a.example/3\n", SMALL);
+        let good: Vec<_> = got.iter().filter(|l| l.url.is_ok()).map(|l| l.place.as_str()).collect();
+        assert_eq!(good, ["t:1", "t:3", "t:5"]);
+        assert!(got[1].url.as_ref().unwrap_err().contains("NUL bytes"));
+
+        // The third NUL line (SMALL.binary_lines) stops the input: line 7 is never read.
+        let got =
+            lines_with(b"\0\nhttps://a.example/1\n\0\n\0\0\nhttps://a.example/2\n\0\nhttps://a.example/3\n", SMALL);
+        let places: Vec<_> = got.iter().map(|l| l.place.as_str()).collect();
+        assert_eq!(places, ["t:1", "t:2", "t:3", "t:4"]);
+        assert!(got[3].url.as_ref().unwrap_err().contains("the rest of t is not read"), "{:?}", got[3].url);
+
+        // 4 KiB of NUL lines (SMALL.binary_bytes) stops it too, inside a line.
+        let mut input = b"https://a.example/1\n".to_vec();
+        input.extend(std::iter::repeat_n(0u8, 5000));
+        input.extend(b"\nhttps://a.example/2\n");
+        let got = lines_with(&input, SMALL);
+        assert_eq!(got.len(), 2);
+        assert!(got[1].url.as_ref().unwrap_err().contains("binary data"), "{:?}", got[1].url);
+    }
+
+    #[test]
+    fn the_cap_counts_the_url_not_its_line_ending_or_byte_order_mark() {
+        let url = |n: usize| format!("https://a.example/{}", "x".repeat(n - "https://a.example/".len()));
+        let input = format!("\u{FEFF}{}\r\n{}\n{}\r\n# {}\n", url(64), url(64), url(65), "c".repeat(500));
+        let got = lines_with(input.as_bytes(), SMALL);
+        let verdicts: Vec<_> = got.iter().map(|l| (l.place.as_str(), l.url.is_ok())).collect();
+        assert_eq!(verdicts, [("t:1", true), ("t:2", true), ("t:3", false)], "a long comment is still a comment");
+        let why = got[2].url.as_ref().unwrap_err();
+        assert!(why.contains("65 bytes long") && why.contains("64 bytes"), "{why}");
+        assert!(got[2].text.starts_with("https://a.example/xxx") && got[2].text.ends_with('…'), "{}", got[2].text);
+    }
+
+    fn lines_with(input: &[u8], limits: Limits) -> Vec<Line> {
+        let mut out = Vec::new();
+        read_lines_with("t", input, limits, |l| out.push(l)).unwrap();
+        out
     }
 
     proptest::proptest! {

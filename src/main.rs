@@ -41,7 +41,8 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
         },
     };
     match &cli.command {
-        // These three need no clock or ledger, and a configuration only if there is one.
+        // These need no clock or ledger, and a configuration only if there is one.
+        cli::Command::Init(args) => commands::init::run(cli.config.as_deref(), args, &printer),
         cli::Command::Completions(args) => commands::completions::completions(args.shell),
         cli::Command::Man => commands::completions::man(),
         cli::Command::Key(args) => commands::key::run(cli.config.as_deref(), args, &printer),
@@ -60,7 +61,7 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
                     runtime.block_on(commands::doctor::run(&settings, &printer, &clock))
                 }
-                cli::Command::Completions(_) | cli::Command::Man | cli::Command::Key(_) => {
+                cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man | cli::Command::Key(_) => {
                     unreachable!("handled above, before the configuration is loaded")
                 }
             };

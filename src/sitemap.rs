@@ -14,7 +14,9 @@
 //! segment is there, and fetched otherwise: so in CI `public/sitemap.xml`
 //! listing `https://example.com/sitemap-1.xml` reads `public/sitemap-1.xml`,
 //! the copy about to be deployed. A relative child `<loc>` is resolved against
-//! its index (URL or directory). This module must not know the ledger, the
+//! its index (URL or directory). A `<loc>` longer than
+//! [`MAX_URL_BYTES`](crate::input::MAX_URL_BYTES) is a problem at its place
+//! (only its first bytes are kept). This module must not know the ledger, the
 //! configuration (the cap is passed in; only the problem text names the key
 //! that sets it) or how responses are classified, and it does not judge URLs
 //! beyond an empty `<loc>`: the caller checks them.
@@ -30,6 +32,8 @@ use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
+
+use crate::input::MAX_URL_BYTES;
 
 /// How deep `<sitemapindex>` children are followed (the source is depth 0).
 const MAX_DEPTH: usize = 3;
@@ -73,7 +77,9 @@ impl Reader {
         Reader { client, cap, seen: HashSet::new() }
     }
 
-    /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed), or a
+    /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed, but the
+    /// client given should refuse a redirect from https to http, as `engines::fetch_client` does: the refusal is a
+    /// Problem naming the redirect), or a
     /// robots.txt (file or URL, recognised by its file name `robots.txt`) whose `Sitemap:` lines (case-insensitive)
     /// are followed — calling `each` for every <url><loc> found, following <sitemapindex> children recursively
     /// (depth ≤ 3: the source is depth 0), each sitemap read at most once per Reader (a second reference is skipped
@@ -213,13 +219,14 @@ impl Reader {
 
     /// Downloads a body into an anonymous temporary file, stopping at the cap.
     async fn download(&self, url: &Url) -> Result<Body, String> {
-        let mut response = self
-            .client
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT_ENCODING, "gzip")
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch: {}", error_chain(&e)))?;
+        let mut response =
+            self.client.get(url.clone()).header(reqwest::header::ACCEPT_ENCODING, "gzip").send().await.map_err(
+                |e| match e.is_redirect().then(|| innermost(&e)).flatten() {
+                    // A redirect the client's policy refused (a downgrade to http, too many): its own words.
+                    Some(why) => format!("cannot fetch: {why}"),
+                    None => format!("cannot fetch: {}", error_chain(&e)),
+                },
+            )?;
         let status = response.status();
         if !status.is_success() {
             let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
@@ -417,6 +424,15 @@ fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// The last error of a chain, if there is more than one.
+fn innermost(error: &dyn std::error::Error) -> Option<String> {
+    let mut last = error.source()?;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    Some(last.to_string())
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -721,12 +737,45 @@ enum Field {
     Lastmod,
 }
 
-/// The text of a `<loc>` or `<lastmod>` being read.
+/// The text of a `<loc>` or `<lastmod>` being read: at most one byte more
+/// than [`MAX_URL_BYTES`] of it is kept (leading whitespace dropped), the rest
+/// only counted.
 struct Text {
     field: Field,
     value: String,
+    /// Bytes of the text after its leading whitespace, kept or not.
+    len: usize,
+    /// How many of those end the text as whitespace.
+    trailing_space: usize,
     place: String,
     unknown_entity: Option<String>,
+}
+
+impl Text {
+    fn new(field: Field, place: String) -> Text {
+        Text { field, value: String::new(), len: 0, trailing_space: 0, place, unknown_entity: None }
+    }
+
+    fn push(&mut self, text: &str) {
+        let text = if self.len == 0 { text.trim_start() } else { text };
+        if text.is_empty() {
+            return;
+        }
+        self.len += text.len();
+        let body = text.trim_end().len();
+        self.trailing_space = if body == 0 { self.trailing_space + text.len() } else { text.len() - body };
+        let room = (MAX_URL_BYTES + 1).saturating_sub(self.value.len());
+        let mut cut = text.len().min(room);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.value.push_str(&text[..cut]);
+    }
+
+    /// The length of the text without surrounding whitespace.
+    fn trimmed_len(&self) -> usize {
+        self.len - self.trailing_space
+    }
 }
 
 /// A `<url>` or `<sitemap>` being read.
@@ -791,7 +840,7 @@ impl Parse<'_> {
                     _ => None,
                 };
                 if let Some(field) = field {
-                    self.text = Some(Text { field, value: String::new(), place, unknown_entity: None });
+                    self.text = Some(Text::new(field, place));
                 }
             }
             _ => {}
@@ -842,6 +891,17 @@ impl Parse<'_> {
             self.problem(loc.place, message);
             return;
         }
+        if loc.trimmed_len() > MAX_URL_BYTES {
+            let message = format!(
+                "<loc> is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse longer ones): \
+                 `{}…` is skipped",
+                crate::input::human_size(loc.trimmed_len() as u64),
+                crate::input::human_size(MAX_URL_BYTES as u64),
+                loc.value.chars().take(80).collect::<String>()
+            );
+            self.problem(loc.place, message);
+            return;
+        }
         let value = loc.value.trim();
         if value.is_empty() {
             self.problem(loc.place, "empty <loc>".to_string());
@@ -857,7 +917,8 @@ impl Parse<'_> {
                     let parsed = parse_lastmod(raw);
                     if parsed.is_none() {
                         self.bad_lastmods += 1;
-                        self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), raw.to_string()));
+                        let shown: String = raw.chars().take(80).collect();
+                        self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), shown));
                     }
                     parsed
                 });
@@ -869,7 +930,7 @@ impl Parse<'_> {
 
     fn push_text(&mut self, text: &str) {
         if let Some(t) = self.text.as_mut() {
-            t.value.push_str(text);
+            t.push(text);
         }
     }
 
@@ -1222,48 +1283,101 @@ mod tests {
         status: u16,
         content_type: &'static str,
         body: Vec<u8>,
+        location: Option<String>,
     }
 
     fn ok(content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
-        Response { status: 200, content_type, body: body.into() }
+        Response { status: 200, content_type, body: body.into(), location: None }
+    }
+
+    fn redirect(to: &str) -> Response {
+        Response { status: 301, content_type: "text/plain", body: Vec::new(), location: Some(to.to_string()) }
+    }
+
+    /// The test certificate (tests/fixtures/tls: self-signed for 127.0.0.1 and localhost, valid until 2126).
+    fn test_certificate() -> (Vec<u8>, Vec<u8>) {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+        (fs::read(format!("{dir}/cert.der")).unwrap(), fs::read(format!("{dir}/key.der")).unwrap())
+    }
+
+    /// Answers one request on `stream` from `routes`.
+    fn answer(mut stream: impl Read + Write, routes: &HashMap<String, Response>, requests: &Mutex<Vec<String>>) {
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65536 {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let head = String::from_utf8_lossy(&head);
+        let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        requests.lock().unwrap().push(path.clone());
+        let (status, reason, content_type, body, location) = match routes.get(&path) {
+            Some(r) => (
+                r.status,
+                if r.status == 200 { "OK" } else { "Nope" },
+                r.content_type,
+                &r.body[..],
+                r.location.as_deref().map(|to| format!("Location: {to}\r\n")).unwrap_or_default(),
+            ),
+            None => (404, "Not Found", "text/plain", &b"not found"[..], String::new()),
+        };
+        let header = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{location}Connection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(header.as_bytes());
+        let _ = stream.write_all(body);
+        let _ = stream.flush();
     }
 
     impl Server {
         fn start(routes: impl FnOnce(&str) -> HashMap<String, Response>) -> Server {
+            Server::serve(false, routes)
+        }
+
+        /// The same over TLS with [`test_certificate`]: `https://127.0.0.1:PORT`.
+        fn start_tls(routes: impl FnOnce(&str) -> HashMap<String, Response>) -> Server {
+            Server::serve(true, routes)
+        }
+
+        fn serve(tls: bool, routes: impl FnOnce(&str) -> HashMap<String, Response>) -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();
-            let base = format!("http://{addr}");
+            let base = format!("{}://{addr}", if tls { "https" } else { "http" });
             let routes = routes(&base);
             let stop = Arc::new(AtomicBool::new(false));
             let requests = Arc::new(Mutex::new(Vec::new()));
             let (stop2, requests2) = (stop.clone(), requests.clone());
+            let config = tls.then(|| {
+                use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+                let (cert, key) = test_certificate();
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let config = rustls::ServerConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .unwrap()
+                    .with_no_client_auth()
+                    .with_single_cert(
+                        vec![CertificateDer::from(cert)],
+                        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
+                    )
+                    .unwrap();
+                Arc::new(config)
+            });
             let thread = std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     if stop2.load(Ordering::SeqCst) {
                         break;
                     }
-                    let Ok(mut stream) = stream else { continue };
-                    let mut head = Vec::new();
-                    let mut chunk = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65536 {
-                        match stream.read(&mut chunk) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    let Ok(stream) = stream else { continue };
+                    match &config {
+                        Some(config) => {
+                            let Ok(conn) = rustls::ServerConnection::new(config.clone()) else { continue };
+                            answer(rustls::StreamOwned::new(conn, stream), &routes, &requests2);
                         }
+                        None => answer(stream, &routes, &requests2),
                     }
-                    let head = String::from_utf8_lossy(&head);
-                    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-                    requests2.lock().unwrap().push(path.clone());
-                    let (status, reason, content_type, body) = match routes.get(&path) {
-                        Some(r) => (r.status, if r.status == 200 { "OK" } else { "Nope" }, r.content_type, &r.body[..]),
-                        None => (404, "Not Found", "text/plain", &b"not found"[..]),
-                    };
-                    let header = format!(
-                        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = stream.write_all(header.as_bytes());
-                    let _ = stream.write_all(body);
                 }
             });
             Server { base, addr, stop, requests, thread: Some(thread) }
@@ -1618,6 +1732,105 @@ mod tests {
         // The unclosed `</loc` starts at line 3, column 26.
         assert_eq!(problems[2].place, format!("{base}/unclosed.xml.gz:3:26"));
         assert!(problems[2].message.starts_with("malformed XML: "), "{}", problems[2].message);
+    }
+
+    #[tokio::test]
+    async fn a_loc_over_the_url_cap_is_a_problem_at_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reader = Reader::new(client(), 50 * MIB);
+        let base = "https://e.com/";
+        let at_cap = format!("{base}{}", "b".repeat(MAX_URL_BYTES - base.len()));
+        // Entities split the text into several pieces; the count goes on across them (one byte over).
+        let over = format!("{base}{}&amp;c", "c".repeat(MAX_URL_BYTES - base.len() - 1));
+        let xml = format!(
+            "<urlset>\n<url><loc>\n  {at_cap}\n</loc></url>\n<url><loc>{over}</loc></url>\n<url><loc>{base}ok</loc></url>\n</urlset>"
+        );
+        let path = write(dir.path(), "s.xml", xml);
+        let (entries, problems) = read_all(&mut reader, &path).await;
+        let lens: Vec<usize> = entries.iter().map(|e| e.loc.len()).collect();
+        assert_eq!(lens, [MAX_URL_BYTES, "https://e.com/ok".len()], "the one at the cap is read, whitespace aside");
+        assert!(entries[0].loc == at_cap);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert_eq!(problems[0].place, format!("{path}:5:6"), "the place of its <loc>");
+        assert!(
+            problems[0].message.starts_with("<loc> is 8.0 KiB long; a URL is at most 8 KiB"),
+            "{}",
+            problems[0].message
+        );
+
+        // An index child too.
+        let long_child = format!("{base}{}", "d".repeat(100_000));
+        let path = write(dir.path(), "i.xml", index(&[&long_child]));
+        let (entries, problems) = read_all(&mut reader, &path).await;
+        assert!(entries.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].message.contains("97.7 KiB"), "{}", problems[0].message);
+        assert!(problems[0].message.len() < 400, "{}", problems[0].message);
+    }
+
+    /// The real fetch client, trusting the test certificate.
+    fn fetch_client_trusting_the_test_certificate() -> reqwest::Client {
+        let http = crate::config::HttpSettings {
+            connect_timeout: std::time::Duration::from_secs(5),
+            timeout: std::time::Duration::from_secs(10),
+        };
+        let root = reqwest::Certificate::from_der(&test_certificate().0).unwrap();
+        crate::engines::fetch_client_builder(&http).no_proxy().add_root_certificate(root).build().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_redirect_from_https_to_http_is_refused_and_named() {
+        let plain = Server::start(|_| {
+            HashMap::from([("/ok.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/local", None)])))])
+        });
+        let plain_base = plain.base.clone();
+        let tls = Server::start_tls(|base| {
+            HashMap::from([
+                ("/down.xml".to_string(), redirect("http://sitemaps.example/sitemap.xml")),
+                ("/to-loopback.xml".to_string(), redirect(&format!("{plain_base}/ok.xml"))),
+                ("/moved.xml".to_string(), redirect(&format!("{base}/secure.xml"))),
+                ("/secure.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/secure", None)]))),
+                (
+                    "/index.xml".to_string(),
+                    ok("text/xml", index(&[&format!("{base}/down.xml"), &format!("{base}/moved.xml")])),
+                ),
+            ])
+        });
+        let base = &tls.base;
+        let mut reader = Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB);
+
+        // https → http on another host: refused, nothing fetched there, and said so.
+        let (entries, problems) = read_all(&mut reader, &format!("{base}/down.xml")).await;
+        assert!(entries.is_empty());
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert_eq!(problems[0].place, format!("{base}/down.xml"));
+        assert_eq!(
+            problems[0].message,
+            format!(
+                "cannot fetch: the redirect from {base}/down.xml to http://sitemaps.example/sitemap.xml was refused: it \
+                 leaves https for plain http, where anyone on the way can change what is read"
+            )
+        );
+
+        // In an index: that child is the problem (with where it was listed), its sibling is read.
+        let (entries, problems) = read_all(
+            &mut Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB),
+            &format!("{base}/index.xml"),
+        )
+        .await;
+        assert_eq!(locs(&entries), vec!["https://e.com/secure"]);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].message.contains("was refused") && problems[0].message.contains("(listed at "),
+            "{}",
+            problems[0].message
+        );
+
+        // https → https is followed, and https → http on this machine (loopback) too.
+        let (entries, problems) = read_all(&mut reader, &format!("{base}/to-loopback.xml")).await;
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert_eq!(locs(&entries), vec!["https://e.com/local"]);
+        assert_eq!(plain.hits("/ok.xml"), 1);
     }
 
     #[tokio::test]

@@ -1,7 +1,9 @@
 //! Property tests against the library: the configuration parser, the sitemap
 //! reader and the response classifiers never panic on arbitrary input, and keep
-//! what is valid around what is not. (`input::read_lines` has its own property
-//! test in src/input.rs.) Case counts are modest so the file runs in seconds.
+//! what is valid around what is not; the URL-list reader keeps every URL line
+//! around lines of any length and shows a bad one by a short prefix.
+//! (`input::read_lines` has more property tests in src/input.rs.) Case counts
+//! are modest so the file runs in seconds.
 
 use indexq::classify::{
     self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response, Verdict,
@@ -118,6 +120,76 @@ proptest! {
     #[test]
     fn config_parse_never_panics_on_config_like_text(lines in prop::collection::vec(config_line(), 0..30)) {
         check_config(&lines.join("\n"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// URL lists.
+
+/// One line of a URL list: a good URL, or text of any length without a line end.
+#[derive(Debug, Clone)]
+enum ListLine {
+    Good(String),
+    Other(Vec<u8>),
+}
+
+fn list_line() -> impl Strategy<Value = ListLine> {
+    let no_newline = |bytes: Vec<u8>| bytes.into_iter().map(|b| if b == b'\n' { b' ' } else { b }).collect();
+    prop_oneof![
+        "[a-z0-9/_-]{0,40}".prop_map(|path| ListLine::Good(format!("https://good.example/{path}"))),
+        // Around the cap (8 KiB), and far over it, some without NUL bytes and some with.
+        (8180usize..8200, any::<u8>()).prop_map(move |(n, b)| ListLine::Other(no_newline(vec![b; n]))),
+        (8192usize..100_000, prop::sample::select(vec![b'a', b'/', 0xE9])).prop_map(|(n, b)| {
+            let mut v = b"https://good.example/".to_vec();
+            v.resize(n, b);
+            ListLine::Other(v)
+        }),
+        prop::collection::vec(any::<u8>(), 0..300).prop_map(move |v| ListLine::Other(no_newline(v))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Lines of any length: every good URL line is kept at its place, every
+    /// over-long line is reported at its own place by a short prefix, and no
+    /// result carries more than a URL's worth of text. (A few NUL lines at
+    /// most: 8 of them would make the list binary, which src/input.rs tests.)
+    #[test]
+    fn url_lines_survive_lines_of_any_length(lines in prop::collection::vec(list_line(), 1..12)) {
+        let mut input = Vec::new();
+        let mut good = Vec::new();
+        let mut long = Vec::new();
+        let mut nul_lines = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let place = format!("l.txt:{}", i + 1);
+            match line {
+                ListLine::Good(url) => {
+                    input.extend_from_slice(url.as_bytes());
+                    good.push(place);
+                }
+                ListLine::Other(bytes) => {
+                    input.extend_from_slice(bytes);
+                    nul_lines += usize::from(bytes.contains(&0));
+                    if bytes.len() > indexq::input::MAX_URL_BYTES && !bytes.contains(&0) && bytes.trim_ascii().len() > indexq::input::MAX_URL_BYTES {
+                        long.push(place);
+                    }
+                }
+            }
+            input.push(b'\n');
+        }
+        prop_assume!(nul_lines < 8);
+        let mut got = Vec::new();
+        indexq::input::read_lines("l.txt", input.as_slice(), |line| got.push(line)).unwrap();
+        for line in &got {
+            prop_assert!(line.text.len() <= 3 * (indexq::input::MAX_URL_BYTES + 4), "{}: {} bytes", line.place, line.text.len());
+        }
+        let kept: Vec<&str> = got.iter().filter(|l| l.url.as_ref().is_ok_and(|u| u.as_str().len() < 100)).map(|l| l.place.as_str()).collect();
+        prop_assert_eq!(kept, good.iter().map(String::as_str).collect::<Vec<_>>());
+        for place in &long {
+            let line = got.iter().find(|l| &l.place == place);
+            prop_assert!(line.is_some_and(|l| l.url.as_ref().is_err_and(|e| e.contains("a URL is at most 8 KiB")) && l.text.chars().count() <= 81), "{place}: {line:?}");
+        }
     }
 }
 

@@ -183,7 +183,8 @@ fn config_check(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Chec
         return Check::problem(
             "config",
             format!("{}: no [[property]] is configured", settings.file.display()),
-            "add a [[property]] with a name, a site and an engine table (see config.example.toml)",
+            "add a [[property]] with a name, a site and an engine table (`indexq init --site URL --config NEW.toml` writes a \
+             commented example)",
         );
     }
     Check::ok(

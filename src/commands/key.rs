@@ -10,7 +10,7 @@
 //! A configuration is optional: without one there are no property URLs, and
 //! the output says how to add a property. A configuration that exists but
 //! does not load is an error, as for every command. An existing key file is
-//! never overwritten (exit 2).
+//! never overwritten (exit 2). A missing `--out` directory is created.
 
 use super::submit::UsageError;
 use super::ExitStatus;
@@ -68,13 +68,18 @@ fn optional_settings(explicit: Option<&Path>) -> anyhow::Result<Option<Settings>
     Ok(Some(config::load(&path)?))
 }
 
-/// `--out`, made absolute (a `key_file` line must not depend on the
-/// directory indexq later runs in). It must be an existing directory.
+/// `--out`, created if missing (with its parents, like `mkdir -p`) and made
+/// absolute (a `key_file` line must not depend on the directory indexq later
+/// runs in).
 fn output_dir(out: &Path) -> anyhow::Result<PathBuf> {
+    if !out.exists() {
+        std::fs::create_dir_all(out)
+            .map_err(|err| UsageError(format!("--out {}: cannot create the directory: {err}", out.display())))?;
+    }
     match std::fs::canonicalize(out) {
         Ok(dir) if dir.is_dir() => Ok(dir),
         Ok(_) => Err(UsageError(format!("--out {}: not a directory", out.display())).into()),
-        Err(err) => Err(UsageError(format!("--out {}: {err} (create the directory first)", out.display())).into()),
+        Err(err) => Err(UsageError(format!("--out {}: {err}", out.display())).into()),
     }
 }
 
@@ -122,7 +127,7 @@ fn served_at(settings: &Settings, key: &str) -> Vec<Served> {
             // The old key location usually holds the old key: never shown.
             configured: p.indexnow.as_ref().and_then(|t| {
                 let location = t.key_location.as_ref()?.to_string();
-                let mut redactor = crate::redact::Redactor::new();
+                let redactor = crate::redact::Redactor::new();
                 if let Ok(old) = config::read_indexnow_key(t) {
                     redactor.add(old.expose());
                 }
@@ -176,7 +181,7 @@ fn write_human(
         None => {
             writeln!(out, "1. Publish it as plain text at https://YOUR.SITE/{file_name}")?;
             writeln!(out, "   (no configuration was found, so no property URLs are known).")?;
-            writeln!(out, "2. Add a property to indexq.toml (see config.example.toml):")?;
+            writeln!(out, "2. Add a property to indexq.toml (`indexq init --site URL` writes a commented starter):")?;
             writeln!(out, "     [[property]]")?;
             writeln!(out, "     name = \"example.com\"")?;
             writeln!(out, "     site = \"https://example.com/\"")?;

@@ -21,7 +21,8 @@ pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow:
             }
         }
         LedgerAction::Copy(copy) => {
-            let target = LedgerLocation::parse(&copy.to);
+            let target =
+                LedgerLocation::parse(&copy.to).map_err(|why| super::submit::UsageError(format!("--to {why}")))?;
             if target == settings.ledger && copy.schema.is_none() {
                 return Err(super::submit::UsageError("--to names the configured ledger itself".into()).into());
             }

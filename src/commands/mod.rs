@@ -3,6 +3,7 @@
 
 pub mod completions;
 pub mod doctor;
+pub mod init;
 pub mod key;
 pub mod ledger;
 pub mod log;

@@ -36,7 +36,7 @@ impl Bing {
             message: "a property uses Bing but [bing] has no api_key_env or api_key_file".into(),
             hint: Some("add api_key_env = \"BING_WEBMASTER_API_KEY\" to [bing] and export the key".into()),
         })?;
-        let key = source.read()?;
+        let key = crate::config::read_bing_key(source)?;
         redactor.add(key.expose());
         let sites = settings
             .properties
@@ -76,6 +76,7 @@ impl Bing {
         match received {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
+                let r = r.redacted(&self.redactor);
                 let verdict = classify::bing(
                     &Response { status: r.status, headers: &r.headers, body: &r.body },
                     &BingContext { site_url },
@@ -132,7 +133,7 @@ impl Engine for Bing {
             Err(e) => Err(e),
         };
         let r = match received {
-            Ok(r) => r,
+            Ok(r) => r.redacted(&self.redactor),
             Err(e) => return Some(Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message))),
         };
         let parsed: Option<(u64, u64)> = serde_json::from_str::<serde_json::Value>(&r.body).ok().and_then(|v| {

@@ -1,10 +1,11 @@
 //! Google Indexing API: an OAuth2 service account (RS256 JWT exchanged at
 //! the key file's `token_uri`; one token per run, refreshed before expiry,
-//! held in memory only), `urlNotifications:publish` one URL a request with
-//! at most 4 in flight at the paced slots the ledger handed out, a 401
-//! answered by one token refresh, and — for properties with `skip_indexed`
-//! — the URL Inspection API first, so an indexed URL spends no publish
-//! quota. A token endpoint that refuses the key makes every Google item of
+//! held in memory only; the assertion and every token are given to the
+//! shared `Redactor` before they are sent or used),
+//! `urlNotifications:publish` one URL a request with at most 4 in flight at
+//! the paced slots the ledger handed out, a 401 answered by one token
+//! refresh, and — for properties with `skip_indexed` — the URL Inspection
+//! API first, so an indexed URL spends no publish quota. A token endpoint that refuses the key makes every Google item of
 //! the run `misconfigured`, and nothing is sent.
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
@@ -244,6 +245,9 @@ impl Google {
                 return Err(unsent(verdict, StoredResponse::default()));
             }
         };
+        // A signed assertion is a credential for about an hour: whatever
+        // echoes it (a token endpoint's error) is masked from now on.
+        self.redactor.add(&assertion);
         let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())];
         tracing::debug!(token_uri = %self.account.token_uri, "requesting a Google access token");
         let received = match self.client.post(self.account.token_uri.clone()).form(&form).send().await {
@@ -259,16 +263,23 @@ impl Google {
                 return Err(answer);
             }
         };
-        let ctx = GoogleTokenContext { client_email: &self.account.client_email, key_id: &self.account.key_id };
-        let verdict = classify::google_token(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
-            .redacted_with(&self.redactor);
-        let response = StoredResponse { http_status: Some(r.status), body: Some(self.redactor.redact(&r.body)) };
         #[derive(Deserialize)]
         struct TokenBody {
             access_token: String,
             expires_in: Option<u64>,
         }
-        match (verdict.class, serde_json::from_str::<TokenBody>(&r.body)) {
+        let token = serde_json::from_str::<TokenBody>(&r.body);
+        // Every token obtained is masked — in this engine's redactor and in
+        // every clone of it — before it is used, or anything is quoted.
+        if let Ok(body) = &token {
+            self.redactor.add(&body.access_token);
+        }
+        let r = r.redacted(&self.redactor);
+        let ctx = GoogleTokenContext { client_email: &self.account.client_email, key_id: &self.account.key_id };
+        let verdict = classify::google_token(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
+            .redacted_with(&self.redactor);
+        let response = StoredResponse { http_status: Some(r.status), body: Some(r.body.clone()) };
+        match (verdict.class, token) {
             (Class::Accepted, Ok(body)) => {
                 let lifetime = Duration::from_secs(body.expires_in.unwrap_or(3600));
                 let value = body.access_token;
@@ -301,7 +312,8 @@ impl Google {
         &self.account
     }
 
-    /// POSTs JSON with the bearer token; a 401 refreshes the token once and retries.
+    /// POSTs JSON with the bearer token; a 401 refreshes the token once and
+    /// retries. The response comes back redacted.
     async fn call(&self, url: &Url, body: &serde_json::Value) -> Result<super::Received, Answer> {
         let mut refreshed = false;
         loop {
@@ -320,7 +332,7 @@ impl Google {
             };
             match received {
                 Ok(r) if r.status == 401 && !refreshed => refreshed = true,
-                Ok(r) => return Ok(r),
+                Ok(r) => return Ok(r.redacted(&self.redactor)),
                 Err(e) => return Err(network_answer(&e, &self.redactor)),
             }
         }

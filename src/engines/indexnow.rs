@@ -124,6 +124,7 @@ impl Engine for IndexNow {
         let answer = match received {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
+                let r = r.redacted(&self.redactor);
                 let key_file = if r.status == 403 { Some(self.check_key_file(site).await) } else { None };
                 let ctx = IndexNowContext {
                     key: site.key.expose(),

@@ -287,11 +287,7 @@ fn one_property_with_all_three_engines_goes_to_each_with_its_own_budget() {
     sb.google = Some("daily_quota = 1".into());
     sb.google_extra = "requests_per_minute = 6000".into();
     sb.write_google_key();
-    sb.engine.on(
-        "POST",
-        GOOGLE_TOKEN,
-        vec![MockResponse::status(200).json(r#"{"access_token":"ya29.t","expires_in":3599,"token_type":"Bearer"}"#)],
-    );
+    sb.engine.on("POST", GOOGLE_TOKEN, vec![google_token_response(GOOGLE_ACCESS_TOKEN)]);
     sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);
     sb.write_config();
     let urls = list(&sb, "p", 4);

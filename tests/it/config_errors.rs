@@ -346,3 +346,133 @@ fn urls_from_stdin_are_read_with_their_line_numbers() {
     assert!(received.contains(&sb.url("/f1")) && received.contains(&sb.url("/s3")), "{received:?}");
     assert_eq!(received.len(), 4);
 }
+
+/// Writes the sandbox's config with `lines` at the top (top-level keys come
+/// before the first table).
+fn config_with_top(sb: &Sandbox, lines: &str) {
+    let text = std::fs::read_to_string(sb.write_config()).unwrap();
+    std::fs::write(sb.config_path(), format!("{lines}\n{text}")).unwrap();
+}
+
+#[test]
+fn a_lease_shorter_than_the_http_timeout_names_both_keys() {
+    // A request may take `[http] timeout`; a lease that ends sooner would let
+    // another host resend a URL still on the wire.
+    let mut sb = Sandbox::new();
+    sb.extra = "[http]\ntimeout = \"30s\"\n".into();
+    config_with_top(&sb, "ledger_lease = \"20s\"");
+    let list = sb.urls("urls.txt", &["/a"]);
+    for args in [&["submit", list.to_str().unwrap()][..], &["status"], &["doctor"]] {
+        let done = sb.indexq(args).now(NOW).output().code(2);
+        assert_config_error(&sb, &done, &place_of(&sb, "\"20s\""), "ledger_lease");
+        assert!(done.stderr.contains("`http.timeout`"), "names the other key:\n{}", done.stderr);
+        assert!(done.stderr.contains(&place_of(&sb, "\"30s\"")), "and its place:\n{}", done.stderr);
+        assert!(done.stderr.contains("\n  hint: "), "{}", done.stderr);
+    }
+    assert!(!sb.ledger().exists(), "nothing was written");
+
+    // Equal is not enough either; and with the default lease (10m), a longer
+    // timeout is refused at the timeout's place.
+    let mut sb = Sandbox::new();
+    sb.extra = "[http]\ntimeout = \"30s\"\n".into();
+    config_with_top(&sb, "ledger_lease = \"30s\"");
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(2);
+    assert_config_error(&sb, &done, &place_of(&sb, "\"30s\""), "ledger_lease");
+    let mut sb = Sandbox::new();
+    sb.extra = "[http]\ntimeout = \"11m\"\n".into();
+    sb.write_config();
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(2);
+    assert_config_error(&sb, &done, &place_of(&sb, "\"11m\""), "http.timeout");
+    assert!(done.stderr.contains("`ledger_lease`") && done.stderr.contains("10m"), "{}", done.stderr);
+
+    // A lease longer than the timeout is fine.
+    let mut sb = Sandbox::new();
+    sb.extra = "[http]\ntimeout = \"30s\"\n".into();
+    config_with_top(&sb, "ledger_lease = \"31s\"");
+    let list = sb.urls("urls.txt", &["/a"]);
+    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 1, "{doc:#}");
+}
+
+/// Every file and directory name under `dir`, recursively.
+fn names_under(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        names.push(entry.file_name().to_string_lossy().into_owned());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            names.extend(names_under(&entry.path()));
+        }
+    }
+    names
+}
+
+#[test]
+fn a_postgres_url_without_its_slashes_is_an_error_that_keeps_the_password() {
+    const PASSWORD: &str = "Mistyped-Pw-7Kq2";
+    let list_of = |sb: &Sandbox| sb.urls("urls.txt", &["/a"]);
+    let check = |sb: &Sandbox, done: &Done, key: &str| {
+        assert!(done.stderr.contains(&format!("`{key}`")), "names {key}:\n{}", done.stderr);
+        assert!(done.stderr.contains("\n  hint: "), "{}", done.stderr);
+        for channel in [&done.stdout, &done.stderr] {
+            assert!(!channel.contains(PASSWORD), "the password is never printed:\n{channel}");
+        }
+        let names = names_under(sb.dir.path());
+        assert!(!names.iter().any(|n| n.contains(PASSWORD) || n.contains("postgres")), "no ledger file: {names:?}");
+        assert_nothing_sent(sb);
+    };
+
+    // In the config: for every command that opens the ledger.
+    for value in [
+        format!("postgres:indexq:{PASSWORD}@db.example/indexq"),
+        format!("PostgreSQL:indexq:{PASSWORD}@db.example:5432/indexq"),
+        format!("postgres:/indexq:{PASSWORD}@db.example/indexq"),
+    ] {
+        let sb = Sandbox::new();
+        config_with_top(&sb, &format!("ledger = \"{value}\""));
+        let list = list_of(&sb);
+        for args in [&["doctor"][..], &["--json", "doctor"], &["status"], &["submit", list.to_str().unwrap()]] {
+            let done = sb.indexq(args).env_remove("INDEXQ_LEDGER").now(NOW).output().code(2);
+            let place = format!("{}:1:10", sb.config_path().display());
+            assert!(done.stderr.contains(&place), "names {place}:\n{}", done.stderr);
+            check(&sb, &done, "ledger");
+        }
+    }
+
+    // In $INDEXQ_LEDGER.
+    let sb = Sandbox::new();
+    let list = list_of(&sb);
+    for value in [format!("postgres:indexq:{PASSWORD}@db.example/indexq"), format!("POSTGRES:{PASSWORD}@db.example")] {
+        for args in [&["doctor"][..], &["status"], &["submit", list.to_str().unwrap()]] {
+            let done = sb.indexq(args).env("INDEXQ_LEDGER", &value).now(NOW).output().code(2);
+            check(&sb, &done, "$INDEXQ_LEDGER");
+        }
+    }
+}
+
+#[test]
+fn a_bing_key_a_url_must_encode_is_refused_without_the_value() {
+    for bad in ["Bing+Key/With=Symbols&More", "bing key with spaces 12345", "Bing%4Bey-Percent-Encoded"] {
+        let sb = Sandbox::bing("");
+        let list = sb.urls("urls.txt", &["/a"]);
+        let done = sb.indexq(&["submit", list.to_str().unwrap()]).env("BING_KEY", bad).now(NOW).output().code(2);
+        assert_config_error(&sb, &done, &place_of(&sb, "\"BING_KEY\""), "bing.api_key_env");
+        assert!(done.stderr.contains("A-Z, a-z, 0-9"), "says what is allowed:\n{}", done.stderr);
+        assert!(done.stderr.contains("\n  hint: "), "{}", done.stderr);
+        let doctor = sb.indexq(&["--json", "doctor"]).env("BING_KEY", bad).now(NOW).output().code(3);
+        assert!(doctor.stdout.contains("bing.api_key_env"), "doctor says it too:\n{}", doctor.stdout);
+        let encoded: String = url::form_urlencoded::byte_serialize(bad.as_bytes()).collect();
+        for channel in [&done.stdout, &done.stderr, &doctor.stdout, &doctor.stderr] {
+            assert!(!channel.contains(bad) && !channel.contains(&encoded), "the key is never printed:\n{channel}");
+        }
+        assert!(sb.engine.requests().is_empty(), "nothing sent, not even a quota read");
+    }
+
+    // From a file, the place is `bing.api_key_file`.
+    let sb = Sandbox::bing("");
+    sb.file("bing.key", "Bing+Key/With=Symbols\n");
+    edit_config(&sb, "api_key_env = \"BING_KEY\"", "api_key_file = \"bing.key\"");
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).output().code(2);
+    assert_config_error(&sb, &done, &place_of(&sb, "\"bing.key\""), "bing.api_key_file");
+    assert!(!done.stderr.contains("Bing+Key"), "{}", done.stderr);
+}

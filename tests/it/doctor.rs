@@ -27,11 +27,7 @@ fn all_good_spends_nothing() {
     sb.indexnow = true;
     sb.google = Some(String::new());
     sb.write_google_key();
-    sb.engine.on(
-        "POST",
-        GOOGLE_TOKEN,
-        vec![MockResponse::status(200).json(r#"{"access_token":"ya29.t","expires_in":3599,"token_type":"Bearer"}"#)],
-    );
+    sb.engine.on("POST", GOOGLE_TOKEN, vec![google_token_response(GOOGLE_ACCESS_TOKEN)]);
     sb.bing_quota(42, 900);
     sb.write_config();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
@@ -136,7 +132,8 @@ fn no_config_found_says_how_to_make_one() {
     run.cmd.current_dir(&empty);
     let done = run.output().code(2);
     assert!(done.stderr.contains("no configuration found"), "{}", done.stderr);
-    assert!(done.stderr.contains("hint: copy config.example.toml to indexq.toml"), "{}", done.stderr);
+    assert!(done.stderr.contains("hint: run `indexq init --site https://YOUR.SITE/`"), "{}", done.stderr);
+    assert!(!done.stderr.contains("config.example.toml"), "a packaged install has no example file: {}", done.stderr);
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn the_jwt_is_signed_by_the_service_account_and_one_token_serves_many_publishes(
     let (iat, exp) = (claims["iat"].as_i64().unwrap(), claims["exp"].as_i64().unwrap());
     assert!(exp > iat && exp - iat <= 3600);
     for publish in sb.engine.requests_to("POST", GOOGLE_PUBLISH) {
-        assert_eq!(publish.header("authorization"), Some("Bearer ya29.test-token"));
+        assert_eq!(publish.header("authorization"), Some(format!("Bearer {GOOGLE_ACCESS_TOKEN}").as_str()));
     }
     let published = sb.google_published();
     assert_eq!(published.len(), 3);
@@ -126,7 +126,7 @@ fn publish_bodies_say_updated_or_deleted_for_the_url_with_the_bearer_token() {
         ]
     );
     for req in sb.engine.requests_to("POST", GOOGLE_PUBLISH) {
-        assert_eq!(req.header("authorization"), Some("Bearer ya29.test-token"), "{req:?}");
+        assert_eq!(req.header("authorization"), Some(format!("Bearer {GOOGLE_ACCESS_TOKEN}").as_str()), "{req:?}");
         assert!(req.header("content-type").is_some_and(|c| c.starts_with("application/json")), "{req:?}");
         let body = req.json();
         let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
@@ -531,7 +531,7 @@ fn an_indexed_url_is_skipped_and_not_published() {
     for req in &inspections {
         let body = req.json();
         assert_eq!(body["siteUrl"], "sc-domain:example.com", "{body}");
-        assert_eq!(req.header("authorization"), Some("Bearer ya29.test-token"));
+        assert_eq!(req.header("authorization"), Some(format!("Bearer {GOOGLE_ACCESS_TOKEN}").as_str()));
         inspected.push(body["inspectionUrl"].as_str().unwrap().to_string());
     }
     inspected.sort();

@@ -185,3 +185,165 @@ fn changed_sends_only_new_urls_and_later_lastmods() {
     assert_eq!(count(&doc, "accepted"), 1);
     assert_eq!(sb.received_urls().last().unwrap(), &sb.url("/a"));
 }
+
+// ---- bounded reading: over-long lines, endless lines, binary streams ----
+
+/// The binary's address space under `ulimit -v` (KiB): far above what a run
+/// needs (about 60 MiB of address space for a debug build), far below what
+/// holding one of the inputs below would take.
+const ADDRESS_SPACE_KIB: u64 = 256 * 1024;
+
+/// Runs `run` through `sh` under `ulimit -v ADDRESS_SPACE_KIB` (and a 60 s
+/// `timeout`), its standard input fed by `feed` (a shell pipeline) if given.
+fn bounded(run: Run, feed: Option<&str>) -> Done {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+    let mut line = format!("exec timeout 60 {}", quote(run.cmd.get_program()));
+    for arg in run.cmd.get_args() {
+        line.push(' ');
+        line.push_str(&quote(arg));
+    }
+    let script = match feed {
+        Some(feed) => format!("ulimit -v {ADDRESS_SPACE_KIB} && {feed} | {line}"),
+        None => format!("ulimit -v {ADDRESS_SPACE_KIB} && {line}"),
+    };
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &script]).env_clear().stdin(std::process::Stdio::null());
+    for (k, v) in run.cmd.get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    if let Some(dir) = run.cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    Done::from(sh.output().unwrap())
+}
+
+/// The `invalid` results of a run, as (source, url, message).
+fn invalid_lines(doc: &serde_json::Value) -> Vec<(String, String, String)> {
+    results(doc)
+        .into_iter()
+        .filter(|r| r["outcome"] == "invalid")
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (text("source"), text("url"), text("message"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_line_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through() {
+    let sb = Sandbox::new();
+    // 5 MB: far over the 8 KiB cap, small enough to write in a test.
+    let long = format!("{}{}", sb.url("/"), "a".repeat(5 << 20));
+    let list = format!("{}\n{long}\n{}\n", sb.url("/good-1"), sb.url("/good-2"));
+    sb.file("urls.txt", &list);
+    let done = sb.indexq(&["--json", "submit", "urls.txt"]).now(NOW).output().code(3);
+    assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")], "both good URLs go");
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    let (source, url, message) = &invalid[0];
+    assert_eq!(source, "urls.txt:2");
+    assert!(message.contains("8 KiB") && message.contains("5.0 MiB"), "{message}");
+    assert!(url.starts_with(&sb.url("/aaa")) && url.ends_with('…') && url.len() < 200, "a short prefix: {url}");
+    assert!(done.stderr.contains("urls.txt:2") && done.stderr.len() < 4096, "{}", done.stderr);
+
+    // A line exactly at the cap is read (and sent); one byte more is not.
+    let sb = Sandbox::new();
+    let base = sb.url("/");
+    let at_cap = format!("{base}{}", "b".repeat(8192 - base.len()));
+    let over = format!("{base}{}", "c".repeat(8193 - base.len()));
+    sb.file("edge.txt", &format!("{at_cap}\r\n{over}\r\n"));
+    let doc = sb.indexq(&["--json", "submit", "edge.txt"]).now(NOW).output().code(3).json();
+    assert_eq!(sent(&sb), [at_cap]);
+    assert_eq!(invalid_lines(&doc)[0].0, "edge.txt:2");
+}
+
+#[test]
+fn a_huge_line_from_a_pipe_is_skipped_in_bounded_memory() {
+    let sb = Sandbox::new();
+    // 300 MB in one line between two good URLs, under a 256 MiB address space.
+    let feed = format!(
+        "{{ echo {good1}; printf %s {base}; head -c 300000000 /dev/zero | tr '\\0' x; echo; echo {good2}; }}",
+        good1 = sb.url("/good-1"),
+        good2 = sb.url("/good-2"),
+        base = sb.url("/"),
+    );
+    let done = bounded(sb.indexq(&["--json", "submit", "-"]).now(NOW), Some(&feed)).code(3);
+    assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")]);
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    assert_eq!(invalid[0].0, "<stdin>:2");
+    assert!(invalid[0].2.contains("286.1 MiB"), "{}", invalid[0].2);
+}
+
+#[test]
+fn a_stream_of_nuls_ends_as_one_invalid_result_in_bounded_memory() {
+    let sb = Sandbox::new();
+    sb.urls("urls.txt", &["/good"]);
+    // /dev/zero never ends: the run must, without growing.
+    let done = bounded(sb.indexq(&["--json", "submit", "urls.txt", "/dev/zero"]).now(NOW), None).code(3);
+    assert_eq!(sent(&sb), [sb.url("/good")], "the other input still goes");
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    let (source, url, message) = &invalid[0];
+    assert_eq!(source, "/dev/zero:1");
+    assert!(message.contains("binary data") && message.contains("the rest of /dev/zero is not read"), "{message}");
+    assert!(url.starts_with("\\x00\\x00") && url.len() < 200, "{url}");
+    assert!(done.stderr.contains("/dev/zero:1"), "{}", done.stderr);
+
+    // The same through a pipe: a few hundred MB of NULs on standard input.
+    let sb = Sandbox::new();
+    let feed = format!("{{ echo {}; head -c 400000000 /dev/zero; }}", sb.url("/first"));
+    let done = bounded(sb.indexq(&["--json", "submit", "-"]).now(NOW), Some(&feed)).code(3);
+    assert_eq!(sent(&sb), [sb.url("/first")]);
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    assert_eq!(invalid[0].0, "<stdin>:2");
+}
+
+#[test]
+fn lines_with_nul_bytes_are_invalid_and_a_binary_file_stops_early() {
+    // One stray NUL line (a crash left zeros in the file): reported, the rest goes.
+    let sb = Sandbox::new();
+    let list = format!("{}\n\0\0\0\0\n{}\n", sb.url("/a"), sb.url("/b"));
+    sb.file("urls.txt", &list);
+    let doc = sb.indexq(&["--json", "submit", "urls.txt"]).now(NOW).output().code(3).json();
+    assert_eq!(sent(&sb), [sb.url("/a"), sb.url("/b")]);
+    let invalid = invalid_lines(&doc);
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    assert_eq!(invalid[0].0, "urls.txt:2");
+    assert!(invalid[0].2.contains("NUL"), "{}", invalid[0].2);
+
+    // A UTF-16 list: NUL bytes in every line; after 8 of them the file is binary.
+    let sb = Sandbox::new();
+    let text: String = (0..50).map(|i| format!("{}\n", sb.url(&format!("/p{i}")))).collect();
+    let utf16: Vec<u8> = text.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+    std::fs::write(sb.dir.path().join("utf16.txt"), utf16).unwrap();
+    let doc = sb.indexq(&["--json", "submit", "utf16.txt"]).now(NOW).output().code(3).json();
+    assert!(sent(&sb).is_empty());
+    let invalid = invalid_lines(&doc);
+    assert_eq!(invalid.len(), 8, "{invalid:?}");
+    assert!(invalid[7].2.contains("binary data") && invalid[7].2.contains("not read"), "{}", invalid[7].2);
+}
+
+#[test]
+fn a_sitemap_loc_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through() {
+    let sb = Sandbox::new();
+    let long = format!("{}{}", sb.url("/"), "a".repeat(3 << 20));
+    let xml = format!(
+        "<?xml version=\"1.0\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+         <url><loc>{}</loc></url>\n<url>\n  <loc>\n    {long}\n  </loc>\n</url>\n<url><loc>{}</loc></url>\n</urlset>\n",
+        sb.url("/good-1"),
+        sb.url("/good-2")
+    );
+    sb.file("sitemap.xml", &xml);
+    let done = sb.indexq(&["--json", "submit", "--sitemap", "sitemap.xml"]).now(NOW).output().code(3);
+    assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")]);
+    let invalid = invalid_lines(&done.json());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    let (source, _, message) = &invalid[0];
+    assert_eq!(source, "sitemap.xml:5:3", "the place of the <loc>");
+    assert!(message.contains("3.0 MiB") && message.contains("8 KiB"), "{message}");
+    assert!(message.len() < 500, "a short prefix only: {message}");
+}

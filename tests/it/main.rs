@@ -3,14 +3,17 @@
 
 mod support;
 
+mod action;
 mod bing;
 mod budget;
+mod classification;
 mod clock;
 mod commands;
 mod config_errors;
 mod doctor;
 mod google;
 mod hostile;
+mod init;
 mod inputs;
 mod keys;
 mod ledger;
@@ -19,4 +22,6 @@ mod migration;
 mod operator;
 mod outcomes;
 mod postgres;
+mod redirects;
+mod secrets;
 mod soak;

@@ -106,13 +106,22 @@ fn key_generate_length_is_respected_and_bounded() {
 }
 
 #[test]
-fn key_generate_needs_an_existing_out_directory() {
+fn key_generate_creates_a_missing_out_directory() {
     // That an existing key file is never overwritten is a unit test of
     // `commands::key` (a random key's file name cannot be known in advance).
     let sb = Sandbox::new();
-    // A missing --out directory is a usage error too.
-    let done = sb.indexq(&["key", "generate", "--out", "no-such-dir"]).output().code(2);
-    assert!(done.stderr.contains("no-such-dir"), "{}", done.stderr);
+    // The README's own `--out public/` on a fresh machine: made, parents included.
+    let done = sb.indexq(&["key", "generate", "--out", "missing/public/"]).output().code(0);
+    let dir = sb.dir.path().join("missing").join("public");
+    let (key, bytes) = only_key_file(&dir);
+    assert_eq!(bytes, key.as_bytes());
+    assert!(done.stdout.contains(&dir.canonicalize().unwrap().join(format!("{key}.txt")).display().to_string()));
+    // A file where the directory should be is still a usage error, named.
+    sb.file("not-a-dir", "x");
+    let done = sb.indexq(&["key", "generate", "--out", "not-a-dir"]).output().code(2);
+    assert!(done.stderr.contains("not-a-dir"), "{}", done.stderr);
+    let done = sb.indexq(&["key", "generate", "--out", "not-a-dir/sub"]).output().code(2);
+    assert!(done.stderr.contains("not-a-dir/sub"), "{}", done.stderr);
 }
 
 #[test]
@@ -194,7 +203,8 @@ fn recipes_use_only_flags_that_exist() {
     let expected: [(&str, &[&str]); 4] = [
         ("cron", &["submit", "status"]),
         ("systemd/indexq.service", &["submit"]),
-        ("github-actions.yml", &["submit"]),
+        // `indexq submit` runs in the action (below); the workflow shows the status after it.
+        ("github-actions.yml", &["status"]),
         ("gitlab-ci.yml", &["submit"]),
     ];
     for (file, commands) in expected {
@@ -233,21 +243,102 @@ fn recipes_say_what_the_issue_asks() {
     assert!(cron.lines().any(|l| l.starts_with("INDEXNOW_KEY=")), "{cron}");
     let github = read("github-actions.yml");
     for needle in [
-        "actions/cache/restore@",
-        "actions/cache/save@",
-        "if: always()",
+        "uses: OWNER/indexq@v",
         "${{ secrets.INDEXNOW_KEY }}",
-        "INDEXQ_LEDGER:",
         "needs: deploy",
-        "--fail-on misconfigured",
+        "fail-on: misconfigured",
+        "concurrency:",
+        "package.repository",
     ] {
         assert!(github.contains(needle), "github-actions.yml lacks `{needle}`");
     }
     let gitlab = read("gitlab-ci.yml");
-    for needle in ["when: always", "$CI_COMMIT_REF_SLUG", "INDEXQ_LEDGER:", "--fail-on misconfigured"] {
+    for needle in [
+        "when: always",
+        "$CI_COMMIT_REF_SLUG",
+        "INDEXQ_LEDGER:",
+        "--fail-on misconfigured",
+        "SHA256SUMS | sha256sum -c -",
+        "package.repository",
+    ] {
         assert!(gitlab.contains(needle), "gitlab-ci.yml lacks `{needle}`");
     }
+    for (file, text) in [("github-actions.yml", &github), ("gitlab-ci.yml", &gitlab)] {
+        assert!(!text.contains("cargo install"), "{file} builds from source by default");
+    }
     assert!(!github.contains('\t') && !gitlab.contains('\t'), "YAML is indented with spaces");
+}
+
+#[test]
+fn the_action_runs_only_flags_that_exist() {
+    let sb = Sandbox::new();
+    let script =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/action/submit.sh")).unwrap();
+    let invocation = action_invocation(&script);
+    assert_eq!(invocation.path, ["submit"], "{invocation:?}");
+    for flag in ["--sitemap", "--changed", "--max-wait", "--fail-on"] {
+        assert!(invocation.flags.iter().any(|f| f == flag), "the action does not pass {flag}: {invocation:?}");
+    }
+    check_invocation(&sb, &invocation, ".github/action/submit.sh");
+}
+
+#[test]
+fn the_action_says_what_the_issue_asks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let action = std::fs::read_to_string(root.join("action.yml")).unwrap();
+    for needle in [
+        "using: composite",
+        "actions/cache/restore@",
+        "actions/cache/save@",
+        // Saved when the submission failed too, per branch.
+        "if: always()",
+        "${{ github.ref_name }}",
+        "from-source:",
+        "indexnow-key:",
+        "bing-api-key:",
+        "google-service-account:",
+    ] {
+        assert!(action.contains(needle), "action.yml lacks `{needle}`");
+    }
+    // Inputs reach the scripts through the environment, never spliced into a
+    // script (where a crafted value would be code): no `${{` in a `run:` block.
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut run_block: Option<usize> = None;
+    for line in action.lines() {
+        if let Some(run_indent) = run_block {
+            if line.trim().is_empty() || indent(line) > run_indent {
+                assert!(!line.contains("${{"), "an expression inside a script: {line}");
+                continue;
+            }
+            run_block = None;
+        }
+        if line.trim_start().starts_with("run:") {
+            assert!(!line.contains("${{"), "an expression inside a script: {line}");
+            run_block = Some(indent(line));
+        }
+    }
+    let install = std::fs::read_to_string(root.join(".github/action/install.sh")).unwrap();
+    for needle in ["SHA256SUMS", "sha256sum", "cargo install --locked --path", "repository"] {
+        assert!(install.contains(needle), "install.sh lacks `{needle}`");
+    }
+}
+
+/// The `indexq` command line that `.github/action/submit.sh` builds: the
+/// subcommand from `args=(...)`, the flags from every `args+=(--flag ...)`.
+fn action_invocation(script: &str) -> Invocation {
+    let mut path = Vec::new();
+    let mut flags = Vec::new();
+    for line in script.lines() {
+        if let Some(rest) = line.trim_start().strip_prefix("args=(") {
+            path.extend(rest.trim_end_matches(')').split_whitespace().map(String::from));
+        }
+        for (at, _) in line.match_indices("args+=(") {
+            let inner = &line[at + "args+=(".len()..];
+            let inner = &inner[..inner.find(')').unwrap_or(inner.len())];
+            flags.extend(inner.split_whitespace().filter(|t| t.starts_with("--")).map(String::from));
+        }
+    }
+    Invocation { path, flags, line: "indexq submit (as .github/action/submit.sh builds it)".into() }
 }
 
 // ---------------------------------------------------------------------------
@@ -300,7 +391,8 @@ struct Invocation {
     line: String,
 }
 
-const SUBCOMMANDS: &[&str] = &["submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
+const SUBCOMMANDS: &[&str] =
+    &["init", "submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML

@@ -147,8 +147,10 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     let Some(pg) = pg::server() else { return };
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 10".into();
+    // A lease must outlast a request (`[http] timeout`): 3 s and 2 s.
+    sb.extra = "[retry]\nkey_pending_first = \"1s\"\n\n[http]\nconnect_timeout = \"2s\"\ntimeout = \"2s\"\n".into();
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).hang()]);
-    sb.use_pg(pg.ledger().lease("2s"));
+    sb.use_pg(pg.ledger().lease("3s"));
     let list = sb.urls("urls.txt", &["/a", "/b"]);
 
     // Runner A, on machine-a, is killed while its request hangs.
@@ -176,7 +178,7 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     // After the lease (5 minutes later on the pinned clock; and more than
     // the lease in real time too, should leases be judged by the server's
     // clock), B reconciles A's items and sends them once more.
-    if let Some(rest) = Duration::from_millis(3000).checked_sub(killed.elapsed()) {
+    if let Some(rest) = Duration::from_millis(4000).checked_sub(killed.elapsed()) {
         std::thread::sleep(rest);
     }
     let later = "2026-12-03T09:05:00Z";
@@ -571,4 +573,9 @@ fn ledger_copy_refuses_a_bad_schema_name_and_itself() {
     let own = sb.ledger().display().to_string();
     let done = sb.indexq(&["ledger", "copy", "--to", &own]).now(NOW).output().code(2);
     assert!(done.stderr.contains("itself"), "{}", done.stderr);
+    // A mistyped database URL is not a file named after its password.
+    let done = sb.indexq(&["ledger", "copy", "--to", "postgres:indexq:Typo-Pw-3x9@db/x"]).now(NOW).output().code(2);
+    assert!(done.stderr.contains("--to") && done.stderr.contains("with a host"), "{}", done.stderr);
+    assert!(!done.stderr.contains("Typo-Pw-3x9"), "{}", done.stderr);
+    assert!(!sb.dir.path().join("postgres:indexq:Typo-Pw-3x9@db").exists(), "no file was created");
 }

@@ -284,6 +284,23 @@ fn find_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a st
     found.next().map(|(_, v)| v.as_str())
 }
 
+/// Every JWT bearer assertion (the `assertion` field of a form body) any
+/// mock server of this test process received: the suite-wide secrets check
+/// (`support::secrets`) looks for them in every output and ledger.
+static ASSERTIONS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+pub fn assertions_seen() -> Vec<String> {
+    ASSERTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn note_assertion(req: &Request) {
+    let form = url::form_urlencoded::parse(req.body.as_bytes());
+    let assertions: Vec<String> = form.filter(|(k, _)| k == "assertion").map(|(_, v)| v.into_owned()).collect();
+    if !assertions.is_empty() {
+        ASSERTIONS.lock().unwrap_or_else(|e| e.into_inner()).extend(assertions);
+    }
+}
+
 impl MockServer {
     /// Binds 127.0.0.1:0 and serves each connection on its own thread.
     pub fn start() -> MockServer {
@@ -386,6 +403,7 @@ fn handle(stream: TcpStream, shared: &Shared) {
     let Some(req) = read_request(&mut reader, &mut out) else {
         return;
     };
+    note_assertion(&req);
     let response = {
         let mut state = shared.state();
         let path = strip_query(&req.path).to_string();

@@ -25,6 +25,16 @@ pub const GOOGLE_INSPECT: &str = "/v1/urlInspection/index:inspect";
 pub const GOOGLE_PROJECT: &str = "my-proj";
 pub const GOOGLE_EMAIL: &str = "indexer@my-proj.iam.gserviceaccount.com";
 pub const GOOGLE_KEY_ID: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
+/// The access token the mock token endpoint hands out, and one for tests
+/// that hand out another on a refresh: both recognisable in any output
+/// they leak into.
+pub const GOOGLE_ACCESS_TOKEN: &str = "ya29.FAKE-access-token-3f9c1e7a5b2d4c6e";
+pub const GOOGLE_REFRESHED_TOKEN: &str = "ya29.FAKE-refreshed-token-8e2b4d6f1a3c5e7a";
+
+/// A token endpoint's answer handing out `token`.
+pub fn google_token_response(token: &str) -> MockResponse {
+    MockResponse::status(200).json(&format!(r#"{{"access_token":"{token}","expires_in":3599,"token_type":"Bearer"}}"#))
+}
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -79,19 +89,14 @@ impl Sandbox {
 
     /// A sandbox whose property uses only Google, with `table` as its
     /// `google` table, a service-account key file made with a fresh RSA key,
-    /// a token endpoint that hands out tokens and a publish endpoint that
-    /// accepts everything.
+    /// a token endpoint that hands out `GOOGLE_ACCESS_TOKEN` and a publish
+    /// endpoint that accepts everything.
     pub fn google(table: &str) -> Sandbox {
         let mut sb = Sandbox::new();
         sb.indexnow = false;
         sb.google = Some(table.to_string());
         sb.write_google_key();
-        sb.engine.on(
-            "POST",
-            GOOGLE_TOKEN,
-            vec![MockResponse::status(200)
-                .json(r#"{"access_token":"ya29.test-token","expires_in":3599,"token_type":"Bearer"}"#)],
-        );
+        sb.engine.on("POST", GOOGLE_TOKEN, vec![google_token_response(GOOGLE_ACCESS_TOKEN)]);
         sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json(r#"{"urlNotificationMetadata":{}}"#)]);
         sb.write_config();
         sb
@@ -336,10 +341,15 @@ pub struct Done {
 
 /// The fake secrets every test uses. No byte the binary writes (stdout,
 /// stderr, at any verbosity, panics included) and no ledger file may hold
-/// one: `Done` checks every run's output, and a sandbox checks its ledger
-/// files when it is dropped.
+/// one, in any form it can take (`secret_forms`): `Done` checks every run's
+/// output, and a sandbox checks its ledger files when it is dropped.
 pub fn secrets() -> Vec<String> {
-    let mut secrets = vec![KEY.to_string(), BING_KEY.to_string(), "ya29.test-token".to_string()];
+    let mut secrets = vec![
+        KEY.to_string(),
+        BING_KEY.to_string(),
+        GOOGLE_ACCESS_TOKEN.to_string(),
+        GOOGLE_REFRESHED_TOKEN.to_string(),
+    ];
     // The test PostgreSQL server's password, when the PostgreSQL tests run.
     secrets.extend(pg::password());
     if let Some(key) = TEST_KEY.get() {
@@ -348,14 +358,75 @@ pub fn secrets() -> Vec<String> {
         // A line from the middle of the private key: any leak of it shows.
         secrets.extend(pem.lines().skip(5).take(1).map(str::to_string));
     }
+    // Every signed JWT assertion a mock token endpoint received in this
+    // process: its signature (what makes it usable) must never show.
+    for assertion in mock::assertions_seen() {
+        if let Some((_, signature)) = assertion.rsplit_once('.') {
+            secrets.push(signature.chars().take(40).collect());
+        }
+    }
     secrets
 }
 
-/// Panics if `bytes` hold a fake secret; `what` names where they came from.
+/// The shortest form of a secret worth looking for (a shorter one could
+/// match ordinary text).
+const MIN_FORM: usize = 12;
+
+/// The forms a secret can take in text, lower-cased (the check ignores
+/// case, so an upper-cased echo counts): as is, percent-encoded (a query
+/// string), HTML-escaped and JSON-escaped — each only once, and the encoded
+/// ones only when long enough not to match ordinary text.
+pub fn secret_forms(secret: &str) -> Vec<(&'static str, String)> {
+    let percent: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
+    let html = secret
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    let json = serde_json::to_string(secret).unwrap();
+    let json = json[1..json.len() - 1].to_string();
+    let mut forms: Vec<(&'static str, String)> = Vec::new();
+    let all = [
+        ("as is", secret.to_string()),
+        ("percent-encoded", percent.replace('+', "%20")),
+        ("form-encoded", percent),
+        ("HTML-escaped", html),
+        ("JSON-escaped", json.replace('/', "\\/")),
+        ("JSON-escaped", json),
+    ];
+    for (kind, form) in all {
+        let form = form.to_ascii_lowercase();
+        let long_enough = kind == "as is" || form.len() >= MIN_FORM;
+        if long_enough && !forms.iter().any(|(_, f)| *f == form) {
+            forms.push((kind, form));
+        }
+    }
+    forms
+}
+
+/// Panics if `bytes` hold a fake secret in any of its forms; `what` names
+/// where they came from. One pass over the bytes, whatever the number of
+/// forms (ledger files are large, and the suite checks every one).
 pub fn assert_no_secret(bytes: &[u8], what: &str) {
+    let mut forms: Vec<(String, &'static str, String)> = Vec::new();
     for secret in secrets() {
-        let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
-        assert!(!found, "a secret ({}…) leaked into {what}", &secret[..6]);
+        for (kind, form) in secret_forms(&secret) {
+            forms.push((secret.chars().take(6).collect(), kind, form));
+        }
+    }
+    // The forms by their first byte.
+    let mut starting: Vec<Vec<usize>> = vec![Vec::new(); 256];
+    for (n, (_, _, form)) in forms.iter().enumerate() {
+        starting[usize::from(form.as_bytes()[0])].push(n);
+    }
+    let haystack = bytes.to_ascii_lowercase();
+    for i in 0..haystack.len() {
+        for &n in &starting[usize::from(haystack[i])] {
+            let (start, kind, form) = &forms[n];
+            let found = haystack[i..].starts_with(form.as_bytes());
+            assert!(!found, "a secret ({start}…) leaked into {what} ({kind}, in any case)");
+        }
     }
 }
 

@@ -1,0 +1,294 @@
+//! `indexq init`: a commented starter configuration, for whoever has the
+//! binary (a .deb, a release archive, the container) but not the repository
+//! and its `config.example.toml`. The starter *is* that example, embedded at
+//! build time, with the few lines that only make sense inside the repository
+//! replaced: the header (how to run the example from a clone), the IndexNow
+//! key read from a file under `examples/` (the starter reads it from
+//! `$INDEXNOW_KEY`, its file served at the site's root, the default
+//! location), and the property's name and site (`--site`). Every replacement
+//! must match the example exactly once — a unit test holds the two together,
+//! so they cannot drift apart silently.
+//!
+//! It writes `./indexq.toml`, the user's configuration with `--global`, or
+//! the file `--config` names; the text is parsed as a configuration before it
+//! is written, and an existing file is never overwritten (exit 2). It needs
+//! no configuration, clock or ledger, so `main` dispatches it before loading
+//! any.
+
+use super::submit::UsageError;
+use super::ExitStatus;
+use crate::cli::InitArgs;
+use crate::config::{self, ConfigError};
+use crate::report::Printer;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use url::Url;
+
+/// The repository's example, as the binary was built with it.
+const EXAMPLE: &str = include_str!("../../config.example.toml");
+
+/// The site the example is written for; without `--site` it stays, as a placeholder.
+const EXAMPLE_SITE: &str = "https://example.com/";
+
+/// The example's opening lines, which say how to run it from a clone.
+const EXAMPLE_HEADER: &str = "\
+# indexq configuration — an example that runs as it is.
+#
+#   cargo run -- --config config.example.toml submit --dry-run examples/urls.txt
+#
+# Copy it to ./indexq.toml (or ~/.config/indexq/config.toml) and edit it.
+";
+
+/// The example's IndexNow key: a file in the repository, served at a fixed location.
+const EXAMPLE_INDEXNOW: &str = "indexnow = { key_file = \"examples/indexnow-key.txt\", key_location = \
+                                \"https://example.com/0f1e2d3c4b5a69788796a5b4c3d2e1f0.txt\",";
+
+/// The `--json` document.
+#[derive(Serialize)]
+struct InitJson {
+    config: String,
+    site: String,
+    /// Whether `site` is still the example's placeholder.
+    placeholder: bool,
+}
+
+pub fn run(explicit: Option<&Path>, args: &InitArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let path = target(explicit, args.global)?;
+    let site = args.site.clone().unwrap_or_else(|| Url::parse(EXAMPLE_SITE).expect("a valid URL literal"));
+    let text = starter(&site).map_err(|from| anyhow::anyhow!("config.example.toml no longer has `{from}` (a bug)"))?;
+    // What is written must load: checked before anything touches the disk.
+    config::parse(&path, &text).map_err(|err| anyhow::anyhow!("the starter configuration does not load: {err}"))?;
+    write_new(&path, &text)?;
+    if printer.json {
+        printer.json(&InitJson {
+            config: path.display().to_string(),
+            site: site.to_string(),
+            placeholder: args.site.is_none(),
+        })?;
+    } else {
+        write_human(&mut printer.stdout(), &path, &site, args.site.is_none())?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+/// Where to write: `--config FILE`, the user's configuration (`--global`),
+/// or `./indexq.toml` — the places `config::find` looks in.
+fn target(explicit: Option<&Path>, global: bool) -> anyhow::Result<PathBuf> {
+    match (explicit, global) {
+        (Some(_), true) => Err(UsageError("--global and --config name two different files: pick one".into()).into()),
+        (Some(path), false) => Ok(path.to_path_buf()),
+        // The same directory `config::find` reads ($XDG_CONFIG_HOME on Linux).
+        (None, true) => dirs::config_dir().map(|dir| dir.join("indexq").join("config.toml")).ok_or_else(|| {
+            UsageError("no configuration directory is known (set $XDG_CONFIG_HOME or $HOME)".into()).into()
+        }),
+        (None, false) => Ok(PathBuf::from("indexq.toml")),
+    }
+}
+
+/// The example with the site filled in, or the example text that no
+/// longer matches (each replaced text must occur exactly once).
+fn starter(site: &Url) -> Result<String, &'static str> {
+    let name = property_name(site);
+    let header = format!(
+        "# indexq configuration, written by `indexq init` (indexq {}): every setting\n\
+         # of the example, commented, with your site in [[property]] at the end.\n\
+         # `indexq doctor` checks it without sending anything.\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let indexnow = "# The IndexNow key comes from $INDEXNOW_KEY (`indexq key generate --out DIR` makes\n\
+                    # one), its file served at the site's root (SITE/KEY.txt; else set key_location).\n\
+                    indexnow = { key_env = \"INDEXNOW_KEY\",";
+    let replacements: [(&'static str, String); 5] = [
+        (EXAMPLE_HEADER, header),
+        (EXAMPLE_INDEXNOW, indexnow.to_string()),
+        ("name = \"example.com\"", format!("name = {}", toml_string(&name))),
+        ("site = \"https://example.com/\"", format!("site = {}", toml_string(site.as_str()))),
+        ("\"sc-domain:example.com\"", toml_string(&format!("sc-domain:{}", site.host_str().unwrap_or_default()))),
+    ];
+    let mut text = EXAMPLE.to_string();
+    for (from, to) in &replacements {
+        if text.matches(from).count() != 1 {
+            return Err(from);
+        }
+        text = text.replacen(from, to, 1);
+    }
+    Ok(text)
+}
+
+/// The property's name: the site's host (and port), and its path when it has one.
+fn property_name(site: &Url) -> String {
+    let mut name = site.host_str().unwrap_or_default().to_string();
+    if let Some(port) = site.port() {
+        name.push_str(&format!(":{port}"));
+    }
+    name.push_str(site.path().trim_end_matches('/'));
+    name
+}
+
+/// A TOML basic string (JSON's escapes are TOML's).
+fn toml_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// Creates `path` (and its directory) holding `text`; an existing file is
+/// a configuration error and stays as it was.
+fn write_new(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|err| anyhow::anyhow!("cannot create {}: {err}", dir.display()))?;
+    }
+    let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(ConfigError {
+                place: path.display().to_string(),
+                message: "already exists; it is left as it was".into(),
+                hint: Some(
+                    "edit it (`indexq doctor` checks it), or move it away and run `indexq init` again \
+                     (`--config FILE` writes elsewhere)"
+                        .into(),
+                ),
+            }
+            .into());
+        }
+        Err(err) => return Err(anyhow::Error::new(err).context(format!("cannot create {}", path.display()))),
+    };
+    if let Err(err) = file.write_all(text.as_bytes()).and_then(|()| file.sync_all()) {
+        // Not left half-written: a later `init` would refuse to replace it.
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(anyhow::Error::new(err).context(format!("cannot write {}", path.display())));
+    }
+    Ok(())
+}
+
+/// Whether the commands that follow find `path` without `--config`.
+fn found_without_flag(path: &Path) -> bool {
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    config::find(None).is_ok_and(|found| same(&found, path))
+}
+
+fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool) -> std::io::Result<()> {
+    let indexq = if found_without_flag(path) {
+        "indexq".to_string()
+    } else {
+        format!("indexq --config {}", shell_word(&path.display().to_string()))
+    };
+    writeln!(out, "Wrote {}: a commented starter configuration for {site}.", path.display())?;
+    if placeholder {
+        writeln!(out, "Its site is the example's placeholder: set `name` and `site` in its [[property]] first")?;
+        writeln!(out, "(or move it away and run `indexq init --site https://YOUR.SITE/`).")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Next:")?;
+    writeln!(out, "  1. {indexq} key generate --out public")?;
+    writeln!(out, "     makes an IndexNow key and its file; publish the file at the root of {site}")?;
+    writeln!(out, "  2. export INDEXNOW_KEY=...   (the key, where indexq runs: shell, cron, systemd, CI secret)")?;
+    writeln!(out, "  3. {indexq} doctor")?;
+    writeln!(out, "     checks the configuration, the key file and the ledger, spending no quota")?;
+    writeln!(out, "  4. {indexq} submit --dry-run --sitemap public/sitemap.xml")?;
+    writeln!(out, "     shows what would be sent now and what would wait; drop --dry-run to send")?;
+    writeln!(out, "Bing and Google are commented out in the file, each with what it needs.")?;
+    if !found_without_flag(path) {
+        if let Ok(found) = config::find(None) {
+            writeln!(out, "Note: without --config, indexq reads {} first.", found.display())?;
+        }
+    }
+    Ok(())
+}
+
+/// `text` as one shell word (quoted when it needs to be).
+fn shell_word(text: &str) -> String {
+    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn every_replacement_matches_the_example_once() {
+        // The placeholder site replaces the example's own: only the header and the key change.
+        let text = starter(&site(EXAMPLE_SITE)).unwrap_or_else(|from| panic!("no longer in the example: {from}"));
+        assert!(!text.contains("cargo run"), "the header of a clone is gone:\n{text}");
+        assert!(!text.contains("examples/"), "nothing points into the repository:\n{text}");
+        assert!(text.contains("key_env = \"INDEXNOW_KEY\""), "{text}");
+    }
+
+    #[test]
+    fn the_site_is_filled_in_and_the_rest_is_the_example() {
+        let text = starter(&site("https://blog.example.org/")).unwrap();
+        assert!(!text.contains("example.com"), "every example.com is replaced:\n{text}");
+        assert!(text.contains("name = \"blog.example.org\"\n"), "{text}");
+        assert!(text.contains("site = \"https://blog.example.org/\""), "{text}");
+        assert!(text.contains("\"sc-domain:blog.example.org\""), "{text}");
+        // Every other line of the example is there as it was, in its order.
+        let kept: Vec<&str> = EXAMPLE
+            .lines()
+            .filter(|l| !EXAMPLE_HEADER.contains(l) && !l.contains("example.com") && !l.contains("examples/"))
+            .collect();
+        let mut lines = text.lines();
+        for line in kept {
+            assert!(lines.any(|l| l == line), "`{line}` is missing or out of order");
+        }
+    }
+
+    #[test]
+    fn the_starter_loads_with_the_key_from_the_environment() {
+        for url in [EXAMPLE_SITE, "https://example.org", "https://example.org:8443/blog/", "http://127.0.0.1:8080/"] {
+            let text = starter(&site(url)).unwrap();
+            let settings = config::parse(Path::new("indexq.toml"), &text).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(settings.properties.len(), 1);
+            let property = &settings.properties[0];
+            assert_eq!(property.site, site(url));
+            let indexnow = property.indexnow.as_ref().expect("IndexNow is on");
+            assert!(matches!(&indexnow.key, config::SecretSource::Env { var, .. } if var == "INDEXNOW_KEY"));
+            assert!(indexnow.key_location.is_none(), "served at the default place");
+        }
+    }
+
+    #[test]
+    fn property_names_come_from_the_site() {
+        assert_eq!(property_name(&site("https://Example.org")), "example.org");
+        assert_eq!(property_name(&site("https://example.org:8443/blog/")), "example.org:8443/blog");
+    }
+
+    #[test]
+    fn global_and_config_are_exclusive() {
+        let err = target(Some(Path::new("a.toml")), true).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        assert_eq!(target(None, false).unwrap(), PathBuf::from("indexq.toml"));
+        assert_eq!(
+            target(Some(Path::new("/etc/indexq/config.toml")), false).unwrap(),
+            Path::new("/etc/indexq/config.toml")
+        );
+    }
+
+    #[test]
+    fn an_existing_file_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("indexq.toml");
+        write_new(&path, "first").unwrap();
+        let err = write_new(&path, "second").unwrap_err();
+        let config = err.downcast_ref::<ConfigError>().expect("a configuration error: exit 2");
+        assert!(config.hint.as_deref().unwrap_or_default().contains("indexq init"), "{config:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "first");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_word("/etc/indexq/config.toml"), "/etc/indexq/config.toml");
+        assert_eq!(shell_word("my dir/it's.toml"), r"'my dir/it'\''s.toml'");
+    }
+}

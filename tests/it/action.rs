@@ -1,0 +1,231 @@
+//! The GitHub Action's scripts (`.github/action/*.sh`), run with bash as
+//! the runner would run them: `install.sh` against a fake release served on
+//! 127.0.0.1 (the real binary in an archive, and its SHA256SUMS), `submit.sh`
+//! with the real binary against the mock engine. The workflow-level parts
+//! (cache restore and save, the steps' conditions) are checked by
+//! `.ci/lint-workflows` and by `operator::the_action_says_what_the_issue_asks`.
+
+use crate::support::mock::{MockResponse, MockServer};
+use crate::support::*;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const NOW: &str = "2026-12-03T09:00:00Z";
+const ARCHIVE: &str = "indexq-x86_64-unknown-linux-musl.tar.gz";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The runner's files and directories for one step, under `root`.
+struct Runner {
+    root: PathBuf,
+}
+
+impl Runner {
+    fn new(root: &Path) -> Runner {
+        for dir in ["temp", "workspace"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        for file in ["path", "env", "output"] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        Runner { root: root.to_path_buf() }
+    }
+
+    fn file(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root.join(name)).unwrap()
+    }
+
+    /// `bash .github/action/SCRIPT` with a runner's environment and nothing else.
+    fn step(&self, script: &str) -> Command {
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo().join(".github/action").join(script))
+            .current_dir(self.root.join("workspace"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.root)
+            .env("GITHUB_ACTION_PATH", repo())
+            .env("GITHUB_WORKSPACE", self.root.join("workspace"))
+            .env("RUNNER_TEMP", self.root.join("temp"))
+            .env("RUNNER_OS", "Linux")
+            .env("RUNNER_ARCH", "X64")
+            .env("GITHUB_PATH", self.root.join("path"))
+            .env("GITHUB_ENV", self.root.join("env"))
+            .env("GITHUB_OUTPUT", self.root.join("output"))
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+fn run(mut cmd: Command) -> Done {
+    Done::from(cmd.output().unwrap())
+}
+
+/// A release as the release workflow makes it: the archive (the binary at its
+/// root, beside the README) and SHA256SUMS, served under /v0.1.0/. The binary
+/// is the real one, or (where only the checks before it matter) a script
+/// that answers `--version` — the debug binary is large to compress.
+fn release(dir: &Path, real: bool, sums: impl FnOnce(&str) -> String) -> MockServer {
+    use std::os::unix::fs::PermissionsExt;
+    let stage = dir.join("stage");
+    std::fs::create_dir_all(&stage).unwrap();
+    let exe = stage.join("indexq");
+    if real {
+        std::fs::copy(env!("CARGO_BIN_EXE_indexq"), &exe).unwrap();
+    } else {
+        std::fs::write(&exe, "#!/bin/sh\necho 'indexq (stand-in)'\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::copy(repo().join("README.md"), stage.join("README.md")).unwrap();
+    let archive = dir.join(ARCHIVE);
+    let tar = Command::new("tar")
+        .args(["--use-compress-program", "gzip -1", "-cf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&stage)
+        .args(["indexq", "README.md"])
+        .status();
+    assert!(tar.unwrap().success(), "tar");
+    let bytes = std::fs::read(&archive).unwrap();
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let server = MockServer::start();
+    server.on("GET", &format!("/v0.1.0/{ARCHIVE}"), vec![MockResponse::status(200).bytes(&bytes)]);
+    server.on("GET", "/v0.1.0/SHA256SUMS", vec![MockResponse::status(200).body(&sums(&digest))]);
+    server
+}
+
+#[test]
+fn install_downloads_the_release_binary_checks_it_and_sets_up_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = release(dir.path(), true, |digest| format!("0000  other.tar.gz\n{digest}  {ARCHIVE}\n"));
+    let runner = Runner::new(&dir.path().join("runner"));
+    let mut step = runner.step("install.sh");
+    step.env("INDEXQ_RELEASE_URL", format!("{}/v0.1.0", server.url()))
+        .env("INDEXQ_LEDGER_DIR", ".indexq")
+        .env("INDEXQ_CONFIG_INPUT", "site/indexq.toml");
+    let done = run(step).code(0);
+    assert!(done.stdout.contains("as listed in SHA256SUMS"), "{}", done.stdout);
+    assert!(done.stdout.contains(&format!("indexq {}", env!("CARGO_PKG_VERSION"))), "ran --version:\n{}", done.stdout);
+
+    // indexq is on PATH for the next steps, the ledger and config are set.
+    let bin = PathBuf::from(runner.file("path").trim());
+    assert_eq!(bin, runner.root.join("temp/indexq/bin"));
+    assert!(bin.join("indexq").is_file());
+    assert!(!bin.join("README.md").exists(), "only the binary is installed");
+    let workspace = runner.root.join("workspace");
+    let env = runner.file("env");
+    assert!(env.contains(&format!("INDEXQ_LEDGER={}/.indexq/ledger.db\n", workspace.display())), "{env}");
+    assert!(env.contains(&format!("INDEXQ_CONFIG={}/site/indexq.toml\n", workspace.display())), "{env}");
+    assert!(workspace.join(".indexq").is_dir(), "the cached directory exists for the cache actions");
+    assert!(runner.file("output").contains("ledger="), "{}", runner.file("output"));
+}
+
+#[test]
+fn install_refuses_an_archive_that_is_not_the_one_listed() {
+    for (case, sums) in [
+        ("another checksum", format!("{}  {ARCHIVE}\n", "ab".repeat(32))),
+        ("no line for the archive", format!("{}  indexq-x86_64-apple-darwin.tar.gz\n", "ab".repeat(32))),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = release(dir.path(), false, |_| sums.clone());
+        let runner = Runner::new(&dir.path().join("runner"));
+        let mut step = runner.step("install.sh");
+        step.env("INDEXQ_RELEASE_URL", format!("{}/v0.1.0", server.url()));
+        let done = run(step).code(1);
+        assert!(done.stdout.contains("::error"), "{case}: {}", done.stdout);
+        assert!(done.stdout.contains("SHA256SUMS"), "{case}: {}", done.stdout);
+        assert!(!runner.root.join("temp/indexq/bin/indexq").exists(), "{case}: nothing installed");
+        assert_eq!(runner.file("path"), "", "{case}: PATH unchanged");
+    }
+}
+
+#[test]
+fn install_picks_the_archive_of_the_runner_and_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = release(dir.path(), false, |digest| format!("{digest}  {ARCHIVE}\n"));
+    let runner = Runner::new(&dir.path().join("runner"));
+    // An ARM64 Linux runner asks for the aarch64 archive, which this release lacks.
+    let mut step = runner.step("install.sh");
+    step.env("INDEXQ_RELEASE_URL", format!("{}/v0.1.0", server.url())).env("RUNNER_ARCH", "ARM64");
+    let done = run(step).code(1);
+    assert_eq!(server.requests_to("GET", "/v0.1.0/indexq-aarch64-unknown-linux-musl.tar.gz").len(), 1);
+    assert!(done.stdout.contains("cannot download"), "{}", done.stdout);
+
+    // A runner no release is built for.
+    let mut step = runner.step("install.sh");
+    step.env("RUNNER_OS", "Linux").env("RUNNER_ARCH", "ARM");
+    let done = run(step).code(1);
+    assert!(done.stdout.contains("from-source"), "{}", done.stdout);
+
+    // Without release-url, the release of package.repository; a placeholder is no address.
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    if manifest.contains("\nrepository = \"https://github.com/OWNER/") {
+        let done = run(runner.step("install.sh")).code(1);
+        assert!(done.stdout.contains("package.repository"), "{}", done.stdout);
+        assert!(server.requests().len() == 1, "nothing more was fetched");
+    }
+}
+
+#[test]
+fn submit_runs_indexq_with_the_inputs_and_records_its_exit_code() {
+    let sb = Sandbox::new();
+    let sitemap = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+         <url><loc>{}</loc><lastmod>2026-11-01</lastmod></url>\n<url><loc>{}</loc></url>\n</urlset>\n",
+        sb.url("/a"),
+        sb.url("/b")
+    );
+    sb.file("sitemap.xml", &sitemap);
+    sb.write_config();
+    let runner = Runner::new(&sb.dir.path().join("runner"));
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_indexq")).parent().unwrap().to_path_buf();
+    let step = |fail_on: &str, key: &str| {
+        let mut cmd = runner.step("submit.sh");
+        let path = std::env::join_paths(
+            std::iter::once(bin_dir.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+        )
+        .unwrap();
+        cmd.current_dir(sb.dir.path())
+            .env("PATH", path)
+            .env("TZ", "UTC")
+            .env("INDEXQ_NOW", NOW)
+            .env("INDEXQ_CONFIG", sb.config_path())
+            .env("INDEXQ_LEDGER", sb.ledger())
+            .env("INDEXQ_SITEMAP", "  sitemap.xml\n\n")
+            .env("INDEXQ_CHANGED", "true")
+            .env("INDEXQ_MAX_WAIT", "0")
+            .env("INDEXQ_FAIL_ON", fail_on)
+            .env("INDEXQ_ARGS", "--engine indexnow")
+            .env("INDEXQ_IN_INDEXNOW_KEY", key);
+        cmd
+    };
+    std::fs::write(runner.root.join("output"), "").unwrap();
+    let done = run(step("misconfigured", KEY)).code(0);
+    assert!(
+        done.stdout.contains(
+            "indexq submit --sitemap sitemap.xml --changed --max-wait 0 --fail-on misconfigured --engine indexnow"
+        ),
+        "prints the command line:\n{}",
+        done.stdout
+    );
+    assert_eq!(runner.file("output"), "exit-code=0\n");
+    let mut received = sb.received_urls();
+    received.sort();
+    assert_eq!(received, vec![sb.url("/a"), sb.url("/b")]);
+
+    // Unchanged since: nothing more goes (--changed), still exit 0.
+    std::fs::write(runner.root.join("output"), "").unwrap();
+    run(step("misconfigured", KEY)).code(0);
+    assert_eq!(sb.received_urls().len(), 2);
+
+    // indexq fails (no key given, none in the job's environment): the step
+    // still succeeds, so that the ledger is saved; the code is the output.
+    std::fs::write(runner.root.join("output"), "").unwrap();
+    let done = run(step("", "")).code(0);
+    assert!(done.stdout.contains("indexq submit --sitemap sitemap.xml --changed --max-wait 0 --engine indexnow"));
+    assert!(done.stderr.contains("INDEXNOW_KEY"), "indexq says which key is missing:\n{}", done.stderr);
+    let output = runner.file("output");
+    assert!(output == "exit-code=2\n" || output == "exit-code=3\n", "{output}");
+}

@@ -1,0 +1,205 @@
+//! Secrets in the forms engines echo them: a Google access token quoted by
+//! a failing publish (the first token and one obtained by a refresh in the
+//! middle of the run), the signed JWT assertion quoted by a token endpoint
+//! that refuses it, and an IndexNow key echoed in another case or encoding.
+//! Each stays out of every command's output and out of the ledger. (The
+//! suite-wide check in `support` looks too; these tests also say what they
+//! expect in its place, so they cannot pass by storing nothing.)
+
+use crate::support::mock::{MockResponse, Request};
+use crate::support::*;
+
+const NOW: &str = "2026-12-03T09:30:00+08:00";
+
+/// Every read-only view of the ledger a person or a script uses, joined.
+fn every_view(sb: &Sandbox) -> String {
+    let mut text = String::new();
+    for args in [
+        &["log"][..],
+        &["--json", "log"],
+        &["-vv", "status"],
+        &["--json", "status"],
+        &["queue", "list"],
+        &["--json", "queue", "list"],
+    ] {
+        let done = sb.indexq(args).now(NOW).output().code(0);
+        text.push_str(&done.stdout);
+        text.push_str(&done.stderr);
+    }
+    text
+}
+
+/// Panics if `text` holds `form`, in any letter case.
+fn assert_absent(text: &str, form: &str, what: &str) {
+    assert!(
+        !text.to_ascii_lowercase().contains(&form.to_ascii_lowercase()),
+        "{what} leaked (a form starting {:?}) into:\n{text}",
+        &form[..8]
+    );
+}
+
+/// `text` with every byte percent-encoded (`%30%31...`), as some servers echo a value.
+fn percent_all(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02X}")).collect()
+}
+
+/// `text` as HTML numeric character references (`&#48;&#49;...`).
+fn html_all(text: &str) -> String {
+    text.bytes().map(|b| format!("&#{b};")).collect()
+}
+
+/// `text` as JSON `\u` escapes (`\u0030\u0031...`).
+fn json_all(text: &str) -> String {
+    text.bytes().map(|b| format!("\\u{b:04x}")).collect()
+}
+
+/// A Google error body that quotes the request's `Authorization` header,
+/// the token alone, upper-cased, percent-encoded and as a query parameter.
+fn quoting_body(code: u16, status: &str, req: &Request) -> MockResponse {
+    let header = req.header("authorization").unwrap_or_default().to_string();
+    let token = header.strip_prefix("Bearer ").unwrap_or(&header).to_string();
+    let echo = serde_json::json!({
+        "error": {
+            "code": code,
+            "message": format!("Request failed. Headers: Authorization: {header}"),
+            "status": status,
+            "details": [{
+                "token": token,
+                "upper": header.to_ascii_uppercase(),
+                "encoded": percent_all(&token),
+                "request": format!("POST /v3/urlNotifications:publish?access_token={token}&alt=json"),
+                "html": format!("&lt;code&gt;{}&lt;/code&gt;", html_all(&token)),
+            }]
+        }
+    });
+    MockResponse::status(code).json(&echo.to_string())
+}
+
+#[test]
+fn google_tokens_quoted_by_failing_publishes_never_show() {
+    let sb = Sandbox::google("daily_quota = 50");
+    sb.engine.on(
+        "POST",
+        GOOGLE_TOKEN,
+        vec![google_token_response(GOOGLE_ACCESS_TOKEN), google_token_response(GOOGLE_REFRESHED_TOKEN)],
+    );
+    // /e500 → 500, /e403 → 403, /e401 → 401 (a refresh, then 401 again):
+    // each quotes the token it was sent.
+    sb.engine.respond_with("POST", GOOGLE_PUBLISH, |req| {
+        let url = req.json()["url"].as_str().unwrap_or_default().to_string();
+        match url.rsplit('/').next().unwrap_or_default() {
+            "e500" => quoting_body(500, "INTERNAL", req),
+            "e403" => quoting_body(403, "PERMISSION_DENIED", req),
+            _ => quoting_body(401, "UNAUTHENTICATED", req),
+        }
+    });
+    let urls = sb.urls("urls.txt", &["/e500", "/e403", "/e401"]);
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    let results = results(&doc);
+    assert_eq!(result_for(&results, &sb.url("/e500"))["outcome"], "transient", "{doc:#}");
+    assert_eq!(result_for(&results, &sb.url("/e403"))["outcome"], "misconfigured", "{doc:#}");
+    let unauthenticated = result_for(&results, &sb.url("/e401"));
+    assert_eq!(unauthenticated["reason"], "unauthenticated", "{doc:#}");
+
+    // Both tokens were used: the one of the run and the one of the refresh.
+    let sent: Vec<String> = sb
+        .engine
+        .requests_to("POST", GOOGLE_PUBLISH)
+        .iter()
+        .filter_map(|r| r.header("authorization").map(str::to_string))
+        .collect();
+    for token in [GOOGLE_ACCESS_TOKEN, GOOGLE_REFRESHED_TOKEN] {
+        assert!(sent.contains(&format!("Bearer {token}")), "{token} was sent: {sent:?}");
+    }
+
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    // The bodies were stored and shown — with the token masked.
+    assert!(text.contains("Request failed. Headers: Authorization: "), "the bodies are shown:\n{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("Request failed"), "the bodies are stored");
+    for token in [GOOGLE_ACCESS_TOKEN, GOOGLE_REFRESHED_TOKEN] {
+        for (what, form) in [("the token", token.to_string()), ("the token percent-encoded", percent_all(token))] {
+            assert_absent(&text, &form, what);
+            assert_absent(&ledger, &form, what);
+        }
+        assert_absent(&text, &html_all(token), "the token HTML-escaped");
+        assert_absent(&ledger, &html_all(token), "the token HTML-escaped");
+    }
+}
+
+#[test]
+fn a_token_endpoint_echoing_the_assertion_keeps_it_out_of_log_and_ledger() {
+    let sb = Sandbox::google("");
+    sb.engine.respond_with("POST", GOOGLE_TOKEN, |req| {
+        let form: std::collections::HashMap<String, String> =
+            url::form_urlencoded::parse(req.body.as_bytes()).into_owned().collect();
+        let assertion = form.get("assertion").cloned().unwrap_or_default();
+        let body = serde_json::json!({
+            "error": "invalid_grant",
+            "error_description": format!("Invalid JWT Signature: {assertion}"),
+            "request": format!("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion={assertion}"),
+            "upper": assertion.to_ascii_uppercase(),
+        });
+        MockResponse::status(400).json(&body.to_string())
+    });
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    let r = result_for(&results(&doc), &sb.url("/a")).clone();
+    assert_eq!(r["outcome"], "misconfigured", "{r:#}");
+    assert_eq!(r["reason"], "invalid_grant", "{r:#}");
+
+    let tokens = sb.engine.requests_to("POST", GOOGLE_TOKEN);
+    assert_eq!(tokens.len(), 1);
+    let form: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(tokens[0].body.as_bytes()).into_owned().collect();
+    let assertion = form["assertion"].clone();
+    let signature = assertion.rsplit('.').next().unwrap().to_string();
+    assert!(signature.len() > 100, "an RS256 signature: {}", signature.len());
+
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    assert!(text.contains("Invalid JWT Signature: "), "the body is shown:\n{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("Invalid JWT Signature"), "the body is stored");
+    for (what, form) in [("the assertion", &assertion), ("its signature", &signature)] {
+        assert_absent(&text, form, what);
+        assert_absent(&ledger, form, what);
+    }
+}
+
+#[test]
+fn an_indexnow_key_echoed_in_another_case_or_encoding_is_masked() {
+    let sb = Sandbox::new();
+    let forms = [
+        ("upper-cased", KEY.to_ascii_uppercase()),
+        ("percent-encoded", percent_all(KEY)),
+        ("HTML-escaped", html_all(KEY)),
+        ("JSON-escaped", json_all(KEY)),
+    ];
+    // A 422 whose body is JSON quoting the key in every form, and an HTML
+    // line with the key as an escaped query parameter.
+    let body = format!(
+        "{{\"code\":\"InvalidKey\",\"message\":\"key {} does not match\",\"percent\":\"{}\",\"json\":\"{}\",\"html\":\"{}\",\
+         \"page\":\"<a href=\\\"/indexnow?url=x&amp;key={}\\\">retry</a>\"}}",
+        forms[0].1, forms[1].1, forms[2].1, forms[3].1, forms[0].1
+    );
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(422).json(&body)]);
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let doc = done.json();
+    assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "misconfigured", "{doc:#}");
+
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    assert!(text.contains("does not match"), "the body is shown:\n{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("does not match"), "the body is stored");
+    for (what, form) in &forms {
+        assert_absent(&text, form, what);
+        assert_absent(&ledger, form, what);
+    }
+}
