@@ -224,8 +224,8 @@ impl<'w, W: Write> JsonArray<'w, W> {
         Ok(JsonArray { out, first: true })
     }
 
-    fn push<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
-        let text = serde_json::to_string(value).map_err(io::Error::other)?;
+    /// An element already in JSON.
+    fn push_raw(&mut self, text: &str) -> io::Result<()> {
         write!(self.out, "{}\n    {text}", if self.first { "" } else { "," })?;
         self.first = false;
         Ok(())
@@ -244,23 +244,18 @@ impl SubmitReport<'_> {
         if self.dry_run {
             write!(out, ",\n  \"dry_run\": true,\n  \"plan\": ")?;
             let mut plan = JsonArray::start(out)?;
-            self.results.each_planned(|p| plan.push(&p))?;
+            self.results.each_planned_json(|p| plan.push_raw(p))?;
             plan.end()?;
-            write!(out, ",\n  \"plan_summary\": {}", serde_json::to_string(&self.plan_summary()?)?)?;
+            write!(out, ",\n  \"plan_summary\": {}", serde_json::to_string(&self.plan_summary())?)?;
             if let Some(n) = self.before_since {
                 write!(out, ",\n  \"before_since\": {n}")?;
             }
         }
         write!(out, ",\n  \"results\": ")?;
         let mut results = JsonArray::start(out)?;
-        self.results.each(|mut r| {
-            if let Some((at, tz)) = r.retry {
-                r.set_retry(at, tz, self.end);
-            }
-            results.push(&r)
-        })?;
+        self.results.each_result_json(self.end, |r| results.push_raw(r))?;
         results.end()?;
-        write!(out, ",\n  \"summary\": {}", serde_json::to_string(&self.results.summary()?)?)?;
+        write!(out, ",\n  \"summary\": {}", serde_json::to_string(&self.results.summary())?)?;
         if !self.notes.is_empty() {
             write!(out, ",\n  \"notes\": {}", serde_json::to_string(self.notes)?)?;
         }
@@ -268,13 +263,12 @@ impl SubmitReport<'_> {
         Ok(())
     }
 
-    fn plan_summary(&self) -> anyhow::Result<BTreeMap<EngineKind, PlanSummary>> {
-        let waiting = self.results.deferred_per_engine()?;
-        Ok(self
-            .plan
+    fn plan_summary(&self) -> BTreeMap<EngineKind, PlanSummary> {
+        let waiting = self.results.deferred_per_engine();
+        self.plan
             .iter()
             .map(|(e, c)| (*e, PlanSummary { counts: *c, waiting: waiting.get(e).copied().unwrap_or(0) }))
-            .collect())
+            .collect()
     }
 
     /// Human text: per group what happened and what the user can do; the
@@ -287,7 +281,7 @@ impl SubmitReport<'_> {
         }
         if self.dry_run {
             writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
-            for (engine, p) in self.plan_summary()? {
+            for (engine, p) in self.plan_summary() {
                 writeln!(
                     out,
                     "{}: {} new, {} changed, {} unchanged (not sent), {} wait for budget.",
@@ -301,11 +295,11 @@ impl SubmitReport<'_> {
             if let Some(n) = self.before_since.filter(|n| *n > 0) {
                 writeln!(out, "{} left out: their lastmod is before --since.", plural(n, "URL is", "URLs are"))?;
             }
-            for (g, n) in self.results.planned_counts()? {
+            for (g, n) in self.results.planned_counts() {
                 writeln!(out, "{}: {} would go now.", group_title(&g), plural(n, "URL", "URLs"))?;
             }
         }
-        let aggregates = self.results.aggregates()?;
+        let aggregates = self.results.aggregates();
         let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| when(t, tz, self.user_tz, self.end));
         for a in &aggregates {
             let title = group_title(&a.group);
@@ -376,11 +370,15 @@ impl SubmitReport<'_> {
                 )?;
             }
         }
-        self.results.each_with(Outcome::Invalid, |r| {
+        let (invalid, all) = self.results.invalid();
+        for r in invalid {
             let place = r.source.as_deref().unwrap_or("input");
-            writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)
-        })?;
-        let summary = self.results.summary()?;
+            writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)?;
+        }
+        if all > invalid.len() as u64 {
+            writeln!(out, "invalid: … and {} more (each is named in a warning above).", all - invalid.len() as u64)?;
+        }
+        let summary = self.results.summary();
         let needs_human = summary["misconfigured"] + summary["invalid"] > 0;
         if !quiet || needs_human {
             let parts: Vec<String> =

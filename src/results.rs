@@ -1,35 +1,26 @@
-//! The results of one `submit` run: one row per (URL, engine, target) the
-//! run touched and per bad input line, plus the dry run's plan. They live in
-//! a private temporary SQLite database (deleted when the run ends), so a run
-//! of a million URLs keeps flat memory and the report is streamed from it.
-//! This is report data, not the ledger: nothing here survives the run.
+//! The results of one `submit` run, as the report needs them: counts per
+//! outcome, and per group, outcome and reason (with the first message and
+//! hint and the earliest retry), aggregated as the run goes; a few invalid
+//! lines for the human report; and, only for `--json`, every per-URL
+//! result, streamed to a private temporary file (deleted when the run
+//! ends) and read back once. Nothing is stored per URL otherwise: a run of a
+//! million URLs keeps a map of which aggregate each item's result is in (a
+//! result replaced later in the run — a retry that succeeded — moves its
+//! count) and nothing else. This is report data, not the ledger.
 
 use crate::ledger::GroupKey;
 use crate::model::{EngineKind, Outcome};
 use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use rusqlite::{params, Connection, Row};
-use std::collections::BTreeMap;
-use std::str::FromStr;
-
-/// Writes between commits.
-const COMMIT_EVERY: usize = 10_000;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufWriter, Seek, Write};
 
 /// What a result is about: a ledger item, or an input line that never became one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {
     Item(i64),
     Line(u64),
-}
-
-impl Key {
-    fn text(self) -> String {
-        match self {
-            Key::Item(id) => format!("i{id}"),
-            Key::Line(n) => format!("l{n}"),
-        }
-    }
 }
 
 /// Results of one reason within a group, for the human report.
@@ -44,72 +35,56 @@ pub struct Aggregate {
     pub next_retry: Option<(DateTime<Utc>, Tz)>,
 }
 
-pub struct Results {
-    conn: Connection,
-    seq: i64,
-    pending: usize,
-    lines: u64,
+/// How many invalid lines the human report lists (the warnings on stderr
+/// name every one as it is read).
+const INVALID_SHOWN: usize = 100;
+
+/// An invalid input line, for the human report.
+#[derive(Debug, Clone)]
+pub struct InvalidLine {
+    pub source: Option<String>,
+    pub url: String,
+    pub message: String,
 }
 
-const COLUMNS: &str = "url, property, engine, endpoint, outcome, reason, message, hint, http_status, retry_ms, retry_tz, attempts, source";
+pub struct Results {
+    /// Aggregates in the order their first result came.
+    aggregates: Vec<Aggregate>,
+    by_reason: HashMap<(GroupKey, Outcome, String), usize>,
+    /// Per key: its result's aggregate (`None`: an invalid line, counted
+    /// only by outcome) and outcome, and where its JSON line is.
+    current: HashMap<Key, (Option<usize>, Outcome, u64)>,
+    summary: BTreeMap<&'static str, u64>,
+    invalid: Vec<InvalidLine>,
+    planned: BTreeMap<GroupKey, u64>,
+    lines: u64,
+    /// `--json`: every result and planned URL, one line each (`r<key>\t` or
+    /// `p\t`, then the JSON), in the order they came.
+    json: Option<JsonLines>,
+}
 
-fn entry_row(r: &Row<'_>) -> rusqlite::Result<ResultEntry> {
-    let engine: Option<String> = r.get(2)?;
-    let outcome: String = r.get(4)?;
-    let property: Option<String> = r.get(1)?;
-    let endpoint: Option<String> = r.get::<_, Option<String>>(3)?.filter(|e| !e.is_empty());
-    let retry_ms: Option<i64> = r.get(9)?;
-    let retry_tz: Option<String> = r.get(10)?;
-    let engine = engine.and_then(|e| EngineKind::from_str(&e).ok());
-    Ok(ResultEntry {
-        url: r.get(0)?,
-        property,
-        engine,
-        endpoint,
-        outcome: Outcome::from_str(&outcome).unwrap_or(Outcome::Invalid),
-        reason: r.get(5)?,
-        message: r.get(6)?,
-        hint: r.get(7)?,
-        http_status: r.get(8)?,
-        retry_at: None,
-        retry_after_secs: None,
-        attempts: r.get(11)?,
-        source: r.get(12)?,
-        retry: retry_ms
-            .and_then(DateTime::from_timestamp_millis)
-            .map(|t| (t, retry_tz.and_then(|z| z.parse().ok()).unwrap_or(Tz::UTC))),
-    })
+struct JsonLines {
+    file: BufWriter<std::fs::File>,
+    written: u64,
 }
 
 impl Results {
-    pub fn new() -> rusqlite::Result<Results> {
-        // An empty name: a private, temporary, on-disk database.
-        let conn = Connection::open("")?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = OFF;
-             PRAGMA synchronous = OFF;
-             CREATE TABLE results (
-                 key TEXT PRIMARY KEY, seq INTEGER NOT NULL,
-                 url TEXT NOT NULL, property TEXT, engine TEXT, endpoint TEXT,
-                 outcome TEXT NOT NULL, reason TEXT NOT NULL, message TEXT NOT NULL, hint TEXT,
-                 http_status INTEGER, retry_ms INTEGER, retry_tz TEXT, attempts INTEGER NOT NULL, source TEXT
-             );
-             CREATE INDEX results_seq ON results (seq);
-             CREATE INDEX results_group ON results (property, engine, endpoint, outcome, reason, seq);
-             CREATE TABLE plan (seq INTEGER PRIMARY KEY, url TEXT NOT NULL, property TEXT NOT NULL,
-                                engine TEXT NOT NULL, endpoint TEXT);
-             BEGIN;",
-        )?;
-        Ok(Results { conn, seq: 0, pending: 0, lines: 0 })
-    }
-
-    fn wrote(&mut self) -> rusqlite::Result<()> {
-        self.pending += 1;
-        if self.pending >= COMMIT_EVERY {
-            self.conn.execute_batch("COMMIT; BEGIN;")?;
-            self.pending = 0;
-        }
-        Ok(())
+    /// `json`: keep every per-URL result for a `--json` document.
+    pub fn new(json: bool) -> std::io::Result<Results> {
+        let json = match json {
+            true => Some(JsonLines { file: BufWriter::new(tempfile::tempfile()?), written: 0 }),
+            false => None,
+        };
+        Ok(Results {
+            aggregates: Vec::new(),
+            by_reason: HashMap::new(),
+            current: HashMap::new(),
+            summary: Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect(),
+            invalid: Vec::new(),
+            planned: BTreeMap::new(),
+            lines: 0,
+            json,
+        })
     }
 
     /// A key for a bad input line.
@@ -118,177 +93,270 @@ impl Results {
         Key::Line(self.lines)
     }
 
-    /// Records (or replaces) the result for `key`; its place in the report
-    /// is where the key first appeared, and its attempts never go down.
-    pub fn put(&mut self, key: Key, e: &ResultEntry) -> rusqlite::Result<()> {
-        self.seq += 1;
-        self.conn
-            .prepare_cached(&format!(
-                "INSERT INTO results (key, seq, {COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
-                 ON CONFLICT (key) DO UPDATE SET
-                     url = excluded.url, property = excluded.property, engine = excluded.engine,
-                     endpoint = excluded.endpoint, outcome = excluded.outcome, reason = excluded.reason,
-                     message = excluded.message, hint = excluded.hint, http_status = excluded.http_status,
-                     retry_ms = excluded.retry_ms, retry_tz = excluded.retry_tz,
-                     attempts = MAX(attempts, excluded.attempts), source = excluded.source"
-            ))?
-            .execute(params![
-                key.text(),
-                self.seq,
-                e.url,
-                e.property,
-                e.engine.map(|x| x.as_str()),
-                e.endpoint.as_deref().unwrap_or(""),
-                e.outcome.as_str(),
-                e.reason,
-                e.message,
-                e.hint,
-                e.http_status,
-                e.retry.map(|(t, _)| t.timestamp_millis()),
-                e.retry.map(|(_, tz)| tz.name().to_string()),
-                e.attempts,
-                e.source,
-            ])?;
-        self.wrote()
+    /// Records (or replaces) the result for `key`.
+    pub fn put(&mut self, key: Key, e: &ResultEntry) -> std::io::Result<()> {
+        self.put_all(std::iter::once((key, e.url.as_str(), e.attempts)), e)
+    }
+
+    /// Records one result for many keys at once (an answer for a whole
+    /// request): `e` with each key's URL and attempts.
+    pub fn put_all<'u>(
+        &mut self,
+        keys: impl IntoIterator<Item = (Key, &'u str, u32)>,
+        e: &ResultEntry,
+    ) -> std::io::Result<()> {
+        let aggregate = match (&e.property, e.engine) {
+            (Some(property), Some(engine)) => Some(self.aggregate(property, engine, e)),
+            _ => None,
+        };
+        let outcome = e.outcome;
+        let mut entry = e.clone();
+        for (key, url, attempts) in keys {
+            let offset = match &mut self.json {
+                Some(json) => {
+                    entry.url.clear();
+                    entry.url.push_str(url);
+                    entry.attempts = attempts;
+                    // Its seconds are counted when the document is written.
+                    entry.retry_after_secs = None;
+                    let text = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
+                    let retry = e.retry.map(|(t, _)| format!(" {}", t.timestamp_millis())).unwrap_or_default();
+                    let line = format!("r{}{retry}\t{text}\n", key_text(key));
+                    json.file.write_all(line.as_bytes())?;
+                    let at = json.written;
+                    json.written += line.len() as u64;
+                    at
+                }
+                None => 0,
+            };
+            if let Some((old_aggregate, old_outcome, _)) = self.current.insert(key, (aggregate, outcome, offset)) {
+                if let Some(a) = old_aggregate {
+                    self.aggregates[a].count -= 1;
+                }
+                *self.summary.get_mut(old_outcome.as_str()).expect("every outcome is counted") -= 1;
+            }
+            if let Some(a) = aggregate {
+                self.aggregates[a].count += 1;
+                if let Some(retry) = e.retry.filter(|r| self.aggregates[a].next_retry.is_none_or(|n| r.0 < n.0)) {
+                    self.aggregates[a].next_retry = Some(retry);
+                }
+            }
+            *self.summary.get_mut(outcome.as_str()).expect("every outcome is counted") += 1;
+            if outcome == Outcome::Invalid && self.invalid.len() < INVALID_SHOWN {
+                self.invalid.push(InvalidLine {
+                    source: e.source.clone(),
+                    url: url.to_string(),
+                    message: e.message.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The aggregate of `e`'s group, outcome and reason (made on first use).
+    fn aggregate(&mut self, property: &str, engine: EngineKind, e: &ResultEntry) -> usize {
+        let group = GroupKey { property: property.to_string(), engine, target: e.endpoint.clone().unwrap_or_default() };
+        let key = (group, e.outcome, e.reason.clone());
+        if let Some(&index) = self.by_reason.get(&key) {
+            return index;
+        }
+        self.aggregates.push(Aggregate {
+            group: key.0.clone(),
+            outcome: e.outcome,
+            reason: e.reason.clone(),
+            count: 0,
+            message: e.message.clone(),
+            hint: e.hint.clone(),
+            next_retry: None,
+        });
+        self.by_reason.insert(key, self.aggregates.len() - 1);
+        self.aggregates.len() - 1
     }
 
     /// Records a URL a dry run would send now.
-    pub fn plan(&mut self, p: &Planned) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached("INSERT INTO plan (url, property, engine, endpoint) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![p.url, p.property, p.engine.as_str(), p.endpoint.as_deref().unwrap_or("")])?;
-        self.wrote()
+    pub fn plan(&mut self, p: &Planned, group: &GroupKey) -> std::io::Result<()> {
+        *self.planned.entry(group.clone()).or_default() += 1;
+        if let Some(json) = &mut self.json {
+            let line = format!("p\t{}\n", serde_json::to_string(p).map_err(std::io::Error::other)?);
+            json.file.write_all(line.as_bytes())?;
+            json.written += line.len() as u64;
+        }
+        Ok(())
     }
 
     /// Counts per outcome, every outcome present.
-    pub fn summary(&self) -> rusqlite::Result<BTreeMap<&'static str, u64>> {
-        let mut counts: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
-        let mut stmt = self.conn.prepare("SELECT outcome, COUNT(*) FROM results GROUP BY outcome")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-        for row in rows {
-            let (outcome, n) = row?;
-            if let Ok(o) = Outcome::from_str(&outcome) {
-                counts.insert(o.as_str(), n as u64);
-            }
-        }
-        Ok(counts)
+    pub fn summary(&self) -> BTreeMap<&'static str, u64> {
+        self.summary.clone()
     }
 
-    /// Every result, in the order the run first met them.
-    pub fn each(&self, mut f: impl FnMut(ResultEntry) -> std::io::Result<()>) -> anyhow::Result<()> {
-        let mut stmt = self.conn.prepare(&format!("SELECT {COLUMNS} FROM results ORDER BY seq"))?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            f(entry_row(row)?)?;
-        }
-        Ok(())
+    /// Every planned URL (`--json` only), as JSON, in order. (`flush` first.)
+    pub fn each_planned_json(&self, mut f: impl FnMut(&str) -> std::io::Result<()>) -> anyhow::Result<()> {
+        self.each_line(|_, tag, text| if tag == "p" { f(text) } else { Ok(()) })
     }
 
-    /// Results with one of these outcomes, in order.
-    pub fn each_with(
+    /// Every result (`--json` only), as JSON with `retry_after_secs`
+    /// counted to `end`, in the order the run gave them their last result.
+    /// The lines are read twice (to know which are the last), never held.
+    pub fn each_result_json(
         &self,
-        outcome: Outcome,
-        mut f: impl FnMut(ResultEntry) -> std::io::Result<()>,
+        end: DateTime<Utc>,
+        mut f: impl FnMut(&str) -> std::io::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut stmt = self.conn.prepare(&format!("SELECT {COLUMNS} FROM results WHERE outcome = ?1 ORDER BY seq"))?;
-        let mut rows = stmt.query([outcome.as_str()])?;
-        while let Some(row) = rows.next()? {
-            f(entry_row(row)?)?;
-        }
-        Ok(())
+        let mut wanted = Vec::new();
+        self.each_line(|offset, tag, _| {
+            let key = tag.strip_prefix('r').and_then(|t| parse_key(t.split(' ').next().unwrap_or(t)));
+            if key.is_some_and(|k| self.current.get(&k).is_some_and(|c| c.2 == offset)) {
+                wanted.push(offset);
+            }
+            Ok(())
+        })?;
+        let mut wanted = wanted.into_iter().peekable();
+        self.each_line(|offset, tag, text| {
+            if wanted.peek() != Some(&offset) {
+                return Ok(());
+            }
+            wanted.next();
+            // The retry, in milliseconds, follows the key: its seconds from
+            // `end` close the object.
+            match tag.split_once(' ').and_then(|(_, ms)| ms.parse::<i64>().ok()) {
+                Some(ms) => {
+                    let millis = (ms - end.timestamp_millis()).max(0);
+                    let body = text.strip_suffix('}').unwrap_or(text);
+                    f(&format!("{body},\"retry_after_secs\":{}}}", (millis + 999) / 1000))
+                }
+                None => f(text),
+            }
+        })
     }
 
-    /// Every planned URL, in order.
-    pub fn each_planned(&self, mut f: impl FnMut(Planned) -> std::io::Result<()>) -> anyhow::Result<()> {
-        let mut stmt = self.conn.prepare("SELECT url, property, engine, endpoint FROM plan ORDER BY seq")?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let engine: String = r.get(2)?;
-            let group = GroupKey {
-                property: r.get(1)?,
-                engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-                target: r.get(3)?,
-            };
-            f(Planned::new(&r.get::<_, String>(0)?, &group))?;
+    /// Each line of the `--json` file: its offset, tag and JSON.
+    fn each_line(&self, mut f: impl FnMut(u64, &str, &str) -> std::io::Result<()>) -> anyhow::Result<()> {
+        let Some(json) = &self.json else { return Ok(()) };
+        let mut file = json.file.get_ref().try_clone()?;
+        file.rewind()?;
+        let mut lines = std::io::BufReader::new(file);
+        let (mut offset, mut line) = (0u64, String::new());
+        loop {
+            line.clear();
+            let n = lines.read_line(&mut line)? as u64;
+            if n == 0 {
+                return Ok(());
+            }
+            let (tag, text) = line.trim_end_matches('\n').split_once('\t').unwrap_or(("", ""));
+            f(offset, tag, text)?;
+            offset += n;
         }
-        Ok(())
+    }
+
+    /// Writes out what `each_planned_json` and `each_result_json` read.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.json {
+            Some(json) => json.file.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// The first invalid lines, and how many there were in all.
+    pub fn invalid(&self) -> (&[InvalidLine], u64) {
+        (&self.invalid, self.summary["invalid"])
     }
 
     /// Deferred results per engine.
-    pub fn deferred_per_engine(&self) -> rusqlite::Result<BTreeMap<EngineKind, u64>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT engine, COUNT(*) FROM results WHERE outcome = 'deferred' AND engine IS NOT NULL GROUP BY engine",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    pub fn deferred_per_engine(&self) -> BTreeMap<EngineKind, u64> {
         let mut out = BTreeMap::new();
-        for row in rows {
-            let (engine, n) = row?;
-            if let Ok(e) = EngineKind::from_str(&engine) {
-                out.insert(e, n as u64);
-            }
+        for a in self.aggregates.iter().filter(|a| a.outcome == Outcome::Deferred) {
+            *out.entry(a.group.engine).or_default() += a.count;
         }
-        Ok(out)
+        out
     }
 
     /// Planned URLs per group.
-    pub fn planned_counts(&self) -> rusqlite::Result<Vec<(GroupKey, u64)>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT property, engine, endpoint, COUNT(*) FROM plan GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")?;
-        let rows = stmt.query_map([], |r| {
-            let engine: String = r.get(1)?;
-            Ok((
-                GroupKey {
-                    property: r.get(0)?,
-                    engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-                    target: r.get(2)?,
-                },
-                r.get::<_, i64>(3)? as u64,
-            ))
-        })?;
-        rows.collect()
+    pub fn planned_counts(&self) -> Vec<(GroupKey, u64)> {
+        self.planned.iter().map(|(g, n)| (g.clone(), *n)).collect()
     }
 
     /// Per group, outcome and reason: how many, the first message and hint,
-    /// and the earliest retry.
-    pub fn aggregates(&self) -> anyhow::Result<Vec<Aggregate>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT property, engine, endpoint, outcome, reason, COUNT(*),
-                    (SELECT message FROM results r2 WHERE r2.property = r.property AND r2.engine = r.engine
-                        AND r2.endpoint = r.endpoint AND r2.outcome = r.outcome
-                        AND r2.reason = r.reason ORDER BY seq LIMIT 1),
-                    (SELECT hint FROM results r2 WHERE r2.property = r.property AND r2.engine = r.engine
-                        AND r2.endpoint = r.endpoint AND r2.outcome = r.outcome
-                        AND r2.reason = r.reason ORDER BY seq LIMIT 1),
-                    MIN(retry_ms),
-                    (SELECT retry_tz FROM results r2 WHERE r2.property = r.property AND r2.engine = r.engine
-                        AND r2.endpoint = r.endpoint AND r2.outcome = r.outcome
-                        AND r2.reason = r.reason AND r2.retry_ms IS NOT NULL ORDER BY retry_ms LIMIT 1)
-             FROM results r WHERE property IS NOT NULL AND engine IS NOT NULL
-             GROUP BY property, engine, endpoint, outcome, reason
-             ORDER BY property, engine, endpoint, MIN(seq)",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            let engine: String = r.get(1)?;
-            let outcome: String = r.get(3)?;
-            let retry_ms: Option<i64> = r.get(8)?;
-            let retry_tz: Option<String> = r.get(9)?;
-            Ok(Aggregate {
-                group: GroupKey {
-                    property: r.get(0)?,
-                    engine: EngineKind::from_str(&engine).unwrap_or(EngineKind::IndexNow),
-                    target: r.get(2)?,
-                },
-                outcome: Outcome::from_str(&outcome).unwrap_or(Outcome::Invalid),
-                reason: r.get(4)?,
-                count: r.get::<_, i64>(5)? as u64,
-                message: r.get(6)?,
-                hint: r.get(7)?,
-                next_retry: retry_ms
-                    .and_then(DateTime::from_timestamp_millis)
-                    .map(|t| (t, retry_tz.and_then(|z| z.parse().ok()).unwrap_or(Tz::UTC))),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    /// and the earliest retry; grouped by group, in the order they came.
+    pub fn aggregates(&self) -> Vec<Aggregate> {
+        let mut out: Vec<(usize, &Aggregate)> =
+            self.aggregates.iter().enumerate().filter(|(_, a)| a.count > 0).collect();
+        out.sort_by(|(i, a), (j, b)| {
+            (&a.group.property, a.group.engine.as_str(), &a.group.target, i).cmp(&(
+                &b.group.property,
+                b.group.engine.as_str(),
+                &b.group.target,
+                j,
+            ))
+        });
+        out.into_iter().map(|(_, a)| a.clone()).collect()
+    }
+}
+
+fn key_text(key: Key) -> String {
+    match key {
+        Key::Item(id) => format!("i{id}"),
+        Key::Line(n) => format!("l{n}"),
+    }
+}
+
+fn parse_key(text: &str) -> Option<Key> {
+    match text.split_at_checked(1)? {
+        ("i", id) => id.parse().ok().map(Key::Item),
+        ("l", n) => n.parse().ok().map(Key::Line),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(url: &str, outcome: Outcome, reason: &str) -> ResultEntry {
+        ResultEntry {
+            url: url.into(),
+            property: Some("site".into()),
+            engine: Some(EngineKind::IndexNow),
+            endpoint: Some("https://e.example/indexnow".into()),
+            outcome,
+            reason: reason.into(),
+            message: format!("{reason} message"),
+            hint: None,
+            http_status: None,
+            retry_at: None,
+            retry_after_secs: None,
+            attempts: 1,
+            source: None,
+            retry: None,
+        }
+    }
+
+    #[test]
+    fn a_replaced_result_moves_its_count_and_json_keeps_the_last() {
+        let mut results = Results::new(true).unwrap();
+        results.put(Key::Item(1), &entry("https://s/a", Outcome::Transient, "server_error")).unwrap();
+        let ok = entry("", Outcome::Accepted, "accepted");
+        results.put_all([(Key::Item(1), "https://s/a", 2), (Key::Item(2), "https://s/b", 1)], &ok).unwrap();
+        let key = results.line_key();
+        let mut bad = entry("nope", Outcome::Invalid, "invalid_url");
+        (bad.property, bad.engine, bad.source) = (None, None, Some("urls.txt:3".into()));
+        results.put(key, &bad).unwrap();
+        let summary = results.summary();
+        assert_eq!((summary["accepted"], summary["transient"], summary["invalid"]), (2, 0, 1));
+        let aggregates = results.aggregates();
+        assert_eq!(aggregates.len(), 1, "the emptied transient aggregate is gone: {aggregates:?}");
+        assert_eq!((aggregates[0].outcome, aggregates[0].count), (Outcome::Accepted, 2));
+        assert_eq!(results.invalid().0[0].source.as_deref(), Some("urls.txt:3"));
+        results.flush().unwrap();
+        let mut lines = Vec::new();
+        let end = Utc::now();
+        results.each_result_json(end, |r| Ok(lines.push(r.to_string()))).unwrap();
+        let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(docs.len(), 3, "{lines:?}");
+        assert_eq!(
+            (docs[0]["url"].as_str(), docs[0]["outcome"].as_str(), docs[0]["attempts"].as_u64()),
+            (Some("https://s/a"), Some("accepted"), Some(2))
+        );
+        assert_eq!(docs[1]["url"], "https://s/b");
+        assert_eq!(docs[2]["outcome"], "invalid");
     }
 }

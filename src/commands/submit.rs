@@ -128,7 +128,7 @@ pub async fn run(
         engines: built,
         ledger,
         owner: Owner::current(),
-        results: Results::new().context("cannot create the run's temporary results")?,
+        results: Results::new(printer.json).context("cannot create the run's temporary results")?,
         deferrals: Vec::new(),
         reported: Default::default(),
         notes: Vec::new(),
@@ -247,6 +247,7 @@ pub async fn run(
                 waiting.push(Waiting { group, count: counts.waiting, next, tz });
             }
         }
+        run.results.flush()?;
         let report = SubmitReport {
             now: started,
             end: now,
@@ -266,7 +267,7 @@ pub async fn run(
             report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
         }
         std::io::Write::flush(&mut out)?;
-        let summary = run.results.summary()?;
+        let summary = run.results.summary();
         let needs_human = args.fail_on.iter().any(|o| summary[o.as_str()] > 0);
         Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
     }
@@ -566,7 +567,7 @@ impl Run<'_> {
         let Some(reservation) = claim.reservation else { return Ok(false) };
         if self.dry_run {
             for item in &claim.items {
-                self.results.plan(&Planned::new(&item.url, group))?;
+                self.results.plan(&Planned::new(&item.url, group), group)?;
             }
             return Ok(claim.retry_at.is_none() && claim.paced.is_empty());
         }

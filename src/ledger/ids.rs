@@ -53,7 +53,6 @@ fn bad() -> LedgerError {
     LedgerError::Other("the ledger's requests.items holds bytes that are not a list of item ids".into())
 }
 
-
 /// The integer an item is found by in its group: a 64-bit hash of its URL
 /// (xxh3, stable across versions and machines). Two URLs of one group with
 /// the same key (about one chance in 10^8 for a million URLs) are told

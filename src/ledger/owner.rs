@@ -66,10 +66,23 @@ fn pid_exists(pid: u32) -> bool {
         // With /proc present, a missing /proc/PID means the process is gone.
         return std::path::Path::new(&format!("/proc/{pid}")).exists();
     }
+    signal_zero(pid)
+}
+
+/// Whether a process `pid` exists (signal 0 checks only that and permission).
+#[cfg(unix)]
+fn signal_zero(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Elsewhere (Windows) a process is not checked: it may be alive, and its
+/// reservation is trusted until its lease ends, as another host's is.
+#[cfg(not(unix))]
+fn signal_zero(_pid: u32) -> bool {
+    true
 }
 
 #[cfg(test)]
