@@ -349,7 +349,12 @@ mod tests {
         results.flush().unwrap();
         let mut lines = Vec::new();
         let end = Utc::now();
-        results.each_result_json(end, |r| Ok(lines.push(r.to_string()))).unwrap();
+        results
+            .each_result_json(end, |r| {
+                lines.push(r.to_string());
+                Ok(())
+            })
+            .unwrap();
         let docs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(docs.len(), 3, "{lines:?}");
         assert_eq!(
