@@ -284,9 +284,13 @@ impl SqliteLedger {
 
     fn configure(&mut self, on_disk: bool) -> Result<()> {
         self.conn.busy_timeout(std::time::Duration::from_secs(60))?;
+        // A batch's index pages stay in memory (32 MiB at most), and the
+        // write-ahead log is copied back every 40 MiB rather than every 4.
+        self.conn.pragma_update(None, "cache_size", -32 * 1024)?;
         if on_disk {
             self.conn.pragma_update(None, "journal_mode", "WAL")?;
             self.conn.pragma_update(None, "synchronous", "FULL")?;
+            self.conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         } else {
             // A dry run's throwaway copy: nothing in it needs to survive a crash.
             self.conn.pragma_update(None, "journal_mode", "OFF")?;
@@ -438,6 +442,45 @@ fn recount(tx: &Connection) -> Result<()> {
              accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
     )?;
     Ok(())
+}
+
+/// The kept count column of a state.
+fn count_column(state: ItemState) -> &'static str {
+    match state {
+        ItemState::Queued => "queued",
+        ItemState::InFlight => "in_flight",
+        ItemState::Accepted => "accepted",
+        ItemState::Parked => "parked",
+    }
+}
+
+/// Counts `n` items of `group` moved from state `from` (`None`: new) to
+/// `to` (`None`: gone) in the group's kept counts: one statement.
+fn counted(tx: &Connection, group: i64, from: Option<ItemState>, to: Option<ItemState>, n: u64) -> Result<()> {
+    if n == 0 || from == to {
+        return Ok(());
+    }
+    let mut sets = Vec::new();
+    if let Some(from) = from {
+        sets.push(format!("{0} = {0} - {n}", count_column(from)));
+    }
+    if let Some(to) = to {
+        sets.push(format!("{0} = {0} + {n}", count_column(to)));
+    }
+    tx.execute(&format!("UPDATE groups SET {} WHERE id = ?1", sets.join(", ")), [group])?;
+    Ok(())
+}
+
+/// The states of the items `ids`, counted (before a statement moves them
+/// all to another state).
+fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
+    let mut stmt = tx.prepare_cached("SELECT state, COUNT(*) FROM items WHERE id IN rarray(?1) GROUP BY state")?;
+    let mut rows = stmt.query([array(ids)])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((stored("items", "state", &r.get::<_, String>(0)?)?, r.get::<_, i64>(1)?.max(0) as u64));
+    }
+    Ok(out)
 }
 
 fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
@@ -788,12 +831,13 @@ impl Ledger for SqliteLedger {
                     Some(now),
                     &items,
                 )?;
-                tx.execute(
+                let n = tx.execute(
                     "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
                          attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
                      WHERE reservation_id = ?1 AND state = 'in_flight'",
                     params![id, ts(now), request],
                 )?;
+                counted(&tx, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)?;
             }
             tx.execute("DELETE FROM reservations WHERE id = ?1", [id])?;
             done.reservations += 1;
@@ -830,8 +874,8 @@ impl Ledger for SqliteLedger {
         let mut next_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM items", [], |r| r.get(0))?;
         let mut out = Vec::with_capacity(batch.len());
         let (mut inserts, mut updates) = (Vec::new(), Vec::new());
-        let mut requeued: HashMap<Action, Vec<i64>> = HashMap::new();
-        let mut inserted: HashMap<i64, i64> = HashMap::new();
+        let mut requeued: HashMap<(i64, Action), Vec<i64>> = HashMap::new();
+        let mut inserted: HashMap<i64, u64> = HashMap::new();
         // The new items by (group, key): the same URL twice in a batch is
         // one item, "already queued" the second time.
         let mut fresh: HashMap<(i64, i64), i64> = HashMap::new();
@@ -861,7 +905,7 @@ impl Ledger for SqliteLedger {
                     ]);
                     next_id += 1;
                 }
-                (Write::Requeue, Ok(e)) => requeued.entry(item.action).or_default().push(e.id),
+                (Write::Requeue, Ok(e)) => requeued.entry((group, item.action)).or_default().push(e.id),
                 (Write::Update { action, lastmod }, Ok(e)) => {
                     updates.extend([Value::Integer(e.id), Value::Text(action.as_str().into()), lastmod.map(ts).into()])
                 }
@@ -880,12 +924,15 @@ impl Ledger for SqliteLedger {
             6,
             &inserts,
         )?;
-        for (action, ids) in &requeued {
-            tx.prepare_cached(
-                "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?3, enqueued_at = ?3, streak = 0,
-                     streak_started_at = NULL WHERE id IN rarray(?1)",
-            )?
-            .execute(params![array(ids), action.as_str(), ts(now)])?;
+        for ((group, action), ids) in &requeued {
+            // Only accepted items are queued again.
+            let n = tx
+                .prepare_cached(
+                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?3, enqueued_at = ?3, streak = 0,
+                         streak_started_at = NULL WHERE id IN rarray(?1)",
+                )?
+                .execute(params![array(ids), action.as_str(), ts(now)])?;
+            counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
         }
         insert_rows(
             &tx,
@@ -894,11 +941,9 @@ impl Ledger for SqliteLedger {
             3,
             &updates,
         )?;
-        let mut count = tx.prepare_cached("UPDATE groups SET queued = queued + ?2 WHERE id = ?1")?;
         for (group, n) in inserted {
-            count.execute(params![group, n])?;
+            counted(&tx, group, None, Some(ItemState::Queued), n)?;
         }
-        drop(count);
         tx.commit()?;
         self.groups.extend(created);
         Ok(out)
@@ -913,6 +958,7 @@ impl Ledger for SqliteLedger {
              WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
             params![group, fingerprint, ts(now)],
         )?;
+        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
         tx.commit()?;
         Ok(n as u64)
     }
@@ -1007,6 +1053,7 @@ impl Ledger for SqliteLedger {
             taken.sort_by_key(|(at, item)| (*at, item.id));
             claim.items = taken.into_iter().map(|(_, item)| item).collect();
             claim.reservation = Some(reservation);
+            counted(&tx, group, Some(ItemState::Queued), Some(ItemState::InFlight), claim.items.len() as u64)?;
         }
         // The next due items wait for their paced slot, each its own.
         let paced = plan.paced_until.saturating_sub(plan.take);
@@ -1084,6 +1131,9 @@ impl Ledger for SqliteLedger {
     fn finish(&mut self, done: &Finish) -> Result<()> {
         let Finish { reservation, answers, blocks, refund, windows } = done;
         let tx = self.write()?;
+        // Items answered before in this finish (Bing's halves of a batch):
+        // their state is read before they move again.
+        let mut answered: HashSet<i64> = HashSet::new();
         for answer in answers.iter().filter(|a| !a.items.is_empty()) {
             let group: i64 =
                 tx.query_row("SELECT group_id FROM items WHERE id = ?1", [answer.items[0]], |r| r.get(0))?;
@@ -1103,6 +1153,13 @@ impl Ledger for SqliteLedger {
                 next,
                 &answer.items,
             )?;
+            let again = answer.items.iter().any(|id| answered.contains(id));
+            let before = match again {
+                true => states_of(&tx, &answer.items)?,
+                // Claimed by this reservation and not answered yet: in flight.
+                false => vec![(ItemState::InFlight, answer.items.len() as u64)],
+            };
+            answered.extend(&answer.items);
             // Every item the answer names, in one statement.
             tx.prepare_cached(
                 "UPDATE items SET
@@ -1125,6 +1182,10 @@ impl Ledger for SqliteLedger {
                 fingerprint,
                 request
             ])?;
+            let to = stored("items", "state", state)?;
+            for (from, n) in before {
+                counted(&tx, group, Some(from), Some(to), n)?;
+            }
         }
         if *refund > 0 {
             for w in windows {
@@ -1305,6 +1366,8 @@ impl Ledger for SqliteLedger {
             ),
             params_from_iter(values),
         )?;
+        // A person's command, rare: the kept counts counted again.
+        recount(&tx)?;
         tx.commit()?;
         Ok(changed as u64)
     }
@@ -1318,12 +1381,18 @@ impl Ledger for SqliteLedger {
         let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.write()?;
         let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
+        let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
         {
-            let mut stmt = tx.prepare(&format!("DELETE FROM items WHERE {clause} RETURNING id, group_id"))?;
+            let mut stmt = tx.prepare(&format!("DELETE FROM items WHERE {clause} RETURNING id, group_id, state"))?;
             let mut rows = stmt.query(params_from_iter(values))?;
             while let Some(r) = rows.next()? {
                 dropped.entry(r.get(1)?).or_default().insert(r.get(0)?);
+                let state = stored("items", "state", &r.get::<_, String>(2)?)?;
+                *gone.entry((r.get(1)?, state)).or_default() += 1;
             }
+        }
+        for ((group, state), n) in gone {
+            counted(&tx, group, Some(state), None, n)?;
         }
         // Their attempts go with them: a request none of whose items is
         // left is forgotten.

@@ -3,7 +3,9 @@
 -- an old one). Items are found by (group, url_key) — an integer key of the
 -- URL — and attempts are recorded per request: one row names every item the
 -- request carried. The rows of schema 1 are copied by `upgrade_to_2`
--- between the two halves of this file.
+-- between the two halves of this file. The groups' kept counts are no
+-- longer kept by triggers (a trigger runs per row): each statement that
+-- moves items between states counts what it moved (`counted`).
 
 DROP TRIGGER items_uncounted;
 DROP TRIGGER items_recounted;
@@ -61,23 +63,11 @@ DROP TABLE attempts_v1;
 DROP TABLE responses_v1;
 DROP TABLE items_v1;
 
-CREATE INDEX items_due ON items (group_id, state, next_attempt_at);
-CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
+-- The queue by group and due time, and what is in flight by reservation:
+-- partial indexes, so that an item leaves them once answered (an accepted
+-- item, the bulk of a ledger, is in no index but its key's).
+CREATE INDEX items_queued ON items (group_id, next_attempt_at) WHERE state = 'queued';
+CREATE INDEX items_in_flight ON items (reservation_id) WHERE state = 'in_flight';
 CREATE INDEX requests_group ON requests (group_id, at);
 CREATE INDEX requests_rejected ON requests (group_id, at) WHERE class != 'accepted';
 CREATE INDEX requests_at ON requests (at);
-
-CREATE TRIGGER items_uncounted AFTER DELETE ON items BEGIN
-    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
-        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
-    WHERE id = OLD.group_id;
-END;
-CREATE TRIGGER items_recounted AFTER UPDATE OF state, group_id ON items
-WHEN OLD.state IS NOT NEW.state OR OLD.group_id IS NOT NEW.group_id BEGIN
-    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
-        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
-    WHERE id = OLD.group_id;
-    UPDATE groups SET queued = queued + (NEW.state = 'queued'), in_flight = in_flight + (NEW.state = 'in_flight'),
-        parked = parked + (NEW.state = 'parked'), accepted = accepted + (NEW.state = 'accepted')
-    WHERE id = NEW.group_id;
-END;
