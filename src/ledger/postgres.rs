@@ -26,9 +26,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE groups (
     id       bigserial PRIMARY KEY,
     property text NOT NULL,
@@ -170,7 +171,19 @@ CREATE TABLE runs (
     id         integer PRIMARY KEY CHECK (id = 1),
     latest_now timestamptz NOT NULL
 );
-"#];
+"#,
+    r#"
+-- Version 2: each `submit` run that ended, on any machine (the metrics of
+-- the last run, the report).
+CREATE TABLE submit_runs (
+    id         bigserial PRIMARY KEY,
+    host       text NOT NULL,
+    started_at timestamptz NOT NULL,
+    ended_at   timestamptz NOT NULL,
+    exit_code  integer NOT NULL
+);
+"#,
+];
 
 /// What to check when the database cannot be reached.
 pub const CONNECT_HINT: &str = "check that the server is up and reachable from here, and the user, database and \
@@ -1019,6 +1032,89 @@ impl Ledger for PgLedger {
 
     fn import(&mut self, dump: &Dump) -> Result<Copied> {
         self.with_groups(|tx, groups| import(tx, groups, dump))
+    }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT g.property, g.engine, g.target, a.class, count(*)
+                 FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+                 GROUP BY g.property, g.engine, g.target, a.class",
+                &[],
+            )?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let class = Class::from_str(r.get::<_, &str>(3)).ok()?;
+                    let group = GroupKey::stored(r.get(0), r.get::<_, &str>(1), r.get(2));
+                    Some((group, class, r.get::<_, i64>(4).max(0) as u64))
+                })
+                .collect())
+        })
+    }
+
+    /// The spans as two arrays (starts, ends) unnested with their ordinal,
+    /// joined to the attempts by time, counted per group and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let starts: Vec<DateTime<Utc>> = bounds[..bounds.len() - 1].to_vec();
+        let stops: Vec<DateTime<Utc>> = bounds[1..].to_vec();
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT s.n, g.property, g.engine, g.target, a.class, count(*)
+                 FROM unnest($1::timestamptz[], $2::timestamptz[]) WITH ORDINALITY AS s (start, stop, n)
+                     JOIN attempts a ON a.at >= s.start AND a.at < s.stop
+                     JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+                 GROUP BY s.n, g.property, g.engine, g.target, a.class",
+                &[&starts, &stops],
+            )?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let class = Class::from_str(r.get::<_, &str>(4)).ok()?;
+                    Some(SpanCount {
+                        // WITH ORDINALITY counts from 1.
+                        span: (r.get::<_, i64>(0) - 1).max(0) as usize,
+                        group: GroupKey::stored(r.get(1), r.get::<_, &str>(2), r.get(3)),
+                        class,
+                        urls: r.get::<_, i64>(5).max(0) as u64,
+                    })
+                })
+                .collect())
+        })
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let (started, ended) = (RunRecord::millis(run.started_at), RunRecord::millis(run.ended_at));
+        let code = i32::from(run.exit_code);
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO submit_runs (host, started_at, ended_at, exit_code) VALUES ($1, $2, $3, $4)",
+                &[&run.host, &started, &ended, &code],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_at, ended_at, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        self.transaction(|tx| {
+            Ok(tx.query_opt(&sql, &[])?.map(|r| RunRecord {
+                host: r.get(0),
+                started_at: r.get(1),
+                ended_at: r.get(2),
+                exit_code: r.get::<_, i32>(3).clamp(0, 255) as u8,
+            }))
+        })
     }
 }
 

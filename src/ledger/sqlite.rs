@@ -12,9 +12,10 @@ use std::path::Path;
 use std::str::FromStr;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE groups (
     id        INTEGER PRIMARY KEY,
     property  TEXT NOT NULL,
@@ -138,7 +139,19 @@ CREATE TABLE runs (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     latest_now INTEGER NOT NULL
 );
-"#];
+"#,
+    r#"
+-- Version 2: each `submit` run that ended (the metrics of the last run, the
+-- report). Times in milliseconds.
+CREATE TABLE submit_runs (
+    id         INTEGER PRIMARY KEY,
+    host       TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    ended_ms   INTEGER NOT NULL,
+    exit_code  INTEGER NOT NULL
+);
+"#,
+];
 
 pub struct SqliteLedger {
     conn: Connection,
@@ -1357,6 +1370,93 @@ impl Ledger for SqliteLedger {
         tx.commit()?;
         self.groups.extend(created);
         Ok(copied)
+    }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, a.class, COUNT(*)
+             FROM attempts a JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+             GROUP BY g.property, g.engine, g.target, a.class",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let engine: String = r.get(1)?;
+            let class: String = r.get(3)?;
+            Ok((GroupKey::stored(r.get(0)?, &engine, r.get(2)?), class, r.get::<_, i64>(4)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (group, class, n) = row?;
+            if let Ok(class) = Class::from_str(&class) {
+                out.push((group, class, n.max(0) as u64));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The spans as a VALUES list joined to the attempts by time (the index
+    /// on `attempts (at)` serves each span), counted per group and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let spans: Vec<String> =
+            (0..bounds.len() - 1).map(|n| format!("({n}, ?{}, ?{})", 2 * n + 1, 2 * n + 2)).collect();
+        let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
+        let sql = format!(
+            "WITH spans (n, start, stop) AS (VALUES {})
+             SELECT s.n, g.property, g.engine, g.target, a.class, COUNT(*)
+             FROM spans s JOIN attempts a ON a.at >= s.start AND a.at < s.stop
+                 JOIN items i ON i.id = a.item_id JOIN groups g ON g.id = i.group_id
+             GROUP BY s.n, g.property, g.engine, g.target, a.class",
+            spans.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
+            let engine: String = r.get(2)?;
+            let class: String = r.get(4)?;
+            Ok((r.get::<_, i64>(0)?, GroupKey::stored(r.get(1)?, &engine, r.get(3)?), class, r.get::<_, i64>(5)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (span, group, class, n) = row?;
+            if let Ok(class) = Class::from_str(&class) {
+                out.push(SpanCount { group, span: span as usize, class, urls: n.max(0) as u64 });
+            }
+        }
+        Ok(out)
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
+            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_ms, ended_ms, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        let ms = |v: i64| DateTime::from_timestamp_millis(v).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        Ok(self
+            .conn
+            .query_row(&sql, [], |r| {
+                Ok(RunRecord {
+                    host: r.get(0)?,
+                    started_at: ms(r.get(1)?),
+                    ended_at: ms(r.get(2)?),
+                    exit_code: r.get::<_, i64>(3)?.clamp(0, 255) as u8,
+                })
+            })
+            .optional()?)
     }
 }
 
