@@ -15,6 +15,7 @@ mod inputs;
 mod keys;
 mod ledger;
 mod local_state;
+mod metrics;
 mod operator;
 mod outcomes;
 mod postgres;

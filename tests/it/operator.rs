@@ -191,11 +191,12 @@ fn every_help_carries_an_example_that_works() {
 fn recipes_use_only_flags_that_exist() {
     let sb = Sandbox::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let expected: [(&str, &[&str]); 4] = [
+    let expected: [(&str, &[&str]); 5] = [
         ("cron", &["submit", "status"]),
         ("systemd/indexq.service", &["submit"]),
         ("github-actions.yml", &["submit"]),
         ("gitlab-ci.yml", &["submit"]),
+        ("prometheus-alerts.yml", &["submit", "status"]),
     ];
     for (file, commands) in expected {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
@@ -300,7 +301,8 @@ struct Invocation {
     line: String,
 }
 
-const SUBCOMMANDS: &[&str] = &["submit", "status", "queue", "log", "doctor", "key", "ledger", "completions", "man"];
+const SUBCOMMANDS: &[&str] =
+    &["submit", "status", "queue", "log", "report", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML
