@@ -105,7 +105,7 @@ fn the_ledger_is_checked_and_a_dead_runs_reservation_is_reported() {
     child.wait().unwrap();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
     let checks = checks(&done.json());
-    assert!(find(&checks, "ledger")["message"].as_str().unwrap().contains("schema version 1"));
+    assert!(find(&checks, "ledger")["message"].as_str().unwrap().contains("schema version 2"));
     assert!(find(&checks, "ledger_in_flight")["message"].as_str().unwrap().contains("1 reservation"));
     // A ledger others can read is made private, and doctor says what it found.
     #[cfg(unix)]

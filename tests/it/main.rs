@@ -19,5 +19,6 @@ mod metrics;
 mod operator;
 mod outcomes;
 mod postgres;
+mod report;
 mod secrets;
 mod soak;
