@@ -78,8 +78,8 @@ main{max-width:1200px;margin:0 auto;padding:20px 16px 40px}
 h1{font-size:1.6rem;margin:0 0 4px}
 h2{font-size:1.25rem;margin:0 0 2px}
 h3{font-size:1rem;margin:18px 0 6px}
-.meta,.sub{color:var(--muted);margin:0 0 16px;font-size:.9rem}
-.sub{margin:0 0 10px;word-break:break-all}
+.meta,.sub{color:var(--muted);margin:0 0 16px;font-size:.9rem;overflow-wrap:anywhere}
+.sub{margin:0 0 10px}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(230px,100%),1fr));gap:12px;margin:18px 0 24px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
 .card .label{color:var(--muted);font-size:.85rem}
@@ -92,8 +92,9 @@ section.group{border-top:1px solid var(--line);padding-top:18px}
 figure{margin:0;background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px 10px 6px}
 figcaption{font-size:.9rem;font-weight:600;margin:0 0 4px}
 .chart{overflow-x:auto}
-.chart svg{display:block;width:100%;min-width:420px;height:auto}
+.chart svg{display:block;width:100%;height:auto}
 svg text{fill:var(--muted);font-size:13px}
+@media (max-width:600px){svg text{font-size:21px}}
 svg .grid{stroke:var(--line);stroke-width:1}
 svg .used{fill:var(--accent)}svg .spent{fill:var(--spent)}
 svg .limit{stroke:var(--fg);stroke-width:2;stroke-dasharray:5 3;fill:none}
@@ -119,6 +120,12 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 details{margin-top:10px}summary{cursor:pointer;color:var(--muted);font-size:.9rem}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em}
 footer{color:var(--muted);font-size:.8rem;border-top:1px solid var(--line);padding-top:10px}
+@media (max-width:640px){
+table.stack thead{display:none}
+table.stack tr{display:block;border-bottom:1px solid var(--line);padding:6px 0}
+table.stack td{display:block;border:none;padding:2px 0;text-align:left;overflow-wrap:anywhere}
+table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-weight:600}
+.fix{border-left:none;padding-left:0}}
 "#;
 
 /// Writes the whole page.
@@ -173,11 +180,12 @@ fn summary(h: &mut String, history: &History, tz: Tz) {
     );
     match &history.last_run {
         Some(run) => {
-            let took = (run.ended_at - run.started_at).num_milliseconds() as f64 / 1000.0;
+            let ms = (run.ended_at - run.started_at).num_milliseconds().max(0);
+            let took = if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", ms as f64 / 1000.0) };
             let _ = write!(
                 h,
                 "<div class=\"card\" data-last-run-exit-code=\"{code}\"><div class=\"label\">Last run</div>\
-                 <div class=\"big {}\">exit {code}</div><div class=\"note\">{} · started {} · took {took:.1} s on {}</div></div>\n",
+                 <div class=\"big {}\">exit {code}</div><div class=\"note\">{} · started {} · took {took} on {}</div></div>\n",
                 if run.exit_code == 0 { "good" } else { "bad" },
                 exit_meaning(run.exit_code),
                 esc(&clock::format_local(run.started_at, tz)),
@@ -217,7 +225,7 @@ fn parked(h: &mut String, history: &History) {
     h.push_str(
         "<section id=\"parked\">\n<h2>Parked now: what to fix</h2>\n<p class=\"sub\">indexq does not retry these by \
          itself; it does once the configuration they depend on changes, or after <code>indexq queue retry</code>.</p>\n\
-         <div class=\"scroll\"><table>\n<thead><tr><th>Where</th><th>Reason</th><th class=\"n\">URLs</th>\
+         <div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th>Where</th><th>Reason</th><th class=\"n\">URLs</th>\
          <th>What happened</th><th>The fix</th></tr></thead>\n<tbody>\n",
     );
     for (g, p) in rows {
@@ -227,8 +235,8 @@ fn parked(h: &mut String, history: &History) {
         let _ = write!(
             h,
             "<tr data-property=\"{}\" data-engine=\"{}\" data-endpoint=\"{}\" data-reason=\"{}\" data-count=\"{}\">\
-             <td>{}</td><td><code>{}</code>{status}<div class=\"examples\">{}{more}</div></td><td class=\"n\">{}</td>\
-             <td>{}</td><td class=\"fix\">{}</td></tr>\n",
+             <td>{}</td><td><code>{}</code>{status}<div class=\"examples\">{}{more}</div></td>\
+             <td class=\"n\" data-label=\"URLs\">{}</td><td>{}</td><td class=\"fix\" data-label=\"The fix\">{}</td></tr>\n",
             esc(&g.group.property),
             g.group.engine,
             esc(&g.group.target),
@@ -288,7 +296,7 @@ fn group(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
 /// The budget rules in their current windows, as `status` shows them.
 fn rules(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
     h.push_str(
-        "<h3>Budget now</h3>\n<div class=\"scroll\"><table class=\"rules\">\n<thead><tr><th>Rule</th><th>Window</th>\
+        "<h3>Budget now</h3>\n<div class=\"scroll\"><table class=\"rules stack\">\n<thead><tr><th>Rule</th><th>Window</th>\
          <th class=\"n\">Used</th><th class=\"n\">Limit</th><th class=\"n\">Left</th><th>Reopens</th></tr></thead>\n<tbody>\n",
     );
     for r in &g.rules {
@@ -300,8 +308,9 @@ fn rules(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
         let _ = write!(
             h,
             "<tr data-rule=\"{}\" data-period=\"{}\" data-scope=\"{}\" data-window=\"{}\" data-used=\"{}\"{}{} \
-             data-resets-at=\"{}\"><td><code>{}</code></td><td>{} {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td>{}{blocked}</td></tr>\n",
+             data-resets-at=\"{}\"><td><code>{}</code></td><td>{} {}</td><td class=\"n\" data-label=\"Used\">{}</td>\
+             <td class=\"n\" data-label=\"Limit\">{}</td><td class=\"n\" data-label=\"Left\">{}</td>\
+             <td data-label=\"Reopens\">{}{blocked}</td></tr>\n",
             esc(&r.rule.id),
             r.rule.period,
             r.rule.scope.as_str(),
@@ -379,7 +388,7 @@ fn stranded(h: &mut String, history: &History) {
 
 const W: f64 = 640.0;
 const H: f64 = 220.0;
-const LEFT: f64 = 40.0;
+const LEFT: f64 = 48.0;
 const RIGHT: f64 = 8.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 26.0;
@@ -441,8 +450,9 @@ fn frame(h: &mut String, label: &str, days: &[Day], frame: &Frame) {
             y + 4.0
         );
     }
-    // About seven labels whatever the number of days; today always.
-    let every = days.len().div_ceil(7).max(1);
+    // About five labels whatever the number of days (they must fit a
+    // phone's width too); today's always.
+    let every = days.len().div_ceil(5).max(1);
     for (i, day) in days.iter().enumerate() {
         let last = i + 1 == days.len();
         if (days.len() - 1 - i) % every != 0 {
