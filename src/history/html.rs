@@ -171,10 +171,10 @@ fn summary(h: &mut String, history: &History, tz: Tz) {
     let attempted: u64 = history.groups.iter().flat_map(|g| &g.days).map(|d| d.outcomes.iter().sum::<u64>()).sum();
     let accepted: u64 = history.groups.iter().flat_map(|g| &g.days).map(|d| d.outcome(Class::Accepted)).sum();
     h.push_str("<div class=\"cards\">\n");
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div class=\"card\" data-parked=\"{parked}\"><div class=\"label\">Parked now</div>\
-         <div class=\"big {}\">{parked}</div><div class=\"note\">{}</div></div>\n",
+         <div class=\"big {}\">{parked}</div><div class=\"note\">{}</div></div>",
         if parked > 0 { "bad" } else { "good" },
         if parked > 0 { "URLs wait for a human: the fixes are below" } else { "nothing waits for a human" }
     );
@@ -182,10 +182,10 @@ fn summary(h: &mut String, history: &History, tz: Tz) {
         Some(run) => {
             let ms = (run.ended_at - run.started_at).num_milliseconds().max(0);
             let took = if ms < 1000 { format!("{ms} ms") } else { format!("{:.1} s", ms as f64 / 1000.0) };
-            let _ = write!(
+            let _ = writeln!(
                 h,
                 "<div class=\"card\" data-last-run-exit-code=\"{code}\"><div class=\"label\">Last run</div>\
-                 <div class=\"big {}\">exit {code}</div><div class=\"note\">{} · started {} · took {took} on {}</div></div>\n",
+                 <div class=\"big {}\">exit {code}</div><div class=\"note\">{} · started {} · took {took} on {}</div></div>",
                 if run.exit_code == 0 { "good" } else { "bad" },
                 exit_meaning(run.exit_code),
                 esc(&clock::format_local(run.started_at, tz)),
@@ -206,8 +206,8 @@ fn summary(h: &mut String, history: &History, tz: Tz) {
         ),
         None => "<div class=\"big\">—</div><div class=\"note\">none recorded</div>".to_string(),
     };
-    let _ = write!(h, "<div class=\"card\"><div class=\"label\">Last successful run</div>{success}</div>\n");
-    let share = if attempted > 0 { format!("{}% accepted", accepted * 100 / attempted) } else { String::new() };
+    let _ = writeln!(h, "<div class=\"card\"><div class=\"label\">Last successful run</div>{success}</div>");
+    let share = (accepted * 100).checked_div(attempted).map_or(String::new(), |p| format!("{p}% accepted"));
     let _ = write!(
         h,
         "<div class=\"card\" data-attempted=\"{attempted}\"><div class=\"label\">URLs attempted in {} days</div>\
@@ -232,11 +232,11 @@ fn parked(h: &mut String, history: &History) {
         let status = p.http_status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
         let examples: Vec<String> = p.examples.iter().map(|u| esc(u)).collect();
         let more = if p.count > p.examples.len() as u64 { ", …" } else { "" };
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr data-property=\"{}\" data-engine=\"{}\" data-endpoint=\"{}\" data-reason=\"{}\" data-count=\"{}\">\
              <td>{}</td><td><code>{}</code>{status}<div class=\"examples\">{}{more}</div></td>\
-             <td class=\"n\" data-label=\"URLs\">{}</td><td>{}</td><td class=\"fix\" data-label=\"The fix\">{}</td></tr>\n",
+             <td class=\"n\" data-label=\"URLs\">{}</td><td>{}</td><td class=\"fix\" data-label=\"The fix\">{}</td></tr>",
             esc(&g.group.property),
             g.group.engine,
             esc(&g.group.target),
@@ -271,11 +271,11 @@ fn group(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
     outcome_chart(h, g);
     h.push_str("</div>\n");
     let q = &g.queue;
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<ul class=\"queue\" data-due=\"{}\" data-waiting=\"{}\" data-parked=\"{}\" data-in-flight=\"{}\" \
          data-accepted=\"{}\"><li>Queue now:</li><li><b>{}</b> due</li><li><b>{}</b> waiting</li>\
-         <li><b class=\"{}\">{}</b> parked</li><li><b>{}</b> in flight</li><li><b>{}</b> accepted</li></ul>\n",
+         <li><b class=\"{}\">{}</b> parked</li><li><b>{}</b> in flight</li><li><b>{}</b> accepted</li></ul>",
         q.due,
         q.waiting,
         q.parked,
@@ -305,12 +305,12 @@ fn rules(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
             Some(t) => format!(" · refused by the server until {}", esc(&when(t, r.rule.tz, user_tz, now))),
             None => String::new(),
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr data-rule=\"{}\" data-period=\"{}\" data-scope=\"{}\" data-window=\"{}\" data-used=\"{}\"{}{} \
              data-resets-at=\"{}\"><td><code>{}</code></td><td>{} {}</td><td class=\"n\" data-label=\"Used\">{}</td>\
              <td class=\"n\" data-label=\"Limit\">{}</td><td class=\"n\" data-label=\"Left\">{}</td>\
-             <td data-label=\"Reopens\">{}{blocked}</td></tr>\n",
+             <td data-label=\"Reopens\">{}{blocked}</td></tr>",
             esc(&r.rule.id),
             r.rule.period,
             r.rule.scope.as_str(),
@@ -370,9 +370,9 @@ fn stranded(h: &mut String, history: &History) {
     }
     h.push_str("<section id=\"stranded\">\n<h2>Not configured any more</h2>\n<ul>\n");
     for (group, q) in &history.stranded {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<li><b>{}</b>: {} queued, {} parked, {} in flight. <span class=\"fix\">{}</span></li>\n",
+            "<li><b>{}</b>: {} queued, {} parked, {} in flight. <span class=\"fix\">{}</span></li>",
             esc(&group_title(group)),
             q.due + q.waiting,
             q.parked,
@@ -429,10 +429,10 @@ impl Frame {
 
 /// Opens the SVG: grid lines with their values, and the days below.
 fn frame(h: &mut String, label: &str, days: &[Day], frame: &Frame) {
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<div class=\"chart\"><svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\" \
-         xmlns=\"http://www.w3.org/2000/svg\">\n",
+         xmlns=\"http://www.w3.org/2000/svg\">",
         esc(label)
     );
     let mut ticks = vec![0, frame.top];
@@ -441,10 +441,10 @@ fn frame(h: &mut String, label: &str, days: &[Day], frame: &Frame) {
     }
     for t in ticks {
         let y = frame.y(t);
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
-             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text>\n",
+             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text>",
             W - RIGHT,
             LEFT - 6.0,
             y + 4.0
@@ -462,9 +462,9 @@ fn frame(h: &mut String, label: &str, days: &[Day], frame: &Frame) {
         let text = NaiveDate::parse_from_str(&day.key, "%Y-%m-%d")
             .map(|d| d.format("%b %-d").to_string())
             .unwrap_or_else(|_| day.key.clone());
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\"{}>{}</text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\"{}>{}</text>",
             x + w / 2.0,
             H - 8.0,
             if last { " class=\"today\"" } else { "" },
@@ -484,9 +484,9 @@ fn budget_chart(h: &mut String, g: &GroupHistory) {
         let spent = day.limit.is_some_and(|l| day.used >= l && l > 0);
         let limit = day.limit.map_or("no limit".to_string(), |l| format!("limit {l}"));
         let y = f.y(day.used);
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<rect class=\"{}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}: {} counted, {limit}</title></rect>\n",
+            "<rect class=\"{}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}: {} counted, {limit}</title></rect>",
             if spent { "spent" } else { "used" },
             f.y(0) - y,
             day.key,
@@ -523,9 +523,9 @@ fn outcome_chart(h: &mut String, g: &GroupHistory) {
                 continue;
             }
             let (y0, y1) = (f.y(below), f.y(below + n));
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<rect class=\"{}\" x=\"{x:.1}\" y=\"{y1:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}: {n} {}</title></rect>\n",
+                "<rect class=\"{}\" x=\"{x:.1}\" y=\"{y1:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}: {n} {}</title></rect>",
                 class_name(class),
                 y0 - y1,
                 day.key,
