@@ -1472,6 +1472,31 @@ mod tests {
         GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
     }
 
+    /// A ledger written by an indexq of schema version 1 gets the run
+    /// records on open, and keeps what it had.
+    #[test]
+    fn a_version_1_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
+        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
+        let run = RunRecord {
+            host: "h".into(),
+            started_at: t("2026-12-03T09:00:00Z"),
+            ended_at: t("2026-12-03T09:00:01Z"),
+            exit_code: 0,
+        };
+        ledger.record_run(&run).unwrap();
+        assert_eq!(ledger.last_run(true).unwrap(), Some(run));
+    }
+
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
         range
             .map(|i| NewItem {

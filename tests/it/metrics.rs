@@ -362,6 +362,27 @@ fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
     assert!(!series.iter().any(|s| s.name == "indexq_last_success_timestamp_seconds"), "{text}");
 }
 
+/// A schema an indexq of version 1 made gets the run records at the next
+/// run, and keeps what it had.
+#[test]
+fn pg_a_version_1_schema_gets_the_run_records() {
+    let Some(server) = pg::server() else { return };
+    let mut sb = Sandbox::new();
+    let ledger = server.ledger();
+    let schema = ledger.schema.clone();
+    sb.use_pg(ledger);
+    let list = sb.urls("urls.txt", &["/a"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(DAYS[0]).output().code(0);
+    server.psql(&format!("DROP TABLE {schema}.submit_runs; UPDATE {schema}.schema_version SET version = 1"));
+    sb.indexq(&["submit"]).now(DAYS[1]).output().code(0);
+    assert_eq!(server.psql(&format!("SELECT version FROM {schema}.schema_version")), "2");
+    let series = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[1]).output().code(0).stdout);
+    assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 0.0);
+    let start = value(&series, "indexq_last_run_start_timestamp_seconds", &[]);
+    assert!((start - epoch(DAYS[1])).abs() < 60.0, "the run after the upgrade: {start}");
+    assert_eq!(value(&series, "indexq_attempts_total", &[("engine", "indexnow"), ("class", "accepted")]), 1.0);
+}
+
 // ---------------------------------------------------------------------------
 // The alert rules of examples/.
 
