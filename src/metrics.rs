@@ -276,9 +276,10 @@ fn escape_help(v: &str) -> String {
 /// What `submit` does as it ends (one call, whatever happened): records the
 /// run in the ledger — start, end and exit code — and with
 /// `--metrics-file`, writes the metrics. A dry run is not recorded. If the
-/// ledger cannot be read (a lost database), the file still gets this run's
-/// families, so monitoring sees the failure. A file that cannot be written
-/// is an error (exit 1) after a run that went well, a warning otherwise.
+/// ledger cannot be read (a database lost mid-run), the file still gets
+/// this run's families, so monitoring sees the failure. A file that cannot
+/// be written is an error (exit 1) after a run that went well, a warning
+/// otherwise.
 pub fn after_submit(
     settings: &Settings,
     ledger: &mut dyn Ledger,
@@ -303,8 +304,16 @@ pub fn after_submit(
         },
     };
     let mut outcome = outcome;
+    // A database lost mid-run is not asked again (each try would wait for
+    // its timeout): the run goes unrecorded, its metrics are its own.
+    let lost = matches!(&outcome, Err(e) if crate::ledger::LedgerError::is_lost(e));
     if let Some(path) = args.metrics_file.as_deref() {
-        let families = match gather(settings, ledger, ended_at, Some(&run)) {
+        let gathered = if lost {
+            Err(anyhow::anyhow!("the ledger cannot be reached"))
+        } else {
+            gather(settings, ledger, ended_at, Some(&run))
+        };
+        let families = match gathered {
             Ok(families) => families,
             Err(e) => {
                 if outcome.is_ok() {
@@ -324,6 +333,9 @@ pub fn after_submit(
                 Err(_) => printer.warn(&format!("--metrics-file: {e:#}")),
             }
         }
+    }
+    if lost {
+        return outcome;
     }
     if let Err(e) = ledger.record_run(&run) {
         // A run that failed for the ledger's sake has said so already.
