@@ -16,7 +16,7 @@
 
 use crate::clock::{self, Period};
 use crate::config::{Property, Settings};
-use crate::ledger::{GroupKey, RuleWindow};
+use crate::ledger::{GroupKey, Ledger, RuleWindow, Usage};
 use crate::model::EngineKind;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -26,6 +26,16 @@ use chrono_tz::Tz;
 pub enum Scope {
     Property,
     Pool,
+}
+
+impl Scope {
+    /// `"property"` or `"pool"` (a metric label, a JSON field).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Property => "property",
+            Scope::Pool => "pool",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +176,49 @@ impl crate::ledger::Windows for Vec<Rule> {
 /// The rules' windows at `now`.
 pub fn windows(rules: &[Rule], now: DateTime<Utc>) -> Vec<RuleWindow> {
     rules.iter().map(|r| r.window(now)).collect()
+}
+
+/// A rule in its window at some instant, as a ledger has counted it: what
+/// `status`, the metrics and the report show.
+#[derive(Debug, Clone)]
+pub struct RuleState {
+    pub rule: Rule,
+    pub window: RuleWindow,
+    pub usage: Usage,
+    /// The limit that applies: the engine's report (Bing), else the rule's own.
+    pub limit: Option<u64>,
+    /// What is left of the window: nothing once the server has said it is
+    /// spent; a shorter pause (Retry-After, a per-minute limit) shows as
+    /// `blocked` and leaves the window's count alone.
+    pub remaining: Option<u64>,
+    /// The server refused sends until then (a `quota` answer), if after `now`.
+    pub blocked: Option<DateTime<Utc>>,
+}
+
+/// The rules of a configured group (`None` for a property the configuration
+/// does not have). `pool` names what the engine's credentials share (Google:
+/// `engines::google::project_id`).
+pub fn group_rules(settings: &Settings, group: &GroupKey, pool: Option<&str>) -> Option<Vec<Rule>> {
+    let property = settings.property(&group.property)?;
+    let pool = if group.engine == EngineKind::Google { pool } else { None };
+    Some(rules_for(settings, property, group, pool))
+}
+
+/// Each of `rules` in its window at `now`, as `ledger` has counted it.
+pub fn states(rules: &[Rule], ledger: &mut dyn Ledger, now: DateTime<Utc>) -> crate::ledger::Result<Vec<RuleState>> {
+    let mut states = Vec::with_capacity(rules.len());
+    for rule in rules {
+        let window = rule.window(now);
+        let usage = ledger.usage(&window)?;
+        let limit = usage.limit(&window);
+        let blocked = usage.blocked_until.filter(|t| *t > now);
+        let remaining = match blocked {
+            Some(t) if t >= window.resets_at => Some(0),
+            _ => limit.map(|l| l.saturating_sub(usage.used)),
+        };
+        states.push(RuleState { rule: rule.clone(), window, usage, limit, remaining, blocked });
+    }
+    Ok(states)
 }
 
 #[cfg(test)]

@@ -49,14 +49,17 @@ pub enum Command {
     #[command(after_help = "Example: indexq submit --sitemap public/sitemap.xml --changed --max-wait 5m")]
     Submit(SubmitArgs),
     /// Budget per property and engine, window resets, queue counts, last rejection
-    #[command(after_help = "Example: indexq status --json")]
-    Status,
+    #[command(after_help = "Example: indexq status --format prometheus")]
+    Status(StatusArgs),
     /// Inspect and act on queued and parked items
     #[command(after_help = "Example: indexq queue list --state parked")]
     Queue(QueueArgs),
     /// Attempts with their classified outcome and stored response body
     #[command(after_help = "Example: indexq log --url https://example.com/a --limit 10")]
     Log(LogArgs),
+    /// Write an HTML report of the budget over time: URLs sent per day against the limit, outcomes, parked items
+    #[command(after_help = "Example: indexq report --html report.html --days 30")]
+    Report(ReportArgs),
     /// Check config, ledger, key files and credentials without spending quota
     #[command(after_help = "Example: indexq doctor --json")]
     Doctor,
@@ -127,6 +130,36 @@ pub struct SubmitArgs {
     /// Outcomes that make the exit code 3
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_outcome, default_value = "misconfigured,invalid")]
     pub fail_on: Vec<Outcome>,
+
+    /// At the end of the run, write the metrics in the Prometheus text format to PATH (atomically: for
+    /// node_exporter's textfile collector, name it *.prom)
+    #[arg(long, value_name = "PATH", conflicts_with = "dry_run")]
+    pub metrics_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// human: for a person; json: the same as --json; prometheus: the metrics in the Prometheus text format
+    /// [default: human]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<StatusFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFormat {
+    Human,
+    Json,
+    Prometheus,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The HTML file to write (atomically; '-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    pub html: PathBuf,
+    /// How many days the report covers, today included (in each budget rule's timezone)
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u16).range(1..=366))]
+    pub days: u16,
 }
 
 #[derive(Debug, Args)]

@@ -53,7 +53,8 @@ fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
                     runtime.block_on(commands::submit::run(&settings, args, &printer, &clock))
                 }
-                cli::Command::Status => commands::status::run(&settings, &printer, &clock),
+                cli::Command::Status(args) => commands::status::run(&settings, args, &printer, &clock),
+                cli::Command::Report(args) => commands::report::run(&settings, args, &printer, &clock),
                 cli::Command::Queue(args) => commands::queue::run(&settings, args, &printer, &clock),
                 cli::Command::Log(args) => commands::log::run(&settings, args, &printer, &clock),
                 cli::Command::Ledger(args) => commands::ledger::run(&settings, args, &printer),
@@ -87,11 +88,9 @@ fn configured(cli: &cli::Cli) -> anyhow::Result<(config::Settings, clock::Clock)
 /// exit code: 2 for configuration and usage errors, 1 for the rest. A
 /// closed stdout (a pipe into `head`) is not an error.
 fn report_error(err: &anyhow::Error) -> ExitStatus {
-    let broken_pipe = err
-        .chain()
-        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
-    if broken_pipe {
-        return ExitStatus::Ok;
+    let status = commands::exit_status_of(err);
+    if status == ExitStatus::Ok {
+        return status;
     }
     let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
     eprintln!("error: {}", chain.join(": "));
@@ -117,16 +116,5 @@ fn report_error(err: &anyhow::Error) -> ExitStatus {
     if let Some(hint) = hint {
         eprintln!("  hint: {hint}");
     }
-    // A ledger newer than this binary: nothing was done, the fix is an upgrade.
-    let newer = err.chain().any(|e| {
-        matches!(e.downcast_ref::<ledger::LedgerError>(), Some(ledger::LedgerError::Open { newer: true, .. }))
-    });
-    if newer
-        || err.downcast_ref::<config::ConfigError>().is_some()
-        || err.downcast_ref::<commands::submit::UsageError>().is_some()
-    {
-        ExitStatus::Usage
-    } else {
-        ExitStatus::Failure
-    }
+    status
 }

@@ -8,6 +8,7 @@ pub mod key;
 pub mod ledger;
 pub mod log;
 pub mod queue;
+pub mod report;
 pub mod status;
 pub mod submit;
 
@@ -38,6 +39,29 @@ impl ExitStatus {
             ExitStatus::Usage => 2,
             ExitStatus::NeedsHuman => 3,
         }
+    }
+}
+
+/// The exit status an error ends a command with (DESIGN §5): 2 for usage
+/// and configuration errors and a ledger newer than this binary (nothing
+/// was done; the fix is an upgrade), 1 for the rest. A closed stdout (a
+/// pipe into `head`) is not an error.
+pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
+    let broken_pipe = err
+        .chain()
+        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
+    if broken_pipe {
+        return ExitStatus::Ok;
+    }
+    let newer =
+        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Open { newer: true, .. })));
+    if newer
+        || err.downcast_ref::<crate::config::ConfigError>().is_some()
+        || err.downcast_ref::<submit::UsageError>().is_some()
+    {
+        ExitStatus::Usage
+    } else {
+        ExitStatus::Failure
     }
 }
 

@@ -2,8 +2,10 @@
 //! use in its current window and when it reopens (in the rule's timezone,
 //! the user's, and relative), queue counts, and the last rejection.
 
+use super::submit::UsageError;
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
+use crate::cli::{StatusArgs, StatusFormat};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::ledger::QueueCounts;
@@ -18,6 +20,9 @@ struct BudgetJson {
     engine: EngineKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     endpoint: Option<String>,
+    /// The rule's id (as the metrics label it) and whom it binds: `property` or `pool`.
+    rule: String,
+    scope: &'static str,
     period: &'static str,
     window: String,
     used: u64,
@@ -79,9 +84,23 @@ struct StatusJson {
     stranded: Vec<StrandedJson>,
 }
 
-pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
+    let format = match (args.format, printer.json) {
+        (Some(StatusFormat::Human | StatusFormat::Prometheus), true) => {
+            return Err(UsageError("--json and --format human|prometheus ask for two formats: choose one".into()).into())
+        }
+        (None | Some(StatusFormat::Json), true) => StatusFormat::Json,
+        (format, false) => format.unwrap_or(StatusFormat::Human),
+    };
     let mut ledger = open_ledger_on_clock(settings, clock)?;
     let now = clock.now();
+    if format == StatusFormat::Prometheus {
+        let families = crate::metrics::gather(settings, ledger.as_mut(), now, None)?;
+        let mut out = std::io::BufWriter::new(printer.stdout());
+        crate::metrics::render(&families, &mut out)?;
+        out.flush()?;
+        return Ok(ExitStatus::Ok);
+    }
     let user_tz = clock::user_timezone();
     let mut doc = StatusJson {
         now: rfc3339(now, user_tz),
@@ -94,25 +113,15 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
     for group in budget::groups(settings) {
-        let Some(property) = settings.property(&group.property) else { continue };
+        let Some(rules) = budget::group_rules(settings, &group, google_project.as_deref()) else { continue };
         let endpoint = (!group.target.is_empty()).then(|| group.target.clone());
         writeln!(human, "{}", group_title(&group))?;
         let pool = match group.engine {
             EngineKind::Google => google_project.as_deref(),
             _ => None,
         };
-        for rule in budget::rules_for(settings, property, &group, pool) {
-            let window = rule.window(now);
-            let usage = ledger.usage(&window)?;
-            let limit = usage.limit(&window);
-            let blocked = usage.blocked_until.filter(|t| *t > now);
-            // What is left of the window: nothing once the server has said it
-            // is spent; a shorter pause (Retry-After, a per-minute limit)
-            // shows as `blocked_until` and leaves the window's count alone.
-            let remaining = match blocked {
-                Some(t) if t >= window.resets_at => Some(0),
-                _ => limit.map(|l| l.saturating_sub(usage.used)),
-            };
+        for state in budget::states(&rules, ledger.as_mut(), now)? {
+            let budget::RuleState { rule, window, usage, limit, remaining, blocked } = state;
             let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
             let (label, source) = match (rule.reported, usage.reported) {
                 (true, Some(report)) => (
@@ -152,6 +161,8 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
                 property: group.property.clone(),
                 engine: group.engine,
                 endpoint: endpoint.clone(),
+                rule: rule.id.clone(),
+                scope: rule.scope.as_str(),
                 period: rule.period.as_str(),
                 window: window.window.clone(),
                 used: usage.used,
@@ -226,7 +237,7 @@ pub fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyhow::Res
             hint,
         });
     }
-    if printer.json {
+    if format == StatusFormat::Json {
         printer.json(&doc)?;
     } else {
         let mut out = printer.stdout();

@@ -78,6 +78,7 @@ pub async fn run(
     printer: &Printer,
     clock: &Clock,
 ) -> anyhow::Result<ExitStatus> {
+    let began = std::time::Instant::now();
     let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
     let mut redactor = Redactor::new();
     let client = engines::client(&settings.http).context("cannot set up the HTTP client")?;
@@ -272,6 +273,8 @@ pub async fn run(
         Ok(if needs_human { ExitStatus::NeedsHuman } else { ExitStatus::Ok })
     }
     .await;
+    // The run's record in the ledger, and the metrics (`--metrics-file`).
+    let outcome = crate::metrics::after_submit(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
     // A database ledger lost mid-run: say what this run left in it.
     outcome.map_err(|e| {
         if !LedgerError::is_lost(&e) {

@@ -582,6 +582,38 @@ pub struct Copied {
     pub budget_windows: u64,
 }
 
+/// Attempts of one group in one span of time, of one class
+/// (`Ledger::attempt_history`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanCount {
+    pub group: GroupKey,
+    /// The span: `[bounds[span], bounds[span + 1])` of the bounds asked for.
+    pub span: usize,
+    pub class: Class,
+    /// URLs attempted: one per URL, however many URLs a request named.
+    pub urls: u64,
+}
+
+/// One `submit` run, recorded when it ends (for the metrics of the last
+/// run and the report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The machine it ran on (`Owner`'s host: `$INDEXQ_HOST`, else the kernel's).
+    pub host: String,
+    /// Millisecond precision (what both backends keep).
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// The process's exit code (DESIGN §5).
+    pub exit_code: u8,
+}
+
+impl RunRecord {
+    /// `t` to the millisecond, as a run record keeps it.
+    pub fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+    }
+}
+
 /// What `reconcile` records of a reservation whose run stopped mid-request.
 const INTERRUPTED: &str =
     "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried";
@@ -695,4 +727,28 @@ pub trait Ledger {
     /// already has are not added twice, budget usage takes the larger count,
     /// blocks and paces the later time, credentials the earlier first use.
     fn import(&mut self, dump: &Dump) -> Result<Copied>;
+
+    // History and monitoring (`metrics`, `history`): read-only summaries of
+    // the attempts, and the record of `submit` runs. Each is one short
+    // query in each backend, at the end of its `impl Ledger`.
+
+    /// Attempts since the ledger began, per group and class, counting one
+    /// per URL attempted (a request that named many URLs counts once for
+    /// each). Pairs with no attempt are left out. Items removed by
+    /// `drop_items` take their attempts with them.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>>;
+
+    /// Attempts per group, span of time and class, counted like
+    /// `outcome_counts`: span `i` is `[bounds[i], bounds[i + 1])` (`bounds`
+    /// ascending, e.g. the starts of a report's days in a rule's timezone
+    /// and the end of the last). Only counts above zero; fewer than two
+    /// bounds, none.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>>;
+
+    /// Records a `submit` run that ended (times kept to the millisecond).
+    fn record_run(&mut self, run: &RunRecord) -> Result<()>;
+
+    /// The last `submit` run recorded (by any machine sharing the ledger),
+    /// or with `succeeded`, the last that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>>;
 }

@@ -73,6 +73,16 @@ CREATE INDEX items_due ON items (group_id, state, next_attempt_at, id);
 CREATE INDEX requests_group ON requests (group_id, at, id);
 CREATE INDEX requests_rejected ON requests (group_id, at, id) WHERE class <> 'accepted';
 CREATE INDEX requests_at ON requests (at, id);
+
+-- Each `submit` run that ended, on any machine (the metrics of the last
+-- run, the report).
+CREATE TABLE submit_runs (
+    id         bigserial PRIMARY KEY,
+    host       text NOT NULL,
+    started_at timestamptz NOT NULL,
+    ended_at   timestamptz NOT NULL,
+    exit_code  integer NOT NULL
+);
 "#;
 
 /// Schema 1, the first migration of every ledger.
@@ -1288,6 +1298,85 @@ impl Ledger for PgLedger {
 
     fn import(&mut self, dump: &Dump) -> Result<Copied> {
         self.with_groups(|tx, groups| import(tx, groups, dump))
+    }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        // One per URL a request named: the requests' sizes, summed.
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                 FROM requests r JOIN groups g ON g.id = r.group_id
+                 GROUP BY g.property, g.engine, g.target, r.class",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                let group = GroupKey::stored(r.get(0), r.get(1), r.get(2))?;
+                Ok((group, stored("requests", "class", r.get(3))?, r.get::<_, i64>(4).max(0) as u64))
+            })
+            .collect()
+        })
+    }
+
+    /// The spans as two arrays (starts, ends) unnested with their ordinal,
+    /// joined to the requests by time, their sizes summed per group and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let starts: Vec<DateTime<Utc>> = bounds[..bounds.len() - 1].to_vec();
+        let stops: Vec<DateTime<Utc>> = bounds[1..].to_vec();
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                 FROM unnest($1::timestamptz[], $2::timestamptz[]) WITH ORDINALITY AS s (start, stop, n)
+                     JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
+                 GROUP BY s.n, g.property, g.engine, g.target, r.class",
+                &[&starts, &stops],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SpanCount {
+                    // WITH ORDINALITY counts from 1.
+                    span: (r.get::<_, i64>(0) - 1).max(0) as usize,
+                    group: GroupKey::stored(r.get(1), r.get(2), r.get(3))?,
+                    class: stored("requests", "class", r.get(4))?,
+                    urls: r.get::<_, i64>(5).max(0) as u64,
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let (started, ended) = (RunRecord::millis(run.started_at), RunRecord::millis(run.ended_at));
+        let code = i32::from(run.exit_code);
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO submit_runs (host, started_at, ended_at, exit_code) VALUES ($1, $2, $3, $4)",
+                &[&run.host, &started, &ended, &code],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_at, ended_at, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        self.transaction(|tx| {
+            Ok(tx.query_opt(&sql, &[])?.map(|r| RunRecord {
+                host: r.get(0),
+                started_at: r.get(1),
+                ended_at: r.get(2),
+                exit_code: r.get::<_, i32>(3).clamp(0, 255) as u8,
+            }))
+        })
     }
 }
 

@@ -1749,6 +1749,87 @@ impl Ledger for SqliteLedger {
         self.groups.extend(created);
         Ok(copied)
     }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        // One per URL a request named: the requests' sizes, summed.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM requests r JOIN groups g ON g.id = r.group_id
+             GROUP BY g.property, g.engine, g.target, r.class",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let group = GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
+            out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
+        }
+        Ok(out)
+    }
+
+    /// The spans as a VALUES list joined to the requests by time (the index
+    /// on `requests (at)` serves each span), their sizes summed per group
+    /// and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let spans: Vec<String> =
+            (0..bounds.len() - 1).map(|n| format!("({n}, ?{}, ?{})", 2 * n + 1, 2 * n + 2)).collect();
+        let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
+        let sql = format!(
+            "WITH spans (n, start, stop) AS (VALUES {})
+             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
+             GROUP BY s.n, g.property, g.engine, g.target, r.class",
+            spans.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(SpanCount {
+                span: r.get::<_, i64>(0)?.max(0) as usize,
+                group: GroupKey::stored(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                class: stored("requests", "class", &r.get::<_, String>(4)?)?,
+                urls: r.get::<_, i64>(5)?.max(0) as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
+            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_ms, ended_ms, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        let ms = |v: i64| DateTime::from_timestamp_millis(v).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        Ok(self
+            .conn
+            .query_row(&sql, [], |r| {
+                Ok(RunRecord {
+                    host: r.get(0)?,
+                    started_at: ms(r.get(1)?),
+                    ended_at: ms(r.get(2)?),
+                    exit_code: r.get::<_, i64>(3)?.clamp(0, 255) as u8,
+                })
+            })
+            .optional()?)
+    }
 }
 
 #[cfg(test)]
@@ -1761,6 +1842,31 @@ mod tests {
 
     fn group(property: &str, engine: EngineKind) -> GroupKey {
         GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
+    }
+
+    /// A ledger written by an indexq of schema version 1 gets the run
+    /// records on open, and keeps what it had.
+    #[test]
+    fn a_version_1_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA_1).unwrap();
+            conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
+        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
+        let run = RunRecord {
+            host: "h".into(),
+            started_at: t("2026-12-03T09:00:00Z"),
+            ended_at: t("2026-12-03T09:00:01Z"),
+            exit_code: 0,
+        };
+        ledger.record_run(&run).unwrap();
+        assert_eq!(ledger.last_run(true).unwrap(), Some(run));
     }
 
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {

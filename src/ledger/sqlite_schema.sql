@@ -59,6 +59,16 @@ CREATE TABLE requests (
 
 -- (upgrade_to_2 copies the rows here)
 
+-- Each `submit` run that ended (the metrics of the last run, the report).
+-- Times in milliseconds.
+CREATE TABLE submit_runs (
+    id         INTEGER PRIMARY KEY,
+    host       TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    ended_ms   INTEGER NOT NULL,
+    exit_code  INTEGER NOT NULL
+);
+
 DROP TABLE attempts_v1;
 DROP TABLE responses_v1;
 DROP TABLE items_v1;

@@ -343,6 +343,92 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&other, now).unwrap(), QueueCounts { due: 4, ..Default::default() });
 }
 
+/// Attempts counted per group and class, over all time and per span, one
+/// per URL; `submit` runs recorded, the last and the last that succeeded.
+pub fn history_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    assert!(ledger.outcome_counts().unwrap().is_empty());
+    assert_eq!(ledger.last_run(false).unwrap(), None);
+
+    // Day 1: 3 URLs of the story's group go in one request: 2 accepted, 1 parked.
+    let day1 = t("2026-12-03T10:00:00Z");
+    ledger.admit(&items(3), day1, &rule).unwrap();
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1) }, &me);
+    let ok = StoredResponse { http_status: Some(200), body: None };
+    let record = |items: Vec<i64>, at, class, next| Answered {
+        items,
+        at,
+        class,
+        reason: "r".into(),
+        message: "m".into(),
+        response: ok.clone(),
+        next,
+    };
+    let records = vec![
+        record(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
+        record(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
+    ];
+    let finish = |reservation, answers| Finish { reservation, answers, blocks: vec![], refund: 0, windows: vec![] };
+    ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
+
+    // Day 2, just after midnight: 2 URLs of another group, both transient.
+    let day2 = t("2026-12-04T00:00:00Z");
+    let batch: Vec<NewItem> = (0..2)
+        .map(|i| NewItem {
+            url: format!("https://o.example/{i}"),
+            group: other.clone(),
+            action: Action::Updated,
+            lastmod: None,
+        })
+        .collect();
+    ledger.admit(&batch, day2, &rule).unwrap();
+    let claim =
+        take(ledger, &other, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2) }, &me);
+    let ids = claim.items.iter().map(|i| i.id).collect();
+    let records = vec![record(ids, day2, Class::Transient, NextStep::RetryAt(day2 + TimeDelta::hours(1)))];
+    ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
+
+    let mut counts = ledger.outcome_counts().unwrap();
+    counts.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
+    assert_eq!(
+        counts,
+        vec![(other.clone(), Class::Transient, 2), (group(), Class::Accepted, 2), (group(), Class::Misconfigured, 1),]
+    );
+
+    // Three days; the last has nothing; attempts outside the bounds are not counted.
+    let bounds =
+        [t("2026-12-03T00:00:00Z"), t("2026-12-04T00:00:00Z"), t("2026-12-05T00:00:00Z"), t("2026-12-06T00:00:00Z")];
+    let mut spans = ledger.attempt_history(&bounds).unwrap();
+    spans.sort_by(|a, b| (a.span, &a.group, a.class.as_str()).cmp(&(b.span, &b.group, b.class.as_str())));
+    let span = |span, group: &GroupKey, class, urls| SpanCount { group: group.clone(), span, class, urls };
+    assert_eq!(
+        spans,
+        vec![
+            span(0, &group(), Class::Accepted, 2),
+            span(0, &group(), Class::Misconfigured, 1),
+            span(1, &other, Class::Transient, 2),
+        ]
+    );
+    let later = ledger.attempt_history(&bounds[1..]).unwrap();
+    assert_eq!(later, vec![span(0, &other, Class::Transient, 2)]);
+    assert!(ledger.attempt_history(&bounds[..1]).unwrap().is_empty());
+
+    // Runs: the last one, and the last that exited 0 (times to the millisecond).
+    let run = |start: &str, ms: i64, exit_code| RunRecord {
+        host: "machine-a".into(),
+        started_at: t(start),
+        ended_at: t(start) + TimeDelta::milliseconds(ms),
+        exit_code,
+    };
+    ledger.record_run(&run("2026-12-03T10:00:00.250Z", 1_500, 0)).unwrap();
+    ledger.record_run(&run("2026-12-04T00:00:00Z", 2_125, 3)).unwrap();
+    assert_eq!(ledger.last_run(false).unwrap(), Some(run("2026-12-04T00:00:00Z", 2_125, 3)));
+    assert_eq!(ledger.last_run(true).unwrap(), Some(run("2026-12-03T10:00:00.250Z", 1_500, 0)));
+}
+
 /// A paced claim by an owner on another host is trusted until a lease
 /// after its last slot, not only after the claim.
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
@@ -399,6 +485,18 @@ fn sqlite_runs_the_queue_commands() {
 fn postgres_runs_the_queue_commands() {
     let Some(mut ledger) = test_postgres() else { return };
     queue_story(&mut ledger);
+}
+
+#[test]
+fn sqlite_counts_history_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    history_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+fn postgres_counts_history_and_runs() {
+    let Some(mut ledger) = test_postgres() else { return };
+    history_story(&mut ledger);
 }
 
 #[test]

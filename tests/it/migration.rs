@@ -25,9 +25,8 @@ fn sandbox(top: &str) -> Sandbox {
     sb
 }
 
-/// What `status`, `queue list` and `log` say, without what moves with the
-/// real time elapsed since the pinned instant, and without what this
-/// binary adds to the documents (`stranded`, a request's `urls`).
+/// What `status`, `queue list` and `log` say, without what this binary
+/// adds to the documents (`stranded`, a request's `urls`; `normalized`).
 fn views(sb: &Sandbox) -> Value {
     let run = |args: &[&str]| sb.indexq(args).env("BING_KEY", "fixture-bing-key-0123456789").now(NOW).output().code(0);
     let mut status = run(&["--json", "status"]).json();
@@ -42,9 +41,13 @@ fn views(sb: &Sandbox) -> Value {
     normalized(serde_json::json!({ "status": status, "queue": queue, "log": log }))
 }
 
+/// Without the seconds to a reset (they move with the real time elapsed),
+/// and the fields this binary added to a budget (`rule`, `scope`).
 fn normalized(mut views: Value) -> Value {
     for b in views["status"]["budgets"].as_array_mut().unwrap() {
-        b.as_object_mut().unwrap().remove("resets_in_secs");
+        for added in ["resets_in_secs", "rule", "scope"] {
+            b.as_object_mut().unwrap().remove(added);
+        }
     }
     views
 }
@@ -73,6 +76,24 @@ fn assert_upgraded(sb: &Sandbox) {
         .code(0)
         .json();
     assert!(doc["plan_summary"].is_object(), "{doc:#}");
+    // The metrics read the upgraded ledger: its attempts, and no run yet.
+    let metrics = sb
+        .indexq(&["status", "--format", "prometheus"])
+        .env("BING_KEY", "fixture-bing-key-0123456789")
+        .now(NOW)
+        .output()
+        .code(0)
+        .stdout;
+    let bing_transient = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("indexq_attempts_total{")
+                && l.contains("engine=\"bing\"")
+                && l.contains("class=\"transient\"")
+        })
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(bing_transient.ends_with(" 16"), "8 URLs attempted twice: {bing_transient}");
+    assert!(!metrics.lines().any(|l| l.starts_with("indexq_last_run_exit_code")), "no run recorded yet: {metrics}");
 }
 
 #[test]

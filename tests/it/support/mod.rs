@@ -6,6 +6,7 @@
 
 pub mod mock;
 pub mod pg;
+pub mod scenario;
 
 use mock::{MockResponse, MockServer};
 use serde_json::Value;

@@ -1,0 +1,435 @@
+//! Metrics in the Prometheus text format (`submit --metrics-file`, `status
+//! --format prometheus`): after four scripted days against the mock engines
+//! every series is there with the value the days give and the numbers of
+//! `status --json`, on SQLite and PostgreSQL; a real Prometheus parser
+//! accepts the text (promtool, else the Python client); the file is written
+//! atomically; the alert rules in `examples/` are valid and fire when they
+//! should.
+
+use crate::support::scenario::{self, AFTER, DAYS};
+use crate::support::*;
+use crate::support::{mock, pg};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// One sample: name, labels, value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+/// The samples of a text exposition, checked as far as the tests need:
+/// every sample belongs to a family announced by a HELP and a TYPE line
+/// just before, and no family appears twice.
+pub fn parse(text: &str) -> Vec<Series> {
+    let mut out = Vec::new();
+    let mut help: Option<String> = None;
+    let mut family: Option<(String, String)> = None;
+    let mut seen = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap().to_string();
+            assert!(seen.insert(name.clone()), "family {name} twice");
+            help = Some(name);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut parts = rest.split(' ');
+            let (name, kind) = (parts.next().unwrap().to_string(), parts.next().unwrap().to_string());
+            assert_eq!(help.as_deref(), Some(name.as_str()), "TYPE {name} without its HELP just before");
+            family = Some((name, kind));
+            continue;
+        }
+        assert!(!line.starts_with('#') && !line.trim().is_empty(), "unexpected line: {line:?}");
+        let (name, rest) = line.split_at(line.find(['{', ' ']).unwrap());
+        let (labels, value) = match rest.strip_prefix('{') {
+            Some(rest) => parse_labels(rest),
+            None => (BTreeMap::new(), rest.trim()),
+        };
+        let (family_name, kind) = family.clone().unwrap_or_else(|| panic!("{name} before any TYPE"));
+        assert_eq!(name, family_name, "{line}");
+        assert_eq!(kind == "counter", name.ends_with("_total"), "{name}: counters and only counters end in _total");
+        assert!(name.starts_with("indexq_"), "{name}");
+        out.push(Series { name: name.to_string(), labels, value: value.parse().unwrap() });
+    }
+    out
+}
+
+/// `a="x",b="y\"z"} 3` → the labels and `3`.
+fn parse_labels(text: &str) -> (BTreeMap<String, String>, &str) {
+    let mut labels = BTreeMap::new();
+    let mut rest = text;
+    loop {
+        if let Some(after) = rest.strip_prefix('}') {
+            return (labels, after.trim());
+        }
+        let eq = rest.find("=\"").unwrap();
+        let key = rest[..eq].trim_start_matches(',').to_string();
+        let mut value = String::new();
+        let mut chars = rest[eq + 2..].char_indices();
+        let end = loop {
+            let (i, c) = chars.next().expect("an unterminated label value");
+            match c {
+                '\\' => match chars.next().unwrap().1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                '"' => break eq + 2 + i + 1,
+                c => value.push(c),
+            }
+        };
+        labels.insert(key, value);
+        rest = rest[end..].trim_start_matches(',');
+    }
+}
+
+/// A real Prometheus parser accepts `text`: `promtool check metrics` (which
+/// also lints names, HELP and TYPE), else the Python client's parser. With
+/// neither installed the check is skipped (failed in CI: `.ci/run` installs
+/// promtool).
+pub fn accepted_by_a_prometheus_parser(text: &str) {
+    let run = |program: &str, args: &[&str]| {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ok()?;
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        Some(child.wait_with_output().unwrap())
+    };
+    if let Some(out) = run("promtool", &["check", "metrics"]) {
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
+        return;
+    }
+    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as parse\n\
+                  print(sum(len(f.samples) for f in parse(sys.stdin.read())))";
+    if let Some(out) = run("python3", &["-c", script]).filter(|o| o.status.success()) {
+        let n: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert_eq!(n, parse(text).len(), "the Python client read every sample");
+        return;
+    }
+    let required = ["CI", "INDEXQ_TEST_PROMETHEUS_REQUIRED"].iter().any(|k| std::env::var_os(k).is_some());
+    assert!(
+        !required,
+        "no Prometheus parser: install promtool (Debian's prometheus) or `pip install prometheus_client`"
+    );
+    eprintln!("skipped: no Prometheus parser (promtool, or python3 with prometheus_client)");
+}
+
+/// The value of the one sample of `name` whose labels include `labels`.
+fn value(series: &[Series], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<&Series> = series
+        .iter()
+        .filter(|s| s.name == name && labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v)))
+        .collect();
+    assert_eq!(found.len(), 1, "one {name} {labels:?}: {found:#?}");
+    found[0].value
+}
+
+fn epoch(at: &str) -> f64 {
+    chrono::DateTime::parse_from_rfc3339(at).unwrap().timestamp() as f64
+}
+
+/// What the four days leave, as metrics: checked one by one, then against
+/// `status --json` and `status --format prometheus`.
+fn check_four_days(sb: &Sandbox) {
+    let file = sb.dir.path().join("textfile").join("indexq.prom");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    scenario::four_days(sb, &["--metrics-file", file.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    accepted_by_a_prometheus_parser(&text);
+    let series = parse(&text);
+    let endpoint = sb.endpoints[0].clone();
+    let indexnow = [("property", "site"), ("engine", "indexnow"), ("endpoint", endpoint.as_str())];
+    let bing = [("property", "site"), ("engine", "bing"), ("endpoint", "")];
+
+    // Budget: IndexNow's own daily rule, 3 of 3 on the fourth day, reopening at midnight UTC.
+    let rule = format!("indexnow:site:{endpoint}:day");
+    let day_rule = [("property", "site"), ("engine", "indexnow"), ("rule", rule.as_str())];
+    assert_eq!(value(&series, "indexq_budget_used_urls", &day_rule), 3.0);
+    assert_eq!(value(&series, "indexq_budget_limit_urls", &day_rule), 3.0);
+    assert_eq!(value(&series, "indexq_budget_remaining_urls", &day_rule), 0.0);
+    let reset = epoch("2026-12-05T00:00:00Z");
+    assert_eq!(value(&series, "indexq_budget_window_reset_timestamp_seconds", &day_rule), reset);
+    let made = value(&series, "indexq_metrics_timestamp_seconds", &[]);
+    assert!((epoch(DAYS[3])..epoch(DAYS[3]) + 60.0).contains(&made), "{made}");
+    let until = value(&series, "indexq_budget_window_reset_seconds", &day_rule);
+    assert!((until - (reset - made)).abs() <= 1.0, "{until} vs {}", reset - made);
+    let labels = &series.iter().find(|s| s.name == "indexq_budget_used_urls").unwrap().labels;
+    assert_eq!(labels.get("period").map(String::as_str), Some("day"));
+    assert_eq!(labels.get("scope").map(String::as_str), Some("property"));
+    // Bing's rules: the local day (no limit: no limit series) and what Bing reports.
+    let bing_day = [("engine", "bing"), ("rule", "bing:site:day")];
+    assert_eq!(value(&series, "indexq_budget_used_urls", &bing_day), 1.0, "/c1 went to Bing on the fourth day");
+    assert!(!series.iter().any(|s| s.name == "indexq_budget_limit_urls" && s.labels["rule"] == "bing:site:day"));
+
+    // Queue by state.
+    let queue =
+        |group: &[(&str, &str)], state: &str| value(&series, "indexq_queue_items", &with(group, &[("state", state)]));
+    let states = ["due", "waiting", "parked", "in_flight", "accepted"];
+    assert_eq!(states.map(|s| queue(&indexnow, s)), [0.0, 2.0, 3.0, 0.0, 3.0]);
+    assert_eq!(states.map(|s| queue(&bing, s)), [0.0, 0.0, 2.0, 0.0, 6.0]);
+
+    // Attempts by class, since the ledger began.
+    let attempts = |group: &[(&str, &str)], class: &str| {
+        value(&series, "indexq_attempts_total", &with(group, &[("class", class)]))
+    };
+    let classes = ["accepted", "quota", "transient", "key_pending", "misconfigured"];
+    assert_eq!(classes.map(|c| attempts(&indexnow, c)), [3.0, 3.0, 3.0, 0.0, 3.0]);
+    assert_eq!(classes.map(|c| attempts(&bing, c)), [6.0, 0.0, 0.0, 0.0, 2.0]);
+
+    // The last run: the fourth day's, exit 3; the last success: the third day's.
+    let start = value(&series, "indexq_last_run_start_timestamp_seconds", &[]);
+    assert!((start - epoch(DAYS[3])).abs() < 60.0, "{start}");
+    let took = value(&series, "indexq_last_run_duration_seconds", &[]);
+    assert!((0.0..60.0).contains(&took), "{took}");
+    assert!((made - (start + took)).abs() < 0.01, "the run ended when the metrics were made");
+    assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 3.0);
+    let success = value(&series, "indexq_last_success_timestamp_seconds", &[]);
+    assert!((epoch(DAYS[2])..epoch(DAYS[2]) + 60.0).contains(&success), "{success}");
+    assert_eq!(value(&series, "indexq_build_info", &[]), 1.0);
+
+    // The same numbers as `status --json`, rule by rule and group by group.
+    let status = sb.indexq(&["--json", "status"]).now(AFTER).output().code(0).json();
+    let budgets = status["budgets"].as_array().unwrap();
+    assert_eq!(budgets.len(), series.iter().filter(|s| s.name == "indexq_budget_used_urls").count());
+    let later = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(AFTER).output().code(0).stdout);
+    for b in budgets {
+        let endpoint = b["endpoint"].as_str().unwrap_or("");
+        let labels = [
+            ("property", b["property"].as_str().unwrap()),
+            ("engine", b["engine"].as_str().unwrap()),
+            ("endpoint", endpoint),
+            ("rule", b["rule"].as_str().unwrap()),
+            ("period", b["period"].as_str().unwrap()),
+            ("scope", b["scope"].as_str().unwrap()),
+        ];
+        assert_eq!(value(&later, "indexq_budget_used_urls", &labels), b["used"].as_f64().unwrap(), "{b}");
+        let limit = later.iter().find(|s| s.name == "indexq_budget_limit_urls" && labels_are(s, &labels));
+        assert_eq!(limit.map(|s| s.value), b["limit"].as_f64(), "{b}");
+        let remaining = later.iter().find(|s| s.name == "indexq_budget_remaining_urls" && labels_are(s, &labels));
+        assert_eq!(remaining.map(|s| s.value), b["remaining"].as_f64(), "{b}");
+        let resets = chrono::DateTime::parse_from_rfc3339(b["resets_at"].as_str().unwrap()).unwrap().timestamp();
+        assert_eq!(value(&later, "indexq_budget_window_reset_timestamp_seconds", &labels), resets as f64);
+        assert_eq!(
+            value(&later, "indexq_budget_window_reset_seconds", &labels),
+            b["resets_in_secs"].as_f64().unwrap(),
+            "{b}"
+        );
+    }
+    for g in status["groups"].as_array().unwrap() {
+        let endpoint = g["endpoint"].as_str().unwrap_or("");
+        let group = [("property", g["property"].as_str().unwrap()), ("engine", g["engine"].as_str().unwrap())];
+        for state in states {
+            let labels = [group[0], group[1], ("endpoint", endpoint), ("state", state)];
+            assert_eq!(value(&later, "indexq_queue_items", &labels), g["queue"][state].as_f64().unwrap(), "{g}");
+        }
+    }
+    // And as `log --json` counts the attempts: a request of `urls` URLs is
+    // an attempt of each.
+    let log = sb.indexq(&["--json", "log", "--limit", "1000"]).now(AFTER).output().code(0).json();
+    let mut by_class: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for a in log["attempts"].as_array().unwrap() {
+        let key = (a["engine"].as_str().unwrap().to_string(), a["outcome"].as_str().unwrap().to_string());
+        *by_class.entry(key).or_default() += a["urls"].as_f64().unwrap();
+    }
+    for s in later.iter().filter(|s| s.name == "indexq_attempts_total") {
+        let key = (s.labels["engine"].clone(), s.labels["class"].clone());
+        assert_eq!(s.value, by_class.get(&key).copied().unwrap_or(0.0), "{s:?}");
+    }
+    // Apart from the clock, the file holds what `status --format prometheus` prints.
+    let timeless = |series: &[Series]| -> Vec<Series> {
+        let clocked = ["indexq_budget_window_reset_seconds", "indexq_metrics_timestamp_seconds"];
+        series.iter().filter(|s| !clocked.contains(&s.name.as_str())).cloned().collect()
+    };
+    assert_eq!(timeless(&series), timeless(&later));
+}
+
+/// `group`'s labels and `more`.
+fn with<'a>(group: &[(&'a str, &'a str)], more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    group.iter().chain(more).copied().collect()
+}
+
+fn labels_are(s: &Series, labels: &[(&str, &str)]) -> bool {
+    labels.iter().all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+}
+
+#[test]
+fn four_days_of_metrics_hold_every_series_with_its_value() {
+    let sb = scenario::sandbox();
+    check_four_days(&sb);
+    // Written atomically: nothing but the file in its directory, readable by a collector.
+    let dir = sb.dir.path().join("textfile");
+    let names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["indexq.prom"]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("indexq.prom")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o444, 0o444, "readable by the collector's user: {mode:o}");
+    }
+}
+
+#[test]
+fn pg_four_days_of_metrics_hold_every_series_with_its_value() {
+    let Some(server) = pg::server() else { return };
+    let mut sb = scenario::sandbox();
+    sb.use_pg(server.ledger());
+    check_four_days(&sb);
+    pg::assert_no_sqlite(&sb, &[]);
+}
+
+#[test]
+fn a_new_ledger_has_every_family_and_no_run() {
+    let sb = Sandbox::new();
+    let text = sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout;
+    accepted_by_a_prometheus_parser(&text);
+    let series = parse(&text);
+    for family in [
+        "indexq_budget_used_urls",
+        "indexq_budget_window_reset_timestamp_seconds",
+        "indexq_budget_window_reset_seconds",
+        "indexq_queue_items",
+        "indexq_attempts_total",
+        "indexq_last_run_start_timestamp_seconds",
+        "indexq_last_run_duration_seconds",
+        "indexq_last_run_exit_code",
+        "indexq_last_success_timestamp_seconds",
+        "indexq_metrics_timestamp_seconds",
+    ] {
+        assert!(text.contains(&format!("# TYPE {family} ")), "{family} announced:\n{text}");
+    }
+    assert!(!series.iter().any(|s| s.name.starts_with("indexq_last_")), "no run yet:\n{text}");
+    assert_eq!(series.iter().filter(|s| s.name == "indexq_attempts_total").count(), 5, "every class from 0");
+    // No limit configured: no limit series.
+    assert!(!series.iter().any(|s| s.name == "indexq_budget_limit_urls"), "{text}");
+    // One format at a time.
+    let done = sb.indexq(&["--json", "status", "--format", "prometheus"]).now(DAYS[0]).output().code(2);
+    assert!(done.stderr.contains("--json"), "{}", done.stderr);
+    sb.indexq(&["status", "--format", "json"]).now(DAYS[0]).output().code(0).json();
+    sb.indexq(&["--json", "status", "--format", "json"]).now(DAYS[0]).output().code(0).json();
+    sb.indexq(&["submit", "--dry-run", "--metrics-file", "m.prom"]).now(DAYS[0]).output().code(2);
+}
+
+#[test]
+fn a_metrics_file_that_cannot_be_written_fails_the_run_which_is_recorded_so() {
+    let sb = Sandbox::new();
+    let list = sb.urls("urls.txt", &["/a"]);
+    let missing = sb.dir.path().join("no-such-dir").join("indexq.prom");
+    let done = sb
+        .indexq(&["submit", "--metrics-file", missing.to_str().unwrap(), list.to_str().unwrap()])
+        .now(DAYS[0])
+        .output()
+        .code(1);
+    assert!(done.stderr.contains("--metrics-file") && done.stderr.contains("no-such-dir"), "{}", done.stderr);
+    assert_eq!(sb.received_urls().len(), 1, "the run itself went through");
+    let series = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout);
+    assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 1.0);
+    assert!(!series.iter().any(|s| s.name == "indexq_last_success_timestamp_seconds"));
+}
+
+/// A run that loses its database mid-run still leaves its metrics: the run
+/// families, exit code 1 (nothing read from a ledger it cannot reach).
+#[test]
+fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
+    let Some(server) = pg::server() else { return };
+    let mut sb = Sandbox::new();
+    // The request is slow: the server goes away while it is in flight.
+    sb.engine.on("POST", ENDPOINT_PATH, vec![mock::MockResponse::status(200).delay(Duration::from_millis(1500))]);
+    let mut proxy = pg::PgProxy::new(server.addr());
+    sb.use_pg(server.ledger().via(&server.url_via(proxy.addr())).timeout("3s"));
+    let file = sb.dir.path().join("indexq.prom");
+    let list = sb.urls("urls.txt", &["/a"]);
+    let child =
+        sb.indexq(&["submit", "--metrics-file", file.to_str().unwrap(), list.to_str().unwrap()]).now(DAYS[0]).spawn();
+    assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(20)), "the request is sent");
+    proxy.stop();
+    let done = pg::wait_at_most(child, Duration::from_secs(30), "the run that lost its database").code(1);
+    assert!(done.stderr.contains("cannot be reached"), "{}", done.stderr);
+    let text = std::fs::read_to_string(&file).unwrap();
+    accepted_by_a_prometheus_parser(&text);
+    let series = parse(&text);
+    assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 1.0);
+    assert!(!series.iter().any(|s| s.name == "indexq_queue_items"), "nothing read from a lost ledger:\n{text}");
+    assert!(!series.iter().any(|s| s.name == "indexq_last_success_timestamp_seconds"), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// The alert rules of examples/.
+
+fn promtool() -> Option<()> {
+    Command::new("promtool").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| ())
+}
+
+#[test]
+fn the_alert_rules_are_valid_and_fire_when_they_should() {
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/prometheus-alerts.yml");
+    let text = std::fs::read_to_string(&rules).unwrap();
+    assert!(text.contains("indexq_queue_items") && text.contains("indexq_last_success_timestamp_seconds"));
+    if promtool().is_none() {
+        let required = ["CI", "INDEXQ_TEST_PROMETHEUS_REQUIRED"].iter().any(|k| std::env::var_os(k).is_some());
+        assert!(!required, "promtool is needed (Debian's prometheus package)");
+        eprintln!("skipped: promtool is not installed");
+        return;
+    }
+    let check = Command::new("promtool").args(["check", "rules"]).arg(&rules).output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // promtool's rule unit tests: parked items alert after 15 minutes; a run
+    // that has not succeeded for a day alerts (and one that has, not).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&rules, dir.path().join("rules.yml")).unwrap();
+    let tests = r#"
+rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'indexq_queue_items{property="site",engine="bing",endpoint="",state="parked",instance="h",job="node"}'
+        values: '0 2x60'
+      - series: 'indexq_last_success_timestamp_seconds{instance="h",job="node"}'
+        values: '0x100'
+    alert_rule_test:
+      - eval_time: 10m
+        alertname: IndexqParkedItems
+        exp_alerts: []
+      - eval_time: 30m
+        alertname: IndexqParkedItems
+        exp_alerts:
+          - exp_labels: {severity: warning, property: site, engine: bing, instance: h, job: node, state: parked}
+            exp_annotations:
+              summary: "2 URLs parked for site (bing): they wait for a human"
+              description: "Run `indexq queue list --state parked --property site` to see why and the fix; `indexq queue retry` once it is fixed."
+  - interval: 1h
+    input_series:
+      - series: 'indexq_last_success_timestamp_seconds{instance="h",job="node"}'
+        values: '0x30'
+    alert_rule_test:
+      - eval_time: 20h
+        alertname: IndexqNoSuccessfulRun
+        exp_alerts: []
+      - eval_time: 26h
+        alertname: IndexqNoSuccessfulRun
+        exp_alerts:
+          - exp_labels: {severity: warning, instance: h, job: node}
+            exp_annotations:
+              summary: "No indexq submit run has succeeded for 1d 2h 0m 0s"
+              description: "Check the last run's exit code (indexq_last_run_exit_code) and its output, e.g. `journalctl -u indexq`."
+"#;
+    std::fs::write(dir.path().join("tests.yml"), tests).unwrap();
+    let out = Command::new("promtool").args(["test", "rules", "tests.yml"]).current_dir(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}

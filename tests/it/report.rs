@@ -1,0 +1,261 @@
+//! `indexq report --html`: after four scripted days, one self-contained
+//! file (no script, nothing fetched, no secret) whose numbers — read back
+//! from its `data-*` attributes — are those of `status --json` and `log
+//! --json` for the same ledger, on SQLite and PostgreSQL; parked items come
+//! with their reason and fix.
+
+use crate::support::pg;
+use crate::support::scenario::{self, AFTER, DAYS};
+use crate::support::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The attributes of every start tag `<NAME ...>` in `html` that has `marker`
+/// among its attributes, in order (values unescaped).
+fn tags(html: &str, name: &str, marker: &str) -> Vec<BTreeMap<String, String>> {
+    let open = format!("<{name} ");
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find(&open) {
+        let tag = &rest[at + open.len()..];
+        let end = tag.find('>').unwrap();
+        let attrs = attributes(&tag[..end]);
+        if attrs.contains_key(marker) {
+            out.push(attrs);
+        }
+        rest = &tag[end..];
+    }
+    out
+}
+
+/// `a="x" b="y"` → {a: x, b: y}.
+fn attributes(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut rest = text.trim();
+    while let Some(eq) = rest.find("=\"") {
+        let key = rest[..eq].trim().to_string();
+        let value_end = rest[eq + 2..].find('"').unwrap();
+        let value = &rest[eq + 2..eq + 2 + value_end];
+        let value = value
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&");
+        out.insert(key, value);
+        rest = rest[eq + 2 + value_end + 1..].trim_start();
+    }
+    out
+}
+
+/// The HTML of each group's section, by (property, engine, endpoint).
+fn sections(html: &str) -> BTreeMap<(String, String, String), String> {
+    let mut out = BTreeMap::new();
+    for (i, part) in html.split("<section class=\"group\" ").enumerate().skip(1) {
+        let end = part.find("</section>").unwrap_or_else(|| panic!("section {i} is not closed"));
+        let body = &part[..end];
+        let attrs = attributes(&body[..body.find('>').unwrap()]);
+        out.insert(
+            (attrs["data-property"].clone(), attrs["data-engine"].clone(), attrs["data-endpoint"].clone()),
+            body.to_string(),
+        );
+    }
+    out
+}
+
+fn n(attrs: &BTreeMap<String, String>, key: &str) -> Option<u64> {
+    attrs.get(key).map(|v| v.parse().unwrap_or_else(|_| panic!("{key}={v}")))
+}
+
+/// The file holds everything: no script, no stylesheet, font or image from
+/// anywhere, no secret. (Text is escaped, so every `<` opens a real tag.)
+fn assert_self_contained(html: &str) {
+    for tag in html.split('<').skip(1).map(|t| &t[..t.find('>').unwrap_or(t.len())]) {
+        let name = tag.split([' ', '\n']).next().unwrap().to_ascii_lowercase();
+        for element in ["script", "link", "img", "iframe", "object", "embed", "image", "use", "foreignobject"] {
+            assert_ne!(name, element, "the report has a <{element}>");
+        }
+        let attrs = attributes(tag.split_once(' ').map_or("", |(_, a)| a));
+        for attr in ["src", "href", "xlink:href", "srcset", "action"] {
+            assert!(!attrs.contains_key(attr), "the report has {attr}= in <{tag}>");
+        }
+        assert!(!attrs.keys().any(|k| k.starts_with("on")), "an event handler in <{tag}>");
+    }
+    let style = &html[html.find("<style>").unwrap()..html.find("</style>").unwrap()];
+    for needle in ["url(", "@import", "@font-face"] {
+        assert!(!style.contains(needle), "the style has `{needle}`");
+    }
+    assert!(html.contains("Content-Security-Policy"), "the browser is told to fetch nothing");
+    assert_no_secret(html.as_bytes(), "the report");
+}
+
+fn day_key(at: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(at).unwrap().with_timezone(&chrono::Utc).format("%Y-%m-%d").to_string()
+}
+
+fn check_four_days(sb: &Sandbox) {
+    scenario::four_days(sb, &[]);
+    let file = sb.dir.path().join("report").join("indexq.html");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let done = sb.indexq(&["report", "--html", file.to_str().unwrap(), "--days", "7"]).now(AFTER).output().code(0);
+    assert!(done.stderr.contains("URLs parked"), "{}", done.stderr);
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert_self_contained(&html);
+    let status = sb.indexq(&["--json", "status"]).now(AFTER).output().code(0).json();
+    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(AFTER).output().code(0).json();
+    let sections = sections(&html);
+    assert_eq!(sections.len(), status["groups"].as_array().unwrap().len(), "a section per group");
+
+    // Attempts by group, day (the groups' rules are in UTC) and class, as `log --json` has them.
+    let mut logged: BTreeMap<(String, String, String, String), u64> = BTreeMap::new();
+    for a in log["attempts"].as_array().unwrap() {
+        let key = (
+            a["engine"].as_str().unwrap().to_string(),
+            a["endpoint"].as_str().unwrap_or("").to_string(),
+            day_key(a["at"].as_str().unwrap()),
+            a["outcome"].as_str().unwrap().replace('_', "-"),
+        );
+        // A request of `urls` URLs is an attempt of each.
+        *logged.entry(key).or_default() += a["urls"].as_u64().unwrap();
+    }
+    assert_eq!(logged.values().sum::<u64>(), 12 + 8, "every attempt of the four days is in the log");
+
+    for g in status["groups"].as_array().unwrap() {
+        let (property, engine) = (g["property"].as_str().unwrap(), g["engine"].as_str().unwrap());
+        let endpoint = g["endpoint"].as_str().unwrap_or("");
+        let body = &sections[&(property.to_string(), engine.to_string(), endpoint.to_string())];
+
+        // Seven days, oldest last in the table; each day's answers are the log's.
+        let days = tags(body, "tr", "data-day");
+        assert_eq!(days.len(), 7, "{engine}");
+        assert_eq!(days[0]["data-day"], day_key(AFTER), "today first");
+        for day in &days {
+            for class in ["accepted", "quota", "transient", "key-pending", "misconfigured"] {
+                let key = (engine.to_string(), endpoint.to_string(), day["data-day"].clone(), class.to_string());
+                assert_eq!(
+                    n(day, &format!("data-{class}")),
+                    Some(logged.get(&key).copied().unwrap_or(0)),
+                    "{engine} {} {class}",
+                    day["data-day"]
+                );
+            }
+        }
+        // The budget now: each rule as `status --json` shows it, and today's bar.
+        let budgets: Vec<&Value> = status["budgets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| {
+                b["property"] == property && b["engine"] == engine && b["endpoint"].as_str().unwrap_or("") == endpoint
+            })
+            .collect();
+        let rules = tags(body, "tr", "data-rule");
+        assert_eq!(rules.len(), budgets.len());
+        for (rule, b) in rules.iter().zip(&budgets) {
+            assert_eq!(rule["data-rule"], b["rule"].as_str().unwrap());
+            assert_eq!(rule["data-window"], b["window"].as_str().unwrap());
+            assert_eq!(n(rule, "data-used"), b["used"].as_u64(), "{b}");
+            assert_eq!(n(rule, "data-limit"), b["limit"].as_u64(), "{b}");
+            assert_eq!(n(rule, "data-remaining"), b["remaining"].as_u64(), "{b}");
+            let resets = chrono::DateTime::parse_from_rfc3339(b["resets_at"].as_str().unwrap()).unwrap().timestamp();
+            assert_eq!(n(rule, "data-resets-at"), Some(resets as u64));
+        }
+        let own: Vec<&&Value> = budgets.iter().filter(|b| b["scope"] == "property" && b["period"] == "day").collect();
+        assert_eq!(n(&days[0], "data-used"), own.iter().map(|b| b["used"].as_u64().unwrap()).max(), "{engine} today");
+        assert_eq!(n(&days[0], "data-limit"), own.iter().filter_map(|b| b["limit"].as_u64()).min(), "{engine} today");
+        // The queue, as `status --json` counts it.
+        let queue = &tags(body, "ul", "data-due")[0];
+        for (attr, field) in [
+            ("data-due", "due"),
+            ("data-waiting", "waiting"),
+            ("data-parked", "parked"),
+            ("data-in-flight", "in_flight"),
+            ("data-accepted", "accepted"),
+        ] {
+            assert_eq!(n(queue, attr), g["queue"][field].as_u64(), "{engine} {field}");
+        }
+    }
+
+    // The days as the scenario made them.
+    let endpoint = sb.endpoints[0].clone();
+    let indexnow = tags(&sections[&("site".into(), "indexnow".into(), endpoint.clone())], "tr", "data-day");
+    let by_day = |rows: &[BTreeMap<String, String>], at: &str| {
+        rows.iter().find(|d| d["data-day"] == day_key(at)).unwrap().clone()
+    };
+    for (at, class) in DAYS.iter().zip(["accepted", "quota", "transient", "misconfigured"]) {
+        let day = by_day(&indexnow, at);
+        assert_eq!((n(&day, "data-used"), n(&day, "data-limit")), (Some(3), Some(3)), "{at}");
+        assert_eq!(n(&day, &format!("data-{class}")), Some(3), "{at}");
+    }
+    let bing = tags(&sections[&("site".into(), "bing".into(), String::new())], "tr", "data-day");
+    let used: Vec<Option<u64>> = DAYS.iter().map(|at| n(&by_day(&bing, at), "data-used")).collect();
+    assert_eq!(used, [Some(5), Some(2), Some(0), Some(1)]);
+
+    // Parked now: by reason, with the fix, as many as `status` counts.
+    let parked = tags(&html, "tr", "data-reason");
+    let reasons: Vec<(&str, &str, Option<u64>)> =
+        parked.iter().map(|p| (p["data-engine"].as_str(), p["data-reason"].as_str(), n(p, "data-count"))).collect();
+    assert_eq!(reasons, [("indexnow", "url_not_on_host", Some(3)), ("bing", "InvalidApiKey", Some(2))]);
+    assert!(html.contains("Submit only URLs under the property&#39;s host"), "IndexNow's fix");
+    assert!(html.contains("generate one in Bing Webmaster Tools"), "Bing's fix");
+    let total: u64 = status["groups"].as_array().unwrap().iter().map(|g| g["queue"]["parked"].as_u64().unwrap()).sum();
+    assert_eq!(n(&tags(&html, "div", "data-parked")[0], "data-parked"), Some(total));
+    assert_eq!(n(&tags(&html, "div", "data-last-run-exit-code")[0], "data-last-run-exit-code"), Some(3));
+}
+
+#[test]
+fn four_days_in_the_report_are_the_numbers_of_status_and_log() {
+    let sb = scenario::sandbox();
+    check_four_days(&sb);
+    // To stdout with `-`; fewer days; `--json` says where it went.
+    let page = sb.indexq(&["report", "--html", "-", "--days", "2"]).now(AFTER).output().code(0).stdout;
+    assert!(page.starts_with("<!doctype html>"), "{}", &page[..100.min(page.len())]);
+    assert_eq!(tags(&page, "tr", "data-day").len(), 2 * 2);
+    let doc = sb.indexq(&["--json", "report", "--html", "r.html"]).now(AFTER).output().code(0).json();
+    assert_eq!(
+        (doc["html"].as_str(), doc["days"].as_u64(), doc["parked"].as_u64()),
+        (Some("r.html"), Some(30), Some(5))
+    );
+    assert!(sb.dir.path().join("r.html").exists());
+    sb.indexq(&["report", "--html", "r.html", "--days", "0"]).now(AFTER).output().code(2);
+    sb.indexq(&["report"]).now(AFTER).output().code(2);
+}
+
+#[test]
+fn pg_four_days_in_the_report_are_the_numbers_of_status_and_log() {
+    let Some(server) = pg::server() else { return };
+    let mut sb = scenario::sandbox();
+    sb.use_pg(server.ledger());
+    check_four_days(&sb);
+    pg::assert_no_sqlite(&sb, &[]);
+}
+
+#[test]
+fn a_new_ledger_makes_a_report_too() {
+    let sb = Sandbox::new();
+    let file = sb.dir.path().join("r.html");
+    sb.indexq(&["report", "--html", file.to_str().unwrap()]).now(DAYS[0]).output().code(0);
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("no <code>indexq submit</code> run recorded yet"), "{html}");
+    let days = tags(&html, "tr", "data-day");
+    assert_eq!(days.len(), 30);
+    assert!(days.iter().all(|d| n(d, "data-used") == Some(0) && !d.contains_key("data-limit")));
+    assert!(!html.contains("id=\"parked\""), "nothing parked, no section");
+}
+
+/// Text from an engine goes in as text: a message with markup is escaped.
+#[test]
+fn answers_are_escaped() {
+    let sb = Sandbox::new();
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![mock::MockResponse::status(400).body("<script>alert('x')</script><img src=http://evil.example/>")],
+    );
+    let list = sb.urls("urls.txt", &["/a?x=<b>&y=\"q\""]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(DAYS[0]).output().code(3);
+    let page = sb.indexq(&["report", "--html", "-"]).now(DAYS[0]).output().code(0).stdout;
+    assert_self_contained(&page);
+    assert_eq!(tags(&page, "tr", "data-reason")[0]["data-reason"], "bad_request");
+}
