@@ -14,9 +14,7 @@ pub mod submit;
 
 use crate::clock::Clock;
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{
-    GroupKey, Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, QueueCounts, SqliteLedger, PG_SCHEMA_VERSION,
-};
+use crate::ledger::{GroupKey, Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, QueueCounts, SqliteLedger};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,28 +138,14 @@ pub fn stranded_hint(group: &GroupKey) -> String {
     )
 }
 
-/// A private copy of the configured ledger, for `--dry-run`: planning runs
-/// the same code, and nothing it writes reaches the ledger.
-pub fn open_snapshot(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    Ok(match &settings.ledger {
-        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open_snapshot(path)?),
-        LedgerLocation::Postgres(url) => {
-            let options = pg_options(settings, url, &settings.ledger_options.schema)?;
-            let mut source = PgLedger::connect(&options)?;
-            let mut copy = SqliteLedger::open_snapshot(std::path::Path::new(""))?;
-            // A database that has no indexq schema yet plans as an empty ledger.
-            match source.stored_version()? {
-                None => {}
-                Some(found) if found > PG_SCHEMA_VERSION => {
-                    return Err(LedgerError::newer(source.place(), found, PG_SCHEMA_VERSION).into())
-                }
-                Some(_) => {
-                    copy.import(&source.export(true)?)?;
-                }
-            }
-            Box::new(copy)
-        }
-    })
+/// The configured ledger, for a dry run that only reads it: a SQLite file
+/// that does not exist yet is an empty ledger in memory (no file is made).
+/// Opening brings an older schema up to date, as every run does.
+pub fn open_ledger_to_read(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    match &settings.ledger {
+        LedgerLocation::Sqlite(path) if !path.exists() => Ok(Box::new(SqliteLedger::in_memory()?)),
+        _ => open_ledger(settings),
+    }
 }
 
 fn lease(settings: &Settings) -> chrono::TimeDelta {

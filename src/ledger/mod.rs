@@ -10,12 +10,13 @@
 
 mod ids;
 mod owner;
-mod policy;
+pub mod policy;
 mod postgres;
 mod sqlite;
 #[cfg(test)]
 mod story;
 
+pub use ids::url_key;
 pub use owner::Owner;
 pub use policy::Existing;
 pub use postgres::{
@@ -687,6 +688,10 @@ pub trait Ledger {
 
     /// The earliest time a queued item of `group` becomes due, if any.
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>>;
+
+    /// A pace's stored theoretical arrival time (ms), if it has one (read
+    /// only: a dry run's estimate of the slots).
+    fn pace_tat(&mut self, key: &str) -> Result<Option<i64>>;
 
     /// When a credential (by fingerprint) was first used; records `now` if never.
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>>;

@@ -1085,6 +1085,16 @@ impl Ledger for PgLedger {
         })
     }
 
+    fn pace_tat(&mut self, key: &str) -> Result<Option<i64>> {
+        // A pace row written with 0 by a claim is one without a time yet.
+        self.transaction(|tx| {
+            Ok(tx
+                .query_opt("SELECT tat_ms FROM pacing WHERE key = $1", &[&key])?
+                .map(|r| r.get::<_, i64>(0))
+                .filter(|t| *t > 0))
+        })
+    }
+
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
         let now = sec(now);
         self.transaction(|tx| {

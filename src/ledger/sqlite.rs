@@ -265,19 +265,11 @@ impl SqliteLedger {
         Ok(ledger)
     }
 
-    /// A private in-memory copy of the ledger at `path` (empty if there is
-    /// none), for `--dry-run`: planning runs the same code, and nothing it
-    /// writes reaches the file.
-    pub fn open_snapshot(path: &Path) -> Result<SqliteLedger> {
-        // An empty name: a private temporary database on disk, so a large
-        // ledger is not copied into memory.
-        let mut conn = Connection::open("")?;
-        if path.exists() {
-            conn.restore(rusqlite::MAIN_DB, path, None::<fn(rusqlite::backup::Progress)>).map_err(|e| {
-                LedgerError::Open { path: path.display().to_string(), message: e.to_string(), hint: None, newer: false }
-            })?;
-        }
-        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
+    /// An empty ledger in memory, for a dry run where there is no ledger
+    /// file yet: nothing it holds survives the run.
+    pub fn in_memory() -> Result<SqliteLedger> {
+        let mut ledger =
+            SqliteLedger { conn: Connection::open_in_memory()?, groups: HashMap::new(), lease: owner::LEASE };
         ledger.configure(false)?;
         Ok(ledger)
     }
@@ -292,7 +284,7 @@ impl SqliteLedger {
             self.conn.pragma_update(None, "synchronous", "FULL")?;
             self.conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         } else {
-            // A dry run's throwaway copy: nothing in it needs to survive a crash.
+            // A dry run's empty ledger: nothing in it needs to survive a crash.
             self.conn.pragma_update(None, "journal_mode", "OFF")?;
             self.conn.pragma_update(None, "synchronous", "OFF")?;
         }
@@ -1215,6 +1207,10 @@ impl Ledger for SqliteLedger {
             .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
             .query_row([group], |r| r.get(0))?;
         Ok(opt_ts(t))
+    }
+
+    fn pace_tat(&mut self, key: &str) -> Result<Option<i64>> {
+        Ok(self.conn.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [key], |r| r.get(0)).optional()?)
     }
 
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {

@@ -628,3 +628,31 @@ fn a_bad_service_account_key_file_is_a_config_error_naming_the_file_and_field() 
     assert!(done.stderr.contains("service-account.json"), "{}", done.stderr);
     assert!(sb.engine.requests().is_empty(), "nothing was sent");
 }
+
+/// A dry run plans by reading: the burst goes now, the next URLs wait for
+/// their paced slots (2 s apart at 30 a minute), and those past the
+/// property's share of 8 wait for Pacific midnight; nothing is sent and no
+/// ledger is made.
+#[test]
+fn a_dry_run_plans_the_burst_the_paced_slots_and_the_budget() {
+    let mut sb = Sandbox::google("daily_quota = 8");
+    sb.google_extra = "daily_quota = 1000\nrequests_per_minute = 30\n".into();
+    sb.write_config();
+    let urls = list(&sb, "p", 12);
+    let doc = sb.indexq(&["--json", "submit", "--dry-run", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(doc["plan"].as_array().unwrap().len(), 4, "a burst of 4 now: {doc:#}");
+    let results = results(&doc);
+    let paced: Vec<i64> = results
+        .iter()
+        .filter(|r| r["reason"] == "paced")
+        .map(|r| epoch(r["retry_at"].as_str().unwrap()) - epoch(NOW))
+        .collect();
+    assert_eq!(paced, [2, 4, 6, 8], "{doc:#}");
+    let budget: Vec<&serde_json::Value> = results.iter().filter(|r| r["reason"] == "budget").collect();
+    assert_eq!(budget.len(), 4, "{doc:#}");
+    assert!(budget.iter().all(|r| r["retry_at"] == "2026-12-03T00:00:00-08:00"), "{doc:#}");
+    assert_eq!(doc["plan_summary"]["google"]["new"], 12, "{doc:#}");
+    assert_eq!(doc["plan_summary"]["google"]["waiting"], 8, "{doc:#}");
+    assert!(sb.engine.requests().is_empty(), "nothing sent, no token asked for");
+    assert!(!sb.ledger().exists(), "no ledger made");
+}

@@ -5,6 +5,8 @@
 //! `--dry-run`, the same code runs on an in-memory copy of the ledger and
 //! stops before sending.
 
+mod plan;
+
 use super::ExitStatus;
 use crate::budget;
 use crate::cli::SubmitArgs;
@@ -19,7 +21,7 @@ use crate::ledger::{
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
 use crate::redact::Redactor;
-use crate::report::{Deferral, PlanCounts, Planned, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
+use crate::report::{Deferral, PlanCounts, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
 use crate::sitemap;
@@ -70,6 +72,8 @@ struct Run<'a> {
     read: u64,
     /// Queue items (URL, property, engine, target) this run wrote to the ledger.
     admitted: u64,
+    /// A dry run's plan (nothing is written).
+    plans: plan::Plans,
 }
 
 pub async fn run(
@@ -121,7 +125,7 @@ pub async fn run(
         readers.push((source.name(), reader));
     }
 
-    let ledger = if args.dry_run { super::open_snapshot(settings)? } else { super::open_ledger(settings)? };
+    let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
     let mut run = Run {
         settings,
         clock,
@@ -139,11 +143,12 @@ pub async fn run(
         progress: Progress::new(printer),
         read: 0,
         admitted: 0,
+        plans: Default::default(),
     };
     let outcome: anyhow::Result<ExitStatus> = async {
         // One clock for every window decision (DESIGN §2): the ledger's.
         let local = clock.now();
-        let time = super::follow_ledger_clock(run.ledger.as_mut(), clock, true)?;
+        let time = super::follow_ledger_clock(run.ledger.as_mut(), clock, !run.dry_run)?;
         if let Some(latest) = time.latest.filter(|t| *t > time.clock + TimeDelta::minutes(1)) {
             printer.warn(&format!(
                 "the clock says {}, earlier than a previous run ({}): windows are decided at {}, so no window \
@@ -164,22 +169,10 @@ pub async fn run(
         let started = clock.now();
         let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
         run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
-        let reconciled = run.ledger.reconcile(started, &run.owner)?;
-        if reconciled.items > 0 {
-            printer.note(&format!(
-                "{} left in flight by a run that stopped were returned to the queue (counted as used).",
-                if reconciled.items == 1 { "1 URL".to_string() } else { format!("{} URLs", reconciled.items) }
-            ));
-        }
-        for group in run.known_groups() {
-            let engine = &run.engines[&group.engine];
-            let n = run.ledger.unpark_changed(&group, &engine.fingerprint(&group), started)?;
-            if n > 0 {
-                printer.note(&format!(
-                    "{}: the configuration changed; {n} parked URLs are retried.",
-                    crate::report::group_title(&group)
-                ));
-            }
+        if run.dry_run {
+            run.plan_groups().await?;
+        } else {
+            run.prepare(started, printer)?;
         }
 
         let mut intake = Intake {
@@ -208,11 +201,8 @@ pub async fn run(
         }
 
         let wait_until = run.wait_until;
-        loop {
+        while !run.dry_run {
             run.drain().await?;
-            if run.dry_run {
-                break;
-            }
             let now = clock.now();
             if now >= wait_until {
                 break;
@@ -289,6 +279,30 @@ pub async fn run(
 }
 
 impl Run<'_> {
+    /// Before the input is read: reservations left by a run that stopped go
+    /// back to the queue, and items parked under another configuration are
+    /// retried.
+    fn prepare(&mut self, now: DateTime<Utc>, printer: &Printer) -> anyhow::Result<()> {
+        let reconciled = self.ledger.reconcile(now, &self.owner)?;
+        if reconciled.items > 0 {
+            printer.note(&format!(
+                "{} left in flight by a run that stopped were returned to the queue (counted as used).",
+                if reconciled.items == 1 { "1 URL".to_string() } else { format!("{} URLs", reconciled.items) }
+            ));
+        }
+        for group in self.known_groups() {
+            let engine = &self.engines[&group.engine];
+            let n = self.ledger.unpark_changed(&group, &engine.fingerprint(&group), now)?;
+            if n > 0 {
+                printer.note(&format!(
+                    "{}: the configuration changed; {n} parked URLs are retried.",
+                    crate::report::group_title(&group)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
         budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
@@ -437,10 +451,20 @@ impl Run<'_> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions = self.ledger.admit(batch, now, &intake.rule)?;
-        self.admitted += batch.len() as u64;
+        let admissions: Vec<Option<Admission>> = if self.dry_run {
+            self.plan_admissions(batch, &intake.rule, now)?
+        } else {
+            let admissions = self.ledger.admit(batch, now, &intake.rule)?;
+            self.admitted += batch.len() as u64;
+            admissions.into_iter().map(Some).collect()
+        };
         let mut look_up = Vec::new();
         for (item, admission) in batch.iter().zip(admissions) {
+            // A URL a dry run met before in this run: the same item.
+            let Some(admission) = admission else { continue };
+            if self.dry_run && matches!(admission, Admission::Queued { .. }) {
+                self.plan_due(item, now)?;
+            }
             let counts = intake.counts.entry(item.group.engine).or_default();
             match admission {
                 Admission::Queued { fresh: true, .. } => counts.new += 1,
@@ -536,7 +560,7 @@ impl Run<'_> {
             key,
             interval,
             burst,
-            horizon: if self.dry_run { now } else { self.wait_until.max(now) },
+            horizon: self.wait_until.max(now),
         });
         // Each URL the budget has no room for is a `deferred` result, in the
         // timezone of the rule that reopens then.
@@ -568,12 +592,6 @@ impl Run<'_> {
         let (now, windows) = (claim.now, claim.windows.clone());
         self.note_deferrals(group, &rules, &windows, &claim, now)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
-        if self.dry_run {
-            for item in &claim.items {
-                self.results.plan(&Planned::new(&item.url, group), group)?;
-            }
-            return Ok(claim.retry_at.is_none() && claim.paced.is_empty());
-        }
 
         let engine = &self.engines[&group.engine];
         let credential = engine.credential(group);
@@ -719,31 +737,42 @@ impl Run<'_> {
     /// and records it in the ledger; if it cannot say, the local rules
     /// decide, and the report says so.
     async fn read_reported_quota(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<()> {
-        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(()) };
         let now = self.clock.now();
-        match answer {
-            Ok(left) => {
-                for (period, remaining) in left {
-                    for w in windows.iter().filter(|w| w.reported && w.period == period) {
-                        self.ledger.record_report(w, remaining, now)?;
-                    }
-                }
+        for (period, remaining) in self.reported_quota(group, windows).await? {
+            for w in windows.iter().filter(|w| w.reported && w.period == period) {
+                self.ledger.record_report(w, remaining, now)?;
             }
-            Err(why) => self.notes.push(format!(
-                "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
-                crate::report::group_title(group),
-                group.engine.title(),
-                if windows.iter().any(|w| w.reported && w.limit.is_some()) {
-                    format!(
-                        " (with no local daily rule: {} a day, Bing's default for a new site)",
-                        budget::BING_NEW_SITE_DAILY
-                    )
-                } else {
-                    String::new()
-                }
-            )),
         }
         Ok(())
+    }
+
+    /// What the engine says is left of its quota, per period (none for an
+    /// engine that does not say); when it cannot say, a note for the report.
+    async fn reported_quota(
+        &mut self,
+        group: &GroupKey,
+        windows: &[RuleWindow],
+    ) -> anyhow::Result<Vec<(crate::clock::Period, u64)>> {
+        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
+        match answer {
+            Ok(left) => Ok(left),
+            Err(why) => {
+                self.notes.push(format!(
+                    "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
+                    crate::report::group_title(group),
+                    group.engine.title(),
+                    if windows.iter().any(|w| w.reported && w.limit.is_some()) {
+                        format!(
+                            " (with no local daily rule: {} a day, Bing's default for a new site)",
+                            budget::BING_NEW_SITE_DAILY
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+                Ok(Vec::new())
+            }
+        }
     }
 
     /// The timezone of the group's own daily rule.

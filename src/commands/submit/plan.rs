@@ -1,0 +1,205 @@
+//! `submit --dry-run`: the plan, by reading. The input is read and
+//! normalised as a real run reads it, each URL is looked up in the ledger
+//! and `policy::admit` decides what would become of it; nothing is written.
+//! A URL new to the ledger seen twice is one item (a set of (group, key)
+//! pairs in memory). Each group's due items — the ledger's, then this run's
+//! new and changed URLs — go now while the budget and the pace allow
+//! (`ClaimPlan` over the group's windows, usage and pace as they are now,
+//! as many claims in a row would take them); the rest would wait for their
+//! paced slot, or until the budget frees up.
+
+use super::{base_entry, Run};
+use crate::budget;
+use crate::ledger::policy::{self, ClaimPlan, PaceState};
+use crate::ledger::{
+    url_key, Admission, AdmitRule, GroupKey, ItemFilter, NewItem, Pace, Report, RuleWindow, StateFilter,
+};
+use crate::model::Outcome;
+use crate::report::{Deferral, Planned};
+use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
+
+/// What a dry run knows of its groups and of the URLs it has seen.
+#[derive(Default)]
+pub(super) struct Plans {
+    groups: HashMap<GroupKey, GroupPlan>,
+    /// URLs new to the ledger seen so far (group, key), and items queued
+    /// again: a second sight of either is the same item.
+    new: HashSet<(GroupKey, i64)>,
+    requeued: HashSet<i64>,
+}
+
+/// One group's plan: the claim over an unbounded queue at the run's start,
+/// and how many due items it has placed.
+struct GroupPlan {
+    plan: ClaimPlan,
+    windows: Vec<RuleWindow>,
+    pace: Option<(Pace, Option<i64>)>,
+    /// The budget that stops the plan, and whether the human report has its
+    /// line yet.
+    deferral: Option<Deferral>,
+    told: bool,
+    placed: usize,
+}
+
+/// More due items than any queue holds: the plan of "as many as fit".
+const UNBOUNDED: usize = usize::MAX / 4;
+
+/// Where a due item goes in the plan.
+enum Place {
+    Now,
+    Paced(DateTime<Utc>),
+    Budget(Deferral),
+}
+
+impl GroupPlan {
+    fn place(&mut self, now: DateTime<Utc>) -> Option<Place> {
+        let n = self.placed;
+        self.placed += 1;
+        if n < self.plan.take {
+            return Some(Place::Now);
+        }
+        if let (true, Some((pace, tat))) = (n < self.plan.paced_until, &self.pace) {
+            return Some(Place::Paced(PaceState::new(pace, now, *tat, &self.windows).estimate(n)));
+        }
+        self.deferral.clone().map(Place::Budget)
+    }
+}
+
+impl Run<'_> {
+    /// Before the input is read: each group's plan from the ledger as it
+    /// is (usage, the engine's reported quota, the pace), its due items
+    /// placed first.
+    pub(super) async fn plan_groups(&mut self) -> anyhow::Result<()> {
+        let now = self.clock.now();
+        for group in self.known_groups() {
+            let Some(rules) = self.rules(&group) else { continue };
+            let windows = budget::windows(&rules, now);
+            let mut usages = Vec::with_capacity(windows.len());
+            for w in &windows {
+                usages.push(self.ledger.usage(w)?);
+            }
+            // What the engine says is left, as the real run would record it.
+            for (period, remaining) in self.reported_quota(&group, &windows).await? {
+                for (_, u) in windows.iter().zip(&mut usages).filter(|(w, _)| w.reported && w.period == period) {
+                    let limit = policy::reported_limit(u.used, remaining, 0);
+                    u.reported = Some(Report { at: now, remaining, limit });
+                }
+            }
+            let pace = match self.engines[&group.engine].pace(&group) {
+                Some((key, interval, burst)) => {
+                    let tat = self.ledger.pace_tat(&key)?;
+                    Some((Pace { key, interval, burst, horizon: now }, tat))
+                }
+                None => None,
+            };
+            let state = pace.as_ref().map(|(p, tat)| PaceState::new(p, now, *tat, &windows));
+            let plan = ClaimPlan::new(&windows, &usages, UNBOUNDED, usize::MAX, state.as_ref(), now);
+            // The rule that holds the budget until then: one with nothing left
+            // that frees up then.
+            let deferral = plan.retry_at.and_then(|retry_at| {
+                let mut binding = rules.iter().zip(&windows).zip(&usages);
+                let found = binding.clone().find(|((_, w), u)| u.available_at(w, now) == Some(retry_at));
+                found.or_else(|| binding.next()).map(|((rule, window), usage)| Deferral {
+                    group: group.clone(),
+                    rule_tz: rule.tz,
+                    used: usage.used,
+                    limit: usage.limit(window),
+                    retry_at,
+                    blocked: usage.blocked_until.is_some_and(|t| t > now),
+                })
+            });
+            let mut g = GroupPlan { plan, windows, pace, deferral, told: false, placed: 0 };
+            // The ledger's due items come first; those that go now are planned.
+            let due = self.ledger.queue_counts(&group, now)?.due as usize;
+            let going = due.min(g.plan.take);
+            g.placed = due;
+            if going > 0 {
+                let filter = ItemFilter {
+                    states: vec![StateFilter::Due],
+                    property: Some(group.property.clone()),
+                    engine: Some(group.engine),
+                    target: Some(group.target.clone()),
+                    url: None,
+                    limit: Some(going),
+                };
+                for row in self.ledger.items(&filter, now)? {
+                    self.results.plan(&Planned::new(&row.url, &group), &group)?;
+                }
+            }
+            if due > going {
+                g.told = true;
+                self.deferrals.extend(g.deferral.clone());
+            }
+            self.plans.groups.insert(group, g);
+        }
+        Ok(())
+    }
+
+    /// What would become of a batch: the ledger's items looked up, and
+    /// `policy::admit`'s decision for each; `None` for a URL this run has
+    /// met already (the same item).
+    pub(super) fn plan_admissions(
+        &mut self,
+        batch: &[NewItem],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Vec<Option<Admission>>> {
+        let found = self.ledger.look_up(batch)?;
+        let mut out = Vec::with_capacity(batch.len());
+        for (item, existing) in batch.iter().zip(found) {
+            let admission = match existing {
+                Some(e) if self.plans.requeued.contains(&e.id) => None,
+                Some(e) => {
+                    let (admission, _) = policy::admit(Some(&e), item, rule, now);
+                    if matches!(admission, Admission::Queued { .. }) {
+                        self.plans.requeued.insert(e.id);
+                    }
+                    Some(admission)
+                }
+                None if self.plans.new.insert((item.group.clone(), url_key(&item.url))) => {
+                    Some(policy::admit(None, item, rule, now).0)
+                }
+                None => None,
+            };
+            out.push(admission);
+        }
+        Ok(out)
+    }
+
+    /// Places a URL this run would queue now (new, or changed) in its
+    /// group's plan: it goes now, waits for its paced slot, or waits for
+    /// the budget.
+    pub(super) fn plan_due(&mut self, item: &NewItem, now: DateTime<Utc>) -> anyhow::Result<()> {
+        let Some(g) = self.plans.groups.get_mut(&item.group) else { return Ok(()) };
+        let place = g.place(now);
+        let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
+        let mut e = base_entry(&item.url, &item.group, Outcome::Deferred);
+        match place {
+            None => return Ok(()),
+            Some(Place::Now) => return Ok(self.results.plan(&Planned::new(&item.url, &item.group), &item.group)?),
+            Some(Place::Paced(at)) => {
+                e.reason = "paced".into();
+                e.message = format!(
+                    "within budget, but {} requests are paced to the configured rate; it would go at its slot",
+                    item.group.engine.title()
+                );
+                e.set_retry(at, self.user_tz, now);
+            }
+            Some(Place::Budget(d)) => {
+                e.reason = "budget".into();
+                e.message = format!(
+                    "the {} budget for {} is spent until its window reopens",
+                    item.group.engine.title(),
+                    item.group.property
+                );
+                e.set_retry(d.retry_at, d.rule_tz, now);
+                if untold {
+                    self.deferrals.push(d);
+                }
+            }
+        }
+        let key = self.results.line_key();
+        Ok(self.results.put(key, &e)?)
+    }
+}
