@@ -157,7 +157,55 @@ pub fn read_lines(name: &str, reader: impl Read, each: impl FnMut(Line)) -> io::
     read_lines_with(name, reader, LIMITS, each)
 }
 
-fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl FnMut(Line)) -> io::Result<()> {
+fn read_lines_with(name: &str, reader: impl Read, limits: Limits, each: impl FnMut(Line)) -> io::Result<()> {
+    let mut parsed = Parsed { lines: Vec::with_capacity(PARSED_AT_ONCE), each };
+    let read = read_raw_lines(name, reader, limits, &mut |line| parsed.push(line));
+    parsed.flush();
+    read
+}
+
+/// Lines whose URLs are parsed together, on two threads.
+const PARSED_AT_ONCE: usize = 4096;
+
+/// Lines read, in order, their URLs parsed a chunk at a time (normalising a
+/// URL costs more than reading its line: both cores share it), then handed
+/// on in their order.
+struct Parsed<F: FnMut(Line)> {
+    lines: Vec<(Line, bool)>,
+    each: F,
+}
+
+impl<F: FnMut(Line)> Parsed<F> {
+    /// `parse`: the line's text is a URL to parse (its `url` is a placeholder).
+    fn push(&mut self, line: (Line, bool)) {
+        self.lines.push(line);
+        if self.lines.len() >= PARSED_AT_ONCE {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let half = self.lines.len() / 2;
+        let (first, second) = self.lines.split_at_mut(half);
+        let parse = |lines: &mut [(Line, bool)]| {
+            for (line, wanted) in lines.iter_mut().filter(|(_, wanted)| *wanted) {
+                line.url = parse_url(&line.text);
+                *wanted = false;
+            }
+        };
+        std::thread::scope(|scope| {
+            scope.spawn(|| parse(first));
+            parse(second);
+        });
+        for (line, _) in self.lines.drain(..) {
+            (self.each)(line);
+        }
+    }
+}
+
+/// Reads the lines of `reader`, each as a `Line` and whether its URL is yet
+/// to be parsed.
+fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn FnMut((Line, bool))) -> io::Result<()> {
     let mut lines = RawLines::new(BufReader::with_capacity(64 * 1024, reader), limits);
     let mut number = 0usize;
     let mut binary_lines = 0usize;
@@ -168,7 +216,7 @@ fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl
         let kept = lines.kept();
         match raw.stop {
             Some(Stop::Binary) => {
-                each(Line { place, text: escaped(kept), url: Err(binary_input(name)) });
+                emit((Line { place, text: escaped(kept), url: Err(binary_input(name)) }, false));
                 return Ok(());
             }
             Some(Stop::Endless) => {
@@ -176,7 +224,7 @@ fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl
                     "the line has no end within {}: this is not a list of URLs; the rest of {name} is not read",
                     human_size(limits.endless)
                 );
-                each(Line { place, text: shown(kept), url: Err(why) });
+                emit((Line { place, text: shown(kept), url: Err(why) }, false));
                 return Ok(());
             }
             None => {}
@@ -190,7 +238,7 @@ fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl
             } else {
                 "the line holds NUL bytes: binary data, not text (save the list as UTF-8 text)".to_string()
             };
-            each(Line { place, text: escaped(kept), url: Err(why) });
+            emit((Line { place, text: escaped(kept), url: Err(why) }, false));
             if stop {
                 return Ok(());
             }
@@ -222,26 +270,27 @@ fn read_lines_with(name: &str, reader: impl Read, limits: Limits, mut each: impl
                 human_size(len),
                 human_size(limits.line as u64)
             );
-            each(Line { place, text: shown(bytes), url: Err(why) });
+            emit((Line { place, text: shown(bytes), url: Err(why) }, false));
             continue;
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t.trim(),
             Err(_) => {
                 let shown = String::from_utf8_lossy(bytes).trim().to_string();
-                each(Line { place, text: shown, url: Err("the line is not valid UTF-8".into()) });
+                emit((Line { place, text: shown, url: Err("the line is not valid UTF-8".into()) }, false));
                 continue;
             }
         };
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        let url = if text.contains(char::is_whitespace) {
-            Err("the line has spaces in it; write one URL per line".to_string())
-        } else {
-            parse_url(text)
-        };
-        each(Line { place, text: text.to_string(), url });
+        if text.contains(char::is_whitespace) {
+            let why = "the line has spaces in it; write one URL per line".to_string();
+            emit((Line { place, text: text.to_string(), url: Err(why) }, false));
+            continue;
+        }
+        // Parsed later, with the lines around it.
+        emit((Line { place, text: text.to_string(), url: Err(String::new()) }, true));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::model::{EngineKind, Outcome};
 use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufWriter, Seek, Write};
 
@@ -53,7 +54,7 @@ pub struct Results {
     by_reason: HashMap<(GroupKey, Outcome, String), usize>,
     /// Per key: its result's aggregate (`None`: an invalid line, counted
     /// only by outcome) and outcome, and where its JSON line is.
-    current: HashMap<Key, (Option<usize>, Outcome, u64)>,
+    current: FxHashMap<Key, (Option<usize>, Outcome, u64)>,
     summary: BTreeMap<&'static str, u64>,
     invalid: Vec<InvalidLine>,
     planned: BTreeMap<GroupKey, u64>,
@@ -78,7 +79,7 @@ impl Results {
         Ok(Results {
             aggregates: Vec::new(),
             by_reason: HashMap::new(),
-            current: HashMap::new(),
+            current: FxHashMap::default(),
             summary: Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect(),
             invalid: Vec::new(),
             planned: BTreeMap::new(),

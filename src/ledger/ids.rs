@@ -77,11 +77,11 @@ pub fn resolve<E: Clone>(
     groups: &[i64],
     mut fetch: impl FnMut(&[(i64, i64)]) -> Result<Vec<(i64, i64, String, E)>>,
 ) -> Result<Vec<std::result::Result<E, i64>>> {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap as HashMap;
     let mut keys: Vec<i64> = urls.iter().map(|u| url_key(u)).collect();
     let mut out: Vec<Option<std::result::Result<E, i64>>> = vec![None; urls.len()];
     // The keys new URLs of this batch took, and which URL took each.
-    let mut claimed: HashMap<(i64, i64), usize> = HashMap::new();
+    let mut claimed: HashMap<(i64, i64), usize> = HashMap::default();
     let mut pending: Vec<usize> = (0..urls.len()).collect();
     while !pending.is_empty() {
         let wanted: Vec<(i64, i64)> = pending.iter().map(|&i| (groups[i], keys[i])).collect();

@@ -917,9 +917,15 @@ impl Ledger for PgLedger {
     fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
         self.with_groups(|tx, groups| {
             let mut group_ids = Vec::with_capacity(batch.len());
+            let mut last: Option<(&GroupKey, i64)> = None;
             for item in batch {
-                // A group the ledger has never seen holds none of them.
-                group_ids.push(group_id(tx, groups, &item.group)?.unwrap_or(-1));
+                let id = match last {
+                    Some((key, id)) if *key == item.group => id,
+                    // A group the ledger has never seen holds none of them.
+                    _ => group_id(tx, groups, &item.group)?.unwrap_or(-1),
+                };
+                last = Some((&item.group, id));
+                group_ids.push(id);
             }
             Ok(look_up(tx, batch, &group_ids, false)?.into_iter().map(|found| found.ok()).collect())
         })
@@ -1665,15 +1671,18 @@ fn admit_once(
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
     let mut group_ids = Vec::with_capacity(batch.len());
+    let mut last: Option<(&GroupKey, i64)> = None;
     for item in batch {
-        let group = match ids.get(&item.group) {
-            Some(id) => *id,
-            None => {
+        let group = match (last, ids.get(&item.group)) {
+            (Some((key, id)), _) if *key == item.group => id,
+            (_, Some(id)) => *id,
+            (_, None) => {
                 let id = group_id_or_create(&mut tx, cache, &item.group)?;
                 ids.insert(item.group.clone(), id);
                 id
             }
         };
+        last = Some((&item.group, group));
         group_ids.push(group);
     }
     let found = look_up(&mut tx, batch, &group_ids, true)?;

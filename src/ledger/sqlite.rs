@@ -600,7 +600,8 @@ fn look_up(tx: &Connection, batch: &[NewItem], group_ids: &[i64]) -> Result<Vec<
             by_group.entry(*group).or_default().push(*key);
         }
         let mut found = Vec::new();
-        for (group, keys) in by_group {
+        // (A group the ledger has never seen, -1, holds nothing.)
+        for (group, keys) in by_group.into_iter().filter(|(g, _)| *g >= 0) {
             for chunk in keys.chunks(10_000) {
                 let mut rows = stmt.query(params![group, array(chunk)])?;
                 while let Some(r) = rows.next()? {
@@ -841,9 +842,15 @@ impl Ledger for SqliteLedger {
 
     fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
         let mut group_ids = Vec::with_capacity(batch.len());
+        let mut last: Option<(&GroupKey, i64)> = None;
         for item in batch {
-            // A group the ledger has never seen holds none of them.
-            group_ids.push(group_id(&self.conn, &mut self.groups, &item.group)?.unwrap_or(-1));
+            let id = match last {
+                Some((key, id)) if *key == item.group => id,
+                // A group the ledger has never seen holds none of them.
+                _ => group_id(&self.conn, &mut self.groups, &item.group)?.unwrap_or(-1),
+            };
+            last = Some((&item.group, id));
+            group_ids.push(id);
         }
         Ok(look_up(&self.conn, batch, &group_ids)?.into_iter().map(|found| found.ok()).collect())
     }

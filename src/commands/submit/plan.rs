@@ -17,7 +17,8 @@ use crate::ledger::{
 use crate::model::Outcome;
 use crate::report::{Deferral, Planned};
 use chrono::{DateTime, Utc};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashSet;
+use std::collections::HashMap;
 
 /// What a dry run knows of its groups and of the URLs it has seen.
 #[derive(Default)]
@@ -25,8 +26,10 @@ pub(super) struct Plans {
     groups: HashMap<GroupKey, GroupPlan>,
     /// URLs new to the ledger seen so far (group, key), and items queued
     /// again: a second sight of either is the same item.
-    new: HashSet<(GroupKey, i64)>,
-    requeued: HashSet<i64>,
+    new: FxHashSet<(usize, i64)>,
+    requeued: FxHashSet<i64>,
+    /// Each group's number, for `new`.
+    numbers: HashMap<GroupKey, usize>,
 }
 
 /// One group's plan: the claim over an unbounded queue at the run's start,
@@ -50,6 +53,16 @@ enum Place {
     Now,
     Paced(DateTime<Utc>),
     Budget(Deferral),
+}
+
+impl Plans {
+    fn number(&mut self, group: &GroupKey) -> usize {
+        let next = self.numbers.len();
+        match self.numbers.get(group) {
+            Some(n) => *n,
+            None => *self.numbers.entry(group.clone()).or_insert(next),
+        }
+    }
 }
 
 impl GroupPlan {
@@ -148,6 +161,7 @@ impl Run<'_> {
         let found = self.ledger.look_up(batch)?;
         let mut out = Vec::with_capacity(batch.len());
         for (item, existing) in batch.iter().zip(found) {
+            let seen = (self.plans.number(&item.group), url_key(&item.url));
             let admission = match existing {
                 Some(e) if self.plans.requeued.contains(&e.id) => None,
                 Some(e) => {
@@ -157,9 +171,7 @@ impl Run<'_> {
                     }
                     Some(admission)
                 }
-                None if self.plans.new.insert((item.group.clone(), url_key(&item.url))) => {
-                    Some(policy::admit(None, item, rule, now).0)
-                }
+                None if self.plans.new.insert(seen) => Some(policy::admit(None, item, rule, now).0),
                 None => None,
             };
             out.push(admission);
