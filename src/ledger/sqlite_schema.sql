@@ -73,11 +73,13 @@ DROP TABLE attempts_v1;
 DROP TABLE responses_v1;
 DROP TABLE items_v1;
 
--- The queue by group and due time, and what is in flight by reservation:
--- partial indexes, so that an item leaves them once answered (an accepted
--- item, the bulk of a ledger, is in no index but its key's).
+-- The queue by group and due time, what is in flight by reservation, and
+-- what is parked by group: partial indexes, so that an item leaves them
+-- once answered (an accepted item, the bulk of a ledger, is in no index but
+-- its key's).
 CREATE INDEX items_queued ON items (group_id, next_attempt_at) WHERE state = 'queued';
 CREATE INDEX items_in_flight ON items (reservation_id) WHERE state = 'in_flight';
+CREATE INDEX items_parked ON items (group_id) WHERE state = 'parked';
 CREATE INDEX requests_group ON requests (group_id, at);
 CREATE INDEX requests_rejected ON requests (group_id, at) WHERE class != 'accepted';
 CREATE INDEX requests_at ON requests (at);
