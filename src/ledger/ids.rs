@@ -53,6 +53,16 @@ fn bad() -> LedgerError {
     LedgerError::Other("the ledger's requests.items holds bytes that are not a list of item ids".into())
 }
 
+/// The item ids a request names, from its `n`, `first_item` and `items`
+/// (none when it names one item, `first`).
+pub fn named(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
+    match items {
+        Some(bytes) => decode(&bytes),
+        None if n == 1 => Ok(vec![first]),
+        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
+    }
+}
+
 /// The integer an item is found by in its group: a 64-bit hash of its URL
 /// (xxh3, stable across versions and machines). Two URLs of one group with
 /// the same key (about one chance in 10^8 for a million URLs) are told

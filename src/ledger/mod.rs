@@ -139,7 +139,7 @@ pub struct AdmitRule {
 }
 
 /// What a submission says happened to a URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Action {
     #[default]
     Updated,

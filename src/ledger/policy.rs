@@ -10,7 +10,7 @@
 //! Pure: each backend reads the inputs and applies the decision in its own
 //! transaction, with set-based statements.
 
-use super::{Action, Admission, AdmitRule, ItemState, NewItem, Pace, RuleWindow, Usage};
+use super::{Action, Admission, AdmitRule, ItemFilter, ItemState, NewItem, Pace, RuleWindow, StateFilter, Usage};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// What the ledger holds of a URL already in a group, as admission reads it.
@@ -219,4 +219,105 @@ impl ClaimPlan {
         });
         ClaimPlan { take, paced_until, retry_at }
     }
+}
+
+/// What a batch's admission writes, decided from what the ledger holds of
+/// each URL (`found`: the item, or the key a new one takes): the admission
+/// of each URL, the new items (their index in the batch, group and key),
+/// the accepted items queued again (by group and action), the items that
+/// take another action or lastmod, and URLs met twice in the batch (their
+/// index, and the index of the new item's first sight).
+#[derive(Debug, Default)]
+pub struct AdmitPlan {
+    pub admissions: Vec<Option<Admission>>,
+    pub inserts: Vec<(usize, i64, i64)>,
+    pub requeued: std::collections::BTreeMap<(i64, Action), Vec<i64>>,
+    pub updates: Vec<(i64, Action, Option<DateTime<Utc>>)>,
+    pub repeats: Vec<(usize, usize)>,
+}
+
+impl AdmitPlan {
+    /// `batch`'s URLs in their groups (`groups`, same order).
+    pub fn new(
+        batch: &[NewItem],
+        groups: &[i64],
+        found: &[std::result::Result<Existing, i64>],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> AdmitPlan {
+        let mut plan = AdmitPlan { admissions: Vec::with_capacity(batch.len()), ..AdmitPlan::default() };
+        // New items by (group, key): the same URL twice is one item.
+        let mut first: std::collections::HashMap<(i64, i64), usize> = std::collections::HashMap::new();
+        for (index, ((item, found), &group)) in batch.iter().zip(found).zip(groups).enumerate() {
+            let existing = match found {
+                Ok(e) => Some(e),
+                Err(key) => match first.get(&(group, *key)) {
+                    Some(&seen) => {
+                        plan.repeats.push((index, seen));
+                        plan.admissions.push(None);
+                        continue;
+                    }
+                    None => None,
+                },
+            };
+            let (admission, write) = admit(existing, item, rule, now);
+            match (write, found) {
+                (Write::Insert, Err(key)) => {
+                    first.insert((group, *key), index);
+                    plan.inserts.push((index, group, *key));
+                }
+                (Write::Requeue, Ok(e)) => plan.requeued.entry((group, item.action)).or_default().push(e.id),
+                (Write::Update { action, lastmod }, Ok(e)) => plan.updates.push((e.id, action, lastmod)),
+                _ => {}
+            }
+            plan.admissions.push(Some(admission));
+        }
+        plan
+    }
+
+    /// The admissions, once the new items have their ids (`ids`, in the
+    /// order of `inserts`): a URL met twice is "already queued", due now.
+    pub fn admissions(mut self, ids: &[i64], now: DateTime<Utc>) -> Vec<Admission> {
+        let id_of: std::collections::HashMap<usize, i64> =
+            self.inserts.iter().map(|(index, _, _)| *index).zip(ids.iter().copied()).collect();
+        for (index, seen) in &self.repeats {
+            let id = id_of.get(seen).copied().unwrap_or_default();
+            self.admissions[*index] = Some(Admission::AlreadyQueued { id, next_attempt_at: Some(now) });
+        }
+        self.admissions.into_iter().map(|a| a.expect("every URL has its admission")).collect()
+    }
+}
+
+/// The states `queue retry` acts on: parked, waiting or due (parked and
+/// waiting when none is named).
+pub fn retry_states(filter: &ItemFilter) -> ItemFilter {
+    let mut filter = filter.clone();
+    filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
+    if filter.states.is_empty() {
+        filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
+    }
+    filter
+}
+
+/// The states `queue drop` acts on: any but in flight (every other one
+/// when none is named).
+pub fn drop_states(filter: &ItemFilter) -> ItemFilter {
+    let mut filter = filter.clone();
+    filter.states.retain(|s| *s != StateFilter::InFlight);
+    if filter.states.is_empty() {
+        filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
+    }
+    filter
+}
+
+/// Whether a recorded request is forgotten when items are dropped: when
+/// none of the items it `named` is left — every one was just dropped
+/// (`gone`), or is gone already (`left_exist` tells of the others).
+pub fn forgotten(
+    named: &[i64],
+    gone: &std::collections::HashSet<i64>,
+    left_exist: impl FnOnce(&[i64]) -> super::Result<bool>,
+) -> super::Result<bool> {
+    let left: Vec<i64> = named.iter().copied().filter(|i| !gone.contains(i)).collect();
+    Ok(left.is_empty() || !left_exist(&left)?)
 }

@@ -22,7 +22,7 @@
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
 use super::ids::{self, url_key};
-use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, Existing, PaceState, Write};
+use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;
@@ -69,7 +69,14 @@ ALTER TABLE items ALTER COLUMN url_key SET NOT NULL,
     ADD CONSTRAINT items_class_known
         CHECK (last_class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
     ADD CONSTRAINT items_key UNIQUE (group_id, url_key);
-CREATE INDEX items_due ON items (group_id, state, next_attempt_at, id);
+-- The queue by group and due time, what is in flight by reservation, and
+-- what is parked by group: partial indexes, so that an item leaves them
+-- once answered (an accepted item, the bulk of a ledger, is in no index but
+-- its key's and its id's).
+DROP INDEX items_reservation;
+CREATE INDEX items_queued ON items (group_id, next_attempt_at, id) WHERE state = 'queued';
+CREATE INDEX items_in_flight ON items (reservation_id) WHERE state = 'in_flight';
+CREATE INDEX items_parked ON items (group_id) WHERE state = 'parked';
 CREATE INDEX requests_group ON requests (group_id, at, id);
 CREATE INDEX requests_rejected ON requests (group_id, at, id) WHERE class <> 'accepted';
 CREATE INDEX requests_at ON requests (at, id);
@@ -723,15 +730,6 @@ fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
     })
 }
 
-/// The item ids a request row names, from its `n, first_item, items`.
-fn request_items(n: i32, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
-    match items {
-        Some(bytes) => ids::decode(&bytes),
-        None if n == 1 => Ok(vec![first]),
-        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
-    }
-}
-
 /// Records a request naming `items`; returns its id.
 #[allow(clippy::too_many_arguments)]
 fn insert_request(
@@ -1203,11 +1201,7 @@ impl Ledger for PgLedger {
     }
 
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let mut filter = filter.clone();
-        filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
-        if filter.states.is_empty() {
-            filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
-        }
+        let filter = policy::retry_states(filter);
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
             Ok(tx.execute(
@@ -1221,11 +1215,7 @@ impl Ledger for PgLedger {
     }
 
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let mut filter = filter.clone();
-        filter.states.retain(|s| *s != StateFilter::InFlight);
-        if filter.states.is_empty() {
-            filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
-        }
+        let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
             let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
@@ -1240,11 +1230,11 @@ impl Ledger for PgLedger {
             for (group, gone) in &dropped {
                 let mut forget = Vec::new();
                 for r in tx.query("SELECT id, n, first_item, items FROM requests WHERE group_id = $1", &[group])? {
-                    let left: Vec<i64> =
-                        request_items(r.get(1), r.get(2), r.get(3))?.into_iter().filter(|i| !gone.contains(i)).collect();
-                    let any_left = !left.is_empty()
-                        && tx.query_one("SELECT EXISTS (SELECT 1 FROM items WHERE id = ANY($1))", &[&left])?.get(0);
-                    if !any_left {
+                    let named = ids::named(r.get::<_, i32>(1).into(), r.get(2), r.get(3))?;
+                    let left_exist = |left: &[i64]| -> Result<bool> {
+                        Ok(tx.query_one("SELECT EXISTS (SELECT 1 FROM items WHERE id = ANY($1))", &[&left])?.get(0))
+                    };
+                    if policy::forgotten(&named, gone, left_exist)? {
                         forget.push(r.get::<_, i64>(0));
                     }
                 }
@@ -1280,7 +1270,7 @@ impl Ledger for PgLedger {
                              WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
                         );
                         for r in tx.query(&sql, &[group, &item.id])? {
-                            if request_items(r.get(1), r.get(12), r.get(13))?.binary_search(&item.id).is_ok() {
+                            if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item.id).is_ok() {
                                 out.push((r.get(11), attempt_row(&r, u.to_string())?));
                             }
                         }
@@ -1439,7 +1429,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
          FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
         &[],
     )? {
-        let items: Vec<usize> = request_items(r.get(11), r.get(12), r.get(13))?
+        let items: Vec<usize> = ids::named(r.get::<_, i32>(11).into(), r.get(12), r.get(13))?
             .iter()
             .filter_map(|id| item_index.get(id).copied())
             .collect();
@@ -1575,7 +1565,7 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
                  AND reason = $4 AND message = $5 AND retry_at IS NOT DISTINCT FROM $6",
             &[&group, &r.at, &r.class.as_str(), &r.reason, &r.message, &r.retry_at],
         )? {
-            if request_items(row.get(1), row.get(2), row.get(3))? == items {
+            if ids::named(row.get::<_, i32>(1).into(), row.get(2), row.get(3))? == items {
                 same = Some(row.get::<_, i64>(0));
             }
         }
@@ -1686,41 +1676,13 @@ fn admit_once(
         group_ids.push(group);
     }
     let found = look_up(&mut tx, batch, &group_ids, true)?;
-    let mut out: Vec<Option<Admission>> = vec![None; batch.len()];
-    // New items by (group, key), in the batch's order; the same URL twice is
-    // one item, "already queued" the second time.
-    let mut fresh: Vec<(i64, i64, usize)> = Vec::new();
-    let mut seen: HashSet<(i64, i64)> = HashSet::new();
-    let mut repeats: Vec<(usize, i64, i64)> = Vec::new();
-    let mut requeued: HashMap<Action, Vec<i64>> = HashMap::new();
-    let (mut updated, mut actions, mut lastmods) = (Vec::new(), Vec::new(), Vec::new());
-    for (index, ((item, found), &group)) in batch.iter().zip(&found).zip(&group_ids).enumerate() {
-        let existing = match found {
-            Ok(e) => Some(e),
-            Err(key) if !seen.insert((group, *key)) => {
-                repeats.push((index, group, *key));
-                continue;
-            }
-            Err(_) => None,
-        };
-        let (admission, write) = policy::admit(existing, item, rule, now);
-        match (write, found) {
-            (Write::Insert, Err(key)) => fresh.push((group, *key, index)),
-            (Write::Requeue, Ok(e)) => requeued.entry(item.action).or_default().push(e.id),
-            (Write::Update { action, lastmod }, Ok(e)) => {
-                updated.push(e.id);
-                actions.push(action.as_str());
-                lastmods.push(opt_sec(lastmod));
-            }
-            _ => {}
-        }
-        out[index] = Some(admission);
-    }
-    let groups: Vec<i64> = fresh.iter().map(|f| f.0).collect();
-    let keys: Vec<i64> = fresh.iter().map(|f| f.1).collect();
-    let urls: Vec<&str> = fresh.iter().map(|f| batch[f.2].url.as_str()).collect();
-    let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.2].action.as_str()).collect();
-    let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.2].lastmod)).collect();
+    let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+    let fresh = &plan.inserts;
+    let groups: Vec<i64> = fresh.iter().map(|f| f.1).collect();
+    let keys: Vec<i64> = fresh.iter().map(|f| f.2).collect();
+    let urls: Vec<&str> = fresh.iter().map(|f| batch[f.0].url.as_str()).collect();
+    let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
+    let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
     let inserted: HashMap<(i64, i64), i64> = tx
         .query(
             "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
@@ -1738,26 +1700,28 @@ fn admit_once(
         // Another runner admitted some of these URLs meanwhile: decide again.
         return Err(LedgerError::Retry);
     }
-    for (index, group, key) in repeats {
-        out[index] = Some(Admission::AlreadyQueued { id: inserted[&(group, key)], next_attempt_at: Some(now) });
-    }
-    for (action, ids) in &requeued {
+    let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
+    for ((_, action), ids) in &plan.requeued {
         tx.execute(
             "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $3, enqueued_at = $3, streak = 0,
                  streak_started_at = NULL WHERE id = ANY($1)",
             &[ids, &action.as_str(), &now],
         )?;
     }
-    if !updated.is_empty() {
+    if !plan.updates.is_empty() {
+        let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
+        let actions: Vec<&str> = plan.updates.iter().map(|u| u.1.as_str()).collect();
+        let lastmods: Vec<Option<DateTime<Utc>>> = plan.updates.iter().map(|u| opt_sec(u.2)).collect();
         tx.execute(
             "UPDATE items SET action = u.action, lastmod = u.lastmod
              FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u (id, action, lastmod) WHERE items.id = u.id",
             &[&updated, &actions, &lastmods],
         )?;
     }
+    let out = plan.admissions(&new_ids, now);
     tx.commit()?;
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
-    Ok((out.into_iter().map(|a| a.expect("every URL was admitted")).collect(), created))
+    Ok((out, created))
 }
 
 /// Due items a claim moved to when budget frees up: id, URL, time.

@@ -8,7 +8,7 @@
 //! with one statement, and an answer moves every item it names with one.
 
 use super::ids::{self, next_key, url_key};
-use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, ClaimPlan, Existing, PaceState, Write};
+use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
 use super::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -675,15 +675,6 @@ fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
     })
 }
 
-/// The item ids a request row names, from its `n, first_item, items`.
-fn request_items(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
-    match items {
-        Some(bytes) => ids::decode(&bytes),
-        None if n == 1 => Ok(vec![first]),
-        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
-    }
-}
-
 /// Records a request naming `items` (ascending); returns its id.
 #[allow(clippy::too_many_arguments)]
 fn insert_request(
@@ -869,48 +860,23 @@ impl Ledger for SqliteLedger {
             group_ids.push(id);
         }
         let found = look_up(&tx, batch, &group_ids)?;
+        let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
         // New items take the ids after the last (the write lock is held).
-        let mut next_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM items", [], |r| r.get(0))?;
-        let mut out = Vec::with_capacity(batch.len());
-        let (mut inserts, mut updates) = (Vec::new(), Vec::new());
-        let mut requeued: HashMap<(i64, Action), Vec<i64>> = HashMap::new();
+        let first_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM items", [], |r| r.get(0))?;
+        let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
         let mut inserted: HashMap<i64, u64> = HashMap::new();
-        // The new items by (group, key): the same URL twice in a batch is
-        // one item, "already queued" the second time.
-        let mut fresh: HashMap<(i64, i64), i64> = HashMap::new();
-        for ((item, found), &group) in batch.iter().zip(&found).zip(&group_ids) {
-            let existing = match found {
-                Ok(e) => Some(e),
-                Err(key) => match fresh.get(&(group, *key)) {
-                    Some(&id) => {
-                        out.push(Admission::AlreadyQueued { id, next_attempt_at: Some(now) });
-                        continue;
-                    }
-                    None => None,
-                },
-            };
-            let (admission, write) = policy::admit(existing, item, rule, now);
-            match (write, found) {
-                (Write::Insert, Err(key)) => {
-                    fresh.insert((group, *key), next_id);
-                    *inserted.entry(group).or_default() += 1;
-                    inserts.extend([
-                        Value::Integer(next_id),
-                        Value::Integer(group),
-                        Value::Integer(*key),
-                        Value::Text(item.url.clone()),
-                        Value::Text(item.action.as_str().into()),
-                        item.lastmod.map(ts).into(),
-                    ]);
-                    next_id += 1;
-                }
-                (Write::Requeue, Ok(e)) => requeued.entry((group, item.action)).or_default().push(e.id),
-                (Write::Update { action, lastmod }, Ok(e)) => {
-                    updates.extend([Value::Integer(e.id), Value::Text(action.as_str().into()), lastmod.map(ts).into()])
-                }
-                _ => {}
-            }
-            out.push(admission);
+        let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
+        for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
+            let item = &batch[*index];
+            *inserted.entry(*group).or_default() += 1;
+            inserts.extend([
+                Value::Integer(*id),
+                Value::Integer(*group),
+                Value::Integer(*key),
+                Value::Text(item.url.clone()),
+                Value::Text(item.action.as_str().into()),
+                item.lastmod.map(ts).into(),
+            ]);
         }
         insert_rows(
             &tx,
@@ -923,7 +889,7 @@ impl Ledger for SqliteLedger {
             6,
             &inserts,
         )?;
-        for ((group, action), ids) in &requeued {
+        for ((group, action), ids) in &plan.requeued {
             // Only accepted items are queued again.
             let n = tx
                 .prepare_cached(
@@ -933,6 +899,13 @@ impl Ledger for SqliteLedger {
                 .execute(params![array(ids), action.as_str(), ts(now)])?;
             counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
         }
+        let updates: Vec<Value> = plan
+            .updates
+            .iter()
+            .flat_map(|(id, action, lastmod)| {
+                [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
+            })
+            .collect();
         insert_rows(
             &tx,
             "UPDATE items SET action = v.column2, lastmod = v.column3 FROM (",
@@ -943,6 +916,7 @@ impl Ledger for SqliteLedger {
         for (group, n) in inserted {
             counted(&tx, group, None, Some(ItemState::Queued), n)?;
         }
+        let out = plan.admissions(&ids, now);
         tx.commit()?;
         self.groups.extend(created);
         Ok(out)
@@ -1353,11 +1327,7 @@ impl Ledger for SqliteLedger {
     }
 
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let mut filter = filter.clone();
-        filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
-        if filter.states.is_empty() {
-            filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
-        }
+        let filter = policy::retry_states(filter);
         let (clause, mut values) = filter_sql(&filter, now, false);
         values.push(Value::Integer(ts(now)));
         let n = values.len();
@@ -1376,11 +1346,7 @@ impl Ledger for SqliteLedger {
     }
 
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let mut filter = filter.clone();
-        filter.states.retain(|s| *s != StateFilter::InFlight);
-        if filter.states.is_empty() {
-            filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
-        }
+        let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.write()?;
         let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
@@ -1405,15 +1371,12 @@ impl Ledger for SqliteLedger {
             let mut forget = Vec::new();
             for row in rows {
                 let (id, n, first, items) = row?;
-                let named = request_items(n, first, items)?;
-                let left: Vec<i64> = named.into_iter().filter(|i| !gone.contains(i)).collect();
-                let any_left = !left.is_empty()
-                    && tx.query_row(
-                        "SELECT EXISTS (SELECT 1 FROM items WHERE id IN rarray(?1))",
-                        [array(&left)],
-                        |r| r.get::<_, bool>(0),
-                    )?;
-                if !any_left {
+                let named = ids::named(n, first, items)?;
+                let left_exist = |left: &[i64]| -> Result<bool> {
+                    let sql = "SELECT EXISTS (SELECT 1 FROM items WHERE id IN rarray(?1))";
+                    Ok(tx.query_row(sql, [array(left)], |r| r.get::<_, bool>(0))?)
+                };
+                if policy::forgotten(&named, gone, left_exist)? {
                     forget.push(id);
                 }
             }
@@ -1450,7 +1413,7 @@ impl Ledger for SqliteLedger {
                     let Some(item) = item else { continue };
                     let mut rows = requests.query(params![group, item])?;
                     while let Some(r) = rows.next()? {
-                        let named = request_items(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                        let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
                         if named.binary_search(&item).is_ok() {
                             out.push((r.get(11)?, attempt_row(r, u.to_string())?));
                         }
@@ -1529,7 +1492,7 @@ impl Ledger for SqliteLedger {
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let items: Vec<usize> = request_items(r.get(11)?, r.get(12)?, r.get(13)?)?
+                let items: Vec<usize> = ids::named(r.get(11)?, r.get(12)?, r.get(13)?)?
                     .iter()
                     .filter_map(|id| item_index.get(id).copied())
                     .collect();
@@ -1664,7 +1627,7 @@ impl Ledger for SqliteLedger {
                 let mut same = None;
                 let mut rows = known.query(key)?;
                 while let Some(row) = rows.next()? {
-                    if request_items(row.get(1)?, row.get(2)?, row.get(3)?)? == items {
+                    if ids::named(row.get(1)?, row.get(2)?, row.get(3)?)? == items {
                         same = Some(row.get::<_, i64>(0)?);
                     }
                 }
