@@ -615,6 +615,77 @@ impl RunRecord {
     }
 }
 
+/// A request as a backend records it: the items it named (its group's),
+/// when, and what came of it.
+struct Recorded<'a> {
+    group: i64,
+    at: DateTime<Utc>,
+    class: Class,
+    reason: &'a str,
+    message: &'a str,
+    response: &'a StoredResponse,
+    retry_at: Option<DateTime<Utc>>,
+    items: &'a [i64],
+}
+
+impl<'a> Recorded<'a> {
+    /// An answer, for the items of `group` it names.
+    fn answer(group: i64, answer: &'a Answered) -> Recorded<'a> {
+        let retry_at = match answer.next {
+            NextStep::RetryAt(t) => Some(t),
+            _ => None,
+        };
+        Recorded {
+            group,
+            at: answer.at,
+            class: answer.class,
+            reason: &answer.reason,
+            message: &answer.message,
+            response: &answer.response,
+            retry_at,
+            items: &answer.items,
+        }
+    }
+
+    /// The reservation of a run that stopped before the answer came:
+    /// retried now (`reconcile`).
+    fn interrupted(group: i64, now: DateTime<Utc>, items: &'a [i64]) -> Recorded<'a> {
+        const NO_RESPONSE: &StoredResponse = &StoredResponse { http_status: None, body: None };
+        Recorded {
+            group,
+            at: now,
+            class: Class::Transient,
+            reason: "interrupted",
+            message: INTERRUPTED,
+            response: NO_RESPONSE,
+            retry_at: Some(now),
+            items,
+        }
+    }
+
+    /// A request of a copied ledger, for the items it names here.
+    fn copied(group: i64, request: &'a DumpRequest, items: &'a [i64]) -> Recorded<'a> {
+        Recorded {
+            group,
+            at: request.at,
+            class: request.class,
+            reason: &request.reason,
+            message: &request.message,
+            response: &request.response,
+            retry_at: request.retry_at,
+            items,
+        }
+    }
+
+    /// The items as the `requests` table keeps them: the first, the last,
+    /// and the whole list (none when it is one item).
+    fn stored_items(&self) -> (i64, i64, Option<Vec<u8>>) {
+        let (first, last) = (self.items.iter().min(), self.items.iter().max());
+        let list = (self.items.len() > 1).then(|| ids::encode(self.items));
+        (first.copied().unwrap_or(0), last.copied().unwrap_or(0), list)
+    }
+}
+
 /// What `reconcile` records of a reservation whose run stopped mid-request.
 const INTERRUPTED: &str =
     "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried";

@@ -730,39 +730,27 @@ fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
     })
 }
 
-/// Records a request naming `items`; returns its id.
-#[allow(clippy::too_many_arguments)]
-fn insert_request(
-    tx: &mut impl GenericClient,
-    group: i64,
-    at: DateTime<Utc>,
-    class: Class,
-    reason: &str,
-    message: &str,
-    response: &StoredResponse,
-    retry_at: Option<DateTime<Utc>>,
-    items: &[i64],
-) -> Result<i64> {
-    let (first, last) = (items.iter().min().copied().unwrap_or(0), items.iter().max().copied().unwrap_or(0));
-    let blob = (items.len() > 1).then(|| ids::encode(items));
+/// Records a request; returns its id.
+fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
+    let (first, last, list) = r.stored_items();
     Ok(tx
         .query_one(
             "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
                  last_item, items)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
             &[
-                &group,
-                &sec(at),
-                &class.as_str(),
-                &reason,
-                &message,
-                &response.http_status.map(i32::from),
-                &response.body.as_deref().map(cap_body),
-                &opt_sec(retry_at),
-                &(items.len() as i32),
+                &r.group,
+                &sec(r.at),
+                &r.class.as_str(),
+                &r.reason,
+                &r.message,
+                &r.response.http_status.map(i32::from),
+                &r.response.body.as_deref().map(cap_body),
+                &opt_sec(r.retry_at),
+                &(r.items.len() as i32),
                 &first,
                 &last,
-                &blob,
+                &list,
             ],
         )?
         .get(0))
@@ -880,19 +868,8 @@ impl Ledger for PgLedger {
                 )?;
                 if let Some(first) = rows.first() {
                     let items: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    let none = StoredResponse::default();
                     let group: i64 = first.get(1);
-                    let request = insert_request(
-                        tx,
-                        group,
-                        now,
-                        Class::Transient,
-                        "interrupted",
-                        INTERRUPTED,
-                        &none,
-                        Some(now),
-                        &items,
-                    )?;
+                    let request = insert_request(tx, &Recorded::interrupted(group, now, &items))?;
                     tx.execute(
                         "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
                              attempts = attempts + 1, last_class = 'transient', last_request_id = $3
@@ -1045,17 +1022,7 @@ impl Ledger for PgLedger {
                     NextStep::RetryAt(t) => ("queued", Some(sec(*t)), None),
                     NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
                 };
-                let request = insert_request(
-                    tx,
-                    group,
-                    answer.at,
-                    answer.class,
-                    &answer.reason,
-                    &answer.message,
-                    &answer.response,
-                    next,
-                    &answer.items,
-                )?;
+                let request = insert_request(tx, &Recorded::answer(group, answer))?;
                 // Every item the answer names, in one statement.
                 tx.execute(
                     "UPDATE items SET
@@ -1573,7 +1540,7 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
             Some(id) => id,
             None => {
                 copied.attempts += 1;
-                insert_request(tx, group, r.at, r.class, &r.reason, &r.message, &r.response, r.retry_at, &items)?
+                insert_request(tx, &Recorded::copied(group, r, &items))?
             }
         };
         request_ids.push(id);

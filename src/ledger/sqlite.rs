@@ -675,39 +675,27 @@ fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
     })
 }
 
-/// Records a request naming `items` (ascending); returns its id.
-#[allow(clippy::too_many_arguments)]
-fn insert_request(
-    tx: &Connection,
-    group: i64,
-    at: DateTime<Utc>,
-    class: Class,
-    reason: &str,
-    message: &str,
-    response: &StoredResponse,
-    retry_at: Option<DateTime<Utc>>,
-    items: &[i64],
-) -> Result<i64> {
-    let (first, last) = (items.iter().min().copied().unwrap_or(0), items.iter().max().copied().unwrap_or(0));
-    let blob = (items.len() > 1).then(|| ids::encode(items));
+/// Records a request; returns its id.
+fn insert_request(tx: &Connection, r: &Recorded) -> Result<i64> {
+    let (first, last, list) = r.stored_items();
     tx.prepare_cached(
         "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
              last_item, items)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
-        group,
-        ts(at),
-        class.as_str(),
-        reason,
-        message,
-        response.http_status,
-        response.body.as_deref().map(cap_body),
-        retry_at.map(ts),
-        items.len() as i64,
+        r.group,
+        ts(r.at),
+        r.class.as_str(),
+        r.reason,
+        r.message,
+        r.response.http_status,
+        r.response.body.as_deref().map(cap_body),
+        r.retry_at.map(ts),
+        r.items.len() as i64,
         first,
         last,
-        blob
+        list
     ])?;
     Ok(tx.last_insert_rowid())
 }
@@ -803,18 +791,7 @@ impl Ledger for SqliteLedger {
             drop(stmt);
             if let Some(&first) = items.first() {
                 let group: i64 = tx.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
-                let none = StoredResponse::default();
-                let request = insert_request(
-                    &tx,
-                    group,
-                    now,
-                    Class::Transient,
-                    "interrupted",
-                    INTERRUPTED,
-                    &none,
-                    Some(now),
-                    &items,
-                )?;
+                let request = insert_request(&tx, &Recorded::interrupted(group, now, &items))?;
                 let n = tx.execute(
                     "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
                          attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
@@ -1115,17 +1092,7 @@ impl Ledger for SqliteLedger {
                 NextStep::RetryAt(t) => ("queued", Some(*t), None),
                 NextStep::Park { fingerprint } => ("parked", None, Some(fingerprint.as_str())),
             };
-            let request = insert_request(
-                &tx,
-                group,
-                answer.at,
-                answer.class,
-                &answer.reason,
-                &answer.message,
-                &answer.response,
-                next,
-                &answer.items,
-            )?;
+            let request = insert_request(&tx, &Recorded::answer(group, answer))?;
             let again = answer.items.iter().any(|id| answered.contains(id));
             let before = match again {
                 true => states_of(&tx, &answer.items)?,
@@ -1636,17 +1603,7 @@ impl Ledger for SqliteLedger {
                     Some(id) => id,
                     None => {
                         copied.attempts += 1;
-                        insert_request(
-                            &tx,
-                            group,
-                            r.at,
-                            r.class,
-                            &r.reason,
-                            &r.message,
-                            &r.response,
-                            r.retry_at,
-                            &items,
-                        )?
+                        insert_request(&tx, &Recorded::copied(group, r, &items))?
                     }
                 };
                 request_ids.push(id);
