@@ -13,7 +13,7 @@ use crate::model::{EngineKind, Outcome};
 use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufWriter, Seek, Write};
 
@@ -52,15 +52,20 @@ pub struct Results {
     /// Aggregates in the order their first result came.
     aggregates: Vec<Aggregate>,
     by_reason: HashMap<(GroupKey, Outcome, String), usize>,
-    /// Per key: its result's aggregate (`None`: an invalid line, counted
-    /// only by outcome) and outcome, and where its JSON line is.
+    /// Per key whose result may still be replaced in this run (a wait or a
+    /// retry): its aggregate (`None`: an invalid line, counted only by
+    /// outcome), outcome, and where its JSON line is. A final result
+    /// (accepted, skipped, parked, invalid) is not kept here: a run of a
+    /// million accepted URLs keeps nothing per URL.
     current: FxHashMap<Key, (Option<usize>, Outcome, u64)>,
+    /// JSON lines of results replaced later in the run.
+    superseded: FxHashSet<u64>,
     summary: BTreeMap<&'static str, u64>,
     invalid: Vec<InvalidLine>,
     planned: BTreeMap<GroupKey, u64>,
     lines: u64,
-    /// `--json`: every result and planned URL, one line each (`r<key>\t` or
-    /// `p\t`, then the JSON), in the order they came.
+    /// `--json`: every result and planned URL, one line each (`r\t`, or
+    /// `r <retry ms>\t`, or `p\t`, then the JSON), in the order they came.
     json: Option<JsonLines>,
 }
 
@@ -80,6 +85,7 @@ impl Results {
             aggregates: Vec::new(),
             by_reason: HashMap::new(),
             current: FxHashMap::default(),
+            superseded: FxHashSet::default(),
             summary: Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect(),
             invalid: Vec::new(),
             planned: BTreeMap::new(),
@@ -122,7 +128,7 @@ impl Results {
                     entry.retry_after_secs = None;
                     let text = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
                     let retry = e.retry.map(|(t, _)| format!(" {}", t.timestamp_millis())).unwrap_or_default();
-                    let line = format!("r{}{retry}\t{text}\n", key_text(key));
+                    let line = format!("r{retry}\t{text}\n");
                     json.file.write_all(line.as_bytes())?;
                     let at = json.written;
                     json.written += line.len() as u64;
@@ -130,11 +136,18 @@ impl Results {
                 }
                 None => 0,
             };
-            if let Some((old_aggregate, old_outcome, _)) = self.current.insert(key, (aggregate, outcome, offset)) {
+            let replaced = match final_outcome(outcome) {
+                true => self.current.remove(&key),
+                false => self.current.insert(key, (aggregate, outcome, offset)),
+            };
+            if let Some((old_aggregate, old_outcome, old_offset)) = replaced {
                 if let Some(a) = old_aggregate {
                     self.aggregates[a].count -= 1;
                 }
                 *self.summary.get_mut(old_outcome.as_str()).expect("every outcome is counted") -= 1;
+                if self.json.is_some() {
+                    self.superseded.insert(old_offset);
+                }
             }
             if let Some(a) = aggregate {
                 self.aggregates[a].count += 1;
@@ -197,26 +210,15 @@ impl Results {
 
     /// Every result (`--json` only), as JSON with `retry_after_secs`
     /// counted to `end`, in the order the run gave them their last result.
-    /// The lines are read twice (to know which are the last), never held.
     pub fn each_result_json(
         &self,
         end: DateTime<Utc>,
         mut f: impl FnMut(&str) -> std::io::Result<()>,
     ) -> anyhow::Result<()> {
-        let mut wanted = Vec::new();
-        self.each_line(|offset, tag, _| {
-            let key = tag.strip_prefix('r').and_then(|t| parse_key(t.split(' ').next().unwrap_or(t)));
-            if key.is_some_and(|k| self.current.get(&k).is_some_and(|c| c.2 == offset)) {
-                wanted.push(offset);
-            }
-            Ok(())
-        })?;
-        let mut wanted = wanted.into_iter().peekable();
         self.each_line(|offset, tag, text| {
-            if wanted.peek() != Some(&offset) {
+            if !tag.starts_with('r') || self.superseded.contains(&offset) {
                 return Ok(());
             }
-            wanted.next();
             // The retry, in milliseconds, follows the key: its seconds from
             // `end` close the object.
             match tag.split_once(' ').and_then(|(_, ms)| ms.parse::<i64>().ok()) {
@@ -293,18 +295,13 @@ impl Results {
     }
 }
 
-fn key_text(key: Key) -> String {
-    match key {
-        Key::Item(id) => format!("i{id}"),
-        Key::Line(n) => format!("l{n}"),
-    }
-}
-
-fn parse_key(text: &str) -> Option<Key> {
-    match text.split_at_checked(1)? {
-        ("i", id) => id.parse().ok().map(Key::Item),
-        ("l", n) => n.parse().ok().map(Key::Line),
-        _ => None,
+/// Whether a result is the last an item gets in a run: it was accepted,
+/// skipped or parked (or the line was invalid). A wait or a retry may be
+/// followed by another within `--max-wait`.
+fn final_outcome(outcome: Outcome) -> bool {
+    match outcome {
+        Outcome::Accepted | Outcome::Skipped | Outcome::Misconfigured | Outcome::Invalid => true,
+        Outcome::Quota | Outcome::Transient | Outcome::KeyPending | Outcome::Deferred => false,
     }
 }
 
