@@ -16,8 +16,9 @@
 
 use crate::clock::{self, Period};
 use crate::config::{Property, Settings};
-use crate::ledger::{GroupKey, Ledger, RuleWindow, Usage};
+use crate::ledger::Ledger;
 use crate::model::EngineKind;
+use crate::model::{GroupKey, RuleWindow, Usage};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 

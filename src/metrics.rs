@@ -17,8 +17,9 @@ use crate::budget;
 use crate::clock::Clock;
 use crate::commands::ExitStatus;
 use crate::config::Settings;
-use crate::ledger::{GroupKey, Ledger, Owner, RunRecord};
+use crate::ledger::{Ledger, Owner};
 use crate::model::Class;
+use crate::model::{GroupKey, RunRecord};
 use crate::report::Printer;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -149,7 +150,7 @@ pub fn gather(
     }
     // Queue items of every group: configured ones, then those the
     // configuration no longer has (parked there still needs a human).
-    let mut queued: Vec<(GroupKey, crate::ledger::QueueCounts)> = Vec::new();
+    let mut queued: Vec<(GroupKey, crate::model::QueueCounts)> = Vec::new();
     for group in &configured {
         queued.push((group.clone(), ledger.queue_counts(group, now)?));
     }

@@ -5,7 +5,7 @@
 //! tests can render into a `Vec<u8>`.
 
 use crate::clock;
-use crate::ledger::GroupKey;
+use crate::model::GroupKey;
 use crate::model::{EngineKind, Outcome};
 use crate::results::Results;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};

@@ -8,7 +8,7 @@
 //! result replaced later in the run — a retry that succeeded — moves its
 //! count) and nothing else. This is report data, not the ledger.
 
-use crate::ledger::GroupKey;
+use crate::model::GroupKey;
 use crate::model::{EngineKind, Outcome};
 use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};

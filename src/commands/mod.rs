@@ -14,7 +14,8 @@ pub mod submit;
 
 use crate::clock::Clock;
 use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{GroupKey, Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, QueueCounts, SqliteLedger};
+use crate::ledger::{Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, SqliteLedger};
+use crate::model::{GroupKey, QueueCounts};
 
 /// The exit codes of DESIGN §5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::clock::Period;
 use crate::config::{ConfigError, Secret, Settings};
-use crate::ledger::GroupKey;
+use crate::model::GroupKey;
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;

@@ -11,8 +11,8 @@
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
 use crate::config::{ConfigError, Settings};
-use crate::ledger::{Action, GroupKey, StoredResponse};
 use crate::model::Class;
+use crate::model::{Action, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use chrono::TimeDelta;

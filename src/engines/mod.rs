@@ -10,7 +10,7 @@ pub mod indexnow;
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::clock::Period;
 use crate::config::HttpSettings;
-use crate::ledger::{Action, GroupKey, StoredResponse};
+use crate::model::{Action, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 

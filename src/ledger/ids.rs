@@ -50,7 +50,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<i64>> {
 }
 
 fn bad() -> LedgerError {
-    LedgerError::Other("the ledger's requests.items holds bytes that are not a list of item ids".into())
+    LedgerError::Invalid("the ledger's requests.items holds bytes that are not a list of item ids".into())
 }
 
 /// The item ids a request names, from its `n`, `first_item` and `items`
@@ -59,7 +59,7 @@ pub fn named(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
     match items {
         Some(bytes) => decode(&bytes),
         None if n == 1 => Ok(vec![first]),
-        None => Err(LedgerError::Other("the ledger's requests.items is missing for a request of several items".into())),
+        None => Err(LedgerError::Invalid("the ledger's requests.items is missing for a request of several items".into())),
     }
 }
 

@@ -24,11 +24,14 @@ pub use postgres::{
 };
 pub use sqlite::SqliteLedger;
 
-use crate::clock::Period;
-use crate::model::{Class, EngineKind};
+use crate::model::{
+    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Report, RuleWindow, RunRecord,
+    StoredResponse, Usage,
+};
 use chrono::{DateTime, TimeDelta, Utc};
 
-/// Errors a ledger gives: its message names the ledger; the cause is kept.
+/// Errors a ledger gives: the message names the ledger; the driver's error,
+/// with its code, is kept as the source.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
     #[error("ledger {path}: {message}")]
@@ -38,6 +41,8 @@ pub enum LedgerError {
         hint: Option<String>,
         /// The ledger's schema is newer than this binary knows (exit 2).
         newer: bool,
+        #[source]
+        source: Option<Box<LedgerError>>,
     },
     #[error("ledger: the database is busy")]
     Busy,
@@ -49,8 +54,20 @@ pub enum LedgerError {
     /// The database aborted a transaction (a deadlock); it is run again.
     #[error("the database aborted a transaction")]
     Retry,
+    /// SQLite refused a statement (a full disk, a damaged file, …).
+    #[error("the SQLite ledger refused a statement")]
+    Sqlite(#[source] rusqlite::Error),
+    /// PostgreSQL refused a statement: what it said, and its code.
+    #[error("the database refused a statement: {message}")]
+    Postgres {
+        message: String,
+        #[source]
+        source: ::postgres::Error,
+    },
+    /// What the ledger holds makes no sense to this indexq (a value it does
+    /// not know, a damaged list), or what was asked of it cannot be done now.
     #[error("ledger: {0}")]
-    Other(String),
+    Invalid(String),
 }
 
 impl LedgerError {
@@ -66,6 +83,7 @@ impl LedgerError {
             message: LedgerError::Newer { found, known }.to_string(),
             hint: Some("upgrade indexq (a newer version wrote this ledger)".into()),
             newer: true,
+            source: None,
         }
     }
 }
@@ -74,29 +92,17 @@ impl From<rusqlite::Error> for LedgerError {
     fn from(err: rusqlite::Error) -> Self {
         match err.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => LedgerError::Busy,
-            _ => LedgerError::Other(err.to_string()),
+            _ => LedgerError::Sqlite(err),
         }
     }
 }
 
 pub type Result<T> = std::result::Result<T, LedgerError>;
 
-/// Where a group of items goes: one property, one engine, one target (the
-/// endpoint URL for IndexNow, where each endpoint has its own state; empty
-/// for engines with a single endpoint).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GroupKey {
-    pub property: String,
-    pub engine: EngineKind,
-    pub target: String,
-}
-
-impl GroupKey {
-    /// A group as a backend stores it (the engine by name; a name this
-    /// indexq does not know is an error naming it).
-    fn stored(property: String, engine: &str, target: String) -> Result<GroupKey> {
-        Ok(GroupKey { property, engine: stored("groups", "engine", engine)?, target })
-    }
+/// A group as a backend stores it (the engine by name; a name this indexq
+/// does not know is an error naming it).
+fn stored_group(property: String, engine: &str, target: String) -> Result<GroupKey> {
+    Ok(GroupKey { property, engine: stored("groups", "engine", engine)?, target })
 }
 
 /// A value read back from the ledger as the type it stands for: a value
@@ -104,7 +110,7 @@ impl GroupKey {
 /// changed by hand) is an error naming the table, the column and the value.
 fn stored<T: std::str::FromStr>(table: &str, column: &str, value: &str) -> Result<T> {
     value.parse().map_err(|_| {
-        LedgerError::Other(format!(
+        LedgerError::Invalid(format!(
             "the ledger's {table}.{column} holds `{value}`, which this indexq does not know (a newer indexq wrote it?)"
         ))
     })
@@ -138,34 +144,6 @@ pub struct AdmitRule {
     pub changed: bool,
 }
 
-/// What a submission says happened to a URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub enum Action {
-    #[default]
-    Updated,
-    Deleted,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Updated => "updated",
-            Action::Deleted => "deleted",
-        }
-    }
-}
-
-impl std::str::FromStr for Action {
-    type Err = ();
-    fn from_str(s: &str) -> std::result::Result<Action, ()> {
-        match s {
-            "updated" => Ok(Action::Updated),
-            "deleted" => Ok(Action::Deleted),
-            _ => Err(()),
-        }
-    }
-}
-
 /// What the ledger did with a URL it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
@@ -181,70 +159,6 @@ pub enum Admission {
     Parked { id: i64 },
     /// Another process is sending it right now.
     InFlight { id: i64 },
-}
-
-/// One budget rule in the window that contains "now".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleWindow {
-    /// Stable id, e.g. `indexnow:example.com:https://api.indexnow.org/indexnow:day`.
-    pub rule: String,
-    pub period: Period,
-    /// Window key, e.g. `2026-12-03` or `2026-12`.
-    pub window: String,
-    /// The configured limit; for a reported rule, the limit that applies
-    /// until the engine has reported its own numbers in this window.
-    pub limit: Option<u64>,
-    /// The engine reports what is left (Bing): its last report, kept in the
-    /// ledger, sets the limit.
-    pub reported: bool,
-    pub resets_at: DateTime<Utc>,
-}
-
-/// What the ledger knows of a rule's current window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    pub used: u64,
-    /// The server said no until then (a `quota` answer).
-    pub blocked_until: Option<DateTime<Utc>>,
-    /// For a reported rule: when the engine last said what is left, what it
-    /// said, and the limit that makes of it in the ledger's count.
-    pub reported: Option<Report>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Report {
-    pub at: DateTime<Utc>,
-    pub remaining: u64,
-    pub limit: u64,
-}
-
-impl Usage {
-    /// The limit that applies: the engine's report for a reported rule that
-    /// has one, else the rule's own.
-    pub fn limit(&self, rule: &RuleWindow) -> Option<u64> {
-        match self.reported {
-            Some(report) if rule.reported => Some(report.limit),
-            _ => rule.limit,
-        }
-    }
-
-    /// Units left in the window at `now`; `None` means no limit.
-    pub fn remaining(&self, rule: &RuleWindow, now: DateTime<Utc>) -> Option<u64> {
-        if self.blocked_until.is_some_and(|t| t > now) {
-            return Some(0);
-        }
-        self.limit(rule).map(|l| l.saturating_sub(self.used))
-    }
-
-    /// When the rule frees budget again, if it has none left at `now`.
-    pub fn available_at(&self, rule: &RuleWindow, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let blocked = self.blocked_until.filter(|t| *t > now);
-        let spent = self.limit(rule).is_some_and(|l| self.used >= l).then_some(rule.resets_at);
-        match (blocked, spent) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
-    }
 }
 
 /// An item claimed for sending.
@@ -350,24 +264,6 @@ pub struct Pace {
     pub horizon: DateTime<Utc>,
 }
 
-/// What happens to an item after an attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum NextStep {
-    Accepted,
-    RetryAt(DateTime<Utc>),
-    /// Parked until a human acts or the configuration (fingerprint) changes.
-    Park {
-        fingerprint: String,
-    },
-}
-
-/// One response as stored: status and redacted, capped body.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoredResponse {
-    pub http_status: Option<u16>,
-    pub body: Option<String>,
-}
-
 /// One answer for some items of a reservation: a request to the engine
 /// (or, where the engine answers per URL, the part of it about these URLs)
 /// and what happens to those items next. The ledger records it once, as
@@ -416,39 +312,6 @@ pub struct ItemRow {
     pub accepted_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ItemState {
-    Queued,
-    InFlight,
-    Accepted,
-    Parked,
-}
-
-impl ItemState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemState::Queued => "queued",
-            ItemState::InFlight => "in_flight",
-            ItemState::Accepted => "accepted",
-            ItemState::Parked => "parked",
-        }
-    }
-}
-
-impl std::str::FromStr for ItemState {
-    type Err = ();
-    fn from_str(s: &str) -> std::result::Result<ItemState, ()> {
-        match s {
-            "queued" => Ok(ItemState::Queued),
-            "in_flight" => Ok(ItemState::InFlight),
-            "accepted" => Ok(ItemState::Accepted),
-            "parked" => Ok(ItemState::Parked),
-            _ => Err(()),
-        }
-    }
-}
-
 /// A state as `queue` commands name it: queued items split into due now
 /// and waiting for later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -471,19 +334,6 @@ pub struct ItemFilter {
     pub target: Option<String>,
     pub url: Option<String>,
     pub limit: Option<usize>,
-}
-
-/// Queue counts for a group at a moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct QueueCounts {
-    /// Queued and due now.
-    pub due: u64,
-    /// Queued for later (a window, a backoff).
-    pub waiting: u64,
-    /// Waiting for a human.
-    pub parked: u64,
-    pub in_flight: u64,
-    pub accepted: u64,
 }
 
 /// One stored attempt, for `log` and `status`: a request, and the URL it is
@@ -595,26 +445,6 @@ pub struct SpanCount {
     pub urls: u64,
 }
 
-/// One `submit` run, recorded when it ends (for the metrics of the last
-/// run and the report).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunRecord {
-    /// The machine it ran on (`Owner`'s host: `$INDEXQ_HOST`, else the kernel's).
-    pub host: String,
-    /// Millisecond precision (what both backends keep).
-    pub started_at: DateTime<Utc>,
-    pub ended_at: DateTime<Utc>,
-    /// The process's exit code (DESIGN §5).
-    pub exit_code: u8,
-}
-
-impl RunRecord {
-    /// `t` to the millisecond, as a run record keeps it.
-    pub fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
-        DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
-    }
-}
-
 /// A request as a backend records it: the items it named (its group's),
 /// when, and what came of it.
 struct Recorded<'a> {
@@ -692,7 +522,7 @@ const INTERRUPTED: &str =
 
 /// Why a ledger with reservations in flight is not copied.
 fn in_flight_error(n: i64) -> LedgerError {
-    LedgerError::Other(format!(
+    LedgerError::Invalid(format!(
         "{n} reservation(s) are in flight: wait for the running `submit` to end (a stopped run's are \
          reconciled by the next `submit`), then copy"
     ))

@@ -311,6 +311,7 @@ impl PgLedger {
             message: e,
             hint: Some(CONNECT_HINT.into()),
             newer: false,
+            source: None,
         })?;
         Ok(PgLedger {
             client: Some(client),
@@ -516,7 +517,7 @@ fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(5 * tries));
             }
-            Err(LedgerError::Retry) => return Err(LedgerError::Other("gave up after repeated deadlocks".into())),
+            Err(LedgerError::Retry) => return Err(LedgerError::Invalid("gave up after repeated deadlocks".into())),
             other => return other,
         }
     }
@@ -534,7 +535,7 @@ impl From<pg::Error> for LedgerError {
         if err.as_db_error().is_none() || timed_out {
             return LedgerError::Unavailable(describe(&err));
         }
-        LedgerError::Other(describe(&err))
+        LedgerError::Postgres { message: describe(&err), source: err }
     }
 }
 
@@ -650,7 +651,7 @@ fn upgrade_to_2(tx: &mut Transaction<'_>) -> Result<()> {
         let sql = format!("SELECT {column} FROM {table} WHERE {column} NOT IN ({known}) LIMIT 1");
         if let Some(r) = tx.query_opt(&sql, &[])? {
             return Err(stored::<Class>(table, column, r.get::<_, &str>(0)).err().unwrap_or_else(|| {
-                LedgerError::Other(format!("the ledger's {table}.{column} holds a value this indexq does not know"))
+                LedgerError::Invalid(format!("the ledger's {table}.{column} holds a value this indexq does not know"))
             }));
         }
     }
@@ -699,7 +700,7 @@ fn item_row(r: &Row) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0),
         url: r.get(1),
-        group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4))?,
         state: stored("items", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
@@ -720,7 +721,7 @@ fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
         at: r.get(0),
         url,
         urls: r.get::<_, i32>(1).max(0) as u64,
-        group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4))?,
         class: stored("requests", "class", r.get(5))?,
         reason: r.get(6),
         message: r.get(7),
@@ -932,7 +933,7 @@ impl Ledger for PgLedger {
         self.transaction(|tx| {
             tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?
                 .iter()
-                .map(|r| GroupKey::stored(r.get(0), r.get(1), r.get(2)))
+                .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
                 .collect()
         })
     }
@@ -947,7 +948,7 @@ impl Ledger for PgLedger {
                 &[&now],
             )?
             .iter()
-            .map(|r| GroupKey::stored(r.get(0), r.get(1), r.get(2)))
+            .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
             .collect()
         })
     }
@@ -1288,7 +1289,7 @@ impl Ledger for PgLedger {
             )?
             .iter()
             .map(|r| {
-                let group = GroupKey::stored(r.get(0), r.get(1), r.get(2))?;
+                let group = stored_group(r.get(0), r.get(1), r.get(2))?;
                 Ok((group, stored("requests", "class", r.get(3))?, r.get::<_, i64>(4).max(0) as u64))
             })
             .collect()
@@ -1316,7 +1317,7 @@ impl Ledger for PgLedger {
                 Ok(SpanCount {
                     // WITH ORDINALITY counts from 1.
                     span: (r.get::<_, i64>(0) - 1).max(0) as usize,
-                    group: GroupKey::stored(r.get(1), r.get(2), r.get(3))?,
+                    group: stored_group(r.get(1), r.get(2), r.get(3))?,
                     class: stored("requests", "class", r.get(4))?,
                     urls: r.get::<_, i64>(5).max(0) as u64,
                 })
@@ -1374,7 +1375,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         last_request.push(r.get::<_, Option<i64>>(16));
         dump.items.push(DumpItem {
             url: r.get(1),
-            group: GroupKey::stored(r.get(2), r.get(3), r.get(4))?,
+            group: stored_group(r.get(2), r.get(3), r.get(4))?,
             state: stored("items", "state", r.get(5))?,
             action: stored("items", "action", r.get(6))?,
             lastmod: r.get(7),
@@ -1405,7 +1406,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         }
         request_index.insert(r.get::<_, i64>(0), dump.requests.len());
         dump.requests.push(DumpRequest {
-            group: GroupKey::stored(r.get(1), r.get(2), r.get(3))?,
+            group: stored_group(r.get(1), r.get(2), r.get(3))?,
             at: r.get(4),
             class: stored("requests", "class", r.get(5))?,
             reason: r.get(6),
@@ -1827,7 +1828,7 @@ fn claim_once(
             // The windows are locked and were read above: this cannot fail
             // unless the ledger was changed behind the locks.
             if !reserve(tx, rule, units, now)? {
-                return Err(LedgerError::Other(format!("the budget of {} changed during a claim", rule.rule)));
+                return Err(LedgerError::Invalid(format!("the budget of {} changed during a claim", rule.rule)));
             }
             tx.execute(
                 "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES ($1, $2, $3, $4)",

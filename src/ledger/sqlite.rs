@@ -228,19 +228,20 @@ fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, ro
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<SqliteLedger> {
-        let open_err = |message: String, hint: Option<String>| LedgerError::Open {
+        let open_err = |message: String, hint: Option<String>, source: Option<LedgerError>| LedgerError::Open {
             path: path.display().to_string(),
             message,
             hint,
             newer: false,
+            source: source.map(Box::new),
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
-                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None))?;
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None, None))?;
         }
-        let conn = Connection::open(path).map_err(|e| open_err(e.to_string(), None))?;
+        let conn = Connection::open(path).map_err(|e| open_err("cannot open it".into(), None, Some(e.into())))?;
         // New, or made by someone else (an empty file, a copy): private.
-        restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None))?;
+        restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None, None))?;
         let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
@@ -258,8 +259,9 @@ impl SqliteLedger {
         configured.map_err(|e| match e {
             LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
             e => open_err(
-                e.to_string(),
+                "cannot use it".into(),
                 Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
+                Some(e),
             ),
         })?;
         Ok(ledger)
@@ -641,7 +643,7 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
         state: stored("items", "state", &state)?,
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
@@ -665,7 +667,7 @@ fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
         at: from_ts(r.get(0)?),
         url,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
-        group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
         class: stored("requests", "class", &class)?,
         reason: r.get(6)?,
         message: r.get(7)?,
@@ -919,7 +921,7 @@ impl Ledger for SqliteLedger {
         let mut rows = stmt.query([])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
         }
         Ok(groups)
     }
@@ -933,7 +935,7 @@ impl Ledger for SqliteLedger {
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
         }
         Ok(groups)
     }
@@ -1434,7 +1436,7 @@ impl Ledger for SqliteLedger {
                 last_request.push(r.get::<_, Option<i64>>(16)?);
                 dump.items.push(DumpItem {
                     url: r.get(1)?,
-                    group: GroupKey::stored(r.get(2)?, &engine, r.get(4)?)?,
+                    group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
                     state: stored("items", "state", &state)?,
                     action: stored("items", "action", &action)?,
                     lastmod: opt_ts(r.get(7)?),
@@ -1469,7 +1471,7 @@ impl Ledger for SqliteLedger {
                 let (engine, class): (String, String) = (r.get(2)?, r.get(5)?);
                 request_index.insert(r.get::<_, i64>(0)?, dump.requests.len());
                 dump.requests.push(DumpRequest {
-                    group: GroupKey::stored(r.get(1)?, &engine, r.get(3)?)?,
+                    group: stored_group(r.get(1)?, &engine, r.get(3)?)?,
                     at: from_ts(r.get(4)?),
                     class: stored("requests", "class", &class)?,
                     reason: r.get(6)?,
@@ -1687,7 +1689,7 @@ impl Ledger for SqliteLedger {
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let group = GroupKey::stored(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
             let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
             out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
         }
@@ -1717,7 +1719,7 @@ impl Ledger for SqliteLedger {
         while let Some(r) = rows.next()? {
             out.push(SpanCount {
                 span: r.get::<_, i64>(0)?.max(0) as usize,
-                group: GroupKey::stored(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
                 class: stored("requests", "class", &r.get::<_, String>(4)?)?,
                 urls: r.get::<_, i64>(5)?.max(0) as u64,
             });

@@ -15,9 +15,9 @@ use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
 use crate::input::{self, Source};
 use crate::ledger::{
-    Action, Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, GroupKey, Ledger, LedgerError, NewItem,
-    NextStep, Owner, Pace, RuleWindow,
+    Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, Ledger, LedgerError, NewItem, Owner, Pace,
 };
+use crate::model::{Action, GroupKey, NextStep, RuleWindow};
 use crate::model::{Class, EngineKind, Outcome};
 use crate::progress::Progress;
 use crate::redact::Redactor;
@@ -496,7 +496,7 @@ impl Run<'_> {
             e.attempts = row.attempts;
             e.http_status = row.last_http_status;
             match row.state {
-                crate::ledger::ItemState::Parked => {
+                crate::model::ItemState::Parked => {
                     e.outcome = Outcome::Misconfigured;
                     e.reason = row.last_reason.unwrap_or_else(|| "parked".into());
                     e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
@@ -505,7 +505,7 @@ impl Run<'_> {
                             .into(),
                     );
                 }
-                crate::ledger::ItemState::InFlight => {
+                crate::model::ItemState::InFlight => {
                     e.reason = "in_flight".into();
                     e.message = "another indexq run is sending it right now".into();
                 }
@@ -787,7 +787,7 @@ impl Run<'_> {
         rules: &[budget::Rule],
         windows: &[RuleWindow],
         retry_at: DateTime<Utc>,
-    ) -> anyhow::Result<(Tz, RuleWindow, crate::ledger::Usage)> {
+    ) -> anyhow::Result<(Tz, RuleWindow, crate::model::Usage)> {
         let now = self.clock.now();
         let mut fallback = None;
         for (rule, window) in rules.iter().zip(windows) {

@@ -11,10 +11,9 @@
 use super::{base_entry, Run};
 use crate::budget;
 use crate::ledger::policy::{self, ClaimPlan, PaceState};
-use crate::ledger::{
-    url_key, Admission, AdmitRule, GroupKey, ItemFilter, NewItem, Pace, Report, RuleWindow, StateFilter,
-};
+use crate::ledger::{url_key, Admission, AdmitRule, ItemFilter, NewItem, Pace, StateFilter};
 use crate::model::Outcome;
+use crate::model::{GroupKey, Report, RuleWindow};
 use crate::report::{Deferral, Planned};
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;

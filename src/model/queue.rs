@@ -1,0 +1,68 @@
+//! A queue item's state and the counts of a group's items, and what an
+//! attempt leaves behind: the response as stored and what happens next.
+
+use chrono::{DateTime, Utc};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemState {
+    Queued,
+    InFlight,
+    Accepted,
+    Parked,
+}
+
+impl ItemState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemState::Queued => "queued",
+            ItemState::InFlight => "in_flight",
+            ItemState::Accepted => "accepted",
+            ItemState::Parked => "parked",
+        }
+    }
+}
+
+impl std::str::FromStr for ItemState {
+    type Err = ();
+    fn from_str(s: &str) -> std::result::Result<ItemState, ()> {
+        match s {
+            "queued" => Ok(ItemState::Queued),
+            "in_flight" => Ok(ItemState::InFlight),
+            "accepted" => Ok(ItemState::Accepted),
+            "parked" => Ok(ItemState::Parked),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Queue counts for a group at a moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueCounts {
+    /// Queued and due now.
+    pub due: u64,
+    /// Queued for later (a window, a backoff).
+    pub waiting: u64,
+    /// Waiting for a human.
+    pub parked: u64,
+    pub in_flight: u64,
+    pub accepted: u64,
+}
+
+/// What happens to an item after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NextStep {
+    Accepted,
+    RetryAt(DateTime<Utc>),
+    /// Parked until a human acts or the configuration (fingerprint) changes.
+    Park {
+        fingerprint: String,
+    },
+}
+
+/// One response as stored: status and redacted, capped body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub http_status: Option<u16>,
+    pub body: Option<String>,
+}
