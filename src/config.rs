@@ -595,7 +595,7 @@ impl Resolver<'_> {
             .map_err(|err| self.err(value, key, format!("`{}` is not a URL: {err}", value.get_ref())))?;
         match url.scheme() {
             "https" => Ok(url),
-            "http" if is_loopback(&url) => Ok(url),
+            "http" if crate::net::is_loopback(&url) => Ok(url),
             "http" => Err(self
                 .err(value, key, format!("`{url}` uses http:// on a host that is not loopback"))
                 .hint("use https:// (plain http is only allowed for 127.0.0.1, ::1 and localhost, for tests)")),
@@ -977,15 +977,6 @@ impl Resolver<'_> {
     }
 }
 
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
 fn expand_home(path: &str) -> PathBuf {
     match path.strip_prefix("~/") {
         Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
@@ -1013,21 +1004,6 @@ pub fn default_ledger_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
         .join("indexq")
         .join("ledger.db")
-}
-
-/// The rules for IndexNow keys: 8 to 128 characters of a-z, A-Z, 0-9 and `-`.
-pub fn check_indexnow_key(key: &str) -> Result<(), String> {
-    let len = key.chars().count();
-    if !(8..=128).contains(&len) {
-        return Err(format!("the IndexNow key has {len} characters; it must have 8 to 128"));
-    }
-    if let Some(bad) = key.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '-')) {
-        return Err(format!(
-            "the IndexNow key contains {:?}; only a-z, A-Z, 0-9 and - are allowed",
-            if bad.is_ascii_graphic() { bad.to_string() } else { format!("U+{:04X}", bad as u32) }
-        ));
-    }
-    Ok(())
 }
 
 /// The characters a Bing Webmaster API key may have. Bing documents no
@@ -1073,7 +1049,7 @@ pub fn read_bing_key(source: &SecretSource) -> Result<Secret, ConfigError> {
 /// Reads a property's IndexNow key and checks it against the key rules.
 pub fn read_indexnow_key(table: &PropertyIndexNow) -> Result<Secret, ConfigError> {
     let key = table.key.read()?;
-    check_indexnow_key(key.expose()).map_err(|why| ConfigError {
+    crate::classify::check_indexnow_key(key.expose()).map_err(|why| ConfigError {
         place: table.key.place().to_string(),
         message: why,
         hint: Some("generate a valid key with `indexq key generate`, or 32 random hex characters".into()),
@@ -1168,15 +1144,6 @@ indexnow = { key_env = "INDEXNOW_KEY" }
     fn bing_property_needs_an_api_key() {
         let e = error_of("[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nbing = {}\n");
         assert!(e.place.ends_with("`property[0].bing`"), "{}", e.place);
-    }
-
-    #[test]
-    fn key_rules() {
-        assert!(check_indexnow_key("abcd-1234").is_ok());
-        assert!(check_indexnow_key("short").is_err());
-        assert!(check_indexnow_key(&"a".repeat(129)).is_err());
-        assert!(check_indexnow_key("has space1").is_err());
-        assert!(check_indexnow_key("under_score").is_err());
     }
 
     #[test]

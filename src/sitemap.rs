@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use url::Url;
 
+use crate::errors::error_chain;
 use crate::input::MAX_URL_BYTES;
 
 /// How deep `<sitemapindex>` children are followed (the source is depth 0).
@@ -433,20 +434,6 @@ fn innermost(error: &dyn std::error::Error) -> Option<String> {
         last = next;
     }
     Some(last.to_string())
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 // ---------------------------------------------------------------------------

@@ -494,16 +494,7 @@ fn describe(err: &pg::Error) -> String {
     if let Some(db) = err.as_db_error() {
         return format!("{} ({})", db.message(), db.code().code());
     }
-    let mut out = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out = format!("{out}: {text}");
-        }
-        source = cause.source();
-    }
-    out
+    crate::errors::error_chain(err)
 }
 
 /// Runs `attempt` (one whole transaction) again while the server aborts it
