@@ -1111,7 +1111,7 @@ indexnow = { key_env = "INDEXNOW_KEY" }
 
     #[test]
     fn the_design_example_parses() {
-        let text = include_str!("../config.example.toml");
+        let text = include_str!("../../config.example.toml");
         let s = parse_str(text).unwrap();
         assert!(!s.properties.is_empty());
     }
