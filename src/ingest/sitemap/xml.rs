@@ -3,6 +3,8 @@
 //! index children are returned, and each problem names its line and column.
 
 use quick_xml::events::Event;
+use std::borrow::Cow;
+use std::fmt;
 use std::io::Read;
 
 use super::body::{io_problem, uncompressed};
@@ -229,6 +231,22 @@ impl Parse<'_> {
         }
     }
 
+    /// Adds the text of a text or CDATA event; one that cannot be decoded is
+    /// malformed XML, and false stops the parse.
+    fn push_decoded(&mut self, text: Result<Cow<'_, str>, impl fmt::Display>, at: (u64, u64)) -> bool {
+        match text {
+            Ok(text) => {
+                self.push_text(&text);
+                true
+            }
+            Err(err) => {
+                let place = self.place(at);
+                self.problem(place, format!("malformed XML: {err}"));
+                false
+            }
+        }
+    }
+
     fn eof(&mut self, at: (u64, u64)) {
         if let Some((tag, opened)) = self.open.last() {
             let message = format!(
@@ -306,22 +324,16 @@ pub(super) fn parse_sitemap(
                 state.close();
             }
             Ok(Event::End(_)) => state.close(),
-            Ok(Event::Text(e)) if state.text.is_some() => match e.decode() {
-                Ok(text) => state.push_text(&text),
-                Err(err) => {
-                    let place = state.place(at);
-                    state.problem(place, format!("malformed XML: {err}"));
+            Ok(Event::Text(e)) if state.text.is_some() => {
+                if !state.push_decoded(e.decode(), at) {
                     break;
                 }
-            },
-            Ok(Event::CData(e)) if state.text.is_some() => match e.decode() {
-                Ok(text) => state.push_text(&text),
-                Err(err) => {
-                    let place = state.place(at);
-                    state.problem(place, format!("malformed XML: {err}"));
+            }
+            Ok(Event::CData(e)) if state.text.is_some() => {
+                if !state.push_decoded(e.decode(), at) {
                     break;
                 }
-            },
+            }
             Ok(Event::GeneralRef(e)) if state.text.is_some() => {
                 let resolved = match e.resolve_char_ref() {
                     Ok(Some(c)) => Some(c.to_string()),
