@@ -1,12 +1,12 @@
 //! Ingest: where the URLs a run submits come from, each with its place
 //! (`file:line`, or `sitemap:line:column`). Two kinds of source:
 //!
-//! - [`list`]: URL lists, from files or standard input, read as a bounded
+//! - `list`: URL lists, from files or standard input, read as a bounded
 //!   stream of lines ([`read_lines`]);
 //! - [`sitemap`]: sitemaps, sitemap indexes and robots.txt, local or fetched
 //!   ([`sitemap::Reader`]).
 //!
-//! [`normalize`] owns the form a URL is submitted and stored in
+//! `normalize` owns the form a URL is submitted and stored in
 //! ([`parse_url`]), which both kinds of source (and `log --url`,
 //! `queue --url`) go through. This module knows nothing of the ledger, the
 //! engines or the configuration: caps are passed in, and the caller judges

@@ -55,7 +55,7 @@ const MAX_DEPTH: usize = 3;
 pub struct Entry {
     pub loc: String,
     pub lastmod: Option<DateTime<Utc>>,
-    /// "SOURCE:LINE:COL" of the <loc>
+    /// "SOURCE:LINE:COL" of the `<loc>`
     pub place: String,
 }
 
@@ -91,7 +91,7 @@ impl Reader {
     /// client given should refuse a redirect from https to http, as `engines::fetch_client` does: the refusal is a
     /// Problem naming the redirect), or a
     /// robots.txt (file or URL, recognised by its file name `robots.txt`) whose `Sitemap:` lines (case-insensitive)
-    /// are followed — calling `each` for every <url><loc> found, following <sitemapindex> children recursively
+    /// are followed — calling `each` for every `<url><loc>` found, following `<sitemapindex>` children recursively
     /// (depth ≤ 3: the source is depth 0), each sitemap read at most once per Reader (a second reference is skipped
     /// silently unless it is a cycle: a child that is one of its own ancestors is a Problem naming the loop, e.g.
     /// "a.xml → b.xml → a.xml"). Returns the problems; never panics; one broken child does not stop the others.
