@@ -87,19 +87,15 @@ fn paced_claim_is_charged_to_the_window_of_each_request(backend: Backend) {
     assert!(after_midnight > 0, "some went after midnight: {sent_at:?}");
 
     // The new day's usage is what went after midnight.
-    let status = sb.indexq(&["--json", "status"]).now("2026-12-05T00:00:10-08:00").output().code(0).json();
-    let day = |status: &serde_json::Value| -> (u64, String) {
-        let budget = status["budgets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["engine"] == "google" && b["limit"] == 11)
-            .unwrap_or_else(|| panic!("{status:#}"))
-            .clone();
-        (budget["used"].as_u64().unwrap(), budget["window"].as_str().unwrap_or_default().to_string())
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-05T00:00:10-08:00").output().code(0).status_doc();
+    // The property's share of the Google day.
+    let day = |status: &json::Status| -> (u64, String) {
+        let budget = status.budgets_of(json::Engine::Google).into_iter().find(|b| b.limit == Some(11));
+        let budget = budget.unwrap_or_else(|| panic!("{status:#?}"));
+        (budget.used, budget.window.clone())
     };
     let (used, window) = day(&status);
-    assert!(window.contains("2026-12-05"), "{status:#}");
+    assert!(window.contains("2026-12-05"), "{status:#?}");
     assert_eq!(used, after_midnight, "requests sent after midnight are charged to the new day: {sent_at:?}");
 
     // Later that day, a run that may wait spends what is left, no more.
@@ -107,8 +103,8 @@ fn paced_claim_is_charged_to_the_window_of_each_request(backend: Backend) {
     sb.indexq(&["--json", "submit", "--max-wait", "3s"]).now("2026-12-05T00:00:30-08:00").output().code(0);
     let sent_after = after_midnight + (arrivals.lock().unwrap().len() - before) as u64;
     assert_eq!(sent_after, 11, "the new day got exactly its quota");
-    let status = sb.indexq(&["--json", "status"]).now("2026-12-05T00:01:00-08:00").output().code(0).json();
-    assert_eq!(day(&status).0, 11, "{status:#}");
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-05T00:01:00-08:00").output().code(0).status_doc();
+    assert_eq!(day(&status).0, 11, "{status:#?}");
 }
 
 #[test]

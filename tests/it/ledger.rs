@@ -19,33 +19,30 @@ fn a_run_killed_in_flight_is_reconciled_without_loss_or_double_count() {
     child.wait().unwrap();
 
     // The killed run's reservation is in the ledger: 2 used today, items in flight.
-    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T22:01:00Z").output().code(0).json();
-    let items = queue["items"].as_array().unwrap();
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T22:01:00Z").output().code(0).queue_doc();
+    let items = &queue.items;
     assert_eq!(items.len(), 2, "both URLs are in the ledger");
-    assert!(items.iter().all(|i| i["state"] == "in_flight"), "{items:?}");
+    assert!(items.iter().all(|i| i.state == json::ItemState::InFlight), "{items:?}");
 
     // Next day: the next run reconciles them and sends them again.
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
-    let done = sb.indexq(&["--json", "submit"]).now("2026-12-04T08:00:00Z").output().code(0);
-    let doc = done.json();
-    assert_eq!(count(&doc, "accepted"), 2);
-    let r = result_for(&results(&doc), &sb.url("/a")).clone();
-    assert_eq!(r["attempts"], 2, "the interrupted attempt is counted");
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-04T08:00:00Z").output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 2);
+    assert_eq!(doc.result_for(&sb.url("/a")).attempts, 2, "the interrupted attempt is counted");
     assert_eq!(sb.engine.requests().len(), 2);
 
     // The killed request counted against its own day, and the retry only once against the new day.
-    let day1 = sb.indexq(&["--json", "status"]).now("2026-12-03T23:00:00Z").output().code(0).json();
-    assert_eq!(day1["budgets"][0]["used"], 2);
-    let day2 = sb.indexq(&["--json", "status"]).now("2026-12-04T09:00:00Z").output().code(0).json();
-    assert_eq!(day2["budgets"][0]["used"], 2);
-    assert_eq!(day2["budgets"][0]["window"], "2026-12-04");
-    assert_eq!(day2["queue"]["due"], 0);
-    assert_eq!(day2["queue"]["waiting"], 0);
+    let day1 = sb.indexq(&["--json", "status"]).now("2026-12-03T23:00:00Z").output().code(0).status_doc();
+    assert_eq!(day1.budgets[0].used, 2);
+    let day2 = sb.indexq(&["--json", "status"]).now("2026-12-04T09:00:00Z").output().code(0).status_doc();
+    assert_eq!(day2.budgets[0].used, 2);
+    assert_eq!(day2.budgets[0].window, "2026-12-04");
+    assert_eq!(day2.queue.due, 0);
+    assert_eq!(day2.queue.waiting, 0);
 
     // The log tells what happened.
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0).json();
-    let reasons: Vec<&str> =
-        log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0);
+    let reasons: Vec<String> = log.log_doc().attempts.into_iter().map(|a| a.reason).collect();
     assert_eq!(reasons, ["interrupted", "ok"]);
 }
 
@@ -211,4 +208,30 @@ fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
     let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
     assert_eq!(status["stranded"].as_array().unwrap().len(), 0, "{status:#}");
     sb.indexq(&["doctor"]).now(now).output().code(0);
+}
+
+/// `ledger copy` to another SQLite file: the copy holds the same ledger, and
+/// `--json` says what was copied; copying again adds no attempt.
+#[test]
+fn ledger_copy_to_another_file_says_what_it_copied() {
+    let sb = Sandbox::new();
+    let now = "2026-12-03T09:00:00Z";
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(now).output().code(0);
+    let copy = sb.dir.path().join("copy.db");
+    let to = ["--json", "ledger", "copy", "--to", copy.to_str().unwrap()];
+    let doc = sb.indexq(&to).now(now).output().code(0).copy_doc();
+    assert_eq!(doc.from, sb.ledger().display().to_string());
+    assert_eq!(doc.to, copy.display().to_string());
+    // The two URLs, the one request that sent them, and IndexNow's day.
+    let copied = json::Copied { items: 2, attempts: 1, budget_windows: 1 };
+    assert_eq!(doc.copied, copied, "{doc:#?}");
+    let accepted = |ledger: &std::path::Path| {
+        let run = sb.indexq(&["--json", "queue", "list", "--state", "accepted"]).env("INDEXQ_LEDGER", ledger);
+        run.now(now).output().code(0).queue_doc().items
+    };
+    assert_eq!(accepted(&copy), accepted(&sb.ledger()));
+    assert_eq!(accepted(&copy).len(), 2);
+    let again = sb.indexq(&to).now(now).output().code(0).copy_doc();
+    assert_eq!(again.copied.attempts, 0, "{again:#?}");
 }

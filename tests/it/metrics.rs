@@ -198,48 +198,41 @@ fn check_four_days(sb: &Sandbox) {
     assert_eq!(value(&series, "indexq_build_info", &[]), 1.0);
 
     // The same numbers as `status --json`, rule by rule and group by group.
-    let status = sb.indexq(&["--json", "status"]).now(AFTER).output().code(0).json();
-    let budgets = status["budgets"].as_array().unwrap();
-    assert_eq!(budgets.len(), series.iter().filter(|s| s.name == "indexq_budget_used_urls").count());
+    let status = sb.indexq(&["--json", "status"]).now(AFTER).output().code(0).status_doc();
+    assert_eq!(status.budgets.len(), series.iter().filter(|s| s.name == "indexq_budget_used_urls").count());
     let later = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(AFTER).output().code(0).stdout);
-    for b in budgets {
-        let endpoint = b["endpoint"].as_str().unwrap_or("");
+    for b in &status.budgets {
         let labels = [
-            ("property", b["property"].as_str().unwrap()),
-            ("engine", b["engine"].as_str().unwrap()),
-            ("endpoint", endpoint),
-            ("rule", b["rule"].as_str().unwrap()),
-            ("period", b["period"].as_str().unwrap()),
-            ("scope", b["scope"].as_str().unwrap()),
+            ("property", b.property.as_str()),
+            ("engine", b.engine.as_str()),
+            ("endpoint", b.endpoint.as_deref().unwrap_or("")),
+            ("rule", b.rule.as_str()),
+            ("period", b.period.as_str()),
+            ("scope", b.scope.as_str()),
         ];
-        assert_eq!(value(&later, "indexq_budget_used_urls", &labels), b["used"].as_f64().unwrap(), "{b}");
+        assert_eq!(value(&later, "indexq_budget_used_urls", &labels), b.used as f64, "{b:?}");
         let limit = later.iter().find(|s| s.name == "indexq_budget_limit_urls" && labels_are(s, &labels));
-        assert_eq!(limit.map(|s| s.value), b["limit"].as_f64(), "{b}");
+        assert_eq!(limit.map(|s| s.value), b.limit.map(|l| l as f64), "{b:?}");
         let remaining = later.iter().find(|s| s.name == "indexq_budget_remaining_urls" && labels_are(s, &labels));
-        assert_eq!(remaining.map(|s| s.value), b["remaining"].as_f64(), "{b}");
-        let resets = chrono::DateTime::parse_from_rfc3339(b["resets_at"].as_str().unwrap()).unwrap().timestamp();
+        assert_eq!(remaining.map(|s| s.value), b.remaining.map(|r| r as f64), "{b:?}");
+        let resets = chrono::DateTime::parse_from_rfc3339(&b.resets_at).unwrap().timestamp();
         assert_eq!(value(&later, "indexq_budget_window_reset_timestamp_seconds", &labels), resets as f64);
-        assert_eq!(
-            value(&later, "indexq_budget_window_reset_seconds", &labels),
-            b["resets_in_secs"].as_f64().unwrap(),
-            "{b}"
-        );
+        assert_eq!(value(&later, "indexq_budget_window_reset_seconds", &labels), b.resets_in_secs as f64, "{b:?}");
     }
-    for g in status["groups"].as_array().unwrap() {
-        let endpoint = g["endpoint"].as_str().unwrap_or("");
-        let group = [("property", g["property"].as_str().unwrap()), ("engine", g["engine"].as_str().unwrap())];
+    for g in &status.groups {
+        let group = [("property", g.property.as_str()), ("engine", g.engine.as_str())];
         for state in states {
-            let labels = [group[0], group[1], ("endpoint", endpoint), ("state", state)];
-            assert_eq!(value(&later, "indexq_queue_items", &labels), g["queue"][state].as_f64().unwrap(), "{g}");
+            let labels = [group[0], group[1], ("endpoint", g.endpoint.as_deref().unwrap_or("")), ("state", state)];
+            assert_eq!(value(&later, "indexq_queue_items", &labels), g.queue.get(state) as f64, "{g:?}");
         }
     }
     // And as `log --json` counts the attempts: a request of `urls` URLs is
     // an attempt of each.
-    let log = sb.indexq(&["--json", "log", "--limit", "1000"]).now(AFTER).output().code(0).json();
+    let log = sb.indexq(&["--json", "log", "--limit", "1000"]).now(AFTER).output().code(0).log_doc();
     let mut by_class: BTreeMap<(String, String), f64> = BTreeMap::new();
-    for a in log["attempts"].as_array().unwrap() {
-        let key = (a["engine"].as_str().unwrap().to_string(), a["outcome"].as_str().unwrap().to_string());
-        *by_class.entry(key).or_default() += a["urls"].as_f64().unwrap();
+    for a in &log.attempts {
+        let key = (a.engine.as_str().to_string(), a.outcome.as_str().to_string());
+        *by_class.entry(key).or_default() += a.urls as f64;
     }
     for s in later.iter().filter(|s| s.name == "indexq_attempts_total") {
         let key = (s.labels["engine"].clone(), s.labels["class"].clone());

@@ -336,18 +336,23 @@ fn pg_ledger_copy_round_trip() {
     // SQLite → PostgreSQL, twice (the target password from $PGPASSWORD).
     let schema = pg.schema();
     let to_pg = |sb: &Sandbox| {
-        sb.indexq(&["ledger", "copy", "--to", &pg.url, "--schema", &schema])
+        sb.indexq(&["--json", "ledger", "copy", "--to", &pg.url, "--schema", &schema])
             .env("INDEXQ_LEDGER", &sqlite)
             .env("PGPASSWORD", &pg.password)
             .now(at)
             .output()
             .code(0)
+            .copy_doc()
     };
-    to_pg(&sb);
+    let first = to_pg(&sb);
+    assert_eq!((first.from.as_str(), first.to.as_str()), (sqlite.to_str().unwrap(), pg.url.as_str()), "{first:#?}");
+    let requests = original["log"]["attempts"].as_array().unwrap().len() as u64;
+    assert_eq!(first.copied.attempts, requests, "{first:#?}");
     sb.use_pg(PgLedger { schema: schema.clone(), ..pg.ledger() });
     let in_pg = views(|args| sb.indexq(args).now(at).output());
     assert_eq!(in_pg, original, "PostgreSQL holds the same ledger");
-    to_pg(&sb);
+    let again = to_pg(&sb);
+    assert_eq!(again.copied.attempts, 0, "no attempt twice: {again:#?}");
     assert_eq!(views(|args| sb.indexq(args).now(at).output()), original, "copying again changes nothing");
     let from_sqlite = views(|args| sb.indexq(args).env("INDEXQ_LEDGER", &sqlite).now(at).output());
     assert_eq!(from_sqlite, original, "the source is unchanged");
@@ -459,8 +464,7 @@ fn pg_password_never_shown() {
 
 /// The schema version `ledger migrate --json` reports.
 fn migrated_version(done: &Done) -> i64 {
-    let doc = done.json();
-    doc["schema_version"].as_i64().unwrap_or_else(|| panic!("no schema_version in {doc}"))
+    done.migrate_doc().schema_version
 }
 
 #[test]
