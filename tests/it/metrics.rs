@@ -1,10 +1,11 @@
 //! Metrics in the Prometheus text format (`submit --metrics-file`, `status
 //! --format prometheus`): after four scripted days against the mock engines
 //! every series is there with the value the days give and the numbers of
-//! `status --json`, on SQLite and PostgreSQL; a real Prometheus parser
-//! accepts the text (promtool, else the Python client); the file is written
-//! atomically; the alert rules in `examples/` are valid and fire when they
-//! should.
+//! `status --json`, on SQLite and PostgreSQL; the file is written
+//! atomically. With promtool (Debian's `prometheus` package; the tests that
+//! need it are `#[ignore]`d, `.ci/run` runs them): a real Prometheus parser
+//! accepts the text, and the alert rules in `examples/` are valid and fire
+//! when they should.
 
 use crate::support::scenario::{self, AFTER, DAYS};
 use crate::support::*;
@@ -88,40 +89,21 @@ fn parse_labels(text: &str) -> (BTreeMap<String, String>, &str) {
     }
 }
 
-/// A real Prometheus parser accepts `text`: `promtool check metrics` (which
-/// also lints names, HELP and TYPE), else the Python client's parser. With
-/// neither installed the check is skipped (failed in CI: `.ci/run` installs
-/// promtool).
-pub fn accepted_by_a_prometheus_parser(text: &str) {
-    let run = |program: &str, args: &[&str]| {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .ok()?;
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-        Some(child.wait_with_output().unwrap())
-    };
-    if let Some(out) = run("promtool", &["check", "metrics"]) {
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
-        return;
-    }
-    let script = "import sys\nfrom prometheus_client.parser import text_string_to_metric_families as parse\n\
-                  print(sum(len(f.samples) for f in parse(sys.stdin.read())))";
-    if let Some(out) = run("python3", &["-c", script]).filter(|o| o.status.success()) {
-        let n: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-        assert_eq!(n, parse(text).len(), "the Python client read every sample");
-        return;
-    }
-    let required = ["CI", "INDEXQ_TEST_PROMETHEUS_REQUIRED"].iter().any(|k| std::env::var_os(k).is_some());
-    assert!(
-        !required,
-        "no Prometheus parser: install promtool (Debian's prometheus) or `pip install prometheus_client`"
-    );
-    eprintln!("skipped: no Prometheus parser (promtool, or python3 with prometheus_client)");
+/// Prometheus's own parser accepts `text`: `promtool check metrics` (which
+/// also lints names, HELP and TYPE) says nothing. The tests that call this
+/// are `#[ignore = "needs promtool …"]`; without promtool they fail.
+pub fn accepted_by_promtool(text: &str) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("this test needs promtool (Debian's prometheus package): {e}"));
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
 }
 
 /// The value of the one sample of `name` whose labels include `labels`.
@@ -138,15 +120,18 @@ fn epoch(at: &str) -> f64 {
     chrono::DateTime::parse_from_rfc3339(at).unwrap().timestamp() as f64
 }
 
-/// What the four days leave, as metrics: checked one by one, then against
-/// `status --json` and `status --format prometheus`.
-fn check_four_days(sb: &Sandbox) {
+/// Runs the four days with `--metrics-file`; returns the file's text.
+fn four_days_with_metrics(sb: &Sandbox) -> String {
     let file = sb.dir.path().join("textfile").join("indexq.prom");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     scenario::four_days(sb, &["--metrics-file", file.to_str().unwrap()]);
-    let text = std::fs::read_to_string(&file).unwrap();
-    accepted_by_a_prometheus_parser(&text);
-    let series = parse(&text);
+    std::fs::read_to_string(&file).unwrap()
+}
+
+/// What the four days leave, as metrics (`text`, the file): checked one by
+/// one, then against `status --json` and `status --format prometheus`.
+fn check_four_days(sb: &Sandbox, text: &str) {
+    let series = parse(text);
     let endpoint = sb.endpoints[0].clone();
     let indexnow = [("property", "site"), ("engine", "indexnow"), ("endpoint", endpoint.as_str())];
     let bing = [("property", "site"), ("engine", "bing"), ("endpoint", "")];
@@ -258,7 +243,8 @@ fn labels_are(s: &Series, labels: &[(&str, &str)]) -> bool {
 #[test]
 fn four_days_of_metrics_hold_every_series_with_its_value() {
     let sb = scenario::sandbox();
-    check_four_days(&sb);
+    let text = four_days_with_metrics(&sb);
+    check_four_days(&sb, &text);
     // Written atomically: nothing but the file in its directory, readable by a collector.
     let dir = sb.dir.path().join("textfile");
     let names: Vec<String> =
@@ -273,11 +259,14 @@ fn four_days_of_metrics_hold_every_series_with_its_value() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start), and promtool; .ci/run runs it"]
 fn pg_four_days_of_metrics_hold_every_series_with_its_value() {
-    let Some(server) = pg::server() else { return };
+    let server = pg::server();
     let mut sb = scenario::sandbox();
     sb.use_pg(server.ledger());
-    check_four_days(&sb);
+    let text = four_days_with_metrics(&sb);
+    accepted_by_promtool(&text);
+    check_four_days(&sb, &text);
     pg::assert_no_sqlite(&sb, &[]);
 }
 
@@ -285,7 +274,6 @@ fn pg_four_days_of_metrics_hold_every_series_with_its_value() {
 fn a_new_ledger_has_every_family_and_no_run() {
     let sb = Sandbox::new();
     let text = sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout;
-    accepted_by_a_prometheus_parser(&text);
     let series = parse(&text);
     for family in [
         "indexq_budget_used_urls",
@@ -333,8 +321,9 @@ fn a_metrics_file_that_cannot_be_written_fails_the_run_which_is_recorded_so() {
 /// A run that loses its database mid-run still leaves its metrics: the run
 /// families, exit code 1 (nothing read from a ledger it cannot reach).
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start), and promtool; .ci/run runs it"]
 fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
-    let Some(server) = pg::server() else { return };
+    let server = pg::server();
     let mut sb = Sandbox::new();
     // The request is slow: the server goes away while it is in flight.
     sb.engine.on("POST", ENDPOINT_PATH, vec![mock::MockResponse::status(200).delay(Duration::from_millis(1500))]);
@@ -349,7 +338,7 @@ fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
     let done = pg::wait_at_most(child, Duration::from_secs(30), "the run that lost its database").code(1);
     assert!(done.stderr.contains("cannot be reached"), "{}", done.stderr);
     let text = std::fs::read_to_string(&file).unwrap();
-    accepted_by_a_prometheus_parser(&text);
+    accepted_by_promtool(&text);
     let series = parse(&text);
     assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 1.0);
     assert!(!series.iter().any(|s| s.name == "indexq_queue_items"), "nothing read from a lost ledger:\n{text}");
@@ -357,24 +346,28 @@ fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
 }
 
 // ---------------------------------------------------------------------------
-// The alert rules of examples/.
+// promtool: the text, and the alert rules of examples/.
 
-fn promtool() -> Option<()> {
-    Command::new("promtool").arg("--version").output().ok().filter(|o| o.status.success()).map(|_| ())
+/// Prometheus's parser accepts every text the other tests read: a new
+/// ledger's, the four days' file and `status --format prometheus` after them.
+#[test]
+#[ignore = "needs promtool (Debian's prometheus package); .ci/run runs it"]
+fn promtool_accepts_the_metrics_text() {
+    let sb = Sandbox::new();
+    accepted_by_promtool(&sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout);
+    let sb = scenario::sandbox();
+    accepted_by_promtool(&four_days_with_metrics(&sb));
+    accepted_by_promtool(&sb.indexq(&["status", "--format", "prometheus"]).now(AFTER).output().code(0).stdout);
 }
 
 #[test]
+#[ignore = "needs promtool (Debian's prometheus package); .ci/run runs it"]
 fn the_alert_rules_are_valid_and_fire_when_they_should() {
     let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/prometheus-alerts.yml");
     let text = std::fs::read_to_string(&rules).unwrap();
     assert!(text.contains("indexq_queue_items") && text.contains("indexq_last_success_timestamp_seconds"));
-    if promtool().is_none() {
-        let required = ["CI", "INDEXQ_TEST_PROMETHEUS_REQUIRED"].iter().any(|k| std::env::var_os(k).is_some());
-        assert!(!required, "promtool is needed (Debian's prometheus package)");
-        eprintln!("skipped: promtool is not installed");
-        return;
-    }
-    let check = Command::new("promtool").args(["check", "rules"]).arg(&rules).output().unwrap();
+    let check = Command::new("promtool").args(["check", "rules"]).arg(&rules).output();
+    let check = check.unwrap_or_else(|e| panic!("this test needs promtool (Debian's prometheus package): {e}"));
     assert!(
         check.status.success(),
         "{}{}",

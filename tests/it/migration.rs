@@ -110,8 +110,9 @@ fn a_schema_1_sqlite_ledger_upgrades_in_place() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_a_schema_1_database_ledger_upgrades_in_place() {
-    let Some(server) = pg::server() else { return };
+    let server = pg::server();
     let ledger = server.ledger();
     // The fixture's dump, loaded into this test's own schema.
     let dump = fixture("pg.sql").replace("ledger_v1_fixture", &ledger.schema);

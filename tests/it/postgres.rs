@@ -3,8 +3,9 @@
 //! ends, a server that goes away mid-run stops the run (exit 1, naming the
 //! host) with nothing sent unreserved, `ledger copy` round-trips with SQLite,
 //! the password never shows, and migrations run once and refuse a newer
-//! schema. Each test has its own schema; without `INDEXQ_TEST_PG` they are
-//! skipped (failed in CI): `eval "$(.ci/postgres start)"` starts a server.
+//! schema. Each test has its own schema. They need a server: `#[ignore]`d,
+//! they run with `cargo test -- --include-ignored` after `eval "$(.ci/postgres
+//! start)"` (`.ci/run` does), and fail without one.
 
 use crate::support::mock::MockResponse;
 use crate::support::pg::{self, PgLedger, PgProxy, PgServer};
@@ -45,8 +46,9 @@ fn sorted_unique(v: &[String]) -> Vec<String> {
 // many machines, one quota, one queue
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_eight_machines_share_one_daily_quota() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 11".into();
     // Slow answers make the runs overlap.
@@ -97,8 +99,9 @@ fn pg_eight_machines_share_one_daily_quota() {
 /// would claim in one go), so 3,000 URLs are six batches the three runners
 /// take turns at.
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_three_runners_drain_one_queue_once() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::bing("daily_quota = 5000");
     // Today Bing has no room: every URL is admitted and waits.
     sb.bing_quota(0, 100_000);
@@ -143,8 +146,9 @@ fn pg_three_runners_drain_one_queue_once() {
 // owners on other machines: the lease
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_killed_runner_is_reconciled_after_its_lease() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 10".into();
     // A lease must outlast a request (`[http] timeout`): 3 s and 2 s.
@@ -213,8 +217,9 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
 // the server goes away
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_server_stopped_mid_run() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::bing("daily_quota = 5000");
     sb.bing_quota(10_000, 100_000);
     // The first batch is slow: the server goes away while it is in flight.
@@ -301,8 +306,9 @@ fn views(run: impl Fn(&[&str]) -> Done) -> Value {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_ledger_copy_round_trip() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 5".into();
     sb.write_config();
@@ -399,12 +405,10 @@ fn outputs(sb: &Sandbox, args: &[&str], code: i32, env: &[(&str, &str)]) -> Stri
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_password_never_shown() {
-    let Some(pg) = pg::server() else { return };
-    if pg.password.is_empty() {
-        eprintln!("skipped: the test server has no password (INDEXQ_TEST_PG_PASSWORD)");
-        return;
-    }
+    let pg = pg::server();
+    assert!(!pg.password.is_empty(), "the test server has a password to look for: set INDEXQ_TEST_PG_PASSWORD");
     let host = pg.host_port();
     let mut sb = Sandbox::new();
     let list = sb.urls("urls.txt", &["/a"]);
@@ -468,8 +472,9 @@ fn migrated_version(done: &Done) -> i64 {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_migrate_once_and_refuse_newer() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     let ledger = pg.ledger();
     let schema = ledger.schema.clone();

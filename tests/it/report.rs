@@ -221,8 +221,9 @@ fn four_days_in_the_report_are_the_numbers_of_status_and_log() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_four_days_in_the_report_are_the_numbers_of_status_and_log() {
-    let Some(server) = pg::server() else { return };
+    let server = pg::server();
     let mut sb = scenario::sandbox();
     sb.use_pg(server.ledger());
     check_four_days(&sb);
