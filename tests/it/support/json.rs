@@ -118,7 +118,7 @@ closed_set! {
 /// `submit --json`: `now`, `results`, `summary`, `notes` when there are any;
 /// a dry run adds `dry_run`, `plan`, `plan_summary` and, with `--since`,
 /// `before_since`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
     pub now: String,
@@ -260,7 +260,7 @@ impl Submit {
 // ---------------------------------------------------------------------------
 // `status --json` (`status --format json`).
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Status {
     pub now: String,
@@ -410,7 +410,7 @@ impl Status {
 // ---------------------------------------------------------------------------
 // `queue list --json`, `queue retry --json`, `queue drop --json`.
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueList {
     pub now: String,
@@ -472,7 +472,7 @@ pub struct QueueDrop {
 // ---------------------------------------------------------------------------
 // `log --json`.
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Log {
     pub now: String,
@@ -520,7 +520,7 @@ impl Log {
 // ---------------------------------------------------------------------------
 // `doctor --json`.
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Doctor {
     pub checks: Vec<Check>,
@@ -563,7 +563,7 @@ impl Doctor {
 // ---------------------------------------------------------------------------
 // `key generate --json`, `init --json`, `ledger migrate|copy --json`, `report --json`.
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyGenerate {
     pub key_file: String,
@@ -572,7 +572,7 @@ pub struct KeyGenerate {
     pub urls: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Init {
     pub config: String,
@@ -581,7 +581,7 @@ pub struct Init {
     pub placeholder: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerMigrate {
     /// The ledger's path, or its database URL without the password.
@@ -589,7 +589,7 @@ pub struct LedgerMigrate {
     pub schema_version: i64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerCopy {
     pub from: String,
@@ -605,7 +605,7 @@ pub struct Copied {
     pub budget_windows: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     pub now: String,
