@@ -76,13 +76,13 @@ fn every_url_is_in_the_ledger_before_the_first_request() {
     assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(30)));
     child.kill().unwrap();
     child.wait().unwrap();
-    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).json();
-    assert_eq!(queue["items"].as_array().unwrap().len(), 10_000, "a listing shows the first 10,000");
-    assert_eq!(queue["truncated"], true);
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).queue_doc();
+    assert_eq!(queue.items.len(), 10_000, "a listing shows the first 10,000");
+    assert!(queue.truncated);
     let all = sb.indexq(&["--json", "queue", "list", "--limit", "30000"]).now("2026-12-03T09:00:00Z").output();
-    let all = all.code(0).json();
-    assert_eq!(all["items"].as_array().unwrap().len(), 25_000);
-    assert_eq!(all["truncated"], false);
+    let all = all.code(0).queue_doc();
+    assert_eq!(all.items.len(), 25_000);
+    assert!(!all.truncated);
     // The first POST carries at most 10,000 URLs.
     assert_eq!(sb.received_urls().len(), 10_000);
 }
@@ -130,14 +130,14 @@ fn queue_states_can_be_filtered_as_they_are_shown() {
     let list = sb.urls("urls.txt", &["/a", "/b"]);
     sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output().code(0);
     let waiting = sb.indexq(&["--json", "queue", "list", "--state", "waiting"]).now("2026-12-03T09:00:00Z").output();
-    let items = waiting.code(0).json()["items"].as_array().unwrap().clone();
+    let items = waiting.code(0).queue_doc().items;
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0]["url"], sb.url("/b"));
-    assert_eq!(items[0]["state"], "waiting");
+    assert_eq!(items[0].url, sb.url("/b"));
+    assert_eq!(items[0].state, json::ItemState::Waiting);
     let accepted = sb.indexq(&["--json", "queue", "list", "--state", "accepted"]).now("2026-12-03T09:00:00Z").output();
-    assert_eq!(accepted.code(0).json()["items"][0]["url"], sb.url("/a"));
+    assert_eq!(accepted.code(0).queue_doc().items[0].url, sb.url("/a"));
     let due = sb.indexq(&["--json", "queue", "list", "--state", "due"]).now("2026-12-03T09:00:00Z").output();
-    assert!(due.code(0).json()["items"].as_array().unwrap().is_empty());
+    assert!(due.code(0).queue_doc().items.is_empty());
 }
 
 /// Issue 14, item 12: a ledger file someone else made (empty, or copied
@@ -174,24 +174,18 @@ fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
     // The endpoint respelled with a trailing slash: its two items are stranded.
     sb.endpoints = vec![format!("{old_endpoint}/")];
     sb.write_config();
-    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
-    let stranded = status["stranded"].as_array().unwrap();
-    assert_eq!(stranded.len(), 1, "{status:#}");
-    assert_eq!(stranded[0]["endpoint"], old_endpoint.as_str());
-    assert_eq!(stranded[0]["queue"]["waiting"], 2, "{status:#}");
-    let hint = stranded[0]["hint"].as_str().unwrap();
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).status_doc();
+    let stranded = &status.stranded;
+    assert_eq!(stranded.len(), 1, "{status:#?}");
+    assert_eq!(stranded[0].endpoint.as_deref(), Some(old_endpoint.as_str()));
+    assert_eq!(stranded[0].queue.waiting, 2, "{status:#?}");
+    let hint = &stranded[0].hint;
     assert!(hint.contains(&format!("indexq queue drop --property site --engine indexnow --endpoint {old_endpoint}")));
     let human = sb.indexq(&["status"]).now(now).output().code(0);
     assert!(human.stdout.contains("not configured any more: 2 queued"), "{}", human.stdout);
-    let doctor = sb.indexq(&["--json", "doctor"]).now(now).output().code(3).json();
-    let check = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "ledger_stranded")
-        .unwrap_or_else(|| panic!("{doctor:#}"))
-        .clone();
-    assert!(check["fix"].as_str().unwrap().contains("indexq queue list --property site"), "{check:#}");
+    let doctor = sb.indexq(&["--json", "doctor"]).now(now).output().code(3).doctor_doc();
+    let check = doctor.checks.iter().find(|c| c.check == "ledger_stranded").unwrap_or_else(|| panic!("{doctor:#?}"));
+    assert!(check.fix.as_deref().unwrap().contains("indexq queue list --property site"), "{check:#?}");
 
     // The commands the hint gives: list, then drop, only that endpoint's items.
     let listed = sb
@@ -199,14 +193,14 @@ fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
         .now(now)
         .output()
         .code(0)
-        .json();
-    assert_eq!(listed["items"].as_array().unwrap().len(), 2, "{listed:#}");
+        .queue_doc();
+    assert_eq!(listed.items.len(), 2, "{listed:#?}");
     sb.indexq(&["queue", "drop", "--property", "site", "--engine", "indexnow", "--endpoint", &old_endpoint])
         .now(now)
         .output()
         .code(0);
-    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
-    assert_eq!(status["stranded"].as_array().unwrap().len(), 0, "{status:#}");
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).status_doc();
+    assert_eq!(status.stranded.len(), 0, "{status:#?}");
     sb.indexq(&["doctor"]).now(now).output().code(0);
 }
 

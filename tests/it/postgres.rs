@@ -172,12 +172,12 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     let b = |at: &str, args: &[&str]| sb.indexq(args).now(at).env("INDEXQ_HOST", "machine-b").output();
     b(NOW, &["--json", "submit"]).code(0);
     assert_eq!(sb.engine.requests().len(), 1, "B did not touch A's items within the lease");
-    let queue = b(NOW, &["--json", "queue", "list"]).code(0).json();
-    let items = queue["items"].as_array().unwrap();
-    assert_eq!(items.len(), 2, "{queue:#}");
-    assert!(items.iter().all(|i| i["state"] == "in_flight"), "{items:?}");
-    let status = b(NOW, &["--json", "status"]).code(0).json();
-    assert_eq!(status["budgets"][0]["used"], 2, "A's reservation is spent: {status:#}");
+    let queue = b(NOW, &["--json", "queue", "list"]).code(0).queue_doc();
+    let items = &queue.items;
+    assert_eq!(items.len(), 2, "{queue:#?}");
+    assert!(items.iter().all(|i| i.state == json::ItemState::InFlight), "{items:?}");
+    let status = b(NOW, &["--json", "status"]).code(0).status_doc();
+    assert_eq!(status.budgets[0].used, 2, "A's reservation is spent: {status:#?}");
 
     // After the lease (5 minutes later on the pinned clock; and more than
     // the lease in real time too, should leases be judged by the server's
@@ -187,11 +187,11 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     }
     let later = "2026-12-03T09:05:00Z";
     // doctor lists the expired lease, and checks the server's clock.
-    let doctor = b(later, &["--json", "doctor"]).json();
-    let checks = doctor["checks"].as_array().unwrap();
-    let lease = checks.iter().find(|c| c["check"] == "ledger_lease").unwrap_or_else(|| panic!("{doctor:#}"));
-    assert!(lease["message"].as_str().unwrap().contains("machine-a"), "{lease}");
-    assert!(checks.iter().any(|c| c["check"] == "ledger_clock" && c["ok"] == true), "{doctor:#}");
+    let doctor = b(later, &["--json", "doctor"]).doctor_doc();
+    let checks = &doctor.checks;
+    let lease = checks.iter().find(|c| c.check == "ledger_lease").unwrap_or_else(|| panic!("{doctor:#?}"));
+    assert!(lease.message.contains("machine-a"), "{lease:?}");
+    assert!(checks.iter().any(|c| c.check == "ledger_clock" && c.ok), "{doctor:#?}");
     let doc = b(later, &["--json", "submit"]).code(0).json();
     assert_eq!(count(&doc, "accepted"), 2, "{doc:#}");
     let r = result_for(&results(&doc), &sb.url("/a")).clone();
@@ -202,13 +202,12 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     assert_eq!(received, [sb.url("/a"), sb.url("/a"), sb.url("/b"), sb.url("/b")]);
 
     // The killed request counts once (the engine may have seen it), and the resend once.
-    let status = b(later, &["--json", "status"]).code(0).json();
-    assert_eq!(status["budgets"][0]["used"], 4, "{status:#}");
-    assert_eq!(status["queue"]["in_flight"], 0, "{status:#}");
-    assert_eq!(status["queue"]["accepted"], 2, "{status:#}");
-    let log = b(later, &["--json", "log", "--url", &sb.url("/a")]).code(0).json();
-    let reasons: Vec<&str> =
-        log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    let status = b(later, &["--json", "status"]).code(0).status_doc();
+    assert_eq!(status.budgets[0].used, 4, "{status:#?}");
+    assert_eq!(status.queue.in_flight, 0, "{status:#?}");
+    assert_eq!(status.queue.accepted, 2, "{status:#?}");
+    let log = b(later, &["--json", "log", "--url", &sb.url("/a")]).code(0).log_doc();
+    let reasons: Vec<&str> = log.attempts.iter().map(|a| a.reason.as_str()).collect();
     assert_eq!(reasons, ["interrupted", "ok"]);
     pg::assert_no_sqlite(&sb, &[]);
 }
@@ -268,20 +267,14 @@ fn pg_server_stopped_mid_run() {
     let twice: BTreeSet<&String> = twice.into_iter().filter(|(_, n)| *n > 1).map(|(u, _)| u).collect();
     assert_eq!(twice, interrupted.iter().collect::<BTreeSet<_>>());
 
-    let status = sb.indexq(&["--json", "status"]).now(later).output().code(0).json();
+    let status = sb.indexq(&["--json", "status"]).now(later).output().code(0).status_doc();
     for (k, v) in [("accepted", 1200), ("due", 0), ("waiting", 0), ("in_flight", 0), ("parked", 0)] {
-        assert_eq!(status["queue"][k], v, "queue.{k}: {status:#}");
+        assert_eq!(status.queue.get(k), v, "queue.{k}: {status:#?}");
     }
     // Each URL is accepted exactly once in the ledger: 1,200 items accepted,
     // by accepted requests that carried 1,200 URLs in all.
-    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(later).output().code(0).json();
-    let accepted: u64 = log["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["outcome"] == "accepted")
-        .map(|a| a["urls"].as_u64().unwrap())
-        .sum();
+    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(later).output().code(0).log_doc();
+    let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
     assert_eq!(accepted, 1200, "one accepted attempt per URL");
     pg::assert_no_sqlite(&sb, &[]);
 }
