@@ -6,8 +6,10 @@
 //! fails the test that reads the document.
 //!
 //! [`Done::json`](super::Done::json) checks every document it parses against
-//! its struct ([`check`] tells the document by its distinctive field); the
-//! typed readers (`Done::submit_doc`, `status_doc`, …) return the structs.
+//! its struct ([`check_text`] tells the document by its distinctive field,
+//! then parses it strictly and checks the rules that tie its fields
+//! together); the typed readers (`Done::submit_doc`, `status_doc`, …) return
+//! the structs.
 //!
 //! An optional field is one of two kinds, and the struct says which:
 //! `#[serde(default, deserialize_with = "maybe")]` — left out when there is
@@ -660,7 +662,13 @@ pub fn parse<T: DeserializeOwned>(text: &str, what: &str) -> T {
 /// Which document `doc` is (by its distinctive field), parsed strictly and
 /// checked; panics if it is none of them, or does not match its struct.
 pub fn check(doc: &Value) -> Doc {
-    let text = serde_json::to_string_pretty(doc).unwrap();
+    check_text(&serde_json::to_string_pretty(doc).unwrap())
+}
+
+/// `check` on a document as printed (a mismatch names its line and column
+/// in `text`; a field given twice is one).
+pub fn check_text(text: &str) -> Doc {
+    let doc: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
     let Some(fields) = doc.as_object() else { panic!("not a JSON object:\n{text}") };
     let kinds: Vec<&str> =
         KINDS.iter().filter(|(field, _)| fields.contains_key(*field)).map(|(_, kind)| *kind).collect();
@@ -668,18 +676,18 @@ pub fn check(doc: &Value) -> Doc {
         panic!("not one document the binary prints (by its fields, {kinds:?}):\n{text}");
     };
     let doc = match kind {
-        "submit" => Doc::Submit(parse(&text, kind)),
-        "status" => Doc::Status(parse(&text, kind)),
-        "queue list" => Doc::QueueList(parse(&text, kind)),
-        "queue retry" => Doc::QueueRetry(parse(&text, kind)),
-        "queue drop" => Doc::QueueDrop(parse(&text, kind)),
-        "log" => Doc::Log(parse(&text, kind)),
-        "doctor" => Doc::Doctor(parse(&text, kind)),
-        "key generate" => Doc::KeyGenerate(parse(&text, kind)),
-        "init" => Doc::Init(parse(&text, kind)),
-        "ledger migrate" => Doc::LedgerMigrate(parse(&text, kind)),
-        "ledger copy" => Doc::LedgerCopy(parse(&text, kind)),
-        "report" => Doc::Report(parse(&text, kind)),
+        "submit" => Doc::Submit(parse(text, kind)),
+        "status" => Doc::Status(parse(text, kind)),
+        "queue list" => Doc::QueueList(parse(text, kind)),
+        "queue retry" => Doc::QueueRetry(parse(text, kind)),
+        "queue drop" => Doc::QueueDrop(parse(text, kind)),
+        "log" => Doc::Log(parse(text, kind)),
+        "doctor" => Doc::Doctor(parse(text, kind)),
+        "key generate" => Doc::KeyGenerate(parse(text, kind)),
+        "init" => Doc::Init(parse(text, kind)),
+        "ledger migrate" => Doc::LedgerMigrate(parse(text, kind)),
+        "ledger copy" => Doc::LedgerCopy(parse(text, kind)),
+        "report" => Doc::Report(parse(text, kind)),
         _ => unreachable!("every kind is parsed"),
     };
     let rules = match &doc {

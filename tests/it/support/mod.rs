@@ -1,7 +1,9 @@
 //! The test sandbox: a temp dir with a config and ledger, a mock IndexNow
 //! endpoint and a mock site serving the key file, and a builder that runs
 //! the real `indexq` binary with the clock pinned (`INDEXQ_NOW`) and a
-//! sealed environment (no HOME config, TZ fixed).
+//! sealed environment (no HOME config, TZ fixed). What a run printed comes
+//! back as `Done`, whose `--json` documents are read through the strict
+//! structs of `json` (`Done::json`, `Done::submit_doc`, …).
 #![allow(dead_code)]
 
 pub mod json;
@@ -473,14 +475,16 @@ impl Done {
     /// the document's struct (`json::check`): a document that does not match
     /// its struct fails here.
     pub fn json(&self) -> Value {
-        let doc = self.value();
-        json::check(&doc);
-        doc
+        self.doc();
+        serde_json::from_str(&self.stdout).expect("checked as JSON by `doc`")
     }
 
-    fn value(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
+    /// Stdout as the document it is, strictly parsed and checked (`json::check_text`).
+    fn doc(&self) -> json::Doc {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&self.stdout) {
+            panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        }
+        json::check_text(&self.stdout)
     }
 }
 
@@ -492,7 +496,7 @@ macro_rules! typed_readers {
             $(
                 #[doc = concat!("Stdout as the `", $command, " --json` document.")]
                 pub fn $name(&self) -> json::$variant {
-                    match json::check(&self.value()) {
+                    match self.doc() {
                         json::Doc::$variant(doc) => doc,
                         _ => panic!(concat!("expected the `", $command, "` document:\n{}"), self.stdout),
                     }
