@@ -1952,6 +1952,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn kept_counts_follow_every_change() {
         let Some(mut ledger) = super::super::story::test_postgres() else { return };
         let now: DateTime<Utc> = "2026-12-10T10:00:00Z".parse().unwrap();

@@ -470,6 +470,7 @@ fn sqlite_trusts_a_paced_claim_until_its_last_slot() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_trusts_a_paced_claim_until_its_last_slot() {
     let Some(mut ledger) = test_postgres() else { return };
     paced_lease_story(&mut ledger);
@@ -482,6 +483,7 @@ fn sqlite_runs_the_queue_commands() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_runs_the_queue_commands() {
     let Some(mut ledger) = test_postgres() else { return };
     queue_story(&mut ledger);
@@ -494,6 +496,7 @@ fn sqlite_counts_history_and_runs() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_counts_history_and_runs() {
     let Some(mut ledger) = test_postgres() else { return };
     history_story(&mut ledger);
@@ -531,12 +534,14 @@ pub fn test_postgres() -> Option<super::PgLedger> {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_tells_the_story() {
     let Some(mut ledger) = test_postgres() else { return };
     story(&mut ledger);
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn a_copy_between_backends_is_exact_and_idempotent() {
     let Some(mut pg) = test_postgres() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -563,6 +568,7 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
 /// only by `INDEXQ_NOW`): a machine whose own clock runs two hours ahead
 /// neither sees an item due in an hour nor counts in a later window.
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_decides_with_the_server_clock() {
     let Some(mut ledger) = test_postgres() else { return };
     let wall = crate::clock::wall_now();
