@@ -281,13 +281,15 @@ mod tests {
             .collect()
     }
 
-    /// Every fixture of the repository (a missing directory fails the test),
-    /// then those of the shared collection whose id the repository lacks, by id.
+    /// Every fixture of the shared collection when it is there, then those of
+    /// the repository (a missing directory fails the test) whose id it lacks:
+    /// on an id in both the shared copy wins, as in `tests/it/google.rs`.
     fn load_fixtures() -> BTreeMap<String, (PathBuf, Fixture)> {
         let mut fixtures = BTreeMap::new();
         let shared = Path::new(SHARED_FIXTURES);
         let shared = if shared.is_dir() { fixtures_in(shared) } else { Vec::new() };
-        for (path, fixture) in fixtures_in(Path::new(FIXTURES)).into_iter().chain(shared) {
+        let repository = fixtures_in(Path::new(FIXTURES));
+        for (path, fixture) in shared.into_iter().chain(repository) {
             fixtures.entry(fixture.id.clone()).or_insert((path, fixture));
         }
         fixtures
