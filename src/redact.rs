@@ -15,6 +15,8 @@
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
+/// What replaces a secret, wherever indexq masks one (the `Redactor` and
+/// [`mask`] alike).
 pub const MASK: &str = "[REDACTED]";
 const SECRET_PARAMS: &[&str] = &[
     "apikey",
@@ -70,16 +72,18 @@ impl Redactor {
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in self.read().iter() {
-            out = mask(&out, secret, MASK);
+            out = mask(&out, secret);
         }
         mask_jwts(&mask_bearer(&mask_params(&out)))
     }
 }
 
-/// `text` with every occurrence of `secret` replaced by `replacement`: in
-/// any ASCII letter case, and with any of its bytes percent-encoded,
-/// HTML-escaped or JSON-escaped. An empty secret changes nothing.
-pub fn mask(text: &str, secret: &str, replacement: &str) -> String {
+/// `text` with every occurrence of `secret` replaced by [`MASK`]: in any
+/// ASCII letter case, and with any of its bytes percent-encoded,
+/// HTML-escaped or JSON-escaped. An empty secret changes nothing. The one
+/// masking function: the `Redactor` applies it to every secret it knows,
+/// `classify` to the IndexNow key of the answer it reads.
+pub fn mask(text: &str, secret: &str) -> String {
     let (hay, needle) = (text.as_bytes(), secret.as_bytes());
     if needle.is_empty() {
         return text.to_string();
@@ -94,7 +98,7 @@ pub fn mask(text: &str, secret: &str, replacement: &str) -> String {
             // byte or the secret's last); checked all the same.
             Some(end) if text.is_char_boundary(i) && text.is_char_boundary(end) => {
                 out.push_str(&text[copied..i]);
-                out.push_str(replacement);
+                out.push_str(MASK);
                 copied = end;
                 i = end;
             }
@@ -444,11 +448,15 @@ mod tests {
 
     #[test]
     fn mask_keeps_the_rest_and_any_text() {
-        assert_eq!(mask("a KEY b key c", "key", "[key]"), "a [key] b [key] c");
-        assert_eq!(mask("naïve key", "KEY", "[key]"), "naïve [key]");
-        assert_eq!(mask("nothing", "", "[key]"), "nothing");
-        assert_eq!(mask("ünïcödé %zz &#; \\u12 &amp", "secret", "[x]"), "ünïcödé %zz &#; \\u12 &amp");
-        assert_eq!(mask("clé: ünï, %C3%BCn%C3%AF", "ünï", "[x]"), "clé: [x], [x]", "non-ASCII bytes, as is or encoded");
+        assert_eq!(mask("a KEY b key c", "key"), "a [REDACTED] b [REDACTED] c");
+        assert_eq!(mask("naïve key", "KEY"), "naïve [REDACTED]");
+        assert_eq!(mask("nothing", ""), "nothing");
+        assert_eq!(mask("ünïcödé %zz &#; \\u12 &amp", "secret"), "ünïcödé %zz &#; \\u12 &amp");
+        assert_eq!(
+            mask("clé: ünï, %C3%BCn%C3%AF", "ünï"),
+            "clé: [REDACTED], [REDACTED]",
+            "non-ASCII bytes, as is or encoded"
+        );
     }
 
     #[test]

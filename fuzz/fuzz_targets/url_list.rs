@@ -1,4 +1,4 @@
-//! `indexq::input::read_lines` over arbitrary bytes: never panics, never fails
+//! `indexq::ingest::read_lines` over arbitrary bytes: never panics, never fails
 //! on an in-memory reader, and reports every line it keeps with a place.
 #![no_main]
 
@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut lines = 0usize;
-    let result = indexq::input::read_lines("fuzz.txt", data, |line| {
+    let result = indexq::ingest::read_lines("fuzz.txt", data, |line| {
         assert!(line.place.starts_with("fuzz.txt:"), "{}", line.place);
         if let Ok(url) = &line.url {
             assert!(matches!(url.scheme(), "http" | "https"), "{url}");

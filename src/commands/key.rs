@@ -91,8 +91,8 @@ fn new_key(length: usize) -> anyhow::Result<String> {
         .map_err(|err| anyhow::anyhow!("the operating system's random generator failed: {err}"))?;
     let mut key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     key.truncate(length);
-    // Hex of the right length always passes; checked anyway, as the rules live in `config`.
-    config::check_indexnow_key(&key).map_err(|why| anyhow::anyhow!("generated an invalid key: {why}"))?;
+    // Hex of the right length always passes; checked anyway, as the rules live in `classify`.
+    crate::classify::check_indexnow_key(&key).map_err(|why| anyhow::anyhow!("generated an invalid key: {why}"))?;
     Ok(key)
 }
 
@@ -233,7 +233,7 @@ mod tests {
             let key = new_key(length).unwrap();
             assert_eq!(key.len(), length);
             assert!(key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{key}");
-            config::check_indexnow_key(&key).unwrap();
+            crate::classify::check_indexnow_key(&key).unwrap();
         }
         assert_ne!(new_key(32).unwrap(), new_key(32).unwrap());
     }

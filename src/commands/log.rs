@@ -34,7 +34,7 @@ struct AttemptJson {
 pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
     let mut ledger = open_ledger_on_clock(settings, clock)?;
     let user_tz = clock::user_timezone();
-    let url = args.url.as_deref().map(crate::input::stored_form);
+    let url = args.url.as_deref().map(crate::ingest::stored_form);
     let rows = ledger.attempts(url.as_deref(), args.limit)?;
     if printer.json {
         let attempts: Vec<AttemptJson> = rows

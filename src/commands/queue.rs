@@ -33,7 +33,7 @@ fn to_filter(f: &QueueFilter) -> ItemFilter {
         property: f.property.clone(),
         engine: f.engine,
         target: f.endpoint.clone(),
-        url: f.url.as_deref().map(crate::input::stored_form),
+        url: f.url.as_deref().map(crate::ingest::stored_form),
         limit: f.limit,
     }
 }

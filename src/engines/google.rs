@@ -121,8 +121,7 @@ impl ServiceAccount {
         let token_uri_text = need(raw.token_uri, "token_uri")?;
         let token_uri = Url::parse(&token_uri_text)
             .map_err(|e| err("token_uri", format!("`{token_uri_text}` is not a URL: {e}"), fresh_key))?;
-        let loopback = matches!(token_uri.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-        if !(token_uri.scheme() == "https" || (token_uri.scheme() == "http" && loopback)) {
+        if !(token_uri.scheme() == "https" || (token_uri.scheme() == "http" && crate::net::is_loopback(&token_uri))) {
             return Err(err(
                 "token_uri",
                 format!("`{token_uri}` must be https:// (http:// only on loopback, for tests)"),

@@ -6,6 +6,7 @@
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
+use crate::errors::error_chain;
 use crate::model::GroupKey;
 use crate::redact::Redactor;
 use async_trait::async_trait;
@@ -47,9 +48,9 @@ impl IndexNow {
         match self.client.get(site.key_location.clone()).send().await {
             Ok(resp) => match receive(resp).await {
                 Ok(r) => KeyFileCheck::Fetched { status: r.status, body: r.body },
-                Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&super::error_chain(&e)) },
+                Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&error_chain(&e)) },
             },
-            Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&super::error_chain(&e)) },
+            Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&error_chain(&e)) },
         }
     }
 }

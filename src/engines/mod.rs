@@ -183,22 +183,10 @@ impl std::error::Error for Downgrade {}
 /// where nothing is on the way: a redirect there is followed.
 pub fn downgrade(previous: &[url::Url], next: &url::Url) -> Option<Downgrade> {
     let after_https = previous.iter().any(|u| u.scheme() == "https");
-    if !after_https || next.scheme() != "http" || is_loopback(next) {
+    if !after_https || next.scheme() != "http" || crate::net::is_loopback(next) {
         return None;
     }
     Some(Downgrade { from: previous.last()?.clone(), to: next.clone() })
-}
-
-fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(name)) => {
-            let name = name.trim_end_matches('.');
-            name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost")
-        }
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
 }
 
 /// A received response: status, headers and the body up to `READ_CAP`.
@@ -249,28 +237,13 @@ pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
     } else {
         NetworkFailure::Other
     };
-    let detail = redactor.redact(&error_chain(err));
+    let detail = redactor.redact(&crate::errors::error_chain(err));
     Answer {
         verdict: classify::network(failure, &detail),
         response: StoredResponse { http_status: None, body: None },
         reached: failure != NetworkFailure::Connect,
         skipped: false,
     }
-}
-
-/// An error and its sources on one line.
-pub fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// A short stable digest (hex) of some text, for fingerprints. Never

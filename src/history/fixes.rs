@@ -17,7 +17,7 @@ use crate::model::EngineKind;
 /// location comes with the key already masked.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
-    /// IndexNow: where the key file is served (the key masked as `[key]`).
+    /// IndexNow: where the key file is served (the key masked as `[REDACTED]`).
     pub key_location: String,
     /// Bing: the site as Bing lists it.
     pub site_url: String,
@@ -114,7 +114,7 @@ mod tests {
 
     fn ctx() -> Context {
         Context {
-            key_location: "https://example.com/[key].txt".into(),
+            key_location: "https://example.com/[REDACTED].txt".into(),
             site_url: "https://example.com/".into(),
             client_email: "indexer@my-proj.iam.gserviceaccount.com".into(),
             project_id: "my-proj".into(),
@@ -148,7 +148,7 @@ mod tests {
             assert!(!fix.contains(SOME_KEY), "{reason}: {fix}");
         }
         let missing = hint(EngineKind::IndexNow, "key_file_missing", url, &ctx()).unwrap();
-        assert!(missing.contains("https://example.com/[key].txt"), "{missing}");
+        assert!(missing.contains("https://example.com/[REDACTED].txt"), "{missing}");
         let bing = [
             "InvalidApiKey",
             "UserBlocked",

@@ -197,7 +197,7 @@ fn parked(
 
 /// What the fixes name, from the configuration: the key location with the
 /// key masked (read from its source only to mask it; unreadable, the
-/// default location shows `[key]`), Bing's site, Google's service account.
+/// default location shows the mask, `[REDACTED]`), Bing's site, Google's service account.
 fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
     let mut ctx = fixes::Context::default();
     let Some(property) = settings.property(&group.property) else { return ctx };
@@ -210,10 +210,12 @@ fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
                 (None, Some(k)) => {
                     crate::engines::indexnow::default_key_location(&property.site, k.expose()).to_string()
                 }
-                (None, None) => crate::engines::indexnow::default_key_location(&property.site, "[key]").to_string(),
+                (None, None) => {
+                    crate::engines::indexnow::default_key_location(&property.site, crate::redact::MASK).to_string()
+                }
             };
             ctx.key_location = match &key {
-                Some(k) => crate::redact::mask(&location, k.expose(), "[key]"),
+                Some(k) => crate::redact::mask(&location, k.expose()),
                 None => mask_key_file_name(&location),
             };
         }
@@ -241,13 +243,13 @@ fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
     ctx
 }
 
-/// `https://example.com/KEY.txt` → `https://example.com/[key].txt`: a key
+/// `https://example.com/KEY.txt` → `https://example.com/[REDACTED].txt`: a key
 /// location written out in the configuration, when the key itself cannot
 /// be read to mask it (a file named like a key is taken to be one).
 fn mask_key_file_name(location: &str) -> String {
     let Some((dir, name)) = location.rsplit_once('/') else { return location.to_string() };
     match name.strip_suffix(".txt") {
-        Some(stem) if crate::config::check_indexnow_key(stem).is_ok() => format!("{dir}/[key].txt"),
+        Some(stem) if crate::classify::check_indexnow_key(stem).is_ok() => format!("{dir}/{}.txt", crate::redact::MASK),
         _ => location.to_string(),
     }
 }
@@ -259,7 +261,7 @@ mod tests {
     #[test]
     fn a_key_file_name_is_masked() {
         let key = "0123456789abcdef0123456789abcdef";
-        assert_eq!(mask_key_file_name(&format!("https://e.com/{key}.txt")), "https://e.com/[key].txt");
+        assert_eq!(mask_key_file_name(&format!("https://e.com/{key}.txt")), "https://e.com/[REDACTED].txt");
         assert_eq!(mask_key_file_name("https://e.com/.well-known/indexnow"), "https://e.com/.well-known/indexnow");
     }
 

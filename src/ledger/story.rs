@@ -470,8 +470,9 @@ fn sqlite_trusts_a_paced_claim_until_its_last_slot() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_trusts_a_paced_claim_until_its_last_slot() {
-    let Some(mut ledger) = test_postgres() else { return };
+    let mut ledger = test_postgres();
     paced_lease_story(&mut ledger);
 }
 
@@ -482,8 +483,9 @@ fn sqlite_runs_the_queue_commands() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_runs_the_queue_commands() {
-    let Some(mut ledger) = test_postgres() else { return };
+    let mut ledger = test_postgres();
     queue_story(&mut ledger);
 }
 
@@ -494,8 +496,9 @@ fn sqlite_counts_history_and_runs() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_counts_history_and_runs() {
-    let Some(mut ledger) = test_postgres() else { return };
+    let mut ledger = test_postgres();
     history_story(&mut ledger);
 }
 
@@ -509,13 +512,9 @@ fn sqlite_tells_the_story() {
 /// A PostgreSQL ledger in a new schema of the test server
 /// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`), or `None` with the reason
 /// printed when there is none and none is required.
-pub fn test_postgres() -> Option<super::PgLedger> {
+pub fn test_postgres() -> super::PgLedger {
     let Some(url) = std::env::var("INDEXQ_TEST_PG").ok().filter(|u| !u.is_empty()) else {
-        if std::env::var_os("INDEXQ_TEST_PG_REQUIRED").is_some() || std::env::var_os("CI").is_some() {
-            panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");
-        }
-        eprintln!("skipped: INDEXQ_TEST_PG is not set (eval \"$(.ci/postgres start)\" to run the PostgreSQL tests)");
-        return None;
+        panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");
     };
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -527,18 +526,20 @@ pub fn test_postgres() -> Option<super::PgLedger> {
         timeout: std::time::Duration::from_secs(10),
         lease: super::owner::LEASE,
     };
-    Some(super::PgLedger::open(&options).expect("the test PostgreSQL server"))
+    super::PgLedger::open(&options).expect("the test PostgreSQL server")
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_tells_the_story() {
-    let Some(mut ledger) = test_postgres() else { return };
+    let mut ledger = test_postgres();
     story(&mut ledger);
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn a_copy_between_backends_is_exact_and_idempotent() {
-    let Some(mut pg) = test_postgres() else { return };
+    let mut pg = test_postgres();
     let dir = tempfile::tempdir().unwrap();
     let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
     story(&mut sqlite);
@@ -563,8 +564,9 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
 /// only by `INDEXQ_NOW`): a machine whose own clock runs two hours ahead
 /// neither sees an item due in an hour nor counts in a later window.
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn postgres_decides_with_the_server_clock() {
-    let Some(mut ledger) = test_postgres() else { return };
+    let mut ledger = test_postgres();
     let wall = crate::clock::wall_now();
     let ahead = Now { local: wall + TimeDelta::hours(2), shift: TimeDelta::zero() };
     let time = ledger.now(ahead, false).unwrap();

@@ -1,9 +1,9 @@
 //! The commands a person runs between submits: `status`, `queue`, `log`,
 //! and `submit --dry-run`; and the key never leaking through any of them.
 
+use crate::support::json::{Class, Engine, Item, ItemState, Outcome, Status, Submit};
 use crate::support::mock::MockResponse;
 use crate::support::*;
-use serde_json::Value;
 
 /// 2026-12-03 10:00 in Shanghai.
 const NOW: &str = "2026-12-03T02:00:00Z";
@@ -15,33 +15,31 @@ fn quota_sandbox(limit: u32) -> Sandbox {
     sb
 }
 
-fn submit(sb: &Sandbox, paths: &[&str], at: &str, code: i32) -> Value {
+fn submit(sb: &Sandbox, paths: &[&str], at: &str, code: i32) -> Submit {
     let list = sb.urls("urls.txt", paths);
-    sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now(at).output().code(code).json()
+    let run = sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]);
+    run.now(at).output().code(code).submit_doc()
 }
 
-fn status(sb: &Sandbox, at: &str) -> Value {
-    sb.indexq(&["--json", "status"]).now(at).output().code(0).json()
+fn status(sb: &Sandbox, at: &str) -> Status {
+    sb.indexq(&["--json", "status"]).now(at).output().code(0).status_doc()
 }
 
-fn queue_items(sb: &Sandbox, args: &[&str], at: &str) -> Vec<Value> {
+fn queue_items(sb: &Sandbox, args: &[&str], at: &str) -> Vec<Item> {
     let mut all = vec!["--json", "queue", "list"];
     all.extend_from_slice(args);
-    let doc = sb.indexq(&all).now(at).output().code(0).json();
-    doc["items"].as_array().unwrap_or_else(|| panic!("no items array: {doc}")).clone()
+    sb.indexq(&all).now(at).output().code(0).queue_doc().items
 }
 
 /// (due, waiting, parked) of a `status --json` document.
-fn counts(doc: &Value) -> (u64, u64, u64) {
-    let q = &doc["queue"];
-    let n = |k: &str| q[k].as_u64().unwrap_or_else(|| panic!("queue.{k} missing: {doc:#}"));
-    (n("due"), n("waiting"), n("parked"))
+fn counts(doc: &Status) -> (u64, u64, u64) {
+    (doc.queue.due, doc.queue.waiting, doc.queue.parked)
 }
 
-fn state_of(items: &[Value], url: &str) -> String {
-    let found: Vec<&Value> = items.iter().filter(|i| i["url"] == url).collect();
+fn state_of(items: &[Item], url: &str) -> ItemState {
+    let found: Vec<&Item> = items.iter().filter(|i| i.url == url).collect();
     assert_eq!(found.len(), 1, "one item for {url}: {items:#?}");
-    found[0]["state"].as_str().unwrap().to_string()
+    found[0].state
 }
 
 fn url_not_on_host() -> MockResponse {
@@ -53,14 +51,14 @@ fn url_not_on_host() -> MockResponse {
 fn parked_accepted_and_waiting(sb: &Sandbox) -> String {
     sb.engine.on("POST", ENDPOINT_PATH, vec![url_not_on_host()]);
     let doc = submit(sb, &["/bad"], NOW, 3);
-    assert_eq!(result_for(&results(&doc), &sb.url("/bad"))["outcome"], "misconfigured");
+    assert_eq!(doc.result_for(&sb.url("/bad")).outcome, Outcome::Misconfigured);
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
     let doc = submit(sb, &["/a", "/b", "/c", "/d", "/e"], "2026-12-03T02:10:00Z", 0);
-    assert_eq!(count(&doc, "accepted"), 4, "{doc:#}");
-    assert_eq!(count(&doc, "deferred"), 1, "{doc:#}");
-    let waiting = results(&doc).into_iter().find(|r| r["outcome"] == "deferred").unwrap();
-    assert_eq!(waiting["retry_at"], "2026-12-04T00:00:00+08:00");
-    let url = waiting["url"].as_str().unwrap().to_string();
+    assert_eq!(doc.summary.accepted, 4, "{doc:#?}");
+    assert_eq!(doc.summary.deferred, 1, "{doc:#?}");
+    let waiting = doc.with_outcome(Outcome::Deferred)[0];
+    assert_eq!(waiting.retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"));
+    let url = waiting.url.clone();
     assert!(!sb.received_urls().contains(&url));
     url
 }
@@ -73,28 +71,27 @@ fn status_json_shows_each_budget_with_its_window_and_the_queue() {
     let sb = quota_sandbox(5);
     // Before anything ran: the rule is there, unused.
     let doc = status(&sb, NOW);
-    let b = &doc["budgets"][0];
-    assert_eq!(b["used"], 0, "{doc:#}");
-    assert_eq!(b["limit"], 5, "{doc:#}");
-    assert_eq!(b["remaining"], 5, "{doc:#}");
+    let b = &doc.budgets[0];
+    assert_eq!(b.used, 0, "{doc:#?}");
+    assert_eq!(b.limit, Some(5), "{doc:#?}");
+    assert_eq!(b.remaining, Some(5), "{doc:#?}");
 
     let doc = submit(&sb, &["/a", "/b"], NOW, 0);
-    assert_eq!(count(&doc, "accepted"), 2);
+    assert_eq!(doc.summary.accepted, 2);
     let doc = status(&sb, "2026-12-03T03:00:00Z");
-    assert!(doc["now"].as_str().unwrap().starts_with("2026-12-03T03:00:0"), "{doc:#}");
-    assert!(doc["now"].as_str().unwrap().ends_with("+00:00"), "now is in the user's timezone (TZ=UTC): {doc:#}");
-    let budgets = doc["budgets"].as_array().unwrap();
-    assert_eq!(budgets.len(), 1, "one rule for one property × engine × endpoint: {doc:#}");
-    let b = &budgets[0];
-    assert_eq!(b["property"], "site");
-    assert_eq!(b["engine"], "indexnow");
-    assert_eq!(b["window"], "2026-12-03");
-    assert_eq!(b["used"], 2);
-    assert_eq!(b["limit"], 5);
-    assert_eq!(b["remaining"], 3);
-    assert_eq!(b["resets_at"], "2026-12-04T00:00:00+08:00", "the reset carries the rule's offset");
-    assert_eq!(b["timezone"], "Asia/Shanghai");
-    assert_eq!(counts(&doc), (0, 0, 0), "{doc:#}");
+    assert!(doc.now.starts_with("2026-12-03T03:00:0"), "{doc:#?}");
+    assert!(doc.now.ends_with("+00:00"), "now is in the user's timezone (TZ=UTC): {doc:#?}");
+    assert_eq!(doc.budgets.len(), 1, "one rule for one property × engine × endpoint: {doc:#?}");
+    let b = &doc.budgets[0];
+    assert_eq!(b.property, "site");
+    assert_eq!(b.engine, Engine::IndexNow);
+    assert_eq!(b.window, "2026-12-03");
+    assert_eq!(b.used, 2);
+    assert_eq!(b.limit, Some(5));
+    assert_eq!(b.remaining, Some(3));
+    assert_eq!(b.resets_at, "2026-12-04T00:00:00+08:00", "the reset carries the rule's offset");
+    assert_eq!(b.timezone, "Asia/Shanghai");
+    assert_eq!(counts(&doc), (0, 0, 0), "{doc:#?}");
 }
 
 #[test]
@@ -102,19 +99,19 @@ fn status_json_counts_due_waiting_and_parked_and_follows_the_window() {
     let sb = quota_sandbox(5);
     parked_accepted_and_waiting(&sb);
     let doc = status(&sb, "2026-12-03T03:00:00Z");
-    let b = &doc["budgets"][0];
-    assert_eq!(b["used"], 5, "every URL sent counts, accepted or not: {doc:#}");
-    assert_eq!(b["remaining"], 0);
-    assert_eq!(counts(&doc), (0, 1, 1), "(due, waiting, parked): {doc:#}");
+    let b = &doc.budgets[0];
+    assert_eq!(b.used, 5, "every URL sent counts, accepted or not: {doc:#?}");
+    assert_eq!(b.remaining, Some(0));
+    assert_eq!(counts(&doc), (0, 1, 1), "(due, waiting, parked): {doc:#?}");
 
     // After Shanghai midnight: a new window, and the waiting URL is due.
     let doc = status(&sb, "2026-12-03T16:00:01Z");
-    let b = &doc["budgets"][0];
-    assert_eq!(b["window"], "2026-12-04");
-    assert_eq!(b["used"], 0);
-    assert_eq!(b["remaining"], 5);
-    assert_eq!(b["resets_at"], "2026-12-05T00:00:00+08:00");
-    assert_eq!(counts(&doc), (1, 0, 1), "(due, waiting, parked): {doc:#}");
+    let b = &doc.budgets[0];
+    assert_eq!(b.window, "2026-12-04");
+    assert_eq!(b.used, 0);
+    assert_eq!(b.remaining, Some(5));
+    assert_eq!(b.resets_at, "2026-12-05T00:00:00+08:00");
+    assert_eq!(counts(&doc), (1, 0, 1), "(due, waiting, parked): {doc:#?}");
 
     // `queue retry` makes the parked one due as well.
     let retried = sb
@@ -122,8 +119,8 @@ fn status_json_counts_due_waiting_and_parked_and_follows_the_window() {
         .now("2026-12-03T16:00:01Z")
         .output()
         .code(0)
-        .json();
-    assert_eq!(retried["retried"], 1);
+        .queue_retry_doc();
+    assert_eq!(retried.retried, 1);
     assert_eq!(counts(&status(&sb, "2026-12-03T16:00:02Z")), (2, 0, 0));
     assert!(sb.engine.requests().len() == 2, "status and queue never send");
 }
@@ -162,7 +159,7 @@ fn status_shows_the_last_rejection_after_a_429() {
         vec![MockResponse::status(429).header("Retry-After", "600").body("Too Many Requests: slow down")],
     );
     let doc = submit(&sb, &["/a"], "2026-12-03T09:00:00Z", 0);
-    assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "quota");
+    assert_eq!(doc.result_for(&sb.url("/a")).outcome, Outcome::Quota);
 
     let done = sb.indexq(&["status"]).now("2026-12-03T09:01:00Z").output().code(0);
     let line = done
@@ -177,16 +174,12 @@ fn status_shows_the_last_rejection_after_a_429() {
     assert!(done.stdout.contains("09:10"), "{}", done.stdout);
 
     let doc = status(&sb, "2026-12-03T09:01:00Z");
-    let rejection = doc["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|g| g.get("last_rejection").filter(|r| !r.is_null()))
-        .unwrap_or_else(|| panic!("no last rejection in {doc:#}"));
-    assert_eq!(rejection["outcome"], "quota");
-    assert_eq!(rejection["http_status"], 429);
-    assert_eq!(rejection["url"], sb.url("/a"));
-    assert_eq!(doc["queue"]["waiting"], 1, "{doc:#}");
+    let rejection = doc.groups.iter().find_map(|g| g.last_rejection.as_ref());
+    let rejection = rejection.unwrap_or_else(|| panic!("no last rejection in {doc:#?}"));
+    assert_eq!(rejection.outcome, Class::Quota);
+    assert_eq!(rejection.http_status, Some(429));
+    assert_eq!(rejection.url, sb.url("/a"));
+    assert_eq!(doc.queue.waiting, 1, "{doc:#?}");
 }
 
 // ---------------------------------------------------------------------------
@@ -199,28 +192,28 @@ fn queue_list_shows_due_waiting_and_parked_items() {
 
     let items = queue_items(&sb, &[], "2026-12-03T03:00:00Z");
     assert_eq!(items.len(), 2, "accepted items are not listed by default: {items:#?}");
-    assert_eq!(state_of(&items, &sb.url("/bad")), "parked");
-    assert_eq!(state_of(&items, &waiting), "waiting");
-    let bad = items.iter().find(|i| i["url"] == sb.url("/bad")).unwrap();
-    assert_eq!(bad["http_status"], 422, "{bad}");
-    assert_eq!(bad["last_outcome"], "misconfigured", "{bad}");
-    let w = items.iter().find(|i| i["url"] == waiting).unwrap();
-    assert_eq!(w["next_attempt_at"], "2026-12-03T16:00:00+00:00", "{w}");
-    assert_eq!(w["property"], "site");
-    assert_eq!(w["engine"], "indexnow");
+    assert_eq!(state_of(&items, &sb.url("/bad")), ItemState::Parked);
+    assert_eq!(state_of(&items, &waiting), ItemState::Waiting);
+    let bad = items.iter().find(|i| i.url == sb.url("/bad")).unwrap();
+    assert_eq!(bad.http_status, Some(422), "{bad:?}");
+    assert_eq!(bad.last_outcome, Some(Class::Misconfigured), "{bad:?}");
+    let w = items.iter().find(|i| i.url == waiting).unwrap();
+    assert_eq!(w.next_attempt_at.as_deref(), Some("2026-12-03T16:00:00+00:00"), "{w:?}");
+    assert_eq!(w.property, "site");
+    assert_eq!(w.engine, Engine::IndexNow);
 
     // After Shanghai midnight the waiting item is due.
     let items = queue_items(&sb, &[], "2026-12-03T16:00:01Z");
-    assert_eq!(state_of(&items, &waiting), "due");
-    assert_eq!(state_of(&items, &sb.url("/bad")), "parked");
+    assert_eq!(state_of(&items, &waiting), ItemState::Due);
+    assert_eq!(state_of(&items, &sb.url("/bad")), ItemState::Parked);
 
     // Filters.
     let items = queue_items(&sb, &["--state", "parked"], "2026-12-03T03:00:00Z");
     assert_eq!(items.len(), 1, "{items:#?}");
-    assert_eq!(items[0]["url"], sb.url("/bad"));
+    assert_eq!(items[0].url, sb.url("/bad"));
     let items = queue_items(&sb, &["--state", "accepted"], "2026-12-03T03:00:00Z");
     assert_eq!(items.len(), 4, "{items:#?}");
-    assert!(items.iter().all(|i| i["state"] == "accepted"));
+    assert!(items.iter().all(|i| i.state == ItemState::Accepted));
     let items = queue_items(&sb, &["--url", &waiting], "2026-12-03T03:00:00Z");
     assert_eq!(items.len(), 1);
 
@@ -243,19 +236,19 @@ fn queue_drop_needs_a_filter_or_all() {
     }
     assert_eq!(queue_items(&sb, &[], at).len(), 2, "nothing was dropped");
 
-    let dropped = sb.indexq(&["--json", "queue", "drop", "--state", "parked"]).now(at).output().code(0).json();
-    assert_eq!(dropped["dropped"], 1);
+    let dropped = sb.indexq(&["--json", "queue", "drop", "--state", "parked"]).now(at).output().code(0);
+    assert_eq!(dropped.queue_drop_doc().dropped, 1);
     let items = queue_items(&sb, &[], at);
     assert_eq!(items.len(), 1, "{items:#?}");
-    assert_eq!(items[0]["url"], waiting.as_str());
+    assert_eq!(items[0].url, waiting);
 
     let done = sb.indexq(&["queue", "drop", "--all"]).now(at).output().code(0);
     assert!(done.stdout.contains("dropped"), "{}", done.stdout);
     assert!(queue_items(&sb, &[], at).is_empty());
     assert_eq!(counts(&status(&sb, at)), (0, 0, 0));
     // Nothing is left to send at midnight.
-    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T16:00:01Z").output().code(0).json();
-    assert_eq!(count(&doc, "accepted"), 0);
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T16:00:01Z").output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 0);
     assert_eq!(sb.engine.requests().len(), 2);
 }
 
@@ -274,40 +267,37 @@ fn log_url_shows_each_attempt_with_the_stored_body() {
         ],
     );
     let doc = submit(&sb, &["/a", "/b"], "2026-12-03T09:00:00Z", 0);
-    assert_eq!(count(&doc, "transient"), 2);
-    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T09:05:00Z").output().code(0).json();
-    assert_eq!(count(&doc, "accepted"), 2);
+    assert_eq!(doc.summary.transient, 2);
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T09:05:00Z").output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 2);
 
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-03T09:06:00Z").output().code(0).json();
-    let attempts = log["attempts"].as_array().unwrap();
-    assert_eq!(attempts.len(), 2, "{log:#}");
-    assert!(attempts.iter().all(|a| a["url"] == sb.url("/a")), "only /a: {log:#}");
-    assert_eq!(attempts[0]["outcome"], "transient");
-    assert_eq!(attempts[0]["http_status"], 503);
-    assert_eq!(attempts[0]["at"], "2026-12-03T09:00:00+00:00");
-    assert_eq!(attempts[0]["retry_at"], "2026-12-03T09:01:00+00:00");
-    assert!(attempts[0]["body"].as_str().unwrap().contains("Service busy, try later"), "{log:#}");
-    assert_eq!(attempts[1]["outcome"], "accepted");
-    assert_eq!(attempts[1]["http_status"], 200);
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-03T09:06:00Z").output().code(0);
+    let log = log.log_doc();
+    let attempts = &log.attempts;
+    assert_eq!(attempts.len(), 2, "{log:#?}");
+    assert!(attempts.iter().all(|a| a.url == sb.url("/a")), "only /a: {log:#?}");
+    assert_eq!(attempts[0].outcome, Class::Transient);
+    assert_eq!(attempts[0].http_status, Some(503));
+    assert_eq!(attempts[0].at, "2026-12-03T09:00:00+00:00");
+    assert_eq!(attempts[0].retry_at.as_deref(), Some("2026-12-03T09:01:00+00:00"));
+    assert!(attempts[0].body.as_deref().unwrap().contains("Service busy, try later"), "{log:#?}");
+    assert_eq!(attempts[1].outcome, Class::Accepted);
+    assert_eq!(attempts[1].http_status, Some(200));
 
     // Without --url, one entry a request, with how many URLs it carried.
-    let all = sb.indexq(&["--json", "log"]).now("2026-12-03T09:06:00Z").output().code(0).json();
-    let requests = all["attempts"].as_array().unwrap();
-    assert_eq!(requests.len(), 2, "{all:#}");
-    assert!(requests.iter().all(|a| a["urls"] == 2), "{all:#}");
-    assert_eq!(
-        (requests[0]["outcome"].as_str(), requests[1]["outcome"].as_str()),
-        (Some("transient"), Some("accepted"))
-    );
+    let all = sb.indexq(&["--json", "log"]).now("2026-12-03T09:06:00Z").output().code(0).log_doc();
+    let requests = &all.attempts;
+    assert_eq!(requests.len(), 2, "{all:#?}");
+    assert!(requests.iter().all(|a| a.urls == 2), "{all:#?}");
+    assert_eq!((requests[0].outcome, requests[1].outcome), (Class::Transient, Class::Accepted));
 
     let human = sb.indexq(&["log", "--url", &sb.url("/a")]).now("2026-12-03T09:06:00Z").output().code(0);
     assert!(human.stdout.contains("Service busy, try later"), "{}", human.stdout);
     assert!(human.stdout.contains("503") && human.stdout.contains("transient"), "{}", human.stdout);
     assert!(!human.stdout.contains(&sb.url("/b")), "{}", human.stdout);
 
-    let none =
-        sb.indexq(&["--json", "log", "--url", &sb.url("/never")]).now("2026-12-03T09:06:00Z").output().code(0).json();
-    assert!(none["attempts"].as_array().unwrap().is_empty());
+    let none = sb.indexq(&["--json", "log", "--url", &sb.url("/never")]).now("2026-12-03T09:06:00Z").output();
+    assert!(none.code(0).log_doc().attempts.is_empty());
 }
 
 #[test]
@@ -316,22 +306,22 @@ fn log_keeps_the_engine_body_of_a_403_key_pending() {
     let body = r#"{"code":"SiteVerificationNotCompleted","message":"Site Verification is not completed. Please wait for some time for the verification to complete and try again."}"#;
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(403).json(body)]);
     let doc = submit(&sb, &["/a"], "2026-12-03T09:00:00Z", 0);
-    assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], "key_pending");
+    assert_eq!(doc.result_for(&sb.url("/a")).outcome, Outcome::KeyPending);
     assert_eq!(sb.site.requests_to("GET", &format!("/{KEY}.txt")).len(), 1, "the key file was checked");
 
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-03T09:00:30Z").output().code(0).json();
-    let attempts = log["attempts"].as_array().unwrap();
-    assert_eq!(attempts.len(), 1, "{log:#}");
-    let a = &attempts[0];
-    assert_eq!(a["outcome"], "key_pending");
-    assert_eq!(a["http_status"], 403);
-    let stored = a["body"].as_str().unwrap();
+    let done = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-03T09:00:30Z").output().code(0);
+    let log = done.log_doc();
+    assert_eq!(log.attempts.len(), 1, "{log:#?}");
+    let a = &log.attempts[0];
+    assert_eq!(a.outcome, Class::KeyPending);
+    assert_eq!(a.http_status, Some(403));
+    let stored = a.body.as_deref().unwrap();
     assert!(
         stored.contains("SiteVerificationNotCompleted") && stored.contains("Please wait for some time"),
         "the engine's body is kept: {stored}"
     );
-    assert!(a["retry_at"].is_string(), "{a}");
-    assert!(!serde_json::to_string(&log).unwrap().contains(KEY));
+    assert!(a.retry_at.is_some(), "{a:?}");
+    assert!(!done.stdout.contains(KEY));
 
     let human = sb.indexq(&["log"]).now("2026-12-03T09:00:30Z").output().code(0);
     assert!(human.stdout.contains("SiteVerificationNotCompleted"), "{}", human.stdout);
@@ -346,21 +336,20 @@ fn dry_run_sends_nothing_and_creates_no_ledger() {
     let sb = quota_sandbox(2);
     let list = sb.urls("urls.txt", &["/a", "/b", "/c"]);
     let done = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]).now(NOW).output().code(0);
-    let doc = done.json();
-    assert_eq!(doc["dry_run"], true, "{doc:#}");
-    let results = results(&doc);
+    let doc = done.submit_doc();
+    assert_eq!(doc.dry_run, Some(true), "{doc:#?}");
     assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
     assert!(sb.site.requests().is_empty(), "a dry run fetches nothing");
     assert!(!sb.ledger().exists(), "a dry run creates no ledger");
     assert!(!sb.ledger().with_extension("db-wal").exists());
-    assert_eq!(count(&doc, "accepted"), 0, "nothing was accepted: {doc:#}");
+    assert_eq!(doc.summary.accepted, 0, "nothing was accepted: {doc:#?}");
     // With room for 2, the third waits for Shanghai midnight.
-    assert_eq!(count(&doc, "deferred"), 1, "{doc:#}");
-    let c = result_for(&results, &sb.url("/c"));
-    assert_eq!(c["outcome"], "deferred");
-    assert_eq!(c["retry_at"], "2026-12-04T00:00:00+08:00");
-    assert_eq!(c["retry_after_secs"], 14 * 3600);
-    assert!(c.get("http_status").is_none());
+    assert_eq!(doc.summary.deferred, 1, "{doc:#?}");
+    let c = doc.result_for(&sb.url("/c"));
+    assert_eq!(c.outcome, Outcome::Deferred);
+    assert_eq!(c.retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"));
+    assert_eq!(c.retry_after_secs, Some(14 * 3600));
+    assert_eq!(c.http_status, None);
 
     // Human: what goes now and what waits until when.
     let done = sb
@@ -380,10 +369,10 @@ fn dry_run_sends_nothing_and_creates_no_ledger() {
     assert!(!sb.ledger().exists());
 
     // The real run then does what the plan said.
-    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).output().code(0).json();
-    assert!(doc.get("dry_run").is_none_or(|v| v == false), "{doc:#}");
-    assert_eq!(count(&doc, "accepted"), 2);
-    assert_eq!(result_for(&crate::support::results(&doc), &sb.url("/c"))["retry_at"], "2026-12-04T00:00:00+08:00");
+    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    assert_eq!(doc.dry_run, None, "{doc:#?}");
+    assert_eq!(doc.summary.accepted, 2);
+    assert_eq!(doc.result_for(&sb.url("/c")).retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"));
 }
 
 #[test]
@@ -391,12 +380,13 @@ fn dry_run_lists_every_input_url_in_its_plan() {
     // DESIGN §3: the dry run shows the plan — what goes now as well as what waits.
     let sb = quota_sandbox(2);
     let list = sb.urls("urls.txt", &["/a", "/b", "/c"]);
-    let doc = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]).now(NOW).output().code(0).json();
-    let results = results(&doc);
-    let plan: Vec<&str> = doc["plan"].as_array().unwrap().iter().map(|p| p["url"].as_str().unwrap()).collect();
-    assert_eq!(plan, [sb.url("/a"), sb.url("/b")], "what goes now: {doc:#}");
-    assert_eq!(doc["plan"][0]["engine"], "indexnow");
-    assert_eq!(result_for(&results, &sb.url("/c"))["outcome"], "deferred", "what waits");
+    let run = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]);
+    let doc = run.now(NOW).output().code(0).submit_doc();
+    let plan = doc.plan.as_ref().unwrap();
+    let urls: Vec<&str> = plan.iter().map(|p| p.url.as_str()).collect();
+    assert_eq!(urls, [sb.url("/a"), sb.url("/b")], "what goes now: {doc:#?}");
+    assert_eq!(plan[0].engine, Engine::IndexNow);
+    assert_eq!(doc.result_for(&sb.url("/c")).outcome, Outcome::Deferred, "what waits");
     assert!(sb.engine.requests().is_empty());
 }
 
@@ -409,18 +399,18 @@ fn dry_run_leaves_an_existing_ledger_unchanged() {
     let at = "2026-12-03T02:10:00Z";
     let before = status(&sb, at);
     let queue_before = queue_items(&sb, &["--state", "queued,parked,accepted"], at);
-    let log_before = sb.indexq(&["--json", "log"]).now(at).output().code(0).json();
-    assert_eq!(before["budgets"][0]["used"], 2, "{before:#}");
+    let log_before = sb.indexq(&["--json", "log"]).now(at).output().code(0).log_doc();
+    assert_eq!(before.budgets[0].used, 2, "{before:#?}");
 
     // The budget is spent: the dry run says the new URLs wait.
     let list = sb.urls("more.txt", &["/x", "/y"]);
-    let doc = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]).now(at).output().code(0).json();
-    assert_eq!(doc["dry_run"], true);
-    let results = results(&doc);
+    let doc = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]).now(at).output().code(0);
+    let doc = doc.submit_doc();
+    assert_eq!(doc.dry_run, Some(true));
     for p in ["/x", "/y"] {
-        let r = result_for(&results, &sb.url(p));
-        assert_eq!(r["outcome"], "deferred", "{r}");
-        assert_eq!(r["retry_at"], "2026-12-04T00:00:00+08:00", "{r}");
+        let r = doc.result_for(&sb.url(p));
+        assert_eq!(r.outcome, Outcome::Deferred, "{r:?}");
+        assert_eq!(r.retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"), "{r:?}");
     }
     // After the window reopens, the dry run plans to send them.
     let doc = sb
@@ -428,25 +418,25 @@ fn dry_run_leaves_an_existing_ledger_unchanged() {
         .now("2026-12-03T16:00:01Z")
         .output()
         .code(0)
-        .json();
-    assert_eq!(count(&doc, "deferred"), 0, "{doc:#}");
+        .submit_doc();
+    assert_eq!(doc.summary.deferred, 0, "{doc:#?}");
 
     assert_eq!(stable(status(&sb, at)), stable(before), "status is unchanged by dry runs");
     assert_eq!(queue_items(&sb, &["--state", "queued,parked,accepted"], at), queue_before);
-    assert_eq!(sb.indexq(&["--json", "log"]).now(at).output().code(0).json(), log_before);
+    assert_eq!(sb.indexq(&["--json", "log"]).now(at).output().code(0).log_doc(), log_before);
     assert_eq!(sb.engine.requests().len(), 2, "only the two real runs sent");
     // /x and /y are not in the ledger: a real run later treats them as new.
-    let doc =
-        sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T16:00:01Z").output().code(0).json();
-    assert_eq!(count(&doc, "accepted"), 2, "{doc:#}");
+    let doc = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T16:00:01Z").output().code(0);
+    let doc = doc.submit_doc();
+    assert_eq!(doc.summary.accepted, 2, "{doc:#?}");
 }
 
 /// A `status --json` document without the fields that move with the real
 /// milliseconds elapsed since the pinned instant.
-fn stable(mut doc: Value) -> Value {
-    doc.as_object_mut().unwrap().remove("now");
-    for b in doc["budgets"].as_array_mut().unwrap() {
-        b.as_object_mut().unwrap().remove("resets_in_secs");
+fn stable(mut doc: Status) -> Status {
+    doc.now.clear();
+    for b in &mut doc.budgets {
+        b.resets_in_secs = 0;
     }
     doc
 }
@@ -458,7 +448,7 @@ fn assert_no_key(what: &str, text: &str) {
     assert!(!text.contains(KEY), "the key appears in {what}:\n{text}");
 }
 
-fn assert_key_never_leaks(key_file: MockResponse, engine_body: &str, expect_outcome: &str) {
+fn assert_key_never_leaks(key_file: MockResponse, engine_body: &str, expect_outcome: Outcome) {
     let sb = Sandbox::new();
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(403).json(engine_body)]);
     sb.site.on("GET", &format!("/{KEY}.txt"), vec![key_file]);
@@ -466,8 +456,8 @@ fn assert_key_never_leaks(key_file: MockResponse, engine_body: &str, expect_outc
     let at = "2026-12-03T09:00:00Z";
     let mut outputs = Vec::new();
     let done = sb.indexq(&["--json", "-vv", "submit", "--max-wait", "0", list.to_str().unwrap()]).now(at).output();
-    let doc = done.json();
-    assert_eq!(result_for(&results(&doc), &sb.url("/a"))["outcome"], expect_outcome, "{doc:#}");
+    let doc = done.submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/a")).outcome, expect_outcome, "{doc:#?}");
     assert_eq!(sb.site.requests_to("GET", &format!("/{KEY}.txt")).len(), 1, "the key file was checked");
     outputs.push(("submit --json -vv", done));
     // The key did go to the engine (that is where it belongs).
@@ -507,7 +497,7 @@ fn the_key_never_leaks_after_a_403_and_a_key_check_that_finds_it() {
     assert_key_never_leaks(
         MockResponse::status(200).body(&format!("{KEY}\n")),
         &format!(r#"{{"code":"SiteVerificationNotCompleted","key":"{KEY}"}}"#),
-        "key_pending",
+        Outcome::KeyPending,
     );
 }
 
@@ -516,7 +506,7 @@ fn the_key_never_leaks_when_the_key_file_wraps_it_in_html() {
     assert_key_never_leaks(
         MockResponse::status(200).body(&format!("<html><body><p>{KEY}</p></body></html>")),
         r#"{"code":"UserForbiddedToAccessSite"}"#,
-        "misconfigured",
+        Outcome::Misconfigured,
     );
 }
 
@@ -525,6 +515,6 @@ fn the_key_never_leaks_when_the_key_file_has_a_bom() {
     assert_key_never_leaks(
         MockResponse::status(200).body(&format!("\u{feff}{KEY}")),
         r#"{"code":"UserForbiddedToAccessSite"}"#,
-        "misconfigured",
+        Outcome::Misconfigured,
     );
 }

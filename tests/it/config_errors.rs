@@ -166,8 +166,8 @@ fn an_unset_or_empty_key_variable_is_named() {
 #[test]
 fn status_needs_no_credentials() {
     let sb = Sandbox::new();
-    let doc = sb.indexq(&["--json", "status"]).now(NOW).env_remove("INDEXNOW_KEY").output().code(0).json();
-    assert_eq!(doc["budgets"].as_array().unwrap().len(), 1, "{doc}");
+    let doc = sb.indexq(&["--json", "status"]).now(NOW).env_remove("INDEXNOW_KEY").output().code(0).status_doc();
+    assert_eq!(doc.budgets.len(), 1, "{doc:#?}");
 }
 
 #[test]
@@ -199,8 +199,8 @@ fn a_missing_input_file_is_a_usage_error_and_nothing_is_queued() {
     assert!(done.stderr.contains("missing.txt"), "stderr names the file:\n{}", done.stderr);
     assert_nothing_sent(&sb);
     // The readable file was not half-processed: nothing waits in the queue.
-    let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).json();
-    assert_eq!(queue["items"].as_array().unwrap().len(), 0, "{queue}");
+    let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).queue_doc();
+    assert_eq!(queue.items.len(), 0, "{queue:#?}");
     let doc = sb.indexq(&["--json", "submit"]).now(NOW).output().code(0).json();
     assert!(results(&doc).is_empty(), "{doc}");
     assert_nothing_sent(&sb);

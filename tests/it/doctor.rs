@@ -1,25 +1,11 @@
 //! `indexq doctor` checks everything without spending quota (the mocks count
 //! requests), and the three most common first-run failures say the fix.
 
+use crate::support::json::Engine;
 use crate::support::mock::MockResponse;
 use crate::support::*;
 
 const NOW: &str = "2026-12-03T09:00:00Z";
-
-fn checks(doc: &serde_json::Value) -> Vec<serde_json::Value> {
-    let checks = doc["checks"].as_array().unwrap().clone();
-    for c in &checks {
-        let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
-        for k in ["check", "property", "engine", "ok", "message", "fix"] {
-            assert!(keys.contains(&k), "{k} missing in {c}");
-        }
-    }
-    checks
-}
-
-fn find<'a>(checks: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
-    checks.iter().find(|c| c["check"] == name).unwrap_or_else(|| panic!("no {name} check in {checks:#?}"))
-}
 
 #[test]
 fn all_good_spends_nothing() {
@@ -31,13 +17,13 @@ fn all_good_spends_nothing() {
     sb.bing_quota(42, 900);
     sb.write_config();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
-    let checks = checks(&done.json());
-    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:#?}");
-    assert!(find(&checks, "indexnow_key_file")["message"].as_str().unwrap().contains("serves exactly the key"));
-    let bing = find(&checks, "bing_quota")["message"].as_str().unwrap().to_string();
+    let doctor = done.doctor_doc();
+    assert!(doctor.checks.iter().all(|c| c.ok), "{doctor:#?}");
+    assert!(doctor.check("indexnow_key_file").message.contains("serves exactly the key"));
+    let bing = &doctor.check("bing_quota").message;
     assert!(bing.contains("42") && bing.contains("900"), "{bing}");
-    assert!(find(&checks, "google_token")["message"].as_str().unwrap().contains(GOOGLE_EMAIL));
-    assert!(find(&checks, "config")["message"].as_str().unwrap().contains("America/Los_Angeles"));
+    assert!(doctor.check("google_token").message.contains(GOOGLE_EMAIL));
+    assert!(doctor.check("config").message.contains("America/Los_Angeles"));
     // Nothing was submitted anywhere.
     assert!(sb.engine.requests_to("POST", ENDPOINT_PATH).is_empty());
     assert!(sb.engine.requests_to("POST", BING_SUBMIT).is_empty());
@@ -54,12 +40,12 @@ fn a_key_file_that_is_not_served_needs_a_human_and_says_the_fix() {
     let sb = Sandbox::new();
     sb.site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(404).body("Not Found")]);
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(3);
-    let checks = checks(&done.json());
-    let c = find(&checks, "indexnow_key_file");
-    assert_eq!(c["ok"], false);
-    assert_eq!(c["property"], "site");
-    assert_eq!(c["engine"], "indexnow");
-    assert!(c["fix"].as_str().unwrap().contains("Serve exactly the key"), "{c}");
+    let doctor = done.doctor_doc();
+    let c = doctor.check("indexnow_key_file");
+    assert!(!c.ok);
+    assert_eq!(c.property.as_deref(), Some("site"));
+    assert_eq!(c.engine, Some(Engine::IndexNow));
+    assert!(c.fix.as_deref().unwrap().contains("Serve exactly the key"), "{c:?}");
     assert!(!done.stdout.contains(KEY), "the key is never printed");
     let human = sb.indexq(&["doctor"]).now(NOW).output().code(3);
     assert!(human.stdout.contains("FIX indexnow_key_file") && human.stdout.contains("fix:"), "{}", human.stdout);
@@ -85,11 +71,11 @@ fn a_refused_google_key_and_a_failed_bing_read_are_problems() {
     );
     sb.write_config();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(3);
-    let checks = checks(&done.json());
-    let google = find(&checks, "google_token");
-    assert_eq!(google["ok"], false);
-    assert!(google["message"].as_str().unwrap().contains(GOOGLE_KEY_ID));
-    assert_eq!(find(&checks, "bing_quota")["ok"], false);
+    let doctor = done.doctor_doc();
+    let google = doctor.check("google_token");
+    assert!(!google.ok);
+    assert!(google.message.contains(GOOGLE_KEY_ID));
+    assert!(!doctor.check("bing_quota").ok);
     assert!(!done.stdout.contains(BING_KEY));
     assert!(sb.engine.requests_to("POST", BING_SUBMIT).is_empty());
 }
@@ -104,23 +90,19 @@ fn the_ledger_is_checked_and_a_dead_runs_reservation_is_reported() {
     child.kill().unwrap();
     child.wait().unwrap();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
-    let checks = checks(&done.json());
-    assert!(find(&checks, "ledger")["message"].as_str().unwrap().contains("schema version 2"));
-    assert!(find(&checks, "ledger_in_flight")["message"].as_str().unwrap().contains("1 reservation"));
+    let doctor = done.doctor_doc();
+    assert!(doctor.check("ledger").message.contains("schema version 2"));
+    assert!(doctor.check("ledger_in_flight").message.contains("1 reservation"));
     // A ledger others can read is made private, and doctor says what it found.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(sb.ledger(), std::fs::Permissions::from_mode(0o644)).unwrap();
         let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
-        let c = find(&checks_of(&done), "ledger_mode").clone();
-        assert!(c["message"].as_str().unwrap().contains("had mode 644"), "{c}");
+        let c = done.doctor_doc().check("ledger_mode").clone();
+        assert!(c.message.contains("had mode 644"), "{c:?}");
         assert_eq!(std::fs::metadata(sb.ledger()).unwrap().permissions().mode() & 0o777, 0o600);
     }
-}
-
-fn checks_of(done: &Done) -> Vec<serde_json::Value> {
-    checks(&done.json())
 }
 
 #[test]

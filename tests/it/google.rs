@@ -85,13 +85,12 @@ fn epoch_helper_reads_offsets() {
     assert_eq!(epoch("2026-12-03T00:00:00-08:00") - epoch(NOW), 23_400);
 }
 
-/// The Google day budgets of `status --json`: (limit, budget) pairs.
-fn google_day_budgets(status: &serde_json::Value) -> Vec<serde_json::Value> {
-    status["budgets"]
-        .as_array()
-        .unwrap()
+/// The Google day budgets of `status --json`.
+fn google_day_budgets(status: &json::Status) -> Vec<json::Budget> {
+    status
+        .budgets
         .iter()
-        .filter(|b| b["engine"] == "google" && b["period"] == "day")
+        .filter(|b| b.engine == json::Engine::Google && b.period == json::Period::Day)
         .cloned()
         .collect()
 }
@@ -237,12 +236,12 @@ fn three_properties_share_a_pool_of_20_so_exactly_20_go() {
         assert!(r.get("http_status").is_none(), "deferred never left the machine: {r:#}");
     }
     // The pool shows 20 of 20 used.
-    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
-    let pools: Vec<_> = google_day_budgets(&status).into_iter().filter(|b| b["limit"] == 20).collect();
-    assert!(!pools.is_empty(), "{status:#}");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let pools: Vec<_> = google_day_budgets(&status).into_iter().filter(|b| b.limit == Some(20)).collect();
+    assert!(!pools.is_empty(), "{status:#?}");
     for pool in pools {
-        assert_eq!(pool["used"], 20, "{pool:#}");
-        assert_eq!(pool["remaining"], 0, "{pool:#}");
+        assert_eq!(pool.used, 20, "{pool:#?}");
+        assert_eq!(pool.remaining, Some(0), "{pool:#?}");
     }
 }
 
@@ -260,22 +259,22 @@ fn a_per_minute_429_waits_a_minute_and_leaves_the_day_open() {
     assert_eq!(epoch(r["retry_at"].as_str().unwrap()) - epoch(NOW), 60, "{r:#}");
 
     // The day budgets are not blocked.
-    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
     let days = google_day_budgets(&status);
-    assert_eq!(days.len(), 2, "the property's share and the project pool: {status:#}");
+    assert_eq!(days.len(), 2, "the property's share and the project pool: {status:#?}");
     for b in &days {
-        assert_ne!(b["blocked_until"], b["resets_at"], "the day is not spent: {b:#}");
-        if let Some(until) = b["blocked_until"].as_str() {
-            assert!(epoch(until) <= epoch(NOW) + 60, "the day is blocked past the minute: {b:#}");
+        assert_ne!(b.blocked_until.as_ref(), Some(&b.resets_at), "the day is not spent: {b:#?}");
+        if let Some(until) = &b.blocked_until {
+            assert!(epoch(until) <= epoch(NOW) + 60, "the day is blocked past the minute: {b:#?}");
         }
     }
     // Once the minute is over, the day budgets are open again.
-    let status = sb.indexq(&["--json", "status"]).now("2026-12-03T09:31:01+08:00").output().code(0).json();
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-03T09:31:01+08:00").output().code(0).status_doc();
     let days = google_day_budgets(&status);
-    assert_eq!(days.len(), 2, "{status:#}");
+    assert_eq!(days.len(), 2, "{status:#?}");
     for b in &days {
-        assert!(b.get("blocked_until").is_none(), "{b:#}");
-        assert!(b["remaining"].as_u64().unwrap() > 0, "{b:#}");
+        assert!(b.blocked_until.is_none(), "{b:#?}");
+        assert!(b.remaining.unwrap() > 0, "{b:#?}");
     }
     // Two minutes later a new URL goes (and so does the one waiting).
     sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);
@@ -452,23 +451,42 @@ fn a_500_internal_is_transient_with_a_retry() {
     assert!(r["retry_at"].is_string());
 }
 
+/// The rejection fixtures by id: the repository's (`tests/fixtures/rejections`,
+/// which must be there), then those of `../shared/fixtures/rejections` when
+/// that directory exists (a shared copy of an id replaces the repository's).
+fn rejection_fixtures() -> std::collections::BTreeMap<String, serde_json::Value> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut fixtures = std::collections::BTreeMap::new();
+    for (dir, required) in
+        [(root.join("tests/fixtures/rejections"), true), (root.join("../shared/fixtures/rejections"), false)]
+    {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if required => panic!("the rejection fixtures: {}: {e}", dir.display()),
+            Err(_) => continue,
+        };
+        let mut paths: Vec<_> =
+            entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let fixture: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let id = fixture["id"].as_str().unwrap_or_else(|| panic!("{}: no id", path.display())).to_string();
+            fixtures.insert(id, fixture);
+        }
+    }
+    fixtures
+}
+
 #[test]
 fn every_google_fixture_gets_its_expected_class() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rejections");
     let mut seen = 0;
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let Ok(fixture) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+    for (id, fixture) in rejection_fixtures() {
         if fixture["engine"] != "google" {
             continue;
         }
         seen += 1;
-        let id = fixture["id"].as_str().unwrap_or_default().to_string();
         let mut response = MockResponse::status(fixture["status"].as_u64().unwrap() as u16);
         for (k, v) in fixture["headers"].as_object().into_iter().flatten() {
             response = response.header(k, v.as_str().unwrap());
@@ -494,7 +512,7 @@ fn every_google_fixture_gets_its_expected_class() {
             assert!(r.get("retry_at").is_some(), "{id}: a retry is scheduled: {r:#}");
         }
     }
-    assert!(seen >= 4, "the Google fixtures were found in {}: {seen}", dir.display());
+    assert!(seen >= 4, "the Google fixtures were found in tests/fixtures/rejections: {seen}");
 }
 
 /// An inspection answer with this verdict.
@@ -574,21 +592,23 @@ fn status_shows_the_project_pool_and_the_property_share_apart() {
     let sb = Sandbox::google("");
     let urls = list(&sb, "p", 2);
     sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
-    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
     let days = google_day_budgets(&status);
-    let pool: Vec<_> = days.iter().filter(|b| b["limit"] == 200).collect();
-    let share: Vec<_> = days.iter().filter(|b| b["limit"] == 11).collect();
-    assert_eq!(pool.len(), 1, "the project pool: {status:#}");
-    assert_eq!(share.len(), 1, "the property's share: {status:#}");
+    let pool: Vec<_> = days.iter().filter(|b| b.limit == Some(200)).collect();
+    let share: Vec<_> = days.iter().filter(|b| b.limit == Some(11)).collect();
+    assert_eq!(pool.len(), 1, "the project pool: {status:#?}");
+    assert_eq!(share.len(), 1, "the property's share: {status:#?}");
     for b in [pool[0], share[0]] {
-        assert_eq!(b["property"], "site");
-        assert_eq!(b["used"], 2, "{b:#}");
-        assert_eq!(b["timezone"], "America/Los_Angeles", "{b:#}");
-        assert_eq!(b["resets_at"], "2026-12-03T00:00:00-08:00", "{b:#}");
-        assert_eq!(b["window"], "2026-12-02", "{b:#}");
+        assert_eq!(b.property, "site");
+        assert_eq!(b.used, 2, "{b:#?}");
+        assert_eq!(b.timezone, "America/Los_Angeles", "{b:#?}");
+        assert_eq!(b.resets_at, "2026-12-03T00:00:00-08:00", "{b:#?}");
+        assert_eq!(b.window, "2026-12-02", "{b:#?}");
     }
-    assert_eq!(pool[0]["remaining"], 198);
-    assert_eq!(share[0]["remaining"], 9);
+    assert_eq!(pool[0].scope, json::Scope::Pool);
+    assert_eq!(share[0].scope, json::Scope::Property);
+    assert_eq!(pool[0].remaining, Some(198));
+    assert_eq!(share[0].remaining, Some(9));
     let human = sb.indexq(&["status"]).now(NOW).env("TZ", "Asia/Shanghai").output().code(0);
     assert!(human.stdout.contains(GOOGLE_PROJECT), "{}", human.stdout);
     assert!(human.stdout.contains("America/Los_Angeles"), "{}", human.stdout);

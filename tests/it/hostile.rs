@@ -57,10 +57,9 @@ fn assert_transient(r: &Value, max: i64) -> i64 {
 
 /// The stored bodies of every attempt for `path` (`log --json --url`).
 fn stored_bodies(sb: &Sandbox, path: &str) -> Vec<String> {
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url(path)]).now(NOW).output().code(0).json();
-    let attempts = log["attempts"].as_array().unwrap_or_else(|| panic!("log: {log:#}"));
-    assert!(!attempts.is_empty(), "the attempt is logged: {log:#}");
-    attempts.iter().map(|a| a["body"].as_str().unwrap_or_default().to_string()).collect()
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url(path)]).now(NOW).output().code(0).log_doc();
+    assert!(!log.attempts.is_empty(), "the attempt is logged: {log:#?}");
+    log.attempts.into_iter().map(|a| a.body.unwrap_or_default()).collect()
 }
 
 // ---- 1-5: the transport misbehaves -------------------------------------

@@ -41,9 +41,9 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
 
     // The key file is served where the starter says (the site's root): doctor is content.
     let doctor = in_dir(&sb, "fresh", &["--config", "indexq.toml", "--json", "doctor"]).output().code(0);
-    let checks = doctor.json()["checks"].as_array().unwrap().clone();
-    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:#?}");
-    assert!(checks.iter().any(|c| c["check"] == "indexnow_key_file"), "{checks:#?}");
+    let checks = doctor.doctor_doc().checks;
+    assert!(checks.iter().all(|c| c.ok), "{checks:#?}");
+    assert!(checks.iter().any(|c| c.check == "indexnow_key_file"), "{checks:#?}");
     assert_eq!(sb.site.requests_to("GET", &format!("/{KEY}.txt")).len(), 1, "doctor fetched the key file");
 
     // And found without --config, from its own directory.
@@ -51,8 +51,8 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
 
     let list = sb.urls("urls.txt", &["/a", "/b"]);
     let plan = in_dir(&sb, "fresh", &["--json", "submit", "--dry-run", list.to_str().unwrap()]).output().code(0);
-    let plan = plan.json();
-    assert_eq!(plan["plan"].as_array().map(Vec::len), Some(2), "{plan}");
+    let plan = plan.submit_doc();
+    assert_eq!(plan.plan.as_ref().map(Vec::len), Some(2), "{plan:#?}");
     assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
 }
 
@@ -79,10 +79,10 @@ fn init_global_writes_under_xdg_config_home_where_the_lookup_finds_it() {
         .output()
         .code(0);
     let path: PathBuf = xdg.join("indexq").join("config.toml");
-    let doc = done.json();
-    assert_eq!(doc["config"], path.display().to_string(), "{doc}");
-    assert_eq!(doc["site"], site.as_str());
-    assert_eq!(doc["placeholder"], false);
+    let doc = done.init_doc();
+    assert_eq!(doc.config, path.display().to_string(), "{doc:#?}");
+    assert_eq!(doc.site, site);
+    assert!(!doc.placeholder);
     assert!(read(&path).contains(&format!("site = \"{site}\"")));
 
     // Another directory, no --config: the user's configuration is found.
@@ -116,6 +116,11 @@ fn init_without_a_site_writes_the_placeholder_and_says_to_set_it() {
     let text = read(&sb.dir.path().join("placeholder").join("indexq.toml"));
     assert!(text.contains("site = \"https://example.com/\""), "{text}");
     assert!(!text.contains("examples/"), "nothing points into the repository:\n{text}");
+    // `--json` says so too.
+    let doc = in_dir(&sb, "placeholder-json", &["--json", "init"]).output().code(0).init_doc();
+    assert!(doc.placeholder, "{doc:#?}");
+    assert_eq!(doc.site, "https://example.com/");
+    assert_eq!(doc.config, "indexq.toml");
 }
 
 #[test]

@@ -162,6 +162,7 @@ fn changed_sends_only_new_urls_and_later_lastmods() {
     assert_eq!(plan["plan_summary"]["indexnow"]["new"], 1, "{plan:#}");
     assert_eq!(plan["plan_summary"]["indexnow"]["changed"], 1);
     assert_eq!(plan["plan_summary"]["indexnow"]["unchanged"], 2);
+    assert!(plan.get("before_since").is_none(), "only with --since: {plan:#}");
     let doc = sb
         .indexq(&["--json", "submit", "--changed", "--sitemap", "sitemap.xml"])
         .now("2026-12-05T09:00:00Z")
@@ -175,7 +176,16 @@ fn changed_sends_only_new_urls_and_later_lastmods() {
     last_two.sort();
     assert_eq!(last_two, [sb.url("/a"), sb.url("/d")]);
 
-    // --since keeps only lastmods at or after it.
+    // --since keeps only lastmods at or after it: a dry run says how many it
+    // leaves out (/b, older, and /c and /d, which have no lastmod).
+    let since = ["submit", "--dry-run", "--force", "--since", "2026-12-01", "--sitemap", "sitemap.xml"];
+    let dry = sb.indexq(&[&["--json"][..], &since].concat()).now("2026-12-06T09:00:00Z").output().code(0);
+    let dry = dry.submit_doc();
+    assert_eq!(dry.before_since, Some(3), "{dry:#?}");
+    let planned: Vec<&str> = dry.plan.iter().flatten().map(|p| p.url.as_str()).collect();
+    assert_eq!(planned, [sb.url("/a")]);
+    let human = sb.indexq(&since).now("2026-12-06T09:00:00Z").output().code(0);
+    assert!(human.stdout.contains("3 URLs are left out: their lastmod is before --since."), "{}", human.stdout);
     let doc = sb
         .indexq(&["--json", "submit", "--force", "--since", "2026-12-01", "--sitemap", "sitemap.xml"])
         .now("2026-12-06T09:00:00Z")
@@ -220,13 +230,12 @@ fn bounded(run: Run, feed: Option<&str>) -> Done {
 }
 
 /// The `invalid` results of a run, as (source, url, message).
-fn invalid_lines(doc: &serde_json::Value) -> Vec<(String, String, String)> {
-    results(doc)
+fn invalid_lines(doc: &json::Submit) -> Vec<(String, String, String)> {
+    doc.with_outcome(json::Outcome::Invalid)
         .into_iter()
-        .filter(|r| r["outcome"] == "invalid")
         .map(|r| {
-            let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-            (text("source"), text("url"), text("message"))
+            let source = r.source.clone().unwrap_or_else(|| panic!("an invalid line names its place: {r:?}"));
+            (source, r.url.clone(), r.message.clone())
         })
         .collect()
 }
@@ -240,7 +249,7 @@ fn a_line_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through()
     sb.file("urls.txt", &list);
     let done = sb.indexq(&["--json", "submit", "urls.txt"]).now(NOW).output().code(3);
     assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")], "both good URLs go");
-    let invalid = invalid_lines(&done.json());
+    let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     let (source, url, message) = &invalid[0];
     assert_eq!(source, "urls.txt:2");
@@ -254,7 +263,7 @@ fn a_line_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through()
     let at_cap = format!("{base}{}", "b".repeat(8192 - base.len()));
     let over = format!("{base}{}", "c".repeat(8193 - base.len()));
     sb.file("edge.txt", &format!("{at_cap}\r\n{over}\r\n"));
-    let doc = sb.indexq(&["--json", "submit", "edge.txt"]).now(NOW).output().code(3).json();
+    let doc = sb.indexq(&["--json", "submit", "edge.txt"]).now(NOW).output().code(3).submit_doc();
     assert_eq!(sent(&sb), [at_cap]);
     assert_eq!(invalid_lines(&doc)[0].0, "edge.txt:2");
 }
@@ -271,7 +280,7 @@ fn a_huge_line_from_a_pipe_is_skipped_in_bounded_memory() {
     );
     let done = bounded(sb.indexq(&["--json", "submit", "-"]).now(NOW), Some(&feed)).code(3);
     assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")]);
-    let invalid = invalid_lines(&done.json());
+    let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     assert_eq!(invalid[0].0, "<stdin>:2");
     assert!(invalid[0].2.contains("286.1 MiB"), "{}", invalid[0].2);
@@ -284,7 +293,7 @@ fn a_stream_of_nuls_ends_as_one_invalid_result_in_bounded_memory() {
     // /dev/zero never ends: the run must, without growing.
     let done = bounded(sb.indexq(&["--json", "submit", "urls.txt", "/dev/zero"]).now(NOW), None).code(3);
     assert_eq!(sent(&sb), [sb.url("/good")], "the other input still goes");
-    let invalid = invalid_lines(&done.json());
+    let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     let (source, url, message) = &invalid[0];
     assert_eq!(source, "/dev/zero:1");
@@ -297,7 +306,7 @@ fn a_stream_of_nuls_ends_as_one_invalid_result_in_bounded_memory() {
     let feed = format!("{{ echo {}; head -c 400000000 /dev/zero; }}", sb.url("/first"));
     let done = bounded(sb.indexq(&["--json", "submit", "-"]).now(NOW), Some(&feed)).code(3);
     assert_eq!(sent(&sb), [sb.url("/first")]);
-    let invalid = invalid_lines(&done.json());
+    let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     assert_eq!(invalid[0].0, "<stdin>:2");
 }
@@ -308,7 +317,7 @@ fn lines_with_nul_bytes_are_invalid_and_a_binary_file_stops_early() {
     let sb = Sandbox::new();
     let list = format!("{}\n\0\0\0\0\n{}\n", sb.url("/a"), sb.url("/b"));
     sb.file("urls.txt", &list);
-    let doc = sb.indexq(&["--json", "submit", "urls.txt"]).now(NOW).output().code(3).json();
+    let doc = sb.indexq(&["--json", "submit", "urls.txt"]).now(NOW).output().code(3).submit_doc();
     assert_eq!(sent(&sb), [sb.url("/a"), sb.url("/b")]);
     let invalid = invalid_lines(&doc);
     assert_eq!(invalid.len(), 1, "{invalid:?}");
@@ -320,7 +329,7 @@ fn lines_with_nul_bytes_are_invalid_and_a_binary_file_stops_early() {
     let text: String = (0..50).map(|i| format!("{}\n", sb.url(&format!("/p{i}")))).collect();
     let utf16: Vec<u8> = text.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
     std::fs::write(sb.dir.path().join("utf16.txt"), utf16).unwrap();
-    let doc = sb.indexq(&["--json", "submit", "utf16.txt"]).now(NOW).output().code(3).json();
+    let doc = sb.indexq(&["--json", "submit", "utf16.txt"]).now(NOW).output().code(3).submit_doc();
     assert!(sent(&sb).is_empty());
     let invalid = invalid_lines(&doc);
     assert_eq!(invalid.len(), 8, "{invalid:?}");
@@ -340,7 +349,7 @@ fn a_sitemap_loc_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_th
     sb.file("sitemap.xml", &xml);
     let done = sb.indexq(&["--json", "submit", "--sitemap", "sitemap.xml"]).now(NOW).output().code(3);
     assert_eq!(sent(&sb), [sb.url("/good-1"), sb.url("/good-2")]);
-    let invalid = invalid_lines(&done.json());
+    let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     let (source, _, message) = &invalid[0];
     assert_eq!(source, "sitemap.xml:5:3", "the place of the <loc>");

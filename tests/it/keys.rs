@@ -22,13 +22,13 @@ fn key_pending_then_accepted_within_max_wait() {
     assert_eq!(sb.engine.requests().len(), 2);
     assert_eq!(sb.site.requests_to("GET", &format!("/{KEY}.txt")).len(), 1, "the key file was checked once");
     // The log keeps both attempts, with the engine's body.
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now(NOW).output().code(0).json();
-    let attempts = log["attempts"].as_array().unwrap();
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now(NOW).output().code(0).log_doc();
+    let attempts = &log.attempts;
     assert_eq!(attempts.len(), 2);
-    assert_eq!(attempts[0]["outcome"], "key_pending");
-    assert_eq!(attempts[0]["http_status"], 403);
-    assert!(attempts[0]["body"].as_str().unwrap().contains("SiteVerificationNotCompleted"));
-    assert_eq!(attempts[1]["outcome"], "accepted");
+    assert_eq!(attempts[0].outcome, json::Class::KeyPending);
+    assert_eq!(attempts[0].http_status, Some(403));
+    assert!(attempts[0].body.as_deref().unwrap().contains("SiteVerificationNotCompleted"));
+    assert_eq!(attempts[1].outcome, json::Class::Accepted);
 }
 
 #[test]
@@ -78,14 +78,14 @@ fn parks_with(key_file: MockResponse, reason: &str) {
     // Not retried by the next runs (with or without input).
     sb.indexq(&["--json", "submit"]).now("2026-12-05T09:00:00Z").output().code(0);
     assert_eq!(sb.engine.requests().len(), 1);
-    let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).json();
-    assert_eq!(queue["items"].as_array().unwrap().len(), 2);
-    assert!(queue["items"].as_array().unwrap().iter().all(|i| i["state"] == "parked"));
+    let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).queue_doc();
+    assert_eq!(queue.items.len(), 2);
+    assert!(queue.items.iter().all(|i| i.state == json::ItemState::Parked));
 
     // `queue retry` makes them due; fixed, they are accepted.
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
-    let retried = sb.indexq(&["--json", "queue", "retry"]).now("2026-12-05T09:00:00Z").output().code(0).json();
-    assert_eq!(retried["retried"], 2);
+    let retried = sb.indexq(&["--json", "queue", "retry"]).now("2026-12-05T09:00:00Z").output().code(0);
+    assert_eq!(retried.queue_retry_doc().retried, 2);
     let doc = sb.indexq(&["--json", "submit"]).now("2026-12-05T09:00:00Z").output().code(0).json();
     assert_eq!(count(&doc, "accepted"), 2);
 }

@@ -19,33 +19,30 @@ fn a_run_killed_in_flight_is_reconciled_without_loss_or_double_count() {
     child.wait().unwrap();
 
     // The killed run's reservation is in the ledger: 2 used today, items in flight.
-    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T22:01:00Z").output().code(0).json();
-    let items = queue["items"].as_array().unwrap();
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T22:01:00Z").output().code(0).queue_doc();
+    let items = &queue.items;
     assert_eq!(items.len(), 2, "both URLs are in the ledger");
-    assert!(items.iter().all(|i| i["state"] == "in_flight"), "{items:?}");
+    assert!(items.iter().all(|i| i.state == json::ItemState::InFlight), "{items:?}");
 
     // Next day: the next run reconciles them and sends them again.
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
-    let done = sb.indexq(&["--json", "submit"]).now("2026-12-04T08:00:00Z").output().code(0);
-    let doc = done.json();
-    assert_eq!(count(&doc, "accepted"), 2);
-    let r = result_for(&results(&doc), &sb.url("/a")).clone();
-    assert_eq!(r["attempts"], 2, "the interrupted attempt is counted");
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-04T08:00:00Z").output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 2);
+    assert_eq!(doc.result_for(&sb.url("/a")).attempts, 2, "the interrupted attempt is counted");
     assert_eq!(sb.engine.requests().len(), 2);
 
     // The killed request counted against its own day, and the retry only once against the new day.
-    let day1 = sb.indexq(&["--json", "status"]).now("2026-12-03T23:00:00Z").output().code(0).json();
-    assert_eq!(day1["budgets"][0]["used"], 2);
-    let day2 = sb.indexq(&["--json", "status"]).now("2026-12-04T09:00:00Z").output().code(0).json();
-    assert_eq!(day2["budgets"][0]["used"], 2);
-    assert_eq!(day2["budgets"][0]["window"], "2026-12-04");
-    assert_eq!(day2["queue"]["due"], 0);
-    assert_eq!(day2["queue"]["waiting"], 0);
+    let day1 = sb.indexq(&["--json", "status"]).now("2026-12-03T23:00:00Z").output().code(0).status_doc();
+    assert_eq!(day1.budgets[0].used, 2);
+    let day2 = sb.indexq(&["--json", "status"]).now("2026-12-04T09:00:00Z").output().code(0).status_doc();
+    assert_eq!(day2.budgets[0].used, 2);
+    assert_eq!(day2.budgets[0].window, "2026-12-04");
+    assert_eq!(day2.queue.due, 0);
+    assert_eq!(day2.queue.waiting, 0);
 
     // The log tells what happened.
-    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0).json();
-    let reasons: Vec<&str> =
-        log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    let log = sb.indexq(&["--json", "log", "--url", &sb.url("/a")]).now("2026-12-04T09:00:00Z").output().code(0);
+    let reasons: Vec<String> = log.log_doc().attempts.into_iter().map(|a| a.reason).collect();
     assert_eq!(reasons, ["interrupted", "ok"]);
 }
 
@@ -79,13 +76,13 @@ fn every_url_is_in_the_ledger_before_the_first_request() {
     assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(30)));
     child.kill().unwrap();
     child.wait().unwrap();
-    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).json();
-    assert_eq!(queue["items"].as_array().unwrap().len(), 10_000, "a listing shows the first 10,000");
-    assert_eq!(queue["truncated"], true);
+    let queue = sb.indexq(&["--json", "queue", "list"]).now("2026-12-03T09:00:00Z").output().code(0).queue_doc();
+    assert_eq!(queue.items.len(), 10_000, "a listing shows the first 10,000");
+    assert!(queue.truncated);
     let all = sb.indexq(&["--json", "queue", "list", "--limit", "30000"]).now("2026-12-03T09:00:00Z").output();
-    let all = all.code(0).json();
-    assert_eq!(all["items"].as_array().unwrap().len(), 25_000);
-    assert_eq!(all["truncated"], false);
+    let all = all.code(0).queue_doc();
+    assert_eq!(all.items.len(), 25_000);
+    assert!(!all.truncated);
     // The first POST carries at most 10,000 URLs.
     assert_eq!(sb.received_urls().len(), 10_000);
 }
@@ -133,14 +130,14 @@ fn queue_states_can_be_filtered_as_they_are_shown() {
     let list = sb.urls("urls.txt", &["/a", "/b"]);
     sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:00:00Z").output().code(0);
     let waiting = sb.indexq(&["--json", "queue", "list", "--state", "waiting"]).now("2026-12-03T09:00:00Z").output();
-    let items = waiting.code(0).json()["items"].as_array().unwrap().clone();
+    let items = waiting.code(0).queue_doc().items;
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0]["url"], sb.url("/b"));
-    assert_eq!(items[0]["state"], "waiting");
+    assert_eq!(items[0].url, sb.url("/b"));
+    assert_eq!(items[0].state, json::ItemState::Waiting);
     let accepted = sb.indexq(&["--json", "queue", "list", "--state", "accepted"]).now("2026-12-03T09:00:00Z").output();
-    assert_eq!(accepted.code(0).json()["items"][0]["url"], sb.url("/a"));
+    assert_eq!(accepted.code(0).queue_doc().items[0].url, sb.url("/a"));
     let due = sb.indexq(&["--json", "queue", "list", "--state", "due"]).now("2026-12-03T09:00:00Z").output();
-    assert!(due.code(0).json()["items"].as_array().unwrap().is_empty());
+    assert!(due.code(0).queue_doc().items.is_empty());
 }
 
 /// Issue 14, item 12: a ledger file someone else made (empty, or copied
@@ -177,24 +174,18 @@ fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
     // The endpoint respelled with a trailing slash: its two items are stranded.
     sb.endpoints = vec![format!("{old_endpoint}/")];
     sb.write_config();
-    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
-    let stranded = status["stranded"].as_array().unwrap();
-    assert_eq!(stranded.len(), 1, "{status:#}");
-    assert_eq!(stranded[0]["endpoint"], old_endpoint.as_str());
-    assert_eq!(stranded[0]["queue"]["waiting"], 2, "{status:#}");
-    let hint = stranded[0]["hint"].as_str().unwrap();
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).status_doc();
+    let stranded = &status.stranded;
+    assert_eq!(stranded.len(), 1, "{status:#?}");
+    assert_eq!(stranded[0].endpoint.as_deref(), Some(old_endpoint.as_str()));
+    assert_eq!(stranded[0].queue.waiting, 2, "{status:#?}");
+    let hint = &stranded[0].hint;
     assert!(hint.contains(&format!("indexq queue drop --property site --engine indexnow --endpoint {old_endpoint}")));
     let human = sb.indexq(&["status"]).now(now).output().code(0);
     assert!(human.stdout.contains("not configured any more: 2 queued"), "{}", human.stdout);
-    let doctor = sb.indexq(&["--json", "doctor"]).now(now).output().code(3).json();
-    let check = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "ledger_stranded")
-        .unwrap_or_else(|| panic!("{doctor:#}"))
-        .clone();
-    assert!(check["fix"].as_str().unwrap().contains("indexq queue list --property site"), "{check:#}");
+    let doctor = sb.indexq(&["--json", "doctor"]).now(now).output().code(3).doctor_doc();
+    let check = doctor.checks.iter().find(|c| c.check == "ledger_stranded").unwrap_or_else(|| panic!("{doctor:#?}"));
+    assert!(check.fix.as_deref().unwrap().contains("indexq queue list --property site"), "{check:#?}");
 
     // The commands the hint gives: list, then drop, only that endpoint's items.
     let listed = sb
@@ -202,13 +193,39 @@ fn queue_items_nothing_sends_any_more_are_shown_with_what_to_do() {
         .now(now)
         .output()
         .code(0)
-        .json();
-    assert_eq!(listed["items"].as_array().unwrap().len(), 2, "{listed:#}");
+        .queue_doc();
+    assert_eq!(listed.items.len(), 2, "{listed:#?}");
     sb.indexq(&["queue", "drop", "--property", "site", "--engine", "indexnow", "--endpoint", &old_endpoint])
         .now(now)
         .output()
         .code(0);
-    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
-    assert_eq!(status["stranded"].as_array().unwrap().len(), 0, "{status:#}");
+    let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).status_doc();
+    assert_eq!(status.stranded.len(), 0, "{status:#?}");
     sb.indexq(&["doctor"]).now(now).output().code(0);
+}
+
+/// `ledger copy` to another SQLite file: the copy holds the same ledger, and
+/// `--json` says what was copied; copying again adds no attempt.
+#[test]
+fn ledger_copy_to_another_file_says_what_it_copied() {
+    let sb = Sandbox::new();
+    let now = "2026-12-03T09:00:00Z";
+    let list = sb.urls("urls.txt", &["/a", "/b"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(now).output().code(0);
+    let copy = sb.dir.path().join("copy.db");
+    let to = ["--json", "ledger", "copy", "--to", copy.to_str().unwrap()];
+    let doc = sb.indexq(&to).now(now).output().code(0).copy_doc();
+    assert_eq!(doc.from, sb.ledger().display().to_string());
+    assert_eq!(doc.to, copy.display().to_string());
+    // The two URLs, the one request that sent them, and IndexNow's day.
+    let copied = json::Copied { items: 2, attempts: 1, budget_windows: 1 };
+    assert_eq!(doc.copied, copied, "{doc:#?}");
+    let accepted = |ledger: &std::path::Path| {
+        let run = sb.indexq(&["--json", "queue", "list", "--state", "accepted"]).env("INDEXQ_LEDGER", ledger);
+        run.now(now).output().code(0).queue_doc().items
+    };
+    assert_eq!(accepted(&copy), accepted(&sb.ledger()));
+    assert_eq!(accepted(&copy).len(), 2);
+    let again = sb.indexq(&to).now(now).output().code(0).copy_doc();
+    assert_eq!(again.copied.attempts, 0, "{again:#?}");
 }

@@ -3,7 +3,6 @@
 //! `indexq` command line in them is checked against the real binary's help.
 
 use crate::support::*;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The IndexNow key rules, restated: 8 to 128 characters of a-z, A-Z, 0-9 and `-`.
@@ -77,12 +76,13 @@ fn key_generate_json_is_key_file_key_and_urls() {
     let mut fields: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
     fields.sort_unstable();
     assert_eq!(fields, ["key", "key_file", "urls"], "{doc}");
-    let key = doc["key"].as_str().unwrap();
+    let doc = done.key_doc();
+    let key = doc.key.as_str();
     assert_valid_indexnow_key(key);
-    let key_file = PathBuf::from(doc["key_file"].as_str().unwrap());
+    let key_file = PathBuf::from(&doc.key_file);
     assert_eq!(key_file, out.canonicalize().unwrap().join(format!("{key}.txt")));
     assert_eq!(std::fs::read(&key_file).unwrap(), key.as_bytes());
-    assert_eq!(doc["urls"], Value::from(vec![format!("{}/{key}.txt", sb.site.url())]));
+    assert_eq!(doc.urls, [format!("{}/{key}.txt", sb.site.url())]);
 }
 
 #[test]
@@ -134,8 +134,8 @@ fn key_generate_works_without_a_configuration() {
     assert!(done.stdout.contains(&format!("https://YOUR.SITE/{key}.txt")), "{}", done.stdout);
     assert!(done.stdout.contains(&format!("export INDEXNOW_KEY={key}")), "{}", done.stdout);
 
-    let doc = without_config(&sb, &["--json", "key", "generate", "--out", "."]).output().code(0).json();
-    assert_eq!(doc["urls"], Value::Array(vec![]), "{doc}");
+    let doc = without_config(&sb, &["--json", "key", "generate", "--out", "."]).output().code(0).key_doc();
+    assert!(doc.urls.is_empty(), "{doc:#?}");
 
     // A configuration that is named but missing is still an error.
     let out = mkdir(&sb, "named");

@@ -3,8 +3,9 @@
 //! ends, a server that goes away mid-run stops the run (exit 1, naming the
 //! host) with nothing sent unreserved, `ledger copy` round-trips with SQLite,
 //! the password never shows, and migrations run once and refuse a newer
-//! schema. Each test has its own schema; without `INDEXQ_TEST_PG` they are
-//! skipped (failed in CI): `eval "$(.ci/postgres start)"` starts a server.
+//! schema. Each test has its own schema. They need a server: `#[ignore]`d,
+//! they run with `cargo test -- --include-ignored` after `eval "$(.ci/postgres
+//! start)"` (`.ci/run` does), and fail without one.
 
 use crate::support::mock::MockResponse;
 use crate::support::pg::{self, PgLedger, PgProxy, PgServer};
@@ -45,8 +46,9 @@ fn sorted_unique(v: &[String]) -> Vec<String> {
 // many machines, one quota, one queue
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_eight_machines_share_one_daily_quota() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 11".into();
     // Slow answers make the runs overlap.
@@ -97,8 +99,9 @@ fn pg_eight_machines_share_one_daily_quota() {
 /// would claim in one go), so 3,000 URLs are six batches the three runners
 /// take turns at.
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_three_runners_drain_one_queue_once() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::bing("daily_quota = 5000");
     // Today Bing has no room: every URL is admitted and waits.
     sb.bing_quota(0, 100_000);
@@ -143,8 +146,9 @@ fn pg_three_runners_drain_one_queue_once() {
 // owners on other machines: the lease
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_killed_runner_is_reconciled_after_its_lease() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 10".into();
     // A lease must outlast a request (`[http] timeout`): 3 s and 2 s.
@@ -168,12 +172,12 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     let b = |at: &str, args: &[&str]| sb.indexq(args).now(at).env("INDEXQ_HOST", "machine-b").output();
     b(NOW, &["--json", "submit"]).code(0);
     assert_eq!(sb.engine.requests().len(), 1, "B did not touch A's items within the lease");
-    let queue = b(NOW, &["--json", "queue", "list"]).code(0).json();
-    let items = queue["items"].as_array().unwrap();
-    assert_eq!(items.len(), 2, "{queue:#}");
-    assert!(items.iter().all(|i| i["state"] == "in_flight"), "{items:?}");
-    let status = b(NOW, &["--json", "status"]).code(0).json();
-    assert_eq!(status["budgets"][0]["used"], 2, "A's reservation is spent: {status:#}");
+    let queue = b(NOW, &["--json", "queue", "list"]).code(0).queue_doc();
+    let items = &queue.items;
+    assert_eq!(items.len(), 2, "{queue:#?}");
+    assert!(items.iter().all(|i| i.state == json::ItemState::InFlight), "{items:?}");
+    let status = b(NOW, &["--json", "status"]).code(0).status_doc();
+    assert_eq!(status.budgets[0].used, 2, "A's reservation is spent: {status:#?}");
 
     // After the lease (5 minutes later on the pinned clock; and more than
     // the lease in real time too, should leases be judged by the server's
@@ -183,11 +187,11 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     }
     let later = "2026-12-03T09:05:00Z";
     // doctor lists the expired lease, and checks the server's clock.
-    let doctor = b(later, &["--json", "doctor"]).json();
-    let checks = doctor["checks"].as_array().unwrap();
-    let lease = checks.iter().find(|c| c["check"] == "ledger_lease").unwrap_or_else(|| panic!("{doctor:#}"));
-    assert!(lease["message"].as_str().unwrap().contains("machine-a"), "{lease}");
-    assert!(checks.iter().any(|c| c["check"] == "ledger_clock" && c["ok"] == true), "{doctor:#}");
+    let doctor = b(later, &["--json", "doctor"]).doctor_doc();
+    let checks = &doctor.checks;
+    let lease = checks.iter().find(|c| c.check == "ledger_lease").unwrap_or_else(|| panic!("{doctor:#?}"));
+    assert!(lease.message.contains("machine-a"), "{lease:?}");
+    assert!(checks.iter().any(|c| c.check == "ledger_clock" && c.ok), "{doctor:#?}");
     let doc = b(later, &["--json", "submit"]).code(0).json();
     assert_eq!(count(&doc, "accepted"), 2, "{doc:#}");
     let r = result_for(&results(&doc), &sb.url("/a")).clone();
@@ -198,13 +202,12 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
     assert_eq!(received, [sb.url("/a"), sb.url("/a"), sb.url("/b"), sb.url("/b")]);
 
     // The killed request counts once (the engine may have seen it), and the resend once.
-    let status = b(later, &["--json", "status"]).code(0).json();
-    assert_eq!(status["budgets"][0]["used"], 4, "{status:#}");
-    assert_eq!(status["queue"]["in_flight"], 0, "{status:#}");
-    assert_eq!(status["queue"]["accepted"], 2, "{status:#}");
-    let log = b(later, &["--json", "log", "--url", &sb.url("/a")]).code(0).json();
-    let reasons: Vec<&str> =
-        log["attempts"].as_array().unwrap().iter().map(|a| a["reason"].as_str().unwrap()).collect();
+    let status = b(later, &["--json", "status"]).code(0).status_doc();
+    assert_eq!(status.budgets[0].used, 4, "{status:#?}");
+    assert_eq!(status.queue.in_flight, 0, "{status:#?}");
+    assert_eq!(status.queue.accepted, 2, "{status:#?}");
+    let log = b(later, &["--json", "log", "--url", &sb.url("/a")]).code(0).log_doc();
+    let reasons: Vec<&str> = log.attempts.iter().map(|a| a.reason.as_str()).collect();
     assert_eq!(reasons, ["interrupted", "ok"]);
     pg::assert_no_sqlite(&sb, &[]);
 }
@@ -213,8 +216,9 @@ fn pg_killed_runner_is_reconciled_after_its_lease() {
 // the server goes away
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_server_stopped_mid_run() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::bing("daily_quota = 5000");
     sb.bing_quota(10_000, 100_000);
     // The first batch is slow: the server goes away while it is in flight.
@@ -263,20 +267,14 @@ fn pg_server_stopped_mid_run() {
     let twice: BTreeSet<&String> = twice.into_iter().filter(|(_, n)| *n > 1).map(|(u, _)| u).collect();
     assert_eq!(twice, interrupted.iter().collect::<BTreeSet<_>>());
 
-    let status = sb.indexq(&["--json", "status"]).now(later).output().code(0).json();
+    let status = sb.indexq(&["--json", "status"]).now(later).output().code(0).status_doc();
     for (k, v) in [("accepted", 1200), ("due", 0), ("waiting", 0), ("in_flight", 0), ("parked", 0)] {
-        assert_eq!(status["queue"][k], v, "queue.{k}: {status:#}");
+        assert_eq!(status.queue.get(k), v, "queue.{k}: {status:#?}");
     }
     // Each URL is accepted exactly once in the ledger: 1,200 items accepted,
     // by accepted requests that carried 1,200 URLs in all.
-    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(later).output().code(0).json();
-    let accepted: u64 = log["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["outcome"] == "accepted")
-        .map(|a| a["urls"].as_u64().unwrap())
-        .sum();
+    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(later).output().code(0).log_doc();
+    let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
     assert_eq!(accepted, 1200, "one accepted attempt per URL");
     pg::assert_no_sqlite(&sb, &[]);
 }
@@ -301,8 +299,9 @@ fn views(run: impl Fn(&[&str]) -> Done) -> Value {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_ledger_copy_round_trip() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     sb.indexnow_extra = ", daily_quota = 5".into();
     sb.write_config();
@@ -336,18 +335,23 @@ fn pg_ledger_copy_round_trip() {
     // SQLite → PostgreSQL, twice (the target password from $PGPASSWORD).
     let schema = pg.schema();
     let to_pg = |sb: &Sandbox| {
-        sb.indexq(&["ledger", "copy", "--to", &pg.url, "--schema", &schema])
+        sb.indexq(&["--json", "ledger", "copy", "--to", &pg.url, "--schema", &schema])
             .env("INDEXQ_LEDGER", &sqlite)
             .env("PGPASSWORD", &pg.password)
             .now(at)
             .output()
             .code(0)
+            .copy_doc()
     };
-    to_pg(&sb);
+    let first = to_pg(&sb);
+    assert_eq!((first.from.as_str(), first.to.as_str()), (sqlite.to_str().unwrap(), pg.url.as_str()), "{first:#?}");
+    let requests = original["log"]["attempts"].as_array().unwrap().len() as u64;
+    assert_eq!(first.copied.attempts, requests, "{first:#?}");
     sb.use_pg(PgLedger { schema: schema.clone(), ..pg.ledger() });
     let in_pg = views(|args| sb.indexq(args).now(at).output());
     assert_eq!(in_pg, original, "PostgreSQL holds the same ledger");
-    to_pg(&sb);
+    let again = to_pg(&sb);
+    assert_eq!(again.copied.attempts, 0, "no attempt twice: {again:#?}");
     assert_eq!(views(|args| sb.indexq(args).now(at).output()), original, "copying again changes nothing");
     let from_sqlite = views(|args| sb.indexq(args).env("INDEXQ_LEDGER", &sqlite).now(at).output());
     assert_eq!(from_sqlite, original, "the source is unchanged");
@@ -394,12 +398,10 @@ fn outputs(sb: &Sandbox, args: &[&str], code: i32, env: &[(&str, &str)]) -> Stri
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_password_never_shown() {
-    let Some(pg) = pg::server() else { return };
-    if pg.password.is_empty() {
-        eprintln!("skipped: the test server has no password (INDEXQ_TEST_PG_PASSWORD)");
-        return;
-    }
+    let pg = pg::server();
+    assert!(!pg.password.is_empty(), "the test server has a password to look for: set INDEXQ_TEST_PG_PASSWORD");
     let host = pg.host_port();
     let mut sb = Sandbox::new();
     let list = sb.urls("urls.txt", &["/a"]);
@@ -459,13 +461,13 @@ fn pg_password_never_shown() {
 
 /// The schema version `ledger migrate --json` reports.
 fn migrated_version(done: &Done) -> i64 {
-    let doc = done.json();
-    doc["schema_version"].as_i64().unwrap_or_else(|| panic!("no schema_version in {doc}"))
+    done.migrate_doc().schema_version
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_migrate_once_and_refuse_newer() {
-    let Some(pg) = pg::server() else { return };
+    let pg = pg::server();
     let mut sb = Sandbox::new();
     let ledger = pg.ledger();
     let schema = ledger.schema.clone();

@@ -1,7 +1,8 @@
 //! Redirects: a key file is read where it is (no redirect is followed,
 //! so none can lead from https to plain http); a sitemap fetch follows up
-//! to 5 redirects but never one from https to http (`src/sitemap.rs` tests
-//! that against a TLS server, which the binary cannot be made to trust).
+//! to 5 redirects but never one from https to http (the tests in
+//! `src/ingest/sitemap/tests/` check that against a TLS server, which the
+//! binary cannot be made to trust).
 
 use crate::support::mock::MockResponse;
 use crate::support::*;

@@ -37,18 +37,16 @@ fn at(i: usize) -> String {
 }
 
 /// Items in the ledger per URL (over every state), via the CLI.
-fn ledger_counts(sb: &Sandbox, now: &str) -> (HashMap<String, usize>, Vec<serde_json::Value>) {
+fn ledger_counts(sb: &Sandbox, now: &str) -> (HashMap<String, usize>, Vec<json::Item>) {
     let all = "due,waiting,parked,in-flight,accepted";
     let doc = sb.indexq(&["--json", "queue", "list", "--state", all, "--limit", "100000"]).now(now).output();
-    let doc = doc.code(0).json();
-    assert_eq!(doc["truncated"], false);
-    let items = doc["items"].as_array().unwrap().clone();
+    let doc = doc.code(0).queue_doc();
+    assert!(!doc.truncated);
     let mut counts = HashMap::new();
-    for item in &items {
-        let key = item["url"].as_str().unwrap().to_string();
-        *counts.entry(key).or_insert(0) += 1;
+    for item in &doc.items {
+        *counts.entry(item.url.clone()).or_insert(0) += 1;
     }
-    (counts, items)
+    (counts, doc.items)
 }
 
 fn integrity_ok(sb: &Sandbox) -> bool {
@@ -106,14 +104,14 @@ fn random_kills_lose_nothing_overspend_nothing_and_leave_nothing_stuck() {
             eprintln!("{when}: the engine received {} URLs today (quota {QUOTA})", received.len());
             overspent = overspent.max(received.len() - QUOTA);
         }
-        let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).json();
-        let used = status["budgets"][0]["used"].as_u64().unwrap_or(0) as usize;
+        let status = sb.indexq(&["--json", "status"]).now(now).output().code(0).status_doc();
+        let used = status.budgets.first().map_or(0, |b| b.used) as usize;
         assert!(used <= QUOTA, "{when}: the ledger counts {used} used (quota {QUOTA})");
         assert!(used >= received.len(), "{when}: {} received but only {used} counted", received.len());
         assert!(integrity_ok(sb), "{when}: PRAGMA integrity_check failed");
-        let mut states: HashMap<&str, usize> = HashMap::new();
+        let mut states: HashMap<json::ItemState, usize> = HashMap::new();
         for item in &items {
-            *states.entry(item["state"].as_str().unwrap()).or_insert(0) += 1;
+            *states.entry(item.state).or_insert(0) += 1;
         }
         let mut states: Vec<_> = states.into_iter().collect();
         states.sort();
@@ -145,13 +143,13 @@ fn random_kills_lose_nothing_overspend_nothing_and_leave_nothing_stuck() {
     }
     let stuck = items
         .iter()
-        .filter(|i| match i["state"].as_str().unwrap() {
-            "accepted" => false,
-            "due" | "waiting" => i["next_attempt_at"].is_null(),
-            "parked" => i["reason"].is_null(),
-            _ => true, // in flight with no run alive
+        .filter(|i| match i.state {
+            json::ItemState::Accepted => false,
+            json::ItemState::Due | json::ItemState::Waiting => i.next_attempt_at.is_none(),
+            json::ItemState::Parked => i.reason.is_none(),
+            json::ItemState::InFlight => true, // with no run alive
         })
-        .inspect(|i| eprintln!("stuck: {i}"))
+        .inspect(|i| eprintln!("stuck: {i:?}"))
         .count();
     eprintln!("kills {KILLS}, urls {URLS}, lost {lost}, overspent {overspent}, stuck {stuck}");
     assert_eq!((lost, overspent, stuck), (0, 0, 0));

@@ -13,7 +13,7 @@ use crate::cli::SubmitArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
-use crate::input::{self, Source};
+use crate::ingest::{self, sitemap, Source};
 use crate::ledger::{
     Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, Ledger, LedgerError, NewItem, Owner, Pace,
 };
@@ -24,7 +24,6 @@ use crate::redact::Redactor;
 use crate::report::{Deferral, PlanCounts, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
 use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
-use crate::sitemap;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -355,7 +354,7 @@ impl Run<'_> {
         printer: &Printer,
     ) -> anyhow::Result<()> {
         let mut error = None;
-        let read = input::read_lines(name, reader, |line| {
+        let read = ingest::read_lines(name, reader, |line| {
             if error.is_none() {
                 if let Err(e) = self.take_url(intake, &line.text, &line.place, line.url, None, printer) {
                     error = Some(e);
@@ -382,7 +381,7 @@ impl Run<'_> {
         let problems = reader
             .read(source, &mut |entry: sitemap::Entry| {
                 if error.is_none() {
-                    let url = input::parse_url(&entry.loc);
+                    let url = ingest::parse_url(&entry.loc);
                     if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
                         error = Some(e);
                     }

@@ -1,9 +1,12 @@
 //! The test sandbox: a temp dir with a config and ledger, a mock IndexNow
 //! endpoint and a mock site serving the key file, and a builder that runs
 //! the real `indexq` binary with the clock pinned (`INDEXQ_NOW`) and a
-//! sealed environment (no HOME config, TZ fixed).
+//! sealed environment (no HOME config, TZ fixed). What a run printed comes
+//! back as `Done`, whose `--json` documents are read through the strict
+//! structs of `json` (`Done::json`, `Done::submit_doc`, …).
 #![allow(dead_code)]
 
+pub mod json;
 pub mod mock;
 pub mod pg;
 pub mod scenario;
@@ -468,60 +471,63 @@ impl Done {
         self
     }
 
+    /// Stdout as a JSON value, for ad-hoc lookups — checked first against
+    /// the document's struct (`json::check`): a document that does not match
+    /// its struct fails here.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
+        self.doc();
+        serde_json::from_str(&self.stdout).expect("checked as JSON by `doc`")
+    }
+
+    /// Stdout as the document it is, strictly parsed and checked (`json::check_text`).
+    fn doc(&self) -> json::Doc {
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&self.stdout) {
+            panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        }
+        json::check_text(&self.stdout)
     }
 }
 
-/// The results of a `submit --json` document, checked against DESIGN §5:
-/// only known fields, every outcome in the summary.
+/// `Done::submit_doc()` and the other typed readers: stdout parsed strictly
+/// as the document it must be (panics with the document otherwise).
+macro_rules! typed_readers {
+    ($($name:ident: $command:literal => $variant:ident),* $(,)?) => {
+        impl Done {
+            $(
+                #[doc = concat!("Stdout as the `", $command, " --json` document.")]
+                pub fn $name(&self) -> json::$variant {
+                    match self.doc() {
+                        json::Doc::$variant(doc) => doc,
+                        _ => panic!(concat!("expected the `", $command, "` document:\n{}"), self.stdout),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+typed_readers! {
+    submit_doc: "submit" => Submit,
+    status_doc: "status" => Status,
+    queue_doc: "queue list" => QueueList,
+    queue_retry_doc: "queue retry" => QueueRetry,
+    queue_drop_doc: "queue drop" => QueueDrop,
+    log_doc: "log" => Log,
+    doctor_doc: "doctor" => Doctor,
+    key_doc: "key generate" => KeyGenerate,
+    init_doc: "init" => Init,
+    migrate_doc: "ledger migrate" => LedgerMigrate,
+    copy_doc: "ledger copy" => LedgerCopy,
+    report_doc: "report" => Report,
+}
+
+/// The results of a `submit --json` document, each checked against its
+/// struct (`json::SubmitResult`), for ad-hoc lookups.
 pub fn results(doc: &Value) -> Vec<Value> {
-    let obj = doc.as_object().unwrap();
-    for key in obj.keys() {
-        assert!(
-            ["now", "dry_run", "plan", "plan_summary", "before_since", "results", "summary", "notes"]
-                .contains(&key.as_str()),
-            "unexpected top-level field {key}"
-        );
+    match json::check(doc) {
+        json::Doc::Submit(_) => doc["results"].as_array().unwrap().clone(),
+        other => panic!("expected the `submit` document: {other:#?}"),
     }
-    let summary = doc["summary"].as_object().unwrap();
-    for o in ["accepted", "quota", "transient", "key_pending", "misconfigured", "deferred", "skipped", "invalid"] {
-        assert!(summary.contains_key(o), "summary lacks {o}");
-    }
-    let results = doc["results"].as_array().unwrap().clone();
-    for r in &results {
-        for key in r.as_object().unwrap().keys() {
-            assert!(
-                [
-                    "url",
-                    "property",
-                    "engine",
-                    "endpoint",
-                    "outcome",
-                    "reason",
-                    "message",
-                    "hint",
-                    "http_status",
-                    "retry_at",
-                    "retry_after_secs",
-                    "attempts",
-                    "source"
-                ]
-                .contains(&key.as_str()),
-                "unexpected result field {key}"
-            );
-        }
-        for key in ["url", "property", "engine", "outcome", "reason", "message", "attempts"] {
-            assert!(r.get(key).is_some(), "result lacks {key}: {r}");
-        }
-        assert_eq!(
-            r.get("retry_at").is_some(),
-            r.get("retry_after_secs").is_some(),
-            "retry_at and retry_after_secs go together: {r}"
-        );
-    }
-    results
 }
 
 /// The one result for `url` (panics if there is not exactly one).
@@ -531,8 +537,12 @@ pub fn result_for<'a>(results: &'a [Value], url: &str) -> &'a Value {
     found[0]
 }
 
+/// The count of `outcome` in a `submit --json` document's summary.
 pub fn count(doc: &Value, outcome: &str) -> u64 {
-    doc["summary"][outcome].as_u64().unwrap()
+    match json::check(doc) {
+        json::Doc::Submit(doc) => doc.summary.get(json::Outcome::named(outcome)),
+        other => panic!("expected the `submit` document: {other:#?}"),
+    }
 }
 
 /// One RSA key per test process (generating one takes a moment).

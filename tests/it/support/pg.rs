@@ -40,24 +40,18 @@ pub struct PgServer {
     pub port: u16,
 }
 
-/// The test server, or `None` (the test is skipped, saying why) when
-/// `INDEXQ_TEST_PG` is not set. In CI (`$CI` or `$INDEXQ_TEST_PG_REQUIRED`
-/// set) a missing server fails the test instead.
-pub fn server() -> Option<PgServer> {
+/// The test server, as `INDEXQ_TEST_PG` names it. Every test that calls
+/// this is `#[ignore = "needs PostgreSQL: …"]`: plain `cargo test` lists it
+/// as ignored, `cargo test -- --include-ignored` runs it (`.ci/run` does,
+/// with a server), and run without a server it fails here.
+pub fn server() -> PgServer {
     let Some(url) = std::env::var("INDEXQ_TEST_PG").ok().filter(|u| !u.trim().is_empty()) else {
-        let required = ["INDEXQ_TEST_PG_REQUIRED", "CI"]
-            .iter()
-            .any(|k| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false"));
-        if required {
-            panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");
-        }
-        eprintln!("skipped: PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"` to run them");
-        return None;
+        panic!("this test needs PostgreSQL: INDEXQ_TEST_PG is not set; run `eval \"$(.ci/postgres start)\"` first");
     };
     let url = url.trim().to_string();
     let password = std::env::var(PASSWORD_ENV).unwrap_or_default();
     let (host, port) = host_port(&url);
-    Some(PgServer { url, password, host, port })
+    PgServer { url, password, host, port }
 }
 
 /// The test server's password, as a secret no output may hold (only when

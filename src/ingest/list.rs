@@ -1,4 +1,4 @@
-//! Inputs: URL lists from files or standard input, read as a stream (one
+//! URL lists from files or standard input, read as a stream (one
 //! line at a time, never the whole list in memory, and never more than
 //! [`MAX_URL_BYTES`] of one line: whatever the input — a 1 GiB line,
 //! `/dev/zero`, a binary file — memory stays bounded). Comments (`#`), blank
@@ -10,6 +10,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 use url::Url;
+
+use super::{human_size, parse_url, MAX_URL_BYTES};
 
 /// Where URLs come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,75 +55,6 @@ pub struct Line {
     pub text: String,
     pub url: Result<Url, String>,
 }
-
-/// The form a URL is submitted and stored in: scheme and host lower-cased
-/// and IDN hosts in punycode (the `url` crate does both), the default port
-/// and the fragment removed, percent-escapes of unreserved characters
-/// decoded (`%7E` → `~`) and the others upper-cased (`%2f` → `%2F`). The
-/// path and query are otherwise kept as the site wrote them.
-pub fn normalize(mut url: Url) -> Url {
-    url.set_fragment(None);
-    let path = normalize_escapes(url.path());
-    if path != url.path() {
-        url.set_path(&path);
-    }
-    if let Some(query) = url.query() {
-        let normalized = normalize_escapes(query);
-        if normalized != query {
-            url.set_query(Some(&normalized));
-        }
-    }
-    url
-}
-
-fn normalize_escapes(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = &text[i + 1..i + 3];
-            if let Ok(byte) = u8::from_str_radix(hex, 16) {
-                if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-                    out.push(byte as char);
-                } else {
-                    out.push('%');
-                    out.push_str(&hex.to_ascii_uppercase());
-                }
-                i += 3;
-                continue;
-            }
-        }
-        // `text` is ASCII here (a URL's serialization), so each byte is a char.
-        out.push(bytes[i] as char);
-        i += 1;
-    }
-    out
-}
-
-/// Parses a URL given on the command line (e.g. `log --url`) into its
-/// stored form; text that is not a URL is returned as it is.
-pub fn stored_form(text: &str) -> String {
-    parse_url(text.trim()).map_or_else(|_| text.trim().to_string(), |u| u.to_string())
-}
-
-/// Checks that a line is an absolute http(s) URL, in its normalized form.
-pub fn parse_url(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|e| match e {
-        url::ParseError::RelativeUrlWithoutBase => "not an absolute URL (it needs http:// or https://)".to_string(),
-        other => format!("not a valid URL: {other}"),
-    })?;
-    match url.scheme() {
-        "http" | "https" if url.host_str().is_some_and(|h| !h.is_empty()) => Ok(normalize(url)),
-        "http" | "https" => Err("the URL has no host".into()),
-        other => Err(format!("scheme `{other}` is not http or https")),
-    }
-}
-
-/// The longest URL indexq reads, in bytes: a longer input line (or sitemap
-/// `<loc>`) is `invalid`. URLs in the wild stay under 2 KiB and engines
-/// refuse much longer ones; 8 KiB leaves room for any real one.
-pub const MAX_URL_BYTES: usize = 8 * 1024;
 
 /// How the line reader bounds what it reads (the tests shrink them).
 #[derive(Debug, Clone, Copy)]
@@ -402,22 +335,6 @@ fn escaped(bytes: &[u8]) -> String {
     out
 }
 
-/// "5.0 MiB", "8 KiB", "12 bytes".
-pub(crate) fn human_size(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (size, unit) in UNITS {
-        if bytes >= size {
-            return if bytes % size == 0 {
-                format!("{} {unit}", bytes / size)
-            } else {
-                // Precision is not the point: the message says how far over the cap a line is.
-                format!("{:.1} {unit}", bytes as f64 / size as f64)
-            };
-        }
-    }
-    format!("{bytes} bytes")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,37 +352,6 @@ mod tests {
         assert_eq!(places, ["urls.txt:1", "urls.txt:4", "urls.txt:5"]);
         assert!(got.iter().all(|l| l.url.is_ok()));
         assert_eq!(got[0].url.as_ref().unwrap().as_str(), "https://a.example/1");
-    }
-
-    #[test]
-    fn normalization_table() {
-        let table = [
-            ("https://Example.COM/a", "https://example.com/a"),
-            ("HTTPS://example.com/a", "https://example.com/a"),
-            ("https://example.com:443/a", "https://example.com/a"),
-            ("http://example.com:80/a", "http://example.com/a"),
-            ("http://example.com:8080/a", "http://example.com:8080/a"),
-            ("https://example.com/a#section", "https://example.com/a"),
-            ("https://example.com/%7euser", "https://example.com/~user"),
-            ("https://example.com/~user", "https://example.com/~user"),
-            ("https://example.com/a%2fb", "https://example.com/a%2Fb"),
-            ("https://example.com/%41%42c", "https://example.com/ABc"),
-            ("https://example.com/?q=%7e&r=a%2bb", "https://example.com/?q=~&r=a%2Bb"),
-            ("https://example.com", "https://example.com/"),
-            ("https://example.com/a/", "https://example.com/a/"),
-            ("https://example.com/a", "https://example.com/a"),
-            ("https://bücher.example/straße", "https://xn--bcher-kva.example/stra%C3%9Fe"),
-            ("https://example.com/a b", "https://example.com/a%20b"),
-            ("https://example.com/a?b=1&a=2", "https://example.com/a?b=1&a=2"),
-            ("https://example.com/%", "https://example.com/%"),
-            ("https://example.com/%zz", "https://example.com/%zz"),
-            ("https://EXAMPLE.com/Path/Case", "https://example.com/Path/Case"),
-        ];
-        for (input, expected) in table {
-            assert_eq!(parse_url(input).map(|u| u.to_string()), Ok(expected.to_string()), "{input}");
-        }
-        assert_eq!(stored_form("https://Example.com/%7ex#f"), "https://example.com/~x");
-        assert_eq!(stored_form("not a url"), "not a url");
     }
 
     #[test]

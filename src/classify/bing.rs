@@ -1,0 +1,276 @@
+//! Bing Webmaster (`SubmitUrlBatch`): by `ErrorCode`. Quota messages under a
+//! generic code are `daily_quota` / `monthly_quota`; throttles wait
+//! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
+
+use super::{answered, excerpt, http_status, transient, Response, RetryAfter, Verdict};
+use crate::clock::Period;
+use crate::model::{Class, EngineKind};
+
+/// How long a Bing throttle (ErrorCode 4/5, HTTP 429) waits without `Retry-After`.
+pub const BING_THROTTLE_WAIT: u64 = 60;
+
+/// Bing's ApiErrorCode values (DESIGN §1).
+const BING_ERROR_CODES: &[(i64, &str)] = &[
+    (0, "None"),
+    (1, "InternalError"),
+    (2, "UnknownError"),
+    (3, "InvalidApiKey"),
+    (4, "ThrottleUser"),
+    (5, "ThrottleHost"),
+    (6, "UserBlocked"),
+    (7, "InvalidUrl"),
+    (8, "InvalidParameter"),
+    (9, "TooManySites"),
+    (10, "UserNotFound"),
+    (11, "NotFound"),
+    (12, "AlreadyExists"),
+    (13, "NotAllowed"),
+    (14, "NotAuthorized"),
+    (15, "UnexpectedState"),
+    (16, "Deprecated"),
+];
+
+/// What indexq knows about a Bing submission besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct BingContext<'a> {
+    /// The `siteUrl` sent.
+    pub site_url: &'a str,
+}
+
+/// `{"ErrorCode": N, "Message": "..."}`, at the top level or under `d`.
+fn bing_error(body: &str) -> Option<(i64, String)> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let obj = if value.get("ErrorCode").is_some() { &value } else { value.get("d")? };
+    let code = obj.get("ErrorCode")?.as_i64()?;
+    let message = obj.get("Message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+    Some((code, message))
+}
+
+/// Whether a Bing `ErrorCode` says nothing indexq can act on by itself: 0
+/// `None`, 2 `UnknownError`, 8 `InvalidParameter`, or a code Bing has not
+/// documented. Only under such a code is the message read for a quota.
+fn bing_generic_code(code: i64) -> bool {
+    matches!(code, 0 | 2 | 8) || !BING_ERROR_CODES.iter().any(|(c, _)| *c == code)
+}
+
+/// Which quota a Bing message says is spent, if it is a quota message.
+///
+/// Free text, read only under a generic code ([`bing_generic_code`]): Bing
+/// gives its quota answers no code of their own. The real answers matched:
+/// `{"ErrorCode":2,"Message":"ERROR!!! You have exceeded your daily url
+/// submission quota : 100"}` and `{"ErrorCode":8,"Message":"ERROR!!! Quota
+/// remaining for today: 0, Submitted: 100"}` (both HTTP 400; fixtures
+/// `bing-400-daily-quota`, `bing-400-quota-remaining-code8`), and their
+/// monthly forms.
+fn bing_quota_message(message: &str) -> Option<Period> {
+    let m = message.to_ascii_lowercase();
+    let spent = m.contains("quota remaining for today: 0")
+        || m.contains("quota remaining for this month: 0")
+        || (m.contains("exceeded") && m.contains("quota"));
+    if !spent {
+        return None;
+    }
+    Some(if m.contains("month") { Period::Month } else { Period::Day })
+}
+
+/// Classifies a Bing Webmaster API answer (`SubmitUrlBatch`), table-driven
+/// over `ErrorCode`:
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 200 without an error | accepted | `ok` (an unexpected body is kept and said) |
+/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent) |
+/// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
+/// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
+/// | ErrorCode 12 `AlreadyExists` | accepted | `AlreadyExists` |
+/// | every other ErrorCode (a quota message under it included), any other 4xx | misconfigured | the code's name (`InvalidApiKey`, `NotAuthorized`, …) or `http_<status>` |
+pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
+    let engine = EngineKind::Bing;
+    let status = resp.status;
+    let error = bing_error(resp.body);
+    let answered = answered(engine, resp, "");
+    // The code first: a quota message under a code that means something else
+    // (3 `InvalidApiKey` mentioning a quota, 4 `ThrottleUser`, …) is that code.
+    let quota_text =
+        error.as_ref().filter(|(code, _)| bing_generic_code(*code)).and_then(|(_, m)| bing_quota_message(m));
+    if let Some(window) = quota_text {
+        let (reason, which) = match window {
+            // `bing_quota_message` names only days and months.
+            Period::Day | Period::Minute => ("daily_quota", "today's"),
+            Period::Month => ("monthly_quota", "this month's"),
+        };
+        return Verdict {
+            quota_window: window,
+            ..Verdict::new(
+                Class::Quota,
+                reason,
+                format!(
+                    "{answered}: {which} URL submission quota for {} is used. indexq waits for the next window.",
+                    ctx.site_url
+                ),
+            )
+        };
+    }
+    let Some((code, message)) = error else {
+        return match status {
+            200..=299 => {
+                let body = resp.body.trim();
+                let plain = body.is_empty() || body.replace(char::is_whitespace, "") == r#"{"d":null}"#;
+                let note = if plain { String::new() } else { format!(" with an unexpected body: {}", excerpt(body)) };
+                Verdict::new(
+                    Class::Accepted,
+                    "ok",
+                    format!("Bing accepted the submission ({}){note}.", http_status(status)),
+                )
+            }
+            429 => bing_throttle(resp, "rate_limited", &answered),
+            408 => transient(engine, resp, "", "http_408", "the server gave up waiting for the request"),
+            500..=599 => transient(engine, resp, "", "server_error", "the server failed"),
+            _ => Verdict::misconfigured(
+                format!("http_{status}"),
+                format!("{answered}: the Bing API refused the request, and waiting will not change that."),
+                "Check `endpoint` in `[bing]` (https://ssl.bing.com/webmaster/api.svc/json) and the API key.",
+            ),
+        };
+    };
+    let name = BING_ERROR_CODES.iter().find(|(c, _)| *c == code).map_or("UnknownErrorCode", |(_, n)| *n);
+    let site = ctx.site_url;
+    let said = excerpt(&message);
+    let misconfigured =
+        |fix: String| Verdict::misconfigured(name, format!("{answered}: ErrorCode {code} {name}."), fix);
+    match code {
+        4 | 5 => bing_throttle(resp, name, &answered),
+        1 | 15 => transient(engine, resp, "", name, "Bing failed on its side"),
+        _ if status >= 500 => transient(engine, resp, "", name, "the server failed"),
+        12 => Verdict::new(Class::Accepted, name, format!("Bing already has these URLs ({said}).")),
+        3 => misconfigured(
+            "The API key is not valid: generate one in Bing Webmaster Tools (Settings → API access) and put it \
+             in the variable named by `api_key_env` (or the file of `api_key_file`) in `[bing]`."
+                .into(),
+        ),
+        14 => misconfigured(format!(
+            "Verify {site} in Bing Webmaster Tools for the account that owns this API key, or set the \
+             property's `bing.site_url` to the site as Bing lists it."
+        )),
+        7 => misconfigured(format!(
+            "Bing rejected a URL as invalid: submit only URLs of {site}, absolute and well-formed."
+        )),
+        6 | 10 => misconfigured(
+            "The Bing account of this API key is blocked or unknown: check it in Bing Webmaster Tools.".into(),
+        ),
+        9 => misconfigured(
+            "The account has too many sites in Bing Webmaster Tools: remove some, or use another account.".into(),
+        ),
+        11 | 13 => misconfigured(format!(
+            "Bing does not allow URL submission for {site} with this key: check the site in Bing Webmaster Tools \
+             and the property's `bing.site_url`."
+        )),
+        16 => misconfigured("Bing says this API is deprecated: update indexq.".into()),
+        _ => misconfigured(format!(
+            "Bing refused the request ({said}); check `bing.site_url` ({site}) and the URLs, then `indexq queue retry`."
+        )),
+    }
+}
+
+/// A Bing throttle: `quota`, a short wait (not the next day).
+fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
+    let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
+    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+    Verdict {
+        retry_after,
+        ..Verdict::new(
+            Class::Quota,
+            reason,
+            format!("{answered}: Bing is throttling submissions; indexq retries {when}."),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn bing_error_codes() {
+        let err = |code: i64, message: &str| format!(r#"{{"ErrorCode":{code},"Message":"{message}"}}"#);
+        #[rustfmt::skip]
+        let table: Vec<(u16, String, Class, &str)> = vec![
+            (200, r#"{"d":null}"#.into(), Class::Accepted, "ok"),
+            (200, "".into(), Class::Accepted, "ok"),
+            (200, r#"{"d":"something new"}"#.into(), Class::Accepted, "ok"),
+            (400, err(12, "AlreadyExists"), Class::Accepted, "AlreadyExists"),
+            (400, err(2, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Quota, "daily_quota"),
+            (400, err(8, "ERROR!!! Quota remaining for today: 0, Submitted: 10"), Class::Quota, "daily_quota"),
+            (400, err(2, "ERROR!!! You have exceeded your monthly url submission quota : 300"), Class::Quota, "monthly_quota"),
+            (400, err(4, "ThrottleUser"), Class::Quota, "ThrottleUser"),
+            (400, err(5, "ThrottleHost"), Class::Quota, "ThrottleHost"),
+            (429, "".into(), Class::Quota, "rate_limited"),
+            (500, err(1, "InternalError"), Class::Transient, "InternalError"),
+            (400, err(15, "UnexpectedState"), Class::Transient, "UnexpectedState"),
+            (503, "<html><body>Service Unavailable</body></html>".into(), Class::Transient, "server_error"),
+            (500, err(3, "InvalidApiKey"), Class::Transient, "InvalidApiKey"),
+            (400, err(3, "InvalidApiKey"), Class::Misconfigured, "InvalidApiKey"),
+            (400, err(6, "UserBlocked"), Class::Misconfigured, "UserBlocked"),
+            (400, err(7, "InvalidUrl"), Class::Misconfigured, "InvalidUrl"),
+            (400, err(8, "InvalidParameter"), Class::Misconfigured, "InvalidParameter"),
+            (400, err(9, "TooManySites"), Class::Misconfigured, "TooManySites"),
+            (400, err(10, "UserNotFound"), Class::Misconfigured, "UserNotFound"),
+            (400, err(11, "NotFound"), Class::Misconfigured, "NotFound"),
+            (400, err(13, "NotAllowed"), Class::Misconfigured, "NotAllowed"),
+            (400, err(14, "NotAuthorized"), Class::Misconfigured, "NotAuthorized"),
+            (400, err(16, "Deprecated"), Class::Misconfigured, "Deprecated"),
+            (400, err(2, "ERROR!!! Something else"), Class::Misconfigured, "UnknownError"),
+            (401, "".into(), Class::Misconfigured, "http_401"),
+            (400, r#"{"d":{"ErrorCode":14,"Message":"NotAuthorized"}}"#.into(), Class::Misconfigured, "NotAuthorized"),
+        ];
+        for (status, body, class, reason) in table {
+            let v = bing_verdict(status, &[], &body);
+            assert_eq!((v.class, v.reason.as_str()), (class, reason), "HTTP {status} {body}: {}", v.message);
+            if v.class == Class::Misconfigured {
+                assert!(v.hint.is_some(), "misconfigured has a fix: {body}");
+            }
+        }
+    }
+
+    #[test]
+    fn bing_quota_windows_and_throttle_waits() {
+        let monthly =
+            bing_verdict(400, &[], r#"{"ErrorCode":2,"Message":"exceeded your monthly url submission quota"}"#);
+        assert_eq!(monthly.quota_window, Period::Month);
+        let daily = bing_verdict(400, &[], r#"{"ErrorCode":8,"Message":"Quota remaining for today: 0"}"#);
+        assert_eq!((daily.quota_window, daily.retry_after), (Period::Day, None));
+        let throttle = bing_verdict(400, &[], r#"{"ErrorCode":4,"Message":"ThrottleUser"}"#);
+        assert_eq!(throttle.retry_after, Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
+        let told = bing_verdict(429, &[("Retry-After", "300")], "");
+        assert_eq!(told.retry_after, Some(RetryAfter::Seconds(300)));
+        let not_authorized = bing_verdict(400, &[], r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#);
+        assert!(not_authorized.hint.unwrap().contains("Verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
+    /// A code decides; the message is read only where Bing says nothing
+    /// structured.
+    #[test]
+    fn structured_fields_before_free_text() {
+        let bing_err = |code: i64, message: &str| format!(r#"{{"ErrorCode":{code},"Message":"{message}"}}"#);
+        #[rustfmt::skip]
+        let bing_table: Vec<(u16, String, Class, &str)> = vec![
+            // A quota wording under a code that means something else is that code.
+            (400, bing_err(3, "ERROR!!! InvalidApiKey: the key is not valid; Quota remaining for today: 0"), Class::Misconfigured, "InvalidApiKey"),
+            (400, bing_err(14, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Misconfigured, "NotAuthorized"),
+            (400, bing_err(7, "Quota remaining for today: 0"), Class::Misconfigured, "InvalidUrl"),
+            (400, bing_err(4, "ERROR!!! Quota remaining for today: 0"), Class::Quota, "ThrottleUser"),
+            (500, bing_err(1, "ERROR!!! exceeded quota"), Class::Transient, "InternalError"),
+            // Under a generic code (0, 2, 8, or one Bing never documented) the wording is all there is.
+            (400, bing_err(0, "ERROR!!! Quota remaining for today: 0, Submitted: 10"), Class::Quota, "daily_quota"),
+            (400, bing_err(2, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Quota, "daily_quota"),
+            (400, bing_err(8, "ERROR!!! Quota remaining for this month: 0"), Class::Quota, "monthly_quota"),
+            (400, bing_err(42, "Quota remaining for today: 0"), Class::Quota, "daily_quota"),
+            (400, bing_err(42, "Something new"), Class::Misconfigured, "UnknownErrorCode"),
+        ];
+        for (status, body, class, reason) in &bing_table {
+            let v = bing_verdict(*status, &[], body);
+            assert_eq!((v.class, v.reason.as_str()), (*class, *reason), "HTTP {status} {body}: {}", v.message);
+        }
+    }
+}

@@ -1,0 +1,556 @@
+//! The Google Indexing API (`urlNotifications:publish`) and the URL
+//! Inspection API: by HTTP status and google.rpc.Status (`status`,
+//! `message`, `details`). `RESOURCE_EXHAUSTED` / 429 is `daily_quota` (the
+//! per-project daily quota: the caller waits for the next quota day,
+//! midnight America/Los_Angeles), `rate_limited` (per minute) or `quota`
+//! (unnamed), the last two waiting `Retry-After` or [`GOOGLE_SHORT_WAIT`];
+//! 403 is `ownership_not_verified`, `api_disabled` or `permission_denied`;
+//! 400 `invalid_argument`; 401 `unauthenticated`; 5xx and `INTERNAL` /
+//! `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient. The table is on
+//! [`google`].
+
+use super::{answered, excerpt, http_status, transient_answered, Response, RetryAfter, Verdict};
+use crate::clock::Period;
+use crate::model::{Class, EngineKind};
+
+/// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
+pub const GOOGLE_SHORT_WAIT: u64 = 60;
+/// The longest a per-minute (or unexplained) Google quota answer waits.
+pub const GOOGLE_SHORT_WAIT_CAP: u64 = 15 * 60;
+
+/// What indexq knows about a Google publish besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct GoogleContext<'a> {
+    /// The URL published (or inspected).
+    pub url: &'a str,
+    /// The service account's `client_email` from the key file.
+    pub client_email: &'a str,
+    /// The key file's `project_id`: the Cloud project whose quota is spent.
+    pub project_id: &'a str,
+}
+
+/// A google.rpc.Status error body (`{"error": {"code", "message", "status", "details"}}`), as far as it reads.
+#[derive(Debug, Default)]
+struct GoogleError {
+    message: String,
+    status: String,
+    /// Texts that may name the quota limit: ErrorInfo `metadata.quota_limit`/`quota_metric`,
+    /// QuotaFailure `violations[].description`/`quotaId`/`quotaMetric`.
+    quota_texts: Vec<String>,
+    /// `error.details[]` google.rpc.ErrorInfo `reason`s (`SERVICE_DISABLED`, `RATE_LIMIT_EXCEEDED`, …).
+    infos: Vec<String>,
+    /// The older `error.errors[].reason`s (`rateLimitExceeded`, `accessNotConfigured`, …).
+    legacy: Vec<String>,
+}
+
+impl GoogleError {
+    fn has_info(&self, reasons: &[&str]) -> bool {
+        self.infos.iter().any(|r| reasons.contains(&r.as_str()))
+    }
+
+    fn has_legacy(&self, reasons: &[&str]) -> bool {
+        self.legacy.iter().any(|r| reasons.iter().any(|l| l.eq_ignore_ascii_case(r)))
+    }
+}
+
+/// ErrorInfo reasons of a spent quota (google.api.ErrorReason).
+const GOOGLE_QUOTA_INFOS: &[&str] = &["RATE_LIMIT_EXCEEDED", "RESOURCE_QUOTA_EXCEEDED"];
+/// The older `errors[].reason`s of a spent quota.
+const GOOGLE_QUOTA_LEGACY: &[&str] =
+    &["rateLimitExceeded", "userRateLimitExceeded", "dailyLimitExceeded", "quotaExceeded"];
+
+/// Reads a google.rpc.Status body; tolerates anything (None when there is no `error` object to read).
+fn google_error(body: &str) -> Option<GoogleError> {
+    let value: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    // Some front ends wrap the error in a one-element array.
+    let root = match &value {
+        serde_json::Value::Array(items) => items.first()?,
+        other => other,
+    };
+    let error = root.get("error")?;
+    let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|t| t.as_str()).map(str::to_string);
+    let mut found = GoogleError {
+        message: text(error, "message").unwrap_or_default(),
+        // `{"error": "SOME_STATUS"}`: the OAuth form, where only a code is given.
+        status: text(error, "status").or_else(|| error.as_str().map(str::to_string)).unwrap_or_default(),
+        ..GoogleError::default()
+    };
+    let details = error.get("details").and_then(|d| d.as_array()).into_iter().flatten();
+    for detail in details {
+        let kind = detail.get("@type").and_then(|t| t.as_str()).unwrap_or_default();
+        if kind.ends_with("ErrorInfo") {
+            found.infos.extend(text(detail, "reason"));
+            if let Some(metadata) = detail.get("metadata") {
+                found.quota_texts.extend(["quota_limit", "quota_metric"].iter().filter_map(|k| text(metadata, k)));
+            }
+        } else if kind.ends_with("QuotaFailure") {
+            for violation in detail.get("violations").and_then(|v| v.as_array()).into_iter().flatten() {
+                let texts = ["description", "quotaId", "quotaMetric"].iter().filter_map(|k| text(violation, k));
+                found.quota_texts.extend(texts);
+            }
+        }
+    }
+    for legacy in error.get("errors").and_then(|e| e.as_array()).into_iter().flatten() {
+        found.legacy.extend(text(legacy, "reason"));
+    }
+    Some(found)
+}
+
+/// Which limit a Google quota answer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoogleQuota {
+    Day,
+    Minute,
+    Unknown,
+}
+
+/// Reads the limit from the structured fields first — the ErrorInfo metadata,
+/// the QuotaFailure violations and the legacy reasons (`dailyLimitExceeded`)
+/// — and only when they name none from the message, case-insensitively. A
+/// per-day limit wins when both are named.
+///
+/// The message is free text, read because Google's per-day answer names its
+/// limit nowhere else: `429 RESOURCE_EXHAUSTED "Quota exceeded for quota
+/// metric 'Publish requests' and limit 'Publish requests per day' of service
+/// 'indexing.googleapis.com' for consumer 'project_number:…'."` (fixture
+/// `google-429-per-day`), and its "per minute" twin.
+fn google_quota_kind(error: Option<&GoogleError>) -> GoogleQuota {
+    let Some(error) = error else {
+        return GoogleQuota::Unknown;
+    };
+    let kind = |texts: &[&String]| {
+        let texts: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+        let names = |needles: &[&str]| texts.iter().any(|t| needles.iter().any(|n| t.contains(n)));
+        if names(&["perday", "per day", "per_day", "per-day", "dailylimitexceeded"]) {
+            GoogleQuota::Day
+        } else if names(&["perminute", "per minute", "per_minute", "per-minute"]) {
+            GoogleQuota::Minute
+        } else {
+            GoogleQuota::Unknown
+        }
+    };
+    let structured: Vec<&String> = error.quota_texts.iter().chain(&error.legacy).collect();
+    match kind(&structured) {
+        GoogleQuota::Unknown => kind(&[&error.message]),
+        named => named,
+    }
+}
+
+/// A quota answer by its structured fields: an ErrorInfo reason of a spent
+/// quota, or a legacy `errors[].reason` (`rateLimitExceeded`, …), at any status.
+fn google_structured_quota(error: Option<&GoogleError>) -> bool {
+    error.is_some_and(|e| e.has_info(GOOGLE_QUOTA_INFOS) || e.has_legacy(GOOGLE_QUOTA_LEGACY))
+}
+
+/// A quota answer in the older form that carries nothing structured: a 403
+/// whose message starts "Quota exceeded" — `403 PERMISSION_DENIED "Quota
+/// exceeded for quota group 'default' and limit 'per_day' …"`, as Google's
+/// APIs answered before ErrorInfo details — and no ErrorInfo reason saying
+/// something else. Free text, read only then.
+fn google_quota_text(status: u16, error: Option<&GoogleError>) -> bool {
+    error.is_some_and(|e| {
+        status == 403 && e.infos.is_empty() && e.message.to_ascii_lowercase().starts_with("quota exceeded")
+    })
+}
+
+/// "Google answered HTTP 403 Forbidden, PERMISSION_DENIED (Permission denied. ...)": Google's own
+/// status and message when the body has them, else the body's excerpt.
+fn google_answered(resp: &Response, error: Option<&GoogleError>) -> String {
+    let Some(error) = error.filter(|e| !e.message.is_empty() || !e.status.is_empty()) else {
+        return answered(EngineKind::Google, resp, "");
+    };
+    let mut said = format!("Google answered {}", http_status(resp.status));
+    if !error.status.is_empty() {
+        said.push_str(&format!(", {}", excerpt(&error.status)));
+    }
+    if !error.message.is_empty() {
+        said.push_str(&format!(" ({})", excerpt(&error.message)));
+    }
+    said
+}
+
+/// Classifies an Indexing API answer (`urlNotifications:publish`, also used for the URL Inspection API).
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 2xx | accepted | `ok` |
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo reason `RATE_LIMIT_EXCEEDED` / `RESOURCE_QUOTA_EXCEEDED` or a legacy reason `rateLimitExceeded` / `dailyLimitExceeded` / … (any HTTP status), or a 403 without ErrorInfo whose message starts "Quota exceeded", naming a per-day limit (ErrorInfo `quota_limit`/`quota_metric`, QuotaFailure violations, legacy `dailyLimitExceeded`; else "per day", `PerDay`, `per_day` in the message) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
+/// | the same, naming a per-minute limit | quota | `rate_limited`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
+/// | the same, naming no limit (or not JSON) | quota | `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s (never the next day unasked) |
+/// | status `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED` (any HTTP status) | transient | the status lower-cased (`internal`, `unavailable`, `deadline_exceeded`, `aborted`) |
+/// | other 5xx (JSON or HTML) | transient | `server_error` |
+/// | 408 | transient | `http_408` |
+/// | 4xx or `PERMISSION_DENIED` with the ErrorInfo reason `SERVICE_DISABLED` (or that status, or the legacy reason `accessNotConfigured`); a 403 without ErrorInfo whose message says the API "has not been used in project" | misconfigured | `api_disabled` |
+/// | 403 whose message says "Failed to verify the URL ownership" (Indexing API) or "does not have sufficient permission for site" (URL Inspection API) | misconfigured | `ownership_not_verified` |
+/// | 401 or `UNAUTHENTICATED` (after the engine refreshed the token once) | misconfigured | `unauthenticated` |
+/// | 400 or `INVALID_ARGUMENT` | misconfigured | `invalid_argument` |
+/// | 404 | misconfigured | `http_404` |
+/// | other 403 or `PERMISSION_DENIED` | misconfigured | `permission_denied` |
+/// | other 3xx, 4xx | misconfigured | `http_<status>` |
+/// | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
+///
+/// Every transient verdict carries the server's `Retry-After`, if any. The
+/// message quotes Google's `status` and `message` (or the body's excerpt).
+pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
+    let status = resp.status;
+    let error = google_error(resp.body);
+    let error = error.as_ref();
+    let g_status = error.map_or("", |e| e.status.as_str());
+    let answered = google_answered(resp, error);
+    let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
+    if (200..=299).contains(&status) {
+        return Verdict::new(
+            Class::Accepted,
+            "ok",
+            format!("Google accepted the request for {url} ({}).", http_status(status)),
+        );
+    }
+    if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_structured_quota(error) {
+        return google_quota(resp, error, &answered, project);
+    }
+    if matches!(g_status, "INTERNAL" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "ABORTED") {
+        return transient_answered(resp, &answered, &g_status.to_ascii_lowercase(), "Google failed on its side");
+    }
+    match status {
+        500..=599 => return transient_answered(resp, &answered, "server_error", "Google failed on its side"),
+        408 => return transient_answered(resp, &answered, "http_408", "the server gave up waiting for the request"),
+        _ => {}
+    }
+    let client_error = (400..=499).contains(&status);
+    let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
+    let api_disabled = Verdict::misconfigured(
+        "api_disabled",
+        format!("{answered}: the Web Search Indexing API is not enabled for the Google Cloud project {project}."),
+        format!(
+            "Enable the Web Search Indexing API (indexing.googleapis.com) for the project {project} in the Google \
+             Cloud console (APIs & Services → Library; for URL inspection also the Google Search Console API, \
+             searchconsole.googleapis.com), wait a few minutes, then `indexq queue retry`."
+        ),
+    );
+    // The ErrorInfo reason (google.api.ErrorReason `SERVICE_DISABLED`, with
+    // `metadata.service` and `metadata.consumer`), the status, or the older
+    // `errors[].reason` `accessNotConfigured`: never the body as a whole, which
+    // may quote a URL holding those words.
+    let disabled = error.is_some_and(|e| {
+        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
+    });
+    if (client_error || forbidden) && disabled {
+        return api_disabled;
+    }
+    // Below, free text where Google gives nothing structured but
+    // `PERMISSION_DENIED`: the message (never the whole body) is read.
+    let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
+    if forbidden && google_quota_text(status, error) {
+        return google_quota(resp, error, &answered, project);
+    }
+    // "Web Search Indexing API has not been used in project 875626095483
+    // before or it is disabled. Enable it by visiting …": a disabled API
+    // answered without its ErrorInfo.
+    if forbidden && error.is_some_and(|e| e.infos.is_empty()) && message.contains("has not been used in project") {
+        return api_disabled;
+    }
+    // "Permission denied. Failed to verify the URL ownership." (Indexing API,
+    // fixture `google-403-ownership`) and "User does not have sufficient
+    // permission for site '…'." (URL Inspection API): both come with
+    // `PERMISSION_DENIED` and no ErrorInfo reason of their own.
+    let ownership = message.contains("failed to verify the url ownership")
+        || message.contains("does not have sufficient permission for site");
+    if forbidden && ownership {
+        return Verdict::misconfigured(
+            "ownership_not_verified",
+            format!("{answered}: Google does not see {email} as an owner of the Search Console property of {url}."),
+            format!(
+                "Add {email} as an Owner of the property in Search Console (Settings → Users and permissions), \
+                 and check that the URL's scheme and host match the property (http vs https, www or not; a \
+                 Domain property, sc-domain:, covers them all)."
+            ),
+        );
+    }
+    if status == 401 || g_status == "UNAUTHENTICATED" {
+        return Verdict::misconfigured(
+            "unauthenticated",
+            format!(
+                "{answered}: Google did not accept the access token of {email}, even after indexq fetched a new one."
+            ),
+            format!(
+                "Check that the service account {email} and its key still exist and are enabled in the project \
+                 {project}, that `token_uri` in the key file is Google's (https://oauth2.googleapis.com/token), \
+                 and that the machine's clock is right."
+            ),
+        );
+    }
+    if status == 400 || g_status == "INVALID_ARGUMENT" {
+        return Verdict::misconfigured(
+            "invalid_argument",
+            format!("{answered}: Google refused the request for {url} as invalid."),
+            format!(
+                "Check that {url} is a complete, well-formed http(s) URL of the property; if it is, report \
+                 this response as an indexq bug."
+            ),
+        );
+    }
+    let endpoint = "Check `endpoint` in `[google]` (https://indexing.googleapis.com) and, for URL inspection, \
+                    `inspection_endpoint` (https://searchconsole.googleapis.com)";
+    if status == 404 {
+        return Verdict::misconfigured(
+            "http_404",
+            format!("{answered}: the endpoint does not know the request."),
+            format!("{endpoint}."),
+        );
+    }
+    if forbidden {
+        return Verdict::misconfigured(
+            "permission_denied",
+            format!("{answered}: Google denied {email} permission for {url}."),
+            format!(
+                "Check that {email} is an Owner of the Search Console property of {url}, that the Web Search \
+                 Indexing API is enabled for the project {project}, and that the service account is enabled."
+            ),
+        );
+    }
+    if (300..=499).contains(&status) {
+        return Verdict::misconfigured(
+            format!("http_{status}"),
+            format!("{answered}: the Google API refused the request, and waiting will not change that."),
+            format!("{endpoint}; if they are right, report this response."),
+        );
+    }
+    transient_answered(resp, &answered, "unexpected_status", "no engine documents that status")
+}
+
+/// A Google quota answer: the per-day quota (next quota day), a per-minute limit, or one it did not name.
+fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, project: &str) -> Verdict {
+    let kind = google_quota_kind(error);
+    if kind == GoogleQuota::Day {
+        return Verdict {
+            quota_window: Period::Day,
+            ..Verdict::new(
+                Class::Quota,
+                "daily_quota",
+                format!(
+                    "{answered}: Google's per-project daily quota of the Indexing API (project {project}) is used; \
+                     it resets at midnight Pacific time. indexq waits for the next quota day."
+                ),
+            )
+        };
+    }
+    // A short limit waits a short while: the server's Retry-After, at most
+    // GOOGLE_SHORT_WAIT_CAP seconds (an HTTP date is trusted as it is).
+    let retry_after = match resp.retry_after() {
+        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
+        Some(at) => Some(at),
+        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
+    };
+    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+    let (reason, what) = match kind {
+        GoogleQuota::Minute => {
+            ("rate_limited", format!("the per-minute request limit of the project {project} is reached"))
+        }
+        _ => ("quota", format!("a quota of the project {project} is used, and Google did not say which")),
+    };
+    // A short wait: the minute's window is spent, never the day's.
+    Verdict {
+        retry_after,
+        quota_window: Period::Minute,
+        ..Verdict::new(Class::Quota, reason, format!("{answered}: {what}. indexq retries {when}."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    #[test]
+    fn google_statuses() {
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        let date = Utc.with_ymd_and_hms(2026, 10, 21, 7, 28, 0).single().expect("valid date");
+        let per_day_message =
+            "Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per day' \
+                               of service 'indexing.googleapis.com' for consumer 'project_number:875626095483'.";
+        let per_minute_message = "Quota exceeded for quota metric 'Publish requests' and limit 'Publish requests per \
+                                  minute' of service 'indexing.googleapis.com' for consumer 'project_number:1'.";
+        let quota_failure = |field: &str, value: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{{"subject": "project:1", "{field}": "{value}"}}]}}"#
+            )
+        };
+        let error_info = |reason: &str, limit: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "{reason}", "domain": "googleapis.com", "metadata": {{"quota_limit": "{limit}", "quota_metric": "indexing.googleapis.com/v3_publish_requests", "service": "indexing.googleapis.com"}}}}"#
+            )
+        };
+        let disabled_message = "Web Search Indexing API has not been used in project 875626095483 before or it is \
+                                disabled. Enable it by visiting https://console.developers.google.com/apis/api/\
+                                indexing.googleapis.com/overview?project=875626095483 then retry.";
+        let disabled_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com", "metadata": {"service": "indexing.googleapis.com", "consumer": "projects/875626095483"}}"#;
+        let exhausted = "Resource has been exhausted (e.g. check quota).";
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "ok", None),
+            (204, vec![], "".into(), Class::Accepted, "ok", None),
+            // per day: message, QuotaFailure (description, quotaId), ErrorInfo metadata, legacy
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
+            (429, vec![("Retry-After", "30")], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", &quota_failure("description", "Publish requests PER DAY exceeded")), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", &quota_failure("quotaId", "DefaultPublishRequestsPerDayPerProject")), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, &error_info("RATE_LIMIT_EXCEEDED", "DefaultPublishRequestsPerDayPerProject")), Class::Quota, "daily_quota", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default' and limit 'per_day'.", ""), Class::Quota, "daily_quota", None),
+            // per minute
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", short),
+            (429, vec![("Retry-After", "17")], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", Some(RetryAfter::Seconds(17))),
+            (429, vec![("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT")], rpc(429, "RESOURCE_EXHAUSTED", per_minute_message, ""), Class::Quota, "rate_limited", Some(RetryAfter::At(date))),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, &error_info("RATE_LIMIT_EXCEEDED", "DefaultRequestsPerMinutePerProject")), Class::Quota, "rate_limited", short),
+            // unknown: a short wait, never the next day unasked
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", short),
+            (429, vec![("Retry-After", "300")], rpc(429, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", Some(RetryAfter::Seconds(300))),
+            (503, vec![], rpc(503, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", short),
+            (429, vec![], "<html><body>Too Many Requests</body></html>".into(), Class::Quota, "quota", short),
+            (429, vec![], "".into(), Class::Quota, "quota", short),
+            // 403
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Permission denied. Failed to verify the URL ownership.", ""), Class::Misconfigured, "ownership_not_verified", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "User does not have sufficient permission for site 'https://example.com/'.", ""), Class::Misconfigured, "ownership_not_verified", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", disabled_message, disabled_info), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "The API is off.", disabled_info), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", disabled_message, ""), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "The caller does not have permission", ""), Class::Misconfigured, "permission_denied", None),
+            (403, vec![], "<html>Forbidden</html>".into(), Class::Misconfigured, "permission_denied", None),
+            // other 4xx
+            (400, vec![], rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/a", ""), Class::Misconfigured, "invalid_argument", None),
+            (400, vec![], r#"{"error": 5}"#.into(), Class::Misconfigured, "invalid_argument", None),
+            (401, vec![], rpc(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), Class::Misconfigured, "unauthenticated", None),
+            (404, vec![], "<html><body>Not Found</body></html>".into(), Class::Misconfigured, "http_404", None),
+            (405, vec![], "".into(), Class::Misconfigured, "http_405", None),
+            (302, vec![("Location", "https://accounts.google.com/")], "".into(), Class::Misconfigured, "http_302", None),
+            // transient
+            (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
+            (503, vec![], "<html><head><title>503 Service Unavailable</title></head></html>".into(), Class::Transient, "server_error", None),
+            (503, vec![("Retry-After", "120")], rpc(503, "UNAVAILABLE", "The service is currently unavailable.", ""), Class::Transient, "unavailable", Some(RetryAfter::Seconds(120))),
+            (504, vec![], "".into(), Class::Transient, "server_error", None),
+            (504, vec![], rpc(504, "DEADLINE_EXCEEDED", "Deadline exceeded.", ""), Class::Transient, "deadline_exceeded", None),
+            (400, vec![], rpc(400, "UNAVAILABLE", "Try again.", ""), Class::Transient, "unavailable", None),
+            (502, vec![], "not json at all {".into(), Class::Transient, "server_error", None),
+            (408, vec![], "".into(), Class::Transient, "http_408", None),
+            (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = google_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class, v.reason.as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {headers:?} {body}: {}",
+                v.message
+            );
+            if v.class == Class::Quota {
+                let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
+                assert_eq!(v.quota_window, window, "{body}");
+                assert!(v.message.contains("my-proj"), "{}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn google_messages_and_hints() {
+        let daily = google_verdict(
+            429,
+            &[],
+            &rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for limit 'Publish requests per day'.", ""),
+        );
+        assert!(daily.message.contains("per-project daily quota"), "{}", daily.message);
+        assert!(daily.message.contains("Pacific"), "{}", daily.message);
+        assert!(daily.message.contains("indexq waits for the next quota day"), "{}", daily.message);
+        assert!(daily.message.contains("Publish requests per day"), "{}", daily.message);
+
+        let unknown = google_verdict(429, &[], &rpc(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted.", ""));
+        assert!(unknown.message.contains("after 60 s"), "{}", unknown.message);
+
+        let ownership = google_verdict(
+            403,
+            &[],
+            &rpc(403, "PERMISSION_DENIED", "Permission denied. Failed to verify the URL ownership.", ""),
+        );
+        let hint = ownership.hint.as_deref().expect("hint");
+        assert!(hint.contains(GOOGLE_CTX.client_email), "{hint}");
+        assert!(hint.contains("Owner"), "{hint}");
+        assert!(hint.contains("https"), "{hint}");
+        assert!(ownership.message.contains("Failed to verify the URL ownership"), "{}", ownership.message);
+
+        let disabled = google_verdict(
+            403,
+            &[],
+            &rpc(
+                403,
+                "PERMISSION_DENIED",
+                "Indexing API has not been used in project 12 before or it is disabled.",
+                "",
+            ),
+        );
+        assert!(disabled.message.contains("my-proj"), "{}", disabled.message);
+        let hint = disabled.hint.as_deref().expect("hint");
+        assert!(hint.contains("indexing.googleapis.com") && hint.contains("my-proj"), "{hint}");
+
+        let invalid = google_verdict(400, &[], &rpc(400, "INVALID_ARGUMENT", "Invalid attribute.", ""));
+        assert!(invalid.message.contains(GOOGLE_CTX.url), "{}", invalid.message);
+
+        let not_found = google_verdict(404, &[], "");
+        assert!(not_found.hint.as_deref().is_some_and(|h| h.contains("`endpoint` in `[google]`")));
+
+        let html = google_verdict(
+            503,
+            &[],
+            "<html>
+<body>Service   Unavailable</body></html>",
+        );
+        assert!(html.message.contains("<html> <body>Service Unavailable</body></html>"), "{}", html.message);
+    }
+
+    /// A status or an ErrorInfo reason decides; the message is read only
+    /// where Google says nothing structured.
+    #[test]
+    fn structured_fields_before_free_text() {
+        let info = |reason: &str| {
+            format!(
+                r#"{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "{reason}", "domain": "googleapis.com", "metadata": {{"service": "indexing.googleapis.com", "consumer": "projects/1"}}}}"#
+            )
+        };
+        let legacy = |reason: &str, message: &str| {
+            format!(
+                r#"{{"error": {{"code": 403, "message": "{message}", "errors": [{{"message": "{message}", "domain": "usageLimits", "reason": "{reason}"}}]}}}}"#
+            )
+        };
+        let quota_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "googleapis.com", "metadata": {"quota_limit": "DefaultRequestsPerMinutePerProject", "service": "indexing.googleapis.com"}}"#;
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        type Row = (u16, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let google_table: Vec<Row> = vec![
+            // A 400 quoting a URL that holds the words is about that URL.
+            (400, rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/SERVICE_DISABLED/x", ""), Class::Misconfigured, "invalid_argument", None),
+            (400, rpc(400, "INVALID_ARGUMENT", "Invalid attribute. 'url' is not in standard URL format: https://example.com/it-is-disabled?has not been used in project", ""), Class::Misconfigured, "invalid_argument", None),
+            (403, rpc(403, "PERMISSION_DENIED", "The caller does not have permission for https://example.com/service_disabled", ""), Class::Misconfigured, "permission_denied", None),
+            // The ErrorInfo reason, the status, the legacy reason.
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded? No: the API is off.", &info("SERVICE_DISABLED")), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "SERVICE_DISABLED", "Disabled.", ""), Class::Misconfigured, "api_disabled", None),
+            (403, legacy("accessNotConfigured", "Access Not Configured. Indexing API has not been used in project 1."), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default'.", &info("API_KEY_SERVICE_BLOCKED")), Class::Misconfigured, "permission_denied", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Rate limited.", &info("RATE_LIMIT_EXCEEDED")), Class::Quota, "quota", short),
+            (403, legacy("rateLimitExceeded", "Rate Limit Exceeded"), Class::Quota, "quota", short),
+            (403, legacy("dailyLimitExceeded", "Daily Limit Exceeded"), Class::Quota, "daily_quota", None),
+            // The limit from the ErrorInfo metadata before the message.
+            (429, rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded; try again per day or so.", quota_info), Class::Quota, "rate_limited", short),
+            // Free text where nothing structured is given.
+            (403, rpc(403, "PERMISSION_DENIED", "Web Search Indexing API has not been used in project 1 before or it is disabled.", ""), Class::Misconfigured, "api_disabled", None),
+            (403, rpc(403, "PERMISSION_DENIED", "Quota exceeded for quota group 'default' and limit 'per_day'.", ""), Class::Quota, "daily_quota", None),
+        ];
+        for (status, body, class, reason, retry) in &google_table {
+            let v = google_verdict(*status, &[], body);
+            assert_eq!(
+                (v.class, v.reason.as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
+        }
+    }
+}

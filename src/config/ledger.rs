@@ -1,0 +1,131 @@
+//! Where the ledger lives: a SQLite file, or a PostgreSQL URL recognised by
+//! its scheme (never quoted in a message: it may hold a password), and the
+//! schema names indexq accepts.
+
+use std::fmt;
+use std::path::PathBuf;
+use url::Url;
+
+/// Where the ledger lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum LedgerLocation {
+    Sqlite(PathBuf),
+    /// A `postgres://` URL as written (it may hold a password: shown only
+    /// through `display`).
+    Postgres(String),
+}
+
+impl LedgerLocation {
+    /// The location as messages name it: a path, or the URL without its password.
+    pub fn display(&self) -> String {
+        match self {
+            LedgerLocation::Sqlite(path) => path.display().to_string(),
+            LedgerLocation::Postgres(url) => crate::redact::connection_url(url),
+        }
+    }
+
+    /// A path, or a `postgres://` / `postgresql://` URL. Anything that
+    /// starts with `postgres:` or `postgresql:` (any case) is meant as a
+    /// database: it must be a URL with a host, or it is refused (the reason
+    /// never quotes the value, which may hold a password).
+    pub fn parse(value: &str) -> Result<LedgerLocation, String> {
+        match postgres_location(value) {
+            Some(url) => url.map(LedgerLocation::Postgres),
+            None => Ok(LedgerLocation::Sqlite(expand_home(value))),
+        }
+    }
+}
+
+impl fmt::Debug for LedgerLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LedgerLocation({})", self.display())
+    }
+}
+
+/// A `ledger` value that starts with `postgres:` or `postgresql:`, in any
+/// case: `None` for anything else (a SQLite path). It must be a URL with
+/// `//` and a host (or a `host=` parameter: a Unix socket); it comes back
+/// with its scheme in lower case (the driver reads only that). A mistyped
+/// one (`postgres:user:PW@host`) is an error, not a file named after the
+/// password. Errors never quote the value: it may hold a password.
+pub(super) fn postgres_location(value: &str) -> Option<Result<String, String>> {
+    let value = value.trim();
+    let (scheme, rest) = value.split_once(':')?;
+    if !(scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")) {
+        return None;
+    }
+    let url = format!("{}:{rest}", scheme.to_ascii_lowercase());
+    // `url::ParseError` names what is wrong, never the text it parsed.
+    let parsed = match Url::parse(&url) {
+        Ok(parsed) => parsed,
+        Err(why) => return Some(Err(format!("not a valid PostgreSQL URL ({why}); the value is not shown"))),
+    };
+    let host = parsed.host_str().is_some_and(|h| !h.is_empty())
+        || parsed.query_pairs().any(|(k, v)| k == "host" && !v.is_empty());
+    if !rest.starts_with("//") || !host {
+        return Some(Err(format!(
+            "starts with `{scheme}:` but is not a PostgreSQL URL with a host, such as \
+             postgres://user@host:5432/db (the value is not shown: it may hold a password)"
+        )));
+    }
+    Some(Ok(url))
+}
+
+/// The hint for a ledger URL that is not one.
+pub(super) const POSTGRES_URL_HINT: &str =
+    "write postgres://user@host:5432/db (with the `//`), and give the password with \
+     ledger_password_env / ledger_password_file rather than in the URL";
+
+/// A path with `~/` for the home directory expanded.
+pub(super) fn expand_home(path: &str) -> PathBuf {
+    match path.strip_prefix("~/") {
+        Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
+        None => PathBuf::from(path),
+    }
+}
+
+/// A PostgreSQL schema name indexq uses as written in SQL: lowercase
+/// letters, digits and `_`, not starting with a digit, at most 63 bytes.
+pub fn check_schema_name(name: &str) -> Result<(), String> {
+    let valid = name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("`{name}` is not a schema name indexq accepts (lowercase letters, digits and _, at most 63)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::testing::error_of;
+
+    #[test]
+    fn postgres_urls_need_their_slashes_and_a_host() {
+        for bad in [
+            "postgres:indexq:PW-7Kq2@db.example/indexq",
+            "postgresql:indexq:PW-7Kq2@db.example",
+            "POSTGRES:/indexq:PW-7Kq2@db.example",
+            "Postgres://",
+            "postgres:///indexq",
+            "postgres://u:PW-7Kq2@db.example:99999/indexq",
+        ] {
+            let why = postgres_location(bad).expect("meant as a database").expect_err(bad);
+            assert!(!why.contains("PW-7Kq2"), "the value is never quoted: {why}");
+            let e = error_of(&format!("ledger = \"{bad}\"\n"));
+            assert_eq!(e.place, "indexq.toml:1:10: `ledger`");
+            assert!(!e.to_string().contains("PW-7Kq2") && e.hint.is_some(), "{e}");
+        }
+        let ok = |v: &str| postgres_location(v).expect("a database").expect(v);
+        assert_eq!(ok("postgres://indexq@db.example:5432/indexq"), "postgres://indexq@db.example:5432/indexq");
+        assert_eq!(ok(" PostgreSQL://u@db.example/d "), "postgresql://u@db.example/d", "the scheme in lower case");
+        assert_eq!(ok("postgres:///indexq?host=/run/postgresql"), "postgres:///indexq?host=/run/postgresql");
+        for path in ["./ledger.db", "postgres.db", "/var/lib/postgres:x/ledger.db", "~/ledger.db"] {
+            assert!(postgres_location(path).is_none(), "{path} is a file");
+        }
+        assert_eq!(LedgerLocation::parse("postgres.db"), Ok(LedgerLocation::Sqlite("postgres.db".into())));
+        assert!(LedgerLocation::parse("postgres:u:PW@h").is_err());
+    }
+}

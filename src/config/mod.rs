@@ -1,0 +1,322 @@
+//! Configuration: finds the TOML file (DESIGN §4 lookup order), parses it with
+//! every key checked (unknown keys, timezones, URLs, durations are errors with
+//! file, line and column), and resolves it into one `Settings` that commands
+//! receive. Secrets are not read here: `SecretSource` says where a secret
+//! lives and `read` fetches it when a command needs it, so `status` works
+//! without credentials. This module knows nothing of the ledger or HTTP.
+//!
+//! Here: `Settings` and its parts, and finding and loading the file. Beside
+//! it: `raw.rs` (the tables as serde reads them), `resolve/` (one function
+//! per table), `defaults.rs` (every default, in one table), `ledger.rs`
+//! (where the ledger lives), `secret.rs` (secret sources and the key rules)
+//! and `error.rs` (a problem and its place).
+
+mod defaults;
+mod error;
+mod ledger;
+mod raw;
+mod resolve;
+mod secret;
+
+use chrono_tz::Tz;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use url::Url;
+
+pub use error::ConfigError;
+pub use ledger::{check_schema_name, LedgerLocation};
+pub use secret::{read_bing_key, read_indexnow_key, Secret, SecretSource};
+
+use error::line_col;
+use raw::RawConfig;
+
+// ---------------------------------------------------------------------------
+// What commands receive.
+
+/// How a PostgreSQL ledger is used (the SQLite ledger reads only `lease`).
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    /// The schema that holds the tables.
+    pub schema: String,
+    /// How long a reservation is trusted when its owner cannot be checked.
+    pub lease: Duration,
+    /// Connect, statement and lock timeout.
+    pub timeout: Duration,
+    /// `ledger_password_env` / `ledger_password_file`.
+    pub password: Option<SecretSource>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The config file in use.
+    pub file: PathBuf,
+    pub ledger: LedgerLocation,
+    pub ledger_options: LedgerOptions,
+    pub indexnow: IndexNowSettings,
+    pub bing: BingSettings,
+    pub google: GoogleSettings,
+    pub submit: SubmitSettings,
+    pub retry: RetrySettings,
+    pub http: HttpSettings,
+    pub sitemap: SitemapSettings,
+    pub properties: Vec<Property>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SitemapSettings {
+    /// The most uncompressed bytes read from one sitemap.
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct IndexNowSettings {
+    pub endpoints: Vec<Url>,
+    pub daily_quota: Option<u64>,
+    pub quota_timezone: Tz,
+}
+
+#[derive(Debug, Clone)]
+pub struct BingSettings {
+    pub api_key: Option<SecretSource>,
+    pub endpoint: Url,
+    pub quota_timezone: Tz,
+    pub daily_quota: Option<u64>,
+    pub monthly_quota: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GoogleSettings {
+    /// The service-account key file; `$GOOGLE_APPLICATION_CREDENTIALS` when unset.
+    pub credentials: Option<PathBuf>,
+    pub endpoint: Url,
+    pub inspection_endpoint: Url,
+    pub quota_timezone: Tz,
+    pub daily_quota: u64,
+    pub requests_per_minute: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct SubmitSettings {
+    pub max_wait: Duration,
+    pub dedupe_window: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetrySettings {
+    pub transient_first: Duration,
+    pub transient_cap: Duration,
+    pub transient_deadline: Duration,
+    pub key_pending_first: Duration,
+    pub key_pending_deadline: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Property {
+    pub name: String,
+    pub site: Url,
+    pub indexnow: Option<PropertyIndexNow>,
+    pub bing: Option<PropertyBing>,
+    pub google: Option<PropertyGoogle>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PropertyIndexNow {
+    pub key: SecretSource,
+    /// Where the key file is served; `https://HOST/KEY.txt` when unset.
+    pub key_location: Option<Url>,
+    pub daily_quota: Option<u64>,
+    pub quota_timezone: Tz,
+}
+
+#[derive(Debug, Clone)]
+pub struct PropertyBing {
+    pub site_url: String,
+    pub daily_quota: Option<u64>,
+    pub monthly_quota: Option<u64>,
+    pub quota_timezone: Tz,
+}
+
+#[derive(Debug, Clone)]
+pub struct PropertyGoogle {
+    pub site_url: String,
+    pub daily_quota: u64,
+    pub skip_indexed: bool,
+    pub quota_timezone: Tz,
+}
+
+impl Property {
+    /// Whether `url` lies under this property's site.
+    pub fn contains(&self, url: &Url) -> bool {
+        url.as_str().starts_with(self.site.as_str())
+    }
+
+    pub fn uses(&self, engine: crate::model::EngineKind) -> bool {
+        use crate::model::EngineKind::*;
+        match engine {
+            IndexNow => self.indexnow.is_some(),
+            Bing => self.bing.is_some(),
+            Google => self.google.is_some(),
+        }
+    }
+}
+
+impl Settings {
+    /// The property a URL belongs to: the one whose site is the longest prefix.
+    pub fn property_for(&self, url: &Url) -> Option<&Property> {
+        self.properties.iter().filter(|p| p.contains(url)).max_by_key(|p| p.site.as_str().len())
+    }
+
+    pub fn property(&self, name: &str) -> Option<&Property> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Finding and loading.
+
+/// The config file to use: `--config`, `$INDEXQ_CONFIG`, `./indexq.toml`,
+/// `$XDG_CONFIG_HOME/indexq/config.toml`, in that order.
+pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
+    if let Some(path) = explicit {
+        return Ok(path.to_path_buf());
+    }
+    if let Some(path) = std::env::var_os("INDEXQ_CONFIG").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let mut tried = vec![PathBuf::from("indexq.toml")];
+    if let Some(dir) = dirs::config_dir() {
+        tried.push(dir.join("indexq").join("config.toml"));
+    }
+    tried.iter().find(|p| p.is_file()).cloned().ok_or_else(|| ConfigError {
+        place: "configuration".into(),
+        message: format!(
+            "no configuration found (looked for --config, $INDEXQ_CONFIG, {})",
+            tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        hint: Some(
+            "run `indexq init --site https://YOUR.SITE/` to write a commented starter ./indexq.toml (--global: \
+             the user's configuration), or pass --config FILE"
+                .into(),
+        ),
+    })
+}
+
+/// Reads and validates the config file.
+pub fn load(path: &Path) -> Result<Settings, ConfigError> {
+    let problem = |message: String, hint: Option<&str>| ConfigError {
+        place: path.display().to_string(),
+        message,
+        hint: hint.map(str::to_string),
+    };
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_CONFIG_BYTES {
+        return Err(problem(
+            format!("the configuration is {size} bytes; a configuration file is at most {MAX_CONFIG_BYTES}"),
+            Some("is --config pointing at the right file?"),
+        ));
+    }
+    let source =
+        std::fs::read_to_string(path).map_err(|err| problem(format!("cannot read the configuration: {err}"), None))?;
+    let settings = parse(path, &source)?;
+    if settings.properties.is_empty() {
+        return Err(problem(
+            "the configuration has no [[property]]".into(),
+            Some(
+                "add a [[property]] with a name, a site and an engine table (`indexq init --site URL --config \
+                 NEW.toml` writes a commented example)",
+            ),
+        ));
+    }
+    Ok(settings)
+}
+
+/// The largest configuration file read (a bigger one is a mistake).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Parses config text; `path` names it in errors and anchors relative paths.
+pub fn parse(path: &Path, source: &str) -> Result<Settings, ConfigError> {
+    let raw: RawConfig = toml::from_str(source).map_err(|err| {
+        let (line, column) = err.span().map_or((1, 1), |s| line_col(source, s.start));
+        ConfigError {
+            place: format!("{}:{line}:{column}", path.display()),
+            message: err.message().trim().to_string(),
+            hint: None,
+        }
+    })?;
+    resolve::resolve(path, source, raw)
+}
+
+/// What the tests of this module and its parts share.
+#[cfg(test)]
+mod testing {
+    use super::{parse, ConfigError, Settings};
+    use std::path::Path;
+
+    pub(super) fn parse_str(text: &str) -> Result<Settings, ConfigError> {
+        parse(Path::new("indexq.toml"), text)
+    }
+
+    pub(super) fn error_of(text: &str) -> ConfigError {
+        match parse_str(text) {
+            Ok(_) => panic!("expected an error for:\n{text}"),
+            Err(e) => e,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{error_of, parse_str};
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[[property]]
+name = "example.com"
+site = "https://example.com/"
+indexnow = { key_env = "INDEXNOW_KEY" }
+"#;
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let s = parse_str(MINIMAL).unwrap();
+        assert_eq!(s.indexnow.endpoints[0].as_str(), defaults::INDEXNOW_ENDPOINT);
+        assert_eq!(s.google.daily_quota, 200);
+        assert_eq!(s.google.quota_timezone, chrono_tz::America::Los_Angeles);
+        assert_eq!(s.submit.max_wait, Duration::from_secs(90));
+        assert_eq!(s.retry.transient_deadline, Duration::from_secs(3 * 86400));
+        let p = &s.properties[0];
+        assert_eq!(p.indexnow.as_ref().unwrap().quota_timezone, Tz::UTC);
+        assert!(p.bing.is_none());
+    }
+
+    #[test]
+    fn the_design_example_parses() {
+        let text = include_str!("../../config.example.toml");
+        let s = parse_str(text).unwrap();
+        assert!(!s.properties.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_column() {
+        let e = error_of("[indexnow]\nendpoints = []\ncolour = 1\n");
+        assert_eq!(e.place, "indexq.toml:3:1");
+        assert!(e.message.contains("unknown field `colour`"), "{}", e.message);
+    }
+
+    #[test]
+    fn longest_site_prefix_wins() {
+        let text = "[[property]]\nname = \"root\"\nsite = \"https://a.example/\"\n[[property]]\nname = \"blog\"\nsite = \"https://a.example/blog/\"\n";
+        let s = parse_str(text).unwrap();
+        let url = Url::parse("https://a.example/blog/post").unwrap();
+        assert_eq!(s.property_for(&url).unwrap().name, "blog");
+        let url = Url::parse("https://a.example/about").unwrap();
+        assert_eq!(s.property_for(&url).unwrap().name, "root");
+        assert!(s.property_for(&Url::parse("https://b.example/").unwrap()).is_none());
+    }
+}

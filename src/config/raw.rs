@@ -1,0 +1,133 @@
+//! The file as written: the TOML tables as serde reads them, every value
+//! with its span (for the place an error names) and every table strict
+//! (`deny_unknown_fields`: a misspelt key is an error, not a silent default).
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub(super) type S<T> = Spanned<T>;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) ledger: Option<S<String>>,
+    pub(super) ledger_schema: Option<S<String>>,
+    pub(super) ledger_lease: Option<S<String>>,
+    pub(super) ledger_timeout: Option<S<String>>,
+    pub(super) ledger_password_env: Option<S<String>>,
+    pub(super) ledger_password_file: Option<S<String>>,
+    #[serde(default)]
+    pub(super) indexnow: RawIndexNow,
+    #[serde(default)]
+    pub(super) bing: RawBing,
+    #[serde(default)]
+    pub(super) google: RawGoogle,
+    #[serde(default)]
+    pub(super) submit: RawSubmit,
+    #[serde(default)]
+    pub(super) retry: RawRetry,
+    #[serde(default)]
+    pub(super) http: RawHttp,
+    #[serde(default)]
+    pub(super) sitemap: RawSitemap,
+    #[serde(default)]
+    pub(super) property: Vec<S<RawProperty>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIndexNow {
+    pub(super) endpoints: Option<Vec<S<String>>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) quota_timezone: Option<S<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBing {
+    pub(super) api_key_env: Option<S<String>>,
+    pub(super) api_key_file: Option<S<String>>,
+    pub(super) endpoint: Option<S<String>>,
+    pub(super) quota_timezone: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) monthly_quota: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGoogle {
+    pub(super) credentials: Option<S<String>>,
+    pub(super) endpoint: Option<S<String>>,
+    pub(super) inspection_endpoint: Option<S<String>>,
+    pub(super) quota_timezone: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) requests_per_minute: Option<S<u32>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSubmit {
+    pub(super) max_wait: Option<S<String>>,
+    pub(super) dedupe_window: Option<S<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRetry {
+    pub(super) transient_first: Option<S<String>>,
+    pub(super) transient_cap: Option<S<String>>,
+    pub(super) transient_deadline: Option<S<String>>,
+    pub(super) key_pending_first: Option<S<String>>,
+    pub(super) key_pending_deadline: Option<S<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHttp {
+    pub(super) connect_timeout: Option<S<String>>,
+    pub(super) timeout: Option<S<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSitemap {
+    pub(super) max_bytes: Option<S<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProperty {
+    pub(super) name: S<String>,
+    pub(super) site: S<String>,
+    pub(super) indexnow: Option<S<RawPropIndexNow>>,
+    pub(super) bing: Option<S<RawPropBing>>,
+    pub(super) google: Option<S<RawPropGoogle>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPropIndexNow {
+    pub(super) key_env: Option<S<String>>,
+    pub(super) key_file: Option<S<String>>,
+    pub(super) key_location: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) quota_timezone: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPropBing {
+    pub(super) site_url: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) monthly_quota: Option<u64>,
+    pub(super) quota_timezone: Option<S<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPropGoogle {
+    pub(super) site_url: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+    pub(super) skip_indexed: Option<bool>,
+    pub(super) quota_timezone: Option<S<String>>,
+}

@@ -1,0 +1,147 @@
+//! Where a sitemap (or a robots.txt) is read from: a source given on the
+//! command line is a path or an http(s) URL; an index child or a `Sitemap:`
+//! line is resolved against where it was listed, and a child of a local index
+//! is read from the file beside it when there is one (see the module notes of
+//! [`sitemap`](super)).
+
+use percent_encoding::percent_decode_str;
+use std::fs;
+use std::path::{Path, PathBuf};
+use url::Url;
+
+use super::Problem;
+
+/// Where a sitemap (or robots.txt) is read from.
+#[derive(Debug, Clone)]
+pub(super) enum Location {
+    File(PathBuf),
+    Url(Url),
+}
+
+/// A sitemap to read: where, its name in places and messages, its identity for "read once", and where it was listed.
+pub(super) struct Target {
+    pub(super) location: Location,
+    pub(super) name: String,
+    pub(super) key: String,
+    listed_at: Option<String>,
+}
+
+impl Target {
+    pub(super) fn new(location: Location, name: String, listed_at: Option<String>) -> Target {
+        let key = match &location {
+            Location::File(path) => {
+                format!("file:{}", fs::canonicalize(path).unwrap_or_else(|_| path.clone()).display())
+            }
+            Location::Url(url) => {
+                let mut url = url.clone();
+                url.set_fragment(None);
+                url.to_string()
+            }
+        };
+        Target { location, name, key, listed_at }
+    }
+
+    pub(super) fn is_robots(&self) -> bool {
+        let file_name = match &self.location {
+            Location::File(path) => path.file_name().and_then(|n| n.to_str()).map(str::to_string),
+            Location::Url(url) => url.path_segments().and_then(|mut s| s.next_back()).map(str::to_string),
+        };
+        file_name.is_some_and(|n| n.eq_ignore_ascii_case("robots.txt"))
+    }
+
+    pub(super) fn problem(&self, message: String) -> Problem {
+        let message = match &self.listed_at {
+            Some(at) => format!("{message} (listed at {at})"),
+            None => message,
+        };
+        Problem { place: self.name.clone(), message }
+    }
+}
+
+/// Tells a URL from a path: `scheme://` with an ASCII scheme of two letters or more (so `C:\` stays a path).
+pub(super) fn source_location(source: &str) -> Result<Location, String> {
+    let has_scheme = source.find("://").is_some_and(|i| {
+        i > 1
+            && source[..i].starts_with(|c: char| c.is_ascii_alphabetic())
+            && source[..i].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if !has_scheme {
+        return Ok(Location::File(PathBuf::from(source)));
+    }
+    let url = Url::parse(source).map_err(|e| format!("not a valid URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(Location::Url(url)),
+        other => Err(format!("cannot read {other}: URLs; give an https:// or http:// URL or a local path")),
+    }
+}
+
+pub(super) fn location_name(location: &Location) -> String {
+    match location {
+        Location::File(path) => path.display().to_string(),
+        Location::Url(url) => url.to_string(),
+    }
+}
+
+/// Where an index child (or a robots.txt `Sitemap:`) is read from; see the module notes.
+pub(super) fn resolve_child(parent: &Location, loc: &str) -> Result<Location, String> {
+    match Url::parse(loc) {
+        Ok(url) => {
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(format!(
+                    "cannot follow {}: URLs; only https:// and http:// sitemaps are read",
+                    url.scheme()
+                ));
+            }
+            if let Location::File(parent) = parent {
+                if let Some(local) = local_copy(parent, &url) {
+                    return Ok(Location::File(local));
+                }
+            }
+            Ok(Location::Url(url))
+        }
+        Err(url::ParseError::RelativeUrlWithoutBase) => match parent {
+            Location::Url(base) => base.join(loc).map(Location::Url).map_err(|e| format!("not a valid URL: {e}")),
+            Location::File(parent) => Ok(Location::File(parent_dir(parent).join(loc))),
+        },
+        Err(e) => Err(format!("not a valid URL: {e}")),
+    }
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new(""))
+}
+
+/// The file beside a local index named like the URL's last path segment, if there is one.
+fn local_copy(parent: &Path, url: &Url) -> Option<PathBuf> {
+    let segment = url.path_segments()?.next_back()?;
+    let name = percent_decode_str(segment).decode_utf8().ok()?;
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\', '\0']) {
+        return None;
+    }
+    let candidate = parent_dir(parent).join(&*name);
+    candidate.is_file().then_some(candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_copy_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a b.xml"), "x").unwrap();
+        let parent = dir.path().join("index.xml");
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert_eq!(local_copy(&parent, &url("https://e.com/x/a%20b.xml")), Some(dir.path().join("a b.xml")));
+        assert_eq!(local_copy(&parent, &url("https://e.com/x/other.xml")), None);
+        assert_eq!(local_copy(&parent, &url("https://e.com/x/")), None);
+        assert_eq!(local_copy(&parent, &url("https://e.com/%2e%2e")), None);
+        assert_eq!(local_copy(&parent, &url("https://e.com/a%2fb.xml")), None);
+        // An escape that is not one stays as it is; the others are decoded.
+        fs::write(dir.path().join("%zzA.xml"), "x").unwrap();
+        assert_eq!(local_copy(&parent, &url("https://e.com/%zz%41.xml")), Some(dir.path().join("%zzA.xml")));
+        // Bytes that are not UTF-8 name no file (not even one named like their lossy decoding).
+        fs::write(dir.path().join("\u{FFFD}.xml"), "x").unwrap();
+        assert_eq!(local_copy(&parent, &url("https://e.com/%ff.xml")), None);
+    }
+}

@@ -1,0 +1,268 @@
+//! Sitemaps (sitemaps.org protocol) for `submit --sitemap SRC`: this module owns
+//! turning one source — a local file, an http(s) URL, or a `robots.txt` whose
+//! `Sitemap:` lines are followed — into a stream of `<url><loc>` entries with
+//! their `<lastmod>` and the file:line:column they came from, and the problems
+//! met on the way. XML is read as a stream with quick-xml, never as a DOM;
+//! gzip is recognised by its magic bytes (1f 8b), not by a name or a
+//! Content-Type. A download is stored in an anonymous temporary file and is
+//! stopped at the cap, and so are the uncompressed bytes parsed: nothing past
+//! the cap is read. `<sitemapindex>` children are followed depth-first (the
+//! source is depth 0, at most depth 3), each sitemap at most once per `Reader`;
+//! a child that is one of its own ancestors is reported as a loop. A child of
+//! a *local* sitemap index (or local robots.txt) that is an http(s) URL is read
+//! from the index's own directory when a file named like the URL's last path
+//! segment is there, and fetched otherwise: so in CI `public/sitemap.xml`
+//! listing `https://example.com/sitemap-1.xml` reads `public/sitemap-1.xml`,
+//! the copy about to be deployed. A relative child `<loc>` is resolved against
+//! its index (URL or directory). A `<loc>` longer than
+//! [`MAX_URL_BYTES`](crate::ingest::MAX_URL_BYTES) is a problem at its place
+//! (only its first bytes are kept). This module must not know the ledger, the
+//! configuration (the cap is passed in; only the problem text names the key
+//! that sets it) or how responses are classified, and it does not judge URLs
+//! beyond an empty `<loc>`: the caller checks them.
+//!
+//! The walk through indexes and robots.txt is here. Beside it, one job a
+//! file: `location` (where a source or a child is read from), `fetch` (the
+//! download), `body` (gzip and the cap), `xml` (one sitemap, as a stream),
+//! `position` (line and column), `robots` (`Sitemap:` lines) and `lastmod`
+//! (W3C datetimes).
+
+mod body;
+mod fetch;
+mod lastmod;
+mod location;
+mod position;
+mod robots;
+#[cfg(test)]
+mod tests;
+mod xml;
+
+use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+use std::fmt;
+use std::fs::File;
+
+use body::Body;
+use location::{location_name, resolve_child, source_location, Location, Target};
+use robots::parse_robots;
+use xml::parse_sitemap;
+
+/// How deep `<sitemapindex>` children are followed (the source is depth 0).
+const MAX_DEPTH: usize = 3;
+
+/// One URL found in a sitemap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub loc: String,
+    pub lastmod: Option<DateTime<Utc>>,
+    /// "SOURCE:LINE:COL" of the `<loc>`
+    pub place: String,
+}
+
+/// A problem with one source (the others still go through).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// "SOURCE" or "SOURCE:LINE:COL"
+    pub place: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.message)
+    }
+}
+
+/// Reads sitemap sources; remembers which sitemaps it has read so that each is
+/// read at most once, across calls to [`Reader::read`].
+pub struct Reader {
+    client: reqwest::Client,
+    cap: u64,
+    seen: HashSet<String>,
+}
+
+impl Reader {
+    /// `cap`: the most uncompressed bytes read from any one sitemap (default 50 MiB, the sitemaps.org limit).
+    pub fn new(client: reqwest::Client, cap: u64) -> Reader {
+        Reader { client, cap, seen: HashSet::new() }
+    }
+
+    /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed, but the
+    /// client given should refuse a redirect from https to http, as `engines::fetch_client` does: the refusal is a
+    /// Problem naming the redirect), or a
+    /// robots.txt (file or URL, recognised by its file name `robots.txt`) whose `Sitemap:` lines (case-insensitive)
+    /// are followed — calling `each` for every `<url><loc>` found, following `<sitemapindex>` children recursively
+    /// (depth ≤ 3: the source is depth 0), each sitemap read at most once per Reader (a second reference is skipped
+    /// silently unless it is a cycle: a child that is one of its own ancestors is a Problem naming the loop, e.g.
+    /// "a.xml → b.xml → a.xml"). Returns the problems; never panics; one broken child does not stop the others.
+    ///
+    /// The sitemaps a robots.txt lists are each at depth 0. Parsing is synchronous between downloads (files and
+    /// temporary files are read on the calling task).
+    pub async fn read(&mut self, source: &str, each: &mut (dyn FnMut(Entry) + Send)) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let location = match source_location(source) {
+            Ok(location) => location,
+            Err(message) => {
+                problems.push(Problem { place: source.to_string(), message });
+                return problems;
+            }
+        };
+        let target = Target::new(location, source.to_string(), None);
+        if target.is_robots() {
+            self.read_robots(target, each, &mut problems).await;
+        } else {
+            self.walk(target, each, &mut problems).await;
+        }
+        problems
+    }
+
+    async fn read_robots(&mut self, robots: Target, each: &mut (dyn FnMut(Entry) + Send), problems: &mut Vec<Problem>) {
+        if !self.seen.insert(robots.key.clone()) {
+            return;
+        }
+        let lines = match self.open(&robots).await {
+            Ok(body) => parse_robots(body.reader(), &robots.name, self.cap, problems),
+            Err(message) => {
+                problems.push(robots.problem(message));
+                return;
+            }
+        };
+        if lines.is_empty() {
+            problems.push(robots.problem("no `Sitemap:` line in it".to_string()));
+        }
+        for line in lines {
+            match resolve_child(&robots.location, &line.loc) {
+                Ok(location) => {
+                    let name = location_name(&location);
+                    self.walk(Target::new(location, name, Some(line.place)), each, problems).await;
+                }
+                Err(message) => problems.push(Problem { place: line.place, message }),
+            }
+        }
+    }
+
+    /// Depth-first walk from one sitemap through its index children; the stack holds the ancestors.
+    async fn walk(&mut self, root: Target, each: &mut (dyn FnMut(Entry) + Send), problems: &mut Vec<Problem>) {
+        if !self.seen.insert(root.key.clone()) {
+            return;
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        let children = self.visit(&root, each, problems).await;
+        if !children.is_empty() {
+            stack.push(Frame::new(root, 0, children));
+        }
+        while let Some(frame) = stack.last_mut() {
+            let Some(child) = frame.children.next() else {
+                if let Some(done) = stack.pop() {
+                    if let Some(deep) = done.too_deep {
+                        problems.push(deep.problem());
+                    }
+                }
+                continue;
+            };
+            let depth = frame.depth + 1;
+            let location = match resolve_child(&frame.target.location, &child.loc) {
+                Ok(location) => location,
+                Err(message) => {
+                    problems.push(Problem { place: child.place, message });
+                    continue;
+                }
+            };
+            let name = location_name(&location);
+            let target = Target::new(location, name, Some(child.place.clone()));
+            if let Some(start) = stack.iter().position(|f| f.target.key == target.key) {
+                let mut names: Vec<&str> = stack[start..].iter().map(|f| f.target.name.as_str()).collect();
+                names.push(&stack[start].target.name);
+                problems.push(Problem {
+                    place: child.place,
+                    message: format!("sitemap index loop: {}; not followed again", names.join(" → ")),
+                });
+                continue;
+            }
+            if self.seen.contains(&target.key) {
+                continue;
+            }
+            if depth > MAX_DEPTH {
+                if let Some(deep) = stack.last_mut().and_then(|f| f.too_deep.as_mut()) {
+                    deep.count += 1;
+                    continue;
+                }
+                let names = stack.iter().map(|f| f.target.name.as_str()).chain([target.name.as_str()]);
+                let chain = names.collect::<Vec<_>>().join(" → ");
+                if let Some(frame) = stack.last_mut() {
+                    frame.too_deep = Some(TooDeep { place: child.place, chain, count: 1 });
+                }
+                continue;
+            }
+            self.seen.insert(target.key.clone());
+            let children = self.visit(&target, each, problems).await;
+            if !children.is_empty() {
+                stack.push(Frame::new(target, depth, children));
+            }
+        }
+    }
+
+    /// Reads one sitemap: its entries go to `each`, its index children are returned.
+    async fn visit(
+        &self,
+        target: &Target,
+        each: &mut (dyn FnMut(Entry) + Send),
+        problems: &mut Vec<Problem>,
+    ) -> Vec<Child> {
+        match self.open(target).await {
+            Ok(body) => parse_sitemap(body.reader(), &target.name, self.cap, each, problems),
+            Err(message) => {
+                problems.push(target.problem(message));
+                Vec::new()
+            }
+        }
+    }
+
+    async fn open(&self, target: &Target) -> Result<Body, String> {
+        match &target.location {
+            Location::File(path) => File::open(path).map(Body::whole).map_err(|e| format!("cannot read: {e}")),
+            Location::Url(url) => fetch::download(&self.client, url, self.cap).await,
+        }
+    }
+}
+
+/// A sitemap being walked: its remaining index children.
+struct Frame {
+    target: Target,
+    depth: usize,
+    children: std::vec::IntoIter<Child>,
+    too_deep: Option<TooDeep>,
+}
+
+impl Frame {
+    fn new(target: Target, depth: usize, children: Vec<Child>) -> Frame {
+        Frame { target, depth, children: children.into_iter(), too_deep: None }
+    }
+}
+
+/// Children of one index that were not read because they are too deep: one problem per index.
+struct TooDeep {
+    place: String,
+    chain: String,
+    count: usize,
+}
+
+impl TooDeep {
+    fn problem(self) -> Problem {
+        let what =
+            if self.count == 1 { "1 child sitemap".to_string() } else { format!("{} child sitemaps", self.count) };
+        Problem {
+            place: self.place,
+            message: format!(
+                "sitemap indexes nested more than {MAX_DEPTH} deep ({}): {what} of this index not read",
+                self.chain
+            ),
+        }
+    }
+}
+
+/// A `<sitemap><loc>` of an index or a `Sitemap:` line of a robots.txt.
+struct Child {
+    loc: String,
+    place: String,
+}
