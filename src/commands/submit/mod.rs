@@ -20,6 +20,8 @@ mod intake;
 mod outcome;
 mod plan;
 mod send;
+#[cfg(test)]
+mod testing;
 
 use super::ExitStatus;
 use crate::budget;
@@ -255,5 +257,47 @@ fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
         attempts: 0,
         source: None,
         retry: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use testing::at;
+
+    #[test]
+    fn clocks_that_agree_need_no_warning() {
+        let now = at("2026-03-02T10:00:00Z");
+        let time = LedgerTime { now, latest: Some(now - TimeDelta::hours(1)), clock: now };
+        assert!(clock_warnings(&time, now + TimeDelta::seconds(59), Tz::UTC).is_empty());
+        let time = LedgerTime { latest: Some(now + TimeDelta::seconds(60)), ..time };
+        assert!(clock_warnings(&time, now, Tz::UTC).is_empty(), "a minute back is within the tolerance");
+    }
+
+    #[test]
+    fn a_clock_earlier_than_a_previous_run_is_warned_about_with_the_instant_decided() {
+        let clock = at("2026-03-02T10:00:00Z");
+        let latest = at("2026-03-02T11:00:00Z");
+        let time = LedgerTime { now: latest, latest: Some(latest), clock };
+        assert_eq!(
+            clock_warnings(&time, clock, chrono_tz::Europe::Paris),
+            ["the clock says 2026-03-02T11:00:00+01:00, earlier than a previous run (2026-03-02T12:00:00+01:00): \
+              windows are decided at 2026-03-02T12:00:00+01:00, so no window reopens and nothing is counted twice, \
+              but check the system clock or INDEXQ_NOW"]
+        );
+    }
+
+    #[test]
+    fn a_machine_clock_away_from_the_servers_is_warned_about() {
+        let server = at("2026-03-02T10:00:00Z");
+        let time = LedgerTime { now: server, latest: None, clock: server };
+        let warnings = clock_warnings(&time, server - TimeDelta::minutes(5), Tz::UTC);
+        assert_eq!(
+            warnings,
+            ["this machine's clock is 5 min behind the database server's: windows and leases use the server's; \
+              sync the clocks (NTP)"]
+        );
+        let warnings = clock_warnings(&time, server + TimeDelta::minutes(2), Tz::UTC);
+        assert!(warnings[0].starts_with("this machine's clock is 2 min ahead of the database server's"));
     }
 }

@@ -381,3 +381,297 @@ fn item_result(
     };
     (Recorded { class, reason: e.reason.clone(), message: e.message.clone(), next }, e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{Rule, Scope};
+    use crate::classify::{RetryAfter, Verdict};
+    use crate::clock::{Clock, Period};
+    use crate::commands::submit::testing::{self, at, group, rule, Scripted, PRINTER};
+    use crate::engines::{Answer, Batch, Sent};
+    use crate::model::{Action, ItemState, StoredResponse};
+    use chrono::TimeDelta;
+
+    const NOW: &str = "2026-03-02T10:00:00Z";
+
+    /// A property's daily rule in Shanghai, its monthly one, and the pool's day.
+    fn rules() -> Vec<Rule> {
+        vec![
+            rule("day", Scope::Property, Period::Day, chrono_tz::Asia::Shanghai, Some(10)),
+            rule("month", Scope::Property, Period::Month, Tz::UTC, Some(10)),
+            rule("pool", Scope::Pool, Period::Day, chrono_tz::America::Los_Angeles, Some(10)),
+        ]
+    }
+
+    fn answer(class: Class, reason: &str) -> Answer {
+        Answer {
+            verdict: Verdict::new(class, reason, format!("the engine said {reason}")),
+            response: StoredResponse {
+                http_status: Some(if class == Class::Accepted { 200 } else { 429 }),
+                body: None,
+            },
+            reached: true,
+            skipped: false,
+        }
+    }
+
+    fn quota(retry_after: Option<RetryAfter>, window: Period) -> Sent {
+        let mut a = answer(Class::Quota, "rate_limited");
+        a.verdict.retry_after = retry_after;
+        a.verdict.quota_window = window;
+        Sent::whole(a, 1)
+    }
+
+    fn item(id: i64, last_class: Option<Class>, streak: u32) -> ClaimedItem {
+        ClaimedItem {
+            id,
+            url: format!("https://site.example/{id}"),
+            action: Action::Updated,
+            attempts: streak,
+            last_class,
+            streak,
+            streak_started_at: last_class.map(|_| at(NOW) - TimeDelta::minutes(10)),
+        }
+    }
+
+    fn blocked(blocks: &[Block]) -> Vec<(&str, DateTime<Utc>)> {
+        blocks.iter().map(|b| (b.rule.rule.as_str(), b.until)).collect()
+    }
+
+    #[test]
+    fn fail_on_outcomes_make_the_exit_status_3() {
+        let mut summary: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
+        summary.insert("accepted", 4);
+        summary.insert("quota", 1);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Invalid], &summary), ExitStatus::Ok);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Quota], &summary), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[], &summary), ExitStatus::Ok);
+    }
+
+    #[test]
+    fn a_deferral_is_a_deferred_result_with_its_retry() {
+        let now = at(NOW);
+        let g = group(&testing::settings(""));
+        let e = budget_entry("https://site.example/a", &g, at("2026-03-02T16:00:00Z"), chrono_tz::Asia::Shanghai, now);
+        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "budget"));
+        assert_eq!(e.message, "the IndexNow budget for site is spent until its window reopens");
+        assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-03T00:00:00+08:00"), Some(6 * 3600)));
+        assert_eq!(e.endpoint.as_deref(), Some(g.target.as_str()));
+        let e = paced_entry("https://site.example/a", &g, now + TimeDelta::seconds(30), Tz::UTC, now);
+        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "paced"));
+        assert_eq!(
+            e.message,
+            "within budget, but IndexNow requests are paced to the configured rate; it goes at its slot"
+        );
+        assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T10:00:30+00:00"), Some(30)));
+    }
+
+    #[test]
+    fn a_quota_answer_with_retry_after_blocks_the_groups_own_rules_until_then() {
+        let now = at(NOW);
+        let (rules, g) = (rules(), group(&testing::settings("")));
+        let windows = budget::windows(&rules, now);
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), now);
+        let until = now + TimeDelta::seconds(120);
+        assert_eq!(blocked(&blocks), [("day", until), ("month", until)]);
+        assert_eq!(quota_tz(&rules, &windows, &blocks), None, "the retry is not a window's end");
+    }
+
+    #[test]
+    fn a_quota_answer_without_retry_after_blocks_the_window_it_named_until_it_ends() {
+        let now = at(NOW);
+        let (rules, g) = (rules(), group(&testing::settings("")));
+        let windows = budget::windows(&rules, now);
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), now);
+        assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z"))], "IndexNow's pool is not the answer's");
+        assert_eq!(quota_tz(&rules, &windows, &blocks), Some(chrono_tz::Asia::Shanghai));
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Month), now);
+        assert_eq!(blocked(&blocks), [("month", at("2026-04-01T00:00:00Z"))]);
+        assert_eq!(quota_tz(&rules, &windows, &blocks), Some(Tz::UTC));
+        // Google's daily quota is the Cloud project's: the pool is spent too.
+        let google = GroupKey { engine: EngineKind::Google, target: String::new(), ..g.clone() };
+        let blocks = quota_blocks(&google, &rules, &windows, &quota(None, Period::Day), now);
+        assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z")), ("pool", at("2026-03-03T08:00:00Z"))]);
+        let accepted = Sent::whole(answer(Class::Accepted, "ok"), 1);
+        assert!(quota_blocks(&g, &rules, &windows, &accepted, now).is_empty(), "no quota answer, no block");
+    }
+
+    #[test]
+    fn a_request_that_never_reached_the_engine_gives_its_budget_back() {
+        let mut unreached = answer(Class::Transient, "connection_refused");
+        unreached.reached = false;
+        let sent = Sent { answers: vec![answer(Class::Accepted, "ok"), unreached], per_url: vec![0, 1, 1, 0, 1] };
+        assert_eq!(refund(&sent), 3);
+        assert_eq!(refund(&Sent::whole(answer(Class::Quota, "rate_limited"), 4)), 0);
+    }
+
+    fn context<'a>(settings: &'a crate::config::Settings, quota_tz: Option<Tz>) -> Settle<'a> {
+        Settle {
+            at: at(NOW),
+            key_first_used: None,
+            quota_reset: Some(at("2026-03-02T16:00:00Z")),
+            retry: &settings.retry,
+            user_tz: chrono_tz::Europe::Paris,
+            quota_tz,
+            fingerprint: "fp",
+        }
+    }
+
+    #[test]
+    fn items_with_one_answer_and_history_share_one_decision_and_one_record() {
+        let settings = testing::settings("");
+        let g = group(&settings);
+        let items = [item(1, None, 0), item(2, Some(Class::Transient), 2), item(3, None, 0)];
+        let sent = Sent::whole(answer(Class::Accepted, "ok"), 3);
+        let mut draws = 0;
+        let settled = settle(&g, &items, &sent, &context(&settings, None), || {
+            draws += 1;
+            0.5
+        });
+        assert_eq!(draws, 2, "one jitter per answer and history");
+        let [a] = settled.answered.as_slice() else { panic!("one record: {:?}", settled.answered) };
+        assert_eq!(
+            (a.items.as_slice(), a.class, &a.next, a.at),
+            (&[1, 2, 3][..], Class::Accepted, &NextStep::Accepted, at(NOW))
+        );
+        assert_eq!((a.reason.as_str(), a.response.http_status), ("ok", Some(200)));
+        let ids: Vec<i64> = settled.entries.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(settled.entries.iter().all(|(_, e)| e.outcome == Outcome::Accepted));
+    }
+
+    #[test]
+    fn each_answer_and_next_step_is_its_own_record() {
+        let settings = testing::settings("");
+        let g = group(&settings);
+        // Per URL: the first and third accepted, the second refused.
+        let sent = Sent {
+            answers: vec![answer(Class::Accepted, "ok"), answer(Class::Misconfigured, "forbidden")],
+            per_url: vec![0, 1, 0],
+        };
+        let items = [item(1, None, 0), item(2, None, 0), item(3, None, 0)];
+        let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+        let records: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.class, a.next.clone())).collect();
+        assert_eq!(
+            records,
+            [
+                (vec![1, 3], Class::Accepted, NextStep::Accepted),
+                (vec![2], Class::Misconfigured, NextStep::Park { fingerprint: "fp".into() }),
+            ]
+        );
+        // One transient answer: items with another history retry at another time.
+        let sent = Sent::whole(answer(Class::Transient, "server_error"), 2);
+        let items = [item(1, None, 0), item(2, Some(Class::Transient), 2)];
+        let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+        let next: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.next.clone())).collect();
+        let backoff = |secs| NextStep::RetryAt(at(NOW) + TimeDelta::seconds(secs));
+        assert_eq!(next, [(vec![1], backoff(15)), (vec![2], backoff(60))], "30 s, then 2 min, times the jitter");
+    }
+
+    #[test]
+    fn a_quota_retry_is_told_in_the_quotas_timezone_and_others_in_the_users() {
+        let settings = testing::settings("");
+        let g = group(&settings);
+        let shanghai = Some(chrono_tz::Asia::Shanghai);
+        let retry_at = |sent: &Sent, quota_tz| {
+            let settled = settle(&g, &[item(1, None, 0)], sent, &context(&settings, quota_tz), || 0.5);
+            settled.entries[0].1.retry_at.clone().unwrap()
+        };
+        assert_eq!(retry_at(&quota(None, Period::Day), shanghai), "2026-03-03T00:00:00+08:00");
+        assert_eq!(retry_at(&quota(None, Period::Day), None), "2026-03-02T17:00:00+01:00");
+        let with_retry_after = quota(Some(RetryAfter::Seconds(3600)), Period::Day);
+        assert_eq!(retry_at(&with_retry_after, shanghai), "2026-03-02T12:00:00+01:00");
+        let transient = Sent::whole(answer(Class::Transient, "server_error"), 1);
+        assert_eq!(retry_at(&transient, shanghai), "2026-03-02T11:00:15+01:00");
+    }
+
+    #[test]
+    fn an_item_result_carries_the_answer_and_the_decision() {
+        let (now, g, tz) = (at(NOW), group(&testing::settings("")), chrono_tz::Europe::Paris);
+        let it = item(1, Some(Class::Transient), 2);
+        let mut skipped = answer(Class::Accepted, "already_indexed");
+        skipped.skipped = true;
+        let (r, e) = item_result(&g, &it, &skipped, Decision::Accepted, now, tz, "fp");
+        assert_eq!((r.class, r.next, e.outcome), (Class::Accepted, NextStep::Accepted, Outcome::Skipped));
+        assert_eq!((e.reason.as_str(), e.attempts, e.http_status, e.retry_at), ("already_indexed", 3, Some(200), None));
+
+        let later = now + TimeDelta::minutes(30);
+        let (r, e) =
+            item_result(&g, &it, &answer(Class::Quota, "rate_limited"), Decision::RetryAt(later), now, tz, "fp");
+        assert_eq!((r.class, r.next, e.outcome), (Class::Quota, NextStep::RetryAt(later), Outcome::Quota));
+        assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T11:30:00+01:00"), Some(1800)));
+        assert_eq!((r.reason.as_str(), r.message.as_str()), ("rate_limited", "the engine said rate_limited"));
+
+        let mut refused = answer(Class::Misconfigured, "forbidden");
+        refused.verdict.hint = Some("check the key".into());
+        let park = Decision::Park { reason: None, message: None };
+        let (r, e) = item_result(&g, &it, &refused, park, now, tz, "fp");
+        assert_eq!((r.class, r.next), (Class::Misconfigured, NextStep::Park { fingerprint: "fp".into() }));
+        assert_eq!(
+            (e.outcome, e.reason.as_str(), e.hint.as_deref()),
+            (Outcome::Misconfigured, "forbidden", Some("check the key"))
+        );
+    }
+
+    #[test]
+    fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint() {
+        let (now, g, tz) = (at(NOW), group(&testing::settings("")), Tz::UTC);
+        let it = item(1, Some(Class::Transient), 2);
+        let gave_up = |reason: &str| Decision::Park { reason: Some(reason.into()), message: Some("gave up".into()) };
+        let (r, e) = item_result(&g, &it, &answer(Class::Transient, "server_error"), gave_up("gave_up"), now, tz, "fp");
+        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Misconfigured, "gave_up"));
+        assert_eq!(e.message, "gave up (last answer: the engine said server_error)");
+        assert_eq!(e.hint.as_deref(), Some("check the endpoint and the network, then `indexq queue retry`"));
+        assert_eq!((r.class, r.reason.as_str(), r.message), (Class::Misconfigured, "gave_up", e.message));
+        let key = answer(Class::KeyPending, "key_not_found");
+        let (_, e) = item_result(&g, &it, &key, gave_up("key_never_accepted"), now, tz, "fp");
+        assert_eq!(e.reason, "key_never_accepted");
+        assert!(e.hint.is_some_and(|h| h.contains("indexq key generate")));
+    }
+
+    fn used(run: &mut Run) -> u64 {
+        let g = group(run.settings);
+        let rules = run.rules(&g).unwrap();
+        let window = budget::windows(&rules, run.clock.now()).remove(0);
+        run.ledger.usage(&window).unwrap().used
+    }
+
+    #[tokio::test]
+    async fn a_refusal_parks_the_items_and_one_that_never_reached_the_engine_costs_nothing() {
+        let settings = testing::settings("");
+        let clock = Clock::starting_at(at(NOW));
+        for reached in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut engine = Scripted::answering(Class::Misconfigured, "forbidden", 10);
+            if !reached {
+                engine.answer = Box::new(|b: &Batch| Sent::unconfigured("IndexNow", "site", b.urls.len()));
+            }
+            let mut run = testing::queued(&settings, &clock, &dir, engine, 3);
+            run.send_due(&PRINTER).await.unwrap();
+            assert_eq!(used(&mut run), if reached { 3 } else { 0 }, "reached: {reached}");
+            let items = testing::items(&mut run);
+            assert!(items.iter().all(|i| i.state == ItemState::Parked && i.attempts == 1), "{items:?}");
+            let reason = if reached { "forbidden" } else { "not_configured" };
+            assert!(testing::results(&mut run).iter().all(|(_, o, r)| o == "misconfigured" && r == reason));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transient_answer_is_recorded_and_the_items_wait_for_their_retry() {
+        let settings = testing::settings("");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let mut run =
+            testing::queued(&settings, &clock, &dir, Scripted::answering(Class::Transient, "server_error", 10), 3);
+        run.send_due(&PRINTER).await.unwrap();
+        assert_eq!(used(&mut run), 3);
+        for i in testing::items(&mut run) {
+            assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));
+            assert_eq!((i.last_reason.as_deref(), i.last_http_status), (Some("server_error"), Some(500)));
+            assert!(i.next_attempt_at.is_some_and(|t| t > at(NOW)), "{i:?}");
+        }
+        let outcomes: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
+        assert_eq!(outcomes, ["transient server_error"; 3]);
+    }
+}

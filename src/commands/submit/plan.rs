@@ -214,3 +214,109 @@ impl Run<'_> {
         Ok(self.results.put(key, &e)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::commands::submit::testing::{self, at, group, Scripted};
+    use crate::model::{Action, Class};
+    use chrono::TimeDelta;
+    use chrono_tz::Tz;
+
+    const NOW: &str = "2026-03-02T10:00:00Z";
+
+    fn deferral(g: &GroupKey) -> Deferral {
+        Deferral {
+            group: g.clone(),
+            rule_tz: Tz::UTC,
+            used: 4,
+            limit: Some(4),
+            retry_at: at("2026-03-03T00:00:00Z"),
+            blocked: false,
+        }
+    }
+
+    fn placed(g: &mut GroupPlan, now: DateTime<Utc>) -> String {
+        match g.place(now) {
+            None => "none".into(),
+            Some(Place::Now) => "now".into(),
+            Some(Place::Paced(t)) => format!("paced {}", (t - now).num_seconds()),
+            Some(Place::Budget(d)) => format!("budget {}", d.retry_at),
+        }
+    }
+
+    #[test]
+    fn due_items_go_now_then_at_their_paced_slots_then_wait_for_the_budget() {
+        let now = at(NOW);
+        let g = group(&testing::settings(""));
+        let pace = Pace { key: "k".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
+        let plan = ClaimPlan { take: 2, paced_until: 4, retry_at: Some(at("2026-03-03T00:00:00Z")) };
+        let mut p = GroupPlan {
+            plan,
+            windows: Vec::new(),
+            pace: Some((pace, None)),
+            deferral: Some(deferral(&g)),
+            told: false,
+            placed: 0,
+        };
+        let places: Vec<String> = (0..6).map(|_| placed(&mut p, now)).collect();
+        let budget = "budget 2026-03-03 00:00:00 UTC";
+        assert_eq!(places, ["now", "now", "paced 10", "paced 20", budget, budget]);
+        // Without a budget that stops it, an item past the plan is not placed.
+        let mut p = GroupPlan { plan, windows: Vec::new(), pace: None, deferral: None, told: false, placed: 1 };
+        let places: Vec<String> = (0..3).map(|_| placed(&mut p, now)).collect();
+        assert_eq!(places, ["now", "none", "none"], "no pace: nothing is paced");
+    }
+
+    #[test]
+    fn groups_are_numbered_in_the_order_first_met() {
+        let mut plans = Plans::default();
+        let a = group(&testing::settings(""));
+        let b = GroupKey { target: "https://other.example/indexnow".into(), ..a.clone() };
+        assert_eq!((plans.number(&a), plans.number(&b), plans.number(&a), plans.number(&b)), (0, 1, 0, 1));
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_plans_what_fits_the_budget_and_writes_nothing() {
+        let settings = testing::settings(", daily_quota = 2");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = testing::run(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10));
+        run.dry_run = true;
+        run.plan_groups().await.unwrap();
+        let g = group(&settings);
+        let item = |path: &str| NewItem {
+            url: format!("https://site.example/{path}"),
+            group: g.clone(),
+            action: Action::Updated,
+            lastmod: None,
+        };
+        let batch = [item("a"), item("b"), item("a"), item("c"), item("d")];
+        let rule = AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false };
+        let now = clock.now();
+        let admissions = run.plan_admissions(&batch, &rule, now).unwrap();
+        let fresh = Some(Admission::Queued { fresh: true });
+        assert_eq!(
+            admissions,
+            [fresh.clone(), fresh.clone(), None, fresh.clone(), fresh],
+            "a URL met twice is one item"
+        );
+        for (item, admission) in batch.iter().zip(&admissions) {
+            if admission.is_some() {
+                run.plan_due(item, now).unwrap();
+            }
+        }
+        assert_eq!(run.results.planned_counts(), [(g.clone(), 2)]);
+        let deferred: Vec<_> = testing::results(&mut run).into_iter().map(|(url, _, reason)| (url, reason)).collect();
+        assert_eq!(
+            deferred,
+            [
+                ("https://site.example/c".to_string(), "budget".to_string()),
+                ("https://site.example/d".into(), "budget".into())
+            ]
+        );
+        assert_eq!(run.deferrals.len(), 1, "the budget is told once");
+        assert!(testing::items(&mut run).is_empty(), "nothing is written");
+    }
+}

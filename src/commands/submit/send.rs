@@ -302,3 +302,182 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Scope;
+    use crate::clock::{Clock, Period};
+    use crate::commands::submit::testing::{self, at, group, rule, whole, Scripted, PRINTER};
+    use crate::ledger::ClaimedItem;
+    use crate::model::{Action, ItemState};
+
+    const NOW: &str = "2026-03-02T10:00:00Z";
+
+    fn claimed(n: usize) -> Claim {
+        let items = (0..n)
+            .map(|i| ClaimedItem {
+                id: i as i64,
+                url: format!("https://site.example/{i}"),
+                action: if i == 0 { Action::Deleted } else { Action::Updated },
+                attempts: 0,
+                last_class: None,
+                streak: 0,
+                streak_started_at: None,
+            })
+            .collect();
+        Claim { now: at(NOW), reservation: Some(1), items, ..Claim::default() }
+    }
+
+    #[test]
+    fn the_note_on_reservations_returned_counts_urls() {
+        assert_eq!(
+            returned_note(1),
+            "1 URL left in flight by a run that stopped were returned to the queue (counted as used)."
+        );
+        assert!(returned_note(3).starts_with("3 URLs left in flight"));
+    }
+
+    #[test]
+    fn a_retry_is_waited_for_only_within_max_wait_and_never_for_less_than_the_floor() {
+        let now = at(NOW);
+        let until = now + TimeDelta::seconds(90);
+        let g = group(&testing::settings(""));
+        let next = |secs: i64| Some((now + TimeDelta::seconds(secs), g.clone()));
+        assert_eq!(pause(None, now, until), None, "nothing waits");
+        assert_eq!(pause(next(91), now, until), None, "after --max-wait: not waited for");
+        assert_eq!(pause(next(90), now, until), Some((TimeDelta::seconds(90), g.clone())));
+        assert_eq!(pause(next(40), now, until), Some((TimeDelta::seconds(40), g.clone())));
+        assert_eq!(pause(next(0), now, until), Some((MIN_PAUSE, g.clone())), "due now: a short pause, no spin");
+        assert_eq!(pause(next(-5), now, until), Some((MIN_PAUSE, g)));
+    }
+
+    #[test]
+    fn a_wait_names_the_group_the_reason_and_the_time_left() {
+        let g = group(&testing::settings(""));
+        assert_eq!(
+            waiting_text(&g, " (key_pending)", TimeDelta::seconds(40)),
+            "waiting for IndexNow (api.indexnow.org) for site (key_pending) — retry in 40 s"
+        );
+        assert_eq!(
+            waiting_text(&g, "", TimeDelta::minutes(2)),
+            "waiting for IndexNow (api.indexnow.org) for site — retry in 2 min"
+        );
+    }
+
+    #[test]
+    fn a_budget_deferral_is_told_in_the_timezone_of_the_rule_that_reopens_then() {
+        let shanghai = chrono_tz::Asia::Shanghai;
+        let paris = chrono_tz::Europe::Paris;
+        let rules = [
+            rule("day", Scope::Property, Period::Day, shanghai, Some(10)),
+            rule("month", Scope::Property, Period::Month, Tz::UTC, Some(100)),
+        ];
+        // Midnight in Shanghai ends its day; the month ends at midnight UTC.
+        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:00:00Z"), paris), shanghai);
+        assert_eq!(deferral_tz(&rules, at("2026-04-01T00:00:00Z"), paris), Tz::UTC);
+        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:30:00Z"), paris), paris, "no rule ends then");
+    }
+
+    #[test]
+    fn the_progress_counts_down_the_limited_window_that_resets_first() {
+        let now = at(NOW);
+        let rules = [
+            rule("month", Scope::Property, Period::Month, Tz::UTC, Some(100)),
+            rule("unlimited", Scope::Property, Period::Minute, Tz::UTC, None),
+            rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10)),
+        ];
+        let windows = budget::windows(&rules, now);
+        assert_eq!(soonest_limited(&rules, &windows).map(|w| w.rule.as_str()), Some("day"));
+        assert_eq!(soonest_limited(&rules[1..2], &windows[1..2]), None, "no limit: nothing counts down");
+    }
+
+    #[test]
+    fn a_request_carries_the_claim_its_paced_delays_and_the_inspections() {
+        let now = at(NOW);
+        let mut claim = claimed(3);
+        claim.slots = vec![now - TimeDelta::seconds(1), now, now + TimeDelta::milliseconds(1500)];
+        let batch = request(&claim, 2, now);
+        assert_eq!(batch.urls, ["https://site.example/0", "https://site.example/1", "https://site.example/2"]);
+        assert_eq!(batch.actions, [Action::Deleted, Action::Updated, Action::Updated]);
+        let delays: Vec<u128> = batch.delays.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(delays, [0, 0, 1500], "a slot passed already goes at once");
+        assert_eq!(batch.inspect, 2);
+        assert!(request(&claimed(2), 0, now).delays.is_empty(), "no pace, no delays");
+    }
+
+    #[test]
+    fn another_batch_goes_only_after_a_full_one_nothing_stopped() {
+        let sent = |class| whole(class, "reason", &engines::Batch::default());
+        let accepted = sent(Class::Accepted);
+        assert!(another_batch(&claimed(2), &accepted, 2));
+        assert!(!another_batch(&claimed(1), &accepted, 2), "the queue ran out");
+        assert!(!another_batch(&claimed(2), &sent(Class::Quota), 2), "the engine said its quota is spent");
+        assert!(another_batch(&claimed(2), &sent(Class::Transient), 2));
+        let budget = Claim { retry_at: Some(at(NOW)), ..claimed(2) };
+        assert!(!another_batch(&budget, &accepted, 2), "the budget ran out");
+        let paced = Claim { paced: vec![(9, "https://site.example/9".into(), at(NOW))], ..claimed(2) };
+        assert!(!another_batch(&paced, &accepted, 2), "the pace holds the rest");
+    }
+
+    #[test]
+    fn a_quota_the_engine_cannot_report_is_a_note_naming_the_fallback() {
+        let g = group(&testing::settings(""));
+        let mut windows = budget::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
+        assert_eq!(
+            unread_quota_note(&g, "HTTP 500", &windows),
+            "IndexNow (api.indexnow.org) for site: could not read the quota IndexNow reports (HTTP 500); the local \
+             ledger decides this run."
+        );
+        windows[0].reported = true;
+        assert!(unread_quota_note(&g, "HTTP 500", &windows)
+            .ends_with("this run (with no local daily rule: 10 a day, Bing's default for a new site)."));
+    }
+
+    #[tokio::test]
+    async fn due_items_go_in_full_batches_until_the_queue_is_empty() {
+        let settings = testing::settings("");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Scripted::answering(Class::Accepted, "ok", 2);
+        let batches = engine.batches.clone();
+        let mut run = testing::queued(&settings, &clock, &dir, engine, 5);
+        run.send_due(&PRINTER).await.unwrap();
+        let sizes: Vec<usize> = batches.lock().unwrap().iter().map(Vec::len).collect();
+        assert_eq!(sizes, [2, 2, 1]);
+        assert!(testing::items(&mut run).iter().all(|i| i.state == ItemState::Accepted));
+        assert_eq!(run.results.summary()["accepted"], 5);
+    }
+
+    #[tokio::test]
+    async fn a_quota_answer_stops_the_group_for_this_run() {
+        let settings = testing::settings("");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Scripted::answering(Class::Quota, "rate_limited", 2);
+        let batches = engine.batches.clone();
+        let mut run = testing::queued(&settings, &clock, &dir, engine, 5);
+        run.send_due(&PRINTER).await.unwrap();
+        assert_eq!(batches.lock().unwrap().len(), 1);
+        let states: Vec<ItemState> = testing::items(&mut run).into_iter().map(|i| i.state).collect();
+        assert_eq!(states, [ItemState::Queued; 5]);
+    }
+
+    #[tokio::test]
+    async fn what_the_budget_has_no_room_for_is_deferred_until_its_window_reopens() {
+        let settings = testing::settings(", daily_quota = 2, quota_timezone = \"Asia/Shanghai\"");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Scripted::answering(Class::Accepted, "ok", 10);
+        let batches = engine.batches.clone();
+        let mut run = testing::queued(&settings, &clock, &dir, engine, 3);
+        run.send_due(&PRINTER).await.unwrap();
+        assert_eq!(*batches.lock().unwrap(), [["https://site.example/0", "https://site.example/1"]]);
+        let results = testing::results(&mut run);
+        let deferred: Vec<_> = results.iter().filter(|(_, o, _)| o == "deferred").collect();
+        assert_eq!(deferred, [&("https://site.example/2".to_string(), "deferred".to_string(), "budget".to_string())]);
+        let [d] = run.deferrals.as_slice() else { panic!("one budget stopped the run: {:?}", run.deferrals) };
+        assert_eq!((d.used, d.limit, d.retry_at), (2, Some(2), at("2026-03-02T16:00:00Z")));
+        assert_eq!(d.rule_tz, chrono_tz::Asia::Shanghai);
+    }
+}

@@ -1,0 +1,164 @@
+//! What the unit tests of the phases share: a run on a SQLite ledger in a
+//! temporary directory, whose engine answers from a script (no HTTP; the
+//! integration tests in `tests/it` run the real engines against mock
+//! servers), and its results read back as JSON.
+
+use super::Run;
+use crate::budget::{Rule, Scope};
+use crate::classify::Verdict;
+use crate::clock::Clock;
+use crate::clock::Period;
+use crate::config::Settings;
+use crate::engines::{Answer, Batch, Engine, Sent};
+use crate::ledger::{AdmitRule, ItemFilter, ItemRow, NewItem, Owner, SqliteLedger};
+use crate::model::{Action, Class, EngineKind, GroupKey, StoredResponse};
+use crate::report::{Printer, Verbosity};
+use crate::results::Results;
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use chrono_tz::Tz;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// One property, `site`, on `https://site.example/`, sent to IndexNow's
+/// default endpoint; `extra` goes in its `indexnow` table.
+pub(super) fn settings(extra: &str) -> Settings {
+    let text = format!(
+        "[[property]]\nname = \"site\"\nsite = \"https://site.example/\"\nindexnow = {{ key_env = \"K\"{extra} }}\n"
+    );
+    crate::config::parse(std::path::Path::new("indexq.toml"), &text).expect("the test configuration parses")
+}
+
+/// The group of `settings`' property.
+pub(super) fn group(settings: &Settings) -> GroupKey {
+    crate::budget::groups(settings).remove(0)
+}
+
+pub(super) fn at(text: &str) -> DateTime<Utc> {
+    text.parse().expect("an RFC 3339 instant")
+}
+
+pub(super) const PRINTER: Printer = Printer { json: true, verbosity: Verbosity::Quiet };
+
+/// An IndexNow stand-in: batches of at most `max_batch`, each answered as
+/// `answer` says, and every batch's URLs kept.
+pub(super) struct Scripted {
+    pub max_batch: usize,
+    pub answer: Box<dyn Fn(&Batch) -> Sent + Send + Sync>,
+    pub batches: Arc<Mutex<Vec<Vec<String>>>>,
+}
+
+impl Scripted {
+    /// Every batch answered with one verdict of `class` (`reason`).
+    pub(super) fn answering(class: Class, reason: &'static str, max_batch: usize) -> Scripted {
+        Scripted { max_batch, answer: Box::new(move |b| whole(class, reason, b)), batches: Arc::default() }
+    }
+}
+
+/// One answer (HTTP 200 for `accepted`, else 500) for the whole batch.
+pub(super) fn whole(class: Class, reason: &str, batch: &Batch) -> Sent {
+    let status = if class == Class::Accepted { 200 } else { 500 };
+    let answer = Answer {
+        verdict: Verdict::new(class, reason, format!("the engine said {reason}")),
+        response: StoredResponse { http_status: Some(status), body: None },
+        reached: true,
+        skipped: false,
+    };
+    Sent::whole(answer, batch.urls.len())
+}
+
+#[async_trait]
+impl Engine for Scripted {
+    fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    fn fingerprint(&self, _group: &GroupKey) -> String {
+        "fingerprint".into()
+    }
+
+    fn credential(&self, _group: &GroupKey) -> Option<String> {
+        None
+    }
+
+    async fn send(&self, _group: &GroupKey, batch: &Batch) -> Sent {
+        self.batches.lock().expect("not poisoned").push(batch.urls.clone());
+        (self.answer)(batch)
+    }
+}
+
+/// A run of `settings` at `clock` on a new SQLite ledger in `dir`, with
+/// `engine` as its IndexNow.
+pub(super) fn run<'a>(settings: &'a Settings, clock: &'a Clock, dir: &tempfile::TempDir, engine: Scripted) -> Run<'a> {
+    let ledger = SqliteLedger::open(&dir.path().join("ledger.sqlite")).expect("a new ledger opens");
+    let mut engines: BTreeMap<EngineKind, Box<dyn Engine>> = BTreeMap::new();
+    engines.insert(EngineKind::IndexNow, Box::new(engine));
+    Run {
+        settings,
+        clock,
+        user_tz: chrono_tz::UTC,
+        engines,
+        ledger: Box::new(ledger),
+        owner: Owner::current(),
+        results: Results::new(true).expect("a temporary file"),
+        deferrals: Vec::new(),
+        reported: Default::default(),
+        notes: Vec::new(),
+        dry_run: false,
+        wait_until: clock.now(),
+        action: Action::Updated,
+        progress: crate::progress::Progress::new(&PRINTER),
+        read: 0,
+        admitted: 0,
+        plans: Default::default(),
+    }
+}
+
+/// A run as `run` makes it, whose ledger holds `n` due URLs of the
+/// property: `https://site.example/0`, `/1`, …
+pub(super) fn queued<'a>(
+    settings: &'a Settings,
+    clock: &'a Clock,
+    dir: &tempfile::TempDir,
+    engine: Scripted,
+    n: usize,
+) -> Run<'a> {
+    let mut run = run(settings, clock, dir, engine);
+    let g = group(settings);
+    let batch: Vec<NewItem> = (0..n)
+        .map(|i| NewItem {
+            url: format!("https://site.example/{i}"),
+            group: g.clone(),
+            action: Action::Updated,
+            lastmod: None,
+        })
+        .collect();
+    let rule = AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false };
+    run.ledger.admit(&batch, clock.now(), &rule).expect("the ledger admits the URLs");
+    run
+}
+
+/// A budget rule (not a reported one).
+pub(super) fn rule(id: &str, scope: Scope, period: Period, tz: Tz, limit: Option<u64>) -> Rule {
+    Rule { id: id.into(), scope, period, tz, limit, reported: false }
+}
+
+/// Every item in the run's ledger.
+pub(super) fn items(run: &mut Run) -> Vec<ItemRow> {
+    run.ledger.items(&ItemFilter::default(), run.clock.now()).expect("the ledger lists its items")
+}
+
+/// Every result of the run as (url, outcome, reason), in order.
+pub(super) fn results(run: &mut Run) -> Vec<(String, String, String)> {
+    run.results.flush().expect("the results flush");
+    let mut out = Vec::new();
+    run.results
+        .each_result_json(run.clock.now(), |line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a result is JSON");
+            let field = |name: &str| v[name].as_str().unwrap_or_default().to_string();
+            out.push((field("url"), field("outcome"), field("reason")));
+            Ok(())
+        })
+        .expect("the results read back");
+    out
+}
