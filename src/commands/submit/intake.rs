@@ -503,6 +503,7 @@ mod tests {
         assert_eq!(strip_position("https://e.com:8080/s.xml:3:14"), "https://e.com:8080/s.xml");
         assert_eq!(strip_position("https://e.com/s.xml"), "https://e.com/s.xml");
         assert_eq!(strip_position("https://e.com:8080/s.xml"), "https://e.com:8080/s.xml");
+        assert_eq!(strip_position("https://e.com:8080"), "https://e.com:8080", "a port is no position");
         assert_eq!(strip_position("https://e.com/s.xml:3:"), "https://e.com/s.xml:3:");
         assert_eq!(strip_position("urls.txt:3"), "urls.txt:3");
         let e = invalid("https://e.com/s.xml", "https://e.com/s.xml:3:14", "sitemap", "not XML".into());

@@ -560,6 +560,13 @@ mod tests {
                 (vec![2], Class::Misconfigured, NextStep::Park { fingerprint: "fp".into() }),
             ]
         );
+        // Two answers alike but for their responses: each is its own record.
+        let mut other = answer(Class::Accepted, "ok");
+        other.response.body = Some("{}".into());
+        let sent = Sent { answers: vec![answer(Class::Accepted, "ok"), other], per_url: vec![0, 1] };
+        let settled = settle(&g, &items[..2], &sent, &context(&settings, None), || 0.5);
+        let records: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.response.body.clone())).collect();
+        assert_eq!(records, [(vec![1], None), (vec![2], Some("{}".into()))]);
         // One transient answer: items with another history retry at another time.
         let sent = Sent::whole(answer(Class::Transient, "server_error"), 2);
         let items = [item(1, None, 0), item(2, Some(Class::Transient), 2)];

@@ -319,4 +319,26 @@ mod tests {
         assert_eq!(run.deferrals.len(), 1, "the budget is told once");
         assert!(testing::items(&mut run).is_empty(), "nothing is written");
     }
+
+    #[tokio::test]
+    async fn an_item_of_the_ledger_queued_again_is_one_item_however_often_it_is_read() {
+        let settings = testing::settings("");
+        let clock = Clock::starting_at(at(NOW));
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = testing::queued(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10), 1);
+        run.send_due(&testing::PRINTER).await.unwrap();
+        run.dry_run = true;
+        run.plan_groups().await.unwrap();
+        let item = NewItem {
+            url: "https://site.example/0".into(),
+            group: group(&settings),
+            action: Action::Updated,
+            lastmod: None,
+        };
+        let force = AdmitRule { dedupe: TimeDelta::days(1), force: true, changed: false };
+        let admissions = run.plan_admissions(&[item.clone(), item.clone()], &force, clock.now()).unwrap();
+        assert_eq!(admissions, [Some(Admission::Queued { fresh: false }), None]);
+        let admissions = run.plan_admissions(&[item], &force, clock.now()).unwrap();
+        assert_eq!(admissions, [None], "in a later batch too");
+    }
 }
