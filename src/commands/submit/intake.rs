@@ -352,19 +352,10 @@ fn invalid(text: &str, place: &str, reason: &str, message: String) -> ResultEntr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::commands::submit::testing::{self, at, group, Scripted, PRINTER};
-    use crate::model::{Action, Class};
-
-    const NOW: &str = "2026-03-02T10:00:00Z";
-
-    fn item(url: &str) -> NewItem {
-        NewItem { url: url.into(), group: group(&testing::settings("")), action: Action::Updated, lastmod: None }
-    }
-
-    fn rule() -> AdmitRule {
-        AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false }
-    }
+    use crate::commands::submit::testing::{
+        self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER,
+    };
+    use crate::model::Class;
 
     #[test]
     fn since_keeps_only_a_lastmod_at_or_after_it() {
@@ -400,7 +391,7 @@ mod tests {
     #[test]
     fn a_due_url_says_nothing_and_one_waiting_parked_or_in_flight_is_told_from_its_row() {
         let now = at(NOW);
-        let url = item("https://site.example/a");
+        let url = new_item(&site_group(), "https://site.example/a");
         let told_of = |a| match told(&url, a, now) {
             Told::Nothing => "nothing".to_string(),
             Told::FromRow(id) => format!("row {id}"),
@@ -419,12 +410,12 @@ mod tests {
     #[test]
     fn a_url_accepted_before_is_skipped_as_unchanged_or_already_accepted() {
         let now = at(NOW);
-        let url = item("https://site.example/a");
+        let url = new_item(&site_group(), "https://site.example/a");
         let accepted_at = now - TimeDelta::hours(3);
         let Told::Result(id, e) = told(&url, Admission::Skipped { id: 4, accepted_at, unchanged: true }, now) else {
             panic!("a skipped URL has its result now")
         };
-        assert_eq!((id, e.outcome, e.reason.as_str()), (4, Outcome::Skipped, "unchanged"));
+        assert_eq!((id, e.outcome, e.reason.to_string().as_str()), (4, Outcome::Skipped, "unchanged"));
         assert_eq!(e.message, "not changed since it was accepted 3 h ago (no later lastmod)");
         assert_eq!(
             (e.url.as_str(), e.property.as_deref(), e.engine),
@@ -434,7 +425,7 @@ mod tests {
             panic!("a skipped URL has its result now")
         };
         assert_eq!(
-            (e.outcome, e.reason.as_str(), e.message.as_str()),
+            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
             (Outcome::Skipped, "already_accepted", "accepted 3 h ago")
         );
     }
@@ -443,7 +434,7 @@ mod tests {
         ItemRow {
             id: 3,
             url: "https://site.example/a".into(),
-            group: group(&testing::settings("")),
+            group: site_group(),
             state,
             next_attempt_at: Some(at("2026-03-02T12:00:00Z")),
             attempts: 2,
@@ -461,20 +452,20 @@ mod tests {
         let no_tz = |_: &GroupKey| -> Option<Tz> { panic!("a parked item has no retry to tell") };
         let e = row_entry(row(ItemState::Parked, Some(Class::Misconfigured), Some("forbidden")), Tz::UTC, no_tz, now);
         assert_eq!(
-            (e.outcome, e.reason.as_str(), e.message.as_str()),
+            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
             (Outcome::Misconfigured, "forbidden", "the engine said forbidden")
         );
         assert_eq!((e.attempts, e.http_status, e.retry_at), (2, Some(429), None));
         assert!(e.hint.is_some_and(|h| h.contains("indexq queue retry")));
         let e = row_entry(row(ItemState::Parked, None, None), Tz::UTC, no_tz, now);
-        assert_eq!((e.reason.as_str(), e.message.as_str()), ("parked", "parked by an earlier run"));
+        assert_eq!((e.reason.to_string().as_str(), e.message.as_str()), ("parked", "parked by an earlier run"));
     }
 
     #[test]
     fn an_in_flight_row_is_deferred_while_another_run_sends_it() {
         let now = at(NOW);
         let e = row_entry(row(ItemState::InFlight, None, Some("server_error")), Tz::UTC, |_| None, now);
-        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "in_flight"));
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "in_flight"));
         assert_eq!(e.message, "another indexq run is sending it right now");
         assert_eq!(e.retry_at, None);
     }
@@ -485,11 +476,11 @@ mod tests {
         let shanghai = |_: &GroupKey| Some(chrono_tz::Asia::Shanghai);
         let paris = chrono_tz::Europe::Paris;
         let e = row_entry(row(ItemState::Queued, Some(Class::Quota), Some("rate_limited")), paris, shanghai, now);
-        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "rate_limited"));
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "rate_limited"));
         assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T20:00:00+08:00"));
         assert_eq!(e.retry_after_secs, Some(7200));
         let e = row_entry(row(ItemState::Queued, None, None), paris, shanghai, now);
-        assert_eq!((e.reason.as_str(), e.message.as_str()), ("queued", "waiting in the queue"));
+        assert_eq!((e.reason.to_string().as_str(), e.message.as_str()), ("queued", "waiting in the queue"));
         assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T20:00:00+08:00"), "never answered: the budget's wait");
         let e = row_entry(row(ItemState::Queued, Some(Class::Transient), Some("server_error")), paris, shanghai, now);
         assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T13:00:00+01:00"));
@@ -507,7 +498,10 @@ mod tests {
         assert_eq!(strip_position("https://e.com/s.xml:3:"), "https://e.com/s.xml:3:");
         assert_eq!(strip_position("urls.txt:3"), "urls.txt:3");
         let e = invalid("https://e.com/s.xml", "https://e.com/s.xml:3:14", "sitemap", "not XML".into());
-        assert_eq!((e.outcome, e.reason.as_str(), e.message.as_str()), (Outcome::Invalid, "sitemap", "not XML"));
+        assert_eq!(
+            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
+            (Outcome::Invalid, "sitemap", "not XML")
+        );
         assert_eq!((e.source.as_deref(), e.property, e.engine), (Some("https://e.com/s.xml:3:14"), None, None));
     }
 
@@ -517,11 +511,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_list_becomes_queue_items_and_its_bad_lines_invalid_results() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run = testing::run(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), rule(), None);
+        let f = Fixture::new("");
+        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
+        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
         read_list(
             &mut run,
             &mut intake,
@@ -549,12 +541,10 @@ mod tests {
 
     #[tokio::test]
     async fn since_leaves_out_urls_without_a_later_lastmod() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run = testing::run(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10));
+        let f = Fixture::new("");
+        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
         let since = at("2026-03-01T00:00:00Z");
-        let mut intake = Intake::new(run.known_groups(), rule(), Some(since));
+        let mut intake = Intake::new(run.known_groups(), admit_rule(), Some(since));
         for (path, lastmod) in [("old", Some(since - TimeDelta::days(1))), ("none", None), ("new", Some(since))] {
             let url = ingest::parse_url(&format!("https://site.example/{path}"));
             run.take_url(&mut intake, path, "sitemap.xml:1:1", url, lastmod, &PRINTER).unwrap();
@@ -567,18 +557,16 @@ mod tests {
 
     #[tokio::test]
     async fn an_accepted_url_read_again_is_skipped_and_with_changed_counted_unchanged() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run = testing::run(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), rule(), None);
+        let f = Fixture::new("");
+        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
+        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
         read_list(&mut run, &mut intake, "https://site.example/a\n");
         run.send_due(&PRINTER).await.unwrap();
         assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted);
 
-        let mut again = Intake::new(run.known_groups(), rule(), None);
+        let mut again = Intake::new(run.known_groups(), admit_rule(), None);
         read_list(&mut run, &mut again, "https://site.example/a\n");
-        let mut changed = Intake::new(run.known_groups(), AdmitRule { changed: true, ..rule() }, None);
+        let mut changed = Intake::new(run.known_groups(), AdmitRule { changed: true, ..admit_rule() }, None);
         read_list(&mut run, &mut changed, "https://site.example/a\n");
 
         let counts = |i: &Intake| {

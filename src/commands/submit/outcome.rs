@@ -387,13 +387,11 @@ mod tests {
     use super::*;
     use crate::budget::{Rule, Scope};
     use crate::classify::{RetryAfter, Verdict};
-    use crate::clock::{Clock, Period};
-    use crate::commands::submit::testing::{self, at, group, rule, Scripted, PRINTER};
+    use crate::clock::Period;
+    use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, NOW};
     use crate::engines::{Answer, Batch, Sent};
     use crate::model::{Action, ItemState, StoredResponse};
     use chrono::TimeDelta;
-
-    const NOW: &str = "2026-03-02T10:00:00Z";
 
     /// A property's daily rule in Shanghai, its monthly one, and the pool's day.
     fn rules() -> Vec<Rule> {
@@ -452,14 +450,14 @@ mod tests {
     #[test]
     fn a_deferral_is_a_deferred_result_with_its_retry() {
         let now = at(NOW);
-        let g = group(&testing::settings(""));
+        let g = site_group();
         let e = budget_entry("https://site.example/a", &g, at("2026-03-02T16:00:00Z"), chrono_tz::Asia::Shanghai, now);
-        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "budget"));
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "budget"));
         assert_eq!(e.message, "the IndexNow budget for site is spent until its window reopens");
         assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-03T00:00:00+08:00"), Some(6 * 3600)));
         assert_eq!(e.endpoint.as_deref(), Some(g.target.as_str()));
         let e = paced_entry("https://site.example/a", &g, now + TimeDelta::seconds(30), Tz::UTC, now);
-        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Deferred, "paced"));
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "paced"));
         assert_eq!(
             e.message,
             "within budget, but IndexNow requests are paced to the configured rate; it goes at its slot"
@@ -470,7 +468,7 @@ mod tests {
     #[test]
     fn a_quota_answer_with_retry_after_blocks_the_groups_own_rules_until_then() {
         let now = at(NOW);
-        let (rules, g) = (rules(), group(&testing::settings("")));
+        let (rules, g) = (rules(), site_group());
         let windows = budget::windows(&rules, now);
         let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), now);
         let until = now + TimeDelta::seconds(120);
@@ -481,7 +479,7 @@ mod tests {
     #[test]
     fn a_quota_answer_without_retry_after_blocks_the_window_it_named_until_it_ends() {
         let now = at(NOW);
-        let (rules, g) = (rules(), group(&testing::settings("")));
+        let (rules, g) = (rules(), site_group());
         let windows = budget::windows(&rules, now);
         let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), now);
         assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z"))], "IndexNow's pool is not the answer's");
@@ -520,8 +518,7 @@ mod tests {
 
     #[test]
     fn items_with_one_answer_and_history_share_one_decision_and_one_record() {
-        let settings = testing::settings("");
-        let g = group(&settings);
+        let (settings, g) = (testing::settings(""), site_group());
         let items = [item(1, None, 0), item(2, Some(Class::Transient), 2), item(3, None, 0)];
         let sent = Sent::whole(answer(Class::Accepted, "ok"), 3);
         let mut draws = 0;
@@ -535,7 +532,7 @@ mod tests {
             (a.items.as_slice(), a.class, &a.next, a.at),
             (&[1, 2, 3][..], Class::Accepted, &NextStep::Accepted, at(NOW))
         );
-        assert_eq!((a.reason.as_str(), a.response.http_status), ("ok", Some(200)));
+        assert_eq!((a.reason.to_string().as_str(), a.response.http_status), ("ok", Some(200)));
         let ids: Vec<i64> = settled.entries.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, [1, 2, 3]);
         assert!(settled.entries.iter().all(|(_, e)| e.outcome == Outcome::Accepted));
@@ -543,8 +540,7 @@ mod tests {
 
     #[test]
     fn each_answer_and_next_step_is_its_own_record() {
-        let settings = testing::settings("");
-        let g = group(&settings);
+        let (settings, g) = (testing::settings(""), site_group());
         // Per URL: the first and third accepted, the second refused.
         let sent = Sent {
             answers: vec![answer(Class::Accepted, "ok"), answer(Class::Misconfigured, "forbidden")],
@@ -578,8 +574,7 @@ mod tests {
 
     #[test]
     fn a_quota_retry_is_told_in_the_quotas_timezone_and_others_in_the_users() {
-        let settings = testing::settings("");
-        let g = group(&settings);
+        let (settings, g) = (testing::settings(""), site_group());
         let shanghai = Some(chrono_tz::Asia::Shanghai);
         let retry_at = |sent: &Sent, quota_tz| {
             let settled = settle(&g, &[item(1, None, 0)], sent, &context(&settings, quota_tz), || 0.5);
@@ -595,20 +590,26 @@ mod tests {
 
     #[test]
     fn an_item_result_carries_the_answer_and_the_decision() {
-        let (now, g, tz) = (at(NOW), group(&testing::settings("")), chrono_tz::Europe::Paris);
+        let (now, g, tz) = (at(NOW), site_group(), chrono_tz::Europe::Paris);
         let it = item(1, Some(Class::Transient), 2);
         let mut skipped = answer(Class::Accepted, "already_indexed");
         skipped.skipped = true;
         let (r, e) = item_result(&g, &it, &skipped, Decision::Accepted, now, tz, "fp");
         assert_eq!((r.class, r.next, e.outcome), (Class::Accepted, NextStep::Accepted, Outcome::Skipped));
-        assert_eq!((e.reason.as_str(), e.attempts, e.http_status, e.retry_at), ("already_indexed", 3, Some(200), None));
+        assert_eq!(
+            (e.reason.to_string().as_str(), e.attempts, e.http_status, e.retry_at),
+            ("already_indexed", 3, Some(200), None)
+        );
 
         let later = now + TimeDelta::minutes(30);
         let (r, e) =
             item_result(&g, &it, &answer(Class::Quota, "rate_limited"), Decision::RetryAt(later), now, tz, "fp");
         assert_eq!((r.class, r.next, e.outcome), (Class::Quota, NextStep::RetryAt(later), Outcome::Quota));
         assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T11:30:00+01:00"), Some(1800)));
-        assert_eq!((r.reason.as_str(), r.message.as_str()), ("rate_limited", "the engine said rate_limited"));
+        assert_eq!(
+            (r.reason.to_string().as_str(), r.message.as_str()),
+            ("rate_limited", "the engine said rate_limited")
+        );
 
         let mut refused = answer(Class::Misconfigured, "forbidden");
         refused.verdict.hint = Some("check the key".into());
@@ -616,29 +617,29 @@ mod tests {
         let (r, e) = item_result(&g, &it, &refused, park, now, tz, "fp");
         assert_eq!((r.class, r.next), (Class::Misconfigured, NextStep::Park { fingerprint: "fp".into() }));
         assert_eq!(
-            (e.outcome, e.reason.as_str(), e.hint.as_deref()),
+            (e.outcome, e.reason.to_string().as_str(), e.hint.as_deref()),
             (Outcome::Misconfigured, "forbidden", Some("check the key"))
         );
     }
 
     #[test]
     fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint() {
-        let (now, g, tz) = (at(NOW), group(&testing::settings("")), Tz::UTC);
+        let (now, g, tz) = (at(NOW), site_group(), Tz::UTC);
         let it = item(1, Some(Class::Transient), 2);
         let gave_up = |reason: &str| Decision::Park { reason: Some(reason.into()), message: Some("gave up".into()) };
         let (r, e) = item_result(&g, &it, &answer(Class::Transient, "server_error"), gave_up("gave_up"), now, tz, "fp");
-        assert_eq!((e.outcome, e.reason.as_str()), (Outcome::Misconfigured, "gave_up"));
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "gave_up"));
         assert_eq!(e.message, "gave up (last answer: the engine said server_error)");
         assert_eq!(e.hint.as_deref(), Some("check the endpoint and the network, then `indexq queue retry`"));
-        assert_eq!((r.class, r.reason.as_str(), r.message), (Class::Misconfigured, "gave_up", e.message));
+        assert_eq!((r.class, r.reason.to_string().as_str(), r.message), (Class::Misconfigured, "gave_up", e.message));
         let key = answer(Class::KeyPending, "key_not_found");
         let (_, e) = item_result(&g, &it, &key, gave_up("key_never_accepted"), now, tz, "fp");
-        assert_eq!(e.reason, "key_never_accepted");
+        assert_eq!(e.reason.to_string(), "key_never_accepted");
         assert!(e.hint.is_some_and(|h| h.contains("indexq key generate")));
     }
 
     fn used(run: &mut Run) -> u64 {
-        let g = group(run.settings);
+        let g = site_group();
         let rules = run.rules(&g).unwrap();
         let window = budget::windows(&rules, run.clock.now()).remove(0);
         run.ledger.usage(&window).unwrap().used
@@ -646,16 +647,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusal_parks_the_items_and_one_that_never_reached_the_engine_costs_nothing() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
         for reached in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
+            let f = Fixture::new("");
             let mut engine = Scripted::answering(Class::Misconfigured, "forbidden", 10);
             if !reached {
                 engine.answer = Box::new(|b: &Batch| Sent::unconfigured("IndexNow", "site", b.urls.len()));
             }
-            let mut run = testing::queued(&settings, &clock, &dir, engine, 3);
-            run.send_due(&PRINTER).await.unwrap();
+            let (mut run, _) = f.sent(engine, 3).await;
             assert_eq!(used(&mut run), if reached { 3 } else { 0 }, "reached: {reached}");
             let items = testing::items(&mut run);
             assert!(items.iter().all(|i| i.state == ItemState::Parked && i.attempts == 1), "{items:?}");
@@ -666,12 +664,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_transient_answer_is_recorded_and_the_items_wait_for_their_retry() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run =
-            testing::queued(&settings, &clock, &dir, Scripted::answering(Class::Transient, "server_error", 10), 3);
-        run.send_due(&PRINTER).await.unwrap();
+        let f = Fixture::new("");
+        let (mut run, _) = f.sent(Scripted::answering(Class::Transient, "server_error", 10), 3).await;
         assert_eq!(used(&mut run), 3);
         for i in testing::items(&mut run) {
             assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));

@@ -218,13 +218,10 @@ impl Run<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::commands::submit::testing::{self, at, group, Scripted};
-    use crate::model::{Action, Class};
+    use crate::commands::submit::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW};
+    use crate::model::Class;
     use chrono::TimeDelta;
     use chrono_tz::Tz;
-
-    const NOW: &str = "2026-03-02T10:00:00Z";
 
     fn deferral(g: &GroupKey) -> Deferral {
         Deferral {
@@ -249,7 +246,7 @@ mod tests {
     #[test]
     fn due_items_go_now_then_at_their_paced_slots_then_wait_for_the_budget() {
         let now = at(NOW);
-        let g = group(&testing::settings(""));
+        let g = site_group();
         let pace = Pace { key: "k".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
         let plan = ClaimPlan { take: 2, paced_until: 4, retry_at: Some(at("2026-03-03T00:00:00Z")) };
         let mut p = GroupPlan {
@@ -272,30 +269,21 @@ mod tests {
     #[test]
     fn groups_are_numbered_in_the_order_first_met() {
         let mut plans = Plans::default();
-        let a = group(&testing::settings(""));
+        let a = site_group();
         let b = GroupKey { target: "https://other.example/indexnow".into(), ..a.clone() };
         assert_eq!((plans.number(&a), plans.number(&b), plans.number(&a), plans.number(&b)), (0, 1, 0, 1));
     }
 
     #[tokio::test]
     async fn a_dry_run_plans_what_fits_the_budget_and_writes_nothing() {
-        let settings = testing::settings(", daily_quota = 2");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run = testing::run(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10));
+        let f = Fixture::new(", daily_quota = 2");
+        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
         run.dry_run = true;
         run.plan_groups().await.unwrap();
-        let g = group(&settings);
-        let item = |path: &str| NewItem {
-            url: format!("https://site.example/{path}"),
-            group: g.clone(),
-            action: Action::Updated,
-            lastmod: None,
-        };
-        let batch = [item("a"), item("b"), item("a"), item("c"), item("d")];
-        let rule = AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false };
-        let now = clock.now();
-        let admissions = run.plan_admissions(&batch, &rule, now).unwrap();
+        let g = site_group();
+        let batch = ["a", "b", "a", "c", "d"].map(|path| new_item(&g, &format!("https://site.example/{path}")));
+        let now = f.clock.now();
+        let admissions = run.plan_admissions(&batch, &admit_rule(), now).unwrap();
         let fresh = Some(Admission::Queued { fresh: true });
         assert_eq!(
             admissions,
@@ -322,23 +310,15 @@ mod tests {
 
     #[tokio::test]
     async fn an_item_of_the_ledger_queued_again_is_one_item_however_often_it_is_read() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let mut run = testing::queued(&settings, &clock, &dir, Scripted::answering(Class::Accepted, "ok", 10), 1);
-        run.send_due(&testing::PRINTER).await.unwrap();
+        let f = Fixture::new("");
+        let (mut run, _) = f.sent(Scripted::answering(Class::Accepted, "ok", 10), 1).await;
         run.dry_run = true;
         run.plan_groups().await.unwrap();
-        let item = NewItem {
-            url: "https://site.example/0".into(),
-            group: group(&settings),
-            action: Action::Updated,
-            lastmod: None,
-        };
-        let force = AdmitRule { dedupe: TimeDelta::days(1), force: true, changed: false };
-        let admissions = run.plan_admissions(&[item.clone(), item.clone()], &force, clock.now()).unwrap();
+        let item = new_item(&site_group(), "https://site.example/0");
+        let force = AdmitRule { force: true, ..admit_rule() };
+        let admissions = run.plan_admissions(&[item.clone(), item.clone()], &force, f.clock.now()).unwrap();
         assert_eq!(admissions, [Some(Admission::Queued { fresh: false }), None]);
-        let admissions = run.plan_admissions(&[item], &force, clock.now()).unwrap();
+        let admissions = run.plan_admissions(&[item], &force, f.clock.now()).unwrap();
         assert_eq!(admissions, [None], "in a later batch too");
     }
 }

@@ -307,12 +307,10 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
-    use crate::clock::{Clock, Period};
-    use crate::commands::submit::testing::{self, at, group, rule, whole, Scripted, PRINTER};
+    use crate::clock::Period;
+    use crate::commands::submit::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
     use crate::ledger::ClaimedItem;
     use crate::model::{Action, ItemState};
-
-    const NOW: &str = "2026-03-02T10:00:00Z";
 
     fn claimed(n: usize) -> Claim {
         let items = (0..n)
@@ -342,7 +340,7 @@ mod tests {
     fn a_retry_is_waited_for_only_within_max_wait_and_never_for_less_than_the_floor() {
         let now = at(NOW);
         let until = now + TimeDelta::seconds(90);
-        let g = group(&testing::settings(""));
+        let g = site_group();
         let next = |secs: i64| Some((now + TimeDelta::seconds(secs), g.clone()));
         assert_eq!(pause(None, now, until), None, "nothing waits");
         assert_eq!(pause(next(91), now, until), None, "after --max-wait: not waited for");
@@ -354,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_wait_names_the_group_the_reason_and_the_time_left() {
-        let g = group(&testing::settings(""));
+        let g = site_group();
         assert_eq!(
             waiting_text(&g, " (key_pending)", TimeDelta::seconds(40)),
             "waiting for IndexNow (api.indexnow.org) for site (key_pending) — retry in 40 s"
@@ -422,7 +420,7 @@ mod tests {
 
     #[test]
     fn a_quota_the_engine_cannot_report_is_a_note_naming_the_fallback() {
-        let g = group(&testing::settings(""));
+        let g = site_group();
         let mut windows = budget::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
         assert_eq!(
             unread_quota_note(&g, "HTTP 500", &windows),
@@ -436,14 +434,9 @@ mod tests {
 
     #[tokio::test]
     async fn due_items_go_in_full_batches_until_the_queue_is_empty() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Scripted::answering(Class::Accepted, "ok", 2);
-        let batches = engine.batches.clone();
-        let mut run = testing::queued(&settings, &clock, &dir, engine, 5);
-        run.send_due(&PRINTER).await.unwrap();
-        let sizes: Vec<usize> = batches.lock().unwrap().iter().map(Vec::len).collect();
+        let f = Fixture::new("");
+        let (mut run, batches) = f.sent(Scripted::answering(Class::Accepted, "ok", 2), 5).await;
+        let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(sizes, [2, 2, 1]);
         assert!(testing::items(&mut run).iter().all(|i| i.state == ItemState::Accepted));
         assert_eq!(run.results.summary()["accepted"], 5);
@@ -451,28 +444,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_quota_answer_stops_the_group_for_this_run() {
-        let settings = testing::settings("");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Scripted::answering(Class::Quota, "rate_limited", 2);
-        let batches = engine.batches.clone();
-        let mut run = testing::queued(&settings, &clock, &dir, engine, 5);
-        run.send_due(&PRINTER).await.unwrap();
-        assert_eq!(batches.lock().unwrap().len(), 1);
+        let f = Fixture::new("");
+        let (mut run, batches) = f.sent(Scripted::answering(Class::Quota, "rate_limited", 2), 5).await;
+        assert_eq!(batches.len(), 1);
         let states: Vec<ItemState> = testing::items(&mut run).into_iter().map(|i| i.state).collect();
         assert_eq!(states, [ItemState::Queued; 5]);
     }
 
     #[tokio::test]
     async fn what_the_budget_has_no_room_for_is_deferred_until_its_window_reopens() {
-        let settings = testing::settings(", daily_quota = 2, quota_timezone = \"Asia/Shanghai\"");
-        let clock = Clock::starting_at(at(NOW));
-        let dir = tempfile::tempdir().unwrap();
-        let engine = Scripted::answering(Class::Accepted, "ok", 10);
-        let batches = engine.batches.clone();
-        let mut run = testing::queued(&settings, &clock, &dir, engine, 3);
-        run.send_due(&PRINTER).await.unwrap();
-        assert_eq!(*batches.lock().unwrap(), [["https://site.example/0", "https://site.example/1"]]);
+        let f = Fixture::new(", daily_quota = 2, quota_timezone = \"Asia/Shanghai\"");
+        let (mut run, batches) = f.sent(Scripted::answering(Class::Accepted, "ok", 10), 3).await;
+        assert_eq!(batches, [["https://site.example/0", "https://site.example/1"]]);
         let results = testing::results(&mut run);
         let deferred: Vec<_> = results.iter().filter(|(_, o, _)| o == "deferred").collect();
         assert_eq!(deferred, [&("https://site.example/2".to_string(), "deferred".to_string(), "budget".to_string())]);

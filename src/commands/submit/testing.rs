@@ -34,6 +34,11 @@ pub(super) fn group(settings: &Settings) -> GroupKey {
     crate::budget::groups(settings).remove(0)
 }
 
+/// The group of `settings("")`.
+pub(super) fn site_group() -> GroupKey {
+    group(&settings(""))
+}
+
 pub(super) fn at(text: &str) -> DateTime<Utc> {
     text.parse().expect("an RFC 3339 instant")
 }
@@ -87,55 +92,83 @@ impl Engine for Scripted {
     }
 }
 
-/// A run of `settings` at `clock` on a new SQLite ledger in `dir`, with
-/// `engine` as its IndexNow.
-pub(super) fn run<'a>(settings: &'a Settings, clock: &'a Clock, dir: &tempfile::TempDir, engine: Scripted) -> Run<'a> {
-    let ledger = SqliteLedger::open(&dir.path().join("ledger.sqlite")).expect("a new ledger opens");
-    let mut engines: BTreeMap<EngineKind, Box<dyn Engine>> = BTreeMap::new();
-    engines.insert(EngineKind::IndexNow, Box::new(engine));
-    Run {
-        settings,
-        clock,
-        user_tz: chrono_tz::UTC,
-        engines,
-        ledger: Box::new(ledger),
-        owner: Owner::current(),
-        results: Results::new(true).expect("a temporary file"),
-        deferrals: Vec::new(),
-        reported: Default::default(),
-        notes: Vec::new(),
-        dry_run: false,
-        wait_until: clock.now(),
-        action: Action::Updated,
-        progress: crate::progress::Progress::new(&PRINTER),
-        read: 0,
-        admitted: 0,
-        plans: Default::default(),
+/// What a test run lives on: its settings (those of `settings(extra)`),
+/// its clock (started at `NOW`), and a temporary directory for its ledger.
+pub(super) struct Fixture {
+    pub settings: Settings,
+    pub clock: Clock,
+    dir: tempfile::TempDir,
+}
+
+/// The instant test runs start at.
+pub(super) const NOW: &str = "2026-03-02T10:00:00Z";
+
+impl Fixture {
+    pub(super) fn new(extra: &str) -> Fixture {
+        Fixture {
+            settings: settings(extra),
+            clock: Clock::starting_at(at(NOW)),
+            dir: tempfile::tempdir().expect("a temporary directory"),
+        }
+    }
+
+    /// A run on a new SQLite ledger, with `engine` as its IndexNow.
+    pub(super) fn run(&self, engine: Scripted) -> Run<'_> {
+        let ledger = SqliteLedger::open(&self.dir.path().join("ledger.sqlite")).expect("a new ledger opens");
+        let mut engines: BTreeMap<EngineKind, Box<dyn Engine>> = BTreeMap::new();
+        engines.insert(EngineKind::IndexNow, Box::new(engine));
+        Run {
+            settings: &self.settings,
+            clock: &self.clock,
+            user_tz: chrono_tz::UTC,
+            engines,
+            ledger: Box::new(ledger),
+            owner: Owner::current(),
+            results: Results::new(true).expect("a temporary file"),
+            deferrals: Vec::new(),
+            reported: Default::default(),
+            notes: Vec::new(),
+            dry_run: false,
+            wait_until: self.clock.now(),
+            action: Action::Updated,
+            progress: crate::progress::Progress::new(&PRINTER),
+            read: 0,
+            admitted: 0,
+            plans: Default::default(),
+        }
+    }
+
+    /// A run as `run` makes it, whose ledger holds `n` due URLs of the
+    /// property: `https://site.example/0`, `/1`, …
+    pub(super) fn queued(&self, engine: Scripted, n: usize) -> Run<'_> {
+        let mut run = self.run(engine);
+        let g = group(&self.settings);
+        let batch: Vec<NewItem> = (0..n).map(|i| new_item(&g, &format!("https://site.example/{i}"))).collect();
+        run.ledger.admit(&batch, self.clock.now(), &admit_rule()).expect("the ledger admits the URLs");
+        run
     }
 }
 
-/// A run as `run` makes it, whose ledger holds `n` due URLs of the
-/// property: `https://site.example/0`, `/1`, …
-pub(super) fn queued<'a>(
-    settings: &'a Settings,
-    clock: &'a Clock,
-    dir: &tempfile::TempDir,
-    engine: Scripted,
-    n: usize,
-) -> Run<'a> {
-    let mut run = run(settings, clock, dir, engine);
-    let g = group(settings);
-    let batch: Vec<NewItem> = (0..n)
-        .map(|i| NewItem {
-            url: format!("https://site.example/{i}"),
-            group: g.clone(),
-            action: Action::Updated,
-            lastmod: None,
-        })
-        .collect();
-    let rule = AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false };
-    run.ledger.admit(&batch, clock.now(), &rule).expect("the ledger admits the URLs");
-    run
+impl Fixture {
+    /// `queued`'s run after its sending phase, and the URLs of each batch
+    /// its engine got.
+    pub(super) async fn sent(&self, engine: Scripted, n: usize) -> (Run<'_>, Vec<Vec<String>>) {
+        let batches = engine.batches.clone();
+        let mut run = self.queued(engine, n);
+        run.send_due(&PRINTER).await.expect("the sending phase runs");
+        let batches = batches.lock().expect("not poisoned").clone();
+        (run, batches)
+    }
+}
+
+/// An input URL of `group` (no lastmod).
+pub(super) fn new_item(group: &GroupKey, url: &str) -> NewItem {
+    NewItem { url: url.into(), group: group.clone(), action: Action::Updated, lastmod: None }
+}
+
+/// A URL accepted within a day is not sent again.
+pub(super) fn admit_rule() -> AdmitRule {
+    AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false }
 }
 
 /// A budget rule (not a reported one).
