@@ -6,7 +6,7 @@
 
 use crate::clock;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, Outcome};
+use crate::model::{EngineKind, LocalReason, Outcome, Reason};
 use crate::results::Results;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -79,7 +79,7 @@ pub struct ResultEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     pub outcome: Outcome,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -319,14 +319,18 @@ impl SubmitReport<'_> {
                 _ if quiet => {}
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
                 Outcome::Skipped => {
-                    let why = match a.reason.as_str() {
-                        "already_accepted" => "already accepted within the dedupe window (--force resubmits)",
-                        "unchanged" => "unchanged since their last accepted submission (--changed)",
+                    let why = match a.reason {
+                        Reason::Local(LocalReason::AlreadyAccepted) => {
+                            "already accepted within the dedupe window (--force resubmits)"
+                        }
+                        Reason::Local(LocalReason::Unchanged) => {
+                            "unchanged since their last accepted submission (--changed)"
+                        }
                         _ => a.message.as_str(),
                     };
                     writeln!(out, "{title}: {} skipped: {why}.", plural(n, "URL", "URLs"))?;
                 }
-                Outcome::Deferred if a.reason == "budget" => {
+                Outcome::Deferred if a.reason == Reason::Local(LocalReason::Budget) => {
                     let Some((retry_at, _)) = a.next_retry else { continue };
                     let d = self.deferrals.iter().filter(|d| d.group == a.group).max_by_key(|d| d.retry_at);
                     let (used, what, tz) = match d {

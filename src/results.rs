@@ -9,7 +9,7 @@
 //! count) and nothing else. This is report data, not the ledger.
 
 use crate::model::GroupKey;
-use crate::model::{EngineKind, Outcome};
+use crate::model::{EngineKind, Outcome, Reason};
 use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -29,7 +29,7 @@ pub enum Key {
 pub struct Aggregate {
     pub group: GroupKey,
     pub outcome: Outcome,
-    pub reason: String,
+    pub reason: Reason,
     pub count: u64,
     pub message: String,
     pub hint: Option<String>,
@@ -51,7 +51,7 @@ pub struct InvalidLine {
 pub struct Results {
     /// Aggregates in the order their first result came.
     aggregates: Vec<Aggregate>,
-    by_reason: HashMap<(GroupKey, Outcome, String), usize>,
+    by_reason: HashMap<(GroupKey, Outcome, Reason), usize>,
     /// Per key whose result may still be replaced in this run (a wait or a
     /// retry): its aggregate (`None`: an invalid line, counted only by
     /// outcome), outcome, and where its JSON line is. A final result
@@ -170,14 +170,14 @@ impl Results {
     /// The aggregate of `e`'s group, outcome and reason (made on first use).
     fn aggregate(&mut self, property: &str, engine: EngineKind, e: &ResultEntry) -> usize {
         let group = GroupKey { property: property.to_string(), engine, target: e.endpoint.clone().unwrap_or_default() };
-        let key = (group, e.outcome, e.reason.clone());
+        let key = (group, e.outcome, e.reason);
         if let Some(&index) = self.by_reason.get(&key) {
             return index;
         }
         self.aggregates.push(Aggregate {
             group: key.0.clone(),
             outcome: e.outcome,
-            reason: e.reason.clone(),
+            reason: e.reason,
             count: 0,
             message: e.message.clone(),
             hint: e.hint.clone(),
@@ -309,14 +309,15 @@ fn final_outcome(outcome: Outcome) -> bool {
 mod tests {
     use super::*;
 
-    fn entry(url: &str, outcome: Outcome, reason: &str) -> ResultEntry {
+    fn entry(url: &str, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
+        let reason = reason.into();
         ResultEntry {
             url: url.into(),
             property: Some("site".into()),
             engine: Some(EngineKind::IndexNow),
             endpoint: Some("https://e.example/indexnow".into()),
             outcome,
-            reason: reason.into(),
+            reason,
             message: format!("{reason} message"),
             hint: None,
             http_status: None,
@@ -331,11 +332,13 @@ mod tests {
     #[test]
     fn a_replaced_result_moves_its_count_and_json_keeps_the_last() {
         let mut results = Results::new(true).unwrap();
-        results.put(Key::Item(1), &entry("https://s/a", Outcome::Transient, "server_error")).unwrap();
-        let ok = entry("", Outcome::Accepted, "accepted");
+        results
+            .put(Key::Item(1), &entry("https://s/a", Outcome::Transient, crate::model::TransientReason::ServerError))
+            .unwrap();
+        let ok = entry("", Outcome::Accepted, crate::model::AcceptedReason::Ok);
         results.put_all([(Key::Item(1), "https://s/a", 2), (Key::Item(2), "https://s/b", 1)], &ok).unwrap();
         let key = results.line_key();
-        let mut bad = entry("nope", Outcome::Invalid, "invalid_url");
+        let mut bad = entry("nope", Outcome::Invalid, crate::model::LocalReason::InvalidUrl);
         (bad.property, bad.engine, bad.source) = (None, None, Some("urls.txt:3".into()));
         results.put(key, &bad).unwrap();
         let summary = results.summary();

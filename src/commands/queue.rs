@@ -7,8 +7,8 @@ use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
-use crate::model::EngineKind;
 use crate::model::ItemState;
+use crate::model::{EngineKind, Reason};
 use crate::report::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
@@ -49,7 +49,7 @@ struct ItemJson {
     next_attempt_at: Option<String>,
     attempts: u32,
     last_outcome: Option<String>,
-    reason: Option<String>,
+    reason: Option<Reason>,
     message: Option<String>,
     http_status: Option<u16>,
     accepted_at: Option<String>,

@@ -8,8 +8,8 @@ use crate::budget;
 use crate::cli::{StatusArgs, StatusFormat};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::model::EngineKind;
 use crate::model::QueueCounts;
+use crate::model::{EngineKind, Reason};
 use crate::report::{group_title, rfc3339, when, Printer};
 use serde::Serialize;
 use std::io::Write;
@@ -46,7 +46,7 @@ struct RejectionJson {
     at: String,
     url: String,
     outcome: String,
-    reason: String,
+    reason: Reason,
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     http_status: Option<u16>,

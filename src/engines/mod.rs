@@ -10,7 +10,7 @@ pub mod indexnow;
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::clock::Period;
 use crate::config::HttpSettings;
-use crate::model::{Action, GroupKey, StoredResponse};
+use crate::model::{Action, GroupKey, MisconfiguredReason, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
@@ -75,7 +75,7 @@ impl Sent {
     /// (it changed while items were queued).
     pub fn unconfigured(engine: &str, property: &str, urls: usize) -> Sent {
         let verdict = Verdict::misconfigured(
-            "not_configured",
+            MisconfiguredReason::NotConfigured,
             format!("property `{property}` has no {engine} configuration"),
             format!("add the {engine} table to the property, or `indexq queue drop --property {property}`"),
         );

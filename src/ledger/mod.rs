@@ -25,8 +25,8 @@ pub use postgres::{
 pub use sqlite::SqliteLedger;
 
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Report, RuleWindow, RunRecord,
-    StoredResponse, Usage,
+    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Reason, Report, RuleWindow, RunRecord,
+    StoredResponse, TransientReason, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -114,6 +114,25 @@ fn stored<T: std::str::FromStr>(table: &str, column: &str, value: &str) -> Resul
             "the ledger's {table}.{column} holds `{value}`, which this indexq does not know (a newer indexq wrote it?)"
         ))
     })
+}
+
+/// A reason read back beside the class it was stored with (a request's):
+/// a text this indexq does not know as a reason of that class is an error.
+fn stored_reason(class: Class, text: &str) -> Result<Reason> {
+    Reason::of_class(class, text).map_err(|_| {
+        LedgerError::Invalid(format!(
+            "the ledger's requests.reason holds `{text}`, which this indexq does not know as a reason of class \
+             {class} (a newer indexq wrote it?)"
+        ))
+    })
+}
+
+/// The reason of an item's last request, if it has one.
+fn stored_last_reason(class: Option<&str>, text: Option<&str>) -> Result<Option<Reason>> {
+    match (class, text) {
+        (Some(class), Some(text)) => Ok(Some(stored_reason(stored("requests", "class", class)?, text)?)),
+        _ => Ok(None),
+    }
 }
 
 /// `stored` for a column that may be empty.
@@ -273,7 +292,7 @@ pub struct Answered {
     pub items: Vec<i64>,
     pub at: DateTime<Utc>,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub response: StoredResponse,
     pub next: NextStep,
@@ -306,7 +325,7 @@ pub struct ItemRow {
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub attempts: u32,
     pub last_class: Option<Class>,
-    pub last_reason: Option<String>,
+    pub last_reason: Option<Reason>,
     pub last_message: Option<String>,
     pub last_http_status: Option<u16>,
     pub accepted_at: Option<DateTime<Utc>>,
@@ -346,7 +365,7 @@ pub struct AttemptRow {
     pub urls: u64,
     pub group: GroupKey,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub http_status: Option<u16>,
     pub body: Option<String>,
@@ -403,7 +422,7 @@ pub struct DumpRequest {
     pub group: GroupKey,
     pub at: DateTime<Utc>,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub response: StoredResponse,
     pub retry_at: Option<DateTime<Utc>>,
@@ -451,7 +470,7 @@ struct Recorded<'a> {
     group: i64,
     at: DateTime<Utc>,
     class: Class,
-    reason: &'a str,
+    reason: Reason,
     message: &'a str,
     response: &'a StoredResponse,
     retry_at: Option<DateTime<Utc>>,
@@ -469,7 +488,7 @@ impl<'a> Recorded<'a> {
             group,
             at: answer.at,
             class: answer.class,
-            reason: &answer.reason,
+            reason: answer.reason,
             message: &answer.message,
             response: &answer.response,
             retry_at,
@@ -485,7 +504,7 @@ impl<'a> Recorded<'a> {
             group,
             at: now,
             class: Class::Transient,
-            reason: "interrupted",
+            reason: Reason::Transient(TransientReason::Interrupted),
             message: INTERRUPTED,
             response: NO_RESPONSE,
             retry_at: Some(now),
@@ -499,7 +518,7 @@ impl<'a> Recorded<'a> {
             group,
             at: request.at,
             class: request.class,
-            reason: &request.reason,
+            reason: request.reason,
             message: &request.message,
             response: &request.response,
             retry_at: request.retry_at,

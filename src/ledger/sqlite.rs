@@ -633,7 +633,7 @@ fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
 /// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
 /// requests r ON r.id = i.last_request_id`.
 const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
 const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 fn item_row(r: &Row<'_>) -> Result<ItemRow> {
@@ -648,7 +648,10 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
         last_class: stored_opt("items", "last_class", last_class.as_deref())?,
-        last_reason: r.get(9)?,
+        last_reason: stored_last_reason(
+            r.get::<_, Option<String>>(13)?.as_deref(),
+            r.get::<_, Option<String>>(9)?.as_deref(),
+        )?,
         last_message: r.get(10)?,
         last_http_status: r.get(11)?,
         accepted_at: opt_ts(r.get(12)?),
@@ -663,13 +666,14 @@ const REQUEST_COLUMNS: &str =
 fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
     let class: String = r.get(5)?;
+    let class = stored("requests", "class", &class)?;
     Ok(AttemptRow {
         at: from_ts(r.get(0)?),
         url,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
         group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
-        class: stored("requests", "class", &class)?,
-        reason: r.get(6)?,
+        class,
+        reason: stored_reason(class, &r.get::<_, String>(6)?)?,
         message: r.get(7)?,
         http_status: r.get(8)?,
         body: r.get(9)?,
@@ -689,7 +693,7 @@ fn insert_request(tx: &Connection, r: &Recorded) -> Result<i64> {
         r.group,
         ts(r.at),
         r.class.as_str(),
-        r.reason,
+        r.reason.to_string(),
         r.message,
         r.response.http_status,
         r.response.body.as_deref().map(cap_body),
@@ -1469,12 +1473,13 @@ impl Ledger for SqliteLedger {
                     continue;
                 }
                 let (engine, class): (String, String) = (r.get(2)?, r.get(5)?);
+                let class = stored("requests", "class", &class)?;
                 request_index.insert(r.get::<_, i64>(0)?, dump.requests.len());
                 dump.requests.push(DumpRequest {
                     group: stored_group(r.get(1)?, &engine, r.get(3)?)?,
                     at: from_ts(r.get(4)?),
-                    class: stored("requests", "class", &class)?,
-                    reason: r.get(6)?,
+                    class,
+                    reason: stored_reason(class, &r.get::<_, String>(6)?)?,
                     message: r.get(7)?,
                     response: StoredResponse { http_status: r.get(8)?, body: r.get(9)? },
                     retry_at: opt_ts(r.get(10)?),
@@ -1592,7 +1597,8 @@ impl Ledger for SqliteLedger {
                 let group = group_id_or_create(&tx, &mut self.groups, &mut created, &r.group)?;
                 let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
                 items.sort_unstable();
-                let key = params![group, ts(r.at), r.class.as_str(), r.reason, r.message, r.retry_at.map(ts)];
+                let key =
+                    params![group, ts(r.at), r.class.as_str(), r.reason.to_string(), r.message, r.retry_at.map(ts)];
                 let mut same = None;
                 let mut rows = known.query(key)?;
                 while let Some(row) = rows.next()? {
@@ -1849,7 +1855,7 @@ mod tests {
             items: vec![item.id],
             at,
             class,
-            reason: "r".into(),
+            reason: super::super::story::some_reason(class),
             message: "m".into(),
             response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
             next,

@@ -18,7 +18,7 @@ use crate::ledger::{
     Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, Ledger, LedgerError, NewItem, Owner, Pace,
 };
 use crate::model::{Action, GroupKey, NextStep, RuleWindow};
-use crate::model::{Class, EngineKind, Outcome};
+use crate::model::{Class, EngineKind, LocalReason, Outcome, Reason};
 use crate::progress::Progress;
 use crate::redact::Redactor;
 use crate::report::{Deferral, PlanCounts, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
@@ -394,7 +394,7 @@ impl Run<'_> {
         for problem in problems {
             printer.warn(&problem.to_string());
             let sitemap = strip_position(&problem.place);
-            self.invalid_line(invalid(sitemap, &problem.place, "sitemap", problem.message))?;
+            self.invalid_line(invalid(sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
         self.flush(intake)
     }
@@ -417,13 +417,13 @@ impl Run<'_> {
             Ok(url) => url,
             Err(why) => {
                 printer.warn(&format!("{place}: `{text}`: {why}"));
-                return self.invalid_line(invalid(text, place, "invalid_url", why));
+                return self.invalid_line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
         let Some(property) = self.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.warn(&format!("{place}: `{text}`: {why}"));
-            return self.invalid_line(invalid(text, place, "no_property", why));
+            return self.invalid_line(invalid(text, place, LocalReason::NoProperty, why));
         };
         if let Some(since) = intake.since {
             if lastmod.is_none_or(|l| l < since) {
@@ -473,31 +473,36 @@ impl Run<'_> {
                 }
                 Admission::AlreadyQueued { .. } => {}
                 Admission::Skipped { id, accepted_at, unchanged } => {
-                    let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
-                    if unchanged {
+                    let ago = crate::clock::humanize(now - accepted_at);
+                    let (reason, message) = if unchanged {
                         counts.unchanged += 1;
-                        e.reason = "unchanged".into();
-                        e.message = format!(
-                            "not changed since it was accepted {} ago (no later lastmod)",
-                            crate::clock::humanize(now - accepted_at)
-                        );
+                        (
+                            LocalReason::Unchanged,
+                            format!("not changed since it was accepted {ago} ago (no later lastmod)"),
+                        )
                     } else {
-                        e.reason = "already_accepted".into();
-                        e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
-                    }
+                        (LocalReason::AlreadyAccepted, format!("accepted {ago} ago"))
+                    };
+                    let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
+                    e.message = message;
                     self.entry(id, e)?;
                 }
                 Admission::Parked { id } | Admission::InFlight { id } => look_up.push(id),
             }
         }
         for row in self.ledger.items_by_id(&look_up)? {
-            let mut e = base_entry(&row.url, &row.group, Outcome::Deferred);
+            let (outcome, reason) = match row.state {
+                crate::model::ItemState::Parked => {
+                    (Outcome::Misconfigured, row.last_reason.unwrap_or(LocalReason::Parked.into()))
+                }
+                crate::model::ItemState::InFlight => (Outcome::Deferred, LocalReason::InFlight.into()),
+                _ => (Outcome::Deferred, row.last_reason.unwrap_or(LocalReason::Queued.into())),
+            };
+            let mut e = base_entry(&row.url, &row.group, outcome, reason);
             e.attempts = row.attempts;
             e.http_status = row.last_http_status;
             match row.state {
                 crate::model::ItemState::Parked => {
-                    e.outcome = Outcome::Misconfigured;
-                    e.reason = row.last_reason.unwrap_or_else(|| "parked".into());
                     e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
                     e.hint = Some(
                         "fix the configuration (parked items are retried when it changes) or run `indexq queue retry`"
@@ -505,7 +510,6 @@ impl Run<'_> {
                     );
                 }
                 crate::model::ItemState::InFlight => {
-                    e.reason = "in_flight".into();
                     e.message = "another indexq run is sending it right now".into();
                 }
                 _ => {
@@ -514,7 +518,6 @@ impl Run<'_> {
                         Some(Class::Quota) | None => self.rule_timezone(&row.group).unwrap_or(self.user_tz),
                         _ => self.user_tz,
                     };
-                    e.reason = row.last_reason.unwrap_or_else(|| "queued".into());
                     e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
                     if let Some(t) = row.next_attempt_at {
                         e.set_retry(t, tz, now);
@@ -569,8 +572,7 @@ impl Run<'_> {
             // The rule whose window ends then.
             let before = retry_at - TimeDelta::milliseconds(1);
             let tz = rules.iter().find(|r| r.window(before).resets_at == retry_at).map_or(self.user_tz, |r| r.tz);
-            let mut e = base_entry(url, group, Outcome::Deferred);
-            e.reason = "budget".into();
+            let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Budget);
             e.message =
                 format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
             e.set_retry(retry_at, tz, now);
@@ -720,8 +722,7 @@ impl Run<'_> {
             });
         }
         for (id, url, at) in &claim.paced {
-            let mut e = base_entry(url, group, Outcome::Deferred);
-            e.reason = "paced".into();
+            let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Paced);
             e.message = format!(
                 "within budget, but {} requests are paced to the configured rate; it goes at its slot",
                 group.engine.title()
@@ -832,7 +833,7 @@ fn quota_blocks(
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Recorded {
     class: Class,
-    reason: String,
+    reason: Reason,
     message: String,
     next: NextStep,
 }
@@ -848,8 +849,7 @@ fn outcome(
     fingerprint: &str,
 ) -> (Recorded, ResultEntry) {
     let verdict = &answer.verdict;
-    let mut e = base_entry(&item.url, group, verdict.class.into());
-    e.reason = verdict.reason.clone();
+    let mut e = base_entry(&item.url, group, verdict.class.into(), verdict.reason);
     e.message = verdict.message.clone();
     e.hint = verdict.hint.clone();
     e.http_status = answer.response.http_status;
@@ -868,7 +868,7 @@ fn outcome(
         Decision::Park { reason, message } => {
             if let Some(reason) = reason {
                 e.outcome = Outcome::Misconfigured;
-                e.reason = reason;
+                e.reason = reason.into();
                 e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
                 e.hint = Some(match verdict.class {
                     Class::KeyPending => {
@@ -881,7 +881,7 @@ fn outcome(
             (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.to_string() })
         }
     };
-    (Recorded { class, reason: e.reason.clone(), message: e.message.clone(), next }, e)
+    (Recorded { class, reason: e.reason, message: e.message.clone(), next }, e)
 }
 
 /// "https://e.com/s.xml:3:14" → "https://e.com/s.xml".
@@ -893,14 +893,14 @@ fn strip_position(place: &str) -> &str {
     }
 }
 
-fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
+fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
     ResultEntry {
         url: url.to_string(),
         property: Some(group.property.clone()),
         engine: Some(group.engine),
         endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
         outcome,
-        reason: String::new(),
+        reason: reason.into(),
         message: String::new(),
         hint: None,
         http_status: None,
@@ -912,7 +912,7 @@ fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
     }
 }
 
-fn invalid(text: &str, place: &str, reason: &str, message: String) -> ResultEntry {
+fn invalid(text: &str, place: &str, reason: LocalReason, message: String) -> ResultEntry {
     ResultEntry {
         url: text.to_string(),
         property: None,
