@@ -1800,6 +1800,26 @@ mod tests {
         assert_eq!(ledger.last_run(true).unwrap(), Some(run));
     }
 
+    /// A reason read back that this indexq does not know as one of its
+    /// request's class is an error naming it, never a default.
+    #[test]
+    fn an_unknown_reason_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        super::super::story::story(&mut ledger);
+        assert!(!ledger.attempts(None, 10).unwrap().is_empty());
+        let now = t("2026-12-10T10:00:00Z");
+        assert!(!ledger.items(&ItemFilter::default(), now).unwrap().is_empty());
+        // A reason of another class, then a text no class has.
+        for text in ["ok", "from_a_newer_indexq"] {
+            ledger.conn.execute("UPDATE requests SET reason = ?1 WHERE class <> 'accepted'", [text]).unwrap();
+            let err = ledger.attempts(None, 10).unwrap_err().to_string();
+            assert!(err.contains(&format!("requests.reason holds `{text}`")), "{err}");
+            let err = ledger.items(&ItemFilter::default(), now).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{text}`")), "{err}");
+        }
+    }
+
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
         range
             .map(|i| NewItem {
