@@ -13,14 +13,21 @@ use super::{excerpt, http_status, Verdict};
 use crate::model::{KeyPendingReason, MisconfiguredReason};
 use crate::redact::mask;
 
-/// The schema of an IndexNow key, as a person reads it.
-pub(super) const KEY_SCHEMA: &str = "8–128 characters of a–z, A–Z, 0–9 and '-'";
+/// How many characters an IndexNow key has.
+pub const KEY_LENGTH: std::ops::RangeInclusive<usize> = 8..=128;
 
-/// The rules for IndexNow keys: 8 to 128 characters of a-z, A-Z, 0-9 and `-`.
+/// The schema of an IndexNow key, as a person reads it ([`KEY_LENGTH`]).
+pub const KEY_SCHEMA: &str = "8–128 characters of a–z, A–Z, 0–9 and '-'";
+
+/// The rules for IndexNow keys: [`KEY_LENGTH`] characters of a-z, A-Z, 0-9 and `-`.
 pub fn check_indexnow_key(key: &str) -> Result<(), String> {
     let len = key.chars().count();
-    if !(8..=128).contains(&len) {
-        return Err(format!("the IndexNow key has {len} characters; it must have 8 to 128"));
+    if !KEY_LENGTH.contains(&len) {
+        return Err(format!(
+            "the IndexNow key has {len} characters; it must have {} to {}",
+            KEY_LENGTH.start(),
+            KEY_LENGTH.end()
+        ));
     }
     if let Some(bad) = key.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '-')) {
         return Err(format!(

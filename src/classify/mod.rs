@@ -48,7 +48,7 @@ mod test_support;
 pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
 pub use google::{google, GoogleContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP};
 pub use indexnow::{indexnow, IndexNowContext};
-pub use key_file::{check_indexnow_key, key_file, KeyFileCheck};
+pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
 
 use crate::clock::Period;
