@@ -4,8 +4,8 @@
 
 use clap::Parser;
 use commands::ExitStatus;
-use indexq::{cli, clock, commands, config, ledger, report};
-use report::{Printer, Verbosity};
+use indexq::output::printer::{Printer, Verbosity};
+use indexq::{cli, clock, commands, config, ledger};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -20,7 +20,7 @@ use crate::config::Settings;
 use crate::ledger::{Ledger, Owner};
 use crate::model::Class;
 use crate::model::{GroupKey, RunRecord};
-use crate::report::Printer;
+use crate::output::printer::Printer;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::io::{self, Write};

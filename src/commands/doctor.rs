@@ -12,8 +12,8 @@ use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engin
 use crate::ledger::{Ledger, Owner, PgLedger, SqliteLedger, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
 use crate::model::{Class, EngineKind};
+use crate::output::printer::Printer;
 use crate::redact::Redactor;
-use crate::report::Printer;
 use serde::Serialize;
 use std::io::Write;
 
@@ -281,7 +281,7 @@ fn stranded_checks(
                     "ledger_stranded",
                     format!(
                         "{}: {} queued, {} parked, {} in flight, under a property or endpoint no longer configured",
-                        crate::report::group_title(&group),
+                        crate::output::printer::group_title(&group),
                         counts.due + counts.waiting,
                         counts.parked,
                         counts.in_flight

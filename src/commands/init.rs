@@ -19,7 +19,7 @@ use super::submit::UsageError;
 use super::ExitStatus;
 use crate::cli::InitArgs;
 use crate::config::{self, ConfigError};
-use crate::report::Printer;
+use crate::output::printer::Printer;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};

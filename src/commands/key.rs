@@ -17,7 +17,7 @@ use super::ExitStatus;
 use crate::cli::{KeyAction, KeyArgs, KeyGenerateArgs};
 use crate::config::{self, SecretSource, Settings};
 use crate::engines::indexnow::default_key_location;
-use crate::report::Printer;
+use crate::output::printer::Printer;
 use rand::TryRngCore;
 use serde::Serialize;
 use std::io::Write;

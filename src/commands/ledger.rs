@@ -5,7 +5,7 @@
 use super::{open_ledger, open_ledger_at, ExitStatus};
 use crate::cli::{LedgerAction, LedgerArgs};
 use crate::config::{LedgerLocation, Settings};
-use crate::report::Printer;
+use crate::output::printer::Printer;
 use std::io::Write;
 
 pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

@@ -8,7 +8,7 @@ use crate::cli::LogArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::model::{EngineKind, Reason};
-use crate::report::{rfc3339, Printer};
+use crate::output::printer::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
 

@@ -9,7 +9,7 @@ use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::ItemState;
 use crate::model::{EngineKind, Reason};
-use crate::report::{rfc3339, Printer};
+use crate::output::printer::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
 

@@ -10,7 +10,7 @@ use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::model::QueueCounts;
 use crate::model::{EngineKind, Reason};
-use crate::report::{group_title, rfc3339, when, Printer};
+use crate::output::printer::{group_title, rfc3339, when, Printer};
 use serde::Serialize;
 use std::io::Write;
 

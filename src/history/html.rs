@@ -9,7 +9,7 @@
 use super::{Day, GroupHistory, History, CLASSES};
 use crate::clock;
 use crate::model::Class;
-use crate::report::{group_title, when};
+use crate::output::printer::{group_title, when};
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 use std::fmt::Write as _;

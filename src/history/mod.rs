@@ -5,8 +5,8 @@
 //! what is parked with the reason and the fix. Days are calendar days in
 //! the timezone of the group's own daily rule, so a day's bar and its limit
 //! are the ones the ledger counted. Everything is read through the `Ledger`
-//! trait; `html` renders it. (`crate::report` is `submit`'s output, not
-//! this.)
+//! trait; `html` renders it. (`crate::output::report` is `submit`'s output,
+//! not this.)
 
 pub mod fixes;
 pub mod html;

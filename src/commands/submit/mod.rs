@@ -19,10 +19,11 @@ use crate::ledger::{
 };
 use crate::model::{Action, GroupKey, NextStep, RuleWindow};
 use crate::model::{Class, EngineKind, LocalReason, Outcome, Reason};
-use crate::progress::Progress;
+use crate::output::printer::{Printer, Verbosity};
+use crate::output::progress::Progress;
+use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
+use crate::output::results::{Key, ResultEntry, Results};
 use crate::redact::Redactor;
-use crate::report::{Deferral, PlanCounts, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
-use crate::results::{Key, Results};
 use crate::schedule::{self, Decision, History, Inputs};
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -152,9 +153,9 @@ pub async fn run(
             printer.warn(&format!(
                 "the clock says {}, earlier than a previous run ({}): windows are decided at {}, so no window \
                  reopens and nothing is counted twice, but check the system clock or INDEXQ_NOW",
-                crate::report::rfc3339(time.clock, run.user_tz),
-                crate::report::rfc3339(latest, run.user_tz),
-                crate::report::rfc3339(time.now, run.user_tz)
+                crate::output::printer::rfc3339(time.clock, run.user_tz),
+                crate::output::printer::rfc3339(latest, run.user_tz),
+                crate::output::printer::rfc3339(time.now, run.user_tz)
             ));
         }
         if (time.clock - local).abs() > TimeDelta::minutes(1) {
@@ -295,7 +296,7 @@ impl Run<'_> {
             if n > 0 {
                 printer.note(&format!(
                     "{}: the configuration changed; {n} parked URLs are retried.",
-                    crate::report::group_title(&group)
+                    crate::output::printer::group_title(&group)
                 ));
             }
         }
@@ -329,7 +330,7 @@ impl Run<'_> {
         };
         Ok(format!(
             "waiting for {}{why} — retry in {}",
-            crate::report::group_title(group),
+            crate::output::printer::group_title(group),
             crate::clock::humanize(pause)
         ))
     }
@@ -601,7 +602,7 @@ impl Run<'_> {
             None => None,
         };
         let batch = self.batch(group, &claim, now)?;
-        let title = crate::report::group_title(group);
+        let title = crate::output::printer::group_title(group);
         tracing::info!(group = %title, urls = batch.urls.len(), "sending");
         let left =
             windows.iter().zip(&rules).filter(|(_, r)| r.limit.is_some()).map(|(w, _)| w).min_by_key(|w| w.resets_at);
@@ -759,7 +760,7 @@ impl Run<'_> {
             Err(why) => {
                 self.notes.push(format!(
                     "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
-                    crate::report::group_title(group),
+                    crate::output::printer::group_title(group),
                     group.engine.title(),
                     if windows.iter().any(|w| w.reported && w.limit.is_some()) {
                         format!(

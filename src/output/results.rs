@@ -6,16 +6,77 @@
 //! ends) and read back once. Nothing is stored per URL otherwise: a run of a
 //! million URLs keeps a map of which aggregate each item's result is in (a
 //! result replaced later in the run — a retry that succeeded — moves its
-//! count) and nothing else. This is report data, not the ledger.
+//! count) and nothing else. This is report data, not the ledger. The
+//! entries a run records (`ResultEntry`, `Planned`) are defined here;
+//! `report` reads `Results`, and this module knows nothing of `report`.
 
+use super::printer::rfc3339;
 use crate::model::GroupKey;
 use crate::model::{EngineKind, Outcome, Reason};
-use crate::report::{Planned, ResultEntry};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufWriter, Seek, Write};
+
+/// One URL's result for one engine (DESIGN §5).
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultEntry {
+    pub url: String,
+    pub property: Option<String>,
+    pub engine: Option<EngineKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    pub outcome: Outcome,
+    pub reason: Reason,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<i64>,
+    pub attempts: u32,
+    /// `file:line` of the input, for invalid lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip)]
+    pub retry: Option<(DateTime<Utc>, Tz)>,
+}
+
+impl ResultEntry {
+    pub fn set_retry(&mut self, at: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) {
+        self.retry = Some((at, tz));
+        self.retry_at = Some(rfc3339(at, tz));
+        // Whole seconds, rounded up: a retry 599.9 s away is "600".
+        let millis = (at - now).num_milliseconds().max(0);
+        self.retry_after_secs = Some((millis + 999) / 1000);
+    }
+}
+
+/// A URL that a dry run would send now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Planned {
+    pub url: String,
+    pub property: String,
+    pub engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+impl Planned {
+    pub fn new(url: &str, group: &GroupKey) -> Planned {
+        Planned {
+            url: url.to_string(),
+            property: group.property.clone(),
+            engine: group.engine,
+            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        }
+    }
+}
 
 /// What a result is about: a ledger item, or an input line that never became one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
