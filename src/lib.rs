@@ -9,7 +9,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod engines;
-mod errors;
+pub mod error;
 pub mod files;
 pub mod history;
 pub mod ingest;

@@ -15,8 +15,8 @@
 
 use crate::budget;
 use crate::clock::Clock;
-use crate::commands::ExitStatus;
 use crate::config::Settings;
+use crate::error::ExitStatus;
 use crate::ledger::{Ledger, Owner};
 use crate::model::Class;
 use crate::model::{GroupKey, RunRecord};
@@ -301,7 +301,7 @@ pub fn after_submit(
         ended_at,
         exit_code: match &outcome {
             Ok(status) => status.code(),
-            Err(e) => crate::commands::exit_status_of(e).code(),
+            Err(e) => crate::error::exit_status_of(e).code(),
         },
     };
     let mut outcome = outcome;

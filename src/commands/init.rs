@@ -15,10 +15,10 @@
 //! no configuration, clock or ledger, so `main` dispatches it before loading
 //! any.
 
-use super::submit::UsageError;
 use super::ExitStatus;
 use crate::cli::InitArgs;
 use crate::config::{self, ConfigError};
+use crate::error::UsageError;
 use crate::output::printer::Printer;
 use serde::Serialize;
 use std::io::Write;

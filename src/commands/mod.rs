@@ -12,75 +12,16 @@ pub mod report;
 pub mod status;
 pub mod submit;
 
+pub use crate::error::ExitStatus;
+
 use crate::clock::Clock;
-use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, SqliteLedger};
+use crate::config::Settings;
+use crate::ledger::{Ledger, LedgerTime, Now};
 use crate::model::{GroupKey, QueueCounts};
-
-/// The exit codes of DESIGN §5.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    /// Nothing needs a human (accepted, deferred, queued for retry).
-    Ok,
-    /// Anything else: I/O error, corrupt ledger.
-    Failure,
-    /// Usage or configuration error; nothing sent.
-    Usage,
-    /// Some item is in a `--fail-on` class; the rest was processed.
-    NeedsHuman,
-}
-
-impl ExitStatus {
-    pub fn code(self) -> u8 {
-        match self {
-            ExitStatus::Ok => 0,
-            ExitStatus::Failure => 1,
-            ExitStatus::Usage => 2,
-            ExitStatus::NeedsHuman => 3,
-        }
-    }
-}
-
-/// The exit status an error ends a command with (DESIGN §5): 2 for usage
-/// and configuration errors and a ledger newer than this binary (nothing
-/// was done; the fix is an upgrade), 1 for the rest. A closed stdout (a
-/// pipe into `head`) is not an error.
-pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
-    let broken_pipe = err
-        .chain()
-        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
-    if broken_pipe {
-        return ExitStatus::Ok;
-    }
-    let newer =
-        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Open { newer: true, .. })));
-    if newer
-        || err.downcast_ref::<crate::config::ConfigError>().is_some()
-        || err.downcast_ref::<submit::UsageError>().is_some()
-    {
-        ExitStatus::Usage
-    } else {
-        ExitStatus::Failure
-    }
-}
 
 /// Opens the configured ledger for reading and writing.
 pub fn open_ledger(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    open_ledger_at(settings, &settings.ledger, &settings.ledger_options.schema)
-}
-
-/// Opens a ledger (a file, or a schema of a database) with the
-/// configuration's options: lease, timeout, password.
-pub fn open_ledger_at(
-    settings: &Settings,
-    location: &LedgerLocation,
-    schema: &str,
-) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    let lease = lease(settings);
-    Ok(match location {
-        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open(path)?.with_lease(lease)),
-        LedgerLocation::Postgres(url) => Box::new(PgLedger::open(&pg_options(settings, url, schema)?)?),
-    })
+    crate::ledger::open(&settings.ledger, &settings.ledger_options)
 }
 
 /// What "now" is for the ledger: this machine's clock and how far
@@ -139,36 +80,8 @@ pub fn stranded_hint(group: &GroupKey) -> String {
     )
 }
 
-/// The configured ledger, for a dry run that only reads it: a SQLite file
-/// that does not exist yet is an empty ledger in memory (no file is made).
-/// Opening brings an older schema up to date, as every run does.
+/// The configured ledger, for a dry run that only reads it
+/// (`ledger::open_to_read`).
 pub fn open_ledger_to_read(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    match &settings.ledger {
-        LedgerLocation::Sqlite(path) if !path.exists() => Ok(Box::new(SqliteLedger::in_memory()?)),
-        _ => open_ledger(settings),
-    }
-}
-
-fn lease(settings: &Settings) -> chrono::TimeDelta {
-    chrono::TimeDelta::from_std(settings.ledger_options.lease).unwrap_or(chrono::TimeDelta::MAX)
-}
-
-/// How to reach a PostgreSQL ledger: the password from the configuration
-/// (`ledger_password_env`/`_file`), else `$PGPASSWORD`, else a pgpass file,
-/// else the URL's own.
-pub fn pg_options(settings: &Settings, url: &str, schema: &str) -> anyhow::Result<PgOptions> {
-    let options = &settings.ledger_options;
-    let password = match &options.password {
-        Some(source) => Some(source.read()?.expose().to_string()),
-        None => {
-            std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()).or_else(|| crate::ledger::pgpass_password(url))
-        }
-    };
-    Ok(PgOptions {
-        url: url.to_string(),
-        schema: schema.to_string(),
-        password,
-        timeout: options.timeout,
-        lease: lease(settings),
-    })
+    crate::ledger::open_to_read(&settings.ledger, &settings.ledger_options)
 }

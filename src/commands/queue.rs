@@ -1,11 +1,11 @@
 //! `indexq queue list|retry|drop`: the items in the ledger, and the two
 //! things a person does to them: retry now (parked or waiting) and drop.
 
-use super::submit::UsageError;
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
+use crate::error::UsageError;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::ItemState;
 use crate::model::{EngineKind, Reason};

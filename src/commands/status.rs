@@ -2,12 +2,12 @@
 //! use in its current window and when it reopens (in the rule's timezone,
 //! the user's, and relative), queue counts, and the last rejection.
 
-use super::submit::UsageError;
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
 use crate::cli::{StatusArgs, StatusFormat};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
+use crate::error::UsageError;
 use crate::model::QueueCounts;
 use crate::model::{EngineKind, Reason};
 use crate::output::printer::{group_title, rfc3339, when, Printer};

@@ -237,7 +237,7 @@ pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
     } else {
         NetworkFailure::Other
     };
-    let detail = redactor.redact(&crate::errors::error_chain(err));
+    let detail = redactor.redact(&crate::error::error_chain(err));
     Answer {
         verdict: classify::network(failure, &detail),
         response: StoredResponse { http_status: None, body: None },

@@ -495,7 +495,7 @@ fn describe(err: &pg::Error) -> String {
     if let Some(db) = err.as_db_error() {
         return format!("{} ({})", db.message(), db.code().code());
     }
-    crate::errors::error_chain(err)
+    crate::error::error_chain(err)
 }
 
 /// Runs `attempt` (one whole transaction) again while the server aborts it

@@ -13,6 +13,7 @@ use crate::cli::SubmitArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
+use crate::error::UsageError;
 use crate::ingest::{self, sitemap, Source};
 use crate::ledger::{
     Admission, AdmitRule, Answered, Block, Claim, ClaimSpec, Finish, Ledger, LedgerError, NewItem, Owner, Pace,
@@ -32,11 +33,6 @@ use std::collections::{BTreeMap, HashMap};
 
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
-
-/// A usage error found before anything was sent (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
 
 /// What reading the inputs needs: where each property's URLs go, the batch
 /// being filled, the rule for URLs accepted before, and the plan's counts.
