@@ -1864,7 +1864,9 @@ fn ledger_time(tx: &mut impl GenericClient, shift: TimeDelta, record: bool) -> R
     Ok(LedgerTime { now, latest, clock })
 }
 
-/// Due items a claim moved to when budget frees up: id, URL, time.
+/// The password for `url` in the pgpass file (`$PGPASSFILE`, else
+/// `~/.pgpass`), as libpq reads it: host, port, database and user must
+/// match; a file others may read is ignored with a warning.
 pub fn pgpass_password(url: &str) -> Option<String> {
     let path = std::env::var_os("PGPASSFILE")
         .map(std::path::PathBuf::from)
