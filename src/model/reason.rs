@@ -33,7 +33,7 @@ macro_rules! reason_enum {
 
         impl $name {
             /// The variants without a value.
-            #[allow(dead_code)]
+            #[cfg(test)]
             pub const NAMED: &'static [$name] = &[$($name::$unit,)*];
         }
 
