@@ -274,7 +274,7 @@ fn stranded_checks(
     now: chrono::DateTime<chrono::Utc>,
     checks: &mut Vec<Check>,
 ) {
-    match super::stranded_groups(settings, ledger, now) {
+    match crate::budget::stranded_groups(settings, ledger, now) {
         Ok(stranded) => {
             for (group, counts) in stranded {
                 checks.push(Check::problem(
@@ -286,7 +286,7 @@ fn stranded_checks(
                         counts.parked,
                         counts.in_flight
                     ),
-                    super::stranded_hint(&group),
+                    crate::budget::stranded_hint(&group),
                 ));
             }
         }

@@ -19,7 +19,6 @@ use crate::clock::{self, Clock};
 use crate::config;
 use crate::config::Settings;
 use crate::ledger::{Ledger, LedgerTime, Now};
-use crate::model::{GroupKey, QueueCounts};
 use crate::output::printer::{Printer, Verbosity};
 
 /// Runs the command `cli` names and returns the exit status it decided; an
@@ -100,40 +99,6 @@ pub fn open_ledger_on_clock(settings: &Settings, clock: &Clock) -> anyhow::Resul
     let mut ledger = open_ledger(settings)?;
     follow_ledger_clock(ledger.as_mut(), clock, false)?;
     Ok(ledger)
-}
-
-/// Queue items the configuration no longer sends: their (property, engine,
-/// endpoint) group is in the ledger but not in the configuration (a renamed
-/// property, a respelled endpoint), with their counts.
-pub fn stranded_groups(
-    settings: &Settings,
-    ledger: &mut dyn Ledger,
-    now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<Vec<(GroupKey, QueueCounts)>> {
-    let configured = crate::budget::groups(settings);
-    let mut stranded = Vec::new();
-    for group in ledger.stored_groups()? {
-        if configured.contains(&group) {
-            continue;
-        }
-        let counts = ledger.queue_counts(&group, now)?;
-        if counts.due + counts.waiting + counts.parked + counts.in_flight > 0 {
-            stranded.push((group, counts));
-        }
-    }
-    Ok(stranded)
-}
-
-/// What to do about stranded items of `group`.
-pub fn stranded_hint(group: &GroupKey) -> String {
-    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
-    format!(
-        "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
-         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
-         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
-        p = group.property,
-        e = group.engine.as_str(),
-    )
 }
 
 /// The configured ledger, for a dry run that only reads it

@@ -219,8 +219,8 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             }),
         });
     }
-    for (group, counts) in super::stranded_groups(settings, ledger.as_mut(), now)? {
-        let hint = super::stranded_hint(&group);
+    for (group, counts) in crate::budget::stranded_groups(settings, ledger.as_mut(), now)? {
+        let hint = crate::budget::stranded_hint(&group);
         writeln!(
             human,
             "{} — not configured any more: {} queued, {} parked, {} in flight\n  hint: {hint}",

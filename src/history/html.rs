@@ -377,7 +377,7 @@ fn stranded(h: &mut String, history: &History) {
             q.due + q.waiting,
             q.parked,
             q.in_flight,
-            esc(&crate::commands::stranded_hint(group))
+            esc(&crate::budget::stranded_hint(group))
         );
     }
     h.push_str("</ul>\n</section>\n");

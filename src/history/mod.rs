@@ -136,7 +136,7 @@ pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, 
             }
         }
     }
-    let stranded = crate::commands::stranded_groups(settings, ledger, now)?;
+    let stranded = crate::budget::stranded_groups(settings, ledger, now)?;
     Ok(History { now, days, groups, last_run: ledger.last_run(false)?, last_success: ledger.last_run(true)?, stranded })
 }
 
