@@ -14,10 +14,11 @@
 //! IndexNow rules count per endpoint: each endpoint is a different search
 //! engine with its own limits.
 
-use crate::clock::{self, Period};
+use crate::clock;
 use crate::config::{Property, Settings};
 use crate::ledger::Ledger;
 use crate::model::EngineKind;
+use crate::model::Period;
 use crate::model::{GroupKey, QueueCounts, RuleWindow, Usage};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;

@@ -3,7 +3,7 @@
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
 
 use super::{answered, excerpt, http_status, transient, Response, RetryAfter, Verdict};
-use crate::clock::Period;
+use crate::model::Period;
 use crate::model::{
     AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason,
 };

@@ -10,7 +10,7 @@
 //! [`google`].
 
 use super::{answered, excerpt, http_status, transient_answered, Response, RetryAfter, Verdict};
-use crate::clock::Period;
+use crate::model::Period;
 use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.

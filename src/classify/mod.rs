@@ -51,7 +51,7 @@ pub use indexnow::{indexnow, IndexNowContext};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
 
-use crate::clock::Period;
+use crate::model::Period;
 use crate::model::{Class, ClassReason, EngineKind, MisconfiguredReason, Reason, TransientReason};
 use chrono::{DateTime, Utc};
 use std::fmt;

@@ -6,11 +6,12 @@
 //! inspection). Exit 0 when nothing needs a human, 3 otherwise.
 
 use super::ExitStatus;
-use crate::clock::{self, Clock, Period};
+use crate::clock::{self, Clock};
 use crate::config::{LedgerLocation, Settings};
 use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
 use crate::ledger::{Ledger, Owner, PgLedger, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
+use crate::model::Period;
 use crate::model::{Class, EngineKind};
 use crate::output::printer::Printer;
 use crate::redact::Redactor;

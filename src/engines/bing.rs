@@ -8,8 +8,8 @@
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
-use crate::clock::Period;
 use crate::config::{ConfigError, Secret, Settings};
+use crate::model::Period;
 use crate::model::{BingCode, GroupKey};
 use crate::redact::Redactor;
 use async_trait::async_trait;

@@ -8,8 +8,8 @@ pub mod google;
 pub mod indexnow;
 
 use crate::classify::{self, NetworkFailure, Verdict};
-use crate::clock::Period;
 use crate::config::HttpSettings;
+use crate::model::Period;
 use crate::model::{Action, GroupKey, MisconfiguredReason, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;

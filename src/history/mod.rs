@@ -12,9 +12,10 @@ pub mod fixes;
 pub mod html;
 
 use crate::budget::{self, RuleState, Scope};
-use crate::clock::{self, Period};
+use crate::clock;
 use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
+use crate::model::Period;
 use crate::model::{Class, EngineKind, LocalReason, Reason};
 use crate::model::{GroupKey, QueueCounts, RunRecord};
 use chrono::{DateTime, TimeDelta, Utc};

@@ -1953,7 +1953,7 @@ mod tests {
         // A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
         let day = RuleWindow {
             rule: "b:day".into(),
-            period: crate::clock::Period::Day,
+            period: crate::model::Period::Day,
             window: "2026-12-11".into(),
             limit: Some(4),
             reported: false,

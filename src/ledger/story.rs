@@ -4,7 +4,7 @@
 //! reservation, and take an engine's report with a request in flight.
 
 use super::*;
-use crate::clock::Period;
+use crate::model::Period;
 use crate::model::{AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason};
 
 fn t(s: &str) -> DateTime<Utc> {

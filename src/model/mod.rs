@@ -13,7 +13,7 @@ mod queue;
 mod reason;
 mod run;
 
-pub use budget::{Report, RuleWindow, Usage};
+pub use budget::{Period, Report, RuleWindow, Usage};
 pub use engine::EngineKind;
 pub use group::{Action, GroupKey};
 pub use outcome::{Class, Outcome};

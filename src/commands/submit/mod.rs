@@ -749,7 +749,7 @@ impl Run<'_> {
         &mut self,
         group: &GroupKey,
         windows: &[RuleWindow],
-    ) -> anyhow::Result<Vec<(crate::clock::Period, u64)>> {
+    ) -> anyhow::Result<Vec<(crate::model::Period, u64)>> {
         let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
         match answer {
             Ok(left) => Ok(left),
