@@ -277,13 +277,19 @@ pub enum KeyAction {
     Generate(KeyGenerateArgs),
 }
 
+/// [`crate::classify::KEY_LENGTH`] as clap takes a range.
+fn key_length() -> std::ops::RangeInclusive<i64> {
+    let length = crate::classify::KEY_LENGTH;
+    *length.start() as i64..=*length.end() as i64
+}
+
 #[derive(Debug, Args)]
 pub struct KeyGenerateArgs {
     /// Directory to write KEY.txt into (created if missing)
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub out: PathBuf,
     /// Characters in the key (lowercase hex), 8 to 128
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(8..=128))]
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(key_length()))]
     pub length: u16,
 }
 

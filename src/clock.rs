@@ -6,8 +6,8 @@
 //! for people. It knows nothing about the ledger, engines or HTTP: callers ask
 //! "what time is it" and "which window is this", and decide what that means.
 
+use crate::model::Period;
 use std::ffi::OsString;
-use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -147,33 +147,6 @@ pub fn parse_timezone(name: &str) -> Result<Tz, String> {
         return Err("empty timezone name".to_string());
     }
     name.parse::<Tz>().map_err(|_| format!("unknown timezone `{name}`"))
-}
-
-/// The length of a quota window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Period {
-    /// A clock minute (rate rules such as Google's inspections per minute).
-    Minute,
-    Day,
-    Month,
-}
-
-impl Period {
-    /// `"day"` or `"month"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Period::Minute => "minute",
-            Period::Day => "day",
-            Period::Month => "month",
-        }
-    }
-}
-
-impl fmt::Display for Period {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// One calendar day or month in a timezone: the half-open interval

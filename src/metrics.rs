@@ -15,12 +15,12 @@
 
 use crate::budget;
 use crate::clock::Clock;
-use crate::commands::ExitStatus;
 use crate::config::Settings;
+use crate::error::ExitStatus;
 use crate::ledger::{Ledger, Owner};
 use crate::model::Class;
 use crate::model::{GroupKey, RunRecord};
-use crate::report::Printer;
+use crate::output::printer::Printer;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -154,7 +154,7 @@ pub fn gather(
     for group in &configured {
         queued.push((group.clone(), ledger.queue_counts(group, now)?));
     }
-    queued.extend(crate::commands::stranded_groups(settings, ledger, now)?);
+    queued.extend(crate::budget::stranded_groups(settings, ledger, now)?);
     for (group, counts) in &queued {
         let states = [
             ("due", counts.due),
@@ -301,7 +301,7 @@ pub fn after_submit(
         ended_at,
         exit_code: match &outcome {
             Ok(status) => status.code(),
-            Err(e) => crate::commands::exit_status_of(e).code(),
+            Err(e) => crate::error::exit_status_of(e).code(),
         },
     };
     let mut outcome = outcome;

@@ -15,7 +15,7 @@
 
 use crate::classify::RetryAfter;
 use crate::config::RetrySettings;
-use crate::model::Class;
+use crate::model::{Class, MisconfiguredReason};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// The longest a server's `Retry-After` on a quota answer is trusted for.
@@ -30,7 +30,7 @@ pub enum Decision {
     /// Parked; `reason` and `message` replace the answer's when the
     /// scheduler itself gave up (`gave_up`, `key_never_accepted`).
     Park {
-        reason: Option<String>,
+        reason: Option<MisconfiguredReason>,
         message: Option<String>,
     },
 }
@@ -101,7 +101,7 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
             let deadline = delta(s.transient_deadline);
             if now - started >= deadline {
                 return Decision::Park {
-                    reason: Some("gave_up".into()),
+                    reason: Some(MisconfiguredReason::GaveUp),
                     message: Some(format!(
                         "gave up after {} of failures ({streak} attempts); the engine or the network kept failing",
                         crate::clock::humanize(now - started)
@@ -124,7 +124,7 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
             let give_up_at = first_used + delta(s.key_pending_deadline);
             if now >= give_up_at {
                 return Decision::Park {
-                    reason: Some("key_never_accepted".into()),
+                    reason: Some(MisconfiguredReason::KeyNeverAccepted),
                     message: Some(format!(
                         "the engine still refuses the key {} after its first use, although the key file is served correctly",
                         crate::clock::humanize(now - first_used)
@@ -230,7 +230,7 @@ mod tests {
             streak_started_at: Some(now() - TimeDelta::days(3)),
         };
         match run(Class::Transient, None, h, 0.5) {
-            Decision::Park { reason, .. } => assert_eq!(reason.as_deref(), Some("gave_up")),
+            Decision::Park { reason, .. } => assert_eq!(reason, Some(MisconfiguredReason::GaveUp)),
             other => panic!("expected park, got {other:?}"),
         }
         // Another class in between starts a new streak.
@@ -262,7 +262,7 @@ mod tests {
         let first = now() - TimeDelta::hours(23) - TimeDelta::minutes(59);
         assert_eq!(decide(&input(12, first), 0.5), Decision::RetryAt(first + TimeDelta::hours(24)));
         match decide(&input(13, now() - TimeDelta::hours(24)), 0.5) {
-            Decision::Park { reason, .. } => assert_eq!(reason.as_deref(), Some("key_never_accepted")),
+            Decision::Park { reason, .. } => assert_eq!(reason, Some(MisconfiguredReason::KeyNeverAccepted)),
             other => panic!("expected park, got {other:?}"),
         }
     }

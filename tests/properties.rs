@@ -407,7 +407,7 @@ fn check_verdict(verdict: &Verdict, what: &str) {
         }
     };
     assert!(["accepted", "quota", "transient", "key_pending", "misconfigured"].contains(&class), "{what}: {verdict:?}");
-    assert!(!verdict.reason.is_empty() && !verdict.message.is_empty(), "{what}: {verdict:?}");
+    assert!(!verdict.reason.to_string().is_empty() && !verdict.message.is_empty(), "{what}: {verdict:?}");
     if verdict.class == Class::Misconfigured {
         assert!(verdict.hint.as_deref().is_some_and(|h| !h.is_empty()), "{what}: misconfigured without a hint");
     }

@@ -22,7 +22,7 @@ fn check(verdict: &Verdict) {
         Class::Accepted | Class::Quota | Class::Transient | Class::KeyPending | Class::Misconfigured
     );
     assert!(known);
-    assert!(!verdict.reason.is_empty() && !verdict.message.is_empty(), "{verdict:?}");
+    assert!(!verdict.reason.to_string().is_empty() && !verdict.message.is_empty(), "{verdict:?}");
     if verdict.class == Class::Misconfigured {
         assert!(verdict.hint.is_some(), "misconfigured without a hint: {verdict:?}");
     }

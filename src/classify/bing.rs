@@ -3,32 +3,13 @@
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
 
 use super::{answered, excerpt, http_status, transient, Response, RetryAfter, Verdict};
-use crate::clock::Period;
-use crate::model::{Class, EngineKind};
+use crate::model::Period;
+use crate::model::{
+    AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason,
+};
 
 /// How long a Bing throttle (ErrorCode 4/5, HTTP 429) waits without `Retry-After`.
 pub const BING_THROTTLE_WAIT: u64 = 60;
-
-/// Bing's ApiErrorCode values (DESIGN §1).
-const BING_ERROR_CODES: &[(i64, &str)] = &[
-    (0, "None"),
-    (1, "InternalError"),
-    (2, "UnknownError"),
-    (3, "InvalidApiKey"),
-    (4, "ThrottleUser"),
-    (5, "ThrottleHost"),
-    (6, "UserBlocked"),
-    (7, "InvalidUrl"),
-    (8, "InvalidParameter"),
-    (9, "TooManySites"),
-    (10, "UserNotFound"),
-    (11, "NotFound"),
-    (12, "AlreadyExists"),
-    (13, "NotAllowed"),
-    (14, "NotAuthorized"),
-    (15, "UnexpectedState"),
-    (16, "Deprecated"),
-];
 
 /// What indexq knows about a Bing submission besides the response.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +31,7 @@ fn bing_error(body: &str) -> Option<(i64, String)> {
 /// `None`, 2 `UnknownError`, 8 `InvalidParameter`, or a code Bing has not
 /// documented. Only under such a code is the message read for a quota.
 fn bing_generic_code(code: i64) -> bool {
-    matches!(code, 0 | 2 | 8) || !BING_ERROR_CODES.iter().any(|(c, _)| *c == code)
+    matches!(code, 0 | 2 | 8) || BingCode::from_number(code) == BingCode::UnknownErrorCode
 }
 
 /// Which quota a Bing message says is spent, if it is a quota message.
@@ -96,13 +77,12 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     if let Some(window) = quota_text {
         let (reason, which) = match window {
             // `bing_quota_message` names only days and months.
-            Period::Day | Period::Minute => ("daily_quota", "today's"),
-            Period::Month => ("monthly_quota", "this month's"),
+            Period::Day | Period::Minute => (QuotaReason::DailyQuota, "today's"),
+            Period::Month => (QuotaReason::MonthlyQuota, "this month's"),
         };
         return Verdict {
             quota_window: window,
             ..Verdict::new(
-                Class::Quota,
                 reason,
                 format!(
                     "{answered}: {which} URL submission quota for {} is used. indexq waits for the next window.",
@@ -118,31 +98,37 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
                 let plain = body.is_empty() || body.replace(char::is_whitespace, "") == r#"{"d":null}"#;
                 let note = if plain { String::new() } else { format!(" with an unexpected body: {}", excerpt(body)) };
                 Verdict::new(
-                    Class::Accepted,
-                    "ok",
+                    AcceptedReason::Ok,
                     format!("Bing accepted the submission ({}){note}.", http_status(status)),
                 )
             }
-            429 => bing_throttle(resp, "rate_limited", &answered),
-            408 => transient(engine, resp, "", "http_408", "the server gave up waiting for the request"),
-            500..=599 => transient(engine, resp, "", "server_error", "the server failed"),
+            429 => bing_throttle(resp, QuotaReason::RateLimited, &answered),
+            408 => transient(
+                engine,
+                resp,
+                "",
+                TransientReason::RequestTimeout,
+                "the server gave up waiting for the request",
+            ),
+            500..=599 => transient(engine, resp, "", TransientReason::ServerError, "the server failed"),
             _ => Verdict::misconfigured(
-                format!("http_{status}"),
+                MisconfiguredReason::Http(HttpStatus(status)),
                 format!("{answered}: the Bing API refused the request, and waiting will not change that."),
                 "Check `endpoint` in `[bing]` (https://ssl.bing.com/webmaster/api.svc/json) and the API key.",
             ),
         };
     };
-    let name = BING_ERROR_CODES.iter().find(|(c, _)| *c == code).map_or("UnknownErrorCode", |(_, n)| *n);
+    let name = BingCode::from_number(code);
     let site = ctx.site_url;
     let said = excerpt(&message);
-    let misconfigured =
-        |fix: String| Verdict::misconfigured(name, format!("{answered}: ErrorCode {code} {name}."), fix);
+    let misconfigured = |fix: String| {
+        Verdict::misconfigured(MisconfiguredReason::Bing(name), format!("{answered}: ErrorCode {code} {name}."), fix)
+    };
     match code {
-        4 | 5 => bing_throttle(resp, name, &answered),
-        1 | 15 => transient(engine, resp, "", name, "Bing failed on its side"),
-        _ if status >= 500 => transient(engine, resp, "", name, "the server failed"),
-        12 => Verdict::new(Class::Accepted, name, format!("Bing already has these URLs ({said}).")),
+        4 | 5 => bing_throttle(resp, QuotaReason::Bing(name), &answered),
+        1 | 15 => transient(engine, resp, "", TransientReason::Bing(name), "Bing failed on its side"),
+        _ if status >= 500 => transient(engine, resp, "", TransientReason::Bing(name), "the server failed"),
+        12 => Verdict::new(AcceptedReason::Bing(name), format!("Bing already has these URLs ({said}).")),
         3 => misconfigured(
             "The API key is not valid: generate one in Bing Webmaster Tools (Settings → API access) and put it \
              in the variable named by `api_key_env` (or the file of `api_key_file`) in `[bing]`."
@@ -173,16 +159,12 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
 }
 
 /// A Bing throttle: `quota`, a short wait (not the next day).
-fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
+fn bing_throttle(resp: &Response, reason: QuotaReason, answered: &str) -> Verdict {
     let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
     let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
     Verdict {
         retry_after,
-        ..Verdict::new(
-            Class::Quota,
-            reason,
-            format!("{answered}: Bing is throttling submissions; indexq retries {when}."),
-        )
+        ..Verdict::new(reason, format!("{answered}: Bing is throttling submissions; indexq retries {when}."))
     }
 }
 
@@ -190,6 +172,7 @@ fn bing_throttle(resp: &Response, reason: &str, answered: &str) -> Verdict {
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::model::Class;
 
     #[test]
     fn bing_error_codes() {
@@ -226,7 +209,12 @@ mod tests {
         ];
         for (status, body, class, reason) in table {
             let v = bing_verdict(status, &[], &body);
-            assert_eq!((v.class, v.reason.as_str()), (class, reason), "HTTP {status} {body}: {}", v.message);
+            assert_eq!(
+                (v.class, v.reason.to_string().as_str()),
+                (class, reason),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
             if v.class == Class::Misconfigured {
                 assert!(v.hint.is_some(), "misconfigured has a fix: {body}");
             }
@@ -270,7 +258,12 @@ mod tests {
         ];
         for (status, body, class, reason) in &bing_table {
             let v = bing_verdict(*status, &[], body);
-            assert_eq!((v.class, v.reason.as_str()), (*class, *reason), "HTTP {status} {body}: {}", v.message);
+            assert_eq!(
+                (v.class, v.reason.to_string().as_str()),
+                (*class, *reason),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
         }
     }
 }

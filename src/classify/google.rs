@@ -10,8 +10,8 @@
 //! [`google`].
 
 use super::{answered, excerpt, http_status, transient_answered, Response, RetryAfter, Verdict};
-use crate::clock::Period;
-use crate::model::{Class, EngineKind};
+use crate::model::Period;
+use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
 pub const GOOGLE_SHORT_WAIT: u64 = 60;
@@ -200,26 +200,41 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
     if (200..=299).contains(&status) {
         return Verdict::new(
-            Class::Accepted,
-            "ok",
+            AcceptedReason::Ok,
             format!("Google accepted the request for {url} ({}).", http_status(status)),
         );
     }
     if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_structured_quota(error) {
         return google_quota(resp, error, &answered, project);
     }
-    if matches!(g_status, "INTERNAL" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "ABORTED") {
-        return transient_answered(resp, &answered, &g_status.to_ascii_lowercase(), "Google failed on its side");
+    let failed = match g_status {
+        "INTERNAL" => Some(TransientReason::Internal),
+        "UNAVAILABLE" => Some(TransientReason::Unavailable),
+        "DEADLINE_EXCEEDED" => Some(TransientReason::DeadlineExceeded),
+        "ABORTED" => Some(TransientReason::Aborted),
+        _ => None,
+    };
+    if let Some(reason) = failed {
+        return transient_answered(resp, &answered, reason, "Google failed on its side");
     }
     match status {
-        500..=599 => return transient_answered(resp, &answered, "server_error", "Google failed on its side"),
-        408 => return transient_answered(resp, &answered, "http_408", "the server gave up waiting for the request"),
+        500..=599 => {
+            return transient_answered(resp, &answered, TransientReason::ServerError, "Google failed on its side")
+        }
+        408 => {
+            return transient_answered(
+                resp,
+                &answered,
+                TransientReason::RequestTimeout,
+                "the server gave up waiting for the request",
+            )
+        }
         _ => {}
     }
     let client_error = (400..=499).contains(&status);
     let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
     let api_disabled = Verdict::misconfigured(
-        "api_disabled",
+        MisconfiguredReason::ApiDisabled,
         format!("{answered}: the Web Search Indexing API is not enabled for the Google Cloud project {project}."),
         format!(
             "Enable the Web Search Indexing API (indexing.googleapis.com) for the project {project} in the Google \
@@ -257,7 +272,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
         || message.contains("does not have sufficient permission for site");
     if forbidden && ownership {
         return Verdict::misconfigured(
-            "ownership_not_verified",
+            MisconfiguredReason::OwnershipNotVerified,
             format!("{answered}: Google does not see {email} as an owner of the Search Console property of {url}."),
             format!(
                 "Add {email} as an Owner of the property in Search Console (Settings → Users and permissions), \
@@ -268,7 +283,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     }
     if status == 401 || g_status == "UNAUTHENTICATED" {
         return Verdict::misconfigured(
-            "unauthenticated",
+            MisconfiguredReason::Unauthenticated,
             format!(
                 "{answered}: Google did not accept the access token of {email}, even after indexq fetched a new one."
             ),
@@ -281,7 +296,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     }
     if status == 400 || g_status == "INVALID_ARGUMENT" {
         return Verdict::misconfigured(
-            "invalid_argument",
+            MisconfiguredReason::InvalidArgument,
             format!("{answered}: Google refused the request for {url} as invalid."),
             format!(
                 "Check that {url} is a complete, well-formed http(s) URL of the property; if it is, report \
@@ -293,14 +308,14 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
                     `inspection_endpoint` (https://searchconsole.googleapis.com)";
     if status == 404 {
         return Verdict::misconfigured(
-            "http_404",
+            MisconfiguredReason::Http(HttpStatus(404)),
             format!("{answered}: the endpoint does not know the request."),
             format!("{endpoint}."),
         );
     }
     if forbidden {
         return Verdict::misconfigured(
-            "permission_denied",
+            MisconfiguredReason::PermissionDenied,
             format!("{answered}: Google denied {email} permission for {url}."),
             format!(
                 "Check that {email} is an Owner of the Search Console property of {url}, that the Web Search \
@@ -310,12 +325,12 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     }
     if (300..=499).contains(&status) {
         return Verdict::misconfigured(
-            format!("http_{status}"),
+            MisconfiguredReason::Http(HttpStatus(status)),
             format!("{answered}: the Google API refused the request, and waiting will not change that."),
             format!("{endpoint}; if they are right, report this response."),
         );
     }
-    transient_answered(resp, &answered, "unexpected_status", "no engine documents that status")
+    transient_answered(resp, &answered, TransientReason::UnexpectedStatus, "no engine documents that status")
 }
 
 /// A Google quota answer: the per-day quota (next quota day), a per-minute limit, or one it did not name.
@@ -325,8 +340,7 @@ fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, pr
         return Verdict {
             quota_window: Period::Day,
             ..Verdict::new(
-                Class::Quota,
-                "daily_quota",
+                QuotaReason::DailyQuota,
                 format!(
                     "{answered}: Google's per-project daily quota of the Indexing API (project {project}) is used; \
                      it resets at midnight Pacific time. indexq waits for the next quota day."
@@ -344,15 +358,15 @@ fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, pr
     let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
     let (reason, what) = match kind {
         GoogleQuota::Minute => {
-            ("rate_limited", format!("the per-minute request limit of the project {project} is reached"))
+            (QuotaReason::RateLimited, format!("the per-minute request limit of the project {project} is reached"))
         }
-        _ => ("quota", format!("a quota of the project {project} is used, and Google did not say which")),
+        _ => (QuotaReason::Quota, format!("a quota of the project {project} is used, and Google did not say which")),
     };
     // A short wait: the minute's window is spent, never the day's.
     Verdict {
         retry_after,
         quota_window: Period::Minute,
-        ..Verdict::new(Class::Quota, reason, format!("{answered}: {what}. indexq retries {when}."))
+        ..Verdict::new(reason, format!("{answered}: {what}. indexq retries {when}."))
     }
 }
 
@@ -360,6 +374,7 @@ fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, pr
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::model::Class;
     use chrono::{TimeZone, Utc};
 
     #[test]
@@ -438,7 +453,7 @@ mod tests {
         for (status, headers, body, class, reason, retry) in &table {
             let v = google_verdict(*status, headers, body);
             assert_eq!(
-                (v.class, v.reason.as_str(), v.retry_after),
+                (v.class, v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {headers:?} {body}: {}",
                 v.message
@@ -546,7 +561,7 @@ mod tests {
         for (status, body, class, reason, retry) in &google_table {
             let v = google_verdict(*status, &[], body);
             assert_eq!(
-                (v.class, v.reason.as_str(), v.retry_after),
+                (v.class, v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {body}: {}",
                 v.message

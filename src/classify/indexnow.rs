@@ -20,7 +20,7 @@
 
 use super::key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_SCHEMA};
 use super::{answered, excerpt, http_status, transient, Response, Verdict};
-use crate::model::{Class, EngineKind};
+use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
 use crate::redact::{mask, MASK};
 use std::fmt;
 
@@ -53,8 +53,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
     let answered = answered(engine, resp, ctx.key);
     let verdict = match status {
         202 => Verdict::new(
-            Class::Accepted,
-            "key_validation_pending",
+            AcceptedReason::KeyValidationPending,
             format!(
                 "{title} accepted the submission ({}) but has not validated the key yet; \
                  it will fetch the key file at {location}.",
@@ -62,7 +61,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
             ),
         ),
         400 => Verdict::misconfigured(
-            "bad_request",
+            MisconfiguredReason::BadRequest,
             format!("{answered}: it could not read the submission."),
             format!(
                 "Check that the key is {KEY_SCHEMA} and that the URLs are absolute http(s) \
@@ -75,7 +74,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                 Verdict { message: format!("{answered}. {}", found.message), ..found }
             }
             None => Verdict::misconfigured(
-                "forbidden",
+                MisconfiguredReason::Forbidden,
                 format!(
                     "{answered}: it refused the key, and indexq could not check the key file \
                      at {location}. Usually that file is missing or does not serve exactly the key."
@@ -86,9 +85,15 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                 ),
             ),
         },
-        408 => transient(engine, resp, ctx.key, "http_408", "the server gave up waiting for the request"),
+        408 => transient(
+            engine,
+            resp,
+            ctx.key,
+            TransientReason::RequestTimeout,
+            "the server gave up waiting for the request",
+        ),
         413 => Verdict::misconfigured(
-            "too_large",
+            MisconfiguredReason::TooLarge,
             format!("{answered}: the request is larger than the endpoint accepts."),
             "indexq sends at most 10,000 URLs per request; if a proxy in front of the endpoint \
              limits the request size, raise its limit or point `endpoints` in `[indexnow]` at \
@@ -103,7 +108,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                 message.push_str(&format!(" The configured key does not: keys are {KEY_SCHEMA}."));
             }
             Verdict::misconfigured(
-                "url_not_on_host",
+                MisconfiguredReason::UrlNotOnHost,
                 message,
                 format!(
                     "Submit only URLs under the property's host (one host per request) and use \
@@ -113,13 +118,13 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         }
         429 => rate_limited(resp, &answered),
         200..=299 => {
-            Verdict::new(Class::Accepted, "ok", format!("{title} accepted the submission ({}).", http_status(status)))
+            Verdict::new(AcceptedReason::Ok, format!("{title} accepted the submission ({}).", http_status(status)))
         }
         300..=399 => {
             let target =
                 resp.header("location").map(|to| format!(" to {}", excerpt(&mask(to, ctx.key)))).unwrap_or_default();
             Verdict::misconfigured(
-                "redirect",
+                MisconfiguredReason::Redirect,
                 format!(
                     "{title} answered {}{target}: the endpoint redirects instead of taking \
                      the submission.",
@@ -130,13 +135,13 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
             )
         }
         401..=499 => Verdict::misconfigured(
-            format!("http_{status}"),
+            MisconfiguredReason::Http(HttpStatus(status)),
             format!("{answered}: the endpoint refused the request, and waiting will not change that."),
             "Check `endpoints` in `[indexnow]` (for example https://api.indexnow.org/indexnow); \
              if it is right, report this response.",
         ),
-        500..=599 => transient(engine, resp, ctx.key, "server_error", "the server failed"),
-        _ => transient(engine, resp, ctx.key, "unexpected_status", "no engine documents that status"),
+        500..=599 => transient(engine, resp, ctx.key, TransientReason::ServerError, "the server failed"),
+        _ => transient(engine, resp, ctx.key, TransientReason::UnexpectedStatus, "no engine documents that status"),
     };
     verdict.redacted(ctx.key)
 }
@@ -151,8 +156,7 @@ fn rate_limited(resp: &Response, answered: &str) -> Verdict {
     Verdict {
         retry_after,
         ..Verdict::new(
-            Class::Quota,
-            "rate_limited",
+            QuotaReason::RateLimited,
             format!(
                 "{answered}: it is throttling submissions (too many requests, possibly judged as spam). \
                  indexq waits and retries {when}."
@@ -166,6 +170,7 @@ mod tests {
     use super::super::test_support::*;
     use super::super::{RetryAfter, EXCERPT_CHARS};
     use super::*;
+    use crate::model::Class;
 
     #[test]
     fn statuses() {
@@ -203,7 +208,7 @@ mod tests {
             let verdict = indexnow_verdict(status, headers, body, check);
             eprintln!("{status}: {verdict:?}");
             assert_eq!(
-                (verdict.class, verdict.reason.as_str(), verdict.retry_after),
+                (verdict.class, verdict.reason.to_string().as_str(), verdict.retry_after),
                 (class, reason, retry),
                 "status {status} headers {headers:?}: {}",
                 verdict.message
@@ -233,7 +238,7 @@ mod tests {
         let ctx = IndexNowContext { key: "bad_key!", key_location: "https://example.com/bad_key!.txt", key_file: None };
         let v = indexnow(&resp, &ctx);
         assert_no_secret(&v, ctx.key, "422 bad key");
-        assert_eq!(v.reason, "url_not_on_host");
+        assert_eq!(v.reason.to_string(), "url_not_on_host");
         assert!(v.message.contains("The configured key does not"), "{}", v.message);
     }
 

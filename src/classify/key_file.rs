@@ -10,17 +10,24 @@
 //! failed fetch is `key_file_unreachable`.
 
 use super::{excerpt, http_status, Verdict};
-use crate::model::Class;
+use crate::model::{KeyPendingReason, MisconfiguredReason};
 use crate::redact::mask;
 
-/// The schema of an IndexNow key, as a person reads it.
-pub(super) const KEY_SCHEMA: &str = "8–128 characters of a–z, A–Z, 0–9 and '-'";
+/// How many characters an IndexNow key has.
+pub const KEY_LENGTH: std::ops::RangeInclusive<usize> = 8..=128;
 
-/// The rules for IndexNow keys: 8 to 128 characters of a-z, A-Z, 0-9 and `-`.
+/// The schema of an IndexNow key, as a person reads it ([`KEY_LENGTH`]).
+pub const KEY_SCHEMA: &str = "8–128 characters of a–z, A–Z, 0–9 and '-'";
+
+/// The rules for IndexNow keys: [`KEY_LENGTH`] characters of a-z, A-Z, 0-9 and `-`.
 pub fn check_indexnow_key(key: &str) -> Result<(), String> {
     let len = key.chars().count();
-    if !(8..=128).contains(&len) {
-        return Err(format!("the IndexNow key has {len} characters; it must have 8 to 128"));
+    if !KEY_LENGTH.contains(&len) {
+        return Err(format!(
+            "the IndexNow key has {len} characters; it must have {} to {}",
+            KEY_LENGTH.start(),
+            KEY_LENGTH.end()
+        ));
     }
     if let Some(bad) = key.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '-')) {
         return Err(format!(
@@ -45,7 +52,7 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
                         key file is served";
     let verdict = match check {
         KeyFileCheck::Failed { error } => Verdict::misconfigured(
-            "key_file_unreachable",
+            MisconfiguredReason::KeyFileUnreachable,
             format!(
                 "indexq could not fetch the key file at {location}: {}.",
                 excerpt(&mask(error, key)).trim_end_matches('.')
@@ -56,13 +63,13 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
             ),
         ),
         KeyFileCheck::Fetched { status: status @ (404 | 410), .. } => Verdict::misconfigured(
-            "key_file_missing",
+            MisconfiguredReason::KeyFileMissing,
             format!("The key file at {location} is missing ({}).", http_status(*status)),
             format!("Serve exactly the key as plain text at {location}, {set_location}."),
         ),
         KeyFileCheck::Fetched { status: 200, body } => key_file_content(key, &location, body),
         KeyFileCheck::Fetched { status: status @ 300..=399, .. } => Verdict::misconfigured(
-            "key_file_status",
+            MisconfiguredReason::KeyFileStatus,
             format!(
                 "The key file at {location} answered {}, a redirect, which indexq refused to follow: the key must \
                  be served at the key location itself (and a redirect may lead from https to plain http, where \
@@ -76,7 +83,7 @@ pub fn key_file(key: &str, key_location: &str, check: &KeyFileCheck) -> Verdict 
             ),
         ),
         KeyFileCheck::Fetched { status, .. } => Verdict::misconfigured(
-            "key_file_status",
+            MisconfiguredReason::KeyFileStatus,
             format!("The key file at {location} answered {} instead of 200 OK.", http_status(*status)),
             format!("Make {location} answer 200 with exactly the key as plain text, {set_location}."),
         ),
@@ -146,15 +153,14 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
     );
     let wrong = |what: String| {
         Verdict::misconfigured(
-            "key_file_wrong",
+            MisconfiguredReason::KeyFileWrong,
             format!("The key file at {location} does not contain the configured key: {what}."),
             only_the_key.clone(),
         )
     };
     match key_content(key, body) {
         KeyContent::Exact => Verdict::new(
-            Class::KeyPending,
-            "key_pending",
+            KeyPendingReason::KeyPending,
             format!(
                 "The key file at {location} serves exactly the configured key, so the key is \
                  published correctly and IndexNow has not fetched it yet; indexq retries \
@@ -162,7 +168,7 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
             ),
         ),
         KeyContent::Bom => Verdict::misconfigured(
-            "key_file_bom",
+            MisconfiguredReason::KeyFileBom,
             format!(
                 "The key file at {location} starts with a byte order mark (U+FEFF) before the key, \
                  so it does not serve exactly the key."
@@ -175,7 +181,7 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
         content @ (KeyContent::Html | KeyContent::InText) => {
             let around = if content == KeyContent::Html { "inside an HTML page" } else { "with other text around it" };
             Verdict::misconfigured(
-                "key_file_html",
+                MisconfiguredReason::KeyFileHtml,
                 format!(
                     "The key file at {location} contains the configured key {around}, \
                      not the key alone: {served}"
@@ -201,6 +207,7 @@ fn key_file_content(key: &str, location: &str, body: &str) -> Verdict {
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::model::Class;
 
     #[test]
     fn key_rules() {
@@ -254,7 +261,12 @@ mod tests {
         for (check, class, reason) in &table {
             let alone = key_file(KEY, &location(), check);
             assert_no_secret(&alone, KEY, &format!("{check:?}"));
-            assert_eq!((alone.class, alone.reason.as_str()), (*class, *reason), "{check:?}: {}", alone.message);
+            assert_eq!(
+                (alone.class, alone.reason.to_string().as_str()),
+                (*class, *reason),
+                "{check:?}: {}",
+                alone.message
+            );
             // On a 403 the key file decides, whatever the engine said.
             for body in [
                 r#"{"errorCode":"SiteVerificationNotCompleted"}"#,
@@ -262,7 +274,7 @@ mod tests {
                 "",
             ] {
                 let v = indexnow_verdict(403, &[], body, Some(check));
-                assert_eq!((v.class, v.reason.as_str()), (*class, *reason), "{check:?} / {body}");
+                assert_eq!((v.class, v.reason.to_string().as_str()), (*class, *reason), "{check:?} / {body}");
                 assert_eq!(v.hint, alone.hint);
                 assert!(v.message.ends_with(&alone.message), "{}", v.message);
                 assert!(v.message.contains(&excerpt(body)), "{}", v.message);

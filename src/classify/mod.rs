@@ -48,11 +48,11 @@ mod test_support;
 pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
 pub use google::{google, GoogleContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP};
 pub use indexnow::{indexnow, IndexNowContext};
-pub use key_file::{check_indexnow_key, key_file, KeyFileCheck};
+pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
 
-use crate::clock::Period;
-use crate::model::{Class, EngineKind};
+use crate::model::Period;
+use crate::model::{Class, ClassReason, EngineKind, MisconfiguredReason, Reason, TransientReason};
 use chrono::{DateTime, Utc};
 use std::fmt;
 
@@ -99,7 +99,8 @@ impl fmt::Display for RetryAfter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub class: Class,
-    pub reason: String,
+    /// A reason of `class` (the constructors keep them together).
+    pub reason: Reason,
     pub message: String,
     pub hint: Option<String>,
     pub retry_after: Option<RetryAfter>,
@@ -109,9 +110,9 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub fn new(class: Class, reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new<R: ClassReason>(reason: R, message: impl Into<String>) -> Self {
         Verdict {
-            class,
+            class: R::CLASS,
             reason: reason.into(),
             message: message.into(),
             hint: None,
@@ -120,8 +121,8 @@ impl Verdict {
         }
     }
 
-    pub fn misconfigured(reason: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Verdict { hint: Some(hint.into()), ..Verdict::new(Class::Misconfigured, reason, message) }
+    pub fn misconfigured(reason: MisconfiguredReason, message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Verdict { hint: Some(hint.into()), ..Verdict::new(reason, message) }
     }
 
     /// The verdict with its human texts passed through a redactor.
@@ -151,13 +152,13 @@ pub enum NetworkFailure {
 /// `detail` (the client's error) is quoted as given: redact it first.
 pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
     let (reason, what) = match failure {
-        NetworkFailure::Timeout => ("timeout", "the request timed out"),
-        NetworkFailure::Connect => ("connect", "indexq could not connect"),
-        NetworkFailure::Other => ("network", "the request failed"),
+        NetworkFailure::Timeout => (TransientReason::Timeout, "the request timed out"),
+        NetworkFailure::Connect => (TransientReason::Connect, "indexq could not connect"),
+        NetworkFailure::Other => (TransientReason::Network, "the request failed"),
     };
     let detail = excerpt(detail);
     let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
-    Verdict::new(Class::Transient, reason, format!("No response: {what}{detail}. indexq retries with backoff."))
+    Verdict::new(reason, format!("No response: {what}{detail}. indexq retries with backoff."))
 }
 
 /// Retry-After: delta-seconds or HTTP-date (httpdate crate). None for garbage/negative.
@@ -197,18 +198,15 @@ fn answered(engine: EngineKind, resp: &Response, key: &str) -> String {
 }
 
 /// The server failed: `transient`, with the server's `Retry-After` if any.
-fn transient(engine: EngineKind, resp: &Response, key: &str, reason: &str, what: &str) -> Verdict {
+fn transient(engine: EngineKind, resp: &Response, key: &str, reason: TransientReason, what: &str) -> Verdict {
     transient_answered(resp, &answered(engine, resp, key), reason, what)
 }
 
 /// [`transient`] with a prefix of the caller's making.
-fn transient_answered(resp: &Response, answered: &str, reason: &str, what: &str) -> Verdict {
+fn transient_answered(resp: &Response, answered: &str, reason: TransientReason, what: &str) -> Verdict {
     let retry_after = resp.retry_after();
     let when = retry_after.map_or_else(|| "with backoff".to_string(), |r| r.to_string());
-    Verdict {
-        retry_after,
-        ..Verdict::new(Class::Transient, reason, format!("{answered}: {what}. indexq retries {when}."))
-    }
+    Verdict { retry_after, ..Verdict::new(reason, format!("{answered}: {what}. indexq retries {when}.")) }
 }
 
 /// "HTTP 503 Service Unavailable", or "HTTP 599" for a status without a
@@ -224,6 +222,7 @@ fn http_status(status: u16) -> String {
 mod tests {
     use super::test_support::*;
     use super::*;
+    use crate::model::Class;
     use chrono::TimeZone;
     use serde::Deserialize;
     use std::collections::BTreeMap;
@@ -349,7 +348,8 @@ mod tests {
                 }
             }
             if id == "google-429-per-day" {
-                let got = (verdict.reason.as_str(), verdict.quota_window, verdict.retry_after);
+                let reason = verdict.reason.to_string();
+                let got = (reason.as_str(), verdict.quota_window, verdict.retry_after);
                 if got != ("daily_quota", Period::Day, None) {
                     failures.push(format!("{id}: expected daily_quota for the day window, got {got:?}"));
                 }
@@ -398,7 +398,7 @@ mod tests {
         for (failure, reason) in table {
             let v = network(failure, "operation timed out\nafter 30s");
             assert_no_secret(&v, KEY, reason);
-            assert_eq!((v.class, v.reason.as_str()), (Class::Transient, reason));
+            assert_eq!((v.class, v.reason.to_string().as_str()), (Class::Transient, reason));
             assert!(v.message.contains("operation timed out after 30s"), "{}", v.message);
             assert_eq!(network(failure, "").message.matches('(').count(), 0);
         }

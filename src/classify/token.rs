@@ -4,7 +4,7 @@
 //! The table is on [`google_token`].
 
 use super::{excerpt, http_status, transient_answered, Response, Verdict};
-use crate::model::Class;
+use crate::model::{AcceptedReason, MisconfiguredReason, TokenError, TokenHttpStatus, TransientReason};
 
 /// What indexq knows about a token request.
 #[derive(Debug, Clone, Copy)]
@@ -14,10 +14,6 @@ pub struct GoogleTokenContext<'a> {
     /// The key file's `private_key_id`: names the key, is no key material.
     pub key_id: &'a str,
 }
-
-/// The OAuth2 error codes (RFC 6749 §5.2) that a service-account key or its JWT causes.
-const GOOGLE_TOKEN_ERRORS: &[&str] =
-    &["invalid_grant", "invalid_client", "unauthorized_client", "access_denied", "invalid_scope"];
 
 /// Classifies an OAuth2 token endpoint answer (RFC 6749 §5.2 errors). 200 → accepted "ok" (the caller parses the token).
 ///
@@ -35,8 +31,7 @@ pub fn google_token(resp: &Response, ctx: &GoogleTokenContext) -> Verdict {
     let (email, key_id) = (ctx.client_email, ctx.key_id);
     if (200..=299).contains(&status) {
         return Verdict::new(
-            Class::Accepted,
-            "ok",
+            AcceptedReason::Ok,
             format!("Google's token endpoint issued an access token for {email} ({}).", http_status(status)),
         );
     }
@@ -54,18 +49,24 @@ pub fn google_token(resp: &Response, ctx: &GoogleTokenContext) -> Verdict {
         format!("Google's token endpoint answered {} ({said})", http_status(status))
     };
     if status == 429 || status == 408 || (500..=599).contains(&status) {
-        return transient_answered(resp, &answered, "token_server_error", "it failed to issue an access token");
+        return transient_answered(
+            resp,
+            &answered,
+            TransientReason::TokenServerError,
+            "it failed to issue an access token",
+        );
     }
-    let known = code.as_deref().filter(|c| GOOGLE_TOKEN_ERRORS.contains(c));
+    // The OAuth2 error codes (RFC 6749 §5.2) that a service-account key or its JWT causes.
+    let known = code.as_deref().and_then(|c| c.parse::<TokenError>().ok());
     match known {
         Some(code) if (400..=499).contains(&status) => {
             let specific = match code {
-                "invalid_scope" => "indexq asks for the scope https://www.googleapis.com/auth/indexing; ",
-                "unauthorized_client" | "access_denied" => "The service account may be disabled; ",
-                _ => "",
+                TokenError::InvalidScope => "indexq asks for the scope https://www.googleapis.com/auth/indexing; ",
+                TokenError::UnauthorizedClient | TokenError::AccessDenied => "The service account may be disabled; ",
+                TokenError::InvalidGrant | TokenError::InvalidClient => "",
             };
             Verdict::misconfigured(
-                code,
+                MisconfiguredReason::Token(code),
                 format!("{answered}: it refused the service-account key {key_id} of {email}."),
                 format!(
                     "{specific}The service-account key {key_id} was revoked, deleted or is wrong: create a new JSON \
@@ -76,7 +77,7 @@ pub fn google_token(resp: &Response, ctx: &GoogleTokenContext) -> Verdict {
             )
         }
         _ => Verdict::misconfigured(
-            format!("token_http_{status}"),
+            MisconfiguredReason::TokenHttp(TokenHttpStatus(status)),
             format!("{answered}: it did not issue an access token for {email} (key {key_id})."),
             "Check `token_uri` in the key file (https://oauth2.googleapis.com/token) and that the file is an \
              unchanged service-account JSON key; if both are right, report this response.",
@@ -89,6 +90,7 @@ mod tests {
     use super::super::test_support::*;
     use super::super::RetryAfter;
     use super::*;
+    use crate::model::{Class, Reason};
 
     #[test]
     fn google_token_errors() {
@@ -114,7 +116,7 @@ mod tests {
         for (status, headers, body, class, reason, retry) in &table {
             let v = google_token_verdict(*status, headers, body);
             assert_eq!(
-                (v.class, v.reason.as_str(), v.retry_after),
+                (v.class, v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {body}: {}",
                 v.message
@@ -124,7 +126,7 @@ mod tests {
                 assert!(v.message.contains(GOOGLE_TOKEN_CTX.key_id), "{}", v.message);
                 assert!(v.message.contains(GOOGLE_TOKEN_CTX.client_email), "{}", v.message);
             }
-            if GOOGLE_TOKEN_ERRORS.contains(&v.reason.as_str()) {
+            if matches!(v.reason, Reason::Misconfigured(MisconfiguredReason::Token(_))) {
                 let hint = v.hint.as_deref().expect("hint");
                 assert!(hint.contains("new JSON key") && hint.contains(GOOGLE_TOKEN_CTX.client_email), "{hint}");
                 assert!(hint.contains("clock"), "{hint}");

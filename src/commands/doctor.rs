@@ -6,14 +6,15 @@
 //! inspection). Exit 0 when nothing needs a human, 3 otherwise.
 
 use super::ExitStatus;
-use crate::clock::{self, Clock, Period};
+use crate::clock::{self, Clock};
 use crate::config::{LedgerLocation, Settings};
 use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
-use crate::ledger::{Ledger, Owner, PgLedger, SqliteLedger, PG_SCHEMA_VERSION};
+use crate::ledger::{Ledger, Owner, PgLedger, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
+use crate::model::Period;
 use crate::model::{Class, EngineKind};
+use crate::output::printer::Printer;
 use crate::redact::Redactor;
-use crate::report::Printer;
 use serde::Serialize;
 use std::io::Write;
 
@@ -212,7 +213,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
     let existed = path.exists();
     // Opening takes group's and others' permissions away: say what it found.
     let loose = loose_mode(path);
-    let mut ledger = match SqliteLedger::open(path) {
+    let mut ledger = match crate::ledger::open(&settings.ledger, &settings.ledger_options) {
         Ok(l) => l,
         Err(e) => {
             checks.push(Check::problem(
@@ -248,7 +249,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         )),
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
     }
-    stranded_checks(settings, &mut ledger, now, &mut checks);
+    stranded_checks(settings, ledger.as_mut(), now, &mut checks);
     checks
 }
 
@@ -274,19 +275,19 @@ fn stranded_checks(
     now: chrono::DateTime<chrono::Utc>,
     checks: &mut Vec<Check>,
 ) {
-    match super::stranded_groups(settings, ledger, now) {
+    match crate::budget::stranded_groups(settings, ledger, now) {
         Ok(stranded) => {
             for (group, counts) in stranded {
                 checks.push(Check::problem(
                     "ledger_stranded",
                     format!(
                         "{}: {} queued, {} parked, {} in flight, under a property or endpoint no longer configured",
-                        crate::report::group_title(&group),
+                        crate::output::printer::group_title(&group),
                         counts.due + counts.waiting,
                         counts.parked,
                         counts.in_flight
                     ),
-                    super::stranded_hint(&group),
+                    crate::budget::stranded_hint(&group),
                 ));
             }
         }
@@ -300,7 +301,9 @@ fn stranded_checks(
 fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
     let schema = &settings.ledger_options.schema;
     let fix = crate::ledger::PG_CONNECT_HINT;
-    let connected = super::pg_options(settings, url, schema).and_then(|o| Ok(PgLedger::connect(&o)?));
+    let connected = crate::ledger::pg_options(url, &settings.ledger_options)
+        .map_err(anyhow::Error::from)
+        .and_then(|o| Ok(PgLedger::connect(&o)?));
     let mut ledger = match connected {
         Ok(l) => l,
         Err(e) => return vec![Check::problem("ledger", format!("{e:#}"), fix)],

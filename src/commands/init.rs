@@ -15,11 +15,11 @@
 //! no configuration, clock or ledger, so `main` dispatches it before loading
 //! any.
 
-use super::submit::UsageError;
 use super::ExitStatus;
 use crate::cli::InitArgs;
 use crate::config::{self, ConfigError};
-use crate::report::Printer;
+use crate::error::UsageError;
+use crate::output::printer::Printer;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -12,12 +12,12 @@
 //! does not load is an error, as for every command. An existing key file is
 //! never overwritten (exit 2). A missing `--out` directory is created.
 
-use super::submit::UsageError;
 use super::ExitStatus;
 use crate::cli::{KeyAction, KeyArgs, KeyGenerateArgs};
 use crate::config::{self, SecretSource, Settings};
 use crate::engines::indexnow::default_key_location;
-use crate::report::Printer;
+use crate::error::UsageError;
+use crate::output::printer::Printer;
 use rand::TryRngCore;
 use serde::Serialize;
 use std::io::Write;

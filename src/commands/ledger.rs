@@ -2,10 +2,11 @@
 //! between backends (one machine's SQLite file to a shared PostgreSQL
 //! database, or back).
 
-use super::{open_ledger, open_ledger_at, ExitStatus};
+use super::{open_ledger, ExitStatus};
 use crate::cli::{LedgerAction, LedgerArgs};
-use crate::config::{LedgerLocation, Settings};
-use crate::report::Printer;
+use crate::config::{LedgerLocation, LedgerOptions, Settings};
+use crate::error::UsageError;
+use crate::output::printer::Printer;
 use std::io::Write;
 
 pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -21,15 +22,15 @@ pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow:
             }
         }
         LedgerAction::Copy(copy) => {
-            let target =
-                LedgerLocation::parse(&copy.to).map_err(|why| super::submit::UsageError(format!("--to {why}")))?;
+            let target = LedgerLocation::parse(&copy.to).map_err(|why| UsageError(format!("--to {why}")))?;
             if target == settings.ledger && copy.schema.is_none() {
-                return Err(super::submit::UsageError("--to names the configured ledger itself".into()).into());
+                return Err(UsageError("--to names the configured ledger itself".into()).into());
             }
             let schema = copy.schema.as_deref().unwrap_or(&settings.ledger_options.schema);
-            crate::config::check_schema_name(schema).map_err(super::submit::UsageError)?;
+            crate::config::check_schema_name(schema).map_err(UsageError)?;
+            let options = LedgerOptions { schema: schema.to_string(), ..settings.ledger_options.clone() };
             let dump = open_ledger(settings)?.export(false)?;
-            let copied = open_ledger_at(settings, &target, schema)
+            let copied = crate::ledger::open(&target, &options)
                 .and_then(|mut to| Ok(to.import(&dump)?))
                 .map_err(|e| e.context(format!("ledger {}", target.display())))?;
             let (from, to) = (settings.ledger.display(), target.display());

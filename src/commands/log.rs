@@ -7,8 +7,8 @@ use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::LogArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::model::EngineKind;
-use crate::report::{rfc3339, Printer};
+use crate::model::{EngineKind, Reason};
+use crate::output::printer::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
 
@@ -24,7 +24,7 @@ struct AttemptJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     endpoint: Option<String>,
     outcome: String,
-    reason: String,
+    reason: Reason,
     message: String,
     http_status: Option<u16>,
     retry_at: Option<String>,

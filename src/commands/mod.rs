@@ -12,75 +12,71 @@ pub mod report;
 pub mod status;
 pub mod submit;
 
-use crate::clock::Clock;
-use crate::config::{LedgerLocation, Settings};
-use crate::ledger::{Ledger, LedgerError, LedgerTime, Now, PgLedger, PgOptions, SqliteLedger};
-use crate::model::{GroupKey, QueueCounts};
+pub use crate::error::ExitStatus;
 
-/// The exit codes of DESIGN §5.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    /// Nothing needs a human (accepted, deferred, queued for retry).
-    Ok,
-    /// Anything else: I/O error, corrupt ledger.
-    Failure,
-    /// Usage or configuration error; nothing sent.
-    Usage,
-    /// Some item is in a `--fail-on` class; the rest was processed.
-    NeedsHuman,
-}
+use crate::cli;
+use crate::clock::{self, Clock};
+use crate::config;
+use crate::config::Settings;
+use crate::ledger::{Ledger, LedgerTime, Now};
+use crate::output::printer::{Printer, Verbosity};
 
-impl ExitStatus {
-    pub fn code(self) -> u8 {
-        match self {
-            ExitStatus::Ok => 0,
-            ExitStatus::Failure => 1,
-            ExitStatus::Usage => 2,
-            ExitStatus::NeedsHuman => 3,
+/// Runs the command `cli` names and returns the exit status it decided; an
+/// error is the caller's to report (`crate::error::report`).
+pub fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
+    let printer = Printer {
+        json: cli.json,
+        verbosity: if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose > 0 {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+    };
+    match &cli.command {
+        // These need no clock or ledger, and a configuration only if there is one.
+        cli::Command::Init(args) => init::run(cli.config.as_deref(), args, &printer),
+        cli::Command::Completions(args) => completions::completions(args.shell),
+        cli::Command::Man => completions::man(),
+        cli::Command::Key(args) => key::run(cli.config.as_deref(), args, &printer),
+        command => {
+            let (settings, clock) = configured(cli)?;
+            let result = match command {
+                cli::Command::Submit(args) => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+                    runtime.block_on(submit::run(&settings, args, &printer, &clock))
+                }
+                cli::Command::Status(args) => status::run(&settings, args, &printer, &clock),
+                cli::Command::Report(args) => report::run(&settings, args, &printer, &clock),
+                cli::Command::Queue(args) => queue::run(&settings, args, &printer, &clock),
+                cli::Command::Log(args) => log::run(&settings, args, &printer, &clock),
+                cli::Command::Ledger(args) => ledger::run(&settings, args, &printer),
+                cli::Command::Doctor => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+                    runtime.block_on(doctor::run(&settings, &printer, &clock))
+                }
+                cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man | cli::Command::Key(_) => {
+                    unreachable!("handled above, before the configuration is loaded")
+                }
+            };
+            result.map_err(|e| crate::error::naming_ledger(e, &settings.ledger))
         }
     }
 }
 
-/// The exit status an error ends a command with (DESIGN §5): 2 for usage
-/// and configuration errors and a ledger newer than this binary (nothing
-/// was done; the fix is an upgrade), 1 for the rest. A closed stdout (a
-/// pipe into `head`) is not an error.
-pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
-    let broken_pipe = err
-        .chain()
-        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
-    if broken_pipe {
-        return ExitStatus::Ok;
-    }
-    let newer =
-        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Open { newer: true, .. })));
-    if newer
-        || err.downcast_ref::<crate::config::ConfigError>().is_some()
-        || err.downcast_ref::<submit::UsageError>().is_some()
-    {
-        ExitStatus::Usage
-    } else {
-        ExitStatus::Failure
-    }
+/// The clock and the configuration that every ledger command needs.
+fn configured(cli: &cli::Cli) -> anyhow::Result<(config::Settings, clock::Clock)> {
+    let clock = clock::Clock::from_env().map_err(|e| crate::error::UsageError(e.to_string()))?;
+    let path = config::find(cli.config.as_deref())?;
+    let settings = config::load(&path)?;
+    tracing::debug!(config = %path.display(), "configuration loaded");
+    Ok((settings, clock))
 }
 
 /// Opens the configured ledger for reading and writing.
 pub fn open_ledger(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    open_ledger_at(settings, &settings.ledger, &settings.ledger_options.schema)
-}
-
-/// Opens a ledger (a file, or a schema of a database) with the
-/// configuration's options: lease, timeout, password.
-pub fn open_ledger_at(
-    settings: &Settings,
-    location: &LedgerLocation,
-    schema: &str,
-) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    let lease = lease(settings);
-    Ok(match location {
-        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open(path)?.with_lease(lease)),
-        LedgerLocation::Postgres(url) => Box::new(PgLedger::open(&pg_options(settings, url, schema)?)?),
-    })
+    crate::ledger::open(&settings.ledger, &settings.ledger_options)
 }
 
 /// What "now" is for the ledger: this machine's clock and how far
@@ -105,70 +101,8 @@ pub fn open_ledger_on_clock(settings: &Settings, clock: &Clock) -> anyhow::Resul
     Ok(ledger)
 }
 
-/// Queue items the configuration no longer sends: their (property, engine,
-/// endpoint) group is in the ledger but not in the configuration (a renamed
-/// property, a respelled endpoint), with their counts.
-pub fn stranded_groups(
-    settings: &Settings,
-    ledger: &mut dyn Ledger,
-    now: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<Vec<(GroupKey, QueueCounts)>> {
-    let configured = crate::budget::groups(settings);
-    let mut stranded = Vec::new();
-    for group in ledger.stored_groups()? {
-        if configured.contains(&group) {
-            continue;
-        }
-        let counts = ledger.queue_counts(&group, now)?;
-        if counts.due + counts.waiting + counts.parked + counts.in_flight > 0 {
-            stranded.push((group, counts));
-        }
-    }
-    Ok(stranded)
-}
-
-/// What to do about stranded items of `group`.
-pub fn stranded_hint(group: &GroupKey) -> String {
-    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
-    format!(
-        "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
-         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
-         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
-        p = group.property,
-        e = group.engine.as_str(),
-    )
-}
-
-/// The configured ledger, for a dry run that only reads it: a SQLite file
-/// that does not exist yet is an empty ledger in memory (no file is made).
-/// Opening brings an older schema up to date, as every run does.
+/// The configured ledger, for a dry run that only reads it
+/// (`ledger::open_to_read`).
 pub fn open_ledger_to_read(settings: &Settings) -> anyhow::Result<Box<dyn Ledger + Send>> {
-    match &settings.ledger {
-        LedgerLocation::Sqlite(path) if !path.exists() => Ok(Box::new(SqliteLedger::in_memory()?)),
-        _ => open_ledger(settings),
-    }
-}
-
-fn lease(settings: &Settings) -> chrono::TimeDelta {
-    chrono::TimeDelta::from_std(settings.ledger_options.lease).unwrap_or(chrono::TimeDelta::MAX)
-}
-
-/// How to reach a PostgreSQL ledger: the password from the configuration
-/// (`ledger_password_env`/`_file`), else `$PGPASSWORD`, else a pgpass file,
-/// else the URL's own.
-pub fn pg_options(settings: &Settings, url: &str, schema: &str) -> anyhow::Result<PgOptions> {
-    let options = &settings.ledger_options;
-    let password = match &options.password {
-        Some(source) => Some(source.read()?.expose().to_string()),
-        None => {
-            std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()).or_else(|| crate::ledger::pgpass_password(url))
-        }
-    };
-    Ok(PgOptions {
-        url: url.to_string(),
-        schema: schema.to_string(),
-        password,
-        timeout: options.timeout,
-        lease: lease(settings),
-    })
+    crate::ledger::open_to_read(&settings.ledger, &settings.ledger_options)
 }

@@ -1,15 +1,15 @@
 //! `indexq queue list|retry|drop`: the items in the ledger, and the two
 //! things a person does to them: retry now (parked or waiting) and drop.
 
-use super::submit::UsageError;
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
+use crate::error::UsageError;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
-use crate::model::EngineKind;
 use crate::model::ItemState;
-use crate::report::{rfc3339, Printer};
+use crate::model::{EngineKind, Reason};
+use crate::output::printer::{rfc3339, Printer};
 use serde::Serialize;
 use std::io::Write;
 
@@ -49,7 +49,7 @@ struct ItemJson {
     next_attempt_at: Option<String>,
     attempts: u32,
     last_outcome: Option<String>,
-    reason: Option<String>,
+    reason: Option<Reason>,
     message: Option<String>,
     http_status: Option<u16>,
     accepted_at: Option<String>,

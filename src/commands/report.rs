@@ -9,7 +9,7 @@ use crate::cli::ReportArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::history::{self, html};
-use crate::report::{rfc3339, Printer};
+use crate::output::printer::{rfc3339, Printer};
 use std::io::Write;
 use std::path::Path;
 

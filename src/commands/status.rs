@@ -2,15 +2,15 @@
 //! use in its current window and when it reopens (in the rule's timezone,
 //! the user's, and relative), queue counts, and the last rejection.
 
-use super::submit::UsageError;
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
 use crate::cli::{StatusArgs, StatusFormat};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::model::EngineKind;
+use crate::error::UsageError;
 use crate::model::QueueCounts;
-use crate::report::{group_title, rfc3339, when, Printer};
+use crate::model::{EngineKind, Reason};
+use crate::output::printer::{group_title, rfc3339, when, Printer};
 use serde::Serialize;
 use std::io::Write;
 
@@ -46,7 +46,7 @@ struct RejectionJson {
     at: String,
     url: String,
     outcome: String,
-    reason: String,
+    reason: Reason,
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     http_status: Option<u16>,
@@ -219,8 +219,8 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             }),
         });
     }
-    for (group, counts) in super::stranded_groups(settings, ledger.as_mut(), now)? {
-        let hint = super::stranded_hint(&group);
+    for (group, counts) in crate::budget::stranded_groups(settings, ledger.as_mut(), now)? {
+        let hint = crate::budget::stranded_hint(&group);
         writeln!(
             human,
             "{} — not configured any more: {} queued, {} parked, {} in flight\n  hint: {hint}",

@@ -35,7 +35,7 @@ impl Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([REDACTED])")
+        write!(f, "Secret({})", crate::redact::MASK)
     }
 }
 

@@ -8,9 +8,9 @@
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
-use crate::clock::Period;
 use crate::config::{ConfigError, Secret, Settings};
-use crate::model::GroupKey;
+use crate::model::Period;
+use crate::model::{BingCode, GroupKey};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -113,7 +113,7 @@ impl Engine for Bing {
         let mut pending = vec![(0, urls.len())];
         while let Some((lo, hi)) = pending.pop() {
             let answer = self.post(site_url, &urls[lo..hi]).await;
-            if answer.verdict.reason == "InvalidUrl" && hi - lo > 1 {
+            if answer.verdict.reason.bing_code() == Some(BingCode::InvalidUrl) && hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
                 pending.push((mid, hi));
                 pending.push((lo, mid));

@@ -11,7 +11,7 @@
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
 use crate::config::{ConfigError, Settings};
-use crate::model::Class;
+use crate::model::{AcceptedReason, Class, MisconfiguredReason, TransientReason};
 use crate::model::{Action, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
@@ -239,7 +239,11 @@ impl Google {
         let assertion = match self.account.assertion(&self.scope) {
             Ok(a) => a,
             Err(why) => {
-                let verdict = Verdict::misconfigured("bad_key", why, "create a new JSON key for the service account");
+                let verdict = Verdict::misconfigured(
+                    MisconfiguredReason::BadKey,
+                    why,
+                    "create a new JSON key for the service account",
+                );
                 *state = TokenState::Refused(verdict.clone(), StoredResponse::default());
                 return Err(unsent(verdict, StoredResponse::default()));
             }
@@ -289,7 +293,7 @@ impl Google {
                 Ok(value)
             }
             (Class::Accepted, Err(_)) => Err(unsent(
-                Verdict::new(Class::Transient, "token_unreadable", "the token endpoint answered 200 without a token"),
+                Verdict::new(TransientReason::TokenUnreadable, "the token endpoint answered 200 without a token"),
                 StoredResponse { http_status: Some(r.status), body: None },
             )),
             (Class::Misconfigured, _) => {
@@ -358,8 +362,7 @@ impl Google {
         if inspect && self.indexed(&site.site_url, url).await {
             return Answer {
                 verdict: Verdict::new(
-                    Class::Accepted,
-                    "already_indexed",
+                    AcceptedReason::AlreadyIndexed,
                     "the URL Inspection API says Google has indexed it; not published",
                 ),
                 response: StoredResponse::default(),

@@ -6,7 +6,7 @@
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
-use crate::errors::error_chain;
+use crate::error::error_chain;
 use crate::model::GroupKey;
 use crate::redact::Redactor;
 use async_trait::async_trait;

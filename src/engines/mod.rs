@@ -8,9 +8,9 @@ pub mod google;
 pub mod indexnow;
 
 use crate::classify::{self, NetworkFailure, Verdict};
-use crate::clock::Period;
 use crate::config::HttpSettings;
-use crate::model::{Action, GroupKey, StoredResponse};
+use crate::model::Period;
+use crate::model::{Action, GroupKey, MisconfiguredReason, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
@@ -75,7 +75,7 @@ impl Sent {
     /// (it changed while items were queued).
     pub fn unconfigured(engine: &str, property: &str, urls: usize) -> Sent {
         let verdict = Verdict::misconfigured(
-            "not_configured",
+            MisconfiguredReason::NotConfigured,
             format!("property `{property}` has no {engine} configuration"),
             format!("add the {engine} table to the property, or `indexq queue drop --property {property}`"),
         );
@@ -237,7 +237,7 @@ pub fn network_answer(err: &reqwest::Error, redactor: &Redactor) -> Answer {
     } else {
         NetworkFailure::Other
     };
-    let detail = redactor.redact(&crate::errors::error_chain(err));
+    let detail = redactor.redact(&crate::error::error_chain(err));
     Answer {
         verdict: classify::network(failure, &detail),
         response: StoredResponse { http_status: None, body: None },

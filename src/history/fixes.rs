@@ -11,7 +11,7 @@
 //! long); their fixes are the ones `submit` reports.
 
 use crate::classify::{self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response};
-use crate::model::EngineKind;
+use crate::model::{EngineKind, HttpStatus, MisconfiguredReason, Reason, TokenHttpStatus};
 
 /// What the fixes name, from the configuration. Nothing secret: the key
 /// location comes with the key already masked.
@@ -38,16 +38,17 @@ const SOME_KEY: &str = "0123456789abcdef";
 
 /// The fix for items of `engine` parked with `reason` (`url`: one of them,
 /// which some fixes name); `None` if no answer gives that reason.
-pub fn hint(engine: EngineKind, reason: &str, url: &str, ctx: &Context) -> Option<String> {
-    match reason {
-        "gave_up" => return Some(GAVE_UP.into()),
-        "key_never_accepted" => return Some(KEY_NEVER_ACCEPTED.into()),
-        _ => {}
-    }
+pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Option<String> {
     // A status named by the reason (`http_418`, `token_http_400`), else the
     // statuses that carry misconfigured reasons.
-    let named: Option<u16> =
-        reason.strip_prefix("token_http_").or_else(|| reason.strip_prefix("http_")).and_then(|s| s.parse().ok());
+    let named = match reason {
+        Reason::Misconfigured(MisconfiguredReason::GaveUp) => return Some(GAVE_UP.into()),
+        Reason::Misconfigured(MisconfiguredReason::KeyNeverAccepted) => return Some(KEY_NEVER_ACCEPTED.into()),
+        Reason::Misconfigured(
+            MisconfiguredReason::Http(HttpStatus(status)) | MisconfiguredReason::TokenHttp(TokenHttpStatus(status)),
+        ) => Some(status),
+        _ => None,
+    };
     let statuses: Vec<u16> = named.into_iter().chain([400, 401, 403, 404, 413, 422, 301]).collect();
     let verdicts: Vec<classify::Verdict> = match engine {
         EngineKind::IndexNow => {
@@ -122,6 +123,11 @@ mod tests {
         }
     }
 
+    /// A misconfigured reason by its stored text.
+    fn misconfigured(text: &str) -> Reason {
+        Reason::of_class(crate::model::Class::Misconfigured, text).unwrap()
+    }
+
     /// Every misconfigured reason `classify` gives has its fix, the same
     /// words the answer had.
     #[test]
@@ -144,10 +150,11 @@ mod tests {
             "key_never_accepted",
         ];
         for reason in indexnow {
-            let fix = hint(EngineKind::IndexNow, reason, url, &ctx()).unwrap_or_else(|| panic!("{reason}"));
+            let fix =
+                hint(EngineKind::IndexNow, misconfigured(reason), url, &ctx()).unwrap_or_else(|| panic!("{reason}"));
             assert!(!fix.contains(SOME_KEY), "{reason}: {fix}");
         }
-        let missing = hint(EngineKind::IndexNow, "key_file_missing", url, &ctx()).unwrap();
+        let missing = hint(EngineKind::IndexNow, misconfigured("key_file_missing"), url, &ctx()).unwrap();
         assert!(missing.contains("https://example.com/[REDACTED].txt"), "{missing}");
         let bing = [
             "InvalidApiKey",
@@ -164,9 +171,9 @@ mod tests {
             "http_404",
         ];
         for reason in bing {
-            assert!(hint(EngineKind::Bing, reason, url, &ctx()).is_some(), "{reason}");
+            assert!(hint(EngineKind::Bing, misconfigured(reason), url, &ctx()).is_some(), "{reason}");
         }
-        let key = hint(EngineKind::Bing, "InvalidApiKey", url, &ctx()).unwrap();
+        let key = hint(EngineKind::Bing, misconfigured("InvalidApiKey"), url, &ctx()).unwrap();
         assert!(key.contains("api_key_env"), "{key}");
         let google = [
             "api_disabled",
@@ -184,10 +191,11 @@ mod tests {
             "token_http_400",
         ];
         for reason in google {
-            assert!(hint(EngineKind::Google, reason, url, &ctx()).is_some(), "{reason}");
+            assert!(hint(EngineKind::Google, misconfigured(reason), url, &ctx()).is_some(), "{reason}");
         }
-        let owner = hint(EngineKind::Google, "ownership_not_verified", url, &ctx()).unwrap();
+        let owner = hint(EngineKind::Google, misconfigured("ownership_not_verified"), url, &ctx()).unwrap();
         assert!(owner.contains("indexer@my-proj.iam.gserviceaccount.com") && owner.contains("Owner"), "{owner}");
-        assert_eq!(hint(EngineKind::IndexNow, "no_such_reason", url, &ctx()), None);
+        // A reason indexq itself gives, no answer.
+        assert_eq!(hint(EngineKind::IndexNow, misconfigured("not_configured"), url, &ctx()), None);
     }
 }

@@ -9,7 +9,7 @@
 use super::{Day, GroupHistory, History, CLASSES};
 use crate::clock;
 use crate::model::Class;
-use crate::report::{group_title, when};
+use crate::output::printer::{group_title, when};
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 use std::fmt::Write as _;
@@ -240,10 +240,10 @@ fn parked(h: &mut String, history: &History) {
             esc(&g.group.property),
             g.group.engine,
             esc(&g.group.target),
-            esc(&p.reason),
+            esc(&p.reason.to_string()),
             p.count,
             esc(&group_title(&g.group)),
-            esc(&p.reason),
+            esc(&p.reason.to_string()),
             examples.join("<br>"),
             p.count,
             esc(&p.message),
@@ -377,7 +377,7 @@ fn stranded(h: &mut String, history: &History) {
             q.due + q.waiting,
             q.parked,
             q.in_flight,
-            esc(&crate::commands::stranded_hint(group))
+            esc(&crate::budget::stranded_hint(group))
         );
     }
     h.push_str("</ul>\n</section>\n");

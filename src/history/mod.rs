@@ -5,17 +5,18 @@
 //! what is parked with the reason and the fix. Days are calendar days in
 //! the timezone of the group's own daily rule, so a day's bar and its limit
 //! are the ones the ledger counted. Everything is read through the `Ledger`
-//! trait; `html` renders it. (`crate::report` is `submit`'s output, not
-//! this.)
+//! trait; `html` renders it. (`crate::output::report` is `submit`'s output,
+//! not this.)
 
 pub mod fixes;
 pub mod html;
 
 use crate::budget::{self, RuleState, Scope};
-use crate::clock::{self, Period};
+use crate::clock;
 use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
-use crate::model::{Class, EngineKind};
+use crate::model::Period;
+use crate::model::{Class, EngineKind, LocalReason, Reason};
 use crate::model::{GroupKey, QueueCounts, RunRecord};
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -74,7 +75,7 @@ pub struct Day {
 /// Parked items of a group that share a reason.
 #[derive(Debug, Clone)]
 pub struct Parked {
-    pub reason: String,
+    pub reason: Reason,
     pub count: u64,
     /// The last answer's message, of the first item.
     pub message: String,
@@ -136,7 +137,7 @@ pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, 
             }
         }
     }
-    let stranded = crate::commands::stranded_groups(settings, ledger, now)?;
+    let stranded = crate::budget::stranded_groups(settings, ledger, now)?;
     Ok(History { now, days, groups, last_run: ledger.last_run(false)?, last_success: ledger.last_run(true)?, stranded })
 }
 
@@ -173,7 +174,7 @@ fn parked(
     let ctx = fix_context(settings, group);
     let mut by_reason: Vec<Parked> = Vec::new();
     for item in ledger.items(&filter, now)? {
-        let reason = item.last_reason.clone().unwrap_or_default();
+        let reason = item.last_reason.unwrap_or(Reason::Local(LocalReason::Parked));
         match by_reason.iter_mut().find(|p| p.reason == reason) {
             Some(p) => {
                 p.count += 1;
@@ -182,7 +183,7 @@ fn parked(
                 }
             }
             None => by_reason.push(Parked {
-                hint: fixes::hint(group.engine, &reason, &item.url, &ctx),
+                hint: fixes::hint(group.engine, reason, &item.url, &ctx),
                 reason,
                 count: 1,
                 message: item.last_message.unwrap_or_default(),
@@ -191,7 +192,7 @@ fn parked(
             }),
         }
     }
-    by_reason.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.cmp(&b.reason)));
+    by_reason.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.to_string().cmp(&b.reason.to_string())));
     Ok(by_reason)
 }
 

@@ -59,7 +59,9 @@ pub fn named(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
     match items {
         Some(bytes) => decode(&bytes),
         None if n == 1 => Ok(vec![first]),
-        None => Err(LedgerError::Invalid("the ledger's requests.items is missing for a request of several items".into())),
+        None => {
+            Err(LedgerError::Invalid("the ledger's requests.items is missing for a request of several items".into()))
+        }
     }
 }
 

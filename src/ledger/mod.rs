@@ -4,9 +4,11 @@
 //!
 //! `Ledger` is the interface in domain terms (admit, claim within budget,
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
-//! the one many machines share. Both decide a claim with `plan` and pass the
-//! same `story` tests. The ledger knows nothing of HTTP or of how answers
-//! are classified: it stores classes and times that the scheduler decided.
+//! the one many machines share, and `open` picks the configured one. Both
+//! decide a claim with `plan` and pass the same `story` tests. The ledger
+//! knows nothing of HTTP or of how answers are classified: it stores
+//! classes and times that the scheduler decided. Its errors (`LedgerError`)
+//! live in `crate::error`, with the others that end a run.
 
 mod ids;
 mod owner;
@@ -16,88 +18,68 @@ mod sqlite;
 #[cfg(test)]
 mod story;
 
+pub use crate::error::LedgerError;
 pub use ids::url_key;
 pub use owner::Owner;
 pub use policy::Existing;
-pub use postgres::{
-    pgpass_password, PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION,
-};
+pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
 
+use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Report, RuleWindow, RunRecord,
-    StoredResponse, Usage,
+    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Reason, Report, RuleWindow, RunRecord,
+    StoredResponse, TransientReason, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
-
-/// Errors a ledger gives: the message names the ledger; the driver's error,
-/// with its code, is kept as the source.
-#[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
-    #[error("ledger {path}: {message}")]
-    Open {
-        path: String,
-        message: String,
-        hint: Option<String>,
-        /// The ledger's schema is newer than this binary knows (exit 2).
-        newer: bool,
-        #[source]
-        source: Option<Box<LedgerError>>,
-    },
-    #[error("ledger: the database is busy")]
-    Busy,
-    #[error("the ledger has schema version {found}, newer than this indexq knows ({known})")]
-    Newer { found: i64, known: i64 },
-    /// The database cannot be reached, or stopped answering (PostgreSQL).
-    #[error("the database cannot be reached: {0}")]
-    Unavailable(String),
-    /// The database aborted a transaction (a deadlock); it is run again.
-    #[error("the database aborted a transaction")]
-    Retry,
-    /// SQLite refused a statement (a full disk, a damaged file, …).
-    #[error("the SQLite ledger refused a statement")]
-    Sqlite(#[source] rusqlite::Error),
-    /// PostgreSQL refused a statement: what it said, and its code.
-    #[error("the database refused a statement: {message}")]
-    Postgres {
-        message: String,
-        #[source]
-        source: ::postgres::Error,
-    },
-    /// What the ledger holds makes no sense to this indexq (a value it does
-    /// not know, a damaged list), or what was asked of it cannot be done now.
-    #[error("ledger: {0}")]
-    Invalid(String),
-}
-
-impl LedgerError {
-    /// Whether `err` comes from a database ledger that cannot be reached.
-    pub fn is_lost(err: &anyhow::Error) -> bool {
-        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable(_))))
-    }
-
-    /// The ledger at `place` has a schema newer than this binary knows.
-    pub fn newer(place: &str, found: i64, known: i64) -> LedgerError {
-        LedgerError::Open {
-            path: place.to_string(),
-            message: LedgerError::Newer { found, known }.to_string(),
-            hint: Some("upgrade indexq (a newer version wrote this ledger)".into()),
-            newer: true,
-            source: None,
-        }
-    }
-}
-
-impl From<rusqlite::Error> for LedgerError {
-    fn from(err: rusqlite::Error) -> Self {
-        match err.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => LedgerError::Busy,
-            _ => LedgerError::Sqlite(err),
-        }
-    }
-}
+use postgres::pgpass_password;
 
 pub type Result<T> = std::result::Result<T, LedgerError>;
+
+/// Opens the ledger at `location` with the configuration's options, and
+/// brings its schema up to date (under a lock: many runners, one
+/// migration). The one place a backend is chosen: a path is a SQLite file,
+/// a `postgres://` URL the schema `options.schema` of a database. The error
+/// is a `LedgerError`, or a `ConfigError` when the configured password
+/// cannot be read.
+pub fn open(location: &LedgerLocation, options: &LedgerOptions) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    Ok(match location {
+        LedgerLocation::Sqlite(path) => Box::new(SqliteLedger::open(path)?.with_lease(lease(options))),
+        LedgerLocation::Postgres(url) => Box::new(PgLedger::open(&pg_options(url, options)?)?),
+    })
+}
+
+/// `open`, for a dry run that only reads the ledger: a SQLite file that
+/// does not exist yet is an empty ledger in memory (no file is made).
+/// Opening brings an older schema up to date, as every run does.
+pub fn open_to_read(location: &LedgerLocation, options: &LedgerOptions) -> anyhow::Result<Box<dyn Ledger + Send>> {
+    match location {
+        LedgerLocation::Sqlite(path) if !path.exists() => Ok(Box::new(SqliteLedger::in_memory()?)),
+        _ => open(location, options),
+    }
+}
+
+/// How to reach the PostgreSQL ledger at `url`: the password from the
+/// configuration (`ledger_password_env`/`_file`), else `$PGPASSWORD`, else
+/// a pgpass file, else the URL's own.
+pub fn pg_options(url: &str, options: &LedgerOptions) -> std::result::Result<PgOptions, ConfigError> {
+    let password = match &options.password {
+        Some(source) => Some(source.read()?.expose().to_string()),
+        None => std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()).or_else(|| pgpass_password(url)),
+    };
+    Ok(PgOptions {
+        url: url.to_string(),
+        schema: options.schema.clone(),
+        password,
+        timeout: options.timeout,
+        lease: lease(options),
+    })
+}
+
+/// How long this process's reservations are trusted when their owner
+/// cannot be checked.
+fn lease(options: &LedgerOptions) -> TimeDelta {
+    TimeDelta::from_std(options.lease).unwrap_or(TimeDelta::MAX)
+}
 
 /// A group as a backend stores it (the engine by name; a name this indexq
 /// does not know is an error naming it).
@@ -114,6 +96,25 @@ fn stored<T: std::str::FromStr>(table: &str, column: &str, value: &str) -> Resul
             "the ledger's {table}.{column} holds `{value}`, which this indexq does not know (a newer indexq wrote it?)"
         ))
     })
+}
+
+/// A reason read back beside the class it was stored with (a request's):
+/// a text this indexq does not know as a reason of that class is an error.
+fn stored_reason(class: Class, text: &str) -> Result<Reason> {
+    Reason::of_class(class, text).map_err(|_| {
+        LedgerError::Invalid(format!(
+            "the ledger's requests.reason holds `{text}`, which this indexq does not know as a reason of class \
+             {class} (a newer indexq wrote it?)"
+        ))
+    })
+}
+
+/// The reason of an item's last request, if it has one.
+fn stored_last_reason(class: Option<&str>, text: Option<&str>) -> Result<Option<Reason>> {
+    match (class, text) {
+        (Some(class), Some(text)) => Ok(Some(stored_reason(stored("requests", "class", class)?, text)?)),
+        _ => Ok(None),
+    }
 }
 
 /// `stored` for a column that may be empty.
@@ -273,7 +274,7 @@ pub struct Answered {
     pub items: Vec<i64>,
     pub at: DateTime<Utc>,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub response: StoredResponse,
     pub next: NextStep,
@@ -306,7 +307,7 @@ pub struct ItemRow {
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub attempts: u32,
     pub last_class: Option<Class>,
-    pub last_reason: Option<String>,
+    pub last_reason: Option<Reason>,
     pub last_message: Option<String>,
     pub last_http_status: Option<u16>,
     pub accepted_at: Option<DateTime<Utc>>,
@@ -346,7 +347,7 @@ pub struct AttemptRow {
     pub urls: u64,
     pub group: GroupKey,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub http_status: Option<u16>,
     pub body: Option<String>,
@@ -403,7 +404,7 @@ pub struct DumpRequest {
     pub group: GroupKey,
     pub at: DateTime<Utc>,
     pub class: Class,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
     pub response: StoredResponse,
     pub retry_at: Option<DateTime<Utc>>,
@@ -451,7 +452,7 @@ struct Recorded<'a> {
     group: i64,
     at: DateTime<Utc>,
     class: Class,
-    reason: &'a str,
+    reason: Reason,
     message: &'a str,
     response: &'a StoredResponse,
     retry_at: Option<DateTime<Utc>>,
@@ -469,7 +470,7 @@ impl<'a> Recorded<'a> {
             group,
             at: answer.at,
             class: answer.class,
-            reason: &answer.reason,
+            reason: answer.reason,
             message: &answer.message,
             response: &answer.response,
             retry_at,
@@ -485,7 +486,7 @@ impl<'a> Recorded<'a> {
             group,
             at: now,
             class: Class::Transient,
-            reason: "interrupted",
+            reason: Reason::Transient(TransientReason::Interrupted),
             message: INTERRUPTED,
             response: NO_RESPONSE,
             retry_at: Some(now),
@@ -499,7 +500,7 @@ impl<'a> Recorded<'a> {
             group,
             at: request.at,
             class: request.class,
-            reason: &request.reason,
+            reason: request.reason,
             message: &request.message,
             response: &request.response,
             retry_at: request.retry_at,

@@ -495,7 +495,7 @@ fn describe(err: &pg::Error) -> String {
     if let Some(db) = err.as_db_error() {
         return format!("{} ({})", db.message(), db.code().code());
     }
-    crate::errors::error_chain(err)
+    crate::error::error_chain(err)
 }
 
 /// Runs `attempt` (one whole transaction) again while the server aborts it
@@ -684,7 +684,7 @@ const CLASSES: &str = "'accepted', 'quota', 'transient', 'key_pending', 'misconf
 /// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
 /// requests r ON r.id = i.last_request_id`.
 const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
 const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 fn item_row(r: &Row) -> Result<ItemRow> {
@@ -696,7 +696,7 @@ fn item_row(r: &Row) -> Result<ItemRow> {
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
         last_class: stored_opt("items", "last_class", r.get(8))?,
-        last_reason: r.get(9),
+        last_reason: stored_last_reason(r.get(13), r.get(9))?,
         last_message: r.get(10),
         last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
         accepted_at: r.get(12),
@@ -714,7 +714,7 @@ fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
         urls: r.get::<_, i32>(1).max(0) as u64,
         group: stored_group(r.get(2), r.get(3), r.get(4))?,
         class: stored("requests", "class", r.get(5))?,
-        reason: r.get(6),
+        reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
         message: r.get(7),
         http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16),
         body: r.get(9),
@@ -734,7 +734,7 @@ fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
                 &r.group,
                 &sec(r.at),
                 &r.class.as_str(),
-                &r.reason,
+                &r.reason.to_string(),
                 &r.message,
                 &r.response.http_status.map(i32::from),
                 &r.response.body.as_deref().map(cap_body),
@@ -1400,7 +1400,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
             group: stored_group(r.get(1), r.get(2), r.get(3))?,
             at: r.get(4),
             class: stored("requests", "class", r.get(5))?,
-            reason: r.get(6),
+            reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
             message: r.get(7),
             response: StoredResponse { http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16), body: r.get(9) },
             retry_at: r.get(10),
@@ -1522,7 +1522,7 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
         for row in tx.query(
             "SELECT id, n, first_item, items FROM requests WHERE group_id = $1 AND at = $2 AND class = $3
                  AND reason = $4 AND message = $5 AND retry_at IS NOT DISTINCT FROM $6",
-            &[&group, &r.at, &r.class.as_str(), &r.reason, &r.message, &r.retry_at],
+            &[&group, &r.at, &r.class.as_str(), &r.reason.to_string(), &r.message, &r.retry_at],
         )? {
             if ids::named(row.get::<_, i32>(1).into(), row.get(2), row.get(3))? == items {
                 same = Some(row.get::<_, i64>(0));
@@ -1864,7 +1864,9 @@ fn ledger_time(tx: &mut impl GenericClient, shift: TimeDelta, record: bool) -> R
     Ok(LedgerTime { now, latest, clock })
 }
 
-/// Due items a claim moved to when budget frees up: id, URL, time.
+/// The password for `url` in the pgpass file (`$PGPASSFILE`, else
+/// `~/.pgpass`), as libpq reads it: host, port, database and user must
+/// match; a file others may read is ignored with a warning.
 pub fn pgpass_password(url: &str) -> Option<String> {
     let path = std::env::var_os("PGPASSFILE")
         .map(std::path::PathBuf::from)

@@ -633,7 +633,7 @@ fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
 /// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
 /// requests r ON r.id = i.last_request_id`.
 const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
 const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 fn item_row(r: &Row<'_>) -> Result<ItemRow> {
@@ -648,7 +648,10 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
         last_class: stored_opt("items", "last_class", last_class.as_deref())?,
-        last_reason: r.get(9)?,
+        last_reason: stored_last_reason(
+            r.get::<_, Option<String>>(13)?.as_deref(),
+            r.get::<_, Option<String>>(9)?.as_deref(),
+        )?,
         last_message: r.get(10)?,
         last_http_status: r.get(11)?,
         accepted_at: opt_ts(r.get(12)?),
@@ -663,13 +666,14 @@ const REQUEST_COLUMNS: &str =
 fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
     let class: String = r.get(5)?;
+    let class = stored("requests", "class", &class)?;
     Ok(AttemptRow {
         at: from_ts(r.get(0)?),
         url,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
         group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
-        class: stored("requests", "class", &class)?,
-        reason: r.get(6)?,
+        class,
+        reason: stored_reason(class, &r.get::<_, String>(6)?)?,
         message: r.get(7)?,
         http_status: r.get(8)?,
         body: r.get(9)?,
@@ -689,7 +693,7 @@ fn insert_request(tx: &Connection, r: &Recorded) -> Result<i64> {
         r.group,
         ts(r.at),
         r.class.as_str(),
-        r.reason,
+        r.reason.to_string(),
         r.message,
         r.response.http_status,
         r.response.body.as_deref().map(cap_body),
@@ -1469,12 +1473,13 @@ impl Ledger for SqliteLedger {
                     continue;
                 }
                 let (engine, class): (String, String) = (r.get(2)?, r.get(5)?);
+                let class = stored("requests", "class", &class)?;
                 request_index.insert(r.get::<_, i64>(0)?, dump.requests.len());
                 dump.requests.push(DumpRequest {
                     group: stored_group(r.get(1)?, &engine, r.get(3)?)?,
                     at: from_ts(r.get(4)?),
-                    class: stored("requests", "class", &class)?,
-                    reason: r.get(6)?,
+                    class,
+                    reason: stored_reason(class, &r.get::<_, String>(6)?)?,
                     message: r.get(7)?,
                     response: StoredResponse { http_status: r.get(8)?, body: r.get(9)? },
                     retry_at: opt_ts(r.get(10)?),
@@ -1592,7 +1597,8 @@ impl Ledger for SqliteLedger {
                 let group = group_id_or_create(&tx, &mut self.groups, &mut created, &r.group)?;
                 let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
                 items.sort_unstable();
-                let key = params![group, ts(r.at), r.class.as_str(), r.reason, r.message, r.retry_at.map(ts)];
+                let key =
+                    params![group, ts(r.at), r.class.as_str(), r.reason.to_string(), r.message, r.retry_at.map(ts)];
                 let mut same = None;
                 let mut rows = known.query(key)?;
                 while let Some(row) = rows.next()? {
@@ -1794,6 +1800,26 @@ mod tests {
         assert_eq!(ledger.last_run(true).unwrap(), Some(run));
     }
 
+    /// A reason read back that this indexq does not know as one of its
+    /// request's class is an error naming it, never a default.
+    #[test]
+    fn an_unknown_reason_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        super::super::story::story(&mut ledger);
+        assert!(!ledger.attempts(None, 10).unwrap().is_empty());
+        let now = t("2026-12-10T10:00:00Z");
+        assert!(!ledger.items(&ItemFilter::default(), now).unwrap().is_empty());
+        // A reason of another class, then a text no class has.
+        for text in ["ok", "from_a_newer_indexq"] {
+            ledger.conn.execute("UPDATE requests SET reason = ?1 WHERE class <> 'accepted'", [text]).unwrap();
+            let err = ledger.attempts(None, 10).unwrap_err().to_string();
+            assert!(err.contains(&format!("requests.reason holds `{text}`")), "{err}");
+            let err = ledger.items(&ItemFilter::default(), now).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{text}`")), "{err}");
+        }
+    }
+
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
         range
             .map(|i| NewItem {
@@ -1849,7 +1875,7 @@ mod tests {
             items: vec![item.id],
             at,
             class,
-            reason: "r".into(),
+            reason: super::super::story::some_reason(class),
             message: "m".into(),
             response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
             next,
@@ -1927,7 +1953,7 @@ mod tests {
         // A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
         let day = RuleWindow {
             rule: "b:day".into(),
-            period: crate::clock::Period::Day,
+            period: crate::model::Period::Day,
             window: "2026-12-11".into(),
             limit: Some(4),
             reported: false,

@@ -4,7 +4,8 @@
 //! reservation, and take an engine's report with a request in flight.
 
 use super::*;
-use crate::clock::Period;
+use crate::model::Period;
+use crate::model::{AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason};
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
@@ -36,13 +37,24 @@ fn items(n: usize) -> Vec<NewItem> {
         .collect()
 }
 
+/// A reason of `class`, for answers whose reason the story does not read.
+pub fn some_reason(class: Class) -> Reason {
+    match class {
+        Class::Accepted => AcceptedReason::Ok.into(),
+        Class::Quota => QuotaReason::RateLimited.into(),
+        Class::Transient => TransientReason::ServerError.into(),
+        Class::KeyPending => KeyPendingReason::KeyPending.into(),
+        Class::Misconfigured => MisconfiguredReason::BadRequest.into(),
+    }
+}
+
 /// One answer for every item of a claim.
 pub fn answer(claim: &Claim, at: DateTime<Utc>, class: Class, response: StoredResponse, next: NextStep) -> Answered {
     Answered {
         items: claim.items.iter().map(|i| i.id).collect(),
         at,
         class,
-        reason: if class == Class::Accepted { "ok".into() } else { "r".into() },
+        reason: some_reason(class),
         message: "m".into(),
         response,
         next,
@@ -125,7 +137,7 @@ pub fn story(ledger: &mut impl Ledger) {
         .finish(&Finish {
             reservation: claim.reservation.unwrap(),
             answers: vec![Answered {
-                reason: "server_error".into(),
+                reason: TransientReason::ServerError.into(),
                 message: "503".into(),
                 ..answer(&claim, tomorrow, Class::Transient, StoredResponse::default(), NextStep::RetryAt(tomorrow))
             }],
@@ -156,7 +168,7 @@ pub fn story(ledger: &mut impl Ledger) {
         .finish(&Finish {
             reservation: claim.reservation.unwrap(),
             answers: vec![Answered {
-                reason: "rate_limited".into(),
+                reason: QuotaReason::RateLimited.into(),
                 message: "429".into(),
                 ..answer(
                     &claim,
@@ -362,7 +374,7 @@ pub fn history_story(ledger: &mut impl Ledger) {
         items,
         at,
         class,
-        reason: "r".into(),
+        reason: some_reason(class),
         message: "m".into(),
         response: ok.clone(),
         next,
@@ -510,8 +522,8 @@ fn sqlite_tells_the_story() {
 }
 
 /// A PostgreSQL ledger in a new schema of the test server
-/// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`), or `None` with the reason
-/// printed when there is none and none is required.
+/// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`); without it the test
+/// fails (the tests that call this are `#[ignore]`d with what they need).
 pub fn test_postgres() -> super::PgLedger {
     let Some(url) = std::env::var("INDEXQ_TEST_PG").ok().filter(|u| !u.is_empty()) else {
         panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");

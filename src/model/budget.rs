@@ -1,8 +1,8 @@
-//! Budget windows and their usage: a rule's current window, what has been
+//! Budget windows and their usage: a window's length (`Period`), a rule's current window, what has been
 //! counted against it, and what an engine reported of it.
 
-use crate::clock::Period;
 use chrono::{DateTime, Utc};
+use std::fmt;
 
 /// One budget rule in the window that contains "now".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,5 +65,32 @@ impl Usage {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
+    }
+}
+
+/// The length of a quota window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Period {
+    /// A clock minute (rate rules such as Google's inspections per minute).
+    Minute,
+    Day,
+    Month,
+}
+
+impl Period {
+    /// `"day"` or `"month"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Period::Minute => "minute",
+            Period::Day => "day",
+            Period::Month => "month",
+        }
+    }
+}
+
+impl fmt::Display for Period {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }

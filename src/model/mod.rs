@@ -1,6 +1,7 @@
 //! The domain every part of indexq speaks in, with no I/O: engines, classes
 //! and outcomes, groups and actions, budget windows and their usage, queue
-//! states and counts, stored responses, run records. The ledger stores these
+//! states and counts, stored responses, run records, and the reason of
+//! every outcome. The ledger stores these
 //! and the engines, commands and reports use them; none of them needs the
 //! storage layer to name one.
 
@@ -9,11 +10,16 @@ mod engine;
 mod group;
 mod outcome;
 mod queue;
+mod reason;
 mod run;
 
-pub use budget::{Report, RuleWindow, Usage};
+pub use budget::{Period, Report, RuleWindow, Usage};
 pub use engine::EngineKind;
 pub use group::{Action, GroupKey};
 pub use outcome::{Class, Outcome};
 pub use queue::{ItemState, NextStep, QueueCounts, StoredResponse};
+pub use reason::{
+    AcceptedReason, BingCode, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason,
+    Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
+};
 pub use run::RunRecord;

@@ -16,6 +16,7 @@ mod hostile;
 mod init;
 mod inputs;
 mod keys;
+mod layers;
 mod ledger;
 mod local_state;
 mod metrics;

@@ -12,8 +12,10 @@ use crate::cli::SubmitArgs;
 use crate::engines;
 use crate::ingest::{self, sitemap};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
-use crate::model::{Class, EngineKind, GroupKey, ItemState, Outcome};
-use crate::report::{PlanCounts, Printer, ResultEntry};
+use crate::model::{Class, EngineKind, GroupKey, ItemState, LocalReason, Outcome};
+use crate::output::printer::Printer;
+use crate::output::report::PlanCounts;
+use crate::output::results::ResultEntry;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -136,7 +138,7 @@ impl Run<'_> {
         for problem in problems {
             printer.warn(&problem.to_string());
             let sitemap = strip_position(&problem.place);
-            self.invalid_line(invalid(sitemap, &problem.place, "sitemap", problem.message))?;
+            self.invalid_line(invalid(sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
         self.flush(intake)
     }
@@ -159,13 +161,13 @@ impl Run<'_> {
             Ok(url) => url,
             Err(why) => {
                 printer.warn(&format!("{place}: `{text}`: {why}"));
-                return self.invalid_line(invalid(text, place, "invalid_url", why));
+                return self.invalid_line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
         let Some(property) = self.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.warn(&format!("{place}: `{text}`: {why}"));
-            return self.invalid_line(invalid(text, place, "no_property", why));
+            return self.invalid_line(invalid(text, place, LocalReason::NoProperty, why));
         };
         if before_since(intake.since, lastmod) {
             intake.before_since += 1;
@@ -261,17 +263,14 @@ fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
         }
         Admission::AlreadyQueued { .. } => Told::Nothing,
         Admission::Skipped { id, accepted_at, unchanged } => {
-            let mut e = base_entry(&item.url, &item.group, Outcome::Skipped);
-            if unchanged {
-                e.reason = "unchanged".into();
-                e.message = format!(
-                    "not changed since it was accepted {} ago (no later lastmod)",
-                    crate::clock::humanize(now - accepted_at)
-                );
+            let ago = crate::clock::humanize(now - accepted_at);
+            let (reason, message) = if unchanged {
+                (LocalReason::Unchanged, format!("not changed since it was accepted {ago} ago (no later lastmod)"))
             } else {
-                e.reason = "already_accepted".into();
-                e.message = format!("accepted {} ago", crate::clock::humanize(now - accepted_at));
-            }
+                (LocalReason::AlreadyAccepted, format!("accepted {ago} ago"))
+            };
+            let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
+            e.message = message;
             Told::Result(id, Box::new(e))
         }
         Admission::Parked { id } | Admission::InFlight { id } => Told::FromRow(id),
@@ -288,20 +287,22 @@ fn row_entry(
     rule_tz: impl FnOnce(&GroupKey) -> Option<Tz>,
     now: DateTime<Utc>,
 ) -> ResultEntry {
-    let mut e = base_entry(&row.url, &row.group, Outcome::Deferred);
+    let (outcome, reason) = match row.state {
+        ItemState::Parked => (Outcome::Misconfigured, row.last_reason.unwrap_or(LocalReason::Parked.into())),
+        ItemState::InFlight => (Outcome::Deferred, LocalReason::InFlight.into()),
+        _ => (Outcome::Deferred, row.last_reason.unwrap_or(LocalReason::Queued.into())),
+    };
+    let mut e = base_entry(&row.url, &row.group, outcome, reason);
     e.attempts = row.attempts;
     e.http_status = row.last_http_status;
     match row.state {
         ItemState::Parked => {
-            e.outcome = Outcome::Misconfigured;
-            e.reason = row.last_reason.unwrap_or_else(|| "parked".into());
             e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
             e.hint = Some(
                 "fix the configuration (parked items are retried when it changes) or run `indexq queue retry`".into(),
             );
         }
         ItemState::InFlight => {
-            e.reason = "in_flight".into();
             e.message = "another indexq run is sending it right now".into();
         }
         _ => {
@@ -310,7 +311,6 @@ fn row_entry(
                 Some(Class::Quota) | None => rule_tz(&row.group).unwrap_or(user_tz),
                 _ => user_tz,
             };
-            e.reason = row.last_reason.unwrap_or_else(|| "queued".into());
             e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
             if let Some(t) = row.next_attempt_at {
                 e.set_retry(t, tz, now);
@@ -330,7 +330,7 @@ fn strip_position(place: &str) -> &str {
 }
 
 /// The result of an input line that never became a queue item.
-fn invalid(text: &str, place: &str, reason: &str, message: String) -> ResultEntry {
+fn invalid(text: &str, place: &str, reason: LocalReason, message: String) -> ResultEntry {
     ResultEntry {
         url: text.to_string(),
         property: None,
@@ -355,7 +355,7 @@ mod tests {
     use crate::commands::submit::testing::{
         self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER,
     };
-    use crate::model::Class;
+    use crate::model::{Class, Reason};
 
     #[test]
     fn since_keeps_only_a_lastmod_at_or_after_it() {
@@ -439,7 +439,9 @@ mod tests {
             next_attempt_at: Some(at("2026-03-02T12:00:00Z")),
             attempts: 2,
             last_class,
-            last_reason: reason.map(String::from),
+            last_reason: reason.map(|r| {
+                Reason::of_class(last_class.expect("a reason has a class"), r).expect("a reason of the class")
+            }),
             last_message: reason.map(|r| format!("the engine said {r}")),
             last_http_status: Some(429),
             accepted_at: None,
@@ -464,7 +466,8 @@ mod tests {
     #[test]
     fn an_in_flight_row_is_deferred_while_another_run_sends_it() {
         let now = at(NOW);
-        let e = row_entry(row(ItemState::InFlight, None, Some("server_error")), Tz::UTC, |_| None, now);
+        let e =
+            row_entry(row(ItemState::InFlight, Some(Class::Transient), Some("server_error")), Tz::UTC, |_| None, now);
         assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "in_flight"));
         assert_eq!(e.message, "another indexq run is sending it right now");
         assert_eq!(e.retry_at, None);
@@ -497,7 +500,7 @@ mod tests {
         assert_eq!(strip_position("https://e.com:8080"), "https://e.com:8080", "a port is no position");
         assert_eq!(strip_position("https://e.com/s.xml:3:"), "https://e.com/s.xml:3:");
         assert_eq!(strip_position("urls.txt:3"), "urls.txt:3");
-        let e = invalid("https://e.com/s.xml", "https://e.com/s.xml:3:14", "sitemap", "not XML".into());
+        let e = invalid("https://e.com/s.xml", "https://e.com/s.xml:3:14", LocalReason::Sitemap, "not XML".into());
         assert_eq!(
             (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
             (Outcome::Invalid, "sitemap", "not XML")

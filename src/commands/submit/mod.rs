@@ -29,23 +29,20 @@ use crate::cli::SubmitArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, Settings};
 use crate::engines::{self, Engine};
+use crate::error::UsageError;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
 use crate::model::{Action, GroupKey};
-use crate::model::{EngineKind, Outcome};
-use crate::progress::Progress;
+use crate::model::{EngineKind, Outcome, Reason};
+use crate::output::printer::Printer;
+use crate::output::progress::Progress;
+use crate::output::report::Deferral;
+use crate::output::results::{Key, ResultEntry, Results};
 use crate::redact::Redactor;
-use crate::report::{Deferral, Printer, ResultEntry};
-use crate::results::{Key, Results};
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
-
-/// A usage error found before anything was sent (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
 
 /// One run: what every phase reads (settings, clock, engines, ledger) and
 /// what they leave for the report.
@@ -200,9 +197,9 @@ fn clock_warnings(time: &LedgerTime, local: DateTime<Utc>, user_tz: Tz) -> Vec<S
         warnings.push(format!(
             "the clock says {}, earlier than a previous run ({}): windows are decided at {}, so no window \
              reopens and nothing is counted twice, but check the system clock or INDEXQ_NOW",
-            crate::report::rfc3339(time.clock, user_tz),
-            crate::report::rfc3339(latest, user_tz),
-            crate::report::rfc3339(time.now, user_tz)
+            crate::output::printer::rfc3339(time.clock, user_tz),
+            crate::output::printer::rfc3339(latest, user_tz),
+            crate::output::printer::rfc3339(time.now, user_tz)
         ));
     }
     if (time.clock - local).abs() > TimeDelta::minutes(1) {
@@ -241,14 +238,14 @@ impl Run<'_> {
 }
 
 /// A result for `url` in `group`, with nothing said yet.
-fn base_entry(url: &str, group: &GroupKey, outcome: Outcome) -> ResultEntry {
+fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
     ResultEntry {
         url: url.to_string(),
         property: Some(group.property.clone()),
         engine: Some(group.engine),
         endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
         outcome,
-        reason: String::new(),
+        reason: reason.into(),
         message: String::new(),
         hint: None,
         http_status: None,

@@ -11,8 +11,10 @@ use crate::commands::ExitStatus;
 use crate::config::RetrySettings;
 use crate::engines;
 use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish};
-use crate::model::{Class, EngineKind, GroupKey, NextStep, Outcome, RuleWindow, Usage};
-use crate::report::{PlanCounts, Printer, ResultEntry, SubmitReport, Verbosity, Waiting};
+use crate::model::{Class, EngineKind, GroupKey, LocalReason, NextStep, Outcome, Reason, RuleWindow, Usage};
+use crate::output::printer::{Printer, Verbosity};
+use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
+use crate::output::results::ResultEntry;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -84,7 +86,7 @@ impl Run<'_> {
     ) -> anyhow::Result<()> {
         if let Some(retry_at) = claim.retry_at {
             let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
-            self.deferrals.push(crate::report::Deferral {
+            self.deferrals.push(Deferral {
                 group: group.clone(),
                 rule_tz: tz,
                 used: usage.used,
@@ -184,8 +186,7 @@ pub(super) fn budget_entry(
     tz: Tz,
     now: DateTime<Utc>,
 ) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred);
-    e.reason = "budget".into();
+    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Budget);
     e.message = format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
     e.set_retry(retry_at, tz, now);
     e
@@ -193,8 +194,7 @@ pub(super) fn budget_entry(
 
 /// The result of a URL within budget that the pace sends at its slot `at`.
 fn paced_entry(url: &str, group: &GroupKey, at: DateTime<Utc>, user_tz: Tz, now: DateTime<Utc>) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred);
-    e.reason = "paced".into();
+    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Paced);
     e.message = format!(
         "within budget, but {} requests are paced to the configured rate; it goes at its slot",
         group.engine.title()
@@ -330,7 +330,7 @@ fn settle(
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Recorded {
     class: Class,
-    reason: String,
+    reason: Reason,
     message: String,
     next: NextStep,
 }
@@ -346,8 +346,7 @@ fn item_result(
     fingerprint: &str,
 ) -> (Recorded, ResultEntry) {
     let verdict = &answer.verdict;
-    let mut e = base_entry(&item.url, group, verdict.class.into());
-    e.reason = verdict.reason.clone();
+    let mut e = base_entry(&item.url, group, verdict.class.into(), verdict.reason);
     e.message = verdict.message.clone();
     e.hint = verdict.hint.clone();
     e.http_status = answer.response.http_status;
@@ -366,7 +365,7 @@ fn item_result(
         Decision::Park { reason, message } => {
             if let Some(reason) = reason {
                 e.outcome = Outcome::Misconfigured;
-                e.reason = reason;
+                e.reason = reason.into();
                 e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
                 e.hint = Some(match verdict.class {
                     Class::KeyPending => {
@@ -379,18 +378,17 @@ fn item_result(
             (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.to_string() })
         }
     };
-    (Recorded { class, reason: e.reason.clone(), message: e.message.clone(), next }, e)
+    (Recorded { class, reason: e.reason, message: e.message.clone(), next }, e)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::budget::{Rule, Scope};
-    use crate::classify::{RetryAfter, Verdict};
-    use crate::clock::Period;
+    use crate::classify::RetryAfter;
     use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, NOW};
     use crate::engines::{Answer, Batch, Sent};
-    use crate::model::{Action, ItemState, StoredResponse};
+    use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
     use chrono::TimeDelta;
 
     /// A property's daily rule in Shanghai, its monthly one, and the pool's day.
@@ -404,7 +402,7 @@ mod tests {
 
     fn answer(class: Class, reason: &str) -> Answer {
         Answer {
-            verdict: Verdict::new(class, reason, format!("the engine said {reason}")),
+            verdict: testing::verdict(class, reason),
             response: StoredResponse {
                 http_status: Some(if class == Class::Accepted { 200 } else { 429 }),
                 body: None,
@@ -497,7 +495,7 @@ mod tests {
 
     #[test]
     fn a_request_that_never_reached_the_engine_gives_its_budget_back() {
-        let mut unreached = answer(Class::Transient, "connection_refused");
+        let mut unreached = answer(Class::Transient, "connect");
         unreached.reached = false;
         let sent = Sent { answers: vec![answer(Class::Accepted, "ok"), unreached], per_url: vec![0, 1, 1, 0, 1] };
         assert_eq!(refund(&sent), 3);
@@ -626,14 +624,23 @@ mod tests {
     fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint() {
         let (now, g, tz) = (at(NOW), site_group(), Tz::UTC);
         let it = item(1, Some(Class::Transient), 2);
-        let gave_up = |reason: &str| Decision::Park { reason: Some(reason.into()), message: Some("gave up".into()) };
-        let (r, e) = item_result(&g, &it, &answer(Class::Transient, "server_error"), gave_up("gave_up"), now, tz, "fp");
+        let gave_up =
+            |reason: MisconfiguredReason| Decision::Park { reason: Some(reason), message: Some("gave up".into()) };
+        let (r, e) = item_result(
+            &g,
+            &it,
+            &answer(Class::Transient, "server_error"),
+            gave_up(MisconfiguredReason::GaveUp),
+            now,
+            tz,
+            "fp",
+        );
         assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "gave_up"));
         assert_eq!(e.message, "gave up (last answer: the engine said server_error)");
         assert_eq!(e.hint.as_deref(), Some("check the endpoint and the network, then `indexq queue retry`"));
         assert_eq!((r.class, r.reason.to_string().as_str(), r.message), (Class::Misconfigured, "gave_up", e.message));
-        let key = answer(Class::KeyPending, "key_not_found");
-        let (_, e) = item_result(&g, &it, &key, gave_up("key_never_accepted"), now, tz, "fp");
+        let key = answer(Class::KeyPending, "key_pending");
+        let (_, e) = item_result(&g, &it, &key, gave_up(MisconfiguredReason::KeyNeverAccepted), now, tz, "fp");
         assert_eq!(e.reason.to_string(), "key_never_accepted");
         assert!(e.hint.is_some_and(|h| h.contains("indexq key generate")));
     }
@@ -669,7 +676,10 @@ mod tests {
         assert_eq!(used(&mut run), 3);
         for i in testing::items(&mut run) {
             assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));
-            assert_eq!((i.last_reason.as_deref(), i.last_http_status), (Some("server_error"), Some(500)));
+            assert_eq!(
+                (i.last_reason.map(|r| r.to_string()).as_deref(), i.last_http_status),
+                (Some("server_error"), Some(500))
+            );
             assert!(i.next_attempt_at.is_some_and(|t| t > at(NOW)), "{i:?}");
         }
         let outcomes: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();

@@ -12,9 +12,10 @@ use super::{base_entry, Run};
 use crate::budget;
 use crate::ledger::policy::{self, ClaimPlan, PaceState};
 use crate::ledger::{url_key, Admission, AdmitRule, ItemFilter, NewItem, Pace, StateFilter};
-use crate::model::Outcome;
 use crate::model::{GroupKey, Report, RuleWindow};
-use crate::report::{Deferral, Planned};
+use crate::model::{LocalReason, Outcome};
+use crate::output::report::Deferral;
+use crate::output::results::Planned;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
 use std::collections::HashMap;
@@ -185,20 +186,20 @@ impl Run<'_> {
         let Some(g) = self.plans.groups.get_mut(&item.group) else { return Ok(()) };
         let place = g.place(now);
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
-        let mut e = base_entry(&item.url, &item.group, Outcome::Deferred);
-        match place {
+        let e = match place {
             None => return Ok(()),
             Some(Place::Now) => return Ok(self.results.plan(&Planned::new(&item.url, &item.group), &item.group)?),
             Some(Place::Paced(at)) => {
-                e.reason = "paced".into();
+                let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Paced);
                 e.message = format!(
                     "within budget, but {} requests are paced to the configured rate; it would go at its slot",
                     item.group.engine.title()
                 );
                 e.set_retry(at, self.user_tz, now);
+                e
             }
             Some(Place::Budget(d)) => {
-                e.reason = "budget".into();
+                let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Budget);
                 e.message = format!(
                     "the {} budget for {} is spent until its window reopens",
                     item.group.engine.title(),
@@ -208,8 +209,9 @@ impl Run<'_> {
                 if untold {
                     self.deferrals.push(d);
                 }
+                e
             }
-        }
+        };
         let key = self.results.line_key();
         Ok(self.results.put(key, &e)?)
     }

@@ -11,8 +11,8 @@ use crate::budget;
 use crate::engines;
 use crate::ledger::{Claim, ClaimSpec, Pace};
 use crate::model::{Class, GroupKey, RuleWindow};
-use crate::report::Printer;
-use crate::results::Key;
+use crate::output::printer::Printer;
+use crate::output::results::Key;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 
@@ -35,7 +35,7 @@ impl Run<'_> {
             if n > 0 {
                 printer.note(&format!(
                     "{}: the configuration changed; {n} parked URLs are retried.",
-                    crate::report::group_title(&group)
+                    crate::output::printer::group_title(&group)
                 ));
             }
         }
@@ -156,7 +156,7 @@ impl Run<'_> {
             None => None,
         };
         let batch = self.batch(group, &claim, now)?;
-        let title = crate::report::group_title(group);
+        let title = crate::output::printer::group_title(group);
         tracing::info!(group = %title, urls = batch.urls.len(), "sending");
         let remaining = match soonest_limited(&rules, &windows) {
             Some(w) => self.ledger.usage(w)?.remaining(w, now),
@@ -219,7 +219,7 @@ impl Run<'_> {
         &mut self,
         group: &GroupKey,
         windows: &[RuleWindow],
-    ) -> anyhow::Result<Vec<(crate::clock::Period, u64)>> {
+    ) -> anyhow::Result<Vec<(crate::model::Period, u64)>> {
         let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
         match answer {
             Ok(left) => Ok(left),
@@ -255,7 +255,11 @@ fn pause(
 /// "waiting for IndexNow (host) for site (key_pending) — retry in 40 s";
 /// `why` is the " (reason)" of the group's last rejection, or empty.
 fn waiting_text(group: &GroupKey, why: &str, pause: TimeDelta) -> String {
-    format!("waiting for {}{why} — retry in {}", crate::report::group_title(group), crate::clock::humanize(pause))
+    format!(
+        "waiting for {}{why} — retry in {}",
+        crate::output::printer::group_title(group),
+        crate::clock::humanize(pause)
+    )
 }
 
 /// The timezone a budget deferral until `retry_at` is told in: that of the
@@ -293,7 +297,7 @@ fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool 
 fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> String {
     format!(
         "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
-        crate::report::group_title(group),
+        crate::output::printer::group_title(group),
         group.engine.title(),
         if windows.iter().any(|w| w.reported && w.limit.is_some()) {
             format!(" (with no local daily rule: {} a day, Bing's default for a new site)", budget::BING_NEW_SITE_DAILY)
@@ -307,9 +311,9 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
-    use crate::clock::Period;
     use crate::commands::submit::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
     use crate::ledger::ClaimedItem;
+    use crate::model::Period;
     use crate::model::{Action, ItemState};
 
     fn claimed(n: usize) -> Claim {
@@ -406,12 +410,15 @@ mod tests {
 
     #[test]
     fn another_batch_goes_only_after_a_full_one_nothing_stopped() {
-        let sent = |class| whole(class, "reason", &engines::Batch::default());
-        let accepted = sent(Class::Accepted);
+        let sent = |class, reason| whole(class, reason, &engines::Batch::default());
+        let accepted = sent(Class::Accepted, "ok");
         assert!(another_batch(&claimed(2), &accepted, 2));
         assert!(!another_batch(&claimed(1), &accepted, 2), "the queue ran out");
-        assert!(!another_batch(&claimed(2), &sent(Class::Quota), 2), "the engine said its quota is spent");
-        assert!(another_batch(&claimed(2), &sent(Class::Transient), 2));
+        assert!(
+            !another_batch(&claimed(2), &sent(Class::Quota, "rate_limited"), 2),
+            "the engine said its quota is spent"
+        );
+        assert!(another_batch(&claimed(2), &sent(Class::Transient, "server_error"), 2));
         let budget = Claim { retry_at: Some(at(NOW)), ..claimed(2) };
         assert!(!another_batch(&budget, &accepted, 2), "the budget ran out");
         let paced = Claim { paced: vec![(9, "https://site.example/9".into(), at(NOW))], ..claimed(2) };

@@ -7,13 +7,12 @@ use super::Run;
 use crate::budget::{Rule, Scope};
 use crate::classify::Verdict;
 use crate::clock::Clock;
-use crate::clock::Period;
 use crate::config::Settings;
 use crate::engines::{Answer, Batch, Engine, Sent};
 use crate::ledger::{AdmitRule, ItemFilter, ItemRow, NewItem, Owner, SqliteLedger};
-use crate::model::{Action, Class, EngineKind, GroupKey, StoredResponse};
-use crate::report::{Printer, Verbosity};
-use crate::results::Results;
+use crate::model::{Action, Class, EngineKind, GroupKey, Period, Reason, StoredResponse};
+use crate::output::printer::{Printer, Verbosity};
+use crate::output::results::Results;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -60,11 +59,23 @@ impl Scripted {
     }
 }
 
+/// A verdict of `class` whose reason is named `reason` (one of that class).
+pub(super) fn verdict(class: Class, reason: &str) -> Verdict {
+    Verdict {
+        class,
+        reason: Reason::of_class(class, reason).expect("a reason of the class"),
+        message: format!("the engine said {reason}"),
+        hint: None,
+        retry_after: None,
+        quota_window: Period::Day,
+    }
+}
+
 /// One answer (HTTP 200 for `accepted`, else 500) for the whole batch.
 pub(super) fn whole(class: Class, reason: &str, batch: &Batch) -> Sent {
     let status = if class == Class::Accepted { 200 } else { 500 };
     let answer = Answer {
-        verdict: Verdict::new(class, reason, format!("the engine said {reason}")),
+        verdict: verdict(class, reason),
         response: StoredResponse { http_status: Some(status), body: None },
         reached: true,
         skipped: false,
@@ -131,7 +142,7 @@ impl Fixture {
             dry_run: false,
             wait_until: self.clock.now(),
             action: Action::Updated,
-            progress: crate::progress::Progress::new(&PRINTER),
+            progress: crate::output::progress::Progress::new(&PRINTER),
             read: 0,
             admitted: 0,
             plans: Default::default(),

@@ -68,7 +68,7 @@ impl Resolver<'_> {
             .secret(table.key_env.as_ref(), table.key_file.as_ref(), &format!("{prefix}.indexnow.key"), "the IndexNow key")?
             .ok_or_else(|| {
                 self.err(t, &format!("{prefix}.indexnow"), "an indexnow table needs key_env or key_file")
-                    .hint("run `indexq key generate` (or pick 8-128 characters of a-z, A-Z, 0-9 and -), publish it at the site root as KEY.txt, and set key_env = \"INDEXNOW_KEY\"")
+                    .hint(format!("run `indexq key generate` (or pick {}), publish it at the site root as KEY.txt, and set key_env = \"INDEXNOW_KEY\"", crate::classify::KEY_SCHEMA))
             })?;
         let key_location = match &table.key_location {
             None => None,

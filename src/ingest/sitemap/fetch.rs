@@ -7,7 +7,7 @@ use std::io::{self, Seek, Write};
 use url::Url;
 
 use super::body::Body;
-use crate::errors::error_chain;
+use crate::error::error_chain;
 
 /// Downloads a body into an anonymous temporary file, stopping at the cap.
 pub(super) async fn download(client: &reqwest::Client, url: &Url, cap: u64) -> Result<Body, String> {

@@ -6,16 +6,77 @@
 //! ends) and read back once. Nothing is stored per URL otherwise: a run of a
 //! million URLs keeps a map of which aggregate each item's result is in (a
 //! result replaced later in the run — a retry that succeeded — moves its
-//! count) and nothing else. This is report data, not the ledger.
+//! count) and nothing else. This is report data, not the ledger. The
+//! entries a run records (`ResultEntry`, `Planned`) are defined here;
+//! `report` reads `Results`, and this module knows nothing of `report`.
 
+use super::printer::rfc3339;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, Outcome};
-use crate::report::{Planned, ResultEntry};
+use crate::model::{EngineKind, Outcome, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufWriter, Seek, Write};
+
+/// One URL's result for one engine (DESIGN §5).
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultEntry {
+    pub url: String,
+    pub property: Option<String>,
+    pub engine: Option<EngineKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    pub outcome: Outcome,
+    pub reason: Reason,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<i64>,
+    pub attempts: u32,
+    /// `file:line` of the input, for invalid lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip)]
+    pub retry: Option<(DateTime<Utc>, Tz)>,
+}
+
+impl ResultEntry {
+    pub fn set_retry(&mut self, at: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) {
+        self.retry = Some((at, tz));
+        self.retry_at = Some(rfc3339(at, tz));
+        // Whole seconds, rounded up: a retry 599.9 s away is "600".
+        let millis = (at - now).num_milliseconds().max(0);
+        self.retry_after_secs = Some((millis + 999) / 1000);
+    }
+}
+
+/// A URL that a dry run would send now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Planned {
+    pub url: String,
+    pub property: String,
+    pub engine: EngineKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+impl Planned {
+    pub fn new(url: &str, group: &GroupKey) -> Planned {
+        Planned {
+            url: url.to_string(),
+            property: group.property.clone(),
+            engine: group.engine,
+            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        }
+    }
+}
 
 /// What a result is about: a ledger item, or an input line that never became one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,7 +90,7 @@ pub enum Key {
 pub struct Aggregate {
     pub group: GroupKey,
     pub outcome: Outcome,
-    pub reason: String,
+    pub reason: Reason,
     pub count: u64,
     pub message: String,
     pub hint: Option<String>,
@@ -51,7 +112,7 @@ pub struct InvalidLine {
 pub struct Results {
     /// Aggregates in the order their first result came.
     aggregates: Vec<Aggregate>,
-    by_reason: HashMap<(GroupKey, Outcome, String), usize>,
+    by_reason: HashMap<(GroupKey, Outcome, Reason), usize>,
     /// Per key whose result may still be replaced in this run (a wait or a
     /// retry): its aggregate (`None`: an invalid line, counted only by
     /// outcome), outcome, and where its JSON line is. A final result
@@ -170,14 +231,14 @@ impl Results {
     /// The aggregate of `e`'s group, outcome and reason (made on first use).
     fn aggregate(&mut self, property: &str, engine: EngineKind, e: &ResultEntry) -> usize {
         let group = GroupKey { property: property.to_string(), engine, target: e.endpoint.clone().unwrap_or_default() };
-        let key = (group, e.outcome, e.reason.clone());
+        let key = (group, e.outcome, e.reason);
         if let Some(&index) = self.by_reason.get(&key) {
             return index;
         }
         self.aggregates.push(Aggregate {
             group: key.0.clone(),
             outcome: e.outcome,
-            reason: e.reason.clone(),
+            reason: e.reason,
             count: 0,
             message: e.message.clone(),
             hint: e.hint.clone(),
@@ -309,14 +370,15 @@ fn final_outcome(outcome: Outcome) -> bool {
 mod tests {
     use super::*;
 
-    fn entry(url: &str, outcome: Outcome, reason: &str) -> ResultEntry {
+    fn entry(url: &str, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
+        let reason = reason.into();
         ResultEntry {
             url: url.into(),
             property: Some("site".into()),
             engine: Some(EngineKind::IndexNow),
             endpoint: Some("https://e.example/indexnow".into()),
             outcome,
-            reason: reason.into(),
+            reason,
             message: format!("{reason} message"),
             hint: None,
             http_status: None,
@@ -331,11 +393,13 @@ mod tests {
     #[test]
     fn a_replaced_result_moves_its_count_and_json_keeps_the_last() {
         let mut results = Results::new(true).unwrap();
-        results.put(Key::Item(1), &entry("https://s/a", Outcome::Transient, "server_error")).unwrap();
-        let ok = entry("", Outcome::Accepted, "accepted");
+        results
+            .put(Key::Item(1), &entry("https://s/a", Outcome::Transient, crate::model::TransientReason::ServerError))
+            .unwrap();
+        let ok = entry("", Outcome::Accepted, crate::model::AcceptedReason::Ok);
         results.put_all([(Key::Item(1), "https://s/a", 2), (Key::Item(2), "https://s/b", 1)], &ok).unwrap();
         let key = results.line_key();
-        let mut bad = entry("nope", Outcome::Invalid, "invalid_url");
+        let mut bad = entry("nope", Outcome::Invalid, crate::model::LocalReason::InvalidUrl);
         (bad.property, bad.engine, bad.source) = (None, None, Some("urls.txt:3".into()));
         results.put(key, &bad).unwrap();
         let summary = results.summary();

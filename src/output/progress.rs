@@ -4,7 +4,7 @@
 //! stderr only when stderr is a terminal and neither `--json` nor `-q` is
 //! given: in cron, pipes and CI logs there is no bar, no `\r`, no escape code.
 
-use crate::report::{Printer, Verbosity};
+use super::printer::{Printer, Verbosity};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};

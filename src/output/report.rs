@@ -1,111 +1,19 @@
-//! Output: the `Printer` every command writes through (JSON and requested
-//! data to stdout, notes and warnings to stderr, `-q` keeps only what needs
-//! a human), and the rendering of `submit` results as human text and as the
-//! JSON document of DESIGN §5. Rendering is generic over `io::Write`, so
-//! tests can render into a `Vec<u8>`.
+//! The rendering of a `submit` run's results as human text and as the JSON
+//! document of DESIGN §5: per group what happened and what the user can do,
+//! the budgets that stopped sends (`Deferral`), what waits in the queue
+//! (`Waiting`) and the dry run's plan (`PlanCounts`). It reads the run's
+//! `Results` (never the other way round). Rendering is generic over
+//! `io::Write`, so tests can render into a `Vec<u8>`.
 
-use crate::clock;
+use super::printer::{self, group_title, rfc3339};
+use super::results::Results;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, Outcome};
-use crate::results::Results;
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use crate::model::{EngineKind, LocalReason, Outcome, Reason};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
-    Quiet,
-    Normal,
-    Verbose,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct Printer {
-    pub json: bool,
-    pub verbosity: Verbosity,
-}
-
-impl Printer {
-    pub fn stdout(&self) -> io::StdoutLock<'static> {
-        io::stdout().lock()
-    }
-
-    /// Prints a warning about one input or item (never in JSON mode's stdout).
-    pub fn warn(&self, text: &str) {
-        let _ = writeln!(io::stderr().lock(), "warning: {text}");
-    }
-
-    /// Prints a note for a person (hidden by -q and by --json).
-    pub fn note(&self, text: &str) {
-        if !self.json && self.verbosity != Verbosity::Quiet {
-            let _ = writeln!(io::stderr().lock(), "{text}");
-        }
-    }
-
-    /// Prints one JSON document on stdout.
-    pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
-        let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
-        writeln!(self.stdout(), "{text}")
-    }
-}
-
-/// An instant as RFC 3339 with the offset of `tz`.
-pub fn rfc3339(at: DateTime<Utc>, tz: Tz) -> String {
-    at.with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Secs, false)
-}
-
-/// "2026-12-04 00:00 Asia/Shanghai — in 8 h (17:00 in your timezone, +01:00)"
-pub fn when(at: DateTime<Utc>, tz: Tz, user_tz: Tz, now: DateTime<Utc>) -> String {
-    // To the nearest second: a reset 6 h 29 min 59.9 s away reads "6 h 30 min".
-    let relative = clock::humanize(TimeDelta::seconds(((at - now).num_milliseconds() + 500).div_euclid(1000)));
-    let mut text = format!("{} — in {relative}", clock::format_local(at, tz));
-    if user_tz != tz {
-        let local = at.with_timezone(&user_tz);
-        let same_day = local.date_naive() == now.with_timezone(&user_tz).date_naive();
-        let shown = if same_day { local.format("%H:%M").to_string() } else { local.format("%a %H:%M").to_string() };
-        text.push_str(&format!(" ({shown} in your timezone, {})", clock::format_offset(at, user_tz)));
-    }
-    text
-}
-
-/// One URL's result for one engine (DESIGN §5).
-#[derive(Debug, Clone, Serialize)]
-pub struct ResultEntry {
-    pub url: String,
-    pub property: Option<String>,
-    pub engine: Option<EngineKind>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-    pub outcome: Outcome,
-    pub reason: String,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub http_status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_secs: Option<i64>,
-    pub attempts: u32,
-    /// `file:line` of the input, for invalid lines.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    #[serde(skip)]
-    pub retry: Option<(DateTime<Utc>, Tz)>,
-}
-
-impl ResultEntry {
-    pub fn set_retry(&mut self, at: DateTime<Utc>, tz: Tz, now: DateTime<Utc>) {
-        self.retry = Some((at, tz));
-        self.retry_at = Some(rfc3339(at, tz));
-        // Whole seconds, rounded up: a retry 599.9 s away is "600".
-        let millis = (at - now).num_milliseconds().max(0);
-        self.retry_after_secs = Some((millis + 999) / 1000);
-    }
-}
 
 /// What a run makes of its input, per engine (the dry run's plan).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -127,27 +35,6 @@ pub struct Deferral {
     pub limit: Option<u64>,
     pub retry_at: DateTime<Utc>,
     pub blocked: bool,
-}
-
-/// A URL that a dry run would send now.
-#[derive(Debug, Clone, Serialize)]
-pub struct Planned {
-    pub url: String,
-    pub property: String,
-    pub engine: EngineKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-}
-
-impl Planned {
-    pub fn new(url: &str, group: &GroupKey) -> Planned {
-        Planned {
-            url: url.to_string(),
-            property: group.property.clone(),
-            engine: group.engine,
-            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
-        }
-    }
 }
 
 pub struct SubmitReport<'a> {
@@ -188,27 +75,6 @@ pub struct Waiting {
 
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The endpoint's host (and port), for human text.
-fn short_target(target: &str) -> String {
-    url::Url::parse(target)
-        .ok()
-        .and_then(|u| {
-            u.host_str().map(|h| match u.port() {
-                Some(p) => format!("{h}:{p}"),
-                None => h.to_string(),
-            })
-        })
-        .unwrap_or_else(|| target.to_string())
-}
-
-pub fn group_title(g: &GroupKey) -> String {
-    if g.target.is_empty() {
-        format!("{} for {}", g.engine.title(), g.property)
-    } else {
-        format!("{} ({}) for {}", g.engine.title(), short_target(&g.target), g.property)
-    }
 }
 
 /// A JSON array written element by element (one per line), so that a
@@ -300,7 +166,7 @@ impl SubmitReport<'_> {
             }
         }
         let aggregates = self.results.aggregates();
-        let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| when(t, tz, self.user_tz, self.end));
+        let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| printer::when(t, tz, self.user_tz, self.end));
         for a in &aggregates {
             let title = group_title(&a.group);
             let n = a.count;
@@ -319,14 +185,18 @@ impl SubmitReport<'_> {
                 _ if quiet => {}
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
                 Outcome::Skipped => {
-                    let why = match a.reason.as_str() {
-                        "already_accepted" => "already accepted within the dedupe window (--force resubmits)",
-                        "unchanged" => "unchanged since their last accepted submission (--changed)",
+                    let why = match a.reason {
+                        Reason::Local(LocalReason::AlreadyAccepted) => {
+                            "already accepted within the dedupe window (--force resubmits)"
+                        }
+                        Reason::Local(LocalReason::Unchanged) => {
+                            "unchanged since their last accepted submission (--changed)"
+                        }
                         _ => a.message.as_str(),
                     };
                     writeln!(out, "{title}: {} skipped: {why}.", plural(n, "URL", "URLs"))?;
                 }
-                Outcome::Deferred if a.reason == "budget" => {
+                Outcome::Deferred if a.reason == Reason::Local(LocalReason::Budget) => {
                     let Some((retry_at, _)) = a.next_retry else { continue };
                     let d = self.deferrals.iter().filter(|d| d.group == a.group).max_by_key(|d| d.retry_at);
                     let (used, what, tz) = match d {
@@ -342,7 +212,7 @@ impl SubmitReport<'_> {
                         "{} quota for {} {what}{used}. Next window opens {}. {} queued for then.",
                         a.group.engine.title(),
                         a.group.property,
-                        crate::report::when(retry_at, tz, self.user_tz, self.end),
+                        printer::when(retry_at, tz, self.user_tz, self.end),
                         plural(n, "URL is", "URLs are")
                     )?;
                 }
@@ -366,7 +236,7 @@ impl SubmitReport<'_> {
                     "{}: {} in the queue; the next goes {}.",
                     group_title(&w.group),
                     plural(w.count, "URL waits", "URLs wait"),
-                    crate::report::when(w.next, w.tz, self.user_tz, self.end)
+                    printer::when(w.next, w.tz, self.user_tz, self.end)
                 )?;
             }
         }
@@ -394,27 +264,5 @@ impl SubmitReport<'_> {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn when_names_both_timezones() {
-        let now: DateTime<Utc> = "2026-12-03T08:00:00Z".parse().unwrap();
-        let at: DateTime<Utc> = "2026-12-03T16:00:00Z".parse().unwrap();
-        let text = when(at, chrono_tz::Asia::Shanghai, chrono_tz::Europe::Berlin, now);
-        assert!(text.starts_with("2026-12-04 00:00 Asia/Shanghai — in 8 h"), "{text}");
-        assert!(text.ends_with("(17:00 in your timezone, +01:00)"), "{text}");
-        let same = when(at, chrono_tz::UTC, chrono_tz::UTC, now);
-        assert!(!same.contains("your timezone"), "{same}");
-    }
-
-    #[test]
-    fn retry_at_carries_the_offset_of_the_rule() {
-        let at: DateTime<Utc> = "2026-12-03T08:00:00Z".parse().unwrap();
-        assert_eq!(rfc3339(at, chrono_tz::America::Los_Angeles), "2026-12-03T00:00:00-08:00");
     }
 }

@@ -1,0 +1,330 @@
+//! The errors a run ends with, and the one place they become what the user
+//! sees: the exit code (DESIGN §5), the error on one line, and its hint.
+//!
+//! - `UsageError`: a command line that cannot be done (exit 2).
+//! - `LedgerError`: what a ledger backend gives, with the driver's error (and
+//!   its code) kept as the source.
+//! - `config::ConfigError` stays with the configuration (it is made from the
+//!   file's text and place); this module reads its hint.
+//!
+//! Driver errors are recognised by their type and code, walking `source()`,
+//! never by their text: a full disk is SQLite's `SQLITE_FULL`, or an I/O
+//! error `ENOSPC` / `EFBIG`. This module imports nothing of the crate but
+//! the configuration's error and location, so every layer may use it.
+
+use crate::config::{ConfigError, LedgerLocation};
+use std::error::Error;
+
+/// The exit codes of DESIGN §5, and the errors that end a run with each
+/// (`exit_status_of`):
+///
+/// | code | DESIGN §5 | an error ends the run with it when |
+/// |---|---|---|
+/// | 0 | nothing needs a human (accepted, deferred, queued for retry) | stdout was closed (a pipe into `head`) |
+/// | 1 | anything else (I/O error, corrupt ledger) | any other error: the ledger's, the network's, a full disk |
+/// | 2 | usage or configuration error; nothing sent | a `UsageError`, a `ConfigError`, a ledger newer than this binary |
+/// | 3 | some item is in a `--fail-on` class; the rest was processed | never: a command that finished returns it |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Nothing needs a human (accepted, deferred, queued for retry).
+    Ok,
+    /// Anything else: I/O error, corrupt ledger.
+    Failure,
+    /// Usage or configuration error; nothing sent.
+    Usage,
+    /// Some item is in a `--fail-on` class; the rest was processed.
+    NeedsHuman,
+}
+
+impl ExitStatus {
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Ok => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::NeedsHuman => 3,
+        }
+    }
+}
+
+/// The exit status an error ends a command with (the table on
+/// `ExitStatus`): 2 for usage and configuration errors and a ledger newer
+/// than this binary (nothing was done; the fix is an upgrade), 0 for a
+/// closed stdout, 1 for the rest.
+pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
+    let broken_pipe = err
+        .chain()
+        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
+    if broken_pipe {
+        return ExitStatus::Ok;
+    }
+    let newer =
+        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Open { newer: true, .. })));
+    if newer || err.downcast_ref::<ConfigError>().is_some() || err.downcast_ref::<UsageError>().is_some() {
+        ExitStatus::Usage
+    } else {
+        ExitStatus::Failure
+    }
+}
+
+/// Prints the error that ended a run (the only fatal error printed): its
+/// chain on one line (`error_chain`), with the hint below; returns the exit
+/// status. A closed stdout is not an error: nothing is printed.
+pub fn report(err: &anyhow::Error) -> ExitStatus {
+    let status = exit_status_of(err);
+    if status == ExitStatus::Ok {
+        return status;
+    }
+    eprintln!("error: {}", error_chain(&**err));
+    if let Some(hint) = hint(err) {
+        eprintln!("  hint: {hint}");
+    }
+    status
+}
+
+/// What to do about `err`: the configuration's or the ledger's own hint,
+/// else the fix for a database lost mid-run or a full disk under the ledger.
+fn hint(err: &anyhow::Error) -> Option<String> {
+    if let Some(hint) = err.downcast_ref::<ConfigError>().and_then(|c| c.hint.clone()) {
+        return Some(hint);
+    }
+    if let Some(LedgerError::Open { hint: Some(hint), .. }) = err.downcast_ref::<LedgerError>() {
+        return Some(hint.clone());
+    }
+    if LedgerError::is_lost(err) {
+        return Some(
+            "nothing was sent without a reservation; every URL already in the ledger stays there (queued, or in \
+             flight until a later run reconciles it): run again once the database is back (URLs of the input not yet \
+             read need the input again)"
+                .into(),
+        );
+    }
+    let ledger_disk_full = err.chain().any(|e| e.is::<LedgerError>() && is_disk_full(e));
+    ledger_disk_full
+        .then(|| "free space on the disk that holds the ledger, or move it (`ledger` / $INDEXQ_LEDGER)".into())
+}
+
+/// A ledger error names the ledger: `err`, from a command that used the
+/// configured ledger at `ledger`, with the ledger's name in front, unless
+/// it names it already (opening it does) or is not the ledger's.
+pub fn naming_ledger(err: anyhow::Error, ledger: &LedgerLocation) -> anyhow::Error {
+    match err.downcast_ref::<LedgerError>() {
+        Some(LedgerError::Open { .. }) | None => err,
+        Some(_) => err.context(format!("ledger {}", ledger.display())),
+    }
+}
+
+/// A usage error found before anything was sent (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Errors a ledger gives: the message names the ledger; the driver's error,
+/// with its code, is kept as the source.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("ledger {path}: {message}")]
+    Open {
+        path: String,
+        message: String,
+        hint: Option<String>,
+        /// The ledger's schema is newer than this binary knows (exit 2).
+        newer: bool,
+        #[source]
+        source: Option<Box<LedgerError>>,
+    },
+    #[error("ledger: the database is busy")]
+    Busy,
+    #[error("the ledger has schema version {found}, newer than this indexq knows ({known})")]
+    Newer { found: i64, known: i64 },
+    /// The database cannot be reached, or stopped answering (PostgreSQL).
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
+    /// The database aborted a transaction (a deadlock); it is run again.
+    #[error("the database aborted a transaction")]
+    Retry,
+    /// SQLite refused a statement (a full disk, a damaged file, …).
+    #[error("the SQLite ledger refused a statement")]
+    Sqlite(#[source] rusqlite::Error),
+    /// PostgreSQL refused a statement: what it said, and its code.
+    #[error("the database refused a statement: {message}")]
+    Postgres {
+        message: String,
+        #[source]
+        source: postgres::Error,
+    },
+    /// What the ledger holds makes no sense to this indexq (a value it does
+    /// not know, a damaged list), or what was asked of it cannot be done now.
+    #[error("ledger: {0}")]
+    Invalid(String),
+}
+
+impl LedgerError {
+    /// Whether `err` comes from a database ledger that cannot be reached.
+    pub fn is_lost(err: &anyhow::Error) -> bool {
+        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable(_))))
+    }
+
+    /// The ledger at `place` has a schema newer than this binary knows.
+    pub fn newer(place: &str, found: i64, known: i64) -> LedgerError {
+        LedgerError::Open {
+            path: place.to_string(),
+            message: LedgerError::Newer { found, known }.to_string(),
+            hint: Some("upgrade indexq (a newer version wrote this ledger)".into()),
+            newer: true,
+            source: None,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for LedgerError {
+    fn from(err: rusqlite::Error) -> Self {
+        match err.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => LedgerError::Busy,
+            _ => LedgerError::Sqlite(err),
+        }
+    }
+}
+
+/// Whether `err` or one of its sources says the disk is full: SQLite's
+/// `SQLITE_FULL` (rusqlite's `ErrorCode::DiskFull`), or an I/O error of
+/// kind `StorageFull` / `FileTooLarge` (`ENOSPC` / `EFBIG`). By code, not
+/// by text: the text differs by driver, version and language.
+pub fn is_disk_full(err: &(dyn Error + 'static)) -> bool {
+    std::iter::successors(Some(err), |e| (*e).source()).any(|e| {
+        let sqlite_full = e
+            .downcast_ref::<rusqlite::Error>()
+            .is_some_and(|sqlite| sqlite.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull));
+        sqlite_full || e.downcast_ref::<std::io::Error>().is_some_and(io_disk_full)
+    })
+}
+
+fn io_disk_full(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    #[cfg(unix)]
+    if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EFBIG)) {
+        return true;
+    }
+    matches!(io.kind(), ErrorKind::StorageFull | ErrorKind::FileTooLarge)
+}
+
+/// An error and its sources on one line, `outer: cause: root cause`; a
+/// source whose text the line already holds is not repeated.
+pub fn error_chain(err: &dyn Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl Error for Layer {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn sources_join_on_one_line_without_repeats() {
+        let root = Layer("connection refused", None);
+        let middle = Layer("tcp connect error: connection refused", Some(Box::new(root)));
+        let top = Layer("error sending request", Some(Box::new(middle)));
+        assert_eq!(error_chain(&top), "error sending request: tcp connect error: connection refused");
+        assert_eq!(error_chain(&Layer("alone", None)), "alone");
+    }
+
+    /// A ledger that could not be used because SQLite said `code`, as
+    /// `SqliteLedger::open` reports it, under a command's context.
+    fn ledger_refused(code: std::ffi::c_int, text: &str) -> anyhow::Error {
+        let sqlite = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(text.into()));
+        let open = LedgerError::Open {
+            path: "/var/lib/indexq/ledger.db".into(),
+            message: "cannot use it".into(),
+            hint: None,
+            newer: false,
+            source: Some(Box::new(LedgerError::from(sqlite))),
+        };
+        anyhow::Error::new(open).context("submitting")
+    }
+
+    #[test]
+    fn a_full_disk_is_recognised_by_its_code_not_its_text() {
+        let full = ledger_refused(rusqlite::ffi::SQLITE_FULL, "la base de données ou le disque est plein");
+        assert!(is_disk_full(&*full));
+        assert!(hint(&full).is_some_and(|h| h.starts_with("free space on the disk that holds the ledger")));
+        assert_eq!(exit_status_of(&full), ExitStatus::Failure);
+
+        // The words without the code are not a full disk.
+        let damaged = ledger_refused(rusqlite::ffi::SQLITE_CORRUPT, "database or disk is full");
+        assert!(!is_disk_full(&*damaged));
+        assert_eq!(hint(&damaged), None);
+        let said = anyhow::Error::new(std::io::Error::other("disk is full: File too large"));
+        assert!(!is_disk_full(&*said));
+
+        for io in [
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+            std::io::Error::from(std::io::ErrorKind::FileTooLarge),
+            #[cfg(unix)]
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+            #[cfg(unix)]
+            std::io::Error::from_raw_os_error(libc::EFBIG),
+        ] {
+            let err = anyhow::Error::new(io).context("writing the metrics file");
+            assert!(is_disk_full(&*err), "{err:#}");
+            // Not the ledger's disk: no hint about the ledger.
+            assert_eq!(hint(&err), None, "{err:#}");
+        }
+    }
+
+    #[test]
+    fn each_error_has_its_exit_code() {
+        let usage = anyhow::Error::new(UsageError("--out x: not a directory".into()));
+        assert_eq!(exit_status_of(&usage), ExitStatus::Usage);
+        let config = ConfigError { place: "indexq.toml:1:1: `ledger`".into(), message: "bad".into(), hint: None };
+        assert_eq!(exit_status_of(&anyhow::Error::new(config).context("loading")), ExitStatus::Usage);
+        let newer = anyhow::Error::new(LedgerError::newer("ledger.db", 9, 2)).context("submitting");
+        assert_eq!(exit_status_of(&newer), ExitStatus::Usage);
+        let pipe = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe)).context("printing");
+        assert_eq!(exit_status_of(&pipe), ExitStatus::Ok);
+        let lost = anyhow::Error::new(LedgerError::Unavailable("connection reset".into()));
+        assert_eq!(exit_status_of(&lost), ExitStatus::Failure);
+        assert!(hint(&lost).is_some_and(|h| h.starts_with("nothing was sent without a reservation")));
+        assert_eq!(
+            [0, 1, 2, 3],
+            [ExitStatus::Ok, ExitStatus::Failure, ExitStatus::Usage, ExitStatus::NeedsHuman].map(ExitStatus::code)
+        );
+    }
+
+    #[test]
+    fn a_ledger_error_is_named_once() {
+        let ledger = LedgerLocation::Sqlite("/var/lib/indexq/ledger.db".into());
+        let busy = naming_ledger(anyhow::Error::new(LedgerError::Busy), &ledger);
+        assert_eq!(error_chain(&*busy), "ledger /var/lib/indexq/ledger.db: ledger: the database is busy");
+        let opened = naming_ledger(ledger_refused(rusqlite::ffi::SQLITE_FULL, "database or disk is full"), &ledger);
+        assert_eq!(
+            error_chain(&*opened),
+            "submitting: ledger /var/lib/indexq/ledger.db: cannot use it: the SQLite ledger refused a statement: \
+             database or disk is full: Error code 13: Insertion failed because database is full"
+        );
+    }
+}

@@ -1,0 +1,491 @@
+//! Why a URL got its outcome: one enum per class of answer (DESIGN §1),
+//! one for the outcomes decided on this machine, and [`Reason`], any of
+//! them. The text of each reason is its name in `--json`, in the ledger and
+//! in `log`; a text this indexq does not know does not parse (the ledger
+//! reports it), it never becomes a default.
+//!
+//! Where a reason names an engine's own code (a Bing `ErrorCode`, an OAuth2
+//! error) it carries that code typed ([`BingCode`], [`TokenError`]); an HTTP
+//! status it names is [`HttpStatus`] (`http_418`) or [`TokenHttpStatus`]
+//! (`token_http_400`).
+
+use super::outcome::Class;
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// A reason enum: unit variants with their names, then variants carrying a
+/// value whose own `Display`/`FromStr` is the whole name (tried in order).
+macro_rules! reason_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$unit_meta:meta])* $unit:ident = $text:literal,)*
+            $(; $($(#[$data_meta:meta])* $data:ident($ty:ty),)*)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$unit_meta])* $unit,)*
+            $($($(#[$data_meta])* $data($ty),)*)?
+        }
+
+        impl $name {
+            /// The variants without a value.
+            #[cfg(test)]
+            pub const NAMED: &'static [$name] = &[$($name::$unit,)*];
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $($name::$unit => f.write_str($text),)*
+                    $($($name::$data(value) => fmt::Display::fmt(value, f),)*)?
+                }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownReason;
+            fn from_str(s: &str) -> Result<Self, UnknownReason> {
+                match s {
+                    $($text => return Ok($name::$unit),)*
+                    _ => {}
+                }
+                $($(if let Ok(value) = s.parse::<$ty>() {
+                    return Ok($name::$data(value));
+                })*)?
+                Err(UnknownReason(s.to_string()))
+            }
+        }
+    };
+}
+
+/// A reason text this indexq does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownReason(pub String);
+
+impl fmt::Display for UnknownReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown reason `{}`", self.0)
+    }
+}
+
+reason_enum! {
+    /// Why an answer is `accepted`.
+    pub enum AcceptedReason {
+        Ok = "ok",
+        /// IndexNow answered 202: accepted, the key not validated yet.
+        KeyValidationPending = "key_validation_pending",
+        /// The URL Inspection API says Google has indexed the URL: not published.
+        AlreadyIndexed = "already_indexed",
+        ;
+        /// Bing's 12 `AlreadyExists`.
+        Bing(BingCode),
+    }
+}
+
+reason_enum! {
+    /// Why an answer is `quota`.
+    pub enum QuotaReason {
+        DailyQuota = "daily_quota",
+        MonthlyQuota = "monthly_quota",
+        /// A per-minute limit or a throttle (HTTP 429).
+        RateLimited = "rate_limited",
+        /// A quota the engine did not name.
+        Quota = "quota",
+        ;
+        /// Bing's 4 `ThrottleUser`, 5 `ThrottleHost`.
+        Bing(BingCode),
+    }
+}
+
+reason_enum! {
+    /// Why an answer (or its absence) is `transient`.
+    pub enum TransientReason {
+        Timeout = "timeout",
+        Connect = "connect",
+        Network = "network",
+        /// HTTP 408.
+        RequestTimeout = "http_408",
+        ServerError = "server_error",
+        /// A status no engine documents (1xx, ≥ 600).
+        UnexpectedStatus = "unexpected_status",
+        /// Google's `error.status`, lower-cased.
+        Internal = "internal",
+        Unavailable = "unavailable",
+        DeadlineExceeded = "deadline_exceeded",
+        Aborted = "aborted",
+        /// Google's token endpoint failed (429, 5xx, 408).
+        TokenServerError = "token_server_error",
+        /// Google's token endpoint answered 200 without a token.
+        TokenUnreadable = "token_unreadable",
+        /// The run that sent the request stopped before its answer came.
+        Interrupted = "interrupted",
+        ;
+        /// A Bing `ErrorCode` answered with a 5xx, or 1 `InternalError`, 15 `UnexpectedState`.
+        Bing(BingCode),
+    }
+}
+
+reason_enum! {
+    /// Why an answer is `key_pending`.
+    pub enum KeyPendingReason {
+        /// The key file serves exactly the key; IndexNow has not fetched it yet.
+        KeyPending = "key_pending",
+    }
+}
+
+reason_enum! {
+    /// Why an answer is `misconfigured`, or why the scheduler parked an item.
+    pub enum MisconfiguredReason {
+        BadRequest = "bad_request",
+        Forbidden = "forbidden",
+        TooLarge = "too_large",
+        UrlNotOnHost = "url_not_on_host",
+        Redirect = "redirect",
+        KeyFileUnreachable = "key_file_unreachable",
+        KeyFileMissing = "key_file_missing",
+        KeyFileStatus = "key_file_status",
+        KeyFileWrong = "key_file_wrong",
+        KeyFileBom = "key_file_bom",
+        KeyFileHtml = "key_file_html",
+        ApiDisabled = "api_disabled",
+        OwnershipNotVerified = "ownership_not_verified",
+        Unauthenticated = "unauthenticated",
+        InvalidArgument = "invalid_argument",
+        PermissionDenied = "permission_denied",
+        /// The service-account key cannot sign a token request.
+        BadKey = "bad_key",
+        /// The property has no configuration for the engine any more.
+        NotConfigured = "not_configured",
+        /// Transient past its deadline (the scheduler).
+        GaveUp = "gave_up",
+        /// `key_pending` past its deadline (the scheduler).
+        KeyNeverAccepted = "key_never_accepted",
+        ;
+        Http(HttpStatus),
+        TokenHttp(TokenHttpStatus),
+        Token(TokenError),
+        Bing(BingCode),
+    }
+}
+
+reason_enum! {
+    /// Why a URL got an outcome decided on this machine: deferred, skipped or
+    /// invalid, or a queue item shown without an answer of its own.
+    pub enum LocalReason {
+        /// Deferred: the budget of this run has no room.
+        Budget = "budget",
+        /// Deferred: pacing spreads the rest of the window.
+        Paced = "paced",
+        /// Deferred: another run is sending it.
+        InFlight = "in_flight",
+        /// Deferred: waiting in the queue, no answer yet.
+        Queued = "queued",
+        /// Parked by an earlier run (no answer recorded).
+        Parked = "parked",
+        /// Skipped: not changed since it was accepted (`--changed`).
+        Unchanged = "unchanged",
+        /// Skipped: accepted within the dedupe window.
+        AlreadyAccepted = "already_accepted",
+        /// Invalid: the line is no URL indexq sends.
+        InvalidUrl = "invalid_url",
+        /// Invalid: no property covers the URL.
+        NoProperty = "no_property",
+        /// Invalid: a sitemap could not be read.
+        Sitemap = "sitemap",
+    }
+}
+
+/// Any reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    Accepted(AcceptedReason),
+    Quota(QuotaReason),
+    Transient(TransientReason),
+    KeyPending(KeyPendingReason),
+    Misconfigured(MisconfiguredReason),
+    Local(LocalReason),
+}
+
+impl Reason {
+    /// The class of answer the reason belongs to (none for a local one).
+    pub fn class(self) -> Option<Class> {
+        Some(match self {
+            Reason::Accepted(_) => Class::Accepted,
+            Reason::Quota(_) => Class::Quota,
+            Reason::Transient(_) => Class::Transient,
+            Reason::KeyPending(_) => Class::KeyPending,
+            Reason::Misconfigured(_) => Class::Misconfigured,
+            Reason::Local(_) => return None,
+        })
+    }
+
+    /// The Bing `ErrorCode` the reason names, whatever its class.
+    pub fn bing_code(self) -> Option<BingCode> {
+        match self {
+            Reason::Accepted(AcceptedReason::Bing(code))
+            | Reason::Quota(QuotaReason::Bing(code))
+            | Reason::Transient(TransientReason::Bing(code))
+            | Reason::Misconfigured(MisconfiguredReason::Bing(code)) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// A reason stored beside its class (the ledger's requests).
+    pub fn of_class(class: Class, text: &str) -> Result<Reason, UnknownReason> {
+        Ok(match class {
+            Class::Accepted => Reason::Accepted(text.parse()?),
+            Class::Quota => Reason::Quota(text.parse()?),
+            Class::Transient => Reason::Transient(text.parse()?),
+            Class::KeyPending => Reason::KeyPending(text.parse()?),
+            Class::Misconfigured => Reason::Misconfigured(text.parse()?),
+        })
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Accepted(r) => r.fmt(f),
+            Reason::Quota(r) => r.fmt(f),
+            Reason::Transient(r) => r.fmt(f),
+            Reason::KeyPending(r) => r.fmt(f),
+            Reason::Misconfigured(r) => r.fmt(f),
+            Reason::Local(r) => r.fmt(f),
+        }
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// The reason enum of one class of answer: what a verdict of that class
+/// may give as its reason.
+pub trait ClassReason: Into<Reason> + Copy {
+    const CLASS: Class;
+}
+
+macro_rules! into_reason {
+    ($($ty:ident => $variant:ident),*) => {$(
+        impl From<$ty> for Reason {
+            fn from(reason: $ty) -> Reason {
+                Reason::$variant(reason)
+            }
+        }
+    )*};
+}
+
+macro_rules! class_reason {
+    ($($ty:ident => $variant:ident),*) => {$(
+        impl ClassReason for $ty {
+            const CLASS: Class = Class::$variant;
+        }
+    )*};
+}
+
+into_reason!(
+    AcceptedReason => Accepted,
+    QuotaReason => Quota,
+    TransientReason => Transient,
+    KeyPendingReason => KeyPending,
+    MisconfiguredReason => Misconfigured,
+    LocalReason => Local
+);
+
+class_reason!(
+    AcceptedReason => Accepted,
+    QuotaReason => Quota,
+    TransientReason => Transient,
+    KeyPendingReason => KeyPending,
+    MisconfiguredReason => Misconfigured
+);
+
+/// An HTTP status named by a reason: `http_418`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HttpStatus(pub u16);
+
+/// A status of Google's token endpoint named by a reason: `token_http_400`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TokenHttpStatus(pub u16);
+
+impl fmt::Display for HttpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "http_{}", self.0)
+    }
+}
+
+impl fmt::Display for TokenHttpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "token_http_{}", self.0)
+    }
+}
+
+/// `prefix` then a status of three digits.
+fn status_after(text: &str, prefix: &str) -> Result<u16, UnknownReason> {
+    text.strip_prefix(prefix)
+        .filter(|digits| digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|digits| digits.parse().ok())
+        .ok_or_else(|| UnknownReason(text.to_string()))
+}
+
+impl FromStr for HttpStatus {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, UnknownReason> {
+        status_after(s, "http_").map(HttpStatus)
+    }
+}
+
+impl FromStr for TokenHttpStatus {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, UnknownReason> {
+        status_after(s, "token_http_").map(TokenHttpStatus)
+    }
+}
+
+/// Bing's `ApiErrorCode` values (DESIGN §1), named as Bing names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BingCode {
+    None,
+    InternalError,
+    UnknownError,
+    InvalidApiKey,
+    ThrottleUser,
+    ThrottleHost,
+    UserBlocked,
+    InvalidUrl,
+    InvalidParameter,
+    TooManySites,
+    UserNotFound,
+    NotFound,
+    AlreadyExists,
+    NotAllowed,
+    NotAuthorized,
+    UnexpectedState,
+    Deprecated,
+    /// A code Bing has not documented.
+    UnknownErrorCode,
+}
+
+impl BingCode {
+    /// The documented codes, by number (0 to 16).
+    const DOCUMENTED: [BingCode; 17] = [
+        BingCode::None,
+        BingCode::InternalError,
+        BingCode::UnknownError,
+        BingCode::InvalidApiKey,
+        BingCode::ThrottleUser,
+        BingCode::ThrottleHost,
+        BingCode::UserBlocked,
+        BingCode::InvalidUrl,
+        BingCode::InvalidParameter,
+        BingCode::TooManySites,
+        BingCode::UserNotFound,
+        BingCode::NotFound,
+        BingCode::AlreadyExists,
+        BingCode::NotAllowed,
+        BingCode::NotAuthorized,
+        BingCode::UnexpectedState,
+        BingCode::Deprecated,
+    ];
+
+    /// The code Bing sent as `ErrorCode`.
+    pub fn from_number(code: i64) -> BingCode {
+        usize::try_from(code).ok().and_then(|i| Self::DOCUMENTED.get(i).copied()).unwrap_or(BingCode::UnknownErrorCode)
+    }
+
+    /// Every name a reason may carry: the documented codes, then the undocumented one.
+    pub fn all() -> impl Iterator<Item = BingCode> {
+        Self::DOCUMENTED.into_iter().chain([BingCode::UnknownErrorCode])
+    }
+}
+
+impl fmt::Display for BingCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl FromStr for BingCode {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, UnknownReason> {
+        BingCode::all().find(|code| code.to_string() == s).ok_or_else(|| UnknownReason(s.to_string()))
+    }
+}
+
+reason_enum! {
+    /// The OAuth2 error codes (RFC 6749 §5.2) that a service-account key or
+    /// its JWT causes, as Google's token endpoint sends them.
+    pub enum TokenError {
+        InvalidGrant = "invalid_grant",
+        InvalidClient = "invalid_client",
+        UnauthorizedClient = "unauthorized_client",
+        AccessDenied = "access_denied",
+        InvalidScope = "invalid_scope",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason reads back as itself, with its class.
+    #[test]
+    fn every_reason_reads_back() {
+        let mut all: Vec<Reason> = Vec::new();
+        all.extend(AcceptedReason::NAMED.iter().map(|&r| Reason::from(r)));
+        all.push(AcceptedReason::Bing(BingCode::AlreadyExists).into());
+        all.extend(QuotaReason::NAMED.iter().map(|&r| Reason::from(r)));
+        all.extend(TransientReason::NAMED.iter().map(|&r| Reason::from(r)));
+        all.extend(KeyPendingReason::NAMED.iter().map(|&r| Reason::from(r)));
+        all.extend(MisconfiguredReason::NAMED.iter().map(|&r| Reason::from(r)));
+        all.extend(TokenError::NAMED.iter().map(|&e| Reason::from(MisconfiguredReason::Token(e))));
+        all.extend(BingCode::all().map(|c| Reason::from(MisconfiguredReason::Bing(c))));
+        all.extend(BingCode::all().map(|c| Reason::from(TransientReason::Bing(c))));
+        all.push(MisconfiguredReason::Http(HttpStatus(418)).into());
+        all.push(MisconfiguredReason::TokenHttp(TokenHttpStatus(400)).into());
+        for reason in all {
+            let class = reason.class().expect("a class reason");
+            assert_eq!(Reason::of_class(class, &reason.to_string()), Ok(reason), "{reason}");
+        }
+        for &local in LocalReason::NAMED {
+            assert_eq!(local.to_string().parse(), Ok(local));
+        }
+    }
+
+    #[test]
+    fn names_are_the_stored_texts() {
+        assert_eq!(Reason::from(MisconfiguredReason::Http(HttpStatus(404))).to_string(), "http_404");
+        assert_eq!(Reason::from(TransientReason::RequestTimeout).to_string(), "http_408");
+        assert_eq!(Reason::from(QuotaReason::Bing(BingCode::ThrottleHost)).to_string(), "ThrottleHost");
+        assert_eq!(Reason::from(MisconfiguredReason::Token(TokenError::InvalidGrant)).to_string(), "invalid_grant");
+        assert_eq!(serde_json::to_string(&Reason::from(LocalReason::Budget)).unwrap(), r#""budget""#);
+        assert_eq!(BingCode::from_number(7), BingCode::InvalidUrl);
+        assert_eq!(BingCode::from_number(99), BingCode::UnknownErrorCode);
+        assert_eq!(BingCode::from_number(-1), BingCode::UnknownErrorCode);
+    }
+
+    /// A text that is not a reason of that class is refused, never defaulted.
+    #[test]
+    fn unknown_texts_are_refused() {
+        for (class, text) in [
+            (Class::Accepted, "daily_quota"),
+            (Class::Quota, "ok"),
+            (Class::Transient, "http_404"),
+            (Class::Misconfigured, "http_4040"),
+            (Class::Misconfigured, "http_"),
+            (Class::Misconfigured, "token_http_4x0"),
+            (Class::Misconfigured, "invalid_request"),
+            (Class::KeyPending, ""),
+            (Class::Misconfigured, "budget"),
+        ] {
+            assert_eq!(Reason::of_class(class, text), Err(UnknownReason(text.to_string())), "{class} {text}");
+        }
+        assert!("ok".parse::<LocalReason>().is_err());
+    }
+}

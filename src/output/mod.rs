@@ -1,0 +1,15 @@
+//! What the user sees. Each module has one job, and the dependencies point
+//! one way (`report` → `results` → `printer`; `progress` → `printer`):
+//!
+//! - `printer`: the `Printer` every command writes through, and the
+//!   formatting many commands share (`rfc3339`, `when`, `group_title`).
+//! - `results`: the per-run results store of `submit` (counts and
+//!   aggregates, and for `--json` every result), with the entries it takes.
+//! - `report`: `submit`'s report, rendered from `Results` as human text and
+//!   as the JSON document of DESIGN §5.
+//! - `progress`: the progress bar on a terminal.
+
+pub mod printer;
+pub(crate) mod progress;
+pub(crate) mod report;
+pub(crate) mod results;

@@ -1,0 +1,113 @@
+//! How every command speaks: the `Printer` (JSON and requested data to
+//! stdout, notes and warnings to stderr, `-q` keeps only what needs a human)
+//! and the formatting shared by the commands' human text: instants as RFC 3339
+//! in a rule's timezone, `when` something happens (both timezones and how
+//! long from now), and a group's title. It knows no command and no run.
+
+use crate::clock;
+use crate::model::GroupKey;
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    pub json: bool,
+    pub verbosity: Verbosity,
+}
+
+impl Printer {
+    pub fn stdout(&self) -> io::StdoutLock<'static> {
+        io::stdout().lock()
+    }
+
+    /// Prints a warning about one input or item (never in JSON mode's stdout).
+    pub fn warn(&self, text: &str) {
+        let _ = writeln!(io::stderr().lock(), "warning: {text}");
+    }
+
+    /// Prints a note for a person (hidden by -q and by --json).
+    pub fn note(&self, text: &str) {
+        if !self.json && self.verbosity != Verbosity::Quiet {
+            let _ = writeln!(io::stderr().lock(), "{text}");
+        }
+    }
+
+    /// Prints one JSON document on stdout.
+    pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+        writeln!(self.stdout(), "{text}")
+    }
+}
+
+/// An instant as RFC 3339 with the offset of `tz`.
+pub fn rfc3339(at: DateTime<Utc>, tz: Tz) -> String {
+    at.with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Secs, false)
+}
+
+/// "2026-12-04 00:00 Asia/Shanghai — in 8 h (17:00 in your timezone, +01:00)"
+pub fn when(at: DateTime<Utc>, tz: Tz, user_tz: Tz, now: DateTime<Utc>) -> String {
+    // To the nearest second: a reset 6 h 29 min 59.9 s away reads "6 h 30 min".
+    let relative = clock::humanize(TimeDelta::seconds(((at - now).num_milliseconds() + 500).div_euclid(1000)));
+    let mut text = format!("{} — in {relative}", clock::format_local(at, tz));
+    if user_tz != tz {
+        let local = at.with_timezone(&user_tz);
+        let same_day = local.date_naive() == now.with_timezone(&user_tz).date_naive();
+        let shown = if same_day { local.format("%H:%M").to_string() } else { local.format("%a %H:%M").to_string() };
+        text.push_str(&format!(" ({shown} in your timezone, {})", clock::format_offset(at, user_tz)));
+    }
+    text
+}
+
+/// The endpoint's host (and port), for human text.
+fn short_target(target: &str) -> String {
+    url::Url::parse(target)
+        .ok()
+        .and_then(|u| {
+            u.host_str().map(|h| match u.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_string(),
+            })
+        })
+        .unwrap_or_else(|| target.to_string())
+}
+
+/// A group in human text: the engine, its endpoint's host (when it has
+/// one) and the property.
+pub fn group_title(g: &GroupKey) -> String {
+    if g.target.is_empty() {
+        format!("{} for {}", g.engine.title(), g.property)
+    } else {
+        format!("{} ({}) for {}", g.engine.title(), short_target(&g.target), g.property)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn when_names_both_timezones() {
+        let now: DateTime<Utc> = "2026-12-03T08:00:00Z".parse().unwrap();
+        let at: DateTime<Utc> = "2026-12-03T16:00:00Z".parse().unwrap();
+        let text = when(at, chrono_tz::Asia::Shanghai, chrono_tz::Europe::Berlin, now);
+        assert!(text.starts_with("2026-12-04 00:00 Asia/Shanghai — in 8 h"), "{text}");
+        assert!(text.ends_with("(17:00 in your timezone, +01:00)"), "{text}");
+        let same = when(at, chrono_tz::UTC, chrono_tz::UTC, now);
+        assert!(!same.contains("your timezone"), "{same}");
+    }
+
+    #[test]
+    fn retry_at_carries_the_offset_of_the_rule() {
+        let at: DateTime<Utc> = "2026-12-03T08:00:00Z".parse().unwrap();
+        assert_eq!(rfc3339(at, chrono_tz::America::Los_Angeles), "2026-12-03T00:00:00-08:00");
+    }
+}
