@@ -9,7 +9,7 @@ use super::ExitStatus;
 use crate::clock::{self, Clock};
 use crate::config::{LedgerLocation, Settings};
 use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
-use crate::ledger::{Ledger, Owner, PgLedger, PG_SCHEMA_VERSION};
+use crate::ledger::{Ledger, Owner, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
 use crate::model::Period;
 use crate::model::{Class, EngineKind};
@@ -301,10 +301,7 @@ fn stranded_checks(
 fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<Check> {
     let schema = &settings.ledger_options.schema;
     let fix = crate::ledger::PG_CONNECT_HINT;
-    let connected = crate::ledger::pg_options(url, &settings.ledger_options)
-        .map_err(anyhow::Error::from)
-        .and_then(|o| Ok(PgLedger::connect(&o)?));
-    let mut ledger = match connected {
+    let mut ledger = match crate::ledger::connect_postgres(url, &settings.ledger_options) {
         Ok(l) => l,
         Err(e) => return vec![Check::problem("ledger", format!("{e:#}"), fix)],
     };

@@ -58,10 +58,16 @@ pub fn open_to_read(location: &LedgerLocation, options: &LedgerOptions) -> anyho
     }
 }
 
+/// Connects to the PostgreSQL ledger at `url` without touching its schema
+/// (doctor looks at a shared ledger as it is: its version, its clock).
+pub fn connect_postgres(url: &str, options: &LedgerOptions) -> anyhow::Result<PgLedger> {
+    Ok(PgLedger::connect(&pg_options(url, options)?)?)
+}
+
 /// How to reach the PostgreSQL ledger at `url`: the password from the
 /// configuration (`ledger_password_env`/`_file`), else `$PGPASSWORD`, else
 /// a pgpass file, else the URL's own.
-pub fn pg_options(url: &str, options: &LedgerOptions) -> std::result::Result<PgOptions, ConfigError> {
+fn pg_options(url: &str, options: &LedgerOptions) -> std::result::Result<PgOptions, ConfigError> {
     let password = match &options.password {
         Some(source) => Some(source.read()?.expose().to_string()),
         None => std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()).or_else(|| pgpass_password(url)),
