@@ -523,7 +523,7 @@ fn sqlite_tells_the_story() {
 
 /// A PostgreSQL ledger in a new schema of the test server
 /// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`); without it the test
-/// fails (the tests that call this are `#[ignore]`d with what they need).
+/// fails (the tests that call this are ignored with the reason `needs PostgreSQL`).
 pub fn test_postgres() -> super::PgLedger {
     let Some(url) = std::env::var("INDEXQ_TEST_PG").ok().filter(|u| !u.is_empty()) else {
         panic!("PostgreSQL tests need INDEXQ_TEST_PG; run `eval \"$(.ci/postgres start)\"`");

@@ -16,7 +16,7 @@ enum Backend {
 }
 
 /// Puts the sandbox's ledger on `backend` (the PostgreSQL tests are
-/// `#[ignore]`d: they need a server).
+/// ignored with the reason `needs PostgreSQL`).
 fn on(sb: &mut Sandbox, backend: Backend) {
     match backend {
         Backend::Sqlite => {}

@@ -3,7 +3,7 @@
 //! directory, empty, binary or 10 MB; a clock that goes backwards. Each gets
 //! a clear error naming the file (or a warning), the right exit code, and no
 //! request is sent without its reservation. Read-only and full disks are
-//! small tmpfs mounts: those two tests need root, so they are `#[ignore]`d
+//! small tmpfs mounts: those two tests need root, so they are ignored with that reason
 //! (`cargo test -- --include-ignored` as root runs them; `.ci/run` does).
 
 use crate::support::mock::MockResponse;

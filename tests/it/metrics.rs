@@ -3,7 +3,7 @@
 //! every series is there with the value the days give and the numbers of
 //! `status --json`, on SQLite and PostgreSQL; the file is written
 //! atomically. With promtool (Debian's `prometheus` package; the tests that
-//! need it are `#[ignore]`d, `.ci/run` runs them): a real Prometheus parser
+//! need it are ignored with that reason, `.ci/run` runs them): a real Prometheus parser
 //! accepts the text, and the alert rules in `examples/` are valid and fire
 //! when they should.
 

@@ -3,7 +3,7 @@
 //! ends, a server that goes away mid-run stops the run (exit 1, naming the
 //! host) with nothing sent unreserved, `ledger copy` round-trips with SQLite,
 //! the password never shows, and migrations run once and refuse a newer
-//! schema. Each test has its own schema. They need a server: `#[ignore]`d,
+//! schema. Each test has its own schema. They need a server: ignored with that reason,
 //! they run with `cargo test -- --include-ignored` after `eval "$(.ci/postgres
 //! start)"` (`.ci/run` does), and fail without one.
 
