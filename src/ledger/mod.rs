@@ -27,8 +27,8 @@ pub use sqlite::SqliteLedger;
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, NextStep, QueueCounts, Reason, Report, RuleWindow, RunRecord,
-    StoredResponse, TransientReason, Usage,
+    Action, Class, EngineKind, GroupKey, ItemState, NextStep, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
+    RunRecord, SourceDocument, StoredResponse, TransientReason, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;
@@ -563,6 +563,26 @@ pub trait Ledger {
     /// Requeues parked items of `group` that were parked under another
     /// configuration fingerprint. Returns how many.
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Makes the parked items of `group` whose last answer gave one of
+    /// `reasons` (a cause a check found fixed) due at `now`. Returns how
+    /// many.
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64>;
+
+    /// The parked items, per group and reason of their last answer, with
+    /// when a run last said so.
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>>;
+
+    /// Records that a run said, at `at`, that the items of each group are
+    /// parked for a reason (`ParkedGroup::reminder_key`).
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()>;
+
+    /// What the ledger keeps of the remote sitemaps read for sources.
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>>;
+
+    /// Records sitemaps read for sources (replacing what it kept of each
+    /// URL), once every URL read from them is in the ledger.
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()>;
 
     /// Every group the ledger holds items for (or ever did).
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>>;

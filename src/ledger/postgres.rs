@@ -31,7 +31,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
+const SCHEMA_3: &str = include_str!("postgres_schema_3.sql");
 
 /// Schema 2, over schema 1: items are found by (group, url_key) — an
 /// integer key of the URL — and attempts are recorded per request: one row
@@ -364,6 +367,9 @@ impl PgLedger {
             }
             if version < 2 {
                 upgrade_to_2(tx)?;
+            }
+            if version < 3 {
+                tx.batch_execute(SCHEMA_3)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
@@ -1341,6 +1347,111 @@ impl Ledger for PgLedger {
                 ended_at: r.get(2),
                 exit_code: r.get::<_, i32>(3).clamp(0, 255) as u8,
             }))
+        })
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let now = sec(now);
+        let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
+            Ok(tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
+                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))",
+                &[&group, &texts, &now],
+            )?)
+        })
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        self.transaction(|tx| {
+            // Per group and last answer: how many, since when, the latest
+            // answer's URL and message, and the reminder kept under its reason.
+            let rows = tx.query(
+                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
+                        m.reminded_at
+                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
+                              max(r.id) AS latest, min(i.url) AS url
+                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
+                       WHERE i.state = 'parked'
+                       GROUP BY i.group_id, r.class, r.reason) p
+                 JOIN groups g ON g.id = p.group_id
+                 LEFT JOIN requests r ON r.id = p.latest
+                 LEFT JOIN items fi ON fi.id = r.first_item
+                 LEFT JOIN reminders m ON m.group_id = p.group_id AND m.reason = coalesce(p.reason, 'parked')
+                 ORDER BY g.property, g.engine, g.target, p.reason",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let class: Option<String> = r.get(3);
+                    let reason: Option<String> = r.get(4);
+                    Ok(ParkedGroup {
+                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
+                        reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                        count: r.get::<_, i64>(5) as u64,
+                        since: r.get(6),
+                        message: r.get(7),
+                        url: r.get::<_, Option<String>>(8).unwrap_or_else(|| r.get(9)),
+                        reminded_at: r.get(10),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let at = sec(at);
+        self.with_groups(|tx, groups| {
+            for (group, reason) in reminded {
+                let Some(group) = group_id(tx, groups, group)? else { continue };
+                tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                    &[&group, reason, &at],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SourceDocument {
+                    url: r.get(0),
+                    etag: r.get(1),
+                    last_modified: r.get(2),
+                    digest: r.get(3),
+                    kind: stored("sources", "kind", r.get(4))?,
+                    routes: r.get(5),
+                    fetched_at: r.get(6),
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+        self.transaction(|tx| {
+            for d in documents {
+                tx.execute(
+                    "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+                         digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
+                         fetched_at = excluded.fetched_at",
+                    &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
+                )?;
+            }
+            Ok(())
         })
     }
 }

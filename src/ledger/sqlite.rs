@@ -17,10 +17,12 @@ use std::path::Path;
 use std::rc::Rc;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
 const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
+/// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
+const SCHEMA_3: &str = include_str!("sqlite_schema_3.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
@@ -306,6 +308,9 @@ impl SqliteLedger {
         }
         if version < 2 {
             upgrade_to_2(&tx)?;
+        }
+        if version < 3 {
+            tx.execute_batch(SCHEMA_3)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -1760,6 +1765,118 @@ impl Ledger for SqliteLedger {
                 })
             })
             .optional()?)
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
+        let tx = write(&mut self.conn)?;
+        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let n = tx.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
+            params![group, texts, ts(now)],
+        )?;
+        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        // Per group and last answer: how many, since when, the latest answer
+        // (then its URL and message), and the reminder kept under its reason.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
+                    min(i.url), m.reminded_at
+             FROM items i JOIN groups g ON g.id = i.group_id
+             LEFT JOIN requests r ON r.id = i.last_request_id
+             LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
+             WHERE i.state = 'parked'
+             GROUP BY i.group_id, r.class, r.reason
+             ORDER BY g.property, g.engine, g.target, r.reason",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut parked = Vec::new();
+        while let Some(r) = rows.next()? {
+            let class: Option<String> = r.get(3)?;
+            let reason: Option<String> = r.get(4)?;
+            parked.push((
+                ParkedGroup {
+                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
+                    reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                    count: r.get::<_, i64>(5)? as u64,
+                    since: opt_ts(r.get(6)?),
+                    url: r.get(8)?,
+                    message: None,
+                    reminded_at: opt_ts(r.get(9)?),
+                },
+                r.get::<_, Option<i64>>(7)?,
+            ));
+        }
+        drop(rows);
+        drop(stmt);
+        let mut out = Vec::with_capacity(parked.len());
+        for (mut p, request) in parked {
+            if let Some(request) = request {
+                let (message, url): (String, Option<String>) = self.conn.query_row(
+                    "SELECT r.message, i.url FROM requests r LEFT JOIN items i ON i.id = r.first_item WHERE r.id = ?1",
+                    [request],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                p.message = Some(message);
+                p.url = url.unwrap_or(p.url);
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let tx = write(&mut self.conn)?;
+        for (group, reason) in reminded {
+            let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };
+            tx.execute(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                params![group, reason, ts(at)],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url")?;
+        let mut rows = stmt.query([])?;
+        let mut documents = Vec::new();
+        while let Some(r) = rows.next()? {
+            documents.push(SourceDocument {
+                url: r.get(0)?,
+                etag: r.get(1)?,
+                last_modified: r.get(2)?,
+                digest: r.get(3)?,
+                kind: stored("sources", "kind", &r.get::<_, String>(4)?)?,
+                routes: r.get(5)?,
+                fetched_at: from_ts(r.get(6)?),
+            });
+        }
+        Ok(documents)
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+        let tx = write(&mut self.conn)?;
+        for d in documents {
+            tx.execute(
+                "INSERT OR REPLACE INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![d.url, d.etag, d.last_modified, d.digest, d.kind.as_str(), d.routes, ts(d.fetched_at)],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The domain every part of indexq speaks in, with no I/O: engines, classes
 //! and outcomes, groups and actions, budget windows and their usage, queue
-//! states and counts, stored responses, run records, and the reason of
-//! every outcome. The ledger stores these
+//! states and counts, what is parked, stored responses, run records, the
+//! sitemaps read for sources, and the reason of every outcome. The ledger stores these
 //! and the engines, commands and reports use them; none of them needs the
 //! storage layer to name one.
 
@@ -12,14 +12,16 @@ mod outcome;
 mod queue;
 mod reason;
 mod run;
+mod source;
 
 pub use budget::{Period, Report, RuleWindow, Usage};
 pub use engine::EngineKind;
 pub use group::{Action, GroupKey};
 pub use outcome::{Class, Outcome};
-pub use queue::{ItemState, NextStep, QueueCounts, StoredResponse};
+pub use queue::{ItemState, NextStep, ParkedGroup, QueueCounts, StoredResponse};
 pub use reason::{
     AcceptedReason, BingCode, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason,
     Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
 };
 pub use run::RunRecord;
+pub use source::{DocumentKind, SourceDocument};

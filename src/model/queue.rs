@@ -1,6 +1,7 @@
 //! A queue item's state and the counts of a group's items, and what an
 //! attempt leaves behind: the response as stored and what happens next.
 
+use super::{GroupKey, Reason};
 use chrono::{DateTime, Utc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -65,4 +66,30 @@ pub enum NextStep {
 pub struct StoredResponse {
     pub http_status: Option<u16>,
     pub body: Option<String>,
+}
+
+/// The parked items of one group whose last answer gave one reason: what
+/// needs a human, said until it is fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedGroup {
+    pub group: GroupKey,
+    /// The reason of their last answer (`None`: parked with no answer
+    /// recorded).
+    pub reason: Option<Reason>,
+    pub count: u64,
+    /// The earliest of their last answers.
+    pub since: Option<DateTime<Utc>>,
+    /// The URL and message of the latest of those answers.
+    pub url: String,
+    pub message: Option<String>,
+    /// When a run last said so (`[submit] remind`).
+    pub reminded_at: Option<DateTime<Utc>>,
+}
+
+impl ParkedGroup {
+    /// The key a reminder is kept under: the reason's text (`parked` for
+    /// none).
+    pub fn reminder_key(&self) -> String {
+        self.reason.map_or_else(|| super::LocalReason::Parked.to_string(), |r| r.to_string())
+    }
 }
