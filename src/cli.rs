@@ -91,9 +91,14 @@ pub struct InitArgs {
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// URL lists: files with one URL per line, or '-' for stdin. None: only drain the queue.
+    /// URL lists: files with one URL per line, or '-' for stdin. None (and no --sitemap): read each property's
+    /// configured `sources` (with --changed), then drain the queue
     #[arg(value_name = "INPUT")]
     pub inputs: Vec<String>,
+
+    /// With no input, only drain the queue: do not read the configured `sources`
+    #[arg(long, conflicts_with_all = ["inputs", "sitemap"])]
+    pub no_sources: bool,
 
     /// Only these engines
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_engine)]

@@ -76,6 +76,10 @@ pub const SUBMIT_MAX_WAIT: Duration = Duration::from_secs(90);
 /// `[submit] dedupe_window`: an accepted URL is `skipped` within it (24h).
 pub const SUBMIT_DEDUPE_WINDOW: Duration = Duration::from_secs(DAY);
 
+/// `[submit] remind`: a group's parked items are said again after this
+/// long (24h: an hourly cron job mails about them once a day).
+pub const SUBMIT_REMIND: Duration = Duration::from_secs(DAY);
+
 // [retry]
 
 /// `[retry] transient_first`: the first wait after a `transient` answer (30s).
@@ -180,6 +184,7 @@ mod tests {
 
         assert_eq!(s.submit.max_wait, SUBMIT_MAX_WAIT);
         assert_eq!(s.submit.dedupe_window, SUBMIT_DEDUPE_WINDOW);
+        assert_eq!(s.submit.remind, SUBMIT_REMIND);
         assert_eq!(s.retry.transient_first, RETRY_TRANSIENT_FIRST);
         assert_eq!(s.retry.transient_cap, RETRY_TRANSIENT_CAP);
         assert_eq!(s.retry.transient_deadline, RETRY_TRANSIENT_DEADLINE);
@@ -212,6 +217,7 @@ mod tests {
         assert_eq!(google.daily_quota, PROPERTY_GOOGLE_DAILY_QUOTA);
         assert_eq!(google.skip_indexed, PROPERTY_GOOGLE_SKIP_INDEXED);
         assert_eq!(google.quota_timezone, GOOGLE_QUOTA_TIMEZONE);
+        assert!(p.sources.is_empty(), "no sources: `submit` with no input only drains the queue");
     }
 
     /// The README's configuration table, row by row: the default column
@@ -242,6 +248,7 @@ mod tests {
             ("`[google] requests_per_minute`", vec![T(GOOGLE_REQUESTS_PER_MINUTE.to_string())]),
             ("`[submit] max_wait`", vec![D(SUBMIT_MAX_WAIT)]),
             ("`[submit] dedupe_window`", vec![D(SUBMIT_DEDUPE_WINDOW)]),
+            ("`[submit] remind`", vec![D(SUBMIT_REMIND)]),
             (
                 "`[retry] transient_first`, `transient_cap`, `transient_deadline`",
                 vec![D(RETRY_TRANSIENT_FIRST), D(RETRY_TRANSIENT_CAP), D(RETRY_TRANSIENT_DEADLINE)],

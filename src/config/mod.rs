@@ -99,6 +99,8 @@ pub struct GoogleSettings {
 pub struct SubmitSettings {
     pub max_wait: Duration,
     pub dedupe_window: Duration,
+    /// How often a run says again that a group's items are parked.
+    pub remind: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +125,28 @@ pub struct Property {
     pub indexnow: Option<PropertyIndexNow>,
     pub bing: Option<PropertyBing>,
     pub google: Option<PropertyGoogle>,
+    /// Where its URLs come from when `submit` is given no input.
+    pub sources: Vec<PropertySource>,
+}
+
+/// One of a property's `sources`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PropertySource {
+    /// A sitemap, sitemap index or robots.txt: an http(s) URL, or a file
+    /// (an absolute path), as `submit --sitemap` reads it.
+    Sitemap(String),
+    /// A file of URLs, one a line, as `submit FILE` reads it.
+    List(PathBuf),
+}
+
+impl PropertySource {
+    /// As messages name it.
+    pub fn name(&self) -> String {
+        match self {
+            PropertySource::Sitemap(s) => s.clone(),
+            PropertySource::List(p) => p.display().to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

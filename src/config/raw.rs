@@ -69,6 +69,7 @@ pub(super) struct RawGoogle {
 pub(super) struct RawSubmit {
     pub(super) max_wait: Option<S<String>>,
     pub(super) dedupe_window: Option<S<String>>,
+    pub(super) remind: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -102,6 +103,24 @@ pub(super) struct RawProperty {
     pub(super) indexnow: Option<S<RawPropIndexNow>>,
     pub(super) bing: Option<S<RawPropBing>>,
     pub(super) google: Option<S<RawPropGoogle>>,
+    pub(super) sources: Option<Vec<S<RawSource>>>,
+}
+
+/// One of a property's `sources`: a string (a sitemap URL, or a file whose
+/// name says what it is), or a table that says it (`{ sitemap = "…" }`,
+/// `{ list = "…" }`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawSource {
+    Text(String),
+    Table(RawSourceTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSourceTable {
+    pub(super) sitemap: Option<String>,
+    pub(super) list: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -196,6 +196,8 @@ reason_enum! {
         NoProperty = "no_property",
         /// Invalid: a sitemap could not be read.
         Sitemap = "sitemap",
+        /// Invalid: a URL-list file of a property's `sources` could not be read.
+        Unreadable = "unreadable",
     }
 }
 

@@ -28,3 +28,4 @@ mod redirects;
 mod report;
 mod secrets;
 mod soak;
+mod sources;

@@ -1,6 +1,7 @@
-//! The intake: every input URL (URL lists, then sitemaps) read, routed to
-//! each engine and target of its property, and written to the ledger in
-//! batches before anything is sent — `policy::admit` (in the ledger)
+//! The intake: every input URL (URL lists, then sitemaps — or, with no
+//! input, each property's configured `sources`, read with `--changed`)
+//! read, routed to each engine and target of its property, and written to
+//! the ledger in batches before anything is sent — `policy::admit` (in the ledger)
 //! decides whether it is queued, and this file what the report says of it:
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
@@ -9,10 +10,11 @@
 
 use super::{base_entry, Run};
 use crate::cli::SubmitArgs;
+use crate::config::PropertySource;
 use crate::engines;
 use crate::ingest::{self, sitemap};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
-use crate::model::{Class, EngineKind, GroupKey, ItemState, LocalReason, Outcome};
+use crate::model::{Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, SourceDocument};
 use crate::output::printer::Printer;
 use crate::output::report::PlanCounts;
 use crate::output::results::ResultEntry;
@@ -80,7 +82,58 @@ impl Run<'_> {
                 self.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
             }
         }
+        if reads_sources(args) {
+            self.read_sources(&mut intake, printer).await?;
+        }
         Ok(intake)
+    }
+
+    /// Reads each property's configured `sources` (those of properties this
+    /// run sends for), with `--changed`: a URL goes again only if its
+    /// `lastmod` is later than its last acceptance. A remote `<urlset>`
+    /// sitemap read before for the same groups is fetched conditionally
+    /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
+    /// parse. What was read is kept in the ledger once its URLs are.
+    async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
+        let settings = self.settings;
+        intake.rule.changed = true;
+        let routes = routes_digest(&self.known_groups());
+        let conditional = !intake.rule.force && intake.since.is_none();
+        let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+        if conditional {
+            reader.remember(known_documents(self.ledger.source_documents()?, &routes));
+        }
+        let sending: Vec<_> = settings.properties.iter().filter(|p| intake.routes.contains_key(&p.name)).collect();
+        for property in sending {
+            for source in &property.sources {
+                match source {
+                    PropertySource::List(path) => {
+                        let name = path.display().to_string();
+                        match ingest::Source::File(path.clone()).open() {
+                            Ok(reader) => self.ingest_list(intake, &name, reader, printer)?,
+                            Err(e) => {
+                                let why = format!("{e} (a source of property `{}`)", property.name);
+                                self.invalid_line(invalid(&name, &name, LocalReason::Unreadable, why))?;
+                            }
+                        }
+                    }
+                    PropertySource::Sitemap(sitemap) => {
+                        self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
+                        let fetched = reader.take_fetched();
+                        if !self.dry_run && intake.since.is_none() {
+                            let now = self.clock.now();
+                            let documents: Vec<SourceDocument> = fetched
+                                .into_iter()
+                                .filter(|f| f.clean)
+                                .map(|f| document(f, &routes, now))
+                                .collect();
+                            self.ledger.record_source_documents(&documents)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Records a bad input line.
@@ -221,6 +274,45 @@ impl Run<'_> {
             self.entry(id, e)?;
         }
         Ok(())
+    }
+}
+
+/// Whether a run reads the configured sources: given no input, unless
+/// `--no-sources`.
+fn reads_sources(args: &SubmitArgs) -> bool {
+    args.inputs.is_empty() && args.sitemap.is_empty() && !args.no_sources
+}
+
+/// The groups a run routes URLs to, as a digest: a sitemap read for other
+/// groups is read again in full.
+fn routes_digest(groups: &[GroupKey]) -> String {
+    let mut parts: Vec<String> =
+        groups.iter().map(|g| format!("{}\t{}\t{}", g.property, g.engine.as_str(), g.target)).collect();
+    parts.sort();
+    engines::digest(&parts.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// What earlier runs read, for a reader: the `<urlset>` sitemaps read for
+/// the same groups (an index is always read in full: a child may change
+/// while the index does not).
+fn known_documents(documents: Vec<SourceDocument>, routes: &str) -> HashMap<String, sitemap::Known> {
+    documents
+        .into_iter()
+        .filter(|d| d.kind == DocumentKind::Urlset && d.routes == routes)
+        .map(|d| (d.url, sitemap::Known { etag: d.etag, last_modified: d.last_modified, digest: d.digest }))
+        .collect()
+}
+
+/// A sitemap fetched, as the ledger keeps it.
+fn document(f: sitemap::Fetched, routes: &str, now: DateTime<Utc>) -> SourceDocument {
+    SourceDocument {
+        url: f.url,
+        etag: f.etag,
+        last_modified: f.last_modified,
+        digest: f.digest,
+        kind: if f.index { DocumentKind::Index } else { DocumentKind::Urlset },
+        routes: routes.to_string(),
+        fetched_at: now,
     }
 }
 

@@ -6,10 +6,10 @@ use toml::Spanned;
 use url::Url;
 
 use super::Resolver;
-use crate::config::raw::{RawPropBing, RawPropGoogle, RawPropIndexNow, RawProperty, S};
+use crate::config::raw::{RawPropBing, RawPropGoogle, RawPropIndexNow, RawProperty, RawSource, S};
 use crate::config::{
     defaults, BingSettings, ConfigError, GoogleSettings, IndexNowSettings, Property, PropertyBing, PropertyGoogle,
-    PropertyIndexNow,
+    PropertyIndexNow, PropertySource,
 };
 
 impl Resolver<'_> {
@@ -48,12 +48,66 @@ impl Resolver<'_> {
                 indexnow: rp.indexnow.as_ref().map(|t| self.property_indexnow(t, &prefix, indexnow)).transpose()?,
                 bing: rp.bing.as_ref().map(|t| self.property_bing(t, &prefix, &site, bing)).transpose()?,
                 google: rp.google.as_ref().map(|t| self.property_google(t, &prefix, &site, google)).transpose()?,
+                sources: self.sources(rp.sources.as_deref().unwrap_or_default(), &prefix)?,
                 name,
                 site,
             };
             properties.push(property);
         }
         Ok(properties)
+    }
+
+    /// `property.sources`: each a sitemap (URL or file) or a URL-list file.
+    /// A string says which by its form: an http(s) URL is a sitemap (or a
+    /// robots.txt), a file named `*.xml`, `*.xml.gz` or `robots.txt` is a
+    /// sitemap, any other file a URL list; `{ sitemap = "…" }` and
+    /// `{ list = "…" }` say it outright. Files are relative to the
+    /// configuration's folder and read when a run needs them (a build may
+    /// write them after the configuration).
+    fn sources(&self, raw: &[S<RawSource>], prefix: &str) -> Result<Vec<PropertySource>, ConfigError> {
+        let mut sources = Vec::with_capacity(raw.len());
+        for (i, value) in raw.iter().enumerate() {
+            let key = format!("{prefix}.sources[{i}]");
+            let (text, said) = match value.get_ref() {
+                RawSource::Text(text) => (text.as_str(), None),
+                RawSource::Table(t) => match (&t.sitemap, &t.list) {
+                    (Some(s), None) => (s.as_str(), Some(SourceKind::Sitemap)),
+                    (None, Some(l)) => (l.as_str(), Some(SourceKind::List)),
+                    _ => {
+                        return Err(self
+                            .err(value, &key, "a source table names one of `sitemap` or `list`")
+                            .hint("e.g. { sitemap = \"https://example.com/sitemap.xml\" } or { list = \"urls.txt\" }"))
+                    }
+                },
+            };
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(self.err(value, &key, "the source is empty"));
+            }
+            let source = if text.contains("://") {
+                let url = Url::parse(text).map_err(|e| {
+                    self.err(value, &key, format!("`{text}` is not a URL: {e}"))
+                        .hint("a sitemap URL with its scheme, e.g. \"https://example.com/sitemap.xml\"")
+                })?;
+                if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                    return Err(self.err(value, &key, format!("`{text}` is not an http(s) URL with a host")));
+                }
+                if said == Some(SourceKind::List) {
+                    return Err(self
+                        .err(value, &key, "a URL list is read from a file, not a URL")
+                        .hint("name the URL as a sitemap: { sitemap = \"…\" } (a text sitemap is not read)"));
+                }
+                PropertySource::Sitemap(url.to_string())
+            } else {
+                let path = self.path_value(text);
+                match said.unwrap_or_else(|| SourceKind::of_file(&path)) {
+                    SourceKind::Sitemap => PropertySource::Sitemap(path.display().to_string()),
+                    SourceKind::List => PropertySource::List(path),
+                }
+            };
+            sources.push(source);
+        }
+        Ok(sources)
     }
 
     /// `property.indexnow`: the key's source (required) and where it is served.
@@ -138,6 +192,26 @@ impl Resolver<'_> {
     }
 }
 
+/// What a source holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceKind {
+    Sitemap,
+    List,
+}
+
+impl SourceKind {
+    /// A file's kind by its name: `*.xml`, `*.xml.gz` and `robots.txt` are
+    /// sitemaps, anything else a URL list.
+    fn of_file(path: &std::path::Path) -> SourceKind {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        if name.ends_with(".xml") || name.ends_with(".xml.gz") || name == "robots.txt" {
+            SourceKind::Sitemap
+        } else {
+            SourceKind::List
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::testing::error_of;
@@ -146,6 +220,52 @@ mod tests {
     fn indexnow_table_needs_a_key_source() {
         let e = error_of("[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nindexnow = { key_location = \"https://a.example/k.txt\" }\n");
         assert!(e.place.ends_with("`property[0].indexnow`"), "{}", e.place);
+    }
+
+    #[test]
+    fn sources_say_what_they_are_by_form_or_by_table() {
+        use crate::config::testing::parse_str;
+        use crate::config::PropertySource::{List, Sitemap};
+        let s = parse_str(
+            "[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nsources = [\"https://a.example/sitemap.xml\", \
+             \"https://a.example/robots.txt\", \"public/sitemap.xml\", \"public/s.XML.gz\", \"robots.txt\", \"urls.txt\", \
+             { sitemap = \"feed.php\" }, { list = \"urls.xml\" }]\n",
+        )
+        .unwrap();
+        let base = s.file.parent().unwrap().to_path_buf();
+        let file = |name: &str| base.join(name);
+        assert_eq!(
+            s.properties[0].sources,
+            [
+                Sitemap("https://a.example/sitemap.xml".into()),
+                Sitemap("https://a.example/robots.txt".into()),
+                Sitemap(file("public/sitemap.xml").display().to_string()),
+                Sitemap(file("public/s.XML.gz").display().to_string()),
+                Sitemap(file("robots.txt").display().to_string()),
+                List(file("urls.txt")),
+                Sitemap(file("feed.php").display().to_string()),
+                List(file("urls.xml")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_source_that_cannot_be_read_as_said_is_an_error_naming_it() {
+        let property = |sources: &str| {
+            format!("[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nsources = [{sources}]\n")
+        };
+        for (sources, what) in [
+            ("\"ftp://a.example/s.xml\"", "is not an http(s) URL"),
+            ("\"https://\"", "is not a URL"),
+            ("\" \"", "the source is empty"),
+            ("{ list = \"https://a.example/urls.txt\" }", "a URL list is read from a file"),
+            ("{ sitemap = \"a.xml\", list = \"b.txt\" }", "names one of"),
+            ("{}", "names one of"),
+        ] {
+            let e = error_of(&property(sources));
+            assert!(e.place.ends_with("`property[0].sources[0]`"), "{sources}: {}", e.place);
+            assert!(e.message.contains(what), "{sources}: {}", e.message);
+        }
     }
 
     #[test]

@@ -1,29 +1,63 @@
 //! Downloads a sitemap: one GET (gzip accepted), its body stored in an
-//! anonymous temporary file and stopped at the cap. The client's redirect
-//! policy is the caller's (`engines::fetch_client` refuses https → http); a
-//! redirect it refuses is a problem in its own words.
+//! anonymous temporary file and stopped at the cap, with its validators
+//! (`ETag`, `Last-Modified`) and the SHA-256 digest of what was downloaded.
+//! Given the validators of an earlier download, the GET is conditional: a
+//! 304 is [`Download::NotModified`]. The client's redirect policy is the
+//! caller's (`engines::fetch_client` refuses https → http); a redirect it
+//! refuses is a problem in its own words.
 
+use sha2::{Digest, Sha256};
 use std::io::{self, Seek, Write};
 use url::Url;
 
 use super::body::Body;
+use super::Known;
 use crate::error::error_chain;
 
-/// Downloads a body into an anonymous temporary file, stopping at the cap.
-pub(super) async fn download(client: &reqwest::Client, url: &Url, cap: u64) -> Result<Body, String> {
-    let mut response =
-        client.get(url.clone()).header(reqwest::header::ACCEPT_ENCODING, "gzip").send().await.map_err(|e| {
-            match e.is_redirect().then(|| innermost(&e)).flatten() {
-                // A redirect the client's policy refused (a downgrade to http, too many): its own words.
-                Some(why) => format!("cannot fetch: {why}"),
-                None => format!("cannot fetch: {}", error_chain(&e)),
-            }
-        })?;
+/// What a GET brought.
+pub(super) enum Download {
+    /// The server says the sitemap did not change since `known` (304).
+    NotModified,
+    Body { body: Body, etag: Option<String>, last_modified: Option<String>, digest: String },
+}
+
+/// Downloads a body into an anonymous temporary file, stopping at the cap;
+/// with `known`, conditionally.
+pub(super) async fn download(
+    client: &reqwest::Client,
+    url: &Url,
+    cap: u64,
+    known: Option<&Known>,
+) -> Result<Download, String> {
+    let mut request = client.get(url.clone()).header(reqwest::header::ACCEPT_ENCODING, "gzip");
+    if let Some(known) = known {
+        if let Some(etag) = &known.etag {
+            request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+        }
+        if let Some(date) = &known.last_modified {
+            request = request.header(reqwest::header::IF_MODIFIED_SINCE, date);
+        }
+    }
+    let mut response = request.send().await.map_err(|e| {
+        match e.is_redirect().then(|| innermost(&e)).flatten() {
+            // A redirect the client's policy refused (a downgrade to http, too many): its own words.
+            Some(why) => format!("cannot fetch: {why}"),
+            None => format!("cannot fetch: {}", error_chain(&e)),
+        }
+    })?;
     let status = response.status();
+    if status == reqwest::StatusCode::NOT_MODIFIED && known.is_some() {
+        return Ok(Download::NotModified);
+    }
     if !status.is_success() {
         let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
         return Err(format!("HTTP {}{reason}", status.as_u16()));
     }
+    let header = |name| {
+        response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty())
+    };
+    let (etag, last_modified) = (header(reqwest::header::ETAG), header(reqwest::header::LAST_MODIFIED));
+    let mut digest = Sha256::new();
     let store_error = |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());
     // Removed as it is closed (on Unix, as soon as it is made): nothing is left behind.
     let mut file = tempfile::tempfile().map_err(store_error)?;
@@ -34,14 +68,17 @@ pub(super) async fn download(client: &reqwest::Client, url: &Url, cap: u64) -> R
         if chunk.len() as u64 > room {
             // `room` < chunk.len() here, so it fits in usize and the slice is in bounds.
             file.write_all(&chunk[..room as usize]).map_err(store_error)?;
+            digest.update(&chunk[..room as usize]);
             truncated = true;
             break;
         }
         file.write_all(&chunk).map_err(store_error)?;
+        digest.update(&chunk);
         written += chunk.len() as u64;
     }
     file.rewind().map_err(store_error)?;
-    Ok(Body::new(file, truncated))
+    let digest = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Download::Body { body: Body::new(file, truncated), etag, last_modified, digest })
 }
 
 /// The last error of a chain, if there is more than one.

@@ -21,6 +21,11 @@
 //! that sets it) or how responses are classified, and it does not judge URLs
 //! beyond an empty `<loc>`: the caller checks them.
 //!
+//! A `Reader` may be told what earlier runs read ([`Known`]: the validators
+//! and digest of remote `<urlset>` sitemaps): it then fetches those
+//! conditionally, and a 304, or a body with the same digest, is not parsed.
+//! It tells what it fetched ([`Fetched`]) for the caller to keep.
+//!
 //! The walk through indexes and robots.txt is here. Beside it, one job a
 //! file: `location` (where a source or a child is read from), `fetch` (the
 //! download), `body` (gzip and the cap), `xml` (one sitemap, as a stream),
@@ -38,7 +43,7 @@ mod tests;
 mod xml;
 
 use chrono::{DateTime, Utc};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::File;
 
@@ -73,18 +78,56 @@ impl fmt::Display for Problem {
     }
 }
 
+/// What an earlier read of a remote `<urlset>` sitemap left: what makes the
+/// next fetch conditional, and the digest of its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// SHA-256 of the body as downloaded (hex).
+    pub digest: String,
+}
+
+/// A remote sitemap the reader fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub url: String,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub digest: String,
+    /// A `<sitemapindex>`: its children were followed.
+    pub index: bool,
+    /// Read without a problem (only such a read may spare the next one).
+    pub clean: bool,
+    /// Not changed since it was [`Known`] (a 304, or the same digest): not parsed.
+    pub unchanged: bool,
+}
+
 /// Reads sitemap sources; remembers which sitemaps it has read so that each is
 /// read at most once, across calls to [`Reader::read`].
 pub struct Reader {
     client: reqwest::Client,
     cap: u64,
     seen: HashSet<String>,
+    known: HashMap<String, Known>,
+    fetched: Vec<Fetched>,
 }
 
 impl Reader {
     /// `cap`: the most uncompressed bytes read from any one sitemap (default 50 MiB, the sitemaps.org limit).
     pub fn new(client: reqwest::Client, cap: u64) -> Reader {
-        Reader { client, cap, seen: HashSet::new() }
+        Reader { client, cap, seen: HashSet::new(), known: HashMap::new(), fetched: Vec::new() }
+    }
+
+    /// What earlier reads left of remote `<urlset>` sitemaps, by URL: those
+    /// are fetched conditionally, and not parsed when unchanged.
+    pub fn remember(&mut self, known: HashMap<String, Known>) {
+        self.known = known;
+    }
+
+    /// The remote sitemaps fetched since the last call (robots.txt files are not among them).
+    pub fn take_fetched(&mut self) -> Vec<Fetched> {
+        std::mem::take(&mut self.fetched)
     }
 
     /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed, but the
@@ -120,8 +163,9 @@ impl Reader {
         if !self.seen.insert(robots.key.clone()) {
             return;
         }
-        let lines = match self.open(&robots).await {
-            Ok(body) => parse_robots(body.reader(), &robots.name, self.cap, problems),
+        let lines = match self.open(&robots, None).await {
+            Ok(Opened::Body(body, _)) => parse_robots(body.reader(), &robots.name, self.cap, problems),
+            Ok(Opened::NotModified) => Vec::new(),
             Err(message) => {
                 problems.push(robots.problem(message));
                 return;
@@ -202,27 +246,89 @@ impl Reader {
         }
     }
 
-    /// Reads one sitemap: its entries go to `each`, its index children are returned.
+    /// Reads one sitemap: its entries go to `each`, its index children are
+    /// returned. A remote one that is [`Known`] and did not change is not
+    /// parsed; every remote one is told in [`Reader::take_fetched`].
     async fn visit(
-        &self,
+        &mut self,
         target: &Target,
         each: &mut (dyn FnMut(Entry) + Send),
         problems: &mut Vec<Problem>,
     ) -> Vec<Child> {
-        match self.open(target).await {
-            Ok(body) => parse_sitemap(body.reader(), &target.name, self.cap, each, problems),
+        let url = match &target.location {
+            Location::Url(url) => Some(url.to_string()),
+            Location::File(_) => None,
+        };
+        let known = url.as_ref().and_then(|u| self.known.get(u)).cloned();
+        let opened = match self.open(target, known.as_ref()).await {
+            Ok(opened) => opened,
             Err(message) => {
                 problems.push(target.problem(message));
-                Vec::new()
+                return Vec::new();
             }
+        };
+        let (body, downloaded) = match (opened, known) {
+            (Opened::NotModified, Some(known)) => {
+                self.fetched.push(unchanged(url.unwrap_or_default(), known));
+                return Vec::new();
+            }
+            (Opened::Body(_, Some(d)), Some(known)) if d.digest == known.digest => {
+                let known = Known { etag: d.etag.or(known.etag), last_modified: d.last_modified, ..known };
+                self.fetched.push(unchanged(url.unwrap_or_default(), known));
+                return Vec::new();
+            }
+            (Opened::NotModified, None) => return Vec::new(),
+            (Opened::Body(body, downloaded), _) => (body, downloaded),
+        };
+        let before = problems.len();
+        let children = parse_sitemap(body.reader(), &target.name, self.cap, each, problems);
+        if let (Some(url), Some(d)) = (url, downloaded) {
+            self.fetched.push(Fetched {
+                url,
+                etag: d.etag,
+                last_modified: d.last_modified,
+                digest: d.digest,
+                index: !children.is_empty(),
+                clean: problems.len() == before,
+                unchanged: false,
+            });
         }
+        children
     }
 
-    async fn open(&self, target: &Target) -> Result<Body, String> {
+    /// Opens a sitemap: a file, or a download (conditional with `known`).
+    async fn open(&self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
         match &target.location {
-            Location::File(path) => File::open(path).map(Body::whole).map_err(|e| format!("cannot read: {e}")),
-            Location::Url(url) => fetch::download(&self.client, url, self.cap).await,
+            Location::File(path) => {
+                File::open(path).map(|f| Opened::Body(Body::whole(f), None)).map_err(|e| format!("cannot read: {e}"))
+            }
+            Location::Url(url) => Ok(match fetch::download(&self.client, url, self.cap, known).await? {
+                fetch::Download::NotModified => Opened::NotModified,
+                fetch::Download::Body { body, etag, last_modified, digest } => {
+                    Opened::Body(body, Some(Known { etag, last_modified, digest }))
+                }
+            }),
         }
+    }
+}
+
+/// A sitemap opened: its body (and, downloaded, what the next fetch needs),
+/// or the server's word that it did not change.
+enum Opened {
+    Body(Body, Option<Known>),
+    NotModified,
+}
+
+/// A remote sitemap found unchanged since `known`.
+fn unchanged(url: String, known: Known) -> Fetched {
+    Fetched {
+        url,
+        etag: known.etag,
+        last_modified: known.last_modified,
+        digest: known.digest,
+        index: false,
+        clean: true,
+        unchanged: true,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod json;
 pub mod mock;
 pub mod pg;
 pub mod scenario;
+pub mod sitemap;
 
 use mock::{MockResponse, MockServer};
 use serde_json::Value;
@@ -56,6 +57,8 @@ pub struct Sandbox {
     pub indexnow: bool,
     /// Extra `[[property]]` tables appended to the config.
     pub more_properties: String,
+    /// Extra lines in the property's own table (e.g. `sources = [...]`).
+    pub property_extra: String,
     /// The property's `google = { ... }` table contents, if it uses Google
     /// (`[google]` then points at the mock engine and a generated key file).
     pub google: Option<String>,
@@ -85,6 +88,7 @@ impl Sandbox {
             bing: None,
             indexnow: true,
             more_properties: String::new(),
+            property_extra: String::new(),
             google: None,
             google_extra: String::new(),
             pg: None,
@@ -215,6 +219,7 @@ impl Sandbox {
             ));
         }
         text.push_str(&format!("[[property]]\nname = \"site\"\nsite = \"{}\"\n", self.site_url()));
+        text.push_str(&self.property_extra);
         if self.indexnow {
             text.push_str(&format!(
                 "indexnow = {{ key_env = \"INDEXNOW_KEY\", key_location = \"{}\"{} }}\n",

@@ -1,0 +1,142 @@
+//! Sources in the configuration: `submit` with no input reads each
+//! property's sitemaps and URL lists with `--changed`, then drains the
+//! queue; a remote sitemap is fetched conditionally, so an unchanged one
+//! costs one 304 and no parse; `--no-sources` only drains.
+
+use crate::support::sitemap::Sitemap;
+use crate::support::*;
+
+const DAY1: &str = "2026-12-03T09:00:00Z";
+const DAY1_LATER: &str = "2026-12-03T10:00:00Z";
+const DAY2: &str = "2026-12-04T09:00:00Z";
+
+/// A sandbox whose property's source is its sitemap, with pages /a and /b.
+fn with_sitemap() -> (Sandbox, Sitemap) {
+    let mut sb = Sandbox::new();
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", Some("2026-12-01"));
+    sitemap.add("/b", None);
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.write_config();
+    (sb, sitemap)
+}
+
+fn sitemap_gets(sb: &Sandbox) -> Vec<Option<String>> {
+    sb.site.requests_to("GET", "/sitemap.xml").iter().map(|r| r.header("If-None-Match").map(String::from)).collect()
+}
+
+#[test]
+fn submit_with_no_input_reads_the_sources_then_an_unchanged_sitemap_costs_one_304() {
+    let (sb, _sitemap) = with_sitemap();
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    let mut sent = sb.received_urls();
+    sent.sort();
+    assert_eq!(sent, [sb.url("/a"), sb.url("/b")]);
+
+    // An hour later: the same sitemap, asked for with its ETag: a 304, nothing parsed, nothing sent.
+    let done = sb.indexq(&["--json", "submit"]).now(DAY1_LATER).output().code(0);
+    assert_eq!(sitemap_gets(&sb), [None, Some("\"v2\"".to_string())]);
+    assert!(results(&done.json()).is_empty(), "a 304 is not parsed: {}", done.stdout);
+    assert_eq!(sb.received_urls().len(), 2);
+    let done = sb.indexq(&["submit"]).now(DAY1_LATER).output().code(0);
+    assert!(done.stdout.contains("Nothing to send"), "{}", done.stdout);
+}
+
+#[test]
+fn a_changed_sitemap_sends_its_new_pages_and_changed_lastmods_once() {
+    let (sb, sitemap) = with_sitemap();
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    sitemap.add("/c", Some("2026-12-03"));
+    sitemap.touch("/a", "2026-12-03T12:00:00Z");
+    sb.indexq(&["submit"]).now(DAY2).output().code(0);
+    let sent = sb.received_urls();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    let mut second: Vec<String> = sent[2..].to_vec();
+    second.sort();
+    assert_eq!(second, [sb.url("/a"), sb.url("/c")], "/b has no later lastmod: --changed leaves it");
+    // And once: the next run is a 304 again.
+    sb.indexq(&["submit"]).now("2026-12-04T10:00:00Z").output().code(0);
+    assert_eq!(sb.received_urls().len(), 4);
+    assert_eq!(sitemap_gets(&sb).last().cloned().flatten(), Some("\"v4\"".to_string()));
+}
+
+#[test]
+fn a_sitemap_without_validators_is_not_parsed_again_when_its_body_is_the_same() {
+    let (sb, sitemap) = with_sitemap();
+    sitemap.without_validators();
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    let done = sb.indexq(&["--json", "submit"]).now(DAY1_LATER).output().code(0);
+    assert_eq!(sitemap_gets(&sb), [None, None], "no validator to send");
+    assert!(results(&done.json()).is_empty(), "the same body is not parsed again: {}", done.stdout);
+    sitemap.add("/c", None);
+    sb.indexq(&["submit"]).now(DAY2).output().code(0);
+    assert_eq!(sb.received_urls().last(), Some(&sb.url("/c")));
+}
+
+#[test]
+fn a_run_for_other_groups_reads_the_sitemap_in_full() {
+    let (mut sb, _sitemap) = with_sitemap();
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    // Bing added to the property: its URLs must reach Bing too, though the sitemap did not change.
+    sb.bing = Some(String::new());
+    sb.bing_quota(100, 1000);
+    sb.engine.on("POST", BING_SUBMIT, vec![mock::MockResponse::status(200).json(r#"{"d":null}"#)]);
+    sb.write_config();
+    sb.indexq(&["submit"]).now(DAY1_LATER).output().code(0);
+    assert_eq!(sitemap_gets(&sb), [None, None], "other groups: no conditional GET");
+    let mut bing = sb.bing_received();
+    bing.sort();
+    assert_eq!(bing, [sb.url("/a"), sb.url("/b")]);
+    assert_eq!(sb.received_urls().len(), 2, "IndexNow is not sent them again");
+}
+
+#[test]
+fn force_and_since_read_the_sitemap_in_full() {
+    let (sb, _sitemap) = with_sitemap();
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    sb.indexq(&["submit", "--force"]).now(DAY1_LATER).output().code(0);
+    sb.indexq(&["submit", "--since", "2026-12-01"]).now(DAY1_LATER).output().code(0);
+    assert_eq!(sitemap_gets(&sb), [None, None, None]);
+}
+
+#[test]
+fn no_sources_only_drains_and_inputs_replace_the_sources() {
+    let (sb, _sitemap) = with_sitemap();
+    let done = sb.indexq(&["submit", "--no-sources"]).now(DAY1).output().code(0);
+    assert!(sitemap_gets(&sb).is_empty(), "--no-sources reads no source");
+    assert!(done.stdout.contains("Nothing to send"), "{}", done.stdout);
+    let list = sb.urls("urls.txt", &["/x"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(DAY1).output().code(0);
+    assert!(sitemap_gets(&sb).is_empty(), "an input given: the sources are not read");
+    assert_eq!(sb.received_urls(), [sb.url("/x")]);
+    let refused = sb.indexq(&["submit", "--no-sources", list.to_str().unwrap()]).now(DAY1).output();
+    assert_eq!(refused.code, 2, "--no-sources with an input says nothing: {}", refused.stderr);
+}
+
+#[test]
+fn list_sources_are_read_and_a_missing_one_is_named_while_the_others_go() {
+    let mut sb = Sandbox::new();
+    sb.urls("urls.txt", &["/from-list"]);
+    sb.property_extra = "sources = [\"urls.txt\", \"missing.txt\", { list = \"more.xml\" }]\n".into();
+    sb.file("more.xml", &format!("{}\n", sb.url("/from-xml-named-list")));
+    sb.write_config();
+    let done = sb.indexq(&["--json", "submit"]).now(DAY1).output().code(3);
+    let mut sent = sb.received_urls();
+    sent.sort();
+    assert_eq!(sent, [sb.url("/from-list"), sb.url("/from-xml-named-list")]);
+    let doc = done.json();
+    let missing = results(&doc).into_iter().find(|r| r["outcome"] == "invalid").expect("the missing source");
+    assert_eq!(missing["reason"], "unreadable");
+    assert!(missing["url"].as_str().unwrap().ends_with("missing.txt"), "{missing}");
+    assert!(missing["message"].as_str().unwrap().contains("a source of property `site`"), "{missing}");
+}
+
+#[test]
+fn a_dry_run_reads_the_sources_and_keeps_nothing() {
+    let (sb, _sitemap) = with_sitemap();
+    let done = sb.indexq(&["submit", "--dry-run"]).now(DAY1).output().code(0);
+    assert!(done.stdout.contains("2 new"), "{}", done.stdout);
+    sb.indexq(&["submit"]).now(DAY1).output().code(0);
+    assert_eq!(sitemap_gets(&sb), [None, None], "the dry run kept no validator");
+    assert_eq!(sb.received_urls().len(), 2);
+}
