@@ -250,7 +250,25 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
     }
     stranded_checks(settings, ledger.as_mut(), now, &mut checks);
+    parked_checks(settings, ledger.as_mut(), &mut checks);
     checks
+}
+
+/// What is parked in the configured groups: a problem each (group and
+/// reason), with the fix and whether indexq notices it by itself.
+fn parked_checks(settings: &Settings, ledger: &mut dyn Ledger, checks: &mut Vec<Check>) {
+    match crate::history::parked_notices(settings, ledger) {
+        Ok(notices) => {
+            let user_tz = crate::clock::user_timezone();
+            for notice in notices {
+                let fix = format!("{}{}", notice.fix.as_deref().unwrap_or_default(), notice.who());
+                let check = Check::problem("parked", notice.summary(user_tz), fix.trim_start().to_string());
+                let group = &notice.parked.group;
+                checks.push(check.about(&group.property, group.engine));
+            }
+        }
+        Err(e) => checks.push(Check::problem("parked", format!("{e:#}"), "see the ledger error above")),
+    }
 }
 
 /// The file's mode, if group or others have any permission on it.
@@ -321,6 +339,10 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
         Ok(Some(v)) => {
             checks.push(Check::ok("ledger_schema", format!("schema version {v}")));
             stranded_checks(settings, &mut ledger, now, &mut checks);
+            // Reminders came with schema 3: an older shared ledger is migrated by the next run.
+            if v >= 3 {
+                parked_checks(settings, &mut ledger, &mut checks);
+            }
         }
         Err(e) => checks.push(Check::problem("ledger_schema", e.to_string(), fix)),
     }

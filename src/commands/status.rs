@@ -1,6 +1,8 @@
-//! `indexq status`: per property × engine (× endpoint), each budget rule's
-//! use in its current window and when it reopens (in the rule's timezone,
-//! the user's, and relative), queue counts, and the last rejection.
+//! `indexq status`: first what needs a human (parked items per group and
+//! reason, with the fix), then per property × engine (× endpoint), each
+//! budget rule's use in its current window and when it reopens (in the
+//! rule's timezone, the user's, and relative), queue counts, and the last
+//! rejection.
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
@@ -82,6 +84,8 @@ struct StatusJson {
     groups: Vec<GroupJson>,
     /// Items no configured property sends any more.
     stranded: Vec<StrandedJson>,
+    /// What needs a human: parked items per group and reason.
+    parked: Vec<crate::output::parked::ParkedJson>,
 }
 
 pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
@@ -109,7 +113,10 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         queue: QueueCounts::default(),
         groups: Vec::new(),
         stranded: Vec::new(),
+        parked: Vec::new(),
     };
+    let parked = crate::history::parked_notices(settings, ledger.as_mut())?;
+    doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
     for group in budget::groups(settings) {
@@ -242,6 +249,9 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
     } else {
         let mut out = printer.stdout();
         writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
+        for notice in &parked {
+            writeln!(out, "{}", notice.line(user_tz))?;
+        }
         out.write_all(&human)?;
     }
     Ok(ExitStatus::Ok)

@@ -10,7 +10,7 @@ use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::Period;
-use crate::model::{BingCode, GroupKey};
+use crate::model::{BingCode, Check, GroupKey};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -147,6 +147,16 @@ impl Engine for Bing {
                 r.status,
                 classify::excerpt(&r.body)
             ))),
+        })
+    }
+
+    async fn check(&self, group: &GroupKey, check: Check) -> Option<Result<String, String>> {
+        if check != Check::ApiKey {
+            return None;
+        }
+        Some(match self.reported_quota(group).await? {
+            Ok(_) => Ok("Bing accepts the API key now (its quota was read)".into()),
+            Err(why) => Err(why),
         })
     }
 }

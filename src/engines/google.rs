@@ -12,7 +12,7 @@ use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
 use crate::config::{ConfigError, Settings};
 use crate::model::{AcceptedReason, Class, MisconfiguredReason, TransientReason};
-use crate::model::{Action, GroupKey, StoredResponse};
+use crate::model::{Action, Check, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use chrono::TimeDelta;
@@ -443,6 +443,16 @@ impl Engine for Google {
             sent.answers.push(answer);
         }
         sent
+    }
+
+    async fn check(&self, _group: &GroupKey, check: Check) -> Option<Result<String, String>> {
+        if check != Check::Token {
+            return None;
+        }
+        Some(match self.check_token().await {
+            Ok(()) => Ok(format!("Google issues access tokens for {} again", self.account.client_email)),
+            Err(verdict) => Err(verdict.message),
+        })
     }
 }
 

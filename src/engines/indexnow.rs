@@ -7,7 +7,7 @@ use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
 use crate::error::error_chain;
-use crate::model::GroupKey;
+use crate::model::{Check, Class, GroupKey};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -138,5 +138,18 @@ impl Engine for IndexNow {
             }
         };
         Sent::whole(answer, urls.len())
+    }
+
+    async fn check(&self, group: &GroupKey, check: Check) -> Option<Result<String, String>> {
+        if check != Check::KeyFile {
+            return None;
+        }
+        let (verdict, location) = self.check_property(&group.property).await?;
+        // Exactly the key: what a 403 would call `key_pending`.
+        Some(if verdict.class == Class::KeyPending {
+            Ok(format!("the key file at {location} serves the key now"))
+        } else {
+            Err(verdict.message)
+        })
     }
 }

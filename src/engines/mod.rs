@@ -10,7 +10,7 @@ pub mod indexnow;
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::config::HttpSettings;
 use crate::model::Period;
-use crate::model::{Action, GroupKey, MisconfiguredReason, StoredResponse};
+use crate::model::{Action, Check, GroupKey, MisconfiguredReason, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
@@ -117,6 +117,13 @@ pub trait Engine: Send + Sync {
     /// What the engine says is left of its quota for the group, per period,
     /// read without spending any (Bing). `None`: the engine does not say.
     async fn reported_quota(&self, _group: &GroupKey) -> Option<Result<Vec<(Period, u64)>, String>> {
+        None
+    }
+
+    /// Checks, without spending quota, whether a cause of parked items
+    /// (`check`) still holds for the group: `Ok(what was found)` when it is
+    /// fixed, `Err(what still fails)`. `None`: the engine cannot check it.
+    async fn check(&self, _group: &GroupKey, _check: Check) -> Option<Result<String, String>> {
         None
     }
 }

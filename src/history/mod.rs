@@ -18,6 +18,7 @@ use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::Period;
 use crate::model::{Class, EngineKind, LocalReason, Reason};
 use crate::model::{GroupKey, QueueCounts, RunRecord};
+use crate::output::parked::ParkedNotice;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
@@ -194,6 +195,29 @@ fn parked(
     }
     by_reason.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.reason.to_string().cmp(&b.reason.to_string())));
     Ok(by_reason)
+}
+
+/// The fix for items of `group` parked with `reason` (`url`: one of them),
+/// with what the configuration says of the property.
+pub fn fix(settings: &Settings, group: &GroupKey, reason: Reason, url: &str) -> Option<String> {
+    fixes::hint(group.engine, reason, url, &fix_context(settings, group))
+}
+
+/// What is parked in the configured groups, with the fixes, as `status` and
+/// `doctor` say it (every one told).
+pub fn parked_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
+    let configured = budget::groups(settings);
+    Ok(ledger
+        .parked()?
+        .into_iter()
+        .filter(|p| configured.contains(&p.group))
+        .map(|parked| ParkedNotice {
+            fix: parked.reason.and_then(|r| fix(settings, &parked.group, r, &parked.url)),
+            parked,
+            fresh: false,
+            told: true,
+        })
+        .collect())
 }
 
 /// What the fixes name, from the configuration: the key location with the

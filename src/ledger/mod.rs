@@ -383,6 +383,10 @@ pub struct Dump {
     /// Credential fingerprint and its first use.
     pub credentials: Vec<(String, DateTime<Utc>)>,
     pub latest_run: Option<DateTime<Utc>>,
+    /// Group, reason and when a run last said its items are parked.
+    pub reminders: Vec<(GroupKey, String, DateTime<Utc>)>,
+    /// The sitemaps read for sources.
+    pub sources: Vec<SourceDocument>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -658,7 +662,8 @@ pub trait Ledger {
     /// Merges a dump in, idempotently (in one transaction): items take the
     /// dump's state (except those in flight here), attempts the ledger
     /// already has are not added twice, budget usage takes the larger count,
-    /// blocks and paces the later time, credentials the earlier first use.
+    /// blocks and paces the later time, credentials the earlier first use,
+    /// reminders and sitemaps read the later time.
     fn import(&mut self, dump: &Dump) -> Result<Copied>;
 
     // History and monitoring (`metrics`, `history`): read-only summaries of

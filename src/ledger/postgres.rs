@@ -1418,41 +1418,11 @@ impl Ledger for PgLedger {
     }
 
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
-        self.transaction(|tx| {
-            tx.query(
-                "SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url",
-                &[],
-            )?
-            .iter()
-            .map(|r| {
-                Ok(SourceDocument {
-                    url: r.get(0),
-                    etag: r.get(1),
-                    last_modified: r.get(2),
-                    digest: r.get(3),
-                    kind: stored("sources", "kind", r.get(4))?,
-                    routes: r.get(5),
-                    fetched_at: r.get(6),
-                })
-            })
-            .collect()
-        })
+        self.transaction(|tx| source_documents(tx))
     }
 
     fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
-        self.transaction(|tx| {
-            for d in documents {
-                tx.execute(
-                    "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)
-                     ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
-                         digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
-                         fetched_at = excluded.fetched_at",
-                    &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
-                )?;
-            }
-            Ok(())
-        })
+        self.transaction(|tx| store_source_documents(tx, documents, false))
     }
 }
 
@@ -1549,7 +1519,53 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     dump.latest_run = tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])?.map(|r| r.get(0));
+    for r in tx.query(
+        "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at
+         FROM reminders m JOIN groups g ON g.id = m.group_id ORDER BY g.property, g.engine, g.target, m.reason",
+        &[],
+    )? {
+        dump.reminders.push((stored_group(r.get(0), r.get(1), r.get(2))?, r.get(3), r.get(4)));
+    }
+    dump.sources = source_documents(tx)?;
     Ok(dump)
+}
+
+/// The sitemaps read for sources, by URL.
+fn source_documents(tx: &mut impl GenericClient) -> Result<Vec<SourceDocument>> {
+    tx.query("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url", &[])?
+        .iter()
+        .map(|r| {
+            Ok(SourceDocument {
+                url: r.get(0),
+                etag: r.get(1),
+                last_modified: r.get(2),
+                digest: r.get(3),
+                kind: stored("sources", "kind", r.get(4))?,
+                routes: r.get(5),
+                fetched_at: r.get(6),
+            })
+        })
+        .collect()
+}
+
+/// Keeps sitemaps read, replacing what was kept of each URL (with `later`,
+/// only by a later read: a copy merges).
+fn store_source_documents(tx: &mut impl GenericClient, documents: &[SourceDocument], later: bool) -> Result<()> {
+    let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
+    let sql = format!(
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+             digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
+             fetched_at = excluded.fetched_at{only}"
+    );
+    for d in documents {
+        tx.execute(
+            &sql,
+            &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
+        )?;
+    }
+    Ok(())
 }
 
 fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump) -> Result<Copied> {
@@ -1702,6 +1718,15 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
             &[fingerprint, at],
         )?;
     }
+    for (group, reason, at) in &dump.reminders {
+        let group = group_of(tx, group)?;
+        tx.execute(
+            "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+             ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = GREATEST(reminders.reminded_at, excluded.reminded_at)",
+            &[&group, reason, &sec(*at)],
+        )?;
+    }
+    store_source_documents(tx, &dump.sources, true)?;
     if let Some(latest) = dump.latest_run {
         tx.execute(
             "INSERT INTO runs (id, latest_now) VALUES (1, $1)

@@ -760,6 +760,44 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String,
     (clauses.join(" AND "), values)
 }
 
+/// The sitemaps read for sources, by URL.
+fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>> {
+    let mut stmt =
+        conn.prepare("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url")?;
+    let mut rows = stmt.query([])?;
+    let mut documents = Vec::new();
+    while let Some(r) = rows.next()? {
+        documents.push(SourceDocument {
+            url: r.get(0)?,
+            etag: r.get(1)?,
+            last_modified: r.get(2)?,
+            digest: r.get(3)?,
+            kind: stored("sources", "kind", &r.get::<_, String>(4)?)?,
+            routes: r.get(5)?,
+            fetched_at: from_ts(r.get(6)?),
+        });
+    }
+    Ok(documents)
+}
+
+/// Keeps sitemaps read, replacing what was kept of each URL (with `later`,
+/// only by a later read: a copy merges).
+fn store_source_documents(tx: &Connection, documents: &[SourceDocument], later: bool) -> Result<()> {
+    let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
+    let sql = format!(
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+             digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
+             fetched_at = excluded.fetched_at{only}"
+    );
+    let mut stmt = tx.prepare(&sql)?;
+    for d in documents {
+        stmt.execute(params![d.url, d.etag, d.last_modified, d.digest, d.kind.as_str(), d.routes, ts(d.fetched_at)])?;
+    }
+    Ok(())
+}
+
 /// Reservations whose owner is gone (dead process, or lease expired).
 fn stale_reservations(conn: &Connection, now: DateTime<Utc>, me: &Owner) -> Result<Vec<i64>> {
     let mut stmt = conn.prepare("SELECT id, host, pid, started, lease_until FROM reservations")?;
@@ -1521,7 +1559,17 @@ impl Ledger for SqliteLedger {
             let mut stmt = tx.prepare("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint")?;
             dump.credentials =
                 stmt.query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?.collect::<rusqlite::Result<_>>()?;
+            let mut stmt = tx.prepare(
+                "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at
+                 FROM reminders m JOIN groups g ON g.id = m.group_id ORDER BY g.property, g.engine, g.target, m.reason",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+                dump.reminders.push((group, r.get(3)?, from_ts(r.get(4)?)));
+            }
         }
+        dump.sources = source_documents(&tx)?;
         dump.latest_run =
             opt_ts(tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?);
         tx.commit()?;
@@ -1670,6 +1718,15 @@ impl Ledger for SqliteLedger {
                     params![fingerprint, ts(*at)],
                 )?;
             }
+            for (group, reason, at) in &dump.reminders {
+                let group = group_id_or_create(&tx, &mut self.groups, &mut created, group)?;
+                tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = MAX(reminded_at, excluded.reminded_at)",
+                    params![group, reason, ts(*at)],
+                )?;
+            }
+            store_source_documents(&tx, &dump.sources, true)?;
             if let Some(latest) = dump.latest_run {
                 tx.execute(
                     "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
@@ -1847,34 +1904,12 @@ impl Ledger for SqliteLedger {
     }
 
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url")?;
-        let mut rows = stmt.query([])?;
-        let mut documents = Vec::new();
-        while let Some(r) = rows.next()? {
-            documents.push(SourceDocument {
-                url: r.get(0)?,
-                etag: r.get(1)?,
-                last_modified: r.get(2)?,
-                digest: r.get(3)?,
-                kind: stored("sources", "kind", &r.get::<_, String>(4)?)?,
-                routes: r.get(5)?,
-                fetched_at: from_ts(r.get(6)?),
-            });
-        }
-        Ok(documents)
+        source_documents(&self.conn)
     }
 
     fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
         let tx = write(&mut self.conn)?;
-        for d in documents {
-            tx.execute(
-                "INSERT OR REPLACE INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![d.url, d.etag, d.last_modified, d.digest, d.kind.as_str(), d.routes, ts(d.fetched_at)],
-            )?;
-        }
+        store_source_documents(&tx, documents, false)?;
         tx.commit()?;
         Ok(())
     }

@@ -20,8 +20,8 @@ pub use group::{Action, GroupKey};
 pub use outcome::{Class, Outcome};
 pub use queue::{ItemState, NextStep, ParkedGroup, QueueCounts, StoredResponse};
 pub use reason::{
-    AcceptedReason, BingCode, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason,
-    Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
+    AcceptedReason, BingCode, Check, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason,
+    QuotaReason, Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
 };
 pub use run::RunRecord;
 pub use source::{DocumentKind, SourceDocument};

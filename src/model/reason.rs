@@ -62,6 +62,29 @@ macro_rules! reason_enum {
     };
 }
 
+/// A cause of parked items that indexq can check by itself, without
+/// spending quota, to notice that a human fixed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// The IndexNow key file: fetched and compared with the key.
+    KeyFile,
+    /// Bing's API key: Bing's quota read with it.
+    ApiKey,
+    /// Google's service-account key: an access token asked for.
+    Token,
+}
+
+impl Check {
+    /// What is checked, for a person.
+    pub fn what(self) -> &'static str {
+        match self {
+            Check::KeyFile => "the key file",
+            Check::ApiKey => "the API key",
+            Check::Token => "the service-account key",
+        }
+    }
+}
+
 /// A reason text this indexq does not know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownReason(pub String);
@@ -169,6 +192,24 @@ reason_enum! {
         TokenHttp(TokenHttpStatus),
         Token(TokenError),
         Bing(BingCode),
+    }
+}
+
+impl MisconfiguredReason {
+    /// What indexq checks by itself to notice that this cause was fixed:
+    /// the key file for the key file's answers, the key or the token for a
+    /// refused credential. Causes in an answer about the URLs themselves
+    /// (a 400, a 422, a permission) cannot be checked without sending.
+    pub fn check(self) -> Option<Check> {
+        use MisconfiguredReason::*;
+        match self {
+            KeyFileUnreachable | KeyFileMissing | KeyFileStatus | KeyFileWrong | KeyFileBom | KeyFileHtml => {
+                Some(Check::KeyFile)
+            }
+            Bing(BingCode::InvalidApiKey) => Some(Check::ApiKey),
+            Token(_) | TokenHttp(_) | BadKey => Some(Check::Token),
+            _ => None,
+        }
     }
 }
 
@@ -432,9 +473,39 @@ reason_enum! {
     }
 }
 
+impl Reason {
+    /// [`MisconfiguredReason::check`] of a misconfigured reason.
+    pub fn check(self) -> Option<Check> {
+        match self {
+            Reason::Misconfigured(m) => m.check(),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_causes_found_without_sending_are_checked() {
+        assert_eq!(MisconfiguredReason::KeyFileMissing.check(), Some(Check::KeyFile));
+        assert_eq!(MisconfiguredReason::KeyFileHtml.check(), Some(Check::KeyFile));
+        assert_eq!(MisconfiguredReason::Bing(BingCode::InvalidApiKey).check(), Some(Check::ApiKey));
+        assert_eq!(MisconfiguredReason::Token(TokenError::InvalidGrant).check(), Some(Check::Token));
+        assert_eq!(MisconfiguredReason::TokenHttp(TokenHttpStatus(400)).check(), Some(Check::Token));
+        for unchecked in [
+            MisconfiguredReason::BadRequest,
+            MisconfiguredReason::UrlNotOnHost,
+            MisconfiguredReason::KeyNeverAccepted,
+            MisconfiguredReason::OwnershipNotVerified,
+            MisconfiguredReason::Bing(BingCode::InvalidUrl),
+            MisconfiguredReason::Http(HttpStatus(404)),
+        ] {
+            assert_eq!(unchecked.check(), None, "{unchecked}");
+        }
+        assert_eq!(Reason::from(QuotaReason::DailyQuota).check(), None);
+    }
 
     /// Every reason reads back as itself, with its class.
     #[test]

@@ -8,7 +8,10 @@
 //! - `report`: `submit`'s report, rendered from `Results` as human text and
 //!   as the JSON document of DESIGN §5.
 //! - `progress`: the progress bar on a terminal.
+//! - `parked`: what needs a human (parked groups), as `submit`, `status`
+//!   and `doctor` say it.
 
+pub(crate) mod parked;
 pub mod printer;
 pub(crate) mod progress;
 pub(crate) mod report;

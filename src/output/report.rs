@@ -5,6 +5,7 @@
 //! `Results` (never the other way round). Rendering is generic over
 //! `io::Write`, so tests can render into a `Vec<u8>`.
 
+use super::parked::ParkedNotice;
 use super::printer::{self, group_title, rfc3339};
 use super::results::Results;
 use crate::model::GroupKey;
@@ -53,6 +54,10 @@ pub struct SubmitReport<'a> {
     pub plan: &'a BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub before_since: Option<u64>,
+    /// What is parked (what needs a human), and whether this run says so.
+    pub parked: &'a [ParkedNotice],
+    /// Parked items that go again in this run, and why.
+    pub resumed: &'a [String],
 }
 
 /// The dry run's plan for one engine, as JSON.
@@ -125,8 +130,30 @@ impl SubmitReport<'_> {
         if !self.notes.is_empty() {
             write!(out, ",\n  \"notes\": {}", serde_json::to_string(self.notes)?)?;
         }
+        if !self.parked.is_empty() {
+            let parked: Vec<_> = self.parked.iter().map(|p| p.json(self.user_tz)).collect();
+            write!(out, ",\n  \"parked\": {}", serde_json::to_string(&parked)?)?;
+        }
+        if !self.resumed.is_empty() {
+            write!(out, ",\n  \"resumed\": {}", serde_json::to_string(self.resumed)?)?;
+        }
         writeln!(out, "\n}}")?;
         Ok(())
+    }
+
+    /// The notice of a misconfigured aggregate whose items this run parked.
+    fn parked_in_this_run(&self, a: &super::results::Aggregate) -> Option<&ParkedNotice> {
+        self.parked.iter().find(|p| p.fresh && p.parked.group == a.group && p.parked.reason == Some(a.reason))
+    }
+
+    /// Whether a notice was said above, with the answer that parked its items in this run.
+    fn told_above(&self, notice: &ParkedNotice, aggregates: &[super::results::Aggregate]) -> bool {
+        notice.fresh
+            && aggregates.iter().any(|a| {
+                a.outcome == Outcome::Misconfigured
+                    && a.group == notice.parked.group
+                    && Some(a.reason) == notice.parked.reason
+            })
     }
 
     fn plan_summary(&self) -> BTreeMap<EngineKind, PlanSummary> {
@@ -144,6 +171,10 @@ impl SubmitReport<'_> {
             for note in self.notes {
                 writeln!(out, "note: {note}")?;
             }
+        }
+        // A fix noticed closes what a reminder said: told even with -q.
+        for resumed in self.resumed {
+            writeln!(out, "resumed: {resumed}")?;
         }
         if self.dry_run {
             writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
@@ -172,15 +203,13 @@ impl SubmitReport<'_> {
             let n = a.count;
             match a.outcome {
                 Outcome::Misconfigured => {
+                    // Parked before this run: said by its notice below, when due.
+                    let Some(notice) = self.parked_in_this_run(a) else { continue };
                     writeln!(out, "error: {title}: {} ({})", a.message, a.reason)?;
                     if let Some(hint) = &a.hint {
                         writeln!(out, "  hint: {hint}")?;
                     }
-                    writeln!(
-                        out,
-                        "  {} parked until the configuration changes or `indexq queue retry`.",
-                        plural(n, "URL is", "URLs are")
-                    )?;
+                    writeln!(out, "  {} parked.{}", plural(n, "URL is", "URLs are"), notice.who())?;
                 }
                 _ if quiet => {}
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
@@ -240,6 +269,10 @@ impl SubmitReport<'_> {
                 )?;
             }
         }
+        // What needs a human and was parked before this run: once per reminder interval.
+        for notice in self.parked.iter().filter(|p| p.told && !self.told_above(p, &aggregates)) {
+            writeln!(out, "{}", notice.line(self.user_tz))?;
+        }
         let (invalid, all) = self.results.invalid();
         for r in invalid {
             let place = r.source.as_deref().unwrap_or("input");
@@ -249,7 +282,7 @@ impl SubmitReport<'_> {
             writeln!(out, "invalid: … and {} more (each is named in a warning above).", all - invalid.len() as u64)?;
         }
         let summary = self.results.summary();
-        let needs_human = summary["misconfigured"] + summary["invalid"] > 0;
+        let needs_human = summary["invalid"] > 0 || self.parked.iter().any(|p| p.fresh || p.told);
         if !quiet || needs_human {
             let parts: Vec<String> =
                 summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();

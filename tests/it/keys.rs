@@ -69,14 +69,19 @@ fn parks_with(key_file: MockResponse, reason: &str) {
     assert!(r["hint"].is_string());
     assert!(!done.stdout.contains(KEY), "the key never appears in output");
     assert_eq!(count(&doc, "misconfigured"), 2);
+    let parked = done.submit_doc().parked.expect("what is parked");
+    assert_eq!((parked[0].reason.as_str(), parked[0].urls, parked[0].told), (reason, 2, true));
+    assert!(parked[0].checked_by_itself, "the key file is checked on every run");
 
-    // Human text says what to do.
-    let human = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:05:00Z").output().code(3);
-    assert!(human.stdout.contains("hint:"), "{}", human.stdout);
-    assert!(human.stdout.contains("parked"), "{}", human.stdout);
-
-    // Not retried by the next runs (with or without input).
-    sb.indexq(&["--json", "submit"]).now("2026-12-05T09:00:00Z").output().code(0);
+    // Said again only when its reminder is due: not five minutes later, with the same input...
+    let again = sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T09:05:00Z").output().code(0);
+    assert!(!again.stdout.contains("parked"), "{}", again.stdout);
+    // ...but after a day, with what to do; not retried (the key file still fails its check).
+    let human = sb.indexq(&["-q", "submit"]).now("2026-12-05T09:00:00Z").output().code(3);
+    assert!(human.stdout.contains("needs a human: "), "{}", human.stdout);
+    assert!(human.stdout.contains(&format!("2 URLs parked since 2026-12-03 09:00 UTC ({reason})")), "{}", human.stdout);
+    assert!(human.stdout.contains("Fix: "), "{}", human.stdout);
+    assert!(human.stdout.contains("indexq checks the key file on every run"), "{}", human.stdout);
     assert_eq!(sb.engine.requests().len(), 1);
     let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).queue_doc();
     assert_eq!(queue.items.len(), 2);

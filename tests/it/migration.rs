@@ -26,12 +26,16 @@ fn sandbox(top: &str) -> Sandbox {
 }
 
 /// What `status`, `queue list` and `log` say, without what this binary
-/// adds to the documents (`stranded`, a request's `urls`; `normalized`).
+/// adds to the documents (`stranded`, `parked`, a request's `urls`; `normalized`).
 fn views(sb: &Sandbox) -> Value {
     let run = |args: &[&str]| sb.indexq(args).env("BING_KEY", "fixture-bing-key-0123456789").now(NOW).output().code(0);
     let mut status = run(&["--json", "status"]).json();
     assert_eq!(status["stranded"], serde_json::json!([]), "{status:#}");
     status.as_object_mut().unwrap().remove("stranded");
+    // What is parked, as this binary says it: the fixture's parked items, per group and reason.
+    let parked: u64 = status["parked"].as_array().unwrap().iter().map(|p| p["urls"].as_u64().unwrap()).sum();
+    assert_eq!(parked, status["queue"]["parked"].as_u64().unwrap(), "{status:#}");
+    status.as_object_mut().unwrap().remove("parked");
     let queue = run(&["--json", "queue", "list", "--state", "due,waiting,parked,in-flight,accepted"]).json();
     let mut log = run(&["--json", "log", "--limit", "1000"]).json();
     for a in log["attempts"].as_array_mut().unwrap() {
@@ -102,11 +106,11 @@ fn a_schema_1_sqlite_ledger_upgrades_in_place() {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 2"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 3"), "{}", done.stdout);
     assert_upgraded(&sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 2));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 3));
 }
 
 #[test]
@@ -128,7 +132,7 @@ fn pg_a_schema_1_database_ledger_upgrades_in_place() {
     let mut sb = sandbox(&ledger.config_lines());
     sb.pg = Some(ledger.clone());
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 2"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 3"), "{}", done.stdout);
     assert_upgraded(&sb);
     pg::assert_no_sqlite(&sb, &[]);
 }

@@ -367,10 +367,12 @@ fn pg_ledger_copy_round_trip() {
     assert_eq!(views(|args| sb.indexq(args).now(at).output()), original, "copying out leaves PostgreSQL unchanged");
     assert_no_secret(&ledger_bytes(&copy), &copy.display().to_string());
 
-    // The copy is a working ledger: the next run goes on from it.
+    // The copy is a working ledger: the next run goes on from it (and a day later, says again what is parked).
     let doc = sb.indexq(&["--json", "submit"]).env("INDEXQ_LEDGER", &copy).now("2026-12-04T09:00:00Z").output();
-    let doc = doc.code(0).json();
-    assert!(count(&doc, "accepted") >= 2, "the deferred and the transient go: {}", doc["summary"]);
+    let doc = doc.code(3).submit_doc();
+    assert!(doc.summary.accepted >= 2, "the deferred and the transient go: {:?}", doc.summary);
+    let parked = doc.parked.expect("the parked URL, said again");
+    assert_eq!((parked[0].reason.as_str(), parked[0].urls, parked[0].told), ("url_not_on_host", 1, true));
 }
 
 // ---------------------------------------------------------------------------

@@ -194,9 +194,9 @@ fn check_four_days(sb: &Sandbox) {
     let parked = tags(&html, "tr", "data-reason");
     let reasons: Vec<(&str, &str, Option<u64>)> =
         parked.iter().map(|p| (p["data-engine"].as_str(), p["data-reason"].as_str(), n(p, "data-count"))).collect();
-    assert_eq!(reasons, [("indexnow", "url_not_on_host", Some(3)), ("bing", "InvalidApiKey", Some(2))]);
+    assert_eq!(reasons, [("indexnow", "url_not_on_host", Some(3)), ("bing", "NotAuthorized", Some(2))]);
     assert!(html.contains("Submit only URLs under the property&#39;s host"), "IndexNow's fix");
-    assert!(html.contains("generate one in Bing Webmaster Tools"), "Bing's fix");
+    assert!(html.contains("in Bing Webmaster Tools"), "Bing's fix");
     let total: u64 = status.groups.iter().map(|g| g.queue.parked).sum();
     assert_eq!(n(&tags(&html, "div", "data-parked")[0], "data-parked"), Some(total));
     assert_eq!(n(&tags(&html, "div", "data-last-run-exit-code")[0], "data-last-run-exit-code"), Some(3));

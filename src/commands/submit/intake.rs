@@ -122,11 +122,8 @@ impl Run<'_> {
                         let fetched = reader.take_fetched();
                         if !self.dry_run && intake.since.is_none() {
                             let now = self.clock.now();
-                            let documents: Vec<SourceDocument> = fetched
-                                .into_iter()
-                                .filter(|f| f.clean)
-                                .map(|f| document(f, &routes, now))
-                                .collect();
+                            let documents: Vec<SourceDocument> =
+                                fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();
                             self.ledger.record_source_documents(&documents)?;
                         }
                     }
@@ -270,6 +267,9 @@ impl Run<'_> {
         }
         for row in self.ledger.items_by_id(&look_up)? {
             let id = row.id;
+            if row.state == ItemState::Parked {
+                self.parked_before += 1;
+            }
             let e = row_entry(row, self.user_tz, |group| self.rule_timezone(group), now);
             self.entry(id, e)?;
         }

@@ -14,10 +14,14 @@
 //!   the engines, and the waits for retries within `--max-wait`;
 //! - `outcome`: an engine's answer made into ledger records and results,
 //!   what a claim deferred, and the report and exit status at the end;
-//! - `plan`: the dry run's plan, by reading the ledger.
+//! - `plan`: the dry run's plan, by reading the ledger;
+//! - `parked`: what needs a human across runs — fixes noticed by
+//!   themselves before sending, and each parked group said (once per
+//!   `[submit] remind`) at the end.
 
 mod intake;
 mod outcome;
+mod parked;
 mod plan;
 mod send;
 #[cfg(test)]
@@ -71,6 +75,13 @@ struct Run<'a> {
     admitted: u64,
     /// A dry run's plan (nothing is written).
     plans: plan::Plans,
+    /// Groups and reasons (`ParkedGroup::reminder_key`) whose items this run parked.
+    parked_now: std::collections::HashSet<(GroupKey, String)>,
+    /// Input URLs whose items were parked before this run: said by the
+    /// reminders, not counted as this run's failures.
+    parked_before: u64,
+    /// Parked items sent again in this run: a fix noticed, or the configuration changed.
+    resumed: Vec<String>,
 }
 
 pub async fn run(
@@ -120,6 +131,9 @@ pub async fn run(
         read: 0,
         admitted: 0,
         plans: Default::default(),
+        parked_now: Default::default(),
+        parked_before: 0,
+        resumed: Vec::new(),
     };
     let outcome: anyhow::Result<ExitStatus> = async {
         // One clock for every window decision (DESIGN §2): the ledger's.
@@ -134,7 +148,7 @@ pub async fn run(
         if run.dry_run {
             run.plan_groups().await?;
         } else {
-            run.prepare(started, printer)?;
+            run.prepare(started, printer).await?;
         }
         let intake = run.read_inputs(readers, args, printer).await?;
         if !run.dry_run {

@@ -61,6 +61,9 @@ impl Run<'_> {
             self.entry(id, entry)?;
         }
         let refund = refund(d.sent);
+        for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
+            self.parked_now.insert((d.group.clone(), a.reason.to_string()));
+        }
         self.ledger.finish(&Finish {
             reservation: d.reservation,
             answers: settled.answered,
@@ -143,6 +146,7 @@ impl Run<'_> {
                 waiting.push(Waiting { group, count: counts.waiting, next, tz });
             }
         }
+        let parked = self.parked_notices(started)?;
         self.results.flush()?;
         let report = SubmitReport {
             now: started,
@@ -155,6 +159,8 @@ impl Run<'_> {
             notes: &self.notes,
             plan,
             before_since,
+            parked: &parked,
+            resumed: &self.resumed,
         };
         let mut out = std::io::BufWriter::new(printer.stdout());
         if printer.json {
@@ -163,13 +169,21 @@ impl Run<'_> {
             report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
         }
         std::io::Write::flush(&mut out)?;
-        Ok(exit_status(fail_on, &self.results.summary()))
+        let mut summary = self.results.summary();
+        // Items parked before this run are said by their reminders, not as this run's failures.
+        let misconfigured = summary.entry(Outcome::Misconfigured.as_str()).or_default();
+        *misconfigured = misconfigured.saturating_sub(self.parked_before);
+        // A dry run shows what is parked; only a run that says it (and keeps that it did) needs a human for it.
+        let reminded = !self.dry_run && parked.iter().any(|n| n.told);
+        Ok(exit_status(fail_on, &summary, reminded))
     }
 }
 
-/// 3 (needs a human) when some result is in a `--fail-on` outcome, else 0.
-fn exit_status(fail_on: &[Outcome], summary: &BTreeMap<&'static str, u64>) -> ExitStatus {
-    let needs_human = fail_on.iter().any(|o| summary[o.as_str()] > 0);
+/// 3 (needs a human) when some result is in a `--fail-on` outcome, or
+/// (`misconfigured` among them) the run said that items are parked; else 0.
+fn exit_status(fail_on: &[Outcome], summary: &BTreeMap<&'static str, u64>, told_parked: bool) -> ExitStatus {
+    let needs_human =
+        fail_on.iter().any(|o| summary[o.as_str()] > 0) || (told_parked && fail_on.contains(&Outcome::Misconfigured));
     if needs_human {
         ExitStatus::NeedsHuman
     } else {
@@ -440,9 +454,13 @@ mod tests {
         let mut summary: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
         summary.insert("accepted", 4);
         summary.insert("quota", 1);
-        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Invalid], &summary), ExitStatus::Ok);
-        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Quota], &summary), ExitStatus::NeedsHuman);
-        assert_eq!(exit_status(&[], &summary), ExitStatus::Ok);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Invalid], &summary, false), ExitStatus::Ok);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Quota], &summary, false), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[], &summary, false), ExitStatus::Ok);
+        // Parked items said (a reminder) need a human when misconfigured is a --fail-on outcome.
+        assert_eq!(exit_status(&[Outcome::Misconfigured], &summary, true), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[Outcome::Quota, Outcome::Invalid], &summary, true), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[Outcome::Invalid], &summary, true), ExitStatus::Ok);
     }
 
     #[test]

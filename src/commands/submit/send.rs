@@ -22,9 +22,9 @@ const MIN_PAUSE: TimeDelta = TimeDelta::milliseconds(100);
 
 impl Run<'_> {
     /// Before the input is read: reservations left by a run that stopped go
-    /// back to the queue, and items parked under another configuration are
-    /// retried.
-    pub(super) fn prepare(&mut self, now: DateTime<Utc>, printer: &Printer) -> anyhow::Result<()> {
+    /// back to the queue, items parked under another configuration are
+    /// retried, and so are those whose cause a check finds fixed.
+    pub(super) async fn prepare(&mut self, now: DateTime<Utc>, printer: &Printer) -> anyhow::Result<()> {
         let reconciled = self.ledger.reconcile(now, &self.owner)?;
         if reconciled.items > 0 {
             printer.note(&returned_note(reconciled.items));
@@ -33,13 +33,14 @@ impl Run<'_> {
             let engine = &self.engines[&group.engine];
             let n = self.ledger.unpark_changed(&group, &engine.fingerprint(&group), now)?;
             if n > 0 {
-                printer.note(&format!(
-                    "{}: the configuration changed; {n} parked URLs are retried.",
-                    crate::output::printer::group_title(&group)
+                self.resumed.push(format!(
+                    "{}: the configuration changed: {} go again.",
+                    crate::output::printer::group_title(&group),
+                    super::parked::urls_parked(n)
                 ));
             }
         }
-        Ok(())
+        self.notice_fixes(now).await
     }
 
     /// Sends everything due now; then, while a retry falls due within

@@ -146,6 +146,9 @@ impl Fixture {
             read: 0,
             admitted: 0,
             plans: Default::default(),
+            parked_now: Default::default(),
+            parked_before: 0,
+            resumed: Vec::new(),
         }
     }
 

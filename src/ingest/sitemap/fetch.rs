@@ -18,7 +18,12 @@ use crate::error::error_chain;
 pub(super) enum Download {
     /// The server says the sitemap did not change since `known` (304).
     NotModified,
-    Body { body: Body, etag: Option<String>, last_modified: Option<String>, digest: String },
+    Body {
+        body: Body,
+        etag: Option<String>,
+        last_modified: Option<String>,
+        digest: String,
+    },
 }
 
 /// Downloads a body into an anonymous temporary file, stopping at the cap;
@@ -53,9 +58,8 @@ pub(super) async fn download(
         let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
         return Err(format!("HTTP {}{reason}", status.as_u16()));
     }
-    let header = |name| {
-        response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty())
-    };
+    let header =
+        |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty());
     let (etag, last_modified) = (header(reqwest::header::ETAG), header(reqwest::header::LAST_MODIFIED));
     let mut digest = Sha256::new();
     let store_error = |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());

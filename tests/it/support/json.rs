@@ -117,8 +117,8 @@ closed_set! {
 // ---------------------------------------------------------------------------
 // `submit --json` (and `submit --dry-run --json`).
 
-/// `submit --json`: `now`, `results`, `summary`, `notes` when there are any;
-/// a dry run adds `dry_run`, `plan`, `plan_summary` and, with `--since`,
+/// `submit --json`: `now`, `results`, `summary`, `notes`, `parked` and
+/// `resumed` when there are any; a dry run adds `dry_run`, `plan`, `plan_summary` and, with `--since`,
 /// `before_since`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -139,6 +139,39 @@ pub struct Submit {
     pub summary: Summary,
     #[serde(default, deserialize_with = "maybe")]
     pub notes: Option<Vec<String>>,
+    /// What is parked (needs a human), per group and reason.
+    #[serde(default, deserialize_with = "maybe")]
+    pub parked: Option<Vec<Parked>>,
+    /// Parked items sent again in this run, and why.
+    #[serde(default, deserialize_with = "maybe")]
+    pub resumed: Option<Vec<String>>,
+}
+
+/// Parked items of one group and reason: what needs a human.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parked {
+    pub property: String,
+    pub engine: Engine,
+    #[serde(default, deserialize_with = "maybe")]
+    pub endpoint: Option<String>,
+    pub reason: String,
+    pub urls: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub since: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub message: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub fix: Option<String>,
+    /// Whether indexq notices the fix by itself (else `retry` is needed).
+    pub checked_by_itself: bool,
+    /// The command that sends them again.
+    pub retry: String,
+    /// When a run said so before.
+    #[serde(deserialize_with = "nullable")]
+    pub reminded_at: Option<String>,
+    /// Whether this run said so.
+    pub told: bool,
 }
 
 /// One URL's result for one engine.
@@ -244,6 +277,14 @@ impl Submit {
         ensure(self.plan_summary.is_some() == dry, "`plan_summary` goes with `dry_run`")?;
         ensure(dry || self.before_since.is_none(), "`before_since` only in a dry run")?;
         ensure(self.notes.as_ref().is_none_or(|n| !n.is_empty()), "`notes` is left out when there are none")?;
+        ensure(self.parked.as_ref().is_none_or(|n| !n.is_empty()), "`parked` is left out when there is none")?;
+        ensure(self.resumed.as_ref().is_none_or(|n| !n.is_empty()), "`resumed` is left out when there is none")?;
+        for p in self.parked.iter().flatten() {
+            p.since.as_deref().map_or(Ok(()), time)?;
+            p.reminded_at.as_deref().map_or(Ok(()), time)?;
+            ensure(p.urls > 0, &format!("a parked group has URLs: {p:?}"))?;
+            ensure(p.retry.starts_with("indexq queue retry --state parked"), &format!("the retry command: {p:?}"))?;
+        }
         for r in &self.results {
             let together = r.retry_at.is_some() == r.retry_after_secs.is_some();
             ensure(together, &format!("`retry_at` and `retry_after_secs` go together: {r:?}"))?;
@@ -274,6 +315,8 @@ pub struct Status {
     pub groups: Vec<Group>,
     /// Queue items of groups the configuration no longer has.
     pub stranded: Vec<Stranded>,
+    /// What needs a human: parked items per group and reason.
+    pub parked: Vec<Parked>,
 }
 
 /// One budget rule of one group in its current window.

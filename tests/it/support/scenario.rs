@@ -5,8 +5,8 @@
 //! | day (09:00 UTC) | input | IndexNow answers | Bing answers | exit |
 //! |---|---|---|---|---|
 //! | 2026-12-01 | /a1–/a5 | 200 (3 sent, 2 deferred) | 200 (5) | 0 |
-//! | 2026-12-02 | /b1, /b2 | 429 (3 sent, 1 deferred) | ErrorCode 3 (2 parked) | 3 |
-//! | 2026-12-03 | — | 503 (3 sent, 1 deferred) | — | 0 |
+//! | 2026-12-02 | /b1, /b2 | 429 (3 sent, 1 deferred) | ErrorCode 14 (2 parked) | 3 |
+//! | 2026-12-03 | — | 503 (3 sent, 1 deferred) | — (the parked 2 said again) | 3 |
 //! | 2026-12-04 | /c1 | 422 (3 sent, parked; 2 deferred) | 200 (1) | 3 |
 //!
 //! So: IndexNow 3 accepted, 3 quota, 3 transient, 3 misconfigured (parked),
@@ -47,9 +47,12 @@ pub fn four_days(sb: &Sandbox, last: &[&str]) {
         MockResponse::status(422).body("the URLs do not belong to the host"),
     ];
     let bing_ok = MockResponse::status(200).json(r#"{"d":null}"#);
-    let bing_bad_key = MockResponse::status(400).json(r#"{"ErrorCode":3,"Message":"ERROR!!! InvalidApiKey"}"#);
+    // Not a cause indexq can check by itself (a refused key would be: its
+    // quota read would tell), so the two URLs stay parked.
+    let bing_bad_key = MockResponse::status(400).json(r#"{"ErrorCode":14,"Message":"ERROR!!! NotAuthorized"}"#);
     let bing = [bing_ok.clone(), bing_bad_key, bing_ok.clone(), bing_ok];
-    let exits = [0, 3, 0, 3];
+    // Day 3 sends nothing that fails, but says again (a day later) that Bing's URLs are parked.
+    let exits = [0, 3, 3, 3];
     for day in 0..4 {
         sb.engine.on("POST", ENDPOINT_PATH, vec![indexnow[day].clone()]);
         sb.engine.on("POST", BING_SUBMIT, vec![bing[day].clone()]);

@@ -1,0 +1,78 @@
+//! What needs a human, across runs. Before sending, each parked group
+//! whose cause indexq can check without spending quota (the IndexNow key
+//! file, Bing's API key, Google's service-account key) is checked once; a
+//! fix found makes its items due, and the run says so. At the end, every
+//! parked group of the run's engines is told when it was parked in this run
+//! or when its reminder is due (`[submit] remind`, kept in the ledger), so
+//! that an hourly job says it once a day until it is fixed.
+
+use super::Run;
+use crate::model::{Check, GroupKey};
+use crate::output::parked::{reminder_due, ParkedNotice};
+use chrono::{DateTime, TimeDelta, Utc};
+use std::collections::HashMap;
+
+impl Run<'_> {
+    /// Checks, once per group and kind of check, the causes of parked items
+    /// that can be checked without sending; a fix found makes the items of
+    /// that cause due at `now`.
+    pub(super) async fn notice_fixes(&mut self, now: DateTime<Utc>) -> anyhow::Result<()> {
+        let known = self.known_groups();
+        let mut checked: HashMap<(GroupKey, Check), Result<String, String>> = HashMap::new();
+        for parked in self.ledger.parked()? {
+            let (Some(reason), true) = (parked.reason, known.contains(&parked.group)) else { continue };
+            let Some(check) = reason.check() else { continue };
+            let key = (parked.group.clone(), check);
+            if !checked.contains_key(&key) {
+                let Some(found) = self.engines[&parked.group.engine].check(&parked.group, check).await else {
+                    continue;
+                };
+                checked.insert(key.clone(), found);
+            }
+            match &checked[&key] {
+                Ok(found) => {
+                    let n = self.ledger.unpark_fixed(&parked.group, &[reason], now)?;
+                    if n > 0 {
+                        self.resumed.push(format!(
+                            "{}: {found}: {} ({reason}) go again.",
+                            crate::output::printer::group_title(&parked.group),
+                            urls_parked(n)
+                        ));
+                    }
+                }
+                Err(why) => tracing::info!(group = ?parked.group, %reason, why, "still parked"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Every parked group of the run's engines, each told if this run
+    /// parked it or its reminder is due at `started`; unless a dry run, the
+    /// ledger keeps when they were told.
+    pub(super) fn parked_notices(&mut self, started: DateTime<Utc>) -> anyhow::Result<Vec<ParkedNotice>> {
+        let known = self.known_groups();
+        let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
+        let mut notices = Vec::new();
+        for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
+            let fresh = self.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
+            let told = fresh || reminder_due(&parked, started, remind);
+            let fix = parked.reason.and_then(|r| crate::history::fix(self.settings, &parked.group, r, &parked.url));
+            notices.push(ParkedNotice { parked, fix, fresh, told });
+        }
+        if !self.dry_run {
+            let told: Vec<(GroupKey, String)> =
+                notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
+            self.ledger.record_reminders(&told, started)?;
+        }
+        Ok(notices)
+    }
+}
+
+/// "1 parked URL", "3 parked URLs".
+pub(super) fn urls_parked(n: u64) -> String {
+    if n == 1 {
+        "1 parked URL".to_string()
+    } else {
+        format!("{n} parked URLs")
+    }
+}

@@ -1,0 +1,194 @@
+//! What needs a human, said the same way by `submit`, `status` and
+//! `doctor`: per group and reason, how many URLs are parked and since when,
+//! why, the fix, and whether indexq notices the fix by itself or needs
+//! `indexq queue retry`.
+
+use super::printer::{group_title, rfc3339};
+use crate::clock;
+use crate::model::{Check, ParkedGroup};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+
+/// One parked group, with what a person needs to act on it.
+#[derive(Debug, Clone)]
+pub struct ParkedNotice {
+    pub parked: ParkedGroup,
+    /// The fix, in the words the answer gave it.
+    pub fix: Option<String>,
+    /// Whether this run parked some of them.
+    pub fresh: bool,
+    /// Whether this run said so (a run says it when the group was parked
+    /// in it, or when its reminder is due).
+    pub told: bool,
+}
+
+impl ParkedNotice {
+    /// What indexq checks on each run to notice the fix by itself.
+    pub fn check(&self) -> Option<Check> {
+        self.parked.reason.and_then(|r| r.check())
+    }
+
+    /// The command that sends them again once fixed.
+    pub fn retry_command(&self) -> String {
+        let g = &self.parked.group;
+        let mut command = format!("indexq queue retry --state parked --property {} --engine {}", g.property, g.engine);
+        if !g.target.is_empty() {
+            command.push_str(&format!(" --endpoint {}", g.target));
+        }
+        command
+    }
+
+    /// One line: "needs a human: IndexNow (host) for site: 3 URLs parked
+    /// since … (key_file_missing). <message> Fix: … <who notices>".
+    pub fn line(&self, user_tz: Tz) -> String {
+        let fix = self.fix.as_deref().map(|f| format!(" Fix: {}", sentence(f))).unwrap_or_default();
+        format!("needs a human: {}: {}{fix}{}", group_title(&self.parked.group), self.summary(user_tz), self.who())
+    }
+
+    /// "3 URLs parked since … (key_file_missing). <message>"
+    pub fn summary(&self, user_tz: Tz) -> String {
+        let p = &self.parked;
+        let since = p.since.map(|t| format!(" since {}", clock::format_local(t, user_tz))).unwrap_or_default();
+        let message = p.message.as_deref().map(|m| format!(" {}", sentence(m))).unwrap_or_default();
+        format!(
+            "{} parked{since} ({}).{message}",
+            if p.count == 1 { "1 URL".to_string() } else { format!("{} URLs", p.count) },
+            p.reminder_key()
+        )
+    }
+
+    /// " indexq checks … by itself" or " … once fixed, run `indexq queue retry …`".
+    pub fn who(&self) -> String {
+        match self.check() {
+            Some(check) => {
+                format!(" indexq checks {} on every run and sends them again by itself once it is fixed.", check.what())
+            }
+            None => format!(
+                " indexq cannot check this by itself: once fixed, run `{}` (a change to the engine's configuration \
+                 also retries them).",
+                self.retry_command()
+            ),
+        }
+    }
+
+    /// As `--json` documents list it.
+    pub fn json(&self, user_tz: Tz) -> ParkedJson {
+        let p = &self.parked;
+        ParkedJson {
+            property: p.group.property.clone(),
+            engine: p.group.engine.as_str(),
+            endpoint: (!p.group.target.is_empty()).then(|| p.group.target.clone()),
+            reason: self.parked.reminder_key(),
+            urls: p.count,
+            since: p.since.map(|t| rfc3339(t, user_tz)),
+            message: p.message.clone(),
+            fix: self.fix.clone(),
+            checked_by_itself: self.check().is_some(),
+            retry: self.retry_command(),
+            reminded_at: p.reminded_at.map(|t| rfc3339(t, user_tz)),
+            told: self.told,
+        }
+    }
+}
+
+/// A parked group in a `--json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParkedJson {
+    pub property: String,
+    pub engine: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    pub reason: String,
+    pub urls: u64,
+    pub since: Option<String>,
+    pub message: Option<String>,
+    pub fix: Option<String>,
+    /// Whether indexq notices the fix by itself (else `retry` is needed).
+    pub checked_by_itself: bool,
+    pub retry: String,
+    /// When a run last said so (before this one).
+    pub reminded_at: Option<String>,
+    /// Whether this run said so.
+    pub told: bool,
+}
+
+/// Whether a group's reminder is due at `now` (every `remind`).
+pub fn reminder_due(parked: &ParkedGroup, now: DateTime<Utc>, remind: chrono::TimeDelta) -> bool {
+    parked.reminded_at.is_none_or(|at| now >= at + remind)
+}
+
+/// A text as a sentence: ends with a full stop.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    if text.ends_with(['.', '!', '?', ')']) {
+        text.to_string()
+    } else {
+        format!("{text}.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EngineKind, GroupKey, MisconfiguredReason, Reason};
+    use chrono::TimeDelta;
+
+    fn parked(reason: Reason, reminded_at: Option<&str>) -> ParkedGroup {
+        ParkedGroup {
+            group: GroupKey {
+                property: "site".into(),
+                engine: EngineKind::IndexNow,
+                target: "https://api.indexnow.org/indexnow".into(),
+            },
+            reason: Some(reason),
+            count: 3,
+            since: Some("2026-12-03T09:00:00Z".parse().unwrap()),
+            url: "https://site.example/a".into(),
+            message: Some("the key file answers 404".into()),
+            reminded_at: reminded_at.map(|t| t.parse().unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_line_says_how_many_since_when_why_the_fix_and_who_notices_it() {
+        let notice = ParkedNotice {
+            parked: parked(MisconfiguredReason::KeyFileMissing.into(), None),
+            fix: Some("publish the key file".into()),
+            fresh: false,
+            told: true,
+        };
+        assert_eq!(
+            notice.line(chrono_tz::Europe::Paris),
+            "needs a human: IndexNow (api.indexnow.org) for site: 3 URLs parked since 2026-12-03 10:00 Europe/Paris \
+             (key_file_missing). the key file answers 404. Fix: publish the key file. indexq checks the key file on \
+             every run and sends them again by itself once it is fixed."
+        );
+        let notice = ParkedNotice {
+            parked: parked(MisconfiguredReason::BadRequest.into(), None),
+            fix: None,
+            fresh: false,
+            told: true,
+        };
+        let line = notice.line(Tz::UTC);
+        assert!(
+            line.ends_with(
+                "indexq cannot check this by itself: once fixed, run `indexq queue retry --state parked --property \
+                 site --engine indexnow --endpoint https://api.indexnow.org/indexnow` (a change to the engine's \
+                 configuration also retries them)."
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_reminder_is_due_once_per_interval() {
+        let now: DateTime<Utc> = "2026-12-04T09:00:00Z".parse().unwrap();
+        let day = TimeDelta::hours(24);
+        let reason: Reason = MisconfiguredReason::KeyFileMissing.into();
+        assert!(reminder_due(&parked(reason, None), now, day), "never said: due");
+        assert!(reminder_due(&parked(reason, Some("2026-12-03T09:00:00Z")), now, day), "a day ago: due");
+        assert!(!reminder_due(&parked(reason, Some("2026-12-03T09:00:01Z")), now, day));
+        assert!(reminder_due(&parked(reason, Some("2026-12-04T09:00:00Z")), now, TimeDelta::zero()), "0: every run");
+    }
+}
