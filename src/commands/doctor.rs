@@ -210,6 +210,8 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         LedgerLocation::Postgres(url) => return postgres_checks(settings, url, now),
     };
     let mut checks = Vec::new();
+    // Named only as `LedgerLocation::display` names it, like every command.
+    let place = settings.ledger.display();
     let existed = path.exists();
     // Opening takes group's and others' permissions away: say what it found.
     let loose = loose_mode(path);
@@ -227,17 +229,17 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
     let version = ledger.schema_version().unwrap_or(0);
     checks.push(Check::ok(
         "ledger",
-        format!("{} ({}writable, schema version {version})", path.display(), if existed { "" } else { "created, " }),
+        format!("{place} ({}writable, schema version {version})", if existed { "" } else { "created, " }),
     ));
     match (loose, loose_mode(path)) {
         (_, Some(mode)) => checks.push(Check::problem(
             "ledger_mode",
-            format!("{} has mode {mode:o}: other users can read the queue and responses", path.display()),
-            format!("chmod 600 {}", path.display()),
+            format!("{place} has mode {mode:o}: other users can read the queue and responses"),
+            format!("chmod 600 {place}"),
         )),
         (Some(mode), None) => checks.push(Check::ok(
             "ledger_mode",
-            format!("{} had mode {mode:o} (others could read the queue and responses): now private", path.display()),
+            format!("{place} had mode {mode:o} (others could read the queue and responses): now private"),
         )),
         (None, None) => {}
     }
