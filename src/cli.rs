@@ -42,7 +42,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write a commented starter configuration (./indexq.toml, or the user's config with --global)
+    /// Write a commented starter configuration (--config FILE, else $INDEXQ_CONFIG, else ./indexq.toml; --global: the
+    /// user's config)
     #[command(after_help = "Example: indexq init --site https://example.org/")]
     Init(InitArgs),
     /// Enqueue URLs, then send all due work within budget
@@ -83,8 +84,8 @@ pub struct InitArgs {
     /// to edit
     #[arg(long, value_name = "URL", value_parser = parse_site)]
     pub site: Option<url::Url>,
-    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of ./indexq.toml (--config FILE
-    /// writes FILE)
+    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of $INDEXQ_CONFIG or
+    /// ./indexq.toml (--config FILE writes FILE)
     #[arg(long)]
     pub global: bool,
 }
