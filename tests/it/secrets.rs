@@ -2,7 +2,9 @@
 //! a failing publish (the first token and one obtained by a refresh in the
 //! middle of the run), the signed JWT assertion quoted by a token endpoint
 //! that refuses it, and an IndexNow key echoed in another case or encoding.
-//! Each stays out of every command's output and out of the ledger. (The
+//! Each stays out of every command's output and out of the ledger; and a
+//! ledger URL mistyped so that it is no URL keeps its password out of
+//! every output and of every file or folder name. (The
 //! suite-wide check in `support` looks too; these tests also say what they
 //! expect in its place, so they cannot pass by storing nothing.)
 
