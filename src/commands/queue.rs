@@ -67,6 +67,9 @@ fn counts_elsewhere(
     now: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Vec<(StateFilter, u64)>> {
     let others: Vec<StateFilter> = STATES.iter().map(|(s, ..)| *s).filter(|s| !filter.states.contains(s)).collect();
+    if others.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut counts: Vec<(StateFilter, u64)> = others.iter().map(|s| (*s, 0)).collect();
     let mut add = |state: StateFilter, n: u64| {
         if let Some((_, count)) = counts.iter_mut().find(|(s, _)| *s == state) {
