@@ -42,7 +42,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write a commented starter configuration (./indexq.toml, or the user's config with --global)
+    /// Write a commented starter configuration (--config FILE, else $INDEXQ_CONFIG, else ./indexq.toml; --global: the
+    /// user's config)
     #[command(after_help = "Example: indexq init --site https://example.org/")]
     Init(InitArgs),
     /// Enqueue URLs, then send all due work within budget
@@ -83,8 +84,8 @@ pub struct InitArgs {
     /// to edit
     #[arg(long, value_name = "URL", value_parser = parse_site)]
     pub site: Option<url::Url>,
-    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of ./indexq.toml (--config FILE
-    /// writes FILE)
+    /// Write the user's configuration ($XDG_CONFIG_HOME/indexq/config.toml) instead of $INDEXQ_CONFIG or
+    /// ./indexq.toml (--config FILE writes FILE)
     #[arg(long)]
     pub global: bool,
 }
@@ -175,7 +176,7 @@ pub struct QueueArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum QueueAction {
-    /// List queued, waiting, parked (and with --state, accepted) items
+    /// List due, waiting, parked and in flight items (and with --state, accepted ones)
     #[command(after_help = "Example: indexq queue list --state due,waiting --engine bing")]
     List(QueueFilter),
     /// Make matching parked or waiting items due now
@@ -228,7 +229,11 @@ pub enum StateArg {
     /// Waiting for a human (misconfigured)
     Parked,
     /// Being sent by a run right now
+    // As `--json` and the metrics spell it; `in-flight`, the name earlier
+    // versions took, still works.
+    #[value(name = "in_flight", alias = "in-flight")]
     InFlight,
+    /// Accepted by the engine (listed only when asked for)
     Accepted,
 }
 
@@ -368,6 +373,14 @@ mod tests {
         assert_eq!(args.max_wait, Some(Duration::from_secs(300)));
         assert_eq!(args.fail_on, vec![Outcome::Quota, Outcome::Misconfigured]);
         assert!(Cli::try_parse_from(["indexq", "submit", "--engine", "yahoo"]).is_err());
+        // The in-flight state as `--json` spells it, and as earlier versions took it.
+        for spelling in ["in_flight", "in-flight"] {
+            let cli = Cli::try_parse_from(["indexq", "queue", "list", "--state", &format!("due,{spelling}")]).unwrap();
+            let Command::Queue(QueueArgs { action: Some(QueueAction::List(filter)) }) = cli.command else {
+                panic!("not queue list")
+            };
+            assert_eq!(filter.state, vec![StateArg::Due, StateArg::InFlight], "{spelling}");
+        }
         assert!(Cli::try_parse_from(["indexq", "submit", "--max-wait", "soon"]).is_err());
     }
 }

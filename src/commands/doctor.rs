@@ -27,15 +27,20 @@ pub struct Check {
     pub ok: bool,
     pub message: String,
     pub fix: Option<String>,
+    /// A command a person can paste to see for themselves (human output
+    /// only): the key file's `curl` line, which reads the key from where
+    /// the configuration does and so never holds it.
+    #[serde(skip)]
+    pub check_with: Option<String>,
 }
 
 impl Check {
     fn ok(check: &'static str, message: String) -> Check {
-        Check { check, property: None, engine: None, ok: true, message, fix: None }
+        Check { check, property: None, engine: None, ok: true, message, fix: None, check_with: None }
     }
 
     fn problem(check: &'static str, message: String, fix: impl Into<String>) -> Check {
-        Check { check, property: None, engine: None, ok: false, message, fix: Some(fix.into()) }
+        Check { check, property: None, engine: None, ok: false, message, fix: Some(fix.into()), check_with: None }
     }
 
     fn about(mut self, property: &str, engine: EngineKind) -> Check {
@@ -60,11 +65,12 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             Ok(engine) => {
                 for p in settings.properties.iter().filter(|p| p.indexnow.is_some()) {
                     let Some((verdict, location)) = engine.check_property(&p.name).await else { continue };
-                    let check = if verdict.class == Class::KeyPending {
+                    let mut check = if verdict.class == Class::KeyPending {
                         Check::ok("indexnow_key_file", format!("{location} serves exactly the key"))
                     } else {
                         Check::problem("indexnow_key_file", verdict.message, verdict.hint.unwrap_or_default())
                     };
+                    check.check_with = key_file_curl(p);
                     checks.push(check.about(&p.name, EngineKind::IndexNow));
                     if engine.key_location_on_host(&p.name) == Some(false) {
                         checks.push(
@@ -147,6 +153,9 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             if let Some(fix) = c.fix.as_deref().filter(|f| !f.is_empty()) {
                 writeln!(out, "    fix: {fix}")?;
             }
+            if let Some(command) = &c.check_with {
+                writeln!(out, "    check it with: {command}")?;
+            }
         }
         let problems = checks.iter().filter(|c| !c.ok).count();
         if problems == 0 {
@@ -156,6 +165,18 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
         }
     }
     Ok(if all_ok { ExitStatus::Ok } else { ExitStatus::NeedsHuman })
+}
+
+/// The `curl` line that fetches `property`'s key file, the key read from
+/// where the configuration reads it (never written out).
+fn key_file_curl(property: &crate::config::Property) -> Option<String> {
+    let table = property.indexnow.as_ref()?;
+    let key = crate::config::read_indexnow_key(table).ok()?;
+    let location = match &table.key_location {
+        Some(location) => location.clone(),
+        None => crate::engines::indexnow::default_key_location(&property.site, key.expose()),
+    };
+    Some(super::key::curl_key_file(&location, key.expose(), &table.key))
 }
 
 /// Where the config is, what it uses, and what "today" is in each quota timezone.
@@ -210,6 +231,8 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         LedgerLocation::Postgres(url) => return postgres_checks(settings, url, now),
     };
     let mut checks = Vec::new();
+    // Named only as `LedgerLocation::display` names it, like every command.
+    let place = settings.ledger.display();
     let existed = path.exists();
     // Opening takes group's and others' permissions away: say what it found.
     let loose = loose_mode(path);
@@ -227,17 +250,17 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
     let version = ledger.schema_version().unwrap_or(0);
     checks.push(Check::ok(
         "ledger",
-        format!("{} ({}writable, schema version {version})", path.display(), if existed { "" } else { "created, " }),
+        format!("{place} ({}writable, schema version {version})", if existed { "" } else { "created, " }),
     ));
     match (loose, loose_mode(path)) {
         (_, Some(mode)) => checks.push(Check::problem(
             "ledger_mode",
-            format!("{} has mode {mode:o}: other users can read the queue and responses", path.display()),
-            format!("chmod 600 {}", path.display()),
+            format!("{place} has mode {mode:o}: other users can read the queue and responses"),
+            format!("chmod 600 {place}"),
         )),
         (Some(mode), None) => checks.push(Check::ok(
             "ledger_mode",
-            format!("{} had mode {mode:o} (others could read the queue and responses): now private", path.display()),
+            format!("{place} had mode {mode:o} (others could read the queue and responses): now private"),
         )),
         (None, None) => {}
     }

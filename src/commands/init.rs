@@ -9,8 +9,8 @@
 //! must match the example exactly once — a unit test holds the two together,
 //! so they cannot drift apart silently.
 //!
-//! It writes `./indexq.toml`, the user's configuration with `--global`, or
-//! the file `--config` names; the text is parsed as a configuration before it
+//! It writes the file `--config` (else `$INDEXQ_CONFIG`) names, the user's
+//! configuration with `--global`, or `./indexq.toml`; the text is parsed as a configuration before it
 //! is written, and an existing file is never overwritten (exit 2). It needs
 //! no configuration, clock or ledger, so `main` dispatches it before loading
 //! any.
@@ -18,6 +18,7 @@
 use super::ExitStatus;
 use crate::cli::InitArgs;
 use crate::config::{self, ConfigError};
+use crate::engines::indexnow::default_key_location;
 use crate::error::UsageError;
 use crate::output::printer::Printer;
 use serde::Serialize;
@@ -43,6 +44,14 @@ const EXAMPLE_HEADER: &str = "\
 /// The example's IndexNow key: a file in the repository, served at a fixed location.
 const EXAMPLE_INDEXNOW: &str = "indexnow = { key_file = \"examples/indexnow-key.txt\", key_location = \
                                 \"https://example.com/0f1e2d3c4b5a69788796a5b4c3d2e1f0.txt\",";
+
+/// The IndexNow `daily_quota` the example (and so the starter) sets on its
+/// property; a unit test holds the two together.
+const INDEXNOW_CEILING: u64 = 10_000;
+
+/// A key for building the key file's `curl` line before there is a key:
+/// it never shows (`curl_key_file` replaces it).
+const KEY_PLACEHOLDER: &str = "indexq-key-placeholder-4b1d";
 
 /// The `--json` document.
 #[derive(Serialize)]
@@ -73,16 +82,18 @@ pub fn run(explicit: Option<&Path>, args: &InitArgs, printer: &Printer) -> anyho
 }
 
 /// Where to write: `--config FILE`, the user's configuration (`--global`),
-/// or `./indexq.toml` — the places `config::find` looks in.
+/// `$INDEXQ_CONFIG`, or `./indexq.toml` — the places `config::find` looks
+/// in. `--global` is a flag typed for this run: it wins over the
+/// environment (and the note after the next steps says the lookup reads
+/// `$INDEXQ_CONFIG` first).
 fn target(explicit: Option<&Path>, global: bool) -> anyhow::Result<PathBuf> {
     match (explicit, global) {
         (Some(_), true) => Err(UsageError("--global and --config name two different files: pick one".into()).into()),
-        (Some(path), false) => Ok(path.to_path_buf()),
         // The same directory `config::find` reads ($XDG_CONFIG_HOME on Linux).
         (None, true) => dirs::config_dir().map(|dir| dir.join("indexq").join("config.toml")).ok_or_else(|| {
             UsageError("no configuration directory is known (set $XDG_CONFIG_HOME or $HOME)".into()).into()
         }),
-        (None, false) => Ok(PathBuf::from("indexq.toml")),
+        (explicit, false) => Ok(config::named(explicit).unwrap_or_else(|| PathBuf::from("indexq.toml"))),
     }
 }
 
@@ -183,18 +194,38 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
         writeln!(out, "(or move it away and run `indexq init --site https://YOUR.SITE/`).")?;
     }
     writeln!(out)?;
+    // Each step names only what exists by then: the key file once step 1
+    // has made it, the user's own URLs only as what to give.
+    let key_file = super::key::curl_key_file(
+        &default_key_location(site, KEY_PLACEHOLDER),
+        KEY_PLACEHOLDER,
+        &config::SecretSource::Env { var: "INDEXNOW_KEY".into(), place: String::new() },
+    );
+    let origin = default_key_location(site, "KEY");
     writeln!(out, "Next:")?;
     writeln!(out, "  1. {indexq} key generate --out public")?;
-    writeln!(out, "     makes an IndexNow key and its file; publish the file at the root of {site}")?;
-    writeln!(out, "  2. export INDEXNOW_KEY=...   (the key, where indexq runs: shell, cron, systemd, CI secret)")?;
-    writeln!(out, "  3. {indexq} doctor")?;
+    writeln!(out, "     makes an IndexNow key and writes it to public/KEY.txt (KEY: the key it prints);")?;
+    writeln!(out, "     publish that file at {origin}")?;
+    writeln!(out, "  2. export INDEXNOW_KEY=KEY   (where indexq runs: shell, cron, systemd, CI secret)")?;
+    writeln!(out, "  3. {key_file}")?;
+    writeln!(out, "     prints the key once the file is published (the engines fetch it there)")?;
+    writeln!(out, "  4. {indexq} doctor")?;
     writeln!(out, "     checks the configuration, the key file and the ledger, spending no quota")?;
-    writeln!(out, "  4. {indexq} submit --dry-run --sitemap public/sitemap.xml")?;
-    writeln!(out, "     shows what would be sent now and what would wait; drop --dry-run to send")?;
+    writeln!(out, "  5. echo {} | {indexq} submit --dry-run -", shell_word(site.as_str()))?;
+    writeln!(out, "     shows what would be sent now and what would wait; then give it your own URLs (files with")?;
+    writeln!(out, "     one URL a line, or --sitemap with your sitemap's URL or file) and drop --dry-run to send")?;
+    writeln!(
+        out,
+        "The numbers in the file are explained beside each: the IndexNow daily_quota = {INDEXNOW_CEILING} of"
+    )?;
+    writeln!(out, "[[property]] is a ceiling of your own (IndexNow documents no daily limit; {INDEXNOW_CEILING} URLs")?;
+    writeln!(out, "is the most one request carries); [google]'s 200 a day and 380 a minute are Google's")?;
+    writeln!(out, "defaults for a new Cloud project.")?;
     writeln!(out, "Bing and Google are commented out in the file, each with what it needs.")?;
     if !found_without_flag(path) {
         if let Ok(found) = config::find(None) {
-            writeln!(out, "Note: without --config, indexq reads {} first.", found.display())?;
+            let from_env = if config::named(None).is_some() { " ($INDEXQ_CONFIG)" } else { "" };
+            writeln!(out, "Note: without --config, indexq reads {}{from_env} first.", found.display())?;
         }
     }
     Ok(())
@@ -255,6 +286,30 @@ mod tests {
             let indexnow = property.indexnow.as_ref().expect("IndexNow is on");
             assert!(matches!(&indexnow.key, config::SecretSource::Env { var, .. } if var == "INDEXNOW_KEY"));
             assert!(indexnow.key_location.is_none(), "served at the default place");
+        }
+    }
+
+    #[test]
+    fn every_number_in_the_starter_is_explained() {
+        let text = starter(&site("https://example.org/")).unwrap();
+        let ceiling = format!("daily_quota = {INDEXNOW_CEILING}");
+        let indexnow = text.lines().find(|l| l.starts_with("indexnow = {")).expect("the property uses IndexNow");
+        assert!(indexnow.contains(&ceiling), "the ceiling `init` explains is the one it writes: {indexnow}");
+        assert!(text.lines().any(|l| l.starts_with('#') && l.contains(&ceiling)), "and its comment says why:\n{text}");
+        let mut previous = "";
+        for line in text.lines() {
+            let setting = !line.starts_with('#') && line.contains('=');
+            let number = line
+                .split('#')
+                .next()
+                .unwrap_or_default()
+                .split('=')
+                .skip(1)
+                .any(|v| v.trim_start().trim_start_matches('"').starts_with(|c: char| c.is_ascii_digit()));
+            if setting && number {
+                assert!(line.contains('#') || previous.starts_with('#'), "`{line}` says what its number is");
+            }
+            previous = line;
         }
     }
 

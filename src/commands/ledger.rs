@@ -4,7 +4,7 @@
 
 use super::{open_ledger, ExitStatus};
 use crate::cli::{LedgerAction, LedgerArgs};
-use crate::config::{LedgerLocation, LedgerOptions, Settings};
+use crate::config::{ConfigError, LedgerLocation, LedgerOptions, Settings};
 use crate::error::UsageError;
 use crate::output::printer::Printer;
 use std::io::Write;
@@ -22,7 +22,12 @@ pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow:
             }
         }
         LedgerAction::Copy(copy) => {
-            let target = LedgerLocation::parse(&copy.to).map_err(|why| UsageError(format!("--to {why}")))?;
+            // The value is not shown: it may hold a password.
+            let target = LedgerLocation::parse(&copy.to).map_err(|why| ConfigError {
+                place: "`--to`".into(),
+                message: why.message,
+                hint: Some(why.hint.into()),
+            })?;
             if target == settings.ledger && copy.schema.is_none() {
                 return Err(UsageError("--to names the configured ledger itself".into()).into());
             }

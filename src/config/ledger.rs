@@ -24,13 +24,12 @@ impl LedgerLocation {
         }
     }
 
-    /// A path, or a `postgres://` / `postgresql://` URL. Anything that
-    /// starts with `postgres:` or `postgresql:` (any case) is meant as a
-    /// database: it must be a URL with a host, or it is refused (the reason
-    /// never quotes the value, which may hold a password).
-    pub fn parse(value: &str) -> Result<LedgerLocation, String> {
-        match postgres_location(value) {
-            Some(url) => url.map(LedgerLocation::Postgres),
+    /// A path, or a `postgres://` / `postgresql://` URL; anything else is
+    /// refused (`ledger_value`), with a reason that never quotes the value
+    /// (it may hold a password).
+    pub fn parse(value: &str) -> Result<LedgerLocation, LedgerRefusal> {
+        match ledger_value(value)? {
+            Some(url) => Ok(LedgerLocation::Postgres(url)),
             None => Ok(LedgerLocation::Sqlite(expand_home(value))),
         }
     }
@@ -41,6 +40,76 @@ impl fmt::Debug for LedgerLocation {
         write!(f, "LedgerLocation({})", self.display())
     }
 }
+
+/// Why a `ledger` value (the config's, `$INDEXQ_LEDGER`, `ledger copy
+/// --to`) is refused: what is wrong and what to write instead. Neither
+/// quotes the value: it may hold a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerRefusal {
+    pub message: String,
+    pub hint: &'static str,
+}
+
+/// A `ledger` value: `Some(url)` for a PostgreSQL URL (`postgres_location`),
+/// `None` for a file path, or refused when it is neither — when it reads as
+/// a URL whose `://` was mistyped, or as `user:password@host`, and would
+/// otherwise become a file or directory named after the password (and a
+/// machine that silently stops sharing the quota):
+///
+/// - anything with `://` that is not a PostgreSQL URL (`sqlite://…`);
+/// - anything starting with `//` or `\\` (a URL without its scheme, or a
+///   network path, where SQLite's locking does not hold anyway);
+/// - a `:` before the first `/` or `\` (`postgres:/x`, `user:PW@host/db`,
+///   `mysql:…`), except a drive letter (`C:\indexq\ledger.db`, `C:/…`): a
+///   file whose name has a `:` is written `./a:b.db`;
+/// - a first component followed by `//` (`postgres//…`, `postgresql;//…`);
+///   `.//x` and `~//x` stay paths.
+///
+/// A path starting with `/`, `./`, `../` or `~/` is always a path, whatever
+/// comes after (`./a:b/ledger.db`).
+pub(super) fn ledger_value(value: &str) -> Result<Option<String>, LedgerRefusal> {
+    if let Some(url) = postgres_location(value) {
+        return url.map(Some).map_err(|message| LedgerRefusal { message, hint: POSTGRES_URL_HINT });
+    }
+    let value = value.trim();
+    let not_a_path = |what: &str| {
+        LedgerRefusal {
+        message: format!(
+            "{what}: a ledger is a SQLite file path or a postgres:// URL (the value is not shown: it may hold a password)"
+        ),
+        hint: PATH_OR_URL_HINT,
+    }
+    };
+    if value.contains("://") {
+        return Err(not_a_path("a URL that is not postgres://"));
+    }
+    if value.starts_with("//") || value.starts_with(r"\\") {
+        return Err(not_a_path("starts with `//`, like a URL without its scheme or a network path"));
+    }
+    let (head, rest) = match value.find(['/', '\\']) {
+        Some(at) => value.split_at(at),
+        None => (value, ""),
+    };
+    let drive = head.len() == 2 && head.as_bytes()[0].is_ascii_alphabetic() && head.ends_with(':') && !rest.is_empty();
+    if head.contains(':') && !drive {
+        return Err(not_a_path(if head.contains('@') {
+            "reads as user:password@host, not a file path"
+        } else {
+            "has a `:` before its first `/`, like a URL's scheme"
+        }));
+    }
+    let plain_dir = matches!(head, "" | "." | ".." | "~") || drive;
+    if !plain_dir && (rest.starts_with("//") || rest.starts_with(r"\\")) {
+        return Err(not_a_path("its first name is followed by `//`, like a URL whose `:` is missing"));
+    }
+    Ok(None)
+}
+
+/// The hint for a ledger value that is neither a path nor a URL.
+pub(super) const PATH_OR_URL_HINT: &str =
+    "write a file path, e.g. \"/var/lib/indexq/ledger.db\" (\"./a:b.db\" for a file here whose name has a `:`), or \
+     postgres://user@host:5432/db with the `://`, giving the password with ledger_password_env / ledger_password_file \
+     rather than in the URL";
 
 /// A `ledger` value that starts with `postgres:` or `postgresql:`, in any
 /// case: `None` for anything else (a SQLite path). It must be a URL with
@@ -127,5 +196,58 @@ mod tests {
         }
         assert_eq!(LedgerLocation::parse("postgres.db"), Ok(LedgerLocation::Sqlite("postgres.db".into())));
         assert!(LedgerLocation::parse("postgres:u:PW@h").is_err());
+    }
+
+    #[test]
+    fn a_ledger_value_is_a_path_or_a_url_and_nothing_in_between() {
+        for path in [
+            "/var/lib/indexq/ledger.db",
+            "ledger.db",
+            "state/ledger.db",
+            "./ledger.db",
+            "../state/ledger.db",
+            "~/ledger.db",
+            "./a:b/ledger.db",
+            "./user:PW@host/ledger.db",
+            "/srv/postgres:x/ledger.db",
+            "/var/lib//indexq/ledger.db",
+            ".//ledger.db",
+            "postgres.db",
+            "me@work/ledger.db",
+            r"C:\indexq\ledger.db",
+            "C:/indexq/ledger.db",
+            r"d:\ledger.db",
+            r".\state\ledger.db",
+        ] {
+            assert_eq!(ledger_value(path), Ok(None), "{path} is a file path");
+            assert!(matches!(LedgerLocation::parse(path), Ok(LedgerLocation::Sqlite(_))), "{path}");
+        }
+        for url in ["postgres://indexq@db.example/indexq", "postgresql://u@db.example:5432/d"] {
+            assert!(matches!(ledger_value(url), Ok(Some(_))), "{url} is a database");
+        }
+        for bad in [
+            "postgres//indexq:PW-7Kq2@db.example/indexq",
+            "postgresql//indexq:PW-7Kq2@db.example/indexq",
+            "postgresql;//indexq:PW-7Kq2@db.example/indexq",
+            "postgres:/indexq:PW-7Kq2@db.example/indexq",
+            "postgres:indexq:PW-7Kq2@db.example",
+            "indexq:PW-7Kq2@db.example/indexq",
+            "indexq:PW-7Kq2@db.example",
+            "//indexq:PW-7Kq2@db.example/indexq",
+            r"\\indexq:PW-7Kq2@db.example\indexq",
+            "sqlite://indexq:PW-7Kq2@db.example/ledger.db",
+            "mysql:indexq:PW-7Kq2@db.example/indexq",
+            "db.example//indexq:PW-7Kq2",
+            "C:indexq:PW-7Kq2@db.example",
+            "ledger:PW-7Kq2.db",
+        ] {
+            let why = ledger_value(bad).expect_err(bad);
+            assert!(!why.message.contains("PW-7Kq2") && !why.hint.contains("PW-7Kq2"), "never quoted: {why:?}");
+            assert!(LedgerLocation::parse(bad).is_err(), "{bad}");
+            let e = error_of(&format!("ledger = {}\n", serde_json::Value::from(bad)));
+            assert_eq!(e.place, "indexq.toml:1:10: `ledger`", "{bad}");
+            assert!(!e.to_string().contains("PW-7Kq2") && e.hint.is_some(), "{e}");
+        }
+        assert!(ledger_value("indexq:PW@db.example/x").unwrap_err().message.contains("user:password@host"));
     }
 }

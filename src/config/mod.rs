@@ -24,7 +24,7 @@ use std::time::Duration;
 use url::Url;
 
 pub use error::ConfigError;
-pub use ledger::{check_schema_name, LedgerLocation};
+pub use ledger::{check_schema_name, LedgerLocation, LedgerRefusal};
 pub use secret::{read_bing_key, read_indexnow_key, Secret, SecretSource};
 
 use error::line_col;
@@ -204,14 +204,19 @@ impl Settings {
 // ---------------------------------------------------------------------------
 // Finding and loading.
 
+/// The config file named rather than looked for: `--config`, else
+/// `$INDEXQ_CONFIG` (when set and not empty). `init` writes it.
+pub fn named(explicit: Option<&Path>) -> Option<PathBuf> {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("INDEXQ_CONFIG").filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
 /// The config file to use: `--config`, `$INDEXQ_CONFIG`, `./indexq.toml`,
 /// `$XDG_CONFIG_HOME/indexq/config.toml`, in that order.
 pub fn find(explicit: Option<&Path>) -> Result<PathBuf, ConfigError> {
-    if let Some(path) = explicit {
-        return Ok(path.to_path_buf());
-    }
-    if let Some(path) = std::env::var_os("INDEXQ_CONFIG").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
+    if let Some(path) = named(explicit) {
+        return Ok(path);
     }
     let mut tried = vec![PathBuf::from("indexq.toml")];
     if let Some(dir) = dirs::config_dir() {

@@ -225,6 +225,55 @@ fn queue_list_shows_due_waiting_and_parked_items() {
 }
 
 #[test]
+fn queue_list_says_what_it_left_out_when_nothing_matches() {
+    let sb = Sandbox::new();
+    submit(&sb, &["/a", "/b"], NOW, 0);
+    let list = |args: &[&str]| {
+        let mut all = vec!["queue", "list"];
+        all.extend_from_slice(args);
+        sb.indexq(&all).now(NOW).output().code(0).stdout
+    };
+    let text = list(&[]);
+    assert!(!text.contains("empty"), "two items are accepted: the ledger is not empty:\n{text}");
+    assert!(text.contains("No items due, waiting, parked or in flight; 2 accepted"), "{text}");
+    assert!(text.contains("`indexq status`") && text.contains("--state accepted"), "where to look:\n{text}");
+    let text = list(&["--state", "parked,in_flight"]);
+    assert!(text.contains("No items parked or in flight; 2 accepted"), "says what was asked:\n{text}");
+    // Within the filter's scope: another property has nothing at all.
+    assert_eq!(list(&["--property", "elsewhere"]).trim(), "The queue is empty.");
+    assert!(list(&["--state", "accepted", "--property", "elsewhere"]).contains("No items accepted, and none"));
+    // The JSON listing is the same as ever: no items.
+    let doc = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).queue_doc();
+    assert!(doc.items.is_empty(), "{doc:#?}");
+}
+
+#[test]
+fn an_item_in_flight_reads_in_flight_in_words_and_in_flight_in_json() {
+    let sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).hang()]);
+    let list = sb.urls("urls.txt", &["/a"]);
+    let mut child = sb.indexq(&["submit", list.to_str().unwrap()]).now(NOW).spawn();
+    let sent = sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, std::time::Duration::from_secs(10));
+    let human = sb.indexq(&["queue", "list"]).now(NOW).output().code(0).stdout;
+    let status = sb.indexq(&["status"]).now(NOW).output().code(0).stdout;
+    let by_state: Vec<Vec<Item>> =
+        ["in_flight", "in-flight"].iter().map(|s| queue_items(&sb, &["--state", s], NOW)).collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(sent, "the request is in flight");
+    for text in [&human, &status] {
+        assert!(text.contains("in flight"), "{text}");
+        assert!(!text.contains("in_flight") && !text.contains("in-flight"), "one spelling in words:\n{text}");
+    }
+    for items in by_state {
+        assert_eq!(items.len(), 1, "{items:#?}");
+        assert_eq!(items[0].state, ItemState::InFlight, "`in_flight` in JSON");
+    }
+    let help = sb.indexq(&["queue", "list", "--help"]).output().code(0).stdout;
+    assert!(help.contains("in_flight") && !help.contains("in-flight"), "--state takes JSON's spelling:\n{help}");
+}
+
+#[test]
 fn queue_drop_needs_a_filter_or_all() {
     let sb = quota_sandbox(5);
     let waiting = parked_accepted_and_waiting(&sb);

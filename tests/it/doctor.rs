@@ -136,3 +136,56 @@ fn google_ownership_says_to_add_the_service_account_as_owner() {
         done.stdout
     );
 }
+
+/// Runs `line` in `sh` in the sandbox's directory with `INDEXNOW_KEY` set:
+/// what a person pasting it gets on stdout (not checked for secrets: it is
+/// the key file's content, fetched by the test itself).
+fn pasted(sb: &Sandbox, line: &str) -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", line])
+        .current_dir(sb.dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("INDEXNOW_KEY", KEY)
+        .output()
+        .expect("sh runs");
+    assert!(out.status.success(), "`{line}` failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The line after `check it with: ` in `doctor`'s human output.
+fn check_it_with(stdout: &str) -> String {
+    let line = stdout.lines().find_map(|l| l.trim_start().strip_prefix("check it with: "));
+    line.unwrap_or_else(|| panic!("no `check it with:` line:\n{stdout}")).to_string()
+}
+
+#[test]
+fn doctor_shows_a_curl_line_that_fetches_the_key_file_without_holding_the_key() {
+    // The key from the environment: the line reads `${INDEXNOW_KEY}`.
+    let sb = Sandbox::new();
+    let human = sb.indexq(&["doctor"]).now(NOW).output().code(0).stdout;
+    let line = check_it_with(&human);
+    assert_eq!(line, format!("curl -fsS \"{}/${{INDEXNOW_KEY}}.txt\"", sb.site.url()), "{human}");
+    assert_eq!(pasted(&sb, &line).trim(), KEY, "pasted where indexq runs, it fetches the key file");
+    // A failing check shows it too, and `--json` keeps to its fields.
+    sb.site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(404).body("Not Found")]);
+    let human = sb.indexq(&["doctor"]).now(NOW).output().code(3).stdout;
+    assert_eq!(check_it_with(&human), line);
+    let json = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(3);
+    json.doctor_doc();
+    assert!(!json.stdout.contains("curl"), "{}", json.stdout);
+
+    // The key from a file: the line reads it with `cat`.
+    let sb = Sandbox::new();
+    sb.file("indexnow.key", &format!("{KEY}\n"));
+    sb.write_config();
+    let text = std::fs::read_to_string(sb.config_path())
+        .unwrap()
+        .replace("key_env = \"INDEXNOW_KEY\"", "key_file = \"indexnow.key\"");
+    std::fs::write(sb.config_path(), text).unwrap();
+    let human = sb.indexq(&["doctor"]).env_remove("INDEXNOW_KEY").now(NOW).output().code(0).stdout;
+    let line = check_it_with(&human);
+    let file = sb.dir.path().join("indexnow.key");
+    assert_eq!(line, format!("curl -fsS \"{}/$(cat '{}').txt\"", sb.site.url(), file.display()), "{human}");
+    assert_eq!(pasted(&sb, &line).trim(), KEY);
+}

@@ -138,14 +138,95 @@ fn init_refuses_a_site_that_is_not_an_absolute_http_url() {
 fn init_says_when_the_lookup_would_read_another_file_first() {
     let sb = Sandbox::new();
     let site = sb.site_url();
-    // $INDEXQ_CONFIG names the sandbox's own configuration: it comes before ./indexq.toml.
-    let mut run = sb.indexq(&["init", "--site", &site]).now(NOW);
+    let xdg = sb.dir.path().join("my-xdg");
+    // $INDEXQ_CONFIG names the sandbox's own configuration: `--global`,
+    // typed for this run, still writes the user's, and the note says which
+    // file the lookup reads before it.
+    let mut run = sb.indexq(&["init", "--global", "--site", &site]).env("XDG_CONFIG_HOME", &xdg).now(NOW);
     let cwd = sb.dir.path().join("shadowed");
     std::fs::create_dir_all(&cwd).unwrap();
     run.cmd.current_dir(&cwd);
     let done = run.output().code(0);
-    assert!(cwd.join("indexq.toml").is_file());
-    assert!(done.stdout.contains("indexq --config indexq.toml doctor"), "{}", done.stdout);
-    let note = format!("reads {} first", sb.config_path().display());
+    assert!(xdg.join("indexq").join("config.toml").is_file());
+    assert!(!cwd.join("indexq.toml").exists());
+    let note = format!("reads {} ($INDEXQ_CONFIG) first", sb.config_path().display());
     assert!(done.stdout.contains(&note), "names the file read instead:\n{}", done.stdout);
+}
+
+#[test]
+fn init_writes_the_file_indexq_config_names() {
+    let sb = Sandbox::new();
+    let site = sb.site_url();
+    let named = sb.dir.path().join("etc").join("mine.toml");
+    let done = in_dir(&sb, "cwd", &["--json", "init", "--site", &site]).env("INDEXQ_CONFIG", &named).output().code(0);
+    assert_eq!(done.init_doc().config, named.display().to_string());
+    assert!(read(&named).contains(&format!("site = \"{site}\"")), "written where $INDEXQ_CONFIG points");
+    assert!(!sb.dir.path().join("cwd").join("indexq.toml").exists(), "not in the working directory");
+
+    // The next steps need no --config: the lookup finds it.
+    std::fs::remove_file(&named).unwrap();
+    let done = in_dir(&sb, "cwd", &["init", "--site", &site]).env("INDEXQ_CONFIG", &named).output().code(0);
+    assert!(done.stdout.contains("\n  4. indexq doctor\n"), "{}", done.stdout);
+    assert!(!done.stdout.contains("--config") && !done.stdout.contains("Note:"), "{}", done.stdout);
+    in_dir(&sb, "cwd", &["doctor"]).env("INDEXQ_CONFIG", &named).output().code(0);
+
+    // An existing file is kept, as with --config; --config wins over the environment.
+    let again = in_dir(&sb, "cwd", &["init"]).env("INDEXQ_CONFIG", &named).output().code(2);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert!(read(&named).contains(&format!("site = \"{site}\"")), "left as it was");
+    in_dir(&sb, "cwd", &["--config", "other.toml", "init"]).env("INDEXQ_CONFIG", &named).output().code(0);
+    assert!(sb.dir.path().join("cwd").join("other.toml").is_file());
+}
+
+/// Runs `line` (a step `init` printed) in `sh`, in `cwd`, as a person
+/// pasting it would: with the binary on the PATH and the key exported.
+fn pasted(cwd: &Path, line: &str) -> std::process::Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_indexq")).parent().unwrap().to_path_buf();
+    let mut path = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect::<Vec<_>>();
+    path.insert(0, bin);
+    std::process::Command::new("sh")
+        .args(["-c", line])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("HOME", cwd)
+        .env("XDG_STATE_HOME", cwd.join("state"))
+        .env("XDG_CONFIG_HOME", cwd.join("xdg-config"))
+        .env("INDEXNOW_KEY", KEY)
+        .env("INDEXQ_NOW", NOW)
+        .env("TZ", "UTC")
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn init_next_steps_name_only_what_exists_and_explain_the_numbers() {
+    let sb = Sandbox::new();
+    let site = sb.site_url();
+    let done = in_dir(&sb, "steps", &["init", "--site", &site]).output().code(0);
+    let text = &done.stdout;
+    // No file the user does not have yet: not a sitemap or URL list of ours,
+    // and the key file only after the command that makes it.
+    for missing in ["public/sitemap.xml", "urls.txt", "sitemap.xml"] {
+        assert!(!text.contains(missing), "names {missing}, which does not exist:\n{text}");
+    }
+    let generate = text.find("key generate --out public").expect("says how to make a key");
+    let key_file = text.find("public/KEY.txt").expect("names the key file it makes");
+    assert!(generate < key_file, "the command comes before the file it makes:\n{text}");
+    // The numbers it wrote are explained.
+    assert!(text.contains("daily_quota = 10000") && text.contains("IndexNow documents no daily limit"), "{text}");
+    assert!(text.contains("200 a day and 380 a minute"), "{text}");
+
+    // The key file's check is a curl line that holds no key: pasted, it fetches the file.
+    let curl = text.lines().map(str::trim).find_map(|l| l.strip_prefix("3. ")).expect("step 3");
+    assert_eq!(curl, format!("curl -fsS \"{site}${{INDEXNOW_KEY}}.txt\""));
+    let cwd = sb.dir.path().join("steps");
+    let fetched = pasted(&cwd, curl);
+    assert_eq!(String::from_utf8_lossy(&fetched.stdout).trim(), KEY, "{fetched:?}");
+    // The dry run of step 5 works as printed, on nothing but the site's own URL.
+    let dry = text.lines().map(str::trim).find_map(|l| l.strip_prefix("5. ")).expect("step 5");
+    let planned = pasted(&cwd, dry);
+    let planned = Done::from(planned).code(0);
+    assert!(planned.stdout.contains("1 URL would go now"), "{}", planned.stdout);
+    assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
 }

@@ -49,6 +49,8 @@ fn key_generate_writes_exactly_the_key_and_says_where_to_serve_it() {
     let served = format!("{}/{key}.txt", sb.site.url());
     assert!(done.stdout.contains(&served), "stdout names {served}:\n{}", done.stdout);
     assert!(done.stdout.contains(&format!("export INDEXNOW_KEY={key}")), "{}", done.stdout);
+    // This command hands the key over: its check is a curl line with the real URL, ready to paste.
+    assert!(done.stdout.contains(&format!("curl -fsS '{served}'")), "{}", done.stdout);
     assert!(done.stdout.contains("key_env = \"INDEXNOW_KEY\""), "{}", done.stdout);
     assert!(done.stdout.contains("key_file = "), "{}", done.stdout);
     assert!(done.stdout.contains(&out.join(format!("{key}.txt")).display().to_string()), "{}", done.stdout);

@@ -2,7 +2,9 @@
 //! a failing publish (the first token and one obtained by a refresh in the
 //! middle of the run), the signed JWT assertion quoted by a token endpoint
 //! that refuses it, and an IndexNow key echoed in another case or encoding.
-//! Each stays out of every command's output and out of the ledger. (The
+//! Each stays out of every command's output and out of the ledger; and a
+//! ledger URL mistyped so that it is no URL keeps its password out of
+//! every output and of every file or folder name. (The
 //! suite-wide check in `support` looks too; these tests also say what they
 //! expect in its place, so they cannot pass by storing nothing.)
 
@@ -201,5 +203,96 @@ fn an_indexnow_key_echoed_in_another_case_or_encoding_is_masked() {
     for (what, form) in &forms {
         assert_absent(&text, form, what);
         assert_absent(&ledger, form, what);
+    }
+}
+
+/// Every file and directory name under `dir`, recursively.
+fn names_under(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        names.push(entry.file_name().to_string_lossy().into_owned());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            names.extend(names_under(&entry.path()));
+        }
+    }
+    names
+}
+
+/// The names at the top of the file system that hold `part`.
+fn at_root_holding(part: &str) -> Vec<String> {
+    std::fs::read_dir("/")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(part))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_output() {
+    const USER: &str = "typo-user-4qv";
+    const PASSWORD: &str = "Typo-Ledger-Pw-8Jm3";
+    const HOST: &str = "typo-db-6hx.example";
+    let values = [
+        format!("postgres//{USER}:{PASSWORD}@{HOST}/indexq"),
+        format!("postgresql//{USER}:{PASSWORD}@{HOST}/indexq"),
+        format!("postgresql;//{USER}:{PASSWORD}@{HOST}/indexq"),
+        format!("postgres:/{USER}:{PASSWORD}@{HOST}/indexq"),
+        format!("{USER}:{PASSWORD}@{HOST}/indexq"),
+        format!("//{USER}:{PASSWORD}@{HOST}/indexq"),
+    ];
+    for value in &values {
+        for in_env in [false, true] {
+            let sb = Sandbox::new();
+            let config = std::fs::read_to_string(sb.write_config()).unwrap();
+            let list = sb.urls("urls.txt", &["/a"]);
+            if !in_env {
+                std::fs::write(sb.config_path(), format!("ledger = {}\n{config}", serde_json::Value::from(&**value)))
+                    .unwrap();
+            }
+            let commands = [
+                &["submit", list.to_str().unwrap()][..],
+                &["status"],
+                &["doctor"],
+                &["--json", "doctor"],
+                &["report", "--html", "report.html"],
+                &["ledger", "migrate"],
+                &["queue", "list"],
+            ];
+            for args in commands {
+                let run = sb.indexq(args).now(NOW);
+                let run = if in_env { run.env("INDEXQ_LEDGER", value) } else { run.env_remove("INDEXQ_LEDGER") };
+                let done = run.output().code(2);
+                let place =
+                    if in_env { "`$INDEXQ_LEDGER`".to_string() } else { "indexq.toml:1:10: `ledger`".to_string() };
+                assert!(done.stderr.contains(&place), "{value} {args:?}: names {place}:\n{}", done.stderr);
+                assert!(done.stderr.contains("\n  hint: "), "{}", done.stderr);
+                for channel in [&done.stdout, &done.stderr] {
+                    assert_absent(channel, PASSWORD, "the ledger's password");
+                }
+            }
+            // `ledger copy --to` takes the same kind of value.
+            if in_env {
+                sb.indexq(&["status"]).now(NOW).output().code(0);
+                let done = sb.indexq(&["ledger", "copy", "--to", value]).now(NOW).output().code(2);
+                assert!(done.stderr.contains("`--to`"), "{value}: {}", done.stderr);
+                assert_absent(&format!("{}{}", done.stdout, done.stderr), PASSWORD, "the ledger's password");
+            }
+            let names = names_under(sb.dir.path());
+            for part in [PASSWORD, HOST] {
+                assert!(
+                    !names.iter().any(|n| n.contains(part)),
+                    "{value}: no file or folder is named after it: {names:?}"
+                );
+            }
+            assert!(sb.engine.requests().is_empty() && sb.site.requests().is_empty(), "{value}: nothing sent");
+        }
+    }
+    // `//user:PW@host/db` would have been a folder at the top of the file system.
+    for part in [USER, PASSWORD, HOST] {
+        assert_eq!(at_root_holding(part), Vec::<String>::new(), "nothing new at /");
     }
 }

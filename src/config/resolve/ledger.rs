@@ -7,29 +7,26 @@ use std::time::Duration;
 use super::values::written_zero;
 use super::Resolver;
 use crate::config::error::line_col;
-use crate::config::ledger::{check_schema_name, postgres_location, POSTGRES_URL_HINT};
+use crate::config::ledger::{check_schema_name, ledger_value};
 use crate::config::raw::RawConfig;
 use crate::config::{defaults, ConfigError, LedgerLocation, LedgerOptions};
 
 impl Resolver<'_> {
     /// The top-level keys: the ledger's location (`$INDEXQ_LEDGER` first) and options.
     pub(super) fn ledger(&self, raw: &RawConfig) -> Result<(LedgerLocation, LedgerOptions), ConfigError> {
+        // Neither value is ever shown in an error: it may hold a password.
         let location = match std::env::var("INDEXQ_LEDGER").ok().filter(|v| !v.is_empty()) {
             Some(value) => LedgerLocation::parse(&value).map_err(|why| ConfigError {
                 place: "`$INDEXQ_LEDGER`".into(),
-                message: why,
-                hint: Some(POSTGRES_URL_HINT.into()),
+                message: why.message,
+                hint: Some(why.hint.into()),
             })?,
-            None => match raw.ledger.as_ref().map(|v| (v, postgres_location(v.get_ref()))) {
-                Some((_, Some(Ok(url)))) => LedgerLocation::Postgres(url),
-                // The value is not shown: it may hold a password.
-                Some((v, Some(Err(why)))) => return Err(self.err(v, "ledger", why).hint(POSTGRES_URL_HINT)),
-                Some((v, None)) if v.get_ref().contains("://") => {
-                    return Err(self.err(v, "ledger", "a ledger is a SQLite file path or a postgres:// URL").hint(
-                        "write a file path, e.g. \"/var/lib/indexq/ledger.db\", or \"postgres://user@host:5432/db\"",
-                    ));
-                }
-                Some((v, None)) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
+            None => match &raw.ledger {
+                Some(v) => match ledger_value(v.get_ref()) {
+                    Ok(Some(url)) => LedgerLocation::Postgres(url),
+                    Ok(None) => LedgerLocation::Sqlite(self.path_value(v.get_ref())),
+                    Err(why) => return Err(self.err(v, "ledger", why.message).hint(why.hint)),
+                },
                 None => LedgerLocation::Sqlite(defaults::ledger_path()),
             },
         };
