@@ -25,7 +25,8 @@
 //! is valid in a JSON string), the HTML report (its `esc` shows controls
 //! the same way) and the Prometheus text (label values come from the
 //! configuration) — and the progress bar, which indicatif draws on stderr
-//! with its own escape codes, from counts and configured names only.
+//! with escape codes of its own (its messages, counts and configured names,
+//! are escaped with `controls` first).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
