@@ -138,7 +138,8 @@ pub struct SubmitArgs {
     pub fail_on: Vec<Outcome>,
 
     /// At the end of the run, write the metrics in the Prometheus text format to PATH (atomically: for
-    /// node_exporter's textfile collector, name it *.prom)
+    /// node_exporter's textfile collector, name it *.prom). PATH must be a regular file or a new file in an
+    /// existing folder: anything else is refused before anything is sent
     #[arg(long, value_name = "PATH", conflicts_with = "dry_run")]
     pub metrics_file: Option<PathBuf>,
 }

@@ -10,10 +10,12 @@
 //! Driver errors are recognised by their type and code, walking `source()`,
 //! never by their text: a full disk is SQLite's `SQLITE_FULL`, or an I/O
 //! error `ENOSPC` / `EFBIG`. This module imports nothing of the crate but
-//! the configuration's error and location, so every layer may use it.
+//! the configuration's error and location (and, to print, the escaping of
+//! human text), so every layer may use it.
 
 use crate::config::{ConfigError, LedgerLocation};
 use std::error::Error;
+use std::io::Write as _;
 
 /// The exit codes of DESIGN §5, and the errors that end a run with each
 /// (`exit_status_of`):
@@ -75,9 +77,12 @@ pub fn report(err: &anyhow::Error) -> ExitStatus {
     if status == ExitStatus::Ok {
         return status;
     }
-    eprintln!("error: {}", error_chain(&**err));
+    // What an error quotes (an answer, an input, a path) may hold control
+    // characters: shown escaped, like all human text.
+    let mut stderr = crate::output::escape::stderr();
+    let _ = writeln!(stderr, "error: {}", error_chain(&**err));
     if let Some(hint) = hint(err) {
-        eprintln!("  hint: {hint}");
+        let _ = writeln!(stderr, "  hint: {hint}");
     }
     status
 }

@@ -27,3 +27,6 @@ mod schedule;
 
 pub use commands::run;
 pub use error::{report, ExitStatus};
+/// Standard error with control characters shown escaped: the writer of the
+/// binary's log lines (`-v`), like every human text.
+pub use output::escape::stderr as escaped_stderr;

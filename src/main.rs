@@ -22,5 +22,12 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("INDEXQ_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // Through the escaping writer (a log line may quote an answer or an
+    // input), so without colour codes of its own.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(indexq::escaped_stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
 }

@@ -280,7 +280,8 @@ fn escape_help(v: &str) -> String {
 /// ledger cannot be read (a database lost mid-run), the file still gets
 /// this run's families, so monitoring sees the failure. A file that cannot
 /// be written is an error (exit 1) after a run that went well, a warning
-/// otherwise.
+/// otherwise. (A path no run could write — its folder missing, a device, a
+/// FIFO — was refused before the run began: `files::check_target`.)
 pub fn after_submit(
     settings: &Settings,
     ledger: &mut dyn Ledger,

@@ -22,7 +22,7 @@ pub fn run(settings: &Settings, args: &ReportArgs, printer: &Printer, clock: &Cl
     html::write(&history, &html::Page { ledger: &settings.ledger.display(), user_tz }, &mut page)?;
     let to_stdout = args.html == Path::new("-");
     if to_stdout {
-        let mut out = printer.stdout();
+        let mut out = printer.document();
         out.write_all(&page)?;
         out.flush()?;
     } else {

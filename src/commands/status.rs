@@ -100,7 +100,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
     let now = clock.now();
     if format == StatusFormat::Prometheus {
         let families = crate::metrics::gather(settings, ledger.as_mut(), now, None)?;
-        let mut out = std::io::BufWriter::new(printer.stdout());
+        let mut out = std::io::BufWriter::new(printer.document());
         crate::metrics::render(&families, &mut out)?;
         out.flush()?;
         return Ok(ExitStatus::Ok);

@@ -23,6 +23,9 @@ pub struct Page<'a> {
 }
 
 /// `&`, `<`, `>`, `"` and `'` escaped: for text and attribute values alike.
+/// A control character (an answer's ESC, but a line break or a tab) is
+/// shown as human text shows it (`\u{1b}`, see `output::escape`): HTML
+/// has no use for one, and `--html -` may go to a terminal.
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -32,6 +35,7 @@ fn esc(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }
@@ -551,6 +555,7 @@ mod tests {
             esc(r#"<script>alert("x")</script> & 'y'"#),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
+        assert_eq!(esc("a\x1b]0;t\x07\r\u{9b}2J\n\tb é"), "a\\u{1b}]0;t\\u{7}\\u{d}\\u{9b}2J\n\tb é");
         assert_eq!(nice_ceiling(0), 1);
         assert_eq!(nice_ceiling(3), 5);
         assert_eq!(nice_ceiling(11), 20);

@@ -1,5 +1,6 @@
 //! What the user sees. Each module has one job, and the dependencies point
-//! one way (`report` → `results` → `printer`; `progress` → `printer`):
+//! one way (`report` → `results` → `printer` → `escape`; `progress` →
+//! `printer`):
 //!
 //! - `printer`: the `Printer` every command writes through, and the
 //!   formatting many commands share (`rfc3339`, `when`, `group_title`).
@@ -10,7 +11,10 @@
 //! - `progress`: the progress bar on a terminal.
 //! - `parked`: what needs a human (parked groups), as `submit`, `status`
 //!   and `doctor` say it.
+//! - `escape`: control characters in human text, shown escaped (the
+//!   `Printer`'s writers, the final error, `-v`'s log lines).
 
+pub(crate) mod escape;
 pub(crate) mod parked;
 pub mod printer;
 pub(crate) mod progress;

@@ -1,9 +1,11 @@
 //! How every command speaks: the `Printer` (JSON and requested data to
-//! stdout, notes and warnings to stderr, `-q` keeps only what needs a human)
+//! stdout, notes and warnings to stderr, `-q` keeps only what needs a human;
+//! human text with its control characters escaped, see `escape`)
 //! and the formatting shared by the commands' human text: instants as RFC 3339
 //! in a rule's timezone, `when` something happens (both timezones and how
 //! long from now), and a group's title. It knows no command and no run.
 
+use super::escape::{self, Escaping};
 use crate::clock;
 use crate::model::GroupKey;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
@@ -25,26 +27,43 @@ pub struct Printer {
 }
 
 impl Printer {
-    pub fn stdout(&self) -> io::StdoutLock<'static> {
+    /// Stdout for what a command prints: human text with its control
+    /// characters escaped (`escape`); with `--json`, as is.
+    pub fn stdout(&self) -> Escaping<io::StdoutLock<'static>> {
+        Escaping::new(io::stdout().lock(), !self.json)
+    }
+
+    /// Stdout as is, for a document in a format with its own escaping:
+    /// JSON, the HTML report, the Prometheus text.
+    pub fn document(&self) -> io::StdoutLock<'static> {
         io::stdout().lock()
     }
 
     /// Prints a warning about one input or item (never in JSON mode's stdout).
     pub fn warn(&self, text: &str) {
-        let _ = writeln!(io::stderr().lock(), "warning: {text}");
+        let _ = writeln!(escape::stderr(), "warning: {text}");
+    }
+
+    /// Prints a bad input line as it is read (stderr), in human mode
+    /// without -q. It is told once: with `-q` the report names the first
+    /// few at its end, with `--json` the document has each.
+    pub fn invalid(&self, text: &str) {
+        if !self.json && self.verbosity != Verbosity::Quiet {
+            let _ = writeln!(escape::stderr(), "invalid: {text}");
+        }
     }
 
     /// Prints a note for a person (hidden by -q and by --json).
     pub fn note(&self, text: &str) {
         if !self.json && self.verbosity != Verbosity::Quiet {
-            let _ = writeln!(io::stderr().lock(), "{text}");
+            let _ = writeln!(escape::stderr(), "{text}");
         }
     }
 
     /// Prints one JSON document on stdout.
     pub fn json<T: Serialize>(&self, value: &T) -> io::Result<()> {
         let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
-        writeln!(self.stdout(), "{text}")
+        writeln!(self.document(), "{text}")
     }
 }
 

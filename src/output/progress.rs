@@ -3,7 +3,10 @@
 //! and a spinner while waiting out a retry within `--max-wait`. Drawn on
 //! stderr only when stderr is a terminal and neither `--json` nor `-q` is
 //! given: in cron, pipes and CI logs there is no bar, no `\r`, no escape code.
+//! Its messages (counts and configured names) are escaped like all human
+//! text (`escape::controls`): indicatif draws them as they are.
 
+use super::escape;
 use super::printer::{Printer, Verbosity};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -43,7 +46,7 @@ impl Progress {
                 bar.set_style(style);
             }
             bar.set_length(0);
-            bar.set_message(message);
+            bar.set_message(escape::controls(&message).into_owned());
         }
     }
 
@@ -64,7 +67,7 @@ impl Progress {
             bar.set_length(planned);
             bar.set_position(sent);
             let left = remaining.map(|r| format!(" — {r} left in this window")).unwrap_or_default();
-            bar.set_message(format!("sending to {what}{left}"));
+            bar.set_message(escape::controls(&format!("sending to {what}{left}")).into_owned());
         }
     }
 

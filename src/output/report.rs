@@ -164,9 +164,11 @@ impl SubmitReport<'_> {
             .collect()
     }
 
-    /// Human text: per group what happened and what the user can do; the
-    /// invalid lines; a summary. With `quiet`, only what needs a human.
-    pub fn write_human(&self, out: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
+    /// Human text: per group what happened and what the user can do, and a
+    /// summary, on `out`. With `quiet`, only what needs a human — and on
+    /// `err` the invalid lines, counted, with the first few named (without
+    /// `quiet` each was named on stderr as it was read: each is told once).
+    pub fn write_human(&self, out: &mut impl Write, err: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
         if !quiet {
             for note in self.notes {
                 writeln!(out, "note: {note}")?;
@@ -273,13 +275,8 @@ impl SubmitReport<'_> {
         for notice in self.parked.iter().filter(|p| p.told && !self.told_above(p, &aggregates)) {
             writeln!(out, "{}", notice.line(self.user_tz))?;
         }
-        let (invalid, all) = self.results.invalid();
-        for r in invalid {
-            let place = r.source.as_deref().unwrap_or("input");
-            writeln!(out, "invalid: {place}: `{}`: {}", r.url, r.message)?;
-        }
-        if all > invalid.len() as u64 {
-            writeln!(out, "invalid: … and {} more (each is named in a warning above).", all - invalid.len() as u64)?;
+        if quiet {
+            self.write_invalid(err)?;
         }
         let summary = self.results.summary();
         let needs_human = summary["invalid"] > 0 || self.parked.iter().any(|p| p.fresh || p.told);
@@ -295,6 +292,21 @@ impl SubmitReport<'_> {
             } else {
                 writeln!(out, "{}.", parts.join(", "))?;
             }
+        }
+        Ok(())
+    }
+
+    /// With `-q`: how many input lines were invalid, and the first few.
+    fn write_invalid(&self, err: &mut impl Write) -> io::Result<()> {
+        let (invalid, all) = self.results.invalid();
+        if all == 0 {
+            return Ok(());
+        }
+        let first = if all > invalid.len() as u64 { format!("; the first {}", invalid.len()) } else { String::new() };
+        writeln!(err, "invalid: {} not submitted{first}:", plural(all, "input line was", "input lines were"))?;
+        for r in invalid {
+            let place = r.source.as_deref().unwrap_or("input");
+            writeln!(err, "  {place}: `{}`: {}", r.url, r.message)?;
         }
         Ok(())
     }

@@ -97,9 +97,9 @@ pub struct Aggregate {
     pub next_retry: Option<(DateTime<Utc>, Tz)>,
 }
 
-/// How many invalid lines the human report lists (the warnings on stderr
-/// name every one as it is read).
-const INVALID_SHOWN: usize = 100;
+/// How many invalid lines the human report names with `-q` (without it,
+/// stderr names every one as it is read).
+const INVALID_SHOWN: usize = 5;
 
 /// An invalid input line, for the human report.
 #[derive(Debug, Clone)]

@@ -392,3 +392,87 @@ fn a_hanging_token_endpoint_makes_google_items_transient() {
 fn a_token_endpoint_500_makes_google_items_transient() {
     google_token(MockResponse::status(500).json(r#"{"error":"internal_failure"}"#));
 }
+
+// ---- 14: terminal control characters in what is shown --------------------
+
+/// An OSC that retitles the window (ended by BEL), a clear-screen CSI, a C1
+/// CSI (U+009B) and a carriage return that would overwrite the line.
+const PWN: &str = "\x1b]0;pwned\x07\x1b[2J\u{9b}31m\rX";
+
+/// Runs `run` and returns its stdout and stderr as bytes, checked for
+/// secrets like every run's.
+fn raw_output(mut run: Run) -> (Vec<u8>, Vec<u8>) {
+    let out = run.cmd.output().unwrap();
+    assert_no_secret(&out.stdout, "stdout");
+    assert_no_secret(&out.stderr, "stderr");
+    (out.stdout, out.stderr)
+}
+
+/// `PWN` as human output shows it.
+const PWN_SHOWN: &str = "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{9b}31m\\u{d}X";
+
+/// Asserts that human output holds no terminal control (but `\n` and `\t`),
+/// raw or as a byte that is not UTF-8; returns it as text.
+fn assert_no_control(bytes: &[u8], what: &str) -> String {
+    let text = String::from_utf8(bytes.to_vec()).unwrap_or_else(|e| panic!("{what} is not UTF-8 (a raw byte): {e}"));
+    let raw: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n' && *c != '\t').collect();
+    assert!(raw.is_empty(), "{what} holds raw control characters {raw:?}:\n{text}");
+    text
+}
+
+/// `assert_no_control`, and `PWN` is shown escaped.
+fn assert_escaped(bytes: &[u8], what: &str) -> String {
+    let text = assert_no_control(bytes, what);
+    assert!(text.contains(PWN_SHOWN), "{what} shows them escaped:\n{text}");
+    text
+}
+
+#[test]
+fn control_characters_from_lists_sitemaps_answers_and_the_ledger_are_shown_escaped() {
+    let mut sb = Sandbox::new();
+    harden(&mut sb, "");
+    // An engine answer that parks the URL, its body full of control sequences.
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![MockResponse::status(400).body(&format!("{PWN} bad request\nline 2 {PWN}"))],
+    );
+    sb.file("urls.txt", &format!("{}\n{PWN}not-a-url\n", sb.url("/a")));
+    let sitemap = format!(
+        "<?xml version=\"1.0\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+         <url><loc>{PWN}sitemap-loc</loc></url>\n</urlset>\n"
+    );
+    sb.file("sitemap.xml", &sitemap);
+
+    // submit: the list line and the <loc> (stderr), with and without -q.
+    let (stdout, stderr) =
+        raw_output(sb.indexq(&["submit", "--max-wait", "0", "urls.txt", "--sitemap", "sitemap.xml"]).now(NOW));
+    // (An answer's message quotes its body with controls replaced already.)
+    assert_no_control(&stdout, "submit's stdout");
+    let told = assert_escaped(&stderr, "submit's stderr");
+    assert!(told.contains("urls.txt:2:") && told.contains("sitemap.xml:3:"), "{told}");
+    assert_eq!(told.matches(PWN_SHOWN).count(), 2, "the line and the <loc>, each once:\n{told}");
+    assert_eq!(sb.engine.requests().len(), 1, "the good URL was sent");
+    let (stdout, stderr) = raw_output(sb.indexq(&["-q", "submit", "urls.txt", "--sitemap", "sitemap.xml"]).now(NOW));
+    assert_no_control(&stdout, "submit -q's stdout");
+    let told = assert_escaped(&stderr, "submit -q's stderr");
+    assert_eq!(told.matches(PWN_SHOWN).count(), 2, "{told}");
+
+    // What the ledger holds is shown escaped too: the stored body (`log`)
+    // as it came, and a message (on a ledger another machine or an older
+    // indexq wrote).
+    let (stdout, _) = raw_output(sb.indexq(&["log"]).now(NOW));
+    let log = assert_escaped(&stdout, "log");
+    assert!(log.contains("    | line 2 "), "a line break in the body stays one:\n{log}");
+    let conn = rusqlite::Connection::open(sb.ledger()).unwrap();
+    conn.execute("UPDATE requests SET message = ?1", [format!("refused: {PWN}")]).unwrap();
+    drop(conn);
+    for args in [&["log"][..], &["queue", "list"], &["status"]] {
+        let (stdout, stderr) = raw_output(sb.indexq(args).now(NOW));
+        assert_escaped(&stdout, &format!("`{}`", args.join(" ")));
+        assert!(String::from_utf8(stderr).unwrap().is_empty());
+    }
+    // JSON keeps the text as it is, in JSON's own escapes.
+    let doc = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).json();
+    assert_eq!(doc["items"][0]["message"], format!("refused: {PWN}"), "{doc:#}");
+}

@@ -110,7 +110,7 @@ fn broken_children_are_reported_with_their_place_and_the_rest_goes() {
     assert!(text.contains("missing.xml") && text.contains("404"), "{text}");
     assert!(text.contains(&format!("{}:", sb.url("/bad.xml"))), "the malformed one has a line:column: {text}");
     assert!(text.contains("loop"), "the cycle is named: {text}");
-    assert!(done.stderr.contains("bad.xml"), "{}", done.stderr);
+    assert!(!done.stderr.contains("bad.xml"), "--json: told in the document only: {}", done.stderr);
 }
 
 #[test]
@@ -255,7 +255,10 @@ fn a_line_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_through()
     assert_eq!(source, "urls.txt:2");
     assert!(message.contains("8 KiB") && message.contains("5.0 MiB"), "{message}");
     assert!(url.starts_with(&sb.url("/aaa")) && url.ends_with('…') && url.len() < 200, "a short prefix: {url}");
-    assert!(done.stderr.contains("urls.txt:2") && done.stderr.len() < 4096, "{}", done.stderr);
+    assert!(!done.stderr.contains("urls.txt:2"), "--json: told in the document only: {}", done.stderr);
+    // Human output names it on stderr, by its short prefix.
+    let human = sb.indexq(&["submit", "urls.txt"]).now(NOW).output().code(3);
+    assert!(human.stderr.contains("urls.txt:2") && human.stderr.len() < 4096, "{}", human.stderr);
 
     // A line exactly at the cap is read (and sent); one byte more is not.
     let sb = Sandbox::new();
@@ -299,7 +302,7 @@ fn a_stream_of_nuls_ends_as_one_invalid_result_in_bounded_memory() {
     assert_eq!(source, "/dev/zero:1");
     assert!(message.contains("binary data") && message.contains("the rest of /dev/zero is not read"), "{message}");
     assert!(url.starts_with("\\x00\\x00") && url.len() < 200, "{url}");
-    assert!(done.stderr.contains("/dev/zero:1"), "{}", done.stderr);
+    assert!(!done.stderr.contains("/dev/zero:1"), "--json: told in the document only: {}", done.stderr);
 
     // The same through a pipe: a few hundred MB of NULs on standard input.
     let sb = Sandbox::new();
@@ -355,4 +358,68 @@ fn a_sitemap_loc_over_the_url_cap_is_invalid_with_its_place_and_the_rest_goes_th
     assert_eq!(source, "sitemap.xml:5:3", "the place of the <loc>");
     assert!(message.contains("3.0 MiB") && message.contains("8 KiB"), "{message}");
     assert!(message.len() < 500, "a short prefix only: {message}");
+}
+
+/// How many times `needle` appears in a run's stdout and stderr: (stdout, stderr).
+fn told(done: &Done, needle: &str) -> (usize, usize) {
+    (done.stdout.matches(needle).count(), done.stderr.matches(needle).count())
+}
+
+#[test]
+fn each_bad_line_is_told_once_on_stderr_or_only_in_the_json_document() {
+    let sb = Sandbox::new();
+    let site = sb.site.url();
+    sb.file("urls.txt", &format!("{site}/a\nhtp:/x\nnot a url\nhttps://elsewhere.example/p\n{site}/b\n"));
+    let places = ["urls.txt:2: ", "urls.txt:3: ", "urls.txt:4: "];
+
+    // Human: each on stderr, once; the report on stdout counts them.
+    let done = sb.indexq(&["submit", "urls.txt"]).now(NOW).output().code(3);
+    for place in places {
+        assert_eq!(told(&done, place), (0, 1), "{place} once, on stderr:\n{}\n---\n{}", done.stdout, done.stderr);
+    }
+    assert!(done.stderr.contains("urls.txt:2: `htp:/x`: "), "with the line and the reason: {}", done.stderr);
+    assert!(done.stdout.contains("3 invalid"), "{}", done.stdout);
+    assert!(done.stdout.contains("accepted"), "the rest of the report stays on stdout: {}", done.stdout);
+
+    // --json: in the document only.
+    let done = sb.indexq(&["--json", "submit", "--force", "urls.txt"]).now(NOW).output().code(3);
+    let doc = done.submit_doc();
+    let sources: Vec<_> = doc.with_outcome(json::Outcome::Invalid).iter().map(|r| r.source.clone().unwrap()).collect();
+    assert_eq!(sources, ["urls.txt:2", "urls.txt:3", "urls.txt:4"]);
+    for place in places {
+        assert_eq!(told(&done, place.trim_end_matches(": ")).1, 0, "no warning for {place}:\n{}", done.stderr);
+    }
+
+    // -q: a count and each of them, with its place, once.
+    let done = sb.indexq(&["-q", "submit", "urls.txt"]).now(NOW).output().code(3);
+    assert!(done.stderr.contains("invalid: 3 input lines were not submitted:\n"), "{}", done.stderr);
+    for place in places {
+        assert_eq!(told(&done, place), (0, 1), "{place} once, on stderr:\n{}\n---\n{}", done.stdout, done.stderr);
+    }
+}
+
+#[test]
+fn with_q_more_than_five_bad_lines_are_counted_and_the_first_five_named() {
+    let sb = Sandbox::new();
+    let lines: String = (1..=12).map(|n| format!("bad-{n}\n")).collect();
+    sb.file("urls.txt", &format!("{lines}{}\n", sb.url("/ok")));
+    let done = sb.indexq(&["-q", "submit", "urls.txt"]).now(NOW).output().code(3);
+    assert!(
+        done.stderr.contains("invalid: 12 input lines were not submitted; the first 5:\n"),
+        "the count, and how many follow:\n{}",
+        done.stderr
+    );
+    for n in 1..=12 {
+        let expected = if n <= 5 { (0, 1) } else { (0, 0) };
+        let place = format!("urls.txt:{n}: `bad-{n}`");
+        assert_eq!(told(&done, &place), expected, "{place}:\n{}\n---\n{}", done.stdout, done.stderr);
+    }
+    assert!(done.stdout.contains("12 invalid"), "{}", done.stdout);
+
+    // Without -q every one is named, once.
+    let done = sb.indexq(&["submit", "urls.txt"]).now(NOW).output().code(3);
+    for n in 1..=12 {
+        let place = format!("urls.txt:{n}: `bad-{n}`");
+        assert_eq!(told(&done, &place), (0, 1), "{place}:\n{}\n---\n{}", done.stdout, done.stderr);
+    }
 }

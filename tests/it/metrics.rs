@@ -302,21 +302,103 @@ fn a_new_ledger_has_every_family_and_no_run() {
     sb.indexq(&["submit", "--dry-run", "--metrics-file", "m.prom"]).now(DAYS[0]).output().code(2);
 }
 
+/// A metrics file that passes the checks made before the run (a regular
+/// file) but cannot be written at its end: `/proc/version` is one, and no
+/// file can be made beside it (procfs), root or not.
 #[test]
+#[cfg(target_os = "linux")]
 fn a_metrics_file_that_cannot_be_written_fails_the_run_which_is_recorded_so() {
     let sb = Sandbox::new();
     let list = sb.urls("urls.txt", &["/a"]);
-    let missing = sb.dir.path().join("no-such-dir").join("indexq.prom");
-    let done = sb
-        .indexq(&["submit", "--metrics-file", missing.to_str().unwrap(), list.to_str().unwrap()])
-        .now(DAYS[0])
-        .output()
-        .code(1);
-    assert!(done.stderr.contains("--metrics-file") && done.stderr.contains("no-such-dir"), "{}", done.stderr);
+    let done =
+        sb.indexq(&["submit", "--metrics-file", "/proc/version", list.to_str().unwrap()]).now(DAYS[0]).output().code(1);
+    assert!(done.stderr.contains("--metrics-file") && done.stderr.contains("/proc/version"), "{}", done.stderr);
     assert_eq!(sb.received_urls().len(), 1, "the run itself went through");
     let series = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout);
     assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 1.0);
     assert!(!series.iter().any(|s| s.name == "indexq_last_success_timestamp_seconds"));
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
+}
+
+fn is_char_device(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).unwrap().file_type().is_char_device()
+}
+
+/// `--metrics-file` is replaced by a rename at the end of the run: a device,
+/// a FIFO (or a link to one), a directory or a path in a folder that does
+/// not exist is refused before anything is read or sent (exit 2), and
+/// stays what it was. As root, `/dev/full` too (a rename there would replace
+/// the device node).
+#[test]
+fn a_metrics_file_that_is_no_regular_file_or_in_a_missing_folder_is_refused_before_anything_is_sent() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = ", daily_quota = 1".into();
+    sb.write_config();
+    // One URL goes, one waits for tomorrow's budget.
+    let first = sb.urls("first.txt", &["/a", "/b"]);
+    sb.indexq(&["submit", first.to_str().unwrap()]).now(DAYS[0]).output().code(0);
+    assert_eq!(sb.received_urls(), [sb.url("/a")]);
+
+    let fifo = sb.dir.path().join("indexq.fifo");
+    mkfifo(&fifo);
+    let link = sb.dir.path().join("link.prom");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let folder = sb.dir.path().join("metrics-dir");
+    std::fs::create_dir(&folder).unwrap();
+    let missing = sb.dir.path().join("no-such-dir").join("indexq.prom");
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut targets: Vec<(String, &str)> = vec![
+        (fifo.display().to_string(), "FIFO"),
+        ("/dev/null".into(), "character device"),
+        (link.display().to_string(), "symbolic link to a FIFO"),
+        (folder.display().to_string(), "directory"),
+        (missing.display().to_string(), "does not exist (indexq does not create it)"),
+    ];
+    if root {
+        targets.push(("/dev/full".into(), "character device"));
+    }
+    let list = sb.urls("second.txt", &["/c"]);
+    for (target, why) in &targets {
+        // Tomorrow: /b is due, and the list has /c.
+        let done =
+            sb.indexq(&["submit", "--metrics-file", target, list.to_str().unwrap()]).now(DAYS[1]).output().code(2);
+        assert!(done.stderr.contains(&format!("--metrics-file {target}")), "names the path:\n{}", done.stderr);
+        assert!(done.stderr.contains(why), "says why ({why}):\n{}", done.stderr);
+        assert!(done.stderr.contains("hint:"), "{}", done.stderr);
+        assert!(done.stdout.is_empty(), "no report: {}", done.stdout);
+        assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 1, "nothing sent for {target}");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
+    assert!(std::fs::metadata(&folder).unwrap().is_dir() && std::fs::read_dir(&folder).unwrap().next().is_none());
+    assert!(!missing.parent().unwrap().exists(), "the folder is not made");
+    assert!(is_char_device("/dev/null"), "/dev/null stays a device");
+    if root {
+        assert!(is_char_device("/dev/full"), "/dev/full stays a device");
+    }
+    // Nothing was read: /c is not in the ledger, and /b still waits.
+    let queue = sb.indexq(&["--json", "queue", "list"]).now(DAYS[1]).output().code(0).json();
+    let urls: Vec<&str> = queue["items"].as_array().unwrap().iter().map(|i| i["url"].as_str().unwrap()).collect();
+    assert!(!urls.contains(&sb.url("/c").as_str()), "{queue:#}");
+    assert!(urls.contains(&sb.url("/b").as_str()), "{queue:#}");
+
+    // With a file it can write, the same run sends (what the day's budget allows).
+    let good = sb.dir.path().join("indexq.prom");
+    sb.indexq(&["submit", "--metrics-file", good.to_str().unwrap(), list.to_str().unwrap()])
+        .now(DAYS[1])
+        .output()
+        .code(0);
+    assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 2);
+    assert!(good.is_file());
 }
 
 /// A run that loses its database mid-run still leaves its metrics: the run

@@ -186,16 +186,17 @@ impl Run<'_> {
             return Err(e);
         }
         for problem in problems {
-            printer.warn(&problem.to_string());
+            printer.invalid(&problem.to_string());
             let sitemap = strip_position(&problem.place);
             self.invalid_line(invalid(sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
         self.flush(intake)
     }
 
-    /// Takes one input URL: an invalid one is reported, a valid one is
-    /// routed to each engine and target of its property and batched into
-    /// the ledger.
+    /// Takes one input URL: an invalid one is reported (once: on stderr as
+    /// it is read, or with `-q` at the report's end, or in the `--json`
+    /// document), a valid one is routed to each engine and target of its
+    /// property and batched into the ledger.
     fn take_url(
         &mut self,
         intake: &mut Intake,
@@ -210,13 +211,13 @@ impl Run<'_> {
         let url = match url {
             Ok(url) => url,
             Err(why) => {
-                printer.warn(&format!("{place}: `{text}`: {why}"));
+                printer.invalid(&format!("{place}: `{text}`: {why}"));
                 return self.invalid_line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
         let Some(property) = self.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
-            printer.warn(&format!("{place}: `{text}`: {why}"));
+            printer.invalid(&format!("{place}: `{text}`: {why}"));
             return self.invalid_line(invalid(text, place, LocalReason::NoProperty, why));
         };
         if before_since(intake.since, lastmod) {

@@ -104,6 +104,22 @@ pub async fn run(
         .into());
     }
 
+    // The metrics file must be one that can be replaced, before anything is
+    // read or sent: not a device, a FIFO, a socket or a directory (a
+    // rename would replace it), nor in a folder that does not exist.
+    if let Some(path) = args.metrics_file.as_deref() {
+        crate::files::check_target(path).map_err(|refused| ConfigError {
+            place: format!("--metrics-file {}", path.display()),
+            message: refused.to_string(),
+            hint: Some(
+                "give the path of a regular file, or of a new one in a folder that exists (indexq does not create \
+                 folders: make it first), e.g. in the textfile collector's directory: \
+                 --metrics-file /var/lib/prometheus/node-exporter/indexq.prom"
+                    .into(),
+            ),
+        })?;
+    }
+
     // Every input must open before anything is written or sent.
     let mut readers = Vec::new();
     for arg in &args.inputs {

@@ -166,7 +166,8 @@ impl Run<'_> {
         if printer.json {
             report.write_json(&mut out)?;
         } else {
-            report.write_human(&mut out, printer.verbosity == Verbosity::Quiet)?;
+            let mut err = crate::output::escape::stderr();
+            report.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
         }
         std::io::Write::flush(&mut out)?;
         let mut summary = self.results.summary();
