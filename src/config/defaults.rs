@@ -76,6 +76,10 @@ pub const SUBMIT_MAX_WAIT: Duration = Duration::from_secs(90);
 /// `[submit] dedupe_window`: an accepted URL is `skipped` within it (24h).
 pub const SUBMIT_DEDUPE_WINDOW: Duration = Duration::from_secs(DAY);
 
+/// `[submit] stop_grace`: after SIGINT/SIGTERM, how long requests in flight
+/// may take to be answered before they are recorded as interrupted (10s).
+pub const SUBMIT_STOP_GRACE: Duration = Duration::from_secs(10);
+
 // [retry]
 
 /// `[retry] transient_first`: the first wait after a `transient` answer (30s).
@@ -180,6 +184,7 @@ mod tests {
 
         assert_eq!(s.submit.max_wait, SUBMIT_MAX_WAIT);
         assert_eq!(s.submit.dedupe_window, SUBMIT_DEDUPE_WINDOW);
+        assert_eq!(s.submit.stop_grace, SUBMIT_STOP_GRACE);
         assert_eq!(s.retry.transient_first, RETRY_TRANSIENT_FIRST);
         assert_eq!(s.retry.transient_cap, RETRY_TRANSIENT_CAP);
         assert_eq!(s.retry.transient_deadline, RETRY_TRANSIENT_DEADLINE);
@@ -242,6 +247,7 @@ mod tests {
             ("`[google] requests_per_minute`", vec![T(GOOGLE_REQUESTS_PER_MINUTE.to_string())]),
             ("`[submit] max_wait`", vec![D(SUBMIT_MAX_WAIT)]),
             ("`[submit] dedupe_window`", vec![D(SUBMIT_DEDUPE_WINDOW)]),
+            ("`[submit] stop_grace`", vec![D(SUBMIT_STOP_GRACE)]),
             (
                 "`[retry] transient_first`, `transient_cap`, `transient_deadline`",
                 vec![D(RETRY_TRANSIENT_FIRST), D(RETRY_TRANSIENT_CAP), D(RETRY_TRANSIENT_DEADLINE)],

@@ -99,6 +99,8 @@ pub struct GoogleSettings {
 pub struct SubmitSettings {
     pub max_wait: Duration,
     pub dedupe_window: Duration,
+    /// After SIGINT/SIGTERM, how long requests in flight may take to be answered.
+    pub stop_grace: Duration,
 }
 
 #[derive(Debug, Clone)]

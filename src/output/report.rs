@@ -53,6 +53,102 @@ pub struct SubmitReport<'a> {
     pub plan: &'a BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub before_since: Option<u64>,
+    /// The signal that stopped the run, and what the stop cut.
+    pub interrupted: Option<&'a Interruption>,
+}
+
+/// A run stopped by SIGINT or SIGTERM: what it left unanswered, unsent and
+/// unread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: &'static str,
+    /// How long requests in flight were given (`[submit] stop_grace`).
+    pub grace: std::time::Duration,
+    /// Requests sent but not answered within the grace: counted as used,
+    /// recorded as `interrupted`.
+    pub unanswered_requests: u64,
+    pub unanswered_urls: u64,
+    /// Claimed URLs the stop kept from being sent: their budget given back.
+    pub unsent_urls: u64,
+    /// When the unanswered URLs go again (their reservations' lease ends).
+    pub retry_at: Option<DateTime<Utc>>,
+    /// The run's URLs still in the queue (due or waiting), the unanswered
+    /// aside.
+    pub queued: u64,
+    /// Whether an input was left unread (a list at a line's end, a sitemap).
+    pub input_cut: bool,
+}
+
+/// `Interruption` in the JSON document.
+#[derive(Serialize)]
+struct InterruptionJson {
+    signal: &'static str,
+    grace_secs: u64,
+    unanswered_requests: u64,
+    unanswered_urls: u64,
+    unsent_urls: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_at: Option<String>,
+    queued: u64,
+    input_cut: bool,
+}
+
+impl Interruption {
+    fn json(&self, user_tz: Tz) -> InterruptionJson {
+        InterruptionJson {
+            signal: self.signal,
+            grace_secs: self.grace.as_secs(),
+            unanswered_requests: self.unanswered_requests,
+            unanswered_urls: self.unanswered_urls,
+            unsent_urls: self.unsent_urls,
+            retry_at: self.retry_at.map(|t| rfc3339(t, user_tz)),
+            queued: self.queued,
+            input_cut: self.input_cut,
+        }
+    }
+
+    /// The one line that says it, `-q` included: "interrupted by SIGTERM:
+    /// claimed nothing more; 1 request (500 URLs) not answered within 10 s
+    /// is recorded as interrupted (…); 9489 URLs stay in the queue."
+    fn line(&self, dry_run: bool, user_tz: Tz, now: DateTime<Utc>) -> String {
+        let signal = self.signal;
+        if dry_run {
+            return match self.input_cut {
+                true => format!(
+                    "interrupted by {signal}: the input was not read to its end; the plan covers what was read."
+                ),
+                false => format!("interrupted by {signal}: the input was read; the plan is whole."),
+            };
+        }
+        let mut parts = vec!["claimed nothing more".to_string()];
+        if self.input_cut {
+            parts.push("the input was not read to its end (what was read is in the ledger)".into());
+        }
+        if self.unanswered_requests > 0 {
+            let retry = self
+                .retry_at
+                .map(|t| format!("; sent again after {}", printer::when(t, user_tz, user_tz, now)))
+                .unwrap_or_default();
+            parts.push(format!(
+                "{} ({}) not answered within {} {} recorded as interrupted (counted as used{retry})",
+                plural(self.unanswered_requests, "request", "requests"),
+                plural(self.unanswered_urls, "URL", "URLs"),
+                crate::clock::humanize(chrono::TimeDelta::from_std(self.grace).unwrap_or(chrono::TimeDelta::MAX)),
+                if self.unanswered_requests == 1 { "is" } else { "are" },
+            ));
+        } else {
+            parts.push("every request sent was answered".into());
+        }
+        if self.unsent_urls > 0 {
+            parts.push(format!(
+                "{} claimed but not sent went back to the queue (not counted)",
+                plural(self.unsent_urls, "URL", "URLs")
+            ));
+        }
+        parts.push(format!("{} in the queue", plural(self.queued, "URL stays", "URLs stay")));
+        format!("interrupted by {signal}: {}.", parts.join("; "))
+    }
 }
 
 /// The dry run's plan for one engine, as JSON.
@@ -104,7 +200,7 @@ impl<'w, W: Write> JsonArray<'w, W> {
 
 impl SubmitReport<'_> {
     /// The JSON document of DESIGN §5, streamed: `now`, (`dry_run`, `plan`),
-    /// `results`, `summary`, (`notes`).
+    /// `results`, `summary`, (`notes`), (`interrupted`).
     pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
         if self.dry_run {
@@ -125,6 +221,9 @@ impl SubmitReport<'_> {
         if !self.notes.is_empty() {
             write!(out, ",\n  \"notes\": {}", serde_json::to_string(self.notes)?)?;
         }
+        if let Some(i) = self.interrupted {
+            write!(out, ",\n  \"interrupted\": {}", serde_json::to_string(&i.json(self.user_tz))?)?;
+        }
         writeln!(out, "\n}}")?;
         Ok(())
     }
@@ -138,7 +237,8 @@ impl SubmitReport<'_> {
     }
 
     /// Human text: per group what happened and what the user can do; the
-    /// invalid lines; a summary. With `quiet`, only what needs a human.
+    /// invalid lines; a summary; the interruption. With `quiet`, only what
+    /// needs a human, and the interruption.
     pub fn write_human(&self, out: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
         if !quiet {
             for note in self.notes {
@@ -262,6 +362,9 @@ impl SubmitReport<'_> {
             } else {
                 writeln!(out, "{}.", parts.join(", "))?;
             }
+        }
+        if let Some(i) = self.interrupted {
+            writeln!(out, "{}", i.line(self.dry_run, self.user_tz, self.end))?;
         }
         Ok(())
     }

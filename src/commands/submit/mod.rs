@@ -14,12 +14,15 @@
 //!   the engines, and the waits for retries within `--max-wait`;
 //! - `outcome`: an engine's answer made into ledger records and results,
 //!   what a claim deferred, and the report and exit status at the end;
-//! - `plan`: the dry run's plan, by reading the ledger.
+//! - `plan`: the dry run's plan, by reading the ledger;
+//! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
+//!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
 mod intake;
 mod outcome;
 mod plan;
 mod send;
+mod stop;
 #[cfg(test)]
 mod testing;
 
@@ -34,7 +37,7 @@ use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
 use crate::model::{Action, GroupKey};
 use crate::model::{EngineKind, Outcome, Reason};
-use crate::output::printer::Printer;
+use crate::output::printer::{Printer, Verbosity};
 use crate::output::progress::Progress;
 use crate::output::report::Deferral;
 use crate::output::results::{Key, ResultEntry, Results};
@@ -71,6 +74,9 @@ struct Run<'a> {
     admitted: u64,
     /// A dry run's plan (nothing is written).
     plans: plan::Plans,
+    /// SIGINT/SIGTERM: whether the run stops, and what the stop cut.
+    stop: stop::Stop,
+    cut: stop::Cut,
 }
 
 pub async fn run(
@@ -80,6 +86,8 @@ pub async fn run(
     clock: &Clock,
 ) -> anyhow::Result<ExitStatus> {
     let began = std::time::Instant::now();
+    // From here on a signal stops the run cleanly (a second one at once).
+    let stop = stop::Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
     let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
     let built = build_engines(settings, &selected)?;
     if built.is_empty() && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
@@ -120,6 +128,8 @@ pub async fn run(
         read: 0,
         admitted: 0,
         plans: Default::default(),
+        stop,
+        cut: Default::default(),
     };
     let outcome: anyhow::Result<ExitStatus> = async {
         // One clock for every window decision (DESIGN §2): the ledger's.

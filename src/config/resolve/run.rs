@@ -10,7 +10,8 @@ use crate::config::{defaults, ConfigError, HttpSettings, RetrySettings, SitemapS
 const SITEMAP_MIN_BYTES: u64 = 1024;
 
 impl Resolver<'_> {
-    /// `[submit]`: how long a run waits, and for how long an accepted URL is not sent again.
+    /// `[submit]`: how long a run waits, for how long an accepted URL is not
+    /// sent again, and how long a stopped run waits for answers in flight.
     pub(super) fn submit(&self, raw: &RawSubmit) -> Result<SubmitSettings, ConfigError> {
         Ok(SubmitSettings {
             max_wait: self.duration(raw.max_wait.as_ref(), "submit.max_wait", defaults::SUBMIT_MAX_WAIT)?,
@@ -19,6 +20,7 @@ impl Resolver<'_> {
                 "submit.dedupe_window",
                 defaults::SUBMIT_DEDUPE_WINDOW,
             )?,
+            stop_grace: self.duration(raw.stop_grace.as_ref(), "submit.stop_grace", defaults::SUBMIT_STOP_GRACE)?,
         })
     }
 
