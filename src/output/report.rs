@@ -353,8 +353,8 @@ impl SubmitReport<'_> {
         if !quiet || needs_human {
             let parts: Vec<String> =
                 summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
-            if parts.is_empty() && self.dry_run {
-                // The plan above says what would go.
+            if parts.is_empty() && (self.dry_run || self.interrupted.is_some()) {
+                // The plan above says what would go; the interruption what stays.
             } else if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
             } else if parts.is_empty() {
@@ -367,5 +367,73 @@ impl SubmitReport<'_> {
             writeln!(out, "{}", i.line(self.dry_run, self.user_tz, self.end))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    fn stopped() -> Interruption {
+        Interruption {
+            signal: "SIGTERM",
+            grace: std::time::Duration::from_secs(10),
+            unanswered_requests: 0,
+            unanswered_urls: 0,
+            unsent_urls: 0,
+            retry_at: None,
+            queued: 9489,
+            input_cut: false,
+        }
+    }
+
+    #[test]
+    fn the_interruption_line_says_what_was_cut_and_what_stays() {
+        let now = at("2026-12-03T09:00:30Z");
+        let mut i = stopped();
+        assert_eq!(
+            i.line(false, Tz::UTC, now),
+            "interrupted by SIGTERM: claimed nothing more; every request sent was answered; 9489 URLs stay in the \
+             queue."
+        );
+        i.unanswered_requests = 1;
+        i.unanswered_urls = 500;
+        i.retry_at = Some(at("2026-12-03T09:10:01Z"));
+        i.unsent_urls = 3;
+        i.input_cut = true;
+        assert_eq!(
+            i.line(false, Tz::UTC, now),
+            "interrupted by SIGTERM: claimed nothing more; the input was not read to its end (what was read is in \
+             the ledger); 1 request (500 URLs) not answered within 10 s is recorded as interrupted (counted as used; \
+             sent again after 2026-12-03 09:10 UTC — in 9 min); 3 URLs claimed but not sent went back to the queue \
+             (not counted); 9489 URLs stay in the queue."
+        );
+        i.unanswered_requests = 2;
+        assert!(i.line(false, Tz::UTC, now).contains("2 requests (500 URLs) not answered within 10 s are recorded"));
+        assert_eq!(
+            i.line(true, Tz::UTC, now),
+            "interrupted by SIGTERM: the input was not read to its end; the plan covers what was read."
+        );
+    }
+
+    #[test]
+    fn the_interruption_in_json_has_its_retry_only_with_unanswered_requests() {
+        let json = serde_json::to_value(stopped().json(chrono_tz::Asia::Shanghai)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"signal": "SIGTERM", "grace_secs": 10, "unanswered_requests": 0,
+                "unanswered_urls": 0, "unsent_urls": 0, "queued": 9489, "input_cut": false})
+        );
+        let i = Interruption {
+            unanswered_requests: 1,
+            unanswered_urls: 2,
+            retry_at: Some(at("2026-12-03T09:10:01Z")),
+            ..stopped()
+        };
+        assert_eq!(i.json(chrono_tz::Asia::Shanghai).retry_at.as_deref(), Some("2026-12-03T17:10:01+08:00"));
     }
 }

@@ -27,4 +27,5 @@ mod postgres;
 mod redirects;
 mod report;
 mod secrets;
+mod signals;
 mod soak;

@@ -258,10 +258,17 @@ impl<R: BufRead> Read for UntilStop<R> {
         if self.ended || out.is_empty() {
             return Ok(0);
         }
-        let stopping = self.halt.stopping();
+        if !self.halt.stopping() {
+            // As the input itself reads (a large read bypasses its buffer).
+            let n = self.inner.read(out)?;
+            if n > 0 {
+                self.at_line_start = out[n - 1] == b'\n';
+            }
+            return Ok(n);
+        }
         // Nothing more is read once stopped between two lines (a read could
         // wait for standard input).
-        if stopping && self.at_line_start {
+        if self.at_line_start {
             (self.ended, self.cut) = (true, true);
             return Ok(0);
         }
@@ -270,11 +277,9 @@ impl<R: BufRead> Read for UntilStop<R> {
             return Ok(0);
         }
         let mut n = buf.len().min(out.len());
-        if stopping {
-            if let Some(end) = memchr::memchr(b'\n', &buf[..n]) {
-                n = end + 1;
-                (self.ended, self.cut) = (true, true);
-            }
+        if let Some(end) = memchr::memchr(b'\n', &buf[..n]) {
+            n = end + 1;
+            (self.ended, self.cut) = (true, true);
         }
         out[..n].copy_from_slice(&buf[..n]);
         self.at_line_start = buf[n - 1] == b'\n';

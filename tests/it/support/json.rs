@@ -119,7 +119,7 @@ closed_set! {
 
 /// `submit --json`: `now`, `results`, `summary`, `notes` when there are any;
 /// a dry run adds `dry_run`, `plan`, `plan_summary` and, with `--since`,
-/// `before_since`.
+/// `before_since`; a run SIGINT or SIGTERM stopped adds `interrupted`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
@@ -139,6 +139,34 @@ pub struct Submit {
     pub summary: Summary,
     #[serde(default, deserialize_with = "maybe")]
     pub notes: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub interrupted: Option<Interrupted>,
+}
+
+closed_set! {
+    /// A signal that stops `submit` cleanly.
+    Signal { Int = "SIGINT", Term = "SIGTERM" }
+}
+
+/// What a signal cut short in a `submit` run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interrupted {
+    pub signal: Signal,
+    /// `[submit] stop_grace`, in seconds.
+    pub grace_secs: u64,
+    /// Requests sent and not answered within the grace (recorded as `interrupted`, counted as used).
+    pub unanswered_requests: u64,
+    pub unanswered_urls: u64,
+    /// Claimed URLs the stop kept from being sent (their budget given back).
+    pub unsent_urls: u64,
+    /// When the unanswered URLs are sent again: there when there are some.
+    #[serde(default, deserialize_with = "maybe")]
+    pub retry_at: Option<String>,
+    /// The run's URLs still in the queue, the unanswered aside.
+    pub queued: u64,
+    /// Whether an input was left unread.
+    pub input_cut: bool,
 }
 
 /// One URL's result for one engine.
@@ -244,6 +272,12 @@ impl Submit {
         ensure(self.plan_summary.is_some() == dry, "`plan_summary` goes with `dry_run`")?;
         ensure(dry || self.before_since.is_none(), "`before_since` only in a dry run")?;
         ensure(self.notes.as_ref().is_none_or(|n| !n.is_empty()), "`notes` is left out when there are none")?;
+        if let Some(i) = &self.interrupted {
+            let unanswered = i.unanswered_requests > 0;
+            ensure(unanswered == (i.unanswered_urls > 0), "unanswered requests carry unanswered URLs")?;
+            ensure(unanswered == i.retry_at.is_some(), "`retry_at` is there with unanswered requests")?;
+            i.retry_at.as_deref().map_or(Ok(()), time)?;
+        }
         for r in &self.results {
             let together = r.retry_at.is_some() == r.retry_after_secs.is_some();
             ensure(together, &format!("`retry_at` and `retry_after_secs` go together: {r:?}"))?;
