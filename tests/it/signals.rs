@@ -308,3 +308,30 @@ fn a_dry_run_stops_cleanly_with_the_plan_of_what_was_read() {
     );
     assert_eq!(posts(&sb), 0);
 }
+
+#[test]
+fn google_urls_whose_paced_slot_had_not_come_are_not_sent_and_cost_nothing() {
+    let mut sb = Sandbox::google("daily_quota = 100");
+    // A burst of 4 now, then one every 6 s: the stop comes before the fifth.
+    sb.google_extra = "daily_quota = 1000\nrequests_per_minute = 10\n".into();
+    sb.write_config();
+    let paths: Vec<String> = (1..=8).map(|i| format!("/g{i}")).collect();
+    let list = sb.urls("urls.txt", &paths.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = Running::start(sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW));
+    assert!(sb.engine.wait_for_requests("POST", GOOGLE_PUBLISH, 4, LIMIT), "the burst went");
+    run.signal(libc::SIGTERM);
+    let doc = run.finish().code(143).submit_doc();
+    assert_eq!(sb.google_published().len(), 4, "no paced slot was used after the stop");
+    assert_eq!(doc.summary.accepted, 4, "the burst's answers are recorded");
+    let interrupted = doc.interrupted.clone().expect("the `interrupted` field");
+    assert_eq!((interrupted.unanswered_requests, interrupted.unsent_urls, interrupted.queued), (0, 4, 4));
+    let unsent = doc.with_outcome(json::Outcome::Transient);
+    assert_eq!(unsent.len(), 4);
+    assert!(unsent.iter().all(|r| r.reason == "interrupted" && r.message.starts_with("not sent")), "{unsent:#?}");
+
+    // Their budget is given back, and they are due again.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let day = status.budgets.iter().find(|b| b.scope == json::Scope::Property && b.period == json::Period::Day);
+    assert_eq!(day.expect("the property's day").used, 4, "only what was sent counts");
+    assert_eq!(status.queue.due, 4);
+}
