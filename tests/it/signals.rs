@@ -252,7 +252,7 @@ fn a_second_signal_ends_the_run_at_once_and_the_next_run_reconciles() {
     run.signal(libc::SIGTERM);
     let done = run.finish().code(130);
     assert!(again.elapsed() < Duration::from_secs(10), "at once, not after the 60 s grace: {:?}", again.elapsed());
-    assert!(done.stderr.contains("indexq: SIGTERM again: stopping at once"), "{}", done.stderr);
+    assert!(done.stderr.contains("indexq: a second signal (SIGTERM): stopping at once"), "{}", done.stderr);
     // The request is still in flight in the ledger: the next run reconciles it.
     let queue = sb.indexq(&["--json", "queue", "list"]).now(NOW).output().code(0).queue_doc();
     assert_eq!(queue.items[0].state, json::ItemState::InFlight);

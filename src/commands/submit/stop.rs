@@ -57,8 +57,7 @@ struct Shared {
 }
 
 impl Stop {
-    /// A stop that only `trigger` sets off (a dry run's plan in tests, and
-    /// the listener's own).
+    /// A stop that only `trigger` sets off (the listener's, and the tests').
     pub(super) fn new(grace: Duration) -> Stop {
         let (deadline, halt) = Halt::channel();
         Stop { shared: Arc::new(Shared { signal: OnceLock::new(), deadline, grace }), halt }
@@ -95,8 +94,8 @@ impl Stop {
         }
         let first = self.signal().unwrap_or(signal);
         eprintln!(
-            "indexq: {} again: stopping at once; requests still in flight are reconciled by the next run \
-             (counted as used)",
+            "indexq: a second signal ({}): stopping at once; requests still in flight are reconciled by the next \
+             run (counted as used)",
             signal.name()
         );
         std::process::exit(first.exit_status().code().into());
@@ -108,7 +107,10 @@ impl Stop {
         if self.shared.signal.set(signal).is_err() {
             return false;
         }
-        self.shared.deadline.send_replace(Some(Instant::now() + self.shared.grace));
+        let now = Instant::now();
+        // A grace past what a clock can hold is as good as none ending.
+        let deadline = now.checked_add(self.shared.grace).unwrap_or(now + Duration::from_secs(100 * 365 * 86_400));
+        self.shared.deadline.send_replace(Some(deadline));
         true
     }
 
