@@ -16,7 +16,7 @@ use std::time::Duration;
     long_about = "Submit URLs to search engines' submission queues without ever spending more than each engine allows. \
 Every rejection is read and classified (quota, transient, key_pending, misconfigured) and retried the way its reason calls for.",
     after_help = "Exit codes: 0 nothing needs a human; 2 usage or configuration error, nothing sent; \
-3 some item is in a --fail-on class; 1 anything else.\nThe clock can be pinned with INDEXQ_NOW=<RFC 3339 time>.\n\n\
+3 some item is in a --fail-on class; 1 anything else; 130/143 submit stopped by SIGINT/SIGTERM.\nThe clock can be pinned with INDEXQ_NOW=<RFC 3339 time>.\n\n\
 Example: indexq --config indexq.toml submit --dry-run urls.txt"
 )]
 pub struct Cli {

@@ -26,6 +26,8 @@ use std::io::Write as _;
 /// | 1 | anything else (I/O error, corrupt ledger) | any other error: the ledger's, the network's, a full disk |
 /// | 2 | usage or configuration error; nothing sent | a `UsageError`, a `ConfigError`, a ledger newer than this binary |
 /// | 3 | some item is in a `--fail-on` class; the rest was processed | never: a command that finished returns it |
+/// | 130 | (beyond §5) `submit` stopped by SIGINT (Ctrl-C) | never: the stopped run returns it |
+/// | 143 | (beyond §5) `submit` stopped by SIGTERM | never: the stopped run returns it |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
     /// Nothing needs a human (accepted, deferred, queued for retry).
@@ -36,6 +38,10 @@ pub enum ExitStatus {
     Usage,
     /// Some item is in a `--fail-on` class; the rest was processed.
     NeedsHuman,
+    /// `submit` was stopped by SIGINT (Ctrl-C): 128 + 2.
+    Interrupted,
+    /// `submit` was stopped by SIGTERM: 128 + 15.
+    Terminated,
 }
 
 impl ExitStatus {
@@ -45,6 +51,8 @@ impl ExitStatus {
             ExitStatus::Failure => 1,
             ExitStatus::Usage => 2,
             ExitStatus::NeedsHuman => 3,
+            ExitStatus::Interrupted => 130,
+            ExitStatus::Terminated => 143,
         }
     }
 }

@@ -46,6 +46,7 @@ fn config_line() -> impl Strategy<Value = String> {
         "requests_per_minute",
         "max_wait",
         "dedupe_window",
+        "stop_grace",
         "transient_first",
         "transient_cap",
         "transient_deadline",

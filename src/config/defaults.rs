@@ -79,6 +79,9 @@ pub const SUBMIT_DEDUPE_WINDOW: Duration = Duration::from_secs(DAY);
 /// `[submit] remind`: a group's parked items are said again after this
 /// long (24h: an hourly cron job mails about them once a day).
 pub const SUBMIT_REMIND: Duration = Duration::from_secs(DAY);
+/// `[submit] stop_grace`: after SIGINT/SIGTERM, how long requests in flight
+/// may take to be answered before they are recorded as interrupted (10s).
+pub const SUBMIT_STOP_GRACE: Duration = Duration::from_secs(10);
 
 // [retry]
 
@@ -185,6 +188,7 @@ mod tests {
         assert_eq!(s.submit.max_wait, SUBMIT_MAX_WAIT);
         assert_eq!(s.submit.dedupe_window, SUBMIT_DEDUPE_WINDOW);
         assert_eq!(s.submit.remind, SUBMIT_REMIND);
+        assert_eq!(s.submit.stop_grace, SUBMIT_STOP_GRACE);
         assert_eq!(s.retry.transient_first, RETRY_TRANSIENT_FIRST);
         assert_eq!(s.retry.transient_cap, RETRY_TRANSIENT_CAP);
         assert_eq!(s.retry.transient_deadline, RETRY_TRANSIENT_DEADLINE);
@@ -249,6 +253,7 @@ mod tests {
             ("`[submit] max_wait`", vec![D(SUBMIT_MAX_WAIT)]),
             ("`[submit] dedupe_window`", vec![D(SUBMIT_DEDUPE_WINDOW)]),
             ("`[submit] remind`", vec![D(SUBMIT_REMIND)]),
+            ("`[submit] stop_grace`", vec![D(SUBMIT_STOP_GRACE)]),
             (
                 "`[retry] transient_first`, `transient_cap`, `transient_deadline`",
                 vec![D(RETRY_TRANSIENT_FIRST), D(RETRY_TRANSIENT_CAP), D(RETRY_TRANSIENT_DEADLINE)],

@@ -101,6 +101,8 @@ pub struct SubmitSettings {
     pub dedupe_window: Duration,
     /// How often a run says again that a group's items are parked.
     pub remind: Duration,
+    /// After SIGINT/SIGTERM, how long requests in flight may take to be answered.
+    pub stop_grace: Duration,
 }
 
 #[derive(Debug, Clone)]

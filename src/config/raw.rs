@@ -70,6 +70,7 @@ pub(super) struct RawSubmit {
     pub(super) max_wait: Option<S<String>>,
     pub(super) dedupe_window: Option<S<String>>,
     pub(super) remind: Option<S<String>>,
+    pub(super) stop_grace: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -6,7 +6,7 @@
 //! in halves until the bad URLs are found, so one bad URL does not park the
 //! rest.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::Period;
@@ -102,17 +102,23 @@ impl Engine for Bing {
         None
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
         let urls = &batch.urls;
         let Some(site_url) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Bing", &group.property, urls.len());
         };
         // Split a batch refused as InvalidUrl until each bad URL stands alone:
         // at most 2n-1 requests, and only refused requests are repeated.
+        // Once the run stops, no half goes out.
         let mut sent = Sent { answers: Vec::new(), per_url: vec![0; urls.len()] };
         let mut pending = vec![(0, urls.len())];
         while let Some((lo, hi)) = pending.pop() {
-            let answer = self.post(site_url, &urls[lo..hi]).await;
+            let answer = if halt.stopping() {
+                Answer::not_sent_on_stop()
+            } else {
+                let answer = halt.within_grace(self.post(site_url, &urls[lo..hi])).await;
+                answer.unwrap_or_else(Answer::unanswered_on_stop)
+            };
             if answer.verdict.reason.bing_code() == Some(BingCode::InvalidUrl) && hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
                 pending.push((mid, hi));

@@ -8,7 +8,7 @@
 //! API first, so an indexed URL spends no publish quota. A token endpoint that refuses the key makes every Google item of
 //! the run `misconfigured`, and nothing is sent.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
 use crate::config::{ConfigError, Settings};
 use crate::model::{AcceptedReason, Class, MisconfiguredReason, TransientReason};
@@ -413,13 +413,17 @@ impl Engine for Google {
         self.sites.get(&group.property).is_some_and(|s| s.skip_indexed)
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Google", &group.property, batch.urls.len());
         };
         // A refused key refuses every URL: ask for the token once, up front.
-        if let Err(answer) = self.token(false).await {
-            return Sent::whole(answer, batch.urls.len());
+        // (Nothing is published before it: a stop meanwhile sends nothing.)
+        let token = if halt.stopping() { None } else { halt.within_grace(self.token(false)).await };
+        match token {
+            None => return Sent::whole(Answer::not_sent_on_stop(), batch.urls.len()),
+            Some(Err(answer)) => return Sent::whole(answer, batch.urls.len()),
+            Some(Ok(_)) => {}
         }
         let started = Instant::now();
         let requests: Vec<BoxFuture<'_, (usize, Answer)>> = batch
@@ -431,8 +435,12 @@ impl Engine for Google {
                 let action = batch.actions.get(i).copied().unwrap_or_default();
                 let inspect = i < batch.inspect;
                 Box::pin(async move {
-                    tokio::time::sleep(delay.saturating_sub(started.elapsed())).await;
-                    (i, self.publish(site, url, action, inspect).await)
+                    // A slot the run's stop comes before is not used.
+                    if !halt.sleep(delay.saturating_sub(started.elapsed())).await {
+                        return (i, Answer::not_sent_on_stop());
+                    }
+                    let answer = halt.within_grace(self.publish(site, url, action, inspect)).await;
+                    (i, answer.unwrap_or_else(Answer::unanswered_on_stop))
                 }) as BoxFuture<'_, (usize, Answer)>
             })
             .collect();

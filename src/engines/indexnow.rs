@@ -3,7 +3,7 @@
 //! fetches the key location itself and lets `classify` decide between
 //! `key_pending` and `misconfigured`.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Sent};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
 use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
 use crate::config::{self, ConfigError, Settings};
 use crate::error::error_chain;
@@ -101,11 +101,36 @@ impl Engine for IndexNow {
         Some(format!("indexnow:{}", digest(&[site.key.expose(), &site.host])))
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
         let urls = &batch.urls;
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("IndexNow", &group.property, urls.len());
         };
+        if halt.stopping() {
+            return Sent::whole(Answer::not_sent_on_stop(), urls.len());
+        }
+        let answer = halt.within_grace(self.post(group, site, urls)).await;
+        Sent::whole(answer.unwrap_or_else(Answer::unanswered_on_stop), urls.len())
+    }
+
+    async fn check(&self, group: &GroupKey, check: Check) -> Option<Result<String, String>> {
+        if check != Check::KeyFile {
+            return None;
+        }
+        let (verdict, location) = self.check_property(&group.property).await?;
+        // Exactly the key: what a 403 would call `key_pending`.
+        Some(if verdict.class == Class::KeyPending {
+            Ok(format!("the key file at {location} serves the key now"))
+        } else {
+            Err(verdict.message)
+        })
+    }
+}
+
+impl IndexNow {
+    /// POSTs the URLs of one site to the group's endpoint, and classifies
+    /// the answer (a 403 after checking the key file).
+    async fn post(&self, group: &GroupKey, site: &Site, urls: &[String]) -> Answer {
         let body = serde_json::json!({
             "host": site.host,
             "key": site.key.expose(),
@@ -122,7 +147,7 @@ impl Engine for IndexNow {
             Ok(resp) => receive(resp).await,
             Err(e) => Err(e),
         };
-        let answer = match received {
+        match received {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
                 let r = r.redacted(&self.redactor);
@@ -136,20 +161,6 @@ impl Engine for IndexNow {
                     classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
                 Answer::received(verdict, &r, &self.redactor)
             }
-        };
-        Sent::whole(answer, urls.len())
-    }
-
-    async fn check(&self, group: &GroupKey, check: Check) -> Option<Result<String, String>> {
-        if check != Check::KeyFile {
-            return None;
         }
-        let (verdict, location) = self.check_property(&group.property).await?;
-        // Exactly the key: what a 403 would call `key_pending`.
-        Some(if verdict.class == Class::KeyPending {
-            Ok(format!("the key file at {location} serves the key now"))
-        } else {
-            Err(verdict.message)
-        })
     }
 }

@@ -5,12 +5,15 @@
 
 pub mod bing;
 pub mod google;
+mod halt;
 pub mod indexnow;
+
+pub use halt::Halt;
 
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::config::HttpSettings;
 use crate::model::Period;
-use crate::model::{Action, Check, GroupKey, MisconfiguredReason, StoredResponse};
+use crate::model::{Action, Check, GroupKey, MisconfiguredReason, Reason, StoredResponse, TransientReason};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
@@ -55,6 +58,37 @@ impl Answer {
             skipped: false,
         }
     }
+
+    /// A request the run's stop kept from going out (a paced slot not come,
+    /// Bing's next half): nothing reached the engine, so its budget is given
+    /// back and the item is due again.
+    pub fn not_sent_on_stop() -> Answer {
+        let verdict = Verdict::new(
+            TransientReason::Interrupted,
+            "not sent: the run was stopped (SIGINT/SIGTERM) before this request went out; its budget is given \
+             back and the next run sends it",
+        );
+        Answer { verdict, response: StoredResponse::default(), reached: false, skipped: false }
+    }
+
+    /// A request sent before the run's stop whose answer did not come within
+    /// `[submit] stop_grace`: the engine may have it, so it stays counted
+    /// against the budget.
+    pub fn unanswered_on_stop() -> Answer {
+        let verdict = Verdict::new(
+            TransientReason::Interrupted,
+            "no answer: the run was stopped (SIGINT/SIGTERM) and the answer did not come within `[submit] \
+             stop_grace`; the request counts against the budget (the engine may have received it) and is sent \
+             again once its reservation's lease has ended",
+        );
+        Answer { verdict, response: StoredResponse::default(), reached: true, skipped: false }
+    }
+
+    /// Whether the run's stop cut this request (`not_sent_on_stop`,
+    /// `unanswered_on_stop`): no engine's answer is ever classified so.
+    pub fn cut_by_stop(&self) -> bool {
+        self.verdict.reason == Reason::Transient(TransientReason::Interrupted)
+    }
 }
 
 /// What a send produced: the answers, and for each URL (in the order given)
@@ -95,8 +129,11 @@ pub trait Engine: Send + Sync {
     /// The credential whose first use starts the `key_pending` clock.
     fn credential(&self, group: &GroupKey) -> Option<String>;
 
-    /// Sends a batch (all of `group`) and classifies what came back.
-    async fn send(&self, group: &GroupKey, batch: &Batch) -> Sent;
+    /// Sends a batch (all of `group`) and classifies what came back. Once
+    /// `halt` says the run stops, no request starts (`Answer::not_sent_on_stop`)
+    /// and one in flight is waited for only until the grace deadline
+    /// (`Answer::unanswered_on_stop`).
+    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent;
 
     /// The engine's shared rate, if it has one: the pace key, one send per
     /// interval, and the burst allowed ahead of it.

@@ -58,6 +58,102 @@ pub struct SubmitReport<'a> {
     pub parked: &'a [ParkedNotice],
     /// Parked items that go again in this run, and why.
     pub resumed: &'a [String],
+    /// The signal that stopped the run, and what the stop cut.
+    pub interrupted: Option<&'a Interruption>,
+}
+
+/// A run stopped by SIGINT or SIGTERM: what it left unanswered, unsent and
+/// unread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: &'static str,
+    /// How long requests in flight were given (`[submit] stop_grace`).
+    pub grace: std::time::Duration,
+    /// Requests sent but not answered within the grace: counted as used,
+    /// recorded as `interrupted`.
+    pub unanswered_requests: u64,
+    pub unanswered_urls: u64,
+    /// Claimed URLs the stop kept from being sent: their budget given back.
+    pub unsent_urls: u64,
+    /// When the unanswered URLs go again (their reservations' lease ends).
+    pub retry_at: Option<DateTime<Utc>>,
+    /// The run's URLs still in the queue (due or waiting), the unanswered
+    /// aside.
+    pub queued: u64,
+    /// Whether an input was left unread (a list at a line's end, a sitemap).
+    pub input_cut: bool,
+}
+
+/// `Interruption` in the JSON document.
+#[derive(Serialize)]
+struct InterruptionJson {
+    signal: &'static str,
+    grace_secs: u64,
+    unanswered_requests: u64,
+    unanswered_urls: u64,
+    unsent_urls: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_at: Option<String>,
+    queued: u64,
+    input_cut: bool,
+}
+
+impl Interruption {
+    fn json(&self, user_tz: Tz) -> InterruptionJson {
+        InterruptionJson {
+            signal: self.signal,
+            grace_secs: self.grace.as_secs(),
+            unanswered_requests: self.unanswered_requests,
+            unanswered_urls: self.unanswered_urls,
+            unsent_urls: self.unsent_urls,
+            retry_at: self.retry_at.map(|t| rfc3339(t, user_tz)),
+            queued: self.queued,
+            input_cut: self.input_cut,
+        }
+    }
+
+    /// The one line that says it, `-q` included: "interrupted by SIGTERM:
+    /// claimed nothing more; 1 request (500 URLs) not answered within 10 s
+    /// is recorded as interrupted (…); 9489 URLs stay in the queue."
+    fn line(&self, dry_run: bool, user_tz: Tz, now: DateTime<Utc>) -> String {
+        let signal = self.signal;
+        if dry_run {
+            return match self.input_cut {
+                true => format!(
+                    "interrupted by {signal}: the input was not read to its end; the plan covers what was read."
+                ),
+                false => format!("interrupted by {signal}: the input was read; the plan is whole."),
+            };
+        }
+        let mut parts = vec!["claimed nothing more".to_string()];
+        if self.input_cut {
+            parts.push("the input was not read to its end (what was read is in the ledger)".into());
+        }
+        if self.unanswered_requests > 0 {
+            let retry = self
+                .retry_at
+                .map(|t| format!("; sent again after {}", printer::when(t, user_tz, user_tz, now)))
+                .unwrap_or_default();
+            parts.push(format!(
+                "{} ({}) not answered within {} {} recorded as interrupted (counted as used{retry})",
+                plural(self.unanswered_requests, "request", "requests"),
+                plural(self.unanswered_urls, "URL", "URLs"),
+                crate::clock::humanize(chrono::TimeDelta::from_std(self.grace).unwrap_or(chrono::TimeDelta::MAX)),
+                if self.unanswered_requests == 1 { "is" } else { "are" },
+            ));
+        } else {
+            parts.push("every request sent was answered".into());
+        }
+        if self.unsent_urls > 0 {
+            parts.push(format!(
+                "{} claimed but not sent went back to the queue (not counted)",
+                plural(self.unsent_urls, "URL", "URLs")
+            ));
+        }
+        parts.push(format!("{} in the queue", plural(self.queued, "URL stays", "URLs stay")));
+        format!("interrupted by {signal}: {}.", parts.join("; "))
+    }
 }
 
 /// The dry run's plan for one engine, as JSON.
@@ -109,7 +205,7 @@ impl<'w, W: Write> JsonArray<'w, W> {
 
 impl SubmitReport<'_> {
     /// The JSON document of DESIGN §5, streamed: `now`, (`dry_run`, `plan`),
-    /// `results`, `summary`, (`notes`).
+    /// `results`, `summary`, (`notes`), (`interrupted`).
     pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
         if self.dry_run {
@@ -136,6 +232,9 @@ impl SubmitReport<'_> {
         }
         if !self.resumed.is_empty() {
             write!(out, ",\n  \"resumed\": {}", serde_json::to_string(self.resumed)?)?;
+        }
+        if let Some(i) = self.interrupted {
+            write!(out, ",\n  \"interrupted\": {}", serde_json::to_string(&i.json(self.user_tz))?)?;
         }
         writeln!(out, "\n}}")?;
         Ok(())
@@ -165,9 +264,10 @@ impl SubmitReport<'_> {
     }
 
     /// Human text: per group what happened and what the user can do, and a
-    /// summary, on `out`. With `quiet`, only what needs a human — and on
-    /// `err` the invalid lines, counted, with the first few named (without
-    /// `quiet` each was named on stderr as it was read: each is told once).
+    /// summary, on `out`; the interruption. With `quiet`, only what needs a
+    /// human — and on `err` the invalid lines, counted, with the first few
+    /// named (without `quiet` each was named on stderr as it was read: each
+    /// is told once).
     pub fn write_human(&self, out: &mut impl Write, err: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
         if !quiet {
             for note in self.notes {
@@ -283,8 +383,8 @@ impl SubmitReport<'_> {
         if !quiet || needs_human {
             let parts: Vec<String> =
                 summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();
-            if parts.is_empty() && self.dry_run {
-                // The plan above says what would go.
+            if parts.is_empty() && (self.dry_run || self.interrupted.is_some()) {
+                // The plan above says what would go; the interruption what stays.
             } else if parts.is_empty() && self.waiting.is_empty() {
                 writeln!(out, "Nothing to send.")?;
             } else if parts.is_empty() {
@@ -292,6 +392,9 @@ impl SubmitReport<'_> {
             } else {
                 writeln!(out, "{}.", parts.join(", "))?;
             }
+        }
+        if let Some(i) = self.interrupted {
+            writeln!(out, "{}", i.line(self.dry_run, self.user_tz, self.end))?;
         }
         Ok(())
     }
@@ -309,5 +412,73 @@ impl SubmitReport<'_> {
             writeln!(err, "  {place}: `{}`: {}", r.url, r.message)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    fn stopped() -> Interruption {
+        Interruption {
+            signal: "SIGTERM",
+            grace: std::time::Duration::from_secs(10),
+            unanswered_requests: 0,
+            unanswered_urls: 0,
+            unsent_urls: 0,
+            retry_at: None,
+            queued: 9489,
+            input_cut: false,
+        }
+    }
+
+    #[test]
+    fn the_interruption_line_says_what_was_cut_and_what_stays() {
+        let now = at("2026-12-03T09:00:30Z");
+        let mut i = stopped();
+        assert_eq!(
+            i.line(false, Tz::UTC, now),
+            "interrupted by SIGTERM: claimed nothing more; every request sent was answered; 9489 URLs stay in the \
+             queue."
+        );
+        i.unanswered_requests = 1;
+        i.unanswered_urls = 500;
+        i.retry_at = Some(at("2026-12-03T09:10:01Z"));
+        i.unsent_urls = 3;
+        i.input_cut = true;
+        assert_eq!(
+            i.line(false, Tz::UTC, now),
+            "interrupted by SIGTERM: claimed nothing more; the input was not read to its end (what was read is in \
+             the ledger); 1 request (500 URLs) not answered within 10 s is recorded as interrupted (counted as used; \
+             sent again after 2026-12-03 09:10 UTC — in 9 min); 3 URLs claimed but not sent went back to the queue \
+             (not counted); 9489 URLs stay in the queue."
+        );
+        i.unanswered_requests = 2;
+        assert!(i.line(false, Tz::UTC, now).contains("2 requests (500 URLs) not answered within 10 s are recorded"));
+        assert_eq!(
+            i.line(true, Tz::UTC, now),
+            "interrupted by SIGTERM: the input was not read to its end; the plan covers what was read."
+        );
+    }
+
+    #[test]
+    fn the_interruption_in_json_has_its_retry_only_with_unanswered_requests() {
+        let json = serde_json::to_value(stopped().json(chrono_tz::Asia::Shanghai)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"signal": "SIGTERM", "grace_secs": 10, "unanswered_requests": 0,
+                "unanswered_urls": 0, "unsent_urls": 0, "queued": 9489, "input_cut": false})
+        );
+        let i = Interruption {
+            unanswered_requests: 1,
+            unanswered_urls: 2,
+            retry_at: Some(at("2026-12-03T09:10:01Z")),
+            ..stopped()
+        };
+        assert_eq!(i.json(chrono_tz::Asia::Shanghai).retry_at.as_deref(), Some("2026-12-03T17:10:01+08:00"));
     }
 }

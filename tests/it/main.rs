@@ -27,5 +27,6 @@ mod postgres;
 mod redirects;
 mod report;
 mod secrets;
+mod signals;
 mod soak;
 mod sources;

@@ -6,8 +6,11 @@
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
 //! one already waiting, parked or in flight. A dry run asks `plan` instead
-//! of writing. Nothing here sends or classifies.
+//! of writing. Once the run is stopped (`stop`), reading ends — a list at
+//! the end of the line being read, a sitemap at once — and what was read
+//! still goes to the ledger. Nothing here sends or classifies.
 
+use super::stop::UntilStop;
 use super::{base_entry, Run};
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
@@ -73,12 +76,20 @@ impl Run<'_> {
         };
         let mut intake = Intake::new(self.known_groups(), rule, args.since);
         for (name, reader) in readers {
+            if self.stop.requested() {
+                self.cut.input_cut = true;
+                break;
+            }
             self.ingest_list(&mut intake, &name, reader, printer)?;
         }
         if !args.sitemap.is_empty() {
             let settings = self.settings;
             let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
             for source in &args.sitemap {
+                if self.stop.requested() {
+                    self.cut.input_cut = true;
+                    break;
+                }
                 self.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
             }
         }
@@ -139,7 +150,8 @@ impl Run<'_> {
         Ok(self.results.put(key, &entry)?)
     }
 
-    /// Reads a URL list into the ledger.
+    /// Reads a URL list into the ledger (until the end of the line being
+    /// read when the run is stopped).
     fn ingest_list(
         &mut self,
         intake: &mut Intake,
@@ -148,13 +160,15 @@ impl Run<'_> {
         printer: &Printer,
     ) -> anyhow::Result<()> {
         let mut error = None;
-        let read = ingest::read_lines(name, reader, |line| {
+        let mut reader = UntilStop::new(reader, self.stop.halt().clone());
+        let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
                 if let Err(e) = self.take_url(intake, &line.text, &line.place, line.url, None, printer) {
                     error = Some(e);
                 }
             }
         });
+        self.cut.input_cut |= reader.cut;
         if let Some(e) = error {
             return Err(e);
         }
@@ -164,6 +178,7 @@ impl Run<'_> {
 
     /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
     /// one sitemap is an `invalid` result naming its place; the rest goes on.
+    /// A stop ends the reading at once (the URLs read so far are kept).
     async fn ingest_sitemap(
         &mut self,
         intake: &mut Intake,
@@ -172,16 +187,26 @@ impl Run<'_> {
         printer: &Printer,
     ) -> anyhow::Result<()> {
         let mut error = None;
-        let problems = reader
-            .read(source, &mut |entry: sitemap::Entry| {
-                if error.is_none() {
-                    let url = ingest::parse_url(&entry.loc);
-                    if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
-                        error = Some(e);
-                    }
+        let halt = self.stop.halt().clone();
+        let mut take = |entry: sitemap::Entry| {
+            if error.is_none() {
+                let url = ingest::parse_url(&entry.loc);
+                if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
+                    error = Some(e);
                 }
-            })
-            .await;
+            }
+        };
+        let problems = tokio::select! {
+            problems = reader.read(source, &mut take) => Some(problems),
+            () = halt.stopped() => None,
+        };
+        let Some(problems) = problems else {
+            self.cut.input_cut = true;
+            return match error {
+                Some(e) => Err(e),
+                None => self.flush(intake),
+            };
+        };
         if let Some(e) = error {
             return Err(e);
         }

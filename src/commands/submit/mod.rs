@@ -18,12 +18,15 @@
 //! - `parked`: what needs a human across runs — fixes noticed by
 //!   themselves before sending, and each parked group said (once per
 //!   `[submit] remind`) at the end.
+//! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
+//!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
 mod intake;
 mod outcome;
 mod parked;
 mod plan;
 mod send;
+mod stop;
 #[cfg(test)]
 mod testing;
 
@@ -38,7 +41,7 @@ use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
 use crate::model::{Action, GroupKey};
 use crate::model::{EngineKind, Outcome, Reason};
-use crate::output::printer::Printer;
+use crate::output::printer::{Printer, Verbosity};
 use crate::output::progress::Progress;
 use crate::output::report::Deferral;
 use crate::output::results::{Key, ResultEntry, Results};
@@ -82,6 +85,9 @@ struct Run<'a> {
     parked_before: u64,
     /// Parked items sent again in this run: a fix noticed, or the configuration changed.
     resumed: Vec<String>,
+    /// SIGINT/SIGTERM: whether the run stops, and what the stop cut.
+    stop: stop::Stop,
+    cut: stop::Cut,
 }
 
 pub async fn run(
@@ -91,6 +97,8 @@ pub async fn run(
     clock: &Clock,
 ) -> anyhow::Result<ExitStatus> {
     let began = std::time::Instant::now();
+    // From here on a signal stops the run cleanly (a second one at once).
+    let stop = stop::Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
     let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
     let built = build_engines(settings, &selected)?;
     if built.is_empty() && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
@@ -150,6 +158,8 @@ pub async fn run(
         parked_now: Default::default(),
         parked_before: 0,
         resumed: Vec::new(),
+        stop,
+        cut: Default::default(),
     };
     let outcome: anyhow::Result<ExitStatus> = async {
         // One clock for every window decision (DESIGN §2): the ledger's.

@@ -3,20 +3,22 @@
 //! quota answer puts on the budget, and each item's result; the results of
 //! items a claim deferred (budget, pace) and the budgets the report names;
 //! and at the end of the run, the report and the exit status. Nothing here
-//! sends or reads input.
+//! sends or reads input. A request the run's stop cut (`stop`) is recorded
+//! here too, on the same path: unanswered, it stays counted and goes again
+//! once its reservation's lease has ended; unsent, its budget is given back.
 
 use super::{base_entry, Run};
 use crate::budget;
 use crate::commands::ExitStatus;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish};
+use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish};
 use crate::model::{Class, EngineKind, GroupKey, LocalReason, NextStep, Outcome, Reason, RuleWindow, Usage};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
 use crate::output::results::ResultEntry;
 use crate::schedule::{self, Decision, History, Inputs};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,6 +49,13 @@ impl Run<'_> {
     pub(super) fn record(&mut self, d: Delivery) -> anyhow::Result<()> {
         let blocks = quota_blocks(d.group, d.rules, &d.windows, d.sent, d.at);
         let quota_reset = blocks.iter().map(|b| b.until).max();
+        // When the reservation stops being trusted: a request the stop left
+        // unanswered is not sent again before (the engine may have it); to
+        // the whole second after, as the ledger keeps times.
+        let lease = TimeDelta::from_std(self.settings.ledger_options.lease).unwrap_or(TimeDelta::MAX);
+        let lease_end = policy::lease_until(d.claim.now, &d.claim.slots, lease);
+        let lease_end = DateTime::from_timestamp(policy::ts_ceil(lease_end), 0).unwrap_or(lease_end);
+        self.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
             key_first_used: d.key_first_used,
@@ -55,6 +64,7 @@ impl Run<'_> {
             user_tz: self.user_tz,
             quota_tz: quota_tz(d.rules, &d.windows, &blocks),
             fingerprint: d.fingerprint,
+            lease_end,
         };
         let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
         for (id, entry) in settled.entries {
@@ -126,8 +136,9 @@ impl Run<'_> {
     }
 
     /// The end of the run: the report (what is still waiting in each
-    /// group, every result, the plan's counts) on stdout, and the exit
-    /// status `--fail-on` makes of the results.
+    /// group, every result, the plan's counts, a stop) on stdout, and the
+    /// exit status `--fail-on` makes of the results — or, for a run a signal
+    /// stopped, the signal's.
     pub(super) fn report(
         &mut self,
         started: DateTime<Utc>,
@@ -137,10 +148,15 @@ impl Run<'_> {
         printer: &Printer,
     ) -> anyhow::Result<ExitStatus> {
         self.progress.finish();
+        // The signal that stopped the run, if one did: the report says so and
+        // the exit status is its (130, 143).
+        let signal = self.stop.signal();
         let now = self.clock.now();
         let mut waiting = Vec::new();
+        let mut queued = 0;
         for group in self.known_groups() {
             let counts = self.ledger.queue_counts(&group, now)?;
+            queued += counts.due + counts.waiting;
             if let Some(next) = self.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
                 let tz = self.rule_timezone(&group).unwrap_or(self.user_tz);
                 waiting.push(Waiting { group, count: counts.waiting, next, tz });
@@ -148,6 +164,7 @@ impl Run<'_> {
         }
         let parked = self.parked_notices(started)?;
         self.results.flush()?;
+        let interruption = signal.map(|s| self.cut.interruption(s, self.stop.grace(), queued));
         let report = SubmitReport {
             now: started,
             end: now,
@@ -161,6 +178,7 @@ impl Run<'_> {
             before_since,
             parked: &parked,
             resumed: &self.resumed,
+            interrupted: interruption.as_ref(),
         };
         let mut out = std::io::BufWriter::new(printer.stdout());
         if printer.json {
@@ -176,7 +194,10 @@ impl Run<'_> {
         *misconfigured = misconfigured.saturating_sub(self.parked_before);
         // A dry run shows what is parked; only a run that says it (and keeps that it did) needs a human for it.
         let reminded = !self.dry_run && parked.iter().any(|n| n.told);
-        Ok(exit_status(fail_on, &summary, reminded))
+        Ok(match signal {
+            Some(signal) => signal.exit_status(),
+            None => exit_status(fail_on, &summary, reminded),
+        })
     }
 }
 
@@ -272,6 +293,8 @@ struct Settle<'a> {
     /// The timezone of a quota answer's retry without `Retry-After`.
     quota_tz: Option<Tz>,
     fingerprint: &'a str,
+    /// When the request's reservation would have been reconciled.
+    lease_end: DateTime<Utc>,
 }
 
 /// A request's answers, settled: the ledger's records and each item's result.
@@ -300,23 +323,26 @@ fn settle(
         let answer = &sent.answers[answer_index];
         let history =
             History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at };
-        let decision = decisions
-            .entry((answer_index, history))
-            .or_insert_with(|| {
-                schedule::decide(
-                    &Inputs {
-                        class: answer.verdict.class,
-                        retry_after: answer.verdict.retry_after,
-                        now: c.at,
-                        history,
-                        key_first_used: c.key_first_used,
-                        quota_reset: c.quota_reset,
-                        settings: c.retry,
-                    },
-                    jitter(),
-                )
-            })
-            .clone();
+        let decision = match stop_decision(answer, c.at, c.lease_end) {
+            Some(decision) => decision,
+            None => decisions
+                .entry((answer_index, history))
+                .or_insert_with(|| {
+                    schedule::decide(
+                        &Inputs {
+                            class: answer.verdict.class,
+                            retry_after: answer.verdict.retry_after,
+                            now: c.at,
+                            history,
+                            key_first_used: c.key_first_used,
+                            quota_reset: c.quota_reset,
+                            settings: c.retry,
+                        },
+                        jitter(),
+                    )
+                })
+                .clone(),
+        };
         let retry_tz = match c.quota_tz {
             Some(tz) if answer.verdict.class == Class::Quota && answer.verdict.retry_after.is_none() => tz,
             _ => c.user_tz,
@@ -338,6 +364,14 @@ fn settle(
         entries.push((item.id, entry));
     }
     Settled { answered, entries }
+}
+
+/// The next step of an item whose request the run's stop cut (`None`: an
+/// engine's answer, for the scheduler): sent and not answered, it goes
+/// again once its reservation's lease has ended, as a reconciled one would
+/// (the engine may have it, so not sooner); never sent, it is due at once.
+fn stop_decision(answer: &engines::Answer, at: DateTime<Utc>, lease_end: DateTime<Utc>) -> Option<Decision> {
+    answer.cut_by_stop().then(|| Decision::RetryAt(if answer.reached { lease_end.max(at) } else { at }))
 }
 
 /// What the ledger records of an answer for an item: the same for every
@@ -530,7 +564,50 @@ mod tests {
             user_tz: chrono_tz::Europe::Paris,
             quota_tz,
             fingerprint: "fp",
+            lease_end: at(NOW) + TimeDelta::minutes(10),
         }
+    }
+
+    #[test]
+    fn a_request_the_stop_cut_waits_for_its_lease_if_sent_and_is_due_at_once_if_not() {
+        let (now, lease_end) = (at(NOW), at(NOW) + TimeDelta::minutes(10));
+        let unanswered = Answer::unanswered_on_stop();
+        assert_eq!(stop_decision(&unanswered, now, lease_end), Some(Decision::RetryAt(lease_end)));
+        let late = now + TimeDelta::minutes(11);
+        assert_eq!(stop_decision(&unanswered, late, lease_end), Some(Decision::RetryAt(late)), "never in the past");
+        assert_eq!(stop_decision(&Answer::not_sent_on_stop(), now, lease_end), Some(Decision::RetryAt(now)));
+        for (class, reason) in
+            [(Class::Accepted, "ok"), (Class::Transient, "server_error"), (Class::Quota, "rate_limited")]
+        {
+            assert_eq!(stop_decision(&answer(class, reason), now, lease_end), None, "the scheduler's");
+        }
+    }
+
+    #[test]
+    fn a_request_the_stop_cut_is_recorded_as_interrupted_past_the_scheduler() {
+        let (settings, g) = (testing::settings(""), site_group());
+        let items = [item(1, None, 0), item(2, Some(Class::Transient), 2), item(3, None, 0)];
+        let sent =
+            Sent { answers: vec![Answer::unanswered_on_stop(), Answer::not_sent_on_stop()], per_url: vec![0, 0, 1] };
+        let settled = settle(&g, &items, &sent, &context(&settings, None), || panic!("no jitter: no backoff"));
+        let lease_end = at(NOW) + TimeDelta::minutes(10);
+        let records: Vec<_> =
+            settled.answered.iter().map(|a| (a.items.clone(), a.class, a.reason.to_string(), a.next.clone())).collect();
+        assert_eq!(
+            records,
+            [
+                (vec![1, 2], Class::Transient, "interrupted".into(), NextStep::RetryAt(lease_end)),
+                (vec![3], Class::Transient, "interrupted".into(), NextStep::RetryAt(at(NOW))),
+            ]
+        );
+        let e = &settled.entries[0].1;
+        assert_eq!(
+            (e.outcome, e.reason.to_string().as_str(), e.http_status),
+            (Outcome::Transient, "interrupted", None)
+        );
+        assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T11:10:00+01:00"), Some(600)));
+        assert!(e.message.contains("stop_grace"), "{}", e.message);
+        assert_eq!(refund(&sent), 1, "only the URL never sent gives its budget back");
     }
 
     #[test]
@@ -686,6 +763,78 @@ mod tests {
             let reason = if reached { "forbidden" } else { "not_configured" };
             assert!(testing::results(&mut run).iter().all(|(_, o, r)| o == "misconfigured" && r == reason));
         }
+    }
+
+    /// An engine whose request is in flight when the run is stopped: it
+    /// stops the run, then answers `sent`.
+    fn stopped_while_sending(run_stop: &super::super::stop::Stop, sent: fn(usize) -> Sent) -> Scripted {
+        let stop = run_stop.clone();
+        let mut engine = Scripted::answering(Class::Accepted, "ok", 2);
+        engine.answer = Box::new(move |b: &Batch| {
+            stop.trigger(super::super::stop::Signal::Terminate);
+            sent(b.urls.len())
+        });
+        engine
+    }
+
+    #[tokio::test]
+    async fn an_answer_within_the_grace_is_recorded_as_usual_and_nothing_more_is_claimed() {
+        let f = Fixture::new("");
+        let stop = super::super::stop::Stop::new(std::time::Duration::from_secs(10));
+        let engine = stopped_while_sending(&stop, |n| Sent::whole(answer(Class::Accepted, "ok"), n));
+        let batches = engine.batches.clone();
+        let mut run = f.queued(engine, 5);
+        run.stop = stop;
+        run.send_due(&testing::PRINTER).await.unwrap();
+        assert_eq!(batches.lock().unwrap().len(), 1, "one batch, then the stop: no second claim");
+        let mut items = testing::items(&mut run);
+        items.sort_by_key(|i| i.id);
+        let states: Vec<ItemState> = items.into_iter().map(|i| i.state).collect();
+        assert_eq!(
+            states,
+            [ItemState::Accepted, ItemState::Accepted, ItemState::Queued, ItemState::Queued, ItemState::Queued]
+        );
+        assert_eq!(used(&mut run), 2);
+        assert_eq!(run.cut, Default::default(), "nothing was cut");
+    }
+
+    #[tokio::test]
+    async fn a_request_unanswered_at_the_deadline_stays_counted_and_waits_for_its_lease() {
+        let f = Fixture::new("");
+        let stop = super::super::stop::Stop::new(std::time::Duration::from_secs(10));
+        let mut run = f.queued(stopped_while_sending(&stop, |n| Sent::whole(Answer::unanswered_on_stop(), n)), 3);
+        run.stop = stop;
+        run.send_due(&testing::PRINTER).await.unwrap();
+        assert_eq!(used(&mut run), 2, "counted: the engine may have it");
+        let mut items = testing::items(&mut run);
+        items.sort_by_key(|i| i.id);
+        let lease_end = run.cut.retry_at.expect("a retry time");
+        assert!(lease_end >= at(NOW) + TimeDelta::minutes(10) && lease_end < at(NOW) + TimeDelta::minutes(11));
+        for i in &items[..2] {
+            assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));
+            assert_eq!(i.last_reason.map(|r| r.to_string()).as_deref(), Some("interrupted"));
+            assert_eq!(i.next_attempt_at, Some(lease_end), "not before the lease ends");
+        }
+        assert_eq!((items[2].state, items[2].attempts), (ItemState::Queued, 0), "the third was never claimed");
+        assert_eq!((run.cut.unanswered_requests, run.cut.unanswered_urls, run.cut.unsent_urls), (1, 2, 0));
+        let outcomes: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
+        assert_eq!(outcomes, ["transient interrupted"; 2]);
+    }
+
+    #[tokio::test]
+    async fn a_request_the_stop_kept_from_going_gives_its_budget_back_and_is_due() {
+        let f = Fixture::new("");
+        let stop = super::super::stop::Stop::new(std::time::Duration::from_secs(10));
+        let mut run = f.queued(stopped_while_sending(&stop, |n| Sent::whole(Answer::not_sent_on_stop(), n)), 2);
+        run.stop = stop;
+        run.send_due(&testing::PRINTER).await.unwrap();
+        assert_eq!(used(&mut run), 0, "nothing reached the engine");
+        let now = run.clock.now();
+        for i in testing::items(&mut run) {
+            assert_eq!((i.state, i.last_class), (ItemState::Queued, Some(Class::Transient)));
+            assert!(i.next_attempt_at.is_some_and(|t| t <= now), "due again: {i:?}");
+        }
+        assert_eq!((run.cut.unanswered_requests, run.cut.unsent_urls, run.cut.retry_at), (0, 2, None));
     }
 
     #[tokio::test]

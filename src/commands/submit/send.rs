@@ -2,8 +2,10 @@
 //! and pace (the ledger reserves before anything is sent), each batch sent
 //! to its engine; then, within `--max-wait`, sleeps until the next retry
 //! falls due and sends again. Before the input is read, reservations left
-//! by a run that stopped go back to the queue. What an answer becomes is
-//! `outcome`'s; the claim itself (budget, pace) is the ledger's.
+//! by a run that stopped go back to the queue. Once the run is stopped (a
+//! signal, `stop`), nothing more is claimed and a wait ends at once. What an
+//! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
+//! ledger's.
 
 use super::outcome::{budget_entry, Delivery};
 use super::Run;
@@ -44,11 +46,14 @@ impl Run<'_> {
     }
 
     /// Sends everything due now; then, while a retry falls due within
-    /// `--max-wait`, waits for it and sends again.
+    /// `--max-wait`, waits for it and sends again — until the run is stopped.
     pub(super) async fn send_due(&mut self, printer: &Printer) -> anyhow::Result<()> {
         let wait_until = self.wait_until;
         loop {
             self.drain().await?;
+            if self.stop.requested() {
+                break;
+            }
             let now = self.clock.now();
             if now >= wait_until {
                 break;
@@ -64,7 +69,9 @@ impl Run<'_> {
                     printer.note(&format!("{what}…"));
                 }
             }
-            tokio::time::sleep(pause.to_std().unwrap_or_default()).await;
+            if !self.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
+                break;
+            }
         }
         Ok(())
     }
@@ -92,7 +99,8 @@ impl Run<'_> {
         Ok(waiting_text(group, &why, pause))
     }
 
-    /// Sends everything due now, group by group, batch by batch.
+    /// Sends everything due now, group by group, batch by batch, while the
+    /// run is not stopped.
     async fn drain(&mut self) -> anyhow::Result<()> {
         let known = self.known_groups();
         let now = self.clock.now();
@@ -103,14 +111,25 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Claims and sends one batch; returns whether to try another.
+    /// Claims and sends one batch; returns whether to try another. A
+    /// stopped run claims nothing (and a quota read it waits for is let go).
     async fn send_batch(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
+        if self.stop.requested() {
+            return Ok(false);
+        }
         let Some(rules) = self.rules(group) else { return Ok(false) };
         let now = self.clock.now();
         let windows = budget::windows(&rules, now);
         if !self.reported.contains(group) {
             self.reported.insert(group.clone());
-            self.read_reported_quota(group, &windows).await?;
+            let halt = self.stop.halt().clone();
+            tokio::select! {
+                read = self.read_reported_quota(group, &windows) => read?,
+                () = halt.stopped() => return Ok(false),
+            }
+        }
+        if self.stop.requested() {
+            return Ok(false);
         }
         let engine = &self.engines[&group.engine];
         let max_batch = engine.max_batch();
@@ -166,7 +185,7 @@ impl Run<'_> {
         let planned = batch.urls.len() as u64;
         self.progress.sending(&title, 0, planned, remaining);
         let engine = &self.engines[&group.engine];
-        let sent = engine.send(group, &batch).await;
+        let sent = engine.send(group, &batch, self.stop.halt()).await;
         let fingerprint = engine.fingerprint(group);
         self.progress.sending(&title, planned, planned, remaining);
         let at = self.clock.now();

@@ -8,7 +8,7 @@ use crate::budget::{Rule, Scope};
 use crate::classify::Verdict;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::engines::{Answer, Batch, Engine, Sent};
+use crate::engines::{Answer, Batch, Engine, Halt, Sent};
 use crate::ledger::{AdmitRule, ItemFilter, ItemRow, NewItem, Owner, SqliteLedger};
 use crate::model::{Action, Class, EngineKind, GroupKey, Period, Reason, StoredResponse};
 use crate::output::printer::{Printer, Verbosity};
@@ -97,7 +97,7 @@ impl Engine for Scripted {
         None
     }
 
-    async fn send(&self, _group: &GroupKey, batch: &Batch) -> Sent {
+    async fn send(&self, _group: &GroupKey, batch: &Batch, _halt: &Halt) -> Sent {
         self.batches.lock().expect("not poisoned").push(batch.urls.clone());
         (self.answer)(batch)
     }
@@ -149,6 +149,8 @@ impl Fixture {
             parked_now: Default::default(),
             parked_before: 0,
             resumed: Vec::new(),
+            stop: super::stop::Stop::new(self.settings.submit.stop_grace),
+            cut: Default::default(),
         }
     }
 

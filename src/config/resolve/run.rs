@@ -11,7 +11,8 @@ const SITEMAP_MIN_BYTES: u64 = 1024;
 
 impl Resolver<'_> {
     /// `[submit]`: how long a run waits, for how long an accepted URL is not
-    /// sent again, and how often what is parked is said again.
+    /// sent again, how often what is parked is said again, and how long a
+    /// stopped run waits for answers in flight.
     pub(super) fn submit(&self, raw: &RawSubmit) -> Result<SubmitSettings, ConfigError> {
         Ok(SubmitSettings {
             max_wait: self.duration(raw.max_wait.as_ref(), "submit.max_wait", defaults::SUBMIT_MAX_WAIT)?,
@@ -21,6 +22,7 @@ impl Resolver<'_> {
                 defaults::SUBMIT_DEDUPE_WINDOW,
             )?,
             remind: self.duration(raw.remind.as_ref(), "submit.remind", defaults::SUBMIT_REMIND)?,
+            stop_grace: self.duration(raw.stop_grace.as_ref(), "submit.stop_grace", defaults::SUBMIT_STOP_GRACE)?,
         })
     }
 

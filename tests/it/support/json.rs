@@ -118,8 +118,9 @@ closed_set! {
 // `submit --json` (and `submit --dry-run --json`).
 
 /// `submit --json`: `now`, `results`, `summary`, `notes`, `parked` and
-/// `resumed` when there are any; a dry run adds `dry_run`, `plan`, `plan_summary` and, with `--since`,
-/// `before_since`.
+/// `resumed` when there are any; a dry run adds `dry_run`, `plan`,
+/// `plan_summary` and, with `--since`, `before_since`; a run SIGINT or
+/// SIGTERM stopped adds `interrupted`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
@@ -145,6 +146,8 @@ pub struct Submit {
     /// Parked items sent again in this run, and why.
     #[serde(default, deserialize_with = "maybe")]
     pub resumed: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub interrupted: Option<Interrupted>,
 }
 
 /// Parked items of one group and reason: what needs a human.
@@ -172,6 +175,32 @@ pub struct Parked {
     pub reminded_at: Option<String>,
     /// Whether this run said so.
     pub told: bool,
+}
+
+closed_set! {
+    /// A signal that stops `submit` cleanly.
+    Signal { Int = "SIGINT", Term = "SIGTERM" }
+}
+
+/// What a signal cut short in a `submit` run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interrupted {
+    pub signal: Signal,
+    /// `[submit] stop_grace`, in seconds.
+    pub grace_secs: u64,
+    /// Requests sent and not answered within the grace (recorded as `interrupted`, counted as used).
+    pub unanswered_requests: u64,
+    pub unanswered_urls: u64,
+    /// Claimed URLs the stop kept from being sent (their budget given back).
+    pub unsent_urls: u64,
+    /// When the unanswered URLs are sent again: there when there are some.
+    #[serde(default, deserialize_with = "maybe")]
+    pub retry_at: Option<String>,
+    /// The run's URLs still in the queue, the unanswered aside.
+    pub queued: u64,
+    /// Whether an input was left unread.
+    pub input_cut: bool,
 }
 
 /// One URL's result for one engine.
@@ -284,6 +313,12 @@ impl Submit {
             p.reminded_at.as_deref().map_or(Ok(()), time)?;
             ensure(p.urls > 0, &format!("a parked group has URLs: {p:?}"))?;
             ensure(p.retry.starts_with("indexq queue retry --state parked"), &format!("the retry command: {p:?}"))?;
+        }
+        if let Some(i) = &self.interrupted {
+            let unanswered = i.unanswered_requests > 0;
+            ensure(unanswered == (i.unanswered_urls > 0), "unanswered requests carry unanswered URLs")?;
+            ensure(unanswered == i.retry_at.is_some(), "`retry_at` is there with unanswered requests")?;
+            i.retry_at.as_deref().map_or(Ok(()), time)?;
         }
         for r in &self.results {
             let together = r.retry_at.is_some() == r.retry_after_secs.is_some();
