@@ -1,7 +1,7 @@
 //! Every `--json` document the binary prints, as the tests expect it: one
 //! strict struct (tree) per document (`deny_unknown_fields`, the way `just`
-//! tests its JSON), written from the contract (DESIGN §5, the README's
-//! *Output and exit codes*) and not from the binary's own types, so that a
+//! tests its JSON), written from the contract (the README's *Output and
+//! exit codes*) and not from the binary's own types, so that a
 //! renamed, missing or extra field, a value outside its set or a wrong type
 //! fails the test that reads the document.
 //!
