@@ -70,7 +70,7 @@ closed_set! {
 }
 
 closed_set! {
-    /// What an engine's answer means (DESIGN §1): the outcome of an attempt.
+    /// What an engine's answer means (README, *What each answer means*): the outcome of an attempt.
     Class {
         Accepted = "accepted",
         Quota = "quota",
@@ -81,7 +81,7 @@ closed_set! {
 }
 
 closed_set! {
-    /// The outcome of one URL for one engine in one run (DESIGN §5).
+    /// The outcome of one URL for one engine in one run (README, *Output and exit codes*).
     Outcome {
         Accepted = "accepted",
         Quota = "quota",
