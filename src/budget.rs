@@ -3,7 +3,7 @@
 //! of each at a given instant. Engines and the ledger never hard-code a
 //! limit; they receive these rules.
 //!
-//! Rules per group (DESIGN §2, §4):
+//! Rules per group (docs/design.md, *Budgets and windows*):
 //! - the property's own rule for the engine (`daily_quota`, Bing also
 //!   `monthly_quota`), in the property's `quota_timezone`. A daily rule
 //!   always exists, even without a limit: usage is counted and a server's

@@ -1,5 +1,5 @@
 //! The errors a run ends with, and the one place they become what the user
-//! sees: the exit code (DESIGN §5), the error on one line, and its hint.
+//! sees: the exit code (README, *Output and exit codes*), the error on one line, and its hint.
 //!
 //! - `UsageError`: a command line that cannot be done (exit 2).
 //! - `LedgerError`: what a ledger backend gives, with the driver's error (and
@@ -17,10 +17,10 @@ use crate::config::{ConfigError, LedgerLocation};
 use std::error::Error;
 use std::io::Write as _;
 
-/// The exit codes of DESIGN §5, and the errors that end a run with each
+/// The exit codes (README, *Output and exit codes*), and the errors that end a run with each
 /// (`exit_status_of`):
 ///
-/// | code | DESIGN §5 | an error ends the run with it when |
+/// | code | meaning (README) | an error ends the run with it when |
 /// |---|---|---|
 /// | 0 | nothing needs a human (accepted, deferred, queued for retry) | stdout was closed (a pipe into `head`) |
 /// | 1 | anything else (I/O error, corrupt ledger) | any other error: the ledger's, the network's, a full disk |

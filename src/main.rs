@@ -1,6 +1,6 @@
 //! indexq: submit URLs to search engines through a local quota ledger.
 //! `main` parses the command line, sets up logging, calls `indexq::run`
-//! (`commands::run`), and turns the result into an exit code (DESIGN §5);
+//! (`commands::run`), and turns the result into an exit code (README, *Output and exit codes*);
 //! `indexq::report` prints the only fatal error.
 
 use clap::Parser;

@@ -1,5 +1,5 @@
 //! The retry scheduler: given a classified answer and the item's history,
-//! decides what happens next (DESIGN §1 table). Pure: time and randomness are
+//! decides what happens next (the README's table of classes). Pure: time and randomness are
 //! passed in, so every rule is a unit test.
 //!
 //! - `quota`: the server's `Retry-After` (capped at 31 days), else the latest

@@ -2,7 +2,7 @@
 //! response (status, headers, body) plus what indexq knows about the request
 //! (for IndexNow: the key, the key location and, after a 403, what the key
 //! location served when indexq fetched it; for Bing the site; for Google the
-//! URL, the service account and its Cloud project, or the key id) to one of the classes of DESIGN §1,
+//! URL, the service account and its Cloud project, or the key id) to one of the classes of answer,
 //! with a machine-readable `reason`, a human `message` (what happened, then what
 //! indexq does about it), a `hint` (the fix, for every `misconfigured` verdict)
 //! and the server's `Retry-After`, if any. It is pure: no HTTP client, no clock,

@@ -85,7 +85,7 @@ pub fn now(clock: &Clock) -> Now {
     Now { local: clock.now(), shift: clock.pinned_shift() }
 }
 
-/// Sets `clock` to the ledger's (DESIGN §2, one clock): never earlier than
+/// Sets `clock` to the ledger's (docs/design.md, *One clock*): never earlier than
 /// any run has seen, and on PostgreSQL the database server's. With
 /// `record`, this run's instant is recorded as the latest seen.
 pub fn follow_ledger_clock(ledger: &mut dyn Ledger, clock: &Clock, record: bool) -> anyhow::Result<LedgerTime> {

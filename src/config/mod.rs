@@ -1,4 +1,4 @@
-//! Configuration: finds the TOML file (DESIGN §4 lookup order), parses it with
+//! Configuration: finds the TOML file (the README's lookup order), parses it with
 //! every key checked (unknown keys, timezones, URLs, durations are errors with
 //! file, line and column), and resolves it into one `Settings` that commands
 //! receive. Secrets are not read here: `SecretSource` says where a secret

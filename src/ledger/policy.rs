@@ -1,5 +1,5 @@
-//! The ledger's decisions, made once for every backend (DESIGN §2: a
-//! backend only stores, in its dialect):
+//! The ledger's decisions, made once for every backend (a backend only
+//! stores, in its dialect):
 //! - admission: what a URL given to the ledger becomes, from what the
 //!   ledger holds of it (new, requeued, left waiting, skipped as unchanged);
 //! - the claim: from the rules' usage, the number of due items, the batch

@@ -1,12 +1,12 @@
 //! What an answer means (its class) and what became of a URL in a run
-//! (its outcome). Serde names are the JSON names of DESIGN §5 and the
-//! strings stored in the ledger.
+//! (its outcome). Serde names are the `--json` names (README, *Output and exit codes*)
+//! and the strings stored in the ledger.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// What an engine's answer (or the lack of one) means. DESIGN §1.
+/// What an engine's answer (or the lack of one) means (README, *What each answer means*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
@@ -50,7 +50,7 @@ impl FromStr for Class {
 }
 
 /// The outcome of one URL for one engine in one run: a class, or one of the
-/// local outcomes that never left the machine. DESIGN §1 and §5.
+/// local outcomes that never left the machine (README, *What each answer means*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {

@@ -1,4 +1,4 @@
-//! Why a URL got its outcome: one enum per class of answer (DESIGN §1),
+//! Why a URL got its outcome: one enum per class of answer (README, *What each answer means*),
 //! one for the outcomes decided on this machine, and [`Reason`], any of
 //! them. The text of each reason is its name in `--json`, in the ledger and
 //! in `log`; a text this indexq does not know does not parse (the ledger
@@ -391,7 +391,7 @@ impl FromStr for TokenHttpStatus {
     }
 }
 
-/// Bing's `ApiErrorCode` values (DESIGN §1), named as Bing names them.
+/// Bing's `ApiErrorCode` values (0 to 16, as Bing documents them), named as Bing names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BingCode {
     None,

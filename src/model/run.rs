@@ -11,7 +11,7 @@ pub struct RunRecord {
     /// Millisecond precision (what both backends keep).
     pub started_at: DateTime<Utc>,
     pub ended_at: DateTime<Utc>,
-    /// The process's exit code (DESIGN §5).
+    /// The process's exit code (README, *Output and exit codes*).
     pub exit_code: u8,
 }
 

@@ -7,7 +7,7 @@
 //! - `results`: the per-run results store of `submit` (counts and
 //!   aggregates, and for `--json` every result), with the entries it takes.
 //! - `report`: `submit`'s report, rendered from `Results` as human text and
-//!   as the JSON document of DESIGN §5.
+//!   as the `--json` document (README, *Output and exit codes*).
 //! - `progress`: the progress bar on a terminal.
 //! - `parked`: what needs a human (parked groups), as `submit`, `status`
 //!   and `doctor` say it.

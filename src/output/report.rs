@@ -1,5 +1,5 @@
 //! The rendering of a `submit` run's results as human text and as the JSON
-//! document of DESIGN §5: per group what happened and what the user can do,
+//! `--json` document (README, *Output and exit codes*): per group what happened and what the user can do,
 //! the budgets that stopped sends (`Deferral`), what waits in the queue
 //! (`Waiting`) and the dry run's plan (`PlanCounts`). It reads the run's
 //! `Results` (never the other way round). Rendering is generic over
@@ -204,8 +204,9 @@ impl<'w, W: Write> JsonArray<'w, W> {
 }
 
 impl SubmitReport<'_> {
-    /// The JSON document of DESIGN §5, streamed: `now`, (`dry_run`, `plan`),
-    /// `results`, `summary`, (`notes`), (`interrupted`).
+    /// The `--json` document (README, *Output and exit codes*), streamed:
+    /// `now`, (`dry_run`, `plan`), `results`, `summary`, (`notes`),
+    /// (`parked`), (`resumed`), (`interrupted`).
     pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
         if self.dry_run {

@@ -20,7 +20,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufWriter, Seek, Write};
 
-/// One URL's result for one engine (DESIGN §5).
+/// One URL's result for one engine (README, *Output and exit codes*).
 #[derive(Debug, Clone, Serialize)]
 pub struct ResultEntry {
     pub url: String,

@@ -1,4 +1,4 @@
-//! One clock for the ledger (DESIGN §2): a paced claim is charged to the
+//! One clock for the ledger (docs/design.md, *One clock*): a paced claim is charged to the
 //! window each request goes in, a clock set back never reopens a window,
 //! and machines whose clocks disagree share one notion of now — on SQLite
 //! and on PostgreSQL alike.

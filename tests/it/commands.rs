@@ -426,7 +426,7 @@ fn dry_run_sends_nothing_and_creates_no_ledger() {
 
 #[test]
 fn dry_run_lists_every_input_url_in_its_plan() {
-    // DESIGN §3: the dry run shows the plan — what goes now as well as what waits.
+    // The dry run shows the plan (docs/usage.md): what goes now as well as what waits.
     let sb = quota_sandbox(2);
     let list = sb.urls("urls.txt", &["/a", "/b", "/c"]);
     let run = sb.indexq(&["--json", "submit", "--dry-run", list.to_str().unwrap()]);

@@ -214,7 +214,7 @@ fn a_bad_max_wait_is_a_usage_error() {
     assert!(done.stderr.contains("--max-wait") && done.stderr.contains("soon"), "{}", done.stderr);
     assert!(done.stdout.trim().is_empty(), "{}", done.stdout);
     assert_nothing_sent(&sb);
-    // The accepted forms of DESIGN §3 parse.
+    // The duration forms the README's *Configuration* lists parse.
     for ok in ["0", "0s", "90s", "5m", "2h", "3d"] {
         let sb = Sandbox::new();
         sb.indexq(&["submit", "--dry-run", "--max-wait", ok]).now(NOW).output().code(0);

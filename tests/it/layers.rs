@@ -1,7 +1,8 @@
-//! The module layers of `src/` (README, Development): the top-level modules
-//! import one another without a cycle, the domain (`model`) imports nothing
-//! of indexq, and only `ledger` holds SQL. Read from the source: a `use
-//! crate::x` (or a `crate::x::` path) outside test code is an import of `x`.
+//! The module layers of `src/` (docs/development.md, *Where things live*):
+//! the top-level modules import one another without a cycle, the domain
+//! (`model`) imports nothing of indexq, and only `ledger` holds SQL. Read
+//! from the source: a `use crate::x` (or a `crate::x::` path) outside test
+//! code is an import of `x`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -112,7 +112,8 @@ fn key_generate_creates_a_missing_out_directory() {
     // That an existing key file is never overwritten is a unit test of
     // `commands::key` (a random key's file name cannot be known in advance).
     let sb = Sandbox::new();
-    // The README's own `--out public/` on a fresh machine: made, parents included.
+    // The quick start's `--out public` (README, init's next steps) on a fresh
+    // machine: made, parents included.
     let done = sb.indexq(&["key", "generate", "--out", "missing/public/"]).output().code(0);
     let dir = sb.dir.path().join("missing").join("public");
     let (key, bytes) = only_key_file(&dir);

@@ -162,7 +162,7 @@ pub async fn run(
         cut: Default::default(),
     };
     let outcome: anyhow::Result<ExitStatus> = async {
-        // One clock for every window decision (DESIGN §2): the ledger's.
+        // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
         let local = clock.now();
         let time = super::follow_ledger_clock(run.ledger.as_mut(), clock, !run.dry_run)?;
         for warning in clock_warnings(&time, local, run.user_tz) {

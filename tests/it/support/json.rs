@@ -1,7 +1,7 @@
 //! Every `--json` document the binary prints, as the tests expect it: one
 //! strict struct (tree) per document (`deny_unknown_fields`, the way `just`
-//! tests its JSON), written from the contract (DESIGN §5, the README's
-//! *Output and exit codes*) and not from the binary's own types, so that a
+//! tests its JSON), written from the contract (the README's *Output and
+//! exit codes*) and not from the binary's own types, so that a
 //! renamed, missing or extra field, a value outside its set or a wrong type
 //! fails the test that reads the document.
 //!
@@ -70,7 +70,7 @@ closed_set! {
 }
 
 closed_set! {
-    /// What an engine's answer means (DESIGN §1): the outcome of an attempt.
+    /// What an engine's answer means (README, *What each answer means*): the outcome of an attempt.
     Class {
         Accepted = "accepted",
         Quota = "quota",
@@ -81,7 +81,7 @@ closed_set! {
 }
 
 closed_set! {
-    /// The outcome of one URL for one engine in one run (DESIGN §5).
+    /// The outcome of one URL for one engine in one run (README, *Output and exit codes*).
     Outcome {
         Accepted = "accepted",
         Quota = "quota",
