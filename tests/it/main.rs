@@ -30,3 +30,4 @@ mod secrets;
 mod signals;
 mod soak;
 mod sources;
+mod unattended;
