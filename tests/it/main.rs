@@ -21,6 +21,7 @@ mod ledger;
 mod local_state;
 mod metrics;
 mod migration;
+mod month;
 mod operator;
 mod outcomes;
 mod postgres;

@@ -25,7 +25,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 type Captured = Arc<Mutex<Vec<u8>>>;
 
 /// A spawned run whose stdout and stderr are read as they come.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     stdout: Captured,
     stderr: Captured,
@@ -43,7 +43,7 @@ fn read_into(mut pipe: impl Read + Send + 'static, into: Captured) -> JoinHandle
 }
 
 impl Running {
-    fn start(run: Run) -> Running {
+    pub(crate) fn start(run: Run) -> Running {
         let mut child = run.spawn();
         let (stdout, stderr): (Captured, Captured) = (Arc::default(), Arc::default());
         let readers = vec![
@@ -54,7 +54,7 @@ impl Running {
     }
 
     /// Sends `signal` to the run.
-    fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         let pid = libc::pid_t::try_from(self.child.id()).unwrap();
         // SAFETY: kill(2) on the child this test spawned and has not waited for.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
@@ -74,7 +74,7 @@ impl Running {
     }
 
     /// Waits for the run to end (at most `LIMIT`, then kills it and fails).
-    fn finish(mut self) -> Done {
+    pub(crate) fn finish(mut self) -> Done {
         let end = Instant::now() + LIMIT;
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -1,0 +1,243 @@
+//! A month left alone: 30 simulated days of an hourly `indexq -q submit`
+//! with the site's sitemap as its source, against mock IndexNow and Bing
+//! engines that keep their own books by the simulated day.
+//!
+//! | when (UTC) | what happens |
+//! |---|---|
+//! | every day, 06:00 | the sitemap gains 3 pages; from day 3 a page of two days before gets a later `lastmod` |
+//! | days 3–5 | the IndexNow key file is missing (404) and IndexNow answers 403: parked, said once a day, and noticed fixed by itself on day 6 |
+//! | day 10, 06:00 | Bing refuses the batch: 400 `{"ErrorCode":2,"Message":"ERROR!!! Quota remaining for today: 0, Submitted: …"}` |
+//! | day 15, 06:00 | the run is stopped by SIGTERM while IndexNow holds its request |
+//! | day 20, 00:00–11:59 | both engines answer 500 |
+//!
+//! At the end: every page and every later `lastmod` was accepted exactly
+//! once per engine, no day got more than its quota at either engine,
+//! nothing is left queued or parked, and each day's output held exactly one
+//! saying of the parked group while it was parked, none before or after; a
+//! run exits 3 exactly when it says something needs a human.
+#![cfg(unix)]
+
+use crate::signals::Running;
+use crate::support::mock::MockResponse;
+use crate::support::sitemap::Sitemap;
+use crate::support::*;
+use chrono::{DateTime, Duration as Span, NaiveDate, TimeZone, Utc};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Each engine's daily quota (IndexNow: the property's own; Bing: what the
+/// mock reports and the property's own).
+const QUOTA: usize = 10;
+const DAYS: u32 = 30;
+
+/// What the mock engines and site know: the simulated time and the day's
+/// troubles, and every URL each engine received.
+#[derive(Default)]
+struct World {
+    now: Option<DateTime<Utc>>,
+    key_missing: bool,
+    failing: bool,
+    bing_refuses: bool,
+    /// How long IndexNow holds its next answer.
+    hold: Option<Duration>,
+    /// (engine, when, URL, accepted).
+    received: Vec<(&'static str, DateTime<Utc>, String, bool)>,
+}
+
+impl World {
+    fn now(&self) -> DateTime<Utc> {
+        self.now.expect("the simulated time is set before each run")
+    }
+
+    fn accepted_today(&self, engine: &str) -> usize {
+        let day = self.now().date_naive();
+        self.received.iter().filter(|(e, at, _, ok)| *e == engine && *ok && at.date_naive() == day).count()
+    }
+
+    /// Records what an engine received, and answers.
+    fn receive(&mut self, engine: &'static str, urls: Vec<String>, ok: bool) {
+        let now = self.now();
+        self.received.extend(urls.into_iter().map(|u| (engine, now, u, ok)));
+    }
+}
+
+fn url_list(request: &crate::support::mock::Request) -> Vec<String> {
+    let body = request.json();
+    body["urlList"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect()
+}
+
+/// The sandbox: one property with IndexNow (10 a day) and Bing, its source
+/// the sitemap; the engines and the key file answer from `world`.
+fn sandbox(world: &Arc<Mutex<World>>) -> (Sandbox, Sitemap) {
+    let mut sb = Sandbox::new();
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    sb.indexnow_extra = format!(", daily_quota = {QUOTA}");
+    sb.bing = Some(format!("daily_quota = {QUOTA}"));
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    // A stop gives requests in flight 5 s; the mock holds one for 1 s.
+    sb.extra.push_str("\n[submit]\nstop_grace = \"5s\"\n");
+    sb.write_config();
+
+    let w = Arc::clone(world);
+    sb.site.respond_with("GET", &format!("/{KEY}.txt"), move |_| {
+        if w.lock().unwrap().key_missing {
+            MockResponse::status(404)
+        } else {
+            MockResponse::status(200).body(KEY)
+        }
+    });
+    let w = Arc::clone(world);
+    sb.engine.respond_with("POST", ENDPOINT_PATH, move |r| {
+        let mut w = w.lock().unwrap();
+        let urls = url_list(r);
+        if w.key_missing {
+            w.receive("indexnow", urls, false);
+            return MockResponse::status(403).json(r#"{"errorCode":"SiteVerificationNotCompleted"}"#);
+        }
+        if w.failing {
+            w.receive("indexnow", urls, false);
+            return MockResponse::status(500);
+        }
+        w.receive("indexnow", urls, true);
+        match w.hold.take() {
+            Some(hold) => MockResponse::status(200).delay(hold),
+            None => MockResponse::status(200),
+        }
+    });
+    let w = Arc::clone(world);
+    sb.engine.respond_with("GET", BING_QUOTA, move |_| {
+        let left = QUOTA - w.lock().unwrap().accepted_today("bing");
+        MockResponse::status(200)
+            .json(&format!(r#"{{"d":{{"DailyQuota":{left},"MonthlyQuota":{}}}}}"#, 10 * QUOTA * 31))
+    });
+    let w = Arc::clone(world);
+    sb.engine.respond_with("POST", BING_SUBMIT, move |r| {
+        let mut w = w.lock().unwrap();
+        let urls = url_list(r);
+        let left = QUOTA - w.accepted_today("bing");
+        let n = urls.len();
+        if w.bing_refuses || n > left {
+            let left = if w.bing_refuses { 0 } else { left };
+            w.receive("bing", urls, false);
+            let message = format!("ERROR!!! Quota remaining for today: {left}, Submitted: {n}");
+            return MockResponse::status(400).json(&format!(r#"{{"ErrorCode":2,"Message":"{message}"}}"#));
+        }
+        if w.failing {
+            w.receive("bing", urls, false);
+            return MockResponse::status(500).json(r#"{"ErrorCode":1,"Message":"InternalError"}"#);
+        }
+        w.receive("bing", urls, true);
+        MockResponse::status(200).json(r#"{"d":null}"#)
+    });
+    (sb, sitemap)
+}
+
+fn day_start(day: u32) -> DateTime<Utc> {
+    let date = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap() + Span::days(i64::from(day));
+    Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).unwrap())
+}
+
+/// Lines that say the parked IndexNow group needs a human: the answer that
+/// parked URLs, or a reminder.
+fn sayings(stdout: &str) -> usize {
+    stdout.lines().filter(|l| l.starts_with("error: IndexNow") || l.starts_with("needs a human: IndexNow")).count()
+}
+
+#[test]
+fn a_month_of_hourly_runs_left_alone() {
+    let world = Arc::new(Mutex::new(World::default()));
+    let (sb, sitemap) = sandbox(&world);
+    // Every page's `lastmod`s, in order.
+    let mut versions: BTreeMap<String, Vec<DateTime<Utc>>> = BTreeMap::new();
+    let mut said_per_day: Vec<(u32, usize)> = Vec::new();
+
+    for day in 1..=DAYS {
+        let mut said = 0;
+        for hour in 0..24 {
+            let now = day_start(day) + Span::hours(hour);
+            {
+                let mut w = world.lock().unwrap();
+                w.now = Some(now);
+                w.key_missing = (3..=5).contains(&day);
+                w.failing = day == 20 && hour < 12;
+                w.bing_refuses = day == 10 && hour == 6;
+            }
+            if hour == 6 {
+                for page in 1..=3 {
+                    let path = format!("/d{day}-{page}");
+                    sitemap.add(&path, Some(&now.to_rfc3339()));
+                    versions.entry(sb.url(&path)).or_default().push(now);
+                }
+                if day >= 3 {
+                    let path = format!("/d{}-1", day - 2);
+                    sitemap.touch(&path, &now.to_rfc3339());
+                    versions.entry(sb.url(&path)).or_default().push(now);
+                }
+            }
+            let at = now.to_rfc3339();
+            let done = if day == 15 && hour == 6 {
+                world.lock().unwrap().hold = Some(Duration::from_secs(1));
+                let running = Running::start(sb.indexq(&["-q", "submit"]).now(&at));
+                let before = sb.engine.requests_to("POST", ENDPOINT_PATH).len();
+                let held = sb.engine.wait_for_requests("POST", ENDPOINT_PATH, before + 1, Duration::from_secs(20));
+                assert!(held, "IndexNow got the request it holds");
+                running.signal(libc::SIGTERM);
+                let done = running.finish();
+                assert_eq!(done.code, 143, "{}\n{}", done.stdout, done.stderr);
+                assert!(done.stdout.contains("interrupted by SIGTERM"), "{}", done.stdout);
+                done
+            } else {
+                sb.indexq(&["-q", "submit"]).now(&at).output()
+            };
+            let n = sayings(&done.stdout);
+            if done.code != 143 {
+                let expected = if n > 0 { 3 } else { 0 };
+                assert_eq!(
+                    done.code, expected,
+                    "day {day} {hour}:00: exit 3 exactly when a run says what needs a human\n--- stdout\n{}\n--- stderr\n{}",
+                    done.stdout, done.stderr
+                );
+            }
+            assert_eq!(done.stderr, "", "day {day} {hour}:00: -q says nothing on stderr");
+            said += n;
+        }
+        said_per_day.push((day, said));
+    }
+
+    // One saying a day while parked (the answer on day 3, a reminder on days 4 and 5), none before or after.
+    let expected: Vec<(u32, usize)> = (1..=DAYS).map(|d| (d, usize::from((3..=5).contains(&d)))).collect();
+    assert_eq!(said_per_day, expected);
+
+    let w = world.lock().unwrap();
+    for engine in ["indexnow", "bing"] {
+        // No day got more than its quota at the engine (what it received, refused or not).
+        let mut per_day: BTreeMap<NaiveDate, usize> = BTreeMap::new();
+        for (_, at, _, _) in w.received.iter().filter(|(e, ..)| *e == engine) {
+            *per_day.entry(at.date_naive()).or_default() += 1;
+        }
+        assert!(per_day.values().all(|&n| n <= QUOTA), "{engine}: {per_day:?}");
+        // Every page's last lastmod accepted, and never twice for one lastmod.
+        for (url, lastmods) in &versions {
+            let accepted: Vec<DateTime<Utc>> =
+                w.received.iter().filter(|(e, _, u, ok)| *e == engine && u == url && *ok).map(|r| r.1).collect();
+            let last = *lastmods.last().unwrap();
+            assert!(
+                accepted.iter().any(|&at| at >= last),
+                "{engine}: {url} was not accepted after {last}: {accepted:?}"
+            );
+            for pair in accepted.windows(2) {
+                let changed = lastmods.iter().any(|&m| m > pair[0] && m <= pair[1]);
+                assert!(changed, "{engine}: {url} accepted twice for one lastmod: {accepted:?} ({lastmods:?})");
+            }
+        }
+    }
+    drop(w);
+
+    // Nothing is left queued, in flight or parked.
+    let status =
+        sb.indexq(&["--json", "status"]).now(&(day_start(DAYS + 1)).to_rfc3339()).output().code(0).status_doc();
+    assert_eq!((status.queue.due, status.queue.waiting, status.queue.in_flight, status.queue.parked), (0, 0, 0, 0));
+    assert!(status.parked.is_empty());
+    assert_eq!(status.queue.accepted as usize, 2 * versions.len(), "every page, for both engines");
+}
