@@ -399,18 +399,6 @@ fn a_lease_shorter_than_the_http_timeout_names_both_keys() {
     assert_eq!(count(&doc, "accepted"), 1, "{doc:#}");
 }
 
-/// Every file and directory name under `dir`, recursively.
-fn names_under(dir: &std::path::Path) -> Vec<String> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        names.push(entry.file_name().to_string_lossy().into_owned());
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            names.extend(names_under(&entry.path()));
-        }
-    }
-    names
-}
-
 #[test]
 fn a_postgres_url_without_its_slashes_is_an_error_that_keeps_the_password() {
     const PASSWORD: &str = "Mistyped-Pw-7Kq2";

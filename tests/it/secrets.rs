@@ -206,18 +206,6 @@ fn an_indexnow_key_echoed_in_another_case_or_encoding_is_masked() {
     }
 }
 
-/// Every file and directory name under `dir`, recursively.
-fn names_under(dir: &std::path::Path) -> Vec<String> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        names.push(entry.file_name().to_string_lossy().into_owned());
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            names.extend(names_under(&entry.path()));
-        }
-    }
-    names
-}
-
 /// The names at the top of the file system that hold `part`.
 fn at_root_holding(part: &str) -> Vec<String> {
     std::fs::read_dir("/")

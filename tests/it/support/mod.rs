@@ -288,6 +288,18 @@ impl Sandbox {
     }
 }
 
+/// Every file and directory name under `dir`, recursively.
+pub fn names_under(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        names.push(entry.file_name().to_string_lossy().into_owned());
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            names.extend(names_under(&entry.path()));
+        }
+    }
+    names
+}
+
 pub struct Run {
     pub cmd: Command,
 }
