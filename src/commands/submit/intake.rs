@@ -131,7 +131,7 @@ impl Run<'_> {
                     PropertySource::Sitemap(sitemap) => {
                         self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
                         let fetched = reader.take_fetched();
-                        if !self.dry_run && intake.since.is_none() {
+                        if !self.dry_run && intake.since.is_none() && !fetched.is_empty() {
                             let now = self.clock.now();
                             let documents: Vec<SourceDocument> =
                                 fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();

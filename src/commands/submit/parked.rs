@@ -59,9 +59,9 @@ impl Run<'_> {
             let fix = parked.reason.and_then(|r| crate::history::fix(self.settings, &parked.group, r, &parked.url));
             notices.push(ParkedNotice { parked, fix, fresh, told });
         }
-        if !self.dry_run {
-            let told: Vec<(GroupKey, String)> =
-                notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
+        let told: Vec<(GroupKey, String)> =
+            notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
+        if !self.dry_run && !told.is_empty() {
             self.ledger.record_reminders(&told, started)?;
         }
         Ok(notices)
