@@ -24,6 +24,7 @@ mod migration;
 mod operator;
 mod outcomes;
 mod postgres;
+mod recipes;
 mod redirects;
 mod report;
 mod secrets;
