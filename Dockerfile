@@ -11,7 +11,13 @@
 #     -v indexq-ledger:/var/lib/indexq \
 #     -v "$PWD/indexq.toml:/etc/indexq/config.toml:ro" \
 #     -e INDEXNOW_KEY \
-#     indexq submit --sitemap https://example.org/sitemap.xml --changed
+#     indexq -q submit
+#
+# With no input, `submit` reads every property's `sources` (`indexq init` puts
+# the site's sitemap.xml there), sends what is new or changed, then what waits
+# in the queue: run that line every hour (cron, a systemd timer, a scheduled
+# job) and nothing else. `docker stop` mid-run is a clean stop (exit 143) if it
+# waits longer than [submit] stop_grace (10s, docker's own default): `-t 30`.
 #
 # Paths in the image:
 #   /usr/bin/indexq             the binary (the entrypoint)

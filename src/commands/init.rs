@@ -5,7 +5,8 @@
 //! replaced: the header (how to run the example from a clone), the IndexNow
 //! key read from a file under `examples/` (the starter reads it from
 //! `$INDEXNOW_KEY`, its file served at the site's root, the default
-//! location), and the property's name and site (`--site`). Every replacement
+//! location), and the property's name, site (`--site`) and source (the
+//! site's `sitemap.xml`, which `submit` with no input reads). Every replacement
 //! must match the example exactly once — a unit test holds the two together,
 //! so they cannot drift apart silently.
 //!
@@ -31,6 +32,9 @@ const EXAMPLE: &str = include_str!("../../config.example.toml");
 
 /// The site the example is written for; without `--site` it stays, as a placeholder.
 const EXAMPLE_SITE: &str = "https://example.com/";
+
+/// The example property's one source: its site's sitemap.
+const EXAMPLE_SOURCE: &str = "sources = [\"https://example.com/sitemap.xml\"]";
 
 /// The example's opening lines, which say how to run it from a clone.
 const EXAMPLE_HEADER: &str = "\
@@ -110,11 +114,12 @@ fn starter(site: &Url) -> Result<String, &'static str> {
     let indexnow = "# The IndexNow key comes from $INDEXNOW_KEY (`indexq key generate --out DIR` makes\n\
                     # one), its file served at the site's root (SITE/KEY.txt; else set key_location).\n\
                     indexnow = { key_env = \"INDEXNOW_KEY\",";
-    let replacements: [(&'static str, String); 5] = [
+    let replacements: [(&'static str, String); 6] = [
         (EXAMPLE_HEADER, header),
         (EXAMPLE_INDEXNOW, indexnow.to_string()),
         ("name = \"example.com\"", format!("name = {}", toml_string(&name))),
         ("site = \"https://example.com/\"", format!("site = {}", toml_string(site.as_str()))),
+        (EXAMPLE_SOURCE, format!("sources = [{}]", toml_string(&sitemap_of(site)))),
         ("\"sc-domain:example.com\"", toml_string(&format!("sc-domain:{}", site.host_str().unwrap_or_default()))),
     ];
     let mut text = EXAMPLE.to_string();
@@ -125,6 +130,18 @@ fn starter(site: &Url) -> Result<String, &'static str> {
         text = text.replacen(from, to, 1);
     }
     Ok(text)
+}
+
+/// The sitemap the starter reads for the site: `sitemap.xml` in the site's
+/// folder (`https://example.org/blog` is the folder `/blog/`).
+fn sitemap_of(site: &Url) -> String {
+    let mut folder = site.clone();
+    if !folder.path().ends_with('/') {
+        folder.set_path(&format!("{}/", folder.path()));
+    }
+    folder.set_query(None);
+    folder.set_fragment(None);
+    folder.join("sitemap.xml").map_or_else(|_| format!("{folder}sitemap.xml"), |u| u.to_string())
 }
 
 /// The property's name: the site's host (and port), and its path when it has one.
@@ -211,9 +228,17 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "     prints the key once the file is published (the engines fetch it there)")?;
     writeln!(out, "  4. {indexq} doctor")?;
     writeln!(out, "     checks the configuration, the key file and the ledger, spending no quota")?;
-    writeln!(out, "  5. echo {} | {indexq} submit --dry-run -", shell_word(site.as_str()))?;
-    writeln!(out, "     shows what would be sent now and what would wait; then give it your own URLs (files with")?;
-    writeln!(out, "     one URL a line, or --sitemap with your sitemap's URL or file) and drop --dry-run to send")?;
+    writeln!(out, "  5. {indexq} submit --dry-run")?;
+    writeln!(out, "     with no input, reads the property's sources: {}", sitemap_of(site))?;
+    writeln!(out, "     (if your sitemap is elsewhere, set `sources` in the file: a sitemap, a robots.txt that")?;
+    writeln!(out, "     lists it, or a file of URLs); shows what would be sent now and what would wait.")?;
+    writeln!(out, "     Drop --dry-run to send.")?;
+    // The hourly job starts in another directory and environment: the
+    // configuration by its absolute path, as a line a crontab takes too.
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    writeln!(out, "  6. INDEXQ_CONFIG={} indexq -q submit", shell_word(&absolute.display().to_string()))?;
+    writeln!(out, "     every hour (cron, a systemd timer): reads the sources again (only what changed goes),")?;
+    writeln!(out, "     sends what waits in the queue, and prints only what needs a human")?;
     writeln!(
         out,
         "The numbers in the file are explained beside each: the IndexNow daily_quota = {INDEXNOW_CEILING} of"
@@ -286,7 +311,16 @@ mod tests {
             let indexnow = property.indexnow.as_ref().expect("IndexNow is on");
             assert!(matches!(&indexnow.key, config::SecretSource::Env { var, .. } if var == "INDEXNOW_KEY"));
             assert!(indexnow.key_location.is_none(), "served at the default place");
+            assert_eq!(property.sources, [config::PropertySource::Sitemap(sitemap_of(&site(url)))], "{url}");
         }
+    }
+
+    #[test]
+    fn the_source_is_the_sitemap_in_the_sites_folder() {
+        assert_eq!(sitemap_of(&site("https://example.org")), "https://example.org/sitemap.xml");
+        assert_eq!(sitemap_of(&site("https://example.org:8443/blog/")), "https://example.org:8443/blog/sitemap.xml");
+        assert_eq!(sitemap_of(&site("https://example.org/blog")), "https://example.org/blog/sitemap.xml");
+        assert_eq!(sitemap_of(&site("http://127.0.0.1:8080/?x=1")), "http://127.0.0.1:8080/sitemap.xml");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! `indexq init`: a first configuration without the repository. The
-//! starter is written where the lookup finds it, with the site filled in,
-//! loads (doctor and a dry run work on it, against the sandbox's site), and
-//! an existing file is never overwritten.
+//! starter is written where the lookup finds it, with the site filled in
+//! and the site's sitemap as the property's source, loads (doctor and a dry
+//! run work on it, against the sandbox's site), and an existing file is
+//! never overwritten.
 
+use crate::support::sitemap::Sitemap;
 use crate::support::*;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +40,14 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     // The example's comments come along.
     assert!(text.contains("# bing = {"), "{text}");
     assert!(text.contains("[retry]"), "{text}");
+    // It parses as a configuration, and its one property reads the site's sitemap.
+    let settings = indexq::config::parse(&written, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(settings.properties.len(), 1);
+    assert_eq!(
+        settings.properties[0].sources,
+        [indexq::config::PropertySource::Sitemap(format!("{site}sitemap.xml"))],
+        "{text}"
+    );
 
     // The key file is served where the starter says (the site's root): doctor is content.
     let doctor = in_dir(&sb, "fresh", &["--config", "indexq.toml", "--json", "doctor"]).output().code(0);
@@ -206,10 +216,14 @@ fn init_next_steps_name_only_what_exists_and_explain_the_numbers() {
     let done = in_dir(&sb, "steps", &["init", "--site", &site]).output().code(0);
     let text = &done.stdout;
     // No file the user does not have yet: not a sitemap or URL list of ours,
-    // and the key file only after the command that makes it.
-    for missing in ["public/sitemap.xml", "urls.txt", "sitemap.xml"] {
+    // and the key file only after the command that makes it. The one
+    // sitemap named is the site's own, the source the file reads.
+    for missing in ["public/sitemap.xml", "urls.txt", "public/sitemap"] {
         assert!(!text.contains(missing), "names {missing}, which does not exist:\n{text}");
     }
+    let source = format!("{site}sitemap.xml");
+    assert_eq!(text.matches("sitemap.xml").count(), text.matches(&source).count(), "{text}");
+    assert!(text.contains(&format!("reads the property's sources: {source}")), "{text}");
     let generate = text.find("key generate --out public").expect("says how to make a key");
     let key_file = text.find("public/KEY.txt").expect("names the key file it makes");
     assert!(generate < key_file, "the command comes before the file it makes:\n{text}");
@@ -223,10 +237,22 @@ fn init_next_steps_name_only_what_exists_and_explain_the_numbers() {
     let cwd = sb.dir.path().join("steps");
     let fetched = pasted(&cwd, curl);
     assert_eq!(String::from_utf8_lossy(&fetched.stdout).trim(), KEY, "{fetched:?}");
-    // The dry run of step 5 works as printed, on nothing but the site's own URL.
+    // The dry run of step 5 works as printed: with no input, it reads the
+    // site's sitemap, the source the starter names.
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", Some("2026-12-01"));
+    sitemap.add("/b", None);
     let dry = text.lines().map(str::trim).find_map(|l| l.strip_prefix("5. ")).expect("step 5");
+    assert_eq!(dry, "indexq submit --dry-run", "no input: the sources");
     let planned = pasted(&cwd, dry);
     let planned = Done::from(planned).code(0);
-    assert!(planned.stdout.contains("1 URL would go now"), "{}", planned.stdout);
+    assert!(planned.stdout.contains("2 URLs would go now"), "{}", planned.stdout);
+    assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 1, "the sitemap was read");
     assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
+
+    // Step 6, the hourly job, names the file by its absolute path: it works
+    // from any directory.
+    let hourly = text.lines().map(str::trim).find_map(|l| l.strip_prefix("6. ")).expect("step 6");
+    let written = cwd.join("indexq.toml").canonicalize().unwrap();
+    assert_eq!(hourly, format!("INDEXQ_CONFIG={} indexq -q submit", written.display()));
 }

@@ -25,6 +25,7 @@ mod month;
 mod operator;
 mod outcomes;
 mod postgres;
+mod recipes;
 mod redirects;
 mod report;
 mod secrets;
