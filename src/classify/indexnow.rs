@@ -261,10 +261,9 @@ pub fn key_never_accepted(body: &str) -> Verdict {
     Verdict::misconfigured(
         MisconfiguredReason::UserForbidden,
         format!(
-            "IndexNow kept answering {USER_FORBIDDEN} although the key file serves exactly the key, so it is not \
-             waiting for the key file: the causes reported for this are, most common first, the site not verified \
-             in Bing Webmaster Tools, the key first used for another host, and the key file redirected or not \
-             served as text/plain"
+            "IndexNow says {USER_FORBIDDEN}, and the causes reported for that with a key file that serves exactly \
+             the key are, most common first, the site not verified in Bing Webmaster Tools, the key first used for \
+             another host, and the key file redirected or not served as text/plain"
         ),
         "1) verify the site in Bing Webmaster Tools (bing.com/webmasters) with the account you use for it; \
          2) if this key was first used for another host (another site, or this one's www. or bare twin), IndexNow \

@@ -219,13 +219,14 @@ fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> O
     let scope = crate::engines::indexnow::key_scope(&property.site, location)?;
     let (shown, site) = (redactor.redact(scope.as_str()), &property.site);
     let location = redactor.redact(location.as_str());
+    let others =
+        if property.bing.is_some() || property.google.is_some() { "; its other engines still get them" } else { "" };
     Some(if crate::engines::indexnow::site_wider_than(&scope, site) {
         Check::warning(
             "indexnow_key_scope",
             format!(
                 "the key location {location} vouches only for URLs under {shown}, and the site {site} is wider: \
-                 IndexNow gets none of its other URLs (each is `invalid` for IndexNow, outside_key_location; \
-                 other engines still get it)"
+                 IndexNow gets none of its other URLs (each is `invalid` for IndexNow, outside_key_location{others})"
             ),
             format!(
                 "serve the key file at the root of the site and remove `key_location` (the root vouches for every \

@@ -286,7 +286,7 @@ fn a_url_outside_the_key_locations_folder_is_invalid_for_indexnow_alone_and_said
     let lines: Vec<&str> = human.stderr.lines().filter(|l| l.contains("/blog/c")).collect();
     assert_eq!(lines.len(), 1, "{}", human.stderr);
     assert!(lines[0].starts_with(&format!("invalid: {}:1: ", again.display())), "{}", lines[0]);
-    assert!(lines[0].contains("not sent to IndexNow (other engines still get it)"), "{}", lines[0]);
+    assert!(lines[0].contains("not sent to IndexNow (its other engines still get it)"), "{}", lines[0]);
 }
 
 #[test]
@@ -310,4 +310,21 @@ fn doctor_says_what_a_key_below_the_root_vouches_for_and_warns_when_the_site_is_
     let doctor = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0).doctor_doc();
     let c = doctor.check("indexnow_key_scope");
     assert!(c.ok && !c.warning && c.message.contains("which holds the site"), "{c:?}");
+}
+
+#[test]
+fn an_answer_that_is_not_the_engines_own_does_not_count_as_the_key_accepted() {
+    let mut sb = Sandbox::new();
+    sb.extra = "[retry]\nkey_pending_first = \"60s\"\n".into();
+    sb.endpoints.push(format!("{}/portal", sb.engine.url()));
+    sb.write_config();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![user_forbidden()]);
+    sb.engine.on("POST", "/portal", vec![MockResponse::status(200).body("<html><body>Sign in</body></html>")]);
+    let list = sb.urls("urls.txt", &["/a"]);
+    sb.indexq(&["--json", "submit", "--max-wait", "0", list.to_str().unwrap()]).now(NOW).output().code(0);
+    // The portal's 200 came with the first 403: the key's day still ends a day after its first use.
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now("2026-12-04T09:00:00Z").output().code(3);
+    let doc = done.submit_doc();
+    let parked = doc.results.iter().find(|r| r.outcome == json::Outcome::Misconfigured).expect("parked");
+    assert_eq!(parked.reason, "user_forbidden", "{parked:?}");
 }

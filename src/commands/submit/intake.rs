@@ -259,18 +259,23 @@ impl Run<'_> {
         // others are not sent to it (one result, whatever the endpoints), and
         // still go to the property's other engines.
         let scope = intake.key_scopes.get(&property.name).filter(|(scope, _)| !indexnow::in_key_scope(scope, &url));
+        let (mut to_indexnow, mut to_others) = (false, false);
         for group in intake.routes.get(&property.name).into_iter().flatten() {
-            if scope.is_some() && group.engine == EngineKind::IndexNow {
-                continue;
+            if group.engine == EngineKind::IndexNow {
+                to_indexnow = true;
+                if scope.is_some() {
+                    continue;
+                }
+            } else {
+                to_others = true;
             }
             intake.batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action, lastmod });
         }
-        let sent_to_indexnow =
-            intake.routes.get(&property.name).into_iter().flatten().any(|g| g.engine == EngineKind::IndexNow);
-        if let Some((_, scope)) = scope.filter(|_| sent_to_indexnow) {
+        if let Some((_, scope)) = scope.filter(|_| to_indexnow) {
+            let others = if to_others { " (its other engines still get it)" } else { "" };
             let why = format!(
                 "outside {scope}, the folder of the IndexNow key location of property `{}`: IndexNow takes only \
-                 URLs under it, so it is not sent to IndexNow (other engines still get it)",
+                 URLs under it, so it is not sent to IndexNow{others}",
                 property.name
             );
             printer.invalid(&format!("{place}: `{text}`: {why}"));

@@ -14,7 +14,8 @@ use crate::config::RetrySettings;
 use crate::engines;
 use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish};
 use crate::model::{
-    AcceptedReason, Class, EngineKind, GroupKey, LocalReason, NextStep, Outcome, Reason, RuleWindow, Usage,
+    AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
+    RuleWindow, Usage,
 };
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
@@ -83,7 +84,11 @@ impl Run<'_> {
             refund,
             windows: d.windows,
         })?;
-        if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
+        // An answer that is not the engine's own (`unrecognized_body`) says
+        // nothing of the key: it does not count as the key accepted.
+        let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
+        let accepted = |a: &engines::Answer| a.verdict.class == Class::Accepted && a.verdict.reason != unrecognized;
+        if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(accepted)) {
             self.ledger.credential_accepted(&c)?;
         }
         Ok(())
@@ -442,8 +447,14 @@ fn item_result(
                     Class::KeyPending => {
                         let gave_up =
                             crate::classify::key_never_accepted(answer.response.body.as_deref().unwrap_or(""));
+                        e.message = match gave_up.reason {
+                            // Names what IndexNow said (its body stays in `log`).
+                            Reason::Misconfigured(MisconfiguredReason::UserForbidden) => {
+                                format!("{message}: {}", gave_up.message)
+                            }
+                            _ => format!("{message} (last answer: {})", verdict.message),
+                        };
                         e.reason = gave_up.reason;
-                        e.message = format!("{message}: {} (last answer: {})", gave_up.message, verdict.message);
                         e.hint = gave_up.hint;
                     }
                     _ => {
@@ -774,8 +785,12 @@ mod tests {
         let (r, e) = item_result(&g, &it, &forbidden, gave_up(MisconfiguredReason::KeyNeverAccepted), now, tz, "fp");
         assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "user_forbidden"));
         assert_eq!((r.class, r.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
-        assert!(e.message.starts_with("gave up: IndexNow kept answering UserForbiddedToAccessSite"), "{}", e.message);
-        assert!(e.message.ends_with("(last answer: the engine said key_pending)"), "{}", e.message);
+        assert!(
+            e.message.starts_with("gave up: IndexNow says UserForbiddedToAccessSite, and the causes"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("last answer"), "{}", e.message);
         let hint = e.hint.unwrap();
         assert!(hint.starts_with("1) verify the site in Bing Webmaster Tools"), "{hint}");
     }
