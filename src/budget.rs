@@ -11,8 +11,8 @@
 //! - the engine's global pool (`[engine] daily_quota`), shared by every
 //!   property using the same credentials.
 //!
-//! IndexNow rules count per endpoint: each endpoint is a different search
-//! engine with its own limits.
+//! IndexNow rules count per endpoint: each endpoint answers and throttles
+//! on its own (the engines share what they are sent, so one is enough).
 
 use crate::clock;
 use crate::config::{Property, Settings};

@@ -2,7 +2,7 @@
 //! generic code are `daily_quota` / `monthly_quota`; throttles wait
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
 
-use super::{answered, excerpt, http_status, transient, Response, RetryAfter, Verdict};
+use super::{answered, excerpt, http_status, transient, unrecognized_body, Response, RetryAfter, Verdict};
 use crate::model::Period;
 use crate::model::{
     AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason,
@@ -25,6 +25,14 @@ fn bing_error(body: &str) -> Option<(i64, String)> {
     let code = obj.get("ErrorCode")?.as_i64()?;
     let message = obj.get("Message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
     Some((code, message))
+}
+
+/// Whether a 2xx body without an `ErrorCode` is Bing's own: the JSON object
+/// every Bing Webmaster API method answers, its result under `d`
+/// (`SubmitUrlBatch`: `{"d":null}`). Anything else — empty, an HTML page,
+/// JSON of another shape, a cut-off body — is not.
+fn bing_body(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v.get("d").is_some())
 }
 
 /// Whether a Bing `ErrorCode` says nothing indexq can act on by itself: 0
@@ -59,7 +67,8 @@ fn bing_quota_message(message: &str) -> Option<Period> {
 ///
 /// | answer | class | reason |
 /// |---|---|---|
-/// | 200 without an error | accepted | `ok` (an unexpected body is kept and said) |
+/// | 200 with Bing's JSON (`{"d": …}`) without an error | accepted | `ok` |
+/// | 200 with any other body (empty, HTML, other JSON, cut off) | accepted | `unrecognized_body` (the body is kept) |
 /// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent) |
 /// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
 /// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
@@ -93,14 +102,11 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     }
     let Some((code, message)) = error else {
         return match status {
+            200..=299 if !bing_body(resp.body) => {
+                unrecognized_body(engine, resp, "", r#"a body that is not Bing's JSON ({"d": …})"#)
+            }
             200..=299 => {
-                let body = resp.body.trim();
-                let plain = body.is_empty() || body.replace(char::is_whitespace, "") == r#"{"d":null}"#;
-                let note = if plain { String::new() } else { format!(" with an unexpected body: {}", excerpt(body)) };
-                Verdict::new(
-                    AcceptedReason::Ok,
-                    format!("Bing accepted the submission ({}){note}.", http_status(status)),
-                )
+                Verdict::new(AcceptedReason::Ok, format!("Bing accepted the submission ({}).", http_status(status)))
             }
             429 => bing_throttle(resp, QuotaReason::RateLimited, &answered),
             408 => transient(
@@ -180,8 +186,11 @@ mod tests {
         #[rustfmt::skip]
         let table: Vec<(u16, String, Class, &str)> = vec![
             (200, r#"{"d":null}"#.into(), Class::Accepted, "ok"),
-            (200, "".into(), Class::Accepted, "ok"),
+            (200, "".into(), Class::Accepted, "unrecognized_body"),
             (200, r#"{"d":"something new"}"#.into(), Class::Accepted, "ok"),
+            (200, "<html><body>Please log in to the Wi-Fi</body></html>".into(), Class::Accepted, "unrecognized_body"),
+            (200, r#"{"d":nu"#.into(), Class::Accepted, "unrecognized_body"),
+            (200, r#"{"result":"ok"}"#.into(), Class::Accepted, "unrecognized_body"),
             (400, err(12, "AlreadyExists"), Class::Accepted, "AlreadyExists"),
             (400, err(2, "ERROR!!! You have exceeded your daily url submission quota : 10"), Class::Quota, "daily_quota"),
             (400, err(8, "ERROR!!! Quota remaining for today: 0, Submitted: 10"), Class::Quota, "daily_quota"),

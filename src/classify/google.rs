@@ -9,7 +9,7 @@
 //! `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient. The table is on
 //! [`google`].
 
-use super::{answered, excerpt, http_status, transient_answered, Response, RetryAfter, Verdict};
+use super::{answered, excerpt, http_status, transient_answered, unrecognized_body, Response, RetryAfter, Verdict};
 use crate::model::Period;
 use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
 
@@ -27,6 +27,13 @@ pub struct GoogleContext<'a> {
     pub client_email: &'a str,
     /// The key file's `project_id`: the Cloud project whose quota is spent.
     pub project_id: &'a str,
+}
+
+/// Whether a 2xx body is Google's own: a JSON object (`publish` answers
+/// `{"urlNotificationMetadata": {…}}`). An empty, HTML or cut-off body is
+/// not; what an object without `latestUpdate` means is read apart.
+fn google_body(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v.is_object())
 }
 
 /// A google.rpc.Status error body (`{"error": {"code", "message", "status", "details"}}`), as far as it reads.
@@ -173,7 +180,8 @@ fn google_answered(resp: &Response, error: Option<&GoogleError>) -> String {
 ///
 /// | answer | class | reason |
 /// |---|---|---|
-/// | 2xx | accepted | `ok` |
+/// | 2xx with a JSON object | accepted | `ok` |
+/// | 2xx with any other body (empty, HTML, cut off) | accepted | `unrecognized_body` (the body is kept) |
 /// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo reason `RATE_LIMIT_EXCEEDED` / `RESOURCE_QUOTA_EXCEEDED` or a legacy reason `rateLimitExceeded` / `dailyLimitExceeded` / … (any HTTP status), or a 403 without ErrorInfo whose message starts "Quota exceeded", naming a per-day limit (ErrorInfo `quota_limit`/`quota_metric`, QuotaFailure violations, legacy `dailyLimitExceeded`; else "per day", `PerDay`, `per_day` in the message) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
 /// | the same, naming a per-minute limit | quota | `rate_limited`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
 /// | the same, naming no limit (or not JSON) | quota | `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s (never the next day unasked) |
@@ -198,6 +206,9 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     let g_status = error.map_or("", |e| e.status.as_str());
     let answered = google_answered(resp, error);
     let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
+    if (200..=299).contains(&status) && !google_body(resp.body) {
+        return unrecognized_body(EngineKind::Google, resp, "", "a body that is not Google's JSON");
+    }
     if (200..=299).contains(&status) {
         return Verdict::new(
             AcceptedReason::Ok,
@@ -405,7 +416,10 @@ mod tests {
         #[rustfmt::skip]
         let table: Vec<Row> = vec![
             (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "ok", None),
-            (204, vec![], "".into(), Class::Accepted, "ok", None),
+            (204, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], "<!DOCTYPE html><html><body>Access denied by proxy</body></html>".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://exa"#.into(), Class::Accepted, "unrecognized_body", None),
             // per day: message, QuotaFailure (description, quotaId), ErrorInfo metadata, legacy
             (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
             (429, vec![("Retry-After", "30")], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),

@@ -4,7 +4,9 @@
 //! |---|---|---|
 //! | 200, other 2xx | accepted | `ok` |
 //! | 202 | accepted | `key_validation_pending` |
+//! | 2xx whose body is neither empty nor JSON (an HTML page, plain text) | accepted | `unrecognized_body` |
 //! | 3xx | misconfigured | `redirect` (the endpoint setting is wrong) |
+//! | 400 or 422 whose `details[].target` is `keyLocation` | misconfigured | `key_location_invalid` |
 //! | 400 | misconfigured | `bad_request` |
 //! | 403 | from the key file check, see [`key_file`]; no check: misconfigured `forbidden` |
 //! | 408 | transient | `http_408` (the server timed out reading the request) |
@@ -15,12 +17,17 @@
 //! | 5xx | transient | `server_error` (the status is in the message) |
 //! | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
 //!
-//! A 403 is decided by the key file, never by the body (which is only quoted).
-//! The key never shows in a text: it is masked wherever it would appear.
+//! An error body is read by its fields (`errorCode`, or `code`, and
+//! `details[].target`), never searched as a whole. A 403 is decided by the
+//! key file; its `errorCode` only words the verdict: `UserForbiddedToAccessSite`
+//! with an exact key file stays `key_pending`, and when the scheduler gives
+//! up on it a day later [`key_never_accepted`] names the causes reported for
+//! it (`user_forbidden`). The key never shows in a text: it is masked
+//! wherever it would appear.
 
 use super::key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_SCHEMA};
-use super::{answered, excerpt, http_status, transient, Response, Verdict};
-use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
+use super::{answered, excerpt, http_status, transient, unrecognized_body, Response, Verdict};
+use crate::model::{AcceptedReason, Class, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
 use crate::redact::{mask, MASK};
 use std::fmt;
 
@@ -44,6 +51,63 @@ impl fmt::Debug for IndexNowContext<'_> {
     }
 }
 
+/// The `errorCode` of Bing's (and api.indexnow.org's) 403 when the key is
+/// refused for the site, as sent: `{"errorCode":"UserForbiddedToAccessSite",
+/// "message":"User is unauthorized to access the site. Please verify the site
+/// using the key and try again","details":null}` (fixture
+/// `indexnow-403-user-forbidden-key-ok`).
+pub const USER_FORBIDDEN: &str = "UserForbiddedToAccessSite";
+
+/// What an IndexNow error body states, read by its fields: `errorCode`
+/// (some answers name it `code`), `message` and `details[]` (`target`,
+/// `message`), as Bing and api.indexnow.org send them, e.g.
+/// `{"errorCode":"InvalidRequestParameters","message":"Invalid request",
+/// "details":[{"target":"keyLocation","message":"Keylocation url is invalid."}]}`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct IndexNowError {
+    code: Option<String>,
+    message: Option<String>,
+    /// `details[]`: each one's `target` and `message`.
+    details: Vec<(String, String)>,
+}
+
+impl IndexNowError {
+    /// The body's error, if it is a JSON object.
+    fn read(body: &str) -> Option<IndexNowError> {
+        let value: serde_json::Value = serde_json::from_str(body).ok()?;
+        let object = value.as_object()?;
+        let text = |field: &str| object.get(field).and_then(|v| v.as_str()).map(str::to_string);
+        let details = object
+            .get("details")
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|d| {
+                let target = d.get("target")?.as_str()?.to_string();
+                let message = d.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+                Some((target, message))
+            })
+            .collect();
+        Some(IndexNowError { code: text("errorCode").or_else(|| text("code")), message: text("message"), details })
+    }
+
+    /// The message of the `details[]` entry whose `target` is `target` (any letter case).
+    fn about(&self, target: &str) -> Option<&str> {
+        self.details.iter().find(|(t, _)| t.eq_ignore_ascii_case(target)).map(|(_, m)| m.as_str())
+    }
+
+    fn code_is(&self, code: &str) -> bool {
+        self.code.as_deref() == Some(code)
+    }
+}
+
+/// Whether a 2xx body is IndexNow's own: the protocol documents none (200
+/// and 202 come with an empty body from Bing and api.indexnow.org), and
+/// Yandex documents `content-type: application/json`: empty or JSON.
+fn indexnow_body(body: &str) -> bool {
+    body.trim().is_empty() || serde_json::from_str::<serde_json::Value>(body).is_ok()
+}
+
 /// Classifies an IndexNow answer. See the module documentation for the rules.
 pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
     let engine = EngineKind::IndexNow;
@@ -51,7 +115,24 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
     let status = resp.status;
     let location = mask(ctx.key_location, ctx.key);
     let answered = answered(engine, resp, ctx.key);
+    let error = IndexNowError::read(resp.body).unwrap_or_default();
     let verdict = match status {
+        200..=299 if !indexnow_body(resp.body) => {
+            unrecognized_body(engine, resp, ctx.key, "a body that is neither empty nor JSON")
+        }
+        400 | 422 if error.about("keyLocation").is_some() => Verdict::misconfigured(
+            MisconfiguredReason::KeyLocationInvalid,
+            format!(
+                "{answered}: it refused the key location {location} itself ({}).",
+                excerpt(&mask(error.about("keyLocation").unwrap_or_default(), ctx.key)).trim_end_matches('.')
+            ),
+            format!(
+                "Make `key_location` in the property's `indexnow` table an absolute https:// URL on the \
+                 submitted host that answers 200 OK with exactly the key as plain text, without a redirect \
+                 (now {location}), or remove it so that indexq sends https://HOST/KEY.txt; `indexq doctor` \
+                 fetches it without spending quota."
+            ),
+        ),
         202 => Verdict::new(
             AcceptedReason::KeyValidationPending,
             format!(
@@ -71,7 +152,16 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         403 => match ctx.key_file {
             Some(check) => {
                 let found = key_file(ctx.key, ctx.key_location, check);
-                Verdict { message: format!("{answered}. {}", found.message), ..found }
+                let message = if found.class == Class::KeyPending && error.code_is(USER_FORBIDDEN) {
+                    format!(
+                        "{answered}. IndexNow says {USER_FORBIDDEN} although the key file at {location} serves \
+                         exactly the configured key: usually it has not verified the key yet. indexq retries until \
+                         a day after the key's first use, then says what else causes this answer."
+                    )
+                } else {
+                    format!("{answered}. {}", found.message)
+                };
+                Verdict { message, ..found }
             }
             None => Verdict::misconfigured(
                 MisconfiguredReason::Forbidden,
@@ -112,7 +202,9 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                 message,
                 format!(
                     "Submit only URLs under the property's host (one host per request) and use \
-                     a key of {KEY_SCHEMA}; `indexq key generate` makes one."
+                     a key of {KEY_SCHEMA}; `indexq key generate` makes one. The key location ({location}) \
+                     must answer without a redirect (a host that redirects to its www. twin fails), and a \
+                     key location below the root vouches only for URLs under its folder."
                 ),
             )
         }
@@ -146,6 +238,42 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
     verdict.redacted(ctx.key)
 }
 
+/// What it means that IndexNow still refused the key when the scheduler's
+/// `key_pending` deadline (a day after the key's first use) passed, its
+/// last answer being `body` (the 403; the key file served exactly the key):
+/// the reason, message and fix the items are parked with.
+///
+/// A 403 whose `errorCode` is [`USER_FORBIDDEN`] is `user_forbidden`: the
+/// causes public reports give for it lasting days with a byte-exact key
+/// file come first — the site not verified in Bing Webmaster Tools, the key
+/// first used for another host (IndexNow binds a key to it), the key file
+/// redirected or not served as `text/plain` — then rotating the key. Any
+/// other is `key_never_accepted`.
+pub fn key_never_accepted(body: &str) -> Verdict {
+    let error = IndexNowError::read(body).unwrap_or_default();
+    if !error.code_is(USER_FORBIDDEN) {
+        return Verdict::misconfigured(
+            MisconfiguredReason::KeyNeverAccepted,
+            "IndexNow kept refusing the key although the key file serves exactly the key",
+            "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)",
+        );
+    }
+    Verdict::misconfigured(
+        MisconfiguredReason::UserForbidden,
+        format!(
+            "IndexNow says {USER_FORBIDDEN}, and the causes reported for that with a key file that serves exactly \
+             the key are, most common first, the site not verified in Bing Webmaster Tools, the key first used for \
+             another host, and the key file redirected or not served as text/plain"
+        ),
+        "1) verify the site in Bing Webmaster Tools (bing.com/webmasters) with the account you use for it; \
+         2) if this key was first used for another host (another site, or this one's www. or bare twin), IndexNow \
+         keeps it bound to that host: give this site a key of its own; 3) make the key file answer 200 OK at \
+         `key_location` itself, with Content-Type text/plain and no redirect (http to https, bare to www.); \
+         then `indexq queue retry`. If it still fails, rotate the key: `indexq key generate`, publish the new \
+         file and point `key_env`/`key_file` at it (the parked URLs go again when the key changes).",
+    )
+}
+
 /// A rate limit said no: `quota`, with the server's `Retry-After` if any.
 fn rate_limited(resp: &Response, answered: &str) -> Verdict {
     let retry_after = resp.retry_after();
@@ -172,6 +300,77 @@ mod tests {
     use super::*;
     use crate::model::Class;
 
+    /// Bing's 400 for a refused key location, as sent (fixture `indexnow-400-key-location-invalid`).
+    const KEY_LOCATION_400: &str = r#"{"errorCode":"InvalidRequestParameters","message":"Invalid request","details":[{"target":"keyLocation","message":"Keylocation url is invalid."}]}"#;
+    /// Bing's 422 for URLs outside the key location's folder (fixture `indexnow-422-outside-key-location`).
+    const OUTSIDE_422: &str = r#"{"errorCode":"InvalidRequestParameters","message":"One or more URLs are not related to your site verified through the keylocation parameter. Please verify URLs before submitting.","details":null}"#;
+    /// Bing's 403 for a key it will not take for the site (fixture `indexnow-403-user-forbidden-key-ok`).
+    const USER_FORBIDDEN_403: &str = r#"{"errorCode":"UserForbiddedToAccessSite","message":"User is unauthorized to access the site. Please verify the site using the key and try again","details":null}"#;
+
+    #[test]
+    fn error_bodies_are_read_by_their_fields() {
+        let read = |body: &str| IndexNowError::read(body);
+        let e = read(KEY_LOCATION_400).unwrap();
+        assert_eq!(e.code.as_deref(), Some("InvalidRequestParameters"));
+        assert_eq!(e.message.as_deref(), Some("Invalid request"));
+        assert_eq!(e.about("keyLocation"), Some("Keylocation url is invalid."));
+        assert_eq!(e.about("urlList"), None);
+        let e = read(USER_FORBIDDEN_403).unwrap();
+        assert!(e.code_is(USER_FORBIDDEN) && e.details.is_empty());
+        assert!(read(r#"{"code":"UserForbiddedToAccessSite"}"#).unwrap().code_is(USER_FORBIDDEN), "`code` too");
+        assert!(read(r#"{"errorCode":"userforbiddedtoaccesssite"}"#).is_some_and(|e| !e.code_is(USER_FORBIDDEN)));
+        assert_eq!(read("<html>UserForbiddedToAccessSite</html>"), None);
+        assert_eq!(read(r#"["UserForbiddedToAccessSite"]"#), None);
+        assert_eq!(read(r#"{"errorCode":7,"details":"keyLocation"}"#), Some(IndexNowError::default()));
+    }
+
+    #[test]
+    fn a_refused_key_location_names_itself_and_its_fix() {
+        let v = indexnow_verdict(400, &[], KEY_LOCATION_400, None);
+        assert!(
+            v.message.contains("refused the key location https://example.com/[REDACTED].txt itself"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("(Keylocation url is invalid)"), "{}", v.message);
+        let hint = v.hint.unwrap();
+        assert!(hint.contains("`key_location`") && hint.contains("without a redirect"), "{hint}");
+    }
+
+    #[test]
+    fn an_unrecognized_body_says_what_came_and_that_it_is_kept() {
+        let v = indexnow_verdict(200, &[], "<html><body>Sign in to continue</body></html>", None);
+        assert!(
+            v.message.contains("with an HTML page (<html><body>Sign in to continue</body></html>)"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("counted as accepted") && v.message.contains("indexq log"), "{}", v.message);
+        let v = indexnow_verdict(200, &[], "OK", None);
+        assert!(v.message.contains("a body that is neither empty nor JSON (OK)"), "{}", v.message);
+        let key = format!("<html>{KEY}</html>");
+        indexnow_verdict(200, &[], &key, None);
+    }
+
+    #[test]
+    fn a_key_refused_past_its_day_names_the_causes_of_user_forbidden() {
+        let v = key_never_accepted(USER_FORBIDDEN_403);
+        assert_eq!((v.class, v.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
+        let hint = v.hint.unwrap();
+        let order = ["Bing Webmaster Tools", "another host", "text/plain", "indexq queue retry", "indexq key generate"];
+        let at: Vec<usize> = order.iter().map(|p| hint.find(p).unwrap_or_else(|| panic!("{p}: {hint}"))).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "the causes in order, then rotation: {hint}");
+        for cause in ["Bing Webmaster Tools", "another host", "redirected"] {
+            assert!(v.message.contains(cause), "{cause}: {}", v.message);
+        }
+        for other in ["", "<html>", r#"{"errorCode":"SiteVerificationNotCompleted"}"#] {
+            let v = key_never_accepted(other);
+            assert_eq!(v.reason.to_string(), "key_never_accepted", "{other}");
+            assert!(v.hint.unwrap().contains("indexq key generate"));
+        }
+        assert_eq!(key_never_accepted(r#"{"code":"UserForbiddedToAccessSite"}"#).reason.to_string(), "user_forbidden");
+    }
+
     #[test]
     fn statuses() {
         type Headers<'a> = &'a [(&'a str, &'a str)];
@@ -180,9 +379,21 @@ mod tests {
         #[rustfmt::skip]
         let table: &[Row] = &[
             (200, &[], "", None, Class::Accepted, "ok", None),
+            (200, &[], " \r\n", None, Class::Accepted, "ok", None),
+            (200, &[], r#"{"success":true}"#, None, Class::Accepted, "ok", None),
+            (200, &[], "<html><body>Sign in to continue</body></html>", None, Class::Accepted, "unrecognized_body", None),
+            (200, &[], "OK", None, Class::Accepted, "unrecognized_body", None),
+            (202, &[], "<!DOCTYPE html><title>Portal</title>", None, Class::Accepted, "unrecognized_body", None),
             (204, &[], "", None, Class::Accepted, "ok", None),
             (202, &[], "", None, Class::Accepted, "key_validation_pending", None),
             (400, &[], "Invalid format", None, Class::Misconfigured, "bad_request", None),
+            (400, &[], KEY_LOCATION_400, None, Class::Misconfigured, "key_location_invalid", None),
+            (400, &[], r#"{"code":"InvalidRequestParameters","details":[{"target":"KEYLOCATION","message":""}]}"#, None, Class::Misconfigured, "key_location_invalid", None),
+            (400, &[], r#"{"errorCode":"InvalidRequestParameters","message":"Invalid request","details":[{"target":"urlList","message":"keyLocation"}]}"#, None, Class::Misconfigured, "bad_request", None),
+            (400, &[], r#"{"errorCode":"InvalidRequestParameters","message":"Keylocation url is invalid.","details":null}"#, None, Class::Misconfigured, "bad_request", None),
+            (422, &[], KEY_LOCATION_400, None, Class::Misconfigured, "key_location_invalid", None),
+            (422, &[], OUTSIDE_422, None, Class::Misconfigured, "url_not_on_host", None),
+            (403, &[], USER_FORBIDDEN_403, Some(&pending), Class::KeyPending, "key_pending", None),
             (403, &[], r#"{"errorCode":"SiteVerificationNotCompleted"}"#, Some(&pending), Class::KeyPending, "key_pending", None),
             (403, &[], r#"{"errorCode":"InvalidKey"}"#, None, Class::Misconfigured, "forbidden", None),
             (422, &[], "", None, Class::Misconfigured, "url_not_on_host", None),

@@ -47,12 +47,12 @@ mod test_support;
 
 pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
 pub use google::{google, GoogleContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP};
-pub use indexnow::{indexnow, IndexNowContext};
+pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
 
 use crate::model::Period;
-use crate::model::{Class, ClassReason, EngineKind, MisconfiguredReason, Reason, TransientReason};
+use crate::model::{AcceptedReason, Class, ClassReason, EngineKind, MisconfiguredReason, Reason, TransientReason};
 use chrono::{DateTime, Utc};
 use std::fmt;
 
@@ -197,6 +197,35 @@ fn answered(engine: EngineKind, resp: &Response, key: &str) -> String {
     }
 }
 
+/// A 2xx whose body is not the engine's own (`other`: what such a body is,
+/// for one that is neither empty nor HTML):
+/// `accepted` with the reason `unrecognized_body`. The engine may well have
+/// taken the request, but what answered may be a proxy or a captive portal
+/// (an HTML page), or the answer was cut off (an empty or truncated body):
+/// the message says which, and the caller keeps the body.
+fn unrecognized_body(engine: EngineKind, resp: &Response, key: &str, other: &str) -> Verdict {
+    let body = excerpt(&crate::redact::mask(resp.body, key));
+    let trimmed = resp.body.trim_start().to_ascii_lowercase();
+    let what = if body.is_empty() {
+        "an empty body".to_string()
+    } else if trimmed.starts_with("<!doctype") || trimmed.starts_with("<html") || trimmed.contains("<body") {
+        format!("an HTML page ({body})")
+    } else {
+        format!("{other} ({body})")
+    };
+    Verdict::new(
+        AcceptedReason::UnrecognizedBody,
+        format!(
+            "{} answered {} with {what}: counted as accepted, but the answer may not come from {} (a proxy, \
+             a captive portal) or was cut off; `indexq log` shows it, and `--force` sends the URLs \
+             again within the dedupe window.",
+            engine.title(),
+            http_status(resp.status),
+            engine.title()
+        ),
+    )
+}
+
 /// The server failed: `transient`, with the server's `Retry-After` if any.
 fn transient(engine: EngineKind, resp: &Response, key: &str, reason: TransientReason, what: &str) -> Verdict {
     transient_answered(resp, &answered(engine, resp, key), reason, what)
@@ -234,8 +263,8 @@ mod tests {
     const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/rejections");
     /// A shared collection beside the repository: read too when it exists.
     const SHARED_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/rejections");
-    /// The IndexNow fixtures that existed when this test was written.
-    const MIN_INDEXNOW_FIXTURES: usize = 8;
+    /// The IndexNow fixtures of the repository (at least).
+    const MIN_INDEXNOW_FIXTURES: usize = 12;
 
     #[derive(Debug, Clone, Deserialize)]
     struct Fixture {
@@ -248,6 +277,8 @@ mod tests {
         body: String,
         key_file: Option<FixtureKeyFile>,
         expect: String,
+        /// The reason expected too, where the fixture names one.
+        reason: Option<String>,
         retry: Option<String>,
         /// "token": the answer came from the OAuth2 token endpoint.
         phase: Option<String>,
@@ -341,6 +372,9 @@ mod tests {
                     verdict.class, verdict.reason, verdict.message
                 )),
                 Err(e) => failures.push(format!("{id}: {e}")),
+            }
+            if let Some(reason) = fixture.reason.as_deref().filter(|r| *r != verdict.reason.to_string()) {
+                failures.push(format!("{id}: expected the reason {reason}, got {}", verdict.reason));
             }
             if let Some(secs) = fixture.retry.as_deref().and_then(retry_seconds) {
                 if verdict.retry_after != Some(RetryAfter::Seconds(secs)) {

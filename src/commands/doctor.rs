@@ -25,6 +25,9 @@ pub struct Check {
     pub property: Option<String>,
     pub engine: Option<EngineKind>,
     pub ok: bool,
+    /// Nothing is broken, but it is likely not what was meant: `ok`, with
+    /// a `fix` to apply if it was not (human output: `warn`).
+    pub warning: bool,
     pub message: String,
     pub fix: Option<String>,
     /// A command a person can paste to see for themselves (human output
@@ -36,11 +39,15 @@ pub struct Check {
 
 impl Check {
     fn ok(check: &'static str, message: String) -> Check {
-        Check { check, property: None, engine: None, ok: true, message, fix: None, check_with: None }
+        Check { check, property: None, engine: None, ok: true, warning: false, message, fix: None, check_with: None }
     }
 
     fn problem(check: &'static str, message: String, fix: impl Into<String>) -> Check {
-        Check { check, property: None, engine: None, ok: false, message, fix: Some(fix.into()), check_with: None }
+        Check { ok: false, fix: Some(fix.into()), ..Check::ok(check, message) }
+    }
+
+    fn warning(check: &'static str, message: String, fix: impl Into<String>) -> Check {
+        Check { warning: true, fix: Some(fix.into()), ..Check::ok(check, message) }
     }
 
     fn about(mut self, property: &str, engine: EngineKind) -> Check {
@@ -60,6 +67,7 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
     let uses = |e| settings.properties.iter().any(|p| p.uses(e));
 
     if uses(EngineKind::IndexNow) {
+        checks.extend(indexnow_endpoints_check(settings));
         match IndexNow::new(settings, client.clone(), &mut redactor) {
             Err(e) => checks.push(Check::problem("indexnow_key", e.to_string(), e.hint.unwrap_or_default())),
             Ok(engine) => {
@@ -82,6 +90,9 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
                             )
                             .about(&p.name, EngineKind::IndexNow),
                         );
+                    }
+                    if let Some(check) = key_scope_check(p, &redactor) {
+                        checks.push(check.about(&p.name, EngineKind::IndexNow));
                     }
                 }
             }
@@ -149,7 +160,12 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
                 (Some(p), Some(e)) => format!(" [{} {p}]", e.title()),
                 _ => String::new(),
             };
-            writeln!(out, "{} {}{about}: {}", if c.ok { "ok " } else { "FIX" }, c.check, c.message)?;
+            let level = match (c.ok, c.warning) {
+                (false, _) => "FIX",
+                (true, true) => "warn",
+                (true, false) => "ok ",
+            };
+            writeln!(out, "{level} {}{about}: {}", c.check, c.message)?;
             if let Some(fix) = c.fix.as_deref().filter(|f| !f.is_empty()) {
                 writeln!(out, "    fix: {fix}")?;
             }
@@ -158,13 +174,71 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             }
         }
         let problems = checks.iter().filter(|c| !c.ok).count();
-        if problems == 0 {
+        let warnings = checks.iter().filter(|c| c.warning).count();
+        if problems == 0 && warnings > 0 {
+            writeln!(out, "Nothing to fix ({warnings} to look at); no submission quota was spent.")?;
+        } else if problems == 0 {
             writeln!(out, "Everything checks out; no submission quota was spent.")?;
         } else {
             writeln!(out, "{problems} to fix; no submission quota was spent.")?;
         }
     }
     Ok(if all_ok { ExitStatus::Ok } else { ExitStatus::NeedsHuman })
+}
+
+/// More than one IndexNow endpoint: each URL goes to each, while the engines
+/// share every submission among themselves (indexnow.org FAQ; Bing's
+/// announcement of the sharing, January 2022), so one reaches them all.
+fn indexnow_endpoints_check(settings: &Settings) -> Option<Check> {
+    let endpoints = &settings.indexnow.endpoints;
+    if endpoints.len() < 2 {
+        return None;
+    }
+    let hosts: Vec<&str> = endpoints.iter().map(|e| e.host_str().unwrap_or_default()).collect();
+    Some(Check::warning(
+        "indexnow_endpoints",
+        format!(
+            "{} IndexNow endpoints ({}): each URL goes {} times, to engines that share every submission with \
+             each other (indexnow.org FAQ), so one endpoint already reaches them all",
+            endpoints.len(),
+            hosts.join(", "),
+            endpoints.len()
+        ),
+        "keep one endpoint in `[indexnow] endpoints` (https://api.indexnow.org/indexnow) unless you mean to: \
+         each endpoint has its own queue and budget, which only helps to reach an engine that does not share, \
+         or to keep submitting while one endpoint fails",
+    ))
+}
+
+/// A key location below its host's root vouches only for URLs under its
+/// folder: said for every property where it is, and a warning when the
+/// property's site is wider than that folder (its other URLs are `invalid`
+/// for IndexNow, `outside_key_location`).
+fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> Option<Check> {
+    let location = property.indexnow.as_ref()?.key_location.as_ref()?;
+    let scope = crate::engines::indexnow::key_scope(&property.site, location)?;
+    let (shown, site) = (redactor.redact(scope.as_str()), &property.site);
+    let location = redactor.redact(location.as_str());
+    let others =
+        if property.bing.is_some() || property.google.is_some() { "; its other engines still get them" } else { "" };
+    Some(if crate::engines::indexnow::site_wider_than(&scope, site) {
+        Check::warning(
+            "indexnow_key_scope",
+            format!(
+                "the key location {location} vouches only for URLs under {shown}, and the site {site} is wider: \
+                 IndexNow gets none of its other URLs (each is `invalid` for IndexNow, outside_key_location{others})"
+            ),
+            format!(
+                "serve the key file at the root of the site and remove `key_location` (the root vouches for every \
+                 URL of the host), or, if only {shown} is meant for IndexNow, give it a property of its own"
+            ),
+        )
+    } else {
+        Check::ok(
+            "indexnow_key_scope",
+            format!("the key location {location} vouches for URLs under {shown}, which holds the site {site}"),
+        )
+    })
 }
 
 /// The `curl` line that fetches `property`'s key file, the key read from

@@ -112,7 +112,8 @@ fn starter(site: &Url) -> Result<String, &'static str> {
         env!("CARGO_PKG_VERSION")
     );
     let indexnow = "# The IndexNow key comes from $INDEXNOW_KEY (`indexq key generate --out DIR` makes\n\
-                    # one), its file served at the site's root (SITE/KEY.txt; else set key_location).\n\
+                    # one), its file served at the site's root (SITE/KEY.txt; else set key_location:\n\
+                    # a key file below the root vouches only for the URLs under its folder).\n\
                     indexnow = { key_env = \"INDEXNOW_KEY\",";
     let replacements: [(&'static str, String); 6] = [
         (EXAMPLE_HEADER, header),

@@ -83,6 +83,43 @@ pub fn default_key_location(site: &Url, key: &str) -> Url {
     url
 }
 
+/// The folder a key location below its host's root vouches for: with the key
+/// file at `https://HOST/static/k.txt`, IndexNow takes only URLs under
+/// `https://HOST/static/` (indexnow.org documentation, the key file's
+/// second option: a key file elsewhere than the root covers only the URLs
+/// that start with its folder; Bing answers any other 422 "One or more URLs
+/// are not related to your site verified through the keylocation
+/// parameter", fixture `indexnow-422-outside-key-location`). `None` when
+/// the key is at the root, every URL of the host being covered, or on
+/// another host, which `doctor` reports as wrong in itself.
+pub fn key_scope(site: &Url, key_location: &Url) -> Option<Url> {
+    if key_location.host_str() != site.host_str() {
+        return None;
+    }
+    let path = key_location.path();
+    let folder = &path[..=path.rfind('/')?];
+    if folder == "/" {
+        return None;
+    }
+    let mut scope = key_location.clone();
+    scope.set_path(folder);
+    scope.set_query(None);
+    scope.set_fragment(None);
+    Some(scope)
+}
+
+/// Whether `url` is under `scope`, a key location's folder ([`key_scope`]):
+/// on its host, its path under the folder's.
+pub fn in_key_scope(scope: &Url, url: &Url) -> bool {
+    url.host_str() == scope.host_str() && url.path().starts_with(scope.path())
+}
+
+/// Whether a site reaches outside its key location's folder `scope`: some
+/// of its URLs are then out of the key's reach.
+pub fn site_wider_than(scope: &Url, site: &Url) -> bool {
+    !in_key_scope(scope, site)
+}
+
 #[async_trait]
 impl Engine for IndexNow {
     fn max_batch(&self) -> usize {
@@ -162,5 +199,35 @@ impl IndexNow {
                 Answer::received(verdict, &r, &self.redactor)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_key_below_the_root_vouches_for_its_folder_only() {
+        let site = url("https://site.example/");
+        assert_eq!(key_scope(&site, &url("https://site.example/k.txt")), None, "at the root: the whole host");
+        assert_eq!(key_scope(&site, &url("https://other.example/static/k.txt")), None, "another host");
+        let scope = key_scope(&site, &url("https://site.example/static/k.txt?v=1#x")).unwrap();
+        assert_eq!(scope.as_str(), "https://site.example/static/");
+        assert!(in_key_scope(&scope, &url("https://site.example/static/a.html")));
+        assert!(in_key_scope(&scope, &url("https://site.example/static/deep/er")));
+        assert!(in_key_scope(&scope, &url("http://site.example/static/a")), "IndexNow mixes http and https");
+        assert!(!in_key_scope(&scope, &url("https://site.example/staticx/a")), "a folder, not a prefix");
+        assert!(!in_key_scope(&scope, &url("https://site.example/static")), "the folder's name without its slash");
+        assert!(!in_key_scope(&scope, &url("https://site.example/blog/a")));
+        assert!(!in_key_scope(&scope, &url("https://www.site.example/static/a")));
+        assert!(site_wider_than(&scope, &site));
+        assert!(!site_wider_than(&scope, &url("https://site.example/static/")));
+        assert!(!site_wider_than(&scope, &url("https://site.example/static/docs/")));
+        let nested = key_scope(&site, &url("https://site.example/a/b/k.txt")).unwrap();
+        assert_eq!(nested.path(), "/a/b/");
     }
 }

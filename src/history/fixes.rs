@@ -6,9 +6,10 @@
 //! service account) — and the hint of the one that gives the same reason is
 //! kept. `classify` stays the one place where fixes are worded.
 //!
-//! Two reasons come from the scheduler, not from an answer: `gave_up`
-//! (transient for too long) and `key_never_accepted` (key_pending for too
-//! long); their fixes are the ones `submit` reports.
+//! Three reasons come from the scheduler, not from an answer: `gave_up`
+//! (transient for too long), and `key_never_accepted` or `user_forbidden`
+//! (key_pending for too long, the latter IndexNow's 403
+//! `UserForbiddedToAccessSite`); their fixes are the ones `submit` reports.
 
 use crate::classify::{self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response};
 use crate::model::{EngineKind, HttpStatus, MisconfiguredReason, Reason, TokenHttpStatus};
@@ -29,8 +30,6 @@ pub struct Context {
 
 /// The fix `submit` gives for items parked by the scheduler.
 const GAVE_UP: &str = "check the endpoint and the network, then `indexq queue retry`";
-const KEY_NEVER_ACCEPTED: &str =
-    "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)";
 
 /// A key of the right form for made-up key-file answers (only the hint is
 /// kept, and the key location is already masked).
@@ -43,7 +42,12 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
     // statuses that carry misconfigured reasons.
     let named = match reason {
         Reason::Misconfigured(MisconfiguredReason::GaveUp) => return Some(GAVE_UP.into()),
-        Reason::Misconfigured(MisconfiguredReason::KeyNeverAccepted) => return Some(KEY_NEVER_ACCEPTED.into()),
+        Reason::Misconfigured(MisconfiguredReason::KeyNeverAccepted | MisconfiguredReason::UserForbidden) => {
+            // As `submit` words them: from IndexNow's last 403, by its `errorCode`.
+            let forbidden = format!(r#"{{"errorCode":"{}"}}"#, classify::USER_FORBIDDEN);
+            let verdicts = ["", forbidden.as_str()].map(classify::key_never_accepted);
+            return verdicts.into_iter().find(|v| v.reason == reason).and_then(|v| v.hint);
+        }
         Reason::Misconfigured(
             MisconfiguredReason::Http(HttpStatus(status)) | MisconfiguredReason::TokenHttp(TokenHttpStatus(status)),
         ) => Some(status),
@@ -55,6 +59,9 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
             let with = |check| IndexNowContext { key: SOME_KEY, key_location: &ctx.key_location, key_file: check };
             let mut verdicts: Vec<_> =
                 statuses.iter().map(|&s| classify::indexnow(&answer(s, ""), &with(None))).collect();
+            // A refused key location is named by the answer's `details[].target`, as IndexNow sends it.
+            let key_location = r#"{"errorCode":"InvalidRequestParameters","details":[{"target":"keyLocation"}]}"#;
+            verdicts.push(classify::indexnow(&answer(400, key_location), &with(None)));
             let checks = [
                 KeyFileCheck::Failed { error: String::new() },
                 KeyFileCheck::Fetched { status: 404, body: String::new() },
@@ -148,12 +155,20 @@ mod tests {
             "key_file_wrong",
             "gave_up",
             "key_never_accepted",
+            "user_forbidden",
+            "key_location_invalid",
         ];
         for reason in indexnow {
             let fix =
                 hint(EngineKind::IndexNow, misconfigured(reason), url, &ctx()).unwrap_or_else(|| panic!("{reason}"));
             assert!(!fix.contains(SOME_KEY), "{reason}: {fix}");
         }
+        let forbidden = hint(EngineKind::IndexNow, misconfigured("user_forbidden"), url, &ctx()).unwrap();
+        assert!(forbidden.contains("Bing Webmaster Tools") && forbidden.contains("indexq key generate"), "{forbidden}");
+        let never = hint(EngineKind::IndexNow, misconfigured("key_never_accepted"), url, &ctx()).unwrap();
+        assert!(!never.contains("Bing Webmaster Tools"), "{never}");
+        let location = hint(EngineKind::IndexNow, misconfigured("key_location_invalid"), url, &ctx()).unwrap();
+        assert!(location.contains("https://example.com/[REDACTED].txt"), "{location}");
         let missing = hint(EngineKind::IndexNow, misconfigured("key_file_missing"), url, &ctx()).unwrap();
         assert!(missing.contains("https://example.com/[REDACTED].txt"), "{missing}");
         let bing = [

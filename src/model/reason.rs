@@ -103,6 +103,10 @@ reason_enum! {
         KeyValidationPending = "key_validation_pending",
         /// The URL Inspection API says Google has indexed the URL: not published.
         AlreadyIndexed = "already_indexed",
+        /// A 2xx whose body is not the engine's own (an HTML page from a
+        /// proxy or captive portal, an empty or cut-off body): counted as
+        /// accepted, the body kept, the run's report says how many.
+        UnrecognizedBody = "unrecognized_body",
         ;
         /// Bing's 12 `AlreadyExists`.
         Bing(BingCode),
@@ -174,6 +178,9 @@ reason_enum! {
         KeyFileWrong = "key_file_wrong",
         KeyFileBom = "key_file_bom",
         KeyFileHtml = "key_file_html",
+        /// IndexNow refused the `keyLocation` itself (a 400 whose
+        /// `details[].target` is `keyLocation`).
+        KeyLocationInvalid = "key_location_invalid",
         ApiDisabled = "api_disabled",
         OwnershipNotVerified = "ownership_not_verified",
         Unauthenticated = "unauthenticated",
@@ -187,6 +194,9 @@ reason_enum! {
         GaveUp = "gave_up",
         /// `key_pending` past its deadline (the scheduler).
         KeyNeverAccepted = "key_never_accepted",
+        /// `key_pending` past its deadline, IndexNow's answer being 403
+        /// `UserForbiddedToAccessSite` (the scheduler).
+        UserForbidden = "user_forbidden",
         ;
         Http(HttpStatus),
         TokenHttp(TokenHttpStatus),
@@ -235,6 +245,9 @@ reason_enum! {
         InvalidUrl = "invalid_url",
         /// Invalid: no property covers the URL.
         NoProperty = "no_property",
+        /// Invalid for IndexNow only: the URL is outside the folder of the
+        /// property's `key_location`, the only URLs that key vouches for.
+        OutsideKeyLocation = "outside_key_location",
         /// Invalid: a sitemap could not be read.
         Sitemap = "sitemap",
         /// Invalid: a URL-list file of a property's `sources` could not be read.
@@ -498,6 +511,8 @@ mod tests {
             MisconfiguredReason::BadRequest,
             MisconfiguredReason::UrlNotOnHost,
             MisconfiguredReason::KeyNeverAccepted,
+            MisconfiguredReason::UserForbidden,
+            MisconfiguredReason::KeyLocationInvalid,
             MisconfiguredReason::OwnershipNotVerified,
             MisconfiguredReason::Bing(BingCode::InvalidUrl),
             MisconfiguredReason::Http(HttpStatus(404)),

@@ -9,7 +9,7 @@ use super::parked::ParkedNotice;
 use super::printer::{self, group_title, rfc3339};
 use super::results::Results;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, LocalReason, Outcome, Reason};
+use crate::model::{AcceptedReason, EngineKind, LocalReason, Outcome, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -315,6 +315,12 @@ impl SubmitReport<'_> {
                     writeln!(out, "  {} parked.{}", plural(n, "URL is", "URLs are"), notice.who())?;
                 }
                 _ if quiet => {}
+                Outcome::Accepted if a.reason == Reason::Accepted(AcceptedReason::UnrecognizedBody) => writeln!(
+                    out,
+                    "{title}: {} accepted, the answer not {}'s own (unrecognized_body).",
+                    plural(n, "URL", "URLs"),
+                    a.group.engine.title()
+                )?,
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
                 Outcome::Skipped => {
                     let why = match a.reason {

@@ -189,3 +189,26 @@ fn doctor_shows_a_curl_line_that_fetches_the_key_file_without_holding_the_key() 
     assert_eq!(line, format!("curl -fsS \"{}/$(cat '{}').txt\"", sb.site.url(), file.display()), "{human}");
     assert_eq!(pasted(&sb, &line).trim(), KEY);
 }
+
+#[test]
+fn several_indexnow_endpoints_are_warned_about_with_how_many_times_each_url_goes() {
+    let mut sb = Sandbox::new();
+    sb.endpoints.push(format!("{}/second", sb.engine.url()));
+    sb.endpoints.push(format!("{}/third", sb.engine.url()));
+    sb.write_config();
+    let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
+    let doctor = done.doctor_doc();
+    let c = doctor.check("indexnow_endpoints");
+    assert!(c.ok && c.warning, "a warning, not a problem: {c:?}");
+    assert!(c.message.contains("3 IndexNow endpoints") && c.message.contains("each URL goes 3 times"), "{c:?}");
+    assert!(c.message.contains("share every submission"), "{c:?}");
+    assert!(c.fix.as_deref().unwrap().contains("keep one endpoint"), "{c:?}");
+    let human = sb.indexq(&["doctor"]).now(NOW).output().code(0);
+    assert!(human.stdout.contains("warn indexnow_endpoints: 3 IndexNow endpoints"), "{}", human.stdout);
+    assert!(sb.engine.requests().is_empty(), "nothing submitted");
+
+    // One endpoint: nothing to say.
+    let sb = Sandbox::new();
+    let doctor = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0).doctor_doc();
+    assert!(doctor.checks.iter().all(|c| c.check != "indexnow_endpoints" && !c.warning), "{doctor:#?}");
+}

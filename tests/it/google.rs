@@ -506,8 +506,13 @@ fn every_google_fixture_gets_its_expected_class() {
         if fixture["retry"].as_str().is_some_and(|s| s.contains("midnight America/Los_Angeles")) {
             assert_eq!(r["retry_at"], "2026-12-03T00:00:00-08:00", "{id}: {r:#}");
         }
+        if let Some(reason) = fixture["reason"].as_str() {
+            assert_eq!(r["reason"], reason, "{id}: {r:#}");
+        }
         if expect == "misconfigured" {
             assert!(r.get("retry_at").is_none(), "{id}: parked: {r:#}");
+        } else if expect == "accepted" {
+            assert!(r.get("retry_at").is_none(), "{id}: done: {r:#}");
         } else {
             assert!(r.get("retry_at").is_some(), "{id}: a retry is scheduled: {r:#}");
         }

@@ -39,6 +39,10 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     assert!(text.contains("key_env = \"INDEXNOW_KEY\""), "{text}");
     // The example's comments come along.
     assert!(text.contains("# bing = {"), "{text}");
+    // One IndexNow endpoint, and why: the engines share every submission.
+    assert_eq!(text.matches("endpoints = [\"https://api.indexnow.org/indexnow\"]").count(), 1, "{text}");
+    assert!(text.contains("share every submission\n# with each other (indexnow.org FAQ)"), "{text}");
+    assert!(text.contains("a key file below the root vouches only for the URLs under its folder"), "{text}");
     assert!(text.contains("[retry]"), "{text}");
     // It parses as a configuration, and its one property reads the site's sitemap.
     let settings = indexq::config::parse(&written, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -52,7 +56,7 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     // The key file is served where the starter says (the site's root): doctor is content.
     let doctor = in_dir(&sb, "fresh", &["--config", "indexq.toml", "--json", "doctor"]).output().code(0);
     let checks = doctor.doctor_doc().checks;
-    assert!(checks.iter().all(|c| c.ok), "{checks:#?}");
+    assert!(checks.iter().all(|c| c.ok && !c.warning), "{checks:#?}");
     assert!(checks.iter().any(|c| c.check == "indexnow_key_file"), "{checks:#?}");
     assert_eq!(sb.site.requests_to("GET", &format!("/{KEY}.txt")).len(), 1, "doctor fetched the key file");
 

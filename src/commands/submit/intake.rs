@@ -14,7 +14,7 @@ use super::stop::UntilStop;
 use super::{base_entry, Run};
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
-use crate::engines;
+use crate::engines::{self, indexnow};
 use crate::ingest::{self, sitemap};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
 use crate::model::{Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, SourceDocument};
@@ -33,6 +33,10 @@ const ADMIT_BATCH: usize = 10_000;
 /// being filled, the rule for URLs accepted before, and the plan's counts.
 pub(super) struct Intake {
     routes: HashMap<String, Vec<GroupKey>>,
+    /// Per property whose IndexNow key location is below its host's root:
+    /// the folder the key vouches for (`engines::indexnow::key_scope`), and
+    /// how it is shown.
+    key_scopes: HashMap<String, (url::Url, String)>,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
@@ -47,6 +51,7 @@ impl Intake {
     fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
         let mut intake = Intake {
             routes: HashMap::new(),
+            key_scopes: HashMap::new(),
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
@@ -75,6 +80,7 @@ impl Run<'_> {
             changed: args.changed,
         };
         let mut intake = Intake::new(self.known_groups(), rule, args.since);
+        intake.key_scopes = key_scopes(self.settings);
         for (name, reader) in readers {
             if self.stop.requested() {
                 self.cut.input_cut = true;
@@ -249,8 +255,38 @@ impl Run<'_> {
             intake.before_since += 1;
             return Ok(());
         }
+        // IndexNow takes only the URLs under the key location's folder: the
+        // others are not sent to it (one result, whatever the endpoints), and
+        // still go to the property's other engines.
+        let scope = intake.key_scopes.get(&property.name).filter(|(scope, _)| !indexnow::in_key_scope(scope, &url));
+        let (mut to_indexnow, mut to_others) = (false, false);
         for group in intake.routes.get(&property.name).into_iter().flatten() {
+            if group.engine == EngineKind::IndexNow {
+                to_indexnow = true;
+                if scope.is_some() {
+                    continue;
+                }
+            } else {
+                to_others = true;
+            }
             intake.batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action, lastmod });
+        }
+        if let Some((_, scope)) = scope.filter(|_| to_indexnow) {
+            let others = if to_others { " (its other engines still get it)" } else { "" };
+            let why = format!(
+                "outside {scope}, the folder of the IndexNow key location of property `{}`: IndexNow takes only \
+                 URLs under it, so it is not sent to IndexNow{others}",
+                property.name
+            );
+            printer.invalid(&format!("{place}: `{text}`: {why}"));
+            let mut e = invalid(text, place, LocalReason::OutsideKeyLocation, why);
+            (e.property, e.engine) = (Some(property.name.clone()), Some(EngineKind::IndexNow));
+            e.hint = Some(
+                "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
+                 of the host), or move it to a folder that holds every URL you submit"
+                    .into(),
+            );
+            self.invalid_line(e)?;
         }
         if intake.batch.len() >= ADMIT_BATCH {
             self.flush(intake)?;
@@ -301,6 +337,25 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// The folder each property's IndexNow key vouches for, when its key
+/// location is below its host's root (the key itself masked, should a
+/// folder be named after it).
+fn key_scopes(settings: &crate::config::Settings) -> HashMap<String, (url::Url, String)> {
+    let mut scopes = HashMap::new();
+    for property in &settings.properties {
+        let Some(table) = &property.indexnow else { continue };
+        let Some(scope) = table.key_location.as_ref().and_then(|l| indexnow::key_scope(&property.site, l)) else {
+            continue;
+        };
+        let shown = match crate::config::read_indexnow_key(table) {
+            Ok(key) => crate::redact::mask(scope.as_str(), key.expose()),
+            Err(_) => scope.to_string(),
+        };
+        scopes.insert(property.name.clone(), (scope, shown));
+    }
+    scopes
 }
 
 /// Whether a run reads the configured sources: given no input, unless

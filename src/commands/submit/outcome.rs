@@ -13,7 +13,10 @@ use crate::commands::ExitStatus;
 use crate::config::RetrySettings;
 use crate::engines;
 use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish};
-use crate::model::{Class, EngineKind, GroupKey, LocalReason, NextStep, Outcome, Reason, RuleWindow, Usage};
+use crate::model::{
+    AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
+    RuleWindow, Usage,
+};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
 use crate::output::results::ResultEntry;
@@ -81,7 +84,11 @@ impl Run<'_> {
             refund,
             windows: d.windows,
         })?;
-        if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(|a| a.verdict.class == Class::Accepted)) {
+        // An answer that is not the engine's own (`unrecognized_body`) says
+        // nothing of the key: it does not count as the key accepted.
+        let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
+        let accepted = |a: &engines::Answer| a.verdict.class == Class::Accepted && a.verdict.reason != unrecognized;
+        if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(accepted)) {
             self.ledger.credential_accepted(&c)?;
         }
         Ok(())
@@ -163,6 +170,9 @@ impl Run<'_> {
             }
         }
         let parked = self.parked_notices(started)?;
+        if let Some(note) = unrecognized_note(&self.results) {
+            self.notes.push(note);
+        }
         self.results.flush()?;
         let interruption = signal.map(|s| self.cut.interruption(s, self.stop.grace(), queued));
         let report = SubmitReport {
@@ -199,6 +209,22 @@ impl Run<'_> {
             None => exit_status(fail_on, &summary, reminded),
         })
     }
+}
+
+/// The run's one note about answers counted as accepted whose body was not
+/// the engine's (`unrecognized_body`), with how many URLs got one.
+fn unrecognized_note(results: &crate::output::results::Results) -> Option<String> {
+    let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
+    let n: u64 = results.aggregates().iter().filter(|a| a.reason == unrecognized).map(|a| a.count).sum();
+    (n > 0).then(|| {
+        format!(
+            "{n} {} counted as accepted although the answer was not the engine's own (unrecognized_body: an HTML \
+             page from a proxy or a captive portal, or an empty or cut-off body): {} not sent again within the \
+             dedupe window; `indexq log` shows each body, and `--force` sends them again",
+            if n == 1 { "URL was" } else { "URLs were" },
+            if n == 1 { "it is" } else { "they are" }
+        )
+    })
 }
 
 /// 3 (needs a human) when some result is in a `--fail-on` outcome, or
@@ -414,15 +440,29 @@ fn item_result(
         Decision::Park { reason, message } => {
             if let Some(reason) = reason {
                 e.outcome = Outcome::Misconfigured;
-                e.reason = reason.into();
-                e.message = format!("{} (last answer: {})", message.unwrap_or_default(), verdict.message);
-                e.hint = Some(match verdict.class {
+                let message = message.unwrap_or_default();
+                match verdict.class {
+                    // The key refused past its deadline: `classify` words why,
+                    // from IndexNow's last answer (its `errorCode`).
                     Class::KeyPending => {
-                        "check that key_location serves exactly the key, or rotate the key (`indexq key generate`)"
-                            .into()
+                        let gave_up =
+                            crate::classify::key_never_accepted(answer.response.body.as_deref().unwrap_or(""));
+                        e.message = match gave_up.reason {
+                            // Names what IndexNow said (its body stays in `log`).
+                            Reason::Misconfigured(MisconfiguredReason::UserForbidden) => {
+                                format!("{message}: {}", gave_up.message)
+                            }
+                            _ => format!("{message} (last answer: {})", verdict.message),
+                        };
+                        e.reason = gave_up.reason;
+                        e.hint = gave_up.hint;
                     }
-                    _ => "check the endpoint and the network, then `indexq queue retry`".into(),
-                });
+                    _ => {
+                        e.reason = reason.into();
+                        e.message = format!("{message} (last answer: {})", verdict.message);
+                        e.hint = Some("check the endpoint and the network, then `indexq queue retry`".into());
+                    }
+                }
             }
             (Class::Misconfigured, NextStep::Park { fingerprint: fingerprint.to_string() })
         }
@@ -739,6 +779,20 @@ mod tests {
         let (_, e) = item_result(&g, &it, &key, gave_up(MisconfiguredReason::KeyNeverAccepted), now, tz, "fp");
         assert_eq!(e.reason.to_string(), "key_never_accepted");
         assert!(e.hint.is_some_and(|h| h.contains("indexq key generate")));
+        // IndexNow's last 403 said UserForbiddedToAccessSite: the causes reported for it, in order.
+        let mut forbidden = answer(Class::KeyPending, "key_pending");
+        forbidden.response.body = Some(r#"{"errorCode":"UserForbiddedToAccessSite","message":"User is unauthorized to access the site. Please verify the site using the key and try again","details":null}"#.into());
+        let (r, e) = item_result(&g, &it, &forbidden, gave_up(MisconfiguredReason::KeyNeverAccepted), now, tz, "fp");
+        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "user_forbidden"));
+        assert_eq!((r.class, r.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
+        assert!(
+            e.message.starts_with("gave up: IndexNow says UserForbiddedToAccessSite, and the causes"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("last answer"), "{}", e.message);
+        let hint = e.hint.unwrap();
+        assert!(hint.starts_with("1) verify the site in Bing Webmaster Tools"), "{hint}");
     }
 
     fn used(run: &mut Run) -> u64 {

@@ -616,8 +616,10 @@ pub struct Check {
     #[serde(deserialize_with = "nullable")]
     pub engine: Option<Engine>,
     pub ok: bool,
+    /// Nothing to fix, but likely not what was meant (`ok`, with a `fix`).
+    pub warning: bool,
     pub message: String,
-    /// The fix, for a problem.
+    /// The fix, for a problem or a warning.
     #[serde(deserialize_with = "nullable")]
     pub fix: Option<String>,
 }
@@ -632,7 +634,11 @@ impl Doctor {
 
     fn rules(&self) -> Result<(), String> {
         for c in &self.checks {
-            ensure(c.fix.is_some() != c.ok, &format!("a problem has a fix, a pass none: {c:?}"))?;
+            ensure(
+                c.fix.is_some() == (!c.ok || c.warning),
+                &format!("a problem or a warning has a fix, a pass none: {c:?}"),
+            )?;
+            ensure(c.ok || !c.warning, &format!("a warning is no problem: {c:?}"))?;
             let about = c.property.is_some() == c.engine.is_some();
             ensure(about, &format!("a check is about a property's engine, or neither: {c:?}"))?;
         }
