@@ -120,8 +120,11 @@ pub fn stranded_hint(group: &GroupKey) -> String {
     )
 }
 
-/// Bing's documented daily quota for a new site: the limit that applies
+/// indexq's conservative default for Bing's day: the limit that applies
 /// when Bing's own numbers cannot be read and no local rule is configured.
+/// Not a figure Bing documents — its quota is adaptive (up to 10,000 URLs a
+/// day for an established site) and `GetUrlSubmissionQuota` is the only
+/// source of it — but one low enough for any site.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
 
 /// Google's documented limits on URL inspections, per property.

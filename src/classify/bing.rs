@@ -1,5 +1,6 @@
 //! Bing Webmaster (`SubmitUrlBatch`): by `ErrorCode`. Quota messages under a
-//! generic code are `daily_quota` / `monthly_quota`; throttles wait
+//! generic code are `daily_quota` / `monthly_quota`, or `partial_quota` when
+//! they say something is left (what is left is reported); throttles wait
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
 
 use super::{answered, excerpt, http_status, transient, unrecognized_body, Response, RetryAfter, Verdict};
@@ -42,24 +43,106 @@ fn bing_generic_code(code: i64) -> bool {
     matches!(code, 0 | 2 | 8) || BingCode::from_number(code) == BingCode::UnknownErrorCode
 }
 
-/// Which quota a Bing message says is spent, if it is a quota message.
+/// What a Bing quota message says: the window it names and, when it says
+/// so, what is left of it and how many URLs the refused request carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct QuotaMessage {
+    period: Period,
+    /// What is left of the window: `Some(0)` when it is spent ("exceeded"),
+    /// `None` when the message names a remainder without a number indexq
+    /// can read (the window is then taken as spent).
+    left: Option<u64>,
+    /// "Submitted: M": the URLs of the refused request.
+    submitted: Option<u64>,
+}
+
+/// The number after `phrase` (and an optional colon) in `m`, if `m` has the
+/// phrase: `Some(None)` when no number follows it.
+fn number_after(m: &str, phrase: &str) -> Option<Option<u64>> {
+    let rest = &m[m.find(phrase)? + phrase.len()..];
+    let rest = rest.trim_start().strip_prefix(':').unwrap_or(rest).trim_start();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some(digits.parse().ok())
+}
+
+/// Which quota a Bing message speaks of, and what it says is left, if it is
+/// a quota message.
 ///
 /// Free text, read only under a generic code ([`bing_generic_code`]): Bing
-/// gives its quota answers no code of their own. The real answers matched:
-/// `{"ErrorCode":2,"Message":"ERROR!!! You have exceeded your daily url
-/// submission quota : 100"}` and `{"ErrorCode":8,"Message":"ERROR!!! Quota
-/// remaining for today: 0, Submitted: 100"}` (both HTTP 400; fixtures
-/// `bing-400-daily-quota`, `bing-400-quota-remaining-code8`), and their
-/// monthly forms.
-fn bing_quota_message(message: &str) -> Option<Period> {
+/// gives its quota answers no code of their own. The real answers matched
+/// (all HTTP 400):
+/// - `{"ErrorCode":2,"Message":"ERROR!!! You have exceeded your daily url
+///   submission quota : 100"}` (fixture `bing-400-daily-quota`): the day is
+///   spent; its number is the quota's size, so 0 is left;
+/// - `{"ErrorCode":8,"Message":"ERROR!!! Quota remaining for today: 0,
+///   Submitted: 100"}` (fixture `bing-400-quota-remaining-code8`): 0 left;
+/// - `{"ErrorCode":2,"Message":"ERROR!!! Quota remaining for today: 10,
+///   Submitted: 32"}` (issue 26's measurement, fixture
+///   `bing-400-quota-remaining-partial-today`): a batch larger than what is
+///   left, 10;
+/// - and their monthly forms ("your monthly url submission quota", "Quota
+///   remaining for this month: N"; fixture
+///   `bing-400-quota-remaining-partial-month`).
+///
+/// A message naming both windows is read for the one with less left (the
+/// month on a tie: it lasts longer).
+fn bing_quota_message(message: &str) -> Option<QuotaMessage> {
     let m = message.to_ascii_lowercase();
-    let spent = m.contains("quota remaining for today: 0")
-        || m.contains("quota remaining for this month: 0")
-        || (m.contains("exceeded") && m.contains("quota"));
-    if !spent {
-        return None;
+    let submitted = number_after(&m, "submitted").flatten();
+    let remainders = [(Period::Day, "quota remaining for today"), (Period::Month, "quota remaining for this month")]
+        .into_iter()
+        .filter_map(|(period, phrase)| number_after(&m, phrase).map(|left| QuotaMessage { period, left, submitted }));
+    // Unreadable (`None`) sorts first: the window is taken as spent.
+    let binding = remainders.min_by_key(|q| (q.left, q.period != Period::Month));
+    if binding.is_some() {
+        return binding;
     }
-    Some(if m.contains("month") { Period::Month } else { Period::Day })
+    if m.contains("exceeded") && m.contains("quota") {
+        let period = if m.contains("month") { Period::Month } else { Period::Day };
+        return Some(QuotaMessage { period, left: Some(0), submitted });
+    }
+    None
+}
+
+/// The verdict of a Bing quota message (`q`): a window with nothing left is
+/// spent (`daily_quota` / `monthly_quota`, until it ends); with some left,
+/// the request was larger than that (`partial_quota`): the engine's
+/// remainder is recorded and that much goes again at once. A remainder at
+/// least as large as the refused request explains nothing: indexq waits as
+/// for a throttle.
+fn bing_quota_verdict(resp: &Response, q: QuotaMessage, answered: &str, site: &str) -> Verdict {
+    let (spent, which) = match q.period {
+        // `bing_quota_message` names only days and months.
+        Period::Day | Period::Minute => (QuotaReason::DailyQuota, "today's"),
+        Period::Month => (QuotaReason::MonthlyQuota, "this month's"),
+    };
+    let base = |reason: QuotaReason, message: String| Verdict {
+        quota_window: q.period,
+        reported: q.left.map(|left| (q.period, left)),
+        ..Verdict::new(reason, message)
+    };
+    match q.left {
+        Some(left) if left > 0 => {
+            let what = format!("{left} URLs are left of {which} URL submission quota for {site}");
+            if q.submitted.is_some_and(|submitted| submitted <= left) {
+                let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
+                let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+                let message = format!(
+                    "{answered}: {what}, yet Bing refused a request no larger than that; indexq retries {when}."
+                );
+                return Verdict { retry_after, ..base(QuotaReason::PartialQuota, message) };
+            }
+            let message = format!(
+                "{answered}: the request was larger than what is left: {what}. indexq sends that many again now; \
+                 the rest waits for the next window."
+            );
+            base(QuotaReason::PartialQuota, message)
+        }
+        _ => base(
+            spent,
+            format!("{answered}: {which} URL submission quota for {site} is used. indexq waits for the next window."),
+        ),
+    }
 }
 
 /// Classifies a Bing Webmaster API answer (`SubmitUrlBatch`), table-driven
@@ -69,7 +152,8 @@ fn bing_quota_message(message: &str) -> Option<Period> {
 /// |---|---|---|
 /// | 200 with Bing's JSON (`{"d": …}`) without an error | accepted | `ok` |
 /// | 200 with any other body (empty, HTML, other JSON, cut off) | accepted | `unrecognized_body` (the body is kept) |
-/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent) |
+/// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent; 0 left is reported) |
+/// | "Quota remaining for today: N, Submitted: M" (or "this month"), N > 0, under a generic code | quota | `partial_quota`: N is reported; N < M (or no M): no wait, that many go again at once; else `Retry-After`, else 60 s |
 /// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
 /// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
 /// | ErrorCode 12 `AlreadyExists` | accepted | `AlreadyExists` |
@@ -83,22 +167,8 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     // (3 `InvalidApiKey` mentioning a quota, 4 `ThrottleUser`, …) is that code.
     let quota_text =
         error.as_ref().filter(|(code, _)| bing_generic_code(*code)).and_then(|(_, m)| bing_quota_message(m));
-    if let Some(window) = quota_text {
-        let (reason, which) = match window {
-            // `bing_quota_message` names only days and months.
-            Period::Day | Period::Minute => (QuotaReason::DailyQuota, "today's"),
-            Period::Month => (QuotaReason::MonthlyQuota, "this month's"),
-        };
-        return Verdict {
-            quota_window: window,
-            ..Verdict::new(
-                reason,
-                format!(
-                    "{answered}: {which} URL submission quota for {} is used. indexq waits for the next window.",
-                    ctx.site_url
-                ),
-            )
-        };
+    if let Some(q) = quota_text {
+        return bing_quota_verdict(resp, q, &answered, ctx.site_url);
     }
     let Some((code, message)) = error else {
         return match status {
@@ -243,6 +313,51 @@ mod tests {
         assert_eq!(told.retry_after, Some(RetryAfter::Seconds(300)));
         let not_authorized = bing_verdict(400, &[], r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#);
         assert!(not_authorized.hint.unwrap().contains("Verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
+    /// Every Bing quota wording with a number is read for that number: what
+    /// is left (the window is spent at 0), and whether the refused request
+    /// explains the refusal (issue 26).
+    #[test]
+    fn bing_quota_wordings_are_read_for_what_is_left() {
+        let err = |code: i64, message: &str| format!(r#"{{"ErrorCode":{code},"Message":"{message}"}}"#);
+        let throttle = Some(RetryAfter::Seconds(BING_THROTTLE_WAIT));
+        // (body, reason, quota window, what is left, retry)
+        type Row = (String, &'static str, Period, Option<(Period, u64)>, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            // The real partial refusal (fixture bing-400-quota-remaining-partial-today): 10 go again at once.
+            (err(2, "ERROR!!! Quota remaining for today: 10, Submitted: 32"), "partial_quota", Period::Day, Some((Period::Day, 10)), None),
+            (err(2, "ERROR!!! Quota remaining for this month: 5, Submitted: 8"), "partial_quota", Period::Month, Some((Period::Month, 5)), None),
+            (err(8, "Quota remaining for today:7"), "partial_quota", Period::Day, Some((Period::Day, 7)), None),
+            // A remainder no smaller than the request explains nothing: a throttle's wait.
+            (err(2, "ERROR!!! Quota remaining for today: 40, Submitted: 32"), "partial_quota", Period::Day, Some((Period::Day, 40)), throttle),
+            (err(2, "ERROR!!! Quota remaining for today: 32, Submitted: 32"), "partial_quota", Period::Day, Some((Period::Day, 32)), throttle),
+            // Nothing left: the window is spent, and 0 is what is left.
+            (err(8, "ERROR!!! Quota remaining for today: 0, Submitted: 100"), "daily_quota", Period::Day, Some((Period::Day, 0)), None),
+            (err(2, "ERROR!!! Quota remaining for this month: 0, Submitted: 3"), "monthly_quota", Period::Month, Some((Period::Month, 0)), None),
+            (err(2, "ERROR!!! You have exceeded your daily url submission quota : 100"), "daily_quota", Period::Day, Some((Period::Day, 0)), None),
+            (err(2, "ERROR!!! You have exceeded your monthly url submission quota : 300"), "monthly_quota", Period::Month, Some((Period::Month, 0)), None),
+            // Both windows named: the one with less left binds.
+            (err(2, "Quota remaining for today: 10, Quota remaining for this month: 4, Submitted: 32"), "partial_quota", Period::Month, Some((Period::Month, 4)), None),
+            (err(2, "Quota remaining for today: 0, Quota remaining for this month: 0"), "monthly_quota", Period::Month, Some((Period::Month, 0)), None),
+            // A remainder without a number indexq can read: the window is taken as spent.
+            (err(2, "ERROR!!! Quota remaining for today: unknown"), "daily_quota", Period::Day, None, None),
+        ];
+        for (body, reason, window, reported, retry_after) in table {
+            let v = bing_verdict(400, &[], &body);
+            assert_eq!(
+                (v.class, v.reason.to_string().as_str(), v.quota_window, v.reported, v.retry_after),
+                (Class::Quota, reason, window, reported, retry_after),
+                "{body}: {}",
+                v.message
+            );
+        }
+        let partial = bing_verdict(400, &[], &err(2, "ERROR!!! Quota remaining for today: 10, Submitted: 32"));
+        assert!(partial.message.contains("10 URLs are left of today's URL submission quota"), "{}", partial.message);
+        // Under a code that decides, a remainder is not read.
+        let throttled = bing_verdict(400, &[], &err(4, "Quota remaining for today: 10, Submitted: 32"));
+        assert_eq!((throttled.reason.to_string(), throttled.reported), ("ThrottleUser".to_string(), None));
     }
 
     /// A code decides; the message is read only where Bing says nothing

@@ -107,6 +107,10 @@ pub struct Verdict {
     /// For `quota` without `Retry-After`: which window the engine said is
     /// spent (a daily quota unless it said monthly).
     pub quota_window: Period,
+    /// What the engine said is left of one of its windows, in a refusal
+    /// (Bing's "Quota remaining for today: 10, Submitted: 32": the day, 10):
+    /// recorded like a reading of the engine's quota.
+    pub reported: Option<(Period, u64)>,
 }
 
 impl Verdict {
@@ -118,6 +122,7 @@ impl Verdict {
             hint: None,
             retry_after: None,
             quota_window: Period::Day,
+            reported: None,
         }
     }
 
@@ -379,6 +384,19 @@ mod tests {
             if let Some(secs) = fixture.retry.as_deref().and_then(retry_seconds) {
                 if verdict.retry_after != Some(RetryAfter::Seconds(secs)) {
                     failures.push(format!("{id}: expected retry after {secs} s, got {:?}", verdict.retry_after));
+                }
+            }
+            // Bing's partial remainder (issue 26): what is left is read, and no wait.
+            let partial = [
+                ("bing-400-quota-remaining-partial-today", Period::Day, 10),
+                ("bing-400-quota-remaining-partial-month", Period::Month, 5),
+            ];
+            if let Some((_, period, left)) = partial.iter().find(|(p, _, _)| p == id) {
+                let reason = verdict.reason.to_string();
+                let got = (reason.as_str(), verdict.reported, verdict.retry_after);
+                if got != ("partial_quota", Some((*period, *left)), None) {
+                    failures
+                        .push(format!("{id}: expected partial_quota with {left} left of the {period}, got {got:?}"));
                 }
             }
             if id == "google-429-per-day" {

@@ -284,6 +284,10 @@ pub struct Answered {
     pub message: String,
     pub response: StoredResponse,
     pub next: NextStep,
+    /// Whether the request left this machine (false: provably never sent,
+    /// e.g. a refused connection or a stop before it went). With the class,
+    /// it decides what the request's units give back (`policy::given_back`).
+    pub reached: bool,
 }
 
 /// Everything `finish` records for one reservation.
@@ -292,8 +296,24 @@ pub struct Finish {
     pub reservation: i64,
     pub answers: Vec<Answered>,
     pub blocks: Vec<Block>,
-    pub refund: u64,
+    /// What the engine said is left of a reported rule's window in its
+    /// answer (Bing's remainder), recorded as a reading of its quota.
+    pub reports: Vec<Remainder>,
+    /// The windows the reservation was counted in: what it gives back is
+    /// decided per window by `policy::given_back`.
     pub windows: Vec<RuleWindow>,
+}
+
+/// What the engine said is left of a reported rule's window, at `at`, in
+/// an answer (Bing's "Quota remaining for today: 10, Submitted: 32"). The
+/// window's limit becomes what the ledger has counted (the refused units
+/// given back) plus `remaining`, less what other reservations have in
+/// flight — as `Ledger::record_report` makes it of a reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remainder {
+    pub window: RuleWindow,
+    pub remaining: u64,
+    pub at: DateTime<Utc>,
 }
 
 /// A rule window the server said is spent, until `until`.
@@ -613,9 +633,12 @@ pub trait Ledger {
     fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64>;
 
     /// Records the attempts of a reservation, moves its items on, applies
-    /// the server's blocks, gives back `refund` units of the reservation's
-    /// rule windows (requests that provably never reached the engine), and
-    /// ends the reservation.
+    /// the server's blocks, gives back to each of the reservation's windows
+    /// what `policy::given_back` decides (requests that never left, and
+    /// those the engine refused for rate or quota, which it did not count:
+    /// to the day and month windows only), records the engine's remainders
+    /// (`Remainder`), and ends the reservation — in one transaction. A
+    /// window a block holds stays spent whatever is given back.
     fn finish(&mut self, reservation: &Finish) -> Result<()>;
 
     /// The earliest time a queued item of `group` becomes due, if any.

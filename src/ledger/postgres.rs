@@ -583,6 +583,36 @@ fn usage_row(r: &Row) -> Usage {
     Usage { used: r.get::<_, i64>(0).max(0) as u64, blocked_until: None, reported }
 }
 
+/// Records, in the caller's transaction, that the engine says `remaining`
+/// units are left in a reported rule's window (`policy::reported_limit`),
+/// the window's row locked: in flight is what every reservation but
+/// `answered` (the one whose answer said it, being finished) has counted in
+/// the window.
+fn report_in(
+    tx: &mut impl GenericClient,
+    rule: &RuleWindow,
+    remaining: u64,
+    now: DateTime<Utc>,
+    answered: Option<i64>,
+) -> Result<Report> {
+    lock_window(tx, rule)?;
+    let in_flight: i64 = tx
+        .query_one(
+            "SELECT COALESCE(SUM(units), 0)::bigint FROM reservation_rules
+             WHERE rule = $1 AND window_key = $2 AND reservation_id IS DISTINCT FROM $3",
+            &[&rule.rule, &rule.window, &answered],
+        )?
+        .get(0);
+    let used = usage_in(tx, rule)?.used;
+    let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
+    tx.execute(
+        "UPDATE budget_usage SET limit_value = $3, reported_at = $4, reported_remaining = $5
+         WHERE rule = $1 AND window_key = $2",
+        &[&rule.rule, &rule.window, &(limit as i64), &now, &(remaining as i64)],
+    )?;
+    Ok(Report { at: now, remaining, limit })
+}
+
 /// Counts `units` against a rule's window, unconditionally (usage the
 /// server already saw, or none: a row for a block or a report).
 fn add_usage(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64) -> Result<()> {
@@ -988,20 +1018,27 @@ impl Ledger for PgLedger {
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {
-        let Finish { reservation, answers, blocks, refund, windows } = done;
+        let Finish { reservation, answers, blocks, reports, windows } = done;
         self.transaction(|tx| {
             // Budget rows first, in rule order, as a claim takes them (then
             // the items): two transactions never wait for each other in a
-            // circle.
-            if *refund > 0 {
-                let mut windows: Vec<&RuleWindow> = windows.iter().collect();
-                windows.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
-                for w in windows {
+            // circle. What the engine did not count goes back, window by
+            // window; then the engine's remainders are recorded.
+            let mut windows: Vec<&RuleWindow> = windows.iter().collect();
+            windows.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+            for w in windows {
+                let back = policy::given_back(answers, w);
+                if back > 0 {
                     tx.execute(
                         "UPDATE budget_usage SET used = GREATEST(used - $3, 0) WHERE rule = $1 AND window_key = $2",
-                        &[&w.rule, &w.window, &(*refund as i64)],
+                        &[&w.rule, &w.window, &(back as i64)],
                     )?;
                 }
+            }
+            let mut reports: Vec<&Remainder> = reports.iter().collect();
+            reports.sort_by(|a, b| (&a.window.rule, &a.window.window).cmp(&(&b.window.rule, &b.window.window)));
+            for r in reports {
+                report_in(tx, &r.window, r.remaining, sec(r.at), Some(*reservation))?;
             }
             let mut blocks: Vec<&Block> = blocks.iter().collect();
             blocks.sort_by(|a, b| (&a.rule.rule, &a.rule.window).cmp(&(&b.rule.rule, &b.rule.window)));
@@ -1088,24 +1125,7 @@ impl Ledger for PgLedger {
 
     fn record_report(&mut self, rule: &RuleWindow, remaining: u64, now: DateTime<Utc>) -> Result<Report> {
         let now = sec(now);
-        self.transaction(|tx| {
-            add_usage(tx, rule, 0)?;
-            lock_window(tx, rule)?;
-            let in_flight: i64 = tx
-                .query_one(
-                    "SELECT COALESCE(SUM(units), 0)::bigint FROM reservation_rules WHERE rule = $1 AND window_key = $2",
-                    &[&rule.rule, &rule.window],
-                )?
-                .get(0);
-            let used = usage_in(tx, rule)?.used;
-            let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
-            tx.execute(
-                "UPDATE budget_usage SET limit_value = $3, reported_at = $4, reported_remaining = $5
-                 WHERE rule = $1 AND window_key = $2",
-                &[&rule.rule, &rule.window, &(limit as i64), &now, &(remaining as i64)],
-            )?;
-            Ok(Report { at: now, remaining, limit })
-        })
+        self.transaction(|tx| report_in(tx, rule, remaining, now, None))
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {

@@ -570,6 +570,34 @@ fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
     Ok(Usage { blocked_until: opt_ts(blocked), ..usage })
 }
 
+/// Records, in the caller's transaction, that the engine says `remaining`
+/// units are left in a reported rule's window (`policy::reported_limit`):
+/// in flight is what every reservation but `answered` (the one whose answer
+/// said it, being finished) has counted in the window.
+fn report_in(
+    tx: &Connection,
+    rule: &RuleWindow,
+    remaining: u64,
+    now: DateTime<Utc>,
+    answered: Option<i64>,
+) -> Result<Report> {
+    let in_flight: i64 = tx.query_row(
+        "SELECT COALESCE(SUM(units), 0) FROM reservation_rules
+         WHERE rule = ?1 AND window_key = ?2 AND reservation_id IS NOT ?3",
+        params![rule.rule, rule.window, answered],
+        |r| r.get(0),
+    )?;
+    add_usage(tx, rule, 0)?;
+    let used = usage_in(tx, rule)?.used;
+    let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
+    tx.execute(
+        "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
+         WHERE rule = ?1 AND window_key = ?2",
+        params![rule.rule, rule.window, limit as i64, ts(now), remaining as i64],
+    )?;
+    Ok(Report { at: now, remaining, limit })
+}
+
 /// Counts `units` against a rule's window. The limit stored is the rule's,
 /// unless the engine reported one in this window.
 fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
@@ -1128,7 +1156,7 @@ impl Ledger for SqliteLedger {
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {
-        let Finish { reservation, answers, blocks, refund, windows } = done;
+        let Finish { reservation, answers, blocks, reports, windows } = done;
         let tx = self.write()?;
         // Items answered before in this finish (Bing's halves of a batch):
         // their state is read before they move again.
@@ -1176,13 +1204,18 @@ impl Ledger for SqliteLedger {
                 counted(&tx, group, Some(from), Some(to), n)?;
             }
         }
-        if *refund > 0 {
-            for w in windows {
+        // What the engine did not count goes back, window by window.
+        for w in windows {
+            let back = policy::given_back(answers, w);
+            if back > 0 {
                 tx.execute(
                     "UPDATE budget_usage SET used = MAX(used - ?3, 0) WHERE rule = ?1 AND window_key = ?2",
-                    params![w.rule, w.window, *refund as i64],
+                    params![w.rule, w.window, back as i64],
                 )?;
             }
+        }
+        for r in reports {
+            report_in(&tx, &r.window, r.remaining, r.at, Some(*reservation))?;
         }
         for block in blocks {
             add_usage(&tx, &block.rule, 0)?;
@@ -1245,21 +1278,9 @@ impl Ledger for SqliteLedger {
 
     fn record_report(&mut self, rule: &RuleWindow, remaining: u64, now: DateTime<Utc>) -> Result<Report> {
         let tx = self.write()?;
-        let in_flight: i64 = tx.query_row(
-            "SELECT COALESCE(SUM(units), 0) FROM reservation_rules WHERE rule = ?1 AND window_key = ?2",
-            params![rule.rule, rule.window],
-            |r| r.get(0),
-        )?;
-        add_usage(&tx, rule, 0)?;
-        let used = usage_in(&tx, rule)?.used;
-        let limit = policy::reported_limit(used, remaining, in_flight.max(0) as u64);
-        tx.execute(
-            "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
-             WHERE rule = ?1 AND window_key = ?2",
-            params![rule.rule, rule.window, limit as i64, ts(now), remaining as i64],
-        )?;
+        let report = report_in(&tx, rule, remaining, now, None)?;
         tx.commit()?;
-        Ok(Report { at: now, remaining, limit })
+        Ok(report)
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
@@ -2031,12 +2052,18 @@ mod tests {
             message: "m".into(),
             response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
             next,
+            reached: true,
         }
     }
 
     fn finish(ledger: &mut SqliteLedger, claim: &Claim, answers: Vec<Answered>) {
-        let done =
-            Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], refund: 0, windows: vec![] };
+        let done = Finish {
+            reservation: claim.reservation.unwrap(),
+            answers,
+            blocks: vec![],
+            reports: vec![],
+            windows: vec![],
+        };
         ledger.finish(&done).unwrap();
     }
 

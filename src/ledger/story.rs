@@ -1,7 +1,8 @@
 //! The ledger's life story, told against the `Ledger` trait so that every
 //! backend passes the same test: admit, claim within budget, defer what does
 //! not fit, finish, block on a quota answer, reconcile a dead owner's
-//! reservation, and take an engine's report with a request in flight.
+//! reservation, take an engine's report with a request in flight, and give
+//! back what the engine did not count.
 
 use super::*;
 use crate::model::Period;
@@ -58,6 +59,7 @@ pub fn answer(claim: &Claim, at: DateTime<Utc>, class: Class, response: StoredRe
         message: "m".into(),
         response,
         next,
+        reached: true,
     }
 }
 
@@ -68,7 +70,7 @@ fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
             reservation: claim.reservation.unwrap(),
             answers: vec![answer(claim, at, Class::Accepted, ok, NextStep::Accepted)],
             blocks: vec![],
-            refund: 0,
+            reports: vec![],
             windows: vec![],
         })
         .unwrap();
@@ -142,7 +144,7 @@ pub fn story(ledger: &mut impl Ledger) {
                 ..answer(&claim, tomorrow, Class::Transient, StoredResponse::default(), NextStep::RetryAt(tomorrow))
             }],
             blocks: vec![],
-            refund: 0,
+            reports: vec![],
             windows: vec![],
         })
         .unwrap();
@@ -179,7 +181,7 @@ pub fn story(ledger: &mut impl Ledger) {
                 )
             }],
             blocks: vec![Block { rule: open[0].clone(), until }],
-            refund: 0,
+            reports: vec![],
             windows: vec![],
         })
         .unwrap();
@@ -324,7 +326,8 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         record(1, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
         record(2, Class::Accepted, NextStep::Accepted),
     ];
-    let done = Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], refund: 0, windows: vec![] };
+    let done =
+        Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], reports: vec![], windows: vec![] };
     ledger.finish(&done).unwrap();
 
     let list = |ledger: &mut dyn Ledger, filter: ItemFilter| ledger.items(&filter, now).unwrap();
@@ -378,12 +381,14 @@ pub fn history_story(ledger: &mut impl Ledger) {
         message: "m".into(),
         response: ok.clone(),
         next,
+        reached: true,
     };
     let records = vec![
         record(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
         record(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
     ];
-    let finish = |reservation, answers| Finish { reservation, answers, blocks: vec![], refund: 0, windows: vec![] };
+    let finish =
+        |reservation, answers| Finish { reservation, answers, blocks: vec![], reports: vec![], windows: vec![] };
     ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
 
     // Day 2, just after midnight: 2 URLs of another group, both transient.
@@ -439,6 +444,111 @@ pub fn history_story(ledger: &mut impl Ledger) {
     ledger.record_run(&run("2026-12-04T00:00:00Z", 2_125, 3)).unwrap();
     assert_eq!(ledger.last_run(false).unwrap(), Some(run("2026-12-04T00:00:00Z", 2_125, 3)));
     assert_eq!(ledger.last_run(true).unwrap(), Some(run("2026-12-03T10:00:00.250Z", 1_500, 0)));
+}
+
+/// What a finished reservation gives back (`policy::given_back`), the same
+/// on every backend, in the transaction that records the answers: units the
+/// engine refused for rate or quota go back to the day and month windows
+/// (not to a minute's), units never sent to every window, the rest stay
+/// charged; a block still holds a window given back to; and an engine's
+/// remainder in its answer sets a reported window's limit, with another
+/// run's reservation in flight counted against it.
+pub fn give_back_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-07T09:00:00Z");
+    let soon = now + TimeDelta::minutes(1);
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let window = |period: Period, key: &str, resets: &str, limit: u64| RuleWindow {
+        rule: format!("give:{period}"),
+        period,
+        window: key.into(),
+        limit: Some(limit),
+        reported: false,
+        resets_at: t(resets),
+    };
+    let day = window(Period::Day, "2026-12-07", "2026-12-08T00:00:00Z", 10);
+    let month = window(Period::Month, "2026-12", "2027-01-01T00:00:00Z", 100);
+    let minute = window(Period::Minute, "2026-12-07T09:00", "2026-12-07T09:01:00Z", 20);
+    let rules = vec![day.clone(), month.clone(), minute.clone()];
+    let used = |ledger: &mut dyn Ledger| rules.iter().map(|w| ledger.usage(w).unwrap().used).collect::<Vec<_>>();
+    ledger.admit(&items(10), now, &rule).unwrap();
+    let spec = |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now) };
+    let claim = take(ledger, &group(), spec(6), &me);
+    assert_eq!(claim.items.len(), 6);
+    assert_eq!(used(ledger), [6, 6, 6]);
+    let ids: Vec<i64> = claim.items.iter().map(|i| i.id).collect();
+    let part = |range: std::ops::Range<usize>, class: Class, reached: bool, next: NextStep| Answered {
+        items: ids[range].to_vec(),
+        reached,
+        ..answer(&claim, now, class, StoredResponse::default(), next)
+    };
+    let answers = vec![
+        // Refused for rate or quota: the engine did not count them.
+        part(0..3, Class::Quota, true, NextStep::RetryAt(soon)),
+        // A timeout: the engine may have it.
+        part(3..4, Class::Transient, true, NextStep::RetryAt(soon)),
+        // A refused connection: never sent.
+        part(4..5, Class::Transient, false, NextStep::RetryAt(soon)),
+        part(5..6, Class::Accepted, true, NextStep::Accepted),
+    ];
+    let finish = |reservation, answers, blocks, reports| Finish {
+        reservation,
+        answers,
+        blocks,
+        reports,
+        windows: rules.clone(),
+    };
+    ledger.finish(&finish(claim.reservation.unwrap(), answers, vec![], vec![])).unwrap();
+    assert_eq!(used(ledger), [2, 2, 5], "day and month: 6 - 3 refused - 1 never sent; the minute: 6 - 1");
+
+    // A refusal that spends the day gives its unit back, and the day stays spent.
+    let claim = take(ledger, &group(), spec(1), &me);
+    assert_eq!(claim.items.len(), 1);
+    let spent = answer(&claim, now, Class::Quota, StoredResponse::default(), NextStep::RetryAt(day.resets_at));
+    let block = Block { rule: day.clone(), until: day.resets_at };
+    ledger.finish(&finish(claim.reservation.unwrap(), vec![spent], vec![block], vec![])).unwrap();
+    assert_eq!(used(ledger), [2, 2, 6]);
+    assert_eq!(ledger.usage(&day).unwrap().remaining(&day, now), Some(0), "the block holds");
+    let blocked = take(ledger, &group(), spec(10), &me);
+    assert_eq!((blocked.items.len(), blocked.deferred, blocked.retry_at), (0, 3, Some(day.resets_at)));
+
+    // An engine's remainder in a refusal (Bing's "Quota remaining for today:
+    // 10, Submitted: 32"), with another run's 3 in flight.
+    let bing = GroupKey { property: "bing".into(), engine: EngineKind::Bing, target: String::new() };
+    let batch: Vec<NewItem> = (0..35)
+        .map(|i| NewItem {
+            url: format!("https://bing.example/{i}"),
+            group: bing.clone(),
+            action: Action::Updated,
+            lastmod: None,
+        })
+        .collect();
+    ledger.admit(&batch, now, &rule).unwrap();
+    let reported = RuleWindow { rule: "give:reported:day".into(), reported: true, ..day.clone() };
+    let only = vec![reported.clone()];
+    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now) };
+    assert_eq!(ledger.record_report(&reported, 100, now).unwrap().limit, 100, "a stale reading: 100 left");
+    let refused = take(ledger, &bing, spec(32), &me);
+    let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
+    let other = take(ledger, &bing, spec(3), &elsewhere);
+    assert_eq!((refused.items.len(), other.items.len()), (32, 3));
+    let remainder = Remainder { window: reported.clone(), remaining: 10, at: now };
+    let partial = answer(&refused, now, Class::Quota, StoredResponse::default(), NextStep::RetryAt(now));
+    ledger
+        .finish(&Finish {
+            reservation: refused.reservation.unwrap(),
+            answers: vec![partial],
+            blocks: vec![],
+            reports: vec![remainder],
+            windows: only.clone(),
+        })
+        .unwrap();
+    let usage = ledger.usage(&reported).unwrap();
+    assert_eq!(usage.used, 3, "the 32 refused are given back; the other run's 3 stay counted");
+    assert_eq!(usage.reported.map(|r| (r.remaining, r.limit)), Some((10, 10)), "3 counted + 10 left - 3 in flight");
+    assert_eq!(usage.remaining(&reported, now), Some(7), "with the 3 in flight, 10 in all");
+    let again = take(ledger, &bing, spec(32), &me);
+    assert_eq!((again.items.len(), again.deferred), (7, 25));
 }
 
 /// A paced claim by an owner on another host is trusted until a lease
@@ -506,7 +616,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
             reservation: claim.reservation.unwrap(),
             answers,
             blocks: vec![],
-            refund: 0,
+            reports: vec![],
             windows: vec![],
         })
         .unwrap();
@@ -571,6 +681,19 @@ fn sqlite_keeps_what_unattended_runs_need() {
 fn postgres_keeps_what_unattended_runs_need() {
     let mut ledger = test_postgres();
     unattended_story(&mut ledger);
+}
+
+#[test]
+fn sqlite_gives_back_what_the_engine_did_not_count() {
+    let dir = tempfile::tempdir().unwrap();
+    give_back_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_gives_back_what_the_engine_did_not_count() {
+    let mut ledger = test_postgres();
+    give_back_story(&mut ledger);
 }
 
 #[test]

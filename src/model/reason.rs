@@ -122,6 +122,10 @@ reason_enum! {
         RateLimited = "rate_limited",
         /// A quota the engine did not name.
         Quota = "quota",
+        /// The request was larger than what is left of a window the engine
+        /// named, and it said how much is left (Bing's "Quota remaining for
+        /// today: 10, Submitted: 32"): that much goes again at once.
+        PartialQuota = "partial_quota",
         ;
         /// Bing's 4 `ThrottleUser`, 5 `ThrottleHost`.
         Bing(BingCode),

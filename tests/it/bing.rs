@@ -131,6 +131,116 @@ fn a_throttle_waits_a_short_while_not_a_day() {
     assert_eq!(r["retry_after_secs"], 60);
 }
 
+/// Bing's throttle (ErrorCode 4 `ThrottleUser`, HTTP 400) refused the batch
+/// without counting it: its 7 units go back to the day (`daily_quota = 10`),
+/// so at the retry a minute later all 7 go, not 3 (issue 26).
+#[test]
+fn a_throttled_batch_is_not_charged_so_all_of_it_goes_at_the_retry() {
+    let sb = Sandbox::bing("daily_quota = 10");
+    sb.engine.on(
+        "POST",
+        BING_SUBMIT,
+        vec![
+            MockResponse::status(400).json(r#"{"ErrorCode":4,"Message":"ERROR!!! ThrottleUser"}"#),
+            MockResponse::status(200).json(r#"{"d":null}"#),
+        ],
+    );
+    let urls = list(&sb, "p", 7);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "quota"), 7, "{doc:#}");
+    // `status` shows none of the refused units as used.
+    let local_day = |at: &str| {
+        let status = sb.indexq(&["--json", "status"]).now(at).output().code(0).status_doc();
+        let day = status.budgets.iter().find(|b| b.source == json::Source::Local && b.period == json::Period::Day);
+        day.cloned().unwrap_or_else(|| panic!("the configured day: {status:#?}"))
+    };
+    let day = local_day(NOW);
+    assert_eq!((day.used, day.limit, day.remaining), (0, Some(10), Some(10)), "{day:#?}");
+    // At the retry, all 7 go.
+    let later = "2026-12-03T09:02:00Z";
+    let doc = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now(later).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (7, 0), "{doc:#}");
+    assert_eq!(sb.bing_received().len(), 14, "the 7 refused, then the same 7 accepted");
+    assert_eq!(local_day(later).used, 7, "what Bing took is counted");
+}
+
+/// A Bing mock whose real quota is `left` today: a batch larger than that is
+/// refused as Bing refuses it (fixture bing-400-quota-remaining-partial-today:
+/// ErrorCode 2, "Quota remaining for today: N, Submitted: M", HTTP 400); a
+/// batch that fits is accepted and spends it. Returns what is left, to reset.
+pub(crate) fn bing_with_real_quota(
+    sb: &Sandbox,
+    left: u64,
+    period: &'static str,
+) -> std::sync::Arc<std::sync::Mutex<u64>> {
+    let state = std::sync::Arc::new(std::sync::Mutex::new(left));
+    let shared = state.clone();
+    sb.engine.respond_with("POST", BING_SUBMIT, move |req| {
+        let submitted = req.json()["urlList"].as_array().unwrap().len() as u64;
+        let mut left = shared.lock().unwrap();
+        if submitted > *left {
+            let message = format!("ERROR!!! Quota remaining for {period}: {left}, Submitted: {submitted}");
+            return MockResponse::status(400)
+                .json(&serde_json::json!({"ErrorCode": 2, "Message": message}).to_string());
+        }
+        *left -= submitted;
+        MockResponse::status(200).json(r#"{"d":null}"#)
+    });
+    state
+}
+
+/// Issue 26: indexq's reading of `GetUrlSubmissionQuota` is stale (100 left;
+/// another user of the key spent 90), so a batch of 32 meets "Quota remaining
+/// for today: 10, Submitted: 32". The ledger learns the 10: they go now, the
+/// 22 others wait for tomorrow; nothing is parked, exit 0.
+#[test]
+fn a_batch_larger_than_what_is_left_today_sends_the_remainder_and_the_rest_waits() {
+    let sb = Sandbox::bing("");
+    let left = bing_with_real_quota(&sb, 10, "today");
+    let urls = list(&sb, "p", 32);
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let doc = done.json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (10, 22), "{doc:#}");
+    assert_eq!(count(&doc, "misconfigured"), 0, "{doc:#}");
+    let posts: Vec<usize> = sb
+        .engine
+        .requests_to("POST", BING_SUBMIT)
+        .iter()
+        .map(|r| r.json()["urlList"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(posts, [32, 10], "the batch, then the remainder at once");
+    for r in results(&doc).iter().filter(|r| r["outcome"] == "deferred") {
+        assert_eq!((r["reason"].as_str(), r["retry_at"].as_str()), (Some("budget"), Some("2026-12-04T00:00:00+00:00")));
+    }
+    // The ledger keeps Bing's number: 10 of 10 used today, as Bing reports it.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let day = status.budgets.iter().find(|b| b.source == json::Source::Engine && b.period == json::Period::Day);
+    let day = day.unwrap_or_else(|| panic!("{status:#?}"));
+    assert_eq!((day.used, day.limit, day.remaining), (10, Some(10), Some(0)), "{day:#?}");
+    assert_eq!((status.queue.parked, status.queue.waiting, status.queue.accepted), (0, 22, 10), "{status:#?}");
+    // Tomorrow Bing has 100 again: the 22 go.
+    *left.lock().unwrap() = 100;
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-04T00:00:01Z").output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 22, "{doc:#}");
+}
+
+/// The same for the month (fixture bing-400-quota-remaining-partial-month):
+/// 5 left this month, a batch of 8: 5 go now, 3 wait for the first of next
+/// month in Bing's timezone.
+#[test]
+fn a_batch_larger_than_what_is_left_this_month_sends_the_remainder_and_the_rest_waits() {
+    let sb = Sandbox::bing("");
+    bing_with_real_quota(&sb, 5, "this month");
+    let urls = list(&sb, "p", 8);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (5, 3), "{doc:#}");
+    let r = result_for(&results(&doc), &sb.url("/p8")).clone();
+    assert_eq!((r["reason"].as_str(), r["retry_at"].as_str()), (Some("budget"), Some("2027-01-01T00:00:00+00:00")));
+    assert_eq!(sb.bing_received().len(), 8 + 5);
+}
+
 #[test]
 fn one_invalid_url_in_a_batch_parks_only_itself() {
     let sb = Sandbox::bing("");
@@ -173,11 +283,14 @@ fn a_failed_quota_read_falls_back_to_the_ledger_and_says_so() {
     let urls = list(&sb, "p", 12);
     let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
     let doc = done.json();
-    // No local rule: Bing's default of 10 a day for a new site.
+    // No local rule: indexq's conservative default of 10 a day.
     assert_eq!(count(&doc, "accepted"), 10);
     assert_eq!(count(&doc, "deferred"), 2);
     let notes = done.submit_doc().notes.unwrap_or_default();
     assert!(notes[0].contains("could not read the quota"), "{notes:?}");
+    // Bing documents no such figure (its quota is adaptive): the fallback is indexq's own.
+    assert!(notes[0].contains("10 a day, indexq's conservative default"), "{notes:?}");
+    assert!(!notes[0].contains("Bing's"), "{notes:?}");
     let more = list(&sb, "q", 1);
     let human = sb.indexq(&["submit", more.to_str().unwrap()]).now(NOW).output().code(0);
     assert!(human.stdout.contains("note:") && human.stdout.contains("could not read the quota"), "{}", human.stdout);

@@ -86,6 +86,25 @@ fn a_quota_answer_blocks_the_window_whatever_the_local_count_says() {
     assert_eq!(status["budgets"][0]["remaining"], 0);
 }
 
+/// An IndexNow 429 refused the request without counting it: the day shows
+/// it unused, yet stays spent (the block holds) until Shanghai midnight.
+#[test]
+fn a_429_is_not_counted_as_used_but_its_day_stays_spent() {
+    let sb = quota_sandbox(11);
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(429)]);
+    let list = sb.urls("urls.txt", &["/a", "/b", "/c"]);
+    sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now("2026-12-03T02:00:00Z").output().code(0);
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-03T05:00:00Z").output().code(0).json();
+    let budget = &status["budgets"][0];
+    assert_eq!((budget["used"].as_u64(), budget["remaining"].as_u64()), (Some(0), Some(0)), "{status:#}");
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T05:00:00Z").output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 0);
+    // After midnight in Shanghai all 3 go, and the new day counts 3.
+    let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T16:00:01Z").output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 3);
+}
+
 #[test]
 fn four_processes_sharing_a_ledger_send_exactly_the_quota() {
     let sb = quota_sandbox(11);

@@ -300,6 +300,68 @@ fn a_per_minute_429_waits_a_minute_and_leaves_the_day_open() {
     assert!(r["retry_after_secs"].as_i64().unwrap() <= 900, "within 15 min");
 }
 
+/// Three publishes refused for the per-minute limit (429
+/// `RESOURCE_EXHAUSTED`) were not counted by Google: their units go back to
+/// the property's 11 a day and to the project's pool, so after the minute all
+/// 11 are accepted the same Pacific day, not 8 (issue 26).
+#[test]
+fn per_minute_429s_are_not_charged_so_all_11_go_the_same_pacific_day() {
+    let mut sb = Sandbox::google("daily_quota = 11");
+    sb.google_extra = "requests_per_minute = 6000\n".into();
+    sb.write_config();
+    let per_minute = MockResponse::status(429).json(PER_MINUTE);
+    sb.engine.on(
+        "POST",
+        GOOGLE_PUBLISH,
+        vec![per_minute.clone(), per_minute.clone(), per_minute, MockResponse::status(200).json("{}")],
+    );
+    let urls = list(&sb, "p", 11);
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "30s", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "quota")), (8, 3), "{doc:#}");
+    // The share and the pool count what Google took, not what it refused.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let days = google_day_budgets(&status);
+    assert_eq!(days.len(), 2, "{status:#?}");
+    for b in &days {
+        assert_eq!(b.used, 8, "{b:#?}");
+    }
+    // After the minute, the 3 go, the same Pacific day.
+    let later = "2026-12-03T09:32:00+08:00";
+    let doc = sb.indexq(&["--json", "submit", "--max-wait", "30s"]).now(later).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (3, 0), "{doc:#}");
+    assert_eq!(sb.google_published().len(), 14);
+    let status = sb.indexq(&["--json", "status"]).now(later).output().code(0).status_doc();
+    let share: Vec<_> = google_day_budgets(&status).into_iter().filter(|b| b.limit == Some(11)).collect();
+    assert_eq!((share[0].used, share[0].remaining), (11, Some(0)), "{status:#?}");
+}
+
+/// A per-day 429 gives its unit back too (Google did not count it), but the
+/// day stays spent: the block holds until Pacific midnight.
+#[test]
+fn a_per_day_429_gives_its_unit_back_but_the_day_stays_spent() {
+    let sb = per_day_sandbox();
+    let urls = list(&sb, "p", 1);
+    sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let days = google_day_budgets(&status);
+    assert_eq!(days.len(), 2, "{status:#?}");
+    for b in &days {
+        assert_eq!((b.used, b.remaining), (0, Some(0)), "{b:#?}");
+        assert_eq!(b.blocked_until.as_deref(), Some(b.resets_at.as_str()), "{b:#?}");
+    }
+    sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json("{}")]);
+    let more = list(&sb, "q", 1);
+    let doc = sb
+        .indexq(&["--json", "submit", "--max-wait", "0", more.to_str().unwrap()])
+        .now("2026-12-03T12:00:00+08:00")
+        .output()
+        .code(0)
+        .json();
+    assert_eq!(result_for(&results(&doc), &sb.url("/q1"))["outcome"], "deferred", "{doc:#}");
+    assert_eq!(sb.google_published().len(), 1);
+}
+
 #[test]
 fn sixty_urls_at_30_a_minute_are_scheduled_2_s_apart_over_about_2_min() {
     let mut sb = Sandbox::google("daily_quota = 100");

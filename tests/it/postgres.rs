@@ -98,6 +98,42 @@ fn pg_eight_machines_share_one_daily_quota() {
 /// Bing takes at most 500 URLs a request (IndexNow 10,000, which one runner
 /// would claim in one go), so 3,000 URLs are six batches the three runners
 /// take turns at.
+/// Issue 26 on the shared ledger: a Bing throttle's units go back to the
+/// day (all 7 go at the retry), and a batch larger than what Bing has left
+/// sends that much at once while the rest waits for tomorrow.
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn pg_bing_gives_back_what_it_refused_and_sends_its_remainder() {
+    let pg = pg::server();
+    let mut sb = Sandbox::bing("daily_quota = 10");
+    sb.use_pg(pg.ledger());
+    sb.engine.on(
+        "POST",
+        BING_SUBMIT,
+        vec![MockResponse::status(400).json(r#"{"ErrorCode":4,"Message":"ERROR!!! ThrottleUser"}"#), bing_ok()],
+    );
+    let urls = sb.urls("throttled.txt", &refs(&paths(7, "t")));
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "quota"), 7, "{doc:#}");
+    let later = "2026-12-03T09:02:00Z";
+    let doc = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now(later).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (7, 0), "{doc:#}");
+
+    // 3 left of the configured 10; Bing itself has 2 left, not the 100 it said.
+    crate::bing::bing_with_real_quota(&sb, 2, "today");
+    let urls = sb.urls("partial.txt", &refs(&paths(3, "p")));
+    let doc = sb
+        .indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()])
+        .now("2026-12-03T09:03:00Z")
+        .output()
+        .code(0)
+        .json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred"), count(&doc, "misconfigured")), (2, 1, 0), "{doc:#}");
+    let sizes: Vec<usize> = bing_batches(&sb).iter().map(Vec::len).collect();
+    assert_eq!(sizes, [7, 7, 3, 2]);
+}
+
 #[test]
 #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_three_runners_drain_one_queue_once() {

@@ -12,7 +12,7 @@ use crate::budget;
 use crate::commands::ExitStatus;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish};
+use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
     AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
     RuleWindow, Usage,
@@ -50,7 +50,8 @@ impl Run<'_> {
     /// budget given back; a credential that got an `accepted` is no longer
     /// pending.
     pub(super) fn record(&mut self, d: Delivery) -> anyhow::Result<()> {
-        let blocks = quota_blocks(d.group, d.rules, &d.windows, d.sent, d.at);
+        let resend_now: Vec<bool> = (0..d.sent.answers.len()).map(|i| resends_now(d.sent, i, &d.windows)).collect();
+        let blocks = quota_blocks(d.group, d.rules, &d.windows, d.sent, &resend_now, d.at);
         let quota_reset = blocks.iter().map(|b| b.until).max();
         // When the reservation stops being trusted: a request the stop left
         // unanswered is not sent again before (the engine may have it); to
@@ -68,20 +69,23 @@ impl Run<'_> {
             quota_tz: quota_tz(d.rules, &d.windows, &blocks),
             fingerprint: d.fingerprint,
             lease_end,
+            resend_now: &resend_now,
         };
         let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
         for (id, entry) in settled.entries {
             self.entry(id, entry)?;
         }
-        let refund = refund(d.sent);
         for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
             self.parked_now.insert((d.group.clone(), a.reason.to_string()));
         }
+        // What the engine did not count goes back in `finish`, decided by
+        // the ledger's policy from each answer's class and whether it left.
+        let reports = remainders(d.sent, &d.windows, d.at);
         self.ledger.finish(&Finish {
             reservation: d.reservation,
             answers: settled.answered,
             blocks,
-            refund,
+            reports,
             windows: d.windows,
         })?;
         // An answer that is not the engine's own (`unrecognized_body`) says
@@ -268,15 +272,23 @@ fn paced_entry(url: &str, group: &GroupKey, at: DateTime<Utc>, user_tz: Tz, now:
 /// What a quota answer blocks, and until when: with `Retry-After`, the
 /// group's own rules until then; without, the rules of the window the engine
 /// named until that window ends — for Google, whose daily quota is the
-/// Cloud project's, the shared pool too.
+/// Cloud project's, the shared pool too. A partial remainder its request
+/// explains (`resend_now`, by answer) blocks nothing: the window is not
+/// spent, and the remainder recorded bounds the next claim.
 fn quota_blocks(
     group: &GroupKey,
     rules: &[budget::Rule],
     windows: &[RuleWindow],
     sent: &engines::Sent,
+    resend_now: &[bool],
     at: DateTime<Utc>,
 ) -> Vec<Block> {
-    let Some(answer) = sent.answers.iter().find(|a| a.verdict.class == Class::Quota) else { return Vec::new() };
+    let quota = sent
+        .answers
+        .iter()
+        .enumerate()
+        .find(|(i, a)| a.verdict.class == Class::Quota && !resend_now.get(*i).copied().unwrap_or(false));
+    let Some((_, answer)) = quota else { return Vec::new() };
     let mut blocks = Vec::new();
     for (rule, w) in rules.iter().zip(windows) {
         let pool = rule.scope == budget::Scope::Pool;
@@ -302,10 +314,38 @@ fn quota_tz(rules: &[budget::Rule], windows: &[RuleWindow], blocks: &[Block]) ->
         .map(|(r, _)| r.tz)
 }
 
-/// The budget given back: one unit per URL whose request never reached the
-/// engine.
-fn refund(sent: &engines::Sent) -> u64 {
-    sent.per_url.iter().filter(|&&i| !sent.answers[i].reached).count() as u64
+/// Whether the `index`-th answer of `sent` is a partial remainder that its
+/// request explains: a quota answer naming what is left (more than 0) of a
+/// window the group's rules report (Bing's "Quota remaining for today: 10,
+/// Submitted: 32"), without `Retry-After`, to a request that carried more
+/// URLs than that. Its items are due again at once and the group goes on:
+/// the remainder, recorded in the same transaction (`remainders`), bounds
+/// the next claim to at most that many — each resend smaller than the
+/// request before, so it ends.
+pub(super) fn resends_now(sent: &engines::Sent, index: usize, windows: &[RuleWindow]) -> bool {
+    let Some(answer) = sent.answers.get(index) else { return false };
+    let Some((period, left)) = answer.verdict.reported else { return false };
+    let urls = sent.per_url.iter().filter(|&&i| i == index).count() as u64;
+    answer.verdict.class == Class::Quota
+        && answer.verdict.retry_after.is_none()
+        && left > 0
+        && urls > left
+        && windows.iter().any(|w| w.reported && w.period == period)
+}
+
+/// What the engine said is left of its windows in its answers (Bing's
+/// remainder, 0 when it said a window is spent), for each of the group's
+/// reported windows of that period: the last answer that said so wins.
+fn remainders(sent: &engines::Sent, windows: &[RuleWindow], at: DateTime<Utc>) -> Vec<Remainder> {
+    let said: Vec<(crate::model::Period, u64)> = sent.answers.iter().filter_map(|a| a.verdict.reported).collect();
+    windows
+        .iter()
+        .filter(|w| w.reported)
+        .filter_map(|w| {
+            let (_, remaining) = said.iter().rev().find(|(period, _)| *period == w.period)?;
+            Some(Remainder { window: w.clone(), remaining: *remaining, at })
+        })
+        .collect()
 }
 
 /// What settling a request's answers needs besides the answers.
@@ -321,6 +361,9 @@ struct Settle<'a> {
     fingerprint: &'a str,
     /// When the request's reservation would have been reconciled.
     lease_end: DateTime<Utc>,
+    /// By answer: a partial remainder its request explains (`resends_now`),
+    /// whose items are due again at once.
+    resend_now: &'a [bool],
 }
 
 /// A request's answers, settled: the ledger's records and each item's result.
@@ -351,6 +394,8 @@ fn settle(
             History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at };
         let decision = match stop_decision(answer, c.at, c.lease_end) {
             Some(decision) => decision,
+            // Not a wait: what is left goes again now, within the remainder.
+            None if c.resend_now.get(answer_index).copied().unwrap_or(false) => Decision::RetryAt(c.at),
             None => decisions
                 .entry((answer_index, history))
                 .or_insert_with(|| {
@@ -383,6 +428,7 @@ fn settle(
                 message: recorded.message,
                 response: answer.response.clone(),
                 next: recorded.next,
+                reached: answer.reached,
             });
             answered.len() - 1
         });
@@ -561,7 +607,7 @@ mod tests {
         let now = at(NOW);
         let (rules, g) = (rules(), site_group());
         let windows = budget::windows(&rules, now);
-        let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), now);
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), &[], now);
         let until = now + TimeDelta::seconds(120);
         assert_eq!(blocked(&blocks), [("day", until), ("month", until)]);
         assert_eq!(quota_tz(&rules, &windows, &blocks), None, "the retry is not a window's end");
@@ -572,27 +618,78 @@ mod tests {
         let now = at(NOW);
         let (rules, g) = (rules(), site_group());
         let windows = budget::windows(&rules, now);
-        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), now);
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), &[], now);
         assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z"))], "IndexNow's pool is not the answer's");
         assert_eq!(quota_tz(&rules, &windows, &blocks), Some(chrono_tz::Asia::Shanghai));
-        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Month), now);
+        let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Month), &[], now);
         assert_eq!(blocked(&blocks), [("month", at("2026-04-01T00:00:00Z"))]);
         assert_eq!(quota_tz(&rules, &windows, &blocks), Some(Tz::UTC));
         // Google's daily quota is the Cloud project's: the pool is spent too.
         let google = GroupKey { engine: EngineKind::Google, target: String::new(), ..g.clone() };
-        let blocks = quota_blocks(&google, &rules, &windows, &quota(None, Period::Day), now);
+        let blocks = quota_blocks(&google, &rules, &windows, &quota(None, Period::Day), &[], now);
         assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z")), ("pool", at("2026-03-03T08:00:00Z"))]);
         let accepted = Sent::whole(answer(Class::Accepted, "ok"), 1);
-        assert!(quota_blocks(&g, &rules, &windows, &accepted, now).is_empty(), "no quota answer, no block");
+        assert!(quota_blocks(&g, &rules, &windows, &accepted, &[], now).is_empty(), "no quota answer, no block");
     }
 
+    /// The ledger gives back what the answers say was not counted
+    /// (`policy::given_back`): each record says whether its request left.
     #[test]
-    fn a_request_that_never_reached_the_engine_gives_its_budget_back() {
+    fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
+        let (settings, g) = (testing::settings(""), site_group());
         let mut unreached = answer(Class::Transient, "connect");
         unreached.reached = false;
-        let sent = Sent { answers: vec![answer(Class::Accepted, "ok"), unreached], per_url: vec![0, 1, 1, 0, 1] };
-        assert_eq!(refund(&sent), 3);
-        assert_eq!(refund(&Sent::whole(answer(Class::Quota, "rate_limited"), 4)), 0);
+        let sent = Sent {
+            answers: vec![answer(Class::Accepted, "ok"), unreached, answer(Class::Quota, "rate_limited")],
+            per_url: vec![0, 1, 1, 0, 1, 2],
+        };
+        let items: Vec<ClaimedItem> = (1..=6).map(|id| item(id, None, 0)).collect();
+        let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+        let reached: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.reached)).collect();
+        assert_eq!(reached, [(vec![1, 4], true), (vec![2, 3, 5], false), (vec![6], true)]);
+        let windows = budget::windows(&rules(), at(NOW));
+        let back: Vec<u64> = windows.iter().map(|w| policy::given_back(&settled.answered, w)).collect();
+        assert_eq!(back, [4, 4, 4], "3 never sent and 1 refused for quota, to each day and month");
+    }
+
+    /// Bing's partial remainder: due again at once when its request carried
+    /// more than what is left, nothing blocked, and the remainder recorded
+    /// for the reported window of its period; a spent window (0 left) is
+    /// blocked as any quota answer; an unexplained remainder waits.
+    #[test]
+    fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
+        let (settings, g) = (testing::settings(""), site_group());
+        let now = at(NOW);
+        let mut rules = rules();
+        rules.push(Rule { reported: true, ..rule("reported", Scope::Property, Period::Day, Tz::UTC, Some(100)) });
+        let windows = budget::windows(&rules, now);
+        let remainder = |left: u64, urls: usize| {
+            let mut a = answer(Class::Quota, "partial_quota");
+            a.verdict.reported = Some((Period::Day, left));
+            Sent::whole(a, urls)
+        };
+        let partial = remainder(10, 32);
+        assert!(resends_now(&partial, 0, &windows));
+        assert!(!resends_now(&remainder(10, 10), 0, &windows), "a request no larger than the remainder");
+        assert!(!resends_now(&remainder(0, 32), 0, &windows), "nothing left: the window is spent");
+        assert!(!resends_now(&partial, 0, &windows[..3]), "no reported window bounds the next claim");
+        let mut told = remainder(10, 32);
+        told.answers[0].verdict.retry_after = Some(RetryAfter::Seconds(60));
+        assert!(!resends_now(&told, 0, &windows), "the engine said when");
+        assert!(quota_blocks(&g, &rules, &windows, &partial, &[true], now).is_empty());
+        let spent = remainder(0, 32);
+        assert_eq!(blocked(&quota_blocks(&g, &rules, &windows, &spent, &[false], now))[0].0, "day");
+        let reports = remainders(&partial, &windows, now);
+        let reports: Vec<_> = reports.iter().map(|r| (r.window.rule.as_str(), r.remaining, r.at)).collect();
+        assert_eq!(reports, [("reported", 10, now)], "only the reported window of the day");
+        assert!(remainders(&Sent::whole(answer(Class::Quota, "rate_limited"), 1), &windows, now).is_empty());
+        // The items are due again now, without the scheduler's wait.
+        let items: Vec<ClaimedItem> = (1..=3).map(|id| item(id, None, 0)).collect();
+        let three = remainder(2, 3);
+        let context = Settle { resend_now: &[true], ..context(&settings, None) };
+        let settled = settle(&g, &items, &three, &context, || panic!("no jitter"));
+        assert_eq!(settled.answered[0].next, NextStep::RetryAt(now));
+        assert_eq!(settled.entries[0].1.reason.to_string(), "partial_quota");
     }
 
     fn context<'a>(settings: &'a crate::config::Settings, quota_tz: Option<Tz>) -> Settle<'a> {
@@ -605,6 +702,7 @@ mod tests {
             quota_tz,
             fingerprint: "fp",
             lease_end: at(NOW) + TimeDelta::minutes(10),
+            resend_now: &[],
         }
     }
 
@@ -647,7 +745,8 @@ mod tests {
         );
         assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T11:10:00+01:00"), Some(600)));
         assert!(e.message.contains("stop_grace"), "{}", e.message);
-        assert_eq!(refund(&sent), 1, "only the URL never sent gives its budget back");
+        let reached: Vec<bool> = settled.answered.iter().map(|a| a.reached).collect();
+        assert_eq!(reached, [true, false], "only the URL never sent gives its budget back");
     }
 
     #[test]

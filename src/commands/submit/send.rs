@@ -7,7 +7,7 @@
 //! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
 //! ledger's.
 
-use super::outcome::{budget_entry, Delivery};
+use super::outcome::{budget_entry, resends_now, Delivery};
 use super::Run;
 use crate::budget;
 use crate::engines;
@@ -307,10 +307,16 @@ fn request(claim: &Claim, inspect: usize, now: DateTime<Utc>) -> engines::Batch 
 }
 
 /// Whether another batch of the group may go now: this one was full, and
-/// nothing (the budget, the pace, a quota answer) said to stop.
+/// nothing (the budget, the pace, a quota answer) said to stop — or every
+/// quota answer was a partial remainder its request explains
+/// (`outcome::resends_now`): what is left goes at once, the next claim
+/// bounded by it.
 fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
-    let quota_answer = sent.answers.iter().any(|a| a.verdict.class == Class::Quota);
-    claim.retry_at.is_none() && claim.paced.is_empty() && !quota_answer && claim.items.len() == max_batch
+    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class == Class::Quota).peekable();
+    if quota.peek().is_some() {
+        return quota.all(|i| resends_now(sent, i, &claim.windows));
+    }
+    claim.retry_at.is_none() && claim.paced.is_empty() && claim.items.len() == max_batch
 }
 
 /// The report's note when the engine cannot say what is left of its quota.
@@ -320,7 +326,7 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
         crate::output::printer::group_title(group),
         group.engine.title(),
         if windows.iter().any(|w| w.reported && w.limit.is_some()) {
-            format!(" (with no local daily rule: {} a day, Bing's default for a new site)", budget::BING_NEW_SITE_DAILY)
+            format!(" (with no local daily rule: {} a day, indexq's conservative default)", budget::BING_NEW_SITE_DAILY)
         } else {
             String::new()
         }
@@ -443,6 +449,19 @@ mod tests {
         assert!(!another_batch(&budget, &accepted, 2), "the budget ran out");
         let paced = Claim { paced: vec![(9, "https://site.example/9".into(), at(NOW))], ..claimed(2) };
         assert!(!another_batch(&paced, &accepted, 2), "the pace holds the rest");
+        // Bing's partial remainder: what is left goes at once, budget or not.
+        let mut reported = budget::windows(&[rule("r", Scope::Property, Period::Day, Tz::UTC, None)], at(NOW));
+        reported[0].reported = true;
+        let partial = |left: u64| {
+            let mut sent = sent(Class::Quota, "partial_quota");
+            sent.answers[0].verdict.reported = Some((Period::Day, left));
+            sent.per_url = vec![0; 3];
+            sent
+        };
+        let three = Claim { windows: reported, retry_at: Some(at(NOW)), ..claimed(3) };
+        assert!(another_batch(&three, &partial(2), 500), "2 of the 3 go again now");
+        assert!(!another_batch(&three, &partial(3), 500), "a remainder its request does not explain");
+        assert!(!another_batch(&three, &partial(0), 500), "the window is spent");
     }
 
     #[test]
@@ -456,7 +475,7 @@ mod tests {
         );
         windows[0].reported = true;
         assert!(unread_quota_note(&g, "HTTP 500", &windows)
-            .ends_with("this run (with no local daily rule: 10 a day, Bing's default for a new site)."));
+            .ends_with("this run (with no local daily rule: 10 a day, indexq's conservative default)."));
     }
 
     #[tokio::test]

@@ -68,6 +68,7 @@ pub(super) fn verdict(class: Class, reason: &str) -> Verdict {
         hint: None,
         retry_after: None,
         quota_window: Period::Day,
+        reported: None,
     }
 }
 

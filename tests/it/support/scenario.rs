@@ -5,7 +5,7 @@
 //! | day (09:00 UTC) | input | IndexNow answers | Bing answers | exit |
 //! |---|---|---|---|---|
 //! | 2026-12-01 | /a1–/a5 | 200 (3 sent, 2 deferred) | 200 (5) | 0 |
-//! | 2026-12-02 | /b1, /b2 | 429 (3 sent, 1 deferred) | ErrorCode 14 (2 parked) | 3 |
+//! | 2026-12-02 | /b1, /b2 | 429 (3 sent, not counted: given back; 1 deferred) | ErrorCode 14 (2 parked) | 3 |
 //! | 2026-12-03 | — | 503 (3 sent, 1 deferred) | — (the parked 2 said again) | 3 |
 //! | 2026-12-04 | /c1 | 422 (3 sent, parked; 2 deferred) | 200 (1) | 3 |
 //!
