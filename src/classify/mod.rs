@@ -46,7 +46,9 @@ mod token;
 mod test_support;
 
 pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
-pub use google::{google, GoogleContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP};
+pub use google::{
+    google, google_inspection, GoogleContext, InspectionContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
+};
 pub use indexnow::{indexnow, IndexNowContext};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
@@ -249,8 +251,11 @@ mod tests {
         key_file: Option<FixtureKeyFile>,
         expect: String,
         retry: Option<String>,
-        /// "token": the answer came from the OAuth2 token endpoint.
+        /// "token": the answer came from the OAuth2 token endpoint;
+        /// "inspection": from the URL Inspection API.
         phase: Option<String>,
+        /// The reason the answer must get, where the fixture says.
+        reason: Option<String>,
     }
 
     #[derive(Debug, Clone, Deserialize)]
@@ -310,6 +315,9 @@ mod tests {
             }
             EngineKind::Bing => bing(&resp, &BING_CTX),
             EngineKind::Google if fixture.phase.as_deref() == Some("token") => google_token(&resp, &GOOGLE_TOKEN_CTX),
+            EngineKind::Google if fixture.phase.as_deref() == Some("inspection") => {
+                google_inspection(&resp, &INSPECTION_CTX)
+            }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
         }
     }
@@ -341,6 +349,9 @@ mod tests {
                     verdict.class, verdict.reason, verdict.message
                 )),
                 Err(e) => failures.push(format!("{id}: {e}")),
+            }
+            if let Some(reason) = fixture.reason.as_deref().filter(|r| *r != verdict.reason.to_string()) {
+                failures.push(format!("{id}: expected the reason {reason}, got {}", verdict.reason));
             }
             if let Some(secs) = fixture.retry.as_deref().and_then(retry_seconds) {
                 if verdict.retry_after != Some(RetryAfter::Seconds(secs)) {

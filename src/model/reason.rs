@@ -103,6 +103,10 @@ reason_enum! {
         KeyValidationPending = "key_validation_pending",
         /// The URL Inspection API says Google has indexed the URL: not published.
         AlreadyIndexed = "already_indexed",
+        /// Google answered a publish 200 without the notification it was
+        /// sent (`latestUpdate`, `latestRemove`): received, nothing said of
+        /// acting on it (pages the Indexing API is not documented for).
+        Received = "received",
         ;
         /// Bing's 12 `AlreadyExists`.
         Bing(BingCode),
@@ -181,6 +185,10 @@ reason_enum! {
         PermissionDenied = "permission_denied",
         /// The service-account key cannot sign a token request.
         BadKey = "bad_key",
+        /// The URL Inspection API: "You do not own this site, or the
+        /// inspected URL is not part of this property" (not an owner, or
+        /// `site_url` names another property).
+        InspectionNotOwner = "inspection_not_owner",
         /// The property has no configuration for the engine any more.
         NotConfigured = "not_configured",
         /// Transient past its deadline (the scheduler).
