@@ -1022,10 +1022,15 @@ impl Ledger for PgLedger {
                          (property, class, count, last_at, last_reason, last_message, last_hint, last_status)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                      ON CONFLICT (property, class) DO UPDATE SET count = i.count + excluded.count,
-                         last_at = excluded.last_at, last_reason = excluded.last_reason,
-                         last_message = excluded.last_message, last_hint = excluded.last_hint,
-                         last_status = excluded.last_status
-                     WHERE excluded.last_at >= i.last_at",
+                         last_reason = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_reason
+                                            ELSE i.last_reason END,
+                         last_message = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_message
+                                             ELSE i.last_message END,
+                         last_hint = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_hint
+                                          ELSE i.last_hint END,
+                         last_status = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_status
+                                            ELSE i.last_status END,
+                         last_at = GREATEST(i.last_at, excluded.last_at)",
                     &[
                         &done.property,
                         &class.as_str(),

@@ -9,7 +9,7 @@ use super::parked::ParkedNotice;
 use super::printer::{self, group_title, rfc3339};
 use super::results::Results;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, LocalReason, Outcome, Reason};
+use crate::model::{AcceptedReason, EngineKind, LocalReason, Outcome, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -434,6 +434,13 @@ impl SubmitReport<'_> {
                     writeln!(out, "  {} parked.{}", plural(n, "URL is", "URLs are"), notice.who())?;
                 }
                 _ if quiet => {}
+                Outcome::Accepted if a.reason == Reason::Accepted(AcceptedReason::Received) => writeln!(
+                    out,
+                    "{title}: {} received only: Google's answer records no notification of {} (Google documents \
+                     the Indexing API for pages with JobPosting or BroadcastEvent in a VideoObject only).",
+                    plural(n, "URL", "URLs"),
+                    if n == 1 { "it" } else { "them" }
+                )?,
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
                 Outcome::Skipped => {
                     let why = match a.reason {

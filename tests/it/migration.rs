@@ -106,11 +106,11 @@ fn a_schema_1_sqlite_ledger_upgrades_in_place() {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 3"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 4"), "{}", done.stdout);
     assert_upgraded(&sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 3));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 4));
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn pg_a_schema_1_database_ledger_upgrades_in_place() {
     let mut sb = sandbox(&ledger.config_lines());
     sb.pg = Some(ledger.clone());
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 3"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 4"), "{}", done.stdout);
     assert_upgraded(&sb);
     pg::assert_no_sqlite(&sb, &[]);
 }
