@@ -37,6 +37,13 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     assert!(text.contains("key_env = \"INDEXNOW_KEY\""), "{text}");
     // The example's comments come along.
     assert!(text.contains("# bing = {"), "{text}");
+    // What Google documents its Indexing API for, in the file and in what init says (issue 26, item 8).
+    assert!(text.contains("JobPosting or BroadcastEvent"), "{text}");
+    assert!(
+        done.stdout.contains("JobPosting or BroadcastEvent") && done.stdout.contains("received"),
+        "{}",
+        done.stdout
+    );
     assert!(text.contains("[retry]"), "{text}");
 
     // The key file is served where the starter says (the site's root): doctor is content.
