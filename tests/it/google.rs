@@ -855,8 +855,10 @@ fn an_inspection_quota_publishes_without_inspecting_until_its_window_reopens() {
     let until = epoch(note.until.as_deref().expect("until when"));
     assert!((epoch(NOW) + 60..=epoch(NOW) + 61).contains(&until), "a minute: {note:#?}");
     assert!(note.then.contains("published without inspection until"), "{note:#?}");
+    // The burst may ask both before the first answer, or one: after a quota, no more.
     let asked = sb.engine.requests_to("POST", GOOGLE_INSPECT).len();
-    assert_eq!(asked, 2, "the burst");
+    assert!((1..=2).contains(&asked), "{asked}");
+    assert_eq!((note.inspections, note.uninspected), (asked as u64, 2), "{note:#?}");
     // The publish budget is not the inspections': both URLs count, nothing blocks it.
     let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
     assert!(google_day_budgets(&status).iter().all(|b| b.used == 2 && b.blocked_until.is_none()), "{status:#?}");
