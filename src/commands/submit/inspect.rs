@@ -102,7 +102,11 @@ impl Run<'_> {
             });
         }
         let unbudgeted = taken.wanted.saturating_sub(taken.units);
-        if unbudgeted > 0 {
+        let quota_said = |n: &&mut InspectionNote| n.property == group.property && n.outcome == Outcome::Quota;
+        if let Some(quota) = self.inspection_notes.iter_mut().find(quota_said) {
+            // Blocked by the quota answer this run said: the same note.
+            quota.uninspected += unbudgeted;
+        } else if unbudgeted > 0 {
             let note = self.budget_note(group, &taken, unbudgeted, at)?;
             self.note_inspection(note);
         }
