@@ -3,8 +3,9 @@
 //! `submit --metrics-file` writes (atomically, for node_exporter's textfile
 //! collector). Everything comes from the configuration and the ledger, read
 //! through the `Ledger` trait: budget use per rule and window, queue items
-//! by state, attempts by class since the ledger began, and the last
-//! `submit` run. This module also records each `submit` run in the ledger
+//! by state, attempts by class since the ledger began, Google URL
+//! inspections (`skip_indexed`) by class since the ledger began, and the
+//! last `submit` run. This module also records each `submit` run in the ledger
 //! when it ends (`after_submit`, called once by `submit`). It knows nothing
 //! of engines or HTTP.
 //!
@@ -27,6 +28,9 @@ use std::io::{self, Write};
 
 /// The classes, in the order the metrics list them.
 const CLASSES: [Class; 5] = [Class::Accepted, Class::Quota, Class::Transient, Class::KeyPending, Class::Misconfigured];
+
+/// The classes an inspection answer can have (no key is pending there).
+pub const INSPECTION_CLASSES: [Class; 4] = [Class::Accepted, Class::Quota, Class::Transient, Class::Misconfigured];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -183,6 +187,7 @@ pub fn gather(
             attempts.push(labels, classes.get(class.as_str()).copied().unwrap_or(0) as f64);
         }
     }
+    let inspections = inspection_family(settings, ledger)?;
     let last = match this_run {
         Some(run) => Some(run.clone()),
         None => ledger.last_run(false)?,
@@ -191,9 +196,36 @@ pub fn gather(
         Some(run) if run.exit_code == 0 => Some(run.clone()),
         _ => ledger.last_run(true)?,
     };
-    let mut families = vec![used, limit, remaining, reset_at, reset_in, queue, attempts];
+    let mut families = vec![used, limit, remaining, reset_at, reset_in, queue, attempts, inspections];
     families.extend(run_families(last.as_ref(), last_ok.as_ref(), now));
     Ok(families)
+}
+
+/// Google URL inspections by the class of their answer: every class of
+/// every property with `skip_indexed` (a counter starts at 0), and those of
+/// properties the ledger has inspections of.
+fn inspection_family(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Family> {
+    let mut family = Family::new(
+        "indexq_google_inspections_total",
+        Kind::Counter,
+        "Google URL inspections (skip_indexed) since the ledger began, by the class of the answer (accepted: indexed or not; the others: published without inspection)",
+    );
+    let mut counts: BTreeMap<String, BTreeMap<&'static str, u64>> = settings
+        .properties
+        .iter()
+        .filter(|p| p.google.as_ref().is_some_and(|g| g.skip_indexed))
+        .map(|p| (p.name.clone(), BTreeMap::new()))
+        .collect();
+    for c in ledger.inspections()? {
+        *counts.entry(c.property).or_default().entry(c.class.as_str()).or_default() += c.count;
+    }
+    for (property, classes) in &counts {
+        for class in INSPECTION_CLASSES {
+            let labels = vec![("property", property.clone()), ("class", class.as_str().to_string())];
+            family.push(labels, classes.get(class.as_str()).copied().unwrap_or(0) as f64);
+        }
+    }
+    Ok(family)
 }
 
 /// The families of the last `submit` run (ledger-wide: on a shared

@@ -6,7 +6,8 @@
 //! are modest so the file runs in seconds.
 
 use indexq::classify::{
-    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response, Verdict,
+    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
+    Verdict,
 };
 use indexq::ingest::sitemap::{Entry, Problem, Reader};
 use indexq::model::Class;
@@ -436,10 +437,19 @@ proptest! {
 
         let ctx = GoogleContext {
             url: "https://example.com/page",
+            action: indexq::model::Action::Updated,
             client_email: "indexer@project.iam.gserviceaccount.com",
             project_id: "project",
         };
         check_verdict(&classify::google(&resp, &ctx), "google");
+
+        let ctx = InspectionContext {
+            url: "https://example.com/page",
+            site_url: "https://example.com/",
+            client_email: "indexer@project.iam.gserviceaccount.com",
+            project_id: "project",
+        };
+        check_verdict(&classify::google_inspection(&resp, &ctx), "google_inspection");
 
         let ctx = GoogleTokenContext { client_email: "indexer@project.iam.gserviceaccount.com", key_id: "0123456789abcdef" };
         check_verdict(&classify::google_token(&resp, &ctx), "google_token");

@@ -1,4 +1,5 @@
-//! Every classifier (`indexnow`, `bing`, `google`, `google_token`) over an
+//! Every classifier (`indexnow`, `bing`, `google`, `google_inspection`,
+//! `google_token`) over an
 //! arbitrary status, headers and body: one of the five classes, never a panic,
 //! a hint on every `misconfigured` verdict and never the IndexNow key in a text.
 //!
@@ -8,9 +9,10 @@
 #![no_main]
 
 use indexq::classify::{
-    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, KeyFileCheck, Response, Verdict,
+    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
+    Verdict,
 };
-use indexq::model::Class;
+use indexq::model::{Action, Class};
 use libfuzzer_sys::fuzz_target;
 
 const KEY: &str = "a1b2c3d4e5f6a7b8";
@@ -40,11 +42,11 @@ fuzz_target!(|data: &[u8]| {
     let headers: Vec<(String, String)> =
         parts.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default())).collect();
     let resp = Response { status, headers: &headers, body: &body };
-    let verdict = match choice % 4 {
+    let verdict = match choice % 5 {
         0 => {
             // The key file check reuses the headers' first value as the served body.
             let served = headers.first().map(|(_, v)| v.clone()).unwrap_or_default();
-            let key_file = match (choice / 4) % 3 {
+            let key_file = match (choice / 5) % 3 {
                 0 => None,
                 1 => Some(KeyFileCheck::Fetched { status: status.rotate_left(8), body: served }),
                 _ => Some(KeyFileCheck::Failed { error: served }),
@@ -59,10 +61,20 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             let ctx = GoogleContext {
                 url: "https://example.com/page",
+                action: if (choice / 5) % 2 == 0 { Action::Updated } else { Action::Deleted },
                 client_email: "indexer@project.iam.gserviceaccount.com",
                 project_id: "project",
             };
             classify::google(&resp, &ctx)
+        }
+        3 => {
+            let ctx = InspectionContext {
+                url: "https://example.com/page",
+                site_url: if (choice / 5) % 2 == 0 { "https://example.com/" } else { "sc-domain:example.com" },
+                client_email: "indexer@project.iam.gserviceaccount.com",
+                project_id: "project",
+            };
+            classify::google_inspection(&resp, &ctx)
         }
         _ => {
             let ctx = GoogleTokenContext {

@@ -1,17 +1,19 @@
 //! The Google Indexing API (`urlNotifications:publish`) and the URL
-//! Inspection API: by HTTP status and google.rpc.Status (`status`,
-//! `message`, `details`). `RESOURCE_EXHAUSTED` / 429 is `daily_quota` (the
-//! per-project daily quota: the caller waits for the next quota day,
-//! midnight America/Los_Angeles), `rate_limited` (per minute) or `quota`
-//! (unnamed), the last two waiting `Retry-After` or [`GOOGLE_SHORT_WAIT`];
-//! 403 is `ownership_not_verified`, `api_disabled` or `permission_denied`;
-//! 400 `invalid_argument`; 401 `unauthenticated`; 5xx and `INTERNAL` /
-//! `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient. The table is on
-//! [`google`].
+//! Inspection API (`urlInspection/index:inspect`): by HTTP status and
+//! google.rpc.Status (`status`, `message`, `details`). A publish's 2xx is
+//! `ok` when Google recorded the notification it was sent (`latestUpdate`,
+//! `latestRemove`), else `received`. `RESOURCE_EXHAUSTED` / 429 is
+//! `daily_quota` (the per-project daily quota: the caller waits for the next
+//! quota day, midnight America/Los_Angeles), `rate_limited` (per minute) or
+//! `quota` (unnamed), the last two waiting `Retry-After` or
+//! [`GOOGLE_SHORT_WAIT`]; 403 is `ownership_not_verified`, `api_disabled` or
+//! `permission_denied`; 400 `invalid_argument`; 401 `unauthenticated`; 5xx
+//! and `INTERNAL` / `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient. The
+//! tables are on [`google`] and [`google_inspection`].
 
 use super::{answered, excerpt, http_status, transient_answered, unrecognized_body, Response, RetryAfter, Verdict};
-use crate::model::Period;
 use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
+use crate::model::{Action, Period};
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
 pub const GOOGLE_SHORT_WAIT: u64 = 60;
@@ -21,8 +23,11 @@ pub const GOOGLE_SHORT_WAIT_CAP: u64 = 15 * 60;
 /// What indexq knows about a Google publish besides the response.
 #[derive(Debug, Clone, Copy)]
 pub struct GoogleContext<'a> {
-    /// The URL published (or inspected).
+    /// The URL published.
     pub url: &'a str,
+    /// What the publish announced (`URL_UPDATED`, `URL_DELETED`): the
+    /// notification a 2xx should say Google recorded.
+    pub action: Action,
     /// The service account's `client_email` from the key file.
     pub client_email: &'a str,
     /// The key file's `project_id`: the Cloud project whose quota is spent.
@@ -34,6 +39,18 @@ pub struct GoogleContext<'a> {
 /// not; what an object without `latestUpdate` means is read apart.
 fn google_body(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v.is_object())
+}
+
+/// What indexq knows about a URL inspection besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct InspectionContext<'a> {
+    /// The URL inspected (`inspectionUrl`).
+    pub url: &'a str,
+    /// The Search Console property asked (`siteUrl`: the property's
+    /// `google.site_url`, `https://…/` or `sc-domain:…`).
+    pub site_url: &'a str,
+    pub client_email: &'a str,
+    pub project_id: &'a str,
 }
 
 /// A google.rpc.Status error body (`{"error": {"code", "message", "status", "details"}}`), as far as it reads.
@@ -176,11 +193,13 @@ fn google_answered(resp: &Response, error: Option<&GoogleError>) -> String {
     said
 }
 
-/// Classifies an Indexing API answer (`urlNotifications:publish`, also used for the URL Inspection API).
+/// Classifies an Indexing API answer (`urlNotifications:publish`); the URL
+/// Inspection API's are [`google_inspection`]'s.
 ///
 /// | answer | class | reason |
 /// |---|---|---|
-/// | 2xx with a JSON object | accepted | `ok` |
+/// | 2xx whose `urlNotificationMetadata` holds the notification sent (`latestUpdate` for `URL_UPDATED`, `latestRemove` for `URL_DELETED`), or with no `urlNotificationMetadata` | accepted | `ok` |
+/// | 2xx whose `urlNotificationMetadata` lacks it | accepted | `received` |
 /// | 2xx with any other body (empty, HTML, cut off) | accepted | `unrecognized_body` (the body is kept) |
 /// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo reason `RATE_LIMIT_EXCEEDED` / `RESOURCE_QUOTA_EXCEEDED` or a legacy reason `rateLimitExceeded` / `dailyLimitExceeded` / … (any HTTP status), or a 403 without ErrorInfo whose message starts "Quota exceeded", naming a per-day limit (ErrorInfo `quota_limit`/`quota_metric`, QuotaFailure violations, legacy `dailyLimitExceeded`; else "per day", `PerDay`, `per_day` in the message) | quota | `daily_quota`: window [`Period::Day`], no `Retry-After` (the caller waits for the next quota day, midnight America/Los_Angeles) |
 /// | the same, naming a per-minute limit | quota | `rate_limited`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
@@ -210,10 +229,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
         return unrecognized_body(EngineKind::Google, resp, "", "a body that is not Google's JSON");
     }
     if (200..=299).contains(&status) {
-        return Verdict::new(
-            AcceptedReason::Ok,
-            format!("Google accepted the request for {url} ({}).", http_status(status)),
-        );
+        return google_accepted(resp, ctx);
     }
     if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_structured_quota(error) {
         return google_quota(resp, error, &answered, project);
@@ -344,6 +360,45 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     transient_answered(resp, &answered, TransientReason::UnexpectedStatus, "no engine documents that status")
 }
 
+/// A publish Google answered 2xx, read by the notification it says it
+/// recorded. Google documents its success as `{"urlNotificationMetadata":
+/// {"url", "latestUpdate": {"url", "type": "URL_UPDATED", "notifyTime"}}}`
+/// (`latestRemove` for `URL_DELETED`), and since 2024 answers a page the
+/// Indexing API is not documented for (only pages with `JobPosting` or
+/// `BroadcastEvent` in a `VideoObject` are) with `{"urlNotificationMetadata":
+/// {"url": "…"}}` alone (googleapis/google-api-nodejs-client issue 3560,
+/// fixture `google-200-received`): `received`, so that a user sees how many
+/// notifications Google merely took. A body without `urlNotificationMetadata`
+/// (an empty 204) says nothing either way: `ok`.
+fn google_accepted(resp: &Response, ctx: &GoogleContext) -> Verdict {
+    let (url, status) = (ctx.url, http_status(resp.status));
+    let field = match ctx.action {
+        Action::Updated => "latestUpdate",
+        Action::Deleted => "latestRemove",
+    };
+    let metadata = serde_json::from_str::<serde_json::Value>(resp.body.trim())
+        .ok()
+        .and_then(|v| v.get("urlNotificationMetadata").filter(|m| m.is_object()).cloned());
+    let Some(metadata) = metadata else {
+        return Verdict::new(AcceptedReason::Ok, format!("Google accepted the request for {url} ({status})."));
+    };
+    match metadata.get(field).filter(|n| n.is_object()) {
+        Some(notification) => {
+            let at = notification.get("notifyTime").and_then(|t| t.as_str()).map(excerpt);
+            let at = at.map(|t| format!(", notified at {t}")).unwrap_or_default();
+            Verdict::new(AcceptedReason::Ok, format!("Google accepted the request for {url} ({status}{at})."))
+        }
+        None => Verdict::new(
+            AcceptedReason::Received,
+            format!(
+                "Google received the notification for {url} ({status}) but its answer records no `{field}`: \
+                 Google answers so for pages the Indexing API is not documented for (only pages with JobPosting \
+                 or BroadcastEvent in a VideoObject structured data are), and says nothing of crawling them."
+            ),
+        ),
+    }
+}
+
 /// A Google quota answer: the per-day quota (next quota day), a per-minute limit, or one it did not name.
 fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, project: &str) -> Verdict {
     let kind = google_quota_kind(error);
@@ -381,6 +436,216 @@ fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, pr
     }
 }
 
+/// Classifies a URL Inspection API answer (`urlInspection/index:inspect`,
+/// for `skip_indexed`). The classes are any answer's; what indexq does with
+/// them (publish anyway, or stop inspecting for a while) is the caller's:
+/// the messages say what Google said, not what happens next.
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 2xx whose `inspectionResult.indexStatusResult.verdict` is `PASS` | accepted | `already_indexed` |
+/// | other 2xx | accepted | `ok` (not indexed, or nothing said) |
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo quota reason or a legacy quota reason, naming a per-day limit | quota | `daily_quota`: window [`Period::Day`] |
+/// | the same, naming a per-minute limit, or none ("Quota exceeded for sc-domain:….") | quota | `rate_limited` / `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
+/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google`] |
+/// | the ErrorInfo reason `SERVICE_DISABLED` (or that status, or `accessNotConfigured`); a 403 without ErrorInfo saying the API "has not been used in project" | misconfigured | `api_disabled` (the Google Search Console API) |
+/// | 403 "You do not own this site, or the inspected URL is not part of this property" or "User does not have sufficient permission for site" | misconfigured | `inspection_not_owner` (with the `sc-domain:` hint for a URL-prefix `site_url`) |
+/// | 401 or `UNAUTHENTICATED` | misconfigured | `unauthenticated` |
+/// | 400 or `INVALID_ARGUMENT` | misconfigured | `invalid_argument` |
+/// | other 403 or `PERMISSION_DENIED` | misconfigured | `permission_denied` |
+/// | other 3xx, 4xx | misconfigured | `http_<status>` |
+/// | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
+pub fn google_inspection(resp: &Response, ctx: &InspectionContext) -> Verdict {
+    let status = resp.status;
+    let error = google_error(resp.body);
+    let error = error.as_ref();
+    let g_status = error.map_or("", |e| e.status.as_str());
+    let answered = google_answered(resp, error).replacen("Google answered", "The URL Inspection API answered", 1);
+    let (url, site, email, project) = (ctx.url, ctx.site_url, ctx.client_email, ctx.project_id);
+    if (200..=299).contains(&status) {
+        // The documented result: {"inspectionResult": {"indexStatusResult":
+        // {"verdict": "PASS" | "PARTIAL" | "FAIL" | "NEUTRAL" | …, "coverageState": …}}}.
+        let result = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
+        let index = result.as_ref().map(|v| &v["inspectionResult"]["indexStatusResult"]);
+        let said = |key: &str| index.and_then(|i| i[key].as_str()).map(excerpt);
+        let coverage = said("coverageState").map(|c| format!(", \"{c}\"")).unwrap_or_default();
+        return match said("verdict") {
+            Some(verdict) if verdict == "PASS" => Verdict::new(
+                AcceptedReason::AlreadyIndexed,
+                format!("the URL Inspection API says Google has indexed {url} (PASS{coverage})"),
+            ),
+            Some(verdict) => Verdict::new(
+                AcceptedReason::Ok,
+                format!("the URL Inspection API says {url} is not indexed ({verdict}{coverage})"),
+            ),
+            None => Verdict::new(
+                AcceptedReason::Ok,
+                format!("{answered} without an index status for {url}: it is taken as not indexed"),
+            ),
+        };
+    }
+    if status == 429
+        || g_status == "RESOURCE_EXHAUSTED"
+        || google_structured_quota(error)
+        || google_quota_text(status, error)
+    {
+        return inspection_quota(resp, error, &answered, site);
+    }
+    let failed = match g_status {
+        "INTERNAL" => Some(TransientReason::Internal),
+        "UNAVAILABLE" => Some(TransientReason::Unavailable),
+        "DEADLINE_EXCEEDED" => Some(TransientReason::DeadlineExceeded),
+        "ABORTED" => Some(TransientReason::Aborted),
+        _ => None,
+    };
+    let failed = failed.or(match status {
+        500..=599 => Some(TransientReason::ServerError),
+        408 => Some(TransientReason::RequestTimeout),
+        _ => None,
+    });
+    if let Some(reason) = failed {
+        return Verdict {
+            retry_after: resp.retry_after(),
+            ..Verdict::new(reason, format!("{answered}: Google failed on its side"))
+        };
+    }
+    let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
+    let client_error = (400..=499).contains(&status);
+    let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
+    // The ErrorInfo reason, the status or the legacy reason first; a 403
+    // without ErrorInfo whose message is "Google Search Console API has not
+    // been used in project 311386532115 before or it is disabled. Enable it
+    // by visiting …" (googleworkspace/apps-script-oauth2 issue 443, fixture
+    // `google-inspection-403-api-disabled`) only then.
+    let disabled = error.is_some_and(|e| {
+        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
+    }) || (forbidden
+        && error.is_some_and(|e| e.infos.is_empty())
+        && message.contains("has not been used in project"));
+    if (client_error || forbidden) && disabled {
+        return Verdict::misconfigured(
+            MisconfiguredReason::ApiDisabled,
+            format!("{answered}: the Google Search Console API is not enabled for the Google Cloud project {project}"),
+            format!(
+                "Enable the Google Search Console API (searchconsole.googleapis.com) for the project {project} in \
+                 the Google Cloud console (APIs & Services → Library), wait a few minutes; `indexq doctor` checks it."
+            ),
+        );
+    }
+    // "You do not own this site, or the inspected URL is not part of this
+    // property." (403 PERMISSION_DENIED, goenning/google-indexing-script
+    // issue 52, fixture `google-inspection-403-not-owner`: a service account
+    // that is no user of the property, or a `siteUrl` that names another
+    // property than the one the URL is in), and the Search Console API's
+    // "User does not have sufficient permission for site '…'." — both with
+    // no ErrorInfo reason of their own.
+    let not_owner = message.contains("you do not own this site")
+        || message.contains("not part of this property")
+        || message.contains("does not have sufficient permission for site");
+    if forbidden && not_owner {
+        return Verdict::misconfigured(
+            MisconfiguredReason::InspectionNotOwner,
+            format!("{answered}: Google does not let {email} inspect {url} in the Search Console property {site}"),
+            inspection_owner_hint(site, email),
+        );
+    }
+    if status == 401 || g_status == "UNAUTHENTICATED" {
+        return Verdict::misconfigured(
+            MisconfiguredReason::Unauthenticated,
+            format!("{answered}: Google did not accept the access token of {email} for URL inspection"),
+            format!(
+                "Check that the service account {email} and its key still exist and are enabled in the project \
+                 {project}, and that the machine's clock is right."
+            ),
+        );
+    }
+    if status == 400 || g_status == "INVALID_ARGUMENT" {
+        return Verdict::misconfigured(
+            MisconfiguredReason::InvalidArgument,
+            format!("{answered}: Google refused to inspect {url} in {site} as invalid"),
+            format!(
+                "Check the property's `google.site_url` ({site}): it must name the Search Console property exactly \
+                 as Search Console does (`https://example.com/` with its trailing slash, or `sc-domain:example.com`), \
+                 and {url} must be in it."
+            ),
+        );
+    }
+    if forbidden {
+        return Verdict::misconfigured(
+            MisconfiguredReason::PermissionDenied,
+            format!("{answered}: Google denied {email} the inspection of {url}"),
+            inspection_owner_hint(site, email),
+        );
+    }
+    if (300..=499).contains(&status) {
+        return Verdict::misconfigured(
+            MisconfiguredReason::Http(HttpStatus(status)),
+            format!("{answered}: the URL Inspection API refused the request"),
+            "Check `inspection_endpoint` in `[google]` (https://searchconsole.googleapis.com).",
+        );
+    }
+    Verdict::new(TransientReason::UnexpectedStatus, format!("{answered}: no engine documents that status"))
+}
+
+/// The fix for an inspection Google refused as not the property's: add the
+/// service account to the property, and name the property as Search
+/// Console does — with the `sc-domain:` form when `site_url` is a URL
+/// prefix, the usual mistake for a Domain property.
+fn inspection_owner_hint(site: &str, email: &str) -> String {
+    let mut hint = format!(
+        "Add {email} as a user (an Owner, which publishing needs too) of the Search Console property {site} \
+         (Settings → Users and permissions), and check that the property's `google.site_url` names that property \
+         exactly as Search Console lists it."
+    );
+    if let Some(host) = url::Url::parse(site)
+        .ok()
+        .filter(|u| u.scheme().starts_with("http"))
+        .and_then(|u| u.host_str().map(|h| h.strip_prefix("www.").unwrap_or(h).to_string()))
+    {
+        hint.push_str(&format!(
+            " `{site}` is a URL-prefix property: if the site is verified as a Domain property, set \
+             `site_url = \"sc-domain:{host}\"` in the property's google table."
+        ));
+    }
+    hint
+}
+
+/// An inspection quota answer. Google's per-property limits on URL
+/// inspections are 2,000 a day and 600 a minute; its answer often names
+/// neither — `429 RESOURCE_EXHAUSTED "Quota exceeded for sc-domain:….`"
+/// (goenning/google-indexing-script issue 45, fixture
+/// `google-inspection-429-quota`) — and is then taken as the minute's, as a
+/// publish's is: a wrong guess costs an inspection a minute, never a day of
+/// inspections.
+fn inspection_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, site: &str) -> Verdict {
+    let kind = google_quota_kind(error);
+    if kind == GoogleQuota::Day {
+        return Verdict {
+            quota_window: Period::Day,
+            ..Verdict::new(
+                QuotaReason::DailyQuota,
+                format!(
+                    "{answered}: the daily URL inspection quota of {site} is used (it resets at midnight Pacific time)"
+                ),
+            )
+        };
+    }
+    let retry_after = match resp.retry_after() {
+        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
+        Some(at) => Some(at),
+        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
+    };
+    let (reason, what) = match kind {
+        GoogleQuota::Minute => (QuotaReason::RateLimited, "the per-minute URL inspection limit"),
+        _ => (QuotaReason::Quota, "a URL inspection quota (Google did not say which)"),
+    };
+    Verdict {
+        retry_after,
+        quota_window: Period::Minute,
+        ..Verdict::new(reason, format!("{answered}: {what} of {site} is used"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
@@ -415,7 +680,8 @@ mod tests {
         type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
         #[rustfmt::skip]
         let table: Vec<Row> = vec![
-            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "ok", None),
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a", "latestUpdate": {"url": "https://example.com/a", "type": "URL_UPDATED", "notifyTime": "2026-12-03T01:30:00.123456789Z"}}}"#.into(), Class::Accepted, "ok", None),
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "received", None),
             (204, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
             (200, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
             (200, vec![], "<!DOCTYPE html><html><body>Access denied by proxy</body></html>".into(), Class::Accepted, "unrecognized_body", None),
@@ -581,5 +847,130 @@ mod tests {
                 v.message
             );
         }
+    }
+
+    /// A 2xx is `ok` when Google says it recorded the notification it was
+    /// sent, `received` when its metadata lacks it.
+    #[test]
+    fn a_publish_200_is_read_by_the_notification_google_recorded() {
+        let metadata =
+            |fields: &str| format!(r#"{{"urlNotificationMetadata": {{"url": "https://example.com/a"{fields}}}}}"#);
+        let update = r#", "latestUpdate": {"url": "https://example.com/a", "type": "URL_UPDATED", "notifyTime": "2026-12-03T01:30:00Z"}"#;
+        let remove = r#", "latestRemove": {"url": "https://example.com/a", "type": "URL_DELETED", "notifyTime": "2026-12-03T01:31:00Z"}"#;
+        let verdict = |action, body: &str| {
+            let ctx = GoogleContext { action, ..GOOGLE_CTX };
+            let v = google(&Response { status: 200, headers: &[], body }, &ctx);
+            assert_eq!(v.class, Class::Accepted, "{body}");
+            v
+        };
+        #[rustfmt::skip]
+        let table = [
+            (Action::Updated, metadata(update), "ok"),
+            (Action::Updated, metadata(""), "received"),
+            (Action::Updated, metadata(remove), "received"),
+            (Action::Deleted, metadata(remove), "ok"),
+            (Action::Deleted, metadata(&format!("{update}{remove}")), "ok"),
+            (Action::Deleted, metadata(update), "received"),
+            (Action::Deleted, metadata(""), "received"),
+            // A JSON object without `urlNotificationMetadata` says nothing either way.
+            (Action::Updated, "{}".to_string(), "ok"),
+            // Not Google's JSON at all.
+            (Action::Updated, "".to_string(), "unrecognized_body"),
+        ];
+        for (action, body, reason) in &table {
+            assert_eq!(verdict(*action, body).reason.to_string(), *reason, "{action:?} {body}");
+        }
+        let ok = verdict(Action::Updated, &metadata(update));
+        assert!(ok.message.contains("notified at 2026-12-03T01:30:00Z"), "{}", ok.message);
+        let received = verdict(Action::Updated, &metadata(""));
+        assert!(
+            received.message.contains("JobPosting") && received.message.contains("latestUpdate"),
+            "{}",
+            received.message
+        );
+    }
+
+    #[test]
+    fn inspection_answers() {
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        let result = |verdict: &str| {
+            format!(
+                r#"{{"inspectionResult": {{"inspectionResultLink": "https://search.google.com/search-console/inspect?resource_id=sc-domain:example.com&id=x", "indexStatusResult": {{"verdict": "{verdict}", "coverageState": "Submitted and indexed"}}}}}}"#
+            )
+        };
+        let disabled_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com", "metadata": {"service": "searchconsole.googleapis.com", "consumer": "projects/311386532115"}}"#;
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (200, vec![], result("PASS"), Class::Accepted, "already_indexed", None),
+            (200, vec![], result("NEUTRAL"), Class::Accepted, "ok", None),
+            (200, vec![], result("FAIL"), Class::Accepted, "ok", None),
+            (200, vec![], "{}".into(), Class::Accepted, "ok", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for sc-domain:example.com.", ""), Class::Quota, "quota", short),
+            (429, vec![("Retry-After", "30")], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for sc-domain:example.com.", ""), Class::Quota, "quota", Some(RetryAfter::Seconds(30))),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Inspections' and limit 'Inspections per day per site'.", ""), Class::Quota, "daily_quota", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Inspections' and limit 'Inspections per minute per site'.", ""), Class::Quota, "rate_limited", short),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "You do not own this site, or the inspected URL is not part of this property.", ""), Class::Misconfigured, "inspection_not_owner", None),
+            (403, vec![], r#"{"error": {"code": 403, "message": "User does not have sufficient permission for site 'https://example.com/'. See also: https://support.google.com/webmasters/answer/2451999.", "errors": [{"domain": "global", "reason": "forbidden"}]}}"#.into(), Class::Misconfigured, "inspection_not_owner", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Google Search Console API has not been used in project 311386532115 before or it is disabled.", disabled_info), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Google Search Console API has not been used in project 311386532115 before or it is disabled.", ""), Class::Misconfigured, "api_disabled", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "The caller does not have permission", ""), Class::Misconfigured, "permission_denied", None),
+            // A URL that holds the words is not the answer.
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "Forbidden: https://example.com/quota-exceeded/you-do-not-own", ""), Class::Misconfigured, "permission_denied", None),
+            (400, vec![], rpc(400, "INVALID_ARGUMENT", "Invalid argument.", ""), Class::Misconfigured, "invalid_argument", None),
+            (401, vec![], rpc(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), Class::Misconfigured, "unauthenticated", None),
+            (404, vec![], "<html>Not Found</html>".into(), Class::Misconfigured, "http_404", None),
+            (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
+            (503, vec![("Retry-After", "120")], "".into(), Class::Transient, "server_error", Some(RetryAfter::Seconds(120))),
+            (408, vec![], "".into(), Class::Transient, "http_408", None),
+            (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = inspection_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {headers:?} {body}: {}",
+                v.message
+            );
+            if v.class == Class::Quota {
+                let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
+                assert_eq!(v.quota_window, window, "{body}");
+            }
+            assert!(!v.message.contains("indexq retries"), "an inspection is never retried: {}", v.message);
+        }
+    }
+
+    #[test]
+    fn a_refused_inspection_of_a_url_prefix_property_hints_at_sc_domain() {
+        let not_owner = rpc(
+            403,
+            "PERMISSION_DENIED",
+            "You do not own this site, or the inspected URL is not part of this property.",
+            "",
+        );
+        let v = inspection_verdict(403, &[], &not_owner);
+        let hint = v.hint.as_deref().expect("a hint");
+        assert!(hint.contains(INSPECTION_CTX.client_email) && hint.contains("Owner"), "{hint}");
+        assert!(hint.contains("site_url = \"sc-domain:example.com\""), "{hint}");
+        assert!(v.message.contains("You do not own this site"), "{}", v.message);
+        let ctx = InspectionContext { site_url: "sc-domain:example.com", ..INSPECTION_CTX };
+        let domain = google_inspection(&Response { status: 403, headers: &[], body: &not_owner }, &ctx);
+        assert_eq!(domain.reason.to_string(), "inspection_not_owner");
+        assert!(!domain.hint.unwrap().contains("URL-prefix"), "a Domain property already");
+        let www = InspectionContext { site_url: "https://www.example.com/", ..INSPECTION_CTX };
+        let www = google_inspection(&Response { status: 403, headers: &[], body: &not_owner }, &www);
+        assert!(www.hint.unwrap().contains("sc-domain:example.com\""), "www. is not the domain");
+        let disabled = inspection_verdict(
+            403,
+            &[],
+            &rpc(
+                403,
+                "PERMISSION_DENIED",
+                "Google Search Console API has not been used in project 1 before or it is disabled.",
+                "",
+            ),
+        );
+        assert!(disabled.hint.unwrap().contains("searchconsole.googleapis.com"));
     }
 }

@@ -46,7 +46,9 @@ mod token;
 mod test_support;
 
 pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
-pub use google::{google, GoogleContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP};
+pub use google::{
+    google, google_inspection, GoogleContext, InspectionContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
+};
 pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use token::{google_token, GoogleTokenContext};
@@ -285,7 +287,8 @@ mod tests {
         /// The reason expected too, where the fixture names one.
         reason: Option<String>,
         retry: Option<String>,
-        /// "token": the answer came from the OAuth2 token endpoint.
+        /// "token": the answer came from the OAuth2 token endpoint;
+        /// "inspection": from the URL Inspection API.
         phase: Option<String>,
     }
 
@@ -346,6 +349,9 @@ mod tests {
             }
             EngineKind::Bing => bing(&resp, &BING_CTX),
             EngineKind::Google if fixture.phase.as_deref() == Some("token") => google_token(&resp, &GOOGLE_TOKEN_CTX),
+            EngineKind::Google if fixture.phase.as_deref() == Some("inspection") => {
+                google_inspection(&resp, &INSPECTION_CTX)
+            }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
         }
     }

@@ -8,6 +8,13 @@ pub const KEY: &str = "3f8a1c9e7b2d4f6a8c0e1b3d5f7a9c2e";
 pub const BING_CTX: BingContext<'static> = BingContext { site_url: "https://example.com/" };
 pub const GOOGLE_CTX: GoogleContext<'static> = GoogleContext {
     url: "https://example.com/a",
+    action: crate::model::Action::Updated,
+    client_email: "indexer@my-proj.iam.gserviceaccount.com",
+    project_id: "my-proj",
+};
+pub const INSPECTION_CTX: InspectionContext<'static> = InspectionContext {
+    url: "https://example.com/a",
+    site_url: "https://example.com/",
     client_email: "indexer@my-proj.iam.gserviceaccount.com",
     project_id: "my-proj",
 };
@@ -66,6 +73,14 @@ pub fn google_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verd
     let headers = owned_headers(headers);
     let v = google(&Response { status, headers: &headers, body }, &GOOGLE_CTX);
     assert_no_secret(&v, KEY, &format!("google {status} {body}"));
+    v
+}
+
+/// Every URL inspection verdict: a message, and a hint when misconfigured.
+pub fn inspection_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+    let headers = owned_headers(headers);
+    let v = google_inspection(&Response { status, headers: &headers, body }, &INSPECTION_CTX);
+    assert_no_secret(&v, KEY, &format!("google inspection {status} {body}"));
     v
 }
 

@@ -2,8 +2,11 @@
 //! credentials without spending any submission quota, and says for each
 //! problem what to do. IndexNow: each property's key file is fetched and
 //! compared (no submission). Bing: `GetUrlSubmissionQuota` (spends nothing).
-//! Google: the key file is parsed and a token obtained (no publish, no
-//! inspection). Exit 0 when nothing needs a human, 3 otherwise.
+//! Google: the key file is parsed and a token obtained (no publish); for a
+//! property with `skip_indexed`, its site's URL is inspected once (one of
+//! the property's URL inspections, no publish) to see whether the service
+//! account may inspect the property. Exit 0 when nothing needs a human, 3
+//! otherwise.
 
 use super::ExitStatus;
 use crate::clock::{self, Clock};
@@ -136,7 +139,8 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             Err(e) => checks.push(Check::problem("google_credentials", e.to_string(), e.hint.unwrap_or_default())),
             Ok(engine) => {
                 let account = engine.account();
-                checks.push(match engine.check_token().await {
+                let token = engine.check_token().await;
+                checks.push(match &token {
                     Ok(()) => Check::ok(
                         "google_token",
                         format!(
@@ -144,8 +148,22 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
                             account.client_email, account.key_id, account.project_id
                         ),
                     ),
-                    Err(verdict) => Check::problem("google_token", verdict.message, verdict.hint.unwrap_or_default()),
+                    Err(verdict) => Check::problem(
+                        "google_token",
+                        verdict.message.clone(),
+                        verdict.hint.clone().unwrap_or_default(),
+                    ),
                 });
+                // Without a token no inspection can be asked: the token's problem says why.
+                let inspecting =
+                    settings.properties.iter().filter(|p| p.google.as_ref().is_some_and(|g| g.skip_indexed));
+                for p in inspecting.filter(|_| token.is_ok()) {
+                    let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
+                    let inspected = engine.inspect(site_url, p.site.as_str()).await;
+                    checks.push(
+                        inspection_check(site_url, p.site.as_str(), &inspected).about(&p.name, EngineKind::Google),
+                    );
+                }
             }
         }
     }
@@ -239,6 +257,35 @@ fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> O
             format!("the key location {location} vouches for URLs under {shown}, which holds the site {site}"),
         )
     })
+}
+
+/// What one inspection of a property's site says of `skip_indexed`: that
+/// the service account may inspect the property, or why not and the fix.
+/// A spent inspection quota needs nobody (inspections go again when it
+/// reopens); a failure on Google's side is a problem to check again.
+fn inspection_check(site_url: &str, site: &str, inspected: &engines::Inspected) -> Check {
+    let verdict = &inspected.verdict;
+    let spent = "(one URL inspection of the property's 2,000 a day; nothing published)";
+    match verdict.class {
+        Class::Accepted => Check::ok(
+            "google_inspection",
+            format!("the service account may inspect {site_url}: {} {spent}", verdict.message),
+        ),
+        Class::Quota => Check::ok(
+            "google_inspection",
+            format!("not checked: {}; until it reopens URLs are published without inspection", verdict.message),
+        ),
+        Class::Misconfigured => Check::problem(
+            "google_inspection",
+            format!("`skip_indexed` cannot work: {} {spent}", verdict.message),
+            verdict.hint.clone().unwrap_or_default(),
+        ),
+        Class::Transient | Class::KeyPending => Check::problem(
+            "google_inspection",
+            format!("the inspection of {site} in {site_url} failed: {}", verdict.message),
+            "run `indexq doctor` again later; until an inspection works, URLs are published without inspection",
+        ),
+    }
 }
 
 /// The `curl` line that fetches `property`'s key file, the key read from

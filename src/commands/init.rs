@@ -247,7 +247,9 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "[[property]] is a ceiling of your own (IndexNow documents no daily limit; {INDEXNOW_CEILING} URLs")?;
     writeln!(out, "is the most one request carries); [google]'s 200 a day and 380 a minute are Google's")?;
     writeln!(out, "defaults for a new Cloud project.")?;
-    writeln!(out, "Bing and Google are commented out in the file, each with what it needs.")?;
+    writeln!(out, "Bing and Google are commented out in the file, each with what it needs. Google documents")?;
+    writeln!(out, "its Indexing API for pages with JobPosting or BroadcastEvent (in a VideoObject) structured")?;
+    writeln!(out, "data only: other pages it merely receives (the reason `received`).")?;
     if !found_without_flag(path) {
         if let Ok(found) = config::find(None) {
             let from_env = if config::named(None).is_some() { " ($INDEXQ_CONFIG)" } else { "" };

@@ -2,7 +2,8 @@
 //! reason, with the fix), then per property × engine (× endpoint), each
 //! budget rule's use in its current window and when it reopens (in the
 //! rule's timezone, the user's, and relative), queue counts, and the last
-//! rejection.
+//! rejection; for a Google property with `skip_indexed`, its URL
+//! inspections: their budget, their answers per class and the last failure.
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
@@ -75,6 +76,31 @@ struct StrandedJson {
     hint: String,
 }
 
+/// A Google property's URL inspections (`skip_indexed`).
+#[derive(Serialize)]
+struct InspectionsJson {
+    property: String,
+    site_url: String,
+    /// The inspection budget: the property's rules (a day, a minute).
+    budgets: Vec<BudgetJson>,
+    /// Inspections per class of answer since the ledger began.
+    answers: std::collections::BTreeMap<&'static str, u64>,
+    /// The latest answer that said neither indexed nor not.
+    last_failure: Option<InspectionFailureJson>,
+}
+
+#[derive(Serialize)]
+struct InspectionFailureJson {
+    at: String,
+    outcome: String,
+    reason: Reason,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
+}
+
 #[derive(Serialize)]
 struct StatusJson {
     now: String,
@@ -86,6 +112,8 @@ struct StatusJson {
     stranded: Vec<StrandedJson>,
     /// What needs a human: parked items per group and reason.
     parked: Vec<crate::output::parked::ParkedJson>,
+    /// Per Google property with `skip_indexed`: its URL inspections.
+    inspections: Vec<InspectionsJson>,
 }
 
 pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
@@ -114,7 +142,9 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         groups: Vec::new(),
         stranded: Vec::new(),
         parked: Vec::new(),
+        inspections: Vec::new(),
     };
+    let inspected = ledger.inspections()?;
     let parked = crate::history::parked_notices(settings, ledger.as_mut())?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
@@ -128,61 +158,9 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             _ => None,
         };
         for state in budget::states(&rules, ledger.as_mut(), now)? {
-            let budget::RuleState { rule, window, usage, limit, remaining, blocked } = state;
-            let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
-            let (label, source) = match (rule.reported, usage.reported) {
-                (true, Some(report)) => (
-                    format!(
-                        " as {} reports it ({} left at {}; the ledger has counted since)",
-                        group.engine.title(),
-                        report.remaining,
-                        clock::format_local(report.at, user_tz)
-                    ),
-                    "engine",
-                ),
-                (true, None) => {
-                    (format!(" as {} reports it (not read yet in this window)", group.engine.title()), "local")
-                }
-                (false, _) if rule.scope == budget::Scope::Pool => match pool {
-                    Some(project) => (format!(" for project {project} (shared by its properties)"), "local"),
-                    None => (" (shared by all properties)".to_string(), "local"),
-                },
-                (false, _) => (String::new(), "local"),
-            };
-            writeln!(
-                human,
-                "  {}{label} {} ({}): {} used of {limit_text}{} — resets {}",
-                rule.period.as_str(),
-                window.window,
-                rule.tz.name(),
-                usage.used,
-                match (blocked, remaining) {
-                    (Some(t), _) if t == window.resets_at => ", spent: the server said so".to_string(),
-                    (Some(t), _) => format!(", refused by the server until {}", when(t, rule.tz, user_tz, now)),
-                    (None, Some(r)) => format!(", {r} left"),
-                    (None, None) => String::new(),
-                },
-                when(window.resets_at, rule.tz, user_tz, now)
-            )?;
-            doc.budgets.push(BudgetJson {
-                property: group.property.clone(),
-                engine: group.engine,
-                endpoint: endpoint.clone(),
-                rule: rule.id.clone(),
-                scope: rule.scope.as_str(),
-                period: rule.period.as_str(),
-                window: window.window.clone(),
-                used: usage.used,
-                limit,
-                remaining,
-                source,
-                reported_at: usage.reported.filter(|_| rule.reported).map(|r| rfc3339(r.at, user_tz)),
-                resets_at: rfc3339(window.resets_at, rule.tz),
-                resets_at_local: rfc3339(window.resets_at, user_tz),
-                resets_in_secs: (window.resets_at - now).num_seconds(),
-                timezone: rule.tz.name().to_string(),
-                blocked_until: blocked.map(|t| rfc3339(t, rule.tz)),
-            });
+            let (line, json) = rule_state(&group, state, pool, user_tz, now);
+            writeln!(human, "  {line}")?;
+            doc.budgets.push(json);
         }
         let counts = ledger.queue_counts(&group, now)?;
         writeln!(
@@ -211,6 +189,10 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         doc.queue.parked += counts.parked;
         doc.queue.in_flight += counts.in_flight;
         doc.queue.accepted += counts.accepted;
+        if let Some(inspections) = inspections(settings, &group, ledger.as_mut(), &inspected, user_tz, now, &mut human)?
+        {
+            doc.inspections.push(inspections);
+        }
         doc.groups.push(GroupJson {
             property: group.property.clone(),
             engine: group.engine,
@@ -255,4 +237,133 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         out.write_all(&human)?;
     }
     Ok(ExitStatus::Ok)
+}
+
+/// One budget rule in its window: the human line (without its indent) and
+/// the JSON entry. `pool` names the Google project a pool rule is.
+fn rule_state(
+    group: &crate::model::GroupKey,
+    state: budget::RuleState,
+    pool: Option<&str>,
+    user_tz: chrono_tz::Tz,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (String, BudgetJson) {
+    let budget::RuleState { rule, window, usage, limit, remaining, blocked } = state;
+    let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
+    let (label, source) = match (rule.reported, usage.reported) {
+        (true, Some(report)) => (
+            format!(
+                " as {} reports it ({} left at {}; the ledger has counted since)",
+                group.engine.title(),
+                report.remaining,
+                clock::format_local(report.at, user_tz)
+            ),
+            "engine",
+        ),
+        (true, None) => (format!(" as {} reports it (not read yet in this window)", group.engine.title()), "local"),
+        (false, _) if rule.scope == budget::Scope::Pool => match pool {
+            Some(project) => (format!(" for project {project} (shared by its properties)"), "local"),
+            None => (" (shared by all properties)".to_string(), "local"),
+        },
+        (false, _) => (String::new(), "local"),
+    };
+    let line = format!(
+        "{}{label} {} ({}): {} used of {limit_text}{} — resets {}",
+        rule.period.as_str(),
+        window.window,
+        rule.tz.name(),
+        usage.used,
+        match (blocked, remaining) {
+            (Some(t), _) if t == window.resets_at => ", spent: the server said so".to_string(),
+            (Some(t), _) => format!(", refused by the server until {}", when(t, rule.tz, user_tz, now)),
+            (None, Some(r)) => format!(", {r} left"),
+            (None, None) => String::new(),
+        },
+        when(window.resets_at, rule.tz, user_tz, now)
+    );
+    let json = BudgetJson {
+        property: group.property.clone(),
+        engine: group.engine,
+        endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        rule: rule.id.clone(),
+        scope: rule.scope.as_str(),
+        period: rule.period.as_str(),
+        window: window.window.clone(),
+        used: usage.used,
+        limit,
+        remaining,
+        source,
+        reported_at: usage.reported.filter(|_| rule.reported).map(|r| rfc3339(r.at, user_tz)),
+        resets_at: rfc3339(window.resets_at, rule.tz),
+        resets_at_local: rfc3339(window.resets_at, user_tz),
+        resets_in_secs: (window.resets_at - now).num_seconds(),
+        timezone: rule.tz.name().to_string(),
+        blocked_until: blocked.map(|t| rfc3339(t, rule.tz)),
+    };
+    (line, json)
+}
+
+/// The URL inspections of a Google group whose property has `skip_indexed`
+/// (`None` otherwise): their budget, their answers per class and the last
+/// failure, in `human` and as JSON.
+fn inspections(
+    settings: &Settings,
+    group: &crate::model::GroupKey,
+    ledger: &mut dyn crate::ledger::Ledger,
+    inspected: &[crate::ledger::InspectionCount],
+    user_tz: chrono_tz::Tz,
+    now: chrono::DateTime<chrono::Utc>,
+    human: &mut Vec<u8>,
+) -> anyhow::Result<Option<InspectionsJson>> {
+    let Some(property) = settings.property(&group.property).filter(|_| group.engine == EngineKind::Google) else {
+        return Ok(None);
+    };
+    let Some(google) = property.google.as_ref().filter(|g| g.skip_indexed) else { return Ok(None) };
+    writeln!(human, "  URL inspections (skip_indexed, site_url {}):", google.site_url)?;
+    let mut doc = InspectionsJson {
+        property: property.name.clone(),
+        site_url: google.site_url.clone(),
+        budgets: Vec::new(),
+        answers: crate::metrics::INSPECTION_CLASSES.iter().map(|c| (c.as_str(), 0)).collect(),
+        last_failure: None,
+    };
+    for state in budget::states(&budget::inspection_rules(property), ledger, now)? {
+        let (line, json) = rule_state(group, state, None, user_tz, now);
+        writeln!(human, "    {line}")?;
+        doc.budgets.push(json);
+    }
+    let mine: Vec<&crate::ledger::InspectionCount> = inspected.iter().filter(|c| c.property == property.name).collect();
+    for c in &mine {
+        *doc.answers.entry(c.class.as_str()).or_default() += c.count;
+    }
+    let answers: Vec<String> = doc.answers.iter().filter(|(_, n)| **n > 0).map(|(c, n)| format!("{n} {c}")).collect();
+    writeln!(
+        human,
+        "    answers since the ledger began: {}",
+        if answers.is_empty() { "none".to_string() } else { answers.join(", ") }
+    )?;
+    let failure = mine.iter().filter(|c| c.class != crate::model::Class::Accepted).max_by_key(|c| c.last.at);
+    if let Some(last) = failure.map(|c| &c.last) {
+        writeln!(
+            human,
+            "    last failure: {} {} ({}{}): {}",
+            clock::format_local(last.at, user_tz),
+            last.class,
+            last.reason,
+            last.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
+            last.message
+        )?;
+        if let Some(hint) = &last.hint {
+            writeln!(human, "      hint: {hint}")?;
+        }
+        doc.last_failure = Some(InspectionFailureJson {
+            at: rfc3339(last.at, user_tz),
+            outcome: last.class.to_string(),
+            reason: last.reason,
+            message: last.message.clone(),
+            hint: last.hint.clone(),
+            http_status: last.http_status,
+        });
+    }
+    Ok(Some(doc))
 }

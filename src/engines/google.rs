@@ -5,13 +5,19 @@
 //! `urlNotifications:publish` one URL a request with at most 4 in flight at
 //! the paced slots the ledger handed out, a 401 answered by one token
 //! refresh, and — for properties with `skip_indexed` — the URL Inspection
-//! API first, so an indexed URL spends no publish quota. A token endpoint that refuses the key makes every Google item of
-//! the run `misconfigured`, and nothing is sent.
+//! API first for a `URL_UPDATED` (never for a `URL_DELETED`: a removal is
+//! always announced), so an indexed URL spends no publish quota. An
+//! inspection's answer is classified like any answer and kept for the run
+//! (`Engine::inspections`); whatever it is, the URL is published unless
+//! Google said it is indexed, and a quota or a refusal stops the property's
+//! inspections for the rest of the run. A token endpoint that refuses the
+//! key makes every Google item of the run `misconfigured`, and nothing is
+//! sent.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
-use crate::classify::{self, GoogleContext, GoogleTokenContext, Response, Verdict};
+use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Inspected, Sent};
+use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, Response, Verdict};
 use crate::config::{ConfigError, Settings};
-use crate::model::{AcceptedReason, Class, MisconfiguredReason, TransientReason};
+use crate::model::{AcceptedReason, Class, MisconfiguredReason, Reason, TransientReason};
 use crate::model::{Action, Check, GroupKey, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
@@ -183,6 +189,16 @@ pub struct Google {
     sites: HashMap<String, Site>,
     token: Mutex<TokenState>,
     redactor: Redactor,
+    /// Per property: the inspections of this run not taken yet by
+    /// `Engine::inspections`, and the answer (a quota, a refusal) that
+    /// stopped its inspections for the rest of the run, if one did.
+    inspections: std::sync::Mutex<HashMap<String, PropertyInspections>>,
+}
+
+#[derive(Default)]
+struct PropertyInspections {
+    made: Vec<Inspected>,
+    stopped: Option<(Verdict, Option<u16>)>,
 }
 
 /// An answer without an HTTP response of its own (token failures).
@@ -218,6 +234,7 @@ impl Google {
             sites,
             token: Mutex::new(TokenState::None),
             redactor: redactor.clone(),
+            inspections: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -341,25 +358,56 @@ impl Google {
         }
     }
 
-    /// Whether the URL Inspection API says the URL is indexed. Any failure means "publish it".
-    async fn indexed(&self, site_url: &str, url: &str) -> bool {
+    /// The URL Inspection API's answer for `url` in `site_url`, classified.
+    pub async fn inspect(&self, site_url: &str, url: &str) -> Inspected {
         let endpoint = self.api(&self.inspection_endpoint, "/v1/urlInspection/index:inspect");
         let body = serde_json::json!({ "inspectionUrl": url, "siteUrl": site_url });
-        match self.call(&endpoint, &body).await {
-            Ok(r) if r.status == 200 => serde_json::from_str::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v["inspectionResult"]["indexStatusResult"]["verdict"].as_str().map(|s| s == "PASS"))
-                .unwrap_or(false),
+        let (verdict, http_status, reached) = match self.call(&endpoint, &body).await {
             Ok(r) => {
-                tracing::info!(status = r.status, url, "URL inspection failed; publishing anyway");
-                false
+                let ctx = InspectionContext {
+                    url,
+                    site_url,
+                    client_email: &self.account.client_email,
+                    project_id: &self.account.project_id,
+                };
+                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                (classify::google_inspection(&resp, &ctx).redacted_with(&self.redactor), Some(r.status), true)
             }
-            Err(_) => false,
-        }
+            Err(answer) => (answer.verdict, answer.response.http_status, answer.reached),
+        };
+        tracing::debug!(url, class = %verdict.class, reason = %verdict.reason, "URL inspection");
+        Inspected { verdict, http_status, asked: true, reached }
     }
 
-    async fn publish(&self, site: &Site, url: &str, action: Action, inspect: bool) -> Answer {
-        if inspect && self.indexed(&site.site_url, url).await {
+    /// Inspects `url` first, unless an answer of this run stopped the
+    /// property's inspections; keeps what came of it for the run. Whether
+    /// Google says the URL is indexed.
+    async fn inspected_first(&self, property: &str, site: &Site, url: &str) -> bool {
+        let stopped = self.with_inspections(property, |p| p.stopped.clone());
+        let inspected = match stopped {
+            Some((verdict, http_status)) => Inspected { verdict, http_status, asked: false, reached: false },
+            None => self.inspect(&site.site_url, url).await,
+        };
+        let indexed = inspected.verdict.reason == Reason::Accepted(AcceptedReason::AlreadyIndexed);
+        self.with_inspections(property, |p| {
+            // A quota or a refusal: asking again this run only spends requests.
+            if inspected.asked && matches!(inspected.verdict.class, Class::Quota | Class::Misconfigured) {
+                p.stopped.get_or_insert((inspected.verdict.clone(), inspected.http_status));
+            }
+            p.made.push(inspected);
+        });
+        indexed
+    }
+
+    fn with_inspections<T>(&self, property: &str, f: impl FnOnce(&mut PropertyInspections) -> T) -> T {
+        let mut all = self.inspections.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(all.entry(property.to_string()).or_default())
+    }
+
+    /// Publishes `url`; a `URL_UPDATED` allowed an inspection (`inspect`)
+    /// is inspected first, and not published if Google has indexed it.
+    async fn publish(&self, property: &str, site: &Site, url: &str, action: Action, inspect: bool) -> Answer {
+        if inspect && action == Action::Updated && self.inspected_first(property, site, url).await {
             return Answer {
                 verdict: Verdict::new(
                     AcceptedReason::AlreadyIndexed,
@@ -379,7 +427,12 @@ impl Google {
             Ok(r) => r,
             Err(answer) => return answer,
         };
-        let ctx = GoogleContext { url, client_email: &self.account.client_email, project_id: &self.account.project_id };
+        let ctx = GoogleContext {
+            url,
+            action,
+            client_email: &self.account.client_email,
+            project_id: &self.account.project_id,
+        };
         let verdict = classify::google(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
         Answer::received(verdict, &r, &self.redactor)
     }
@@ -413,6 +466,10 @@ impl Engine for Google {
         self.sites.get(&group.property).is_some_and(|s| s.skip_indexed)
     }
 
+    fn inspections(&self, group: &GroupKey) -> Vec<Inspected> {
+        self.with_inspections(&group.property, |p| std::mem::take(&mut p.made))
+    }
+
     async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Google", &group.property, batch.urls.len());
@@ -433,13 +490,14 @@ impl Engine for Google {
             .map(|(i, url)| {
                 let delay = batch.delays.get(i).copied().unwrap_or_default();
                 let action = batch.actions.get(i).copied().unwrap_or_default();
-                let inspect = i < batch.inspect;
+                let inspect = batch.inspect.get(i).copied().unwrap_or(false);
+                let property = group.property.as_str();
                 Box::pin(async move {
                     // A slot the run's stop comes before is not used.
                     if !halt.sleep(delay.saturating_sub(started.elapsed())).await {
                         return (i, Answer::not_sent_on_stop());
                     }
-                    let answer = halt.within_grace(self.publish(site, url, action, inspect)).await;
+                    let answer = halt.within_grace(self.publish(property, site, url, action, inspect)).await;
                     (i, answer.unwrap_or_else(Answer::unanswered_on_stop))
                 }) as BoxFuture<'_, (usize, Answer)>
             })

@@ -21,14 +21,31 @@ use async_trait::async_trait;
 pub const READ_CAP: usize = 1024 * 1024;
 
 /// What to send: the URLs of one group, what each announces, when each may
-/// go (delays from now, for paced engines; empty otherwise), and how many of
-/// them may first be inspected.
+/// go (delays from now, for paced engines; empty otherwise), and which of
+/// them may first be inspected (Google `skip_indexed`: a `URL_UPDATED`
+/// within the inspection budget; empty otherwise).
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
     pub urls: Vec<String>,
     pub actions: Vec<Action>,
     pub delays: Vec<std::time::Duration>,
-    pub inspect: usize,
+    pub inspect: Vec<bool>,
+}
+
+/// A URL a send was to inspect before publishing (Google `skip_indexed`):
+/// the verdict on the inspection's answer — classified like any answer —
+/// or, when no inspection was asked, the verdict that stopped inspections
+/// earlier in the run (a quota, a refusal).
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    pub verdict: Verdict,
+    pub http_status: Option<u16>,
+    /// Whether an inspection was asked for this URL.
+    pub asked: bool,
+    /// Whether the request may have reached the engine (it counts against
+    /// the inspection budget); false when not asked, or the connection was
+    /// refused.
+    pub reached: bool,
 }
 
 /// One answer and the verdict on it.
@@ -149,6 +166,12 @@ pub trait Engine: Send + Sync {
     /// Whether URLs of the group are inspected before they are sent (Google `skip_indexed`).
     fn inspects(&self, _group: &GroupKey) -> bool {
         false
+    }
+
+    /// The inspections the sends of `group` were to make since this was
+    /// last called (Google `skip_indexed`), taken: the run records them.
+    fn inspections(&self, _group: &GroupKey) -> Vec<Inspected> {
+        Vec::new()
     }
 
     /// What the engine says is left of its quota for the group, per period,

@@ -87,7 +87,12 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
             verdicts
         }
         EngineKind::Google => {
-            let google = GoogleContext { url, client_email: &ctx.client_email, project_id: &ctx.project_id };
+            let google = GoogleContext {
+                url,
+                action: crate::model::Action::Updated,
+                client_email: &ctx.client_email,
+                project_id: &ctx.project_id,
+            };
             let error = |code: u16, status: &str, message: &str| {
                 format!(r#"{{"error":{{"code":{code},"message":"{message}","status":"{status}"}}}}"#)
             };

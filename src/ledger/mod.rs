@@ -123,6 +123,31 @@ fn stored_last_reason(class: Option<&str>, text: Option<&str>) -> Result<Option<
     }
 }
 
+/// A row of `inspections` read back: a class or a reason this indexq does
+/// not know is an error naming it.
+#[allow(clippy::too_many_arguments)]
+fn stored_inspection(
+    property: String,
+    class: &str,
+    count: i64,
+    at: DateTime<Utc>,
+    reason: &str,
+    message: String,
+    hint: Option<String>,
+    http_status: Option<i32>,
+) -> Result<InspectionCount> {
+    let class: Class = stored("inspections", "class", class)?;
+    let reason = Reason::of_class(class, reason).map_err(|_| {
+        LedgerError::Invalid(format!(
+            "the ledger's inspections.last_reason holds `{reason}`, which this indexq does not know as a reason of \
+             class {class} (a newer indexq wrote it?)"
+        ))
+    })?;
+    let http_status = http_status.and_then(|s| u16::try_from(s).ok());
+    let last = InspectionAnswer { at, class, reason, message, hint, http_status };
+    Ok(InspectionCount { property, class, count: count.max(0) as u64, last })
+}
+
 /// `stored` for a column that may be empty.
 fn stored_opt<T: std::str::FromStr>(table: &str, column: &str, value: Option<&str>) -> Result<Option<T>> {
     value.map(|v| stored(table, column, v)).transpose()
@@ -321,6 +346,44 @@ pub struct Remainder {
 pub struct Block {
     pub rule: RuleWindow,
     pub until: DateTime<Utc>,
+}
+
+/// One URL inspection's answer (Google `skip_indexed`), as the ledger
+/// keeps it: classified like any answer, counted per property and class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectionAnswer {
+    pub at: DateTime<Utc>,
+    pub class: Class,
+    pub reason: Reason,
+    pub message: String,
+    /// The fix, for `misconfigured`.
+    pub hint: Option<String>,
+    pub http_status: Option<u16>,
+}
+
+/// What one request's inspections of a property came to.
+#[derive(Debug, Clone)]
+pub struct Inspections<'a> {
+    pub property: &'a str,
+    /// The answers of the inspections asked.
+    pub answers: &'a [InspectionAnswer],
+    /// The inspection budget's windows the units were taken from
+    /// (`take_units`), and how many of them go back: inspections not asked,
+    /// or that provably never reached the engine.
+    pub windows: &'a [RuleWindow],
+    pub unused: u64,
+    /// Inspection windows a quota answer spent, until when.
+    pub blocks: &'a [Block],
+}
+
+/// A property's inspections of one class since the ledger began: how many,
+/// and the last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectionCount {
+    pub property: String,
+    pub class: Class,
+    pub count: u64,
+    pub last: InspectionAnswer,
 }
 
 /// A queue item as `queue list` and reports see it.
@@ -631,6 +694,16 @@ pub trait Ledger {
     /// Takes up to `n` units of `rules` that need no queue item (e.g. URL
     /// inspections): as many as every rule allows. Returns how many.
     fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Records a request's URL inspections (Google `skip_indexed`), in one
+    /// transaction: each answer counted under its property and class (the
+    /// last one of each kept), the unused units given back to `windows`,
+    /// and the blocks a quota answer puts on inspection windows.
+    fn record_inspections(&mut self, done: &Inspections) -> Result<()>;
+
+    /// Every property's inspections per class since the ledger began
+    /// (`ledger copy` does not carry them), by property and class.
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>>;
 
     /// Records the attempts of a reservation, moves its items on, applies
     /// the server's blocks, gives back to each of the reservation's windows

@@ -12,7 +12,8 @@
 //! transaction, with set-based statements.
 
 use super::{
-    Action, Admission, AdmitRule, Answered, ItemFilter, ItemState, NewItem, Pace, RuleWindow, StateFilter, Usage,
+    Action, Admission, AdmitRule, Answered, InspectionAnswer, ItemFilter, ItemState, NewItem, Pace, RuleWindow,
+    StateFilter, Usage,
 };
 use crate::model::{Class, Period};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -360,6 +361,18 @@ pub fn forgotten(
 ) -> super::Result<bool> {
     let left: Vec<i64> = named.iter().copied().filter(|i| !gone.contains(i)).collect();
     Ok(left.is_empty() || !left_exist(&left)?)
+}
+
+/// A request's inspection answers by class, each class's in the order they
+/// came (its last is the one `inspections` keeps), classes in name order.
+pub fn inspections_by_class(answers: &[InspectionAnswer]) -> Vec<(Class, Vec<&InspectionAnswer>)> {
+    let mut by_class: std::collections::BTreeMap<&'static str, (Class, Vec<&InspectionAnswer>)> = Default::default();
+    let mut sorted: Vec<&InspectionAnswer> = answers.iter().collect();
+    sorted.sort_by_key(|a| a.at);
+    for a in sorted {
+        by_class.entry(a.class.as_str()).or_insert_with(|| (a.class, Vec::new())).1.push(a);
+    }
+    by_class.into_values().collect()
 }
 
 #[cfg(test)]

@@ -31,10 +31,12 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("postgres_schema_3.sql");
+/// Schema 4, over schema 3: Google URL inspections per property and class.
+const SCHEMA_4: &str = include_str!("postgres_schema_4.sql");
 
 /// Schema 2, over schema 1: items are found by (group, url_key) — an
 /// integer key of the URL — and attempts are recorded per request: one row
@@ -370,6 +372,9 @@ impl PgLedger {
             }
             if version < 3 {
                 tx.batch_execute(SCHEMA_3)?;
+            }
+            if version < 4 {
+                tx.batch_execute(SCHEMA_4)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
@@ -1014,6 +1019,80 @@ impl Ledger for PgLedger {
                 }
             }
             Ok(granted)
+        })
+    }
+
+    fn record_inspections(&mut self, done: &Inspections) -> Result<()> {
+        self.transaction(|tx| {
+            // Budget rows first, in rule order, as a claim takes them.
+            if done.unused > 0 {
+                let mut windows: Vec<&RuleWindow> = done.windows.iter().collect();
+                windows.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+                for w in windows {
+                    tx.execute(
+                        "UPDATE budget_usage SET used = GREATEST(used - $3, 0) WHERE rule = $1 AND window_key = $2",
+                        &[&w.rule, &w.window, &(done.unused as i64)],
+                    )?;
+                }
+            }
+            let mut blocks: Vec<&Block> = done.blocks.iter().collect();
+            blocks.sort_by(|a, b| (&a.rule.rule, &a.rule.window).cmp(&(&b.rule.rule, &b.rule.window)));
+            for block in blocks {
+                add_usage(tx, &block.rule, 0)?;
+                tx.execute(
+                    "INSERT INTO blocks (rule, until) VALUES ($1, $2)
+                     ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
+                    &[&block.rule.rule, &sec(block.until)],
+                )?;
+            }
+            for (class, answers) in policy::inspections_by_class(done.answers) {
+                let last = answers.last().expect("a class with answers");
+                tx.execute(
+                    "INSERT INTO inspections AS i
+                         (property, class, count, last_at, last_reason, last_message, last_hint, last_status)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     ON CONFLICT (property, class) DO UPDATE SET count = i.count + excluded.count,
+                         last_reason = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_reason
+                                            ELSE i.last_reason END,
+                         last_message = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_message
+                                             ELSE i.last_message END,
+                         last_hint = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_hint
+                                          ELSE i.last_hint END,
+                         last_status = CASE WHEN excluded.last_at >= i.last_at THEN excluded.last_status
+                                            ELSE i.last_status END,
+                         last_at = GREATEST(i.last_at, excluded.last_at)",
+                    &[
+                        &done.property,
+                        &class.as_str(),
+                        &(answers.len() as i64),
+                        &sec(last.at),
+                        &last.reason.to_string(),
+                        &last.message,
+                        &last.hint,
+                        &last.http_status.map(i32::from),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+                 FROM inspections ORDER BY property, class",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let (property, class, count, at): (String, String, i64, DateTime<Utc>) =
+                        (r.get(0), r.get(1), r.get(2), r.get(3));
+                    let (reason, message, hint, status): (String, String, Option<String>, Option<i32>) =
+                        (r.get(4), r.get(5), r.get(6), r.get(7));
+                    stored_inspection(property, &class, count, at, &reason, message, hint, status)
+                })
+                .collect()
         })
     }
 

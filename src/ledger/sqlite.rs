@@ -17,12 +17,14 @@ use std::path::Path;
 use std::rc::Rc;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
 const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("sqlite_schema_3.sql");
+/// Schema 4, over schema 3: Google URL inspections per property and class.
+const SCHEMA_4: &str = include_str!("sqlite_schema_4.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
@@ -311,6 +313,9 @@ impl SqliteLedger {
         }
         if version < 3 {
             tx.execute_batch(SCHEMA_3)?;
+        }
+        if version < 4 {
+            tx.execute_batch(SCHEMA_4)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -1153,6 +1158,78 @@ impl Ledger for SqliteLedger {
         }
         tx.commit()?;
         Ok(granted)
+    }
+
+    fn record_inspections(&mut self, done: &Inspections) -> Result<()> {
+        let tx = self.write()?;
+        if done.unused > 0 {
+            for w in done.windows {
+                tx.execute(
+                    "UPDATE budget_usage SET used = MAX(used - ?3, 0) WHERE rule = ?1 AND window_key = ?2",
+                    params![w.rule, w.window, done.unused as i64],
+                )?;
+            }
+        }
+        for block in done.blocks {
+            add_usage(&tx, &block.rule, 0)?;
+            tx.execute(
+                "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
+                 ON CONFLICT (rule) DO UPDATE SET until = MAX(until, excluded.until)",
+                params![block.rule.rule, ts(block.until)],
+            )?;
+        }
+        for (class, answers) in policy::inspections_by_class(done.answers) {
+            let last = answers.last().expect("a class with answers");
+            tx.prepare_cached(
+                "INSERT INTO inspections
+                     (property, class, count, last_at, last_reason, last_message, last_hint, last_status)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (property, class) DO UPDATE SET count = count + excluded.count,
+                     last_reason = CASE WHEN excluded.last_at >= last_at THEN excluded.last_reason ELSE last_reason END,
+                     last_message = CASE WHEN excluded.last_at >= last_at THEN excluded.last_message
+                                         ELSE last_message END,
+                     last_hint = CASE WHEN excluded.last_at >= last_at THEN excluded.last_hint ELSE last_hint END,
+                     last_status = CASE WHEN excluded.last_at >= last_at THEN excluded.last_status ELSE last_status END,
+                     last_at = MAX(last_at, excluded.last_at)",
+            )?
+            .execute(params![
+                done.property,
+                class.as_str(),
+                answers.len() as i64,
+                ts(last.at),
+                last.reason.to_string(),
+                last.message,
+                last.hint,
+                last.http_status
+            ])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+             FROM inspections ORDER BY property, class",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, Option<i32>>(7)?,
+            ))
+        })?;
+        let mut counts = Vec::new();
+        for row in rows {
+            let (property, class, count, at, reason, message, hint, status) = row?;
+            counts.push(stored_inspection(property, &class, count, from_ts(at), &reason, message, hint, status)?);
+        }
+        Ok(counts)
     }
 
     fn finish(&mut self, done: &Finish) -> Result<()> {

@@ -670,6 +670,97 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.source_documents().unwrap(), [index, newer]);
 }
 
+/// URL inspections: units taken and the unused given back, answers counted
+/// per property and class with the last of each kept (an older one never
+/// replaces it), and a quota's block on the inspection window.
+pub fn inspection_story(ledger: &mut impl Ledger) {
+    let at = t("2026-12-03T10:00:00Z");
+    let day = RuleWindow { rule: "google-inspect:site:day".into(), limit: Some(3), ..day_rule(Some(3), false) };
+    let minute = RuleWindow {
+        rule: "google-inspect:site:minute".into(),
+        period: Period::Minute,
+        window: "2026-12-03T10:00".into(),
+        limit: Some(600),
+        reported: false,
+        resets_at: t("2026-12-03T10:01:00Z"),
+    };
+    let windows = [day.clone(), minute.clone()];
+    assert_eq!(ledger.take_units(&windows, 5, at).unwrap(), 3, "the day allows 3");
+    let answer = |class: Class, reason: Reason, at: DateTime<Utc>, status: Option<u16>| InspectionAnswer {
+        at,
+        class,
+        reason,
+        message: format!("{class} at {at}"),
+        hint: (class == Class::Misconfigured).then(|| "add the service account".to_string()),
+        http_status: status,
+    };
+    let refused = MisconfiguredReason::InspectionNotOwner.into();
+    let answers = [
+        answer(Class::Accepted, AcceptedReason::AlreadyIndexed.into(), at, Some(200)),
+        answer(Class::Misconfigured, refused, at + TimeDelta::seconds(1), Some(403)),
+    ];
+    // Two asked, one not (an earlier refusal stopped it): one unit back.
+    ledger
+        .record_inspections(&Inspections {
+            property: "site",
+            answers: &answers,
+            windows: &windows,
+            unused: 1,
+            blocks: &[],
+        })
+        .unwrap();
+    assert_eq!(ledger.usage(&day).unwrap().used, 2);
+    assert_eq!(ledger.usage(&minute).unwrap().used, 2);
+    let counts = ledger.inspections().unwrap();
+    let seen: Vec<_> = counts.iter().map(|c| (c.property.as_str(), c.class, c.count)).collect();
+    assert_eq!(seen, [("site", Class::Accepted, 1), ("site", Class::Misconfigured, 1)]);
+    assert_eq!(counts[1].last, answers[1]);
+
+    // A quota: counted, and the minute blocked; an answer older than the
+    // kept one counts but does not replace it.
+    let later = at + TimeDelta::seconds(30);
+    let quota = answer(Class::Quota, QuotaReason::Quota.into(), later, Some(429));
+    let older = answer(Class::Misconfigured, MisconfiguredReason::ApiDisabled.into(), at - TimeDelta::hours(1), None);
+    let block = Block { rule: minute.clone(), until: later + TimeDelta::seconds(60) };
+    let done = [quota.clone(), older];
+    ledger
+        .record_inspections(&Inspections {
+            property: "site",
+            answers: &done,
+            windows: &windows,
+            unused: 0,
+            blocks: std::slice::from_ref(&block),
+        })
+        .unwrap();
+    assert_eq!(ledger.usage(&minute).unwrap().blocked_until, Some(block.until));
+    assert_eq!(ledger.usage(&minute).unwrap().remaining(&minute, later), Some(0), "no inspection until then");
+    assert_eq!(ledger.take_units(&windows, 1, later).unwrap(), 0);
+    let counts = ledger.inspections().unwrap();
+    let seen: Vec<_> = counts.iter().map(|c| (c.class, c.count, c.last.reason.to_string())).collect();
+    assert_eq!(
+        seen,
+        [
+            (Class::Accepted, 1, "already_indexed".to_string()),
+            (Class::Misconfigured, 2, "inspection_not_owner".to_string()),
+            (Class::Quota, 1, "quota".to_string()),
+        ]
+    );
+    assert_eq!(counts[2].last, quota);
+}
+
+#[test]
+fn sqlite_counts_inspections() {
+    let dir = tempfile::tempdir().unwrap();
+    inspection_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_counts_inspections() {
+    let mut ledger = test_postgres();
+    inspection_story(&mut ledger);
+}
+
 #[test]
 fn sqlite_keeps_what_unattended_runs_need() {
     let dir = tempfile::tempdir().unwrap();

@@ -107,6 +107,10 @@ reason_enum! {
         /// proxy or captive portal, an empty or cut-off body): counted as
         /// accepted, the body kept, the run's report says how many.
         UnrecognizedBody = "unrecognized_body",
+        /// Google answered a publish 200 without the notification it was
+        /// sent (`latestUpdate`, `latestRemove`): received, nothing said of
+        /// acting on it (pages the Indexing API is not documented for).
+        Received = "received",
         ;
         /// Bing's 12 `AlreadyExists`.
         Bing(BingCode),
@@ -192,6 +196,10 @@ reason_enum! {
         PermissionDenied = "permission_denied",
         /// The service-account key cannot sign a token request.
         BadKey = "bad_key",
+        /// The URL Inspection API: "You do not own this site, or the
+        /// inspected URL is not part of this property" (not an owner, or
+        /// `site_url` names another property).
+        InspectionNotOwner = "inspection_not_owner",
         /// The property has no configuration for the engine any more.
         NotConfigured = "not_configured",
         /// Transient past its deadline (the scheduler).

@@ -60,6 +60,115 @@ pub struct SubmitReport<'a> {
     pub resumed: &'a [String],
     /// The signal that stopped the run, and what the stop cut.
     pub interrupted: Option<&'a Interruption>,
+    /// URL inspections (Google `skip_indexed`) that did not say whether a
+    /// URL is indexed, and the local inspection budget when it ran out.
+    pub inspections: &'a [InspectionNote],
+}
+
+/// What a run's URL inspections of one property came to, for one outcome
+/// and reason other than an answer that said indexed or not: a refusal, a
+/// quota, a failure (an inspection answer's class and reason), or the local
+/// inspection budget spent (`deferred` / `budget`). Every URL it concerns
+/// was published without inspection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectionNote {
+    pub property: String,
+    pub outcome: Outcome,
+    pub reason: Reason,
+    /// The first answer's message (or what the budget says).
+    pub message: String,
+    pub hint: Option<String>,
+    pub http_status: Option<u16>,
+    /// Inspections asked in this run that got this answer.
+    pub inspections: u64,
+    /// URLs published without inspection because of it.
+    pub uninspected: u64,
+    /// Until when inspections of the property are off (a quota, the
+    /// budget), in the timezone of the rule that reopens then.
+    pub until: Option<(DateTime<Utc>, Tz)>,
+}
+
+/// `InspectionNote` in the JSON document.
+#[derive(Serialize)]
+struct InspectionNoteJson<'a> {
+    property: &'a str,
+    engine: EngineKind,
+    outcome: Outcome,
+    reason: Reason,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
+    inspections: u64,
+    uninspected: u64,
+    /// What indexq did, and does until the cause is gone.
+    then: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until: Option<String>,
+}
+
+impl InspectionNote {
+    /// What indexq did about it: always published; after a refusal or a
+    /// quota, without inspecting for the rest of the run (a quota: until
+    /// its window reopens).
+    fn then(&self, user_tz: Tz, now: DateTime<Utc>) -> String {
+        let published = match self.uninspected {
+            1 => "1 URL was published without inspection".to_string(),
+            n => format!("{n} URLs were published without inspection"),
+        };
+        let until = self.until.map(|(t, tz)| printer::when(t, tz, user_tz, now));
+        match (self.outcome, until) {
+            (Outcome::Misconfigured, _) => format!(
+                "{published}, and the rest of this run publishes without inspecting: `skip_indexed` is not working \
+                 for {} until this is fixed (`indexq doctor` checks it)",
+                self.property
+            ),
+            (Outcome::Quota | Outcome::Deferred, Some(until)) => {
+                format!("{published}; URLs are published without inspection until {until}")
+            }
+            (Outcome::Quota, None) => format!("{published}, and the rest of this run publishes without inspecting"),
+            _ => published,
+        }
+    }
+
+    fn json(&self, user_tz: Tz, now: DateTime<Utc>) -> InspectionNoteJson<'_> {
+        InspectionNoteJson {
+            property: &self.property,
+            engine: EngineKind::Google,
+            outcome: self.outcome,
+            reason: self.reason,
+            message: &self.message,
+            hint: self.hint.as_deref(),
+            http_status: self.http_status,
+            inspections: self.inspections,
+            uninspected: self.uninspected,
+            then: self.then(user_tz, now),
+            until: self.until.map(|(t, tz)| rfc3339(t, tz)),
+        }
+    }
+
+    /// The human lines: what happened, what indexq did, and the fix.
+    fn lines(&self, user_tz: Tz, now: DateTime<Utc>) -> String {
+        let what = match (self.outcome, self.inspections) {
+            (Outcome::Deferred, _) => "URL inspection budget used".to_string(),
+            (Outcome::Misconfigured, _) => "URL inspection refused".to_string(),
+            (Outcome::Quota, _) => "URL inspection quota".to_string(),
+            (_, 1) => "1 URL inspection failed".to_string(),
+            (_, n) => format!("{n} URL inspections failed"),
+        };
+        let mut text = format!(
+            "Google for {}: {what} ({}): {}. {}.",
+            self.property,
+            self.reason,
+            self.message,
+            self.then(user_tz, now)
+        );
+        if let Some(hint) = &self.hint {
+            text.push_str(&format!("\n  hint: {hint}"));
+        }
+        text
+    }
 }
 
 /// A run stopped by SIGINT or SIGTERM: what it left unanswered, unsent and
@@ -206,7 +315,7 @@ impl<'w, W: Write> JsonArray<'w, W> {
 impl SubmitReport<'_> {
     /// The `--json` document (README, *Output and exit codes*), streamed:
     /// `now`, (`dry_run`, `plan`), `results`, `summary`, (`notes`),
-    /// (`parked`), (`resumed`), (`interrupted`).
+    /// (`parked`), (`resumed`), (`interrupted`), (`inspections`).
     pub fn write_json(&self, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\n  \"now\": {}", serde_json::to_string(&rfc3339(self.now, self.user_tz))?)?;
         if self.dry_run {
@@ -236,6 +345,10 @@ impl SubmitReport<'_> {
         }
         if let Some(i) = self.interrupted {
             write!(out, ",\n  \"interrupted\": {}", serde_json::to_string(&i.json(self.user_tz))?)?;
+        }
+        if !self.inspections.is_empty() {
+            let notes: Vec<_> = self.inspections.iter().map(|n| n.json(self.user_tz, self.end)).collect();
+            write!(out, ",\n  \"inspections\": {}", serde_json::to_string(&notes)?)?;
         }
         writeln!(out, "\n}}")?;
         Ok(())
@@ -273,6 +386,12 @@ impl SubmitReport<'_> {
         if !quiet {
             for note in self.notes {
                 writeln!(out, "note: {note}")?;
+            }
+            // Nothing was held back by them (every URL was published): not
+            // for -q, which says only what needs a human; `status`,
+            // `doctor` and the metrics keep them.
+            for note in self.inspections {
+                writeln!(out, "note: {}", note.lines(self.user_tz, self.end))?;
             }
         }
         // A fix noticed closes what a reminder said: told even with -q.
@@ -320,6 +439,13 @@ impl SubmitReport<'_> {
                     "{title}: {} accepted, the answer not {}'s own (unrecognized_body).",
                     plural(n, "URL", "URLs"),
                     a.group.engine.title()
+                )?,
+                Outcome::Accepted if a.reason == Reason::Accepted(AcceptedReason::Received) => writeln!(
+                    out,
+                    "{title}: {} received only: Google's answer records no notification of {} (Google documents \
+                     the Indexing API for pages with JobPosting or BroadcastEvent in a VideoObject only).",
+                    plural(n, "URL", "URLs"),
+                    if n == 1 { "it" } else { "them" }
                 )?,
                 Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
                 Outcome::Skipped => {

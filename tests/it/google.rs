@@ -554,6 +554,11 @@ fn every_google_fixture_gets_its_expected_class() {
             response = response.header(k, v.as_str().unwrap());
         }
         let response = response.body(fixture["body"].as_str().unwrap());
+        let expect = fixture["expect"].as_str().unwrap();
+        if fixture["phase"] == "inspection" {
+            inspection_fixture(&id, &fixture, response, expect);
+            continue;
+        }
         let sb = Sandbox::google("");
         let route = if fixture["phase"] == "token" { GOOGLE_TOKEN } else { GOOGLE_PUBLISH };
         sb.engine.on("POST", route, vec![response]);
@@ -561,25 +566,50 @@ fn every_google_fixture_gets_its_expected_class() {
         let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output();
         let doc = done.json();
         let r = result_for(&results(&doc), &sb.url("/p1")).clone();
-        let expect = fixture["expect"].as_str().unwrap();
+        if let Some(reason) = fixture["reason"].as_str() {
+            assert_eq!(r["reason"], reason, "{id}: {r:#}");
+        }
         assert_eq!(r["outcome"], expect, "{id}: {r:#}");
         let want_code = if expect == "misconfigured" { 3 } else { 0 };
         assert_eq!(done.code, want_code, "{id}: exit code\n{}", done.stderr);
         if fixture["retry"].as_str().is_some_and(|s| s.contains("midnight America/Los_Angeles")) {
             assert_eq!(r["retry_at"], "2026-12-03T00:00:00-08:00", "{id}: {r:#}");
         }
-        if let Some(reason) = fixture["reason"].as_str() {
-            assert_eq!(r["reason"], reason, "{id}: {r:#}");
-        }
-        if expect == "misconfigured" {
-            assert!(r.get("retry_at").is_none(), "{id}: parked: {r:#}");
-        } else if expect == "accepted" {
-            assert!(r.get("retry_at").is_none(), "{id}: done: {r:#}");
-        } else {
-            assert!(r.get("retry_at").is_some(), "{id}: a retry is scheduled: {r:#}");
+        match expect {
+            "misconfigured" => assert!(r.get("retry_at").is_none(), "{id}: parked: {r:#}"),
+            "accepted" => assert!(r.get("retry_at").is_none(), "{id}: done: {r:#}"),
+            _ => assert!(r.get("retry_at").is_some(), "{id}: a retry is scheduled: {r:#}"),
         }
     }
-    assert!(seen >= 4, "the Google fixtures were found in tests/fixtures/rejections: {seen}");
+    assert!(seen >= 9, "the Google fixtures were found in tests/fixtures/rejections: {seen}");
+}
+
+/// A URL Inspection API answer of the fixtures: whatever its class, the URL
+/// is published, and the run says what the inspection came to (an
+/// `accepted` one says nothing: indexed or not is no failure).
+fn inspection_fixture(id: &str, fixture: &serde_json::Value, response: MockResponse, expect: &str) {
+    let sb = Sandbox::google("skip_indexed = true");
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![response]);
+    let urls = list(&sb, "p", 1);
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let doc = done.submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/p1")).outcome, json::Outcome::Accepted, "{id}: published all the same");
+    assert_eq!(sb.google_published(), vec![(sb.url("/p1"), "URL_UPDATED".to_string())], "{id}");
+    let notes = doc.inspections.unwrap_or_default();
+    if expect == "accepted" {
+        assert!(notes.is_empty(), "{id}: {notes:#?}");
+        return;
+    }
+    let [note] = notes.as_slice() else { panic!("{id}: one note: {notes:#?}") };
+    assert_eq!(note.outcome.as_str(), expect, "{id}: {note:#?}");
+    if let Some(reason) = fixture["reason"].as_str() {
+        assert_eq!(note.reason, reason, "{id}: {note:#?}");
+    }
+    assert_eq!((note.inspections, note.uninspected), (1, 1), "{id}: {note:#?}");
+    assert!(note.then.contains("published without inspection"), "{id}: {note:#?}");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let failure = status.inspections[0].last_failure.clone().expect("the last failure");
+    assert_eq!(failure.outcome.as_str(), expect, "{id}: {failure:#?}");
 }
 
 /// An inspection answer with this verdict.
@@ -742,4 +772,228 @@ fn a_dry_run_plans_the_burst_the_paced_slots_and_the_budget() {
     assert_eq!(doc["plan_summary"]["google"]["waiting"], 8, "{doc:#}");
     assert!(sb.engine.requests().is_empty(), "nothing sent, no token asked for");
     assert!(!sb.ledger().exists(), "no ledger made");
+}
+
+/// The inspection mock answers `verdict` for every URL.
+fn inspecting(sb: &Sandbox, verdict: &'static str) {
+    sb.engine.respond_with("POST", GOOGLE_INSPECT, move |_| inspection(verdict));
+}
+
+/// Issue 26, item 2: with `skip_indexed`, a removed URL that Google has
+/// indexed — when announcing the removal matters most — is published as
+/// `URL_DELETED`, never inspected, and spends no inspection.
+#[test]
+fn a_deleted_url_is_announced_without_an_inspection() {
+    let sb = Sandbox::google(r#"skip_indexed = true, site_url = "sc-domain:example.com""#);
+    inspecting(&sb, "PASS");
+    let gone = sb.urls("gone.txt", &["/gone", "/also-gone"]);
+    let doc =
+        sb.indexq(&["--json", "submit", "--deleted", gone.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    for path in ["/gone", "/also-gone"] {
+        let r = doc.result_for(&sb.url(path));
+        assert_eq!((r.outcome, r.reason.as_str()), (json::Outcome::Accepted, "ok"), "{r:#?}");
+    }
+    let mut published = sb.google_published();
+    published.sort();
+    let deleted = |p: &str| (sb.url(p), "URL_DELETED".to_string());
+    assert_eq!(published, [deleted("/also-gone"), deleted("/gone")]);
+    assert!(sb.engine.requests_to("POST", GOOGLE_INSPECT).is_empty(), "a removal is never inspected");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    let [inspections] = status.inspections.as_slice() else { panic!("{status:#?}") };
+    assert!(inspections.budgets.iter().all(|b| b.used == 0), "no inspection spent: {inspections:#?}");
+
+    // In a run that updates too, only the update is inspected (and skipped: indexed).
+    let updated = sb.urls("updated.txt", &["/kept"]);
+    let doc = sb.indexq(&["--json", "submit", updated.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/kept")).reason, "already_indexed");
+    let inspected: Vec<String> = sb
+        .engine
+        .requests_to("POST", GOOGLE_INSPECT)
+        .iter()
+        .map(|r| r.json()["inspectionUrl"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(inspected, [sb.url("/kept")]);
+}
+
+/// The fixture's refusal (google-inspection-403-not-owner), compact.
+const NOT_OWNER: &str = r#"{"error":{"code":403,"message":"You do not own this site, or the inspected URL is not part of this property.","status":"PERMISSION_DENIED"}}"#;
+
+/// Issue 26, item 3: an inspection Google refuses is classified, the URL
+/// published all the same, and the run says once what happened, what
+/// indexq did and the fix (`sc-domain:` for a URL-prefix `site_url`);
+/// inspections stop for the rest of the run; `status`, the metrics and
+/// `doctor` say it too.
+#[test]
+fn a_refused_inspection_publishes_says_why_once_and_is_counted() {
+    let mut sb = Sandbox::google("skip_indexed = true");
+    // A burst of 4, then one a second: the refusals are in before the 5th.
+    sb.google_extra = "requests_per_minute = 60\n".into();
+    sb.write_config();
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![MockResponse::status(403).json(NOT_OWNER)]);
+    let urls = list(&sb, "p", 6);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 6, "every URL is published: {doc:#?}");
+    assert_eq!(sb.google_published().len(), 6);
+    let asked = sb.engine.requests_to("POST", GOOGLE_INSPECT).len() as u64;
+    assert!((1..=4).contains(&asked), "at most the burst is inspected; after a refusal, no more: {asked}");
+    let notes = doc.inspections.clone().unwrap_or_default();
+    let [note] = notes.as_slice() else { panic!("one note for the run: {doc:#?}") };
+    assert_eq!((note.outcome, note.reason.as_str()), (json::Outcome::Misconfigured, "inspection_not_owner"));
+    assert_eq!((note.inspections, note.uninspected, note.http_status), (asked, 6, Some(403)), "{note:#?}");
+    assert!(note.message.contains("You do not own this site"), "{note:#?}");
+    let hint = note.hint.as_deref().unwrap();
+    assert!(hint.contains(GOOGLE_EMAIL) && hint.contains("site_url = \"sc-domain:127.0.0.1\""), "{hint}");
+    assert!(note.then.contains("`skip_indexed` is not working"), "{note:#?}");
+
+    // In words: said once, with the fix.
+    let more = list(&sb, "q", 3);
+    let done = sb.indexq(&["submit", more.to_str().unwrap()]).now("2026-12-03T09:40:00+08:00").output().code(0);
+    assert_eq!(done.stdout.matches("URL inspection refused").count(), 1, "{}", done.stdout);
+    assert!(done.stdout.contains("`skip_indexed` is not working"), "{}", done.stdout);
+    assert!(done.stdout.contains("hint: ") && done.stdout.contains("sc-domain:"), "{}", done.stdout);
+    assert!(done.stdout.contains("3 URLs accepted"), "{}", done.stdout);
+    // -q says only what needs a human: every URL went out.
+    let quiet = list(&sb, "r", 1);
+    let done = sb.indexq(&["-q", "submit", quiet.to_str().unwrap()]).now("2026-12-03T09:45:00+08:00").output().code(0);
+    assert_eq!(done.stdout, "", "{}", done.stdout);
+
+    // status: the inspection budget (what reached Google), the answers, the last failure.
+    let status = sb.indexq(&["--json", "status"]).now("2026-12-03T09:46:00+08:00").output().code(0).status_doc();
+    let [inspections] = status.inspections.as_slice() else { panic!("{status:#?}") };
+    let asked = sb.engine.requests_to("POST", GOOGLE_INSPECT).len() as u64;
+    assert_eq!(inspections.answers[&json::Class::Misconfigured], asked, "{inspections:#?}");
+    assert_eq!(inspections.answers[&json::Class::Accepted], 0);
+    let day = inspections.budgets.iter().find(|b| b.period == json::Period::Day).unwrap();
+    assert_eq!((day.used, day.limit), (asked, Some(2000)), "only inspections that went out count: {day:#?}");
+    let failure = inspections.last_failure.as_ref().unwrap();
+    assert_eq!((failure.reason.as_str(), failure.http_status), ("inspection_not_owner", Some(403)));
+    assert!(failure.hint.as_deref().unwrap().contains("sc-domain:"), "{failure:#?}");
+    let human = sb.indexq(&["status"]).now("2026-12-03T09:46:00+08:00").output().code(0);
+    assert!(
+        human.stdout.contains("last failure:") && human.stdout.contains("inspection_not_owner"),
+        "{}",
+        human.stdout
+    );
+
+    // The metrics count them by class.
+    let metrics = sb.indexq(&["status", "--format", "prometheus"]).now(NOW).output().code(0).stdout;
+    assert!(metrics.contains("# TYPE indexq_google_inspections_total counter"), "{metrics}");
+    let sample = format!("indexq_google_inspections_total{{property=\"site\",class=\"misconfigured\"}} {asked}");
+    assert!(metrics.lines().any(|l| l == sample), "{sample}\n{metrics}");
+    assert!(metrics.contains("indexq_google_inspections_total{property=\"site\",class=\"accepted\"} 0"), "{metrics}");
+
+    // doctor inspects the site itself (no publish) and says the fix.
+    let before = sb.google_published().len();
+    let doctor = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(3).doctor_doc();
+    let check = doctor.check("google_inspection");
+    assert!(!check.ok, "{check:#?}");
+    assert!(check.message.contains("You do not own this site"), "{check:#?}");
+    assert!(check.fix.as_deref().unwrap().contains("sc-domain:127.0.0.1"), "{check:#?}");
+    let last = sb.engine.requests_to("POST", GOOGLE_INSPECT).pop().unwrap().json();
+    assert_eq!(
+        (last["inspectionUrl"].as_str(), last["siteUrl"].as_str()),
+        (Some(sb.site_url().as_str()), Some(sb.site_url().as_str()))
+    );
+    assert_eq!(sb.google_published().len(), before, "doctor publishes nothing");
+}
+
+/// The fixture's inspection quota (google-inspection-429-quota), compact.
+const INSPECTION_QUOTA: &str =
+    r#"{"error":{"code":429,"message":"Quota exceeded for sc-domain:example.fr.","status":"RESOURCE_EXHAUSTED"}}"#;
+
+/// Issue 26, item 3: an inspection quota answer spends the inspection
+/// window it names (unnamed: a minute), never the publish budget; until it
+/// reopens URLs are published without inspection, and each run says so.
+#[test]
+fn an_inspection_quota_publishes_without_inspecting_until_its_window_reopens() {
+    let sb = Sandbox::google(r#"skip_indexed = true, site_url = "sc-domain:example.fr""#);
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![MockResponse::status(429).json(INSPECTION_QUOTA)]);
+    let urls = list(&sb, "p", 2);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 2, "{doc:#?}");
+    let notes = doc.inspections.clone().unwrap_or_default();
+    let [note] = notes.as_slice() else { panic!("{doc:#?}") };
+    assert_eq!((note.outcome, note.reason.as_str()), (json::Outcome::Quota, "quota"), "{note:#?}");
+    let until = epoch(note.until.as_deref().expect("until when"));
+    assert!((epoch(NOW) + 60..=epoch(NOW) + 61).contains(&until), "a minute: {note:#?}");
+    assert!(note.then.contains("published without inspection until"), "{note:#?}");
+    // The burst may ask both before the first answer, or one: after a quota, no more.
+    let asked = sb.engine.requests_to("POST", GOOGLE_INSPECT).len();
+    assert!((1..=2).contains(&asked), "{asked}");
+    assert_eq!((note.inspections, note.uninspected), (asked as u64, 2), "{note:#?}");
+    // The publish budget is not the inspections': both URLs count, nothing blocks it.
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    assert!(google_day_budgets(&status).iter().all(|b| b.used == 2 && b.blocked_until.is_none()), "{status:#?}");
+    let minute = status.inspections[0].budgets.iter().find(|b| b.period == json::Period::Minute).unwrap().clone();
+    assert!(minute.blocked_until.is_some(), "{minute:#?}");
+
+    // Half a minute later: published, not inspected, and said.
+    let more = list(&sb, "q", 1);
+    let later = "2026-12-03T09:30:30+08:00";
+    let doc = sb.indexq(&["--json", "submit", more.to_str().unwrap()]).now(later).output().code(0).submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/q1")).outcome, json::Outcome::Accepted);
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_INSPECT).len(), asked, "no inspection while the window is spent");
+    let notes = doc.inspections.clone().unwrap_or_default();
+    let [note] = notes.as_slice() else { panic!("{doc:#?}") };
+    assert_eq!((note.outcome, note.reason.as_str(), note.uninspected), (json::Outcome::Deferred, "budget", 1));
+    assert!(note.message.contains("Google said"), "{note:#?}");
+    assert_eq!(note.until.as_deref().map(epoch), Some(until), "{note:#?}");
+
+    // Once it reopens, inspections go again.
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![inspection("NEUTRAL")]);
+    let again = list(&sb, "r", 1);
+    let doc = sb
+        .indexq(&["--json", "submit", again.to_str().unwrap()])
+        .now("2026-12-03T09:32:00+08:00")
+        .output()
+        .code(0)
+        .submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/r1")).outcome, json::Outcome::Accepted);
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_INSPECT).len(), asked + 1);
+    assert!(doc.inspections.is_none(), "{doc:#?}");
+}
+
+/// Issue 26, item 3: a failure on Google's side publishes the URL and says
+/// so; inspections go on.
+#[test]
+fn a_failed_inspection_is_said_and_the_url_published() {
+    let sb = Sandbox::google("skip_indexed = true");
+    sb.engine.on("POST", GOOGLE_INSPECT, vec![MockResponse::status(500).json(INTERNAL)]);
+    let urls = list(&sb, "p", 2);
+    let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    assert!(done.stdout.contains("2 URL inspections failed (internal)"), "{}", done.stdout);
+    assert!(done.stdout.contains("2 URLs were published without inspection"), "{}", done.stdout);
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_INSPECT).len(), 2, "a failure does not stop inspections");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    assert_eq!(status.inspections[0].answers[&json::Class::Transient], 2);
+}
+
+/// Issue 26, item 8: Google's 200 without `latestUpdate` (a page the
+/// Indexing API is not documented for) is accepted as `received`, told
+/// apart from the documented success.
+#[test]
+fn a_publish_google_merely_received_is_accepted_as_received() {
+    let sb = Sandbox::google("");
+    let received = r#"{"urlNotificationMetadata":{"url":"https://www.theurlwesubmitted.com/path/page.html"}}"#;
+    sb.engine.respond_with("POST", GOOGLE_PUBLISH, move |req| {
+        if req.json()["url"].as_str().is_some_and(|u| u.ends_with("/job")) {
+            google_published_response(req)
+        } else {
+            MockResponse::status(200).json(received)
+        }
+    });
+    let urls = sb.urls("urls.txt", &["/job", "/blog-post", "/about"]);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    assert_eq!(doc.summary.accepted, 3);
+    assert_eq!(doc.result_for(&sb.url("/job")).reason, "ok");
+    for path in ["/blog-post", "/about"] {
+        let r = doc.result_for(&sb.url(path));
+        assert_eq!((r.outcome, r.reason.as_str(), r.http_status), (json::Outcome::Accepted, "received", Some(200)));
+        assert!(r.message.contains("JobPosting") && r.message.contains("latestUpdate"), "{r:#?}");
+    }
+    let more = sb.urls("more.txt", &["/other"]);
+    let done = sb.indexq(&["submit", more.to_str().unwrap()]).now("2026-12-03T09:31:00+08:00").output().code(0);
+    assert!(done.stdout.contains("1 URL received only"), "{}", done.stdout);
+    assert!(done.stdout.contains("JobPosting or BroadcastEvent"), "{}", done.stdout);
+    assert!(!done.stdout.contains("URL accepted"), "{}", done.stdout);
 }

@@ -43,6 +43,13 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     assert_eq!(text.matches("endpoints = [\"https://api.indexnow.org/indexnow\"]").count(), 1, "{text}");
     assert!(text.contains("share every submission\n# with each other (indexnow.org FAQ)"), "{text}");
     assert!(text.contains("a key file below the root vouches only for the URLs under its folder"), "{text}");
+    // What Google documents its Indexing API for, in the file and in what init says (issue 26, item 8).
+    assert!(text.contains("JobPosting or BroadcastEvent"), "{text}");
+    assert!(
+        done.stdout.contains("JobPosting or BroadcastEvent") && done.stdout.contains("received"),
+        "{}",
+        done.stdout
+    );
     assert!(text.contains("[retry]"), "{text}");
     // It parses as a configuration, and its one property reads the site's sitemap.
     let settings = indexq::config::parse(&written, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -282,6 +282,7 @@ fn a_new_ledger_has_every_family_and_no_run() {
         "indexq_budget_window_reset_seconds",
         "indexq_queue_items",
         "indexq_attempts_total",
+        "indexq_google_inspections_total",
         "indexq_last_run_start_timestamp_seconds",
         "indexq_last_run_duration_seconds",
         "indexq_last_run_exit_code",
@@ -292,6 +293,7 @@ fn a_new_ledger_has_every_family_and_no_run() {
     }
     assert!(!series.iter().any(|s| s.name.starts_with("indexq_last_")), "no run yet:\n{text}");
     assert_eq!(series.iter().filter(|s| s.name == "indexq_attempts_total").count(), 5, "every class from 0");
+    assert!(!series.iter().any(|s| s.name == "indexq_google_inspections_total"), "nothing inspects:\n{text}");
     // No limit configured: no limit series.
     assert!(!series.iter().any(|s| s.name == "indexq_budget_limit_urls"), "{text}");
     // One format at a time.
@@ -441,6 +443,23 @@ fn promtool_accepts_the_metrics_text() {
     let sb = scenario::sandbox();
     accepted_by_promtool(&four_days_with_metrics(&sb));
     accepted_by_promtool(&sb.indexq(&["status", "--format", "prometheus"]).now(AFTER).output().code(0).stdout);
+    // Google URL inspections by class: every class from 0, the refusals counted.
+    let sb = Sandbox::google("skip_indexed = true");
+    sb.engine.on(
+        "POST",
+        GOOGLE_INSPECT,
+        vec![mock::MockResponse::status(403).json(r#"{"error":{"code":403,"message":"You do not own this site, or the inspected URL is not part of this property.","status":"PERMISSION_DENIED"}}"#)],
+    );
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let file = sb.dir.path().join("google.prom");
+    let metrics_file = file.to_str().unwrap();
+    sb.indexq(&["submit", "--metrics-file", metrics_file, urls.to_str().unwrap()]).now(DAYS[0]).output().code(0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let series = parse(&text);
+    let inspections =
+        |class| value(&series, "indexq_google_inspections_total", &[("property", "site"), ("class", class)]);
+    assert_eq!((inspections("misconfigured"), inspections("accepted")), (1.0, 0.0), "{text}");
+    accepted_by_promtool(&text);
 }
 
 #[test]

@@ -18,9 +18,12 @@
 //! - `parked`: what needs a human across runs — fixes noticed by
 //!   themselves before sending, and each parked group said (once per
 //!   `[submit] remind`) at the end.
+//! - `inspect`: Google's URL inspections before publishing (`skip_indexed`):
+//!   what a claim may inspect, and what the inspections came to;
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
 //!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
+mod inspect;
 mod intake;
 mod outcome;
 mod parked;
@@ -85,6 +88,9 @@ struct Run<'a> {
     parked_before: u64,
     /// Parked items sent again in this run: a fix noticed, or the configuration changed.
     resumed: Vec<String>,
+    /// What URL inspections (Google `skip_indexed`) came to, when it was
+    /// not "indexed" or "not indexed": said once per run.
+    inspection_notes: Vec<crate::output::report::InspectionNote>,
     /// SIGINT/SIGTERM: whether the run stops, and what the stop cut.
     stop: stop::Stop,
     cut: stop::Cut,
@@ -158,6 +164,7 @@ pub async fn run(
         parked_now: Default::default(),
         parked_before: 0,
         resumed: Vec::new(),
+        inspection_notes: Vec::new(),
         stop,
         cut: Default::default(),
     };

@@ -193,6 +193,7 @@ impl Run<'_> {
             parked: &parked,
             resumed: &self.resumed,
             interrupted: interruption.as_ref(),
+            inspections: &self.inspection_notes,
         };
         let mut out = std::io::BufWriter::new(printer.stdout());
         if printer.json {

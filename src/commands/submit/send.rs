@@ -7,6 +7,7 @@
 //! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
 //! ledger's.
 
+use super::inspect;
 use super::outcome::{budget_entry, resends_now, Delivery};
 use super::Run;
 use crate::budget;
@@ -175,7 +176,7 @@ impl Run<'_> {
             Some(c) => Some(self.ledger.first_use(c, now)?),
             None => None,
         };
-        let batch = self.batch(group, &claim, now)?;
+        let (batch, inspections) = self.batch(group, &claim, now)?;
         let title = crate::output::printer::group_title(group);
         tracing::info!(group = %title, urls = batch.urls.len(), "sending");
         let remaining = match soonest_limited(&rules, &windows) {
@@ -203,21 +204,23 @@ impl Run<'_> {
             key_first_used,
             fingerprint: &fingerprint,
         })?;
+        self.record_inspections(group, inspections, at)?;
         Ok(more)
     }
 
     /// What goes in the request: the claimed URLs, their actions, their
-    /// paced delays, and how many may be inspected first (within the
-    /// inspection budget; an inspection that does not fit just publishes).
-    fn batch(&mut self, group: &GroupKey, claim: &Claim, now: DateTime<Utc>) -> anyhow::Result<engines::Batch> {
-        let mut inspect = 0;
-        if self.engines[&group.engine].inspects(group) {
-            if let Some(property) = self.settings.property(&group.property) {
-                let windows = budget::windows(&budget::inspection_rules(property), now);
-                inspect = self.ledger.take_units(&windows, claim.items.len() as u64, now)? as usize;
-            }
-        }
-        Ok(request(claim, inspect, now))
+    /// paced delays, and which may be inspected first (`URL_UPDATED` only,
+    /// within the inspection budget; one that does not fit just publishes),
+    /// with the inspection units taken.
+    fn batch(
+        &mut self,
+        group: &GroupKey,
+        claim: &Claim,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<(engines::Batch, Option<inspect::Taken>)> {
+        let taken = self.take_inspections(group, claim, now)?;
+        let inspect = inspect::marks(claim, inspect::Taken::units(taken.as_ref()));
+        Ok((request(claim, inspect, now), taken))
     }
 
     /// Asks the engine what is left of its quota (once per group and run)
@@ -296,8 +299,8 @@ fn soonest_limited<'w>(rules: &[budget::Rule], windows: &'w [RuleWindow]) -> Opt
 }
 
 /// The request for a claim: its URLs and actions, each URL's delay to its
-/// paced slot, and how many may be inspected first.
-fn request(claim: &Claim, inspect: usize, now: DateTime<Utc>) -> engines::Batch {
+/// paced slot, and which may be inspected first.
+fn request(claim: &Claim, inspect: Vec<bool>, now: DateTime<Utc>) -> engines::Batch {
     engines::Batch {
         urls: claim.items.iter().map(|i| i.url.clone()).collect(),
         actions: claim.items.iter().map(|i| i.action).collect(),
@@ -425,13 +428,13 @@ mod tests {
         let now = at(NOW);
         let mut claim = claimed(3);
         claim.slots = vec![now - TimeDelta::seconds(1), now, now + TimeDelta::milliseconds(1500)];
-        let batch = request(&claim, 2, now);
+        let batch = request(&claim, vec![false, true, true], now);
         assert_eq!(batch.urls, ["https://site.example/0", "https://site.example/1", "https://site.example/2"]);
         assert_eq!(batch.actions, [Action::Deleted, Action::Updated, Action::Updated]);
         let delays: Vec<u128> = batch.delays.iter().map(|d| d.as_millis()).collect();
         assert_eq!(delays, [0, 0, 1500], "a slot passed already goes at once");
-        assert_eq!(batch.inspect, 2);
-        assert!(request(&claimed(2), 0, now).delays.is_empty(), "no pace, no delays");
+        assert_eq!(batch.inspect, [false, true, true]);
+        assert!(request(&claimed(2), Vec::new(), now).delays.is_empty(), "no pace, no delays");
     }
 
     #[test]

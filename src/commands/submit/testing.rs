@@ -150,6 +150,7 @@ impl Fixture {
             parked_now: Default::default(),
             parked_before: 0,
             resumed: Vec::new(),
+            inspection_notes: Vec::new(),
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
             cut: Default::default(),
         }

@@ -117,10 +117,10 @@ closed_set! {
 // ---------------------------------------------------------------------------
 // `submit --json` (and `submit --dry-run --json`).
 
-/// `submit --json`: `now`, `results`, `summary`, `notes`, `parked` and
-/// `resumed` when there are any; a dry run adds `dry_run`, `plan`,
-/// `plan_summary` and, with `--since`, `before_since`; a run SIGINT or
-/// SIGTERM stopped adds `interrupted`.
+/// `submit --json`: `now`, `results`, `summary`, `notes`, `parked`,
+/// `resumed` and `inspections` when there are any; a dry run adds
+/// `dry_run`, `plan`, `plan_summary` and, with `--since`, `before_since`; a
+/// run SIGINT or SIGTERM stopped adds `interrupted`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Submit {
@@ -148,6 +148,37 @@ pub struct Submit {
     pub resumed: Option<Vec<String>>,
     #[serde(default, deserialize_with = "maybe")]
     pub interrupted: Option<Interrupted>,
+    /// Google URL inspections (`skip_indexed`) that said neither indexed nor
+    /// not, and the inspection budget when it ran out: per property, outcome
+    /// and reason.
+    #[serde(default, deserialize_with = "maybe")]
+    pub inspections: Option<Vec<InspectionNote>>,
+}
+
+/// What a run's inspections of a property came to, for one outcome and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InspectionNote {
+    pub property: String,
+    pub engine: Engine,
+    /// The inspection answer's class, or `deferred` (reason `budget`) for the local inspection budget.
+    pub outcome: Outcome,
+    pub reason: String,
+    pub message: String,
+    /// The fix, for `misconfigured`.
+    #[serde(default, deserialize_with = "maybe")]
+    pub hint: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub http_status: Option<u16>,
+    /// Inspections asked in the run that got this answer.
+    pub inspections: u64,
+    /// URLs published without inspection because of it.
+    pub uninspected: u64,
+    /// What indexq did about it.
+    pub then: String,
+    /// Until when URLs are published without inspection (a quota, the budget).
+    #[serde(default, deserialize_with = "maybe")]
+    pub until: Option<String>,
 }
 
 /// Parked items of one group and reason: what needs a human.
@@ -308,6 +339,15 @@ impl Submit {
         ensure(self.notes.as_ref().is_none_or(|n| !n.is_empty()), "`notes` is left out when there are none")?;
         ensure(self.parked.as_ref().is_none_or(|n| !n.is_empty()), "`parked` is left out when there is none")?;
         ensure(self.resumed.as_ref().is_none_or(|n| !n.is_empty()), "`resumed` is left out when there is none")?;
+        ensure(self.inspections.as_ref().is_none_or(|n| !n.is_empty()), "`inspections` is left out when none")?;
+        for n in self.inspections.iter().flatten() {
+            n.until.as_deref().map_or(Ok(()), time)?;
+            ensure(n.engine == Engine::Google, &format!("only Google inspects: {n:?}"))?;
+            ensure(n.uninspected > 0, &format!("a note is about URLs published without inspection: {n:?}"))?;
+            let known = [Outcome::Quota, Outcome::Transient, Outcome::Misconfigured, Outcome::Deferred];
+            ensure(known.contains(&n.outcome), &format!("an inspection note's outcome: {n:?}"))?;
+            ensure(n.hint.is_some() == (n.outcome == Outcome::Misconfigured), &format!("a refusal has a fix: {n:?}"))?;
+        }
         for p in self.parked.iter().flatten() {
             p.since.as_deref().map_or(Ok(()), time)?;
             p.reminded_at.as_deref().map_or(Ok(()), time)?;
@@ -352,6 +392,37 @@ pub struct Status {
     pub stranded: Vec<Stranded>,
     /// What needs a human: parked items per group and reason.
     pub parked: Vec<Parked>,
+    /// Per Google property with `skip_indexed`: its URL inspections.
+    pub inspections: Vec<Inspections>,
+}
+
+/// A Google property's URL inspections.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inspections {
+    pub property: String,
+    pub site_url: String,
+    /// The inspection budget: the property's rules (a day, a minute).
+    pub budgets: Vec<Budget>,
+    /// Inspections per class of answer since the ledger began: `accepted`,
+    /// `quota`, `transient`, `misconfigured`, always.
+    pub answers: BTreeMap<Class, u64>,
+    /// The latest answer that said neither indexed nor not.
+    #[serde(deserialize_with = "nullable")]
+    pub last_failure: Option<InspectionFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InspectionFailure {
+    pub at: String,
+    pub outcome: Class,
+    pub reason: String,
+    pub message: String,
+    #[serde(default, deserialize_with = "maybe")]
+    pub hint: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub http_status: Option<u16>,
 }
 
 /// One budget rule of one group in its current window.
@@ -464,7 +535,18 @@ impl Status {
 
     fn rules(&self) -> Result<(), String> {
         time(&self.now)?;
-        for b in &self.budgets {
+        for i in &self.inspections {
+            let classes: Vec<Class> = i.answers.keys().copied().collect();
+            let all = [Class::Accepted, Class::Quota, Class::Transient, Class::Misconfigured];
+            ensure(classes == all, &format!("every class an inspection answer can have: {i:?}"))?;
+            ensure(i.budgets.len() == 2, &format!("a day and a minute: {i:?}"))?;
+            if let Some(f) = &i.last_failure {
+                time(&f.at)?;
+                ensure(f.outcome != Class::Accepted, &format!("an answer is no failure: {f:?}"))?;
+                ensure(f.hint.is_some() == (f.outcome == Class::Misconfigured), &format!("a refusal's fix: {f:?}"))?;
+            }
+        }
+        for b in self.budgets.iter().chain(self.inspections.iter().flat_map(|i| &i.budgets)) {
             for at in [&b.resets_at, &b.resets_at_local].into_iter().chain(&b.reported_at).chain(&b.blocked_until) {
                 time(at)?;
             }

@@ -334,12 +334,15 @@ impl MockServer {
         self.addr.port()
     }
 
-    /// Scripts `METHOD path` (query ignored), replacing any earlier script for it.
-    /// Responses are served in order and the last one repeats forever.
+    /// Scripts `METHOD path` (query ignored), replacing any earlier script
+    /// or `respond_with` for it. Responses are served in order and the last
+    /// one repeats forever.
     pub fn on(&self, method: &str, path: &str, responses: Vec<MockResponse>) {
         assert!(!responses.is_empty(), "mock script for {method} {path} is empty");
         let key = (method.to_ascii_uppercase(), path.to_string());
-        self.shared.state().routes.insert(key, (responses, 0));
+        let mut state = self.shared.state();
+        state.responders.remove(&key);
+        state.routes.insert(key, (responses, 0));
     }
 
     /// Answers `METHOD path` (query ignored) with `f(request)`, e.g. to

@@ -37,6 +37,18 @@ pub const GOOGLE_ACCESS_TOKEN: &str = "ya29.FAKE-access-token-3f9c1e7a5b2d4c6e";
 pub const GOOGLE_REFRESHED_TOKEN: &str = "ya29.FAKE-refreshed-token-8e2b4d6f1a3c5e7a";
 
 /// A token endpoint's answer handing out `token`.
+/// Google's documented answer to a publish: `urlNotificationMetadata` with
+/// the notification it recorded — `latestUpdate` for `URL_UPDATED`,
+/// `latestRemove` for `URL_DELETED` — `{url, type, notifyTime}`.
+pub fn google_published_response(req: &mock::Request) -> MockResponse {
+    let body = req.json();
+    let (url, kind) = (body["url"].as_str().unwrap_or_default(), body["type"].as_str().unwrap_or_default());
+    let field = if kind == "URL_DELETED" { "latestRemove" } else { "latestUpdate" };
+    let notification = serde_json::json!({ "url": url, "type": kind, "notifyTime": "2026-12-03T01:30:00.123456789Z" });
+    MockResponse::status(200)
+        .json(&serde_json::json!({ "urlNotificationMetadata": { "url": url, field: notification } }).to_string())
+}
+
 pub fn google_token_response(token: &str) -> MockResponse {
     MockResponse::status(200).json(&format!(r#"{{"access_token":"{token}","expires_in":3599,"token_type":"Bearer"}}"#))
 }
@@ -98,14 +110,15 @@ impl Sandbox {
     /// A sandbox whose property uses only Google, with `table` as its
     /// `google` table, a service-account key file made with a fresh RSA key,
     /// a token endpoint that hands out `GOOGLE_ACCESS_TOKEN` and a publish
-    /// endpoint that accepts everything.
+    /// endpoint that accepts everything as Google documents it
+    /// ([`google_published_response`]).
     pub fn google(table: &str) -> Sandbox {
         let mut sb = Sandbox::new();
         sb.indexnow = false;
         sb.google = Some(table.to_string());
         sb.write_google_key();
         sb.engine.on("POST", GOOGLE_TOKEN, vec![google_token_response(GOOGLE_ACCESS_TOKEN)]);
-        sb.engine.on("POST", GOOGLE_PUBLISH, vec![MockResponse::status(200).json(r#"{"urlNotificationMetadata":{}}"#)]);
+        sb.engine.respond_with("POST", GOOGLE_PUBLISH, google_published_response);
         sb.write_config();
         sb
     }
