@@ -246,7 +246,8 @@ fn four_days_of_metrics_hold_every_series_with_its_value() {
     let sb = scenario::sandbox();
     let text = four_days_with_metrics(&sb);
     check_four_days(&sb, &text);
-    // Written atomically: nothing but the file in its directory, readable by a collector.
+    // Nothing but the file in its directory, readable by a collector (written whole:
+    // the_metrics_file_is_replaced_whole_and_a_reader_never_sees_part_of_it).
     let dir = sb.dir.path().join("textfile");
     let names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -399,6 +400,90 @@ fn a_metrics_file_that_is_no_regular_file_or_in_a_missing_folder_is_refused_befo
         .code(0);
     assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 2);
     assert!(good.is_file());
+}
+
+/// `--metrics-file` is replaced whole, never written in place: after each
+/// run the path names a new file (a new inode, renamed over the old one),
+/// a hard link made to the old file still holds the old text whole, no
+/// temporary file is left beside it, and a reader polling the path all
+/// along — the text is large: 300 properties — only ever reads a whole
+/// text, the old or the new, never a missing, empty or cut one.
+#[test]
+#[cfg(unix)]
+fn the_metrics_file_is_replaced_whole_and_a_reader_never_sees_part_of_it() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut sb = Sandbox::new();
+    for i in 0..300 {
+        sb.more_properties.push_str(&format!(
+            "\n[[property]]\nname = \"property-{i}\"\nsite = \"https://p{i}.example/\"\n\
+             indexnow = {{ key_env = \"INDEXNOW_KEY\", daily_quota = {} }}\n",
+            100 + i
+        ));
+    }
+    sb.write_config();
+    let dir = sb.dir.path().join("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("indexq.prom");
+    let run = |at: &str| {
+        sb.indexq(&["-q", "submit", "--metrics-file", file.to_str().unwrap()]).now(at).output().code(0);
+        std::fs::read_to_string(&file).unwrap()
+    };
+    let first = run(DAYS[0]);
+    assert!(first.len() > 200_000, "a large text: {} bytes", first.len());
+    let series = parse(&first);
+    assert!(series.iter().any(|s| s.labels.get("property").is_some_and(|p| p == "property-299")));
+    // Whole: it begins and ends as every text does (the families come in
+    // one order, the last a line that is in the text once): a file written
+    // in place shows a reader an empty or cut text, a prefix of the new one.
+    let (first_line, last_line) = (first.lines().next().unwrap(), first.lines().last().unwrap());
+    assert_eq!(first.matches(last_line).count(), 1, "{last_line}");
+    let (head, tail) = (format!("{first_line}\n"), format!("\n{last_line}\n"));
+    let whole = move |text: &str| text.starts_with(&head) && text.ends_with(&tail);
+
+    // A reader polls the path while the next runs replace the file.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, file) = (stop.clone(), file.clone());
+        std::thread::spawn(move || {
+            let (mut reads, mut broken) = (0u64, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match std::fs::read_to_string(&file) {
+                    Ok(text) if whole(&text) => {}
+                    Ok(text) => {
+                        broken.push(format!("{} bytes: …{}", text.len(), &text[text.len().saturating_sub(80)..]))
+                    }
+                    Err(e) => broken.push(format!("unreadable: {e}")),
+                }
+                reads += 1;
+            }
+            (reads, broken)
+        })
+    };
+    let linked = sb.dir.path().join("linked.prom");
+    let mut before = first;
+    for at in &DAYS[1..] {
+        let _ = std::fs::remove_file(&linked);
+        std::fs::hard_link(&file, &linked).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let after = run(at);
+        assert_ne!(after, before, "the text changed ({at}: its timestamps)");
+        assert_ne!(std::fs::metadata(&file).unwrap().ino(), inode, "{at}: a new file, renamed over the path");
+        assert_eq!(std::fs::read_to_string(&linked).unwrap(), before, "{at}: the old file was not written into");
+        assert_eq!(names_under(&dir), ["indexq.prom"], "{at}: no temporary file left");
+        parse(&after);
+        before = after;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (reads, broken) = reader.join().unwrap();
+    assert!(reads > 10, "the reader read the file {reads} times");
+    assert!(
+        broken.is_empty(),
+        "{} of {reads} reads saw part of a file: {:#?}",
+        broken.len(),
+        &broken[..broken.len().min(5)]
+    );
 }
 
 /// A run that loses its database mid-run still leaves its metrics: the run
