@@ -486,6 +486,82 @@ fn the_metrics_file_is_replaced_whole_and_a_reader_never_sees_part_of_it() {
     );
 }
 
+/// `indexq_attempts_total` is a counter: it never goes down. `queue drop`
+/// removes items, not history — after it every class counts what it
+/// counted (`log` still lists the attempts, with the URL each was about,
+/// said to be dropped), and a dropped URL submitted again counts on.
+#[test]
+fn attempt_counters_never_go_down_across_queue_drop() {
+    let sb = Sandbox::new();
+    let not_on_host = mock::MockResponse::status(422).body("the URLs do not belong to the host");
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![
+            mock::MockResponse::status(200),
+            mock::MockResponse::status(503),
+            not_on_host,
+            mock::MockResponse::status(200),
+        ],
+    );
+    // /a and /b accepted; /c transient; /c again with /d: misconfigured (parked).
+    for (at, paths, code) in [("09:00", &["/a", "/b"][..], 0), ("10:00", &["/c"], 0), ("11:00", &["/d"], 3)] {
+        let list = sb.urls("urls.txt", paths);
+        let at = format!("2026-12-03T{at}:00Z");
+        sb.indexq(&["submit", "--max-wait", "0", list.to_str().unwrap()]).now(&at).output().code(code);
+    }
+    let at = "2026-12-03T12:00:00Z";
+    let counters = || -> Vec<(String, f64)> {
+        let text = sb.indexq(&["status", "--format", "prometheus"]).now(at).output().code(0).stdout;
+        parse(&text)
+            .into_iter()
+            .filter(|s| s.name == "indexq_attempts_total")
+            .map(|s| (s.labels["class"].clone(), s.value))
+            .collect()
+    };
+    let expected = |accepted: f64| {
+        [("accepted", accepted), ("quota", 0.0), ("transient", 1.0), ("key_pending", 0.0), ("misconfigured", 2.0)]
+            .map(|(c, v)| (c.to_string(), v))
+            .to_vec()
+    };
+    assert_eq!(counters(), expected(2.0));
+    let log = |args: &[&str]| sb.indexq(&[&["--json", "log"], args].concat()).now(at).output().code(0).log_doc();
+    let before = log(&[]);
+    assert_eq!(before.attempts.len(), 3);
+
+    // The parked (/c, /d), then everything else.
+    let dropped = sb.indexq(&["--json", "queue", "drop", "--state", "parked"]).now(at).output().code(0);
+    assert_eq!(dropped.queue_drop_doc().dropped, 2);
+    assert_eq!(counters(), expected(2.0), "after dropping the parked items");
+    let dropped = sb.indexq(&["--json", "queue", "drop", "--all"]).now(at).output().code(0);
+    assert_eq!(dropped.queue_drop_doc().dropped, 2);
+    assert_eq!(counters(), expected(2.0), "after dropping every item");
+
+    // `log` lists every attempt still, with the URL it was about.
+    let after = log(&[]);
+    let shown = |doc: &json::Log| -> Vec<(String, u64, String)> {
+        doc.attempts.iter().map(|a| (a.url.clone(), a.urls, a.outcome.as_str().to_string())).collect()
+    };
+    assert_eq!(shown(&after), shown(&before));
+    assert!(after.attempts.iter().all(|a| a.dropped), "{:#?}", after.attempts);
+    assert!(before.attempts.iter().all(|a| !a.dropped));
+    let c = log(&["--url", &sb.url("/c")]);
+    assert_eq!(c.attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(), ["transient", "misconfigured"]);
+    let text = sb.indexq(&["log", "--url", &sb.url("/c")]).now(at).output().code(0).stdout;
+    assert!(text.contains(&format!("{} (dropped)", sb.url("/c"))), "{text}");
+    let status = sb.indexq(&["--json", "status"]).now(at).output().code(0).status_doc();
+    let rejection = status.groups[0].last_rejection.clone().expect("the last rejection is kept");
+    assert_eq!((rejection.url, rejection.outcome.as_str()), (sb.url("/c"), "misconfigured"));
+
+    // /c again: a new item, and its attempt counts on.
+    let list = sb.urls("urls.txt", &["/c"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T13:00:00Z").output().code(0);
+    assert_eq!(counters(), expected(3.0));
+    let c = log(&["--url", &sb.url("/c")]);
+    let seen: Vec<(&str, bool)> = c.attempts.iter().map(|a| (a.outcome.as_str(), a.dropped)).collect();
+    assert_eq!(seen, [("transient", true), ("misconfigured", true), ("accepted", false)]);
+}
+
 /// A run that loses its database mid-run still leaves its metrics: the run
 /// families, exit code 1 (nothing read from a ledger it cannot reach).
 #[test]
