@@ -718,8 +718,8 @@ fn item_row(r: &Row) -> Result<ItemRow> {
 const REQUEST_COLUMNS: &str =
     "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
 
-/// A request's first item, whether in the queue or dropped (`FIRST_URL`):
-/// joined after `requests r`.
+/// A request's first item, whether in the queue or dropped: joined after
+/// `requests r`, for `FIRST_URL`.
 const FIRST_ITEM: &str = "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
 /// The URL of a request's first item, and whether `queue drop` removed it.
 const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
