@@ -2238,7 +2238,8 @@ mod tests {
             ledger.drop_items(&ItemFilter { property: Some("a.example".into()), ..all.clone() }, now).unwrap();
         assert_eq!(dropped, 6);
         assert_counts(&mut ledger, now);
-        assert!(ledger.last_rejection(&a).unwrap().is_none(), "its attempts went with its items");
+        let last = ledger.last_rejection(&a).unwrap().expect("a drop removes items, not their attempts");
+        assert!(last.dropped && !last.url.is_empty(), "{last:?}");
         let unknown = group("c.example", EngineKind::Google);
         assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
         assert_eq!(ledger.next_due(&unknown).unwrap(), None);
