@@ -183,7 +183,7 @@ pub enum QueueAction {
     /// Make matching parked or waiting items due now
     #[command(after_help = "Example: indexq queue retry --state parked --property example.com")]
     Retry(QueueFilter),
-    /// Remove matching items from the ledger
+    /// Remove matching items from the queue (their attempts stay in the log)
     #[command(after_help = "Example: indexq queue drop --state parked --url https://example.com/old")]
     Drop(DropArgs),
 }

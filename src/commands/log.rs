@@ -1,7 +1,8 @@
 //! `indexq log [--url URL]`: attempts, oldest first, with their classified
 //! outcome and the stored (redacted, capped) response body: every attempt
 //! of a URL with `--url`, else one entry a request (with how many URLs it
-//! carried).
+//! carried). An attempt of a URL that `queue drop` removed stays, said to
+//! be dropped.
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::LogArgs;
@@ -29,6 +30,10 @@ struct AttemptJson {
     http_status: Option<u16>,
     retry_at: Option<String>,
     body: Option<String>,
+    /// `url`'s item was removed by `queue drop` (its attempts stay); written
+    /// only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dropped: bool,
 }
 
 pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
@@ -52,6 +57,7 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
                 http_status: a.http_status,
                 retry_at: a.retry_at.map(|t| rfc3339(t, user_tz)),
                 body: a.body,
+                dropped: a.dropped,
             })
             .collect();
         printer.json(&serde_json::json!({ "now": rfc3339(clock.now(), user_tz), "attempts": attempts }))?;
@@ -63,6 +69,12 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
     }
     for a in rows {
         let status = a.http_status.map(|s| format!(" HTTP {s}")).unwrap_or_default();
+        // A URL `queue drop` removed (a ledger of schema 3 or older did not keep it).
+        let url = match (a.dropped, a.url.is_empty()) {
+            (false, _) => a.url,
+            (true, false) => format!("{} (dropped)", a.url),
+            (true, true) => "(a URL dropped from the queue)".to_string(),
+        };
         let others = match a.urls {
             0 | 1 => String::new(),
             n => format!(" (and {} more URL{} in the request)", n - 1, if n == 2 { "" } else { "s" }),
@@ -73,7 +85,7 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
             clock::format_local(a.at, user_tz),
             a.group.engine,
             a.group.property,
-            a.url,
+            url,
             a.class,
             a.reason
         )?;

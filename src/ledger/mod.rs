@@ -432,6 +432,10 @@ pub struct ItemFilter {
 pub struct AttemptRow {
     pub at: DateTime<Utc>,
     pub url: String,
+    /// The item of `url` is gone: `queue drop` removed it (its attempts
+    /// stay). `url` is the one it had (empty when a ledger of schema 3 or
+    /// older dropped it, and so did not keep it).
+    pub dropped: bool,
     /// How many URLs the request carried.
     pub urls: u64,
     pub group: GroupKey,
@@ -459,6 +463,9 @@ pub struct Dump {
     pub items: Vec<DumpItem>,
     /// Oldest first.
     pub requests: Vec<DumpRequest>,
+    /// Items `queue drop` removed that requests name, in the source's
+    /// order (ids).
+    pub dropped: Vec<DumpDropped>,
     pub usage: Vec<DumpUsage>,
     pub blocks: Vec<(String, DateTime<Utc>)>,
     /// Pace key and its theoretical arrival time (ms).
@@ -503,6 +510,18 @@ pub struct DumpRequest {
     pub retry_at: Option<DateTime<Utc>>,
     /// Indexes into `Dump::items`, ascending.
     pub items: Vec<usize>,
+    /// Indexes into `Dump::dropped`, ascending: the items it named that
+    /// were dropped since.
+    pub dropped: Vec<usize>,
+}
+
+/// An item `queue drop` removed, kept because a request names it: the URL
+/// that request was about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumpDropped {
+    pub url: String,
+    pub group: GroupKey,
+    pub dropped_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -743,7 +762,11 @@ pub trait Ledger {
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>>;
     /// Makes matching parked or waiting items due now. Returns how many.
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
-    /// Removes matching items (not those in flight) and their attempts.
+    /// Removes matching items (not those in flight) from the queue. Their
+    /// attempts stay: a drop removes items, not history (the counts of
+    /// `outcome_counts` never go down). An item a request names keeps its
+    /// URL and its id, which no other item is given, as a dropped item.
+    /// Returns how many were removed.
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>>;
@@ -769,7 +792,8 @@ pub trait Ledger {
     /// Attempts since the ledger began, per group and class, counting one
     /// per URL attempted (a request that named many URLs counts once for
     /// each). Pairs with no attempt are left out. Items removed by
-    /// `drop_items` take their attempts with them.
+    /// `drop_items` leave their attempts: a count never goes down (it is a
+    /// Prometheus counter).
     fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>>;
 
     /// Attempts per group, span of time and class, counted like

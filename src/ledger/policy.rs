@@ -351,18 +351,6 @@ pub fn drop_states(filter: &ItemFilter) -> ItemFilter {
     filter
 }
 
-/// Whether a recorded request is forgotten when items are dropped: when
-/// none of the items it `named` is left — every one was just dropped
-/// (`gone`), or is gone already (`left_exist` tells of the others).
-pub fn forgotten(
-    named: &[i64],
-    gone: &std::collections::HashSet<i64>,
-    left_exist: impl FnOnce(&[i64]) -> super::Result<bool>,
-) -> super::Result<bool> {
-    let left: Vec<i64> = named.iter().copied().filter(|i| !gone.contains(i)).collect();
-    Ok(left.is_empty() || !left_exist(&left)?)
-}
-
 /// A request's inspection answers by class, each class's in the order they
 /// came (its last is the one `inspections` keeps), classes in name order.
 pub fn inspections_by_class(answers: &[InspectionAnswer]) -> Vec<(Class, Vec<&InspectionAnswer>)> {

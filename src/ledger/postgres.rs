@@ -35,7 +35,8 @@ pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("postgres_schema_3.sql");
-/// Schema 4, over schema 3: Google URL inspections per property and class.
+/// Schema 4, over schema 3: Google URL inspections per property and class, and
+/// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("postgres_schema_4.sql");
 
 /// Schema 2, over schema 1: items are found by (group, url_key) — an
@@ -748,10 +749,17 @@ fn item_row(r: &Row) -> Result<ItemRow> {
 const REQUEST_COLUMNS: &str =
     "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
 
-fn attempt_row(r: &Row, url: String) -> Result<AttemptRow> {
+/// A request's first item, whether in the queue or dropped: joined after
+/// `requests r`, for `FIRST_URL`.
+const FIRST_ITEM: &str = "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
+/// The URL of a request's first item, and whether `queue drop` removed it.
+const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
+
+fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {
     Ok(AttemptRow {
         at: r.get(0),
         url,
+        dropped,
         urls: r.get::<_, i32>(1).max(0) as u64,
         group: stored_group(r.get(2), r.get(3), r.get(4))?,
         class: stored("requests", "class", r.get(5))?,
@@ -1232,12 +1240,11 @@ impl Ledger for PgLedger {
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             let sql = format!(
-                "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, '') FROM requests r JOIN groups g ON g.id = r.group_id
-                     LEFT JOIN items i ON i.id = r.first_item
+                "SELECT {REQUEST_COLUMNS}, {FIRST_URL} FROM requests r JOIN groups g ON g.id = r.group_id {FIRST_ITEM}
                  WHERE r.group_id = $1 AND r.class <> 'accepted'
                  ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
-            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11))).transpose()
+            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11), r.get(12))).transpose()
         })
     }
 
@@ -1282,29 +1289,30 @@ impl Ledger for PgLedger {
         let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
-            let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
-            for r in tx.query(
-                &format!("DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause} RETURNING i.id, i.group_id"),
+            let rows = tx.query(
+                &format!(
+                    "DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}
+                     RETURNING i.id, i.group_id, i.url, i.last_request_id IS NOT NULL"
+                ),
                 &refs(&values),
-            )? {
-                dropped.entry(r.get(1)).or_default().insert(r.get(0));
+            )?;
+            // A drop removes items, not history: their requests stay, and an
+            // item a request names (it has a last one) keeps its URL and id.
+            let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for r in rows.iter().filter(|r| r.get::<_, bool>(3)) {
+                let url: String = r.get(2);
+                ids.push(r.get::<_, i64>(0));
+                groups.push(r.get::<_, i64>(1));
+                keys.push(url_key(&url));
+                urls.push(url);
             }
-            // Their attempts go with them: a request none of whose items is
-            // left is forgotten.
-            for (group, gone) in &dropped {
-                let mut forget = Vec::new();
-                for r in tx.query("SELECT id, n, first_item, items FROM requests WHERE group_id = $1", &[group])? {
-                    let named = ids::named(r.get::<_, i32>(1).into(), r.get(2), r.get(3))?;
-                    let left_exist = |left: &[i64]| -> Result<bool> {
-                        Ok(tx.query_one("SELECT EXISTS (SELECT 1 FROM items WHERE id = ANY($1))", &[&left])?.get(0))
-                    };
-                    if policy::forgotten(&named, gone, left_exist)? {
-                        forget.push(r.get::<_, i64>(0));
-                    }
-                }
-                tx.execute("DELETE FROM requests WHERE id = ANY($1)", &[&forget])?;
-            }
-            Ok(dropped.values().map(|d| d.len() as u64).sum())
+            tx.execute(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT id, group_id, url_key, url, $5
+                 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS d (id, group_id, url_key, url)",
+                &[&ids, &groups, &keys, &urls, &now],
+            )?;
+            Ok(rows.len() as u64)
         })
     }
 
@@ -1314,7 +1322,8 @@ impl Ledger for PgLedger {
             let mut out: Vec<(i64, AttemptRow)> = Vec::new();
             match url {
                 Some(u) => {
-                    // The URL's item in each group, then the requests that name it.
+                    // The URL's item in each group and its items `queue drop`
+                    // removed, then the requests that name each.
                     let groups: Vec<i64> = tx.query("SELECT id FROM groups", &[])?.iter().map(|r| r.get(0)).collect();
                     let batch: Vec<NewItem> = groups
                         .iter()
@@ -1327,15 +1336,25 @@ impl Ledger for PgLedger {
                         .collect();
                     let found = look_up(tx, &batch, &groups, false)?;
                     for (group, found) in groups.iter().zip(found) {
-                        let Ok(item) = found else { continue };
-                        let sql = format!(
-                            "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r
-                                 JOIN groups g ON g.id = r.group_id
-                             WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
-                        );
-                        for r in tx.query(&sql, &[group, &item.id])? {
-                            if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item.id).is_ok() {
-                                out.push((r.get(11), attempt_row(&r, u.to_string())?));
+                        let gone: Vec<i64> = tx
+                            .query(
+                                "SELECT id FROM dropped_items WHERE group_id = $1 AND url_key = $2 AND url = $3 ORDER BY id",
+                                &[group, &url_key(u), &u],
+                            )?
+                            .iter()
+                            .map(|r| r.get(0))
+                            .collect();
+                        let item = found.ok().map(|item| (item.id, false));
+                        for (item, dropped) in item.into_iter().chain(gone.into_iter().map(|id| (id, true))) {
+                            let sql = format!(
+                                "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r
+                                     JOIN groups g ON g.id = r.group_id
+                                 WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
+                            );
+                            for r in tx.query(&sql, &[group, &item])? {
+                                if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item).is_ok() {
+                                    out.push((r.get(11), attempt_row(&r, u.to_string(), dropped)?));
+                                }
                             }
                         }
                     }
@@ -1344,12 +1363,12 @@ impl Ledger for PgLedger {
                 }
                 None => {
                     let sql = format!(
-                        "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, ''), r.id FROM requests r JOIN groups g ON g.id = r.group_id
-                             LEFT JOIN items i ON i.id = r.first_item
+                        "SELECT {REQUEST_COLUMNS}, {FIRST_URL}, r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                             {FIRST_ITEM}
                          ORDER BY r.at DESC, r.id DESC LIMIT $1"
                     );
                     for r in tx.query(&sql, &[&limit])? {
-                        out.push((r.get(12), attempt_row(&r, r.get(11))?));
+                        out.push((r.get(13), attempt_row(&r, r.get(11), r.get(12))?));
                     }
                 }
             }
@@ -1561,6 +1580,19 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
             last_request: None,
         });
     }
+    let mut dropped_index = HashMap::new();
+    for r in tx.query(
+        "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at
+         FROM dropped_items d JOIN groups g ON g.id = d.group_id ORDER BY d.id",
+        &[],
+    )? {
+        dropped_index.insert(r.get::<_, i64>(0), dump.dropped.len());
+        dump.dropped.push(DumpDropped {
+            url: r.get(1),
+            group: stored_group(r.get(2), r.get(3), r.get(4))?,
+            dropped_at: r.get(5),
+        });
+    }
     let mut request_index = HashMap::new();
     for r in tx.query(
         "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status, r.body,
@@ -1568,11 +1600,10 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
          FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
         &[],
     )? {
-        let items: Vec<usize> = ids::named(r.get::<_, i32>(11).into(), r.get(12), r.get(13))?
-            .iter()
-            .filter_map(|id| item_index.get(id).copied())
-            .collect();
-        if items.is_empty() {
+        let named = ids::named(r.get::<_, i32>(11).into(), r.get(12), r.get(13))?;
+        let items: Vec<usize> = named.iter().filter_map(|id| item_index.get(id).copied()).collect();
+        let dropped: Vec<usize> = named.iter().filter_map(|id| dropped_index.get(id).copied()).collect();
+        if items.is_empty() && dropped.is_empty() {
             continue;
         }
         request_index.insert(r.get::<_, i64>(0), dump.requests.len());
@@ -1585,6 +1616,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
             response: StoredResponse { http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16), body: r.get(9) },
             retry_at: r.get(10),
             items,
+            dropped,
         });
     }
     for (item, request) in dump.items.iter_mut().zip(last_request) {
@@ -1737,12 +1769,35 @@ fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump)
             }
         }
     }
+    // Dropped items: the same group, URL and time of the drop, or new (an
+    // id from the items' sequence).
+    let mut dropped_ids = Vec::with_capacity(dump.dropped.len());
+    for d in &dump.dropped {
+        let group = group_of(tx, &d.group)?;
+        let key = url_key(&d.url);
+        let same = tx.query_opt(
+            "SELECT id FROM dropped_items WHERE group_id = $1 AND url_key = $2 AND url = $3 AND dropped_at = $4",
+            &[&group, &key, &d.url, &d.dropped_at],
+        )?;
+        let id: i64 = match same {
+            Some(row) => row.get(0),
+            None => tx
+                .query_one(
+                    "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                     VALUES (nextval(pg_get_serial_sequence('items', 'id')), $1, $2, $3, $4) RETURNING id",
+                    &[&group, &key, &d.url, &d.dropped_at],
+                )?
+                .get(0),
+        };
+        dropped_ids.push(id);
+    }
     // Requests the ledger does not have yet (the same group, time, outcome
     // and items).
     let mut request_ids = Vec::with_capacity(dump.requests.len());
     for r in &dump.requests {
         let group = group_of(tx, &r.group)?;
-        let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
+        let mut items: Vec<i64> =
+            r.items.iter().map(|&i| ids[i]).chain(r.dropped.iter().map(|&i| dropped_ids[i])).collect();
         items.sort_unstable();
         let mut same = None;
         for row in tx.query(

@@ -23,7 +23,8 @@ pub const SCHEMA_VERSION: i64 = 4;
 const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("sqlite_schema_3.sql");
-/// Schema 4, over schema 3: Google URL inspections per property and class.
+/// Schema 4, over schema 3: Google URL inspections per property and class, and
+/// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("sqlite_schema_4.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
@@ -227,6 +228,15 @@ fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, ro
         changed += tx.prepare_cached(&sql)?.execute(params_from_iter(chunk.iter()))?;
     }
     Ok(changed)
+}
+
+/// The id the next new item takes: after every item's and every dropped
+/// item's, so that an id a request names is never another URL's (the
+/// write lock is held).
+fn next_item_id(tx: &Connection) -> Result<i64> {
+    let sql =
+        "SELECT MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT MAX(id) FROM dropped_items), 0)) + 1";
+    Ok(tx.query_row(sql, [], |r| r.get(0))?)
 }
 
 impl SqliteLedger {
@@ -701,13 +711,20 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
 const REQUEST_COLUMNS: &str =
     "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
 
-fn attempt_row(r: &Row<'_>, url: String) -> Result<AttemptRow> {
+/// A request's first item, whether in the queue or dropped: joined after
+/// `requests r`, for `FIRST_URL`.
+const FIRST_ITEM: &str = "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
+/// The URL of a request's first item, and whether `queue drop` removed it.
+const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
+
+fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
     let class: String = r.get(5)?;
     let class = stored("requests", "class", &class)?;
     Ok(AttemptRow {
         at: from_ts(r.get(0)?),
         url,
+        dropped,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
         group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
         class,
@@ -920,8 +937,8 @@ impl Ledger for SqliteLedger {
         }
         let found = look_up(&tx, batch, &group_ids)?;
         let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
-        // New items take the ids after the last (the write lock is held).
-        let first_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM items", [], |r| r.get(0))?;
+        // New items take the ids after the last.
+        let first_id = next_item_id(&tx)?;
         let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
         let mut inserted: HashMap<i64, u64> = HashMap::new();
         let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
@@ -1395,15 +1412,14 @@ impl Ledger for SqliteLedger {
         // The newest rejection, from its own partial index: accepted
         // requests, however many, are not read.
         let sql = format!(
-            "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, '') FROM requests r JOIN groups g ON g.id = r.group_id
-                 LEFT JOIN items i ON i.id = r.first_item
+            "SELECT {REQUEST_COLUMNS}, {FIRST_URL} FROM requests r JOIN groups g ON g.id = r.group_id {FIRST_ITEM}
              WHERE r.group_id = ?1 AND r.class != 'accepted'
              ORDER BY r.at DESC, r.id DESC LIMIT 1"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([group])?;
         match rows.next()? {
-            Some(r) => Ok(Some(attempt_row(r, r.get(11)?)?)),
+            Some(r) => Ok(Some(attempt_row(r, r.get(11)?, r.get(12)?)?)),
             None => Ok(None),
         }
     }
@@ -1463,51 +1479,61 @@ impl Ledger for SqliteLedger {
         let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.write()?;
-        let mut dropped: HashMap<i64, HashSet<i64>> = HashMap::new();
+        let mut dropped = 0;
         let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
+        // A drop removes items, not history: their requests stay, and an
+        // item a request names (it has a last one) keeps its URL and id.
+        let mut kept = Vec::new();
         {
-            let mut stmt = tx.prepare(&format!("DELETE FROM items WHERE {clause} RETURNING id, group_id, state"))?;
+            let mut stmt = tx.prepare(&format!(
+                "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
+            ))?;
             let mut rows = stmt.query(params_from_iter(values))?;
             while let Some(r) = rows.next()? {
-                dropped.entry(r.get(1)?).or_default().insert(r.get(0)?);
+                dropped += 1;
                 let state = stored("items", "state", &r.get::<_, String>(2)?)?;
                 *gone.entry((r.get(1)?, state)).or_default() += 1;
+                if r.get(4)? {
+                    let url: String = r.get(3)?;
+                    kept.extend([
+                        Value::Integer(r.get(0)?),
+                        Value::Integer(r.get(1)?),
+                        url_key(&url).into(),
+                        url.into(),
+                    ]);
+                }
             }
         }
         for ((group, state), n) in gone {
             counted(&tx, group, Some(state), None, n)?;
         }
-        // Their attempts go with them: a request none of whose items is
-        // left is forgotten.
-        for (group, gone) in &dropped {
-            let mut stmt = tx.prepare_cached("SELECT id, n, first_item, items FROM requests WHERE group_id = ?1")?;
-            let rows = stmt.query_map([group], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-            let mut forget = Vec::new();
-            for row in rows {
-                let (id, n, first, items) = row?;
-                let named = ids::named(n, first, items)?;
-                let left_exist = |left: &[i64]| -> Result<bool> {
-                    let sql = "SELECT EXISTS (SELECT 1 FROM items WHERE id IN rarray(?1))";
-                    Ok(tx.query_row(sql, [array(left)], |r| r.get::<_, bool>(0))?)
-                };
-                if policy::forgotten(&named, gone, left_exist)? {
-                    forget.push(id);
-                }
-            }
-            tx.execute("DELETE FROM requests WHERE id IN rarray(?1)", [array(&forget)])?;
-        }
+        insert_rows(
+            &tx,
+            &format!(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT column1, column2, column3, column4, {} FROM (",
+                ts(now)
+            ),
+            ")",
+            4,
+            &kept,
+        )?;
         tx.commit()?;
-        Ok(dropped.values().map(|d| d.len() as u64).sum())
+        Ok(dropped)
     }
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
         let mut out: Vec<(i64, AttemptRow)> = Vec::new();
         match url {
             Some(u) => {
-                // The URL's item in each group, then the requests that name it.
+                // The URL's item in each group and its items `queue drop`
+                // removed, then the requests that name each.
                 let groups: Vec<i64> = ids_of(&mut self.conn.prepare("SELECT id FROM groups")?, [])?;
                 let mut find =
                     self.conn.prepare_cached("SELECT id, url FROM items WHERE group_id = ?1 AND url_key = ?2")?;
+                let mut gone = self.conn.prepare_cached(
+                    "SELECT id FROM dropped_items WHERE group_id = ?1 AND url_key = ?2 AND url = ?3 ORDER BY id",
+                )?;
                 let mut requests = self.conn.prepare_cached(&format!(
                     "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r JOIN groups g ON g.id = r.group_id
                      WHERE r.group_id = ?1 AND r.first_item <= ?2 AND r.last_item >= ?2"
@@ -1524,12 +1550,15 @@ impl Ledger for SqliteLedger {
                             None => break None,
                         }
                     };
-                    let Some(item) = item else { continue };
-                    let mut rows = requests.query(params![group, item])?;
-                    while let Some(r) = rows.next()? {
-                        let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
-                        if named.binary_search(&item).is_ok() {
-                            out.push((r.get(11)?, attempt_row(r, u.to_string())?));
+                    let dropped = ids_of(&mut gone, params![group, url_key(u), u])?;
+                    let items = item.map(|id| (id, false)).into_iter().chain(dropped.into_iter().map(|id| (id, true)));
+                    for (item, dropped) in items {
+                        let mut rows = requests.query(params![group, item])?;
+                        while let Some(r) = rows.next()? {
+                            let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                            if named.binary_search(&item).is_ok() {
+                                out.push((r.get(11)?, attempt_row(r, u.to_string(), dropped)?));
+                            }
                         }
                     }
                 }
@@ -1538,13 +1567,13 @@ impl Ledger for SqliteLedger {
             }
             None => {
                 let mut stmt = self.conn.prepare(&format!(
-                    "SELECT {REQUEST_COLUMNS}, COALESCE(i.url, ''), r.id FROM requests r JOIN groups g ON g.id = r.group_id
-                         LEFT JOIN items i ON i.id = r.first_item
+                    "SELECT {REQUEST_COLUMNS}, {FIRST_URL}, r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                         {FIRST_ITEM}
                      ORDER BY r.at DESC, r.id DESC LIMIT ?1"
                 ))?;
                 let mut rows = stmt.query([limit as i64])?;
                 while let Some(r) = rows.next()? {
-                    out.push((r.get(12)?, attempt_row(r, r.get(11)?)?));
+                    out.push((r.get(13)?, attempt_row(r, r.get(11)?, r.get(12)?)?));
                 }
             }
         }
@@ -1597,6 +1626,22 @@ impl Ledger for SqliteLedger {
                 });
             }
         }
+        let mut dropped_index = HashMap::new();
+        {
+            let mut stmt = tx.prepare(
+                "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at
+                 FROM dropped_items d JOIN groups g ON g.id = d.group_id ORDER BY d.id",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                dropped_index.insert(r.get::<_, i64>(0)?, dump.dropped.len());
+                dump.dropped.push(DumpDropped {
+                    url: r.get(1)?,
+                    group: stored_group(r.get(2)?, &r.get::<_, String>(3)?, r.get(4)?)?,
+                    dropped_at: from_ts(r.get(5)?),
+                });
+            }
+        }
         {
             let mut request_index = HashMap::new();
             let mut stmt = tx.prepare(
@@ -1606,11 +1651,10 @@ impl Ledger for SqliteLedger {
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let items: Vec<usize> = ids::named(r.get(11)?, r.get(12)?, r.get(13)?)?
-                    .iter()
-                    .filter_map(|id| item_index.get(id).copied())
-                    .collect();
-                if items.is_empty() {
+                let named = ids::named(r.get(11)?, r.get(12)?, r.get(13)?)?;
+                let items: Vec<usize> = named.iter().filter_map(|id| item_index.get(id).copied()).collect();
+                let dropped: Vec<usize> = named.iter().filter_map(|id| dropped_index.get(id).copied()).collect();
+                if items.is_empty() && dropped.is_empty() {
                     continue;
                 }
                 let (engine, class): (String, String) = (r.get(2)?, r.get(5)?);
@@ -1625,6 +1669,7 @@ impl Ledger for SqliteLedger {
                     response: StoredResponse { http_status: r.get(8)?, body: r.get(9)? },
                     retry_at: opt_ts(r.get(10)?),
                     items,
+                    dropped,
                 });
             }
             for (item, request) in dump.items.iter_mut().zip(last_request) {
@@ -1692,10 +1737,12 @@ impl Ledger for SqliteLedger {
                 .map(|i| NewItem { url: i.url.clone(), group: i.group.clone(), action: i.action, lastmod: i.lastmod })
                 .collect();
             let found = look_up(&tx, &batch, &batch_groups)?;
+            // New items (and dropped ones) take the ids after the last.
+            let mut next_id = next_item_id(&tx)?;
             let mut insert = tx.prepare(
-                "INSERT INTO items (group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
                      attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?;
             let mut update = tx.prepare(
                 "UPDATE items SET state = ?2, action = ?3, lastmod = ?4, next_attempt_at = ?5, enqueued_at = ?6,
@@ -1728,13 +1775,37 @@ impl Ledger for SqliteLedger {
                         written.push(existing.state != ItemState::InFlight);
                     }
                     Err(key) => {
-                        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&group, &key, &item.url];
+                        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&next_id, &group, &key, &item.url];
                         all.extend_from_slice(values);
                         insert.execute(all.as_slice())?;
                         copied.items += 1;
-                        ids.push(tx.last_insert_rowid());
+                        ids.push(next_id);
+                        next_id += 1;
                         written.push(true);
                     }
+                }
+            }
+            // Dropped items: the same group, URL and time of the drop, or new.
+            let mut dropped_ids = Vec::with_capacity(dump.dropped.len());
+            {
+                let mut same = tx.prepare(
+                    "SELECT id FROM dropped_items WHERE group_id = ?1 AND url_key = ?2 AND url = ?3 AND dropped_at = ?4",
+                )?;
+                let mut keep = tx.prepare(
+                    "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?;
+                for d in &dump.dropped {
+                    let group = group_id_or_create(&tx, &mut self.groups, &mut created, &d.group)?;
+                    let key = params![group, url_key(&d.url), d.url, ts(d.dropped_at)];
+                    let id = match same.query_row(key, |r| r.get(0)).optional()? {
+                        Some(id) => id,
+                        None => {
+                            keep.execute(params![next_id, group, url_key(&d.url), d.url, ts(d.dropped_at)])?;
+                            next_id += 1;
+                            next_id - 1
+                        }
+                    };
+                    dropped_ids.push(id);
                 }
             }
             // Requests the ledger does not have yet (the same group, time,
@@ -1746,7 +1817,8 @@ impl Ledger for SqliteLedger {
             let mut request_ids = Vec::with_capacity(dump.requests.len());
             for r in &dump.requests {
                 let group = group_id_or_create(&tx, &mut self.groups, &mut created, &r.group)?;
-                let mut items: Vec<i64> = r.items.iter().map(|&i| ids[i]).collect();
+                let mut items: Vec<i64> =
+                    r.items.iter().map(|&i| ids[i]).chain(r.dropped.iter().map(|&i| dropped_ids[i])).collect();
                 items.sort_unstable();
                 let key =
                     params![group, ts(r.at), r.class.as_str(), r.reason.to_string(), r.message, r.retry_at.map(ts)];
@@ -2266,7 +2338,8 @@ mod tests {
             ledger.drop_items(&ItemFilter { property: Some("a.example".into()), ..all.clone() }, now).unwrap();
         assert_eq!(dropped, 6);
         assert_counts(&mut ledger, now);
-        assert!(ledger.last_rejection(&a).unwrap().is_none(), "its attempts went with its items");
+        let last = ledger.last_rejection(&a).unwrap().expect("a drop removes items, not their attempts");
+        assert!(last.dropped && !last.url.is_empty(), "{last:?}");
         let unknown = group("c.example", EngineKind::Google);
         assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
         assert_eq!(ledger.next_due(&unknown).unwrap(), None);

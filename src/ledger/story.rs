@@ -358,6 +358,122 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.queue_counts(&other, now).unwrap(), QueueCounts { due: 4, ..Default::default() });
 }
 
+/// `queue drop` removes items, not history: the attempts of the items it
+/// drops stay counted (over all time and per span), `attempts` lists them
+/// with the URL each was about (said to be dropped), with or without
+/// `--url`, the last rejection stays, a dropped item's id is given to no
+/// other item, and a URL dropped and submitted again adds to its history.
+/// Its own group (`dropping`), so that it can follow `story` in a copy.
+pub fn drop_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-07T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dropping = GroupKey { property: "dropping".into(), engine: EngineKind::IndexNow, target: "t".into() };
+    let url = |i: usize| format!("https://drop.example/{i}");
+    let batch = |range: std::ops::Range<usize>| -> Vec<NewItem> {
+        range
+            .map(|i| NewItem { url: url(i), group: dropping.clone(), action: Action::Updated, lastmod: None })
+            .collect()
+    };
+    let of_group = ItemFilter { property: Some("dropping".into()), ..Default::default() };
+    let ids = |ledger: &mut dyn Ledger| -> Vec<(String, i64)> {
+        ledger.items(&of_group, now).unwrap().into_iter().map(|i| (i.url, i.id)).collect()
+    };
+    // 0 and 1 accepted in one request, 2 parked, 3 waiting (transient); 4
+    // never sent (due in a year; the lowest id: the highest is one a request names).
+    ledger.admit(&batch(4..5), now + TimeDelta::days(365), &rule).unwrap();
+    ledger.admit(&batch(0..4), now, &rule).unwrap();
+    let claim =
+        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    assert_eq!(claim.items.len(), 4);
+    let id = |i: usize| claim.items[i].id;
+    let ok = StoredResponse { http_status: Some(200), body: None };
+    let record = |items: Vec<i64>, class, next| Answered {
+        items,
+        at: now,
+        class,
+        reason: some_reason(class),
+        message: "m".into(),
+        response: ok.clone(),
+        next,
+        reached: true,
+    };
+    let answers = vec![
+        record(vec![id(0), id(1)], Class::Accepted, NextStep::Accepted),
+        record(vec![id(2)], Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
+        record(vec![id(3)], Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
+    ];
+    ledger
+        .finish(&Finish {
+            reservation: claim.reservation.unwrap(),
+            answers,
+            blocks: vec![],
+            windows: vec![],
+            reports: vec![],
+        })
+        .unwrap();
+    let counts = |ledger: &mut dyn Ledger| -> Vec<(Class, u64)> {
+        let mut counts: Vec<(Class, u64)> =
+            ledger.outcome_counts().unwrap().into_iter().filter(|c| c.0 == dropping).map(|c| (c.1, c.2)).collect();
+        counts.sort_by_key(|c| c.0.as_str());
+        counts
+    };
+    let expected = |accepted| vec![(Class::Accepted, accepted), (Class::Misconfigured, 1), (Class::Transient, 1)];
+    assert_eq!(counts(ledger), expected(2));
+    let bounds = [t("2026-12-07T00:00:00Z"), t("2026-12-08T00:00:00Z")];
+    let spans = |ledger: &mut dyn Ledger| {
+        let mut spans: Vec<SpanCount> =
+            ledger.attempt_history(&bounds).unwrap().into_iter().filter(|s| s.group == dropping).collect();
+        spans.sort_by_key(|s| s.class.as_str());
+        spans
+    };
+    let spans_before = spans(ledger);
+    assert_eq!(spans_before.iter().map(|s| s.urls).sum::<u64>(), 4);
+    let shown = |rows: Vec<AttemptRow>| -> Vec<(String, u64, Class, bool)> {
+        rows.into_iter().filter(|a| a.group == dropping).map(|a| (a.url, a.urls, a.class, a.dropped)).collect()
+    };
+    let before = shown(ledger.attempts(None, 100).unwrap());
+    assert_eq!(before.len(), 3);
+    assert!(before.iter().all(|a| !a.3));
+    let highest = ids(ledger).iter().map(|(_, id)| *id).max().unwrap();
+    assert_eq!(highest, id(3));
+
+    // The parked item, then all the others (the highest id among them).
+    let parked = ItemFilter { states: vec![StateFilter::Parked], ..of_group.clone() };
+    assert_eq!(ledger.drop_items(&parked, now).unwrap(), 1);
+    assert_eq!(counts(ledger), expected(2), "dropping the parked item");
+    assert_eq!(ledger.drop_items(&of_group, now).unwrap(), 4);
+    assert!(ids(ledger).is_empty());
+    assert_eq!(ledger.queue_counts(&dropping, now).unwrap(), QueueCounts::default());
+    assert_eq!(counts(ledger), expected(2), "dropping every item");
+    assert_eq!(spans(ledger), spans_before);
+    let after = shown(ledger.attempts(None, 100).unwrap());
+    let dropped: Vec<_> = before.iter().map(|(u, n, c, _)| (u.clone(), *n, *c, true)).collect();
+    assert_eq!(after, dropped, "every attempt, with the URL it was about");
+    assert_eq!(shown(ledger.attempts(Some(&url(1)), 10).unwrap()), [(url(1), 2, Class::Accepted, true)]);
+    assert_eq!(shown(ledger.attempts(Some(&url(2)), 10).unwrap()), [(url(2), 1, Class::Misconfigured, true)]);
+    assert!(ledger.attempts(Some(&url(4)), 10).unwrap().is_empty(), "never sent: no history");
+    let last = ledger.last_rejection(&dropping).unwrap().expect("the last rejection stays");
+    assert!(last.dropped && [url(2), url(3)].contains(&last.url) && last.class != Class::Accepted, "{last:?}");
+
+    // New items take new ids; a URL submitted again adds to its history.
+    ledger.admit(&batch(2..3), now, &rule).unwrap();
+    ledger.admit(&batch(5..6), now, &rule).unwrap();
+    let new = ids(ledger);
+    assert_eq!(new.len(), 2);
+    assert!(new.iter().all(|(_, id)| *id > highest), "no dropped id is given again: {new:?} (highest {highest})");
+    let later = now + TimeDelta::hours(2);
+    let claim =
+        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later) }, &me);
+    accept_all(ledger, &claim, later);
+    assert_eq!(counts(ledger), expected(4));
+    assert_eq!(
+        shown(ledger.attempts(Some(&url(2)), 10).unwrap()),
+        [(url(2), 1, Class::Misconfigured, true), (url(2), 2, Class::Accepted, false)]
+    );
+    assert_eq!(shown(ledger.attempts(None, 100).unwrap())[..3], dropped);
+}
+
 /// Attempts counted per group and class, over all time and per span, one
 /// per URL; `submit` runs recorded, the last and the last that succeeded.
 pub fn history_story(ledger: &mut impl Ledger) {
@@ -814,6 +930,46 @@ fn postgres_runs_the_queue_commands() {
 }
 
 #[test]
+fn sqlite_keeps_the_history_of_dropped_items() {
+    let dir = tempfile::tempdir().unwrap();
+    drop_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_keeps_the_history_of_dropped_items() {
+    let mut ledger = test_postgres();
+    drop_story(&mut ledger);
+}
+
+/// A copy carries the dropped items' history: the counts, the attempts
+/// with their URLs, and a second copy adds nothing.
+#[test]
+fn sqlite_copies_the_history_of_dropped_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut from = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
+    story(&mut from);
+    drop_story(&mut from);
+    let original = from.export(true).unwrap();
+    assert!(!original.dropped.is_empty() && original.requests.iter().any(|r| !r.dropped.is_empty()));
+    let mut to = super::SqliteLedger::open(&dir.path().join("to.db")).unwrap();
+    to.import(&original).unwrap();
+    assert_eq!(to.export(true).unwrap(), original);
+    assert_eq!(to.import(&original).unwrap().attempts, 0, "no attempt is added twice");
+    assert_eq!(to.export(true).unwrap(), original, "a second copy changes nothing");
+    let sorted = |ledger: &mut dyn Ledger| {
+        let mut counts = ledger.outcome_counts().unwrap();
+        counts.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
+        counts
+    };
+    assert_eq!(sorted(&mut to), sorted(&mut from));
+    let log = |ledger: &mut dyn Ledger| -> Vec<(String, u64, bool)> {
+        ledger.attempts(None, 1000).unwrap().into_iter().map(|a| (a.url, a.urls, a.dropped)).collect()
+    };
+    assert_eq!(log(&mut to), log(&mut from));
+}
+
+#[test]
 fn sqlite_counts_history_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     history_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
@@ -867,6 +1023,7 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
     story(&mut sqlite);
+    drop_story(&mut sqlite);
     let original = sqlite.export(true).unwrap();
     assert!(!original.items.is_empty() && !original.requests.is_empty() && !original.usage.is_empty());
 

@@ -2,14 +2,18 @@
 //! the runner would run them: `install.sh` against a fake release served on
 //! 127.0.0.1 (the real binary in an archive, and its SHA256SUMS), `submit.sh`
 //! with the real binary against the mock engine. The workflow-level parts
-//! (cache restore and save, the steps' conditions) are checked by
-//! `.ci/lint-workflows` and by `operator::the_action_says_what_the_issue_asks`.
+//! are read from `action.yml` parsed as YAML: the ledger is restored before
+//! the submission and saved after it, under the same key, by a step whose
+//! condition runs it when the submission failed or the job was cancelled.
+//! `.ci/lint-workflows` checks the file against GitHub's schema, and
+//! `operator::the_action_says_what_the_issue_asks` its inputs and scripts.
 
 use crate::support::mock::{MockResponse, MockServer};
 use crate::support::*;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use yaml_rust2::{Yaml, YamlLoader};
 
 const NOW: &str = "2026-12-03T09:00:00Z";
 const ARCHIVE: &str = "indexq-x86_64-unknown-linux-musl.tar.gz";
@@ -228,4 +232,145 @@ fn submit_runs_indexq_with_the_inputs_and_records_its_exit_code() {
     assert!(done.stderr.contains("INDEXNOW_KEY"), "indexq says which key is missing:\n{}", done.stderr);
     let output = runner.file("output");
     assert!(output == "exit-code=2\n" || output == "exit-code=3\n", "{output}");
+}
+
+// ---------------------------------------------------------------------------
+// action.yml, parsed: the ledger is saved even when the submission fails.
+
+/// How a job stands when a step's `if:` is evaluated: whether a step
+/// before failed, whether the run was cancelled, and each earlier step's
+/// `outcome` by id.
+struct JobState<'a> {
+    failed: bool,
+    cancelled: bool,
+    outcomes: &'a [(&'a str, &'a str)],
+}
+
+/// Whether a step with the condition `condition` runs (GitHub's rules: a
+/// condition without a status function is `success() && …`). The
+/// expressions read: terms joined by `&&` (an `||`, parentheses or another
+/// kind of term is an error, so that a new condition is read, not guessed),
+/// each a status function or `steps.ID.outcome` compared with `==` / `!=`
+/// to a quoted string.
+fn runs(condition: Option<&str>, job: &JobState) -> Result<bool, String> {
+    let text = condition.unwrap_or("").trim();
+    let text = text.strip_prefix("${{").and_then(|t| t.strip_suffix("}}")).unwrap_or(text).trim();
+    if text.contains("||") || text.replace("()", "").contains('(') {
+        return Err(format!("a condition this test does not read: {text}"));
+    }
+    let terms: Vec<&str> = text.split("&&").map(str::trim).filter(|t| !t.is_empty()).collect();
+    let status = ["always()", "success()", "failure()", "cancelled()"];
+    // No status function: `success() && …`.
+    let mut all = terms.iter().any(|t| status.contains(t)) || (!job.failed && !job.cancelled);
+    for term in terms {
+        let value = match term {
+            "always()" => true,
+            "success()" => !job.failed && !job.cancelled,
+            "failure()" => job.failed,
+            "cancelled()" => job.cancelled,
+            _ => {
+                let (left, equal, right) = if let Some((l, r)) = term.split_once("!=") {
+                    (l.trim(), false, r.trim())
+                } else if let Some((l, r)) = term.split_once("==") {
+                    (l.trim(), true, r.trim())
+                } else {
+                    return Err(format!("a term this test does not read: {term}"));
+                };
+                let id = left
+                    .strip_prefix("steps.")
+                    .and_then(|l| l.strip_suffix(".outcome"))
+                    .ok_or_else(|| format!("a term this test does not read: {term}"))?;
+                let literal = right
+                    .strip_prefix('\'')
+                    .and_then(|r| r.strip_suffix('\''))
+                    .ok_or_else(|| format!("a term this test does not read: {term}"))?;
+                let outcome = job.outcomes.iter().find(|(s, _)| *s == id).map_or("", |(_, o)| *o);
+                (outcome == literal) == equal
+            }
+        };
+        all &= value;
+    }
+    Ok(all)
+}
+
+/// What `action.yml` (its text: `yaml`) must do with the ledger: restored
+/// before `indexq submit`, saved after it under the key it was restored
+/// by (the same path), by a step that runs when the submission failed and
+/// when the job was cancelled while it ran, as well as when all went well.
+fn saves_the_ledger_whatever_happens(yaml: &str) -> Result<(), String> {
+    let docs = YamlLoader::load_from_str(yaml).map_err(|e| format!("not YAML: {e}"))?;
+    let action = &docs[0];
+    if action["runs"]["using"].as_str() != Some("composite") {
+        return Err("not a composite action".into());
+    }
+    let steps = action["runs"]["steps"].as_vec().ok_or("no runs.steps")?;
+    let using = |prefix: &str| -> Vec<usize> {
+        (0..steps.len()).filter(|&i| steps[i]["uses"].as_str().is_some_and(|u| u.starts_with(prefix))).collect()
+    };
+    let (restore, save) = (using("actions/cache/restore@"), using("actions/cache/save@"));
+    let submit: Vec<usize> = (0..steps.len()).filter(|&i| steps[i]["id"].as_str() == Some("submit")).collect();
+    let ([restore], [save], [submit]) = (restore.as_slice(), save.as_slice(), submit.as_slice()) else {
+        return Err(format!("one restore, one save, one submit step: {restore:?} {save:?} {submit:?}"));
+    };
+    if !(restore < submit && submit < save) {
+        return Err(format!("restore ({restore}), submit ({submit}), save ({save}): not in that order"));
+    }
+    let with = |i: usize, key: &str| steps[i]["with"][key].as_str().map(str::to_string);
+    if with(*save, "key").is_none() || with(*save, "key") != with(*restore, "key") {
+        return Err(format!("saved under {:?}, restored by {:?}", with(*save, "key"), with(*restore, "key")));
+    }
+    if with(*save, "path").is_none() || with(*save, "path") != with(*restore, "path") {
+        return Err(format!("saves {:?}, restores {:?}", with(*save, "path"), with(*restore, "path")));
+    }
+    let condition = match &steps[*save]["if"] {
+        Yaml::BadValue => None,
+        Yaml::String(s) => Some(s.as_str()),
+        Yaml::Boolean(b) => Some(if *b { "always()" } else { "false" }),
+        other => return Err(format!("the save step's if: {other:?}")),
+    };
+    for (case, job) in [
+        ("all went well", JobState { failed: false, cancelled: false, outcomes: &[("submit", "success")] }),
+        ("the submission failed", JobState { failed: true, cancelled: false, outcomes: &[("submit", "failure")] }),
+        ("cancelled during it", JobState { failed: false, cancelled: true, outcomes: &[("submit", "cancelled")] }),
+    ] {
+        if !runs(condition, &job)? {
+            return Err(format!("the ledger is not saved when {case} (if: {condition:?})"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_ledger_is_saved_even_when_the_submission_fails() {
+    let yaml = std::fs::read_to_string(repo().join("action.yml")).unwrap();
+    saves_the_ledger_whatever_happens(&yaml).unwrap();
+
+    // The check reads the save step's own condition: `always()` on another
+    // step, or a condition that needs the submission to succeed, is no save.
+    let condition = "      if: always() && steps.submit.outcome != 'skipped'\n";
+    assert!(yaml.contains(condition), "the condition this test moves about");
+    let moved = yaml.replace(condition, "").replace(
+        "    - name: Fail if indexq did\n      if: steps.submit.outputs.exit-code != '0'\n",
+        "    - name: Fail if indexq did\n      if: always()\n",
+    );
+    assert!(moved.contains("if: always()") && !moved.contains(condition), "{moved}");
+    let err = saves_the_ledger_whatever_happens(&moved).unwrap_err();
+    assert!(err.contains("the submission failed"), "{err}");
+    for (bad, what) in [
+        ("      if: steps.submit.outcome == 'success'\n", "the submission failed"),
+        ("      if: success() && always()\n", "the submission failed"),
+        ("      if: failure()\n", "all went well"),
+        ("      if: always() && steps.submit.outcome == 'success'\n", "the submission failed"),
+        ("      if: always() || true\n", "does not read"),
+    ] {
+        let err = saves_the_ledger_whatever_happens(&yaml.replace(condition, bad)).unwrap_err();
+        assert!(err.contains(what), "{bad}: {err}");
+    }
+    for good in ["      if: ${{ always() }}\n", "      if: always()\n", "      if: true\n"] {
+        saves_the_ledger_whatever_happens(&yaml.replace(condition, good)).unwrap();
+    }
+    // Saved under another key than it was restored by, or restored after: no.
+    let key = "key: ${{ inputs.cache-key }}-${{ github.ref_name }}-${{ github.run_id }}-${{ github.run_attempt }}";
+    let elsewhere = yaml.replacen(key, "key: other", 1);
+    assert!(saves_the_ledger_whatever_happens(&elsewhere).unwrap_err().contains("saved under"));
 }

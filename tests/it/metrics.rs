@@ -246,7 +246,8 @@ fn four_days_of_metrics_hold_every_series_with_its_value() {
     let sb = scenario::sandbox();
     let text = four_days_with_metrics(&sb);
     check_four_days(&sb, &text);
-    // Written atomically: nothing but the file in its directory, readable by a collector.
+    // Nothing but the file in its directory, readable by a collector (written whole:
+    // the_metrics_file_is_replaced_whole_and_a_reader_never_sees_part_of_it).
     let dir = sb.dir.path().join("textfile");
     let names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
@@ -401,6 +402,166 @@ fn a_metrics_file_that_is_no_regular_file_or_in_a_missing_folder_is_refused_befo
         .code(0);
     assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 2);
     assert!(good.is_file());
+}
+
+/// `--metrics-file` is replaced whole, never written in place: after each
+/// run the path names a new file (a new inode, renamed over the old one),
+/// a hard link made to the old file still holds the old text whole, no
+/// temporary file is left beside it, and a reader polling the path all
+/// along — the text is large: 300 properties — only ever reads a whole
+/// text, the old or the new, never a missing, empty or cut one.
+#[test]
+#[cfg(unix)]
+fn the_metrics_file_is_replaced_whole_and_a_reader_never_sees_part_of_it() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut sb = Sandbox::new();
+    for i in 0..300 {
+        sb.more_properties.push_str(&format!(
+            "\n[[property]]\nname = \"property-{i}\"\nsite = \"https://p{i}.example/\"\n\
+             indexnow = {{ key_env = \"INDEXNOW_KEY\", daily_quota = {} }}\n",
+            100 + i
+        ));
+    }
+    sb.write_config();
+    let dir = sb.dir.path().join("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("indexq.prom");
+    let run = |at: &str| {
+        sb.indexq(&["-q", "submit", "--metrics-file", file.to_str().unwrap()]).now(at).output().code(0);
+        std::fs::read_to_string(&file).unwrap()
+    };
+    let first = run(DAYS[0]);
+    assert!(first.len() > 200_000, "a large text: {} bytes", first.len());
+    let series = parse(&first);
+    assert!(series.iter().any(|s| s.labels.get("property").is_some_and(|p| p == "property-299")));
+    // Whole: it begins and ends as every text does (the families come in
+    // one order, the last a line that is in the text once): a file written
+    // in place shows a reader an empty or cut text, a prefix of the new one.
+    let (first_line, last_line) = (first.lines().next().unwrap(), first.lines().last().unwrap());
+    assert_eq!(first.matches(last_line).count(), 1, "{last_line}");
+    let (head, tail) = (format!("{first_line}\n"), format!("\n{last_line}\n"));
+    let whole = move |text: &str| text.starts_with(&head) && text.ends_with(&tail);
+
+    // A reader polls the path while the next runs replace the file.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, file) = (stop.clone(), file.clone());
+        std::thread::spawn(move || {
+            let (mut reads, mut broken) = (0u64, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match std::fs::read_to_string(&file) {
+                    Ok(text) if whole(&text) => {}
+                    Ok(text) => {
+                        broken.push(format!("{} bytes: …{}", text.len(), &text[text.len().saturating_sub(80)..]))
+                    }
+                    Err(e) => broken.push(format!("unreadable: {e}")),
+                }
+                reads += 1;
+            }
+            (reads, broken)
+        })
+    };
+    let linked = sb.dir.path().join("linked.prom");
+    let mut before = first;
+    for at in &DAYS[1..] {
+        let _ = std::fs::remove_file(&linked);
+        std::fs::hard_link(&file, &linked).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let after = run(at);
+        assert_ne!(after, before, "the text changed ({at}: its timestamps)");
+        assert_ne!(std::fs::metadata(&file).unwrap().ino(), inode, "{at}: a new file, renamed over the path");
+        assert_eq!(std::fs::read_to_string(&linked).unwrap(), before, "{at}: the old file was not written into");
+        assert_eq!(names_under(&dir), ["indexq.prom"], "{at}: no temporary file left");
+        parse(&after);
+        before = after;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (reads, broken) = reader.join().unwrap();
+    assert!(reads > 10, "the reader read the file {reads} times");
+    assert!(
+        broken.is_empty(),
+        "{} of {reads} reads saw part of a file: {:#?}",
+        broken.len(),
+        &broken[..broken.len().min(5)]
+    );
+}
+
+/// `indexq_attempts_total` is a counter: it never goes down. `queue drop`
+/// removes items, not history — after it every class counts what it
+/// counted (`log` still lists the attempts, with the URL each was about,
+/// said to be dropped), and a dropped URL submitted again counts on.
+#[test]
+fn attempt_counters_never_go_down_across_queue_drop() {
+    let sb = Sandbox::new();
+    let not_on_host = mock::MockResponse::status(422).body("the URLs do not belong to the host");
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![
+            mock::MockResponse::status(200),
+            mock::MockResponse::status(503),
+            not_on_host,
+            mock::MockResponse::status(200),
+        ],
+    );
+    // /a and /b accepted; /c transient; /c again with /d: misconfigured (parked).
+    for (at, paths, code) in [("09:00", &["/a", "/b"][..], 0), ("10:00", &["/c"], 0), ("11:00", &["/d"], 3)] {
+        let list = sb.urls("urls.txt", paths);
+        let at = format!("2026-12-03T{at}:00Z");
+        sb.indexq(&["submit", "--max-wait", "0", list.to_str().unwrap()]).now(&at).output().code(code);
+    }
+    let at = "2026-12-03T12:00:00Z";
+    let counters = || -> Vec<(String, f64)> {
+        let text = sb.indexq(&["status", "--format", "prometheus"]).now(at).output().code(0).stdout;
+        parse(&text)
+            .into_iter()
+            .filter(|s| s.name == "indexq_attempts_total")
+            .map(|s| (s.labels["class"].clone(), s.value))
+            .collect()
+    };
+    let expected = |accepted: f64| {
+        [("accepted", accepted), ("quota", 0.0), ("transient", 1.0), ("key_pending", 0.0), ("misconfigured", 2.0)]
+            .map(|(c, v)| (c.to_string(), v))
+            .to_vec()
+    };
+    assert_eq!(counters(), expected(2.0));
+    let log = |args: &[&str]| sb.indexq(&[&["--json", "log"], args].concat()).now(at).output().code(0).log_doc();
+    let before = log(&[]);
+    assert_eq!(before.attempts.len(), 3);
+
+    // The parked (/c, /d), then everything else.
+    let dropped = sb.indexq(&["--json", "queue", "drop", "--state", "parked"]).now(at).output().code(0);
+    assert_eq!(dropped.queue_drop_doc().dropped, 2);
+    assert_eq!(counters(), expected(2.0), "after dropping the parked items");
+    let dropped = sb.indexq(&["--json", "queue", "drop", "--all"]).now(at).output().code(0);
+    assert_eq!(dropped.queue_drop_doc().dropped, 2);
+    assert_eq!(counters(), expected(2.0), "after dropping every item");
+
+    // `log` lists every attempt still, with the URL it was about.
+    let after = log(&[]);
+    let shown = |doc: &json::Log| -> Vec<(String, u64, String)> {
+        doc.attempts.iter().map(|a| (a.url.clone(), a.urls, a.outcome.as_str().to_string())).collect()
+    };
+    assert_eq!(shown(&after), shown(&before));
+    assert!(after.attempts.iter().all(|a| a.dropped), "{:#?}", after.attempts);
+    assert!(before.attempts.iter().all(|a| !a.dropped));
+    let c = log(&["--url", &sb.url("/c")]);
+    assert_eq!(c.attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>(), ["transient", "misconfigured"]);
+    let text = sb.indexq(&["log", "--url", &sb.url("/c")]).now(at).output().code(0).stdout;
+    assert!(text.contains(&format!("{} (dropped)", sb.url("/c"))), "{text}");
+    let status = sb.indexq(&["--json", "status"]).now(at).output().code(0).status_doc();
+    let rejection = status.groups[0].last_rejection.clone().expect("the last rejection is kept");
+    assert_eq!((rejection.url, rejection.outcome.as_str()), (sb.url("/c"), "misconfigured"));
+
+    // /c again: a new item, and its attempt counts on.
+    let list = sb.urls("urls.txt", &["/c"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now("2026-12-03T13:00:00Z").output().code(0);
+    assert_eq!(counters(), expected(3.0));
+    let c = log(&["--url", &sb.url("/c")]);
+    let seen: Vec<(&str, bool)> = c.attempts.iter().map(|a| (a.outcome.as_str(), a.dropped)).collect();
+    assert_eq!(seen, [("transient", true), ("misconfigured", true), ("accepted", false)]);
 }
 
 /// A run that loses its database mid-run still leaves its metrics: the run

@@ -294,8 +294,8 @@ fn the_action_says_what_the_issue_asks() {
         "using: composite",
         "actions/cache/restore@",
         "actions/cache/save@",
-        // Saved when the submission failed too, per branch.
-        "if: always()",
+        // Per branch (saved when the submission failed too:
+        // action::the_ledger_is_saved_even_when_the_submission_fails).
         "${{ github.ref_name }}",
         "from-source:",
         "indexnow-key:",

@@ -1,8 +1,9 @@
 //! `indexq report --html`: after four scripted days, one self-contained
 //! file (no script, nothing fetched, no secret) whose numbers — read back
 //! from its `data-*` attributes — are those of `status --json` and `log
-//! --json` for the same ledger, on SQLite and PostgreSQL; parked items come
-//! with their reason and fix.
+//! --json` for the same ledger, on SQLite and PostgreSQL, and whose charts
+//! draw them: each SVG bar's height, by the grid's labelled scale, is its
+//! day's count; parked items come with their reason and fix.
 
 use crate::support::pg;
 use crate::support::scenario::{self, AFTER, DAYS};
@@ -64,6 +65,134 @@ fn sections(html: &str) -> BTreeMap<(String, String, String), String> {
 
 fn n(attrs: &BTreeMap<String, String>, key: &str) -> Option<u64> {
     attrs.get(key).map(|v| v.parse().unwrap_or_else(|_| panic!("{key}={v}")))
+}
+
+/// One chart of a group's section, as drawn: its grid lines (the value
+/// each is labelled with, and its height), its bars and the limit's steps.
+#[derive(Debug)]
+struct Chart {
+    /// (value, y), from the labels beside the grid lines.
+    ticks: Vec<(f64, f64)>,
+    bars: Vec<Bar>,
+    /// The limit's dashed steps: (x from, x to, y).
+    limit: Vec<(f64, f64, f64)>,
+}
+
+#[derive(Debug)]
+struct Bar {
+    class: String,
+    x: f64,
+    y: f64,
+    height: f64,
+}
+
+/// The section's charts (`<svg>`), in order: the budget, then the answers.
+fn charts(section: &str) -> Vec<Chart> {
+    let f = |attrs: &BTreeMap<String, String>, key: &str| -> f64 {
+        attrs[key].parse().unwrap_or_else(|_| panic!("{key}={}", attrs[key]))
+    };
+    let mut out = Vec::new();
+    for part in section.split("<svg ").skip(1) {
+        let svg = &part[..part.find("</svg>").expect("the chart is closed")];
+        // Each grid line is followed by its label: `<text …>VALUE</text>`.
+        let mut ticks = Vec::new();
+        for (at, _) in svg.match_indices("<line class=\"grid\"") {
+            let line = attributes(&svg[at + 6..at + svg[at..].find("/>").unwrap()]);
+            let label = &svg[at..];
+            let label = &label[label.find("<text").unwrap()..];
+            let text = &label[label.find('>').unwrap() + 1..label.find("</text>").unwrap()];
+            assert_eq!(line["y1"], line["y2"], "a level grid line");
+            ticks.push((text.parse::<f64>().unwrap_or_else(|_| panic!("a grid label: {text}")), f(&line, "y1")));
+        }
+        let bars = tags(svg, "rect", "height")
+            .iter()
+            .map(|r| Bar { class: r["class"].clone(), x: f(r, "x"), y: f(r, "y"), height: f(r, "height") })
+            .collect();
+        let mut limit = Vec::new();
+        if let Some(path) = tags(svg, "path", "d").first() {
+            assert_eq!(path["class"], "limit");
+            for step in path["d"].split('M').skip(1) {
+                let (from, rest) = step.split_once(' ').unwrap();
+                let (y, to) = rest.split_once('H').unwrap();
+                limit.push((from.parse().unwrap(), to.parse().unwrap(), y.parse().unwrap()));
+            }
+        }
+        out.push(Chart { ticks, bars, limit });
+    }
+    out
+}
+
+impl Chart {
+    /// The y of the value 0 (the bars stand on it).
+    fn baseline(&self) -> f64 {
+        self.ticks.iter().find(|(v, _)| *v == 0.0).expect("a grid line at 0").1
+    }
+
+    /// The value a height stands for, by the grid's scale (its top line).
+    fn value(&self, height: f64) -> f64 {
+        let (top, y) = self.ticks.iter().copied().fold((0.0, 0.0), |a, t| if t.0 > a.0 { t } else { a });
+        assert!(top > 0.0, "a grid line above 0: {:?}", self.ticks);
+        height * top / (self.baseline() - y)
+    }
+
+    /// `value`, as the whole number it must be (the heights are drawn to 0.1).
+    fn count(&self, height: f64) -> u64 {
+        let v = self.value(height);
+        assert!((v - v.round()).abs() < 0.05, "a bar of {height} stands for {v}");
+        v.round() as u64
+    }
+}
+
+/// The group's charts read back, day by day (`days`: the table's rows,
+/// today first): the budget chart has a bar per day, oldest on the left, as
+/// high as the day's URLs counted ("spent" when it reached the limit) and
+/// the limit's step at the day's limit; the answers chart, for each day, a
+/// stack of bars from the baseline up, one per class with answers, each as
+/// high as its count, in the classes' order.
+fn check_charts(body: &str, days: &[BTreeMap<String, String>], what: &str) {
+    const CLASSES: [&str; 5] = ["accepted", "quota", "transient", "key-pending", "misconfigured"];
+    let charts = charts(body);
+    assert_eq!(charts.len(), 2, "{what}: a budget chart and an answers chart");
+    let (budget, answers) = (&charts[0], &charts[1]);
+    let oldest_first: Vec<&BTreeMap<String, String>> = days.iter().rev().collect();
+    assert_eq!(budget.bars.len(), days.len(), "{what}: a bar per day");
+    let mut slots: Vec<f64> = budget.bars.iter().map(|b| b.x).collect();
+    assert!(slots.windows(2).all(|w| w[0] < w[1]), "{what}: the days from left to right: {slots:?}");
+    for (bar, day) in budget.bars.iter().zip(&oldest_first) {
+        let at = &day["data-day"];
+        assert!((bar.y + bar.height - budget.baseline()).abs() < 0.2, "{what} {at}: on the baseline: {bar:?}");
+        assert_eq!(Some(budget.count(bar.height)), n(day, "data-used"), "{what} {at}: the budget bar");
+        let limit = n(day, "data-limit");
+        let spent = limit.is_some_and(|l| l > 0 && n(day, "data-used").unwrap() >= l);
+        assert_eq!(bar.class, if spent { "spent" } else { "used" }, "{what} {at}");
+        // The limit's step over this day's bar, at the limit's height.
+        let step = budget.limit.iter().find(|(from, to, _)| *from <= bar.x && bar.x < *to);
+        let drawn = step.map(|(_, _, y)| budget.count(budget.baseline() - y));
+        assert_eq!(drawn, limit, "{what} {at}: the limit's step");
+    }
+    assert_eq!(budget.limit.len(), days.iter().filter(|d| d.contains_key("data-limit")).count(), "{what}");
+
+    slots.iter_mut().for_each(|x| *x = (*x * 10.0).round());
+    let mut seen = 0;
+    for (slot, day) in slots.iter().zip(&oldest_first) {
+        let at = &day["data-day"];
+        let stack: Vec<&Bar> = answers.bars.iter().filter(|b| (b.x * 10.0).round() == *slot).collect();
+        seen += stack.len();
+        let mut bottom = answers.baseline();
+        let mut drawn = Vec::new();
+        for bar in &stack {
+            assert!((bar.y + bar.height - bottom).abs() < 0.2, "{what} {at}: stacked: {stack:?}");
+            bottom = bar.y;
+            drawn.push((bar.class.as_str(), answers.count(bar.height)));
+        }
+        let expected: Vec<(&str, u64)> = CLASSES
+            .iter()
+            .map(|c| (*c, n(day, &format!("data-{c}")).unwrap()))
+            .filter(|(_, count)| *count > 0)
+            .collect();
+        assert_eq!(drawn, expected, "{what} {at}: the answers' bars");
+    }
+    assert_eq!(seen, answers.bars.len(), "{what}: every answer bar stands on a day");
 }
 
 /// The file holds everything: no script, no stylesheet, font or image from
@@ -128,6 +257,8 @@ fn check_four_days(sb: &Sandbox) {
         let days = tags(body, "tr", "data-day");
         assert_eq!(days.len(), 7, "{engine}");
         assert_eq!(days[0]["data-day"], day_key(AFTER), "today first");
+        // The charts draw the table's numbers.
+        check_charts(body, &days, engine);
         for day in &days {
             for class in ["accepted", "quota", "transient", "key-pending", "misconfigured"] {
                 let key = (engine.to_string(), endpoint.to_string(), day["data-day"].clone(), class.to_string());
@@ -243,7 +374,38 @@ fn a_new_ledger_makes_a_report_too() {
     let days = tags(&html, "tr", "data-day");
     assert_eq!(days.len(), 30);
     assert!(days.iter().all(|d| n(d, "data-used") == Some(0) && !d.contains_key("data-limit")));
+    for body in sections(&html).values() {
+        check_charts(body, &tags(body, "tr", "data-day"), "a new ledger");
+    }
     assert!(!html.contains("id=\"parked\""), "nothing parked, no section");
+}
+
+/// A day of several kinds of answer is one stack of bars, in the classes'
+/// order, each as high as its count.
+#[test]
+fn a_day_of_mixed_answers_is_drawn_as_one_stack() {
+    let sb = Sandbox::new();
+    let not_on_host = mock::MockResponse::status(422).body("the URLs do not belong to the host");
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![mock::MockResponse::status(200), mock::MockResponse::status(503), not_on_host],
+    );
+    let runs = [("09:00", &["/a"][..], 0), ("10:00", &["/b"], 0), ("11:00", &["/c", "/d"], 3)];
+    for (at, paths, code) in runs {
+        let list = sb.urls("urls.txt", paths);
+        let at = format!("2026-12-03T{at}:00Z");
+        sb.indexq(&["submit", "--max-wait", "0", list.to_str().unwrap()]).now(&at).output().code(code);
+    }
+    let page = sb.indexq(&["report", "--html", "-", "--days", "3"]).now("2026-12-03T12:00:00Z").output().code(0).stdout;
+    let body = sections(&page).into_values().next().unwrap();
+    let days = tags(&body, "tr", "data-day");
+    let today =
+        ["accepted", "quota", "transient", "key-pending", "misconfigured"].map(|c| n(&days[0], &format!("data-{c}")));
+    assert_eq!(today, [Some(1), Some(0), Some(1), Some(0), Some(3)], "/b went again with /c and /d");
+    check_charts(&body, &days, "indexnow");
+    let stack: Vec<String> = charts(&body)[1].bars.iter().map(|b| b.class.clone()).collect();
+    assert_eq!(stack, ["accepted", "transient", "misconfigured"]);
 }
 
 /// Text from an engine goes in as text: a message with markup is escaped.

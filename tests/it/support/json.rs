@@ -32,6 +32,14 @@ fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Opti
     Option::<T>::deserialize(d)
 }
 
+/// A flag written only when it is set: present, it is `true`.
+fn only_true<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match bool::deserialize(d)? {
+        true => Ok(true),
+        false => Err(serde::de::Error::custom("a flag written only when true is false")),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The closed sets.
 
@@ -665,6 +673,9 @@ pub struct Attempt {
     /// The stored (redacted, capped) response body.
     #[serde(deserialize_with = "nullable")]
     pub body: Option<String>,
+    /// The URL shown is of an item `queue drop` removed (written only when true).
+    #[serde(default, deserialize_with = "only_true")]
+    pub dropped: bool,
 }
 
 impl Log {
