@@ -19,7 +19,7 @@ use crate::config::{Property, Settings};
 use crate::ledger::Ledger;
 use crate::model::EngineKind;
 use crate::model::Period;
-use crate::model::{GroupKey, QueueCounts, RuleWindow, Usage};
+use crate::model::{GroupKey, RuleWindow, Usage};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
@@ -84,40 +84,6 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
         }
     }
     groups
-}
-
-/// Queue items the configuration no longer sends: their (property, engine,
-/// endpoint) group is in the ledger but not in the configuration (a renamed
-/// property, a respelled endpoint), with their counts.
-pub fn stranded_groups(
-    settings: &Settings,
-    ledger: &mut dyn Ledger,
-    now: DateTime<Utc>,
-) -> crate::ledger::Result<Vec<(GroupKey, QueueCounts)>> {
-    let configured = groups(settings);
-    let mut stranded = Vec::new();
-    for group in ledger.stored_groups()? {
-        if configured.contains(&group) {
-            continue;
-        }
-        let counts = ledger.queue_counts(&group, now)?;
-        if counts.due + counts.waiting + counts.parked + counts.in_flight > 0 {
-            stranded.push((group, counts));
-        }
-    }
-    Ok(stranded)
-}
-
-/// What to do about stranded items of `group`.
-pub fn stranded_hint(group: &GroupKey) -> String {
-    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
-    format!(
-        "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
-         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
-         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
-        p = group.property,
-        e = group.engine.as_str(),
-    )
 }
 
 /// indexq's conservative default for Bing's day: the limit that applies

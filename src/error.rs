@@ -80,7 +80,7 @@ pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
 /// Prints the error that ended a run (the only fatal error printed): its
 /// chain on one line (`error_chain`), with the hint below; returns the exit
 /// status. A closed stdout is not an error: nothing is printed.
-pub fn report(err: &anyhow::Error) -> ExitStatus {
+pub fn print_error(err: &anyhow::Error) -> ExitStatus {
     let status = exit_status_of(err);
     if status == ExitStatus::Ok {
         return status;

@@ -1,5 +1,5 @@
 //! indexq as a library: what the `indexq` binary is made of. Public are
-//! only what the binary (`run`, `report`, the command line in `cli`), the
+//! only what the binary (`run`, `print_error`, the command line in `cli`), the
 //! fuzz targets (`fuzz/`) and the property tests reach: the readers of
 //! untrusted input (`ingest`, `config`, `classify`) and the domain types
 //! (`model`). Everything else is private, so the dead-code lint sees it.
@@ -17,16 +17,17 @@ mod commands;
 mod engines;
 mod error;
 mod files;
-mod history;
 mod ledger;
 mod metrics;
 mod net;
 mod output;
+mod queue;
 mod redact;
+mod report;
 mod schedule;
 
 pub use commands::run;
-pub use error::{report, ExitStatus};
+pub use error::{print_error, ExitStatus};
 /// Standard error with control characters shown escaped: the writer of the
 /// binary's log lines (`-v`), like every human text.
 pub use output::escape::stderr as escaped_stderr;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     init_logging(cli.verbose);
-    let status = indexq::run(&cli).unwrap_or_else(|err| indexq::report(&err));
+    let status = indexq::run(&cli).unwrap_or_else(|err| indexq::print_error(&err));
     ExitCode::from(status.code())
 }
 

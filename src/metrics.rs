@@ -158,7 +158,7 @@ pub fn gather(
     for group in &configured {
         queued.push((group.clone(), ledger.queue_counts(group, now)?));
     }
-    queued.extend(crate::budget::stranded_groups(settings, ledger, now)?);
+    queued.extend(crate::queue::stranded_groups(settings, ledger, now)?);
     for (group, counts) in &queued {
         let states = [
             ("due", counts.due),

@@ -401,7 +401,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
 /// What is parked in the configured groups: a problem each (group and
 /// reason), with the fix and whether indexq notices it by itself.
 fn parked_checks(settings: &Settings, ledger: &mut dyn Ledger, checks: &mut Vec<Check>) {
-    match crate::history::parked_notices(settings, ledger) {
+    match crate::queue::parked_notices(settings, ledger) {
         Ok(notices) => {
             let user_tz = crate::clock::user_timezone();
             for notice in notices {
@@ -437,7 +437,7 @@ fn stranded_checks(
     now: chrono::DateTime<chrono::Utc>,
     checks: &mut Vec<Check>,
 ) {
-    match crate::budget::stranded_groups(settings, ledger, now) {
+    match crate::queue::stranded_groups(settings, ledger, now) {
         Ok(stranded) => {
             for (group, counts) in stranded {
                 checks.push(Check::problem(
@@ -449,7 +449,7 @@ fn stranded_checks(
                         counts.parked,
                         counts.in_flight
                     ),
-                    crate::budget::stranded_hint(&group),
+                    crate::queue::stranded_hint(&group),
                 ));
             }
         }

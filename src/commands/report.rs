@@ -1,15 +1,15 @@
 //! `indexq report --html FILE [--days N]`: one self-contained HTML file
 //! about the budget over time — per property, engine and endpoint, the URLs
 //! counted per day against the day's limit and the answers by class, the
-//! budget now, and what is parked with the fix (`history` gathers it and
+//! budget now, and what is parked with the fix (`crate::report` gathers it and
 //! renders it). Written atomically; `-` writes it to stdout.
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::cli::ReportArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::history::{self, html};
 use crate::output::printer::{rfc3339, Printer};
+use crate::report::{self, html};
 use std::io::Write;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ pub fn run(settings: &Settings, args: &ReportArgs, printer: &Printer, clock: &Cl
     let mut ledger = open_ledger_on_clock(settings, clock)?;
     let now = clock.now();
     let user_tz = clock::user_timezone();
-    let history = history::gather(settings, ledger.as_mut(), now, args.days)?;
+    let history = report::gather(settings, ledger.as_mut(), now, args.days)?;
     let mut page = Vec::new();
     html::write(&history, &html::Page { ledger: &settings.ledger.display(), user_tz }, &mut page)?;
     let to_stdout = args.html == Path::new("-");

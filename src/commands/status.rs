@@ -145,7 +145,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         inspections: Vec::new(),
     };
     let inspected = ledger.inspections()?;
-    let parked = crate::history::parked_notices(settings, ledger.as_mut())?;
+    let parked = crate::queue::parked_notices(settings, ledger.as_mut())?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
@@ -208,8 +208,8 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             }),
         });
     }
-    for (group, counts) in crate::budget::stranded_groups(settings, ledger.as_mut(), now)? {
-        let hint = crate::budget::stranded_hint(&group);
+    for (group, counts) in crate::queue::stranded_groups(settings, ledger.as_mut(), now)? {
+        let hint = crate::queue::stranded_hint(&group);
         writeln!(
             human,
             "{} — not configured any more: {} queued, {} parked, {} in flight\n  hint: {hint}",

@@ -497,6 +497,6 @@ fn a_grouped_import_of_a_forbidden_layer_is_found() {
     let graph = |rel: &str, source: &str| imports_of(rel, source);
     let found = graph("engines/indexnow.rs", "use crate::{classify, ledger::{self, Ledger}};\n");
     assert!(found.contains("ledger"), "{found:?}");
-    let found = graph("output/report.rs", "use crate::{\n    model::Class,\n    ledger as store,\n};\n");
+    let found = graph("output/summary.rs", "use crate::{\n    model::Class,\n    ledger as store,\n};\n");
     assert!(found.contains("ledger"), "{found:?}");
 }

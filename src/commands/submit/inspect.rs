@@ -12,7 +12,7 @@ use crate::budget;
 use crate::engines::Inspected;
 use crate::ledger::{Block, Claim, InspectionAnswer, Inspections};
 use crate::model::{Action, Class, GroupKey, LocalReason, Outcome, Reason, RuleWindow};
-use crate::output::report::InspectionNote;
+use crate::output::summary::InspectionNote;
 use chrono::{DateTime, Utc};
 
 /// The inspection units a claim took from its property's budget.

@@ -46,8 +46,8 @@ use crate::model::{Action, GroupKey};
 use crate::model::{EngineKind, Outcome, Reason};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::progress::Progress;
-use crate::output::report::Deferral;
 use crate::output::results::{Key, ResultEntry, Results};
+use crate::output::summary::Deferral;
 use crate::redact::Redactor;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -90,7 +90,7 @@ struct Run<'a> {
     resumed: Vec<String>,
     /// What URL inspections (Google `skip_indexed`) came to, when it was
     /// not "indexed" or "not indexed": said once per run.
-    inspection_notes: Vec<crate::output::report::InspectionNote>,
+    inspection_notes: Vec<crate::output::summary::InspectionNote>,
     /// SIGINT/SIGTERM: whether the run stops, and what the stop cut.
     stop: stop::Stop,
     cut: stop::Cut,

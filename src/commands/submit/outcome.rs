@@ -18,8 +18,8 @@ use crate::model::{
     RuleWindow, Usage,
 };
 use crate::output::printer::{Printer, Verbosity};
-use crate::output::report::{Deferral, PlanCounts, SubmitReport, Waiting};
 use crate::output::results::ResultEntry;
+use crate::output::summary::{Deferral, PlanCounts, Summary, Waiting};
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
@@ -179,7 +179,7 @@ impl Run<'_> {
         }
         self.results.flush()?;
         let interruption = signal.map(|s| self.cut.interruption(s, self.stop.grace(), queued));
-        let report = SubmitReport {
+        let report = Summary {
             now: started,
             end: now,
             user_tz: self.user_tz,

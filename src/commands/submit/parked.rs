@@ -56,7 +56,7 @@ impl Run<'_> {
         for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
             let fresh = self.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
-            let fix = parked.reason.and_then(|r| crate::history::fix(self.settings, &parked.group, r, &parked.url));
+            let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
             notices.push(ParkedNotice { parked, fix, fresh, told });
         }
         let told: Vec<(GroupKey, String)> =

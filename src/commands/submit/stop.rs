@@ -8,7 +8,7 @@
 
 use crate::commands::ExitStatus;
 use crate::engines::{Halt, Sent};
-use crate::output::report::Interruption;
+use crate::output::summary::Interruption;
 use chrono::{DateTime, Utc};
 use std::io::{self, BufRead, Read};
 use std::sync::{Arc, OnceLock};

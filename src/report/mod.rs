@@ -8,7 +8,6 @@
 //! trait; `html` renders it. (`crate::output::report` is `submit`'s output,
 //! not this.)
 
-pub mod fixes;
 pub mod html;
 
 use crate::budget::{self, RuleState, Scope};
@@ -16,9 +15,8 @@ use crate::clock;
 use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::Period;
-use crate::model::{Class, EngineKind, LocalReason, Reason};
+use crate::model::{Class, LocalReason, Reason};
 use crate::model::{GroupKey, QueueCounts, RunRecord};
-use crate::output::parked::ParkedNotice;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
@@ -138,7 +136,7 @@ pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, 
             }
         }
     }
-    let stranded = crate::budget::stranded_groups(settings, ledger, now)?;
+    let stranded = crate::queue::stranded_groups(settings, ledger, now)?;
     Ok(History { now, days, groups, last_run: ledger.last_run(false)?, last_success: ledger.last_run(true)?, stranded })
 }
 
@@ -172,7 +170,6 @@ fn parked(
         limit: Some(PARKED_READ),
         ..Default::default()
     };
-    let ctx = fix_context(settings, group);
     let mut by_reason: Vec<Parked> = Vec::new();
     for item in ledger.items(&filter, now)? {
         let reason = item.last_reason.unwrap_or(Reason::Local(LocalReason::Parked));
@@ -184,7 +181,7 @@ fn parked(
                 }
             }
             None => by_reason.push(Parked {
-                hint: fixes::hint(group.engine, reason, &item.url, &ctx),
+                hint: crate::queue::fix(settings, group, reason, &item.url),
                 reason,
                 count: 1,
                 message: item.last_message.unwrap_or_default(),
@@ -197,98 +194,9 @@ fn parked(
     Ok(by_reason)
 }
 
-/// The fix for items of `group` parked with `reason` (`url`: one of them),
-/// with what the configuration says of the property.
-pub fn fix(settings: &Settings, group: &GroupKey, reason: Reason, url: &str) -> Option<String> {
-    fixes::hint(group.engine, reason, url, &fix_context(settings, group))
-}
-
-/// What is parked in the configured groups, with the fixes, as `status` and
-/// `doctor` say it (every one told).
-pub fn parked_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
-    let configured = budget::groups(settings);
-    Ok(ledger
-        .parked()?
-        .into_iter()
-        .filter(|p| configured.contains(&p.group))
-        .map(|parked| ParkedNotice {
-            fix: parked.reason.and_then(|r| fix(settings, &parked.group, r, &parked.url)),
-            parked,
-            fresh: false,
-            told: true,
-        })
-        .collect())
-}
-
-/// What the fixes name, from the configuration: the key location with the
-/// key masked (read from its source only to mask it; unreadable, the
-/// default location shows the mask, `[REDACTED]`), Bing's site, Google's service account.
-fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
-    let mut ctx = fixes::Context::default();
-    let Some(property) = settings.property(&group.property) else { return ctx };
-    match group.engine {
-        EngineKind::IndexNow => {
-            let Some(table) = &property.indexnow else { return ctx };
-            let key = crate::config::read_indexnow_key(table).ok();
-            let location = match (&table.key_location, &key) {
-                (Some(l), _) => l.to_string(),
-                (None, Some(k)) => {
-                    crate::engines::indexnow::default_key_location(&property.site, k.expose()).to_string()
-                }
-                (None, None) => {
-                    crate::engines::indexnow::default_key_location(&property.site, crate::redact::MASK).to_string()
-                }
-            };
-            ctx.key_location = match &key {
-                Some(k) => crate::redact::mask(&location, k.expose()),
-                None => mask_key_file_name(&location),
-            };
-        }
-        EngineKind::Bing => {
-            ctx.site_url = property.bing.as_ref().map_or(property.site.to_string(), |b| b.site_url.clone());
-        }
-        EngineKind::Google => {
-            let account = crate::engines::google::key_file_path(settings)
-                .ok()
-                .and_then(|p| crate::engines::google::ServiceAccount::load(&p).ok());
-            match account {
-                Some(a) => {
-                    ctx.client_email = a.client_email.clone();
-                    ctx.project_id = a.project_id.clone();
-                    ctx.key_id = a.key_id.clone();
-                }
-                None => {
-                    ctx.client_email = "the service account".into();
-                    ctx.project_id = "of the key file".into();
-                    ctx.key_id = "in use".into();
-                }
-            }
-        }
-    }
-    ctx
-}
-
-/// `https://example.com/KEY.txt` → `https://example.com/[REDACTED].txt`: a key
-/// location written out in the configuration, when the key itself cannot
-/// be read to mask it (a file named like a key is taken to be one).
-fn mask_key_file_name(location: &str) -> String {
-    let Some((dir, name)) = location.rsplit_once('/') else { return location.to_string() };
-    match name.strip_suffix(".txt") {
-        Some(stem) if crate::classify::check_indexnow_key(stem).is_ok() => format!("{dir}/{}.txt", crate::redact::MASK),
-        _ => location.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_key_file_name_is_masked() {
-        let key = "0123456789abcdef0123456789abcdef";
-        assert_eq!(mask_key_file_name(&format!("https://e.com/{key}.txt")), "https://e.com/[REDACTED].txt");
-        assert_eq!(mask_key_file_name("https://e.com/.well-known/indexnow"), "https://e.com/.well-known/indexnow");
-    }
 
     #[test]
     fn days_follow_the_timezone_across_a_dst_change() {

@@ -1,5 +1,6 @@
-//! The rendering of a `submit` run's results as human text and as the JSON
-//! `--json` document (README, *Output and exit codes*): per group what happened and what the user can do,
+//! What a `submit` run says at its end, rendered from its results as human
+//! text and as the `--json` document (README, *Output and exit codes*): per
+//! group what happened and what the user can do,
 //! the budgets that stopped sends (`Deferral`), what waits in the queue
 //! (`Waiting`) and the dry run's plan (`PlanCounts`). It reads the run's
 //! `Results` (never the other way round). Rendering is generic over
@@ -38,7 +39,7 @@ pub struct Deferral {
     pub blocked: bool,
 }
 
-pub struct SubmitReport<'a> {
+pub struct Summary<'a> {
     pub now: DateTime<Utc>,
     /// When the report is written: retry times are counted from here.
     pub end: DateTime<Utc>,
@@ -312,7 +313,7 @@ impl<'w, W: Write> JsonArray<'w, W> {
     }
 }
 
-impl SubmitReport<'_> {
+impl Summary<'_> {
     /// The `--json` document (README, *Output and exit codes*), streamed:
     /// `now`, (`dry_run`, `plan`), `results`, `summary`, (`notes`),
     /// (`parked`), (`resumed`), (`interrupted`), (`inspections`).

@@ -1,0 +1,142 @@
+//! The queue as every command tells it, beyond its counts: items stranded
+//! under a group the configuration no longer has, and what is parked — what
+//! needs a human — per group and reason, with the fix in the words the
+//! engine's answer gives it (`fixes`). `submit`'s reminders, `status`,
+//! `doctor`, the metrics and the HTML report all read them from here.
+
+mod fixes;
+
+use crate::budget;
+use crate::config::Settings;
+use crate::ledger::Ledger;
+use crate::model::{EngineKind, GroupKey, QueueCounts, Reason};
+use crate::output::parked::ParkedNotice;
+use chrono::{DateTime, Utc};
+
+/// Queue items the configuration no longer sends: their (property, engine,
+/// endpoint) group is in the ledger but not in the configuration (a renamed
+/// property, a respelled endpoint), with their counts.
+pub fn stranded_groups(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: DateTime<Utc>,
+) -> crate::ledger::Result<Vec<(GroupKey, QueueCounts)>> {
+    let configured = budget::groups(settings);
+    let mut stranded = Vec::new();
+    for group in ledger.stored_groups()? {
+        if configured.contains(&group) {
+            continue;
+        }
+        let counts = ledger.queue_counts(&group, now)?;
+        if counts.due + counts.waiting + counts.parked + counts.in_flight > 0 {
+            stranded.push((group, counts));
+        }
+    }
+    Ok(stranded)
+}
+
+/// What to do about stranded items of `group`.
+pub fn stranded_hint(group: &GroupKey) -> String {
+    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
+    format!(
+        "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
+         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
+         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
+        p = group.property,
+        e = group.engine.as_str(),
+    )
+}
+
+/// The fix for items of `group` parked with `reason` (`url`: one of them),
+/// with what the configuration says of the property.
+pub fn fix(settings: &Settings, group: &GroupKey, reason: Reason, url: &str) -> Option<String> {
+    fixes::hint(group.engine, reason, url, &fix_context(settings, group))
+}
+
+/// What is parked in the configured groups, with the fixes, as `status` and
+/// `doctor` say it (every one told).
+pub fn parked_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
+    let configured = budget::groups(settings);
+    Ok(ledger
+        .parked()?
+        .into_iter()
+        .filter(|p| configured.contains(&p.group))
+        .map(|parked| ParkedNotice {
+            fix: parked.reason.and_then(|r| fix(settings, &parked.group, r, &parked.url)),
+            parked,
+            fresh: false,
+            told: true,
+        })
+        .collect())
+}
+
+/// What the fixes name, from the configuration: the key location with the
+/// key masked (read from its source only to mask it; unreadable, the
+/// default location shows the mask, `[REDACTED]`), Bing's site, Google's service account.
+fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
+    let mut ctx = fixes::Context::default();
+    let Some(property) = settings.property(&group.property) else { return ctx };
+    match group.engine {
+        EngineKind::IndexNow => {
+            let Some(table) = &property.indexnow else { return ctx };
+            let key = crate::config::read_indexnow_key(table).ok();
+            let location = match (&table.key_location, &key) {
+                (Some(l), _) => l.to_string(),
+                (None, Some(k)) => {
+                    crate::engines::indexnow::default_key_location(&property.site, k.expose()).to_string()
+                }
+                (None, None) => {
+                    crate::engines::indexnow::default_key_location(&property.site, crate::redact::MASK).to_string()
+                }
+            };
+            ctx.key_location = match &key {
+                Some(k) => crate::redact::mask(&location, k.expose()),
+                None => mask_key_file_name(&location),
+            };
+        }
+        EngineKind::Bing => {
+            ctx.site_url = property.bing.as_ref().map_or(property.site.to_string(), |b| b.site_url.clone());
+        }
+        EngineKind::Google => {
+            let account = crate::engines::google::key_file_path(settings)
+                .ok()
+                .and_then(|p| crate::engines::google::ServiceAccount::load(&p).ok());
+            match account {
+                Some(a) => {
+                    ctx.client_email = a.client_email.clone();
+                    ctx.project_id = a.project_id.clone();
+                    ctx.key_id = a.key_id.clone();
+                }
+                None => {
+                    ctx.client_email = "the service account".into();
+                    ctx.project_id = "of the key file".into();
+                    ctx.key_id = "in use".into();
+                }
+            }
+        }
+    }
+    ctx
+}
+
+/// `https://example.com/KEY.txt` → `https://example.com/[REDACTED].txt`: a key
+/// location written out in the configuration, when the key itself cannot
+/// be read to mask it (a file named like a key is taken to be one).
+fn mask_key_file_name(location: &str) -> String {
+    let Some((dir, name)) = location.rsplit_once('/') else { return location.to_string() };
+    match name.strip_suffix(".txt") {
+        Some(stem) if crate::classify::check_indexnow_key(stem).is_ok() => format!("{dir}/{}.txt", crate::redact::MASK),
+        _ => location.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_file_name_is_masked() {
+        let key = "0123456789abcdef0123456789abcdef";
+        assert_eq!(mask_key_file_name(&format!("https://e.com/{key}.txt")), "https://e.com/[REDACTED].txt");
+        assert_eq!(mask_key_file_name("https://e.com/.well-known/indexnow"), "https://e.com/.well-known/indexnow");
+    }
+}
