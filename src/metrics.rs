@@ -5,8 +5,7 @@
 //! through the `Ledger` trait: budget use per rule and window, queue items
 //! by state, attempts by class since the ledger began, Google URL
 //! inspections (`skip_indexed`) by class since the ledger began, and the
-//! last `submit` run. This module also records each `submit` run in the ledger
-//! when it ends (`after_submit`, called once by `submit`). It knows nothing
+//! last `submit` run (which `submit` records as it ends). It knows nothing
 //! of engines or HTTP.
 //!
 //! Names follow Prometheus's rules: an `indexq_` prefix, base units
@@ -15,10 +14,8 @@
 //! sample yet).
 
 use crate::budget;
-use crate::clock::Clock;
 use crate::config::Settings;
-use crate::error::ExitStatus;
-use crate::ledger::{Ledger, Owner};
+use crate::ledger::Ledger;
 use crate::model::Class;
 use crate::model::{GroupKey, RunRecord};
 use crate::output::printer::Printer;
@@ -306,78 +303,37 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-/// What `submit` does as it ends (one call, whatever happened): records the
-/// run in the ledger — start, end and exit code — and with
-/// `--metrics-file`, writes the metrics. A dry run is not recorded. If the
-/// ledger cannot be read (a database lost mid-run), the file still gets
-/// this run's families, so monitoring sees the failure. A file that cannot
-/// be written is an error (exit 1) after a run that went well, a warning
-/// otherwise. (A path no run could write — its folder missing, a device, a
-/// FIFO — was refused before the run began: `files::check_target`.)
-pub fn after_submit(
+/// Writes the metrics to `path` as a `submit` run ends (`--metrics-file`),
+/// with `run` as the last run, atomically. If the ledger cannot be read
+/// (`lost`: a database lost mid-run, or an error reading it) the file still
+/// gets this run's families, so monitoring sees the failure; unless the run
+/// failed already (`run_failed`), a warning says so.
+pub fn write_file(
     settings: &Settings,
     ledger: &mut dyn Ledger,
-    clock: &Clock,
-    began: std::time::Instant,
-    outcome: anyhow::Result<ExitStatus>,
-    args: &crate::cli::SubmitArgs,
+    path: &std::path::Path,
+    run: &RunRecord,
+    lost: bool,
+    run_failed: bool,
     printer: &Printer,
-) -> anyhow::Result<ExitStatus> {
-    if args.dry_run {
-        return outcome;
-    }
-    let ended_at = RunRecord::millis(clock.now());
-    let took = chrono::TimeDelta::from_std(began.elapsed()).unwrap_or_default();
-    let mut run = RunRecord {
-        host: Owner::current().host,
-        started_at: RunRecord::millis(ended_at - took),
-        ended_at,
-        exit_code: match &outcome {
-            Ok(status) => status.code(),
-            Err(e) => crate::error::exit_status_of(e).code(),
-        },
+) -> anyhow::Result<()> {
+    let gathered = if lost {
+        Err(anyhow::anyhow!("the ledger cannot be reached"))
+    } else {
+        gather(settings, ledger, run.ended_at, Some(run))
     };
-    let mut outcome = outcome;
-    // A database lost mid-run is not asked again (each try would wait for
-    // its timeout): the run goes unrecorded, its metrics are its own.
-    let lost = matches!(&outcome, Err(e) if crate::ledger::LedgerError::is_lost(e));
-    if let Some(path) = args.metrics_file.as_deref() {
-        let gathered = if lost {
-            Err(anyhow::anyhow!("the ledger cannot be reached"))
-        } else {
-            gather(settings, ledger, ended_at, Some(&run))
-        };
-        let families = match gathered {
-            Ok(families) => families,
-            Err(e) => {
-                if outcome.is_ok() {
-                    printer.warn(&format!("the metrics in {} hold only this run: {e:#}", path.display()));
-                }
-                run_families(Some(&run), (run.exit_code == 0).then_some(&run), ended_at)
+    let families = match gathered {
+        Ok(families) => families,
+        Err(e) => {
+            if !run_failed {
+                printer.warn(&format!("the metrics in {} hold only this run: {e:#}", path.display()));
             }
-        };
-        let mut text = Vec::new();
-        render(&families, &mut text)?;
-        if let Err(e) = crate::files::write_atomically(path, &text) {
-            match outcome {
-                Ok(_) => {
-                    run.exit_code = ExitStatus::Failure.code();
-                    outcome = Err(e.context("--metrics-file"));
-                }
-                Err(_) => printer.warn(&format!("--metrics-file: {e:#}")),
-            }
+            run_families(Some(run), (run.exit_code == 0).then_some(run), run.ended_at)
         }
-    }
-    if lost {
-        return outcome;
-    }
-    if let Err(e) = ledger.record_run(&run) {
-        // A run that failed for the ledger's sake has said so already.
-        if outcome.is_ok() {
-            printer.warn(&format!("could not record this run in the ledger: {e}"));
-        }
-    }
-    outcome
+    };
+    let mut text = Vec::new();
+    render(&families, &mut text)?;
+    crate::files::write_atomically(path, &text)
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use crate::engines::{self, Engine};
 use crate::error::UsageError;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
-use crate::model::{Action, GroupKey};
+use crate::model::{Action, GroupKey, RunRecord};
 use crate::model::{EngineKind, Outcome, Reason};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::progress::Progress;
@@ -190,8 +190,8 @@ pub async fn run(
         run.report(started, &intake.counts, args.since.map(|_| intake.before_since), &args.fail_on, printer)
     }
     .await;
-    // The run's record in the ledger, and the metrics (`--metrics-file`).
-    let outcome = crate::metrics::after_submit(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
+    // The metrics (`--metrics-file`), and the run's record in the ledger.
+    let outcome = finish(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
     // A database ledger lost mid-run: say what this run left in it.
     outcome.map_err(|e| {
         if !LedgerError::is_lost(&e) {
@@ -203,6 +203,62 @@ pub async fn run(
             run.read, run.admitted
         ))
     })
+}
+
+/// What a run does as it ends (one call, whatever happened): with
+/// `--metrics-file`, writes the metrics, then records the run in the ledger
+/// — start, end and exit code. A dry run is not recorded. A file that cannot
+/// be written is an error (exit 1, recorded so) after a run that went well,
+/// a warning otherwise. (A path no run could write — its folder missing, a
+/// device, a FIFO — was refused before the run began:
+/// `files::check_target`.) A database lost mid-run is not asked again (each
+/// try would wait for its timeout): the run goes unrecorded.
+fn finish(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    clock: &Clock,
+    began: std::time::Instant,
+    outcome: anyhow::Result<ExitStatus>,
+    args: &SubmitArgs,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    if args.dry_run {
+        return outcome;
+    }
+    let ended_at = RunRecord::millis(clock.now());
+    let took = TimeDelta::from_std(began.elapsed()).unwrap_or_default();
+    let mut run = RunRecord {
+        host: Owner::current().host,
+        started_at: RunRecord::millis(ended_at - took),
+        ended_at,
+        exit_code: match &outcome {
+            Ok(status) => status.code(),
+            Err(e) => crate::error::exit_status_of(e).code(),
+        },
+    };
+    let mut outcome = outcome;
+    let lost = matches!(&outcome, Err(e) if LedgerError::is_lost(e));
+    if let Some(path) = args.metrics_file.as_deref() {
+        if let Err(e) = crate::metrics::write_file(settings, ledger, path, &run, lost, outcome.is_err(), printer) {
+            match outcome {
+                Ok(_) => {
+                    run.exit_code = ExitStatus::Failure.code();
+                    outcome = Err(e.context("--metrics-file"));
+                }
+                Err(_) => printer.warn(&format!("--metrics-file: {e:#}")),
+            }
+        }
+    }
+    if lost {
+        return outcome;
+    }
+    if let Err(e) = ledger.record_run(&run) {
+        // A run that failed for the ledger's sake has said so already.
+        if outcome.is_ok() {
+            printer.warn(&format!("could not record this run in the ledger: {e}"));
+        }
+    }
+    outcome
 }
 
 /// The engines of `selected` that some property uses.
