@@ -4,16 +4,14 @@
 //! - `UsageError`: a command line that cannot be done (exit 2).
 //! - `LedgerError`: what a ledger backend gives, with the driver's error (and
 //!   its code) kept as the source.
-//! - `config::ConfigError` stays with the configuration (it is made from the
-//!   file's text and place); this module reads its hint.
+//! - `ConfigError`: a configuration problem with its place in the file and
+//!   its hint (exit 2); `config` makes it from the file's text and spans.
 //!
 //! Driver errors are recognised by their type and code, walking `source()`,
 //! never by their text: a full disk is SQLite's `SQLITE_FULL`, or an I/O
-//! error `ENOSPC` / `EFBIG`. This module imports nothing of the crate but
-//! the configuration's error and location (and, to print, the escaping of
-//! human text), so every layer may use it.
+//! error `ENOSPC` / `EFBIG`. This module imports nothing of the crate but,
+//! to print, the escaping of human text, so every layer may use it.
 
-use crate::config::{ConfigError, LedgerLocation};
 use std::error::Error;
 use std::io::Write as _;
 
@@ -118,13 +116,22 @@ fn hint(err: &anyhow::Error) -> Option<String> {
 }
 
 /// A ledger error names the ledger: `err`, from a command that used the
-/// configured ledger at `ledger`, with the ledger's name in front, unless
+/// configured ledger named `ledger` (as messages name it), with that name in front, unless
 /// it names it already (opening it does) or is not the ledger's.
-pub fn naming_ledger(err: anyhow::Error, ledger: &LedgerLocation) -> anyhow::Error {
+pub fn naming_ledger(err: anyhow::Error, ledger: &str) -> anyhow::Error {
     match err.downcast_ref::<LedgerError>() {
         Some(LedgerError::Open { .. }) | None => err,
-        Some(_) => err.context(format!("ledger {}", ledger.display())),
+        Some(_) => err.context(format!("ledger {ledger}")),
     }
+}
+
+/// A configuration problem, located in the file (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{place}: {message}")]
+pub struct ConfigError {
+    pub place: String,
+    pub message: String,
+    pub hint: Option<String>,
 }
 
 /// A usage error found before anything was sent (exit 2).
@@ -330,10 +337,10 @@ mod tests {
 
     #[test]
     fn a_ledger_error_is_named_once() {
-        let ledger = LedgerLocation::Sqlite("/var/lib/indexq/ledger.db".into());
-        let busy = naming_ledger(anyhow::Error::new(LedgerError::Busy), &ledger);
+        let ledger = "/var/lib/indexq/ledger.db";
+        let busy = naming_ledger(anyhow::Error::new(LedgerError::Busy), ledger);
         assert_eq!(error_chain(&*busy), "ledger /var/lib/indexq/ledger.db: ledger: the database is busy");
-        let opened = naming_ledger(ledger_refused(rusqlite::ffi::SQLITE_FULL, "database or disk is full"), &ledger);
+        let opened = naming_ledger(ledger_refused(rusqlite::ffi::SQLITE_FULL, "database or disk is full"), ledger);
         assert_eq!(
             error_chain(&*opened),
             "submitting: ledger /var/lib/indexq/ledger.db: cannot use it: the SQLite ledger refused a statement: \

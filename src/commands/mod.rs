@@ -60,7 +60,7 @@ pub fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     unreachable!("handled above, before the configuration is loaded")
                 }
             };
-            result.map_err(|e| crate::error::naming_ledger(e, &settings.ledger))
+            result.map_err(|e| crate::error::naming_ledger(e, &settings.ledger.display()))
         }
     }
 }

@@ -1,15 +1,8 @@
-//! A configuration problem and its place in the file.
+//! A configuration problem's place in the file (`ConfigError` itself is
+//! defined with the other errors a run ends with, in `crate::error`).
 
+pub use crate::error::ConfigError;
 use std::path::Path;
-
-/// A configuration problem, located in the file. Exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{place}: {message}")]
-pub struct ConfigError {
-    pub place: String,
-    pub message: String,
-    pub hint: Option<String>,
-}
 
 impl ConfigError {
     pub(super) fn at(file: &Path, source: &str, span: std::ops::Range<usize>, key: &str, message: String) -> Self {
