@@ -403,14 +403,14 @@ fn key_file_check() -> impl Strategy<Value = Option<KeyFileCheck>> {
 }
 
 fn check_verdict(verdict: &Verdict, what: &str) {
-    let class = match verdict.class {
+    let class = match verdict.class() {
         Class::Accepted | Class::Quota | Class::Transient | Class::KeyPending | Class::Misconfigured => {
-            verdict.class.as_str()
+            verdict.class().as_str()
         }
     };
     assert!(["accepted", "quota", "transient", "key_pending", "misconfigured"].contains(&class), "{what}: {verdict:?}");
-    assert!(!verdict.reason.to_string().is_empty() && !verdict.message.is_empty(), "{what}: {verdict:?}");
-    if verdict.class == Class::Misconfigured {
+    assert!(!verdict.reason().to_string().is_empty() && !verdict.message.is_empty(), "{what}: {verdict:?}");
+    if verdict.class() == Class::Misconfigured {
         assert!(verdict.hint.as_deref().is_some_and(|h| !h.is_empty()), "{what}: misconfigured without a hint");
     }
 }

@@ -20,12 +20,12 @@ const KEY_LOCATION: &str = "https://example.com/a1b2c3d4e5f6a7b8.txt";
 
 fn check(verdict: &Verdict) {
     let known = matches!(
-        verdict.class,
+        verdict.class(),
         Class::Accepted | Class::Quota | Class::Transient | Class::KeyPending | Class::Misconfigured
     );
     assert!(known);
-    assert!(!verdict.reason.to_string().is_empty() && !verdict.message.is_empty(), "{verdict:?}");
-    if verdict.class == Class::Misconfigured {
+    assert!(!verdict.reason().to_string().is_empty() && !verdict.message.is_empty(), "{verdict:?}");
+    if verdict.class() == Class::Misconfigured {
         assert!(verdict.hint.is_some(), "misconfigured without a hint: {verdict:?}");
     }
 }

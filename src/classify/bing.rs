@@ -289,12 +289,12 @@ mod tests {
         for (status, body, class, reason) in table {
             let v = bing_verdict(status, &[], &body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str()),
+                (v.class(), v.reason.to_string().as_str()),
                 (class, reason),
                 "HTTP {status} {body}: {}",
                 v.message
             );
-            if v.class == Class::Misconfigured {
+            if v.class() == Class::Misconfigured {
                 assert!(v.hint.is_some(), "misconfigured has a fix: {body}");
             }
         }
@@ -347,7 +347,7 @@ mod tests {
         for (body, reason, window, reported, retry_after) in table {
             let v = bing_verdict(400, &[], &body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str(), v.quota_window, v.reported, v.retry_after),
+                (v.class(), v.reason.to_string().as_str(), v.quota_window, v.reported, v.retry_after),
                 (Class::Quota, reason, window, reported, retry_after),
                 "{body}: {}",
                 v.message
@@ -383,7 +383,7 @@ mod tests {
         for (status, body, class, reason) in &bing_table {
             let v = bing_verdict(*status, &[], body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str()),
+                (v.class(), v.reason.to_string().as_str()),
                 (*class, *reason),
                 "HTTP {status} {body}: {}",
                 v.message

@@ -733,12 +733,12 @@ mod tests {
         for (status, headers, body, class, reason, retry) in &table {
             let v = google_verdict(*status, headers, body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (v.class(), v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {headers:?} {body}: {}",
                 v.message
             );
-            if v.class == Class::Quota {
+            if v.class() == Class::Quota {
                 let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
                 assert_eq!(v.quota_window, window, "{body}");
                 assert!(v.message.contains("my-proj"), "{}", v.message);
@@ -841,7 +841,7 @@ mod tests {
         for (status, body, class, reason, retry) in &google_table {
             let v = google_verdict(*status, &[], body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (v.class(), v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {body}: {}",
                 v.message
@@ -860,7 +860,7 @@ mod tests {
         let verdict = |action, body: &str| {
             let ctx = GoogleContext { action, ..GOOGLE_CTX };
             let v = google(&Response { status: 200, headers: &[], body }, &ctx);
-            assert_eq!(v.class, Class::Accepted, "{body}");
+            assert_eq!(v.class(), Class::Accepted, "{body}");
             v
         };
         #[rustfmt::skip]
@@ -928,12 +928,12 @@ mod tests {
         for (status, headers, body, class, reason, retry) in &table {
             let v = inspection_verdict(*status, headers, body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (v.class(), v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {headers:?} {body}: {}",
                 v.message
             );
-            if v.class == Class::Quota {
+            if v.class() == Class::Quota {
                 let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
                 assert_eq!(v.quota_window, window, "{body}");
             }

@@ -152,7 +152,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         403 => match ctx.key_file {
             Some(check) => {
                 let found = key_file(ctx.key, ctx.key_location, check);
-                let message = if found.class == Class::KeyPending && error.code_is(USER_FORBIDDEN) {
+                let message = if found.class() == Class::KeyPending && error.code_is(USER_FORBIDDEN) {
                     format!(
                         "{answered}. IndexNow says {USER_FORBIDDEN} although the key file at {location} serves \
                          exactly the configured key: usually it has not verified the key yet. indexq retries until \
@@ -355,7 +355,7 @@ mod tests {
     #[test]
     fn a_key_refused_past_its_day_names_the_causes_of_user_forbidden() {
         let v = key_never_accepted(USER_FORBIDDEN_403);
-        assert_eq!((v.class, v.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
+        assert_eq!((v.class(), v.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
         let hint = v.hint.unwrap();
         let order = ["Bing Webmaster Tools", "another host", "text/plain", "indexq queue retry", "indexq key generate"];
         let at: Vec<usize> = order.iter().map(|p| hint.find(p).unwrap_or_else(|| panic!("{p}: {hint}"))).collect();
@@ -419,7 +419,7 @@ mod tests {
             let verdict = indexnow_verdict(status, headers, body, check);
             eprintln!("{status}: {verdict:?}");
             assert_eq!(
-                (verdict.class, verdict.reason.to_string().as_str(), verdict.retry_after),
+                (verdict.class(), verdict.reason.to_string().as_str(), verdict.retry_after),
                 (class, reason, retry),
                 "status {status} headers {headers:?}: {}",
                 verdict.message

@@ -262,7 +262,7 @@ mod tests {
             let alone = key_file(KEY, &location(), check);
             assert_no_secret(&alone, KEY, &format!("{check:?}"));
             assert_eq!(
-                (alone.class, alone.reason.to_string().as_str()),
+                (alone.class(), alone.reason.to_string().as_str()),
                 (*class, *reason),
                 "{check:?}: {}",
                 alone.message
@@ -276,7 +276,7 @@ mod tests {
                 "",
             ] {
                 let v = indexnow_verdict(403, &[], body, Some(check));
-                assert_eq!((v.class, v.reason.to_string().as_str()), (*class, *reason), "{check:?} / {body}");
+                assert_eq!((v.class(), v.reason.to_string().as_str()), (*class, *reason), "{check:?} / {body}");
                 assert_eq!(v.hint, alone.hint);
                 let forbidden = body.contains("UserForbiddedToAccessSite") && *class == Class::KeyPending;
                 assert_eq!(v.message.ends_with(&alone.message), !forbidden, "{}", v.message);

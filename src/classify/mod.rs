@@ -97,12 +97,12 @@ impl fmt::Display for RetryAfter {
     }
 }
 
-/// The meaning of one answer.
+/// The meaning of one answer: its class is its reason's, and its reason
+/// always has one (the constructors take a class reason, and the field is
+/// private to `classify`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    pub class: Class,
-    /// A reason of `class` (the constructors keep them together).
-    pub reason: Reason,
+    reason: Reason,
     pub message: String,
     pub hint: Option<String>,
     pub retry_after: Option<RetryAfter>,
@@ -118,7 +118,6 @@ pub struct Verdict {
 impl Verdict {
     pub fn new<R: ClassReason>(reason: R, message: impl Into<String>) -> Self {
         Verdict {
-            class: R::CLASS,
             reason: reason.into(),
             message: message.into(),
             hint: None,
@@ -126,6 +125,23 @@ impl Verdict {
             quota_window: Period::Day,
             reported: None,
         }
+    }
+
+    /// A verdict of `reason`, if it is a class reason (`None` for a local one).
+    pub fn of_reason(reason: Reason, message: impl Into<String>) -> Option<Self> {
+        reason.class()?;
+        Some(Verdict { reason, ..Verdict::new(crate::model::AcceptedReason::Ok, message) })
+    }
+
+    /// Why: a reason of the verdict's class.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// The class of the answer: its reason's.
+    pub fn class(&self) -> Class {
+        // Every constructor takes a `ClassReason`, and `reason` is private to `classify`.
+        self.reason.class().expect("a verdict's reason has a class")
     }
 
     pub fn misconfigured(reason: MisconfiguredReason, message: impl Into<String>, hint: impl Into<String>) -> Self {
@@ -373,14 +389,19 @@ mod tests {
             *classified.entry(engine).or_default() += 1;
             eprintln!(
                 "{id}: {} {} retry={:?} — {}",
-                verdict.class, verdict.reason, verdict.retry_after, verdict.message
+                verdict.class(),
+                verdict.reason,
+                verdict.retry_after,
+                verdict.message
             );
             assert_no_secret(&verdict, KEY, id);
             match fixture.expect.parse::<Class>() {
-                Ok(expect) if expect == verdict.class => {}
+                Ok(expect) if expect == verdict.class() => {}
                 Ok(expect) => failures.push(format!(
                     "{id}: expected {expect}, got {} ({}): {}",
-                    verdict.class, verdict.reason, verdict.message
+                    verdict.class(),
+                    verdict.reason,
+                    verdict.message
                 )),
                 Err(e) => failures.push(format!("{id}: {e}")),
             }
@@ -456,7 +477,7 @@ mod tests {
         for (failure, reason) in table {
             let v = network(failure, "operation timed out\nafter 30s");
             assert_no_secret(&v, KEY, reason);
-            assert_eq!((v.class, v.reason.to_string().as_str()), (Class::Transient, reason));
+            assert_eq!((v.class(), v.reason.to_string().as_str()), (Class::Transient, reason));
             assert!(v.message.contains("operation timed out after 30s"), "{}", v.message);
             assert_eq!(network(failure, "").message.matches('(').count(), 0);
         }

@@ -36,7 +36,7 @@ pub fn assert_no_secret(verdict: &Verdict, key: &str, case: &str) {
         assert!(!hint.to_ascii_lowercase().contains(&key), "{case}: hint shows the key: {hint}");
     }
     assert!(!verdict.message.is_empty(), "{case}: empty message");
-    if verdict.class == Class::Misconfigured {
+    if verdict.class() == Class::Misconfigured {
         assert!(verdict.hint.is_some(), "{case}: misconfigured without a hint");
     }
 }

@@ -116,13 +116,13 @@ mod tests {
         for (status, headers, body, class, reason, retry) in &table {
             let v = google_token_verdict(*status, headers, body);
             assert_eq!(
-                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (v.class(), v.reason.to_string().as_str(), v.retry_after),
                 (*class, *reason, *retry),
                 "HTTP {status} {body}: {}",
                 v.message
             );
             assert!(!v.message.contains("ya29"), "{}", v.message);
-            if v.class == Class::Misconfigured {
+            if v.class() == Class::Misconfigured {
                 assert!(v.message.contains(GOOGLE_TOKEN_CTX.key_id), "{}", v.message);
                 assert!(v.message.contains(GOOGLE_TOKEN_CTX.client_email), "{}", v.message);
             }

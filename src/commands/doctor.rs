@@ -76,7 +76,7 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             Ok(engine) => {
                 for p in settings.properties.iter().filter(|p| p.indexnow.is_some()) {
                     let Some((verdict, location)) = engine.check_property(&p.name).await else { continue };
-                    let mut check = if verdict.class == Class::KeyPending {
+                    let mut check = if verdict.class() == Class::KeyPending {
                         Check::ok("indexnow_key_file", format!("{location} serves exactly the key"))
                     } else {
                         Check::problem("indexnow_key_file", verdict.message, verdict.hint.unwrap_or_default())
@@ -266,7 +266,7 @@ fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> O
 fn inspection_check(site_url: &str, site: &str, inspected: &engines::Inspected) -> Check {
     let verdict = &inspected.verdict;
     let spent = "(one URL inspection of the property's 2,000 a day; nothing published)";
-    match verdict.class {
+    match verdict.class() {
         Class::Accepted => Check::ok(
             "google_inspection",
             format!("the service account may inspect {site_url}: {} {spent}", verdict.message),

@@ -119,7 +119,7 @@ impl Engine for Bing {
                 let answer = halt.within_grace(self.post(site_url, &urls[lo..hi])).await;
                 answer.unwrap_or_else(Answer::unanswered_on_stop)
             };
-            if answer.verdict.reason.bing_code() == Some(BingCode::InvalidUrl) && hi - lo > 1 {
+            if answer.verdict.reason().bing_code() == Some(BingCode::InvalidUrl) && hi - lo > 1 {
                 let mid = lo + (hi - lo) / 2;
                 pending.push((mid, hi));
                 pending.push((lo, mid));

@@ -299,7 +299,7 @@ impl Google {
         let verdict = classify::google_token(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
             .redacted_with(&self.redactor);
         let response = StoredResponse { http_status: Some(r.status), body: Some(r.body.clone()) };
-        match (verdict.class, token) {
+        match (verdict.class(), token) {
             (Class::Accepted, Ok(body)) => {
                 let lifetime = Duration::from_secs(body.expires_in.unwrap_or(3600));
                 let value = body.access_token;
@@ -375,7 +375,7 @@ impl Google {
             }
             Err(answer) => (answer.verdict, answer.response.http_status, answer.reached),
         };
-        tracing::debug!(url, class = %verdict.class, reason = %verdict.reason, "URL inspection");
+        tracing::debug!(url, class = %verdict.class(), reason = %verdict.reason(), "URL inspection");
         Inspected { verdict, http_status, asked: true, reached }
     }
 
@@ -388,10 +388,10 @@ impl Google {
             Some((verdict, http_status)) => Inspected { verdict, http_status, asked: false, reached: false },
             None => self.inspect(&site.site_url, url).await,
         };
-        let indexed = inspected.verdict.reason == Reason::Accepted(AcceptedReason::AlreadyIndexed);
+        let indexed = inspected.verdict.reason() == Reason::Accepted(AcceptedReason::AlreadyIndexed);
         self.with_inspections(property, |p| {
             // A quota or a refusal: asking again this run only spends requests.
-            if inspected.asked && matches!(inspected.verdict.class, Class::Quota | Class::Misconfigured) {
+            if inspected.asked && matches!(inspected.verdict.class(), Class::Quota | Class::Misconfigured) {
                 p.stopped.get_or_insert((inspected.verdict.clone(), inspected.http_status));
             }
             p.made.push(inspected);

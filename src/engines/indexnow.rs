@@ -156,7 +156,7 @@ impl Engine for IndexNow {
         }
         let (verdict, location) = self.check_property(&group.property).await?;
         // Exactly the key: what a 403 would call `key_pending`.
-        Some(if verdict.class == Class::KeyPending {
+        Some(if verdict.class() == Class::KeyPending {
             Ok(format!("the key file at {location} serves the key now"))
         } else {
             Err(verdict.message)

@@ -104,7 +104,7 @@ impl Answer {
     /// Whether the run's stop cut this request (`not_sent_on_stop`,
     /// `unanswered_on_stop`): no engine's answer is ever classified so.
     pub fn cut_by_stop(&self) -> bool {
-        self.verdict.reason == Reason::Transient(TransientReason::Interrupted)
+        self.verdict.reason() == Reason::Transient(TransientReason::Interrupted)
     }
 }
 

@@ -46,7 +46,7 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
             // As `submit` words them: from IndexNow's last 403, by its `errorCode`.
             let forbidden = format!(r#"{{"errorCode":"{}"}}"#, classify::USER_FORBIDDEN);
             let verdicts = ["", forbidden.as_str()].map(classify::key_never_accepted);
-            return verdicts.into_iter().find(|v| v.reason == reason).and_then(|v| v.hint);
+            return verdicts.into_iter().find(|v| v.reason() == reason).and_then(|v| v.hint);
         }
         Reason::Misconfigured(
             MisconfiguredReason::Http(HttpStatus(status)) | MisconfiguredReason::TokenHttp(TokenHttpStatus(status)),
@@ -114,7 +114,7 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
             verdicts
         }
     };
-    verdicts.into_iter().find(|v| v.reason == reason).and_then(|v| v.hint)
+    verdicts.into_iter().find(|v| v.reason() == reason).and_then(|v| v.hint)
 }
 
 fn answer(status: u16, body: &str) -> Response<'_> {

@@ -70,8 +70,8 @@ impl Run<'_> {
             .filter(|i| i.asked)
             .map(|i| InspectionAnswer {
                 at,
-                class: i.verdict.class,
-                reason: i.verdict.reason,
+                class: i.verdict.class(),
+                reason: i.verdict.reason(),
                 message: i.verdict.message.clone(),
                 hint: i.verdict.hint.clone(),
                 http_status: i.http_status,
@@ -86,13 +86,13 @@ impl Run<'_> {
             unused: taken.units.saturating_sub(reached),
             blocks: &blocks,
         })?;
-        for i in inspected.iter().filter(|i| i.verdict.class != Class::Accepted) {
+        for i in inspected.iter().filter(|i| i.verdict.class() != Class::Accepted) {
             let until = blocks.first().map(|b| (b.until, rule_tz(&taken, &b.rule)));
-            let until = until.filter(|_| i.verdict.class == Class::Quota);
+            let until = until.filter(|_| i.verdict.class() == Class::Quota);
             self.note_inspection(InspectionNote {
                 property: group.property.clone(),
-                outcome: i.verdict.class.into(),
-                reason: i.verdict.reason,
+                outcome: i.verdict.class().into(),
+                reason: i.verdict.reason(),
                 message: i.verdict.message.clone(),
                 hint: i.verdict.hint.clone(),
                 http_status: i.http_status,
@@ -196,7 +196,7 @@ pub(super) fn marks(claim: &Claim, units: u64) -> Vec<bool> {
 /// window it names (the day's until the day ends; a minute's, or one it did
 /// not name, until `Retry-After` or a minute), never the publish budget.
 fn inspection_blocks(taken: &Taken, inspected: &[Inspected], at: DateTime<Utc>) -> Vec<Block> {
-    let Some(quota) = inspected.iter().find(|i| i.asked && i.verdict.class == Class::Quota) else {
+    let Some(quota) = inspected.iter().find(|i| i.asked && i.verdict.class() == Class::Quota) else {
         return Vec::new();
     };
     let verdict = &quota.verdict;
@@ -269,11 +269,9 @@ mod tests {
     }
 
     fn quota(window: Period, retry_after: Option<RetryAfter>) -> Inspected {
-        let verdict = Verdict {
-            quota_window: window,
-            retry_after,
-            ..Verdict::new(QuotaReason::Quota, "Quota exceeded for sc-domain:site.example.")
-        };
+        let mut verdict = Verdict::new(QuotaReason::Quota, "Quota exceeded for sc-domain:site.example.");
+        verdict.quota_window = window;
+        verdict.retry_after = retry_after;
         Inspected { verdict, http_status: Some(429), asked: true, reached: true }
     }
 

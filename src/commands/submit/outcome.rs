@@ -91,7 +91,7 @@ impl Run<'_> {
         // An answer that is not the engine's own (`unrecognized_body`) says
         // nothing of the key: it does not count as the key accepted.
         let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
-        let accepted = |a: &engines::Answer| a.verdict.class == Class::Accepted && a.verdict.reason != unrecognized;
+        let accepted = |a: &engines::Answer| a.verdict.class() == Class::Accepted && a.verdict.reason() != unrecognized;
         if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(accepted)) {
             self.ledger.credential_accepted(&c)?;
         }
@@ -288,7 +288,7 @@ fn quota_blocks(
         .answers
         .iter()
         .enumerate()
-        .find(|(i, a)| a.verdict.class == Class::Quota && !resend_now.get(*i).copied().unwrap_or(false));
+        .find(|(i, a)| a.verdict.class() == Class::Quota && !resend_now.get(*i).copied().unwrap_or(false));
     let Some((_, answer)) = quota else { return Vec::new() };
     let mut blocks = Vec::new();
     for (rule, w) in rules.iter().zip(windows) {
@@ -327,7 +327,7 @@ pub(super) fn resends_now(sent: &engines::Sent, index: usize, windows: &[RuleWin
     let Some(answer) = sent.answers.get(index) else { return false };
     let Some((period, left)) = answer.verdict.reported else { return false };
     let urls = sent.per_url.iter().filter(|&&i| i == index).count() as u64;
-    answer.verdict.class == Class::Quota
+    answer.verdict.class() == Class::Quota
         && answer.verdict.retry_after.is_none()
         && left > 0
         && urls > left
@@ -402,7 +402,7 @@ fn settle(
                 .or_insert_with(|| {
                     schedule::decide(
                         &Inputs {
-                            class: answer.verdict.class,
+                            class: answer.verdict.class(),
                             retry_after: answer.verdict.retry_after,
                             now: c.at,
                             history,
@@ -416,7 +416,7 @@ fn settle(
                 .clone(),
         };
         let retry_tz = match c.quota_tz {
-            Some(tz) if answer.verdict.class == Class::Quota && answer.verdict.retry_after.is_none() => tz,
+            Some(tz) if answer.verdict.class() == Class::Quota && answer.verdict.retry_after.is_none() => tz,
             _ => c.user_tz,
         };
         let (recorded, entry) = item_result(group, item, answer, decision, c.at, retry_tz, c.fingerprint);
@@ -468,7 +468,7 @@ fn item_result(
     fingerprint: &str,
 ) -> (Recorded, ResultEntry) {
     let verdict = &answer.verdict;
-    let mut e = base_entry(&item.url, group, verdict.class.into(), verdict.reason);
+    let mut e = base_entry(&item.url, group, verdict.class().into(), verdict.reason());
     e.message = verdict.message.clone();
     e.hint = verdict.hint.clone();
     e.http_status = answer.response.http_status;
@@ -478,30 +478,30 @@ fn item_result(
             if answer.skipped {
                 e.outcome = Outcome::Skipped;
             }
-            (verdict.class, NextStep::Accepted)
+            (verdict.class(), NextStep::Accepted)
         }
         Decision::RetryAt(t) => {
             e.set_retry(t, retry_tz, at);
-            (verdict.class, NextStep::RetryAt(t))
+            (verdict.class(), NextStep::RetryAt(t))
         }
         Decision::Park { reason, message } => {
             if let Some(reason) = reason {
                 e.outcome = Outcome::Misconfigured;
                 let message = message.unwrap_or_default();
-                match verdict.class {
+                match verdict.class() {
                     // The key refused past its deadline: `classify` words why,
                     // from IndexNow's last answer (its `errorCode`).
                     Class::KeyPending => {
                         let gave_up =
                             crate::classify::key_never_accepted(answer.response.body.as_deref().unwrap_or(""));
-                        e.message = match gave_up.reason {
+                        e.message = match gave_up.reason() {
                             // Names what IndexNow said (its body stays in `log`).
                             Reason::Misconfigured(MisconfiguredReason::UserForbidden) => {
                                 format!("{message}: {}", gave_up.message)
                             }
                             _ => format!("{message} (last answer: {})", verdict.message),
                         };
-                        e.reason = gave_up.reason;
+                        e.reason = gave_up.reason();
                         e.hint = gave_up.hint;
                     }
                     _ => {

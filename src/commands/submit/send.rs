@@ -315,7 +315,7 @@ fn request(claim: &Claim, inspect: Vec<bool>, now: DateTime<Utc>) -> engines::Ba
 /// (`outcome::resends_now`): what is left goes at once, the next claim
 /// bounded by it.
 fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
-    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class == Class::Quota).peekable();
+    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class() == Class::Quota).peekable();
     if quota.peek().is_some() {
         return quota.all(|i| resends_now(sent, i, &claim.windows));
     }

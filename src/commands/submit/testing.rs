@@ -61,15 +61,8 @@ impl Scripted {
 
 /// A verdict of `class` whose reason is named `reason` (one of that class).
 pub(super) fn verdict(class: Class, reason: &str) -> Verdict {
-    Verdict {
-        class,
-        reason: Reason::of_class(class, reason).expect("a reason of the class"),
-        message: format!("the engine said {reason}"),
-        hint: None,
-        retry_after: None,
-        quota_window: Period::Day,
-        reported: None,
-    }
+    let of_class = Reason::of_class(class, reason).expect("a reason of the class");
+    Verdict::of_reason(of_class, format!("the engine said {reason}")).expect("a class reason")
 }
 
 /// One answer (HTTP 200 for `accepted`, else 500) for the whole batch.
