@@ -47,9 +47,9 @@ fuzz_target!(|data: &[u8]| {
     let problems = h.runtime.block_on(reader.read(&source, &mut each));
     for entry in &entries {
         assert!(!entry.loc.is_empty(), "an empty <loc> was passed on: {entry:?}");
-        assert!(!entry.place.is_empty(), "{entry:?}");
+        assert!(!entry.place.source.is_empty() && entry.place.line.is_some(), "{entry:?}");
     }
     for problem in &problems {
-        assert!(!problem.place.is_empty() && !problem.message.is_empty(), "{problem:?}");
+        assert!(!problem.place.source.is_empty() && !problem.message.is_empty(), "{problem:?}");
     }
 });

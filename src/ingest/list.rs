@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use url::Url;
 
 use super::{human_size, parse_url, MAX_URL_BYTES};
+use crate::model::Position;
 
 /// Where URLs come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +51,8 @@ impl Source {
 /// One non-blank, non-comment line of an input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
-    /// `file:line`.
-    pub place: String,
+    /// The file (or `<stdin>`) and line.
+    pub place: Position,
     pub text: String,
     pub url: Result<Url, String>,
 }
@@ -145,7 +146,7 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
     let mut binary_bytes = 0u64;
     while let Some(raw) = lines.next_line(binary_bytes)? {
         number += 1;
-        let place = format!("{name}:{number}");
+        let place = Position::line(name, number as u64);
         let kept = lines.kept();
         match raw.stop {
             Some(Stop::Binary) => {
@@ -348,7 +349,7 @@ mod tests {
     #[test]
     fn comments_blanks_crlf_and_bom() {
         let got = lines(b"\xEF\xBB\xBFhttps://a.example/1\r\n\r\n# note\n  https://a.example/2  \nhttps://a.example/3");
-        let places: Vec<_> = got.iter().map(|l| l.place.as_str()).collect();
+        let places: Vec<_> = got.iter().map(|l| l.place.to_string()).collect();
         assert_eq!(places, ["urls.txt:1", "urls.txt:4", "urls.txt:5"]);
         assert!(got.iter().all(|l| l.url.is_ok()));
         assert_eq!(got[0].url.as_ref().unwrap().as_str(), "https://a.example/1");
@@ -359,7 +360,7 @@ mod tests {
         let got = lines(
             b"https://a.example/ok\nnot a url\nftp://a.example/x\n/relative\nhttps://a.example/also-ok\n\xff\xfe\n",
         );
-        let bad: Vec<_> = got.iter().filter(|l| l.url.is_err()).map(|l| l.place.as_str()).collect();
+        let bad: Vec<_> = got.iter().filter(|l| l.url.is_err()).map(|l| l.place.to_string()).collect();
         assert_eq!(bad, ["urls.txt:2", "urls.txt:3", "urls.txt:4", "urls.txt:6"]);
         assert_eq!(got.iter().filter(|l| l.url.is_ok()).count(), 2);
         assert!(got[2].url.as_ref().unwrap_err().contains("ftp"));
@@ -399,7 +400,7 @@ mod tests {
         let mut got = Vec::new();
         read_lines_with("inf", Endless { byte: b'a', taken: 0 }, SMALL, |l| got.push(l)).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!(got[0].place, "inf:1");
+        assert_eq!(got[0].place.to_string(), "inf:1");
         assert!(got[0].url.as_ref().unwrap_err().contains("has no end within 1 MiB"), "{:?}", got[0].url);
         // What is shown is what was kept (SMALL.line and its slack), never more than SHOWN_CHARS.
         assert_eq!(got[0].text, format!("{}…", "a".repeat(SMALL.line + 4)));
@@ -415,14 +416,14 @@ mod tests {
 
         // Below the limits each NUL line is its own invalid line, and the good ones around it are kept.
         let got = lines_with(b"https://a.example/1\n\0x\nhttps://a.example/2\n\0\0\nhttps://a.example/3\n", SMALL);
-        let good: Vec<_> = got.iter().filter(|l| l.url.is_ok()).map(|l| l.place.as_str()).collect();
+        let good: Vec<_> = got.iter().filter(|l| l.url.is_ok()).map(|l| l.place.to_string()).collect();
         assert_eq!(good, ["t:1", "t:3", "t:5"]);
         assert!(got[1].url.as_ref().unwrap_err().contains("NUL bytes"));
 
         // The third NUL line (SMALL.binary_lines) stops the input: line 7 is never read.
         let got =
             lines_with(b"\0\nhttps://a.example/1\n\0\n\0\0\nhttps://a.example/2\n\0\nhttps://a.example/3\n", SMALL);
-        let places: Vec<_> = got.iter().map(|l| l.place.as_str()).collect();
+        let places: Vec<_> = got.iter().map(|l| l.place.to_string()).collect();
         assert_eq!(places, ["t:1", "t:2", "t:3", "t:4"]);
         assert!(got[3].url.as_ref().unwrap_err().contains("the rest of t is not read"), "{:?}", got[3].url);
 
@@ -440,8 +441,9 @@ mod tests {
         let url = |n: usize| format!("https://a.example/{}", "x".repeat(n - "https://a.example/".len()));
         let input = format!("\u{FEFF}{}\r\n{}\n{}\r\n# {}\n", url(64), url(64), url(65), "c".repeat(500));
         let got = lines_with(input.as_bytes(), SMALL);
-        let verdicts: Vec<_> = got.iter().map(|l| (l.place.as_str(), l.url.is_ok())).collect();
-        assert_eq!(verdicts, [("t:1", true), ("t:2", true), ("t:3", false)], "a long comment is still a comment");
+        let verdicts: Vec<_> = got.iter().map(|l| (l.place.to_string(), l.url.is_ok())).collect();
+        let t = |n: &str, ok| (format!("t:{n}"), ok);
+        assert_eq!(verdicts, [t("1", true), t("2", true), t("3", false)], "a long comment is still a comment");
         let why = got[2].url.as_ref().unwrap_err();
         assert!(why.contains("65 bytes long") && why.contains("64 bytes"), "{why}");
         assert!(got[2].text.starts_with("https://a.example/xxx") && got[2].text.ends_with('…'), "{}", got[2].text);
@@ -485,7 +487,7 @@ mod tests {
             let valid: Vec<(String, String)> = got
                 .iter()
                 .filter(|l| l.text.starts_with("https://good.example/"))
-                .map(|l| (l.place.clone(), l.url.as_ref().map(|u| u.to_string()).unwrap_or_default()))
+                .map(|l| (l.place.to_string(), l.url.as_ref().map(|u| u.to_string()).unwrap_or_default()))
                 .collect();
             proptest::prop_assert_eq!(valid, expected);
         }

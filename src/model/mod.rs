@@ -9,6 +9,7 @@ mod budget;
 mod engine;
 mod group;
 mod outcome;
+mod position;
 mod queue;
 mod reason;
 mod run;
@@ -18,6 +19,7 @@ pub use budget::{Period, Report, RuleWindow, Usage};
 pub use engine::EngineKind;
 pub use group::{Action, GroupKey};
 pub use outcome::{Class, Outcome};
+pub use position::Position;
 pub use queue::{ItemState, NextStep, ParkedGroup, QueueCounts, StoredResponse};
 pub use reason::{
     AcceptedReason, BingCode, Check, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason,

@@ -12,7 +12,7 @@
 
 use super::printer::rfc3339;
 use crate::model::GroupKey;
-use crate::model::{EngineKind, Outcome, Reason};
+use crate::model::{EngineKind, Outcome, Position, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -40,9 +40,9 @@ pub struct ResultEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<i64>,
     pub attempts: u32,
-    /// `file:line` of the input, for invalid lines.
+    /// Where in the input, for invalid lines (`file:line`, `sitemap:line:column`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<Position>,
     #[serde(skip)]
     pub retry: Option<(DateTime<Utc>, Tz)>,
 }
@@ -104,7 +104,7 @@ const INVALID_SHOWN: usize = 5;
 /// An invalid input line, for the human report.
 #[derive(Debug, Clone)]
 pub struct InvalidLine {
-    pub source: Option<String>,
+    pub source: Option<Position>,
     pub url: String,
     pub message: String,
 }
@@ -400,14 +400,14 @@ mod tests {
         results.put_all([(Key::Item(1), "https://s/a", 2), (Key::Item(2), "https://s/b", 1)], &ok).unwrap();
         let key = results.line_key();
         let mut bad = entry("nope", Outcome::Invalid, crate::model::LocalReason::InvalidUrl);
-        (bad.property, bad.engine, bad.source) = (None, None, Some("urls.txt:3".into()));
+        (bad.property, bad.engine, bad.source) = (None, None, Some(Position::line("urls.txt", 3)));
         results.put(key, &bad).unwrap();
         let summary = results.summary();
         assert_eq!((summary["accepted"], summary["transient"], summary["invalid"]), (2, 0, 1));
         let aggregates = results.aggregates();
         assert_eq!(aggregates.len(), 1, "the emptied transient aggregate is gone: {aggregates:?}");
         assert_eq!((aggregates[0].outcome, aggregates[0].count), (Outcome::Accepted, 2));
-        assert_eq!(results.invalid().0[0].source.as_deref(), Some("urls.txt:3"));
+        assert_eq!(results.invalid().0[0].source, Some(Position::line("urls.txt", 3)));
         results.flush().unwrap();
         let mut lines = Vec::new();
         let end = Utc::now();

@@ -542,7 +542,7 @@ impl Summary<'_> {
         let first = if all > invalid.len() as u64 { format!("; the first {}", invalid.len()) } else { String::new() };
         writeln!(err, "invalid: {} not submitted{first}:", plural(all, "input line was", "input lines were"))?;
         for r in invalid {
-            let place = r.source.as_deref().unwrap_or("input");
+            let place = r.source.as_ref().map_or_else(|| "input".to_string(), |p| p.to_string());
             writeln!(err, "  {place}: `{}`: {}", r.url, r.message)?;
         }
         Ok(())

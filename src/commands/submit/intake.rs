@@ -17,7 +17,9 @@ use crate::config::PropertySource;
 use crate::engines::{self, indexnow};
 use crate::ingest::{self, sitemap};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
-use crate::model::{Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, SourceDocument};
+use crate::model::{
+    Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position, SourceDocument,
+};
 use crate::output::printer::Printer;
 use crate::output::results::ResultEntry;
 use crate::output::summary::PlanCounts;
@@ -130,7 +132,7 @@ impl Run<'_> {
                             Ok(reader) => self.ingest_list(intake, &name, reader, printer)?,
                             Err(e) => {
                                 let why = format!("{e} (a source of property `{}`)", property.name);
-                                self.invalid_line(invalid(&name, &name, LocalReason::Unreadable, why))?;
+                                self.invalid_line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
                             }
                         }
                     }
@@ -218,8 +220,8 @@ impl Run<'_> {
         }
         for problem in problems {
             printer.invalid(&problem.to_string());
-            let sitemap = strip_position(&problem.place);
-            self.invalid_line(invalid(sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
+            let sitemap = problem.place.source.clone();
+            self.invalid_line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
         self.flush(intake)
     }
@@ -232,7 +234,7 @@ impl Run<'_> {
         &mut self,
         intake: &mut Intake,
         text: &str,
-        place: &str,
+        place: &Position,
         url: Result<url::Url, String>,
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
@@ -493,17 +495,8 @@ fn row_entry(
     e
 }
 
-/// "https://e.com/s.xml:3:14" → "https://e.com/s.xml".
-fn strip_position(place: &str) -> &str {
-    let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match place.rsplitn(3, ':').collect::<Vec<_>>().as_slice() {
-        [col, line, rest] if is_number(col) && is_number(line) => rest,
-        _ => place,
-    }
-}
-
 /// The result of an input line that never became a queue item.
-fn invalid(text: &str, place: &str, reason: LocalReason, message: String) -> ResultEntry {
+fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
     ResultEntry {
         url: text.to_string(),
         property: None,
@@ -517,7 +510,7 @@ fn invalid(text: &str, place: &str, reason: LocalReason, message: String) -> Res
         retry_at: None,
         retry_after_secs: None,
         attempts: 0,
-        source: Some(place.to_string()),
+        source: Some(place.clone()),
         retry: None,
     }
 }
@@ -665,20 +658,15 @@ mod tests {
     }
 
     #[test]
-    fn a_sitemap_problem_names_the_sitemap_without_its_position() {
-        assert_eq!(strip_position("https://e.com/s.xml:3:14"), "https://e.com/s.xml");
-        assert_eq!(strip_position("https://e.com:8080/s.xml:3:14"), "https://e.com:8080/s.xml");
-        assert_eq!(strip_position("https://e.com/s.xml"), "https://e.com/s.xml");
-        assert_eq!(strip_position("https://e.com:8080/s.xml"), "https://e.com:8080/s.xml");
-        assert_eq!(strip_position("https://e.com:8080"), "https://e.com:8080", "a port is no position");
-        assert_eq!(strip_position("https://e.com/s.xml:3:"), "https://e.com/s.xml:3:");
-        assert_eq!(strip_position("urls.txt:3"), "urls.txt:3");
-        let e = invalid("https://e.com/s.xml", "https://e.com/s.xml:3:14", LocalReason::Sitemap, "not XML".into());
+    fn an_invalid_line_keeps_its_position() {
+        let place = Position::at("https://e.com:8080/s.xml", 3, 14);
+        let e = invalid("https://e.com/s.xml", &place, LocalReason::Sitemap, "not XML".into());
         assert_eq!(
             (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
             (Outcome::Invalid, "sitemap", "not XML")
         );
-        assert_eq!((e.source.as_deref(), e.property, e.engine), (Some("https://e.com/s.xml:3:14"), None, None));
+        assert_eq!((e.source.as_ref(), e.property, e.engine), (Some(&place), None, None));
+        assert_eq!(e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
     }
 
     fn read_list(run: &mut Run, intake: &mut Intake, text: &'static str) {
@@ -723,7 +711,7 @@ mod tests {
         let mut intake = Intake::new(run.known_groups(), admit_rule(), Some(since));
         for (path, lastmod) in [("old", Some(since - TimeDelta::days(1))), ("none", None), ("new", Some(since))] {
             let url = ingest::parse_url(&format!("https://site.example/{path}"));
-            run.take_url(&mut intake, path, "sitemap.xml:1:1", url, lastmod, &PRINTER).unwrap();
+            run.take_url(&mut intake, path, &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
         }
         run.flush(&mut intake).unwrap();
         let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| i.url).collect();

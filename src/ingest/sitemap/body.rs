@@ -70,7 +70,7 @@ pub(super) fn io_problem(name: &str, error: &io::Error, cap: u64) -> Problem {
     } else {
         format!("cannot read: {error}")
     };
-    Problem { place: name.to_string(), message }
+    Problem { place: crate::model::Position::of(name), message }
 }
 
 /// Passes at most `left` bytes; asked for more while more exist, it fails with [`OverCap`].

@@ -4,6 +4,7 @@
 //! is read from the file beside it when there is one (see the module notes of
 //! [`sitemap`](super)).
 
+use crate::model::Position;
 use percent_encoding::percent_decode_str;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,11 +24,11 @@ pub(super) struct Target {
     pub(super) location: Location,
     pub(super) name: String,
     pub(super) key: String,
-    listed_at: Option<String>,
+    listed_at: Option<Position>,
 }
 
 impl Target {
-    pub(super) fn new(location: Location, name: String, listed_at: Option<String>) -> Target {
+    pub(super) fn new(location: Location, name: String, listed_at: Option<Position>) -> Target {
         let key = match &location {
             Location::File(path) => {
                 format!("file:{}", fs::canonicalize(path).unwrap_or_else(|_| path.clone()).display())
@@ -54,7 +55,7 @@ impl Target {
             Some(at) => format!("{message} (listed at {at})"),
             None => message,
         };
-        Problem { place: self.name.clone(), message }
+        Problem { place: Position::of(self.name.clone()), message }
     }
 }
 

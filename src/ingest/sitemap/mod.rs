@@ -42,6 +42,7 @@ mod robots;
 mod tests;
 mod xml;
 
+use crate::model::Position;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -60,15 +61,15 @@ const MAX_DEPTH: usize = 3;
 pub struct Entry {
     pub loc: String,
     pub lastmod: Option<DateTime<Utc>>,
-    /// "SOURCE:LINE:COL" of the `<loc>`
-    pub place: String,
+    /// Where the `<loc>` is: the sitemap, its line and column.
+    pub place: Position,
 }
 
 /// A problem with one source (the others still go through).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// "SOURCE" or "SOURCE:LINE:COL"
-    pub place: String,
+    /// The source, or where in it.
+    pub place: Position,
     pub message: String,
 }
 
@@ -146,7 +147,7 @@ impl Reader {
         let location = match source_location(source) {
             Ok(location) => location,
             Err(message) => {
-                problems.push(Problem { place: source.to_string(), message });
+                problems.push(Problem { place: Position::of(source), message });
                 return problems;
             }
         };
@@ -348,7 +349,7 @@ impl Frame {
 
 /// Children of one index that were not read because they are too deep: one problem per index.
 struct TooDeep {
-    place: String,
+    place: Position,
     chain: String,
     count: usize,
 }
@@ -370,5 +371,5 @@ impl TooDeep {
 /// A `<sitemap><loc>` of an index or a `Sitemap:` line of a robots.txt.
 struct Child {
     loc: String,
-    place: String,
+    place: Position,
 }

@@ -35,7 +35,7 @@ pub(super) fn parse_robots(raw: Box<dyn Read>, name: &str, cap: u64, problems: &
         }
         let indent = value.len() - value.trim_start().len();
         let col = line[..key.len() + 1 + indent].chars().count() + 1;
-        let place = format!("{name}:{number}:{col}");
+        let place = crate::model::Position::at(name, number, col as u64);
         match value.split_whitespace().next() {
             Some(loc) => children.push(Child { loc: loc.to_string(), place }),
             None => problems.push(Problem { place, message: "empty `Sitemap:` line".to_string() }),

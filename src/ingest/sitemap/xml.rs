@@ -2,6 +2,7 @@
 //! quick-xml, never as a DOM: entries go to the caller as they are read,
 //! index children are returned, and each problem names its line and column.
 
+use crate::model::Position;
 use quick_xml::events::Event;
 use std::borrow::Cow;
 use std::fmt;
@@ -44,12 +45,12 @@ struct Text {
     len: usize,
     /// How many of those end the text as whitespace.
     trailing_space: usize,
-    place: String,
+    place: Position,
     unknown_entity: Option<String>,
 }
 
 impl Text {
-    fn new(field: Field, place: String) -> Text {
+    fn new(field: Field, place: Position) -> Text {
         Text { field, value: String::new(), len: 0, trailing_space: 0, place, unknown_entity: None }
     }
 
@@ -77,7 +78,7 @@ impl Text {
 
 /// A `<url>` or `<sitemap>` being read.
 struct Item {
-    place: String,
+    place: Position,
     loc: Option<Text>,
     lastmod: Option<Text>,
 }
@@ -94,15 +95,15 @@ struct Parse<'a> {
     item: Option<Item>,
     text: Option<Text>,
     bad_lastmods: usize,
-    first_bad_lastmod: Option<(String, String)>,
+    first_bad_lastmod: Option<(Position, String)>,
 }
 
 impl Parse<'_> {
-    fn place(&self, (line, col): (u64, u64)) -> String {
-        format!("{}:{line}:{col}", self.name)
+    fn place(&self, (line, col): (u64, u64)) -> Position {
+        Position::at(self.name, line, col)
     }
 
-    fn problem(&mut self, place: String, message: String) {
+    fn problem(&mut self, place: Position, message: String) {
         self.problems.push(Problem { place, message });
     }
 
@@ -258,7 +259,7 @@ impl Parse<'_> {
             let place = self.place(at);
             self.problem(place, message);
         } else if self.kind.is_none() {
-            self.problem(self.name.to_string(), "empty: no <urlset> or <sitemapindex> in it".to_string());
+            self.problem(Position::of(self.name), "empty: no <urlset> or <sitemapindex> in it".to_string());
         }
     }
 

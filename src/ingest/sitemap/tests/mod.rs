@@ -5,6 +5,7 @@ mod server;
 
 use super::*;
 use crate::ingest::{exact_size, MAX_URL_BYTES};
+use crate::model::Position;
 use chrono::TimeZone;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -114,13 +115,13 @@ async fn urlset_with_lastmod_in_several_forms() {
         ]
     );
     // Each <url> takes 4 lines (3 without lastmod); <loc> is at column 5.
-    assert_eq!(entries[0].place, format!("{path}:4:5"));
-    assert_eq!(entries[1].place, format!("{path}:8:5"));
-    assert_eq!(entries[7].place, format!("{path}:31:5"));
+    assert_eq!(entries[0].place.to_string(), format!("{path}:4:5"));
+    assert_eq!(entries[1].place.to_string(), format!("{path}:8:5"));
+    assert_eq!(entries[7].place.to_string(), format!("{path}:31:5"));
     assert_eq!(
         problems,
         vec![Problem {
-            place: format!("{path}:32:5"),
+            place: Position::at(path.as_str(), 32, 5),
             message: "<lastmod> \"last tuesday\" is not a W3C datetime; that URL goes without a lastmod".into(),
         }]
     );
@@ -142,14 +143,14 @@ async fn entities_cdata_and_trimming() {
     let (entries, problems) = read_all(&mut reader, &path).await;
     let got: Vec<&str> = entries.iter().map(|e| e.loc.as_str()).collect();
     assert_eq!(got, vec!["https://e.com/?a=1&b=2AB<", "https://e.com/?x=1&y=<2>", "https://e.com/é's"]);
-    assert_eq!(entries[0].place, format!("{path}:2:6"));
-    let places: Vec<(&str, &str)> = problems.iter().map(|p| (p.place.as_str(), p.message.as_str())).collect();
+    assert_eq!(entries[0].place.to_string(), format!("{path}:2:6"));
+    let places: Vec<(String, &str)> = problems.iter().map(|p| (p.place.to_string(), p.message.as_str())).collect();
     assert_eq!(places.len(), 4, "{problems:#?}");
     assert_eq!(places[0].0, format!("{path}:7:6"));
     assert!(places[0].1.starts_with("unknown entity &nbsp; in <loc>"), "{}", places[0].1);
-    assert_eq!(places[1], (format!("{path}:8:6").as_str(), "empty <loc>"));
-    assert_eq!(places[2], (format!("{path}:9:6").as_str(), "empty <loc>"));
-    assert_eq!(places[3], (format!("{path}:10:1").as_str(), "<url> without <loc>"));
+    assert_eq!(places[1], (format!("{path}:8:6"), "empty <loc>"));
+    assert_eq!(places[2], (format!("{path}:9:6"), "empty <loc>"));
+    assert_eq!(places[3], (format!("{path}:10:1"), "<url> without <loc>"));
 }
 
 #[tokio::test]
@@ -184,9 +185,9 @@ async fn extensions_and_namespaces_are_ignored() {
             Entry {
                 loc: "https://e.com/page".into(),
                 lastmod: Some(utc(2024, 2, 3, 4, 5, 6)),
-                place: format!("{path}:10:5"),
+                place: Position::at(path.as_str(), 10, 5),
             },
-            Entry { loc: "https://e.com/prefixed".into(), lastmod: None, place: format!("{path}:18:66") },
+            Entry { loc: "https://e.com/prefixed".into(), lastmod: None, place: Position::at(path.as_str(), 18, 66) },
         ]
     );
 }
@@ -212,16 +213,16 @@ async fn index_of_plain_and_gzipped_sitemaps_served() {
     let source = format!("{}/sitemap.xml", server.base);
     let (entries, problems) = read_all(&mut reader, &source).await;
     assert_eq!(problems, vec![]);
-    let got: Vec<(&str, Option<DateTime<Utc>>, &str)> =
-        entries.iter().map(|e| (e.loc.as_str(), e.lastmod, e.place.as_str())).collect();
+    let got: Vec<(&str, Option<DateTime<Utc>>, String)> =
+        entries.iter().map(|e| (e.loc.as_str(), e.lastmod, e.place.to_string())).collect();
     let a_place = |line| format!("{}/a.xml:{line}:5", server.base);
     let b_place = format!("{}/b.xml.gz:4:5", server.base);
     assert_eq!(
         got,
         vec![
-            ("https://e.com/a1", Some(utc(2024, 1, 2, 0, 0, 0)), a_place(4).as_str()),
-            ("https://e.com/a2", None, a_place(8).as_str()),
-            ("https://e.com/b1", Some(utc(2024, 3, 4, 5, 6, 0)), b_place.as_str()),
+            ("https://e.com/a1", Some(utc(2024, 1, 2, 0, 0, 0)), a_place(4)),
+            ("https://e.com/a2", None, a_place(8)),
+            ("https://e.com/b1", Some(utc(2024, 3, 4, 5, 6, 0)), b_place),
         ]
     );
     assert_eq!(server.hits("/a.xml"), 1);
@@ -258,7 +259,7 @@ async fn local_index_reads_local_copies_of_its_children() {
             ("https://e.com/c1", None),
         ]
     );
-    assert_eq!(entries[2].place, format!("{b_path}:8:5"));
+    assert_eq!(entries[2].place.to_string(), format!("{b_path}:8:5"));
 }
 
 #[tokio::test]
@@ -276,7 +277,7 @@ async fn gzip_is_found_by_its_magic_bytes() {
     assert_eq!(problems, vec![]);
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].lastmod, Some(utc(2024, 6, 7, 0, 0, 0)));
-    assert_eq!(entries[0].place, format!("{}/sitemap:4:5", server.base));
+    assert_eq!(entries[0].place.to_string(), format!("{}/sitemap:4:5", server.base));
     let (entries, problems) = read_all(&mut reader, &format!("{}/twice.xml.gz", server.base)).await;
     assert_eq!((locs(&entries), problems), (vec!["https://e.com/z"], vec![]));
 
@@ -323,7 +324,7 @@ async fn robots_txt_sitemap_lines_are_followed() {
     assert_eq!(
         problems,
         vec![Problem {
-            place: format!("{}/gone.xml", server.base),
+            place: Position::of(format!("{}/gone.xml", server.base)),
             message: format!("HTTP 404 Not Found (listed at {robots}:2:10)"),
         }]
     );
@@ -331,7 +332,7 @@ async fn robots_txt_sitemap_lines_are_followed() {
     fs::create_dir(&sub).unwrap();
     let bare = write(&sub, "ROBOTS.TXT", "User-agent: *\n");
     let (_, problems) = read_all(&mut reader, &bare).await;
-    assert_eq!(problems, vec![Problem { place: bare, message: "no `Sitemap:` line in it".into() }]);
+    assert_eq!(problems, vec![Problem { place: Position::of(bare), message: "no `Sitemap:` line in it".into() }]);
 }
 
 #[tokio::test]
@@ -352,7 +353,7 @@ async fn a_cycle_is_reported_with_its_loop() {
     assert_eq!(
         problems,
         vec![Problem {
-            place: format!("{source}:4:5"),
+            place: Position::at(source.as_str(), 4, 5),
             message: format!("sitemap index loop: {source} → {source}; not followed again"),
         }]
     );
@@ -368,7 +369,7 @@ async fn a_cycle_is_reported_with_its_loop() {
     assert_eq!(
         problems,
         vec![Problem {
-            place: format!("{b}:4:5"),
+            place: Position::at(b.as_str(), 4, 5),
             message: format!("sitemap index loop: {a} → {b} → {a}; not followed again"),
         }]
     );
@@ -402,14 +403,14 @@ async fn a_missing_and_a_malformed_child_do_not_stop_the_good_one() {
     let (entries, problems) = read_all(&mut reader, &format!("{base}/index.xml")).await;
     assert_eq!(locs(&entries), vec!["https://e.com/early", "https://e.com/good", "https://e.com/u"]);
     assert_eq!(problems.len(), 3, "{problems:#?}");
-    assert_eq!(problems[0].place, format!("{base}/missing.xml"));
+    assert_eq!(problems[0].place.to_string(), format!("{base}/missing.xml"));
     assert_eq!(problems[0].message, format!("HTTP 404 Not Found (listed at {base}/index.xml:4:5)"));
     // `</lo>` starts at line 4, column 28 (é is one column).
-    assert_eq!(problems[1].place, format!("{base}/bad.xml:4:28"));
+    assert_eq!(problems[1].place.to_string(), format!("{base}/bad.xml:4:28"));
     assert!(problems[1].message.starts_with("malformed XML: "), "{}", problems[1].message);
     assert!(problems[1].message.contains("lo"), "{}", problems[1].message);
     // The unclosed `</loc` starts at line 3, column 26.
-    assert_eq!(problems[2].place, format!("{base}/unclosed.xml.gz:3:26"));
+    assert_eq!(problems[2].place.to_string(), format!("{base}/unclosed.xml.gz:3:26"));
     assert!(problems[2].message.starts_with("malformed XML: "), "{}", problems[2].message);
 }
 
@@ -430,7 +431,7 @@ async fn a_loc_over_the_url_cap_is_a_problem_at_its_place() {
     assert_eq!(lens, [MAX_URL_BYTES, "https://e.com/ok".len()], "the one at the cap is read, whitespace aside");
     assert!(entries[0].loc == at_cap);
     assert_eq!(problems.len(), 1, "{problems:#?}");
-    assert_eq!(problems[0].place, format!("{path}:5:6"), "the place of its <loc>");
+    assert_eq!(problems[0].place.to_string(), format!("{path}:5:6"), "the place of its <loc>");
     assert!(
         problems[0].message.starts_with("<loc> is 8.0 KiB long; a URL is at most 8 KiB"),
         "{}",
@@ -472,7 +473,7 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
     let (entries, problems) = read_all(&mut reader, &format!("{base}/down.xml")).await;
     assert!(entries.is_empty());
     assert_eq!(problems.len(), 1, "{problems:#?}");
-    assert_eq!(problems[0].place, format!("{base}/down.xml"));
+    assert_eq!(problems[0].place.to_string(), format!("{base}/down.xml"));
     assert_eq!(
         problems[0].message,
         format!(
@@ -528,12 +529,12 @@ async fn malformed_local_files_name_line_and_column() {
         let (_, problems) = read_all(&mut reader, &path).await;
         assert_eq!(problems.len(), 1, "{name}: {problems:#?}");
         let place = if at.is_empty() { path.clone() } else { format!("{path}:{at}") };
-        assert_eq!(problems[0].place, place, "{name}");
+        assert_eq!(problems[0].place.to_string(), place, "{name}");
         assert!(problems[0].message.contains(message), "{name}: {}", problems[0].message);
     }
     let missing = dir.path().join("nope.xml").display().to_string();
     let (_, problems) = read_all(&mut reader, &missing).await;
-    assert_eq!(problems[0].place, missing);
+    assert_eq!(problems[0].place, Position::of(missing));
     assert!(problems[0].message.starts_with("cannot read: "), "{}", problems[0].message);
     let (_, problems) = read_all(&mut reader, "ftp://e.com/sitemap.xml").await;
     assert!(problems[0].message.contains("cannot read ftp: URLs"), "{}", problems[0].message);
@@ -552,7 +553,7 @@ fn assert_capped(entries: &[Entry], problems: &[Problem], name: &str, cap: u64) 
     assert_eq!(
         problems,
         vec![Problem {
-            place: name.to_string(),
+            place: Position::of(name),
             message: format!(
                 "larger than the {cap} B cap (sitemap.max_bytes); nothing past the first {cap} B was read"
             ),
@@ -602,7 +603,7 @@ async fn nesting_deeper_than_three_is_reported() {
     assert_eq!(
         problems,
         vec![Problem {
-            place: format!("{d3}:4:5"),
+            place: Position::at(d3.as_str(), 4, 5),
             message: format!(
                 "sitemap indexes nested more than 3 deep ({} → {} → {} → {} → {}): 2 child sitemaps of this index not read",
                 d0,
