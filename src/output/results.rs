@@ -78,7 +78,9 @@ impl Planned {
     }
 }
 
-/// What a result is about: a ledger item, or an input line that never became one.
+/// What a result is about: a ledger item, or something that is no ledger
+/// item (an input line that never became one, a dry run's plan for a URL),
+/// whose key is new each time (`line_key`): its result is never replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {
     Item(i64),
@@ -197,7 +199,9 @@ impl Results {
                 }
                 None => 0,
             };
-            let replaced = match final_outcome(outcome) {
+            // A result nothing can replace keeps nothing: a final outcome, or a
+            // key made for it alone (a dry run's million deferrals).
+            let replaced = match final_outcome(outcome) || matches!(key, Key::Line(_)) {
                 true => self.current.remove(&key),
                 false => self.current.insert(key, (aggregate, outcome, offset)),
             };
@@ -388,6 +392,21 @@ mod tests {
             source: None,
             retry: None,
         }
+    }
+
+    #[test]
+    fn a_result_nothing_can_replace_is_counted_and_not_kept() {
+        let mut results = Results::new(false).unwrap();
+        let mut deferred = entry("https://s/a", Outcome::Deferred, crate::model::LocalReason::Budget);
+        for _ in 0..3 {
+            let key = results.line_key();
+            deferred.url = format!("https://s/{key:?}");
+            results.put(key, &deferred).unwrap();
+        }
+        assert_eq!(results.summary()["deferred"], 3);
+        assert!(results.current.is_empty(), "a line's key is never put again: nothing kept per URL");
+        results.put(Key::Item(7), &deferred).unwrap();
+        assert_eq!(results.current.len(), 1, "an item's wait may be replaced by its retry's answer");
     }
 
     #[test]
