@@ -34,10 +34,10 @@ use std::time::Duration;
 pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
-const SCHEMA_3: &str = include_str!("postgres_schema_3.sql");
+const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
-const SCHEMA_4: &str = include_str!("postgres_schema_4.sql");
+const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
 
 /// Schema 2, over schema 1: items are found by (group, url_key) — an
 /// integer key of the URL — and attempts are recorded per request: one row

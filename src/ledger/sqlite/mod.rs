@@ -20,12 +20,12 @@ use std::rc::Rc;
 pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
-const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
+const SCHEMA_2: &str = include_str!("schema/0002_requests.sql");
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
-const SCHEMA_3: &str = include_str!("sqlite_schema_3.sql");
+const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
-const SCHEMA_4: &str = include_str!("sqlite_schema_4.sql");
+const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
