@@ -16,148 +16,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
 
-/// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
-
-/// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
-const SCHEMA_2: &str = include_str!("schema/0002_requests.sql");
-/// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
-const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
-/// Schema 4, over schema 3: Google URL inspections per property and class, and
-/// the items `queue drop` removed that requests name.
-const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
-const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
+mod schema;
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
 /// under SQLite's limit of 32,766 parameters).
 const CHUNK: usize = 500;
-
-/// Schema 1, the first migration of every ledger.
-const SCHEMA_1: &str = r#"
-CREATE TABLE groups (
-    id        INTEGER PRIMARY KEY,
-    property  TEXT NOT NULL,
-    engine    TEXT NOT NULL,
-    target    TEXT NOT NULL,
-    -- The group's items by state (counting a queue of a million would read
-    -- all of it): `admit` counts the items it inserts (a trigger per row
-    -- would slow a large intake), the triggers below every other change.
-    queued    INTEGER NOT NULL DEFAULT 0,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    parked    INTEGER NOT NULL DEFAULT 0,
-    accepted  INTEGER NOT NULL DEFAULT 0,
-    UNIQUE (property, engine, target)
-);
-
-CREATE TABLE items (
-    id                 INTEGER PRIMARY KEY,
-    url                TEXT NOT NULL,
-    group_id           INTEGER NOT NULL REFERENCES groups (id),
-    state              TEXT NOT NULL,
-    action             TEXT NOT NULL DEFAULT 'updated',
-    lastmod            INTEGER,
-    next_attempt_at    INTEGER,
-    enqueued_at        INTEGER NOT NULL,
-    attempts           INTEGER NOT NULL DEFAULT 0,
-    last_class         TEXT,
-    last_reason        TEXT,
-    last_message       TEXT,
-    last_http_status   INTEGER,
-    streak             INTEGER NOT NULL DEFAULT 0,
-    streak_started_at  INTEGER,
-    accepted_at        INTEGER,
-    parked_fingerprint TEXT,
-    reservation_id     INTEGER,
-    UNIQUE (url, group_id)
-);
-CREATE INDEX items_group ON items (group_id, state, next_attempt_at);
-CREATE INDEX items_reservation ON items (reservation_id) WHERE reservation_id IS NOT NULL;
-
-CREATE TRIGGER items_uncounted AFTER DELETE ON items BEGIN
-    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
-        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
-    WHERE id = OLD.group_id;
-END;
-CREATE TRIGGER items_recounted AFTER UPDATE OF state, group_id ON items
-WHEN OLD.state IS NOT NEW.state OR OLD.group_id IS NOT NEW.group_id BEGIN
-    UPDATE groups SET queued = queued - (OLD.state = 'queued'), in_flight = in_flight - (OLD.state = 'in_flight'),
-        parked = parked - (OLD.state = 'parked'), accepted = accepted - (OLD.state = 'accepted')
-    WHERE id = OLD.group_id;
-    UPDATE groups SET queued = queued + (NEW.state = 'queued'), in_flight = in_flight + (NEW.state = 'in_flight'),
-        parked = parked + (NEW.state = 'parked'), accepted = accepted + (NEW.state = 'accepted')
-    WHERE id = NEW.group_id;
-END;
-
-CREATE TABLE responses (
-    id          INTEGER PRIMARY KEY,
-    http_status INTEGER,
-    body        TEXT
-);
-
-CREATE TABLE attempts (
-    id          INTEGER PRIMARY KEY,
-    item_id     INTEGER NOT NULL REFERENCES items (id) ON DELETE CASCADE,
-    at          INTEGER NOT NULL,
-    class       TEXT NOT NULL,
-    reason      TEXT NOT NULL,
-    message     TEXT NOT NULL,
-    response_id INTEGER REFERENCES responses (id),
-    retry_at    INTEGER
-);
-CREATE INDEX attempts_item ON attempts (item_id, at);
-CREATE INDEX attempts_at ON attempts (at);
-CREATE INDEX attempts_rejected ON attempts (at, id) WHERE class != 'accepted';
-
-CREATE TABLE budget_usage (
-    rule               TEXT NOT NULL,
-    window_key         TEXT NOT NULL,
-    period             TEXT NOT NULL,
-    used               INTEGER NOT NULL DEFAULT 0,
-    limit_value        INTEGER,
-    resets_at          INTEGER NOT NULL,
-    reported_at        INTEGER,
-    reported_remaining INTEGER,
-    PRIMARY KEY (rule, window_key)
-);
-
-CREATE TABLE blocks (
-    rule  TEXT PRIMARY KEY,
-    until INTEGER NOT NULL
-);
-
-CREATE TABLE reservations (
-    id          INTEGER PRIMARY KEY,
-    host        TEXT NOT NULL,
-    pid         INTEGER NOT NULL,
-    started     INTEGER NOT NULL,
-    created_at  INTEGER NOT NULL,
-    lease_until INTEGER NOT NULL,
-    units       INTEGER NOT NULL
-);
-
-CREATE TABLE reservation_rules (
-    reservation_id INTEGER NOT NULL REFERENCES reservations (id) ON DELETE CASCADE,
-    rule           TEXT NOT NULL,
-    window_key     TEXT NOT NULL,
-    units          INTEGER NOT NULL
-);
-CREATE INDEX reservation_rules_rule ON reservation_rules (rule, window_key);
-
-CREATE TABLE pacing (
-    key    TEXT PRIMARY KEY,
-    tat_ms INTEGER NOT NULL
-);
-
-CREATE TABLE credentials (
-    fingerprint   TEXT PRIMARY KEY,
-    first_used_at INTEGER NOT NULL
-);
-
-CREATE TABLE runs (
-    id         INTEGER PRIMARY KEY CHECK (id = 1),
-    latest_now INTEGER NOT NULL
-);
-"#;
 
 pub struct SqliteLedger {
     conn: Connection,
@@ -309,31 +172,6 @@ impl SqliteLedger {
         self.migrate()
     }
 
-    fn migrate(&mut self) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version > SCHEMA_VERSION {
-            return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
-        }
-        if version < 1 {
-            tx.execute_batch(SCHEMA_1)?;
-        }
-        if version < 2 {
-            upgrade_to_2(&tx)?;
-        }
-        if version < 3 {
-            tx.execute_batch(SCHEMA_3)?;
-        }
-        if version < 4 {
-            tx.execute_batch(SCHEMA_4)?;
-        }
-        if version < SCHEMA_VERSION {
-            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     /// Sets how long this process's reservations are trusted when their
     /// owner cannot be checked.
     pub fn with_lease(mut self, lease: TimeDelta) -> SqliteLedger {
@@ -355,95 +193,6 @@ impl SqliteLedger {
     fn existing_group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
         group_id(&self.conn, &mut self.groups, key)
     }
-}
-
-/// Schema 1 → 2: items get their URL key (a URL whose key another of its
-/// group holds takes the next free one), each attempt becomes a recorded
-/// request naming its item, and each item points at its last one.
-fn upgrade_to_2(tx: &Connection) -> Result<()> {
-    let (before, after) = SCHEMA_2.split_once(COPY_ROWS).expect("the schema-2 script marks where the rows are copied");
-    tx.execute_batch(before)?;
-    {
-        let mut read = tx.prepare(
-            "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
-                 streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id
-             FROM items_v1 ORDER BY id",
-        )?;
-        let mut insert = tx.prepare(
-            "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
-                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        )?;
-        let mut taken = HashSet::new();
-        let mut rows = read.query([])?;
-        while let Some(r) = rows.next()? {
-            let (group, url): (i64, String) = (r.get(1)?, r.get(2)?);
-            let mut key = url_key(&url);
-            while !taken.insert((group, key)) {
-                key = next_key(key);
-            }
-            // Values this indexq does not know stop the upgrade, naming them.
-            let state: String = r.get(3)?;
-            let action: String = r.get(4)?;
-            let class: Option<String> = r.get(9)?;
-            stored::<ItemState>("items", "state", &state)?;
-            stored::<Action>("items", "action", &action)?;
-            stored_opt::<Class>("items", "last_class", class.as_deref())?;
-            insert.execute(params![
-                r.get::<_, i64>(0)?,
-                group,
-                key,
-                url,
-                state,
-                action,
-                r.get::<_, Option<i64>>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, i64>(7)?,
-                r.get::<_, i64>(8)?,
-                class,
-                r.get::<_, i64>(10)?,
-                r.get::<_, Option<i64>>(11)?,
-                r.get::<_, Option<i64>>(12)?,
-                r.get::<_, Option<String>>(13)?,
-                r.get::<_, Option<i64>>(14)?,
-            ])?;
-        }
-        let mut read = tx.prepare(
-            "SELECT a.item_id, i.group_id, a.at, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at
-             FROM attempts_v1 a JOIN items_v1 i ON i.id = a.item_id LEFT JOIN responses_v1 r ON r.id = a.response_id
-             ORDER BY a.at, a.id",
-        )?;
-        let mut insert = tx.prepare(
-            "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
-                 last_item)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?9)",
-        )?;
-        let mut last = HashMap::new();
-        let mut rows = read.query([])?;
-        while let Some(r) = rows.next()? {
-            let item: i64 = r.get(0)?;
-            let class: String = r.get(3)?;
-            stored::<Class>("attempts", "class", &class)?;
-            insert.execute(params![
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-                class,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, Option<String>>(7)?,
-                r.get::<_, Option<i64>>(8)?,
-                item,
-            ])?;
-            last.insert(item, tx.last_insert_rowid());
-        }
-        let mut point = tx.prepare("UPDATE items SET last_request_id = ?2 WHERE id = ?1")?;
-        for (item, request) in last {
-            point.execute(params![item, request])?;
-        }
-    }
-    tx.execute_batch(after)?;
-    recount(tx)
 }
 
 /// The kept counts of every group, counted again.
@@ -2095,31 +1844,6 @@ mod tests {
 
     fn group(property: &str, engine: EngineKind) -> GroupKey {
         GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
-    }
-
-    /// A ledger written by an indexq of schema version 1 gets the run
-    /// records on open, and keeps what it had.
-    #[test]
-    fn a_version_1_ledger_is_migrated() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ledger.db");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(SCHEMA_1).unwrap();
-            conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
-        }
-        let mut ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
-        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
-        let run = RunRecord {
-            host: "h".into(),
-            started_at: t("2026-12-03T09:00:00Z"),
-            ended_at: t("2026-12-03T09:00:01Z"),
-            exit_code: 0,
-        };
-        ledger.record_run(&run).unwrap();
-        assert_eq!(ledger.last_run(true).unwrap(), Some(run));
     }
 
     /// A reason read back that this indexq does not know as one of its
