@@ -6,7 +6,9 @@
 
 use super::*;
 use crate::model::Period;
-use crate::model::{AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument};
+use crate::model::{
+    AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument, TransientReason,
+};
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()

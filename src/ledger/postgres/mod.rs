@@ -571,44 +571,7 @@ fn stale_reservations(tx: &mut impl GenericClient, now: DateTime<Utc>, me: &Owne
     Ok(rows.iter().filter(|r| !owner_of(r, 1).may_be_alive(me, r.get(4), now)).map(|r| r.get::<_, i64>(0)).collect())
 }
 
-impl Ledger for PgLedger {
-    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
-        self.transaction(|tx| Ok(stale_reservations(tx, now, me, false)?.len() as u64))
-    }
-
-    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
-        let now = sec(now);
-        self.transaction(|tx| {
-            let stale = stale_reservations(tx, now, me, true)?;
-            let mut done = Reconciled::default();
-            for id in stale {
-                let rows = tx.query(
-                    "SELECT id, group_id FROM items WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
-                    &[&id],
-                )?;
-                if let Some(first) = rows.first() {
-                    let items: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    let group: i64 = first.get(1);
-                    let request = insert_request(tx, &Recorded::interrupted(group, now, &items))?;
-                    tx.execute(
-                        "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
-                             attempts = attempts + 1, last_class = 'transient', last_request_id = $3
-                         WHERE reservation_id = $1 AND state = 'in_flight'",
-                        &[&id, &now, &request],
-                    )?;
-                }
-                tx.execute("DELETE FROM reservations WHERE id = $1", &[&id])?;
-                done.reservations += 1;
-                done.items += rows.len() as u64;
-            }
-            Ok(done)
-        })
-    }
-
-    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
-        self.transaction(|tx| ledger_time(tx, now.shift, record))
-    }
-
+impl Intake for PgLedger {
     fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
         self.with_groups(|tx, groups| {
             let mut group_ids = Vec::with_capacity(batch.len());
@@ -635,6 +598,16 @@ impl Ledger for PgLedger {
         Ok(out)
     }
 
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
+        self.transaction(|tx| source_documents(tx))
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+        self.transaction(|tx| store_source_documents(tx, documents, false))
+    }
+}
+
+impl Queue for PgLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let now = sec(now);
         self.with_groups(|tx, groups| {
@@ -670,6 +643,213 @@ impl Ledger for PgLedger {
             .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
             .collect()
         })
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
+            Ok(tx
+                .query_one(
+                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
+                    &[&group],
+                )?
+                .get(0))
+        })
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let now = sec(now);
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(QueueCounts::default()) };
+            // The counts by state are kept; only the due items are counted
+            // (one statement: one snapshot).
+            let r = tx.query_one(
+                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
+                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2)
+                 FROM group_counts WHERE group_id = $1",
+                &[&group, &now],
+            )?;
+            let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
+            let (queued, due) = (n(0), n(4));
+            Ok(QueueCounts { due, waiting: queued.saturating_sub(due), parked: n(1), in_flight: n(2), accepted: n(3) })
+        })
+    }
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE {clause}
+             ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
+                 i.next_attempt_at NULLS FIRST, i.id{limit}"
+        );
+        self.transaction(|tx| tx.query(&sql, &refs(&values))?.iter().map(item_row).collect())
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        self.transaction(|tx| {
+            let sql = format!(
+                "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
+                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
+                     LEFT JOIN requests r ON r.id = i.last_request_id
+                 ORDER BY wanted.n"
+            );
+            tx.query(&sql, &[&ids])?.iter().map(item_row).collect()
+        })
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::retry_states(filter);
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            Ok(tx.execute(
+                &format!(
+                    "UPDATE items AS i SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL FROM groups g WHERE g.id = i.group_id AND {clause}"
+                ),
+                &refs(&values),
+            )?)
+        })
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::drop_states(filter);
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}
+                     RETURNING i.id, i.group_id, i.url, i.last_request_id IS NOT NULL"
+                ),
+                &refs(&values),
+            )?;
+            // A drop removes items, not history: their requests stay, and an
+            // item a request names (it has a last one) keeps its URL and id.
+            let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for r in rows.iter().filter(|r| r.get::<_, bool>(3)) {
+                let url: String = r.get(2);
+                ids.push(r.get::<_, i64>(0));
+                groups.push(r.get::<_, i64>(1));
+                keys.push(url_key(&url));
+                urls.push(url);
+            }
+            tx.execute(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT id, group_id, url_key, url, $5
+                 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS d (id, group_id, url_key, url)",
+                &[&ids, &groups, &keys, &urls, &now],
+            )?;
+            Ok(rows.len() as u64)
+        })
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let now = sec(now);
+        let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
+            Ok(tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
+                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))",
+                &[&group, &texts, &now],
+            )?)
+        })
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        self.transaction(|tx| {
+            // Per group and last answer: how many, since when, the latest
+            // answer's URL and message, and the reminder kept under its reason.
+            let rows = tx.query(
+                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
+                        m.reminded_at
+                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
+                              max(r.id) AS latest, min(i.url) AS url
+                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
+                       WHERE i.state = 'parked'
+                       GROUP BY i.group_id, r.class, r.reason) p
+                 JOIN groups g ON g.id = p.group_id
+                 LEFT JOIN requests r ON r.id = p.latest
+                 LEFT JOIN items fi ON fi.id = r.first_item
+                 LEFT JOIN reminders m ON m.group_id = p.group_id AND m.reason = coalesce(p.reason, 'parked')
+                 ORDER BY g.property, g.engine, g.target, p.reason",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let class: Option<String> = r.get(3);
+                    let reason: Option<String> = r.get(4);
+                    Ok(ParkedGroup {
+                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
+                        reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                        count: r.get::<_, i64>(5) as u64,
+                        since: r.get(6),
+                        message: r.get(7),
+                        url: r.get::<_, Option<String>>(8).unwrap_or_else(|| r.get(9)),
+                        reminded_at: r.get(10),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let at = sec(at);
+        self.with_groups(|tx, groups| {
+            for (group, reason) in reminded {
+                let Some(group) = group_id(tx, groups, group)? else { continue };
+                tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                    &[&group, reason, &at],
+                )?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Budget for PgLedger {
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
+        self.transaction(|tx| Ok(stale_reservations(tx, now, me, false)?.len() as u64))
+    }
+
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            let stale = stale_reservations(tx, now, me, true)?;
+            let mut done = Reconciled::default();
+            for id in stale {
+                let rows = tx.query(
+                    "SELECT id, group_id FROM items WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
+                    &[&id],
+                )?;
+                if let Some(first) = rows.first() {
+                    let items: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    let group: i64 = first.get(1);
+                    let request = insert_request(tx, &Recorded::interrupted(group, now, &items))?;
+                    tx.execute(
+                        "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
+                             attempts = attempts + 1, last_class = 'transient', last_request_id = $3
+                         WHERE reservation_id = $1 AND state = 'in_flight'",
+                        &[&id, &now, &request],
+                    )?;
+                }
+                tx.execute("DELETE FROM reservations WHERE id = $1", &[&id])?;
+                done.reservations += 1;
+                done.items += rows.len() as u64;
+            }
+            Ok(done)
+        })
+    }
+
+    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
+        self.transaction(|tx| ledger_time(tx, now.shift, record))
     }
 
     fn claim(
@@ -764,25 +944,6 @@ impl Ledger for PgLedger {
         })
     }
 
-    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
-        self.transaction(|tx| {
-            let rows = tx.query(
-                "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
-                 FROM inspections ORDER BY property, class",
-                &[],
-            )?;
-            rows.iter()
-                .map(|r| {
-                    let (property, class, count, at): (String, String, i64, DateTime<Utc>) =
-                        (r.get(0), r.get(1), r.get(2), r.get(3));
-                    let (reason, message, hint, status): (String, String, Option<String>, Option<i32>) =
-                        (r.get(4), r.get(5), r.get(6), r.get(7));
-                    stored_inspection(property, &class, count, at, &reason, message, hint, status)
-                })
-                .collect()
-        })
-    }
-
     fn finish(&mut self, done: &Finish) -> Result<()> {
         let Finish { reservation, answers, blocks, reports, windows } = done;
         self.transaction(|tx| {
@@ -845,18 +1006,6 @@ impl Ledger for PgLedger {
         })
     }
 
-    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
-        self.with_groups(|tx, groups| {
-            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
-            Ok(tx
-                .query_one(
-                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
-                    &[&group],
-                )?
-                .get(0))
-        })
-    }
-
     fn pace_tat(&mut self, key: &str) -> Result<Option<i64>> {
         // A pace row written with 0 by a claim is one without a time yet.
         self.transaction(|tx| {
@@ -864,24 +1013,6 @@ impl Ledger for PgLedger {
                 .query_opt("SELECT tat_ms FROM pacing WHERE key = $1", &[&key])?
                 .map(|r| r.get::<_, i64>(0))
                 .filter(|t| *t > 0))
-        })
-    }
-
-    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        let now = sec(now);
-        self.transaction(|tx| {
-            tx.execute(
-                "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&fingerprint, &now],
-            )?;
-            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
-        })
-    }
-
-    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
-        self.transaction(|tx| {
-            tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
-            Ok(())
         })
     }
 
@@ -893,25 +1024,25 @@ impl Ledger for PgLedger {
         let now = sec(now);
         self.transaction(|tx| report_in(tx, rule, remaining, now, None))
     }
+}
 
-    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
-        let now = sec(now);
-        self.with_groups(|tx, groups| {
-            let Some(group) = group_id(tx, groups, group)? else { return Ok(QueueCounts::default()) };
-            // The counts by state are kept; only the due items are counted
-            // (one statement: one snapshot).
-            let r = tx.query_one(
-                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
-                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2)
-                 FROM group_counts WHERE group_id = $1",
-                &[&group, &now],
+impl Runs for PgLedger {
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+                 FROM inspections ORDER BY property, class",
+                &[],
             )?;
-            let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
-            let (queued, due) = (n(0), n(4));
-            Ok(QueueCounts { due, waiting: queued.saturating_sub(due), parked: n(1), in_flight: n(2), accepted: n(3) })
+            rows.iter()
+                .map(|r| {
+                    let (property, class, count, at): (String, String, i64, DateTime<Utc>) =
+                        (r.get(0), r.get(1), r.get(2), r.get(3));
+                    let (reason, message, hint, status): (String, String, Option<String>, Option<i32>) =
+                        (r.get(4), r.get(5), r.get(6), r.get(7));
+                    stored_inspection(property, &class, count, at, &reason, message, hint, status)
+                })
+                .collect()
         })
     }
 
@@ -924,74 +1055,6 @@ impl Ledger for PgLedger {
                  ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
             tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11), r.get(12))).transpose()
-        })
-    }
-
-    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let (clause, values) = filter_sql(filter, now);
-        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE {clause}
-             ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
-                 i.next_attempt_at NULLS FIRST, i.id{limit}"
-        );
-        self.transaction(|tx| tx.query(&sql, &refs(&values))?.iter().map(item_row).collect())
-    }
-
-    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        self.transaction(|tx| {
-            let sql = format!(
-                "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
-                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
-                     LEFT JOIN requests r ON r.id = i.last_request_id
-                 ORDER BY wanted.n"
-            );
-            tx.query(&sql, &[&ids])?.iter().map(item_row).collect()
-        })
-    }
-
-    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let filter = policy::retry_states(filter);
-        let (clause, values) = filter_sql(&filter, now);
-        self.transaction(|tx| {
-            Ok(tx.execute(
-                &format!(
-                    "UPDATE items AS i SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL FROM groups g WHERE g.id = i.group_id AND {clause}"
-                ),
-                &refs(&values),
-            )?)
-        })
-    }
-
-    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let filter = policy::drop_states(filter);
-        let (clause, values) = filter_sql(&filter, now);
-        self.transaction(|tx| {
-            let rows = tx.query(
-                &format!(
-                    "DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}
-                     RETURNING i.id, i.group_id, i.url, i.last_request_id IS NOT NULL"
-                ),
-                &refs(&values),
-            )?;
-            // A drop removes items, not history: their requests stay, and an
-            // item a request names (it has a last one) keeps its URL and id.
-            let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for r in rows.iter().filter(|r| r.get::<_, bool>(3)) {
-                let url: String = r.get(2);
-                ids.push(r.get::<_, i64>(0));
-                groups.push(r.get::<_, i64>(1));
-                keys.push(url_key(&url));
-                urls.push(url);
-            }
-            tx.execute(
-                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
-                 SELECT id, group_id, url_key, url, $5
-                 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS d (id, group_id, url_key, url)",
-                &[&ids, &groups, &keys, &urls, &now],
-            )?;
-            Ok(rows.len() as u64)
         })
     }
 
@@ -1054,18 +1117,6 @@ impl Ledger for PgLedger {
             out.reverse();
             Ok(out.into_iter().map(|(_, a)| a).collect())
         })
-    }
-
-    fn schema_version(&mut self) -> Result<i64> {
-        Ok(self.stored_version()?.unwrap_or(0))
-    }
-
-    fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
-        self.transaction(|tx| export(tx, in_flight_ok))
-    }
-
-    fn import(&mut self, dump: &Dump) -> Result<Copied> {
-        self.with_groups(|tx, groups| import(tx, groups, dump))
     }
 
     // History and monitoring: short read-only queries over the attempts,
@@ -1146,80 +1197,39 @@ impl Ledger for PgLedger {
             }))
         })
     }
+}
 
-    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+impl Credentials for PgLedger {
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
         let now = sec(now);
-        let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
-        self.with_groups(|tx, groups| {
-            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            Ok(tx.execute(
-                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL
-                 WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
-                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))",
-                &[&group, &texts, &now],
-            )?)
-        })
-    }
-
-    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
         self.transaction(|tx| {
-            // Per group and last answer: how many, since when, the latest
-            // answer's URL and message, and the reminder kept under its reason.
-            let rows = tx.query(
-                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
-                        m.reminded_at
-                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
-                              max(r.id) AS latest, min(i.url) AS url
-                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
-                       WHERE i.state = 'parked'
-                       GROUP BY i.group_id, r.class, r.reason) p
-                 JOIN groups g ON g.id = p.group_id
-                 LEFT JOIN requests r ON r.id = p.latest
-                 LEFT JOIN items fi ON fi.id = r.first_item
-                 LEFT JOIN reminders m ON m.group_id = p.group_id AND m.reason = coalesce(p.reason, 'parked')
-                 ORDER BY g.property, g.engine, g.target, p.reason",
-                &[],
+            tx.execute(
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&fingerprint, &now],
             )?;
-            rows.iter()
-                .map(|r| {
-                    let class: Option<String> = r.get(3);
-                    let reason: Option<String> = r.get(4);
-                    Ok(ParkedGroup {
-                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
-                        reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
-                        count: r.get::<_, i64>(5) as u64,
-                        since: r.get(6),
-                        message: r.get(7),
-                        url: r.get::<_, Option<String>>(8).unwrap_or_else(|| r.get(9)),
-                        reminded_at: r.get(10),
-                    })
-                })
-                .collect()
+            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
         })
     }
 
-    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
-        let at = sec(at);
-        self.with_groups(|tx, groups| {
-            for (group, reason) in reminded {
-                let Some(group) = group_id(tx, groups, group)? else { continue };
-                tx.execute(
-                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
-                     ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
-                    &[&group, reason, &at],
-                )?;
-            }
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.transaction(|tx| {
+            tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
             Ok(())
         })
     }
+}
 
-    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
-        self.transaction(|tx| source_documents(tx))
+impl Rows for PgLedger {
+    fn schema_version(&mut self) -> Result<i64> {
+        Ok(self.stored_version()?.unwrap_or(0))
     }
 
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
-        self.transaction(|tx| store_source_documents(tx, documents, false))
+    fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
+        self.transaction(|tx| export(tx, in_flight_ok))
+    }
+
+    fn import(&mut self, dump: &Dump) -> Result<Copied> {
+        self.with_groups(|tx, groups| import(tx, groups, dump))
     }
 }
 

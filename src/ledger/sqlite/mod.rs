@@ -623,39 +623,7 @@ fn ids_of(stmt: &mut rusqlite::Statement<'_>, params: impl rusqlite::Params) -> 
     Ok(ids)
 }
 
-impl Ledger for SqliteLedger {
-    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
-        Ok(stale_reservations(&self.conn, now, me)?.len() as u64)
-    }
-
-    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
-        let tx = self.write()?;
-        let stale = stale_reservations(&tx, now, me)?;
-        let mut done = Reconciled::default();
-        for id in stale {
-            let mut stmt = tx
-                .prepare_cached("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id")?;
-            let items = ids_of(&mut stmt, [id])?;
-            drop(stmt);
-            if let Some(&first) = items.first() {
-                let group: i64 = tx.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
-                let request = insert_request(&tx, &Recorded::interrupted(group, now, &items))?;
-                let n = tx.execute(
-                    "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
-                         attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
-                     WHERE reservation_id = ?1 AND state = 'in_flight'",
-                    params![id, ts(now), request],
-                )?;
-                counted(&tx, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)?;
-            }
-            tx.execute("DELETE FROM reservations WHERE id = ?1", [id])?;
-            done.reservations += 1;
-            done.items += items.len() as u64;
-        }
-        tx.commit()?;
-        Ok(done)
-    }
-
+impl Intake for SqliteLedger {
     fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
         let mut group_ids = Vec::with_capacity(batch.len());
         let mut last: Option<(&GroupKey, i64)> = None;
@@ -747,6 +715,19 @@ impl Ledger for SqliteLedger {
         Ok(out)
     }
 
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
+        source_documents(&self.conn)
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+        let tx = write(&mut self.conn)?;
+        store_source_documents(&tx, documents, false)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let tx = write(&mut self.conn)?;
         let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
@@ -784,6 +765,256 @@ impl Ledger for SqliteLedger {
             groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
         }
         Ok(groups)
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        let Some(group) = self.existing_group(group)? else { return Ok(None) };
+        let t: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
+            .query_row([group], |r| r.get(0))?;
+        Ok(opt_ts(t))
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
+        // The counts by state are kept in `groups`; only the due items are
+        // counted here (one statement: one snapshot).
+        let (queued, in_flight, parked, accepted, due) = self
+            .conn
+            .prepare_cached(
+                "SELECT queued, in_flight, parked, accepted,
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2)
+                 FROM groups g WHERE id = ?1",
+            )?
+            .query_row(params![group, ts(now)], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            })?;
+        let n = |v: i64| v.max(0) as u64;
+        Ok(QueueCounts {
+            due: n(due),
+            waiting: n(queued - due),
+            parked: n(parked),
+            in_flight: n(in_flight),
+            accepted: n(accepted),
+        })
+    }
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now, true);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        // Group by group (CROSS JOIN: the groups, few, in their index order
+        // outside), each group's items in the order of its index: no sort.
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+                 LEFT JOIN requests r ON r.id = i.last_request_id
+             WHERE {clause}
+             ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(item_row(r)?);
+        }
+        Ok(out)
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE i.id = ?1"))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let mut rows = stmt.query([id])?;
+            if let Some(r) = rows.next()? {
+                out.push(item_row(r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::retry_states(filter);
+        let (clause, mut values) = filter_sql(&filter, now, false);
+        values.push(Value::Integer(ts(now)));
+        let n = values.len();
+        let tx = self.write()?;
+        let changed = tx.execute(
+            &format!(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL WHERE {clause}"
+            ),
+            params_from_iter(values),
+        )?;
+        // A person's command, rare: the kept counts counted again.
+        recount(&tx)?;
+        tx.commit()?;
+        Ok(changed as u64)
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::drop_states(filter);
+        let (clause, values) = filter_sql(&filter, now, false);
+        let tx = self.write()?;
+        let mut dropped = 0;
+        let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
+        // A drop removes items, not history: their requests stay, and an
+        // item a request names (it has a last one) keeps its URL and id.
+        let mut kept = Vec::new();
+        {
+            let mut stmt = tx.prepare(&format!(
+                "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
+            ))?;
+            let mut rows = stmt.query(params_from_iter(values))?;
+            while let Some(r) = rows.next()? {
+                dropped += 1;
+                let state = stored("items", "state", &r.get::<_, String>(2)?)?;
+                *gone.entry((r.get(1)?, state)).or_default() += 1;
+                if r.get(4)? {
+                    let url: String = r.get(3)?;
+                    kept.extend([
+                        Value::Integer(r.get(0)?),
+                        Value::Integer(r.get(1)?),
+                        url_key(&url).into(),
+                        url.into(),
+                    ]);
+                }
+            }
+        }
+        for ((group, state), n) in gone {
+            counted(&tx, group, Some(state), None, n)?;
+        }
+        insert_rows(
+            &tx,
+            &format!(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT column1, column2, column3, column4, {} FROM (",
+                ts(now)
+            ),
+            ")",
+            4,
+            &kept,
+        )?;
+        tx.commit()?;
+        Ok(dropped)
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
+        let tx = write(&mut self.conn)?;
+        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let n = tx.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
+            params![group, texts, ts(now)],
+        )?;
+        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        // Per group and last answer: how many, since when, the latest answer
+        // (then its URL and message), and the reminder kept under its reason.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
+                    min(i.url), m.reminded_at
+             FROM items i JOIN groups g ON g.id = i.group_id
+             LEFT JOIN requests r ON r.id = i.last_request_id
+             LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
+             WHERE i.state = 'parked'
+             GROUP BY i.group_id, r.class, r.reason
+             ORDER BY g.property, g.engine, g.target, r.reason",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut parked = Vec::new();
+        while let Some(r) = rows.next()? {
+            let class: Option<String> = r.get(3)?;
+            let reason: Option<String> = r.get(4)?;
+            parked.push((
+                ParkedGroup {
+                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
+                    reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                    count: r.get::<_, i64>(5)? as u64,
+                    since: opt_ts(r.get(6)?),
+                    url: r.get(8)?,
+                    message: None,
+                    reminded_at: opt_ts(r.get(9)?),
+                },
+                r.get::<_, Option<i64>>(7)?,
+            ));
+        }
+        drop(rows);
+        drop(stmt);
+        let mut out = Vec::with_capacity(parked.len());
+        for (mut p, request) in parked {
+            if let Some(request) = request {
+                let (message, url): (String, Option<String>) = self.conn.query_row(
+                    "SELECT r.message, i.url FROM requests r LEFT JOIN items i ON i.id = r.first_item WHERE r.id = ?1",
+                    [request],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                p.message = Some(message);
+                p.url = url.unwrap_or(p.url);
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let tx = write(&mut self.conn)?;
+        for (group, reason) in reminded {
+            let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };
+            tx.execute(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                params![group, reason, ts(at)],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Budget for SqliteLedger {
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
+        Ok(stale_reservations(&self.conn, now, me)?.len() as u64)
+    }
+
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        let tx = self.write()?;
+        let stale = stale_reservations(&tx, now, me)?;
+        let mut done = Reconciled::default();
+        for id in stale {
+            let mut stmt = tx
+                .prepare_cached("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id")?;
+            let items = ids_of(&mut stmt, [id])?;
+            drop(stmt);
+            if let Some(&first) = items.first() {
+                let group: i64 = tx.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
+                let request = insert_request(&tx, &Recorded::interrupted(group, now, &items))?;
+                let n = tx.execute(
+                    "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+                         attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
+                     WHERE reservation_id = ?1 AND state = 'in_flight'",
+                    params![id, ts(now), request],
+                )?;
+                counted(&tx, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)?;
+            }
+            tx.execute("DELETE FROM reservations WHERE id = ?1", [id])?;
+            done.reservations += 1;
+            done.items += items.len() as u64;
+        }
+        tx.commit()?;
+        Ok(done)
     }
 
     fn claim(
@@ -973,31 +1204,6 @@ impl Ledger for SqliteLedger {
         Ok(())
     }
 
-    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
-             FROM inspections ORDER BY property, class",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-                r.get::<_, Option<String>>(6)?,
-                r.get::<_, Option<i32>>(7)?,
-            ))
-        })?;
-        let mut counts = Vec::new();
-        for row in rows {
-            let (property, class, count, at, reason, message, hint, status) = row?;
-            counts.push(stored_inspection(property, &class, count, from_ts(at), &reason, message, hint, status)?);
-        }
-        Ok(counts)
-    }
-
     fn finish(&mut self, done: &Finish) -> Result<()> {
         let Finish { reservation, answers, blocks, reports, windows } = done;
         let tx = self.write()?;
@@ -1073,29 +1279,8 @@ impl Ledger for SqliteLedger {
         Ok(())
     }
 
-    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
-        let Some(group) = self.existing_group(group)? else { return Ok(None) };
-        let t: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
-            .query_row([group], |r| r.get(0))?;
-        Ok(opt_ts(t))
-    }
-
     fn pace_tat(&mut self, key: &str) -> Result<Option<i64>> {
         Ok(self.conn.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [key], |r| r.get(0)).optional()?)
-    }
-
-    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        let tx = self.write()?;
-        tx.execute(
-            "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-            params![fingerprint, ts(now)],
-        )?;
-        let t: i64 =
-            tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
-        tx.commit()?;
-        Ok(from_ts(t))
     }
 
     fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
@@ -1108,13 +1293,6 @@ impl Ledger for SqliteLedger {
         Ok(time)
     }
 
-    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
-        let tx = self.write()?;
-        tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
-        tx.commit()?;
-        Ok(())
-    }
-
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
         usage_in(&self.conn, rule)
     }
@@ -1125,35 +1303,32 @@ impl Ledger for SqliteLedger {
         tx.commit()?;
         Ok(report)
     }
+}
 
-    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
-        let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
-        // The counts by state are kept in `groups`; only the due items are
-        // counted here (one statement: one snapshot).
-        let (queued, in_flight, parked, accepted, due) = self
-            .conn
-            .prepare_cached(
-                "SELECT queued, in_flight, parked, accepted,
-                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2)
-                 FROM groups g WHERE id = ?1",
-            )?
-            .query_row(params![group, ts(now)], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                ))
-            })?;
-        let n = |v: i64| v.max(0) as u64;
-        Ok(QueueCounts {
-            due: n(due),
-            waiting: n(queued - due),
-            parked: n(parked),
-            in_flight: n(in_flight),
-            accepted: n(accepted),
-        })
+impl Runs for SqliteLedger {
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+             FROM inspections ORDER BY property, class",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, Option<i32>>(7)?,
+            ))
+        })?;
+        let mut counts = Vec::new();
+        for row in rows {
+            let (property, class, count, at, reason, message, hint, status) = row?;
+            counts.push(stored_inspection(property, &class, count, from_ts(at), &reason, message, hint, status)?);
+        }
+        Ok(counts)
     }
 
     fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
@@ -1171,104 +1346,6 @@ impl Ledger for SqliteLedger {
             Some(r) => Ok(Some(attempt_row(r, r.get(11)?, r.get(12)?)?)),
             None => Ok(None),
         }
-    }
-
-    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let (clause, values) = filter_sql(filter, now, true);
-        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        // Group by group (CROSS JOIN: the groups, few, in their index order
-        // outside), each group's items in the order of its index: no sort.
-        let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id
-                 LEFT JOIN requests r ON r.id = i.last_request_id
-             WHERE {clause}
-             ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query(params_from_iter(values))?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(item_row(r)?);
-        }
-        Ok(out)
-    }
-
-    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE i.id = ?1"))?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            let mut rows = stmt.query([id])?;
-            if let Some(r) = rows.next()? {
-                out.push(item_row(r)?);
-            }
-        }
-        Ok(out)
-    }
-
-    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let filter = policy::retry_states(filter);
-        let (clause, mut values) = filter_sql(&filter, now, false);
-        values.push(Value::Integer(ts(now)));
-        let n = values.len();
-        let tx = self.write()?;
-        let changed = tx.execute(
-            &format!(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL WHERE {clause}"
-            ),
-            params_from_iter(values),
-        )?;
-        // A person's command, rare: the kept counts counted again.
-        recount(&tx)?;
-        tx.commit()?;
-        Ok(changed as u64)
-    }
-
-    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
-        let filter = policy::drop_states(filter);
-        let (clause, values) = filter_sql(&filter, now, false);
-        let tx = self.write()?;
-        let mut dropped = 0;
-        let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
-        // A drop removes items, not history: their requests stay, and an
-        // item a request names (it has a last one) keeps its URL and id.
-        let mut kept = Vec::new();
-        {
-            let mut stmt = tx.prepare(&format!(
-                "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
-            ))?;
-            let mut rows = stmt.query(params_from_iter(values))?;
-            while let Some(r) = rows.next()? {
-                dropped += 1;
-                let state = stored("items", "state", &r.get::<_, String>(2)?)?;
-                *gone.entry((r.get(1)?, state)).or_default() += 1;
-                if r.get(4)? {
-                    let url: String = r.get(3)?;
-                    kept.extend([
-                        Value::Integer(r.get(0)?),
-                        Value::Integer(r.get(1)?),
-                        url_key(&url).into(),
-                        url.into(),
-                    ]);
-                }
-            }
-        }
-        for ((group, state), n) in gone {
-            counted(&tx, group, Some(state), None, n)?;
-        }
-        insert_rows(
-            &tx,
-            &format!(
-                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
-                 SELECT column1, column2, column3, column4, {} FROM (",
-                ts(now)
-            ),
-            ")",
-            4,
-            &kept,
-        )?;
-        tx.commit()?;
-        Ok(dropped)
     }
 
     fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
@@ -1330,6 +1407,110 @@ impl Ledger for SqliteLedger {
         Ok(out.into_iter().map(|(_, a)| a).collect())
     }
 
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        // One per URL a request named: the requests' sizes, summed.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM requests r JOIN groups g ON g.id = r.group_id
+             GROUP BY g.property, g.engine, g.target, r.class",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
+            out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
+        }
+        Ok(out)
+    }
+
+    /// The spans as a VALUES list joined to the requests by time (the index
+    /// on `requests (at)` serves each span), their sizes summed per group
+    /// and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let spans: Vec<String> =
+            (0..bounds.len() - 1).map(|n| format!("({n}, ?{}, ?{})", 2 * n + 1, 2 * n + 2)).collect();
+        let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
+        let sql = format!(
+            "WITH spans (n, start, stop) AS (VALUES {})
+             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
+             GROUP BY s.n, g.property, g.engine, g.target, r.class",
+            spans.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(SpanCount {
+                span: r.get::<_, i64>(0)?.max(0) as usize,
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                class: stored("requests", "class", &r.get::<_, String>(4)?)?,
+                urls: r.get::<_, i64>(5)?.max(0) as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
+            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_ms, ended_ms, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        let ms = |v: i64| DateTime::from_timestamp_millis(v).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        Ok(self
+            .conn
+            .query_row(&sql, [], |r| {
+                Ok(RunRecord {
+                    host: r.get(0)?,
+                    started_at: ms(r.get(1)?),
+                    ended_at: ms(r.get(2)?),
+                    exit_code: r.get::<_, i64>(3)?.clamp(0, 255) as u8,
+                })
+            })
+            .optional()?)
+    }
+}
+
+impl Credentials for SqliteLedger {
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let tx = self.write()?;
+        tx.execute(
+            "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![fingerprint, ts(now)],
+        )?;
+        let t: i64 =
+            tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
+        tx.commit()?;
+        Ok(from_ts(t))
+    }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        let tx = self.write()?;
+        tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Rows for SqliteLedger {
     fn schema_version(&mut self) -> Result<i64> {
         SqliteLedger::schema_version(self)
     }
@@ -1660,177 +1841,6 @@ impl Ledger for SqliteLedger {
         tx.commit()?;
         self.groups.extend(created);
         Ok(copied)
-    }
-
-    // History and monitoring: short read-only queries over the attempts,
-    // and the record of `submit` runs (table `submit_runs`, migration 2).
-
-    /// One per URL attempted: the attempts table has a row per item and attempt.
-    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
-        // One per URL a request named: the requests' sizes, summed.
-        let mut stmt = self.conn.prepare(
-            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
-             FROM requests r JOIN groups g ON g.id = r.group_id
-             GROUP BY g.property, g.engine, g.target, r.class",
-        )?;
-        let mut rows = stmt.query([])?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
-            let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
-            out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
-        }
-        Ok(out)
-    }
-
-    /// The spans as a VALUES list joined to the requests by time (the index
-    /// on `requests (at)` serves each span), their sizes summed per group
-    /// and class.
-    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
-        if bounds.len() < 2 {
-            return Ok(Vec::new());
-        }
-        let spans: Vec<String> =
-            (0..bounds.len() - 1).map(|n| format!("({n}, ?{}, ?{})", 2 * n + 1, 2 * n + 2)).collect();
-        let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
-        let sql = format!(
-            "WITH spans (n, start, stop) AS (VALUES {})
-             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
-             FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
-             GROUP BY s.n, g.property, g.engine, g.target, r.class",
-            spans.join(", ")
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query(params_from_iter(values))?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(SpanCount {
-                span: r.get::<_, i64>(0)?.max(0) as usize,
-                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
-                class: stored("requests", "class", &r.get::<_, String>(4)?)?,
-                urls: r.get::<_, i64>(5)?.max(0) as u64,
-            });
-        }
-        Ok(out)
-    }
-
-    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
-        let tx = self.write()?;
-        tx.execute(
-            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
-            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The latest row recorded (the highest id), of all or of those that exited 0.
-    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
-        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
-        let sql =
-            format!("SELECT host, started_ms, ended_ms, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
-        let ms = |v: i64| DateTime::from_timestamp_millis(v).unwrap_or(DateTime::<Utc>::MAX_UTC);
-        Ok(self
-            .conn
-            .query_row(&sql, [], |r| {
-                Ok(RunRecord {
-                    host: r.get(0)?,
-                    started_at: ms(r.get(1)?),
-                    ended_at: ms(r.get(2)?),
-                    exit_code: r.get::<_, i64>(3)?.clamp(0, 255) as u8,
-                })
-            })
-            .optional()?)
-    }
-
-    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
-        let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
-        let tx = write(&mut self.conn)?;
-        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
-        let n = tx.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL
-             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
-                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
-            params![group, texts, ts(now)],
-        )?;
-        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
-        tx.commit()?;
-        Ok(n as u64)
-    }
-
-    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
-        // Per group and last answer: how many, since when, the latest answer
-        // (then its URL and message), and the reminder kept under its reason.
-        let mut stmt = self.conn.prepare(
-            "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
-                    min(i.url), m.reminded_at
-             FROM items i JOIN groups g ON g.id = i.group_id
-             LEFT JOIN requests r ON r.id = i.last_request_id
-             LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
-             WHERE i.state = 'parked'
-             GROUP BY i.group_id, r.class, r.reason
-             ORDER BY g.property, g.engine, g.target, r.reason",
-        )?;
-        let mut rows = stmt.query([])?;
-        let mut parked = Vec::new();
-        while let Some(r) = rows.next()? {
-            let class: Option<String> = r.get(3)?;
-            let reason: Option<String> = r.get(4)?;
-            parked.push((
-                ParkedGroup {
-                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
-                    reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
-                    count: r.get::<_, i64>(5)? as u64,
-                    since: opt_ts(r.get(6)?),
-                    url: r.get(8)?,
-                    message: None,
-                    reminded_at: opt_ts(r.get(9)?),
-                },
-                r.get::<_, Option<i64>>(7)?,
-            ));
-        }
-        drop(rows);
-        drop(stmt);
-        let mut out = Vec::with_capacity(parked.len());
-        for (mut p, request) in parked {
-            if let Some(request) = request {
-                let (message, url): (String, Option<String>) = self.conn.query_row(
-                    "SELECT r.message, i.url FROM requests r LEFT JOIN items i ON i.id = r.first_item WHERE r.id = ?1",
-                    [request],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
-                p.message = Some(message);
-                p.url = url.unwrap_or(p.url);
-            }
-            out.push(p);
-        }
-        Ok(out)
-    }
-
-    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
-        let tx = write(&mut self.conn)?;
-        for (group, reason) in reminded {
-            let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };
-            tx.execute(
-                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
-                params![group, reason, ts(at)],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
-        source_documents(&self.conn)
-    }
-
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
-        let tx = write(&mut self.conn)?;
-        store_source_documents(&tx, documents, false)?;
-        tx.commit()?;
-        Ok(())
     }
 }
 
