@@ -148,3 +148,18 @@ impl<'a> Recorded<'a> {
 /// What `reconcile` records of a reservation whose run stopped mid-request.
 pub(super) const INTERRUPTED: &str =
     "the run that sent this stopped before the answer came; the request counts against the budget and the URL is retried";
+
+/// Stored bodies are capped to this many bytes.
+pub(super) const BODY_CAP: usize = 64 * 1024;
+
+/// Cuts a body to `BODY_CAP` bytes at a character boundary.
+pub(super) fn cap_body(body: &str) -> &str {
+    if body.len() <= BODY_CAP {
+        return body;
+    }
+    let mut end = BODY_CAP;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    &body[..end]
+}

@@ -22,7 +22,7 @@
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
 use super::ids::{self, url_key};
-use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
+use super::policy::{self, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;

@@ -8,7 +8,7 @@
 //! with one statement, and an answer moves every item it names with one.
 
 use super::ids::{self, next_key, url_key};
-use super::policy::{self, cap_body, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
+use super::policy::{self, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
 use super::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
