@@ -4,7 +4,7 @@
 //! and the ledger's clock that every window decision uses.
 
 use super::{Owner, Result};
-use crate::model::{Action, Class, GroupKey, NextStep, Reason, Report, RuleWindow, StoredResponse, Usage};
+use crate::model::{Action, Class, GroupKey, NextStep, Period, Reason, Report, RuleWindow, StoredResponse, Usage};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// An item claimed for sending.
@@ -39,6 +39,52 @@ pub struct Claim {
     /// Due items within budget that the pace puts after the horizon (or in
     /// the next window), each with the time it is expected to be sent.
     pub paced: Vec<(i64, String, DateTime<Utc>)>,
+    /// With a reservation: until when it is trusted without a live owner
+    /// (a whole second, a lease after its last slot). A request left
+    /// unanswered is not sent again before.
+    pub lease_until: Option<DateTime<Utc>>,
+}
+
+/// What a dry run asks of the ledger for one group: the claim a run would
+/// make at `now` over as many due items as there may be, within `windows`,
+/// with what the engine says is left of its reported windows (`reported`:
+/// per period) and at `pace`'s slots.
+#[derive(Clone, Copy)]
+pub struct ClaimQuery<'a> {
+    pub windows: &'a [RuleWindow],
+    pub reported: &'a [(Period, u64)],
+    pub pace: Option<&'a Pace>,
+    pub now: DateTime<Utc>,
+}
+
+/// The claim a run would make (`Budget::plan_claim`), read only: of the due
+/// items in order, the first `take` go now, those before `paced_until`
+/// wait for their paced slot (`slots`), and the rest wait until `retry_at`,
+/// when the window `binding` (an index into the query's windows) frees up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimForecast {
+    pub take: usize,
+    pub paced_until: usize,
+    pub retry_at: Option<DateTime<Utc>>,
+    pub binding: Option<usize>,
+    /// Each window's usage, as the claim would count against it.
+    pub usages: Vec<Usage>,
+    pub slots: Option<Slots>,
+}
+
+/// When the sends of a pace are expected: the `n`-th from now at
+/// `first + n × interval`, never before `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slots {
+    pub first: DateTime<Utc>,
+    pub interval: TimeDelta,
+    pub now: DateTime<Utc>,
+}
+
+impl Slots {
+    pub fn at(&self, n: usize) -> DateTime<Utc> {
+        (self.first + self.interval * n as i32).max(self.now)
+    }
 }
 
 /// What "now" is made of when the ledger decides: this machine's clock,
@@ -197,7 +243,9 @@ pub struct Reconciled {
     pub items: u64,
 }
 
-/// Budgets, claims and answers. Every method is one transaction.
+/// Budgets, claims and answers. Every method is one transaction. It is
+/// implemented once, for every backend, by `policy` over the backend's
+/// storage steps: what a claim or an answer decides is decided there.
 pub trait Budget {
     /// The ledger's clock (`policy::ledger_now`): the later of its own clock
     /// — SQLite: this machine's; PostgreSQL: the database server's, shifted
@@ -217,8 +265,9 @@ pub trait Budget {
     /// records it as the latest), takes up to `max_items` due items of
     /// `group` that fit every rule's window at that instant, counts them against every rule,
     /// marks them in flight under a new reservation owned by `me`, and
-    /// moves due items that do not fit to the time budget frees up (telling
-    /// `deferred` of each, with that time) or, with a pace, to their slot.
+    /// moves due items that do not fit to the time budget frees up or, with
+    /// a pace, to their slot. Once the transaction has committed, `deferred`
+    /// is told of each item moved to when budget frees up, with that time.
     fn claim(
         &mut self,
         group: &GroupKey,
@@ -246,9 +295,9 @@ pub trait Budget {
     /// window a block holds stays spent whatever is given back.
     fn finish(&mut self, reservation: &Finish) -> Result<()>;
 
-    /// A pace's stored theoretical arrival time (ms), if it has one (read
-    /// only: a dry run's estimate of the slots).
-    fn pace_tat(&mut self, key: &str) -> Result<Option<i64>>;
+    /// The claim a run would make of a group now (read only: a dry run's
+    /// plan), decided as `claim` decides it.
+    fn plan_claim(&mut self, query: &ClaimQuery) -> Result<ClaimForecast>;
 
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage>;
 

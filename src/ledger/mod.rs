@@ -14,7 +14,7 @@ mod budget;
 mod copy;
 mod ids;
 mod owner;
-pub mod policy;
+mod policy;
 mod postgres;
 mod queue;
 mod runs;
@@ -26,7 +26,6 @@ mod story;
 pub use crate::error::LedgerError;
 pub use ids::url_key;
 pub use owner::Owner;
-pub use policy::Existing;
 pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
 
@@ -38,8 +37,8 @@ use stored::*;
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, NextStep, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
-    RunRecord, SourceDocument, StoredResponse, Usage,
+    Action, Class, EngineKind, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow, RunRecord,
+    SourceDocument, StoredResponse, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;

@@ -2,7 +2,7 @@
 //! and the sitemaps read for sources) and the items as commands see and
 //! move them (`Queue`: counts, lists, retry and drop, what is parked).
 
-use super::{Existing, Result};
+use super::Result;
 use crate::model::EngineKind;
 use crate::model::{Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SourceDocument};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -45,6 +45,14 @@ pub enum Admission {
     Parked { id: i64 },
     /// Another process is sending it right now.
     InFlight { id: i64 },
+}
+
+/// What `admit` would make of a URL (`Intake::preview`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    /// The id of its item, when the ledger holds one.
+    pub held: Option<i64>,
+    pub admission: Admission,
 }
 
 /// A queue item as `queue list` and reports see it.
@@ -90,9 +98,9 @@ pub struct ItemFilter {
 /// URLs into the queue: what `submit` reads goes here first, in batches.
 /// Every method is one transaction.
 pub trait Intake {
-    /// What the ledger holds of each URL of `batch` in its group (`None`:
-    /// new to it), read only: what `admit` would decide from (a dry run).
-    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>>;
+    /// What `admit` would make of each URL of `batch`, read only (a dry
+    /// run), as `policy::admit` decides it from what the ledger holds.
+    fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>>;
 
     /// Puts URLs in the queue (one transaction for the whole batch), as
     /// `policy::admit` decides for each from what the ledger holds of it: a

@@ -5,10 +5,10 @@
 //! back what the engine did not count.
 
 use super::*;
-use crate::model::Period;
 use crate::model::{
     AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument, TransientReason,
 };
+use crate::model::{NextStep, Period};
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()

@@ -2,7 +2,7 @@
 //! holds of it (new, requeued, left waiting, skipped as unchanged), and what
 //! a batch's admission writes.
 
-use super::super::{Action, Admission, AdmitRule, ItemState, NewItem};
+use super::super::{Action, Admission, AdmitRule, ItemState, NewItem, Preview};
 use chrono::{DateTime, Utc};
 
 /// What the ledger holds of a URL already in a group, as admission reads it.
@@ -129,4 +129,14 @@ impl AdmitPlan {
         }
         self.admissions.into_iter().map(|a| a.expect("every URL has its admission")).collect()
     }
+}
+
+/// What admission would make of each URL of `batch`, read only (a dry
+/// run), from what the ledger holds of each (`found`, same order).
+pub fn preview(batch: &[NewItem], found: Vec<Option<Existing>>, rule: &AdmitRule, now: DateTime<Utc>) -> Vec<Preview> {
+    let preview = |(item, e): (&NewItem, Option<Existing>)| Preview {
+        held: e.as_ref().map(|e| e.id),
+        admission: admit(e.as_ref(), item, rule, now).0,
+    };
+    batch.iter().zip(found).map(preview).collect()
 }

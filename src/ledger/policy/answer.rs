@@ -1,9 +1,14 @@
-//! What an answer decides beyond its class: what a finished reservation
-//! gives back to each of its windows, the limit an engine's report sets,
-//! and a request's inspections by class.
+//! What an answer decides beyond its class: the state it moves its items
+//! to, what a finished reservation gives back to each of its windows, the
+//! limit an engine's report sets, a request's inspections by class, and
+//! the order a reservation's budget rows and items are written in. Each
+//! backend takes the steps (`AnswerSteps`) in one transaction.
 
-use super::super::{Answered, InspectionAnswer, RuleWindow};
-use crate::model::{Class, Period};
+use super::super::{Answered, Finish, InspectionAnswer, Inspections, Result, RuleWindow};
+use super::claim::lock_order;
+use super::steps::{Move, Steps};
+use crate::model::{Class, ItemState, NextStep, Period, Report};
+use chrono::{DateTime, Utc};
 
 /// Whether a unit of a request answered with `class` goes back to a window
 /// of `period` (`reached`: the request left this machine):
@@ -59,6 +64,83 @@ pub fn inspections_by_class(answers: &[InspectionAnswer]) -> Vec<(Class, Vec<&In
         by_class.entry(a.class.as_str()).or_insert_with(|| (a.class, Vec::new())).1.push(a);
     }
     by_class.into_values().collect()
+}
+
+/// Where an answer's next step moves its items.
+pub fn after(next: &NextStep) -> Move<'_> {
+    match next {
+        NextStep::Accepted => Move { to: ItemState::Accepted, due: None, fingerprint: None },
+        NextStep::RetryAt(t) => Move { to: ItemState::Queued, due: Some(*t), fingerprint: None },
+        NextStep::Park { fingerprint } => Move { to: ItemState::Parked, due: None, fingerprint: Some(fingerprint) },
+    }
+}
+
+/// Everything one reservation's answers record (`Budget::finish`), in one
+/// transaction: budget rows first, in lock order, as a claim takes them
+/// (then the items) — what the engine did not count given back window by
+/// window, the engine's remainders read, the blocks — then each answer's
+/// request and its items moved, and the reservation ended.
+pub fn finish(steps: &mut (impl Steps + ?Sized), done: &Finish) -> Result<()> {
+    for w in lock_order(&done.windows) {
+        let back = given_back(&done.answers, w);
+        if back > 0 {
+            steps.give_back(w, back)?;
+        }
+    }
+    let mut reports: Vec<_> = done.reports.iter().collect();
+    reports.sort_by(|a, b| (&a.window.rule, &a.window.window).cmp(&(&b.window.rule, &b.window.window)));
+    for r in reports {
+        report(steps, &r.window, r.remaining, r.at, Some(done.reservation))?;
+    }
+    let mut blocks: Vec<_> = done.blocks.iter().collect();
+    blocks.sort_by(|a, b| (&a.rule.rule, &a.rule.window).cmp(&(&b.rule.rule, &b.rule.window)));
+    for block in blocks {
+        steps.block(block)?;
+    }
+    for answer in done.answers.iter().filter(|a| !a.items.is_empty()) {
+        steps.answer(answer, &after(&answer.next))?;
+    }
+    steps.end(done.reservation)
+}
+
+/// What the engine says is left of a reported window, as a reading
+/// (`Budget::record_report`; a remainder in an answer): the window's limit
+/// becomes `reported_limit` of what the ledger has counted and the units
+/// every other reservation than `answered` holds in it.
+pub fn report(
+    steps: &mut (impl Steps + ?Sized),
+    rule: &RuleWindow,
+    remaining: u64,
+    at: DateTime<Utc>,
+    answered: Option<i64>,
+) -> Result<Report> {
+    let used = steps.window(rule)?.used;
+    let in_flight = steps.in_flight_units(rule, answered)?;
+    let at = DateTime::from_timestamp(at.timestamp(), 0).unwrap_or(at);
+    let report = Report { at, remaining, limit: reported_limit(used, remaining, in_flight) };
+    steps.set_report(rule, &report)?;
+    Ok(report)
+}
+
+/// A request's URL inspections (`Budget::record_inspections`): the unused
+/// units given back, the blocks a quota answer puts on inspection windows,
+/// and each class's answers counted (the last one of each kept).
+pub fn record_inspections(steps: &mut (impl Steps + ?Sized), done: &Inspections) -> Result<()> {
+    if done.unused > 0 {
+        for w in lock_order(done.windows) {
+            steps.give_back(w, done.unused)?;
+        }
+    }
+    let mut blocks: Vec<_> = done.blocks.iter().collect();
+    blocks.sort_by(|a, b| (&a.rule.rule, &a.rule.window).cmp(&(&b.rule.rule, &b.rule.window)));
+    for block in blocks {
+        steps.block(block)?;
+    }
+    for (class, answers) in inspections_by_class(done.answers) {
+        let last = answers.last().expect("a class with answers");
+        steps.count_inspections(done.property, class, answers.len() as u64, last)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

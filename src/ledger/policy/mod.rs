@@ -14,11 +14,14 @@
 
 mod admit;
 mod answer;
+mod budget;
 mod claim;
+mod steps;
 
 pub use admit::*;
 pub use answer::*;
 pub use claim::*;
+pub use steps::*;
 
 use super::{ItemFilter, StateFilter};
 

@@ -45,21 +45,13 @@ pub(super) fn look_up(
 }
 
 impl Intake for PgLedger {
-    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
-        self.with_groups(|tx, groups| {
-            let mut group_ids = Vec::with_capacity(batch.len());
-            let mut last: Option<(&GroupKey, i64)> = None;
-            for item in batch {
-                let id = match last {
-                    Some((key, id)) if *key == item.group => id,
-                    // A group the ledger has never seen holds none of them.
-                    _ => group_id(tx, groups, &item.group)?.unwrap_or(-1),
-                };
-                last = Some((&item.group, id));
-                group_ids.push(id);
-            }
+    fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
+        let found = self.with_groups(|tx, groups| {
+            // A group the ledger has never seen holds none of them.
+            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             Ok(look_up(tx, batch, &group_ids, false)?.into_iter().map(|found| found.ok()).collect())
-        })
+        })?;
+        Ok(policy::preview(batch, found, rule, now))
     }
 
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
@@ -140,21 +132,14 @@ pub(super) fn admit_once(
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
-    let mut group_ids = Vec::with_capacity(batch.len());
-    let mut last: Option<(&GroupKey, i64)> = None;
-    for item in batch {
-        let group = match (last, ids.get(&item.group)) {
-            (Some((key, id)), _) if *key == item.group => id,
-            (_, Some(id)) => *id,
-            (_, None) => {
-                let id = group_id_or_create(&mut tx, cache, &item.group)?;
-                ids.insert(item.group.clone(), id);
-                id
-            }
-        };
-        last = Some((&item.group, group));
-        group_ids.push(group);
-    }
+    let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
+        Some(id) => Ok(*id),
+        None => {
+            let id = group_id_or_create(&mut tx, cache, g)?;
+            ids.insert(g.clone(), id);
+            Ok(id)
+        }
+    })?;
     let found = look_up(&mut tx, batch, &group_ids, true)?;
     let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
     let fresh = &plan.inserts;

@@ -22,7 +22,7 @@
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
 use super::ids::{self, url_key};
-use super::policy::{self, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
+use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
 use super::*;
 use ::postgres as pg;
 use pg::error::SqlState;
@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 mod admit;
+mod answer;
 mod claim;
 mod connect;
 mod copy;
@@ -160,6 +161,28 @@ impl PgLedger {
             let rows = tx.query("SELECT host, pid, started, lease_until FROM reservations ORDER BY id", &[])?;
             Ok(rows.iter().map(|r| (owner_of(r, 0), r.get(3))).collect())
         })
+    }
+}
+
+/// The ledger in one transaction, as policy's steps take it (`claim.rs`,
+/// `answer.rs`).
+struct Tx<'t, 'c> {
+    tx: &'t mut Transaction<'c>,
+    groups: &'t HashMap<GroupKey, i64>,
+}
+
+/// Every transaction is a real one: reading, it sees one snapshot.
+impl Backend for PgLedger {
+    fn lease(&self) -> TimeDelta {
+        self.lease
+    }
+
+    fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        self.with_groups(|tx, groups| f(&mut Tx { tx, groups }))
+    }
+
+    fn read<T: Send>(&mut self, f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        self.write(f)
     }
 }
 

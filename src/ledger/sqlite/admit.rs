@@ -101,34 +101,17 @@ pub(super) fn store_source_documents(tx: &Connection, documents: &[SourceDocumen
 }
 
 impl Intake for SqliteLedger {
-    fn look_up(&mut self, batch: &[NewItem]) -> Result<Vec<Option<Existing>>> {
-        let mut group_ids = Vec::with_capacity(batch.len());
-        let mut last: Option<(&GroupKey, i64)> = None;
-        for item in batch {
-            let id = match last {
-                Some((key, id)) if *key == item.group => id,
-                // A group the ledger has never seen holds none of them.
-                _ => group_id(&self.conn, &mut self.groups, &item.group)?.unwrap_or(-1),
-            };
-            last = Some((&item.group, id));
-            group_ids.push(id);
-        }
-        Ok(look_up(&self.conn, batch, &group_ids)?.into_iter().map(|found| found.ok()).collect())
+    fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
+        // A group the ledger has never seen holds none of them.
+        let group_ids = ids::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
+        let found = look_up(&self.conn, batch, &group_ids)?.into_iter().map(|found| found.ok()).collect();
+        Ok(policy::preview(batch, found, rule, now))
     }
 
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let tx = write(&mut self.conn)?;
         let mut created = Vec::new();
-        let mut group_ids = Vec::with_capacity(batch.len());
-        let mut last: Option<(&GroupKey, i64)> = None;
-        for item in batch {
-            let id = match last {
-                Some((key, id)) if *key == item.group => id,
-                _ => group_id_or_create(&tx, &mut self.groups, &mut created, &item.group)?,
-            };
-            last = Some((&item.group, id));
-            group_ids.push(id);
-        }
+        let group_ids = ids::group_ids(batch, |g| group_id_or_create(&tx, &mut self.groups, &mut created, g))?;
         let found = look_up(&tx, batch, &group_ids)?;
         let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
         // New items take the ids after the last.

@@ -8,7 +8,7 @@ impl Rows for SqliteLedger {
     }
 
     fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
-        let tx = self.write()?;
+        let tx = self.begin()?;
         let in_flight: i64 = tx.query_row("SELECT COUNT(*) FROM reservations", [], |r| r.get(0))?;
         if in_flight > 0 && !in_flight_ok {
             return Err(in_flight_error(in_flight));

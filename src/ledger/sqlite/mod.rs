@@ -8,7 +8,7 @@
 //! with one statement, and an answer moves every item it names with one.
 
 use super::ids::{self, next_key, url_key};
-use super::policy::{self, lease_until, ledger_now, ts_ceil, AdmitPlan, ClaimPlan, Existing, PaceState};
+use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
 use super::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -17,6 +17,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 mod admit;
+mod answer;
 mod claim;
 mod copy;
 mod queue;
@@ -151,7 +152,8 @@ impl SqliteLedger {
         Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    fn write(&mut self) -> Result<Transaction<'_>> {
+    /// A write transaction (`BEGIN IMMEDIATE`).
+    fn begin(&mut self) -> Result<Transaction<'_>> {
         write(&mut self.conn)
     }
 
@@ -159,6 +161,33 @@ impl SqliteLedger {
     /// rows never change once written).
     fn existing_group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
         group_id(&self.conn, &mut self.groups, key)
+    }
+}
+
+/// The ledger in one transaction (or, reading, on the connection), as
+/// policy's steps take it (`claim.rs`, `answer.rs`).
+struct Tx<'a> {
+    conn: &'a Connection,
+    groups: &'a mut HashMap<GroupKey, i64>,
+    /// Items an answer of this transaction moved already (Bing's halves of
+    /// a batch): their state is read before they move again.
+    answered: HashSet<i64>,
+}
+
+impl Backend for SqliteLedger {
+    fn lease(&self) -> TimeDelta {
+        self.lease
+    }
+
+    fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        let tx = write(&mut self.conn)?;
+        let value = f(&mut Tx { conn: &tx, groups: &mut self.groups, answered: HashSet::new() })?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    fn read<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        f(&mut Tx { conn: &self.conn, groups: &mut self.groups, answered: HashSet::new() })
     }
 }
 
@@ -309,6 +338,7 @@ fn ids_of(stmt: &mut rusqlite::Statement<'_>, params: impl rusqlite::Params) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::NextStep;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -504,7 +534,7 @@ mod tests {
         let expected: Vec<(i64, Option<DateTime<Utc>>)> = deferred
             .iter()
             .map(|(id, at)| (*id, Some(*at)))
-            .chain(claim.paced.iter().map(|(id, _, at)| (*id, Some(from_ts(ts_ceil(*at))))))
+            .chain(claim.paced.iter().map(|(id, _, at)| (*id, Some(from_ts(policy::ts_ceil(*at))))))
             .collect();
         assert_eq!(next, expected);
         assert_counts(&mut ledger, now);

@@ -199,7 +199,7 @@ impl Queue for SqliteLedger {
         let (clause, mut values) = filter_sql(&filter, now, false);
         values.push(Value::Integer(ts(now)));
         let n = values.len();
-        let tx = self.write()?;
+        let tx = self.begin()?;
         let changed = tx.execute(
             &format!(
                 "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
@@ -216,7 +216,7 @@ impl Queue for SqliteLedger {
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now, false);
-        let tx = self.write()?;
+        let tx = self.begin()?;
         let mut dropped = 0;
         let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
         // A drop removes items, not history: their requests stay, and an

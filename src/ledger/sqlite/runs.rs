@@ -190,7 +190,7 @@ impl Runs for SqliteLedger {
     }
 
     fn record_run(&mut self, run: &RunRecord) -> Result<()> {
-        let tx = self.write()?;
+        let tx = self.begin()?;
         tx.execute(
             "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
             params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
@@ -221,7 +221,7 @@ impl Runs for SqliteLedger {
 
 impl Credentials for SqliteLedger {
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        let tx = self.write()?;
+        let tx = self.begin()?;
         tx.execute(
             "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![fingerprint, ts(now)],
@@ -233,7 +233,7 @@ impl Credentials for SqliteLedger {
     }
 
     fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
-        let tx = self.write()?;
+        let tx = self.begin()?;
         tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
         tx.commit()?;
         Ok(())
