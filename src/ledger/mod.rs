@@ -30,7 +30,8 @@ pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_
 pub use sqlite::SqliteLedger;
 
 pub use budget::*;
-pub use copy::*;
+pub use copy::{copy, Copied, CopyError, Rows};
+use copy::{CopyDropped, CopyItem, CopyRequest, CopyUsage};
 pub use queue::*;
 pub use runs::*;
 use stored::*;

@@ -2,7 +2,6 @@
 //! it stands for (an unknown one is an error naming its table and column),
 //! and a request as it is recorded.
 
-use super::copy::DumpRequest;
 use super::ids;
 use super::{Answered, InspectionAnswer, InspectionCount, LedgerError, Result};
 use crate::model::{Class, GroupKey, NextStep, Reason, StoredResponse, TransientReason};
@@ -118,20 +117,6 @@ impl<'a> Recorded<'a> {
             message: INTERRUPTED,
             response: NO_RESPONSE,
             retry_at: Some(now),
-            items,
-        }
-    }
-
-    /// A request of a copied ledger, for the items it names here.
-    pub(super) fn copied(group: i64, request: &'a DumpRequest, items: &'a [i64]) -> Recorded<'a> {
-        Recorded {
-            group,
-            at: request.at,
-            class: request.class,
-            reason: request.reason,
-            message: &request.message,
-            response: &request.response,
-            retry_at: request.retry_at,
             items,
         }
     }

@@ -1,326 +1,549 @@
-//! `ledger copy` on PostgreSQL: the whole ledger out, and a copy merged in.
+//! `ledger copy` on PostgreSQL: the ledger streamed out of one snapshot
+//! (`REPEATABLE READ`; a cursor a table, a chunk at a time), and a copy
+//! merged in, in one transaction: each chunk staged in a temporary table
+//! with one binary `COPY … FROM STDIN`, each table merged with a few
+//! set-based statements (`copy.sql`; the order is `ledger::copy`'s). A copy
+//! runs on the caller's thread with no statement or idle timeout: its
+//! statements take as long as the ledger is big (the lock timeout and the
+//! connection's keepalives still hold).
 
 use super::*;
+use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
+use pg::binary_copy::BinaryCopyInWriter;
+use pg::types::{ToSql, Type};
+
+/// The staging tables.
+const STAGING: &str = include_str!("copy.sql");
 
 impl Rows for PgLedger {
     fn schema_version(&mut self) -> Result<i64> {
         Ok(self.stored_version()?.unwrap_or(0))
     }
 
-    fn export(&mut self, in_flight_ok: bool) -> Result<Dump> {
-        self.transaction(|tx| export(tx, in_flight_ok))
-    }
-
-    fn import(&mut self, dump: &Dump) -> Result<Copied> {
-        self.with_groups(|tx, groups| import(tx, groups, dump))
-    }
-}
-
-pub(super) fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
-    // A consistent snapshot of every table.
-    tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
-    let in_flight: i64 = tx.query_one("SELECT COUNT(*) FROM reservations", &[])?.get(0);
-    if in_flight > 0 && !in_flight_ok {
-        return Err(in_flight_error(in_flight));
-    }
-    let mut dump = Dump::default();
-    let mut item_index = HashMap::new();
-    let mut last_request = Vec::new();
-    for r in tx.query(
-        "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
-             i.enqueued_at, i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at,
-             i.parked_fingerprint, i.last_request_id
-         FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
-        &[],
-    )? {
-        item_index.insert(r.get::<_, i64>(0), dump.items.len());
-        last_request.push(r.get::<_, Option<i64>>(16));
-        dump.items.push(DumpItem {
-            url: r.get(1),
-            group: stored_group(r.get(2), r.get(3), r.get(4))?,
-            state: stored("items", "state", r.get(5))?,
-            action: stored("items", "action", r.get(6))?,
-            lastmod: r.get(7),
-            next_attempt_at: r.get(8),
-            enqueued_at: r.get(9),
-            attempts: r.get::<_, i32>(10) as u32,
-            last_class: stored_opt("items", "last_class", r.get(11))?,
-            streak: r.get::<_, i32>(12) as u32,
-            streak_started_at: r.get(13),
-            accepted_at: r.get(14),
-            parked_fingerprint: r.get(15),
-            last_request: None,
-        });
-    }
-    let mut dropped_index = HashMap::new();
-    for r in tx.query(
-        "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at
-         FROM dropped_items d JOIN groups g ON g.id = d.group_id ORDER BY d.id",
-        &[],
-    )? {
-        dropped_index.insert(r.get::<_, i64>(0), dump.dropped.len());
-        dump.dropped.push(DumpDropped {
-            url: r.get(1),
-            group: stored_group(r.get(2), r.get(3), r.get(4))?,
-            dropped_at: r.get(5),
-        });
-    }
-    let mut request_index = HashMap::new();
-    for r in tx.query(
-        "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status, r.body,
-             r.retry_at, r.n, r.first_item, r.items
-         FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
-        &[],
-    )? {
-        let named = ids::named(r.get::<_, i32>(11).into(), r.get(12), r.get(13))?;
-        let items: Vec<usize> = named.iter().filter_map(|id| item_index.get(id).copied()).collect();
-        let dropped: Vec<usize> = named.iter().filter_map(|id| dropped_index.get(id).copied()).collect();
-        if items.is_empty() && dropped.is_empty() {
-            continue;
-        }
-        request_index.insert(r.get::<_, i64>(0), dump.requests.len());
-        dump.requests.push(DumpRequest {
-            group: stored_group(r.get(1), r.get(2), r.get(3))?,
-            at: r.get(4),
-            class: stored("requests", "class", r.get(5))?,
-            reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
-            message: r.get(7),
-            response: StoredResponse { http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16), body: r.get(9) },
-            retry_at: r.get(10),
-            items,
-            dropped,
-        });
-    }
-    for (item, request) in dump.items.iter_mut().zip(last_request) {
-        item.last_request = request.and_then(|r| request_index.get(&r).copied());
-    }
-    dump.usage = tx
-        .query(
-            "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
-             FROM budget_usage ORDER BY rule COLLATE \"C\", window_key COLLATE \"C\"",
-            &[],
-        )?
-        .iter()
-        .map(|r| DumpUsage {
-            rule: r.get(0),
-            window: r.get(1),
-            period: r.get(2),
-            used: r.get::<_, i64>(3).max(0) as u64,
-            limit: r.get::<_, Option<i64>>(4).map(|l| l.max(0) as u64),
-            resets_at: r.get(5),
-            reported_at: r.get(6),
-            reported_remaining: r.get::<_, Option<i64>>(7).map(|l| l.max(0) as u64),
+    fn export(&mut self, in_flight_ok: bool, sink: &mut Sink) -> Result<()> {
+        self.copying("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", |tx| {
+            let in_flight: i64 = tx.query_one("SELECT COUNT(*) FROM reservations", &[])?.get(0);
+            if in_flight > 0 && !in_flight_ok {
+                return Err(copy::in_flight_error(in_flight));
+            }
+            let groups = tx.query("SELECT id, property, engine, target FROM groups ORDER BY id", &[])?;
+            let groups = groups.iter().map(|r| Ok((r.get(0), stored_group(r.get(1), r.get(2), r.get(3))?)));
+            sink(Chunk::Groups(groups.collect::<Result<_>>()?))?;
+            export_items(tx, sink)?;
+            export_dropped(tx, sink)?;
+            export_requests(tx, sink)?;
+            export_rest(tx, sink)
         })
-        .collect();
-    dump.blocks =
-        tx.query("SELECT rule, until FROM blocks ORDER BY rule", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
-    dump.pacing =
-        tx.query("SELECT key, tat_ms FROM pacing ORDER BY key", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
-    dump.credentials = tx
-        .query("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint", &[])?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    dump.latest_run = tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])?.map(|r| r.get(0));
-    for r in tx.query(
-        "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at
-         FROM reminders m JOIN groups g ON g.id = m.group_id ORDER BY g.property, g.engine, g.target, m.reason",
-        &[],
-    )? {
-        dump.reminders.push((stored_group(r.get(0), r.get(1), r.get(2))?, r.get(3), r.get(4)));
     }
-    dump.sources = source_documents(tx)?;
-    Ok(dump)
+
+    fn import(&mut self, feed: &mut copy::Feed) -> Result<Copied> {
+        let cache = self.groups.clone();
+        self.copying(STAGING, |tx| {
+            let mut staging = Staging { tx, cache: &cache };
+            let mut import = Import::new(&mut staging);
+            feed(&mut |chunk| import.put(chunk))?;
+            import.finish()
+        })
+    }
 }
 
-pub(super) fn import(tx: &mut Transaction<'_>, cache: &HashMap<GroupKey, i64>, dump: &Dump) -> Result<Copied> {
-    let mut copied = Copied::default();
-    let mut groups: HashMap<GroupKey, i64> = HashMap::new();
-    let mut group_of = |tx: &mut Transaction<'_>, key: &GroupKey| -> Result<i64> {
-        if let Some(id) = groups.get(key) {
-            return Ok(*id);
+impl PgLedger {
+    /// One transaction of a copy, run on this thread (`ledger copy` is no
+    /// async command), `first` its first statements.
+    fn copying<T>(&mut self, first: &str, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(LedgerError::Invalid("a ledger copy runs outside the async runtime".into()));
         }
-        let id = group_id_or_create(tx, cache, key)?;
-        groups.insert(key.clone(), id);
-        Ok(id)
+        let client = self.client.as_mut().expect("a ledger in use has its client");
+        retrying(|| {
+            let mut tx = client.transaction()?;
+            tx.batch_execute(first)?;
+            tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0")?;
+            let value = f(&mut tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    }
+}
+
+/// Each row `sql` selects, through a cursor: `size` rows in memory at a time.
+fn each_row(tx: &mut Transaction<'_>, sql: &str, size: usize, mut f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+    let cursor = tx.bind(sql, &[])?;
+    loop {
+        let rows = tx.query_portal(&cursor, size as i32)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        rows.iter().try_for_each(&mut f)?;
+    }
+}
+
+fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+    let mut chunks = Chunker::new(sink, Chunk::Items);
+    let sql = "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
+                   streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id
+               FROM items ORDER BY id";
+    each_row(tx, sql, ROWS, |r| {
+        chunks.push(CopyItem {
+            id: r.get(0),
+            group: r.get(1),
+            url: r.get(2),
+            state: stored("items", "state", r.get(3))?,
+            action: stored("items", "action", r.get(4))?,
+            lastmod: r.get(5),
+            next_attempt_at: r.get(6),
+            enqueued_at: r.get(7),
+            attempts: r.get::<_, i32>(8) as u32,
+            last_class: stored_opt("items", "last_class", r.get(9))?,
+            streak: r.get::<_, i32>(10) as u32,
+            streak_started_at: r.get(11),
+            accepted_at: r.get(12),
+            parked_fingerprint: r.get(13),
+            last_request: r.get(14),
+        })
+    })?;
+    chunks.finish()
+}
+
+fn export_dropped(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+    let mut chunks = Chunker::new(sink, Chunk::Dropped);
+    let sql = "SELECT id, group_id, url, dropped_at FROM dropped_items ORDER BY id";
+    each_row(tx, sql, ROWS, |r| {
+        chunks.push(CopyDropped { id: r.get(0), group: r.get(1), url: r.get(2), dropped_at: r.get(3) })
+    })?;
+    chunks.finish()
+}
+
+fn export_requests(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+    let mut chunks = Chunker::weighing(sink, Chunk::Requests, copy::request_bytes, copy::REQUEST_BYTES);
+    let sql = "SELECT id, group_id, at, class, reason, message, http_status, body, retry_at, n, first_item, items
+               FROM requests ORDER BY id";
+    // A request may be large: a hundred at a time.
+    each_row(tx, sql, 100, |r| {
+        let class = stored("requests", "class", r.get(3))?;
+        chunks.push(CopyRequest {
+            id: r.get(0),
+            group: r.get(1),
+            at: r.get(2),
+            class,
+            reason: stored_reason(class, r.get(4))?,
+            message: r.get(5),
+            response: StoredResponse { http_status: r.get::<_, Option<i32>>(6).map(|s| s as u16), body: r.get(7) },
+            retry_at: r.get(8),
+            items: ids::named(r.get::<_, i32>(9).into(), r.get(10), r.get(11))?,
+        })
+    })?;
+    chunks.finish()
+}
+
+/// The small tables: one row a rule window, block, pace, credential,
+/// reminder or sitemap.
+fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+    let usage = tx.query(
+        "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
+         FROM budget_usage ORDER BY rule COLLATE \"C\", window_key COLLATE \"C\"",
+        &[],
+    )?;
+    sink(Chunk::Usage(
+        usage
+            .iter()
+            .map(|r| CopyUsage {
+                rule: r.get(0),
+                window: r.get(1),
+                period: r.get(2),
+                used: r.get::<_, i64>(3).max(0) as u64,
+                limit: r.get::<_, Option<i64>>(4).map(|l| l.max(0) as u64),
+                resets_at: r.get(5),
+                reported_at: r.get(6),
+                reported_remaining: r.get::<_, Option<i64>>(7).map(|l| l.max(0) as u64),
+            })
+            .collect(),
+    ))?;
+    let pairs = |tx: &mut Transaction<'_>, sql: &str| -> Result<Vec<(String, DateTime<Utc>)>> {
+        Ok(tx.query(sql, &[])?.iter().map(|r| (r.get(0), r.get(1))).collect())
     };
-    // Each item by its group and URL: updated to the dump's state (unless in
-    // flight here), or inserted.
-    let mut item_groups = Vec::with_capacity(dump.items.len());
-    for item in &dump.items {
-        item_groups.push(group_of(tx, &item.group)?);
+    sink(Chunk::Blocks(pairs(tx, "SELECT rule, until FROM blocks ORDER BY rule")?))?;
+    let pacing = tx.query("SELECT key, tat_ms FROM pacing ORDER BY key", &[])?;
+    sink(Chunk::Pacing(pacing.iter().map(|r| (r.get(0), r.get(1))).collect()))?;
+    sink(Chunk::Credentials(pairs(tx, "SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint")?))?;
+    let reminders = tx.query(
+        "SELECT m.group_id, m.reason, m.reminded_at FROM reminders m JOIN groups g ON g.id = m.group_id
+         ORDER BY g.property, g.engine, g.target, m.reason",
+        &[],
+    )?;
+    sink(Chunk::Reminders(reminders.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))?;
+    sink(Chunk::Sources(source_documents(tx)?))?;
+    match tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])? {
+        Some(r) => sink(Chunk::Latest(r.get(0))),
+        None => Ok(()),
     }
-    let batch: Vec<NewItem> = dump
-        .items
-        .iter()
-        .map(|i| NewItem { url: i.url.clone(), group: i.group.clone(), action: i.action, lastmod: i.lastmod })
-        .collect();
-    let found = look_up(tx, &batch, &item_groups, true)?;
-    let insert = tx.prepare(
-        "INSERT INTO items (group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
-             last_class, streak, streak_started_at, accepted_at, parked_fingerprint)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
-    )?;
-    let update = tx.prepare(
-        "UPDATE items SET state = $2, action = $3, lastmod = $4, next_attempt_at = $5, enqueued_at = $6,
-             attempts = $7, last_class = $8, streak = $9, streak_started_at = $10, accepted_at = $11,
-             parked_fingerprint = $12
-         WHERE id = $1 AND state <> 'in_flight'",
-    )?;
-    let mut ids = Vec::with_capacity(dump.items.len());
-    // Items in flight here keep what they have.
-    let mut written = Vec::with_capacity(dump.items.len());
-    for ((item, found), group) in dump.items.iter().zip(found).zip(item_groups) {
-        let (attempts, streak) = (item.attempts as i32, item.streak as i32);
-        let class = item.last_class.map(|c| c.as_str());
-        let values: [&(dyn pg::types::ToSql + Sync); 11] = [
-            &item.state.as_str(),
-            &item.action.as_str(),
-            &item.lastmod,
-            &item.next_attempt_at,
-            &item.enqueued_at,
-            &attempts,
-            &class,
-            &streak,
-            &item.streak_started_at,
-            &item.accepted_at,
-            &item.parked_fingerprint,
+}
+
+/// This ledger as a copy's target, in the copy's transaction.
+struct Staging<'t, 'c> {
+    tx: &'t mut Transaction<'c>,
+    cache: &'t HashMap<GroupKey, i64>,
+}
+
+impl Staging<'_, '_> {
+    /// `rows` into a staging table with one binary COPY.
+    fn copy_in(&mut self, into: &str, types: &[Type], rows: &[Vec<&(dyn ToSql + Sync)>]) -> Result<()> {
+        let mut writer =
+            BinaryCopyInWriter::new(self.tx.copy_in(&format!("COPY {into} FROM STDIN (FORMAT binary)"))?, types);
+        for row in rows {
+            writer.write(row)?;
+        }
+        writer.finish()?;
+        Ok(())
+    }
+}
+
+impl copy::Stage for Staging<'_, '_> {
+    fn groups(&mut self, groups: &[(i64, GroupKey)]) -> Result<HashMap<i64, i64>> {
+        groups.iter().map(|(src, key)| Ok((*src, group_id_or_create(self.tx, self.cache, key)?))).collect()
+    }
+
+    fn stage_items(&mut self, items: &[CopyItem], groups: &HashMap<i64, i64>) -> Result<()> {
+        let keyed: Vec<(i64, i64, i32, i32, Option<&str>)> = items
+            .iter()
+            .map(|i| {
+                let counts = (i.attempts as i32, i.streak as i32);
+                Ok((
+                    copy::group_of(groups, i.group)?,
+                    url_key(&i.url),
+                    counts.0,
+                    counts.1,
+                    i.last_class.map(|c| c.as_str()),
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let (state, action): (Vec<&str>, Vec<&str>) =
+            items.iter().map(|i| (i.state.as_str(), i.action.as_str())).unzip();
+        let rows: Vec<Vec<&(dyn ToSql + Sync)>> = items
+            .iter()
+            .zip(&keyed)
+            .zip(state.iter().zip(&action))
+            .map(|((i, (group, key, attempts, streak, class)), (state, action))| {
+                let row: Vec<&(dyn ToSql + Sync)> = vec![
+                    &i.id,
+                    group,
+                    key,
+                    &i.url,
+                    state,
+                    action,
+                    &i.lastmod,
+                    &i.next_attempt_at,
+                    &i.enqueued_at,
+                    attempts,
+                    class,
+                    streak,
+                    &i.streak_started_at,
+                    &i.accepted_at,
+                    &i.parked_fingerprint,
+                    &i.last_request,
+                ];
+                row
+            })
+            .collect();
+        use Type as T;
+        let types = [
+            T::INT8,
+            T::INT8,
+            T::INT8,
+            T::TEXT,
+            T::TEXT,
+            T::TEXT,
+            T::TIMESTAMPTZ,
+            T::TIMESTAMPTZ,
+            T::TIMESTAMPTZ,
+            T::INT4,
+            T::TEXT,
+            T::INT4,
+            T::TIMESTAMPTZ,
+            T::TIMESTAMPTZ,
+            T::TEXT,
+            T::INT8,
         ];
-        match found {
-            Ok(existing) => {
-                let mut all: Vec<&(dyn pg::types::ToSql + Sync)> = vec![&existing.id];
-                all.extend_from_slice(&values);
-                copied.items += tx.execute(&update, &all)?;
-                ids.push(existing.id);
-                written.push(existing.state != ItemState::InFlight);
-            }
-            Err(key) => {
-                let mut all: Vec<&(dyn pg::types::ToSql + Sync)> = vec![&group, &key, &item.url];
-                all.extend_from_slice(&values);
-                ids.push(tx.query_one(&insert, &all)?.get(0));
-                copied.items += 1;
-                written.push(true);
-            }
-        }
+        let into = "copy_items (src, grp, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+             attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request)";
+        self.copy_in(into, &types, &rows)
     }
-    // Dropped items: the same group, URL and time of the drop, or new (an
-    // id from the items' sequence).
-    let mut dropped_ids = Vec::with_capacity(dump.dropped.len());
-    for d in &dump.dropped {
-        let group = group_of(tx, &d.group)?;
-        let key = url_key(&d.url);
-        let same = tx.query_opt(
-            "SELECT id FROM dropped_items WHERE group_id = $1 AND url_key = $2 AND url = $3 AND dropped_at = $4",
-            &[&group, &key, &d.url, &d.dropped_at],
+
+    fn match_items(&mut self) -> Result<()> {
+        self.tx.batch_execute(
+            "CREATE INDEX ON copy_items (grp, url_key);
+             ANALYZE copy_items;
+             UPDATE copy_items c SET dst = i.id, written = (i.state <> 'in_flight') FROM items i
+             WHERE i.group_id = c.grp AND i.url_key = c.url_key AND i.url = c.url;",
         )?;
-        let id: i64 = match same {
-            Some(row) => row.get(0),
-            None => tx
-                .query_one(
-                    "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
-                     VALUES (nextval(pg_get_serial_sequence('items', 'id')), $1, $2, $3, $4) RETURNING id",
-                    &[&group, &key, &d.url, &d.dropped_at],
-                )?
-                .get(0),
-        };
-        dropped_ids.push(id);
+        Ok(())
     }
-    // Requests the ledger does not have yet (the same group, time, outcome
-    // and items).
-    let mut request_ids = Vec::with_capacity(dump.requests.len());
-    for r in &dump.requests {
-        let group = group_of(tx, &r.group)?;
-        let mut items: Vec<i64> =
-            r.items.iter().map(|&i| ids[i]).chain(r.dropped.iter().map(|&i| dropped_ids[i])).collect();
-        items.sort_unstable();
-        let mut same = None;
-        for row in tx.query(
-            "SELECT id, n, first_item, items FROM requests WHERE group_id = $1 AND at = $2 AND class = $3
-                 AND reason = $4 AND message = $5 AND retry_at IS NOT DISTINCT FROM $6",
-            &[&group, &r.at, &r.class.as_str(), &r.reason.to_string(), &r.message, &r.retry_at],
-        )? {
-            if ids::named(row.get::<_, i32>(1).into(), row.get(2), row.get(3))? == items {
-                same = Some(row.get::<_, i64>(0));
-            }
-        }
-        let id = match same {
-            Some(id) => id,
-            None => {
-                copied.attempts += 1;
-                insert_request(tx, &Recorded::copied(group, r, &items))?
-            }
-        };
-        request_ids.push(id);
+
+    fn clashes(&mut self) -> Result<Vec<Clash>> {
+        let rows = self.tx.query(
+            "SELECT src, grp, url_key, url FROM copy_items c WHERE dst IS NULL
+                 AND ((grp, url_key) IN (SELECT group_id, url_key FROM items)
+                      OR (grp, url_key) IN (SELECT grp, url_key FROM copy_items WHERE dst IS NULL
+                                            GROUP BY grp, url_key HAVING count(*) > 1))
+             ORDER BY src",
+            &[],
+        )?;
+        Ok(rows.iter().map(|r| Clash { src: r.get(0), group: r.get(1), key: r.get(2), url: r.get(3) }).collect())
     }
-    let (pointed, pointers): (Vec<i64>, Vec<i64>) = dump
-        .items
-        .iter()
-        .zip(&ids)
-        .zip(&written)
-        .filter_map(|((item, id), written)| item.last_request.filter(|_| *written).map(|r| (*id, request_ids[r])))
-        .unzip();
-    tx.execute(
-        "UPDATE items SET last_request_id = p.request FROM unnest($1::bigint[], $2::bigint[]) AS p (id, request)
-         WHERE items.id = p.id",
-        &[&pointed, &pointers],
-    )?;
-    for u in &dump.usage {
-        tx.execute(
+
+    fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
+        let sql = "SELECT id, url, state = 'in_flight' FROM items WHERE group_id = $1 AND url_key = $2";
+        Ok(self.tx.query_opt(sql, &[&group, &key])?.map(|r| (r.get(0), r.get(1), r.get(2))))
+    }
+
+    fn staged(&mut self, group: i64, key: i64) -> Result<Vec<i64>> {
+        let sql = "SELECT src FROM copy_items WHERE grp = $1 AND url_key = $2 AND dst IS NULL";
+        Ok(self.tx.query(sql, &[&group, &key])?.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn place(&mut self, src: i64, placed: &Placed) -> Result<()> {
+        match *placed {
+            Placed::Same { id, written } => self
+                .tx
+                .execute("UPDATE copy_items SET dst = $2, written = $3 WHERE src = $1", &[&src, &id, &written])?,
+            Placed::At(key) => self.tx.execute("UPDATE copy_items SET url_key = $2 WHERE src = $1", &[&src, &key])?,
+        };
+        Ok(())
+    }
+
+    /// From the items' sequence, in the source's order.
+    fn number_items(&mut self) -> Result<()> {
+        self.tx.execute(
+            "UPDATE copy_items c SET dst = n.id, written = true, fresh = true
+             FROM (SELECT src, nextval(pg_get_serial_sequence('items', 'id')) AS id
+                   FROM (SELECT src FROM copy_items WHERE dst IS NULL ORDER BY src) AS s) AS n
+             WHERE c.src = n.src",
+            &[],
+        )?;
+        Ok(())
+    }
+
+    fn write_items(&mut self) -> Result<u64> {
+        let updated = self.tx.execute(
+            "UPDATE items i SET state = c.state, action = c.action, lastmod = c.lastmod,
+                 next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
+                 last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
+                 accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
+                 last_request_id = COALESCE(r.dst, i.last_request_id)
+             FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
+             WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'",
+            &[],
+        )?;
+        let inserted = self.tx.execute(
+            "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id)
+             SELECT c.dst, c.grp, c.url_key, c.url, c.state, c.action, c.lastmod, c.next_attempt_at, c.enqueued_at,
+                 c.attempts, c.last_class, c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, r.dst
+             FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
+             WHERE c.fresh ORDER BY c.dst",
+            &[],
+        )?;
+        Ok(updated + inserted)
+    }
+
+    fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {
+        let keyed: Vec<(i64, i64)> =
+            dropped.iter().map(|d| Ok((copy::group_of(groups, d.group)?, url_key(&d.url)))).collect::<Result<_>>()?;
+        let rows: Vec<Vec<&(dyn ToSql + Sync)>> = dropped
+            .iter()
+            .zip(&keyed)
+            .map(|(d, (group, key))| {
+                let row: Vec<&(dyn ToSql + Sync)> = vec![&d.id, group, key, &d.url, &d.dropped_at];
+                row
+            })
+            .collect();
+        let types = [Type::INT8, Type::INT8, Type::INT8, Type::TEXT, Type::TIMESTAMPTZ];
+        self.copy_in("copy_dropped (src, grp, url_key, url, dropped_at)", &types, &rows)
+    }
+
+    /// New dropped items take ids from the items' sequence: never another item's.
+    fn merge_dropped(&mut self) -> Result<()> {
+        self.tx.batch_execute(
+            "ANALYZE copy_dropped;
+             UPDATE copy_dropped c SET dst = d.id FROM dropped_items d
+             WHERE d.group_id = c.grp AND d.url_key = c.url_key AND d.url = c.url AND d.dropped_at = c.dropped_at;
+             UPDATE copy_dropped c SET dst = n.id, fresh = true
+             FROM (SELECT src, nextval(pg_get_serial_sequence('items', 'id')) AS id
+                   FROM (SELECT src FROM copy_dropped WHERE dst IS NULL ORDER BY src) AS s) AS n
+             WHERE c.src = n.src;
+             INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+             SELECT dst, grp, url_key, url, dropped_at FROM copy_dropped WHERE fresh ORDER BY dst;",
+        )?;
+        Ok(())
+    }
+
+    fn targets(&mut self, ids: &[i64]) -> Result<HashMap<i64, i64>> {
+        let rows = self.tx.query(
+            "SELECT src, dst FROM copy_dropped WHERE src = ANY($1)
+             UNION ALL SELECT src, dst FROM copy_items WHERE src = ANY($1)",
+            &[&ids],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn stage_requests(&mut self, requests: &[StagedRequest]) -> Result<()> {
+        let texts: Vec<(&str, String, Option<i32>, i32)> = requests
+            .iter()
+            .map(|s| {
+                (
+                    s.request.class.as_str(),
+                    s.request.reason.to_string(),
+                    s.request.response.http_status.map(i32::from),
+                    s.n as i32,
+                )
+            })
+            .collect();
+        let rows: Vec<Vec<&(dyn ToSql + Sync)>> = requests
+            .iter()
+            .zip(&texts)
+            .map(|(s, (class, reason, status, n))| {
+                let r = s.request;
+                let row: Vec<&(dyn ToSql + Sync)> = vec![
+                    &r.id,
+                    &s.group,
+                    &r.at,
+                    class,
+                    reason,
+                    &r.message,
+                    status,
+                    &r.response.body,
+                    &r.retry_at,
+                    n,
+                    &s.first,
+                    &s.last,
+                    &s.items,
+                ];
+                row
+            })
+            .collect();
+        use Type as T;
+        let types = [
+            T::INT8,
+            T::INT8,
+            T::TIMESTAMPTZ,
+            T::TEXT,
+            T::TEXT,
+            T::TEXT,
+            T::INT4,
+            T::TEXT,
+            T::TIMESTAMPTZ,
+            T::INT4,
+            T::INT8,
+            T::INT8,
+            T::BYTEA,
+        ];
+        let into = "copy_requests (src, grp, at, class, reason, message, http_status, body, retry_at, n, first_item,
+             last_item, items)";
+        self.copy_in(into, &types, &rows)
+    }
+
+    /// New requests take ids from the requests' sequence, in order of time.
+    fn merge_requests(&mut self) -> Result<u64> {
+        self.tx.batch_execute(
+            "ANALYZE copy_requests;
+             UPDATE copy_requests c SET dst = (
+                 SELECT r.id FROM requests r
+                 WHERE r.group_id = c.grp AND r.at = c.at AND r.class = c.class AND r.reason = c.reason
+                     AND r.message = c.message AND r.retry_at IS NOT DISTINCT FROM c.retry_at AND r.n = c.n
+                     AND r.first_item = c.first_item AND r.items IS NOT DISTINCT FROM c.items
+                 ORDER BY r.id DESC LIMIT 1);
+             UPDATE copy_requests c SET dst = n.id, fresh = true
+             FROM (SELECT src, nextval(pg_get_serial_sequence('requests', 'id')) AS id
+                   FROM (SELECT src FROM copy_requests WHERE dst IS NULL ORDER BY at, src) AS s) AS n
+             WHERE c.src = n.src;",
+        )?;
+        let inserted = self.tx.execute(
+            "INSERT INTO requests (id, group_id, at, class, reason, message, http_status, body, retry_at, n,
+                 first_item, last_item, items)
+             SELECT dst, grp, at, class, reason, message, http_status, body, retry_at, n, first_item, last_item, items
+             FROM copy_requests WHERE fresh ORDER BY dst",
+            &[],
+        )?;
+        Ok(inserted)
+    }
+
+    fn merge_usage(&mut self, usage: &[CopyUsage]) -> Result<u64> {
+        let (rules, windows): (Vec<&str>, Vec<&str>) =
+            usage.iter().map(|u| (u.rule.as_str(), u.window.as_str())).unzip();
+        let periods: Vec<&str> = usage.iter().map(|u| u.period.as_str()).collect();
+        let used: Vec<i64> = usage.iter().map(|u| u.used as i64).collect();
+        let limits: Vec<Option<i64>> = usage.iter().map(|u| u.limit.map(|l| l as i64)).collect();
+        let resets: Vec<DateTime<Utc>> = usage.iter().map(|u| u.resets_at).collect();
+        let reported: Vec<Option<DateTime<Utc>>> = usage.iter().map(|u| u.reported_at).collect();
+        let remaining: Vec<Option<i64>> = usage.iter().map(|u| u.reported_remaining.map(|r| r as i64)).collect();
+        self.tx.execute(
             "INSERT INTO budget_usage AS b (rule, window_key, period, used, limit_value, resets_at, reported_at,
                  reported_remaining)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[],
+                 $6::timestamptz[], $7::timestamptz[], $8::bigint[])
              ON CONFLICT (rule, window_key) DO UPDATE SET used = GREATEST(b.used, excluded.used),
                  limit_value = excluded.limit_value, resets_at = excluded.resets_at,
                  reported_at = excluded.reported_at, reported_remaining = excluded.reported_remaining",
-            &[
-                &u.rule,
-                &u.window,
-                &u.period,
-                &(u.used as i64),
-                &u.limit.map(|l| l as i64),
-                &u.resets_at,
-                &u.reported_at,
-                &u.reported_remaining.map(|r| r as i64),
-            ],
+            &[&rules, &windows, &periods, &used, &limits, &resets, &reported, &remaining],
         )?;
-        copied.budget_windows += 1;
+        Ok(usage.len() as u64)
     }
-    for (rule, until) in &dump.blocks {
-        tx.execute(
-            "INSERT INTO blocks (rule, until) VALUES ($1, $2)
-             ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
-            &[rule, until],
-        )?;
+
+    fn merge_rest(&mut self, chunk: &Chunk, groups: &HashMap<i64, i64>) -> Result<()> {
+        match chunk {
+            Chunk::Blocks(rows) => merge_pairs(
+                self.tx,
+                "INSERT INTO blocks (rule, until) SELECT * FROM unnest($1::text[], $2::timestamptz[])
+                 ON CONFLICT (rule) DO UPDATE SET until = GREATEST(blocks.until, excluded.until)",
+                rows,
+            ),
+            Chunk::Pacing(rows) => merge_pairs(
+                self.tx,
+                "INSERT INTO pacing (key, tat_ms) SELECT * FROM unnest($1::text[], $2::bigint[])
+                 ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(pacing.tat_ms, excluded.tat_ms)",
+                rows,
+            ),
+            Chunk::Credentials(rows) => merge_pairs(
+                self.tx,
+                "INSERT INTO credentials (fingerprint, first_used_at) SELECT * FROM unnest($1::text[], $2::timestamptz[])
+                 ON CONFLICT (fingerprint)
+                 DO UPDATE SET first_used_at = LEAST(credentials.first_used_at, excluded.first_used_at)",
+                rows,
+            ),
+            Chunk::Reminders(rows) => {
+                let ids: Vec<i64> = rows.iter().map(|(g, ..)| copy::group_of(groups, *g)).collect::<Result<_>>()?;
+                let (reasons, at): (Vec<&str>, Vec<DateTime<Utc>>) = rows.iter().map(|(_, r, at)| (r.as_str(), *at)).unzip();
+                self.tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at)
+                     SELECT * FROM unnest($1::bigint[], $2::text[], $3::timestamptz[])
+                     ON CONFLICT (group_id, reason)
+                     DO UPDATE SET reminded_at = GREATEST(reminders.reminded_at, excluded.reminded_at)",
+                    &[&ids, &reasons, &at],
+                )?;
+                Ok(())
+            }
+            Chunk::Sources(documents) => store_source_documents(self.tx, documents, true),
+            Chunk::Latest(at) => {
+                self.tx.execute(
+                    "INSERT INTO runs (id, latest_now) VALUES (1, $1)
+                     ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
+                    &[at],
+                )?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
-    for (key, tat) in &dump.pacing {
-        tx.execute(
-            "INSERT INTO pacing (key, tat_ms) VALUES ($1, $2)
-             ON CONFLICT (key) DO UPDATE SET tat_ms = GREATEST(pacing.tat_ms, excluded.tat_ms)",
-            &[key, tat],
-        )?;
+
+    /// The groups' counts follow by the statement triggers.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
     }
-    for (fingerprint, at) in &dump.credentials {
-        tx.execute(
-            "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2)
-             ON CONFLICT (fingerprint) DO UPDATE SET first_used_at = LEAST(credentials.first_used_at, excluded.first_used_at)",
-            &[fingerprint, at],
-        )?;
-    }
-    for (group, reason, at) in &dump.reminders {
-        let group = group_of(tx, group)?;
-        tx.execute(
-            "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
-             ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = GREATEST(reminders.reminded_at, excluded.reminded_at)",
-            &[&group, reason, &sec(*at)],
-        )?;
-    }
-    store_source_documents(tx, &dump.sources, true)?;
-    if let Some(latest) = dump.latest_run {
-        tx.execute(
-            "INSERT INTO runs (id, latest_now) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE SET latest_now = GREATEST(runs.latest_now, excluded.latest_now)",
-            &[&latest],
-        )?;
-    }
-    Ok(copied)
+}
+
+/// Key and value pairs merged with one statement over two arrays.
+fn merge_pairs<V: ToSql + Sync + Clone>(tx: &mut Transaction<'_>, sql: &str, rows: &[(String, V)]) -> Result<()> {
+    let (keys, values): (Vec<&str>, Vec<V>) = rows.iter().map(|(k, v)| (k.as_str(), v.clone())).unzip();
+    tx.execute(sql, &[&keys, &values])?;
+    Ok(())
 }

@@ -344,11 +344,10 @@ mod tests {
         super::super::story::story(&mut ledger);
         assert_counts(&mut ledger, now);
         // A copy in (inserts and updates in one statement), twice.
-        let dump = ledger.export(true).unwrap();
         let mut copy = super::super::story::test_postgres();
-        copy.import(&dump).unwrap();
+        crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();
         assert_counts(&mut copy, now);
-        copy.import(&dump).unwrap();
+        crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();
         assert_counts(&mut copy, now);
         // Queue commands.
         let all = ItemFilter::default();
