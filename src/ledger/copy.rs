@@ -493,7 +493,12 @@ mod dump {
     /// Everything in `ledger` (in flight too).
     pub fn dump(ledger: &mut (impl Rows + ?Sized)) -> Dump {
         let mut chunks = Vec::new();
-        ledger.export(true, &mut |chunk| Ok(chunks.push(chunk))).expect("the ledger exports");
+        ledger
+            .export(true, &mut |chunk| {
+                chunks.push(chunk);
+                Ok(())
+            })
+            .expect("the ledger exports");
         let mut groups = HashMap::new();
         let (mut items, mut dropped, mut requests, mut d) = (Vec::new(), Vec::new(), Vec::new(), Dump::default());
         for chunk in chunks {
