@@ -6,6 +6,7 @@ use super::{open_ledger, ExitStatus};
 use crate::cli::{LedgerAction, LedgerArgs};
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions, Settings};
 use crate::error::UsageError;
+use crate::ledger::CopyError;
 use crate::output::printer::Printer;
 use std::io::Write;
 
@@ -34,10 +35,15 @@ pub fn run(settings: &Settings, args: &LedgerArgs, printer: &Printer) -> anyhow:
             let schema = copy.schema.as_deref().unwrap_or(&settings.ledger_options.schema);
             crate::config::check_schema_name(schema).map_err(UsageError)?;
             let options = LedgerOptions { schema: schema.to_string(), ..settings.ledger_options.clone() };
-            let dump = open_ledger(settings)?.export(false)?;
-            let copied = crate::ledger::open(&target, &options)
-                .and_then(|mut to| Ok(to.import(&dump)?))
+            let mut from = open_ledger(settings)?;
+            let mut to = crate::ledger::open(&target, &options)
                 .map_err(|e| e.context(format!("ledger {}", target.display())))?;
+            // One transaction of the target, from one snapshot of the
+            // source: killed at any point, the target is left as it was.
+            let copied = crate::ledger::copy(from.as_mut(), to.as_mut(), false).map_err(|e| match e {
+                CopyError::From(e) => anyhow::Error::from(e),
+                CopyError::To(e) => anyhow::Error::from(e).context(format!("ledger {}", target.display())),
+            })?;
             let (from, to) = (settings.ledger.display(), target.display());
             if printer.json {
                 printer.json(&serde_json::json!({ "from": from, "to": to, "copied": copied }))?;

@@ -2,7 +2,8 @@
 //! the difference from the one before in LEB128 (a batch of 10,000 ids
 //! claimed together takes about 10 KB). Both backends store it as bytes.
 
-use super::{LedgerError, Result};
+use super::{LedgerError, NewItem, Result};
+use crate::model::GroupKey;
 
 /// `ids` (any order, no repeats) as bytes.
 pub fn encode(ids: &[i64]) -> Vec<u8> {
@@ -121,6 +122,22 @@ pub fn resolve<E: Clone>(
         pending = next;
     }
     Ok(out.into_iter().map(|o| o.expect("every URL was resolved")).collect())
+}
+
+/// Each item's group id, in batch order: `id_of` is asked once per run of
+/// items of one group (a batch is mostly one group).
+pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i64>) -> Result<Vec<i64>> {
+    let mut ids = Vec::with_capacity(batch.len());
+    let mut last: Option<(&GroupKey, i64)> = None;
+    for item in batch {
+        let id = match last {
+            Some((key, id)) if *key == item.group => id,
+            _ => id_of(&item.group)?,
+        };
+        last = Some((&item.group, id));
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 #[cfg(test)]

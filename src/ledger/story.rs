@@ -4,9 +4,12 @@
 //! reservation, take an engine's report with a request in flight, and give
 //! back what the engine did not count.
 
+use super::copy::{copy, dump};
 use super::*;
-use crate::model::Period;
-use crate::model::{AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument};
+use crate::model::{
+    AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument, TransientReason,
+};
+use crate::model::{NextStep, Period};
 
 fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
@@ -950,13 +953,13 @@ fn sqlite_copies_the_history_of_dropped_items() {
     let mut from = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
     story(&mut from);
     drop_story(&mut from);
-    let original = from.export(true).unwrap();
-    assert!(!original.dropped.is_empty() && original.requests.iter().any(|r| !r.dropped.is_empty()));
+    let original = dump(&mut from);
+    assert!(!original.dropped.is_empty() && original.requests.iter().any(|r| !r.3.is_empty()));
     let mut to = super::SqliteLedger::open(&dir.path().join("to.db")).unwrap();
-    to.import(&original).unwrap();
-    assert_eq!(to.export(true).unwrap(), original);
-    assert_eq!(to.import(&original).unwrap().attempts, 0, "no attempt is added twice");
-    assert_eq!(to.export(true).unwrap(), original, "a second copy changes nothing");
+    copy(&mut from, &mut to, true).unwrap();
+    assert_eq!(dump(&mut to), original);
+    assert_eq!(copy(&mut from, &mut to, true).unwrap().attempts, 0, "no attempt is added twice");
+    assert_eq!(dump(&mut to), original, "a second copy changes nothing");
     let sorted = |ledger: &mut dyn Ledger| {
         let mut counts = ledger.outcome_counts().unwrap();
         counts.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
@@ -1024,21 +1027,21 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
     let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
     story(&mut sqlite);
     drop_story(&mut sqlite);
-    let original = sqlite.export(true).unwrap();
+    let original = dump(&mut sqlite);
     assert!(!original.items.is_empty() && !original.requests.is_empty() && !original.usage.is_empty());
 
-    let first = pg.import(&original).unwrap();
-    assert_eq!(pg.export(true).unwrap(), original, "SQLite -> PostgreSQL");
-    let again = pg.import(&original).unwrap();
+    let first = copy(&mut sqlite, &mut pg, true).unwrap();
+    assert_eq!(dump(&mut pg), original, "SQLite -> PostgreSQL");
+    let again = copy(&mut sqlite, &mut pg, true).unwrap();
     assert_eq!(again.attempts, 0, "no attempt is added twice");
     // Items in flight in the target are left alone.
-    let in_flight = original.items.iter().filter(|i| i.state == ItemState::InFlight).count() as u64;
+    let in_flight = original.items.iter().filter(|i| i.1.state == ItemState::InFlight).count() as u64;
     assert_eq!((first.items, again.items), (original.items.len() as u64, original.items.len() as u64 - in_flight));
-    assert_eq!(pg.export(true).unwrap(), original, "a second copy changes nothing");
+    assert_eq!(dump(&mut pg), original, "a second copy changes nothing");
 
     let mut back = super::SqliteLedger::open(&dir.path().join("back.db")).unwrap();
-    back.import(&pg.export(true).unwrap()).unwrap();
-    assert_eq!(back.export(true).unwrap(), original, "PostgreSQL -> SQLite");
+    copy(&mut pg, &mut back, true).unwrap();
+    assert_eq!(dump(&mut back), original, "PostgreSQL -> SQLite");
 }
 
 /// On PostgreSQL, window decisions use the database server's clock (shifted

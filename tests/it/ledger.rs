@@ -229,3 +229,56 @@ fn ledger_copy_to_another_file_says_what_it_copied() {
     let again = sb.indexq(&to).now(now).output().code(0).copy_doc();
     assert_eq!(again.copied.attempts, 0, "{again:#?}");
 }
+
+/// `ledger copy` is one transaction of its target: killed (SIGKILL) at any
+/// point, the target is left as it was — here empty: no item, request,
+/// group or budget — or whole; copied again, it is whole.
+#[test]
+fn a_copy_killed_at_any_point_leaves_its_target_empty_or_whole() {
+    let sb = Sandbox::new();
+    let now = "2026-12-03T09:00:00Z";
+    let list = sb.urls("urls.txt", &["/a"]);
+    sb.indexq(&["submit", list.to_str().unwrap()]).now(now).output().code(0);
+    let n = add_accepted_items(&sb.ledger(), 150_000, 1_764_752_400);
+    let rows = |path: &std::path::Path| -> [i64; 4] {
+        let Ok(conn) = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+            return [0; 4];
+        };
+        ["items", "requests", "groups", "budget_usage"]
+            .map(|table| conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap_or(0))
+    };
+    let status = |path: &std::path::Path| {
+        let mut doc = sb.indexq(&["--json", "status"]).env("INDEXQ_LEDGER", path).now(now).output().code(0).json();
+        doc["budgets"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .for_each(|b| drop(b.as_object_mut().unwrap().remove("resets_in_secs")));
+        doc
+    };
+    let copy = |to: &std::path::Path| sb.indexq(&["ledger", "copy", "--to", to.to_str().unwrap()]).now(now);
+    // A whole copy, timed.
+    let whole = sb.dir.path().join("whole.db");
+    let started = std::time::Instant::now();
+    copy(&whole).output().code(0);
+    let took = started.elapsed();
+    let all = rows(&whole);
+    assert_eq!(all[0], n, "{all:?}");
+    let mut killed_midway = 0;
+    for (k, fraction) in [0.2, 0.5, 0.8].into_iter().enumerate() {
+        let target = sb.dir.path().join(format!("killed-{k}.db"));
+        let mut child = copy(&target).spawn();
+        std::thread::sleep(took.mul_f64(fraction));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let left = rows(&target);
+        assert!(left == [0; 4] || left == all, "killed at {fraction} of a copy: {left:?} (whole: {all:?})");
+        if left == [0; 4] {
+            killed_midway += 1;
+        }
+        copy(&target).output().code(0);
+        assert_eq!(rows(&target), all, "copied again after a kill at {fraction}");
+        assert_eq!(status(&target), status(&whole));
+    }
+    assert!(killed_midway > 0, "no kill landed during a copy ({took:?} each)");
+}

@@ -12,7 +12,7 @@ use crate::budget;
 use crate::commands::ExitStatus;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{policy, Answered, Block, Claim, ClaimedItem, Finish, Remainder};
+use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
     AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
     RuleWindow, Usage,
@@ -21,7 +21,7 @@ use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::ResultEntry;
 use crate::output::summary::{Deferral, PlanCounts, Summary, Waiting};
 use crate::schedule::{self, Decision, History, Inputs};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::collections::{BTreeMap, HashMap};
 
@@ -53,12 +53,10 @@ impl Run<'_> {
         let resend_now: Vec<bool> = (0..d.sent.answers.len()).map(|i| resends_now(d.sent, i, &d.windows)).collect();
         let blocks = quota_blocks(d.group, d.rules, &d.windows, d.sent, &resend_now, d.at);
         let quota_reset = blocks.iter().map(|b| b.until).max();
-        // When the reservation stops being trusted: a request the stop left
-        // unanswered is not sent again before (the engine may have it); to
-        // the whole second after, as the ledger keeps times.
-        let lease = TimeDelta::from_std(self.settings.ledger_options.lease).unwrap_or(TimeDelta::MAX);
-        let lease_end = policy::lease_until(d.claim.now, &d.claim.slots, lease);
-        let lease_end = DateTime::from_timestamp(policy::ts_ceil(lease_end), 0).unwrap_or(lease_end);
+        // When the reservation stops being trusted (the ledger decided it
+        // with the claim): a request the stop left unanswered is not sent
+        // again before (the engine may have it).
+        let lease_end = d.claim.lease_until.unwrap_or(d.claim.now);
         self.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
@@ -524,6 +522,7 @@ mod tests {
     use crate::classify::RetryAfter;
     use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, NOW};
     use crate::engines::{Answer, Batch, Sent};
+    use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
     use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
     use chrono::TimeDelta;
 
@@ -633,8 +632,9 @@ mod tests {
         assert!(quota_blocks(&g, &rules, &windows, &accepted, &[], now).is_empty(), "no quota answer, no block");
     }
 
-    /// The ledger gives back what the answers say was not counted
-    /// (`policy::given_back`): each record says whether its request left.
+    /// The ledger gives back what the answers say was not counted (its
+    /// policy decides it from each record's class and whether its request
+    /// left): each record says whether its request left.
     #[test]
     fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
         let (settings, g) = (testing::settings(""), site_group());
@@ -648,9 +648,21 @@ mod tests {
         let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
         let reached: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.reached)).collect();
         assert_eq!(reached, [(vec![1, 4], true), (vec![2, 3, 5], false), (vec![6], true)]);
-        let windows = budget::windows(&rules(), at(NOW));
-        let back: Vec<u64> = windows.iter().map(|w| policy::given_back(&settled.answered, w)).collect();
-        assert_eq!(back, [4, 4, 4], "3 never sent and 1 refused for quota, to each day and month");
+        // Through a ledger: the six claimed against every window, then finished.
+        let (now, windows) = (at(NOW), budget::windows(&rules(), at(NOW)));
+        let mut ledger = crate::ledger::SqliteLedger::in_memory().unwrap();
+        let batch: Vec<_> = items.iter().map(|i| testing::new_item(&g, &i.url)).collect();
+        ledger.admit(&batch, now, &testing::admit_rule()).unwrap();
+        let spec = ClaimSpec { windows: &windows, max_items: 6, pace: None, now: Now::pinned(now) };
+        let claim = ledger.claim(&g, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
+        assert_eq!(claim.items.iter().map(|i| i.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+        let reservation = claim.reservation.unwrap();
+        let answers = settled.answered;
+        ledger
+            .finish(&Finish { reservation, answers, blocks: vec![], reports: vec![], windows: windows.clone() })
+            .unwrap();
+        let used: Vec<u64> = windows.iter().map(|w| ledger.usage(w).unwrap().used).collect();
+        assert_eq!(used, [2, 2, 2], "3 never sent and 1 refused for quota given back, to each day and month");
     }
 
     /// Bing's partial remainder: due again at once when its request carried

@@ -1,18 +1,19 @@
 //! `submit --dry-run`: the plan, by reading. The input is read and
-//! normalised as a real run reads it, each URL is looked up in the ledger
-//! and `policy::admit` decides what would become of it; nothing is written.
-//! A URL new to the ledger seen twice is one item (a set of (group, key)
-//! pairs in memory). Each group's due items — the ledger's, then this run's
-//! new and changed URLs — go now while the budget and the pace allow
-//! (`ClaimPlan` over the group's windows, usage and pace as they are now,
-//! as many claims in a row would take them); the rest would wait for their
-//! paced slot, or until the budget frees up.
+//! normalised as a real run reads it, and the ledger says what admission
+//! would make of each URL (`Intake::preview`); nothing is written. A URL
+//! new to the ledger seen twice is one item (a set of (group, key) pairs in
+//! memory). Each group's due items — the ledger's, then this run's new and
+//! changed URLs — go now while the budget and the pace allow (the claim the
+//! ledger forecasts over the group's windows, usage and pace as they are
+//! now, as many claims in a row would take them: `Budget::plan_claim`); the
+//! rest would wait for their paced slot, or until the budget frees up.
 
 use super::{base_entry, Run};
 use crate::budget;
-use crate::ledger::policy::{self, ClaimPlan, PaceState};
-use crate::ledger::{url_key, Admission, AdmitRule, ItemFilter, NewItem, Pace, StateFilter};
-use crate::model::{GroupKey, Report, RuleWindow};
+use crate::ledger::{
+    url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, NewItem, Pace, Preview, StateFilter,
+};
+use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
 use crate::output::results::Planned;
 use crate::output::summary::Deferral;
@@ -35,18 +36,13 @@ pub(super) struct Plans {
 /// One group's plan: the claim over an unbounded queue at the run's start,
 /// and how many due items it has placed.
 struct GroupPlan {
-    plan: ClaimPlan,
-    windows: Vec<RuleWindow>,
-    pace: Option<(Pace, Option<i64>)>,
+    plan: ClaimForecast,
     /// The budget that stops the plan, and whether the human report has its
     /// line yet.
     deferral: Option<Deferral>,
     told: bool,
     placed: usize,
 }
-
-/// More due items than any queue holds: the plan of "as many as fit".
-const UNBOUNDED: usize = usize::MAX / 4;
 
 /// Where a due item goes in the plan.
 enum Place {
@@ -66,14 +62,14 @@ impl Plans {
 }
 
 impl GroupPlan {
-    fn place(&mut self, now: DateTime<Utc>) -> Option<Place> {
+    fn place(&mut self) -> Option<Place> {
         let n = self.placed;
         self.placed += 1;
         if n < self.plan.take {
             return Some(Place::Now);
         }
-        if let (true, Some((pace, tat))) = (n < self.plan.paced_until, &self.pace) {
-            return Some(Place::Paced(PaceState::new(pace, now, *tat, &self.windows).estimate(n)));
+        if let (true, Some(slots)) = (n < self.plan.paced_until, &self.plan.slots) {
+            return Some(Place::Paced(slots.at(n)));
         }
         self.deferral.clone().map(Place::Budget)
     }
@@ -88,41 +84,26 @@ impl Run<'_> {
         for group in self.known_groups() {
             let Some(rules) = self.rules(&group) else { continue };
             let windows = budget::windows(&rules, now);
-            let mut usages = Vec::with_capacity(windows.len());
-            for w in &windows {
-                usages.push(self.ledger.usage(w)?);
-            }
             // What the engine says is left, as the real run would record it.
-            for (period, remaining) in self.reported_quota(&group, &windows).await? {
-                for (_, u) in windows.iter().zip(&mut usages).filter(|(w, _)| w.reported && w.period == period) {
-                    let limit = policy::reported_limit(u.used, remaining, 0);
-                    u.reported = Some(Report { at: now, remaining, limit });
-                }
-            }
-            let pace = match self.engines[&group.engine].pace(&group) {
-                Some((key, interval, burst)) => {
-                    let tat = self.ledger.pace_tat(&key)?;
-                    Some((Pace { key, interval, burst, horizon: now }, tat))
-                }
-                None => None,
-            };
-            let state = pace.as_ref().map(|(p, tat)| PaceState::new(p, now, *tat, &windows));
-            let plan = ClaimPlan::new(&windows, &usages, UNBOUNDED, usize::MAX, state.as_ref(), now);
-            // The rule that holds the budget until then: one with nothing left
-            // that frees up then.
-            let deferral = plan.retry_at.and_then(|retry_at| {
-                let mut binding = rules.iter().zip(&windows).zip(&usages);
-                let found = binding.clone().find(|((_, w), u)| u.available_at(w, now) == Some(retry_at));
-                found.or_else(|| binding.next()).map(|((rule, window), usage)| Deferral {
-                    group: group.clone(),
-                    rule_tz: rule.tz,
-                    used: usage.used,
-                    limit: usage.limit(window),
-                    retry_at,
-                    blocked: usage.blocked_until.is_some_and(|t| t > now),
-                })
+            let reported = self.reported_quota(&group, &windows).await?;
+            let pace = self.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {
+                key,
+                interval,
+                burst,
+                horizon: now,
             });
-            let mut g = GroupPlan { plan, windows, pace, deferral, told: false, placed: 0 };
+            let query = ClaimQuery { windows: &windows, reported: &reported, pace: pace.as_ref(), now };
+            let plan = self.ledger.plan_claim(&query)?;
+            // The rule that holds the budget until then.
+            let deferral = plan.retry_at.zip(plan.binding).map(|(retry_at, i)| Deferral {
+                group: group.clone(),
+                rule_tz: rules[i].tz,
+                used: plan.usages[i].used,
+                limit: plan.usages[i].limit(&windows[i]),
+                retry_at,
+                blocked: plan.usages[i].blocked_until.is_some_and(|t| t > now),
+            });
+            let mut g = GroupPlan { plan, deferral, told: false, placed: 0 };
             // The ledger's due items come first; those that go now are planned.
             let due = self.ledger.queue_counts(&group, now)?.due as usize;
             let going = due.min(g.plan.take);
@@ -149,29 +130,28 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// What would become of a batch: the ledger's items looked up, and
-    /// `policy::admit`'s decision for each; `None` for a URL this run has
-    /// met already (the same item).
+    /// What would become of a batch: what admission would make of each
+    /// URL, as the ledger says (`Intake::preview`); `None` for a URL this
+    /// run has met already (the same item).
     pub(super) fn plan_admissions(
         &mut self,
         batch: &[NewItem],
         rule: &AdmitRule,
         now: DateTime<Utc>,
     ) -> anyhow::Result<Vec<Option<Admission>>> {
-        let found = self.ledger.look_up(batch)?;
+        let previews = self.ledger.preview(batch, rule, now)?;
         let mut out = Vec::with_capacity(batch.len());
-        for (item, existing) in batch.iter().zip(found) {
+        for (item, Preview { held, admission }) in batch.iter().zip(previews) {
             let seen = (self.plans.number(&item.group), url_key(&item.url));
-            let admission = match existing {
-                Some(e) if self.plans.requeued.contains(&e.id) => None,
-                Some(e) => {
-                    let (admission, _) = policy::admit(Some(&e), item, rule, now);
+            let admission = match held {
+                Some(id) if self.plans.requeued.contains(&id) => None,
+                Some(id) => {
                     if matches!(admission, Admission::Queued { .. }) {
-                        self.plans.requeued.insert(e.id);
+                        self.plans.requeued.insert(id);
                     }
                     Some(admission)
                 }
-                None if self.plans.new.insert(seen) => Some(policy::admit(None, item, rule, now).0),
+                None if self.plans.new.insert(seen) => Some(admission),
                 None => None,
             };
             out.push(admission);
@@ -184,7 +164,7 @@ impl Run<'_> {
     /// the budget.
     pub(super) fn plan_due(&mut self, item: &NewItem, now: DateTime<Utc>) -> anyhow::Result<()> {
         let Some(g) = self.plans.groups.get_mut(&item.group) else { return Ok(()) };
-        let place = g.place(now);
+        let place = g.place();
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
             None => return Ok(()),
@@ -221,7 +201,8 @@ impl Run<'_> {
 mod tests {
     use super::*;
     use crate::commands::submit::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW};
-    use crate::model::Class;
+    use crate::ledger::{Budget, SqliteLedger};
+    use crate::model::{Class, Period, RuleWindow};
     use chrono::TimeDelta;
     use chrono_tz::Tz;
 
@@ -237,7 +218,7 @@ mod tests {
     }
 
     fn placed(g: &mut GroupPlan, now: DateTime<Utc>) -> String {
-        match g.place(now) {
+        match g.place() {
             None => "none".into(),
             Some(Place::Now) => "now".into(),
             Some(Place::Paced(t)) => format!("paced {}", (t - now).num_seconds()),
@@ -249,21 +230,28 @@ mod tests {
     fn due_items_go_now_then_at_their_paced_slots_then_wait_for_the_budget() {
         let now = at(NOW);
         let g = site_group();
-        let pace = Pace { key: "k".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
-        let plan = ClaimPlan { take: 2, paced_until: 4, retry_at: Some(at("2026-03-03T00:00:00Z")) };
-        let mut p = GroupPlan {
-            plan,
-            windows: Vec::new(),
-            pace: Some((pace, None)),
-            deferral: Some(deferral(&g)),
-            told: false,
-            placed: 0,
+        // The ledger's forecast: a day of 4, at one send per 10 s after the first.
+        let day = RuleWindow {
+            rule: "day".into(),
+            period: Period::Day,
+            window: "2026-03-02".into(),
+            limit: Some(4),
+            reported: false,
+            resets_at: at("2026-03-03T00:00:00Z"),
         };
+        let pace = Pace { key: "k".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
+        let windows = [day];
+        let query = ClaimQuery { windows: &windows, reported: &[], pace: Some(&pace), now };
+        let plan = SqliteLedger::in_memory().unwrap().plan_claim(&query).unwrap();
+        assert_eq!((plan.take, plan.paced_until, plan.retry_at), (2, 4, Some(at("2026-03-03T00:00:00Z"))));
+        assert_eq!(plan.binding, Some(0));
+        let mut p = GroupPlan { plan: plan.clone(), deferral: Some(deferral(&g)), told: false, placed: 0 };
         let places: Vec<String> = (0..6).map(|_| placed(&mut p, now)).collect();
         let budget = "budget 2026-03-03 00:00:00 UTC";
         assert_eq!(places, ["now", "now", "paced 10", "paced 20", budget, budget]);
         // Without a budget that stops it, an item past the plan is not placed.
-        let mut p = GroupPlan { plan, windows: Vec::new(), pace: None, deferral: None, told: false, placed: 1 };
+        let plan = ClaimForecast { slots: None, binding: None, ..plan };
+        let mut p = GroupPlan { plan, deferral: None, told: false, placed: 1 };
         let places: Vec<String> = (0..3).map(|_| placed(&mut p, now)).collect();
         assert_eq!(places, ["now", "none", "none"], "no pace: nothing is paced");
     }

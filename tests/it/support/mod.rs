@@ -587,3 +587,57 @@ pub fn ledger_bytes(path: &Path) -> Vec<u8> {
     bytes.extend(std::fs::read(path.with_extension("db-wal")).unwrap_or_default());
     bytes
 }
+
+/// Adds `n` accepted items to the SQLite ledger at `path`, in the group of
+/// its first item, as submits of 10,000 URLs a request would have left them
+/// (`SITE/big/N`, each pointing at its request): a ledger of a site's size,
+/// made in seconds. Returns how many items the ledger then holds.
+pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
+    let mut conn = rusqlite::Connection::open(path).unwrap();
+    let tx = conn.transaction().unwrap();
+    let (group, url): (i64, String) = tx
+        .query_row("SELECT group_id, url FROM items ORDER BY id LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    let site = url.rsplit_once('/').unwrap().0.to_string();
+    let first: i64 = tx.query_row("SELECT MAX(id) + 1 FROM items", [], |r| r.get(0)).unwrap();
+    {
+        let mut request = tx
+            .prepare(
+                "INSERT INTO requests (group_id, at, class, reason, message, http_status, n, first_item, last_item,
+                     items)
+                 VALUES (?1, ?2, 'accepted', 'ok', 'accepted', 200, ?3, ?4, ?5, ?6)",
+            )
+            .unwrap();
+        let mut item = tx
+            .prepare(
+                "INSERT INTO items (id, group_id, url_key, url, state, action, enqueued_at, attempts, last_class,
+                     streak, streak_started_at, accepted_at, last_request_id)
+                 VALUES (?1, ?2, ?3, ?4, 'accepted', 'updated', ?5, 1, 'accepted', 1, ?5, ?5, ?6)",
+            )
+            .unwrap();
+        for lo in (first..first + n).step_by(10_000) {
+            let hi = (lo + 9_999).min(first + n - 1);
+            // The ids, ascending, as LEB128 deltas (the ledger's `ids::encode`).
+            let mut ids = Vec::new();
+            let mut v = lo as u64;
+            while v >= 0x80 {
+                ids.push((v as u8 & 0x7f) | 0x80);
+                v >>= 7;
+            }
+            ids.push(v as u8);
+            ids.extend(std::iter::repeat_n(1u8, (hi - lo) as usize));
+            let list = (hi > lo).then_some(ids);
+            request.execute(rusqlite::params![group, at, hi - lo + 1, lo, hi, list]).unwrap();
+            let request_id = tx.last_insert_rowid();
+            for id in lo..=hi {
+                let url = format!("{site}/big/{id}");
+                let key = xxhash_rust::xxh3::xxh3_64(url.as_bytes()) as i64;
+                item.execute(rusqlite::params![id, group, key, url, at, request_id]).unwrap();
+            }
+        }
+    }
+    tx.execute("UPDATE groups SET accepted = accepted + ?1 WHERE id = ?2", [n, group]).unwrap();
+    let total = tx.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+    tx.commit().unwrap();
+    total
+}

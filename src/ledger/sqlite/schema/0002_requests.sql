@@ -1,5 +1,5 @@
--- Schema 2 of the SQLite ledger, written over schema 1 (`sqlite.rs` keeps
--- schema 1 as its first migration, so a new ledger takes the same steps as
+-- Schema 2 of the SQLite ledger, written over schema 1 (0001_ledger.sql, the
+-- first migration of every ledger, so a new ledger takes the same steps as
 -- an old one). Items are found by (group, url_key) — an integer key of the
 -- URL — and attempts are recorded per request: one row names every item the
 -- request carried. The rows of schema 1 are copied by `upgrade_to_2`

@@ -1,0 +1,142 @@
+//! Admission: what a URL given to the ledger becomes, from what the ledger
+//! holds of it (new, requeued, left waiting, skipped as unchanged), and what
+//! a batch's admission writes.
+
+use super::super::{Action, Admission, AdmitRule, ItemState, NewItem, Preview};
+use chrono::{DateTime, Utc};
+
+/// What the ledger holds of a URL already in a group, as admission reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    pub id: i64,
+    pub state: ItemState,
+    pub action: Action,
+    pub lastmod: Option<DateTime<Utc>>,
+    pub accepted_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// What admission writes for one URL. `Keep` writes nothing: a URL accepted
+/// within the dedupe window (or unchanged under `--changed`) costs a lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// A new item, due now.
+    Insert,
+    /// An accepted item queued again, due now, with this action.
+    Requeue,
+    /// The item stays as it is, but takes this action (a queued item) and
+    /// this lastmod (what the site now says).
+    Update {
+        action: Action,
+        lastmod: Option<DateTime<Utc>>,
+    },
+    Keep,
+}
+
+/// What becomes of `item`, given what the ledger holds of it (`None`: it is
+/// new to its group), under `rule` at `now`: the admission to report and the
+/// write it takes.
+pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now: DateTime<Utc>) -> (Admission, Write) {
+    let Some(e) = existing else { return (Admission::Queued { fresh: true }, Write::Insert) };
+    let id = e.id;
+    if e.state == ItemState::Accepted {
+        let accepted_at = e.accepted_at.unwrap_or(now);
+        let changed = item.lastmod.is_some_and(|l| l > accepted_at);
+        // A URL now deleted (or back) is news, whatever the window.
+        let news = e.action != item.action;
+        let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
+        if rule.force || news || again {
+            return (Admission::Queued { fresh: false }, Write::Requeue);
+        }
+        return (Admission::Skipped { id, accepted_at, unchanged: rule.changed }, Write::Keep);
+    }
+    let admission = match e.state {
+        ItemState::Queued => Admission::AlreadyQueued { id, next_attempt_at: e.next_attempt_at },
+        ItemState::Parked => Admission::Parked { id },
+        _ => Admission::InFlight { id },
+    };
+    // A queued item takes the action it is given now; the others keep theirs
+    // until they are queued again.
+    let action = if e.state == ItemState::Queued { item.action } else { e.action };
+    let lastmod = item.lastmod.or(e.lastmod);
+    let write =
+        if action != e.action || lastmod != e.lastmod { Write::Update { action, lastmod } } else { Write::Keep };
+    (admission, write)
+}
+
+/// What a batch's admission writes, decided from what the ledger holds of
+/// each URL (`found`: the item, or the key a new one takes): the admission
+/// of each URL, the new items (their index in the batch, group and key),
+/// the accepted items queued again (by group and action), the items that
+/// take another action or lastmod, and URLs met twice in the batch (their
+/// index, and the index of the new item's first sight).
+#[derive(Debug, Default)]
+pub struct AdmitPlan {
+    pub admissions: Vec<Option<Admission>>,
+    pub inserts: Vec<(usize, i64, i64)>,
+    pub requeued: std::collections::BTreeMap<(i64, Action), Vec<i64>>,
+    pub updates: Vec<(i64, Action, Option<DateTime<Utc>>)>,
+    pub repeats: Vec<(usize, usize)>,
+}
+
+impl AdmitPlan {
+    /// `batch`'s URLs in their groups (`groups`, same order).
+    pub fn new(
+        batch: &[NewItem],
+        groups: &[i64],
+        found: &[std::result::Result<Existing, i64>],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> AdmitPlan {
+        let mut plan = AdmitPlan { admissions: Vec::with_capacity(batch.len()), ..AdmitPlan::default() };
+        // New items by (group, key): the same URL twice is one item.
+        let mut first: std::collections::HashMap<(i64, i64), usize> = std::collections::HashMap::new();
+        for (index, ((item, found), &group)) in batch.iter().zip(found).zip(groups).enumerate() {
+            let existing = match found {
+                Ok(e) => Some(e),
+                Err(key) => match first.get(&(group, *key)) {
+                    Some(&seen) => {
+                        plan.repeats.push((index, seen));
+                        plan.admissions.push(None);
+                        continue;
+                    }
+                    None => None,
+                },
+            };
+            let (admission, write) = admit(existing, item, rule, now);
+            match (write, found) {
+                (Write::Insert, Err(key)) => {
+                    first.insert((group, *key), index);
+                    plan.inserts.push((index, group, *key));
+                }
+                (Write::Requeue, Ok(e)) => plan.requeued.entry((group, item.action)).or_default().push(e.id),
+                (Write::Update { action, lastmod }, Ok(e)) => plan.updates.push((e.id, action, lastmod)),
+                _ => {}
+            }
+            plan.admissions.push(Some(admission));
+        }
+        plan
+    }
+
+    /// The admissions, once the new items have their ids (`ids`, in the
+    /// order of `inserts`): a URL met twice is "already queued", due now.
+    pub fn admissions(mut self, ids: &[i64], now: DateTime<Utc>) -> Vec<Admission> {
+        let id_of: std::collections::HashMap<usize, i64> =
+            self.inserts.iter().map(|(index, _, _)| *index).zip(ids.iter().copied()).collect();
+        for (index, seen) in &self.repeats {
+            let id = id_of.get(seen).copied().unwrap_or_default();
+            self.admissions[*index] = Some(Admission::AlreadyQueued { id, next_attempt_at: Some(now) });
+        }
+        self.admissions.into_iter().map(|a| a.expect("every URL has its admission")).collect()
+    }
+}
+
+/// What admission would make of each URL of `batch`, read only (a dry
+/// run), from what the ledger holds of each (`found`, same order).
+pub fn preview(batch: &[NewItem], found: Vec<Option<Existing>>, rule: &AdmitRule, now: DateTime<Utc>) -> Vec<Preview> {
+    let preview = |(item, e): (&NewItem, Option<Existing>)| Preview {
+        held: e.as_ref().map(|e| e.id),
+        admission: admit(e.as_ref(), item, rule, now).0,
+    };
+    batch.iter().zip(found).map(preview).collect()
+}

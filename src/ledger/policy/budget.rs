@@ -1,0 +1,69 @@
+//! `Budget`, implemented once for every backend: each method one
+//! transaction of the backend's steps (`Backend`), its decisions policy's.
+//! A claim's deferrals are told after the claim has committed, on every
+//! backend alike: a caller never hears of a deferral that was rolled back.
+
+use super::super::{
+    Budget, Claim, ClaimForecast, ClaimQuery, ClaimSpec, Finish, Inspections, LedgerTime, Now, Owner, Reconciled,
+    Result,
+};
+use super::steps::Backend;
+use super::{answer, claim};
+use crate::model::{GroupKey, Report, RuleWindow, Usage};
+use chrono::{DateTime, Utc};
+
+impl<B: Backend> Budget for B {
+    fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
+        match record {
+            true => self.write(|steps| claim::clock(steps, now, true)),
+            false => self.read(|steps| claim::clock(steps, now, false)),
+        }
+    }
+
+    fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        self.write(|steps| claim::reconcile(steps, now, me))
+    }
+
+    fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
+        self.read(|steps| Ok(claim::stale(steps, now, me, false)?.len() as u64))
+    }
+
+    fn claim(
+        &mut self,
+        group: &GroupKey,
+        spec: &ClaimSpec,
+        me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
+    ) -> Result<Claim> {
+        let lease = self.lease();
+        let (claim, moved) = self.write(|steps| claim::claim(steps, group, spec, me, lease))?;
+        for (id, url, at) in &moved {
+            deferred(*id, url, *at);
+        }
+        Ok(claim)
+    }
+
+    fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64> {
+        self.write(|steps| claim::take_units(steps, rules, n, now))
+    }
+
+    fn record_inspections(&mut self, done: &Inspections) -> Result<()> {
+        self.write(|steps| answer::record_inspections(steps, done))
+    }
+
+    fn finish(&mut self, done: &Finish) -> Result<()> {
+        self.write(|steps| answer::finish(steps, done))
+    }
+
+    fn plan_claim(&mut self, query: &ClaimQuery) -> Result<ClaimForecast> {
+        self.read(|steps| claim::forecast(steps, query))
+    }
+
+    fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
+        self.read(|steps| steps.usage(rule))
+    }
+
+    fn record_report(&mut self, rule: &RuleWindow, remaining: u64, now: DateTime<Utc>) -> Result<Report> {
+        self.write(|steps| answer::report(steps, rule, remaining, now, None))
+    }
+}

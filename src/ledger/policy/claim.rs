@@ -1,0 +1,363 @@
+//! The claim: from the rules' usage, the number of due items, the batch
+//! size and the pace, how many items go now, how many wait for their paced
+//! slot, and when the rest may go; the ledger's clock and a claim's lease;
+//! the order windows are held in; a grant of units without a queue item;
+//! which reservations a reconcile returns; and a dry run's forecast of a
+//! claim. Each backend takes the steps (`ClaimSteps`) in one transaction.
+
+use super::super::{
+    Claim, ClaimForecast, ClaimQuery, ClaimSpec, LedgerError, LedgerTime, Now, Owner, Pace, Reconciled, Result,
+    RuleWindow, Slots, Usage,
+};
+use super::steps::{ClaimSteps, Taken};
+use crate::model::{GroupKey, Report};
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// Whole seconds, rounded up: a paced item is never due before its slot.
+pub fn ts_ceil(t: DateTime<Utc>) -> i64 {
+    let secs = t.timestamp();
+    if t.timestamp_subsec_nanos() > 0 {
+        secs + 1
+    } else {
+        secs
+    }
+}
+
+/// The instant the ledger decides with: its clock, but never earlier than
+/// the latest instant a run recorded, so that a clock set back (or a
+/// machine behind the others) never reopens a window that has closed.
+pub fn ledger_now(clock: DateTime<Utc>, latest: Option<DateTime<Utc>>) -> DateTime<Utc> {
+    latest.map_or(clock, |l| l.max(clock))
+}
+
+/// The ledger's clock (`Budget::now`): `ledger_now` of its own clock and
+/// the latest instant recorded; with `record`, that instant (to the whole
+/// second, as the ledger keeps times) recorded as the latest.
+pub fn clock(steps: &mut (impl ClaimSteps + ?Sized), now: Now, record: bool) -> Result<LedgerTime> {
+    let clock = steps.own_clock(now)?;
+    let latest = steps.latest(record)?;
+    let now = ledger_now(clock, latest);
+    let second = DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
+    if record && latest.is_none_or(|l| second > l) {
+        steps.record_latest(second)?;
+    }
+    Ok(LedgerTime { now, latest, clock })
+}
+
+/// When a claim's reservation stops being trusted without a live owner:
+/// `lease` after its last paced slot (or after `now`), so that a paced
+/// claim is never reconciled while it still waits for a slot.
+pub fn lease_until(now: DateTime<Utc>, slots: &[DateTime<Utc>], lease: TimeDelta) -> DateTime<Utc> {
+    slots.iter().copied().fold(now, DateTime::max) + lease
+}
+
+/// A pace's theoretical arrival time (GCRA), loaded and stored by the
+/// backend in a claim's transaction so that every process shares it.
+pub struct PaceState<'p> {
+    pace: &'p Pace,
+    now: DateTime<Utc>,
+    tat: DateTime<Utc>,
+    /// The last instant a slot of this claim may take: the pace's horizon,
+    /// and before the first of the claim's windows ends — a request is
+    /// charged to the window it goes in, so a slot in the next window is
+    /// claimed there, once it has opened.
+    horizon: DateTime<Utc>,
+}
+
+impl<'p> PaceState<'p> {
+    /// From the stored arrival time (milliseconds), if any, for a claim
+    /// counted against `windows`.
+    pub fn new(pace: &'p Pace, now: DateTime<Utc>, tat_ms: Option<i64>, windows: &[RuleWindow]) -> PaceState<'p> {
+        let tat = tat_ms.and_then(DateTime::from_timestamp_millis).unwrap_or(now).max(now);
+        let window_end = windows.iter().map(|w| w.resets_at - TimeDelta::milliseconds(1)).min();
+        // A horizon already past (a claim decided a moment after it was
+        // asked for) is the claim's own instant.
+        let horizon = pace.horizon.max(now);
+        let horizon = window_end.map_or(horizon, |end| end.min(horizon));
+        PaceState { pace, now, tat, horizon }
+    }
+
+    /// The arrival time to store.
+    pub fn tat_ms(&self) -> i64 {
+        self.tat.timestamp_millis()
+    }
+
+    fn tolerance(&self) -> TimeDelta {
+        self.pace.interval * self.pace.burst as i32
+    }
+
+    /// How many of `wanted` sends have a slot at or before the horizon.
+    fn fitting(&self, wanted: usize) -> usize {
+        let first = self.tat - self.tolerance();
+        if first > self.horizon {
+            return 0;
+        }
+        let span = (self.horizon - first).num_milliseconds();
+        let step = self.pace.interval.num_milliseconds().max(1);
+        usize::try_from(span / step + 1).unwrap_or(usize::MAX).min(wanted)
+    }
+
+    /// Takes the next slot.
+    pub fn next_slot(&mut self) -> DateTime<Utc> {
+        let slot = (self.tat - self.tolerance()).max(self.now);
+        self.tat += self.pace.interval;
+        slot
+    }
+
+    /// When the `n`-th send from now is expected, without taking it.
+    pub fn estimate(&self, n: usize) -> DateTime<Utc> {
+        self.slots().at(n)
+    }
+
+    /// When each send from now is expected.
+    pub fn slots(&self) -> Slots {
+        Slots { first: self.tat - self.tolerance(), interval: self.pace.interval, now: self.now }
+    }
+}
+
+/// The due items in their order (`next_attempt_at`, id): the first `take`
+/// are claimed, those before `paced_until` wait for their slot, and the rest
+/// (if `retry_at`) wait until then, when budget frees up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimPlan {
+    pub take: usize,
+    pub paced_until: usize,
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+impl ClaimPlan {
+    pub fn new(
+        rules: &[RuleWindow],
+        usages: &[Usage],
+        due_count: usize,
+        max_items: usize,
+        pacing: Option<&PaceState>,
+        now: DateTime<Utc>,
+    ) -> ClaimPlan {
+        let budget = rules.iter().zip(usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
+        // Within budget: `avail`. Of those, the pace lets `take` go now
+        // (never more than a batch); the rest of `avail` waits for its slot.
+        let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
+        let take = avail.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(avail)));
+        let paced_until = match pacing {
+            Some(_) if take < avail.min(max_items) => avail,
+            _ => take,
+        };
+        let retry_at = (avail < due_count).then(|| {
+            rules
+                .iter()
+                .zip(usages)
+                .filter_map(|(rule, usage)| {
+                    let after = Usage { used: usage.used + avail as u64, ..*usage };
+                    after.available_at(rule, now)
+                })
+                .max()
+                .unwrap_or(now)
+        });
+        ClaimPlan { take, paced_until, retry_at }
+    }
+}
+
+/// A time as the ledger keeps it: the whole second at or after it.
+pub fn whole_second_after(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(ts_ceil(t), 0).unwrap_or(t)
+}
+
+/// What every window still allows at `now` (`None`: no window limits).
+pub fn room(rules: &[RuleWindow], usages: &[Usage], now: DateTime<Utc>) -> Option<u64> {
+    rules.iter().zip(usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min()
+}
+
+/// How far a claim counts the due items: past the budget and the batch,
+/// more makes no difference to the plan.
+pub fn due_cap(rules: &[RuleWindow], usages: &[Usage], max_items: usize, now: DateTime<Utc>) -> usize {
+    room(rules, usages, now).map_or(max_items, |b| (b as usize).max(max_items)).saturating_add(1)
+}
+
+/// The windows in the one order every transaction takes them (rule, then
+/// window): two transactions never wait for each other in a circle.
+pub fn lock_order<'r>(rules: impl IntoIterator<Item = &'r RuleWindow>) -> Vec<&'r RuleWindow> {
+    let mut sorted: Vec<&RuleWindow> = rules.into_iter().collect();
+    sorted.sort_by(|a, b| (&a.rule, &a.window).cmp(&(&b.rule, &b.window)));
+    sorted
+}
+
+/// Each window's usage, in `rules`' order, the windows held in lock order.
+fn held_usages(steps: &mut (impl ClaimSteps + ?Sized), rules: &[RuleWindow]) -> Result<Vec<Usage>> {
+    let mut usages = vec![Usage::default(); rules.len()];
+    let mut order: Vec<usize> = (0..rules.len()).collect();
+    order.sort_by(|&a, &b| (&rules[a].rule, &rules[a].window).cmp(&(&rules[b].rule, &rules[b].window)));
+    for i in order {
+        usages[i] = steps.window(&rules[i])?;
+    }
+    Ok(usages)
+}
+
+/// Due items a claim moved to when budget frees up: id, URL, time. The
+/// caller is told of them once the claim has committed.
+pub type Deferred = Vec<(i64, String, DateTime<Utc>)>;
+
+/// One claim, in the caller's transaction (`Budget::claim`): at the
+/// ledger's clock (recorded as the latest), the windows held and read, the
+/// plan made (`ClaimPlan`), its items taken under a new reservation, the
+/// next ones moved to their paced slots and the rest to when budget frees
+/// up; then the units counted against every window and the lease set.
+pub fn claim(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    group: &GroupKey,
+    spec: &ClaimSpec,
+    me: &Owner,
+    lease: TimeDelta,
+) -> Result<(Claim, Deferred)> {
+    let ClaimSpec { windows, max_items, pace, now } = *spec;
+    let now = clock(steps, now, true)?.now;
+    let rules = windows.at(now);
+    let mut claim = Claim { now, windows: rules.clone(), ..Claim::default() };
+    let Some(group) = steps.group(group)? else { return Ok((claim, Vec::new())) };
+    let usages = held_usages(steps, &rules)?;
+    let pacing = match pace {
+        Some(p) => Some(PaceState::new(p, now, steps.pace(&p.key, true)?, &rules)),
+        None => None,
+    };
+    let due = steps.count_due(group, now, due_cap(&rules, &usages, max_items, now))?;
+    let plan = ClaimPlan::new(&rules, &usages, due, max_items, pacing.as_ref(), now);
+    if plan.take > 0 {
+        if let Some(Taken { reservation, mut items }) = steps.take_due(group, now, plan.take, me)? {
+            items.sort_by_key(|(at, item)| (*at, item.id));
+            claim.items = items.into_iter().map(|(_, item)| item).collect();
+            claim.reservation = Some(reservation);
+        }
+    }
+    let deferred = place_the_rest(steps, group, &plan, pacing.as_ref(), &mut claim)?;
+    if let (Some(mut p), Some(pace)) = (pacing, pace) {
+        claim.slots = (0..claim.items.len()).map(|_| p.next_slot()).collect();
+        steps.set_pace(&pace.key, p.tat_ms())?;
+    }
+    if let Some(reservation) = claim.reservation {
+        let units = claim.items.len() as u64;
+        let held: Vec<RuleWindow> = lock_order(&rules).into_iter().cloned().collect();
+        // The windows are held and were read above: this cannot fail
+        // unless the ledger was changed behind the locks.
+        if !steps.charge(&held, units, now)? {
+            return Err(LedgerError::Invalid("the budget changed during a claim".into()));
+        }
+        let until = whole_second_after(lease_until(now, &claim.slots, lease));
+        steps.hold(reservation, &held, units, until)?;
+        claim.lease_until = Some(until);
+    }
+    Ok((claim, deferred))
+}
+
+/// The due items a claim does not take: the next ones, within budget,
+/// each due at its paced slot (as the ledger keeps times: the whole second
+/// after), and the rest due when budget frees up (returned, to be told).
+fn place_the_rest(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    group: i64,
+    plan: &ClaimPlan,
+    pacing: Option<&PaceState>,
+    claim: &mut Claim,
+) -> Result<Deferred> {
+    let paced = plan.paced_until.saturating_sub(plan.take);
+    if let (Some(p), true) = (pacing, paced > 0) {
+        for (position, (id, url)) in steps.next_due(group, claim.now, paced)?.into_iter().enumerate() {
+            claim.paced.push((id, url, p.estimate(plan.take + position)));
+        }
+    }
+    let mut deferred = Vec::new();
+    if let Some(t) = plan.retry_at {
+        let paced_ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
+        let moved = steps.defer_due(group, claim.now, t, &paced_ids)?;
+        deferred = moved.into_iter().map(|(id, url)| (id, url, t)).collect();
+        claim.deferred = deferred.len() as u64;
+    }
+    claim.retry_at = plan.retry_at;
+    if !claim.paced.is_empty() {
+        let moved: Vec<(i64, DateTime<Utc>)> =
+            claim.paced.iter().map(|(id, _, at)| (*id, whole_second_after(*at))).collect();
+        steps.move_due(&moved)?;
+    }
+    Ok(deferred)
+}
+
+/// Up to `n` units of `rules` that need no queue item (`Budget::take_units`):
+/// as many as every window allows, counted against each.
+pub fn take_units(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    rules: &[RuleWindow],
+    n: u64,
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    let held: Vec<RuleWindow> = lock_order(rules).into_iter().cloned().collect();
+    let usages = held.iter().map(|rule| steps.window(rule)).collect::<Result<Vec<_>>>()?;
+    let granted = room(&held, &usages, now).map_or(n, |left| left.min(n));
+    // Another transaction changed a window between the read and the count
+    // (a block): decided again, from the start.
+    if granted > 0 && !steps.charge(&held, granted, now)? {
+        return Err(LedgerError::Retry);
+    }
+    Ok(granted)
+}
+
+/// The reservations whose owner is gone: a dead process on this host, or
+/// a lease that has ended (`Owner::may_be_alive`).
+pub fn stale(steps: &mut (impl ClaimSteps + ?Sized), now: DateTime<Utc>, me: &Owner, hold: bool) -> Result<Vec<i64>> {
+    let all = steps.reservations(hold)?;
+    Ok(all
+        .into_iter()
+        .filter(|(_, owner, lease_until)| !owner.may_be_alive(me, *lease_until, now))
+        .map(|r| r.0)
+        .collect())
+}
+
+/// Returns the items of stale reservations to the queue, due at `now`
+/// (`Budget::reconcile`); their budget stays counted.
+pub fn reconcile(steps: &mut (impl ClaimSteps + ?Sized), now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+    let mut done = Reconciled::default();
+    for reservation in stale(steps, now, me, true)? {
+        if let Some((group, items)) = steps.in_flight(reservation)? {
+            steps.interrupted(reservation, group, &items, now)?;
+            done.items += items.len() as u64;
+        }
+        steps.end(reservation)?;
+        done.reservations += 1;
+    }
+    Ok(done)
+}
+
+/// More due items than any queue holds: a forecast of "as many as fit".
+const UNBOUNDED: usize = usize::MAX / 4;
+
+/// The claim a run would make now (`Budget::plan_claim`), read only: each
+/// window's usage with what the engine says is left of the reported ones
+/// (recorded as a real run would), and the pace's stored arrival time.
+pub fn forecast(steps: &mut (impl ClaimSteps + ?Sized), query: &ClaimQuery) -> Result<ClaimForecast> {
+    let ClaimQuery { windows, reported, pace, now } = *query;
+    let mut usages = windows.iter().map(|w| steps.usage(w)).collect::<Result<Vec<_>>>()?;
+    for &(period, remaining) in reported {
+        for (_, u) in windows.iter().zip(&mut usages).filter(|(w, _)| w.reported && w.period == period) {
+            let limit = super::reported_limit(u.used, remaining, 0);
+            u.reported = Some(Report { at: now, remaining, limit });
+        }
+    }
+    let pacing = match pace {
+        Some(p) => Some(PaceState::new(p, now, steps.pace(&p.key, false)?, windows)),
+        None => None,
+    };
+    let plan = ClaimPlan::new(windows, &usages, UNBOUNDED, usize::MAX, pacing.as_ref(), now);
+    // The window that holds the budget until then: one with nothing left
+    // that frees up then, else the first.
+    let binding = plan.retry_at.and_then(|retry_at| {
+        let frees = windows.iter().zip(&usages).position(|(w, u)| u.available_at(w, now) == Some(retry_at));
+        frees.or((!windows.is_empty()).then_some(0))
+    });
+    let slots = pacing.as_ref().map(PaceState::slots);
+    Ok(ClaimForecast {
+        take: plan.take,
+        paced_until: plan.paced_until,
+        retry_at: plan.retry_at,
+        binding,
+        usages,
+        slots,
+    })
+}

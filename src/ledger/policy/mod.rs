@@ -1,0 +1,48 @@
+//! The ledger's decisions, made once for every backend (a backend only
+//! stores, in its dialect):
+//! - admission: what a URL given to the ledger becomes, from what the
+//!   ledger holds of it (new, requeued, left waiting, skipped as unchanged);
+//! - the claim: from the rules' usage, the number of due items, the batch
+//!   size and the pace, how many items go now, how many wait for their paced
+//!   slot, and when the rest may go;
+//! - what a finished reservation gives back to each of its windows;
+//! - the limit an engine's report sets, and the ledger's clock;
+//! - the states `queue retry` and `queue drop` act on (here).
+//!
+//! Pure: each backend reads the inputs and applies the decision in its own
+//! transaction, with set-based statements.
+
+mod admit;
+mod answer;
+mod budget;
+mod claim;
+mod steps;
+
+pub use admit::*;
+pub use answer::*;
+pub use claim::*;
+pub use steps::*;
+
+use super::{ItemFilter, StateFilter};
+
+/// The states `queue retry` acts on: parked, waiting or due (parked and
+/// waiting when none is named).
+pub fn retry_states(filter: &ItemFilter) -> ItemFilter {
+    let mut filter = filter.clone();
+    filter.states.retain(|s| matches!(s, StateFilter::Parked | StateFilter::Waiting | StateFilter::Due));
+    if filter.states.is_empty() {
+        filter.states = vec![StateFilter::Parked, StateFilter::Waiting];
+    }
+    filter
+}
+
+/// The states `queue drop` acts on: any but in flight (every other one
+/// when none is named).
+pub fn drop_states(filter: &ItemFilter) -> ItemFilter {
+    let mut filter = filter.clone();
+    filter.states.retain(|s| *s != StateFilter::InFlight);
+    if filter.states.is_empty() {
+        filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
+    }
+    filter
+}

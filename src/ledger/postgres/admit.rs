@@ -1,0 +1,190 @@
+//! Admission on PostgreSQL: a batch of URLs looked up, inserted and
+//! updated with a statement each over arrays (`unnest`), as `policy::admit`
+//! decides for each; and the sitemaps read for sources.
+
+use super::*;
+
+/// `Existing` from columns `id, state, action, lastmod, accepted_at,
+/// next_attempt_at` starting at `at`.
+pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
+    Ok(Existing {
+        id: r.get(at),
+        state: stored("items", "state", r.get(at + 1))?,
+        action: stored("items", "action", r.get(at + 2))?,
+        lastmod: r.get(at + 3),
+        accepted_at: r.get(at + 4),
+        next_attempt_at: r.get(at + 5),
+    })
+}
+
+/// What the ledger holds of each URL of `batch` (whose items are in the
+/// groups `group_ids`, same order): the item, or, for a URL new to its
+/// group, the key it takes (`ids::resolve`), with one statement a round.
+/// With `lock`, the rows found are locked, in (group, key) order.
+pub(super) fn look_up(
+    tx: &mut impl GenericClient,
+    batch: &[NewItem],
+    group_ids: &[i64],
+    lock: bool,
+) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
+    let sql = format!(
+        "SELECT i.group_id, i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
+         FROM items i JOIN unnest($1::bigint[], $2::bigint[]) AS w (group_id, url_key)
+             ON i.group_id = w.group_id AND i.url_key = w.url_key
+         ORDER BY i.group_id, i.url_key{}",
+        if lock { " FOR UPDATE OF i" } else { "" }
+    );
+    ids::resolve(&urls, group_ids, |wanted| {
+        let (groups, keys): (Vec<i64>, Vec<i64>) = wanted.iter().copied().unzip();
+        tx.query(&sql, &[&groups, &keys])?
+            .iter()
+            .map(|r| Ok((r.get(0), r.get(1), r.get(2), existing_row(r, 3)?)))
+            .collect()
+    })
+}
+
+impl Intake for PgLedger {
+    fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
+        let found = self.with_groups(|tx, groups| {
+            // A group the ledger has never seen holds none of them.
+            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            Ok(look_up(tx, batch, &group_ids, false)?.into_iter().map(|found| found.ok()).collect())
+        })?;
+        Ok(policy::preview(batch, found, rule, now))
+    }
+
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
+        let now = sec(now);
+        let cache = &self.groups;
+        let client = self.client.as_mut().expect("a ledger in use has its client");
+        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, now, rule)))?;
+        self.groups.extend(created);
+        Ok(out)
+    }
+
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
+        self.transaction(|tx| source_documents(tx))
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+        self.transaction(|tx| store_source_documents(tx, documents, false))
+    }
+}
+
+/// The sitemaps read for sources, by URL.
+pub(super) fn source_documents(tx: &mut impl GenericClient) -> Result<Vec<SourceDocument>> {
+    tx.query("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url", &[])?
+        .iter()
+        .map(|r| {
+            Ok(SourceDocument {
+                url: r.get(0),
+                etag: r.get(1),
+                last_modified: r.get(2),
+                digest: r.get(3),
+                kind: stored("sources", "kind", r.get(4))?,
+                routes: r.get(5),
+                fetched_at: r.get(6),
+            })
+        })
+        .collect()
+}
+
+/// Keeps sitemaps read, replacing what was kept of each URL (with `later`,
+/// only by a later read: a copy merges).
+pub(super) fn store_source_documents(
+    tx: &mut impl GenericClient,
+    documents: &[SourceDocument],
+    later: bool,
+) -> Result<()> {
+    let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
+    let sql = format!(
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
+             digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
+             fetched_at = excluded.fetched_at{only}"
+    );
+    for d in documents {
+        tx.execute(
+            &sql,
+            &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
+        )?;
+    }
+    Ok(())
+}
+
+/// Groups a transaction created, with their ids.
+pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
+
+/// One attempt at admitting a batch, in one transaction: the groups, a
+/// lookup of every URL (its rows locked, in (group, key) order, so that two
+/// runners admitting overlapping lists wait for each other, never
+/// deadlock), `policy::admit` for each, then one statement for the new
+/// items, one per action for the requeued, one for the updated. A URL
+/// another runner inserted meanwhile runs the whole transaction again.
+pub(super) fn admit_once(
+    client: &mut Client,
+    cache: &HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+) -> Result<(Vec<Admission>, CreatedGroups)> {
+    let mut tx = client.transaction()?;
+    let mut ids: HashMap<GroupKey, i64> = HashMap::new();
+    let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
+        Some(id) => Ok(*id),
+        None => {
+            let id = group_id_or_create(&mut tx, cache, g)?;
+            ids.insert(g.clone(), id);
+            Ok(id)
+        }
+    })?;
+    let found = look_up(&mut tx, batch, &group_ids, true)?;
+    let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+    let fresh = &plan.inserts;
+    let groups: Vec<i64> = fresh.iter().map(|f| f.1).collect();
+    let keys: Vec<i64> = fresh.iter().map(|f| f.2).collect();
+    let urls: Vec<&str> = fresh.iter().map(|f| batch[f.0].url.as_str()).collect();
+    let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
+    let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
+    let inserted: HashMap<(i64, i64), i64> = tx
+        .query(
+            "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
+             SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
+             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+                 AS t (group_id, url_key, url, action, lastmod, n)
+             ORDER BY t.n
+             ON CONFLICT DO NOTHING RETURNING group_id, url_key, id",
+            &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
+        )?
+        .iter()
+        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+        .collect();
+    if inserted.len() != fresh.len() {
+        // Another runner admitted some of these URLs meanwhile: decide again.
+        return Err(LedgerError::Retry);
+    }
+    let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
+    for ((_, action), ids) in &plan.requeued {
+        tx.execute(
+            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $3, enqueued_at = $3, streak = 0,
+                 streak_started_at = NULL WHERE id = ANY($1)",
+            &[ids, &action.as_str(), &now],
+        )?;
+    }
+    if !plan.updates.is_empty() {
+        let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
+        let actions: Vec<&str> = plan.updates.iter().map(|u| u.1.as_str()).collect();
+        let lastmods: Vec<Option<DateTime<Utc>>> = plan.updates.iter().map(|u| opt_sec(u.2)).collect();
+        tx.execute(
+            "UPDATE items SET action = u.action, lastmod = u.lastmod
+             FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u (id, action, lastmod) WHERE items.id = u.id",
+            &[&updated, &actions, &lastmods],
+        )?;
+    }
+    let out = plan.admissions(&new_ids, now);
+    tx.commit()?;
+    let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
+    Ok((out, created))
+}

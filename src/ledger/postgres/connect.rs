@@ -1,0 +1,129 @@
+//! Reaching the database: the connection with its session set up (schema,
+//! timeouts, UTC), TLS for `sslmode=require`, the pgpass file, and a
+//! driver error said on one line.
+
+use super::*;
+
+/// A connection with the session set up: schema, timeouts, UTC.
+pub(super) fn connect(options: &PgOptions) -> std::result::Result<Client, String> {
+    let mut config: pg::Config =
+        options.url.parse().map_err(|e: pg::Error| format!("not a valid PostgreSQL URL ({})", e))?;
+    if let Some(password) = &options.password {
+        config.password(password);
+    }
+    let ms = options.timeout.as_millis().max(1);
+    config
+        .connect_timeout(options.timeout)
+        .tcp_user_timeout(options.timeout)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .application_name("indexq")
+        .options(&format!(
+            "-c search_path={} -c statement_timeout={ms} -c lock_timeout={ms} \
+             -c idle_in_transaction_session_timeout={} -c TimeZone=UTC",
+            options.schema,
+            ms * 4
+        ));
+    let client = match config.get_ssl_mode() {
+        pg::config::SslMode::Require => config.connect(tls()),
+        _ => config.connect(NoTls),
+    };
+    client.map_err(|e| {
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .map(|h| match h {
+                pg::config::Host::Tcp(h) => h.clone(),
+                pg::config::Host::Unix(p) => p.display().to_string(),
+            })
+            .collect();
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        format!("cannot connect to {}:{port}: {}", hosts.join(","), describe(&e))
+    })
+}
+
+/// TLS for `sslmode=require`: the server's certificate is checked against
+/// the Mozilla roots.
+pub(super) fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("the ring provider supports the default protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    tokio_postgres_rustls::MakeRustlsConnect::new(config)
+}
+
+/// An error's whole chain on one line (the driver's top message alone is
+/// often just "error connecting to server").
+pub(super) fn describe(err: &pg::Error) -> String {
+    if let Some(db) = err.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
+    }
+    crate::error::error_chain(err)
+}
+
+/// The password for `url` in the pgpass file (`$PGPASSFILE`, else
+/// `~/.pgpass`), as libpq reads it: host, port, database and user must
+/// match; a file others may read is ignored with a warning.
+pub fn pgpass_password(url: &str) -> Option<String> {
+    let path = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".pgpass")))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(&path).ok()?.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(file = %path.display(), "ignoring a pgpass file that others may read (chmod 0600)");
+            return None;
+        }
+    }
+    let parsed = url::Url::parse(url).ok()?;
+    let host = parsed.host_str().unwrap_or("localhost").to_string();
+    let port = parsed.port().unwrap_or(5432).to_string();
+    let database = parsed.path().trim_start_matches('/').to_string();
+    let user = match parsed.username() {
+        "" => std::env::var("PGUSER").or_else(|_| std::env::var("USER")).unwrap_or_default(),
+        u => u.to_string(),
+    };
+    let database = if database.is_empty() { user.clone() } else { database };
+    let wanted = [host, port, database, user];
+    std::fs::read_to_string(&path).ok()?.lines().find_map(|line| pgpass_line(line, &wanted))
+}
+
+/// The password of one pgpass line if its four fields match `wanted`.
+pub(super) fn pgpass_line(line: &str, wanted: &[String; 4]) -> Option<String> {
+    if line.starts_with('#') || line.trim().is_empty() {
+        return None;
+    }
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut()?.push(chars.next().unwrap_or('\\')),
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut()?.push(c),
+        }
+    }
+    if fields.len() != 5 {
+        return None;
+    }
+    let matches = fields[..4].iter().zip(wanted).all(|(field, want)| field == "*" || field == want);
+    matches.then(|| fields[4].clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpass_lines_match_like_libpq() {
+        let wanted = ["db.example".to_string(), "5432".into(), "indexq".into(), "runner".into()];
+        assert_eq!(pgpass_line("db.example:5432:indexq:runner:s3cret", &wanted).as_deref(), Some("s3cret"));
+        assert_eq!(pgpass_line("*:*:*:runner:a\\:b\\\\c", &wanted).as_deref(), Some("a:b\\c"));
+        assert_eq!(pgpass_line("other:5432:indexq:runner:x", &wanted), None);
+        assert_eq!(pgpass_line("# db.example:5432:indexq:runner:x", &wanted), None);
+        assert_eq!(pgpass_line("db.example:5432:indexq", &wanted), None);
+    }
+}

@@ -1,0 +1,359 @@
+//! The PostgreSQL ledger: one database (one schema in it) shared by any
+//! number of machines, so that they share one set of budgets and one queue.
+//!
+//! - Reservation: a claim locks the rows of its rule windows (`FOR UPDATE`,
+//!   in rule order), decides from them, then takes the units with one
+//!   conditional upsert per rule and window (`... DO UPDATE ... WHERE used +
+//!   n <= limit RETURNING used`): if any of them finds no room, nothing is
+//!   taken and nothing is sent.
+//! - Queue items are claimed with `FOR UPDATE SKIP LOCKED`, so runners
+//!   draining one queue never take the same item.
+//! - A reservation carries its owner (host, pid, start time) and a lease; an
+//!   owner on another host is trusted until its lease ends.
+//! - Migrations run under an advisory lock; the connection has connect,
+//!   statement and lock timeouts, so a lost server ends the run, never hangs it.
+//!
+//! - The decisions are `policy`'s; this file stores them with set-based
+//!   statements over arrays (`unnest`): a batch of URLs is looked up,
+//!   inserted and updated with a statement each, a claim marks its items with
+//!   one, and an answer moves every item it names with one.
+//!
+//! The `postgres` client runs its own small runtime: called from inside
+//! the tokio runtime of `submit`, each call hops to a plain thread.
+
+use super::ids::{self, url_key};
+use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
+use super::*;
+use ::postgres as pg;
+use pg::error::SqlState;
+use pg::{Client, GenericClient, NoTls, Row, Transaction};
+use std::collections::HashMap;
+use std::time::Duration;
+
+mod admit;
+mod answer;
+mod claim;
+mod connect;
+mod copy;
+mod queue;
+mod runs;
+mod schema;
+
+use admit::*;
+pub use connect::pgpass_password;
+use connect::*;
+
+pub use schema::SCHEMA_VERSION;
+
+/// What to check when the database cannot be reached.
+pub const CONNECT_HINT: &str = "check that the server is up and reachable from here, and the user, database and \
+     password (`ledger_password_env`, `ledger_password_file`, $PGPASSWORD or ~/.pgpass)";
+
+/// How to reach the database.
+#[derive(Clone)]
+pub struct PgOptions {
+    /// The connection URL as configured (it may hold a password: never shown).
+    pub url: String,
+    /// The schema that holds the tables.
+    pub schema: String,
+    /// From `ledger_password_env`/`_file`, `$PGPASSWORD` or a pgpass file.
+    pub password: Option<String>,
+    /// Connect, statement and lock timeout.
+    pub timeout: Duration,
+    pub lease: TimeDelta,
+}
+
+impl std::fmt::Debug for PgOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgOptions({}, schema {})", crate::redact::connection_url(&self.url), self.schema)
+    }
+}
+
+/// Runs `f` where the blocking `postgres` client may run: on this thread,
+/// or, inside a tokio runtime, on a plain thread of its own.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| s.spawn(f).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+}
+
+pub struct PgLedger {
+    /// Always `Some` but while dropping (the client's drop blocks, so it
+    /// too must happen off the runtime).
+    client: Option<Client>,
+    /// The redacted URL, for messages.
+    place: String,
+    schema: String,
+    lease: TimeDelta,
+    groups: HashMap<GroupKey, i64>,
+}
+
+/// Whole seconds, as the SQLite ledger keeps them (so that a copy between
+/// the two is exact).
+fn sec(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp(t.timestamp(), 0).unwrap_or(t)
+}
+
+fn opt_sec(t: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    t.map(sec)
+}
+
+fn is_retryable(err: &pg::Error) -> bool {
+    matches!(err.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
+}
+
+impl PgLedger {
+    /// Connects and brings the schema up to date (under an advisory lock).
+    pub fn open(options: &PgOptions) -> Result<PgLedger> {
+        let mut ledger = PgLedger::connect(options)?;
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// Connects without touching the schema (for `doctor`).
+    pub fn connect(options: &PgOptions) -> Result<PgLedger> {
+        let place = crate::redact::connection_url(&options.url);
+        let client = off_runtime(|| connect(options)).map_err(|e| LedgerError::Open {
+            path: place.clone(),
+            message: e,
+            hint: Some(CONNECT_HINT.into()),
+            newer: false,
+            source: None,
+        })?;
+        Ok(PgLedger {
+            client: Some(client),
+            place,
+            schema: options.schema.clone(),
+            lease: options.lease,
+            groups: HashMap::new(),
+        })
+    }
+
+    /// The database as messages name it (no password).
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// Runs `f` in one transaction (again if the server aborts it for a
+    /// deadlock).
+    fn transaction<T: Send>(&mut self, f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
+        in_transaction(&mut self.client, f)
+    }
+
+    /// `transaction`, with the ids of the groups known to be in the ledger.
+    fn with_groups<T: Send>(
+        &mut self,
+        mut f: impl FnMut(&mut Transaction<'_>, &HashMap<GroupKey, i64>) -> Result<T> + Send,
+    ) -> Result<T> {
+        let groups = &self.groups;
+        in_transaction(&mut self.client, |tx| f(tx, groups))
+    }
+
+    /// The server's clock.
+    pub fn server_now(&mut self) -> Result<DateTime<Utc>> {
+        self.transaction(|tx| Ok(tx.query_one("SELECT now()", &[])?.get(0)))
+    }
+
+    /// Every reservation: its owner and the end of its lease.
+    pub fn reservations(&mut self) -> Result<Vec<(Owner, DateTime<Utc>)>> {
+        self.transaction(|tx| {
+            let rows = tx.query("SELECT host, pid, started, lease_until FROM reservations ORDER BY id", &[])?;
+            Ok(rows.iter().map(|r| (owner_of(r, 0), r.get(3))).collect())
+        })
+    }
+}
+
+/// The ledger in one transaction, as policy's steps take it (`claim.rs`,
+/// `answer.rs`).
+struct Tx<'t, 'c> {
+    tx: &'t mut Transaction<'c>,
+    groups: &'t HashMap<GroupKey, i64>,
+}
+
+/// Every transaction is a real one: reading, it sees one snapshot.
+impl Backend for PgLedger {
+    fn lease(&self) -> TimeDelta {
+        self.lease
+    }
+
+    fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        self.with_groups(|tx, groups| f(&mut Tx { tx, groups }))
+    }
+
+    fn read<T: Send>(&mut self, f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        self.write(f)
+    }
+}
+
+/// Runs `f` in one transaction of `client` (again if the server aborts it
+/// for a deadlock), off the runtime.
+fn in_transaction<T: Send>(
+    client: &mut Option<Client>,
+    mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send,
+) -> Result<T> {
+    let client = client.as_mut().expect("a ledger in use has its client");
+    off_runtime(move || {
+        retrying(|| {
+            let mut tx = client.transaction()?;
+            let value = f(&mut tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    })
+}
+
+impl Drop for PgLedger {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            off_runtime(move || drop(client));
+        }
+    }
+}
+
+fn owner_of(r: &Row, at: usize) -> Owner {
+    Owner { host: r.get(at), pid: r.get::<_, i64>(at + 1) as u32, started: r.get::<_, i64>(at + 2) as u64 }
+}
+
+/// Runs `attempt` (one whole transaction) again while the server aborts it
+/// for a deadlock or a serialization failure (nothing of it was kept).
+fn retrying<T>(mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut tries = 0;
+    loop {
+        match attempt() {
+            Err(LedgerError::Retry) if tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(5 * tries));
+            }
+            Err(LedgerError::Retry) => return Err(LedgerError::Invalid("gave up after repeated deadlocks".into())),
+            other => return other,
+        }
+    }
+}
+
+/// The place (the database) is added by the ledger's caller: `main` names
+/// the ledger in every error.
+impl From<pg::Error> for LedgerError {
+    fn from(err: pg::Error) -> Self {
+        if is_retryable(&err) {
+            return LedgerError::Retry;
+        }
+        let timed_out =
+            matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
+        if err.as_db_error().is_none() || timed_out {
+            return LedgerError::Unavailable(describe(&err));
+        }
+        LedgerError::Postgres { message: describe(&err), source: err }
+    }
+}
+
+fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
+    if let Some(id) = cache.get(key) {
+        return Ok(Some(*id));
+    }
+    let row = tx.query_opt(
+        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3",
+        &[&key.property, &key.engine.as_str(), &key.target],
+    )?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<i64> {
+    if let Some(id) = group_id(tx, cache, key)? {
+        return Ok(id);
+    }
+    tx.execute(
+        "INSERT INTO groups (property, engine, target) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        &[&key.property, &key.engine.as_str(), &key.target],
+    )?;
+    Ok(group_id(tx, cache, key)?.expect("the group row was just written"))
+}
+
+/// Records a request; returns its id.
+fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
+    let (first, last, list) = r.stored_items();
+    Ok(tx
+        .query_one(
+            "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+                 last_item, items)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+            &[
+                &r.group,
+                &sec(r.at),
+                &r.class.as_str(),
+                &r.reason.to_string(),
+                &r.message,
+                &r.response.http_status.map(i32::from),
+                &r.response.body.as_deref().map(cap_body),
+                &opt_sec(r.retry_at),
+                &(r.items.len() as i32),
+                &first,
+                &last,
+                &list,
+            ],
+        )?
+        .get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `queue_counts` (kept counts) equals a count of every item, at `now`.
+    fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
+        let groups = ledger
+            .transaction(|tx| {
+                let rows = tx.query("SELECT property, engine, target FROM groups", &[])?;
+                Ok(rows
+                    .iter()
+                    .map(|r| GroupKey {
+                        property: r.get(0),
+                        engine: r.get::<_, &str>(1).parse().unwrap(),
+                        target: r.get(2),
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .unwrap();
+        assert!(!groups.is_empty());
+        for key in groups {
+            let counted = ledger
+                .transaction(|tx| {
+                    let r = tx.query_one(
+                        "SELECT COUNT(*) FILTER (WHERE state = 'queued' AND next_attempt_at <= $2),
+                                COUNT(*) FILTER (WHERE state = 'queued' AND NOT (next_attempt_at <= $2)),
+                                COUNT(*) FILTER (WHERE state = 'parked'),
+                                COUNT(*) FILTER (WHERE state = 'in_flight'),
+                                COUNT(*) FILTER (WHERE state = 'accepted')
+                         FROM items i JOIN groups g ON g.id = i.group_id
+                         WHERE g.property = $1 AND g.engine = $3 AND g.target = $4",
+                        &[&key.property, &now, &key.engine.as_str(), &key.target],
+                    )?;
+                    let n = |i: usize| r.get::<_, i64>(i) as u64;
+                    Ok(QueueCounts { due: n(0), waiting: n(1), parked: n(2), in_flight: n(3), accepted: n(4) })
+                })
+                .unwrap();
+            assert_eq!(ledger.queue_counts(&key, now).unwrap(), counted, "{key:?} at {now}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn kept_counts_follow_every_change() {
+        let mut ledger = super::super::story::test_postgres();
+        let now: DateTime<Utc> = "2026-12-10T10:00:00Z".parse().unwrap();
+        super::super::story::story(&mut ledger);
+        assert_counts(&mut ledger, now);
+        // A copy in (inserts and updates in one statement), twice.
+        let mut copy = super::super::story::test_postgres();
+        crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();
+        assert_counts(&mut copy, now);
+        crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();
+        assert_counts(&mut copy, now);
+        // Queue commands.
+        let all = ItemFilter::default();
+        ledger.retry(&all, now).unwrap();
+        assert_counts(&mut ledger, now);
+        assert!(ledger.drop_items(&ItemFilter { states: vec![StateFilter::Accepted], ..all }, now).unwrap() > 0);
+        assert_counts(&mut ledger, now);
+    }
+}

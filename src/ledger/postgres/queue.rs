@@ -1,0 +1,281 @@
+//! The queue on PostgreSQL: counts (kept by statement triggers), lists,
+//! `queue retry` and `queue drop`, and what is parked.
+
+use super::*;
+
+/// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
+/// requests r ON r.id = i.last_request_id`.
+pub(super) const ITEM_COLUMNS: &str =
+    "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+
+pub(super) const ITEM_FROM: &str =
+    "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
+
+pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
+    Ok(ItemRow {
+        id: r.get(0),
+        url: r.get(1),
+        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        state: stored("items", "state", r.get(5))?,
+        next_attempt_at: r.get(6),
+        attempts: r.get::<_, i32>(7) as u32,
+        last_class: stored_opt("items", "last_class", r.get(8))?,
+        last_reason: stored_last_reason(r.get(13), r.get(9))?,
+        last_message: r.get(10),
+        last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
+        accepted_at: r.get(12),
+    })
+}
+
+pub(super) type Params = Vec<Box<dyn pg::types::ToSql + Sync + Send>>;
+
+/// A WHERE clause over `items i JOIN groups g` and its parameters.
+pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Params) {
+    // `$1` is "now", named once even when no state needs it (a statement
+    // must use every parameter it is given).
+    let mut values: Params = vec![Box::new(sec(now))];
+    let mut clauses = vec!["$1::timestamptz IS NOT NULL".to_string()];
+    if !filter.states.is_empty() {
+        let any: Vec<&str> = filter
+            .states
+            .iter()
+            .map(|s| match s {
+                StateFilter::Due => "(i.state = 'queued' AND i.next_attempt_at <= $1)",
+                StateFilter::Waiting => "(i.state = 'queued' AND i.next_attempt_at > $1)",
+                StateFilter::Parked => "i.state = 'parked'",
+                StateFilter::InFlight => "i.state = 'in_flight'",
+                StateFilter::Accepted => "i.state = 'accepted'",
+            })
+            .collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+    }
+    if let Some(p) = &filter.property {
+        values.push(Box::new(p.clone()));
+        clauses.push(format!("g.property = ${}", values.len()));
+    }
+    if let Some(e) = filter.engine {
+        values.push(Box::new(e.as_str().to_string()));
+        clauses.push(format!("g.engine = ${}", values.len()));
+    }
+    if let Some(t) = &filter.target {
+        values.push(Box::new(t.clone()));
+        clauses.push(format!("g.target = ${}", values.len()));
+    }
+    if let Some(u) = &filter.url {
+        values.push(Box::new(u.clone()));
+        clauses.push(format!("i.url = ${}", values.len()));
+    }
+    (clauses.join(" AND "), values)
+}
+
+pub(super) fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
+    values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
+}
+
+impl Queue for PgLedger {
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
+        let now = sec(now);
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
+            Ok(tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2",
+                &[&group, &fingerprint, &now],
+            )?)
+        })
+    }
+
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
+        self.transaction(|tx| {
+            tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?
+                .iter()
+                .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+                .collect()
+        })
+    }
+
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT property, engine, target FROM groups g
+                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
+                 ORDER BY property, engine, target",
+                &[&now],
+            )?
+            .iter()
+            .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+            .collect()
+        })
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
+            Ok(tx
+                .query_one(
+                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
+                    &[&group],
+                )?
+                .get(0))
+        })
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let now = sec(now);
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(QueueCounts::default()) };
+            // The counts by state are kept; only the due items are counted
+            // (one statement: one snapshot).
+            let r = tx.query_one(
+                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
+                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
+                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2)
+                 FROM group_counts WHERE group_id = $1",
+                &[&group, &now],
+            )?;
+            let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
+            let (queued, due) = (n(0), n(4));
+            Ok(QueueCounts { due, waiting: queued.saturating_sub(due), parked: n(1), in_flight: n(2), accepted: n(3) })
+        })
+    }
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE {clause}
+             ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
+                 i.next_attempt_at NULLS FIRST, i.id{limit}"
+        );
+        self.transaction(|tx| tx.query(&sql, &refs(&values))?.iter().map(item_row).collect())
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        self.transaction(|tx| {
+            let sql = format!(
+                "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
+                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
+                     LEFT JOIN requests r ON r.id = i.last_request_id
+                 ORDER BY wanted.n"
+            );
+            tx.query(&sql, &[&ids])?.iter().map(item_row).collect()
+        })
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::retry_states(filter);
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            Ok(tx.execute(
+                &format!(
+                    "UPDATE items AS i SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL FROM groups g WHERE g.id = i.group_id AND {clause}"
+                ),
+                &refs(&values),
+            )?)
+        })
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::drop_states(filter);
+        let (clause, values) = filter_sql(&filter, now);
+        self.transaction(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}
+                     RETURNING i.id, i.group_id, i.url, i.last_request_id IS NOT NULL"
+                ),
+                &refs(&values),
+            )?;
+            // A drop removes items, not history: their requests stay, and an
+            // item a request names (it has a last one) keeps its URL and id.
+            let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for r in rows.iter().filter(|r| r.get::<_, bool>(3)) {
+                let url: String = r.get(2);
+                ids.push(r.get::<_, i64>(0));
+                groups.push(r.get::<_, i64>(1));
+                keys.push(url_key(&url));
+                urls.push(url);
+            }
+            tx.execute(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT id, group_id, url_key, url, $5
+                 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS d (id, group_id, url_key, url)",
+                &[&ids, &groups, &keys, &urls, &now],
+            )?;
+            Ok(rows.len() as u64)
+        })
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let now = sec(now);
+        let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
+            Ok(tx.execute(
+                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
+                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))",
+                &[&group, &texts, &now],
+            )?)
+        })
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        self.transaction(|tx| {
+            // Per group and last answer: how many, since when, the latest
+            // answer's URL and message, and the reminder kept under its reason.
+            let rows = tx.query(
+                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
+                        m.reminded_at
+                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
+                              max(r.id) AS latest, min(i.url) AS url
+                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
+                       WHERE i.state = 'parked'
+                       GROUP BY i.group_id, r.class, r.reason) p
+                 JOIN groups g ON g.id = p.group_id
+                 LEFT JOIN requests r ON r.id = p.latest
+                 LEFT JOIN items fi ON fi.id = r.first_item
+                 LEFT JOIN reminders m ON m.group_id = p.group_id AND m.reason = coalesce(p.reason, 'parked')
+                 ORDER BY g.property, g.engine, g.target, p.reason",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let class: Option<String> = r.get(3);
+                    let reason: Option<String> = r.get(4);
+                    Ok(ParkedGroup {
+                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
+                        reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                        count: r.get::<_, i64>(5) as u64,
+                        since: r.get(6),
+                        message: r.get(7),
+                        url: r.get::<_, Option<String>>(8).unwrap_or_else(|| r.get(9)),
+                        reminded_at: r.get(10),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let at = sec(at);
+        self.with_groups(|tx, groups| {
+            for (group, reason) in reminded {
+                let Some(group) = group_id(tx, groups, group)? else { continue };
+                tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                    &[&group, reason, &at],
+                )?;
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,225 @@
+//! What runs leave, on PostgreSQL: the attempts as `log` and `status` show
+//! them, their counts, the record of `submit` runs, and credentials.
+
+use super::*;
+
+/// The columns `attempt_row` reads, from `requests r JOIN groups g`.
+pub(super) const REQUEST_COLUMNS: &str =
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+
+/// A request's first item, whether in the queue or dropped: joined after
+/// `requests r`, for `FIRST_URL`.
+pub(super) const FIRST_ITEM: &str =
+    "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
+
+/// The URL of a request's first item, and whether `queue drop` removed it.
+pub(super) const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
+
+pub(super) fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {
+    Ok(AttemptRow {
+        at: r.get(0),
+        url,
+        dropped,
+        urls: r.get::<_, i32>(1).max(0) as u64,
+        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        class: stored("requests", "class", r.get(5))?,
+        reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
+        message: r.get(7),
+        http_status: r.get::<_, Option<i32>>(8).map(|s| s as u16),
+        body: r.get(9),
+        retry_at: r.get(10),
+    })
+}
+
+impl Runs for PgLedger {
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        self.transaction(|tx| {
+            let rows = tx.query(
+                "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+                 FROM inspections ORDER BY property, class",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let (property, class, count, at): (String, String, i64, DateTime<Utc>) =
+                        (r.get(0), r.get(1), r.get(2), r.get(3));
+                    let (reason, message, hint, status): (String, String, Option<String>, Option<i32>) =
+                        (r.get(4), r.get(5), r.get(6), r.get(7));
+                    stored_inspection(property, &class, count, at, &reason, message, hint, status)
+                })
+                .collect()
+        })
+    }
+
+    fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
+            let sql = format!(
+                "SELECT {REQUEST_COLUMNS}, {FIRST_URL} FROM requests r JOIN groups g ON g.id = r.group_id {FIRST_ITEM}
+                 WHERE r.group_id = $1 AND r.class <> 'accepted'
+                 ORDER BY r.at DESC, r.id DESC LIMIT 1"
+            );
+            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11), r.get(12))).transpose()
+        })
+    }
+
+    fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
+        let limit = limit as i64;
+        self.transaction(|tx| {
+            let mut out: Vec<(i64, AttemptRow)> = Vec::new();
+            match url {
+                Some(u) => {
+                    // The URL's item in each group and its items `queue drop`
+                    // removed, then the requests that name each.
+                    let groups: Vec<i64> = tx.query("SELECT id FROM groups", &[])?.iter().map(|r| r.get(0)).collect();
+                    let batch: Vec<NewItem> = groups
+                        .iter()
+                        .map(|_| NewItem {
+                            url: u.to_string(),
+                            group: GroupKey { property: String::new(), engine: EngineKind::IndexNow, target: String::new() },
+                            action: Action::Updated,
+                            lastmod: None,
+                        })
+                        .collect();
+                    let found = look_up(tx, &batch, &groups, false)?;
+                    for (group, found) in groups.iter().zip(found) {
+                        let gone: Vec<i64> = tx
+                            .query(
+                                "SELECT id FROM dropped_items WHERE group_id = $1 AND url_key = $2 AND url = $3 ORDER BY id",
+                                &[group, &url_key(u), &u],
+                            )?
+                            .iter()
+                            .map(|r| r.get(0))
+                            .collect();
+                        let item = found.ok().map(|item| (item.id, false));
+                        for (item, dropped) in item.into_iter().chain(gone.into_iter().map(|id| (id, true))) {
+                            let sql = format!(
+                                "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r
+                                     JOIN groups g ON g.id = r.group_id
+                                 WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
+                            );
+                            for r in tx.query(&sql, &[group, &item])? {
+                                if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item).is_ok() {
+                                    out.push((r.get(11), attempt_row(&r, u.to_string(), dropped)?));
+                                }
+                            }
+                        }
+                    }
+                    out.sort_by_key(|(id, a)| std::cmp::Reverse((a.at, *id)));
+                    out.truncate(limit as usize);
+                }
+                None => {
+                    let sql = format!(
+                        "SELECT {REQUEST_COLUMNS}, {FIRST_URL}, r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                             {FIRST_ITEM}
+                         ORDER BY r.at DESC, r.id DESC LIMIT $1"
+                    );
+                    for r in tx.query(&sql, &[&limit])? {
+                        out.push((r.get(13), attempt_row(&r, r.get(11), r.get(12))?));
+                    }
+                }
+            }
+            out.reverse();
+            Ok(out.into_iter().map(|(_, a)| a).collect())
+        })
+    }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        // One per URL a request named: the requests' sizes, summed.
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                 FROM requests r JOIN groups g ON g.id = r.group_id
+                 GROUP BY g.property, g.engine, g.target, r.class",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                let group = stored_group(r.get(0), r.get(1), r.get(2))?;
+                Ok((group, stored("requests", "class", r.get(3))?, r.get::<_, i64>(4).max(0) as u64))
+            })
+            .collect()
+        })
+    }
+
+    /// The spans as two arrays (starts, ends) unnested with their ordinal,
+    /// joined to the requests by time, their sizes summed per group and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let starts: Vec<DateTime<Utc>> = bounds[..bounds.len() - 1].to_vec();
+        let stops: Vec<DateTime<Utc>> = bounds[1..].to_vec();
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                 FROM unnest($1::timestamptz[], $2::timestamptz[]) WITH ORDINALITY AS s (start, stop, n)
+                     JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
+                 GROUP BY s.n, g.property, g.engine, g.target, r.class",
+                &[&starts, &stops],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(SpanCount {
+                    // WITH ORDINALITY counts from 1.
+                    span: (r.get::<_, i64>(0) - 1).max(0) as usize,
+                    group: stored_group(r.get(1), r.get(2), r.get(3))?,
+                    class: stored("requests", "class", r.get(4))?,
+                    urls: r.get::<_, i64>(5).max(0) as u64,
+                })
+            })
+            .collect()
+        })
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let (started, ended) = (RunRecord::millis(run.started_at), RunRecord::millis(run.ended_at));
+        let code = i32::from(run.exit_code);
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO submit_runs (host, started_at, ended_at, exit_code) VALUES ($1, $2, $3, $4)",
+                &[&run.host, &started, &ended, &code],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_at, ended_at, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        self.transaction(|tx| {
+            Ok(tx.query_opt(&sql, &[])?.map(|r| RunRecord {
+                host: r.get(0),
+                started_at: r.get(1),
+                ended_at: r.get(2),
+                exit_code: r.get::<_, i32>(3).clamp(0, 255) as u8,
+            }))
+        })
+    }
+}
+
+impl Credentials for PgLedger {
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let now = sec(now);
+        self.transaction(|tx| {
+            tx.execute(
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                &[&fingerprint, &now],
+            )?;
+            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+        })
+    }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.transaction(|tx| {
+            tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! The queue's part of the ledger: URLs put in it (`Intake`: admission,
+//! and the sitemaps read for sources) and the items as commands see and
+//! move them (`Queue`: counts, lists, retry and drop, what is parked).
+
+use super::Result;
+use crate::model::EngineKind;
+use crate::model::{Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SourceDocument};
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// One URL to put in the queue.
+#[derive(Debug, Clone)]
+pub struct NewItem {
+    pub url: String,
+    pub group: GroupKey,
+    /// What the engine is told about the URL (Google: updated or deleted).
+    pub action: Action,
+    /// When the site says the page last changed (sitemap `lastmod`).
+    pub lastmod: Option<DateTime<Utc>>,
+}
+
+/// When a URL accepted before is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmitRule {
+    /// Not within this long after its acceptance...
+    pub dedupe: TimeDelta,
+    /// ...unless forced...
+    pub force: bool,
+    /// ...and with `--changed`, only if its `lastmod` is later than its
+    /// last acceptance (the dedupe window then does not apply).
+    pub changed: bool,
+}
+
+/// What the ledger did with a URL it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// New (`fresh`), or resubmitted (accepted long enough ago, changed
+    /// since, or forced): due now.
+    Queued { fresh: bool },
+    /// Already in the queue (waiting or due); left as it was.
+    AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
+    /// Accepted within the dedupe window, or (`unchanged`) not changed
+    /// since its last acceptance.
+    Skipped { id: i64, accepted_at: DateTime<Utc>, unchanged: bool },
+    /// Parked by an earlier run; waits for a human.
+    Parked { id: i64 },
+    /// Another process is sending it right now.
+    InFlight { id: i64 },
+}
+
+/// What `admit` would make of a URL (`Intake::preview`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preview {
+    /// The id of its item, when the ledger holds one.
+    pub held: Option<i64>,
+    pub admission: Admission,
+}
+
+/// A queue item as `queue list` and reports see it.
+#[derive(Debug, Clone)]
+pub struct ItemRow {
+    pub id: i64,
+    pub url: String,
+    pub group: GroupKey,
+    pub state: ItemState,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub attempts: u32,
+    pub last_class: Option<Class>,
+    pub last_reason: Option<Reason>,
+    pub last_message: Option<String>,
+    pub last_http_status: Option<u16>,
+    pub accepted_at: Option<DateTime<Utc>>,
+}
+
+/// A state as `queue` commands name it: queued items split into due now
+/// and waiting for later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    Due,
+    Waiting,
+    Parked,
+    InFlight,
+    Accepted,
+}
+
+/// Which items `queue list|retry|drop` act on.
+#[derive(Debug, Clone, Default)]
+pub struct ItemFilter {
+    /// Any of these states; empty means every state the command acts on.
+    pub states: Vec<StateFilter>,
+    pub property: Option<String>,
+    pub engine: Option<EngineKind>,
+    /// The group's target (an IndexNow endpoint).
+    pub target: Option<String>,
+    pub url: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// URLs into the queue: what `submit` reads goes here first, in batches.
+/// Every method is one transaction.
+pub trait Intake {
+    /// What `admit` would make of each URL of `batch`, read only (a dry
+    /// run), as `policy::admit` decides it from what the ledger holds.
+    fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>>;
+
+    /// Puts URLs in the queue (one transaction for the whole batch), as
+    /// `policy::admit` decides for each from what the ledger holds of it: a
+    /// URL accepted within the dedupe window costs a lookup, no write.
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
+
+    /// What the ledger keeps of the remote sitemaps read for sources.
+    fn source_documents(&mut self) -> Result<Vec<SourceDocument>>;
+
+    /// Records sitemaps read for sources (replacing what it kept of each
+    /// URL), once every URL read from them is in the ledger.
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()>;
+}
+
+/// The items as the queue commands, `status` and reports see and move them.
+/// Every method is one transaction.
+pub trait Queue {
+    /// Every group the ledger holds items for (or ever did).
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>>;
+
+    /// Groups that have items due at `now`.
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>>;
+
+    /// The earliest time a queued item of `group` becomes due, if any.
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>>;
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts>;
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>>;
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>>;
+
+    /// Makes matching parked or waiting items due now. Returns how many.
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Removes matching items (not those in flight) from the queue. Their
+    /// attempts stay: a drop removes items, not history (the counts of
+    /// `outcome_counts` never go down). An item a request names keeps its
+    /// URL and its id, which no other item is given, as a dropped item.
+    /// Returns how many were removed.
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Requeues parked items of `group` that were parked under another
+    /// configuration fingerprint. Returns how many.
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64>;
+
+    /// Makes the parked items of `group` whose last answer gave one of
+    /// `reasons` (a cause a check found fixed) due at `now`. Returns how
+    /// many.
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64>;
+
+    /// The parked items, per group and reason of their last answer, with
+    /// when a run last said so.
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>>;
+
+    /// Records that a run said, at `at`, that the items of each group are
+    /// parked for a reason (`ParkedGroup::reminder_key`).
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()>;
+}

@@ -1,0 +1,223 @@
+//! A claim's steps on SQLite (`policy::ClaimSteps`): the clock, the windows
+//! and the pace, the due items taken, moved or deferred with a statement
+//! each, the units counted, and the reservations reconciled. Every step
+//! runs in policy's transaction (`BEGIN IMMEDIATE`: the write lock is held,
+//! so what is read stays so until it commits).
+
+use super::*;
+use crate::ledger::policy::{ClaimSteps, Due, Taken};
+
+pub(super) fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
+    let blocked: Option<i64> =
+        tx.query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0)).optional()?;
+    let usage = tx
+        .query_row(
+            "SELECT used, limit_value, reported_at, reported_remaining FROM budget_usage
+             WHERE rule = ?1 AND window_key = ?2",
+            params![rule.rule, rule.window],
+            |r| {
+                let reported =
+                    match (r.get::<_, Option<i64>>(2)?, r.get::<_, Option<i64>>(3)?, r.get::<_, Option<i64>>(1)?) {
+                        (Some(at), Some(remaining), Some(limit)) => Some(Report {
+                            at: from_ts(at),
+                            remaining: remaining.max(0) as u64,
+                            limit: limit.max(0) as u64,
+                        }),
+                        _ => None,
+                    };
+                Ok(Usage { used: r.get::<_, i64>(0)?.max(0) as u64, blocked_until: None, reported })
+            },
+        )
+        .optional()?
+        .unwrap_or_default();
+    Ok(Usage { blocked_until: opt_ts(blocked), ..usage })
+}
+
+/// Counts `units` against a rule's window. The limit stored is the rule's,
+/// unless the engine reported one in this window.
+pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (rule, window_key) DO UPDATE SET used = used + excluded.used,
+             limit_value = CASE WHEN reported_at IS NULL THEN excluded.limit_value ELSE limit_value END,
+             resets_at = excluded.resets_at",
+        params![
+            rule.rule,
+            rule.window,
+            rule.period.as_str(),
+            units as i64,
+            rule.limit.map(|l| l as i64),
+            ts(rule.resets_at)
+        ],
+    )?;
+    Ok(())
+}
+
+/// The due items of a group, in the order they go.
+const DUE: &str = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
+
+impl ClaimSteps for Tx<'_> {
+    fn own_clock(&mut self, now: Now) -> Result<DateTime<Utc>> {
+        Ok(now.local)
+    }
+
+    /// The write lock holds it.
+    fn latest(&mut self, _hold: bool) -> Result<Option<DateTime<Utc>>> {
+        let latest = self.conn.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
+        Ok(opt_ts(latest))
+    }
+
+    fn record_latest(&mut self, at: DateTime<Utc>) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+             ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
+            [ts(at)],
+        )?;
+        Ok(())
+    }
+
+    fn group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
+        group_id(self.conn, self.groups, key)
+    }
+
+    fn window(&mut self, rule: &RuleWindow) -> Result<Usage> {
+        add_usage(self.conn, rule, 0)?;
+        usage_in(self.conn, rule)
+    }
+
+    fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
+        usage_in(self.conn, rule)
+    }
+
+    fn pace(&mut self, key: &str, _hold: bool) -> Result<Option<i64>> {
+        Ok(self.conn.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+    }
+
+    fn set_pace(&mut self, key: &str, tat_ms: i64) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms",
+            params![key, tat_ms],
+        )?;
+        Ok(())
+    }
+
+    fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize> {
+        let sql = format!("SELECT COUNT(*) FROM (SELECT 1 {DUE} LIMIT ?3)");
+        let n: i64 = self.conn.query_row(&sql, params![group, ts(now), cap as i64], |r| r.get(0))?;
+        Ok(n.max(0) as usize)
+    }
+
+    fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
+        self.conn.execute(
+            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            params![me.host, me.pid, me.started as i64, ts(now), n as i64],
+        )?;
+        let reservation = self.conn.last_insert_rowid();
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE items SET state = 'in_flight', reservation_id = ?3
+             WHERE id IN (SELECT id {DUE} ORDER BY next_attempt_at, id LIMIT ?4)
+             RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
+        ))?;
+        let mut rows = stmt.query(params![group, ts(now), reservation, n as i64])?;
+        let mut taken = Vec::with_capacity(n);
+        while let Some(r) = rows.next()? {
+            let class: Option<String> = r.get(3)?;
+            let action: String = r.get(6)?;
+            let item = ClaimedItem {
+                id: r.get(0)?,
+                url: r.get(1)?,
+                action: stored("items", "action", &action)?,
+                attempts: r.get(2)?,
+                last_class: stored_opt("items", "last_class", class.as_deref())?,
+                streak: r.get(4)?,
+                streak_started_at: opt_ts(r.get(5)?),
+            };
+            taken.push((opt_ts(r.get(7)?), item));
+        }
+        counted(self.conn, group, Some(ItemState::Queued), Some(ItemState::InFlight), taken.len() as u64)?;
+        Ok(Some(Taken { reservation, items: taken }))
+    }
+
+    fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>> {
+        let mut stmt =
+            self.conn.prepare_cached(&format!("SELECT id, url {DUE} ORDER BY next_attempt_at, id LIMIT ?3"))?;
+        let rows = stmt.query_map(params![group, ts(now), n as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<Due>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE}) AND id NOT IN rarray(?4)
+             RETURNING id, url"
+        ))?;
+        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except)], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {
+        let values: Vec<Value> =
+            moved.iter().flat_map(|(id, at)| [Value::Integer(*id), Value::Integer(ts(*at))]).collect();
+        let (head, tail) = ("UPDATE items SET next_attempt_at = v.column2 FROM (", ") AS v WHERE items.id = v.column1");
+        insert_rows(self.conn, head, tail, 2, &values)?;
+        Ok(())
+    }
+
+    /// The write lock is held: what `window` read still holds, and the
+    /// units fit.
+    fn charge(&mut self, rules: &[RuleWindow], units: u64, _now: DateTime<Utc>) -> Result<bool> {
+        for rule in rules {
+            add_usage(self.conn, rule, units)?;
+        }
+        Ok(true)
+    }
+
+    fn hold(&mut self, reservation: i64, rules: &[RuleWindow], units: u64, lease_until: DateTime<Utc>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE reservations SET lease_until = ?2, units = ?3 WHERE id = ?1",
+            params![reservation, ts(lease_until), units as i64],
+        )?;
+        let mut insert = self.conn.prepare_cached(
+            "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for rule in rules {
+            insert.execute(params![reservation, rule.rule, rule.window, units as i64])?;
+        }
+        Ok(())
+    }
+
+    fn reservations(&mut self, _hold: bool) -> Result<Vec<(i64, Owner, DateTime<Utc>)>> {
+        let mut stmt = self.conn.prepare("SELECT id, host, pid, started, lease_until FROM reservations ORDER BY id")?;
+        let rows = stmt.query_map([], |r| {
+            let owner = Owner { host: r.get(1)?, pid: r.get(2)?, started: r.get::<_, i64>(3)? as u64 };
+            Ok((r.get(0)?, owner, from_ts(r.get(4)?)))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id")?;
+        let items = ids_of(&mut stmt, [reservation])?;
+        let Some(&first) = items.first() else { return Ok(None) };
+        let group: i64 = self.conn.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
+        Ok(Some((group, items)))
+    }
+
+    fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
+        let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
+        let n = self.conn.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+                 attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
+             WHERE reservation_id = ?1 AND state = 'in_flight'",
+            params![reservation, ts(now), request],
+        )?;
+        counted(self.conn, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)
+    }
+
+    fn end(&mut self, reservation: i64) -> Result<()> {
+        self.conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
+        Ok(())
+    }
+}

@@ -1,0 +1,450 @@
+//! `ledger copy` on SQLite: the ledger streamed out of one read snapshot (a
+//! statement a table, a chunk at a time), and a copy merged in, in one
+//! `BEGIN IMMEDIATE` transaction: each chunk staged in a temporary table
+//! with multi-row inserts, each table merged with a few set-based
+//! statements (`copy.sql`; the order is `ledger::copy`'s).
+
+use super::*;
+use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest};
+
+/// The staging tables.
+const STAGING: &str = include_str!("copy.sql");
+
+impl Rows for SqliteLedger {
+    fn schema_version(&mut self) -> Result<i64> {
+        SqliteLedger::schema_version(self)
+    }
+
+    fn export(&mut self, in_flight_ok: bool, sink: &mut Sink) -> Result<()> {
+        // A read transaction: one snapshot of the file (WAL).
+        let tx = self.conn.transaction()?;
+        let in_flight: i64 = tx.query_row("SELECT COUNT(*) FROM reservations", [], |r| r.get(0))?;
+        if in_flight > 0 && !in_flight_ok {
+            return Err(copy::in_flight_error(in_flight));
+        }
+        export_groups(&tx, sink)?;
+        export_items(&tx, sink)?;
+        export_dropped(&tx, sink)?;
+        export_requests(&tx, sink)?;
+        export_rest(&tx, sink)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn import(&mut self, feed: &mut copy::Feed) -> Result<Copied> {
+        let tx = write(&mut self.conn)?;
+        tx.execute_batch(STAGING)?;
+        let mut staging = Staging { conn: &tx, cache: &mut self.groups, created: Vec::new() };
+        let mut import = Import::new(&mut staging);
+        feed(&mut |chunk| import.put(chunk))?;
+        let copied = import.finish()?;
+        let created = std::mem::take(&mut staging.created);
+        tx.execute_batch("DROP TABLE temp.copy_items; DROP TABLE temp.copy_dropped; DROP TABLE temp.copy_requests;")?;
+        tx.commit()?;
+        self.groups.extend(created);
+        Ok(copied)
+    }
+}
+
+fn export_groups(tx: &Connection, sink: &mut Sink) -> Result<()> {
+    let mut stmt = tx.prepare("SELECT id, property, engine, target FROM groups ORDER BY id")?;
+    let mut rows = stmt.query([])?;
+    let mut groups = Vec::new();
+    while let Some(r) = rows.next()? {
+        groups.push((r.get(0)?, stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?));
+    }
+    sink(Chunk::Groups(groups))
+}
+
+fn export_items(tx: &Connection, sink: &mut Sink) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class, streak,
+             streak_started_at, accepted_at, parked_fingerprint, last_request_id
+         FROM items ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut chunks = Chunker::new(sink, Chunk::Items);
+    while let Some(r) = rows.next()? {
+        let (state, action, class): (String, String, Option<String>) = (r.get(3)?, r.get(4)?, r.get(9)?);
+        chunks.push(CopyItem {
+            id: r.get(0)?,
+            group: r.get(1)?,
+            url: r.get(2)?,
+            state: stored("items", "state", &state)?,
+            action: stored("items", "action", &action)?,
+            lastmod: opt_ts(r.get(5)?),
+            next_attempt_at: opt_ts(r.get(6)?),
+            enqueued_at: from_ts(r.get(7)?),
+            attempts: r.get(8)?,
+            last_class: stored_opt("items", "last_class", class.as_deref())?,
+            streak: r.get(10)?,
+            streak_started_at: opt_ts(r.get(11)?),
+            accepted_at: opt_ts(r.get(12)?),
+            parked_fingerprint: r.get(13)?,
+            last_request: r.get(14)?,
+        })?;
+    }
+    chunks.finish()
+}
+
+fn export_dropped(tx: &Connection, sink: &mut Sink) -> Result<()> {
+    let mut stmt = tx.prepare("SELECT id, group_id, url, dropped_at FROM dropped_items ORDER BY id")?;
+    let mut rows = stmt.query([])?;
+    let mut chunks = Chunker::new(sink, Chunk::Dropped);
+    while let Some(r) = rows.next()? {
+        chunks.push(CopyDropped { id: r.get(0)?, group: r.get(1)?, url: r.get(2)?, dropped_at: from_ts(r.get(3)?) })?;
+    }
+    chunks.finish()
+}
+
+fn export_requests(tx: &Connection, sink: &mut Sink) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "SELECT id, group_id, at, class, reason, message, http_status, body, retry_at, n, first_item, items
+         FROM requests ORDER BY id",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut chunks = Chunker::weighing(sink, Chunk::Requests, copy::request_bytes, copy::REQUEST_BYTES);
+    while let Some(r) = rows.next()? {
+        let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
+        chunks.push(CopyRequest {
+            id: r.get(0)?,
+            group: r.get(1)?,
+            at: from_ts(r.get(2)?),
+            class,
+            reason: stored_reason(class, &r.get::<_, String>(4)?)?,
+            message: r.get(5)?,
+            response: StoredResponse { http_status: r.get(6)?, body: r.get(7)? },
+            retry_at: opt_ts(r.get(8)?),
+            items: ids::named(r.get(9)?, r.get(10)?, r.get(11)?)?,
+        })?;
+    }
+    chunks.finish()
+}
+
+/// The small tables: one row a rule window, block, pace, credential,
+/// reminder or sitemap.
+fn export_rest(tx: &Connection, sink: &mut Sink) -> Result<()> {
+    let mut stmt = tx.prepare(
+        "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
+         FROM budget_usage ORDER BY rule, window_key",
+    )?;
+    let usage = stmt.query_map([], |r| {
+        Ok(CopyUsage {
+            rule: r.get(0)?,
+            window: r.get(1)?,
+            period: r.get(2)?,
+            used: r.get::<_, i64>(3)?.max(0) as u64,
+            limit: r.get::<_, Option<i64>>(4)?.map(|l| l.max(0) as u64),
+            resets_at: from_ts(r.get(5)?),
+            reported_at: opt_ts(r.get(6)?),
+            reported_remaining: r.get::<_, Option<i64>>(7)?.map(|l| l.max(0) as u64),
+        })
+    })?;
+    sink(Chunk::Usage(usage.collect::<rusqlite::Result<_>>()?))?;
+    let timed = |sql: &str| -> Result<Vec<(String, DateTime<Utc>)>> {
+        let mut stmt = tx.prepare(sql)?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    sink(Chunk::Blocks(timed("SELECT rule, until FROM blocks ORDER BY rule")?))?;
+    let mut stmt = tx.prepare("SELECT key, tat_ms FROM pacing ORDER BY key")?;
+    let pacing = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    sink(Chunk::Pacing(pacing))?;
+    sink(Chunk::Credentials(timed("SELECT fingerprint, first_used_at FROM credentials ORDER BY fingerprint")?))?;
+    let mut stmt = tx.prepare(
+        "SELECT m.group_id, m.reason, m.reminded_at FROM reminders m JOIN groups g ON g.id = m.group_id
+         ORDER BY g.property, g.engine, g.target, m.reason",
+    )?;
+    let reminders = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, from_ts(r.get(2)?))))?;
+    sink(Chunk::Reminders(reminders.collect::<rusqlite::Result<_>>()?))?;
+    sink(Chunk::Sources(source_documents(tx)?))?;
+    let latest: Option<i64> = tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
+    match latest {
+        Some(at) => sink(Chunk::Latest(from_ts(at))),
+        None => Ok(()),
+    }
+}
+
+/// This ledger as a copy's target, in the copy's transaction.
+struct Staging<'a> {
+    conn: &'a Connection,
+    cache: &'a mut HashMap<GroupKey, i64>,
+    /// Groups this copy made: cached once it commits.
+    created: Vec<(GroupKey, i64)>,
+}
+
+impl Staging<'_> {
+    /// The last id a new item of this copy took (none: 0): the items are
+    /// written last, and a dropped item's id is never an item's.
+    fn numbered(&self) -> Result<i64> {
+        Ok(self.conn.query_row("SELECT COALESCE(MAX(dst), 0) FROM copy_items WHERE fresh", [], |r| r.get(0))?)
+    }
+}
+
+impl copy::Stage for Staging<'_> {
+    fn groups(&mut self, groups: &[(i64, GroupKey)]) -> Result<HashMap<i64, i64>> {
+        let mut ids = HashMap::with_capacity(groups.len());
+        for (src, key) in groups {
+            ids.insert(*src, group_id_or_create(self.conn, self.cache, &mut self.created, key)?);
+        }
+        Ok(ids)
+    }
+
+    fn stage_items(&mut self, items: &[CopyItem], groups: &HashMap<i64, i64>) -> Result<()> {
+        let mut values = Vec::with_capacity(items.len() * 16);
+        for i in items {
+            values.extend([
+                Value::Integer(i.id),
+                Value::Integer(copy::group_of(groups, i.group)?),
+                Value::Integer(url_key(&i.url)),
+                Value::Text(i.url.clone()),
+                Value::Text(i.state.as_str().into()),
+                Value::Text(i.action.as_str().into()),
+                i.lastmod.map(ts).into(),
+                i.next_attempt_at.map(ts).into(),
+                Value::Integer(ts(i.enqueued_at)),
+                Value::Integer(i.attempts.into()),
+                i.last_class.map(|c| c.as_str().to_string()).into(),
+                Value::Integer(i.streak.into()),
+                i.streak_started_at.map(ts).into(),
+                i.accepted_at.map(ts).into(),
+                i.parked_fingerprint.clone().into(),
+                i.last_request.into(),
+            ]);
+        }
+        let head = "INSERT INTO copy_items (src, grp, url_key, url, state, action, lastmod, next_attempt_at,
+             enqueued_at, attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request)";
+        insert_rows(self.conn, head, "", 16, &values)?;
+        Ok(())
+    }
+
+    fn match_items(&mut self) -> Result<()> {
+        self.conn.execute_batch(
+            "CREATE INDEX temp.copy_items_key ON copy_items (grp, url_key);
+             UPDATE copy_items SET dst = i.id, written = i.state <> 'in_flight' FROM items AS i
+             WHERE i.group_id = copy_items.grp AND i.url_key = copy_items.url_key AND i.url = copy_items.url;",
+        )?;
+        Ok(())
+    }
+
+    fn clashes(&mut self) -> Result<Vec<Clash>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT src, grp, url_key, url FROM copy_items c WHERE dst IS NULL
+                 AND (EXISTS (SELECT 1 FROM items i WHERE i.group_id = c.grp AND i.url_key = c.url_key)
+                      OR EXISTS (SELECT 1 FROM copy_items o
+                                 WHERE o.grp = c.grp AND o.url_key = c.url_key AND o.src <> c.src AND o.dst IS NULL))
+             ORDER BY src",
+        )?;
+        let rows =
+            stmt.query_map([], |r| Ok(Clash { src: r.get(0)?, group: r.get(1)?, key: r.get(2)?, url: r.get(3)? }))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
+        let sql = "SELECT id, url, state = 'in_flight' FROM items WHERE group_id = ?1 AND url_key = ?2";
+        Ok(self.conn.query_row(sql, [group, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?)
+    }
+
+    fn staged(&mut self, group: i64, key: i64) -> Result<Vec<i64>> {
+        let sql = "SELECT src FROM copy_items WHERE grp = ?1 AND url_key = ?2 AND dst IS NULL";
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map([group, key], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn place(&mut self, src: i64, placed: &Placed) -> Result<()> {
+        match *placed {
+            Placed::Same { id, written } => self
+                .conn
+                .execute("UPDATE copy_items SET dst = ?2, written = ?3 WHERE src = ?1", params![src, id, written])?,
+            Placed::At(key) => self.conn.execute("UPDATE copy_items SET url_key = ?2 WHERE src = ?1", [src, key])?,
+        };
+        Ok(())
+    }
+
+    fn number_items(&mut self) -> Result<()> {
+        // After the last item's or dropped item's id, in the source's order.
+        self.conn.execute(
+            "UPDATE copy_items SET dst = ?1 + n.k - 1, written = 1, fresh = 1
+             FROM (SELECT src, row_number() OVER (ORDER BY src) AS k FROM copy_items WHERE dst IS NULL) AS n
+             WHERE copy_items.src = n.src",
+            [next_item_id(self.conn)?],
+        )?;
+        Ok(())
+    }
+
+    fn write_items(&mut self) -> Result<u64> {
+        let updated = self.conn.execute(
+            "UPDATE items SET state = c.state, action = c.action, lastmod = c.lastmod,
+                 next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
+                 last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
+                 accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
+                 last_request_id = COALESCE(c.request, items.last_request_id)
+             FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
+                   LEFT JOIN copy_requests r ON r.src = copy_items.last_request
+                   WHERE copy_items.written AND NOT copy_items.fresh) AS c
+             WHERE items.id = c.dst AND items.state <> 'in_flight'",
+            [],
+        )?;
+        let inserted = self.conn.execute(
+            "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id)
+             SELECT c.dst, c.grp, c.url_key, c.url, c.state, c.action, c.lastmod, c.next_attempt_at, c.enqueued_at,
+                 c.attempts, c.last_class, c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, r.dst
+             FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
+             WHERE c.fresh ORDER BY c.dst",
+            [],
+        )?;
+        Ok((updated + inserted) as u64)
+    }
+
+    fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {
+        let mut values = Vec::with_capacity(dropped.len() * 5);
+        for d in dropped {
+            let group = copy::group_of(groups, d.group)?;
+            let (key, at) = (url_key(&d.url), ts(d.dropped_at));
+            values.extend([Value::Integer(d.id), Value::Integer(group), Value::Integer(key), d.url.clone().into()]);
+            values.push(Value::Integer(at));
+        }
+        insert_rows(self.conn, "INSERT INTO copy_dropped (src, grp, url_key, url, dropped_at)", "", 5, &values)?;
+        Ok(())
+    }
+
+    fn merge_dropped(&mut self) -> Result<()> {
+        self.conn.execute(
+            "UPDATE copy_dropped SET dst = d.id FROM dropped_items AS d
+             WHERE d.group_id = copy_dropped.grp AND d.url_key = copy_dropped.url_key AND d.url = copy_dropped.url
+                 AND d.dropped_at = copy_dropped.dropped_at",
+            [],
+        )?;
+        self.conn.execute(
+            "UPDATE copy_dropped SET dst = ?1 + n.k - 1, fresh = 1
+             FROM (SELECT src, row_number() OVER (ORDER BY src) AS k FROM copy_dropped WHERE dst IS NULL) AS n
+             WHERE copy_dropped.src = n.src",
+            [next_item_id(self.conn)?.max(self.numbered()? + 1)],
+        )?;
+        self.conn.execute(
+            "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+             SELECT dst, grp, url_key, url, dropped_at FROM copy_dropped WHERE fresh ORDER BY dst",
+            [],
+        )?;
+        Ok(())
+    }
+
+    fn targets(&mut self, ids: &[i64]) -> Result<HashMap<i64, i64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT src, dst FROM copy_dropped WHERE src IN rarray(?1)
+             UNION ALL SELECT src, dst FROM copy_items WHERE src IN rarray(?1)",
+        )?;
+        let rows = stmt.query_map([array(ids)], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn stage_requests(&mut self, requests: &[StagedRequest]) -> Result<()> {
+        let mut values = Vec::with_capacity(requests.len() * 13);
+        for s in requests {
+            let r = s.request;
+            values.extend([Value::Integer(r.id), Value::Integer(s.group), Value::Integer(ts(r.at))]);
+            values.extend([r.class.as_str().to_string().into(), r.reason.to_string().into(), r.message.clone().into()]);
+            values.extend([r.response.http_status.map(i64::from).into(), r.response.body.clone().into()]);
+            values.extend([r.retry_at.map(ts).into(), Value::Integer(s.n), Value::Integer(s.first)]);
+            values.extend([Value::Integer(s.last), s.items.clone().into()]);
+        }
+        let head = "INSERT INTO copy_requests (src, grp, at, class, reason, message, http_status, body, retry_at, n,
+             first_item, last_item, items)";
+        insert_rows(self.conn, head, "", 13, &values)?;
+        Ok(())
+    }
+
+    fn merge_requests(&mut self) -> Result<u64> {
+        self.conn.execute(
+            "UPDATE copy_requests SET dst = (
+                 SELECT r.id FROM requests r
+                 WHERE r.group_id = copy_requests.grp AND r.at = copy_requests.at AND r.class = copy_requests.class
+                     AND r.reason = copy_requests.reason AND r.message = copy_requests.message
+                     AND r.retry_at IS copy_requests.retry_at AND r.n = copy_requests.n
+                     AND r.first_item = copy_requests.first_item AND r.items IS copy_requests.items
+                 ORDER BY r.id DESC LIMIT 1)",
+            [],
+        )?;
+        let next: i64 = self.conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM requests", [], |r| r.get(0))?;
+        self.conn.execute(
+            "UPDATE copy_requests SET dst = ?1 + n.k - 1, fresh = 1
+             FROM (SELECT src, row_number() OVER (ORDER BY at, src) AS k FROM copy_requests WHERE dst IS NULL) AS n
+             WHERE copy_requests.src = n.src",
+            [next],
+        )?;
+        let inserted = self.conn.execute(
+            "INSERT INTO requests (id, group_id, at, class, reason, message, http_status, body, retry_at, n,
+                 first_item, last_item, items)
+             SELECT dst, grp, at, class, reason, message, http_status, body, retry_at, n, first_item, last_item, items
+             FROM copy_requests WHERE fresh ORDER BY dst",
+            [],
+        )?;
+        Ok(inserted as u64)
+    }
+
+    fn merge_usage(&mut self, usage: &[CopyUsage]) -> Result<u64> {
+        let mut stmt = self.conn.prepare(
+            "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at, reported_at,
+                 reported_remaining)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (rule, window_key) DO UPDATE SET used = MAX(used, excluded.used),
+                 limit_value = excluded.limit_value, resets_at = excluded.resets_at,
+                 reported_at = excluded.reported_at, reported_remaining = excluded.reported_remaining",
+        )?;
+        for u in usage {
+            let (limit, remaining) = (u.limit.map(|l| l as i64), u.reported_remaining.map(|r| r as i64));
+            let at = (ts(u.resets_at), u.reported_at.map(ts));
+            stmt.execute(params![u.rule, u.window, u.period, u.used as i64, limit, at.0, at.1, remaining])?;
+        }
+        Ok(usage.len() as u64)
+    }
+
+    fn merge_rest(&mut self, chunk: &Chunk, groups: &HashMap<i64, i64>) -> Result<()> {
+        let (sql, rows): (&str, Vec<Vec<Value>>) = match chunk {
+            Chunk::Blocks(rows) => (
+                "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
+                 ON CONFLICT (rule) DO UPDATE SET until = MAX(until, excluded.until)",
+                rows.iter().map(|(rule, until)| vec![rule.clone().into(), ts(*until).into()]).collect(),
+            ),
+            Chunk::Pacing(rows) => (
+                "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET tat_ms = MAX(tat_ms, excluded.tat_ms)",
+                rows.iter().map(|(key, tat)| vec![key.clone().into(), (*tat).into()]).collect(),
+            ),
+            Chunk::Credentials(rows) => (
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2)
+                 ON CONFLICT (fingerprint) DO UPDATE SET first_used_at = MIN(first_used_at, excluded.first_used_at)",
+                rows.iter().map(|(fingerprint, at)| vec![fingerprint.clone().into(), ts(*at).into()]).collect(),
+            ),
+            Chunk::Reminders(rows) => (
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = MAX(reminded_at, excluded.reminded_at)",
+                rows.iter()
+                    .map(|(g, why, at)| {
+                        Ok(vec![copy::group_of(groups, *g)?.into(), why.clone().into(), ts(*at).into()])
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            Chunk::Latest(at) => (
+                "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+                 ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
+                vec![vec![ts(*at).into()]],
+            ),
+            Chunk::Sources(documents) => return store_source_documents(self.conn, documents, true),
+            _ => return Ok(()),
+        };
+        let mut stmt = self.conn.prepare(sql)?;
+        for row in rows {
+            stmt.execute(params_from_iter(row))?;
+        }
+        Ok(())
+    }
+
+    /// The kept counts, counted again (the merge's inserts and updates are
+    /// not counted by the statements).
+    fn finish(&mut self) -> Result<()> {
+        recount(self.conn)
+    }
+}

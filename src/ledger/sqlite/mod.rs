@@ -1,0 +1,583 @@
+//! The SQLite ledger: one file (WAL, busy timeout, mode 0600), schema
+//! versioned with `user_version`. Writes that decide anything (admit, claim,
+//! finish, reconcile) run in `BEGIN IMMEDIATE` transactions, so two
+//! processes sharing the file serialize on them and can never both take the
+//! last unit of a budget. The decisions are `policy`'s; this file stores
+//! them with set-based statements: a batch of URLs is looked up, inserted or
+//! updated with a statement per few hundred rows, a claim marks its items
+//! with one statement, and an answer moves every item it names with one.
+
+use super::ids::{self, next_key, url_key};
+use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
+use super::*;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::rc::Rc;
+
+mod admit;
+mod answer;
+mod claim;
+mod copy;
+mod queue;
+mod runs;
+mod schema;
+
+use admit::*;
+
+/// Rows a multi-row statement takes at a time (5 values a row stay well
+/// under SQLite's limit of 32,766 parameters).
+const CHUNK: usize = 500;
+
+pub struct SqliteLedger {
+    conn: Connection,
+    /// Ids of groups known to be in the ledger (committed). A group row is
+    /// never deleted or changed, so an id once read stays valid.
+    groups: HashMap<GroupKey, i64>,
+    /// How long this process's reservations are trusted without a live owner.
+    lease: TimeDelta,
+}
+
+fn ts(t: DateTime<Utc>) -> i64 {
+    t.timestamp()
+}
+
+fn from_ts(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(secs, 0).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
+    secs.map(from_ts)
+}
+
+/// A list of values for `rarray(?)`.
+fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
+    Rc::new(values.iter().map(|v| (*v).into()).collect())
+}
+
+/// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
+/// values), `CHUNK` rows a statement (the statement for a full chunk is
+/// prepared once). `sql_tail` follows the values.
+fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, rows: &[Value]) -> Result<usize> {
+    let tuple = format!("({})", vec!["?"; width].join(", "));
+    let mut changed = 0;
+    for chunk in rows.chunks(CHUNK * width) {
+        let n = chunk.len() / width;
+        let sql = format!("{sql_head} VALUES {}{sql_tail}", vec![tuple.as_str(); n].join(", "));
+        changed += tx.prepare_cached(&sql)?.execute(params_from_iter(chunk.iter()))?;
+    }
+    Ok(changed)
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<SqliteLedger> {
+        let open_err = |message: String, hint: Option<String>, source: Option<LedgerError>| LedgerError::Open {
+            path: path.display().to_string(),
+            message,
+            hint,
+            newer: false,
+            source: source.map(Box::new),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None, None))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_err("cannot open it".into(), None, Some(e.into())))?;
+        // New, or made by someone else (an empty file, a copy): private.
+        restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None, None))?;
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
+        // Switching a new file to WAL needs a moment alone with it: several
+        // runs starting at once on a new ledger take turns (the busy timeout
+        // does not cover that switch).
+        let mut tries = 0;
+        let configured = loop {
+            match ledger.configure(true) {
+                Err(LedgerError::Busy) if tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        };
+        configured.map_err(|e| match e {
+            LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
+            e => open_err(
+                "cannot use it".into(),
+                Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
+                Some(e),
+            ),
+        })?;
+        Ok(ledger)
+    }
+
+    /// An empty ledger in memory, for a dry run where there is no ledger
+    /// file yet: nothing it holds survives the run.
+    pub fn in_memory() -> Result<SqliteLedger> {
+        let mut ledger =
+            SqliteLedger { conn: Connection::open_in_memory()?, groups: HashMap::new(), lease: owner::LEASE };
+        ledger.configure(false)?;
+        Ok(ledger)
+    }
+
+    fn configure(&mut self, on_disk: bool) -> Result<()> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(60))?;
+        // A batch's index pages stay in memory (32 MiB at most), and the
+        // write-ahead log is copied back every 40 MiB rather than every 4.
+        self.conn.pragma_update(None, "cache_size", -32 * 1024)?;
+        if on_disk {
+            self.conn.pragma_update(None, "journal_mode", "WAL")?;
+            self.conn.pragma_update(None, "synchronous", "FULL")?;
+            self.conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
+        } else {
+            // A dry run's empty ledger: nothing in it needs to survive a crash.
+            self.conn.pragma_update(None, "journal_mode", "OFF")?;
+            self.conn.pragma_update(None, "synchronous", "OFF")?;
+        }
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        rusqlite::vtab::array::load_module(&self.conn)?;
+        self.migrate()
+    }
+
+    /// Sets how long this process's reservations are trusted when their
+    /// owner cannot be checked.
+    pub fn with_lease(mut self, lease: TimeDelta) -> SqliteLedger {
+        self.lease = lease;
+        self
+    }
+
+    /// The schema version of the file (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// A write transaction (`BEGIN IMMEDIATE`).
+    fn begin(&mut self) -> Result<Transaction<'_>> {
+        write(&mut self.conn)
+    }
+
+    /// The id of an existing group (read outside any transaction: group
+    /// rows never change once written).
+    fn existing_group(&mut self, key: &GroupKey) -> Result<Option<i64>> {
+        group_id(&self.conn, &mut self.groups, key)
+    }
+}
+
+/// The ledger in one transaction (or, reading, on the connection), as
+/// policy's steps take it (`claim.rs`, `answer.rs`).
+struct Tx<'a> {
+    conn: &'a Connection,
+    groups: &'a mut HashMap<GroupKey, i64>,
+    /// Items an answer of this transaction moved already (Bing's halves of
+    /// a batch): their state is read before they move again.
+    answered: HashSet<i64>,
+}
+
+impl Backend for SqliteLedger {
+    fn lease(&self) -> TimeDelta {
+        self.lease
+    }
+
+    fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        let tx = write(&mut self.conn)?;
+        let value = f(&mut Tx { conn: &tx, groups: &mut self.groups, answered: HashSet::new() })?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    fn read<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        f(&mut Tx { conn: &self.conn, groups: &mut self.groups, answered: HashSet::new() })
+    }
+}
+
+/// The kept counts of every group, counted again.
+fn recount(tx: &Connection) -> Result<()> {
+    tx.execute_batch(
+        "UPDATE groups SET
+             queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
+             in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
+             parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
+             accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
+    )?;
+    Ok(())
+}
+
+/// The kept count column of a state.
+fn count_column(state: ItemState) -> &'static str {
+    match state {
+        ItemState::Queued => "queued",
+        ItemState::InFlight => "in_flight",
+        ItemState::Accepted => "accepted",
+        ItemState::Parked => "parked",
+    }
+}
+
+/// Counts `n` items of `group` moved from state `from` (`None`: new) to
+/// `to` (`None`: gone) in the group's kept counts: one statement.
+fn counted(tx: &Connection, group: i64, from: Option<ItemState>, to: Option<ItemState>, n: u64) -> Result<()> {
+    if n == 0 || from == to {
+        return Ok(());
+    }
+    let mut sets = Vec::new();
+    if let Some(from) = from {
+        sets.push(format!("{0} = {0} - {n}", count_column(from)));
+    }
+    if let Some(to) = to {
+        sets.push(format!("{0} = {0} + {n}", count_column(to)));
+    }
+    tx.execute(&format!("UPDATE groups SET {} WHERE id = ?1", sets.join(", ")), [group])?;
+    Ok(())
+}
+
+/// The states of the items `ids`, counted (before a statement moves them
+/// all to another state).
+fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
+    let mut stmt = tx.prepare_cached("SELECT state, COUNT(*) FROM items WHERE id IN rarray(?1) GROUP BY state")?;
+    let mut rows = stmt.query([array(ids)])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((stored("items", "state", &r.get::<_, String>(0)?)?, r.get::<_, i64>(1)?.max(0) as u64));
+    }
+    Ok(out)
+}
+
+fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// The id of group `key` if it is in the ledger, from `cache` or from the
+/// `groups` table (then cached: a committed group row never changes).
+fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
+    if let Some(id) = cache.get(key) {
+        return Ok(Some(*id));
+    }
+    let id: Option<i64> = conn
+        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3")?
+        .query_row(params![key.property, key.engine.as_str(), key.target], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = id {
+        cache.insert(key.clone(), id);
+    }
+    Ok(id)
+}
+
+/// The id of group `key`, inserting its row (in the caller's transaction
+/// `tx`) on first use. A group created here goes in `created`, to be cached
+/// only once `tx` commits.
+fn group_id_or_create(
+    tx: &Connection,
+    cache: &mut HashMap<GroupKey, i64>,
+    created: &mut Vec<(GroupKey, i64)>,
+    key: &GroupKey,
+) -> Result<i64> {
+    // Created earlier in this transaction: not in `cache` until it commits.
+    if let Some((_, id)) = created.iter().find(|(k, _)| k == key) {
+        return Ok(*id);
+    }
+    if let Some(id) = group_id(tx, cache, key)? {
+        return Ok(id);
+    }
+    tx.prepare_cached("INSERT INTO groups (property, engine, target) VALUES (?1, ?2, ?3)")?.execute(params![
+        key.property,
+        key.engine.as_str(),
+        key.target
+    ])?;
+    let id = tx.last_insert_rowid();
+    created.push((key.clone(), id));
+    Ok(id)
+}
+
+/// Takes every permission from group and others, if they have any.
+#[cfg(unix)]
+fn restrict_mode(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)?.permissions().mode();
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))
+}
+
+#[cfg(not(unix))]
+fn restrict_mode(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Records a request; returns its id.
+fn insert_request(tx: &Connection, r: &Recorded) -> Result<i64> {
+    let (first, last, list) = r.stored_items();
+    tx.prepare_cached(
+        "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+             last_item, items)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        r.group,
+        ts(r.at),
+        r.class.as_str(),
+        r.reason.to_string(),
+        r.message,
+        r.response.http_status,
+        r.response.body.as_deref().map(cap_body),
+        r.retry_at.map(ts),
+        r.items.len() as i64,
+        first,
+        last,
+        list
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// The ids of the items a statement returned in its first column.
+fn ids_of(stmt: &mut rusqlite::Statement<'_>, params: impl rusqlite::Params) -> Result<Vec<i64>> {
+    let ids = stmt.query_map(params, |r| r.get(0))?.collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NextStep;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn group(property: &str, engine: EngineKind) -> GroupKey {
+        GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
+    }
+
+    /// A reason read back that this indexq does not know as one of its
+    /// request's class is an error naming it, never a default.
+    #[test]
+    fn an_unknown_reason_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        super::super::story::story(&mut ledger);
+        assert!(!ledger.attempts(None, 10).unwrap().is_empty());
+        let now = t("2026-12-10T10:00:00Z");
+        assert!(!ledger.items(&ItemFilter::default(), now).unwrap().is_empty());
+        // A reason of another class, then a text no class has.
+        for text in ["ok", "from_a_newer_indexq"] {
+            ledger.conn.execute("UPDATE requests SET reason = ?1 WHERE class <> 'accepted'", [text]).unwrap();
+            let err = ledger.attempts(None, 10).unwrap_err().to_string();
+            assert!(err.contains(&format!("requests.reason holds `{text}`")), "{err}");
+            let err = ledger.items(&ItemFilter::default(), now).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{text}`")), "{err}");
+        }
+    }
+
+    fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
+        range
+            .map(|i| NewItem {
+                url: format!("https://{}/{i}", group.property),
+                group: group.clone(),
+                action: Action::Updated,
+                lastmod: None,
+            })
+            .collect()
+    }
+
+    /// `queue_counts` (kept counts) equals a count of every item, at `now`.
+    fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
+        let groups: Vec<(i64, GroupKey)> = ledger
+            .conn
+            .prepare("SELECT id, property, engine, target FROM groups")
+            .unwrap()
+            .query_map([], |r| {
+                let engine: String = r.get(2)?;
+                Ok((r.get(0)?, GroupKey { property: r.get(1)?, engine: engine.parse().unwrap(), target: r.get(3)? }))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        for (id, key) in groups {
+            let mut expected = QueueCounts::default();
+            let mut stmt = ledger
+                .conn
+                .prepare("SELECT state, next_attempt_at <= ?2, COUNT(*) FROM items WHERE group_id = ?1 GROUP BY 1, 2")
+                .unwrap();
+            let rows = stmt
+                .query_map(params![id, ts(now)], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<bool>>(1)?, r.get::<_, i64>(2)? as u64))
+                })
+                .unwrap();
+            for row in rows {
+                let (state, due, n) = row.unwrap();
+                match (state.parse::<ItemState>().unwrap(), due) {
+                    (ItemState::Queued, Some(true)) => expected.due += n,
+                    (ItemState::Queued, _) => expected.waiting += n,
+                    (ItemState::Parked, _) => expected.parked += n,
+                    (ItemState::InFlight, _) => expected.in_flight += n,
+                    (ItemState::Accepted, _) => expected.accepted += n,
+                }
+            }
+            drop(stmt);
+            assert_eq!(ledger.queue_counts(&key, now).unwrap(), expected, "{key:?} at {now}");
+        }
+    }
+
+    fn record(item: &ClaimedItem, at: DateTime<Utc>, class: Class, next: NextStep) -> Answered {
+        Answered {
+            items: vec![item.id],
+            at,
+            class,
+            reason: super::super::story::some_reason(class),
+            message: "m".into(),
+            response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
+            next,
+            reached: true,
+        }
+    }
+
+    fn finish(ledger: &mut SqliteLedger, claim: &Claim, answers: Vec<Answered>) {
+        let done = Finish {
+            reservation: claim.reservation.unwrap(),
+            answers,
+            blocks: vec![],
+            reports: vec![],
+            windows: vec![],
+        };
+        ledger.finish(&done).unwrap();
+    }
+
+    #[test]
+    fn kept_counts_follow_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        super::super::story::story(&mut ledger);
+        assert_counts(&mut ledger, t("2026-12-10T10:00:00Z"));
+
+        let now = t("2026-12-11T09:00:00Z");
+        let me = Owner::current();
+        let (a, b) = (group("a.example", EngineKind::IndexNow), group("b.example", EngineKind::Bing));
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+        // One batch, two groups interleaved, a URL twice.
+        let mut batch: Vec<NewItem> =
+            new_items(&a, 0..6).into_iter().zip(new_items(&b, 0..6)).flat_map(|(x, y)| [x, y]).collect();
+        batch.push(new_items(&a, 0..1).remove(0));
+        let admitted = ledger.admit(&batch, now, &rule).unwrap();
+        assert_eq!(admitted.iter().filter(|a| matches!(a, Admission::Queued { fresh: true, .. })).count(), 12);
+        assert!(matches!(admitted[12], Admission::AlreadyQueued { .. }));
+        assert_counts(&mut ledger, now);
+        let due = ledger.due_groups(now).unwrap();
+        assert_eq!(due.iter().filter(|g| **g == a || **g == b).count(), 2, "{due:?}");
+
+        // Parked, retried later, accepted.
+        let claim = ledger
+            .claim(
+                &a,
+                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) },
+                &me,
+                &mut |_, _, _| {},
+            )
+            .unwrap();
+        assert_counts(&mut ledger, now);
+        let park = NextStep::Park { fingerprint: "one".into() };
+        let records = vec![
+            record(&claim.items[0], now, Class::Misconfigured, park.clone()),
+            record(&claim.items[1], now, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
+            record(&claim.items[2], now, Class::Accepted, NextStep::Accepted),
+        ];
+        finish(&mut ledger, &claim, records);
+        assert_counts(&mut ledger, now);
+        assert_counts(&mut ledger, now + TimeDelta::hours(2));
+        let last = ledger.last_rejection(&a).unwrap().unwrap();
+        assert_eq!((last.class, last.group.clone()), (Class::Transient, a.clone()));
+        assert_eq!(ledger.unpark_changed(&a, "one", now).unwrap(), 0);
+        assert_eq!(ledger.unpark_changed(&a, "two", now).unwrap(), 1);
+        assert_counts(&mut ledger, now);
+
+        // A dead owner's claim, reconciled.
+        let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
+        let claim = ledger
+            .claim(
+                &b,
+                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now) },
+                &dead,
+                &mut |_, _, _| {},
+            )
+            .unwrap();
+        assert_eq!(claim.items.len(), 2);
+        assert_counts(&mut ledger, now);
+        assert_eq!(ledger.reconcile(now, &me).unwrap().items, 2);
+        assert_counts(&mut ledger, now);
+
+        // A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
+        let day = RuleWindow {
+            rule: "b:day".into(),
+            period: crate::model::Period::Day,
+            window: "2026-12-11".into(),
+            limit: Some(4),
+            reported: false,
+            resets_at: t("2026-12-12T00:00:00Z"),
+        };
+        let pace = Pace { key: "b".into(), interval: TimeDelta::seconds(10), burst: 1, horizon: now };
+        let mut deferred = Vec::new();
+        let claim = ledger
+            .claim(
+                &b,
+                &ClaimSpec { windows: &vec![day.clone()], max_items: 10, pace: Some(&pace), now: Now::pinned(now) },
+                &me,
+                &mut |id, _, at| deferred.push((id, at)),
+            )
+            .unwrap();
+        assert_eq!((claim.items.len(), claim.paced.len(), claim.deferred), (2, 2, 2));
+        assert!(deferred.iter().all(|(_, at)| *at == day.resets_at));
+        let next: Vec<(i64, Option<DateTime<Utc>>)> = ledger
+            .items_by_id(&deferred.iter().map(|d| d.0).chain(claim.paced.iter().map(|p| p.0)).collect::<Vec<_>>())
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.id, row.next_attempt_at))
+            .collect();
+        let expected: Vec<(i64, Option<DateTime<Utc>>)> = deferred
+            .iter()
+            .map(|(id, at)| (*id, Some(*at)))
+            .chain(claim.paced.iter().map(|(id, _, at)| (*id, Some(from_ts(policy::ts_ceil(*at))))))
+            .collect();
+        assert_eq!(next, expected);
+        assert_counts(&mut ledger, now);
+
+        // Queue commands.
+        let all = ItemFilter::default();
+        let listed = ledger.items(&all, now).unwrap();
+        let mut sorted = listed.clone();
+        sorted.sort_by_key(|r| {
+            (
+                r.group.property.clone(),
+                r.group.engine.as_str(),
+                r.group.target.clone(),
+                r.state.as_str(),
+                r.next_attempt_at,
+                r.id,
+            )
+        });
+        assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), sorted.iter().map(|r| r.id).collect::<Vec<_>>());
+        let only_b = ItemFilter { property: Some("b.example".into()), engine: Some(EngineKind::Bing), ..all.clone() };
+        assert!(ledger.items(&only_b, now).unwrap().iter().all(|r| r.group == b));
+        assert_eq!(ledger.items(&ItemFilter { limit: Some(3), ..all.clone() }, now).unwrap().len(), 3);
+        let retried = ledger.retry(&ItemFilter { states: vec![StateFilter::Waiting], ..only_b.clone() }, now).unwrap();
+        assert_eq!(retried, 4);
+        assert_counts(&mut ledger, now);
+        let dropped =
+            ledger.drop_items(&ItemFilter { property: Some("a.example".into()), ..all.clone() }, now).unwrap();
+        assert_eq!(dropped, 6);
+        assert_counts(&mut ledger, now);
+        let last = ledger.last_rejection(&a).unwrap().expect("a drop removes items, not their attempts");
+        assert!(last.dropped && !last.url.is_empty(), "{last:?}");
+        let unknown = group("c.example", EngineKind::Google);
+        assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());
+        assert_eq!(ledger.next_due(&unknown).unwrap(), None);
+        assert!(ledger
+            .claim(
+                &unknown,
+                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) },
+                &me,
+                &mut |_, _, _| {}
+            )
+            .unwrap()
+            .items
+            .is_empty());
+    }
+}

@@ -1,0 +1,341 @@
+//! The queue on SQLite: counts (kept per group), lists, `queue retry` and
+//! `queue drop`, and what is parked.
+
+use super::*;
+
+/// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
+/// requests r ON r.id = i.last_request_id`.
+pub(super) const ITEM_COLUMNS: &str =
+    "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+
+pub(super) const ITEM_FROM: &str =
+    "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
+
+pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
+    let engine: String = r.get(3)?;
+    let state: String = r.get(5)?;
+    let last_class: Option<String> = r.get(8)?;
+    Ok(ItemRow {
+        id: r.get(0)?,
+        url: r.get(1)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        state: stored("items", "state", &state)?,
+        next_attempt_at: opt_ts(r.get(6)?),
+        attempts: r.get(7)?,
+        last_class: stored_opt("items", "last_class", last_class.as_deref())?,
+        last_reason: stored_last_reason(
+            r.get::<_, Option<String>>(13)?.as_deref(),
+            r.get::<_, Option<String>>(9)?.as_deref(),
+        )?,
+        last_message: r.get(10)?,
+        last_http_status: r.get(11)?,
+        accepted_at: opt_ts(r.get(12)?),
+    })
+}
+
+/// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
+/// `items` alone or (`joined`) over `groups g CROSS JOIN items`.
+pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<Value>) {
+    let mut clauses = vec!["1 = 1".to_string()];
+    let mut values = Vec::new();
+    if !filter.states.is_empty() {
+        let any: Vec<String> = filter
+            .states
+            .iter()
+            .map(|s| match s {
+                StateFilter::Due => format!("(state = 'queued' AND next_attempt_at <= {})", ts(now)),
+                StateFilter::Waiting => format!("(state = 'queued' AND next_attempt_at > {})", ts(now)),
+                StateFilter::Parked => "state = 'parked'".to_string(),
+                StateFilter::InFlight => "state = 'in_flight'".to_string(),
+                StateFilter::Accepted => "state = 'accepted'".to_string(),
+            })
+            .collect();
+        clauses.push(format!("({})", any.join(" OR ")));
+    }
+    // By group. Joined, a plain test on the (few) groups, which keeps them
+    // scanned in their index order (`+`: no index search on them, which
+    // would lose it), so the join needs no sort. Alone, the group ids from
+    // a subquery, even with no test on them: the index on (group_id, state)
+    // then serves a state.
+    let mut by_group = Vec::new();
+    let by_column = [
+        ("property", filter.property.clone()),
+        ("engine", filter.engine.map(|e| e.as_str().into())),
+        ("target", filter.target.clone()),
+    ];
+    for (column, value) in by_column {
+        if let Some(value) = value {
+            values.push(Value::Text(value));
+            by_group.push(format!("{}{column} = ?{}", if joined { "+g." } else { "" }, values.len()));
+        }
+    }
+    if joined {
+        clauses.extend(by_group);
+    } else {
+        by_group.insert(0, "1 = 1".into());
+        clauses.push(format!("group_id IN (SELECT id FROM groups WHERE {})", by_group.join(" AND ")));
+    }
+    if let Some(u) = &filter.url {
+        values.push(Value::Text(u.clone()));
+        clauses.push(format!("{}url = ?{}", if joined { "i." } else { "" }, values.len()));
+    }
+    (clauses.join(" AND "), values)
+}
+
+impl Queue for SqliteLedger {
+    fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
+        let tx = write(&mut self.conn)?;
+        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let n = tx.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
+            params![group, fingerprint, ts(now)],
+        )?;
+        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
+    fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
+        let mut stmt =
+            self.conn.prepare("SELECT property, engine, target FROM groups ORDER BY property, engine, target")?;
+        let mut rows = stmt.query([])?;
+        let mut groups = Vec::new();
+        while let Some(r) = rows.next()? {
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+        }
+        Ok(groups)
+    }
+
+    fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT property, engine, target FROM groups g
+             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
+             ORDER BY property, engine, target",
+        )?;
+        let mut rows = stmt.query([ts(now)])?;
+        let mut groups = Vec::new();
+        while let Some(r) = rows.next()? {
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+        }
+        Ok(groups)
+    }
+
+    fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
+        let Some(group) = self.existing_group(group)? else { return Ok(None) };
+        let t: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
+            .query_row([group], |r| r.get(0))?;
+        Ok(opt_ts(t))
+    }
+
+    fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
+        let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
+        // The counts by state are kept in `groups`; only the due items are
+        // counted here (one statement: one snapshot).
+        let (queued, in_flight, parked, accepted, due) = self
+            .conn
+            .prepare_cached(
+                "SELECT queued, in_flight, parked, accepted,
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2)
+                 FROM groups g WHERE id = ?1",
+            )?
+            .query_row(params![group, ts(now)], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                ))
+            })?;
+        let n = |v: i64| v.max(0) as u64;
+        Ok(QueueCounts {
+            due: n(due),
+            waiting: n(queued - due),
+            parked: n(parked),
+            in_flight: n(in_flight),
+            accepted: n(accepted),
+        })
+    }
+
+    fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        let (clause, values) = filter_sql(filter, now, true);
+        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        // Group by group (CROSS JOIN: the groups, few, in their index order
+        // outside), each group's items in the order of its index: no sort.
+        let sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+                 LEFT JOIN requests r ON r.id = i.last_request_id
+             WHERE {clause}
+             ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(item_row(r)?);
+        }
+        Ok(out)
+    }
+
+    fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE i.id = ?1"))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let mut rows = stmt.query([id])?;
+            if let Some(r) = rows.next()? {
+                out.push(item_row(r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::retry_states(filter);
+        let (clause, mut values) = filter_sql(&filter, now, false);
+        values.push(Value::Integer(ts(now)));
+        let n = values.len();
+        let tx = self.begin()?;
+        let changed = tx.execute(
+            &format!(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL WHERE {clause}"
+            ),
+            params_from_iter(values),
+        )?;
+        // A person's command, rare: the kept counts counted again.
+        recount(&tx)?;
+        tx.commit()?;
+        Ok(changed as u64)
+    }
+
+    fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
+        let filter = policy::drop_states(filter);
+        let (clause, values) = filter_sql(&filter, now, false);
+        let tx = self.begin()?;
+        let mut dropped = 0;
+        let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
+        // A drop removes items, not history: their requests stay, and an
+        // item a request names (it has a last one) keeps its URL and id.
+        let mut kept = Vec::new();
+        {
+            let mut stmt = tx.prepare(&format!(
+                "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
+            ))?;
+            let mut rows = stmt.query(params_from_iter(values))?;
+            while let Some(r) = rows.next()? {
+                dropped += 1;
+                let state = stored("items", "state", &r.get::<_, String>(2)?)?;
+                *gone.entry((r.get(1)?, state)).or_default() += 1;
+                if r.get(4)? {
+                    let url: String = r.get(3)?;
+                    kept.extend([
+                        Value::Integer(r.get(0)?),
+                        Value::Integer(r.get(1)?),
+                        url_key(&url).into(),
+                        url.into(),
+                    ]);
+                }
+            }
+        }
+        for ((group, state), n) in gone {
+            counted(&tx, group, Some(state), None, n)?;
+        }
+        insert_rows(
+            &tx,
+            &format!(
+                "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+                 SELECT column1, column2, column3, column4, {} FROM (",
+                ts(now)
+            ),
+            ")",
+            4,
+            &kept,
+        )?;
+        tx.commit()?;
+        Ok(dropped)
+    }
+
+    fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
+        let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
+        let tx = write(&mut self.conn)?;
+        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let n = tx.execute(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
+            params![group, texts, ts(now)],
+        )?;
+        counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
+    fn parked(&mut self) -> Result<Vec<ParkedGroup>> {
+        // Per group and last answer: how many, since when, the latest answer
+        // (then its URL and message), and the reminder kept under its reason.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
+                    min(i.url), m.reminded_at
+             FROM items i JOIN groups g ON g.id = i.group_id
+             LEFT JOIN requests r ON r.id = i.last_request_id
+             LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
+             WHERE i.state = 'parked'
+             GROUP BY i.group_id, r.class, r.reason
+             ORDER BY g.property, g.engine, g.target, r.reason",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut parked = Vec::new();
+        while let Some(r) = rows.next()? {
+            let class: Option<String> = r.get(3)?;
+            let reason: Option<String> = r.get(4)?;
+            parked.push((
+                ParkedGroup {
+                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
+                    reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                    count: r.get::<_, i64>(5)? as u64,
+                    since: opt_ts(r.get(6)?),
+                    url: r.get(8)?,
+                    message: None,
+                    reminded_at: opt_ts(r.get(9)?),
+                },
+                r.get::<_, Option<i64>>(7)?,
+            ));
+        }
+        drop(rows);
+        drop(stmt);
+        let mut out = Vec::with_capacity(parked.len());
+        for (mut p, request) in parked {
+            if let Some(request) = request {
+                let (message, url): (String, Option<String>) = self.conn.query_row(
+                    "SELECT r.message, i.url FROM requests r LEFT JOIN items i ON i.id = r.first_item WHERE r.id = ?1",
+                    [request],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                p.message = Some(message);
+                p.url = url.unwrap_or(p.url);
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        let tx = write(&mut self.conn)?;
+        for (group, reason) in reminded {
+            let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };
+            tx.execute(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",
+                params![group, reason, ts(at)],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,241 @@
+//! What runs leave, on SQLite: the attempts as `log` and `status` show
+//! them, their counts, the record of `submit` runs, and credentials.
+
+use super::*;
+
+/// The columns `attempt_row` reads, from `requests r JOIN groups g`, then
+/// the URL it is shown by.
+pub(super) const REQUEST_COLUMNS: &str =
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+
+/// A request's first item, whether in the queue or dropped: joined after
+/// `requests r`, for `FIRST_URL`.
+pub(super) const FIRST_ITEM: &str =
+    "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
+
+/// The URL of a request's first item, and whether `queue drop` removed it.
+pub(super) const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
+
+pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
+    let engine: String = r.get(3)?;
+    let class: String = r.get(5)?;
+    let class = stored("requests", "class", &class)?;
+    Ok(AttemptRow {
+        at: from_ts(r.get(0)?),
+        url,
+        dropped,
+        urls: r.get::<_, i64>(1)?.max(0) as u64,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        class,
+        reason: stored_reason(class, &r.get::<_, String>(6)?)?,
+        message: r.get(7)?,
+        http_status: r.get(8)?,
+        body: r.get(9)?,
+        retry_at: opt_ts(r.get(10)?),
+    })
+}
+
+impl Runs for SqliteLedger {
+    fn inspections(&mut self) -> Result<Vec<InspectionCount>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT property, class, count, last_at, last_reason, last_message, last_hint, last_status
+             FROM inspections ORDER BY property, class",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, Option<i32>>(7)?,
+            ))
+        })?;
+        let mut counts = Vec::new();
+        for row in rows {
+            let (property, class, count, at, reason, message, hint, status) = row?;
+            counts.push(stored_inspection(property, &class, count, from_ts(at), &reason, message, hint, status)?);
+        }
+        Ok(counts)
+    }
+
+    fn last_rejection(&mut self, group: &GroupKey) -> Result<Option<AttemptRow>> {
+        let Some(group) = self.existing_group(group)? else { return Ok(None) };
+        // The newest rejection, from its own partial index: accepted
+        // requests, however many, are not read.
+        let sql = format!(
+            "SELECT {REQUEST_COLUMNS}, {FIRST_URL} FROM requests r JOIN groups g ON g.id = r.group_id {FIRST_ITEM}
+             WHERE r.group_id = ?1 AND r.class != 'accepted'
+             ORDER BY r.at DESC, r.id DESC LIMIT 1"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query([group])?;
+        match rows.next()? {
+            Some(r) => Ok(Some(attempt_row(r, r.get(11)?, r.get(12)?)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn attempts(&mut self, url: Option<&str>, limit: usize) -> Result<Vec<AttemptRow>> {
+        let mut out: Vec<(i64, AttemptRow)> = Vec::new();
+        match url {
+            Some(u) => {
+                // The URL's item in each group and its items `queue drop`
+                // removed, then the requests that name each.
+                let groups: Vec<i64> = ids_of(&mut self.conn.prepare("SELECT id FROM groups")?, [])?;
+                let mut find =
+                    self.conn.prepare_cached("SELECT id, url FROM items WHERE group_id = ?1 AND url_key = ?2")?;
+                let mut gone = self.conn.prepare_cached(
+                    "SELECT id FROM dropped_items WHERE group_id = ?1 AND url_key = ?2 AND url = ?3 ORDER BY id",
+                )?;
+                let mut requests = self.conn.prepare_cached(&format!(
+                    "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r JOIN groups g ON g.id = r.group_id
+                     WHERE r.group_id = ?1 AND r.first_item <= ?2 AND r.last_item >= ?2"
+                ))?;
+                for group in groups {
+                    let mut key = url_key(u);
+                    let item = loop {
+                        match find
+                            .query_row(params![group, key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                            .optional()?
+                        {
+                            Some((id, found)) if found == u => break Some(id),
+                            Some(_) => key = next_key(key),
+                            None => break None,
+                        }
+                    };
+                    let dropped = ids_of(&mut gone, params![group, url_key(u), u])?;
+                    let items = item.map(|id| (id, false)).into_iter().chain(dropped.into_iter().map(|id| (id, true)));
+                    for (item, dropped) in items {
+                        let mut rows = requests.query(params![group, item])?;
+                        while let Some(r) = rows.next()? {
+                            let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                            if named.binary_search(&item).is_ok() {
+                                out.push((r.get(11)?, attempt_row(r, u.to_string(), dropped)?));
+                            }
+                        }
+                    }
+                }
+                out.sort_by_key(|(id, a)| std::cmp::Reverse((a.at, *id)));
+                out.truncate(limit);
+            }
+            None => {
+                let mut stmt = self.conn.prepare(&format!(
+                    "SELECT {REQUEST_COLUMNS}, {FIRST_URL}, r.id FROM requests r JOIN groups g ON g.id = r.group_id
+                         {FIRST_ITEM}
+                     ORDER BY r.at DESC, r.id DESC LIMIT ?1"
+                ))?;
+                let mut rows = stmt.query([limit as i64])?;
+                while let Some(r) = rows.next()? {
+                    out.push((r.get(13)?, attempt_row(r, r.get(11)?, r.get(12)?)?));
+                }
+            }
+        }
+        out.reverse();
+        Ok(out.into_iter().map(|(_, a)| a).collect())
+    }
+
+    // History and monitoring: short read-only queries over the attempts,
+    // and the record of `submit` runs (table `submit_runs`, migration 2).
+
+    /// One per URL attempted: the attempts table has a row per item and attempt.
+    fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
+        // One per URL a request named: the requests' sizes, summed.
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM requests r JOIN groups g ON g.id = r.group_id
+             GROUP BY g.property, g.engine, g.target, r.class",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
+            out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
+        }
+        Ok(out)
+    }
+
+    /// The spans as a VALUES list joined to the requests by time (the index
+    /// on `requests (at)` serves each span), their sizes summed per group
+    /// and class.
+    fn attempt_history(&mut self, bounds: &[DateTime<Utc>]) -> Result<Vec<SpanCount>> {
+        if bounds.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let spans: Vec<String> =
+            (0..bounds.len() - 1).map(|n| format!("({n}, ?{}, ?{})", 2 * n + 1, 2 * n + 2)).collect();
+        let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
+        let sql = format!(
+            "WITH spans (n, start, stop) AS (VALUES {})
+             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
+             FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
+             GROUP BY s.n, g.property, g.engine, g.target, r.class",
+            spans.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(SpanCount {
+                span: r.get::<_, i64>(0)?.max(0) as usize,
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                class: stored("requests", "class", &r.get::<_, String>(4)?)?,
+                urls: r.get::<_, i64>(5)?.max(0) as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    fn record_run(&mut self, run: &RunRecord) -> Result<()> {
+        let tx = self.begin()?;
+        tx.execute(
+            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
+            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The latest row recorded (the highest id), of all or of those that exited 0.
+    fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>> {
+        let only_ok = if succeeded { "WHERE exit_code = 0" } else { "" };
+        let sql =
+            format!("SELECT host, started_ms, ended_ms, exit_code FROM submit_runs {only_ok} ORDER BY id DESC LIMIT 1");
+        let ms = |v: i64| DateTime::from_timestamp_millis(v).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        Ok(self
+            .conn
+            .query_row(&sql, [], |r| {
+                Ok(RunRecord {
+                    host: r.get(0)?,
+                    started_at: ms(r.get(1)?),
+                    ended_at: ms(r.get(2)?),
+                    exit_code: r.get::<_, i64>(3)?.clamp(0, 255) as u8,
+                })
+            })
+            .optional()?)
+    }
+}
+
+impl Credentials for SqliteLedger {
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        let tx = self.begin()?;
+        tx.execute(
+            "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            params![fingerprint, ts(now)],
+        )?;
+        let t: i64 =
+            tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
+        tx.commit()?;
+        Ok(from_ts(t))
+    }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        let tx = self.begin()?;
+        tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
+        tx.commit()?;
+        Ok(())
+    }
+}

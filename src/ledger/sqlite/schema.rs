@@ -1,0 +1,187 @@
+//! The SQLite ledger's schema: each version a `.sql` file under `schema/`
+//! (`include_str!`ed), applied in order by `migrate` in one transaction,
+//! and the rows of schema 1 copied into schema 2 (`upgrade_to_2`: the URL
+//! keys are computed here, so that step is Rust). The version is the file's
+//! `user_version`.
+
+use super::super::ids::{next_key, url_key};
+use super::super::*;
+use super::{recount, SqliteLedger};
+use rusqlite::{params, Connection, TransactionBehavior};
+use std::collections::{HashMap, HashSet};
+
+/// The schema version this binary writes.
+const SCHEMA_VERSION: i64 = 4;
+/// Schema 1, the first migration of every ledger.
+const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
+
+/// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
+const SCHEMA_2: &str = include_str!("schema/0002_requests.sql");
+/// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
+const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
+/// Schema 4, over schema 3: Google URL inspections per property and class, and
+/// the items `queue drop` removed that requests name.
+const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
+const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
+
+impl SqliteLedger {
+    pub(super) fn migrate(&mut self) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
+        }
+        if version < 1 {
+            tx.execute_batch(SCHEMA_1)?;
+        }
+        if version < 2 {
+            upgrade_to_2(&tx)?;
+        }
+        if version < 3 {
+            tx.execute_batch(SCHEMA_3)?;
+        }
+        if version < 4 {
+            tx.execute_batch(SCHEMA_4)?;
+        }
+        if version < SCHEMA_VERSION {
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Schema 1 → 2: items get their URL key, each attempt becomes a recorded
+/// request naming its item, and each item points at its last one.
+fn upgrade_to_2(tx: &Connection) -> Result<()> {
+    let (before, after) = SCHEMA_2.split_once(COPY_ROWS).expect("the schema-2 script marks where the rows are copied");
+    tx.execute_batch(before)?;
+    copy_items_v1(tx)?;
+    copy_attempts_v1(tx)?;
+    tx.execute_batch(after)?;
+    recount(tx)
+}
+
+/// Schema 1's items into schema 2's, each with its URL key (a URL whose key
+/// another of its group holds takes the next free one). Values this indexq
+/// does not know stop the upgrade, naming them.
+fn copy_items_v1(tx: &Connection) -> Result<()> {
+    let mut read = tx.prepare(
+        "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
+                 streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id
+             FROM items_v1 ORDER BY id",
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
+                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, reservation_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    let mut taken = HashSet::new();
+    let mut rows = read.query([])?;
+    while let Some(r) = rows.next()? {
+        let (group, url): (i64, String) = (r.get(1)?, r.get(2)?);
+        let mut key = url_key(&url);
+        while !taken.insert((group, key)) {
+            key = next_key(key);
+        }
+        // Values this indexq does not know stop the upgrade, naming them.
+        let state: String = r.get(3)?;
+        let action: String = r.get(4)?;
+        let class: Option<String> = r.get(9)?;
+        stored::<ItemState>("items", "state", &state)?;
+        stored::<Action>("items", "action", &action)?;
+        stored_opt::<Class>("items", "last_class", class.as_deref())?;
+        insert.execute(params![
+            r.get::<_, i64>(0)?,
+            group,
+            key,
+            url,
+            state,
+            action,
+            r.get::<_, Option<i64>>(5)?,
+            r.get::<_, Option<i64>>(6)?,
+            r.get::<_, i64>(7)?,
+            r.get::<_, i64>(8)?,
+            class,
+            r.get::<_, i64>(10)?,
+            r.get::<_, Option<i64>>(11)?,
+            r.get::<_, Option<i64>>(12)?,
+            r.get::<_, Option<String>>(13)?,
+            r.get::<_, Option<i64>>(14)?,
+        ])?;
+    }
+    Ok(())
+}
+
+/// Each attempt of schema 1 as a request naming its one item, and each item
+/// pointed at its last.
+fn copy_attempts_v1(tx: &Connection) -> Result<()> {
+    let mut read = tx.prepare(
+        "SELECT a.item_id, i.group_id, a.at, a.class, a.reason, a.message, r.http_status, r.body, a.retry_at
+             FROM attempts_v1 a JOIN items_v1 i ON i.id = a.item_id LEFT JOIN responses_v1 r ON r.id = a.response_id
+             ORDER BY a.at, a.id",
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO requests (group_id, at, class, reason, message, http_status, body, retry_at, n, first_item,
+                 last_item)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?9)",
+    )?;
+    let mut last = HashMap::new();
+    let mut rows = read.query([])?;
+    while let Some(r) = rows.next()? {
+        let item: i64 = r.get(0)?;
+        let class: String = r.get(3)?;
+        stored::<Class>("attempts", "class", &class)?;
+        insert.execute(params![
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+            class,
+            r.get::<_, String>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, Option<i64>>(6)?,
+            r.get::<_, Option<String>>(7)?,
+            r.get::<_, Option<i64>>(8)?,
+            item,
+        ])?;
+        last.insert(item, tx.last_insert_rowid());
+    }
+    let mut point = tx.prepare("UPDATE items SET last_request_id = ?2 WHERE id = ?1")?;
+    for (item, request) in last {
+        point.execute(params![item, request])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// A ledger written by an indexq of schema version 1 gets the run
+    /// records on open, and keeps what it had.
+    #[test]
+    fn a_version_1_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA_1).unwrap();
+            conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
+        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
+        let run = RunRecord {
+            host: "h".into(),
+            started_at: t("2026-12-03T09:00:00Z"),
+            ended_at: t("2026-12-03T09:00:01Z"),
+            exit_code: 0,
+        };
+        ledger.record_run(&run).unwrap();
+        assert_eq!(ledger.last_run(true).unwrap(), Some(run));
+    }
+}
