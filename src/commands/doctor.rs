@@ -107,7 +107,7 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             Err(e) => checks.push(Check::problem("bing_api_key", e.to_string(), e.hint.unwrap_or_default())),
             Ok(engine) => {
                 for p in settings.properties.iter().filter(|p| p.bing.is_some()) {
-                    let group = GroupKey { property: p.name.clone(), engine: EngineKind::Bing, target: String::new() };
+                    let group = GroupKey::urls(p.name.clone(), EngineKind::Bing, "");
                     let check = match engine.reported_quota(&group).await {
                         Some(Ok(left)) => {
                             let left_in = |period| left.iter().find(|(p, _)| *p == period).map_or(0, |(_, n)| *n);

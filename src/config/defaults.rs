@@ -50,6 +50,10 @@ pub const BING_ENDPOINT: &str = "https://ssl.bing.com/webmaster/api.svc/json";
 /// `bing.quota_timezone` defaults to the table's).
 pub const BING_QUOTA_TIMEZONE: Tz = Tz::UTC;
 
+/// `[bing] sitemaps` (and a property's `bing.sitemaps`): a property's remote
+/// sitemaps are submitted to Bing (`SubmitFeed`) when they change.
+pub const BING_SITEMAPS: bool = true;
+
 // [google]
 
 /// `[google] endpoint`: the Indexing API.
@@ -67,6 +71,11 @@ pub const GOOGLE_DAILY_QUOTA: u64 = 200;
 
 /// `[google] requests_per_minute`: the pace.
 pub const GOOGLE_REQUESTS_PER_MINUTE: u32 = 380;
+
+/// `[google] sitemaps` (and a property's `google.sitemaps`): a property's
+/// remote sitemaps are submitted to Search Console (`sitemaps.submit`)
+/// when they change.
+pub const GOOGLE_SITEMAPS: bool = true;
 
 // [submit]
 
@@ -114,6 +123,14 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// (50 MiB, the sitemaps.org limit).
 pub const SITEMAP_MAX_BYTES: u64 = 50 * 1024 * 1024;
 
+/// `[sitemap] read_interval`: how often an engine's report on a sitemap
+/// submitted to it is read (6h; and once right after each submission).
+pub const SITEMAP_READ_INTERVAL: Duration = Duration::from_secs(6 * HOUR);
+
+/// `[sitemap] download_deadline`: how long after a submission the engine
+/// has to download the sitemap before a human is told it has not (3d).
+pub const SITEMAP_DOWNLOAD_DEADLINE: Duration = Duration::from_secs(3 * DAY);
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.
@@ -121,6 +138,9 @@ pub const PROPERTY_GOOGLE_DAILY_QUOTA: u64 = 11;
 
 /// `property.google.skip_indexed`: URLs are not inspected before they are sent.
 pub const PROPERTY_GOOGLE_SKIP_INDEXED: bool = false;
+
+/// `property.google.indexing`: the property's URLs go to the Indexing API.
+pub const PROPERTY_GOOGLE_INDEXING: bool = true;
 
 /// A duration as the configuration writes it, in its largest whole unit:
 /// `10m`, `30s`, `3d` (for messages that name a default).

@@ -27,8 +27,9 @@ pub use sqlite::SqliteLedger;
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, NextStep, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
-    RunRecord, SourceDocument, StoredResponse, TransientReason, Usage,
+    Action, Class, EngineKind, GroupKey, ItemState, NextStep, ParkedGroup, QueueCounts, ReadFailure, Reason, Report,
+    RuleWindow, RunRecord, SitemapRead, SitemapReading, SitemapState, SourceDocument, StoredResponse, TransientReason,
+    Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;
@@ -87,10 +88,15 @@ fn lease(options: &LedgerOptions) -> TimeDelta {
     TimeDelta::from_std(options.lease).unwrap_or(TimeDelta::MAX)
 }
 
-/// A group as a backend stores it (the engine by name; a name this indexq
-/// does not know is an error naming it).
-fn stored_group(property: String, engine: &str, target: String) -> Result<GroupKey> {
-    Ok(GroupKey { property, engine: stored("groups", "engine", engine)?, target })
+/// A group as a backend stores it (the engine and the channel by name; a
+/// name this indexq does not know is an error naming it).
+fn stored_group(property: String, engine: &str, target: String, channel: &str) -> Result<GroupKey> {
+    Ok(GroupKey {
+        property,
+        engine: stored("groups", "engine", engine)?,
+        target,
+        channel: stored("groups", "channel", channel)?,
+    })
 }
 
 /// A value read back from the ledger as the type it stands for: a value
@@ -146,6 +152,81 @@ fn stored_inspection(
     let http_status = http_status.and_then(|s| u16::try_from(s).ok());
     let last = InspectionAnswer { at, class, reason, message, hint, http_status };
     Ok(InspectionCount { property, class, count: count.max(0) as u64, last })
+}
+
+/// A sitemap group's row, as both backends read it: the group, its item's
+/// state and acceptance, and the columns of `sitemap_reports` (all empty
+/// when its report was never read).
+struct StoredSitemap {
+    group: GroupKey,
+    item: String,
+    submitted_at: Option<DateTime<Utc>>,
+    read_at: Option<DateTime<Utc>>,
+    read_ok_at: Option<DateTime<Utc>>,
+    listed: Option<bool>,
+    submitted: Option<DateTime<Utc>>,
+    downloaded: Option<DateTime<Utc>>,
+    pending: Option<bool>,
+    errors: Option<i64>,
+    warnings: Option<i64>,
+    urls: Option<i64>,
+    status: Option<String>,
+    errors_since: Option<DateTime<Utc>>,
+    failure_class: Option<String>,
+    failure_reason: Option<String>,
+    failure_message: Option<String>,
+    failure_hint: Option<String>,
+    failure_status: Option<i64>,
+    failure_since: Option<DateTime<Utc>>,
+}
+
+impl StoredSitemap {
+    /// The state it stands for; a value this indexq does not know is an
+    /// error naming it.
+    fn state(self, reminded: Vec<(String, DateTime<Utc>)>) -> Result<SitemapState> {
+        let n = |v: Option<i64>| v.map(|n| n.max(0) as u64);
+        let reading = self.read_ok_at.map(|_| SitemapReading {
+            listed: self.listed.unwrap_or(false),
+            submitted: self.submitted,
+            downloaded: self.downloaded,
+            pending: self.pending.unwrap_or(false),
+            errors: n(self.errors).unwrap_or(0),
+            warnings: n(self.warnings).unwrap_or(0),
+            urls: n(self.urls),
+            status: self.status,
+        });
+        let failure = match (self.failure_class.as_deref(), self.failure_reason.as_deref()) {
+            (Some(class), Some(reason)) => {
+                let class: Class = stored("sitemap_reports", "failure_class", class)?;
+                let reason = Reason::of_class(class, reason).map_err(|_| {
+                    LedgerError::Invalid(format!(
+                        "the ledger's sitemap_reports.failure_reason holds `{reason}`, which this indexq does not \
+                         know as a reason of class {class} (a newer indexq wrote it?)"
+                    ))
+                })?;
+                Some(ReadFailure {
+                    class,
+                    reason,
+                    message: self.failure_message.unwrap_or_default(),
+                    hint: self.failure_hint,
+                    http_status: self.failure_status.and_then(|s| u16::try_from(s).ok()),
+                })
+            }
+            _ => None,
+        };
+        Ok(SitemapState {
+            group: self.group,
+            item: stored("items", "state", &self.item)?,
+            submitted_at: self.submitted_at,
+            read_at: self.read_at,
+            reading,
+            read_ok_at: self.read_ok_at,
+            errors_since: self.errors_since,
+            failure,
+            failure_since: self.failure_since,
+            reminded,
+        })
+    }
 }
 
 /// `stored` for a column that may be empty.
@@ -687,8 +768,22 @@ pub trait Ledger {
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>>;
 
     /// Records sitemaps read for sources (replacing what it kept of each
-    /// URL), once every URL read from them is in the ledger.
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()>;
+    /// URL), once every URL read from them is in the ledger, and returns
+    /// them as kept: a document whose digest the ledger holds already keeps
+    /// the `changed_at` it had (`policy::kept_changes`), in the same
+    /// transaction, so that two runs reading one new body agree on when it
+    /// changed.
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>>;
+
+    /// Records one read of an engine's report on a sitemap group (`read`,
+    /// at `at`): the report (or, failed, the answer; the last report
+    /// stands), and since when its problems hold (`policy::sitemap_marks`).
+    fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()>;
+
+    /// Every sitemap group with an item (its submission): the item's state
+    /// and last acceptance, what was last read of the engine's report, and
+    /// when each of its problems was last said.
+    fn sitemap_states(&mut self) -> Result<Vec<SitemapState>>;
 
     /// Every group the ledger holds items for (or ever did).
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>>;

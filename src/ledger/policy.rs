@@ -6,16 +6,19 @@
 //!   size and the pace, how many items go now, how many wait for their paced
 //!   slot, and when the rest may go;
 //! - what a finished reservation gives back to each of its windows;
-//! - the limit an engine's report sets, and the ledger's clock.
+//! - the limit an engine's report sets, and the ledger's clock;
+//! - when a sitemap read for sources last changed (one answer for every run),
+//!   and what a read of an engine's sitemap report leaves: since when its
+//!   problems hold, and when the next read is due.
 //!
 //! Pure: each backend reads the inputs and applies the decision in its own
 //! transaction, with set-based statements.
 
 use super::{
     Action, Admission, AdmitRule, Answered, InspectionAnswer, ItemFilter, ItemState, NewItem, Pace, RuleWindow,
-    StateFilter, Usage,
+    SourceDocument, StateFilter, Usage,
 };
-use crate::model::{Class, Period};
+use crate::model::{Class, Period, SitemapRead, SitemapState};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// What the ledger holds of a URL already in a group, as admission reads it.
@@ -349,6 +352,75 @@ pub fn drop_states(filter: &ItemFilter) -> ItemFilter {
         filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::Parked, StateFilter::Accepted];
     }
     filter
+}
+
+/// The sitemaps read, as the ledger keeps them: a document whose digest the
+/// ledger holds already (`stored`: its digest and `changed_at`, by URL)
+/// keeps the `changed_at` it had — the body is the one first seen then —
+/// and any other takes the one it was read with (its read's instant).
+pub fn kept_changes<'s>(
+    documents: &[SourceDocument],
+    stored: impl Fn(&str) -> Option<(&'s str, DateTime<Utc>)>,
+) -> Vec<SourceDocument> {
+    documents
+        .iter()
+        .map(|d| {
+            let changed_at = match stored(&d.url) {
+                Some((digest, at)) if digest == d.digest => at,
+                _ => d.changed_at,
+            };
+            SourceDocument { changed_at, ..d.clone() }
+        })
+        .collect()
+}
+
+/// Since when a sitemap group's problems have held, as a read of the
+/// engine's report leaves them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SitemapMarks {
+    /// The reports have said the sitemap has errors since then.
+    pub errors_since: Option<DateTime<Utc>>,
+    /// Reads have failed with the same reason since then.
+    pub failure_since: Option<DateTime<Utc>>,
+}
+
+/// The marks a read (`read`, at `at`) leaves after `before` (the group's
+/// marks) and, if the last read failed, its reason (`failed_before`):
+/// errors count from the first report that said so, while the reports keep
+/// saying it; a failed read leaves the last report's mark and counts from
+/// the first failure of its reason.
+pub fn sitemap_marks(
+    before: &SitemapMarks,
+    failed_before: Option<&str>,
+    read: &SitemapRead,
+    at: DateTime<Utc>,
+) -> SitemapMarks {
+    match read {
+        SitemapRead::Read(reading) => SitemapMarks {
+            errors_since: (reading.errors > 0).then(|| before.errors_since.unwrap_or(at)),
+            failure_since: None,
+        },
+        SitemapRead::Failed(failure) => {
+            let same = failed_before == Some(failure.reason.to_string().as_str());
+            let since = before.failure_since.filter(|_| same);
+            SitemapMarks { errors_since: before.errors_since, failure_since: Some(since.unwrap_or(at)) }
+        }
+    }
+}
+
+/// Whether a sitemap group's report is read at `now`: its sitemap was
+/// submitted (accepted) at least once and is not parked (a parked
+/// submission is said as such), and it was never read, or submitted since
+/// its last read, or last read `interval` ago or more.
+pub fn sitemap_read_due(state: &SitemapState, now: DateTime<Utc>, interval: TimeDelta) -> bool {
+    let Some(submitted) = state.submitted_at else { return false };
+    if state.item == ItemState::Parked {
+        return false;
+    }
+    match state.read_at {
+        None => true,
+        Some(read) => submitted > read || now >= read + interval,
+    }
 }
 
 /// A request's inspection answers by class, each class's in the order they

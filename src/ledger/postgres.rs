@@ -31,13 +31,16 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("postgres_schema_3.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("postgres_schema_4.sql");
+/// Schema 5, over schema 4: groups have a channel (sitemap groups), the sitemaps read
+/// keep when they last changed, and what the engines report of the sitemaps submitted.
+const SCHEMA_5: &str = include_str!("postgres_schema_5.sql");
 
 /// Schema 2, over schema 1: items are found by (group, url_key) — an
 /// integer key of the URL — and attempts are recorded per request: one row
@@ -377,6 +380,9 @@ impl PgLedger {
             if version < 4 {
                 tx.batch_execute(SCHEMA_4)?;
             }
+            if version < 5 {
+                tx.batch_execute(SCHEMA_5)?;
+            }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
                 tx.execute(&format!("INSERT INTO {schema}.schema_version VALUES ($1)"), &[&SCHEMA_VERSION])?;
@@ -547,8 +553,8 @@ fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &G
         return Ok(Some(*id));
     }
     let row = tx.query_opt(
-        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3",
-        &[&key.property, &key.engine.as_str(), &key.target],
+        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3 AND channel = $4",
+        &[&key.property, &key.engine.as_str(), &key.target, &key.channel.as_str()],
     )?;
     Ok(row.map(|r| r.get(0)))
 }
@@ -558,8 +564,8 @@ fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64
         return Ok(id);
     }
     tx.execute(
-        "INSERT INTO groups (property, engine, target) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-        &[&key.property, &key.engine.as_str(), &key.target],
+        "INSERT INTO groups (property, engine, target, channel) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        &[&key.property, &key.engine.as_str(), &key.target, &key.channel.as_str()],
     )?;
     Ok(group_id(tx, cache, key)?.expect("the group row was just written"))
 }
@@ -726,14 +732,14 @@ const CLASSES: &str = "'accepted', 'quota', 'transient', 'key_pending', 'misconf
 /// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
 /// requests r ON r.id = i.last_request_id`.
 const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
 const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 fn item_row(r: &Row) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0),
         url: r.get(1),
-        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4), r.get(14))?,
         state: stored("items", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
@@ -747,7 +753,8 @@ fn item_row(r: &Row) -> Result<ItemRow> {
 
 /// The columns `attempt_row` reads, from `requests r JOIN groups g`.
 const REQUEST_COLUMNS: &str =
-    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at, \
+     g.channel";
 
 /// A request's first item, whether in the queue or dropped: joined after
 /// `requests r`, for `FIRST_URL`.
@@ -761,7 +768,7 @@ fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {
         url,
         dropped,
         urls: r.get::<_, i32>(1).max(0) as u64,
-        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4), r.get(11))?,
         class: stored("requests", "class", r.get(5))?,
         reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
         message: r.get(7),
@@ -971,9 +978,9 @@ impl Ledger for PgLedger {
 
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
         self.transaction(|tx| {
-            tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?
+            tx.query("SELECT property, engine, target, channel FROM groups ORDER BY property, engine, target", &[])?
                 .iter()
-                .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+                .map(|r| stored_group(r.get(0), r.get(1), r.get(2), r.get(3)))
                 .collect()
         })
     }
@@ -982,13 +989,13 @@ impl Ledger for PgLedger {
         let now = sec(now);
         self.transaction(|tx| {
             tx.query(
-                "SELECT property, engine, target FROM groups g
+                "SELECT property, engine, target, channel FROM groups g
                  WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
                  ORDER BY property, engine, target",
                 &[&now],
             )?
             .iter()
-            .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+            .map(|r| stored_group(r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect()
         })
     }
@@ -1244,7 +1251,7 @@ impl Ledger for PgLedger {
                  WHERE r.group_id = $1 AND r.class <> 'accepted'
                  ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
-            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11), r.get(12))).transpose()
+            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(12), r.get(13))).transpose()
         })
     }
 
@@ -1329,7 +1336,7 @@ impl Ledger for PgLedger {
                         .iter()
                         .map(|_| NewItem {
                             url: u.to_string(),
-                            group: GroupKey { property: String::new(), engine: EngineKind::IndexNow, target: String::new() },
+                            group: GroupKey::urls("", EngineKind::IndexNow, ""),
                             action: Action::Updated,
                             lastmod: None,
                         })
@@ -1352,8 +1359,8 @@ impl Ledger for PgLedger {
                                  WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
                             );
                             for r in tx.query(&sql, &[group, &item])? {
-                                if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item).is_ok() {
-                                    out.push((r.get(11), attempt_row(&r, u.to_string(), dropped)?));
+                                if ids::named(r.get::<_, i32>(1).into(), r.get(13), r.get(14))?.binary_search(&item).is_ok() {
+                                    out.push((r.get(12), attempt_row(&r, u.to_string(), dropped)?));
                                 }
                             }
                         }
@@ -1368,7 +1375,7 @@ impl Ledger for PgLedger {
                          ORDER BY r.at DESC, r.id DESC LIMIT $1"
                     );
                     for r in tx.query(&sql, &[&limit])? {
-                        out.push((r.get(13), attempt_row(&r, r.get(11), r.get(12))?));
+                        out.push((r.get(14), attempt_row(&r, r.get(12), r.get(13))?));
                     }
                 }
             }
@@ -1397,14 +1404,14 @@ impl Ledger for PgLedger {
         // One per URL a request named: the requests' sizes, summed.
         self.transaction(|tx| {
             tx.query(
-                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint, g.channel
                  FROM requests r JOIN groups g ON g.id = r.group_id
-                 GROUP BY g.property, g.engine, g.target, r.class",
+                 GROUP BY g.property, g.engine, g.target, g.channel, r.class",
                 &[],
             )?
             .iter()
             .map(|r| {
-                let group = stored_group(r.get(0), r.get(1), r.get(2))?;
+                let group = stored_group(r.get(0), r.get(1), r.get(2), r.get(5))?;
                 Ok((group, stored("requests", "class", r.get(3))?, r.get::<_, i64>(4).max(0) as u64))
             })
             .collect()
@@ -1421,10 +1428,10 @@ impl Ledger for PgLedger {
         let stops: Vec<DateTime<Utc>> = bounds[1..].to_vec();
         self.transaction(|tx| {
             tx.query(
-                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint, g.channel
                  FROM unnest($1::timestamptz[], $2::timestamptz[]) WITH ORDINALITY AS s (start, stop, n)
                      JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
-                 GROUP BY s.n, g.property, g.engine, g.target, r.class",
+                 GROUP BY s.n, g.property, g.engine, g.target, g.channel, r.class",
                 &[&starts, &stops],
             )?
             .iter()
@@ -1432,7 +1439,7 @@ impl Ledger for PgLedger {
                 Ok(SpanCount {
                     // WITH ORDINALITY counts from 1.
                     span: (r.get::<_, i64>(0) - 1).max(0) as usize,
-                    group: stored_group(r.get(1), r.get(2), r.get(3))?,
+                    group: stored_group(r.get(1), r.get(2), r.get(3), r.get(6))?,
                     class: stored("requests", "class", r.get(4))?,
                     urls: r.get::<_, i64>(5).max(0) as u64,
                 })
@@ -1489,7 +1496,7 @@ impl Ledger for PgLedger {
             // answer's URL and message, and the reminder kept under its reason.
             let rows = tx.query(
                 "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
-                        m.reminded_at
+                        m.reminded_at, g.channel
                  FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
                               max(r.id) AS latest, min(i.url) AS url
                        FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
@@ -1507,7 +1514,7 @@ impl Ledger for PgLedger {
                     let class: Option<String> = r.get(3);
                     let reason: Option<String> = r.get(4);
                     Ok(ParkedGroup {
-                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
+                        group: stored_group(r.get(0), r.get(1), r.get(2), r.get(11))?,
                         reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
                         count: r.get::<_, i64>(5) as u64,
                         since: r.get(6),
@@ -1539,8 +1546,141 @@ impl Ledger for PgLedger {
         self.transaction(|tx| source_documents(tx))
     }
 
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
-        self.transaction(|tx| store_source_documents(tx, documents, false))
+    fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {
+        let at = sec(at);
+        self.with_groups(|tx, groups| {
+            let id = group_id_or_create(tx, groups, group)?;
+            // Two runs reading at once: the second waits for the first's marks.
+            let before = tx.query_opt(
+                "SELECT errors_since, failure_reason, failure_since FROM sitemap_reports WHERE group_id = $1 FOR UPDATE",
+                &[&id],
+            )?;
+            let (marks, failed): (policy::SitemapMarks, Option<String>) = match before {
+                Some(r) => (policy::SitemapMarks { errors_since: r.get(0), failure_since: r.get(2) }, r.get(1)),
+                None => (policy::SitemapMarks::default(), None),
+            };
+            let marks = policy::sitemap_marks(&marks, failed.as_deref(), read, at);
+            match read {
+                SitemapRead::Read(r) => {
+                    let big = |n: u64| n.min(i64::MAX as u64) as i64;
+                    tx.execute(
+                        "INSERT INTO sitemap_reports (group_id, read_at, read_ok_at, listed, submitted, downloaded,
+                             pending, errors, warnings, urls, status, errors_since)
+                         VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                         ON CONFLICT (group_id) DO UPDATE SET read_at = excluded.read_at,
+                             read_ok_at = excluded.read_ok_at, listed = excluded.listed,
+                             submitted = excluded.submitted, downloaded = excluded.downloaded,
+                             pending = excluded.pending, errors = excluded.errors, warnings = excluded.warnings,
+                             urls = excluded.urls, status = excluded.status, errors_since = excluded.errors_since,
+                             failure_class = NULL, failure_reason = NULL, failure_message = NULL,
+                             failure_hint = NULL, failure_status = NULL, failure_since = NULL",
+                        &[
+                            &id,
+                            &at,
+                            &r.listed,
+                            &opt_sec(r.submitted),
+                            &opt_sec(r.downloaded),
+                            &r.pending,
+                            &big(r.errors),
+                            &big(r.warnings),
+                            &r.urls.map(big),
+                            &r.status,
+                            &opt_sec(marks.errors_since),
+                        ],
+                    )?;
+                }
+                SitemapRead::Failed(f) => {
+                    tx.execute(
+                        "INSERT INTO sitemap_reports (group_id, read_at, failure_class, failure_reason,
+                             failure_message, failure_hint, failure_status, failure_since)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                         ON CONFLICT (group_id) DO UPDATE SET read_at = excluded.read_at,
+                             failure_class = excluded.failure_class, failure_reason = excluded.failure_reason,
+                             failure_message = excluded.failure_message, failure_hint = excluded.failure_hint,
+                             failure_status = excluded.failure_status, failure_since = excluded.failure_since",
+                        &[
+                            &id,
+                            &at,
+                            &f.class.as_str(),
+                            &f.reason.to_string(),
+                            &f.message,
+                            &f.hint,
+                            &f.http_status.map(i32::from),
+                            &opt_sec(marks.failure_since),
+                        ],
+                    )?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn sitemap_states(&mut self) -> Result<Vec<SitemapState>> {
+        self.transaction(|tx| {
+            let mut reminded: HashMap<i64, Vec<(String, DateTime<Utc>)>> = HashMap::new();
+            for r in tx.query(
+                "SELECT m.group_id, m.reason, m.reminded_at FROM reminders m JOIN groups g ON g.id = m.group_id
+                 WHERE g.channel = 'sitemaps' ORDER BY m.reason COLLATE \"C\"",
+                &[],
+            )? {
+                reminded.entry(r.get(0)).or_default().push((r.get(1), r.get(2)));
+            }
+            let rows = tx.query(
+                "SELECT g.id, g.property, g.engine, g.target, g.channel, i.state, i.accepted_at, s.read_at,
+                     s.read_ok_at, s.listed, s.submitted, s.downloaded, s.pending, s.errors, s.warnings, s.urls,
+                     s.status, s.errors_since, s.failure_class, s.failure_reason, s.failure_message, s.failure_hint,
+                     s.failure_status, s.failure_since
+                 FROM groups g JOIN items i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
+                 WHERE g.channel = 'sitemaps'
+                 ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.id",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let id: i64 = r.get(0);
+                    let row = StoredSitemap {
+                        group: stored_group(r.get(1), r.get(2), r.get(3), r.get(4))?,
+                        item: r.get(5),
+                        submitted_at: r.get(6),
+                        read_at: r.get(7),
+                        read_ok_at: r.get(8),
+                        listed: r.get(9),
+                        submitted: r.get(10),
+                        downloaded: r.get(11),
+                        pending: r.get(12),
+                        errors: r.get(13),
+                        warnings: r.get(14),
+                        urls: r.get(15),
+                        status: r.get(16),
+                        errors_since: r.get(17),
+                        failure_class: r.get(18),
+                        failure_reason: r.get(19),
+                        failure_message: r.get(20),
+                        failure_hint: r.get(21),
+                        failure_status: r.get::<_, Option<i32>>(22).map(i64::from),
+                        failure_since: r.get(23),
+                    };
+                    row.state(reminded.remove(&id).unwrap_or_default())
+                })
+                .collect()
+        })
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>> {
+        self.transaction(|tx| {
+            // Two runs reading the same new body agree on when it changed:
+            // the second waits here for the first, then finds its digest.
+            tx.batch_execute("LOCK TABLE sources IN SHARE ROW EXCLUSIVE MODE")?;
+            let urls: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+            let stored: HashMap<String, (String, DateTime<Utc>)> = tx
+                .query("SELECT url, digest, changed_at FROM sources WHERE url = ANY($1)", &[&urls])?
+                .iter()
+                .map(|r| (r.get(0), (r.get(1), r.get(2))))
+                .collect();
+            let documents = policy::kept_changes(documents, |url| stored.get(url).map(|(d, at)| (d.as_str(), *at)));
+            store_source_documents(tx, &documents, false)?;
+            Ok(documents)
+        })
     }
 }
 
@@ -1557,7 +1697,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
     for r in tx.query(
         "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
              i.enqueued_at, i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at,
-             i.parked_fingerprint, i.last_request_id
+             i.parked_fingerprint, i.last_request_id, g.channel
          FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
         &[],
     )? {
@@ -1565,7 +1705,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         last_request.push(r.get::<_, Option<i64>>(16));
         dump.items.push(DumpItem {
             url: r.get(1),
-            group: stored_group(r.get(2), r.get(3), r.get(4))?,
+            group: stored_group(r.get(2), r.get(3), r.get(4), r.get(17))?,
             state: stored("items", "state", r.get(5))?,
             action: stored("items", "action", r.get(6))?,
             lastmod: r.get(7),
@@ -1582,21 +1722,21 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
     }
     let mut dropped_index = HashMap::new();
     for r in tx.query(
-        "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at
+        "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at, g.channel
          FROM dropped_items d JOIN groups g ON g.id = d.group_id ORDER BY d.id",
         &[],
     )? {
         dropped_index.insert(r.get::<_, i64>(0), dump.dropped.len());
         dump.dropped.push(DumpDropped {
             url: r.get(1),
-            group: stored_group(r.get(2), r.get(3), r.get(4))?,
+            group: stored_group(r.get(2), r.get(3), r.get(4), r.get(6))?,
             dropped_at: r.get(5),
         });
     }
     let mut request_index = HashMap::new();
     for r in tx.query(
         "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status, r.body,
-             r.retry_at, r.n, r.first_item, r.items
+             r.retry_at, r.n, r.first_item, r.items, g.channel
          FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
         &[],
     )? {
@@ -1608,7 +1748,7 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         }
         request_index.insert(r.get::<_, i64>(0), dump.requests.len());
         dump.requests.push(DumpRequest {
-            group: stored_group(r.get(1), r.get(2), r.get(3))?,
+            group: stored_group(r.get(1), r.get(2), r.get(3), r.get(14))?,
             at: r.get(4),
             class: stored("requests", "class", r.get(5))?,
             reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
@@ -1651,11 +1791,11 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
         .collect();
     dump.latest_run = tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])?.map(|r| r.get(0));
     for r in tx.query(
-        "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at
+        "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at, g.channel
          FROM reminders m JOIN groups g ON g.id = m.group_id ORDER BY g.property, g.engine, g.target, m.reason",
         &[],
     )? {
-        dump.reminders.push((stored_group(r.get(0), r.get(1), r.get(2))?, r.get(3), r.get(4)));
+        dump.reminders.push((stored_group(r.get(0), r.get(1), r.get(2), r.get(5))?, r.get(3), r.get(4)));
     }
     dump.sources = source_documents(tx)?;
     Ok(dump)
@@ -1663,20 +1803,24 @@ fn export(tx: &mut Transaction<'_>, in_flight_ok: bool) -> Result<Dump> {
 
 /// The sitemaps read for sources, by URL.
 fn source_documents(tx: &mut impl GenericClient) -> Result<Vec<SourceDocument>> {
-    tx.query("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url", &[])?
-        .iter()
-        .map(|r| {
-            Ok(SourceDocument {
-                url: r.get(0),
-                etag: r.get(1),
-                last_modified: r.get(2),
-                digest: r.get(3),
-                kind: stored("sources", "kind", r.get(4))?,
-                routes: r.get(5),
-                fetched_at: r.get(6),
-            })
+    tx.query(
+        "SELECT url, etag, last_modified, digest, kind, routes, fetched_at, changed_at FROM sources ORDER BY url",
+        &[],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(SourceDocument {
+            url: r.get(0),
+            etag: r.get(1),
+            last_modified: r.get(2),
+            digest: r.get(3),
+            kind: stored("sources", "kind", r.get(4))?,
+            routes: r.get(5),
+            fetched_at: r.get(6),
+            changed_at: r.get(7),
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Keeps sitemaps read, replacing what was kept of each URL (with `later`,
@@ -1684,16 +1828,25 @@ fn source_documents(tx: &mut impl GenericClient) -> Result<Vec<SourceDocument>> 
 fn store_source_documents(tx: &mut impl GenericClient, documents: &[SourceDocument], later: bool) -> Result<()> {
     let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
     let sql = format!(
-        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at, changed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
              digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
-             fetched_at = excluded.fetched_at{only}"
+             fetched_at = excluded.fetched_at, changed_at = excluded.changed_at{only}"
     );
     for d in documents {
         tx.execute(
             &sql,
-            &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
+            &[
+                &d.url,
+                &d.etag,
+                &d.last_modified,
+                &d.digest,
+                &d.kind.as_str(),
+                &d.routes,
+                &sec(d.fetched_at),
+                &sec(d.changed_at),
+            ],
         )?;
     }
     Ok(())
@@ -2211,13 +2364,14 @@ mod tests {
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
         let groups = ledger
             .transaction(|tx| {
-                let rows = tx.query("SELECT property, engine, target FROM groups", &[])?;
+                let rows = tx.query("SELECT property, engine, target, channel FROM groups", &[])?;
                 Ok(rows
                     .iter()
                     .map(|r| GroupKey {
                         property: r.get(0),
                         engine: r.get::<_, &str>(1).parse().unwrap(),
                         target: r.get(2),
+                        channel: r.get::<_, &str>(3).parse().unwrap(),
                     })
                     .collect::<Vec<_>>())
             })

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` copies the rows.
 const SCHEMA_2: &str = include_str!("sqlite_schema.sql");
@@ -26,6 +26,9 @@ const SCHEMA_3: &str = include_str!("sqlite_schema_3.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("sqlite_schema_4.sql");
+/// Schema 5, over schema 4: groups have a channel (sitemap groups), the sitemaps read
+/// keep when they last changed, and what the engines report of the sitemaps submitted.
+const SCHEMA_5: &str = include_str!("sqlite_schema_5.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
@@ -327,6 +330,9 @@ impl SqliteLedger {
         if version < 4 {
             tx.execute_batch(SCHEMA_4)?;
         }
+        if version < 5 {
+            tx.execute_batch(SCHEMA_5)?;
+        }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
@@ -508,8 +514,8 @@ fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKe
         return Ok(Some(*id));
     }
     let id: Option<i64> = conn
-        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3")?
-        .query_row(params![key.property, key.engine.as_str(), key.target], |r| r.get(0))
+        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3 AND channel = ?4")?
+        .query_row(params![key.property, key.engine.as_str(), key.target, key.channel.as_str()], |r| r.get(0))
         .optional()?;
     if let Some(id) = id {
         cache.insert(key.clone(), id);
@@ -533,11 +539,8 @@ fn group_id_or_create(
     if let Some(id) = group_id(tx, cache, key)? {
         return Ok(id);
     }
-    tx.prepare_cached("INSERT INTO groups (property, engine, target) VALUES (?1, ?2, ?3)")?.execute(params![
-        key.property,
-        key.engine.as_str(),
-        key.target
-    ])?;
+    tx.prepare_cached("INSERT INTO groups (property, engine, target, channel) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![key.property, key.engine.as_str(), key.target, key.channel.as_str()])?;
     let id = tx.last_insert_rowid();
     created.push((key.clone(), id));
     Ok(id)
@@ -681,7 +684,7 @@ fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
 /// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
 /// requests r ON r.id = i.last_request_id`.
 const ITEM_COLUMNS: &str = "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
 const ITEM_FROM: &str = "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 fn item_row(r: &Row<'_>) -> Result<ItemRow> {
@@ -691,7 +694,7 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(14)?)?,
         state: stored("items", "state", &state)?,
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
@@ -709,7 +712,8 @@ fn item_row(r: &Row<'_>) -> Result<ItemRow> {
 /// The columns `attempt_row` reads, from `requests r JOIN groups g`, then
 /// the URL it is shown by.
 const REQUEST_COLUMNS: &str =
-    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at, \
+     g.channel";
 
 /// A request's first item, whether in the queue or dropped: joined after
 /// `requests r`, for `FIRST_URL`.
@@ -726,7 +730,7 @@ fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
         url,
         dropped,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
-        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(11)?)?,
         class,
         reason: stored_reason(class, &r.get::<_, String>(6)?)?,
         message: r.get(7)?,
@@ -812,8 +816,9 @@ fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String,
 
 /// The sitemaps read for sources, by URL.
 fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>> {
-    let mut stmt =
-        conn.prepare("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url")?;
+    let mut stmt = conn.prepare(
+        "SELECT url, etag, last_modified, digest, kind, routes, fetched_at, changed_at FROM sources ORDER BY url",
+    )?;
     let mut rows = stmt.query([])?;
     let mut documents = Vec::new();
     while let Some(r) = rows.next()? {
@@ -825,6 +830,7 @@ fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>> {
             kind: stored("sources", "kind", &r.get::<_, String>(4)?)?,
             routes: r.get(5)?,
             fetched_at: from_ts(r.get(6)?),
+            changed_at: from_ts(r.get(7)?),
         });
     }
     Ok(documents)
@@ -835,17 +841,39 @@ fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>> {
 fn store_source_documents(tx: &Connection, documents: &[SourceDocument], later: bool) -> Result<()> {
     let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
     let sql = format!(
-        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at, changed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
              digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
-             fetched_at = excluded.fetched_at{only}"
+             fetched_at = excluded.fetched_at, changed_at = excluded.changed_at{only}"
     );
     let mut stmt = tx.prepare(&sql)?;
     for d in documents {
-        stmt.execute(params![d.url, d.etag, d.last_modified, d.digest, d.kind.as_str(), d.routes, ts(d.fetched_at)])?;
+        stmt.execute(params![
+            d.url,
+            d.etag,
+            d.last_modified,
+            d.digest,
+            d.kind.as_str(),
+            d.routes,
+            ts(d.fetched_at),
+            ts(d.changed_at)
+        ])?;
     }
     Ok(())
+}
+
+/// What the ledger kept of the sitemaps at `urls` (the digest and when it
+/// changed), by URL, in the caller's transaction.
+fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (String, DateTime<Utc>)>> {
+    let urls: Rc<Vec<Value>> = Rc::new(urls.iter().map(|u| Value::Text(u.to_string())).collect());
+    let mut stmt = tx.prepare_cached("SELECT url, digest, changed_at FROM sources WHERE url IN rarray(?1)")?;
+    let mut rows = stmt.query([urls])?;
+    let mut out = HashMap::new();
+    while let Some(r) = rows.next()? {
+        out.insert(r.get(0)?, (r.get(1)?, from_ts(r.get(2)?)));
+    }
+    Ok(out)
 }
 
 /// Reservations whose owner is gone (dead process, or lease expired).
@@ -1013,26 +1041,27 @@ impl Ledger for SqliteLedger {
     }
 
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
-        let mut stmt =
-            self.conn.prepare("SELECT property, engine, target FROM groups ORDER BY property, engine, target")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT property, engine, target, channel FROM groups ORDER BY property, engine, target")?;
         let mut rows = stmt.query([])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?);
         }
         Ok(groups)
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT property, engine, target FROM groups g
+            "SELECT property, engine, target, channel FROM groups g
              WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
              ORDER BY property, engine, target",
         )?;
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?);
         }
         Ok(groups)
     }
@@ -1419,7 +1448,7 @@ impl Ledger for SqliteLedger {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([group])?;
         match rows.next()? {
-            Some(r) => Ok(Some(attempt_row(r, r.get(11)?, r.get(12)?)?)),
+            Some(r) => Ok(Some(attempt_row(r, r.get(12)?, r.get(13)?)?)),
             None => Ok(None),
         }
     }
@@ -1555,9 +1584,9 @@ impl Ledger for SqliteLedger {
                     for (item, dropped) in items {
                         let mut rows = requests.query(params![group, item])?;
                         while let Some(r) = rows.next()? {
-                            let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                            let named = ids::named(r.get(1)?, r.get(13)?, r.get(14)?)?;
                             if named.binary_search(&item).is_ok() {
-                                out.push((r.get(11)?, attempt_row(r, u.to_string(), dropped)?));
+                                out.push((r.get(12)?, attempt_row(r, u.to_string(), dropped)?));
                             }
                         }
                     }
@@ -1573,7 +1602,7 @@ impl Ledger for SqliteLedger {
                 ))?;
                 let mut rows = stmt.query([limit as i64])?;
                 while let Some(r) = rows.next()? {
-                    out.push((r.get(13)?, attempt_row(r, r.get(11)?, r.get(12)?)?));
+                    out.push((r.get(14)?, attempt_row(r, r.get(12)?, r.get(13)?)?));
                 }
             }
         }
@@ -1598,7 +1627,7 @@ impl Ledger for SqliteLedger {
             let mut stmt = tx.prepare(
                 "SELECT i.id, i.url, g.property, g.engine, g.target, i.state, i.action, i.lastmod, i.next_attempt_at,
                      i.enqueued_at, i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at,
-                     i.parked_fingerprint, i.last_request_id
+                     i.parked_fingerprint, i.last_request_id, g.channel
                  FROM items i JOIN groups g ON g.id = i.group_id ORDER BY i.id",
             )?;
             let mut rows = stmt.query([])?;
@@ -1610,7 +1639,7 @@ impl Ledger for SqliteLedger {
                 last_request.push(r.get::<_, Option<i64>>(16)?);
                 dump.items.push(DumpItem {
                     url: r.get(1)?,
-                    group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+                    group: stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(17)?)?,
                     state: stored("items", "state", &state)?,
                     action: stored("items", "action", &action)?,
                     lastmod: opt_ts(r.get(7)?),
@@ -1629,7 +1658,7 @@ impl Ledger for SqliteLedger {
         let mut dropped_index = HashMap::new();
         {
             let mut stmt = tx.prepare(
-                "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at
+                "SELECT d.id, d.url, g.property, g.engine, g.target, d.dropped_at, g.channel
                  FROM dropped_items d JOIN groups g ON g.id = d.group_id ORDER BY d.id",
             )?;
             let mut rows = stmt.query([])?;
@@ -1637,7 +1666,7 @@ impl Ledger for SqliteLedger {
                 dropped_index.insert(r.get::<_, i64>(0)?, dump.dropped.len());
                 dump.dropped.push(DumpDropped {
                     url: r.get(1)?,
-                    group: stored_group(r.get(2)?, &r.get::<_, String>(3)?, r.get(4)?)?,
+                    group: stored_group(r.get(2)?, &r.get::<_, String>(3)?, r.get(4)?, &r.get::<_, String>(6)?)?,
                     dropped_at: from_ts(r.get(5)?),
                 });
             }
@@ -1646,7 +1675,7 @@ impl Ledger for SqliteLedger {
             let mut request_index = HashMap::new();
             let mut stmt = tx.prepare(
                 "SELECT r.id, g.property, g.engine, g.target, r.at, r.class, r.reason, r.message, r.http_status,
-                     r.body, r.retry_at, r.n, r.first_item, r.items
+                     r.body, r.retry_at, r.n, r.first_item, r.items, g.channel
                  FROM requests r JOIN groups g ON g.id = r.group_id ORDER BY r.at, r.id",
             )?;
             let mut rows = stmt.query([])?;
@@ -1661,7 +1690,7 @@ impl Ledger for SqliteLedger {
                 let class = stored("requests", "class", &class)?;
                 request_index.insert(r.get::<_, i64>(0)?, dump.requests.len());
                 dump.requests.push(DumpRequest {
-                    group: stored_group(r.get(1)?, &engine, r.get(3)?)?,
+                    group: stored_group(r.get(1)?, &engine, r.get(3)?, &r.get::<_, String>(14)?)?,
                     at: from_ts(r.get(4)?),
                     class,
                     reason: stored_reason(class, &r.get::<_, String>(6)?)?,
@@ -1703,12 +1732,12 @@ impl Ledger for SqliteLedger {
             dump.credentials =
                 stmt.query_map([], |r| Ok((r.get(0)?, from_ts(r.get(1)?))))?.collect::<rusqlite::Result<_>>()?;
             let mut stmt = tx.prepare(
-                "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at
+                "SELECT g.property, g.engine, g.target, m.reason, m.reminded_at, g.channel
                  FROM reminders m JOIN groups g ON g.id = m.group_id ORDER BY g.property, g.engine, g.target, m.reason",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+                let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(5)?)?;
                 dump.reminders.push((group, r.get(3)?, from_ts(r.get(4)?)));
             }
         }
@@ -1920,14 +1949,14 @@ impl Ledger for SqliteLedger {
     fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
         // One per URL a request named: the requests' sizes, summed.
         let mut stmt = self.conn.prepare(
-            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
+            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n), g.channel
              FROM requests r JOIN groups g ON g.id = r.group_id
-             GROUP BY g.property, g.engine, g.target, r.class",
+             GROUP BY g.property, g.engine, g.target, g.channel, r.class",
         )?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(5)?)?;
             let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
             out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
         }
@@ -1946,9 +1975,9 @@ impl Ledger for SqliteLedger {
         let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
         let sql = format!(
             "WITH spans (n, start, stop) AS (VALUES {})
-             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
+             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n), g.channel
              FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
-             GROUP BY s.n, g.property, g.engine, g.target, r.class",
+             GROUP BY s.n, g.property, g.engine, g.target, g.channel, r.class",
             spans.join(", ")
         );
         let mut stmt = self.conn.prepare(&sql)?;
@@ -1957,7 +1986,7 @@ impl Ledger for SqliteLedger {
         while let Some(r) = rows.next()? {
             out.push(SpanCount {
                 span: r.get::<_, i64>(0)?.max(0) as usize,
-                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(6)?)?,
                 class: stored("requests", "class", &r.get::<_, String>(4)?)?,
                 urls: r.get::<_, i64>(5)?.max(0) as u64,
             });
@@ -2015,7 +2044,7 @@ impl Ledger for SqliteLedger {
         // (then its URL and message), and the reminder kept under its reason.
         let mut stmt = self.conn.prepare(
             "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
-                    min(i.url), m.reminded_at
+                    min(i.url), m.reminded_at, g.channel
              FROM items i JOIN groups g ON g.id = i.group_id
              LEFT JOIN requests r ON r.id = i.last_request_id
              LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
@@ -2030,7 +2059,7 @@ impl Ledger for SqliteLedger {
             let reason: Option<String> = r.get(4)?;
             parked.push((
                 ParkedGroup {
-                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
+                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(10)?)?,
                     reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
                     count: r.get::<_, i64>(5)? as u64,
                     since: opt_ts(r.get(6)?),
@@ -2077,11 +2106,135 @@ impl Ledger for SqliteLedger {
         source_documents(&self.conn)
     }
 
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+    fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {
         let tx = write(&mut self.conn)?;
-        store_source_documents(&tx, documents, false)?;
+        let mut created = Vec::new();
+        let id = group_id_or_create(&tx, &mut self.groups, &mut created, group)?;
+        let before: Option<(Option<i64>, Option<String>, Option<i64>)> = tx
+            .query_row(
+                "SELECT errors_since, failure_reason, failure_since FROM sitemap_reports WHERE group_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let (errors_since, failed, failure_since) = before.unwrap_or_default();
+        let before = policy::SitemapMarks { errors_since: opt_ts(errors_since), failure_since: opt_ts(failure_since) };
+        let marks = policy::sitemap_marks(&before, failed.as_deref(), read, at);
+        match read {
+            SitemapRead::Read(r) => {
+                tx.execute(
+                    "INSERT INTO sitemap_reports (group_id, read_at, read_ok_at, listed, submitted, downloaded,
+                         pending, errors, warnings, urls, status, errors_since)
+                     VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                     ON CONFLICT (group_id) DO UPDATE SET read_at = excluded.read_at,
+                         read_ok_at = excluded.read_ok_at, listed = excluded.listed,
+                         submitted = excluded.submitted, downloaded = excluded.downloaded,
+                         pending = excluded.pending, errors = excluded.errors, warnings = excluded.warnings,
+                         urls = excluded.urls, status = excluded.status, errors_since = excluded.errors_since,
+                         failure_class = NULL, failure_reason = NULL, failure_message = NULL,
+                         failure_hint = NULL, failure_status = NULL, failure_since = NULL",
+                    params![
+                        id,
+                        ts(at),
+                        r.listed,
+                        r.submitted.map(ts),
+                        r.downloaded.map(ts),
+                        r.pending,
+                        r.errors.min(i64::MAX as u64) as i64,
+                        r.warnings.min(i64::MAX as u64) as i64,
+                        r.urls.map(|n| n.min(i64::MAX as u64) as i64),
+                        r.status,
+                        marks.errors_since.map(ts)
+                    ],
+                )?;
+            }
+            SitemapRead::Failed(f) => {
+                tx.execute(
+                    "INSERT INTO sitemap_reports (group_id, read_at, failure_class, failure_reason, failure_message,
+                         failure_hint, failure_status, failure_since)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (group_id) DO UPDATE SET read_at = excluded.read_at,
+                         failure_class = excluded.failure_class, failure_reason = excluded.failure_reason,
+                         failure_message = excluded.failure_message, failure_hint = excluded.failure_hint,
+                         failure_status = excluded.failure_status, failure_since = excluded.failure_since",
+                    params![
+                        id,
+                        ts(at),
+                        f.class.as_str(),
+                        f.reason.to_string(),
+                        f.message,
+                        f.hint,
+                        f.http_status,
+                        marks.failure_since.map(ts)
+                    ],
+                )?;
+            }
+        }
         tx.commit()?;
+        self.groups.extend(created);
         Ok(())
+    }
+
+    fn sitemap_states(&mut self) -> Result<Vec<SitemapState>> {
+        let mut reminded: HashMap<i64, Vec<(String, DateTime<Utc>)>> = HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(
+                "SELECT m.group_id, m.reason, m.reminded_at FROM reminders m JOIN groups g ON g.id = m.group_id
+                 WHERE g.channel = 'sitemaps' ORDER BY m.reason",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                reminded.entry(r.get(0)?).or_default().push((r.get(1)?, from_ts(r.get(2)?)));
+            }
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT g.id, g.property, g.engine, g.target, g.channel, i.state, i.accepted_at, s.read_at, s.read_ok_at,
+                 s.listed, s.submitted, s.downloaded, s.pending, s.errors, s.warnings, s.urls, s.status,
+                 s.errors_since, s.failure_class, s.failure_reason, s.failure_message, s.failure_hint,
+                 s.failure_status, s.failure_since
+             FROM groups g JOIN items i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
+             WHERE g.channel = 'sitemaps'
+             ORDER BY g.property, g.engine, g.target, i.id",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let row = StoredSitemap {
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?,
+                item: r.get(5)?,
+                submitted_at: opt_ts(r.get(6)?),
+                read_at: opt_ts(r.get(7)?),
+                read_ok_at: opt_ts(r.get(8)?),
+                listed: r.get(9)?,
+                submitted: opt_ts(r.get(10)?),
+                downloaded: opt_ts(r.get(11)?),
+                pending: r.get(12)?,
+                errors: r.get(13)?,
+                warnings: r.get(14)?,
+                urls: r.get(15)?,
+                status: r.get(16)?,
+                errors_since: opt_ts(r.get(17)?),
+                failure_class: r.get(18)?,
+                failure_reason: r.get(19)?,
+                failure_message: r.get(20)?,
+                failure_hint: r.get(21)?,
+                failure_status: r.get(22)?,
+                failure_since: opt_ts(r.get(23)?),
+            };
+            out.push(row.state(reminded.remove(&id).unwrap_or_default())?);
+        }
+        Ok(out)
+    }
+
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>> {
+        let tx = write(&mut self.conn)?;
+        let urls: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+        let stored = stored_changes(&tx, &urls)?;
+        let documents = policy::kept_changes(documents, |url| stored.get(url).map(|(d, at)| (d.as_str(), *at)));
+        store_source_documents(&tx, &documents, false)?;
+        tx.commit()?;
+        Ok(documents)
     }
 }
 

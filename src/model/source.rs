@@ -50,4 +50,9 @@ pub struct SourceDocument {
     /// other groups (an engine added, `--engine`) reads it in full.
     pub routes: String,
     pub fetched_at: DateTime<Utc>,
+    /// When indexq first saw the body it has now (its digest): a read that
+    /// finds the same digest keeps it, so every run and every machine
+    /// sharing the ledger agrees on when the sitemap last changed (what a
+    /// sitemap submission compares with its last acceptance).
+    pub changed_at: DateTime<Utc>,
 }

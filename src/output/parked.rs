@@ -31,12 +31,7 @@ impl ParkedNotice {
 
     /// The command that sends them again once fixed.
     pub fn retry_command(&self) -> String {
-        let g = &self.parked.group;
-        let mut command = format!("indexq queue retry --state parked --property {} --engine {}", g.property, g.engine);
-        if !g.target.is_empty() {
-            command.push_str(&format!(" --endpoint {}", g.target));
-        }
-        command
+        format!("indexq queue retry --state parked {}", super::printer::group_selector(&self.parked.group))
     }
 
     /// One line: "needs a human: IndexNow (host) for site: 3 URLs parked

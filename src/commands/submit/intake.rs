@@ -394,6 +394,7 @@ fn document(f: sitemap::Fetched, routes: &str, now: DateTime<Utc>) -> SourceDocu
         kind: if f.index { DocumentKind::Index } else { DocumentKind::Urlset },
         routes: routes.to_string(),
         fetched_at: now,
+        changed_at: now,
     }
 }
 
@@ -509,6 +510,7 @@ fn invalid(text: &str, place: &str, reason: LocalReason, message: String) -> Res
         property: None,
         engine: None,
         endpoint: None,
+        channel: None,
         outcome: Outcome::Invalid,
         reason: reason.into(),
         message,

@@ -52,6 +52,9 @@ impl Resolver<'_> {
                 name,
                 site,
             };
+            if let Some(t) = &rp.google {
+                self.check_google_channels(t, &prefix, &property)?;
+            }
             properties.push(property);
         }
         Ok(properties)
@@ -167,6 +170,7 @@ impl Resolver<'_> {
                 &format!("{prefix}.bing.quota_timezone"),
                 bing.quota_timezone,
             )?,
+            sitemaps: table.sitemaps.unwrap_or(bing.sitemaps),
         })
     }
 
@@ -188,7 +192,43 @@ impl Resolver<'_> {
                 &format!("{prefix}.google.quota_timezone"),
                 google.quota_timezone,
             )?,
+            indexing: table.indexing.unwrap_or(defaults::PROPERTY_GOOGLE_INDEXING),
+            sitemaps: table.sitemaps.unwrap_or(google.sitemaps),
         })
+    }
+
+    /// A `google` table sends something: the property's URLs to the Indexing
+    /// API, or its remote sitemaps to Search Console (or both); and
+    /// `skip_indexed` inspects URLs only before they are published.
+    fn check_google_channels(
+        &self,
+        t: &Spanned<RawPropGoogle>,
+        prefix: &str,
+        property: &Property,
+    ) -> Result<(), ConfigError> {
+        let Some(google) = &property.google else { return Ok(()) };
+        let key = format!("{prefix}.google");
+        if !google.indexing && google.skip_indexed {
+            return Err(self
+                .err(
+                    t,
+                    &key,
+                    "`skip_indexed` inspects URLs before the Indexing API publishes them, and `indexing = false`",
+                )
+                .hint("remove `skip_indexed`, or `indexing = false` to publish the property's URLs"));
+        }
+        if !google.indexing && property.submitted_sitemaps(crate::model::EngineKind::Google).is_empty() {
+            let why = if google.sitemaps {
+                "`indexing = false` and no source of the property is a remote sitemap to submit to Search Console"
+            } else {
+                "`indexing = false` and `sitemaps = false`: this table sends nothing to Google"
+            };
+            return Err(self.err(t, &key, why).hint(
+                "give the property a sitemap URL in `sources` (e.g. \"https://example.com/sitemap.xml\") for the \
+                 sitemap channel, or remove `indexing = false` to publish its URLs, or remove the google table",
+            ));
+        }
+        Ok(())
     }
 }
 
