@@ -2,11 +2,14 @@
 //! generic code are `daily_quota` / `monthly_quota`, or `partial_quota` when
 //! they say something is left (what is left is reported); throttles wait
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
+//! `SubmitFeed` (a sitemap) is [`bing_feed`]'s, `GetFeeds` (what Bing did
+//! with it) [`bing_feeds`]'s.
 
 use super::{answered, excerpt, http_status, transient, unrecognized_body, Response, RetryAfter, Verdict};
 use crate::model::Period;
 use crate::model::{
-    AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason,
+    AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, Reason, SitemapReading,
+    TransientReason,
 };
 
 /// How long a Bing throttle (ErrorCode 4/5, HTTP 429) waits without `Retry-After`.
@@ -231,6 +234,89 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
         _ => misconfigured(format!(
             "Bing refused the request ({said}); check `bing.site_url` ({site}) and the URLs, then `indexq queue retry`."
         )),
+    }
+}
+
+/// Classifies Bing's answer to `SubmitFeed` (`{"siteUrl", "feedUrl"}`):
+/// as [`bing`] classifies `SubmitUrlBatch` (`{"d":null}` is the success),
+/// with the fixes worded for a sitemap: an HTTP 404 is `property_not_found`
+/// (Bing has no site by that `siteUrl`), and a refusal of the site (11
+/// `NotFound`, 13 `NotAllowed`, 14 `NotAuthorized`) or of the feed's URL
+/// (7 `InvalidUrl`, 8 `InvalidParameter`) names the sitemap and the site.
+pub fn bing_feed(resp: &Response, ctx: &BingContext, feed: &str) -> Verdict {
+    let verdict = bing(resp, ctx);
+    let site = ctx.site_url;
+    let hint = |hint: String| Some(hint);
+    match verdict.reason {
+        Reason::Misconfigured(MisconfiguredReason::Http(HttpStatus(404))) => Verdict::misconfigured(
+            MisconfiguredReason::PropertyNotFound,
+            format!("{}: Bing has no site {site} to take the sitemap {feed}.", answered(EngineKind::Bing, resp, "")),
+            format!(
+                "Add and verify {site} in Bing Webmaster Tools for the account of this API key, or set the \
+                 property's `bing.site_url` to the site as Bing lists it; check `endpoint` in `[bing]` \
+                 (https://ssl.bing.com/webmaster/api.svc/json)."
+            ),
+        ),
+        Reason::Misconfigured(MisconfiguredReason::Bing(
+            BingCode::NotFound | BingCode::NotAllowed | BingCode::NotAuthorized,
+        )) => Verdict {
+            hint: hint(format!(
+                "Verify {site} in Bing Webmaster Tools for the account that owns this API key, or set the \
+                 property's `bing.site_url` to the site as Bing lists it; the sitemap {feed} must be on that site."
+            )),
+            ..verdict
+        },
+        Reason::Misconfigured(MisconfiguredReason::Bing(BingCode::InvalidUrl | BingCode::InvalidParameter)) => {
+            Verdict {
+                hint: hint(format!(
+                    "Bing refused the sitemap's URL {feed}: it must be a complete http(s) URL on the site {site} \
+                     (`bing.site_url`)."
+                )),
+                ..verdict
+            }
+        }
+        _ => verdict,
+    }
+}
+
+/// Reads Bing's answer to `GetFeeds` (`GET …/GetFeeds?siteUrl=…`): the
+/// site's top-level feeds, `{"d": [{"__type": "Feed:#…", "Compressed",
+/// "FileSize", "LastCrawled", "Status", "Submitted", "Type", "Url",
+/// "UrlCount"}]}` with WCF dates (`"/Date(1316213995040-0700)/"`), and in
+/// it the one whose `Url` is `feed` (not listed: Bing does not have it).
+/// `Status` is Bing's word: "Success" is a clean read, "Pending" or
+/// "Processing" (any status naming either) not read yet, and any other
+/// (an error, "Failed", "Couldn't fetch") counts as one error. Any other
+/// answer is the refusal [`bing_feed`] words; a 2xx that is not Bing's
+/// JSON is `accepted` / `unrecognized_body` (no report was read).
+pub fn bing_feeds(resp: &Response, ctx: &BingContext, feed: &str) -> Result<SitemapReading, Verdict> {
+    let parsed = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
+    let feeds = parsed.as_ref().and_then(|v| v.get("d")).filter(|d| d.is_array() || d.is_null());
+    match (resp.status, feeds) {
+        (200..=299, Some(feeds)) if bing_error(resp.body).is_none() => {
+            let wanted = url::Url::parse(feed).ok();
+            let same = |url: &str| url == feed || (wanted.is_some() && url::Url::parse(url).ok() == wanted);
+            let found = feeds.as_array().into_iter().flatten().find(|f| f["Url"].as_str().is_some_and(same));
+            let Some(f) = found else { return Ok(SitemapReading::default()) };
+            let status = f["Status"].as_str().map(excerpt);
+            let word = status.as_deref().unwrap_or_default().to_ascii_lowercase();
+            let pending = word.contains("pending") || word.contains("processing");
+            let clean = word.is_empty() || word == "success" || pending;
+            Ok(SitemapReading {
+                listed: true,
+                submitted: f["Submitted"].as_str().and_then(super::parse_time),
+                downloaded: f["LastCrawled"].as_str().and_then(super::parse_time),
+                pending,
+                errors: u64::from(!clean),
+                warnings: 0,
+                urls: f["UrlCount"].as_u64(),
+                status,
+            })
+        }
+        (200..=299, _) if bing_error(resp.body).is_none() => {
+            Err(unrecognized_body(EngineKind::Bing, resp, "", r#"a body that is not Bing's JSON ({"d": […]})"#))
+        }
+        _ => Err(bing_feed(resp, ctx, feed)),
     }
 }
 

@@ -20,6 +20,10 @@
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
+//! - `sitemaps.rs` ([`sitemap_problems`]): what an engine's report on a
+//!   sitemap submitted to it (Search Console's `sitemaps.get`, Bing's
+//!   `GetFeeds`, read by `google.rs` and `bing.rs`) says a human must look
+//!   at: errors, or no download in time.
 //! - here: the engine-neutral parts — the response and the verdict,
 //!   `Retry-After`, a failure without a response ([`network`]: `transient`
 //!   with `timeout`, `connect` or `network`), the excerpt of a body and the
@@ -40,17 +44,20 @@ mod bing;
 mod google;
 mod indexnow;
 mod key_file;
+mod sitemaps;
 mod token;
 
 #[cfg(test)]
 mod test_support;
 
-pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
+pub use bing::{bing, bing_feed, bing_feeds, BingContext, BING_THROTTLE_WAIT};
 pub use google::{
-    google, google_inspection, GoogleContext, InspectionContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
+    google, google_inspection, search_console_list, search_console_refusal, search_console_report,
+    search_console_submit, GoogleContext, InspectionContext, SitemapsContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
 };
 pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
+pub use sitemaps::{sitemap_problems, SitemapProblem};
 pub use token::{google_token, GoogleTokenContext};
 
 use crate::model::Period;
@@ -166,6 +173,23 @@ pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
     let detail = excerpt(detail);
     let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
     Verdict::new(reason, format!("No response: {what}{detail}. indexq retries with backoff."))
+}
+
+/// An instant as the engines write it in their reports: RFC 3339 (Search
+/// Console, with or without fractions), a date alone (`yyyy-mm-dd`, the
+/// start of that day in UTC), or WCF's JSON date `/Date(ms)/` or
+/// `/Date(ms+zzzz)/` (Bing: milliseconds since the epoch, the offset only
+/// telling the writer's zone). `None` for anything else.
+pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_prefix("/Date(").and_then(|t| t.strip_suffix(")/")) {
+        let end = inner.char_indices().skip(1).find(|(_, c)| *c == '+' || *c == '-').map_or(inner.len(), |(i, _)| i);
+        return inner[..end].parse::<i64>().ok().and_then(DateTime::from_timestamp_millis);
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc())
 }
 
 /// Retry-After: delta-seconds or HTTP-date (httpdate crate). None for garbage/negative.
