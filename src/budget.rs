@@ -136,6 +136,12 @@ pub const BING_NEW_SITE_DAILY: u64 = 10;
 pub const INSPECTIONS_PER_DAY: u64 = 2_000;
 pub const INSPECTIONS_PER_MINUTE: u64 = 600;
 
+/// The least time between two submissions of one sitemap to one engine
+/// (its item's `AdmitRule::resend_after`): a change within a day of the
+/// last submission waits for the day to pass, and the changes meanwhile go
+/// with it, once.
+pub const SITEMAP_RESUBMIT_AFTER: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
 /// The Search Console API's published limit for its resources other than
 /// Search Analytics and URL Inspection (sitemaps among them), per user — the
 /// service account: 200 queries a minute (and 20 a second).

@@ -73,13 +73,18 @@ impl Family {
 }
 
 /// The labels of a (property, engine, endpoint) group; `endpoint` is the
-/// IndexNow endpoint URL, empty for the other engines.
+/// IndexNow endpoint URL, empty for the other engines; a sitemap group's
+/// series have a `sitemap` label too, its URL.
 fn group_labels(group: &GroupKey) -> Vec<(&'static str, String)> {
-    vec![
+    let mut labels = vec![
         ("property", group.property.clone()),
         ("engine", group.engine.as_str().to_string()),
-        ("endpoint", group.target.clone()),
-    ]
+        ("endpoint", group.endpoint().unwrap_or_default().to_string()),
+    ];
+    if let Some(sitemap) = group.sitemap_url() {
+        labels.push(("sitemap", sitemap.to_string()));
+    }
+    labels
 }
 
 fn seconds(t: DateTime<Utc>) -> f64 {

@@ -50,7 +50,7 @@ pub fn run(settings: &Settings, args: &LogArgs, printer: &Printer, clock: &Clock
                 urls: a.urls,
                 property: a.group.property,
                 engine: a.group.engine,
-                endpoint: (!a.group.target.is_empty()).then_some(a.group.target),
+                endpoint: a.group.endpoint().map(str::to_string),
                 outcome: a.class.to_string(),
                 reason: a.reason,
                 message: a.message,

@@ -217,7 +217,7 @@ fn list(
                 url: r.url,
                 property: r.group.property,
                 engine: r.group.engine,
-                endpoint: (!r.group.target.is_empty()).then_some(r.group.target),
+                endpoint: r.group.endpoint().map(str::to_string),
                 state: match (r.state, r.next_attempt_at) {
                     (ItemState::Queued, Some(t)) if t > now => "waiting",
                     (ItemState::Queued, _) => "due",

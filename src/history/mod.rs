@@ -18,7 +18,8 @@ use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::Period;
 use crate::model::{Class, EngineKind, LocalReason, Reason};
 use crate::model::{GroupKey, QueueCounts, RunRecord};
-use crate::output::parked::ParkedNotice;
+use crate::model::{ParkedGroup, SitemapState};
+use crate::output::parked::{NoticeKind, ParkedNotice};
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
@@ -203,21 +204,67 @@ pub fn fix(settings: &Settings, group: &GroupKey, reason: Reason, url: &str) -> 
     fixes::hint(group.engine, reason, url, &fix_context(settings, group))
 }
 
-/// What is parked in the configured groups, with the fixes, as `status` and
-/// `doctor` say it (every one told).
-pub fn parked_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
+/// What needs a human in the configured groups at `now`, with the fixes, as
+/// `status` and `doctor` say it (every one told): what is parked, then what
+/// the engines' reports on the sitemaps submitted to them say.
+pub fn parked_notices(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Vec<ParkedNotice>> {
+    let configured = budget::groups(settings);
+    let mut notices = parked_item_notices(settings, ledger)?;
+    let states: Vec<SitemapState> =
+        ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
+    notices.extend(sitemap_notices(settings, &states, now));
+    Ok(notices)
+}
+
+/// What is parked in the configured groups, with the fixes (each told).
+pub fn parked_item_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
     let configured = budget::groups(settings);
     Ok(ledger
         .parked()?
         .into_iter()
         .filter(|p| configured.contains(&p.group))
         .map(|parked| ParkedNotice {
+            kind: NoticeKind::Parked,
             fix: parked.reason.and_then(|r| fix(settings, &parked.group, r, &parked.url)),
             parked,
             fresh: false,
             told: true,
         })
         .collect())
+}
+
+/// What the engines' reports on sitemaps (`states`) say a human must look
+/// at, at `now`, as notices (each told, none fresh), with when each was
+/// last said.
+pub fn sitemap_notices(settings: &Settings, states: &[SitemapState], now: DateTime<Utc>) -> Vec<ParkedNotice> {
+    let deadline = TimeDelta::from_std(settings.sitemap.download_deadline).unwrap_or(TimeDelta::MAX);
+    let mut notices = Vec::new();
+    for state in states {
+        for problem in crate::classify::sitemap_problems(state, now, deadline) {
+            let key = problem.reason.to_string();
+            let reminded_at = state.reminded.iter().find(|(r, _)| *r == key).map(|(_, at)| *at);
+            notices.push(ParkedNotice {
+                kind: NoticeKind::SitemapReport,
+                parked: ParkedGroup {
+                    group: state.group.clone(),
+                    reason: Some(problem.reason),
+                    count: 1,
+                    since: Some(problem.since),
+                    url: state.group.target.clone(),
+                    message: Some(problem.message),
+                    reminded_at,
+                },
+                fix: Some(problem.hint).filter(|h| !h.is_empty()),
+                fresh: false,
+                told: true,
+            });
+        }
+    }
+    notices
 }
 
 /// What the fixes name, from the configuration: the key location with the

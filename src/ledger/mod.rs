@@ -253,8 +253,11 @@ pub struct AdmitRule {
     /// ...unless forced...
     pub force: bool,
     /// ...and with `--changed`, only if its `lastmod` is later than its
-    /// last acceptance (the dedupe window then does not apply).
+    /// last acceptance (the dedupe window then does not apply)...
     pub changed: bool,
+    /// ...and, unless forced, not due before this long after its last
+    /// acceptance (a sitemap: at most one submission a day).
+    pub resend_after: Option<TimeDelta>,
 }
 
 /// What the ledger did with a URL it was given.
@@ -263,6 +266,9 @@ pub enum Admission {
     /// New (`fresh`), or resubmitted (accepted long enough ago, changed
     /// since, or forced): due now.
     Queued { fresh: bool },
+    /// Accepted before and queued again, but due only at `due`: the rule
+    /// spaces the group's resubmissions (`AdmitRule::resend_after`).
+    Requeued { id: i64, due: DateTime<Utc> },
     /// Already in the queue (waiting or due); left as it was.
     AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
     /// Accepted within the dedupe window, or (`unchanged`) not changed

@@ -38,8 +38,11 @@ pub struct Existing {
 pub enum Write {
     /// A new item, due now.
     Insert,
-    /// An accepted item queued again, due now, with this action.
-    Requeue,
+    /// An accepted item queued again with this action, due at `due` (now,
+    /// unless the rule spaces its resubmissions).
+    Requeue {
+        due: DateTime<Utc>,
+    },
     /// The item stays as it is, but takes this action (a queued item) and
     /// this lastmod (what the site now says).
     Update {
@@ -62,7 +65,16 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
         let news = e.action != item.action;
         let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
         if rule.force || news || again {
-            return (Admission::Queued { fresh: false }, Write::Requeue);
+            // A spaced group (a sitemap) is not sent again before its
+            // spacing since the last acceptance has passed — unless forced.
+            let due = match rule.resend_after.filter(|_| !rule.force) {
+                Some(after) => (accepted_at + after).max(now),
+                None => now,
+            };
+            if due > now {
+                return (Admission::Requeued { id, due }, Write::Requeue { due });
+            }
+            return (Admission::Queued { fresh: false }, Write::Requeue { due });
         }
         return (Admission::Skipped { id, accepted_at, unchanged: rule.changed }, Write::Keep);
     }
@@ -275,7 +287,7 @@ impl ClaimPlan {
 pub struct AdmitPlan {
     pub admissions: Vec<Option<Admission>>,
     pub inserts: Vec<(usize, i64, i64)>,
-    pub requeued: std::collections::BTreeMap<(i64, Action), Vec<i64>>,
+    pub requeued: std::collections::BTreeMap<(i64, Action, DateTime<Utc>), Vec<i64>>,
     pub updates: Vec<(i64, Action, Option<DateTime<Utc>>)>,
     pub repeats: Vec<(usize, usize)>,
 }
@@ -310,7 +322,9 @@ impl AdmitPlan {
                     first.insert((group, *key), index);
                     plan.inserts.push((index, group, *key));
                 }
-                (Write::Requeue, Ok(e)) => plan.requeued.entry((group, item.action)).or_default().push(e.id),
+                (Write::Requeue { due }, Ok(e)) => {
+                    plan.requeued.entry((group, item.action, due)).or_default().push(e.id)
+                }
                 (Write::Update { action, lastmod }, Ok(e)) => plan.updates.push((e.id, action, lastmod)),
                 _ => {}
             }

@@ -2103,11 +2103,11 @@ fn admit_once(
         return Err(LedgerError::Retry);
     }
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
-    for ((_, action), ids) in &plan.requeued {
+    for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
-            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $3, enqueued_at = $3, streak = 0,
+            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
                  streak_started_at = NULL WHERE id = ANY($1)",
-            &[ids, &action.as_str(), &now],
+            &[ids, &action.as_str(), &now, &sec(*due)],
         )?;
     }
     if !plan.updates.is_empty() {

@@ -993,14 +993,14 @@ impl Ledger for SqliteLedger {
             6,
             &inserts,
         )?;
-        for ((group, action), ids) in &plan.requeued {
+        for ((group, action, due), ids) in &plan.requeued {
             // Only accepted items are queued again.
             let n = tx
                 .prepare_cached(
-                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?3, enqueued_at = ?3, streak = 0,
+                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3, streak = 0,
                          streak_started_at = NULL WHERE id IN rarray(?1)",
                 )?
-                .execute(params![array(ids), action.as_str(), ts(now)])?;
+                .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
             counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
         }
         let updates: Vec<Value> = plan
@@ -2379,7 +2379,7 @@ mod tests {
         let now = t("2026-12-11T09:00:00Z");
         let me = Owner::current();
         let (a, b) = (group("a.example", EngineKind::IndexNow), group("b.example", EngineKind::Bing));
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
         // One batch, two groups interleaved, a URL twice.
         let mut batch: Vec<NewItem> =
             new_items(&a, 0..6).into_iter().zip(new_items(&b, 0..6)).flat_map(|(x, y)| [x, y]).collect();

@@ -85,7 +85,7 @@ fn take(ledger: &mut impl Ledger, group: &GroupKey, spec: ClaimSpec, owner: &Own
 pub fn story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-03T09:00:00Z");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
 
     // Admit 5; admitting them again changes nothing.
     let admitted = ledger.admit(&items(5), now, &dedupe).unwrap();
@@ -298,7 +298,7 @@ pub fn story(ledger: &mut impl Ledger) {
 pub fn queue_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
     let mut batch: Vec<NewItem> = (0..6)
         .map(|i| NewItem {
@@ -367,7 +367,7 @@ pub fn queue_story(ledger: &mut impl Ledger) {
 pub fn drop_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let dropping = GroupKey { property: "dropping".into(), engine: EngineKind::IndexNow, target: "t".into() };
     let url = |i: usize| format!("https://drop.example/{i}");
     let batch = |range: std::ops::Range<usize>| -> Vec<NewItem> {
@@ -478,7 +478,7 @@ pub fn drop_story(ledger: &mut impl Ledger) {
 /// per URL; `submit` runs recorded, the last and the last that succeeded.
 pub fn history_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
     assert!(ledger.outcome_counts().unwrap().is_empty());
     assert_eq!(ledger.last_run(false).unwrap(), None);
@@ -573,7 +573,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
     let soon = now + TimeDelta::minutes(1);
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let window = |period: Period, key: &str, resets: &str, limit: u64| RuleWindow {
         rule: format!("give:{period}"),
         period,
@@ -671,7 +671,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
 /// after its last slot, not only after the claim.
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
     let now = t("2026-12-06T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let paced = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
     let batch: Vec<NewItem> = (0..3)
         .map(|i| NewItem {
@@ -707,7 +707,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
 pub fn unattended_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(5), now, &rule).unwrap();
     let claim =
         take(ledger, &group(), ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now) }, &me);
@@ -1052,7 +1052,7 @@ fn postgres_decides_with_the_server_clock() {
     let ahead = Now { local: wall + TimeDelta::hours(2), shift: TimeDelta::zero() };
     let time = ledger.now(ahead, false).unwrap();
     assert!((time.now - wall).abs() < TimeDelta::seconds(30), "{time:?} vs {wall}");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(1), wall + TimeDelta::hours(1), &dedupe).unwrap();
     let claim = take(
         &mut ledger,
@@ -1075,7 +1075,7 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let back = at - TimeDelta::minutes(15);
     let time = ledger.now(Now::pinned(back), false).unwrap();
     assert_eq!(time, LedgerTime { now: at, latest: Some(at), clock: back });
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(1), at, &dedupe).unwrap();
     let claim = take(
         &mut ledger,

@@ -186,7 +186,7 @@ pub(super) fn new_item(group: &GroupKey, url: &str) -> NewItem {
 
 /// A URL accepted within a day is not sent again.
 pub(super) fn admit_rule() -> AdmitRule {
-    AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false }
+    AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false, resend_after: None }
 }
 
 /// A budget rule (not a reported one).
