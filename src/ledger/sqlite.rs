@@ -2247,7 +2247,7 @@ mod tests {
     }
 
     fn group(property: &str, engine: EngineKind) -> GroupKey {
-        GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
+        GroupKey::urls(property, engine, format!("https://{property}/endpoint"))
     }
 
     /// A ledger written by an indexq of schema version 1 gets the run
@@ -2310,11 +2310,18 @@ mod tests {
     fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
         let groups: Vec<(i64, GroupKey)> = ledger
             .conn
-            .prepare("SELECT id, property, engine, target FROM groups")
+            .prepare("SELECT id, property, engine, target, channel FROM groups")
             .unwrap()
             .query_map([], |r| {
                 let engine: String = r.get(2)?;
-                Ok((r.get(0)?, GroupKey { property: r.get(1)?, engine: engine.parse().unwrap(), target: r.get(3)? }))
+                let channel: String = r.get(4)?;
+                let key = GroupKey {
+                    property: r.get(1)?,
+                    engine: engine.parse().unwrap(),
+                    target: r.get(3)?,
+                    channel: channel.parse().unwrap(),
+                };
+                Ok((r.get(0)?, key))
             })
             .unwrap()
             .collect::<rusqlite::Result<_>>()

@@ -13,7 +13,7 @@ fn t(s: &str) -> DateTime<Utc> {
 }
 
 fn group() -> GroupKey {
-    GroupKey { property: "site".into(), engine: EngineKind::IndexNow, target: "https://engine.example/".into() }
+    GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/")
 }
 
 fn day_rule(limit: Option<u64>, reported: bool) -> RuleWindow {
@@ -223,7 +223,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A pace of one send every 2 s with a burst of 3: at a horizon of "now",
     // 4 go (slots now, now, now, now) and the rest get their expected slots.
-    let paced_group = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
+    let paced_group = GroupKey::urls("paced", EngineKind::Google, "");
     let paced: Vec<NewItem> = (0..10)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
@@ -299,7 +299,7 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    let other = GroupKey::urls("other", EngineKind::Bing, "");
     let mut batch: Vec<NewItem> = (0..6)
         .map(|i| NewItem {
             url: format!("https://q.example/{i}"),
@@ -368,7 +368,7 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let dropping = GroupKey { property: "dropping".into(), engine: EngineKind::IndexNow, target: "t".into() };
+    let dropping = GroupKey::urls("dropping", EngineKind::IndexNow, "t");
     let url = |i: usize| format!("https://drop.example/{i}");
     let batch = |range: std::ops::Range<usize>| -> Vec<NewItem> {
         range
@@ -479,7 +479,7 @@ pub fn drop_story(ledger: &mut impl Ledger) {
 pub fn history_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    let other = GroupKey::urls("other", EngineKind::Bing, "");
     assert!(ledger.outcome_counts().unwrap().is_empty());
     assert_eq!(ledger.last_run(false).unwrap(), None);
 
@@ -630,7 +630,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
 
     // An engine's remainder in a refusal (Bing's "Quota remaining for today:
     // 10, Submitted: 32"), with another run's 3 in flight.
-    let bing = GroupKey { property: "bing".into(), engine: EngineKind::Bing, target: String::new() };
+    let bing = GroupKey::urls("bing", EngineKind::Bing, "");
     let batch: Vec<NewItem> = (0..35)
         .map(|i| NewItem {
             url: format!("https://bing.example/{i}"),
@@ -672,7 +672,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
     let now = t("2026-12-06T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let paced = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
+    let paced = GroupKey::urls("paced", EngineKind::Google, "");
     let batch: Vec<NewItem> = (0..3)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
@@ -776,6 +776,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
         kind,
         routes: "r".into(),
         fetched_at: now,
+        changed_at: now,
     };
     assert!(ledger.source_documents().unwrap().is_empty());
     let urlset = document("https://site.example/sitemap.xml", Some("\"v1\""), crate::model::DocumentKind::Urlset);

@@ -148,6 +148,7 @@ impl Fixture {
             admitted: 0,
             plans: Default::default(),
             parked_now: Default::default(),
+            sitemap_problems_now: Default::default(),
             parked_before: 0,
             resumed: Vec::new(),
             inspection_notes: Vec::new(),
