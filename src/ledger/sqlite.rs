@@ -2275,6 +2275,45 @@ mod tests {
         assert_eq!(ledger.last_run(true).unwrap(), Some(run));
     }
 
+    /// A ledger of schema 4 (a group, a parked item, a sitemap read for
+    /// sources) gets schema 5 on open: its groups are URL groups, its
+    /// sitemap read is taken to have changed when it was read, and it has
+    /// no sitemap report yet.
+    #[test]
+    fn a_version_4_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            let tx = conn.transaction().unwrap();
+            tx.execute_batch(SCHEMA_1).unwrap();
+            upgrade_to_2(&tx).unwrap();
+            tx.execute_batch(SCHEMA_3).unwrap();
+            tx.execute_batch(SCHEMA_4).unwrap();
+            tx.pragma_update(None, "user_version", 4).unwrap();
+            tx.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'google', '')", []).unwrap();
+            tx.execute(
+                "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+                 VALUES ('https://site.example/sitemap.xml', '\"v1\"', NULL, 'd1', 'urlset', 'r', ?1)",
+                [ts(t("2026-12-01T08:00:00Z"))],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 5);
+        assert_eq!(ledger.stored_groups().unwrap(), [GroupKey::urls("site", EngineKind::Google, "")]);
+        let [source] = ledger.source_documents().unwrap().try_into().unwrap();
+        assert_eq!((source.fetched_at, source.changed_at), (t("2026-12-01T08:00:00Z"), t("2026-12-01T08:00:00Z")));
+        assert!(ledger.sitemap_states().unwrap().is_empty());
+        // The same body read again keeps when it changed; another is a change.
+        let again = SourceDocument { fetched_at: t("2026-12-02T08:00:00Z"), changed_at: t("2026-12-02T08:00:00Z"), ..source };
+        let kept = ledger.record_source_documents(std::slice::from_ref(&again)).unwrap();
+        assert_eq!(kept[0].changed_at, t("2026-12-01T08:00:00Z"));
+        let other = SourceDocument { digest: "d2".into(), ..again };
+        assert_eq!(ledger.record_source_documents(&[other]).unwrap()[0].changed_at, t("2026-12-02T08:00:00Z"));
+    }
+
     /// A reason read back that this indexq does not know as one of its
     /// request's class is an error naming it, never a default.
     #[test]
