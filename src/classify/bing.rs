@@ -476,4 +476,72 @@ mod tests {
             );
         }
     }
+
+    /// `SubmitFeed`'s answers: as `SubmitUrlBatch`'s, with fixes about the
+    /// sitemap; a 404 is a site Bing does not have.
+    #[test]
+    fn feed_answers() {
+        let feed = |status: u16, body: &str| {
+            let v = bing_feed(&Response { status, headers: &[], body }, &BING_CTX, BING_FEED);
+            assert_no_secret(&v, KEY, body);
+            v
+        };
+        let err = |code: i64| format!(r#"{{"ErrorCode":{code},"Message":"ERROR!!!"}}"#);
+        #[rustfmt::skip]
+        let table: Vec<(u16, String, Class, &str)> = vec![
+            (200, r#"{"d":null}"#.into(), Class::Accepted, "ok"),
+            (404, "".into(), Class::Misconfigured, "property_not_found"),
+            (400, err(14), Class::Misconfigured, "NotAuthorized"),
+            (400, err(11), Class::Misconfigured, "NotFound"),
+            (400, err(7), Class::Misconfigured, "InvalidUrl"),
+            (400, err(3), Class::Misconfigured, "InvalidApiKey"),
+            (400, err(4), Class::Quota, "ThrottleUser"),
+            (429, "".into(), Class::Quota, "rate_limited"),
+            (500, err(1), Class::Transient, "InternalError"),
+            (503, "".into(), Class::Transient, "server_error"),
+        ];
+        for (status, body, class, reason) in table {
+            let v = feed(status, &body);
+            assert_eq!((v.class, v.reason.to_string().as_str()), (class, reason), "HTTP {status} {body}");
+        }
+        let hint = feed(400, &err(14)).hint.unwrap();
+        assert!(hint.contains("the sitemap https://example.com/sitemap.xml must be on that site"), "{hint}");
+        assert!(feed(404, "").hint.unwrap().contains("Add and verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
+    /// `GetFeeds`: the feed's entry read (WCF dates, its status), a feed
+    /// Bing does not list, and a refusal.
+    #[test]
+    fn feeds_are_read() {
+        let feeds =
+            |status: u16, body: &str| bing_feeds(&Response { status, headers: &[], body }, &BING_CTX, BING_FEED);
+        let entry = |status: &str| {
+            format!(
+                r#"{{"d":[{{"__type":"Feed:#Microsoft.Bing.Webmaster.Api","Compressed":false,"FileSize":1024,"LastCrawled":"\/Date(1315781995040-0700)\/","Status":"{status}","Submitted":"\/Date(1316213995040-0700)\/","Type":"Sitemap","Url":"https:\/\/example.com\/sitemap.xml","UrlCount":1023}}]}}"#
+            )
+        };
+        let r = feeds(200, &entry("Success")).unwrap();
+        assert_eq!(
+            (r.listed, r.pending, r.errors, r.urls, r.status.as_deref()),
+            (true, false, 0, Some(1023), Some("Success"))
+        );
+        assert_eq!(r.downloaded.unwrap().timestamp_millis(), 1_315_781_995_040);
+        assert_eq!(r.submitted.unwrap().timestamp_millis(), 1_316_213_995_040);
+        let pending = feeds(200, &entry("Pending")).unwrap();
+        assert_eq!((pending.pending, pending.errors), (true, 0));
+        let failed = feeds(200, &entry("Failed")).unwrap();
+        assert_eq!((failed.pending, failed.errors), (false, 1));
+        let other = bing_feeds(
+            &Response { status: 200, headers: &[], body: &entry("Success") },
+            &BING_CTX,
+            "https://example.com/other.xml",
+        );
+        assert_eq!(other.unwrap(), SitemapReading::default(), "a feed Bing does not list");
+        assert_eq!(feeds(200, r#"{"d":[]}"#).unwrap(), SitemapReading::default());
+        assert_eq!(
+            feeds(400, r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#).unwrap_err().reason.to_string(),
+            "NotAuthorized"
+        );
+        assert_eq!(feeds(200, "<html></html>").unwrap_err().reason.to_string(), "unrecognized_body");
+    }
 }

@@ -1258,4 +1258,111 @@ mod tests {
         );
         assert!(disabled.hint.unwrap().contains("searchconsole.googleapis.com"));
     }
+
+    fn sitemaps_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+        let headers = owned_headers(headers);
+        let v = search_console_submit(&Response { status, headers: &headers, body }, &SITEMAPS_CTX);
+        assert_no_secret(&v, KEY, &format!("sitemaps {status} {body}"));
+        v
+    }
+
+    /// Search Console's answers to `sitemaps.submit`, and the fix of each
+    /// refusal (issue 25: 403 → the property's users, 404 → the property's
+    /// name, 429 → quota, 5xx → transient).
+    #[test]
+    fn sitemaps_answers() {
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        let permission = r#"{"error":{"errors":[{"domain":"global","reason":"forbidden","message":"User does not have sufficient permission for site 'https://example.com/'. See also: https://support.google.com/webmasters/answer/2451999."}],"code":403,"message":"User does not have sufficient permission for site 'https://example.com/'. See also: https://support.google.com/webmasters/answer/2451999."}}"#;
+        let scopes = r#"{"error":{"code":403,"message":"Request had insufficient authentication scopes.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"ACCESS_TOKEN_SCOPE_INSUFFICIENT"}]}}"#;
+        let disabled = r#"{"error":{"code":403,"message":"Google Search Console API has not been used in project 1 before or it is disabled.","status":"PERMISSION_DENIED"}}"#;
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (204, vec![], "".into(), Class::Accepted, "ok", None),
+            (200, vec![], "".into(), Class::Accepted, "ok", None),
+            (200, vec![], "{}".into(), Class::Accepted, "ok", None),
+            (200, vec![], "<html><body>Sign in to the Wi-Fi</body></html>".into(), Class::Accepted, "unrecognized_body", None),
+            (403, vec![], permission.into(), Class::Misconfigured, "not_property_user", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "You do not own this site, or the inspected URL is not part of this property.", ""), Class::Misconfigured, "not_property_user", None),
+            (403, vec![], scopes.into(), Class::Misconfigured, "permission_denied", None),
+            (403, vec![], disabled.into(), Class::Misconfigured, "api_disabled", None),
+            (404, vec![], rpc(404, "NOT_FOUND", "Requested entity was not found.", ""), Class::Misconfigured, "property_not_found", None),
+            (404, vec![], "<html>Not Found</html>".into(), Class::Misconfigured, "property_not_found", None),
+            (400, vec![], rpc(400, "INVALID_ARGUMENT", "Invalid value at 'feedpath'.", ""), Class::Misconfigured, "invalid_argument", None),
+            (401, vec![], rpc(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), Class::Misconfigured, "unauthenticated", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute per user'.", ""), Class::Quota, "rate_limited", short),
+            (429, vec![("Retry-After", "30")], "".into(), Class::Quota, "quota", Some(RetryAfter::Seconds(30))),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Queries' and limit 'Queries per day'.", ""), Class::Quota, "daily_quota", None),
+            (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
+            (503, vec![("Retry-After", "120")], "".into(), Class::Transient, "server_error", Some(RetryAfter::Seconds(120))),
+            (405, vec![], "".into(), Class::Misconfigured, "http_405", None),
+            (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = sitemaps_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class, v.reason.to_string().as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
+        }
+        // The permission's fix: an Owner or Full user of that exact property, and sc-domain: for a URL prefix.
+        let v = sitemaps_verdict(403, &[], permission);
+        let hint = v.hint.unwrap();
+        assert!(hint.contains("indexer@my-proj.iam.gserviceaccount.com as an Owner or Full user"), "{hint}");
+        assert!(hint.contains("site_url = \"sc-domain:example.com\""), "{hint}");
+        let domain = SitemapsContext { site_url: "sc-domain:example.com", ..SITEMAPS_CTX };
+        let v = search_console_submit(&Response { status: 403, headers: &[], body: permission }, &domain);
+        assert!(!v.hint.unwrap().contains("set `site_url"), "a Domain property already");
+        let v = sitemaps_verdict(404, &[], "");
+        assert!(v.message.contains("Search Console has no property https://example.com/"), "{}", v.message);
+        assert!(v.hint.unwrap().contains("`sc-domain:example.com`"));
+    }
+
+    /// `sitemaps.get`'s resource read (int64 counts as strings or numbers),
+    /// a 404 as a sitemap Search Console does not list, and `sitemaps.list`.
+    #[test]
+    fn sitemap_reports_are_read() {
+        let read =
+            |status: u16, body: &str| search_console_report(&Response { status, headers: &[], body }, &SITEMAPS_CTX);
+        let resource = r#"{"path":"https://example.com/sitemap.xml","lastSubmitted":"2026-12-01T10:00:00.000Z","isPending":true,"isSitemapsIndex":false,"type":"sitemap","lastDownloaded":"2026-12-01T10:00:05.123Z","warnings":"1","errors":2,"contents":[{"type":"web","submitted":"12","indexed":"0"},{"type":"image","submitted":"3"}]}"#;
+        let r = read(200, resource).unwrap();
+        assert_eq!(
+            (r.listed, r.pending, r.errors, r.warnings, r.urls, r.status.as_deref()),
+            (true, true, 2, 1, Some(15), Some("sitemap"))
+        );
+        assert_eq!(r.submitted.unwrap().to_rfc3339(), "2026-12-01T10:00:00+00:00");
+        assert_eq!(r.downloaded.unwrap().timestamp_millis() % 1000, 123);
+        let r =
+            read(200, r#"{"path":"https://example.com/sitemap.xml","lastSubmitted":"2026-12-01","isPending":true}"#)
+                .unwrap();
+        assert_eq!(
+            (r.submitted.unwrap().to_rfc3339(), r.downloaded, r.errors),
+            ("2026-12-01T00:00:00+00:00".to_string(), None, 0)
+        );
+        assert_eq!(read(404, &rpc(404, "NOT_FOUND", "Sitemap not found.", "")).unwrap(), SitemapReading::default());
+        assert_eq!(
+            read(
+                403,
+                &rpc(
+                    403,
+                    "PERMISSION_DENIED",
+                    "User does not have sufficient permission for site 'https://example.com/'.",
+                    ""
+                )
+            )
+            .unwrap_err()
+            .reason
+            .to_string(),
+            "not_property_user"
+        );
+        assert_eq!(read(404, "<html>Not Found</html>").unwrap_err().reason.to_string(), "property_not_found");
+        assert_eq!(read(200, "<html>portal</html>").unwrap_err().reason.to_string(), "unrecognized_body");
+        let list = |body: &str| search_console_list(&Response { status: 200, headers: &[], body }, &SITEMAPS_CTX);
+        let listed = list(&format!(r#"{{"sitemap":[{resource}]}}"#)).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].0.as_str(), listed[0].1.errors), ("https://example.com/sitemap.xml", 2));
+        assert!(list("{}").unwrap().is_empty(), "a property without sitemaps");
+    }
 }

@@ -371,13 +371,29 @@ mod tests {
                 let location = location();
                 indexnow(&resp, &IndexNowContext { key: KEY, key_location: &location, key_file: check.as_ref() })
             }
+            EngineKind::Bing if fixture.phase.as_deref() == Some("feed") => bing_feed(&resp, &BING_CTX, BING_FEED),
+            EngineKind::Bing if fixture.phase.as_deref() == Some("report") => {
+                report_verdict(bing_feeds(&resp, &BING_CTX, BING_FEED))
+            }
             EngineKind::Bing => bing(&resp, &BING_CTX),
+            EngineKind::Google if fixture.phase.as_deref() == Some("sitemaps") => {
+                search_console_submit(&resp, &SITEMAPS_CTX)
+            }
+            EngineKind::Google if fixture.phase.as_deref() == Some("report") => {
+                report_verdict(search_console_report(&resp, &SITEMAPS_CTX))
+            }
             EngineKind::Google if fixture.phase.as_deref() == Some("token") => google_token(&resp, &GOOGLE_TOKEN_CTX),
             EngineKind::Google if fixture.phase.as_deref() == Some("inspection") => {
                 google_inspection(&resp, &INSPECTION_CTX)
             }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
         }
+    }
+
+    /// A report read (`accepted`, `ok`), or the verdict on what kept it
+    /// from being read.
+    fn report_verdict(read: Result<crate::model::SitemapReading, Verdict>) -> Verdict {
+        read.map_or_else(|v| v, |r| Verdict::new(AcceptedReason::Ok, format!("read: {r:?}")))
     }
 
     #[test]
@@ -467,6 +483,21 @@ mod tests {
         ];
         for &(value, expect) in table {
             assert_eq!(parse_retry_after(value), expect, "Retry-After: {value:?}");
+        }
+    }
+
+    #[test]
+    fn engine_times_are_read() {
+        let ms = |t: &str| parse_time(t).map(|t| t.timestamp_millis());
+        assert_eq!(ms("/Date(1315781995040-0700)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(1315781995040+0100)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(1315781995040)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(-1000)/"), Some(-1000));
+        assert_eq!(ms("2026-12-01T10:00:05.123Z"), Some(1_796_119_205_123));
+        assert_eq!(ms("2026-12-01T11:00:05+01:00"), Some(1_796_119_205_000));
+        assert_eq!(ms("2026-12-01"), Some(1_796_083_200_000));
+        for bad in ["", "yesterday", "/Date(x)/", "2026-13-01"] {
+            assert_eq!(parse_time(bad), None, "{bad}");
         }
     }
 

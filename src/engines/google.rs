@@ -674,3 +674,21 @@ pub fn project_id(settings: &Settings) -> Option<String> {
     let raw: RawKeyFile = serde_json::from_str(&text).ok()?;
     raw.project_id
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Search Console's `siteUrl` and `feedpath` each travel as one path
+    /// segment: everything but the unreserved characters encoded.
+    #[test]
+    fn site_urls_and_feedpaths_are_one_path_segment_each() {
+        assert_eq!(path_segment("https://example.com/"), "https%3A%2F%2Fexample.com%2F");
+        assert_eq!(path_segment("sc-domain:example.com"), "sc-domain%3Aexample.com");
+        assert_eq!(
+            path_segment("https://example.com/sitemaps/a b.xml?page=2&x=é"),
+            "https%3A%2F%2Fexample.com%2Fsitemaps%2Fa%20b.xml%3Fpage%3D2%26x%3D%C3%A9"
+        );
+        assert_eq!(path_segment("A-Za-z0-9._~"), "A-Za-z0-9._~");
+    }
+}

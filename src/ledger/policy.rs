@@ -478,6 +478,137 @@ mod tests {
         }
     }
 
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    /// A sitemap is sent again a day after its last acceptance at the
+    /// earliest (`resend_after`), unless forced; due now past that.
+    #[test]
+    fn a_spaced_item_is_queued_again_no_sooner_than_its_spacing() {
+        let accepted = at("2026-12-03T09:00:00Z");
+        let e = Existing {
+            id: 7,
+            state: ItemState::Accepted,
+            action: Action::Updated,
+            lastmod: None,
+            accepted_at: Some(accepted),
+            next_attempt_at: None,
+        };
+        let group = crate::model::GroupKey::sitemap("site", crate::model::EngineKind::Bing, "https://s.example/s.xml");
+        let changed = |lastmod: &str| NewItem {
+            url: "https://s.example/s.xml".into(),
+            group: group.clone(),
+            action: Action::Updated,
+            lastmod: Some(at(lastmod)),
+        };
+        let rule = AdmitRule {
+            dedupe: TimeDelta::hours(24),
+            force: false,
+            changed: true,
+            resend_after: Some(TimeDelta::hours(24)),
+        };
+        let due = at("2026-12-04T09:00:00Z");
+        let now = at("2026-12-03T12:00:00Z");
+        assert_eq!(
+            admit(Some(&e), &changed("2026-12-03T11:00:00Z"), &rule, now),
+            (Admission::Requeued { id: 7, due }, Write::Requeue { due })
+        );
+        assert_eq!(admit(Some(&e), &changed("2026-12-03T08:00:00Z"), &rule, now).1, Write::Keep, "not changed since");
+        let late = at("2026-12-05T00:00:00Z");
+        assert_eq!(
+            admit(Some(&e), &changed("2026-12-04T11:00:00Z"), &rule, late),
+            (Admission::Queued { fresh: false }, Write::Requeue { due: late })
+        );
+        let forced = AdmitRule { force: true, ..rule };
+        assert_eq!(admit(Some(&e), &changed("2026-12-03T08:00:00Z"), &forced, now).1, Write::Requeue { due: now });
+    }
+
+    #[test]
+    fn a_body_seen_before_keeps_when_it_changed() {
+        let doc = |digest: &str, at_: &str| SourceDocument {
+            url: "https://s.example/s.xml".into(),
+            etag: None,
+            last_modified: None,
+            digest: digest.into(),
+            kind: crate::model::DocumentKind::Urlset,
+            routes: "r".into(),
+            fetched_at: at(at_),
+            changed_at: at(at_),
+        };
+        let before = at("2026-12-01T00:00:00Z");
+        let stored = |url: &str| (url == "https://s.example/s.xml").then_some(("d1", before));
+        let kept = kept_changes(&[doc("d1", "2026-12-03T00:00:00Z"), doc("d2", "2026-12-03T00:00:00Z")], stored);
+        assert_eq!((kept[0].changed_at, kept[1].changed_at), (before, at("2026-12-03T00:00:00Z")));
+        assert_eq!(kept[0].fetched_at, at("2026-12-03T00:00:00Z"), "the read is the new one all the same");
+    }
+
+    #[test]
+    fn a_report_read_leaves_since_when_its_problems_hold() {
+        use crate::model::{MisconfiguredReason, ReadFailure, SitemapReading};
+        let (t1, t2) = (at("2026-12-03T00:00:00Z"), at("2026-12-03T06:00:00Z"));
+        let errors = SitemapRead::Read(SitemapReading { errors: 1, ..Default::default() });
+        let clean = SitemapRead::Read(SitemapReading::default());
+        let failed = |reason: MisconfiguredReason| {
+            SitemapRead::Failed(ReadFailure {
+                class: Class::Misconfigured,
+                reason: reason.into(),
+                message: String::new(),
+                hint: None,
+                http_status: Some(403),
+            })
+        };
+        let first = sitemap_marks(&SitemapMarks::default(), None, &errors, t1);
+        assert_eq!(first, SitemapMarks { errors_since: Some(t1), failure_since: None });
+        assert_eq!(sitemap_marks(&first, None, &errors, t2).errors_since, Some(t1), "still the first");
+        assert_eq!(sitemap_marks(&first, None, &clean, t2), SitemapMarks::default());
+        let refused = sitemap_marks(&first, None, &failed(MisconfiguredReason::NotPropertyUser), t2);
+        assert_eq!(refused, SitemapMarks { errors_since: Some(t1), failure_since: Some(t2) }, "the report stands");
+        let again = sitemap_marks(
+            &refused,
+            Some("not_property_user"),
+            &failed(MisconfiguredReason::NotPropertyUser),
+            t2 + TimeDelta::hours(6),
+        );
+        assert_eq!(again.failure_since, Some(t2));
+        let other = sitemap_marks(
+            &refused,
+            Some("not_property_user"),
+            &failed(MisconfiguredReason::PropertyNotFound),
+            t2 + TimeDelta::hours(6),
+        );
+        assert_eq!(other.failure_since, Some(t2 + TimeDelta::hours(6)), "another reason counts anew");
+    }
+
+    #[test]
+    fn a_report_is_read_after_a_submission_and_every_interval() {
+        let submitted = at("2026-12-03T09:00:00Z");
+        let state = SitemapState {
+            group: crate::model::GroupKey::sitemap("site", crate::model::EngineKind::Google, "https://s.example/s.xml"),
+            item: ItemState::Accepted,
+            submitted_at: Some(submitted),
+            read_at: None,
+            reading: None,
+            read_ok_at: None,
+            errors_since: None,
+            failure: None,
+            failure_since: None,
+            reminded: Vec::new(),
+        };
+        let six = TimeDelta::hours(6);
+        assert!(sitemap_read_due(&state, submitted, six), "never read");
+        let read = SitemapState { read_at: Some(submitted + TimeDelta::seconds(1)), ..state.clone() };
+        assert!(!sitemap_read_due(&read, submitted + TimeDelta::hours(5), six));
+        assert!(sitemap_read_due(&read, submitted + TimeDelta::hours(6) + TimeDelta::seconds(1), six));
+        let resubmitted = SitemapState { submitted_at: Some(submitted + TimeDelta::hours(1)), ..read.clone() };
+        assert!(sitemap_read_due(&resubmitted, submitted + TimeDelta::hours(1), six), "submitted since");
+        assert!(
+            !sitemap_read_due(&SitemapState { submitted_at: None, ..state.clone() }, submitted, six),
+            "never submitted"
+        );
+        assert!(!sitemap_read_due(&SitemapState { item: ItemState::Parked, ..state }, submitted, six), "parked");
+    }
+
     #[test]
     fn refused_for_rate_or_quota_gives_back_to_the_day_and_month_never_sent_to_every_window() {
         for period in [Period::Day, Period::Month] {

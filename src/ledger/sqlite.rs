@@ -2307,7 +2307,8 @@ mod tests {
         assert_eq!((source.fetched_at, source.changed_at), (t("2026-12-01T08:00:00Z"), t("2026-12-01T08:00:00Z")));
         assert!(ledger.sitemap_states().unwrap().is_empty());
         // The same body read again keeps when it changed; another is a change.
-        let again = SourceDocument { fetched_at: t("2026-12-02T08:00:00Z"), changed_at: t("2026-12-02T08:00:00Z"), ..source };
+        let again =
+            SourceDocument { fetched_at: t("2026-12-02T08:00:00Z"), changed_at: t("2026-12-02T08:00:00Z"), ..source };
         let kept = ledger.record_source_documents(std::slice::from_ref(&again)).unwrap();
         assert_eq!(kept[0].changed_at, t("2026-12-01T08:00:00Z"));
         let other = SourceDocument { digest: "d2".into(), ..again };
