@@ -217,6 +217,9 @@ mod tests {
         assert_eq!(s.http.connect_timeout, HTTP_CONNECT_TIMEOUT);
         assert_eq!(s.http.timeout, HTTP_TIMEOUT);
         assert_eq!(s.sitemap.max_bytes, SITEMAP_MAX_BYTES);
+        assert_eq!(s.sitemap.read_interval, SITEMAP_READ_INTERVAL);
+        assert_eq!(s.sitemap.download_deadline, SITEMAP_DOWNLOAD_DEADLINE);
+        assert_eq!((s.google.sitemaps, s.bing.sitemaps), (GOOGLE_SITEMAPS, BING_SITEMAPS));
         assert!(s.properties.is_empty());
     }
 
@@ -241,6 +244,10 @@ mod tests {
         assert_eq!(google.daily_quota, PROPERTY_GOOGLE_DAILY_QUOTA);
         assert_eq!(google.skip_indexed, PROPERTY_GOOGLE_SKIP_INDEXED);
         assert_eq!(google.quota_timezone, GOOGLE_QUOTA_TIMEZONE);
+        assert_eq!(
+            (google.indexing, google.sitemaps, bing.sitemaps),
+            (PROPERTY_GOOGLE_INDEXING, GOOGLE_SITEMAPS, BING_SITEMAPS)
+        );
         assert!(p.sources.is_empty(), "no sources: `submit` with no input only drains the queue");
     }
 
@@ -284,6 +291,12 @@ mod tests {
             ),
             ("`[http] connect_timeout`, `timeout`", vec![D(HTTP_CONNECT_TIMEOUT), D(HTTP_TIMEOUT)]),
             ("`[sitemap] max_bytes`", vec![T(SITEMAP_MAX_BYTES.to_string())]),
+            (
+                "`[sitemap] read_interval`, `download_deadline`",
+                vec![D(SITEMAP_READ_INTERVAL), D(SITEMAP_DOWNLOAD_DEADLINE)],
+            ),
+            ("`[bing] sitemaps`", vec![T(BING_SITEMAPS.to_string())]),
+            ("`[google] sitemaps`", vec![T(GOOGLE_SITEMAPS.to_string())]),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {
@@ -307,6 +320,10 @@ mod tests {
         let google = readme.lines().find(|l| l.starts_with("| `property.google` |")).expect("the property.google row");
         assert!(google.contains(&format!("`daily_quota` (default {PROPERTY_GOOGLE_DAILY_QUOTA}:")), "{google}");
         assert!(google.contains(&format!("`skip_indexed` (default {PROPERTY_GOOGLE_SKIP_INDEXED})")), "{google}");
+        assert!(google.contains(&format!("`indexing` (default {PROPERTY_GOOGLE_INDEXING}:")), "{google}");
+        assert!(google.contains("`sitemaps` (default `[google] sitemaps`)"), "{google}");
+        let bing = readme.lines().find(|l| l.starts_with("| `property.bing` |")).expect("the property.bing row");
+        assert!(bing.contains("`sitemaps` (default `[bing] sitemaps`)"), "{bing}");
         assert!(ledger_path().ends_with("indexq/ledger.db"));
     }
 }

@@ -308,6 +308,44 @@ mod tests {
         }
     }
 
+    /// The sitemap channel: on by default for a google or bing table, each
+    /// table's `sitemaps` over its engine table's; only remote sitemaps
+    /// (not a robots.txt, not a file), each once; a google table without
+    /// the Indexing API must submit a sitemap, and inspects nothing.
+    #[test]
+    fn the_sitemap_channel_follows_the_tables() {
+        use crate::config::testing::parse_str;
+        use crate::model::EngineKind::{Bing, Google, IndexNow};
+        let property = |google: &str, sources: &str| {
+            format!(
+                "[bing]\napi_key_env = \"B\"\nsitemaps = false\n[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\n\
+                 sources = [{sources}]\nbing = {{}}\ngoogle = {{ {google} }}\n"
+            )
+        };
+        let all = "\"https://a.example/sitemap.xml\", \"https://a.example/robots.txt\", \"local.xml\", \
+                   \"https://a.example/sitemap.xml\", { sitemap = \"https://a.example/news.php\" }";
+        let s = parse_str(&property("", all)).unwrap();
+        let p = &s.properties[0];
+        assert_eq!(p.remote_sitemaps(), ["https://a.example/sitemap.xml", "https://a.example/news.php"]);
+        assert_eq!(p.submitted_sitemaps(Google), p.remote_sitemaps());
+        assert!(p.submitted_sitemaps(Bing).is_empty(), "[bing] sitemaps = false");
+        assert!(p.submitted_sitemaps(IndexNow).is_empty());
+        let s = parse_str(&property("sitemaps = false", all)).unwrap();
+        assert!(s.properties[0].submitted_sitemaps(Google).is_empty());
+        let s = parse_str(&property("indexing = false", all)).unwrap();
+        let google = s.properties[0].google.as_ref().unwrap();
+        assert_eq!((google.indexing, google.sitemaps), (false, true));
+        for (google, sources, what) in [
+            ("indexing = false", "\"https://a.example/robots.txt\"", "no source of the property is a remote sitemap"),
+            ("indexing = false, sitemaps = false", all, "this table sends nothing to Google"),
+            ("indexing = false, skip_indexed = true", all, "`skip_indexed` inspects URLs before"),
+        ] {
+            let e = error_of(&property(google, sources));
+            assert!(e.place.ends_with("`property[0].google`"), "{google}: {}", e.place);
+            assert!(e.message.contains(what), "{google}: {}", e.message);
+        }
+    }
+
     #[test]
     fn bing_property_needs_an_api_key() {
         let e = error_of("[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nbing = {}\n");
