@@ -5,8 +5,11 @@
 //! Google: the key file is parsed and a token obtained (no publish); for a
 //! property with `skip_indexed`, its site's URL is inspected once (one of
 //! the property's URL inspections, no publish) to see whether the service
-//! account may inspect the property. Exit 0 when nothing needs a human, 3
-//! otherwise.
+//! account may inspect the property. For a property that submits its
+//! sitemaps, they are listed (Search Console's `sitemaps.list`, Bing's
+//! `GetFeeds`; nothing submitted) to see whether the credentials may. What
+//! is parked and what the engines' sitemap reports say is a problem each.
+//! Exit 0 when nothing needs a human, 3 otherwise.
 
 use super::ExitStatus;
 use crate::clock::{self, Clock};

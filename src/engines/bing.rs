@@ -4,7 +4,9 @@
 //! `apikey` query parameter, so every URL and error that could carry it is
 //! redacted before it is formatted. A batch refused as `InvalidUrl` is split
 //! in halves until the bad URLs are found, so one bad URL does not park the
-//! rest.
+//! rest. A sitemap group's item goes by `SubmitFeed` (`{"siteUrl",
+//! "feedUrl"}`, spending none of the URL quota), and `GetFeeds` says what
+//! Bing made of the site's sitemaps.
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
 use crate::classify::{self, BingContext, Response};

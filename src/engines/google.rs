@@ -12,7 +12,12 @@
 //! Google said it is indexed, and a quota or a refusal stops the property's
 //! inspections for the rest of the run. A token endpoint that refuses the
 //! key makes every Google item of the run `misconfigured`, and nothing is
-//! sent.
+//! sent. A sitemap group's item goes to Search Console instead
+//! (`sitemaps.submit`: a PUT without a body at `inspection_endpoint`, the
+//! property's `site_url` and the sitemap each one percent-encoded path
+//! segment), unpaced; `sitemaps.get` reads what Search Console made of it
+//! and `sitemaps.list` (`doctor`) what the property has. The token asks for
+//! the scopes the properties' channels need (`scopes`).
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Inspected, Sent};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, Response, SitemapsContext, Verdict};

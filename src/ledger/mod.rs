@@ -1,6 +1,8 @@
 //! The ledger: everything that must survive a crash — the queue of
-//! (url, property, engine, target) items, every attempt with its classified
-//! outcome and redacted response body, and budget usage per rule and window.
+//! (url, property, engine, channel, target) items, every attempt with its
+//! classified outcome and redacted response body, budget usage per rule and
+//! window, and what unattended runs keep between them (the sitemaps read,
+//! reminders, the engines' reports on the sitemaps submitted).
 //!
 //! `Ledger` is the interface in domain terms (admit, claim within budget,
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`

@@ -480,11 +480,8 @@ fn sitemap_changed(
     latest: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
-    let documents = kept.iter().map(|d| d.changed_at).max();
-    if documents.is_none() {
-        return None;
-    }
-    documents.max(latest.map(|l| l.min(now)))
+    let documents = kept.iter().map(|d| d.changed_at).max()?;
+    Some(latest.map_or(documents, |l| documents.max(l.min(now))))
 }
 
 /// Whether `--since` leaves a URL out: it has no `lastmod`, or an earlier one.
@@ -630,6 +627,30 @@ mod tests {
         assert!(before_since(Some(since), Some(since - TimeDelta::seconds(1))));
         assert!(!before_since(Some(since), Some(since)), "at --since: kept");
         assert!(!before_since(Some(since), Some(since + TimeDelta::days(3))));
+    }
+
+    /// When a sitemap last changed: the latest `changed_at` of what was
+    /// read of it, or a later `lastmod` in it (never later than now);
+    /// nothing read, nothing known.
+    #[test]
+    fn a_sitemap_changed_when_its_newest_document_did_or_a_later_lastmod_says() {
+        let now = at(NOW);
+        let doc = |changed: &str| SourceDocument {
+            url: "https://site.example/s.xml".into(),
+            etag: None,
+            last_modified: None,
+            digest: "d".into(),
+            kind: DocumentKind::Urlset,
+            routes: "r".into(),
+            fetched_at: now,
+            changed_at: at(changed),
+        };
+        let kept = [doc("2026-03-01T00:00:00Z"), doc("2026-03-02T08:00:00Z")];
+        assert_eq!(sitemap_changed(&kept, None, now), Some(at("2026-03-02T08:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-01T12:00:00Z")), now), Some(at("2026-03-02T08:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-02T09:00:00Z")), now), Some(at("2026-03-02T09:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2030-01-01T00:00:00Z")), now), Some(now), "never later than now");
+        assert_eq!(sitemap_changed(&[], Some(at("2026-03-02T09:00:00Z")), now), None);
     }
 
     #[test]

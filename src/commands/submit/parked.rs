@@ -4,7 +4,8 @@
 //! fix found makes its items due, and the run says so. At the end, every
 //! parked group of the run's engines is told when it was parked in this run
 //! or when its reminder is due (`[submit] remind`, kept in the ledger), so
-//! that an hourly job says it once a day until it is fixed.
+//! that an hourly job says it once a day until it is fixed; and so is what
+//! the engines' reports on the run's sitemaps say a human must look at.
 
 use super::Run;
 use crate::model::{Check, GroupKey, SitemapState};
