@@ -67,20 +67,27 @@ impl Rule {
     }
 }
 
-/// Every (property, engine, target) group the configuration defines: one
-/// per IndexNow endpoint, one for each other engine a property uses.
+/// Every group the configuration defines: for a property's URLs, one per
+/// IndexNow endpoint and one for each other engine it sends URLs to (Google
+/// unless `indexing = false`); then one per remote sitemap of its sources
+/// and engine it submits sitemaps to (Bing, Google; unless `sitemaps =
+/// false`).
 pub fn groups(settings: &Settings) -> Vec<GroupKey> {
     let mut groups = Vec::new();
     for p in &settings.properties {
-        let group = |engine, target: String| GroupKey { property: p.name.clone(), engine, target };
+        let urls = |engine, target: String| GroupKey::urls(p.name.clone(), engine, target);
         if p.indexnow.is_some() {
-            groups.extend(settings.indexnow.endpoints.iter().map(|e| group(EngineKind::IndexNow, e.to_string())));
+            groups.extend(settings.indexnow.endpoints.iter().map(|e| urls(EngineKind::IndexNow, e.to_string())));
         }
         if p.bing.is_some() {
-            groups.push(group(EngineKind::Bing, String::new()));
+            groups.push(urls(EngineKind::Bing, String::new()));
         }
-        if p.google.is_some() {
-            groups.push(group(EngineKind::Google, String::new()));
+        if p.google.as_ref().is_some_and(|g| g.indexing) {
+            groups.push(urls(EngineKind::Google, String::new()));
+        }
+        for engine in [EngineKind::Bing, EngineKind::Google] {
+            groups
+                .extend(p.submitted_sitemaps(engine).into_iter().map(|s| GroupKey::sitemap(p.name.clone(), engine, s)));
         }
     }
     groups
@@ -97,11 +104,47 @@ pub const BING_NEW_SITE_DAILY: u64 = 10;
 pub const INSPECTIONS_PER_DAY: u64 = 2_000;
 pub const INSPECTIONS_PER_MINUTE: u64 = 600;
 
+/// The least time between two submissions of one sitemap to one engine
+/// (its item's `AdmitRule::resend_after`): a change within a day of the
+/// last submission waits for the day to pass, and the changes meanwhile go
+/// with it, once.
+pub const SITEMAP_RESUBMIT_AFTER: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// The Search Console API's published limit for its resources other than
+/// Search Analytics and URL Inspection (sitemaps among them), per user — the
+/// service account: 200 queries a minute (and 20 a second).
+pub const SEARCH_CONSOLE_PER_MINUTE: u64 = 200;
+
 /// The rules that every send of `group` must fit. `pool` names what the
 /// engine's credentials share (Google: the Cloud project of the key file).
 pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, pool: Option<&str>) -> Vec<Rule> {
     let rule = |id: String, scope, period, tz, limit| Rule { id, scope, period, tz, limit, reported: false };
     let mut rules = Vec::new();
+    if let Some(sitemap) = group.sitemap_url() {
+        // A sitemap's own day, counted (its spacing is the admission's: one
+        // submission a day at most), and for Search Console the service
+        // account's per-minute limit, shared by every sitemap it submits.
+        let name = &property.name;
+        match group.engine {
+            EngineKind::Google => {
+                let tz = property.google.as_ref().map_or(settings.google.quota_timezone, |g| g.quota_timezone);
+                rules.push(rule(format!("google-sitemaps:{name}:{sitemap}"), Scope::Property, Period::Day, tz, None));
+                let project = pool.unwrap_or("unknown");
+                let id = format!("google-sitemaps:{project}");
+                let limit = Some(SEARCH_CONSOLE_PER_MINUTE);
+                rules.push(rule(id, Scope::Pool, Period::Minute, settings.google.quota_timezone, limit));
+            }
+            EngineKind::Bing => {
+                let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
+                rules.push(rule(format!("bing-sitemaps:{name}:{sitemap}"), Scope::Property, Period::Day, tz, None));
+            }
+            EngineKind::IndexNow => {}
+        }
+        for rule in &mut rules {
+            rule.id = format!("{}:{}", rule.id, rule.period.as_str());
+        }
+        return rules;
+    }
     match group.engine {
         EngineKind::IndexNow => {
             if let Some(table) = &property.indexnow {
@@ -243,11 +286,7 @@ site = "https://site.example/"
 indexnow = { key_env = "K", daily_quota = 11, quota_timezone = "Asia/Shanghai" }
 "#;
         let s = crate::config::parse(Path::new("t.toml"), text).unwrap();
-        let group = GroupKey {
-            property: "site".into(),
-            engine: EngineKind::IndexNow,
-            target: "https://a.example/indexnow".into(),
-        };
+        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://a.example/indexnow");
         let rules = rules_for(&s, &s.properties[0], &group, None);
         assert_eq!(rules.len(), 2);
         assert_eq!(rules[0].id, "indexnow:site:https://a.example/indexnow:day");

@@ -4,8 +4,9 @@
 //! collector). Everything comes from the configuration and the ledger, read
 //! through the `Ledger` trait: budget use per rule and window, queue items
 //! by state, attempts by class since the ledger began, Google URL
-//! inspections (`skip_indexed`) by class since the ledger began, and the
-//! last `submit` run (which `submit` records as it ends). It knows nothing
+//! inspections (`skip_indexed`) by class since the ledger began, what the
+//! engines' reports on the sitemaps submitted say a human must look at, and
+//! the last `submit` run (which `submit` records as it ends). It knows nothing
 //! of engines or HTTP.
 //!
 //! Names follow Prometheus's rules: an `indexq_` prefix, base units
@@ -70,13 +71,18 @@ impl Family {
 }
 
 /// The labels of a (property, engine, endpoint) group; `endpoint` is the
-/// IndexNow endpoint URL, empty for the other engines.
+/// IndexNow endpoint URL, empty for the other engines; a sitemap group's
+/// series have a `sitemap` label too, its URL.
 fn group_labels(group: &GroupKey) -> Vec<(&'static str, String)> {
-    vec![
+    let mut labels = vec![
         ("property", group.property.clone()),
         ("engine", group.engine.as_str().to_string()),
-        ("endpoint", group.target.clone()),
-    ]
+        ("endpoint", group.endpoint().unwrap_or_default().to_string()),
+    ];
+    if let Some(sitemap) = group.sitemap_url() {
+        labels.push(("sitemap", sitemap.to_string()));
+    }
+    labels
 }
 
 fn seconds(t: DateTime<Utc>) -> f64 {
@@ -185,6 +191,7 @@ pub fn gather(
         }
     }
     let inspections = inspection_family(settings, ledger)?;
+    let sitemaps = sitemap_family(settings, ledger, &configured, now)?;
     let last = match this_run {
         Some(run) => Some(run.clone()),
         None => ledger.last_run(false)?,
@@ -193,7 +200,7 @@ pub fn gather(
         Some(run) if run.exit_code == 0 => Some(run.clone()),
         _ => ledger.last_run(true)?,
     };
-    let mut families = vec![used, limit, remaining, reset_at, reset_in, queue, attempts, inspections];
+    let mut families = vec![used, limit, remaining, reset_at, reset_in, queue, attempts, inspections, sitemaps];
     families.extend(run_families(last.as_ref(), last_ok.as_ref(), now));
     Ok(families)
 }
@@ -221,6 +228,34 @@ fn inspection_family(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Re
             let labels = vec![("property", property.clone()), ("class", class.as_str().to_string())];
             family.push(labels, classes.get(class.as_str()).copied().unwrap_or(0) as f64);
         }
+    }
+    Ok(family)
+}
+
+/// What the engines' reports on the configured sitemaps say a human must
+/// look at, now: 1 per sitemap, engine and reason (`sitemap_errors`,
+/// `sitemap_not_downloaded`, or a read refused); none when all is well.
+fn sitemap_family(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    configured: &[GroupKey],
+    now: DateTime<Utc>,
+) -> anyhow::Result<Family> {
+    let mut family = Family::new(
+        "indexq_sitemap_problems",
+        Kind::Gauge,
+        "What an engine's report on a sitemap submitted to it says a human must look at (1 per sitemap, engine and reason); absent when all is well",
+    );
+    let states: Vec<_> = ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
+    for notice in crate::queue::sitemap_notices(settings, &states, now) {
+        let group = &notice.parked.group;
+        let labels = vec![
+            ("property", group.property.clone()),
+            ("engine", group.engine.as_str().to_string()),
+            ("sitemap", group.target.clone()),
+            ("reason", notice.parked.reminder_key()),
+        ];
+        family.push(labels, 1.0);
     }
     Ok(family)
 }

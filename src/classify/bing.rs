@@ -2,11 +2,14 @@
 //! generic code are `daily_quota` / `monthly_quota`, or `partial_quota` when
 //! they say something is left (what is left is reported); throttles wait
 //! `Retry-After` or [`BING_THROTTLE_WAIT`]. The table is on [`bing`].
+//! `SubmitFeed` (a sitemap) is [`bing_feed`]'s, `GetFeeds` (what Bing did
+//! with it) [`bing_feeds`]'s.
 
 use super::{answered, excerpt, http_status, transient, unrecognized_body, Response, RetryAfter, Verdict};
 use crate::model::Period;
 use crate::model::{
-    AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason,
+    AcceptedReason, BingCode, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, Reason, SitemapReading,
+    TransientReason,
 };
 
 /// How long a Bing throttle (ErrorCode 4/5, HTTP 429) waits without `Retry-After`.
@@ -234,6 +237,89 @@ pub fn bing(resp: &Response, ctx: &BingContext) -> Verdict {
     }
 }
 
+/// Classifies Bing's answer to `SubmitFeed` (`{"siteUrl", "feedUrl"}`):
+/// as [`bing`] classifies `SubmitUrlBatch` (`{"d":null}` is the success),
+/// with the fixes worded for a sitemap: an HTTP 404 is `property_not_found`
+/// (Bing has no site by that `siteUrl`), and a refusal of the site (11
+/// `NotFound`, 13 `NotAllowed`, 14 `NotAuthorized`) or of the feed's URL
+/// (7 `InvalidUrl`, 8 `InvalidParameter`) names the sitemap and the site.
+pub fn bing_feed(resp: &Response, ctx: &BingContext, feed: &str) -> Verdict {
+    let verdict = bing(resp, ctx);
+    let site = ctx.site_url;
+    let hint = |hint: String| Some(hint);
+    match verdict.reason {
+        Reason::Misconfigured(MisconfiguredReason::Http(HttpStatus(404))) => Verdict::misconfigured(
+            MisconfiguredReason::PropertyNotFound,
+            format!("{}: Bing has no site {site} to take the sitemap {feed}.", answered(EngineKind::Bing, resp, "")),
+            format!(
+                "Add and verify {site} in Bing Webmaster Tools for the account of this API key, or set the \
+                 property's `bing.site_url` to the site as Bing lists it; check `endpoint` in `[bing]` \
+                 (https://ssl.bing.com/webmaster/api.svc/json)."
+            ),
+        ),
+        Reason::Misconfigured(MisconfiguredReason::Bing(
+            BingCode::NotFound | BingCode::NotAllowed | BingCode::NotAuthorized,
+        )) => Verdict {
+            hint: hint(format!(
+                "Verify {site} in Bing Webmaster Tools for the account that owns this API key, or set the \
+                 property's `bing.site_url` to the site as Bing lists it; the sitemap {feed} must be on that site."
+            )),
+            ..verdict
+        },
+        Reason::Misconfigured(MisconfiguredReason::Bing(BingCode::InvalidUrl | BingCode::InvalidParameter)) => {
+            Verdict {
+                hint: hint(format!(
+                    "Bing refused the sitemap's URL {feed}: it must be a complete http(s) URL on the site {site} \
+                     (`bing.site_url`)."
+                )),
+                ..verdict
+            }
+        }
+        _ => verdict,
+    }
+}
+
+/// Reads Bing's answer to `GetFeeds` (`GET …/GetFeeds?siteUrl=…`): the
+/// site's top-level feeds, `{"d": [{"__type": "Feed:#…", "Compressed",
+/// "FileSize", "LastCrawled", "Status", "Submitted", "Type", "Url",
+/// "UrlCount"}]}` with WCF dates (`"/Date(1316213995040-0700)/"`), and in
+/// it the one whose `Url` is `feed` (not listed: Bing does not have it).
+/// `Status` is Bing's word: "Success" is a clean read, "Pending" or
+/// "Processing" (any status naming either) not read yet, and any other
+/// (an error, "Failed", "Couldn't fetch") counts as one error. Any other
+/// answer is the refusal [`bing_feed`] words; a 2xx that is not Bing's
+/// JSON is `accepted` / `unrecognized_body` (no report was read).
+pub fn bing_feeds(resp: &Response, ctx: &BingContext, feed: &str) -> Result<SitemapReading, Verdict> {
+    let parsed = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
+    let feeds = parsed.as_ref().and_then(|v| v.get("d")).filter(|d| d.is_array() || d.is_null());
+    match (resp.status, feeds) {
+        (200..=299, Some(feeds)) if bing_error(resp.body).is_none() => {
+            let wanted = url::Url::parse(feed).ok();
+            let same = |url: &str| url == feed || (wanted.is_some() && url::Url::parse(url).ok() == wanted);
+            let found = feeds.as_array().into_iter().flatten().find(|f| f["Url"].as_str().is_some_and(same));
+            let Some(f) = found else { return Ok(SitemapReading::default()) };
+            let status = f["Status"].as_str().map(excerpt);
+            let word = status.as_deref().unwrap_or_default().to_ascii_lowercase();
+            let pending = word.contains("pending") || word.contains("processing");
+            let clean = word.is_empty() || word == "success" || pending;
+            Ok(SitemapReading {
+                listed: true,
+                submitted: f["Submitted"].as_str().and_then(super::parse_time),
+                downloaded: f["LastCrawled"].as_str().and_then(super::parse_time),
+                pending,
+                errors: u64::from(!clean),
+                warnings: 0,
+                urls: f["UrlCount"].as_u64(),
+                status,
+            })
+        }
+        (200..=299, _) if bing_error(resp.body).is_none() => {
+            Err(unrecognized_body(EngineKind::Bing, resp, "", r#"a body that is not Bing's JSON ({"d": […]})"#))
+        }
+        _ => Err(bing_feed(resp, ctx, feed)),
+    }
+}
+
 /// A Bing throttle: `quota`, a short wait (not the next day).
 fn bing_throttle(resp: &Response, reason: QuotaReason, answered: &str) -> Verdict {
     let retry_after = resp.retry_after().or(Some(RetryAfter::Seconds(BING_THROTTLE_WAIT)));
@@ -389,5 +475,73 @@ mod tests {
                 v.message
             );
         }
+    }
+
+    /// `SubmitFeed`'s answers: as `SubmitUrlBatch`'s, with fixes about the
+    /// sitemap; a 404 is a site Bing does not have.
+    #[test]
+    fn feed_answers() {
+        let feed = |status: u16, body: &str| {
+            let v = bing_feed(&Response { status, headers: &[], body }, &BING_CTX, BING_FEED);
+            assert_no_secret(&v, KEY, body);
+            v
+        };
+        let err = |code: i64| format!(r#"{{"ErrorCode":{code},"Message":"ERROR!!!"}}"#);
+        #[rustfmt::skip]
+        let table: Vec<(u16, String, Class, &str)> = vec![
+            (200, r#"{"d":null}"#.into(), Class::Accepted, "ok"),
+            (404, "".into(), Class::Misconfigured, "property_not_found"),
+            (400, err(14), Class::Misconfigured, "NotAuthorized"),
+            (400, err(11), Class::Misconfigured, "NotFound"),
+            (400, err(7), Class::Misconfigured, "InvalidUrl"),
+            (400, err(3), Class::Misconfigured, "InvalidApiKey"),
+            (400, err(4), Class::Quota, "ThrottleUser"),
+            (429, "".into(), Class::Quota, "rate_limited"),
+            (500, err(1), Class::Transient, "InternalError"),
+            (503, "".into(), Class::Transient, "server_error"),
+        ];
+        for (status, body, class, reason) in table {
+            let v = feed(status, &body);
+            assert_eq!((v.class(), v.reason().to_string().as_str()), (class, reason), "HTTP {status} {body}");
+        }
+        let hint = feed(400, &err(14)).hint.unwrap();
+        assert!(hint.contains("the sitemap https://example.com/sitemap.xml must be on that site"), "{hint}");
+        assert!(feed(404, "").hint.unwrap().contains("Add and verify https://example.com/ in Bing Webmaster Tools"));
+    }
+
+    /// `GetFeeds`: the feed's entry read (WCF dates, its status), a feed
+    /// Bing does not list, and a refusal.
+    #[test]
+    fn feeds_are_read() {
+        let feeds =
+            |status: u16, body: &str| bing_feeds(&Response { status, headers: &[], body }, &BING_CTX, BING_FEED);
+        let entry = |status: &str| {
+            format!(
+                r#"{{"d":[{{"__type":"Feed:#Microsoft.Bing.Webmaster.Api","Compressed":false,"FileSize":1024,"LastCrawled":"\/Date(1315781995040-0700)\/","Status":"{status}","Submitted":"\/Date(1316213995040-0700)\/","Type":"Sitemap","Url":"https:\/\/example.com\/sitemap.xml","UrlCount":1023}}]}}"#
+            )
+        };
+        let r = feeds(200, &entry("Success")).unwrap();
+        assert_eq!(
+            (r.listed, r.pending, r.errors, r.urls, r.status.as_deref()),
+            (true, false, 0, Some(1023), Some("Success"))
+        );
+        assert_eq!(r.downloaded.unwrap().timestamp_millis(), 1_315_781_995_040);
+        assert_eq!(r.submitted.unwrap().timestamp_millis(), 1_316_213_995_040);
+        let pending = feeds(200, &entry("Pending")).unwrap();
+        assert_eq!((pending.pending, pending.errors), (true, 0));
+        let failed = feeds(200, &entry("Failed")).unwrap();
+        assert_eq!((failed.pending, failed.errors), (false, 1));
+        let other = bing_feeds(
+            &Response { status: 200, headers: &[], body: &entry("Success") },
+            &BING_CTX,
+            "https://example.com/other.xml",
+        );
+        assert_eq!(other.unwrap(), SitemapReading::default(), "a feed Bing does not list");
+        assert_eq!(feeds(200, r#"{"d":[]}"#).unwrap(), SitemapReading::default());
+        assert_eq!(
+            feeds(400, r#"{"ErrorCode":14,"Message":"NotAuthorized"}"#).unwrap_err().reason.to_string(),
+            "NotAuthorized"
+        );
+        assert_eq!(feeds(200, "<html></html>").unwrap_err().reason.to_string(), "unrecognized_body");
     }
 }

@@ -9,11 +9,14 @@
 //! [`GOOGLE_SHORT_WAIT`]; 403 is `ownership_not_verified`, `api_disabled` or
 //! `permission_denied`; 400 `invalid_argument`; 401 `unauthenticated`; 5xx
 //! and `INTERNAL` / `UNAVAILABLE` / `DEADLINE_EXCEEDED` are transient. The
-//! tables are on [`google`] and [`google_inspection`].
+//! tables are on [`google`] and [`google_inspection`]. Search Console's
+//! sitemaps (`sitemaps.submit`, `get`, `list`) are read by
+//! [`search_console_submit`], [`search_console_report`] and
+//! [`search_console_list`], their refusals by [`search_console_refusal`].
 
 use super::{answered, excerpt, http_status, transient_answered, unrecognized_body, Response, RetryAfter, Verdict};
 use crate::model::{AcceptedReason, EngineKind, HttpStatus, MisconfiguredReason, QuotaReason, TransientReason};
-use crate::model::{Action, Period};
+use crate::model::{Action, Period, SitemapReading};
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
 pub const GOOGLE_SHORT_WAIT: u64 = 60;
@@ -646,6 +649,288 @@ fn inspection_quota(resp: &Response, error: Option<&GoogleError>, answered: &str
     }
 }
 
+/// What indexq knows about a Search Console sitemaps request
+/// (`sitemaps.submit`, `get`, `list`) besides the response.
+#[derive(Debug, Clone, Copy)]
+pub struct SitemapsContext<'a> {
+    /// The sitemap submitted or read (`feedpath`); empty for `list`.
+    pub sitemap: &'a str,
+    /// The Search Console property asked (`siteUrl`: `google.site_url`).
+    pub site_url: &'a str,
+    pub client_email: &'a str,
+    pub project_id: &'a str,
+}
+
+/// Classifies Search Console's answer to `sitemaps.submit` (`PUT
+/// …/webmasters/v3/sites/{siteUrl}/sitemaps/{feedpath}`, which answers an
+/// empty body on success); its refusals are [`search_console_refusal`]'s.
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 2xx, empty or JSON | accepted | `ok` |
+/// | 2xx with any other body (HTML, cut off) | accepted | `unrecognized_body` |
+/// | any other | as [`search_console_refusal`] | |
+pub fn search_console_submit(resp: &Response, ctx: &SitemapsContext) -> Verdict {
+    if (200..=299).contains(&resp.status) {
+        let body = resp.body.trim();
+        if !body.is_empty() && serde_json::from_str::<serde_json::Value>(body).is_err() {
+            return unrecognized_body(EngineKind::Google, resp, "", "a body that is not Google's JSON");
+        }
+        return Verdict::new(
+            AcceptedReason::Ok,
+            format!(
+                "Search Console took the sitemap {} for {} ({}).",
+                ctx.sitemap,
+                ctx.site_url,
+                http_status(resp.status)
+            ),
+        );
+    }
+    search_console_refusal(resp, ctx)
+}
+
+/// Reads Search Console's answer to `sitemaps.get` (`GET
+/// …/sites/{siteUrl}/sitemaps/{feedpath}`): the sitemap's report — its
+/// documented resource `{"path", "lastSubmitted", "isPending",
+/// "isSitemapsIndex", "type", "lastDownloaded", "warnings", "errors",
+/// "contents": [{"type", "submitted", "indexed"}]}`, whose counts Google
+/// sends as strings (int64) — or, for a 404, a sitemap Search Console does
+/// not list. Any other answer is the refusal [`search_console_refusal`]
+/// words; a 2xx that is not the resource is `accepted` /
+/// `unrecognized_body` (no report was read).
+pub fn search_console_report(resp: &Response, ctx: &SitemapsContext) -> Result<SitemapReading, Verdict> {
+    if resp.status == 404 && google_error(resp.body).is_some() {
+        return Ok(SitemapReading::default());
+    }
+    if !(200..=299).contains(&resp.status) {
+        return Err(search_console_refusal(resp, ctx));
+    }
+    serde_json::from_str::<serde_json::Value>(resp.body.trim())
+        .ok()
+        .filter(|v| v.is_object())
+        .map(|v| sitemap_resource(&v))
+        .ok_or_else(|| unrecognized_body(EngineKind::Google, resp, "", "a body that is not Search Console's sitemap"))
+}
+
+/// Reads Search Console's answer to `sitemaps.list` (`GET
+/// …/sites/{siteUrl}/sitemaps`): `{"sitemap": [resource, …]}` (the key is
+/// absent when the property has none), each with its `path`.
+pub fn search_console_list(resp: &Response, ctx: &SitemapsContext) -> Result<Vec<(String, SitemapReading)>, Verdict> {
+    if !(200..=299).contains(&resp.status) {
+        return Err(search_console_refusal(resp, ctx));
+    }
+    let value = serde_json::from_str::<serde_json::Value>(resp.body.trim())
+        .ok()
+        .filter(|v| v.is_object())
+        .ok_or_else(|| unrecognized_body(EngineKind::Google, resp, "", "a body that is not Search Console's list"))?;
+    Ok(value["sitemap"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| (s["path"].as_str().unwrap_or_default().to_string(), sitemap_resource(s)))
+        .collect())
+}
+
+/// A Search Console sitemap resource, as indexq keeps it.
+fn sitemap_resource(v: &serde_json::Value) -> SitemapReading {
+    // int64 values come as strings ("12"); a number is read too.
+    let count = |v: &serde_json::Value| v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
+    let urls: Option<u64> =
+        v["contents"].as_array().map(|contents| contents.iter().filter_map(|c| count(&c["submitted"])).sum());
+    SitemapReading {
+        listed: true,
+        submitted: v["lastSubmitted"].as_str().and_then(super::parse_time),
+        downloaded: v["lastDownloaded"].as_str().and_then(super::parse_time),
+        pending: v["isPending"].as_bool().unwrap_or(false),
+        errors: count(&v["errors"]).unwrap_or(0),
+        warnings: count(&v["warnings"]).unwrap_or(0),
+        urls,
+        status: v["type"].as_str().map(excerpt),
+    }
+}
+
+/// Classifies a Search Console sitemaps refusal (any status but a 2xx),
+/// structured fields first:
+///
+/// | answer | class | reason |
+/// |---|---|---|
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo or legacy quota reason | quota | `daily_quota` when a per-day limit is named; else `rate_limited` / `quota` (a minute: `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s) |
+/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google`] |
+/// | ErrorInfo `SERVICE_DISABLED` (or that status, or `accessNotConfigured`); a 403 without ErrorInfo saying the API "has not been used in project" | misconfigured | `api_disabled` (the Google Search Console API) |
+/// | 403 "User does not have sufficient permission for site" (or "You do not own this site") | misconfigured | `not_property_user`: add the service account as an Owner or Full user of that exact property (the `sc-domain:` hint for a URL-prefix `site_url`) |
+/// | 404 | misconfigured | `property_not_found`: no such property in Search Console under that name |
+/// | 401 or `UNAUTHENTICATED` | misconfigured | `unauthenticated` |
+/// | 400 or `INVALID_ARGUMENT` | misconfigured | `invalid_argument` |
+/// | other 403 or `PERMISSION_DENIED` (e.g. "Request had insufficient authentication scopes") | misconfigured | `permission_denied` |
+/// | other 3xx, 4xx | misconfigured | `http_<status>` |
+/// | anything else (1xx, ≥ 600) | transient | `unexpected_status` |
+pub fn search_console_refusal(resp: &Response, ctx: &SitemapsContext) -> Verdict {
+    let status = resp.status;
+    let error = google_error(resp.body);
+    let error = error.as_ref();
+    let g_status = error.map_or("", |e| e.status.as_str());
+    let answered = google_answered(resp, error).replacen("Google answered", "Search Console answered", 1);
+    let (sitemap, site, email, project) = (ctx.sitemap, ctx.site_url, ctx.client_email, ctx.project_id);
+    let what = if sitemap.is_empty() { format!("the sitemaps of {site}") } else { format!("the sitemap {sitemap}") };
+    if status == 429
+        || g_status == "RESOURCE_EXHAUSTED"
+        || google_structured_quota(error)
+        || google_quota_text(status, error)
+    {
+        return sitemaps_quota(resp, error, &answered, email);
+    }
+    let failed = match g_status {
+        "INTERNAL" => Some(TransientReason::Internal),
+        "UNAVAILABLE" => Some(TransientReason::Unavailable),
+        "DEADLINE_EXCEEDED" => Some(TransientReason::DeadlineExceeded),
+        "ABORTED" => Some(TransientReason::Aborted),
+        _ => None,
+    };
+    let failed = failed.or(match status {
+        500..=599 => Some(TransientReason::ServerError),
+        408 => Some(TransientReason::RequestTimeout),
+        _ => None,
+    });
+    if let Some(reason) = failed {
+        return transient_answered(resp, &answered, reason, "Google failed on its side");
+    }
+    let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
+    let client_error = (400..=499).contains(&status);
+    let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
+    let disabled = error.is_some_and(|e| {
+        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
+    }) || (forbidden
+        && error.is_some_and(|e| e.infos.is_empty())
+        && message.contains("has not been used in project"));
+    if (client_error || forbidden) && disabled {
+        return Verdict::misconfigured(
+            MisconfiguredReason::ApiDisabled,
+            format!("{answered}: the Google Search Console API is not enabled for the Google Cloud project {project}."),
+            format!(
+                "Enable the Google Search Console API (searchconsole.googleapis.com) for the project {project} in \
+                 the Google Cloud console (APIs & Services → Library), wait a few minutes; `indexq doctor` checks it."
+            ),
+        );
+    }
+    // "User does not have sufficient permission for site 'https://…/'. See
+    // also: https://support.google.com/webmasters/answer/2451999." (403,
+    // `errors[].reason` "forbidden", no ErrorInfo: googleapis/
+    // google-api-ruby-client issue 206, fixture
+    // `google-sitemaps-403-permission`), and the inspection API's wording
+    // of the same.
+    let not_user = message.contains("does not have sufficient permission for site")
+        || message.contains("you do not own this site");
+    if forbidden && not_user {
+        return Verdict::misconfigured(
+            MisconfiguredReason::NotPropertyUser,
+            format!("{answered}: {email} is no Owner or Full user of the Search Console property {site}."),
+            sitemaps_owner_hint(site, email),
+        );
+    }
+    if status == 401 || g_status == "UNAUTHENTICATED" {
+        return Verdict::misconfigured(
+            MisconfiguredReason::Unauthenticated,
+            format!("{answered}: Google did not accept the access token of {email} for Search Console."),
+            format!(
+                "Check that the service account {email} and its key still exist and are enabled in the project \
+                 {project}, and that the machine's clock is right."
+            ),
+        );
+    }
+    if status == 404 {
+        return Verdict::misconfigured(
+            MisconfiguredReason::PropertyNotFound,
+            format!("{answered}: Search Console has no property {site} to take {what}."),
+            format!(
+                "Set the property's `google.site_url` to the property exactly as Search Console lists it — a \
+                 URL-prefix property with its scheme and trailing slash (`https://example.com/`), a Domain property \
+                 as `sc-domain:example.com` — and check `inspection_endpoint` in `[google]` \
+                 (https://searchconsole.googleapis.com), which serves the sitemaps too; add {email} to that property \
+                 as an Owner or Full user."
+            ),
+        );
+    }
+    if status == 400 || g_status == "INVALID_ARGUMENT" {
+        return Verdict::misconfigured(
+            MisconfiguredReason::InvalidArgument,
+            format!("{answered}: Search Console refused {what} for {site} as invalid."),
+            format!(
+                "Check the property's `google.site_url` ({site}: `https://example.com/` with its trailing slash, or \
+                 `sc-domain:example.com`) and that the sitemap's URL is a complete http(s) URL within that property."
+            ),
+        );
+    }
+    if forbidden {
+        return Verdict::misconfigured(
+            MisconfiguredReason::PermissionDenied,
+            format!("{answered}: Google denied {email} {what} of {site}."),
+            sitemaps_owner_hint(site, email),
+        );
+    }
+    if (300..=499).contains(&status) {
+        return Verdict::misconfigured(
+            MisconfiguredReason::Http(HttpStatus(status)),
+            format!("{answered}: Search Console refused the request, and waiting will not change that."),
+            "Check `inspection_endpoint` in `[google]` (https://searchconsole.googleapis.com): it serves the \
+             sitemaps too.",
+        );
+    }
+    transient_answered(resp, &answered, TransientReason::UnexpectedStatus, "no engine documents that status")
+}
+
+/// The fix for a sitemaps request Google refused as not the property's:
+/// the service account as an Owner or Full user of that exact property,
+/// with the `sc-domain:` form when `site_url` is a URL prefix.
+fn sitemaps_owner_hint(site: &str, email: &str) -> String {
+    let mut hint = format!(
+        "Add {email} as an Owner or Full user of the Search Console property {site} (Settings → Users and \
+         permissions) — that exact property: a URL-prefix property and a Domain property are two properties — and \
+         check that the property's `google.site_url` names it as Search Console lists it."
+    );
+    if let Some(host) = url::Url::parse(site)
+        .ok()
+        .filter(|u| u.scheme().starts_with("http"))
+        .and_then(|u| u.host_str().map(|h| h.strip_prefix("www.").unwrap_or(h).to_string()))
+    {
+        hint.push_str(&format!(
+            " `{site}` is a URL-prefix property: if the site is verified as a Domain property, set \
+             `site_url = \"sc-domain:{host}\"` in the property's google table."
+        ));
+    }
+    hint
+}
+
+/// A Search Console quota answer for sitemaps: its limits are per user (the
+/// service account), 200 requests a minute; a per-day limit named is the
+/// day's (until Pacific midnight), anything else a minute's.
+fn sitemaps_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, email: &str) -> Verdict {
+    let kind = google_quota_kind(error);
+    if kind == GoogleQuota::Day {
+        return Verdict {
+            quota_window: Period::Day,
+            ..Verdict::new(
+                QuotaReason::DailyQuota,
+                format!("{answered}: a daily Search Console quota of {email} is used; indexq waits for the next day."),
+            )
+        };
+    }
+    let retry_after = match resp.retry_after() {
+        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
+        Some(at) => Some(at),
+        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
+    };
+    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
+    let reason = if kind == GoogleQuota::Minute { QuotaReason::RateLimited } else { QuotaReason::Quota };
+    Verdict {
+        retry_after,
+        quota_window: Period::Minute,
+        ..Verdict::new(
+            reason,
+            format!("{answered}: Search Console's per-user limit of {email} is reached. indexq retries {when}."),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
@@ -972,5 +1257,112 @@ mod tests {
             ),
         );
         assert!(disabled.hint.unwrap().contains("searchconsole.googleapis.com"));
+    }
+
+    fn sitemaps_verdict(status: u16, headers: &[(&str, &str)], body: &str) -> Verdict {
+        let headers = owned_headers(headers);
+        let v = search_console_submit(&Response { status, headers: &headers, body }, &SITEMAPS_CTX);
+        assert_no_secret(&v, KEY, &format!("sitemaps {status} {body}"));
+        v
+    }
+
+    /// Search Console's answers to `sitemaps.submit`, and the fix of each
+    /// refusal (issue 25: 403 → the property's users, 404 → the property's
+    /// name, 429 → quota, 5xx → transient).
+    #[test]
+    fn sitemaps_answers() {
+        let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
+        let permission = r#"{"error":{"errors":[{"domain":"global","reason":"forbidden","message":"User does not have sufficient permission for site 'https://example.com/'. See also: https://support.google.com/webmasters/answer/2451999."}],"code":403,"message":"User does not have sufficient permission for site 'https://example.com/'. See also: https://support.google.com/webmasters/answer/2451999."}}"#;
+        let scopes = r#"{"error":{"code":403,"message":"Request had insufficient authentication scopes.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"ACCESS_TOKEN_SCOPE_INSUFFICIENT"}]}}"#;
+        let disabled = r#"{"error":{"code":403,"message":"Google Search Console API has not been used in project 1 before or it is disabled.","status":"PERMISSION_DENIED"}}"#;
+        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (204, vec![], "".into(), Class::Accepted, "ok", None),
+            (200, vec![], "".into(), Class::Accepted, "ok", None),
+            (200, vec![], "{}".into(), Class::Accepted, "ok", None),
+            (200, vec![], "<html><body>Sign in to the Wi-Fi</body></html>".into(), Class::Accepted, "unrecognized_body", None),
+            (403, vec![], permission.into(), Class::Misconfigured, "not_property_user", None),
+            (403, vec![], rpc(403, "PERMISSION_DENIED", "You do not own this site, or the inspected URL is not part of this property.", ""), Class::Misconfigured, "not_property_user", None),
+            (403, vec![], scopes.into(), Class::Misconfigured, "permission_denied", None),
+            (403, vec![], disabled.into(), Class::Misconfigured, "api_disabled", None),
+            (404, vec![], rpc(404, "NOT_FOUND", "Requested entity was not found.", ""), Class::Misconfigured, "property_not_found", None),
+            (404, vec![], "<html>Not Found</html>".into(), Class::Misconfigured, "property_not_found", None),
+            (400, vec![], rpc(400, "INVALID_ARGUMENT", "Invalid value at 'feedpath'.", ""), Class::Misconfigured, "invalid_argument", None),
+            (401, vec![], rpc(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", ""), Class::Misconfigured, "unauthenticated", None),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute per user'.", ""), Class::Quota, "rate_limited", short),
+            (429, vec![("Retry-After", "30")], "".into(), Class::Quota, "quota", Some(RetryAfter::Seconds(30))),
+            (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Queries' and limit 'Queries per day'.", ""), Class::Quota, "daily_quota", None),
+            (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
+            (503, vec![("Retry-After", "120")], "".into(), Class::Transient, "server_error", Some(RetryAfter::Seconds(120))),
+            (405, vec![], "".into(), Class::Misconfigured, "http_405", None),
+            (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
+        ];
+        for (status, headers, body, class, reason, retry) in &table {
+            let v = sitemaps_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class(), v.reason().to_string().as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {body}: {}",
+                v.message
+            );
+        }
+        // The permission's fix: an Owner or Full user of that exact property, and sc-domain: for a URL prefix.
+        let v = sitemaps_verdict(403, &[], permission);
+        let hint = v.hint.unwrap();
+        assert!(hint.contains("indexer@my-proj.iam.gserviceaccount.com as an Owner or Full user"), "{hint}");
+        assert!(hint.contains("site_url = \"sc-domain:example.com\""), "{hint}");
+        let domain = SitemapsContext { site_url: "sc-domain:example.com", ..SITEMAPS_CTX };
+        let v = search_console_submit(&Response { status: 403, headers: &[], body: permission }, &domain);
+        assert!(!v.hint.unwrap().contains("set `site_url"), "a Domain property already");
+        let v = sitemaps_verdict(404, &[], "");
+        assert!(v.message.contains("Search Console has no property https://example.com/"), "{}", v.message);
+        assert!(v.hint.unwrap().contains("`sc-domain:example.com`"));
+    }
+
+    /// `sitemaps.get`'s resource read (int64 counts as strings or numbers),
+    /// a 404 as a sitemap Search Console does not list, and `sitemaps.list`.
+    #[test]
+    fn sitemap_reports_are_read() {
+        let read =
+            |status: u16, body: &str| search_console_report(&Response { status, headers: &[], body }, &SITEMAPS_CTX);
+        let resource = r#"{"path":"https://example.com/sitemap.xml","lastSubmitted":"2026-12-01T10:00:00.000Z","isPending":true,"isSitemapsIndex":false,"type":"sitemap","lastDownloaded":"2026-12-01T10:00:05.123Z","warnings":"1","errors":2,"contents":[{"type":"web","submitted":"12","indexed":"0"},{"type":"image","submitted":"3"}]}"#;
+        let r = read(200, resource).unwrap();
+        assert_eq!(
+            (r.listed, r.pending, r.errors, r.warnings, r.urls, r.status.as_deref()),
+            (true, true, 2, 1, Some(15), Some("sitemap"))
+        );
+        assert_eq!(r.submitted.unwrap().to_rfc3339(), "2026-12-01T10:00:00+00:00");
+        assert_eq!(r.downloaded.unwrap().timestamp_millis() % 1000, 123);
+        let r =
+            read(200, r#"{"path":"https://example.com/sitemap.xml","lastSubmitted":"2026-12-01","isPending":true}"#)
+                .unwrap();
+        assert_eq!(
+            (r.submitted.unwrap().to_rfc3339(), r.downloaded, r.errors),
+            ("2026-12-01T00:00:00+00:00".to_string(), None, 0)
+        );
+        assert_eq!(read(404, &rpc(404, "NOT_FOUND", "Sitemap not found.", "")).unwrap(), SitemapReading::default());
+        assert_eq!(
+            read(
+                403,
+                &rpc(
+                    403,
+                    "PERMISSION_DENIED",
+                    "User does not have sufficient permission for site 'https://example.com/'.",
+                    ""
+                )
+            )
+            .unwrap_err()
+            .reason
+            .to_string(),
+            "not_property_user"
+        );
+        assert_eq!(read(404, "<html>Not Found</html>").unwrap_err().reason.to_string(), "property_not_found");
+        assert_eq!(read(200, "<html>portal</html>").unwrap_err().reason.to_string(), "unrecognized_body");
+        let list = |body: &str| search_console_list(&Response { status: 200, headers: &[], body }, &SITEMAPS_CTX);
+        let listed = list(&format!(r#"{{"sitemap":[{resource}]}}"#)).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].0.as_str(), listed[0].1.errors), ("https://example.com/sitemap.xml", 2));
+        assert!(list("{}").unwrap().is_empty(), "a property without sitemaps");
     }
 }

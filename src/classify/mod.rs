@@ -20,6 +20,10 @@
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
+//! - `sitemaps.rs` ([`sitemap_problems`]): what an engine's report on a
+//!   sitemap submitted to it (Search Console's `sitemaps.get`, Bing's
+//!   `GetFeeds`, read by `google.rs` and `bing.rs`) says a human must look
+//!   at: errors, or no download in time.
 //! - here: the engine-neutral parts — the response and the verdict,
 //!   `Retry-After`, a failure without a response ([`network`]: `transient`
 //!   with `timeout`, `connect` or `network`), the excerpt of a body and the
@@ -40,17 +44,20 @@ mod bing;
 mod google;
 mod indexnow;
 mod key_file;
+mod sitemaps;
 mod token;
 
 #[cfg(test)]
 mod test_support;
 
-pub use bing::{bing, BingContext, BING_THROTTLE_WAIT};
+pub use bing::{bing, bing_feed, bing_feeds, BingContext, BING_THROTTLE_WAIT};
 pub use google::{
-    google, google_inspection, GoogleContext, InspectionContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
+    google, google_inspection, search_console_list, search_console_refusal, search_console_report,
+    search_console_submit, GoogleContext, InspectionContext, SitemapsContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
 };
 pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
+pub use sitemaps::{sitemap_problems, SitemapProblem};
 pub use token::{google_token, GoogleTokenContext};
 
 use crate::model::Period;
@@ -182,6 +189,23 @@ pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
     let detail = excerpt(detail);
     let detail = if detail.is_empty() { String::new() } else { format!(" ({detail})") };
     Verdict::new(reason, format!("No response: {what}{detail}. indexq retries with backoff."))
+}
+
+/// An instant as the engines write it in their reports: RFC 3339 (Search
+/// Console, with or without fractions), a date alone (`yyyy-mm-dd`, the
+/// start of that day in UTC), or WCF's JSON date `/Date(ms)/` or
+/// `/Date(ms+zzzz)/` (Bing: milliseconds since the epoch, the offset only
+/// telling the writer's zone). `None` for anything else.
+pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_prefix("/Date(").and_then(|t| t.strip_suffix(")/")) {
+        let end = inner.char_indices().skip(1).find(|(_, c)| *c == '+' || *c == '-').map_or(inner.len(), |(i, _)| i);
+        return inner[..end].parse::<i64>().ok().and_then(DateTime::from_timestamp_millis);
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc())
 }
 
 /// Retry-After: delta-seconds or HTTP-date (httpdate crate). None for garbage/negative.
@@ -363,13 +387,29 @@ mod tests {
                 let location = location();
                 indexnow(&resp, &IndexNowContext { key: KEY, key_location: &location, key_file: check.as_ref() })
             }
+            EngineKind::Bing if fixture.phase.as_deref() == Some("feed") => bing_feed(&resp, &BING_CTX, BING_FEED),
+            EngineKind::Bing if fixture.phase.as_deref() == Some("report") => {
+                report_verdict(bing_feeds(&resp, &BING_CTX, BING_FEED))
+            }
             EngineKind::Bing => bing(&resp, &BING_CTX),
+            EngineKind::Google if fixture.phase.as_deref() == Some("sitemaps") => {
+                search_console_submit(&resp, &SITEMAPS_CTX)
+            }
+            EngineKind::Google if fixture.phase.as_deref() == Some("report") => {
+                report_verdict(search_console_report(&resp, &SITEMAPS_CTX))
+            }
             EngineKind::Google if fixture.phase.as_deref() == Some("token") => google_token(&resp, &GOOGLE_TOKEN_CTX),
             EngineKind::Google if fixture.phase.as_deref() == Some("inspection") => {
                 google_inspection(&resp, &INSPECTION_CTX)
             }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
         }
+    }
+
+    /// A report read (`accepted`, `ok`), or the verdict on what kept it
+    /// from being read.
+    fn report_verdict(read: Result<crate::model::SitemapReading, Verdict>) -> Verdict {
+        read.map_or_else(|v| v, |r| Verdict::new(AcceptedReason::Ok, format!("read: {r:?}")))
     }
 
     #[test]
@@ -464,6 +504,21 @@ mod tests {
         ];
         for &(value, expect) in table {
             assert_eq!(parse_retry_after(value), expect, "Retry-After: {value:?}");
+        }
+    }
+
+    #[test]
+    fn engine_times_are_read() {
+        let ms = |t: &str| parse_time(t).map(|t| t.timestamp_millis());
+        assert_eq!(ms("/Date(1315781995040-0700)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(1315781995040+0100)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(1315781995040)/"), Some(1_315_781_995_040));
+        assert_eq!(ms("/Date(-1000)/"), Some(-1000));
+        assert_eq!(ms("2026-12-01T10:00:05.123Z"), Some(1_796_119_205_123));
+        assert_eq!(ms("2026-12-01T11:00:05+01:00"), Some(1_796_119_205_000));
+        assert_eq!(ms("2026-12-01"), Some(1_796_083_200_000));
+        for bad in ["", "yesterday", "/Date(x)/", "2026-13-01"] {
+            assert_eq!(parse_time(bad), None, "{bad}");
         }
     }
 

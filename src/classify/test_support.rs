@@ -18,6 +18,14 @@ pub const INSPECTION_CTX: InspectionContext<'static> = InspectionContext {
     client_email: "indexer@my-proj.iam.gserviceaccount.com",
     project_id: "my-proj",
 };
+pub const SITEMAPS_CTX: SitemapsContext<'static> = SitemapsContext {
+    sitemap: "https://example.com/sitemap.xml",
+    site_url: "https://example.com/",
+    client_email: "indexer@my-proj.iam.gserviceaccount.com",
+    project_id: "my-proj",
+};
+/// The sitemap a Bing feed fixture is about.
+pub const BING_FEED: &str = "https://example.com/sitemap.xml";
 pub const GOOGLE_TOKEN_CTX: GoogleTokenContext<'static> =
     GoogleTokenContext { client_email: "indexer@my-proj.iam.gserviceaccount.com", key_id: "0123abcd" };
 

@@ -5,8 +5,11 @@
 //! Google: the key file is parsed and a token obtained (no publish); for a
 //! property with `skip_indexed`, its site's URL is inspected once (one of
 //! the property's URL inspections, no publish) to see whether the service
-//! account may inspect the property. Exit 0 when nothing needs a human, 3
-//! otherwise.
+//! account may inspect the property. For a property that submits its
+//! sitemaps, they are listed (Search Console's `sitemaps.list`, Bing's
+//! `GetFeeds`; nothing submitted) to see whether the credentials may. What
+//! is parked and what the engines' sitemap reports say is a problem each.
+//! Exit 0 when nothing needs a human, 3 otherwise.
 
 use super::ExitStatus;
 use crate::clock::{self, Clock};
@@ -15,7 +18,8 @@ use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engin
 use crate::ledger::{Ledger, Owner, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
 use crate::model::Period;
-use crate::model::{Class, EngineKind};
+use crate::model::{Class, EngineKind, SitemapRead};
+use crate::output::parked::NoticeKind;
 use crate::output::printer::Printer;
 use crate::redact::Redactor;
 use serde::Serialize;
@@ -107,7 +111,7 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
             Err(e) => checks.push(Check::problem("bing_api_key", e.to_string(), e.hint.unwrap_or_default())),
             Ok(engine) => {
                 for p in settings.properties.iter().filter(|p| p.bing.is_some()) {
-                    let group = GroupKey { property: p.name.clone(), engine: EngineKind::Bing, target: String::new() };
+                    let group = GroupKey::urls(p.name.clone(), EngineKind::Bing, "");
                     let check = match engine.reported_quota(&group).await {
                         Some(Ok(left)) => {
                             let left_in = |period| left.iter().find(|(p, _)| *p == period).map_or(0, |(_, n)| *n);
@@ -129,6 +133,13 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
                         None => continue,
                     };
                     checks.push(check.about(&p.name, EngineKind::Bing));
+                }
+                for p in settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Bing).is_empty()) {
+                    let site_url = p.bing.as_ref().map(|b| b.site_url.as_str()).unwrap_or_default();
+                    let sitemaps: Vec<String> =
+                        p.submitted_sitemaps(EngineKind::Bing).into_iter().map(str::to_string).collect();
+                    let reads = engine.read_feeds(site_url, &sitemaps).await;
+                    checks.push(sitemaps_check(EngineKind::Bing, site_url, &reads).about(&p.name, EngineKind::Bing));
                 }
             }
         }
@@ -163,6 +174,30 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
                     checks.push(
                         inspection_check(site_url, p.site.as_str(), &inspected).about(&p.name, EngineKind::Google),
                     );
+                }
+                // The sitemap channel: the property's sitemaps listed
+                // (`sitemaps.list` needs what `sitemaps.submit` needs of the
+                // property), none submitted.
+                let submitting =
+                    settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Google).is_empty());
+                for p in submitting.filter(|_| token.is_ok()) {
+                    let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
+                    let sitemaps = p.submitted_sitemaps(EngineKind::Google);
+                    let reads: Vec<(String, SitemapRead)> = match engine.list_sitemaps(site_url).await {
+                        Ok(listed) => sitemaps
+                            .iter()
+                            .map(|s| {
+                                let reading = listed.iter().find(|(path, _)| path == s).map(|(_, r)| r.clone());
+                                (s.to_string(), SitemapRead::Read(reading.unwrap_or_default()))
+                            })
+                            .collect(),
+                        Err(verdict) => {
+                            let failed = engines::read_failure(verdict, None);
+                            sitemaps.iter().map(|s| (s.to_string(), SitemapRead::Failed(failed.clone()))).collect()
+                        }
+                    };
+                    checks
+                        .push(sitemaps_check(EngineKind::Google, site_url, &reads).about(&p.name, EngineKind::Google));
                 }
             }
         }
@@ -288,6 +323,53 @@ fn inspection_check(site_url: &str, site: &str, inspected: &engines::Inspected) 
     }
 }
 
+/// What reading a property's sitemaps from the engine (`reads`: Search
+/// Console's `sitemaps.list`, Bing's `GetFeeds`, for each sitemap the
+/// property submits) says of the sitemap channel: that the credentials may
+/// submit sitemaps for `site_url` (and what the engine has of each), or
+/// why not and the fix. Nothing is submitted.
+fn sitemaps_check(engine: EngineKind, site_url: &str, reads: &[(String, SitemapRead)]) -> Check {
+    let spent = "(read only; nothing submitted)";
+    if let Some((_, SitemapRead::Failed(failure))) = reads.iter().find(|(_, r)| matches!(r, SitemapRead::Failed(_))) {
+        return match failure.class {
+            Class::Misconfigured => Check::problem(
+                "sitemaps",
+                format!("{}'s sitemaps of {site_url} cannot be submitted: {} {spent}", engine.title(), failure.message),
+                failure.hint.clone().unwrap_or_default(),
+            ),
+            Class::Quota => Check::ok(
+                "sitemaps",
+                format!("not checked: {}; sitemaps are submitted once it allows", failure.message),
+            ),
+            _ => Check::problem(
+                "sitemaps",
+                format!("reading {}'s sitemaps of {site_url} failed: {}", engine.title(), failure.message),
+                "run `indexq doctor` again later",
+            ),
+        };
+    }
+    let said: Vec<String> = reads
+        .iter()
+        .map(|(sitemap, read)| match read {
+            SitemapRead::Read(r) if r.listed => {
+                let downloaded = r.downloaded.map_or("never downloaded".to_string(), |t| {
+                    format!("downloaded {}", t.format("%Y-%m-%d %H:%M UTC"))
+                });
+                format!("{sitemap} ({downloaded}, {} errors)", r.errors)
+            }
+            _ => format!("{sitemap} (not submitted yet: the next `submit` does)"),
+        })
+        .collect();
+    Check::ok(
+        "sitemaps",
+        format!(
+            "{} lets these credentials submit sitemaps for {site_url}: {} {spent}",
+            engine.title(),
+            said.join(", ")
+        ),
+    )
+}
+
 /// The `curl` line that fetches `property`'s key file, the key read from
 /// where the configuration reads it (never written out).
 fn key_file_curl(property: &crate::config::Property) -> Option<String> {
@@ -394,20 +476,40 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
     }
     stranded_checks(settings, ledger.as_mut(), now, &mut checks);
-    parked_checks(settings, ledger.as_mut(), &mut checks);
+    parked_checks(settings, ledger.as_mut(), now, true, &mut checks);
     checks
 }
 
-/// What is parked in the configured groups: a problem each (group and
-/// reason), with the fix and whether indexq notices it by itself.
-fn parked_checks(settings: &Settings, ledger: &mut dyn Ledger, checks: &mut Vec<Check>) {
-    match crate::queue::parked_notices(settings, ledger) {
+/// What needs a human in the configured groups: a problem each (group and
+/// reason) — parked items and, from a ledger of schema 5 on (`sitemaps`),
+/// what the engines' reports on the sitemaps submitted to them say — with
+/// the fix and whether indexq notices it by itself.
+fn parked_checks(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+    sitemaps: bool,
+    checks: &mut Vec<Check>,
+) {
+    let notices = if sitemaps {
+        crate::queue::parked_notices(settings, ledger, now)
+    } else {
+        crate::queue::parked_item_notices(settings, ledger)
+    };
+    match notices {
         Ok(notices) => {
             let user_tz = crate::clock::user_timezone();
             for notice in notices {
                 let fix = format!("{}{}", notice.fix.as_deref().unwrap_or_default(), notice.who());
-                let check = Check::problem("parked", notice.summary(user_tz), fix.trim_start().to_string());
                 let group = &notice.parked.group;
+                let (name, message) = match (notice.kind, group.sitemap_url()) {
+                    (NoticeKind::SitemapReport, Some(sitemap)) => {
+                        ("sitemap_report", format!("the sitemap {sitemap}: {}", notice.summary(user_tz)))
+                    }
+                    (_, Some(sitemap)) => ("parked", format!("the sitemap {sitemap}: {}", notice.summary(user_tz))),
+                    (_, None) => ("parked", notice.summary(user_tz)),
+                };
+                let check = Check::problem(name, message, fix.trim_start().to_string());
                 checks.push(check.about(&group.property, group.engine));
             }
         }
@@ -485,7 +587,7 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
             stranded_checks(settings, &mut ledger, now, &mut checks);
             // Reminders came with schema 3: an older shared ledger is migrated by the next run.
             if v >= 3 {
-                parked_checks(settings, &mut ledger, &mut checks);
+                parked_checks(settings, &mut ledger, now, v >= 5, &mut checks);
             }
         }
         Err(e) => checks.push(Check::problem("ledger_schema", e.to_string(), fix)),

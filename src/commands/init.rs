@@ -250,6 +250,11 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "Bing and Google are commented out in the file, each with what it needs. Google documents")?;
     writeln!(out, "its Indexing API for pages with JobPosting or BroadcastEvent (in a VideoObject) structured")?;
     writeln!(out, "data only: other pages it merely receives (the reason `received`).")?;
+    writeln!(out, "Your source is a sitemap, so the sitemap channel is there for every page: with")?;
+    writeln!(out, "`bing = {{}}` (a Bing API key) or `google = {{ indexing = false }}` (a service account that is")?;
+    writeln!(out, "an Owner or Full user of the property in Search Console), indexq submits")?;
+    writeln!(out, "{} to Bing and Search Console when it changes, at most once a day,", sitemap_of(site))?;
+    writeln!(out, "and `indexq status` shows what each engine made of it (`sitemaps = false` turns it off).")?;
     if !found_without_flag(path) {
         if let Ok(found) = config::find(None) {
             let from_env = if config::named(None).is_some() { " ($INDEXQ_CONFIG)" } else { "" };

@@ -215,9 +215,9 @@ fn list(
             .into_iter()
             .map(|r| ItemJson {
                 url: r.url,
+                endpoint: r.group.endpoint().map(str::to_string),
                 property: r.group.property,
                 engine: r.group.engine,
-                endpoint: (!r.group.target.is_empty()).then_some(r.group.target),
                 state: match (r.state, r.next_attempt_at) {
                     (ItemState::Queued, Some(t)) if t > now => "waiting",
                     (ItemState::Queued, _) => "due",

@@ -3,7 +3,10 @@
 //! budget rule's use in its current window and when it reopens (in the
 //! rule's timezone, the user's, and relative), queue counts, and the last
 //! rejection; for a Google property with `skip_indexed`, its URL
-//! inspections: their budget, their answers per class and the last failure.
+//! inspections: their budget, their answers per class and the last failure;
+//! for a sitemap submitted to an engine, when it was, and what the engine
+//! last reported of it (read when, submitted, downloaded, pending, errors,
+//! warnings, URLs) or the read that failed.
 
 use super::{open_ledger_on_clock, ExitStatus};
 use crate::budget;
@@ -101,6 +104,41 @@ struct InspectionFailureJson {
     http_status: Option<u16>,
 }
 
+/// A sitemap submitted to an engine: when, and what the engine last
+/// reported of it.
+#[derive(Serialize)]
+struct SitemapJson {
+    property: String,
+    engine: EngineKind,
+    sitemap: String,
+    /// When the sitemap was last submitted (accepted) to the engine.
+    submitted_at: Option<String>,
+    /// When indexq last read the engine's report, and whether that read
+    /// failed (`read_failure`); the report's fields are the last one read.
+    read_at: Option<String>,
+    /// Whether the engine lists the sitemap (absent: never read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listed: Option<bool>,
+    /// The engine's own word on when it was submitted, and last downloaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine_submitted_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    downloaded_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    urls: Option<u64>,
+    /// Google's `type`, Bing's `Status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_failure: Option<InspectionFailureJson>,
+}
+
 #[derive(Serialize)]
 struct StatusJson {
     now: String,
@@ -114,6 +152,9 @@ struct StatusJson {
     parked: Vec<crate::output::parked::ParkedJson>,
     /// Per Google property with `skip_indexed`: its URL inspections.
     inspections: Vec<InspectionsJson>,
+    /// Per sitemap and engine it is submitted to: when, and what the
+    /// engine reports of it.
+    sitemaps: Vec<SitemapJson>,
 }
 
 pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
@@ -143,15 +184,17 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         stranded: Vec::new(),
         parked: Vec::new(),
         inspections: Vec::new(),
+        sitemaps: Vec::new(),
     };
+    let sitemap_states = ledger.sitemap_states()?;
     let inspected = ledger.inspections()?;
-    let parked = crate::queue::parked_notices(settings, ledger.as_mut())?;
+    let parked = crate::queue::parked_notices(settings, ledger.as_mut(), now)?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
     for group in budget::groups(settings) {
         let Some(rules) = budget::group_rules(settings, &group, google_project.as_deref()) else { continue };
-        let endpoint = (!group.target.is_empty()).then(|| group.target.clone());
+        let endpoint = group.endpoint().map(str::to_string);
         writeln!(human, "{}", group_title(&group))?;
         let pool = match group.engine {
             EngineKind::Google => google_project.as_deref(),
@@ -193,6 +236,10 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         {
             doc.inspections.push(inspections);
         }
+        if let Some(sitemap) = group.sitemap_url() {
+            let state = sitemap_states.iter().find(|s| s.group == group);
+            doc.sitemaps.push(sitemap_report(&group, sitemap, state, user_tz, &mut human)?);
+        }
         doc.groups.push(GroupJson {
             property: group.property.clone(),
             engine: group.engine,
@@ -221,7 +268,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         doc.stranded.push(StrandedJson {
             property: group.property.clone(),
             engine: group.engine,
-            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+            endpoint: group.endpoint().map(str::to_string),
             queue: counts,
             hint,
         });
@@ -284,7 +331,7 @@ fn rule_state(
     let json = BudgetJson {
         property: group.property.clone(),
         engine: group.engine,
-        endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        endpoint: group.endpoint().map(str::to_string),
         rule: rule.id.clone(),
         scope: rule.scope.as_str(),
         period: rule.period.as_str(),
@@ -301,6 +348,81 @@ fn rule_state(
         blocked_until: blocked.map(|t| rfc3339(t, rule.tz)),
     };
     (line, json)
+}
+
+/// A sitemap group's submission and the engine's last report on it, in
+/// `human` and as JSON.
+fn sitemap_report(
+    group: &crate::model::GroupKey,
+    sitemap: &str,
+    state: Option<&crate::model::SitemapState>,
+    user_tz: chrono_tz::Tz,
+    human: &mut Vec<u8>,
+) -> anyhow::Result<SitemapJson> {
+    let title = group.engine.title();
+    let local = |t: chrono::DateTime<chrono::Utc>| clock::format_local(t, user_tz);
+    let reading = state.and_then(|s| s.reading.as_ref());
+    let mut doc = SitemapJson {
+        property: group.property.clone(),
+        engine: group.engine,
+        sitemap: sitemap.to_string(),
+        submitted_at: state.and_then(|s| s.submitted_at).map(|t| rfc3339(t, user_tz)),
+        read_at: state.and_then(|s| s.read_at).map(|t| rfc3339(t, user_tz)),
+        listed: reading.map(|r| r.listed),
+        engine_submitted_at: reading.and_then(|r| r.submitted).map(|t| rfc3339(t, user_tz)),
+        downloaded_at: reading.and_then(|r| r.downloaded).map(|t| rfc3339(t, user_tz)),
+        pending: reading.map(|r| r.pending),
+        errors: reading.map(|r| r.errors),
+        warnings: reading.map(|r| r.warnings),
+        urls: reading.and_then(|r| r.urls),
+        status: reading.and_then(|r| r.status.clone()),
+        read_failure: None,
+    };
+    let submitted = state.and_then(|s| s.submitted_at).map_or("not yet".to_string(), local);
+    writeln!(human, "  submitted to {title}: {submitted}")?;
+    match (reading, state.and_then(|s| s.read_ok_at)) {
+        (Some(r), Some(read)) if r.listed => {
+            let downloaded = r.downloaded.map_or("never".to_string(), local);
+            let urls = r.urls.map(|n| format!(", {n} URLs")).unwrap_or_default();
+            let pending = if r.pending { ", pending" } else { "" };
+            let status = r.status.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+            writeln!(
+                human,
+                "  {title}'s report (read {}): submitted {}, downloaded {downloaded}{pending}, {} errors, {} warnings{urls}{status}",
+                local(read),
+                r.submitted.map_or("-".to_string(), local),
+                r.errors,
+                r.warnings
+            )?;
+        }
+        (Some(_), Some(read)) => {
+            writeln!(human, "  {title}'s report (read {}): it does not list the sitemap", local(read))?
+        }
+        _ => writeln!(human, "  {title}'s report: not read yet")?,
+    }
+    if let Some((failure, at)) = state.and_then(|s| s.failure.as_ref().zip(s.read_at)) {
+        writeln!(
+            human,
+            "  last read failed {} {} ({}{}): {}",
+            local(at),
+            failure.class,
+            failure.reason,
+            failure.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
+            failure.message
+        )?;
+        if let Some(hint) = &failure.hint {
+            writeln!(human, "    hint: {hint}")?;
+        }
+        doc.read_failure = Some(InspectionFailureJson {
+            at: rfc3339(at, user_tz),
+            outcome: failure.class.to_string(),
+            reason: failure.reason,
+            message: failure.message.clone(),
+            hint: failure.hint.clone(),
+            http_status: failure.http_status,
+        });
+    }
+    Ok(doc)
 }
 
 /// The URL inspections of a Google group whose property has `skip_indexed`

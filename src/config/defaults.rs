@@ -50,6 +50,10 @@ pub const BING_ENDPOINT: &str = "https://ssl.bing.com/webmaster/api.svc/json";
 /// `bing.quota_timezone` defaults to the table's).
 pub const BING_QUOTA_TIMEZONE: Tz = Tz::UTC;
 
+/// `[bing] sitemaps` (and a property's `bing.sitemaps`): a property's remote
+/// sitemaps are submitted to Bing (`SubmitFeed`) when they change.
+pub const BING_SITEMAPS: bool = true;
+
 // [google]
 
 /// `[google] endpoint`: the Indexing API.
@@ -67,6 +71,11 @@ pub const GOOGLE_DAILY_QUOTA: u64 = 200;
 
 /// `[google] requests_per_minute`: the pace.
 pub const GOOGLE_REQUESTS_PER_MINUTE: u32 = 380;
+
+/// `[google] sitemaps` (and a property's `google.sitemaps`): a property's
+/// remote sitemaps are submitted to Search Console (`sitemaps.submit`)
+/// when they change.
+pub const GOOGLE_SITEMAPS: bool = true;
 
 // [submit]
 
@@ -114,6 +123,14 @@ pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// (50 MiB, the sitemaps.org limit).
 pub const SITEMAP_MAX_BYTES: u64 = 50 * 1024 * 1024;
 
+/// `[sitemap] read_interval`: how often an engine's report on a sitemap
+/// submitted to it is read (6h; and once right after each submission).
+pub const SITEMAP_READ_INTERVAL: Duration = Duration::from_secs(6 * HOUR);
+
+/// `[sitemap] download_deadline`: how long after a submission the engine
+/// has to download the sitemap before a human is told it has not (3d).
+pub const SITEMAP_DOWNLOAD_DEADLINE: Duration = Duration::from_secs(3 * DAY);
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.
@@ -121,6 +138,9 @@ pub const PROPERTY_GOOGLE_DAILY_QUOTA: u64 = 11;
 
 /// `property.google.skip_indexed`: URLs are not inspected before they are sent.
 pub const PROPERTY_GOOGLE_SKIP_INDEXED: bool = false;
+
+/// `property.google.indexing`: the property's URLs go to the Indexing API.
+pub const PROPERTY_GOOGLE_INDEXING: bool = true;
 
 /// A duration as the configuration writes it, in its largest whole unit:
 /// `10m`, `30s`, `3d` (for messages that name a default).
@@ -197,6 +217,9 @@ mod tests {
         assert_eq!(s.http.connect_timeout, HTTP_CONNECT_TIMEOUT);
         assert_eq!(s.http.timeout, HTTP_TIMEOUT);
         assert_eq!(s.sitemap.max_bytes, SITEMAP_MAX_BYTES);
+        assert_eq!(s.sitemap.read_interval, SITEMAP_READ_INTERVAL);
+        assert_eq!(s.sitemap.download_deadline, SITEMAP_DOWNLOAD_DEADLINE);
+        assert_eq!((s.google.sitemaps, s.bing.sitemaps), (GOOGLE_SITEMAPS, BING_SITEMAPS));
         assert!(s.properties.is_empty());
     }
 
@@ -221,6 +244,10 @@ mod tests {
         assert_eq!(google.daily_quota, PROPERTY_GOOGLE_DAILY_QUOTA);
         assert_eq!(google.skip_indexed, PROPERTY_GOOGLE_SKIP_INDEXED);
         assert_eq!(google.quota_timezone, GOOGLE_QUOTA_TIMEZONE);
+        assert_eq!(
+            (google.indexing, google.sitemaps, bing.sitemaps),
+            (PROPERTY_GOOGLE_INDEXING, GOOGLE_SITEMAPS, BING_SITEMAPS)
+        );
         assert!(p.sources.is_empty(), "no sources: `submit` with no input only drains the queue");
     }
 
@@ -264,6 +291,12 @@ mod tests {
             ),
             ("`[http] connect_timeout`, `timeout`", vec![D(HTTP_CONNECT_TIMEOUT), D(HTTP_TIMEOUT)]),
             ("`[sitemap] max_bytes`", vec![T(SITEMAP_MAX_BYTES.to_string())]),
+            (
+                "`[sitemap] read_interval`, `download_deadline`",
+                vec![D(SITEMAP_READ_INTERVAL), D(SITEMAP_DOWNLOAD_DEADLINE)],
+            ),
+            ("`[bing] sitemaps`", vec![T(BING_SITEMAPS.to_string())]),
+            ("`[google] sitemaps`", vec![T(GOOGLE_SITEMAPS.to_string())]),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {
@@ -287,6 +320,10 @@ mod tests {
         let google = readme.lines().find(|l| l.starts_with("| `property.google` |")).expect("the property.google row");
         assert!(google.contains(&format!("`daily_quota` (default {PROPERTY_GOOGLE_DAILY_QUOTA}:")), "{google}");
         assert!(google.contains(&format!("`skip_indexed` (default {PROPERTY_GOOGLE_SKIP_INDEXED})")), "{google}");
+        assert!(google.contains(&format!("`indexing` (default {PROPERTY_GOOGLE_INDEXING}:")), "{google}");
+        assert!(google.contains("`sitemaps` (default `[google] sitemaps`)"), "{google}");
+        let bing = readme.lines().find(|l| l.starts_with("| `property.bing` |")).expect("the property.bing row");
+        assert!(bing.contains("`sitemaps` (default `[bing] sitemaps`)"), "{bing}");
         assert!(ledger_path().ends_with("indexq/ledger.db"));
     }
 }

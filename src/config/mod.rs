@@ -66,6 +66,11 @@ pub struct Settings {
 pub struct SitemapSettings {
     /// The most uncompressed bytes read from one sitemap.
     pub max_bytes: u64,
+    /// How often an engine's report on a sitemap submitted to it is read.
+    pub read_interval: Duration,
+    /// How long after a submission the engine has to download the sitemap
+    /// before a human is told it has not.
+    pub download_deadline: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +87,9 @@ pub struct BingSettings {
     pub quota_timezone: Tz,
     pub daily_quota: Option<u64>,
     pub monthly_quota: Option<u64>,
+    /// Whether properties submit their sitemaps to Bing (`SubmitFeed`),
+    /// unless their own table says.
+    pub sitemaps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +101,9 @@ pub struct GoogleSettings {
     pub quota_timezone: Tz,
     pub daily_quota: u64,
     pub requests_per_minute: u32,
+    /// Whether properties submit their sitemaps to Search Console
+    /// (`sitemaps.submit`), unless their own table says.
+    pub sitemaps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +177,8 @@ pub struct PropertyBing {
     pub daily_quota: Option<u64>,
     pub monthly_quota: Option<u64>,
     pub quota_timezone: Tz,
+    /// Its remote sitemaps are submitted to Bing (`SubmitFeed`) when they change.
+    pub sitemaps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -174,12 +187,53 @@ pub struct PropertyGoogle {
     pub daily_quota: u64,
     pub skip_indexed: bool,
     pub quota_timezone: Tz,
+    /// Its URLs go to the Indexing API (`urlNotifications:publish`).
+    pub indexing: bool,
+    /// Its remote sitemaps are submitted to Search Console
+    /// (`sitemaps.submit`) when they change.
+    pub sitemaps: bool,
 }
 
 impl Property {
     /// Whether `url` lies under this property's site.
     pub fn contains(&self, url: &Url) -> bool {
         url.as_str().starts_with(self.site.as_str())
+    }
+
+    /// The remote sitemaps (and indexes) among its sources, as configured:
+    /// those an engine can be given. A `robots.txt` is not one (the engines
+    /// read its `Sitemap:` lines themselves), nor a file.
+    pub fn remote_sitemaps(&self) -> Vec<&str> {
+        let remote = |s: &str| {
+            Url::parse(s).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https") && !u.path().to_ascii_lowercase().ends_with("/robots.txt")
+            })
+        };
+        let mut sitemaps: Vec<&str> = Vec::new();
+        for source in &self.sources {
+            if let PropertySource::Sitemap(s) = source {
+                if remote(s) && !sitemaps.contains(&s.as_str()) {
+                    sitemaps.push(s);
+                }
+            }
+        }
+        sitemaps
+    }
+
+    /// The sitemaps the property submits to `engine` (none when its table
+    /// for it is missing or says `sitemaps = false`).
+    pub fn submitted_sitemaps(&self, engine: crate::model::EngineKind) -> Vec<&str> {
+        use crate::model::EngineKind::*;
+        let on = match engine {
+            IndexNow => false,
+            Bing => self.bing.as_ref().is_some_and(|b| b.sitemaps),
+            Google => self.google.as_ref().is_some_and(|g| g.sitemaps),
+        };
+        if on {
+            self.remote_sitemaps()
+        } else {
+            Vec::new()
+        }
     }
 
     pub fn uses(&self, engine: crate::model::EngineKind) -> bool {

@@ -51,6 +51,7 @@ pub(super) struct RawBing {
     pub(super) quota_timezone: Option<S<String>>,
     pub(super) daily_quota: Option<u64>,
     pub(super) monthly_quota: Option<u64>,
+    pub(super) sitemaps: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -62,6 +63,7 @@ pub(super) struct RawGoogle {
     pub(super) quota_timezone: Option<S<String>>,
     pub(super) daily_quota: Option<u64>,
     pub(super) requests_per_minute: Option<S<u32>>,
+    pub(super) sitemaps: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -94,6 +96,8 @@ pub(super) struct RawHttp {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSitemap {
     pub(super) max_bytes: Option<S<u64>>,
+    pub(super) read_interval: Option<S<String>>,
+    pub(super) download_deadline: Option<S<String>>,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +145,7 @@ pub(super) struct RawPropBing {
     pub(super) daily_quota: Option<u64>,
     pub(super) monthly_quota: Option<u64>,
     pub(super) quota_timezone: Option<S<String>>,
+    pub(super) sitemaps: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -150,4 +155,6 @@ pub(super) struct RawPropGoogle {
     pub(super) daily_quota: Option<u64>,
     pub(super) skip_indexed: Option<bool>,
     pub(super) quota_timezone: Option<S<String>>,
+    pub(super) indexing: Option<bool>,
+    pub(super) sitemaps: Option<bool>,
 }

@@ -4,13 +4,15 @@
 //! `apikey` query parameter, so every URL and error that could carry it is
 //! redacted before it is formatted. A batch refused as `InvalidUrl` is split
 //! in halves until the bad URLs are found, so one bad URL does not park the
-//! rest.
+//! rest. A sitemap group's item goes by `SubmitFeed` (`{"siteUrl",
+//! "feedUrl"}`, spending none of the URL quota), and `GetFeeds` says what
+//! Bing made of the site's sitemaps.
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
 use crate::classify::{self, BingContext, Response};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::Period;
-use crate::model::{BingCode, Check, GroupKey};
+use crate::model::{BingCode, Channel, Check, GroupKey, SitemapRead};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -61,6 +63,86 @@ impl Bing {
         url
     }
 
+    /// Submits a sitemap (`SubmitFeed`, `{"siteUrl", "feedUrl"}`).
+    async fn submit_feed(&self, site_url: &str, feed: &str) -> Answer {
+        let body = serde_json::json!({ "siteUrl": site_url, "feedUrl": feed });
+        let request = self
+            .client
+            .post(self.url("SubmitFeed", &[]))
+            .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
+            .body(body.to_string());
+        tracing::debug!(site = site_url, feed, "POST Bing SubmitFeed");
+        let received = match request.send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        match received {
+            Err(e) => network_answer(&e, &self.redactor),
+            Ok(r) => {
+                let r = r.redacted(&self.redactor);
+                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                let verdict = classify::bing_feed(&resp, &BingContext { site_url }, feed);
+                Answer::received(verdict, &r, &self.redactor)
+            }
+        }
+    }
+
+    /// What Bing reports of `feeds` of `site_url` (one `GetFeeds`, read for
+    /// each), or the answer that kept them from being read.
+    pub async fn read_feeds(&self, site_url: &str, feeds: &[String]) -> Vec<(String, SitemapRead)> {
+        let url = self.url("GetFeeds", &[("siteUrl", site_url)]);
+        let received = match self.client.get(url).send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        let r = match received {
+            Ok(r) => r.redacted(&self.redactor),
+            Err(e) => {
+                let answer = network_answer(&e, &self.redactor);
+                let failed = super::read_failure(answer.verdict, None);
+                return feeds.iter().map(|f| (f.clone(), SitemapRead::Failed(failed.clone()))).collect();
+            }
+        };
+        let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+        feeds
+            .iter()
+            .map(|feed| {
+                let read = match classify::bing_feeds(&resp, &BingContext { site_url }, feed) {
+                    Ok(reading) => SitemapRead::Read(reading),
+                    Err(verdict) => {
+                        SitemapRead::Failed(super::read_failure(verdict.redacted_with(&self.redactor), Some(r.status)))
+                    }
+                };
+                (feed.clone(), read)
+            })
+            .collect()
+    }
+
+    /// What Bing says is left of the quota of `site_url`, per period.
+    async fn quota(&self, site_url: &str) -> Result<Vec<(Period, u64)>, String> {
+        let url = self.url("GetUrlSubmissionQuota", &[("siteUrl", site_url)]);
+        let received = match self.client.get(url).send().await {
+            Ok(resp) => receive(resp).await,
+            Err(e) => Err(e),
+        };
+        let r = match received {
+            Ok(r) => r.redacted(&self.redactor),
+            Err(e) => return Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message)),
+        };
+        let parsed: Option<(u64, u64)> = serde_json::from_str::<serde_json::Value>(&r.body).ok().and_then(|v| {
+            let d = v.get("d")?;
+            Some((d.get("DailyQuota")?.as_u64()?, d.get("MonthlyQuota")?.as_u64()?))
+        });
+        match (r.status, parsed) {
+            (200, Some((daily, monthly))) => Ok(vec![(Period::Day, daily), (Period::Month, monthly)]),
+            _ => Err(self.redactor.redact(&format!(
+                "GetUrlSubmissionQuota answered HTTP {} (response: {})",
+                r.status,
+                classify::excerpt(&r.body)
+            ))),
+        }
+    }
+
     async fn post(&self, site_url: &str, urls: &[String]) -> Answer {
         let body = serde_json::json!({ "siteUrl": site_url, "urlList": urls });
         let request = self
@@ -95,7 +177,7 @@ impl Engine for Bing {
 
     fn fingerprint(&self, group: &GroupKey) -> String {
         let site = self.sites.get(&group.property).map(String::as_str).unwrap_or_default();
-        digest(&[self.key.expose(), site, self.endpoint.as_str()])
+        digest(&[self.key.expose(), site, self.endpoint.as_str(), group.channel.as_str()])
     }
 
     fn credential(&self, _group: &GroupKey) -> Option<String> {
@@ -107,6 +189,21 @@ impl Engine for Bing {
         let Some(site_url) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Bing", &group.property, urls.len());
         };
+        if group.channel == Channel::Sitemaps {
+            // One sitemap a group: each submitted on its own, in order.
+            let mut sent = Sent { answers: Vec::new(), per_url: Vec::new() };
+            for feed in urls {
+                let answer = if halt.stopping() {
+                    Answer::not_sent_on_stop()
+                } else {
+                    let answer = halt.within_grace(self.submit_feed(site_url, feed)).await;
+                    answer.unwrap_or_else(Answer::unanswered_on_stop)
+                };
+                sent.per_url.push(sent.answers.len());
+                sent.answers.push(answer);
+            }
+            return sent;
+        }
         // Split a batch refused as InvalidUrl until each bad URL stands alone:
         // at most 2n-1 requests, and only refused requests are repeated.
         // Once the run stops, no half goes out.
@@ -132,35 +229,27 @@ impl Engine for Bing {
     }
 
     async fn reported_quota(&self, group: &GroupKey) -> Option<Result<Vec<(Period, u64)>, String>> {
+        // The quota is the URL Submission API's; a sitemap spends none of it.
+        if group.channel != Channel::Urls {
+            return None;
+        }
         let site_url = self.sites.get(&group.property)?;
-        let url = self.url("GetUrlSubmissionQuota", &[("siteUrl", site_url)]);
-        let received = match self.client.get(url).send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        let r = match received {
-            Ok(r) => r.redacted(&self.redactor),
-            Err(e) => return Some(Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message))),
-        };
-        let parsed: Option<(u64, u64)> = serde_json::from_str::<serde_json::Value>(&r.body).ok().and_then(|v| {
-            let d = v.get("d")?;
-            Some((d.get("DailyQuota")?.as_u64()?, d.get("MonthlyQuota")?.as_u64()?))
-        });
-        Some(match (r.status, parsed) {
-            (200, Some((daily, monthly))) => Ok(vec![(Period::Day, daily), (Period::Month, monthly)]),
-            _ => Err(self.redactor.redact(&format!(
-                "GetUrlSubmissionQuota answered HTTP {} (response: {})",
-                r.status,
-                classify::excerpt(&r.body)
-            ))),
-        })
+        Some(self.quota(site_url).await)
+    }
+
+    async fn sitemap_reports(&self, property: &str, sitemaps: &[String]) -> Vec<(String, SitemapRead)> {
+        match self.sites.get(property) {
+            Some(site_url) => self.read_feeds(site_url, sitemaps).await,
+            None => Vec::new(),
+        }
     }
 
     async fn check(&self, group: &GroupKey, check: Check) -> Option<Result<String, String>> {
         if check != Check::ApiKey {
             return None;
         }
-        Some(match self.reported_quota(group).await? {
+        let site_url = self.sites.get(&group.property)?;
+        Some(match self.quota(site_url).await {
             Ok(_) => Ok("Bing accepts the API key now (its quota was read)".into()),
             Err(why) => Err(why),
         })

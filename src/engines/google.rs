@@ -12,13 +12,18 @@
 //! Google said it is indexed, and a quota or a refusal stops the property's
 //! inspections for the rest of the run. A token endpoint that refuses the
 //! key makes every Google item of the run `misconfigured`, and nothing is
-//! sent.
+//! sent. A sitemap group's item goes to Search Console instead
+//! (`sitemaps.submit`: a PUT without a body at `inspection_endpoint`, the
+//! property's `site_url` and the sitemap each one percent-encoded path
+//! segment), unpaced; `sitemaps.get` reads what Search Console made of it
+//! and `sitemaps.list` (`doctor`) what the property has. The token asks for
+//! the scopes the properties' channels need (`scopes`).
 
 use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Inspected, Sent};
-use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, Response, Verdict};
+use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, Response, SitemapsContext, Verdict};
 use crate::config::{ConfigError, Settings};
 use crate::model::{AcceptedReason, Class, MisconfiguredReason, Reason, TransientReason};
-use crate::model::{Action, Check, GroupKey, StoredResponse};
+use crate::model::{Action, Channel, Check, GroupKey, SitemapRead, SitemapReading, StoredResponse};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 use chrono::TimeDelta;
@@ -34,6 +39,9 @@ use url::Url;
 
 pub const SCOPE_INDEXING: &str = "https://www.googleapis.com/auth/indexing";
 pub const SCOPE_INSPECTION: &str = "https://www.googleapis.com/auth/webmasters.readonly";
+/// Search Console read and write: `sitemaps.submit` needs it (and it covers
+/// what the read-only scope allows: URL inspection, `sitemaps.get`).
+pub const SCOPE_WEBMASTERS: &str = "https://www.googleapis.com/auth/webmasters";
 /// Requests in flight at once.
 pub const IN_FLIGHT: usize = 4;
 /// A token is refreshed this long before it expires.
@@ -179,6 +187,37 @@ struct Site {
     skip_indexed: bool,
 }
 
+/// The scopes a token needs for what the properties use: the Indexing API
+/// for properties that publish URLs, Search Console read-write for those
+/// that submit sitemaps (which covers URL inspection), else read-only for
+/// those that inspect URLs (`skip_indexed`).
+pub fn scopes(settings: &Settings) -> String {
+    let tables: Vec<&crate::config::PropertyGoogle> =
+        settings.properties.iter().filter_map(|p| p.google.as_ref()).collect();
+    let sitemaps =
+        settings.properties.iter().any(|p| !p.submitted_sitemaps(crate::model::EngineKind::Google).is_empty());
+    let mut scopes = Vec::new();
+    if tables.iter().any(|g| g.indexing) {
+        scopes.push(SCOPE_INDEXING);
+    }
+    if sitemaps {
+        scopes.push(SCOPE_WEBMASTERS);
+    } else if tables.iter().any(|g| g.skip_indexed) {
+        scopes.push(SCOPE_INSPECTION);
+    }
+    scopes.join(" ")
+}
+
+/// A path segment of a Search Console URL: every byte but RFC 3986's
+/// unreserved characters percent-encoded, as Google's client libraries
+/// send `siteUrl` and `feedpath` (`https%3A%2F%2Fexample.com%2F`,
+/// `sc-domain%3Aexample.com`).
+pub fn path_segment(text: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet =
+        &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+    percent_encoding::utf8_percent_encode(text, SEGMENT).to_string()
+}
+
 pub struct Google {
     client: reqwest::Client,
     account: ServiceAccount,
@@ -218,11 +257,7 @@ impl Google {
                     .map(|g| (p.name.clone(), Site { site_url: g.site_url.clone(), skip_indexed: g.skip_indexed }))
             })
             .collect();
-        let scope = if sites.values().any(|s| s.skip_indexed) {
-            format!("{SCOPE_INDEXING} {SCOPE_INSPECTION}")
-        } else {
-            SCOPE_INDEXING.to_string()
-        };
+        let scope = scopes(settings);
         let per_minute = i64::from(settings.google.requests_per_minute.max(1));
         Ok(Google {
             client,
@@ -335,17 +370,30 @@ impl Google {
     /// POSTs JSON with the bearer token; a 401 refreshes the token once and
     /// retries. The response comes back redacted.
     async fn call(&self, url: &Url, body: &serde_json::Value) -> Result<super::Received, Answer> {
+        self.request(reqwest::Method::POST, url, Some(body)).await
+    }
+
+    /// Sends `method` to `url` with the bearer token (and `body` as JSON, if
+    /// any; none is an empty body); a 401 refreshes the token once and
+    /// retries. The response comes back redacted.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        body: Option<&serde_json::Value>,
+    ) -> Result<super::Received, Answer> {
         let mut refreshed = false;
         loop {
             let token = self.token(refreshed).await?;
-            let sent = self
-                .client
-                .post(url.clone())
-                .bearer_auth(&token)
-                .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
-                .body(body.to_string())
-                .send()
-                .await;
+            let request = self.client.request(method.clone(), url.clone()).bearer_auth(&token);
+            let request = match body {
+                Some(body) => request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
+                    .body(body.to_string()),
+                // Search Console's PUT takes no body: an explicit empty one.
+                None => request.header(reqwest::header::CONTENT_LENGTH, "0"),
+            };
+            let sent = request.send().await;
             let received = match sent {
                 Ok(resp) => receive(resp).await,
                 Err(e) => Err(e),
@@ -355,6 +403,76 @@ impl Google {
                 Ok(r) => return Ok(r.redacted(&self.redactor)),
                 Err(e) => return Err(network_answer(&e, &self.redactor)),
             }
+        }
+    }
+
+    /// `…/webmasters/v3/sites/{siteUrl}/sitemaps[/{feedpath}]` on the Search
+    /// Console endpoint (`inspection_endpoint`, which serves both APIs),
+    /// each encoded as one path segment.
+    fn sitemaps_url(&self, site_url: &str, sitemap: Option<&str>) -> Url {
+        let mut path = format!("/webmasters/v3/sites/{}/sitemaps", path_segment(site_url));
+        if let Some(sitemap) = sitemap {
+            path.push('/');
+            path.push_str(&path_segment(sitemap));
+        }
+        self.api(&self.inspection_endpoint, &path)
+    }
+
+    fn sitemaps_context<'a>(&'a self, site_url: &'a str, sitemap: &'a str) -> SitemapsContext<'a> {
+        SitemapsContext {
+            sitemap,
+            site_url,
+            client_email: &self.account.client_email,
+            project_id: &self.account.project_id,
+        }
+    }
+
+    /// Submits `sitemap` to Search Console for `site_url` (`sitemaps.submit`:
+    /// a PUT without a body).
+    async fn submit_sitemap(&self, site_url: &str, sitemap: &str) -> Answer {
+        let url = self.sitemaps_url(site_url, Some(sitemap));
+        tracing::debug!(site_url, sitemap, "PUT Search Console sitemaps.submit");
+        let r = match self.request(reqwest::Method::PUT, &url, None).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
+        let verdict = classify::search_console_submit(
+            &Response { status: r.status, headers: &r.headers, body: &r.body },
+            &self.sitemaps_context(site_url, sitemap),
+        );
+        Answer::received(verdict, &r, &self.redactor)
+    }
+
+    /// Search Console's report on `sitemap` of `site_url` (`sitemaps.get`),
+    /// or what kept it from being read.
+    pub async fn sitemap_report(&self, site_url: &str, sitemap: &str) -> SitemapRead {
+        let url = self.sitemaps_url(site_url, Some(sitemap));
+        match self.request(reqwest::Method::GET, &url, None).await {
+            Ok(r) => {
+                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                match classify::search_console_report(&resp, &self.sitemaps_context(site_url, sitemap)) {
+                    Ok(reading) => SitemapRead::Read(reading),
+                    Err(verdict) => {
+                        SitemapRead::Failed(super::read_failure(verdict.redacted_with(&self.redactor), Some(r.status)))
+                    }
+                }
+            }
+            Err(answer) => SitemapRead::Failed(super::read_failure(answer.verdict, answer.response.http_status)),
+        }
+    }
+
+    /// The sitemaps Search Console lists for `site_url` (`sitemaps.list`;
+    /// `doctor`: it needs what `sitemaps.submit` needs of the property, and
+    /// submits nothing), or the answer that refused them.
+    pub async fn list_sitemaps(&self, site_url: &str) -> Result<Vec<(String, SitemapReading)>, Verdict> {
+        let url = self.sitemaps_url(site_url, None);
+        match self.request(reqwest::Method::GET, &url, None).await {
+            Ok(r) => {
+                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                classify::search_console_list(&resp, &self.sitemaps_context(site_url, ""))
+                    .map_err(|v| v.redacted_with(&self.redactor))
+            }
+            Err(answer) => Err(answer.verdict),
         }
     }
 
@@ -447,15 +565,22 @@ impl Engine for Google {
 
     fn fingerprint(&self, group: &GroupKey) -> String {
         let site = self.sites.get(&group.property).map(|s| s.site_url.as_str()).unwrap_or_default();
-        digest(&[&self.account.key_id, &self.account.client_email, site, self.endpoint.as_str()])
+        // A sitemap's submission depends on the Search Console endpoint, not the Indexing API's.
+        let endpoint = match group.channel {
+            Channel::Urls => self.endpoint.as_str(),
+            Channel::Sitemaps => self.inspection_endpoint.as_str(),
+        };
+        digest(&[&self.account.key_id, &self.account.client_email, site, endpoint])
     }
 
     fn credential(&self, _group: &GroupKey) -> Option<String> {
         None
     }
 
-    fn pace(&self, _group: &GroupKey) -> Option<(String, TimeDelta, u32)> {
-        Some((format!("google:{}", self.account.project_id), self.interval, IN_FLIGHT as u32 - 1))
+    fn pace(&self, group: &GroupKey) -> Option<(String, TimeDelta, u32)> {
+        // The pace is the Indexing API's; Search Console's limit is a rule.
+        (group.channel == Channel::Urls)
+            .then(|| (format!("google:{}", self.account.project_id), self.interval, IN_FLIGHT as u32 - 1))
     }
 
     fn pool(&self) -> Option<String> {
@@ -463,7 +588,7 @@ impl Engine for Google {
     }
 
     fn inspects(&self, group: &GroupKey) -> bool {
-        self.sites.get(&group.property).is_some_and(|s| s.skip_indexed)
+        group.channel == Channel::Urls && self.sites.get(&group.property).is_some_and(|s| s.skip_indexed)
     }
 
     fn inspections(&self, group: &GroupKey) -> Vec<Inspected> {
@@ -481,6 +606,21 @@ impl Engine for Google {
             None => return Sent::whole(Answer::not_sent_on_stop(), batch.urls.len()),
             Some(Err(answer)) => return Sent::whole(answer, batch.urls.len()),
             Some(Ok(_)) => {}
+        }
+        if group.channel == Channel::Sitemaps {
+            // One sitemap a group: each submitted on its own, in order.
+            let mut sent = Sent { answers: Vec::new(), per_url: Vec::new() };
+            for url in &batch.urls {
+                let answer = if halt.stopping() {
+                    Answer::not_sent_on_stop()
+                } else {
+                    let answer = halt.within_grace(self.submit_sitemap(&site.site_url, url)).await;
+                    answer.unwrap_or_else(Answer::unanswered_on_stop)
+                };
+                sent.per_url.push(sent.answers.len());
+                sent.answers.push(answer);
+            }
+            return sent;
         }
         let started = Instant::now();
         let requests: Vec<BoxFuture<'_, (usize, Answer)>> = batch
@@ -511,6 +651,15 @@ impl Engine for Google {
         sent
     }
 
+    async fn sitemap_reports(&self, property: &str, sitemaps: &[String]) -> Vec<(String, SitemapRead)> {
+        let Some(site) = self.sites.get(property) else { return Vec::new() };
+        let mut reads = Vec::with_capacity(sitemaps.len());
+        for sitemap in sitemaps {
+            reads.push((sitemap.clone(), self.sitemap_report(&site.site_url, sitemap).await));
+        }
+        reads
+    }
+
     async fn check(&self, _group: &GroupKey, check: Check) -> Option<Result<String, String>> {
         if check != Check::Token {
             return None;
@@ -529,4 +678,22 @@ pub fn project_id(settings: &Settings) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let raw: RawKeyFile = serde_json::from_str(&text).ok()?;
     raw.project_id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Search Console's `siteUrl` and `feedpath` each travel as one path
+    /// segment: everything but the unreserved characters encoded.
+    #[test]
+    fn site_urls_and_feedpaths_are_one_path_segment_each() {
+        assert_eq!(path_segment("https://example.com/"), "https%3A%2F%2Fexample.com%2F");
+        assert_eq!(path_segment("sc-domain:example.com"), "sc-domain%3Aexample.com");
+        assert_eq!(
+            path_segment("https://example.com/sitemaps/a b.xml?page=2&x=é"),
+            "https%3A%2F%2Fexample.com%2Fsitemaps%2Fa%20b.xml%3Fpage%3D2%26x%3D%C3%A9"
+        );
+        assert_eq!(path_segment("A-Za-z0-9._~"), "A-Za-z0-9._~");
+    }
 }

@@ -13,7 +13,9 @@ pub use halt::Halt;
 use crate::classify::{self, NetworkFailure, Verdict};
 use crate::config::HttpSettings;
 use crate::model::Period;
-use crate::model::{Action, Check, GroupKey, MisconfiguredReason, Reason, StoredResponse, TransientReason};
+use crate::model::{
+    Action, Check, GroupKey, MisconfiguredReason, ReadFailure, Reason, SitemapRead, StoredResponse, TransientReason,
+};
 use crate::redact::Redactor;
 use async_trait::async_trait;
 
@@ -180,6 +182,14 @@ pub trait Engine: Send + Sync {
         None
     }
 
+    /// What the engine reports of `sitemaps` of `property` submitted to it
+    /// (Search Console's `sitemaps.get`, Bing's `GetFeeds`), each read, or
+    /// what kept it from being read; spends no submission. Empty: the
+    /// engine takes no sitemaps.
+    async fn sitemap_reports(&self, _property: &str, _sitemaps: &[String]) -> Vec<(String, SitemapRead)> {
+        Vec::new()
+    }
+
     /// Checks, without spending quota, whether a cause of parked items
     /// (`check`) still holds for the group: `Ok(what was found)` when it is
     /// fixed, `Err(what still fails)`. `None`: the engine cannot check it.
@@ -293,6 +303,18 @@ pub async fn receive(mut resp: reqwest::Response) -> Result<Received, reqwest::E
         }
     }
     Ok(Received { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() })
+}
+
+/// A read of an engine's report that got no report: the verdict on its
+/// answer (or on its absence), as the ledger keeps it.
+pub fn read_failure(verdict: Verdict, http_status: Option<u16>) -> ReadFailure {
+    ReadFailure {
+        class: verdict.class(),
+        reason: verdict.reason(),
+        message: verdict.message,
+        hint: verdict.hint,
+        http_status,
+    }
 }
 
 /// The verdict on a request that got no answer, with secrets masked.

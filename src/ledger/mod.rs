@@ -1,6 +1,8 @@
 //! The ledger: everything that must survive a crash — the queue of
-//! (url, property, engine, target) items, every attempt with its classified
-//! outcome and redacted response body, and budget usage per rule and window.
+//! (url, property, engine, channel, target) items, every attempt with its
+//! classified outcome and redacted response body, budget usage per rule and
+//! window, and what unattended runs keep between them (the sitemaps read,
+//! reminders, the engines' reports on the sitemaps submitted).
 //!
 //! `Ledger` is the interface in domain terms (admit, claim within budget,
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
@@ -38,8 +40,8 @@ use stored::*;
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    Action, Class, EngineKind, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow, RunRecord,
-    SourceDocument, StoredResponse, Usage,
+    kept_changes, Action, Class, EngineKind, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
+    RunRecord, SitemapRead, SitemapState, SourceDocument, StoredResponse, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;
@@ -99,8 +101,9 @@ fn lease(options: &LedgerOptions) -> TimeDelta {
 }
 
 /// The whole ledger, as `open` gives it: each part is a trait of its own
-/// (`Intake`, `Queue`, `Budget`, `Runs`, `Credentials`, `Rows`), and code
+/// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Credentials`,
+/// `Rows`), and code
 /// that needs one part takes that part.
-pub trait Ledger: Intake + Queue + Budget + Runs + Credentials + Rows {}
+pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows {}
 
-impl<T: Intake + Queue + Budget + Runs + Credentials + Rows> Ledger for T {}
+impl<T: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows> Ledger for T {}

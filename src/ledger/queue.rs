@@ -1,10 +1,13 @@
 //! The queue's part of the ledger: URLs put in it (`Intake`: admission,
 //! and the sitemaps read for sources) and the items as commands see and
-//! move them (`Queue`: counts, lists, retry and drop, what is parked).
+//! move them (`Queue`: counts, lists, retry and drop, what is parked), and
+//! what the engines report of the sitemaps submitted (`SitemapReports`).
 
 use super::Result;
 use crate::model::EngineKind;
-use crate::model::{Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SourceDocument};
+use crate::model::{
+    Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SitemapRead, SitemapState, SourceDocument,
+};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// One URL to put in the queue.
@@ -26,8 +29,11 @@ pub struct AdmitRule {
     /// ...unless forced...
     pub force: bool,
     /// ...and with `--changed`, only if its `lastmod` is later than its
-    /// last acceptance (the dedupe window then does not apply).
+    /// last acceptance (the dedupe window then does not apply)...
     pub changed: bool,
+    /// ...and, unless forced, not due before this long after its last
+    /// acceptance (a sitemap: at most one submission a day).
+    pub resend_after: Option<TimeDelta>,
 }
 
 /// What the ledger did with a URL it was given.
@@ -36,6 +42,9 @@ pub enum Admission {
     /// New (`fresh`), or resubmitted (accepted long enough ago, changed
     /// since, or forced): due now.
     Queued { fresh: bool },
+    /// Accepted before and queued again, but due only at `due`: the rule
+    /// spaces the group's resubmissions (`AdmitRule::resend_after`).
+    Requeued { id: i64, due: DateTime<Utc> },
     /// Already in the queue (waiting or due); left as it was.
     AlreadyQueued { id: i64, next_attempt_at: Option<DateTime<Utc>> },
     /// Accepted within the dedupe window, or (`unchanged`) not changed
@@ -111,8 +120,27 @@ pub trait Intake {
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>>;
 
     /// Records sitemaps read for sources (replacing what it kept of each
-    /// URL), once every URL read from them is in the ledger.
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()>;
+    /// URL), once every URL read from them is in the ledger, and returns
+    /// them as kept: a document whose digest the ledger holds already keeps
+    /// the `changed_at` it had (`policy::kept_changes`), in the same
+    /// transaction, so that two runs reading one new body agree on when it
+    /// changed.
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>>;
+}
+
+/// What the engines report of the sitemaps submitted to them (sitemap
+/// groups), read back after each submission. Every method is one
+/// transaction.
+pub trait SitemapReports {
+    /// Records one read of an engine's report on a sitemap group (`read`,
+    /// at `at`): the report (or, failed, the answer; the last report
+    /// stands), and since when its problems hold (`policy::sitemap_marks`).
+    fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()>;
+
+    /// Every sitemap group with an item (its submission): the item's state
+    /// and last acceptance, what was last read of the engine's report, and
+    /// when each of its problems was last said.
+    fn sitemap_states(&mut self) -> Result<Vec<SitemapState>>;
 }
 
 /// The items as the queue commands, `status` and reports see and move them.

@@ -4,13 +4,20 @@
 
 use super::ids;
 use super::{Answered, InspectionAnswer, InspectionCount, LedgerError, Result};
-use crate::model::{Class, GroupKey, NextStep, Reason, StoredResponse, TransientReason};
+use crate::model::{
+    Class, GroupKey, NextStep, ReadFailure, Reason, SitemapReading, SitemapState, StoredResponse, TransientReason,
+};
 use chrono::{DateTime, Utc};
 
-/// A group as a backend stores it (the engine by name; a name this indexq
-/// does not know is an error naming it).
-pub(super) fn stored_group(property: String, engine: &str, target: String) -> Result<GroupKey> {
-    Ok(GroupKey { property, engine: stored("groups", "engine", engine)?, target })
+/// A group as a backend stores it (the engine and the channel by name; a
+/// name this indexq does not know is an error naming it).
+pub(super) fn stored_group(property: String, engine: &str, target: String, channel: &str) -> Result<GroupKey> {
+    Ok(GroupKey {
+        property,
+        engine: stored("groups", "engine", engine)?,
+        target,
+        channel: stored("groups", "channel", channel)?,
+    })
 }
 
 /// A value read back from the ledger as the type it stands for: a value
@@ -66,6 +73,81 @@ pub(super) fn stored_inspection(
     let http_status = http_status.and_then(|s| u16::try_from(s).ok());
     let last = InspectionAnswer { at, class, reason, message, hint, http_status };
     Ok(InspectionCount { property, class, count: count.max(0) as u64, last })
+}
+
+/// A sitemap group's row, as both backends read it: the group, its item's
+/// state and acceptance, and the columns of `sitemap_reports` (all empty
+/// when its report was never read).
+pub(super) struct StoredSitemap {
+    pub(super) group: GroupKey,
+    pub(super) item: String,
+    pub(super) submitted_at: Option<DateTime<Utc>>,
+    pub(super) read_at: Option<DateTime<Utc>>,
+    pub(super) read_ok_at: Option<DateTime<Utc>>,
+    pub(super) listed: Option<bool>,
+    pub(super) submitted: Option<DateTime<Utc>>,
+    pub(super) downloaded: Option<DateTime<Utc>>,
+    pub(super) pending: Option<bool>,
+    pub(super) errors: Option<i64>,
+    pub(super) warnings: Option<i64>,
+    pub(super) urls: Option<i64>,
+    pub(super) status: Option<String>,
+    pub(super) errors_since: Option<DateTime<Utc>>,
+    pub(super) failure_class: Option<String>,
+    pub(super) failure_reason: Option<String>,
+    pub(super) failure_message: Option<String>,
+    pub(super) failure_hint: Option<String>,
+    pub(super) failure_status: Option<i64>,
+    pub(super) failure_since: Option<DateTime<Utc>>,
+}
+
+impl StoredSitemap {
+    /// The state it stands for; a value this indexq does not know is an
+    /// error naming it.
+    pub(super) fn state(self, reminded: Vec<(String, DateTime<Utc>)>) -> Result<SitemapState> {
+        let n = |v: Option<i64>| v.map(|n| n.max(0) as u64);
+        let reading = self.read_ok_at.map(|_| SitemapReading {
+            listed: self.listed.unwrap_or(false),
+            submitted: self.submitted,
+            downloaded: self.downloaded,
+            pending: self.pending.unwrap_or(false),
+            errors: n(self.errors).unwrap_or(0),
+            warnings: n(self.warnings).unwrap_or(0),
+            urls: n(self.urls),
+            status: self.status,
+        });
+        let failure = match (self.failure_class.as_deref(), self.failure_reason.as_deref()) {
+            (Some(class), Some(reason)) => {
+                let class: Class = stored("sitemap_reports", "failure_class", class)?;
+                let reason = Reason::of_class(class, reason).map_err(|_| {
+                    LedgerError::Invalid(format!(
+                        "the ledger's sitemap_reports.failure_reason holds `{reason}`, which this indexq does not \
+                         know as a reason of class {class} (a newer indexq wrote it?)"
+                    ))
+                })?;
+                Some(ReadFailure {
+                    class,
+                    reason,
+                    message: self.failure_message.unwrap_or_default(),
+                    hint: self.failure_hint,
+                    http_status: self.failure_status.and_then(|s| u16::try_from(s).ok()),
+                })
+            }
+            _ => None,
+        };
+        Ok(SitemapState {
+            group: self.group,
+            item: stored("items", "state", &self.item)?,
+            submitted_at: self.submitted_at,
+            read_at: self.read_at,
+            reading,
+            read_ok_at: self.read_ok_at,
+            errors_since: self.errors_since,
+            failure,
+            failure_since: self.failure_since,
+            reminded,
+        })
+    }
 }
 
 /// `stored` for a column that may be empty.

@@ -1,13 +1,15 @@
 //! The ledger's life story, told against the `Ledger` trait so that every
 //! backend passes the same test: admit, claim within budget, defer what does
 //! not fit, finish, block on a quota answer, reconcile a dead owner's
-//! reservation, take an engine's report with a request in flight, and give
-//! back what the engine did not count.
+//! reservation, take an engine's report with a request in flight, give
+//! back what the engine did not count, and keep a sitemap's submissions and
+//! what the engine reports of it.
 
 use super::copy::{copy, dump};
 use super::*;
 use crate::model::{
-    AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, SourceDocument, TransientReason,
+    AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, ReadFailure, SitemapReading, SourceDocument,
+    TransientReason,
 };
 use crate::model::{NextStep, Period};
 
@@ -16,7 +18,7 @@ fn t(s: &str) -> DateTime<Utc> {
 }
 
 fn group() -> GroupKey {
-    GroupKey { property: "site".into(), engine: EngineKind::IndexNow, target: "https://engine.example/".into() }
+    GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/")
 }
 
 fn day_rule(limit: Option<u64>, reported: bool) -> RuleWindow {
@@ -88,7 +90,7 @@ fn take(ledger: &mut impl Ledger, group: &GroupKey, spec: ClaimSpec, owner: &Own
 pub fn story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-03T09:00:00Z");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
 
     // Admit 5; admitting them again changes nothing.
     let admitted = ledger.admit(&items(5), now, &dedupe).unwrap();
@@ -226,7 +228,7 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A pace of one send every 2 s with a burst of 3: at a horizon of "now",
     // 4 go (slots now, now, now, now) and the rest get their expected slots.
-    let paced_group = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
+    let paced_group = GroupKey::urls("paced", EngineKind::Google, "");
     let paced: Vec<NewItem> = (0..10)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
@@ -301,8 +303,8 @@ pub fn story(ledger: &mut impl Ledger) {
 pub fn queue_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
-    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let other = GroupKey::urls("other", EngineKind::Bing, "");
     let mut batch: Vec<NewItem> = (0..6)
         .map(|i| NewItem {
             url: format!("https://q.example/{i}"),
@@ -370,8 +372,8 @@ pub fn queue_story(ledger: &mut impl Ledger) {
 pub fn drop_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
-    let dropping = GroupKey { property: "dropping".into(), engine: EngineKind::IndexNow, target: "t".into() };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let dropping = GroupKey::urls("dropping", EngineKind::IndexNow, "t");
     let url = |i: usize| format!("https://drop.example/{i}");
     let batch = |range: std::ops::Range<usize>| -> Vec<NewItem> {
         range
@@ -481,8 +483,8 @@ pub fn drop_story(ledger: &mut impl Ledger) {
 /// per URL; `submit` runs recorded, the last and the last that succeeded.
 pub fn history_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
-    let other = GroupKey { property: "other".into(), engine: EngineKind::Bing, target: String::new() };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let other = GroupKey::urls("other", EngineKind::Bing, "");
     assert!(ledger.outcome_counts().unwrap().is_empty());
     assert_eq!(ledger.last_run(false).unwrap(), None);
 
@@ -576,7 +578,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
     let soon = now + TimeDelta::minutes(1);
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let window = |period: Period, key: &str, resets: &str, limit: u64| RuleWindow {
         rule: format!("give:{period}"),
         period,
@@ -633,7 +635,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
 
     // An engine's remainder in a refusal (Bing's "Quota remaining for today:
     // 10, Submitted: 32"), with another run's 3 in flight.
-    let bing = GroupKey { property: "bing".into(), engine: EngineKind::Bing, target: String::new() };
+    let bing = GroupKey::urls("bing", EngineKind::Bing, "");
     let batch: Vec<NewItem> = (0..35)
         .map(|i| NewItem {
             url: format!("https://bing.example/{i}"),
@@ -674,8 +676,8 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
 /// after its last slot, not only after the claim.
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
     let now = t("2026-12-06T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
-    let paced = GroupKey { property: "paced".into(), engine: EngineKind::Google, target: String::new() };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let paced = GroupKey::urls("paced", EngineKind::Google, "");
     let batch: Vec<NewItem> = (0..3)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
@@ -710,7 +712,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
 pub fn unattended_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(5), now, &rule).unwrap();
     let claim =
         take(ledger, &group(), ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now) }, &me);
@@ -779,6 +781,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
         kind,
         routes: "r".into(),
         fetched_at: now,
+        changed_at: now,
     };
     assert!(ledger.source_documents().unwrap().is_empty());
     let urlset = document("https://site.example/sitemap.xml", Some("\"v1\""), crate::model::DocumentKind::Urlset);
@@ -865,6 +868,137 @@ pub fn inspection_story(ledger: &mut impl Ledger) {
         ]
     );
     assert_eq!(counts[2].last, quota);
+}
+
+/// A sitemap's life: its group (a channel of its own) and its one item —
+/// new, due now; accepted, then changed within a day of it, queued again
+/// for a day after the submission (the changes meanwhile coalesced), unless
+/// forced — the reads of the engine's report, with since when its errors
+/// and a failure of one reason hold, and the reminders of its problems.
+/// The sitemaps read keep when their body first changed.
+pub fn sitemap_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-03T09:00:00Z");
+    let sitemap = "https://site.example/sitemap.xml";
+    let group = GroupKey::sitemap("site", EngineKind::Google, sitemap);
+    let urls = GroupKey::urls("site", EngineKind::Google, "");
+    let rule = AdmitRule {
+        dedupe: TimeDelta::hours(24),
+        force: false,
+        changed: true,
+        resend_after: Some(TimeDelta::hours(24)),
+    };
+    let item = |lastmod: DateTime<Utc>| NewItem {
+        url: sitemap.into(),
+        group: group.clone(),
+        action: Action::Updated,
+        lastmod: Some(lastmod),
+    };
+    assert!(ledger.sitemap_states().unwrap().is_empty(), "no sitemap submitted yet");
+    assert_eq!(ledger.admit(&[item(now)], now, &rule).unwrap(), [Admission::Queued { fresh: true }]);
+    assert_eq!(ledger.due_groups(now).unwrap(), std::slice::from_ref(&group), "its own group, not the URLs'");
+    assert_eq!(ledger.queue_counts(&urls, now).unwrap(), QueueCounts::default());
+    let claim = take(ledger, &group, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [sitemap]);
+    let submitted = now + TimeDelta::seconds(1);
+    accept_all(ledger, &claim, submitted);
+    let [state] = ledger.sitemap_states().unwrap().try_into().unwrap();
+    assert_eq!(
+        (state.group.clone(), state.item, state.submitted_at),
+        (group.clone(), ItemState::Accepted, Some(submitted))
+    );
+    assert_eq!((state.read_at, state.reading.clone(), state.failure.clone()), (None, None, None));
+
+    // Unchanged: nothing; changed an hour later: queued for a day after the
+    // submission; changed again meanwhile: still once, then.
+    assert!(matches!(
+        ledger.admit(&[item(now)], now + TimeDelta::hours(1), &rule).unwrap()[0],
+        Admission::Skipped { .. }
+    ));
+    let changed = now + TimeDelta::hours(1);
+    let due = submitted + TimeDelta::hours(24);
+    assert_eq!(
+        ledger.admit(&[item(changed)], changed, &rule).unwrap(),
+        [Admission::Requeued { id: claim.items[0].id, due }]
+    );
+    let again = changed + TimeDelta::hours(2);
+    assert!(matches!(ledger.admit(&[item(again)], again, &rule).unwrap()[0], Admission::AlreadyQueued { .. }));
+    assert_eq!(ledger.next_due(&group).unwrap(), Some(due));
+    assert_eq!(ledger.queue_counts(&group, again).unwrap(), QueueCounts { waiting: 1, ..Default::default() });
+    // Forced, it goes now.
+    let forced = ledger.admit(&[item(again)], again, &AdmitRule { force: true, ..rule }).unwrap();
+    assert!(matches!(forced[0], Admission::AlreadyQueued { .. }), "queued already: left as it is");
+
+    // The engine's report: read, with errors since the first that said so;
+    // a failure keeps the report and counts from the first of its reason.
+    let reading = SitemapReading {
+        listed: true,
+        submitted: Some(submitted),
+        downloaded: Some(submitted + TimeDelta::seconds(5)),
+        pending: false,
+        errors: 2,
+        warnings: 1,
+        urls: Some(12),
+        status: Some("sitemap".into()),
+    };
+    let r1 = now + TimeDelta::minutes(1);
+    ledger.record_sitemap_read(&group, &SitemapRead::Read(reading.clone()), r1).unwrap();
+    let r2 = r1 + TimeDelta::hours(6);
+    ledger.record_sitemap_read(&group, &SitemapRead::Read(reading.clone()), r2).unwrap();
+    let failed = ReadFailure {
+        class: Class::Misconfigured,
+        reason: MisconfiguredReason::NotPropertyUser.into(),
+        message: "refused".into(),
+        hint: Some("add the account".into()),
+        http_status: Some(403),
+    };
+    let (f1, f2) = (r2 + TimeDelta::hours(6), r2 + TimeDelta::hours(12));
+    ledger.record_sitemap_read(&group, &SitemapRead::Failed(failed.clone()), f1).unwrap();
+    ledger.record_sitemap_read(&group, &SitemapRead::Failed(failed.clone()), f2).unwrap();
+    let [state] = ledger.sitemap_states().unwrap().try_into().unwrap();
+    assert_eq!((state.read_at, state.read_ok_at, state.reading.clone()), (Some(f2), Some(r2), Some(reading.clone())));
+    assert_eq!((state.errors_since, state.failure.clone(), state.failure_since), (Some(r1), Some(failed), Some(f1)));
+    // A clean report ends both.
+    let clean = SitemapReading { errors: 0, ..reading };
+    let r3 = f2 + TimeDelta::hours(6);
+    ledger.record_sitemap_read(&group, &SitemapRead::Read(clean.clone()), r3).unwrap();
+    ledger.record_reminders(&[(group.clone(), "sitemap_errors".into())], r3).unwrap();
+    let [state] = ledger.sitemap_states().unwrap().try_into().unwrap();
+    assert_eq!(
+        (state.reading, state.errors_since, state.failure, state.failure_since),
+        (Some(clean), None, None, None)
+    );
+    assert_eq!(state.reminded, [("sitemap_errors".to_string(), r3)]);
+
+    // What a sitemap read keeps: when its body first changed.
+    let document = |digest: &str, at: DateTime<Utc>| SourceDocument {
+        url: sitemap.into(),
+        etag: None,
+        last_modified: None,
+        digest: digest.into(),
+        kind: crate::model::DocumentKind::Urlset,
+        routes: "r".into(),
+        fetched_at: at,
+        changed_at: at,
+    };
+    assert_eq!(ledger.record_source_documents(&[document("d1", now)]).unwrap()[0].changed_at, now);
+    let later = now + TimeDelta::hours(3);
+    assert_eq!(ledger.record_source_documents(&[document("d1", later)]).unwrap()[0].changed_at, now, "the same body");
+    assert_eq!(ledger.record_source_documents(&[document("d2", later)]).unwrap()[0].changed_at, later, "a new one");
+    assert_eq!(ledger.source_documents().unwrap()[0].changed_at, later);
+}
+
+#[test]
+fn sqlite_keeps_the_sitemaps_submitted() {
+    let dir = tempfile::tempdir().unwrap();
+    sitemap_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_keeps_the_sitemaps_submitted() {
+    let mut ledger = test_postgres();
+    sitemap_story(&mut ledger);
 }
 
 #[test]
@@ -1055,7 +1189,7 @@ fn postgres_decides_with_the_server_clock() {
     let ahead = Now { local: wall + TimeDelta::hours(2), shift: TimeDelta::zero() };
     let time = ledger.now(ahead, false).unwrap();
     assert!((time.now - wall).abs() < TimeDelta::seconds(30), "{time:?} vs {wall}");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(1), wall + TimeDelta::hours(1), &dedupe).unwrap();
     let claim = take(
         &mut ledger,
@@ -1078,7 +1212,7 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let back = at - TimeDelta::minutes(15);
     let time = ledger.now(Now::pinned(back), false).unwrap();
     assert_eq!(time, LedgerTime { now: at, latest: Some(at), clock: back });
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(1), at, &dedupe).unwrap();
     let claim = take(
         &mut ledger,

@@ -1,8 +1,9 @@
 //! The domain every part of indexq speaks in, with no I/O: engines, classes
 //! and outcomes, groups and actions, budget windows and their usage, queue
 //! states and counts, what is parked, stored responses, run records, the
-//! sitemaps read for sources, and the reason of every outcome. The ledger stores these
-//! and the engines, commands and reports use them; none of them needs the
+//! sitemaps read for sources and what the engines report of those
+//! submitted, and the reason of every outcome. The ledger stores these and
+//! the engines, commands and reports use them; none of them needs the
 //! storage layer to name one.
 
 mod budget;
@@ -13,11 +14,12 @@ mod position;
 mod queue;
 mod reason;
 mod run;
+mod sitemap;
 mod source;
 
 pub use budget::{Period, Report, RuleWindow, Usage};
 pub use engine::EngineKind;
-pub use group::{Action, GroupKey};
+pub use group::{Action, Channel, GroupKey};
 pub use outcome::{Class, Outcome};
 pub use position::Position;
 pub use queue::{ItemState, NextStep, ParkedGroup, QueueCounts, StoredResponse};
@@ -26,4 +28,5 @@ pub use reason::{
     QuotaReason, Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
 };
 pub use run::RunRecord;
-pub use source::{DocumentKind, SourceDocument};
+pub use sitemap::{ReadFailure, SitemapRead, SitemapReading, SitemapState};
+pub use source::{kept_changes, DocumentKind, SourceDocument};

@@ -72,6 +72,10 @@ pub enum Check {
     ApiKey,
     /// Google's service-account key: an access token asked for.
     Token,
+    /// What an engine reports of a sitemap it was given (Search Console's
+    /// `sitemaps.get`, Bing's `GetFeeds`): read again every `[sitemap]
+    /// read_interval`, it spends no submission.
+    SitemapReport,
 }
 
 impl Check {
@@ -81,6 +85,7 @@ impl Check {
             Check::KeyFile => "the key file",
             Check::ApiKey => "the API key",
             Check::Token => "the service-account key",
+            Check::SitemapReport => "the engine's report on the sitemap",
         }
     }
 }
@@ -200,6 +205,19 @@ reason_enum! {
         /// inspected URL is not part of this property" (not an owner, or
         /// `site_url` names another property).
         InspectionNotOwner = "inspection_not_owner",
+        /// Search Console refused a sitemap request (`sitemaps.submit`,
+        /// `get`, `list`): "User does not have sufficient permission for
+        /// site": the service account is no Owner or Full user of that
+        /// exact property (`site_url`).
+        NotPropertyUser = "not_property_user",
+        /// A sitemap request for a property the engine does not have under
+        /// that name (Search Console's 404, Bing's 404).
+        PropertyNotFound = "property_not_found",
+        /// The engine read the sitemap and reports errors in it.
+        SitemapErrors = "sitemap_errors",
+        /// The engine has not downloaded the sitemap within `[sitemap]
+        /// download_deadline` after its submission.
+        SitemapNotDownloaded = "sitemap_not_downloaded",
         /// The property has no configuration for the engine any more.
         NotConfigured = "not_configured",
         /// Transient past its deadline (the scheduler).
@@ -230,6 +248,7 @@ impl MisconfiguredReason {
             }
             Bing(BingCode::InvalidApiKey) => Some(Check::ApiKey),
             Token(_) | TokenHttp(_) | BadKey => Some(Check::Token),
+            SitemapErrors | SitemapNotDownloaded => Some(Check::SitemapReport),
             _ => None,
         }
     }

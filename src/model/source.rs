@@ -50,4 +50,58 @@ pub struct SourceDocument {
     /// other groups (an engine added, `--engine`) reads it in full.
     pub routes: String,
     pub fetched_at: DateTime<Utc>,
+    /// When indexq first saw the body it has now (its digest): a read that
+    /// finds the same digest keeps it, so every run and every machine
+    /// sharing the ledger agrees on when the sitemap last changed (what a
+    /// sitemap submission compares with its last acceptance).
+    pub changed_at: DateTime<Utc>,
+}
+
+/// The sitemaps read, as the ledger keeps them: a document whose digest the
+/// ledger holds already (`stored`: its digest and `changed_at`, by URL)
+/// keeps the `changed_at` it had — the body is the one first seen then —
+/// and any other takes the one it was read with (its read's instant). The
+/// ledger keeps them so; a dry run reckons them so without writing.
+pub fn kept_changes<'s>(
+    documents: &[SourceDocument],
+    stored: impl Fn(&str) -> Option<(&'s str, DateTime<Utc>)>,
+) -> Vec<SourceDocument> {
+    documents
+        .iter()
+        .map(|d| {
+            let changed_at = match stored(&d.url) {
+                Some((digest, at)) if digest == d.digest => at,
+                _ => d.changed_at,
+            };
+            SourceDocument { changed_at, ..d.clone() }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod kept_changes_tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_body_seen_before_keeps_when_it_changed() {
+        let doc = |digest: &str, at_: &str| SourceDocument {
+            url: "https://s.example/s.xml".into(),
+            etag: None,
+            last_modified: None,
+            digest: digest.into(),
+            kind: DocumentKind::Urlset,
+            routes: "r".into(),
+            fetched_at: at(at_),
+            changed_at: at(at_),
+        };
+        let before = at("2026-12-01T00:00:00Z");
+        let stored = |url: &str| (url == "https://s.example/s.xml").then_some(("d1", before));
+        let kept = kept_changes(&[doc("d1", "2026-12-03T00:00:00Z"), doc("d2", "2026-12-03T00:00:00Z")], stored);
+        assert_eq!((kept[0].changed_at, kept[1].changed_at), (before, at("2026-12-03T00:00:00Z")));
+        assert_eq!(kept[0].fetched_at, at("2026-12-03T00:00:00Z"), "the read is the new one all the same");
+    }
 }

@@ -1,7 +1,9 @@
 //! What needs a human, said the same way by `submit`, `status` and
 //! `doctor`: per group and reason, how many URLs are parked and since when,
 //! why, the fix, and whether indexq notices the fix by itself or needs
-//! `indexq queue retry`.
+//! `indexq queue retry`; and, in the same words, what an engine's report
+//! on a sitemap submitted to it says a human must look at (its errors, no
+//! download in time, a refused read).
 
 use super::printer::{group_title, rfc3339};
 use crate::clock;
@@ -10,9 +12,30 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
+/// What a notice is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeKind {
+    /// Parked items: waiting will not get them through.
+    Parked,
+    /// What an engine reports of a sitemap submitted to it (its `parked`
+    /// group is the sitemap's, with one URL, the sitemap's): indexq reads the
+    /// report again by itself and stops saying it once it is resolved.
+    SitemapReport,
+}
+
+impl NoticeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeKind::Parked => "parked",
+            NoticeKind::SitemapReport => "sitemap_report",
+        }
+    }
+}
+
 /// One parked group, with what a person needs to act on it.
 #[derive(Debug, Clone)]
 pub struct ParkedNotice {
+    pub kind: NoticeKind,
     pub parked: ParkedGroup,
     /// The fix, in the words the answer gave it.
     pub fix: Option<String>,
@@ -26,17 +49,15 @@ pub struct ParkedNotice {
 impl ParkedNotice {
     /// What indexq checks on each run to notice the fix by itself.
     pub fn check(&self) -> Option<Check> {
-        self.parked.reason.and_then(|r| r.check())
+        match self.kind {
+            NoticeKind::SitemapReport => Some(Check::SitemapReport),
+            NoticeKind::Parked => self.parked.reason.and_then(|r| r.check()),
+        }
     }
 
     /// The command that sends them again once fixed.
     pub fn retry_command(&self) -> String {
-        let g = &self.parked.group;
-        let mut command = format!("indexq queue retry --state parked --property {} --engine {}", g.property, g.engine);
-        if !g.target.is_empty() {
-            command.push_str(&format!(" --endpoint {}", g.target));
-        }
-        command
+        format!("indexq queue retry --state parked {}", super::printer::group_selector(&self.parked.group))
     }
 
     /// One line: "needs a human: IndexNow (host) for site: 3 URLs parked
@@ -46,20 +67,33 @@ impl ParkedNotice {
         format!("needs a human: {}: {}{fix}{}", group_title(&self.parked.group), self.summary(user_tz), self.who())
     }
 
-    /// "3 URLs parked since … (key_file_missing). <message>"
+    /// "3 URLs parked since … (key_file_missing). <message>"; for a
+    /// sitemap, "its submission parked since …" or, from the engine's
+    /// report, "since … (sitemap_errors). <message>".
     pub fn summary(&self, user_tz: Tz) -> String {
         let p = &self.parked;
         let since = p.since.map(|t| format!(" since {}", clock::format_local(t, user_tz))).unwrap_or_default();
         let message = p.message.as_deref().map(|m| format!(" {}", sentence(m))).unwrap_or_default();
-        format!(
-            "{} parked{since} ({}).{message}",
-            if p.count == 1 { "1 URL".to_string() } else { format!("{} URLs", p.count) },
-            p.reminder_key()
-        )
+        let what = match (self.kind, p.group.sitemap_url()) {
+            (NoticeKind::SitemapReport, _) => format!("said{since}"),
+            (NoticeKind::Parked, Some(_)) => format!("its submission parked{since}"),
+            (NoticeKind::Parked, None) => format!(
+                "{} parked{since}",
+                if p.count == 1 { "1 URL".to_string() } else { format!("{} URLs", p.count) }
+            ),
+        };
+        format!("{what} ({}).{message}", p.reminder_key())
     }
 
     /// " indexq checks … by itself" or " … once fixed, run `indexq queue retry …`".
     pub fn who(&self) -> String {
+        if self.kind == NoticeKind::SitemapReport {
+            return format!(
+                " indexq reads {}'s report on the sitemap again by itself (`[sitemap] read_interval`) and stops \
+                 saying this once it is resolved.",
+                self.parked.group.engine.title()
+            );
+        }
         match self.check() {
             Some(check) => {
                 format!(" indexq checks {} on every run and sends them again by itself once it is fixed.", check.what())
@@ -76,16 +110,18 @@ impl ParkedNotice {
     pub fn json(&self, user_tz: Tz) -> ParkedJson {
         let p = &self.parked;
         ParkedJson {
+            kind: self.kind.as_str(),
             property: p.group.property.clone(),
             engine: p.group.engine.as_str(),
-            endpoint: (!p.group.target.is_empty()).then(|| p.group.target.clone()),
+            endpoint: p.group.endpoint().map(str::to_string),
+            sitemap: p.group.sitemap_url().map(str::to_string),
             reason: self.parked.reminder_key(),
             urls: p.count,
             since: p.since.map(|t| rfc3339(t, user_tz)),
             message: p.message.clone(),
             fix: self.fix.clone(),
             checked_by_itself: self.check().is_some(),
-            retry: self.retry_command(),
+            retry: (self.kind == NoticeKind::Parked).then(|| self.retry_command()),
             reminded_at: p.reminded_at.map(|t| rfc3339(t, user_tz)),
             told: self.told,
         }
@@ -95,10 +131,16 @@ impl ParkedNotice {
 /// A parked group in a `--json` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParkedJson {
+    /// `parked` items, or what an engine's report on a sitemap says
+    /// (`sitemap_report`).
+    pub kind: &'static str,
     pub property: String,
     pub engine: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// The sitemap, for a sitemap group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sitemap: Option<String>,
     pub reason: String,
     pub urls: u64,
     pub since: Option<String>,
@@ -106,7 +148,10 @@ pub struct ParkedJson {
     pub fix: Option<String>,
     /// Whether indexq notices the fix by itself (else `retry` is needed).
     pub checked_by_itself: bool,
-    pub retry: String,
+    /// The command that sends parked items again once fixed (none for a
+    /// sitemap's report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
     /// When a run last said so (before this one).
     pub reminded_at: Option<String>,
     /// Whether this run said so.
@@ -136,11 +181,7 @@ mod tests {
 
     fn parked(reason: Reason, reminded_at: Option<&str>) -> ParkedGroup {
         ParkedGroup {
-            group: GroupKey {
-                property: "site".into(),
-                engine: EngineKind::IndexNow,
-                target: "https://api.indexnow.org/indexnow".into(),
-            },
+            group: GroupKey::urls("site", EngineKind::IndexNow, "https://api.indexnow.org/indexnow"),
             reason: Some(reason),
             count: 3,
             since: Some("2026-12-03T09:00:00Z".parse().unwrap()),
@@ -153,6 +194,7 @@ mod tests {
     #[test]
     fn a_line_says_how_many_since_when_why_the_fix_and_who_notices_it() {
         let notice = ParkedNotice {
+            kind: NoticeKind::Parked,
             parked: parked(MisconfiguredReason::KeyFileMissing.into(), None),
             fix: Some("publish the key file".into()),
             fresh: false,
@@ -165,6 +207,7 @@ mod tests {
              every run and sends them again by itself once it is fixed."
         );
         let notice = ParkedNotice {
+            kind: NoticeKind::Parked,
             parked: parked(MisconfiguredReason::BadRequest.into(), None),
             fix: None,
             fresh: false,

@@ -100,13 +100,29 @@ fn short_target(target: &str) -> String {
 }
 
 /// A group in human text: the engine, its endpoint's host (when it has
-/// one) and the property.
+/// one) and the property; for a sitemap group, the sitemap.
 pub fn group_title(g: &GroupKey) -> String {
-    if g.target.is_empty() {
-        format!("{} for {}", g.engine.title(), g.property)
-    } else {
-        format!("{} ({}) for {}", g.engine.title(), short_target(&g.target), g.property)
+    if let Some(sitemap) = g.sitemap_url() {
+        return format!("{} sitemap {sitemap} for {}", g.engine.title(), g.property);
     }
+    match g.endpoint() {
+        None => format!("{} for {}", g.engine.title(), g.property),
+        Some(endpoint) => format!("{} ({}) for {}", g.engine.title(), short_target(endpoint), g.property),
+    }
+}
+
+/// The options of `indexq queue` that select a group's items:
+/// `--property P --engine E`, and `--endpoint` (IndexNow) or `--url` (a
+/// sitemap group's one item).
+pub fn group_selector(g: &GroupKey) -> String {
+    let mut selector = format!("--property {} --engine {}", g.property, g.engine.as_str());
+    if let Some(endpoint) = g.endpoint() {
+        selector.push_str(&format!(" --endpoint {endpoint}"));
+    }
+    if let Some(sitemap) = g.sitemap_url() {
+        selector.push_str(&format!(" --url {sitemap}"));
+    }
+    selector
 }
 
 #[cfg(test)]

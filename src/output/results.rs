@@ -11,7 +11,7 @@
 //! `report` reads `Results`, and this module knows nothing of `report`.
 
 use super::printer::rfc3339;
-use crate::model::GroupKey;
+use crate::model::{Channel, GroupKey};
 use crate::model::{EngineKind, Outcome, Position, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -28,6 +28,10 @@ pub struct ResultEntry {
     pub engine: Option<EngineKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// `sitemaps` for the submission of a sitemap (`url` is the sitemap's);
+    /// absent for a URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
     pub outcome: Outcome,
     pub reason: Reason,
     pub message: String,
@@ -65,6 +69,9 @@ pub struct Planned {
     pub engine: EngineKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// `sitemaps` for the submission of a sitemap; absent for a URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
 }
 
 impl Planned {
@@ -73,7 +80,8 @@ impl Planned {
             url: url.to_string(),
             property: group.property.clone(),
             engine: group.engine,
-            endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+            endpoint: group.endpoint().map(str::to_string),
+            channel: group.sitemap_url().map(|_| Channel::Sitemaps),
         }
     }
 }
@@ -234,7 +242,10 @@ impl Results {
 
     /// The aggregate of `e`'s group, outcome and reason (made on first use).
     fn aggregate(&mut self, property: &str, engine: EngineKind, e: &ResultEntry) -> usize {
-        let group = GroupKey { property: property.to_string(), engine, target: e.endpoint.clone().unwrap_or_default() };
+        let group = match e.channel {
+            Some(Channel::Sitemaps) => GroupKey::sitemap(property, engine, e.url.clone()),
+            _ => GroupKey::urls(property, engine, e.endpoint.clone().unwrap_or_default()),
+        };
         let key = (group, e.outcome, e.reason);
         if let Some(&index) = self.by_reason.get(&key) {
             return index;
@@ -381,6 +392,7 @@ mod tests {
             property: Some("site".into()),
             engine: Some(EngineKind::IndexNow),
             endpoint: Some("https://e.example/indexnow".into()),
+            channel: None,
             outcome,
             reason,
             message: format!("{reason} message"),

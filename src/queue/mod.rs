@@ -9,9 +9,9 @@ mod fixes;
 use crate::budget;
 use crate::config::Settings;
 use crate::ledger::Ledger;
-use crate::model::{EngineKind, GroupKey, QueueCounts, Reason};
-use crate::output::parked::ParkedNotice;
-use chrono::{DateTime, Utc};
+use crate::model::{EngineKind, GroupKey, ParkedGroup, QueueCounts, Reason, SitemapState};
+use crate::output::parked::{NoticeKind, ParkedNotice};
+use chrono::{DateTime, TimeDelta, Utc};
 
 /// Queue items the configuration no longer sends: their (property, engine,
 /// endpoint) group is in the ledger but not in the configuration (a renamed
@@ -37,13 +37,11 @@ pub fn stranded_groups(
 
 /// What to do about stranded items of `group`.
 pub fn stranded_hint(group: &GroupKey) -> String {
-    let endpoint = if group.target.is_empty() { String::new() } else { format!(" --endpoint {}", group.target) };
+    let selector = crate::output::printer::group_selector(group);
     format!(
         "no configured property sends these any more (renamed, or the endpoint respelled?): list them with \
-         `indexq queue list --property {p} --engine {e}{endpoint}`, submit their URLs again under the current \
-         configuration, then drop them with `indexq queue drop --property {p} --engine {e}{endpoint}`",
-        p = group.property,
-        e = group.engine.as_str(),
+         `indexq queue list {selector}`, submit their URLs again under the current configuration, then drop \
+         them with `indexq queue drop {selector}`"
     )
 }
 
@@ -53,21 +51,67 @@ pub fn fix(settings: &Settings, group: &GroupKey, reason: Reason, url: &str) -> 
     fixes::hint(group.engine, reason, url, &fix_context(settings, group))
 }
 
-/// What is parked in the configured groups, with the fixes, as `status` and
-/// `doctor` say it (every one told).
-pub fn parked_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
+/// What needs a human in the configured groups at `now`, with the fixes, as
+/// `status` and `doctor` say it (every one told): what is parked, then what
+/// the engines' reports on the sitemaps submitted to them say.
+pub fn parked_notices(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Vec<ParkedNotice>> {
+    let configured = budget::groups(settings);
+    let mut notices = parked_item_notices(settings, ledger)?;
+    let states: Vec<SitemapState> =
+        ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
+    notices.extend(sitemap_notices(settings, &states, now));
+    Ok(notices)
+}
+
+/// What is parked in the configured groups, with the fixes (each told).
+pub fn parked_item_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
     let configured = budget::groups(settings);
     Ok(ledger
         .parked()?
         .into_iter()
         .filter(|p| configured.contains(&p.group))
         .map(|parked| ParkedNotice {
+            kind: NoticeKind::Parked,
             fix: parked.reason.and_then(|r| fix(settings, &parked.group, r, &parked.url)),
             parked,
             fresh: false,
             told: true,
         })
         .collect())
+}
+
+/// What the engines' reports on sitemaps (`states`) say a human must look
+/// at, at `now`, as notices (each told, none fresh), with when each was
+/// last said.
+pub fn sitemap_notices(settings: &Settings, states: &[SitemapState], now: DateTime<Utc>) -> Vec<ParkedNotice> {
+    let deadline = TimeDelta::from_std(settings.sitemap.download_deadline).unwrap_or(TimeDelta::MAX);
+    let mut notices = Vec::new();
+    for state in states {
+        for problem in crate::classify::sitemap_problems(state, now, deadline) {
+            let key = problem.reason.to_string();
+            let reminded_at = state.reminded.iter().find(|(r, _)| *r == key).map(|(_, at)| *at);
+            notices.push(ParkedNotice {
+                kind: NoticeKind::SitemapReport,
+                parked: ParkedGroup {
+                    group: state.group.clone(),
+                    reason: Some(problem.reason),
+                    count: 1,
+                    since: Some(problem.since),
+                    url: state.group.target.clone(),
+                    message: Some(problem.message),
+                    reminded_at,
+                },
+                fix: Some(problem.hint).filter(|h| !h.is_empty()),
+                fresh: false,
+                told: true,
+            });
+        }
+    }
+    notices
 }
 
 /// What the fixes name, from the configuration: the key location with the

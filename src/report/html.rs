@@ -243,7 +243,7 @@ fn parked(h: &mut String, history: &History) {
              <td class=\"n\" data-label=\"URLs\">{}</td><td>{}</td><td class=\"fix\" data-label=\"The fix\">{}</td></tr>",
             esc(&g.group.property),
             g.group.engine,
-            esc(&g.group.target),
+            esc(g.group.endpoint().unwrap_or_default()),
             esc(&p.reason.to_string()),
             p.count,
             esc(&group_title(&g.group)),
@@ -264,10 +264,13 @@ fn group(h: &mut String, g: &GroupHistory, now: DateTime<Utc>, user_tz: Tz) {
          <h2>{}</h2>\n<p class=\"sub\">{}days in {}</p>\n",
         esc(&g.group.property),
         g.group.engine,
-        esc(&g.group.target),
+        esc(g.group.endpoint().unwrap_or_default()),
         g.tz.name(),
         esc(&group_title(&g.group)),
-        if g.group.target.is_empty() { String::new() } else { format!("endpoint {} · ", esc(&g.group.target)) },
+        match g.group.endpoint() {
+            Some(endpoint) => format!("endpoint {} · ", esc(endpoint)),
+            None => String::new(),
+        },
         g.tz.name()
     );
     h.push_str("<div class=\"charts\">\n");

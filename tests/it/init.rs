@@ -241,6 +241,10 @@ fn init_next_steps_name_only_what_exists_and_explain_the_numbers() {
     // The numbers it wrote are explained.
     assert!(text.contains("daily_quota = 10000") && text.contains("IndexNow documents no daily limit"), "{text}");
     assert!(text.contains("200 a day and 380 a minute"), "{text}");
+    // Its source is a sitemap: the sitemap channel is offered, for every page.
+    assert!(text.contains("the sitemap channel is there for every page"), "{text}");
+    assert!(text.contains("`google = { indexing = false }`") && text.contains("Owner or Full user"), "{text}");
+    assert!(text.contains(&format!("indexq submits\n{source} to Bing and Search Console")), "{text}");
 
     // The key file's check is a curl line that holds no key: pasted, it fetches the file.
     let curl = text.lines().map(str::trim).find_map(|l| l.strip_prefix("3. ")).expect("step 3");

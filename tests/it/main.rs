@@ -30,6 +30,7 @@ mod redirects;
 mod report;
 mod secrets;
 mod signals;
+mod sitemaps;
 mod soak;
 mod sources;
 mod unattended;

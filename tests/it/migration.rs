@@ -58,10 +58,14 @@ fn views(schema: Schema, sb: &Sandbox) -> Value {
 
 /// Without the seconds to a reset (they move with the real time elapsed),
 /// and the fields this binary added to a budget (`rule`, `scope`) and to
-/// the document (`inspections`: Google's URL inspections, none here).
+/// the document (`inspections`: Google's URL inspections, `sitemaps`: the
+/// sitemaps submitted; none here).
 fn normalized(mut views: Value) -> Value {
     if let Some(inspections) = views["status"].as_object_mut().and_then(|s| s.remove("inspections")) {
         assert_eq!(inspections, serde_json::json!([]), "nothing inspects in the fixture");
+    }
+    if let Some(sitemaps) = views["status"].as_object_mut().and_then(|s| s.remove("sitemaps")) {
+        assert_eq!(sitemaps, serde_json::json!([]), "the fixture's property has no sources: no sitemap is submitted");
     }
     for b in views["status"]["budgets"].as_array_mut().unwrap() {
         for added in ["resets_in_secs", "rule", "scope"] {
@@ -127,11 +131,11 @@ fn sqlite_upgrades_in_place(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 4"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 5"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 4));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 5));
 }
 
 #[test]
@@ -173,7 +177,7 @@ fn pg_upgrades_in_place(schema: Schema) {
     let mut sb = sandbox(schema, &ledger.config_lines());
     sb.pg = Some(ledger.clone());
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 4"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 5"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     pg::assert_no_sqlite(&sb, &[]);
 }

@@ -8,13 +8,17 @@
 //! | days 3–5 | the IndexNow key file is missing (404) and IndexNow answers 403: parked, said once a day, and noticed fixed by itself on day 6 |
 //! | day 10, 06:00 | Bing refuses the batch: 400 `{"ErrorCode":2,"Message":"ERROR!!! Quota remaining for today: 0, Submitted: …"}` |
 //! | day 15, 06:00 | the run is stopped by SIGTERM while IndexNow holds its request |
-//! | day 20, 00:00–11:59 | both engines answer 500 |
+//! | day 20, 00:00–11:59 | both engines answer 500 (Bing's `SubmitFeed` too) |
 //!
-//! At the end: every page and every later `lastmod` was accepted exactly
-//! once per engine, no day got more than its quota at either engine,
-//! nothing is left queued or parked, and each day's output held exactly one
-//! saying of the parked group while it was parked, none before or after; a
-//! run exits 3 exactly when it says something needs a human.
+//! The sitemap goes to Bing too (`SubmitFeed`), and Bing's `GetFeeds` says
+//! it crawled it when it was submitted. At the end: every page and every
+//! later `lastmod` was accepted exactly once per engine, no day got more
+//! than its quota at either engine, the sitemap was submitted once a day at
+//! most — each day's change with the next day's submission, the one a 500
+//! kept back going after noon (with that day's change) and each next a day
+//! after it — nothing is left queued or parked, and each day's output held
+//! exactly one saying of the parked group while it was parked, none before
+//! or after; a run exits 3 exactly when it says something needs a human.
 #![cfg(unix)]
 
 use crate::signals::Running;
@@ -43,6 +47,8 @@ struct World {
     hold: Option<Duration>,
     /// (engine, when, URL, accepted).
     received: Vec<(&'static str, DateTime<Utc>, String, bool)>,
+    /// Bing's `SubmitFeed` requests: when, and whether it took it.
+    feeds: Vec<(DateTime<Utc>, bool)>,
 }
 
 impl World {
@@ -129,6 +135,30 @@ fn sandbox(world: &Arc<Mutex<World>>) -> (Sandbox, Sitemap) {
         }
         w.receive("bing", urls, true);
         MockResponse::status(200).json(r#"{"d":null}"#)
+    });
+    let w = Arc::clone(world);
+    sb.engine.respond_with("POST", BING_SUBMIT_FEED, move |_| {
+        let mut w = w.lock().unwrap();
+        let (now, failing) = (w.now(), w.failing);
+        w.feeds.push((now, !failing));
+        if failing {
+            return MockResponse::status(500).json(r#"{"ErrorCode":1,"Message":"InternalError"}"#);
+        }
+        MockResponse::status(200).json(r#"{"d":null}"#)
+    });
+    // Bing crawls the sitemap as soon as it takes it.
+    let w = Arc::clone(world);
+    let feed = sb.url("/sitemap.xml");
+    sb.engine.respond_with("GET", BING_GET_FEEDS, move |_| {
+        let w = w.lock().unwrap();
+        let Some(last) = w.feeds.iter().rev().find(|(_, ok)| *ok).map(|(at, _)| *at) else {
+            return MockResponse::status(200).json(r#"{"d":[]}"#);
+        };
+        let date = format!("/Date({})/", last.timestamp_millis());
+        let body = serde_json::json!({ "d": [{ "__type": "Feed:#Microsoft.Bing.Webmaster.Api", "Compressed": false,
+            "FileSize": 2048, "LastCrawled": date, "Status": "Success", "Submitted": date, "Type": "Sitemap",
+            "Url": feed, "UrlCount": 90 }] });
+        MockResponse::status(200).json(&body.to_string())
     });
     (sb, sitemap)
 }
@@ -232,12 +262,31 @@ fn a_month_of_hourly_runs_left_alone() {
             }
         }
     }
+    // The sitemap: taken once a day at most, each day's 06:00 change with the
+    // next submission — at 00:00, until day 20's 500s keep it back (retried
+    // with backoff) until a run after noon, and from then on a day after the
+    // one before.
+    let taken: Vec<DateTime<Utc>> = w.feeds.iter().filter(|(_, ok)| *ok).map(|(at, _)| *at).collect();
+    assert_eq!(taken.len() as u32, DAYS, "{taken:?}");
+    let before: Vec<DateTime<Utc>> = (1..20).map(day_start).collect();
+    assert_eq!(taken[..19], before[..]);
+    assert!(taken[19] >= day_start(20) + Span::hours(12) && taken[19] < day_start(21), "{taken:?}");
+    assert!(taken[19..].windows(2).all(|p| p[1] - p[0] == Span::hours(24)), "{taken:?}");
+    let refused: Vec<DateTime<Utc>> = w.feeds.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).collect();
+    assert!(!refused.is_empty(), "day 20's 500s met the sitemap");
+    assert!(refused.iter().all(|at| *at >= day_start(20) && *at < day_start(20) + Span::hours(12)), "{refused:?}");
+    let last = *taken.last().unwrap();
     drop(w);
 
-    // Nothing is left queued, in flight or parked.
+    // Nothing is left queued, in flight or parked: from day 20 on, each
+    // day's submission went after noon, with that day's 06:00 change.
     let status =
         sb.indexq(&["--json", "status"]).now(&(day_start(DAYS + 1)).to_rfc3339()).output().code(0).status_doc();
     assert_eq!((status.queue.due, status.queue.waiting, status.queue.in_flight, status.queue.parked), (0, 0, 0, 0));
     assert!(status.parked.is_empty());
-    assert_eq!(status.queue.accepted as usize, 2 * versions.len(), "every page, for both engines");
+    assert_eq!(status.queue.accepted as usize, 2 * versions.len() + 1, "every page, for both engines; the sitemap");
+    let [sitemap] = status.sitemaps.as_slice() else { panic!("one sitemap: {:?}", status.sitemaps) };
+    assert_eq!(sitemap.submitted_at.as_deref(), Some(last.to_rfc3339().as_str()));
+    assert_eq!((sitemap.listed, sitemap.errors, sitemap.urls), (Some(true), Some(0), Some(90)));
+    assert_eq!(sitemap.downloaded_at, sitemap.submitted_at, "Bing crawled it as it took it");
 }

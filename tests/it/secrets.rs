@@ -132,6 +132,87 @@ fn google_tokens_quoted_by_failing_publishes_never_show() {
     }
 }
 
+/// A sitemap's submission (issue 25): Bing's `SubmitFeed` carries the API
+/// key in its query string and Search Console's `sitemaps.submit` the
+/// token; engines that quote them back — the request's target, the key
+/// upper-cased and percent-encoded, the `Authorization` header — leave
+/// neither in any output or the ledger, where the bodies are kept masked.
+#[test]
+fn the_bing_key_and_the_token_of_a_sitemap_submission_never_show() {
+    use crate::support::sitemap::Sitemap;
+    // Bing: SubmitFeed answers 400 quoting its own target (…?apikey=KEY) and
+    // the key in other forms; GetFeeds is not reached (the feed is parked).
+    let mut sb = Sandbox::bing("");
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", None);
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.write_config();
+    sb.engine.respond_with("POST", BING_SUBMIT_FEED, |req| {
+        let key = req.path.split("apikey=").nth(1).unwrap_or_default().to_string();
+        let message = format!(
+            "ERROR!!! InvalidParameter in {} (apikey {}, encoded {}, as JSON {})",
+            req.path,
+            key.to_ascii_uppercase(),
+            percent_all(&key),
+            json_all(&key)
+        );
+        MockResponse::status(400).json(&serde_json::json!({ "ErrorCode": 8, "Message": message }).to_string())
+    });
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now(NOW).output().code(3);
+    let doc = done.submit_doc();
+    assert_eq!(doc.result_for(&sb.url("/sitemap.xml")).reason, "InvalidParameter", "{}", done.stdout);
+    let [request] = sb.engine.requests_to("POST", BING_SUBMIT_FEED).try_into().unwrap();
+    assert!(request.path.ends_with(&format!("?apikey={BING_KEY}")), "the key went in the query string");
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    let doctor = sb.indexq(&["-v", "doctor"]).now(NOW).output();
+    text.push_str(&doctor.stdout);
+    text.push_str(&doctor.stderr);
+    assert!(text.contains("ERROR!!! InvalidParameter in /webmaster/api.svc/json/SubmitFeed?apikey="), "{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("InvalidParameter in /webmaster/api.svc/json/SubmitFeed"), "the body is stored");
+    for (what, form) in [("the key", BING_KEY.to_string()), ("the key percent-encoded", percent_all(BING_KEY))] {
+        assert_absent(&text, &form, what);
+        assert_absent(&ledger, &form, what);
+    }
+
+    // Google: sitemaps.submit answers 403 quoting the bearer token.
+    let mut sb = Sandbox::google("indexing = false");
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", None);
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.write_config();
+    let segment = |t: &str| -> String {
+        t.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect()
+    };
+    let path =
+        format!("/webmasters/v3/sites/{}/sitemaps/{}", segment(&sb.site_url()), segment(&sb.url("/sitemap.xml")));
+    sb.engine.respond_with("PUT", &path, |req| quoting_body(403, "PERMISSION_DENIED", req));
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now(NOW).output().code(3);
+    let puts = sb.engine.requests_to("PUT", &path);
+    assert_eq!(puts[0].header("authorization"), Some(format!("Bearer {GOOGLE_ACCESS_TOKEN}").as_str()));
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    assert!(text.contains("Request failed. Headers: Authorization: "), "the body is shown:\n{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    for (what, form) in [
+        ("the token", GOOGLE_ACCESS_TOKEN.to_string()),
+        ("the token percent-encoded", percent_all(GOOGLE_ACCESS_TOKEN)),
+    ] {
+        assert_absent(&text, &form, what);
+        assert_absent(&ledger, &form, what);
+    }
+}
+
 #[test]
 fn a_token_endpoint_echoing_the_assertion_keeps_it_out_of_log_and_ledger() {
     let sb = Sandbox::google("");

@@ -262,6 +262,8 @@ mod tests {
             daily_quota: 11,
             skip_indexed: true,
             quota_timezone: chrono_tz::America::Los_Angeles,
+            indexing: true,
+            sitemaps: false,
         });
         let rules = budget::inspection_rules(&property);
         let windows = budget::windows(&rules, at(NOW));

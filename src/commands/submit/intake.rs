@@ -12,13 +12,15 @@
 
 use super::stop::UntilStop;
 use super::{base_entry, Run};
+use crate::budget;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
 use crate::engines::{self, indexnow};
 use crate::ingest::{self, sitemap};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
 use crate::model::{
-    Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position, SourceDocument,
+    Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
+    SourceDocument,
 };
 use crate::output::printer::Printer;
 use crate::output::results::ResultEntry;
@@ -49,7 +51,8 @@ pub(super) struct Intake {
 }
 
 impl Intake {
-    /// An intake that routes each property's URLs to its `groups`.
+    /// An intake that routes each property's URLs to its `groups` (those
+    /// of URLs: a sitemap group takes its sitemap, `read_sources`).
     fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
         let mut intake = Intake {
             routes: HashMap::new(),
@@ -60,7 +63,7 @@ impl Intake {
             counts: BTreeMap::new(),
             before_since: 0,
         };
-        for group in groups {
+        for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
             intake.routes.entry(group.property.clone()).or_default().push(group);
         }
         intake
@@ -80,6 +83,7 @@ impl Run<'_> {
             dedupe: TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
             force: args.force,
             changed: args.changed,
+            resend_after: None,
         };
         let mut intake = Intake::new(self.known_groups(), rule, args.since);
         intake.key_scopes = key_scopes(self.settings);
@@ -116,13 +120,20 @@ impl Run<'_> {
     async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
         let settings = self.settings;
         intake.rule.changed = true;
-        let routes = routes_digest(&self.known_groups());
+        let known = self.known_groups();
+        let routes = routes_digest(&known);
         let conditional = !intake.rule.force && intake.since.is_none();
         let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+        let stored = self.ledger.source_documents()?;
         if conditional {
-            reader.remember(known_documents(self.ledger.source_documents()?, &routes));
+            reader.remember(known_documents(stored.clone(), &routes));
         }
-        let sending: Vec<_> = settings.properties.iter().filter(|p| intake.routes.contains_key(&p.name)).collect();
+        let sitemap_groups: Vec<&GroupKey> = known.iter().filter(|g| g.channel == Channel::Sitemaps).collect();
+        let sending: Vec<_> = settings
+            .properties
+            .iter()
+            .filter(|p| intake.routes.contains_key(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
+            .collect();
         for property in sending {
             for source in &property.sources {
                 match source {
@@ -137,13 +148,27 @@ impl Run<'_> {
                         }
                     }
                     PropertySource::Sitemap(sitemap) => {
-                        self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
+                        let latest = self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
                         let fetched = reader.take_fetched();
-                        if !self.dry_run && intake.since.is_none() && !fetched.is_empty() {
-                            let now = self.clock.now();
-                            let documents: Vec<SourceDocument> =
-                                fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();
-                            self.ledger.record_source_documents(&documents)?;
+                        let now = self.clock.now();
+                        let documents: Vec<SourceDocument> =
+                            fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();
+                        // Kept once its URLs are in the ledger; a run that
+                        // keeps nothing reckons the changes as a run would.
+                        let kept = if !self.dry_run && intake.since.is_none() && !documents.is_empty() {
+                            self.ledger.record_source_documents(&documents)?
+                        } else {
+                            crate::model::kept_changes(&documents, |url| {
+                                stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
+                            })
+                        };
+                        let groups: Vec<GroupKey> = sitemap_groups
+                            .iter()
+                            .filter(|g| g.property == property.name && g.target == *sitemap)
+                            .map(|g| (*g).clone())
+                            .collect();
+                        if let Some(changed) = sitemap_changed(&kept, latest, now) {
+                            self.admit_sitemap(&groups, sitemap, changed, &intake.rule, now)?;
                         }
                     }
                 }
@@ -187,16 +212,19 @@ impl Run<'_> {
     /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
     /// one sitemap is an `invalid` result naming its place; the rest goes on.
     /// A stop ends the reading at once (the URLs read so far are kept).
+    /// Returns the latest `lastmod` read.
     async fn ingest_sitemap(
         &mut self,
         intake: &mut Intake,
         reader: &mut sitemap::Reader,
         source: &str,
         printer: &Printer,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<DateTime<Utc>>> {
         let mut error = None;
+        let mut latest: Option<DateTime<Utc>> = None;
         let halt = self.stop.halt().clone();
         let mut take = |entry: sitemap::Entry| {
+            latest = latest.max(entry.lastmod);
             if error.is_none() {
                 let url = ingest::parse_url(&entry.loc);
                 if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
@@ -212,7 +240,7 @@ impl Run<'_> {
             self.cut.input_cut = true;
             return match error {
                 Some(e) => Err(e),
-                None => self.flush(intake),
+                None => self.flush(intake).map(|()| latest),
             };
         };
         if let Some(e) = error {
@@ -223,7 +251,48 @@ impl Run<'_> {
             let sitemap = problem.place.source.clone();
             self.invalid_line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
-        self.flush(intake)
+        self.flush(intake).map(|()| latest)
+    }
+
+    /// Puts a sitemap's submission in the queue of each of its `groups`
+    /// (the engines it goes to), as of `changed` (when it last changed):
+    /// new to a group, it goes now; accepted before and changed since, it
+    /// goes again — not sooner than `SITEMAP_RESUBMIT_AFTER` after its last
+    /// submission (unless `--force`), the changes meanwhile going with it;
+    /// queued, it stays so. Nothing is said of it here: what comes of its
+    /// submission is its result, and an unchanged sitemap has none.
+    fn admit_sitemap(
+        &mut self,
+        groups: &[GroupKey],
+        sitemap: &str,
+        changed: DateTime<Utc>,
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        if groups.is_empty() {
+            return Ok(());
+        }
+        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..*rule };
+        let batch: Vec<NewItem> = groups
+            .iter()
+            .map(|g| NewItem {
+                url: sitemap.to_string(),
+                group: g.clone(),
+                action: Action::Updated,
+                lastmod: Some(changed),
+            })
+            .collect();
+        if self.dry_run {
+            for (item, admission) in batch.iter().zip(self.plan_admissions(&batch, &rule, now)?) {
+                if matches!(admission, Some(Admission::Queued { .. })) {
+                    self.plan_due(item, now)?;
+                }
+            }
+        } else {
+            self.ledger.admit(&batch, now, &rule)?;
+            self.admitted += batch.len() as u64;
+        }
+        Ok(())
     }
 
     /// Takes one input URL: an invalid one is reported (once: on stderr as
@@ -369,8 +438,11 @@ fn reads_sources(args: &SubmitArgs) -> bool {
 /// The groups a run routes URLs to, as a digest: a sitemap read for other
 /// groups is read again in full.
 fn routes_digest(groups: &[GroupKey]) -> String {
-    let mut parts: Vec<String> =
-        groups.iter().map(|g| format!("{}\t{}\t{}", g.property, g.engine.as_str(), g.target)).collect();
+    let mut parts: Vec<String> = groups
+        .iter()
+        .filter(|g| g.channel == Channel::Urls)
+        .map(|g| format!("{}\t{}\t{}", g.property, g.engine.as_str(), g.target))
+        .collect();
     parts.sort();
     engines::digest(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
@@ -396,7 +468,21 @@ fn document(f: sitemap::Fetched, routes: &str, now: DateTime<Utc>) -> SourceDocu
         kind: if f.index { DocumentKind::Index } else { DocumentKind::Urlset },
         routes: routes.to_string(),
         fetched_at: now,
+        changed_at: now,
     }
+}
+
+/// When a sitemap read for a source last changed, from what was read of
+/// it (`kept`: the sitemap and the sitemaps under it, as the ledger keeps
+/// them) and the latest `lastmod` in it (`latest`, never later than `now`):
+/// the later of the two. `None` when nothing of it was read.
+fn sitemap_changed(
+    kept: &[SourceDocument],
+    latest: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let documents = kept.iter().map(|d| d.changed_at).max()?;
+    Some(latest.map_or(documents, |l| documents.max(l.min(now))))
 }
 
 /// Whether `--since` leaves a URL out: it has no `lastmod`, or an earlier one.
@@ -409,7 +495,7 @@ fn before_since(since: Option<DateTime<Utc>>, lastmod: Option<DateTime<Utc>>) ->
 fn count(counts: &mut PlanCounts, admission: &Admission) {
     match admission {
         Admission::Queued { fresh: true } => counts.new += 1,
-        Admission::Queued { fresh: false } => counts.changed += 1,
+        Admission::Queued { fresh: false } | Admission::Requeued { .. } => counts.changed += 1,
         Admission::Skipped { unchanged: true, .. } => counts.unchanged += 1,
         Admission::AlreadyQueued { .. }
         | Admission::Skipped { unchanged: false, .. }
@@ -448,7 +534,7 @@ fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
             e.message = message;
             Told::Result(id, Box::new(e))
         }
-        Admission::Parked { id } | Admission::InFlight { id } => Told::FromRow(id),
+        Admission::Parked { id } | Admission::InFlight { id } | Admission::Requeued { id, .. } => Told::FromRow(id),
     }
 }
 
@@ -502,6 +588,7 @@ fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -
         property: None,
         engine: None,
         endpoint: None,
+        channel: None,
         outcome: Outcome::Invalid,
         reason: reason.into(),
         message,
@@ -532,6 +619,30 @@ mod tests {
         assert!(before_since(Some(since), Some(since - TimeDelta::seconds(1))));
         assert!(!before_since(Some(since), Some(since)), "at --since: kept");
         assert!(!before_since(Some(since), Some(since + TimeDelta::days(3))));
+    }
+
+    /// When a sitemap last changed: the latest `changed_at` of what was
+    /// read of it, or a later `lastmod` in it (never later than now);
+    /// nothing read, nothing known.
+    #[test]
+    fn a_sitemap_changed_when_its_newest_document_did_or_a_later_lastmod_says() {
+        let now = at(NOW);
+        let doc = |changed: &str| SourceDocument {
+            url: "https://site.example/s.xml".into(),
+            etag: None,
+            last_modified: None,
+            digest: "d".into(),
+            kind: DocumentKind::Urlset,
+            routes: "r".into(),
+            fetched_at: now,
+            changed_at: at(changed),
+        };
+        let kept = [doc("2026-03-01T00:00:00Z"), doc("2026-03-02T08:00:00Z")];
+        assert_eq!(sitemap_changed(&kept, None, now), Some(at("2026-03-02T08:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-01T12:00:00Z")), now), Some(at("2026-03-02T08:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-02T09:00:00Z")), now), Some(at("2026-03-02T09:00:00Z")));
+        assert_eq!(sitemap_changed(&kept, Some(at("2030-01-01T00:00:00Z")), now), Some(now), "never later than now");
+        assert_eq!(sitemap_changed(&[], Some(at("2026-03-02T09:00:00Z")), now), None);
     }
 
     #[test]

@@ -20,6 +20,9 @@
 //!   `[submit] remind`) at the end.
 //! - `inspect`: Google's URL inspections before publishing (`skip_indexed`):
 //!   what a claim may inspect, and what the inspections came to;
+//! - `sitemaps`: after sending, the engines' reports on the sitemaps
+//!   submitted to them, read when due (`[sitemap] read_interval`, and after
+//!   each submission) and kept in the ledger;
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
 //!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
@@ -29,6 +32,7 @@ mod outcome;
 mod parked;
 mod plan;
 mod send;
+mod sitemaps;
 mod stop;
 #[cfg(test)]
 mod testing;
@@ -83,6 +87,9 @@ struct Run<'a> {
     plans: plan::Plans,
     /// Groups and reasons (`ParkedGroup::reminder_key`) whose items this run parked.
     parked_now: std::collections::HashSet<(GroupKey, String)>,
+    /// Sitemap groups and reasons of the problems their engines' reports
+    /// first showed in this run.
+    sitemap_problems_now: std::collections::HashSet<(GroupKey, String)>,
     /// Input URLs whose items were parked before this run: said by the
     /// reminders, not counted as this run's failures.
     parked_before: u64,
@@ -162,6 +169,7 @@ pub async fn run(
         admitted: 0,
         plans: Default::default(),
         parked_now: Default::default(),
+        sitemap_problems_now: Default::default(),
         parked_before: 0,
         resumed: Vec::new(),
         inspection_notes: Vec::new(),
@@ -186,6 +194,7 @@ pub async fn run(
         let intake = run.read_inputs(readers, args, printer).await?;
         if !run.dry_run {
             run.send_due(printer).await?;
+            run.read_sitemap_reports().await?;
         }
         run.report(started, &intake.counts, args.since.map(|_| intake.before_since), &args.fail_on, printer)
     }
@@ -346,7 +355,8 @@ fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<R
         url: url.to_string(),
         property: Some(group.property.clone()),
         engine: Some(group.engine),
-        endpoint: (!group.target.is_empty()).then(|| group.target.clone()),
+        endpoint: group.endpoint().map(str::to_string),
+        channel: group.sitemap_url().map(|_| crate::model::Channel::Sitemaps),
         outcome,
         reason: reason.into(),
         message: String::new(),

@@ -4,11 +4,12 @@
 //! fix found makes its items due, and the run says so. At the end, every
 //! parked group of the run's engines is told when it was parked in this run
 //! or when its reminder is due (`[submit] remind`, kept in the ledger), so
-//! that an hourly job says it once a day until it is fixed.
+//! that an hourly job says it once a day until it is fixed; and so is what
+//! the engines' reports on the run's sitemaps say a human must look at.
 
 use super::Run;
-use crate::model::{Check, GroupKey};
-use crate::output::parked::{reminder_due, ParkedNotice};
+use crate::model::{Check, GroupKey, SitemapState};
+use crate::output::parked::{reminder_due, NoticeKind, ParkedNotice};
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashMap;
 
@@ -46,9 +47,11 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Every parked group of the run's engines, each told if this run
-    /// parked it or its reminder is due at `started`; unless a dry run, the
-    /// ledger keeps when they were told.
+    /// Every parked group of the run's engines, then what the engines'
+    /// reports on the run's sitemaps say a human must look at (at the end
+    /// of the run), each told if this run parked it (or first saw it) or
+    /// its reminder is due at `started`; unless a dry run, the ledger keeps
+    /// when they were told.
     pub(super) fn parked_notices(&mut self, started: DateTime<Utc>) -> anyhow::Result<Vec<ParkedNotice>> {
         let known = self.known_groups();
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
@@ -57,7 +60,15 @@ impl Run<'_> {
             let fresh = self.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
             let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
-            notices.push(ParkedNotice { parked, fix, fresh, told });
+            notices.push(ParkedNotice { kind: NoticeKind::Parked, parked, fix, fresh, told });
+        }
+        let states: Vec<SitemapState> =
+            self.ledger.sitemap_states()?.into_iter().filter(|s| known.contains(&s.group)).collect();
+        for mut notice in crate::queue::sitemap_notices(self.settings, &states, self.clock.now()) {
+            notice.fresh =
+                self.sitemap_problems_now.contains(&(notice.parked.group.clone(), notice.parked.reminder_key()));
+            notice.told = notice.fresh || reminder_due(&notice.parked, started, remind);
+            notices.push(notice);
         }
         let told: Vec<(GroupKey, String)> =
             notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();

@@ -141,6 +141,7 @@ impl Fixture {
             admitted: 0,
             plans: Default::default(),
             parked_now: Default::default(),
+            sitemap_problems_now: Default::default(),
             parked_before: 0,
             resumed: Vec::new(),
             inspection_notes: Vec::new(),
@@ -179,7 +180,7 @@ pub(super) fn new_item(group: &GroupKey, url: &str) -> NewItem {
 
 /// A URL accepted within a day is not sent again.
 pub(super) fn admit_rule() -> AdmitRule {
-    AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false }
+    AdmitRule { dedupe: TimeDelta::days(1), force: false, changed: false, resend_after: None }
 }
 
 /// A budget rule (not a reported one).

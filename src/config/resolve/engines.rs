@@ -52,6 +52,7 @@ impl Resolver<'_> {
             )?,
             daily_quota: raw.daily_quota,
             monthly_quota: raw.monthly_quota,
+            sitemaps: raw.sitemaps.unwrap_or(defaults::BING_SITEMAPS),
         })
     }
 
@@ -78,6 +79,7 @@ impl Resolver<'_> {
                 }
                 Some(v) => *v.get_ref(),
             },
+            sitemaps: raw.sitemaps.unwrap_or(defaults::GOOGLE_SITEMAPS),
         })
     }
 }

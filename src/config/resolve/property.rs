@@ -52,6 +52,9 @@ impl Resolver<'_> {
                 name,
                 site,
             };
+            if let Some(t) = &rp.google {
+                self.check_google_channels(t, &prefix, &property)?;
+            }
             properties.push(property);
         }
         Ok(properties)
@@ -167,6 +170,7 @@ impl Resolver<'_> {
                 &format!("{prefix}.bing.quota_timezone"),
                 bing.quota_timezone,
             )?,
+            sitemaps: table.sitemaps.unwrap_or(bing.sitemaps),
         })
     }
 
@@ -188,7 +192,43 @@ impl Resolver<'_> {
                 &format!("{prefix}.google.quota_timezone"),
                 google.quota_timezone,
             )?,
+            indexing: table.indexing.unwrap_or(defaults::PROPERTY_GOOGLE_INDEXING),
+            sitemaps: table.sitemaps.unwrap_or(google.sitemaps),
         })
+    }
+
+    /// A `google` table sends something: the property's URLs to the Indexing
+    /// API, or its remote sitemaps to Search Console (or both); and
+    /// `skip_indexed` inspects URLs only before they are published.
+    fn check_google_channels(
+        &self,
+        t: &Spanned<RawPropGoogle>,
+        prefix: &str,
+        property: &Property,
+    ) -> Result<(), ConfigError> {
+        let Some(google) = &property.google else { return Ok(()) };
+        let key = format!("{prefix}.google");
+        if !google.indexing && google.skip_indexed {
+            return Err(self
+                .err(
+                    t,
+                    &key,
+                    "`skip_indexed` inspects URLs before the Indexing API publishes them, and `indexing = false`",
+                )
+                .hint("remove `skip_indexed`, or `indexing = false` to publish the property's URLs"));
+        }
+        if !google.indexing && property.submitted_sitemaps(crate::model::EngineKind::Google).is_empty() {
+            let why = if google.sitemaps {
+                "`indexing = false` and no source of the property is a remote sitemap to submit to Search Console"
+            } else {
+                "`indexing = false` and `sitemaps = false`: this table sends nothing to Google"
+            };
+            return Err(self.err(t, &key, why).hint(
+                "give the property a sitemap URL in `sources` (e.g. \"https://example.com/sitemap.xml\") for the \
+                 sitemap channel, or remove `indexing = false` to publish its URLs, or remove the google table",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -265,6 +305,44 @@ mod tests {
             let e = error_of(&property(sources));
             assert!(e.place.ends_with("`property[0].sources[0]`"), "{sources}: {}", e.place);
             assert!(e.message.contains(what), "{sources}: {}", e.message);
+        }
+    }
+
+    /// The sitemap channel: on by default for a google or bing table, each
+    /// table's `sitemaps` over its engine table's; only remote sitemaps
+    /// (not a robots.txt, not a file), each once; a google table without
+    /// the Indexing API must submit a sitemap, and inspects nothing.
+    #[test]
+    fn the_sitemap_channel_follows_the_tables() {
+        use crate::config::testing::parse_str;
+        use crate::model::EngineKind::{Bing, Google, IndexNow};
+        let property = |google: &str, sources: &str| {
+            format!(
+                "[bing]\napi_key_env = \"B\"\nsitemaps = false\n[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\n\
+                 sources = [{sources}]\nbing = {{}}\ngoogle = {{ {google} }}\n"
+            )
+        };
+        let all = "\"https://a.example/sitemap.xml\", \"https://a.example/robots.txt\", \"local.xml\", \
+                   \"https://a.example/sitemap.xml\", { sitemap = \"https://a.example/news.php\" }";
+        let s = parse_str(&property("", all)).unwrap();
+        let p = &s.properties[0];
+        assert_eq!(p.remote_sitemaps(), ["https://a.example/sitemap.xml", "https://a.example/news.php"]);
+        assert_eq!(p.submitted_sitemaps(Google), p.remote_sitemaps());
+        assert!(p.submitted_sitemaps(Bing).is_empty(), "[bing] sitemaps = false");
+        assert!(p.submitted_sitemaps(IndexNow).is_empty());
+        let s = parse_str(&property("sitemaps = false", all)).unwrap();
+        assert!(s.properties[0].submitted_sitemaps(Google).is_empty());
+        let s = parse_str(&property("indexing = false", all)).unwrap();
+        let google = s.properties[0].google.as_ref().unwrap();
+        assert_eq!((google.indexing, google.sitemaps), (false, true));
+        for (google, sources, what) in [
+            ("indexing = false", "\"https://a.example/robots.txt\"", "no source of the property is a remote sitemap"),
+            ("indexing = false, sitemaps = false", all, "this table sends nothing to Google"),
+            ("indexing = false, skip_indexed = true", all, "`skip_indexed` inspects URLs before"),
+        ] {
+            let e = error_of(&property(google, sources));
+            assert!(e.place.ends_with("`property[0].google`"), "{google}: {}", e.place);
+            assert!(e.message.contains(what), "{google}: {}", e.message);
         }
     }
 

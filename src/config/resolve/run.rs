@@ -75,7 +75,8 @@ impl Resolver<'_> {
         Ok(http)
     }
 
-    /// `[sitemap]`: the cap on what one sitemap may hold.
+    /// `[sitemap]`: the cap on what one sitemap may hold, and how the
+    /// engines' reports on the sitemaps submitted to them are read.
     pub(super) fn sitemap(&self, raw: &RawSitemap) -> Result<SitemapSettings, ConfigError> {
         let max_bytes = match &raw.max_bytes {
             None => defaults::SITEMAP_MAX_BYTES,
@@ -85,6 +86,18 @@ impl Resolver<'_> {
             }
             Some(v) => *v.get_ref(),
         };
-        Ok(SitemapSettings { max_bytes })
+        Ok(SitemapSettings {
+            max_bytes,
+            read_interval: self.duration(
+                raw.read_interval.as_ref(),
+                "sitemap.read_interval",
+                defaults::SITEMAP_READ_INTERVAL,
+            )?,
+            download_deadline: self.duration(
+                raw.download_deadline.as_ref(),
+                "sitemap.download_deadline",
+                defaults::SITEMAP_DOWNLOAD_DEADLINE,
+            )?,
+        })
     }
 }

@@ -22,8 +22,11 @@ pub struct Existing {
 pub enum Write {
     /// A new item, due now.
     Insert,
-    /// An accepted item queued again, due now, with this action.
-    Requeue,
+    /// An accepted item queued again with this action, due at `due` (now,
+    /// unless the rule spaces its resubmissions).
+    Requeue {
+        due: DateTime<Utc>,
+    },
     /// The item stays as it is, but takes this action (a queued item) and
     /// this lastmod (what the site now says).
     Update {
@@ -46,7 +49,16 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
         let news = e.action != item.action;
         let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
         if rule.force || news || again {
-            return (Admission::Queued { fresh: false }, Write::Requeue);
+            // A spaced group (a sitemap) is not sent again before its
+            // spacing since the last acceptance has passed — unless forced.
+            let due = match rule.resend_after.filter(|_| !rule.force) {
+                Some(after) => (accepted_at + after).max(now),
+                None => now,
+            };
+            if due > now {
+                return (Admission::Requeued { id, due }, Write::Requeue { due });
+            }
+            return (Admission::Queued { fresh: false }, Write::Requeue { due });
         }
         return (Admission::Skipped { id, accepted_at, unchanged: rule.changed }, Write::Keep);
     }
@@ -74,7 +86,7 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
 pub struct AdmitPlan {
     pub admissions: Vec<Option<Admission>>,
     pub inserts: Vec<(usize, i64, i64)>,
-    pub requeued: std::collections::BTreeMap<(i64, Action), Vec<i64>>,
+    pub requeued: std::collections::BTreeMap<(i64, Action, DateTime<Utc>), Vec<i64>>,
     pub updates: Vec<(i64, Action, Option<DateTime<Utc>>)>,
     pub repeats: Vec<(usize, usize)>,
 }
@@ -109,7 +121,9 @@ impl AdmitPlan {
                     first.insert((group, *key), index);
                     plan.inserts.push((index, group, *key));
                 }
-                (Write::Requeue, Ok(e)) => plan.requeued.entry((group, item.action)).or_default().push(e.id),
+                (Write::Requeue { due }, Ok(e)) => {
+                    plan.requeued.entry((group, item.action, due)).or_default().push(e.id)
+                }
                 (Write::Update { action, lastmod }, Ok(e)) => plan.updates.push((e.id, action, lastmod)),
                 _ => {}
             }
@@ -139,4 +153,57 @@ pub fn preview(batch: &[NewItem], found: Vec<Option<Existing>>, rule: &AdmitRule
         admission: admit(e.as_ref(), item, rule, now).0,
     };
     batch.iter().zip(found).map(preview).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EngineKind, GroupKey};
+    use chrono::TimeDelta;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    /// A sitemap is sent again a day after its last acceptance at the
+    /// earliest (`resend_after`), unless forced; due now past that.
+    #[test]
+    fn a_spaced_item_is_queued_again_no_sooner_than_its_spacing() {
+        let accepted = at("2026-12-03T09:00:00Z");
+        let e = Existing {
+            id: 7,
+            state: ItemState::Accepted,
+            action: Action::Updated,
+            lastmod: None,
+            accepted_at: Some(accepted),
+            next_attempt_at: None,
+        };
+        let group = GroupKey::sitemap("site", EngineKind::Bing, "https://s.example/s.xml");
+        let changed = |lastmod: &str| NewItem {
+            url: "https://s.example/s.xml".into(),
+            group: group.clone(),
+            action: Action::Updated,
+            lastmod: Some(at(lastmod)),
+        };
+        let rule = AdmitRule {
+            dedupe: TimeDelta::hours(24),
+            force: false,
+            changed: true,
+            resend_after: Some(TimeDelta::hours(24)),
+        };
+        let due = at("2026-12-04T09:00:00Z");
+        let now = at("2026-12-03T12:00:00Z");
+        assert_eq!(
+            admit(Some(&e), &changed("2026-12-03T11:00:00Z"), &rule, now),
+            (Admission::Requeued { id: 7, due }, Write::Requeue { due })
+        );
+        assert_eq!(admit(Some(&e), &changed("2026-12-03T08:00:00Z"), &rule, now).1, Write::Keep, "not changed since");
+        let late = at("2026-12-05T00:00:00Z");
+        assert_eq!(
+            admit(Some(&e), &changed("2026-12-04T11:00:00Z"), &rule, late),
+            (Admission::Queued { fresh: false }, Write::Requeue { due: late })
+        );
+        let forced = AdmitRule { force: true, ..rule };
+        assert_eq!(admit(Some(&e), &changed("2026-12-03T08:00:00Z"), &forced, now).1, Write::Requeue { due: now });
+    }
 }

@@ -7,6 +7,8 @@
 //!   slot, and when the rest may go;
 //! - what a finished reservation gives back to each of its windows;
 //! - the limit an engine's report sets, and the ledger's clock;
+//! - what a read of an engine's sitemap report leaves: since when its
+//!   problems hold;
 //! - the states `queue retry` and `queue drop` act on (here).
 //!
 //! Pure: each backend reads the inputs and applies the decision in its own
@@ -16,11 +18,13 @@ mod admit;
 mod answer;
 mod budget;
 mod claim;
+mod sitemaps;
 mod steps;
 
 pub use admit::*;
 pub use answer::*;
 pub use claim::*;
+pub use sitemaps::*;
 pub use steps::*;
 
 use super::{ItemFilter, StateFilter};

@@ -67,27 +67,44 @@ impl Intake for PgLedger {
         self.transaction(|tx| source_documents(tx))
     }
 
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
-        self.transaction(|tx| store_source_documents(tx, documents, false))
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>> {
+        self.transaction(|tx| {
+            // Two runs reading the same new body agree on when it changed:
+            // the second waits here for the first, then finds its digest.
+            tx.batch_execute("LOCK TABLE sources IN SHARE ROW EXCLUSIVE MODE")?;
+            let urls: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+            let stored: HashMap<String, (String, DateTime<Utc>)> = tx
+                .query("SELECT url, digest, changed_at FROM sources WHERE url = ANY($1)", &[&urls])?
+                .iter()
+                .map(|r| (r.get(0), (r.get(1), r.get(2))))
+                .collect();
+            let documents = kept_changes(documents, |url| stored.get(url).map(|(d, at)| (d.as_str(), *at)));
+            store_source_documents(tx, &documents, false)?;
+            Ok(documents)
+        })
     }
 }
 
 /// The sitemaps read for sources, by URL.
 pub(super) fn source_documents(tx: &mut impl GenericClient) -> Result<Vec<SourceDocument>> {
-    tx.query("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url", &[])?
-        .iter()
-        .map(|r| {
-            Ok(SourceDocument {
-                url: r.get(0),
-                etag: r.get(1),
-                last_modified: r.get(2),
-                digest: r.get(3),
-                kind: stored("sources", "kind", r.get(4))?,
-                routes: r.get(5),
-                fetched_at: r.get(6),
-            })
+    tx.query(
+        "SELECT url, etag, last_modified, digest, kind, routes, fetched_at, changed_at FROM sources ORDER BY url",
+        &[],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(SourceDocument {
+            url: r.get(0),
+            etag: r.get(1),
+            last_modified: r.get(2),
+            digest: r.get(3),
+            kind: stored("sources", "kind", r.get(4))?,
+            routes: r.get(5),
+            fetched_at: r.get(6),
+            changed_at: r.get(7),
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Keeps sitemaps read, replacing what was kept of each URL (with `later`,
@@ -99,16 +116,25 @@ pub(super) fn store_source_documents(
 ) -> Result<()> {
     let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
     let sql = format!(
-        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at, changed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
              digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
-             fetched_at = excluded.fetched_at{only}"
+             fetched_at = excluded.fetched_at, changed_at = excluded.changed_at{only}"
     );
     for d in documents {
         tx.execute(
             &sql,
-            &[&d.url, &d.etag, &d.last_modified, &d.digest, &d.kind.as_str(), &d.routes, &sec(d.fetched_at)],
+            &[
+                &d.url,
+                &d.etag,
+                &d.last_modified,
+                &d.digest,
+                &d.kind.as_str(),
+                &d.routes,
+                &sec(d.fetched_at),
+                &sec(d.changed_at),
+            ],
         )?;
     }
     Ok(())
@@ -166,11 +192,11 @@ pub(super) fn admit_once(
         return Err(LedgerError::Retry);
     }
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
-    for ((_, action), ids) in &plan.requeued {
+    for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
-            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $3, enqueued_at = $3, streak = 0,
+            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
                  streak_started_at = NULL WHERE id = ANY($1)",
-            &[ids, &action.as_str(), &now],
+            &[ids, &action.as_str(), &now, &sec(*due)],
         )?;
     }
     if !plan.updates.is_empty() {

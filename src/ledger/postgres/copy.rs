@@ -26,8 +26,8 @@ impl Rows for PgLedger {
             if in_flight > 0 && !in_flight_ok {
                 return Err(copy::in_flight_error(in_flight));
             }
-            let groups = tx.query("SELECT id, property, engine, target FROM groups ORDER BY id", &[])?;
-            let groups = groups.iter().map(|r| Ok((r.get(0), stored_group(r.get(1), r.get(2), r.get(3))?)));
+            let groups = tx.query("SELECT id, property, engine, target, channel FROM groups ORDER BY id", &[])?;
+            let groups = groups.iter().map(|r| Ok((r.get(0), stored_group(r.get(1), r.get(2), r.get(3), r.get(4))?)));
             sink(Chunk::Groups(groups.collect::<Result<_>>()?))?;
             export_items(tx, sink)?;
             export_dropped(tx, sink)?;

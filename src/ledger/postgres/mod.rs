@@ -38,6 +38,7 @@ mod copy;
 mod queue;
 mod runs;
 mod schema;
+mod sitemaps;
 
 use admit::*;
 pub use connect::pgpass_password;
@@ -252,8 +253,8 @@ fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &G
         return Ok(Some(*id));
     }
     let row = tx.query_opt(
-        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3",
-        &[&key.property, &key.engine.as_str(), &key.target],
+        "SELECT id FROM groups WHERE property = $1 AND engine = $2 AND target = $3 AND channel = $4",
+        &[&key.property, &key.engine.as_str(), &key.target, &key.channel.as_str()],
     )?;
     Ok(row.map(|r| r.get(0)))
 }
@@ -263,8 +264,8 @@ fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64
         return Ok(id);
     }
     tx.execute(
-        "INSERT INTO groups (property, engine, target) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-        &[&key.property, &key.engine.as_str(), &key.target],
+        "INSERT INTO groups (property, engine, target, channel) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        &[&key.property, &key.engine.as_str(), &key.target, &key.channel.as_str()],
     )?;
     Ok(group_id(tx, cache, key)?.expect("the group row was just written"))
 }
@@ -303,13 +304,14 @@ mod tests {
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
         let groups = ledger
             .transaction(|tx| {
-                let rows = tx.query("SELECT property, engine, target FROM groups", &[])?;
+                let rows = tx.query("SELECT property, engine, target, channel FROM groups", &[])?;
                 Ok(rows
                     .iter()
                     .map(|r| GroupKey {
                         property: r.get(0),
                         engine: r.get::<_, &str>(1).parse().unwrap(),
                         target: r.get(2),
+                        channel: r.get::<_, &str>(3).parse().unwrap(),
                     })
                     .collect::<Vec<_>>())
             })

@@ -7,7 +7,7 @@ use super::*;
 /// requests r ON r.id = i.last_request_id`.
 pub(super) const ITEM_COLUMNS: &str =
     "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
 
 pub(super) const ITEM_FROM: &str =
     "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
@@ -16,7 +16,7 @@ pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0),
         url: r.get(1),
-        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4), r.get(14))?,
         state: stored("items", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
@@ -89,9 +89,9 @@ impl Queue for PgLedger {
 
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
         self.transaction(|tx| {
-            tx.query("SELECT property, engine, target FROM groups ORDER BY property, engine, target", &[])?
+            tx.query("SELECT property, engine, target, channel FROM groups ORDER BY property, engine, target", &[])?
                 .iter()
-                .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+                .map(|r| stored_group(r.get(0), r.get(1), r.get(2), r.get(3)))
                 .collect()
         })
     }
@@ -100,13 +100,13 @@ impl Queue for PgLedger {
         let now = sec(now);
         self.transaction(|tx| {
             tx.query(
-                "SELECT property, engine, target FROM groups g
+                "SELECT property, engine, target, channel FROM groups g
                  WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
                  ORDER BY property, engine, target",
                 &[&now],
             )?
             .iter()
-            .map(|r| stored_group(r.get(0), r.get(1), r.get(2)))
+            .map(|r| stored_group(r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect()
         })
     }
@@ -233,7 +233,7 @@ impl Queue for PgLedger {
             // answer's URL and message, and the reminder kept under its reason.
             let rows = tx.query(
                 "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
-                        m.reminded_at
+                        m.reminded_at, g.channel
                  FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
                               max(r.id) AS latest, min(i.url) AS url
                        FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
@@ -251,7 +251,7 @@ impl Queue for PgLedger {
                     let class: Option<String> = r.get(3);
                     let reason: Option<String> = r.get(4);
                     Ok(ParkedGroup {
-                        group: stored_group(r.get(0), r.get(1), r.get(2))?,
+                        group: stored_group(r.get(0), r.get(1), r.get(2), r.get(11))?,
                         reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
                         count: r.get::<_, i64>(5) as u64,
                         since: r.get(6),

@@ -5,7 +5,8 @@ use super::*;
 
 /// The columns `attempt_row` reads, from `requests r JOIN groups g`.
 pub(super) const REQUEST_COLUMNS: &str =
-    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at, \
+     g.channel";
 
 /// A request's first item, whether in the queue or dropped: joined after
 /// `requests r`, for `FIRST_URL`.
@@ -21,7 +22,7 @@ pub(super) fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<Attempt
         url,
         dropped,
         urls: r.get::<_, i32>(1).max(0) as u64,
-        group: stored_group(r.get(2), r.get(3), r.get(4))?,
+        group: stored_group(r.get(2), r.get(3), r.get(4), r.get(11))?,
         class: stored("requests", "class", r.get(5))?,
         reason: stored_reason(stored("requests", "class", r.get(5))?, r.get(6))?,
         message: r.get(7),
@@ -59,7 +60,7 @@ impl Runs for PgLedger {
                  WHERE r.group_id = $1 AND r.class <> 'accepted'
                  ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
-            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(11), r.get(12))).transpose()
+            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(12), r.get(13))).transpose()
         })
     }
 
@@ -76,7 +77,7 @@ impl Runs for PgLedger {
                         .iter()
                         .map(|_| NewItem {
                             url: u.to_string(),
-                            group: GroupKey { property: String::new(), engine: EngineKind::IndexNow, target: String::new() },
+                            group: GroupKey::urls("", EngineKind::IndexNow, ""),
                             action: Action::Updated,
                             lastmod: None,
                         })
@@ -99,8 +100,8 @@ impl Runs for PgLedger {
                                  WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
                             );
                             for r in tx.query(&sql, &[group, &item])? {
-                                if ids::named(r.get::<_, i32>(1).into(), r.get(12), r.get(13))?.binary_search(&item).is_ok() {
-                                    out.push((r.get(11), attempt_row(&r, u.to_string(), dropped)?));
+                                if ids::named(r.get::<_, i32>(1).into(), r.get(13), r.get(14))?.binary_search(&item).is_ok() {
+                                    out.push((r.get(12), attempt_row(&r, u.to_string(), dropped)?));
                                 }
                             }
                         }
@@ -115,7 +116,7 @@ impl Runs for PgLedger {
                          ORDER BY r.at DESC, r.id DESC LIMIT $1"
                     );
                     for r in tx.query(&sql, &[&limit])? {
-                        out.push((r.get(13), attempt_row(&r, r.get(11), r.get(12))?));
+                        out.push((r.get(14), attempt_row(&r, r.get(12), r.get(13))?));
                     }
                 }
             }
@@ -132,14 +133,14 @@ impl Runs for PgLedger {
         // One per URL a request named: the requests' sizes, summed.
         self.transaction(|tx| {
             tx.query(
-                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                "SELECT g.property, g.engine, g.target, r.class, sum(r.n)::bigint, g.channel
                  FROM requests r JOIN groups g ON g.id = r.group_id
-                 GROUP BY g.property, g.engine, g.target, r.class",
+                 GROUP BY g.property, g.engine, g.target, g.channel, r.class",
                 &[],
             )?
             .iter()
             .map(|r| {
-                let group = stored_group(r.get(0), r.get(1), r.get(2))?;
+                let group = stored_group(r.get(0), r.get(1), r.get(2), r.get(5))?;
                 Ok((group, stored("requests", "class", r.get(3))?, r.get::<_, i64>(4).max(0) as u64))
             })
             .collect()
@@ -156,10 +157,10 @@ impl Runs for PgLedger {
         let stops: Vec<DateTime<Utc>> = bounds[1..].to_vec();
         self.transaction(|tx| {
             tx.query(
-                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint
+                "SELECT s.n, g.property, g.engine, g.target, r.class, sum(r.n)::bigint, g.channel
                  FROM unnest($1::timestamptz[], $2::timestamptz[]) WITH ORDINALITY AS s (start, stop, n)
                      JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
-                 GROUP BY s.n, g.property, g.engine, g.target, r.class",
+                 GROUP BY s.n, g.property, g.engine, g.target, g.channel, r.class",
                 &[&starts, &stops],
             )?
             .iter()
@@ -167,7 +168,7 @@ impl Runs for PgLedger {
                 Ok(SpanCount {
                     // WITH ORDINALITY counts from 1.
                     span: (r.get::<_, i64>(0) - 1).max(0) as usize,
-                    group: stored_group(r.get(1), r.get(2), r.get(3))?,
+                    group: stored_group(r.get(1), r.get(2), r.get(3), r.get(6))?,
                     class: stored("requests", "class", r.get(4))?,
                     urls: r.get::<_, i64>(5).max(0) as u64,
                 })

@@ -64,8 +64,9 @@ pub(super) fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
 
 /// The sitemaps read for sources, by URL.
 pub(super) fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>> {
-    let mut stmt =
-        conn.prepare("SELECT url, etag, last_modified, digest, kind, routes, fetched_at FROM sources ORDER BY url")?;
+    let mut stmt = conn.prepare(
+        "SELECT url, etag, last_modified, digest, kind, routes, fetched_at, changed_at FROM sources ORDER BY url",
+    )?;
     let mut rows = stmt.query([])?;
     let mut documents = Vec::new();
     while let Some(r) = rows.next()? {
@@ -77,6 +78,7 @@ pub(super) fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>>
             kind: stored("sources", "kind", &r.get::<_, String>(4)?)?,
             routes: r.get(5)?,
             fetched_at: from_ts(r.get(6)?),
+            changed_at: from_ts(r.get(7)?),
         });
     }
     Ok(documents)
@@ -87,17 +89,39 @@ pub(super) fn source_documents(conn: &Connection) -> Result<Vec<SourceDocument>>
 pub(super) fn store_source_documents(tx: &Connection, documents: &[SourceDocument], later: bool) -> Result<()> {
     let only = if later { " WHERE excluded.fetched_at >= sources.fetched_at" } else { "" };
     let sql = format!(
-        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at, changed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (url) DO UPDATE SET etag = excluded.etag, last_modified = excluded.last_modified,
              digest = excluded.digest, kind = excluded.kind, routes = excluded.routes,
-             fetched_at = excluded.fetched_at{only}"
+             fetched_at = excluded.fetched_at, changed_at = excluded.changed_at{only}"
     );
     let mut stmt = tx.prepare(&sql)?;
     for d in documents {
-        stmt.execute(params![d.url, d.etag, d.last_modified, d.digest, d.kind.as_str(), d.routes, ts(d.fetched_at)])?;
+        stmt.execute(params![
+            d.url,
+            d.etag,
+            d.last_modified,
+            d.digest,
+            d.kind.as_str(),
+            d.routes,
+            ts(d.fetched_at),
+            ts(d.changed_at)
+        ])?;
     }
     Ok(())
+}
+
+/// What the ledger kept of the sitemaps at `urls` (the digest and when it
+/// changed), by URL, in the caller's transaction.
+fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (String, DateTime<Utc>)>> {
+    let urls: Rc<Vec<Value>> = Rc::new(urls.iter().map(|u| Value::Text(u.to_string())).collect());
+    let mut stmt = tx.prepare_cached("SELECT url, digest, changed_at FROM sources WHERE url IN rarray(?1)")?;
+    let mut rows = stmt.query([urls])?;
+    let mut out = HashMap::new();
+    while let Some(r) = rows.next()? {
+        out.insert(r.get(0)?, (r.get(1)?, from_ts(r.get(2)?)));
+    }
+    Ok(out)
 }
 
 impl Intake for SqliteLedger {
@@ -142,14 +166,14 @@ impl Intake for SqliteLedger {
             6,
             &inserts,
         )?;
-        for ((group, action), ids) in &plan.requeued {
+        for ((group, action, due), ids) in &plan.requeued {
             // Only accepted items are queued again.
             let n = tx
                 .prepare_cached(
-                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?3, enqueued_at = ?3, streak = 0,
+                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3, streak = 0,
                          streak_started_at = NULL WHERE id IN rarray(?1)",
                 )?
-                .execute(params![array(ids), action.as_str(), ts(now)])?;
+                .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
             counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
         }
         let updates: Vec<Value> = plan
@@ -179,10 +203,13 @@ impl Intake for SqliteLedger {
         source_documents(&self.conn)
     }
 
-    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<()> {
+    fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>> {
         let tx = write(&mut self.conn)?;
-        store_source_documents(&tx, documents, false)?;
+        let urls: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+        let stored = stored_changes(&tx, &urls)?;
+        let documents = kept_changes(documents, |url| stored.get(url).map(|(d, at)| (d.as_str(), *at)));
+        store_source_documents(&tx, &documents, false)?;
         tx.commit()?;
-        Ok(())
+        Ok(documents)
     }
 }

@@ -47,11 +47,11 @@ impl Rows for SqliteLedger {
 }
 
 fn export_groups(tx: &Connection, sink: &mut Sink) -> Result<()> {
-    let mut stmt = tx.prepare("SELECT id, property, engine, target FROM groups ORDER BY id")?;
+    let mut stmt = tx.prepare("SELECT id, property, engine, target, channel FROM groups ORDER BY id")?;
     let mut rows = stmt.query([])?;
     let mut groups = Vec::new();
     while let Some(r) = rows.next()? {
-        groups.push((r.get(0)?, stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?));
+        groups.push((r.get(0)?, stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?));
     }
     sink(Chunk::Groups(groups))
 }

@@ -23,6 +23,7 @@ mod copy;
 mod queue;
 mod runs;
 mod schema;
+mod sitemaps;
 
 use admit::*;
 
@@ -253,8 +254,8 @@ fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKe
         return Ok(Some(*id));
     }
     let id: Option<i64> = conn
-        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3")?
-        .query_row(params![key.property, key.engine.as_str(), key.target], |r| r.get(0))
+        .prepare_cached("SELECT id FROM groups WHERE property = ?1 AND engine = ?2 AND target = ?3 AND channel = ?4")?
+        .query_row(params![key.property, key.engine.as_str(), key.target, key.channel.as_str()], |r| r.get(0))
         .optional()?;
     if let Some(id) = id {
         cache.insert(key.clone(), id);
@@ -278,11 +279,8 @@ fn group_id_or_create(
     if let Some(id) = group_id(tx, cache, key)? {
         return Ok(id);
     }
-    tx.prepare_cached("INSERT INTO groups (property, engine, target) VALUES (?1, ?2, ?3)")?.execute(params![
-        key.property,
-        key.engine.as_str(),
-        key.target
-    ])?;
+    tx.prepare_cached("INSERT INTO groups (property, engine, target, channel) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![key.property, key.engine.as_str(), key.target, key.channel.as_str()])?;
     let id = tx.last_insert_rowid();
     created.push((key.clone(), id));
     Ok(id)
@@ -345,7 +343,7 @@ mod tests {
     }
 
     fn group(property: &str, engine: EngineKind) -> GroupKey {
-        GroupKey { property: property.into(), engine, target: format!("https://{property}/endpoint") }
+        GroupKey::urls(property, engine, format!("https://{property}/endpoint"))
     }
 
     /// A reason read back that this indexq does not know as one of its
@@ -383,11 +381,12 @@ mod tests {
     fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
         let groups: Vec<(i64, GroupKey)> = ledger
             .conn
-            .prepare("SELECT id, property, engine, target FROM groups")
+            .prepare("SELECT id, property, engine, target, channel FROM groups")
             .unwrap()
             .query_map([], |r| {
-                let engine: String = r.get(2)?;
-                Ok((r.get(0)?, GroupKey { property: r.get(1)?, engine: engine.parse().unwrap(), target: r.get(3)? }))
+                let (engine, channel): (String, String) = (r.get(2)?, r.get(4)?);
+                let key = stored_group(r.get(1)?, &engine, r.get(3)?, &channel).unwrap();
+                Ok((r.get(0)?, key))
             })
             .unwrap()
             .collect::<rusqlite::Result<_>>()
@@ -452,7 +451,7 @@ mod tests {
         let now = t("2026-12-11T09:00:00Z");
         let me = Owner::current();
         let (a, b) = (group("a.example", EngineKind::IndexNow), group("b.example", EngineKind::Bing));
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false };
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
         // One batch, two groups interleaved, a URL twice.
         let mut batch: Vec<NewItem> =
             new_items(&a, 0..6).into_iter().zip(new_items(&b, 0..6)).flat_map(|(x, y)| [x, y]).collect();

@@ -7,7 +7,7 @@ use super::*;
 /// requests r ON r.id = i.last_request_id`.
 pub(super) const ITEM_COLUMNS: &str =
     "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class";
+     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
 
 pub(super) const ITEM_FROM: &str =
     "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
@@ -19,7 +19,7 @@ pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     Ok(ItemRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(14)?)?,
         state: stored("items", "state", &state)?,
         next_attempt_at: opt_ts(r.get(6)?),
         attempts: r.get(7)?,
@@ -99,26 +99,27 @@ impl Queue for SqliteLedger {
     }
 
     fn stored_groups(&mut self) -> Result<Vec<GroupKey>> {
-        let mut stmt =
-            self.conn.prepare("SELECT property, engine, target FROM groups ORDER BY property, engine, target")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT property, engine, target, channel FROM groups ORDER BY property, engine, target")?;
         let mut rows = stmt.query([])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?);
         }
         Ok(groups)
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT property, engine, target FROM groups g
+            "SELECT property, engine, target, channel FROM groups g
              WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
              ORDER BY property, engine, target",
         )?;
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?);
+            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?);
         }
         Ok(groups)
     }
@@ -281,7 +282,7 @@ impl Queue for SqliteLedger {
         // (then its URL and message), and the reminder kept under its reason.
         let mut stmt = self.conn.prepare(
             "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
-                    min(i.url), m.reminded_at
+                    min(i.url), m.reminded_at, g.channel
              FROM items i JOIN groups g ON g.id = i.group_id
              LEFT JOIN requests r ON r.id = i.last_request_id
              LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
@@ -296,7 +297,7 @@ impl Queue for SqliteLedger {
             let reason: Option<String> = r.get(4)?;
             parked.push((
                 ParkedGroup {
-                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?,
+                    group: stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(10)?)?,
                     reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
                     count: r.get::<_, i64>(5)? as u64,
                     since: opt_ts(r.get(6)?),

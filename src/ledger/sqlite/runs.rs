@@ -6,7 +6,8 @@ use super::*;
 /// The columns `attempt_row` reads, from `requests r JOIN groups g`, then
 /// the URL it is shown by.
 pub(super) const REQUEST_COLUMNS: &str =
-    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at";
+    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at, \
+     g.channel";
 
 /// A request's first item, whether in the queue or dropped: joined after
 /// `requests r`, for `FIRST_URL`.
@@ -25,7 +26,7 @@ pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<Att
         url,
         dropped,
         urls: r.get::<_, i64>(1)?.max(0) as u64,
-        group: stored_group(r.get(2)?, &engine, r.get(4)?)?,
+        group: stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(11)?)?,
         class,
         reason: stored_reason(class, &r.get::<_, String>(6)?)?,
         message: r.get(7)?,
@@ -73,7 +74,7 @@ impl Runs for SqliteLedger {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([group])?;
         match rows.next()? {
-            Some(r) => Ok(Some(attempt_row(r, r.get(11)?, r.get(12)?)?)),
+            Some(r) => Ok(Some(attempt_row(r, r.get(12)?, r.get(13)?)?)),
             None => Ok(None),
         }
     }
@@ -111,9 +112,9 @@ impl Runs for SqliteLedger {
                     for (item, dropped) in items {
                         let mut rows = requests.query(params![group, item])?;
                         while let Some(r) = rows.next()? {
-                            let named = ids::named(r.get(1)?, r.get(12)?, r.get(13)?)?;
+                            let named = ids::named(r.get(1)?, r.get(13)?, r.get(14)?)?;
                             if named.binary_search(&item).is_ok() {
-                                out.push((r.get(11)?, attempt_row(r, u.to_string(), dropped)?));
+                                out.push((r.get(12)?, attempt_row(r, u.to_string(), dropped)?));
                             }
                         }
                     }
@@ -129,7 +130,7 @@ impl Runs for SqliteLedger {
                 ))?;
                 let mut rows = stmt.query([limit as i64])?;
                 while let Some(r) = rows.next()? {
-                    out.push((r.get(13)?, attempt_row(r, r.get(11)?, r.get(12)?)?));
+                    out.push((r.get(14)?, attempt_row(r, r.get(12)?, r.get(13)?)?));
                 }
             }
         }
@@ -144,14 +145,14 @@ impl Runs for SqliteLedger {
     fn outcome_counts(&mut self) -> Result<Vec<(GroupKey, Class, u64)>> {
         // One per URL a request named: the requests' sizes, summed.
         let mut stmt = self.conn.prepare(
-            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n)
+            "SELECT g.property, g.engine, g.target, r.class, SUM(r.n), g.channel
              FROM requests r JOIN groups g ON g.id = r.group_id
-             GROUP BY g.property, g.engine, g.target, r.class",
+             GROUP BY g.property, g.engine, g.target, g.channel, r.class",
         )?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?)?;
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(5)?)?;
             let class = stored("requests", "class", &r.get::<_, String>(3)?)?;
             out.push((group, class, r.get::<_, i64>(4)?.max(0) as u64));
         }
@@ -170,9 +171,9 @@ impl Runs for SqliteLedger {
         let values: Vec<i64> = bounds.windows(2).flat_map(|w| [ts(w[0]), ts(w[1])]).collect();
         let sql = format!(
             "WITH spans (n, start, stop) AS (VALUES {})
-             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n)
+             SELECT s.n, g.property, g.engine, g.target, r.class, SUM(r.n), g.channel
              FROM spans s JOIN requests r ON r.at >= s.start AND r.at < s.stop JOIN groups g ON g.id = r.group_id
-             GROUP BY s.n, g.property, g.engine, g.target, r.class",
+             GROUP BY s.n, g.property, g.engine, g.target, g.channel, r.class",
             spans.join(", ")
         );
         let mut stmt = self.conn.prepare(&sql)?;
@@ -181,7 +182,7 @@ impl Runs for SqliteLedger {
         while let Some(r) = rows.next()? {
             out.push(SpanCount {
                 span: r.get::<_, i64>(0)?.max(0) as usize,
-                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?)?,
+                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(6)?)?,
                 class: stored("requests", "class", &r.get::<_, String>(4)?)?,
                 urls: r.get::<_, i64>(5)?.max(0) as u64,
             });

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -22,6 +22,9 @@ const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
+/// Schema 5, over schema 4: groups have a channel (sitemap groups), the sitemaps read
+/// keep when they last changed, and what the engines report of the sitemaps submitted.
+const SCHEMA_5: &str = include_str!("schema/0005_sitemaps.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -42,6 +45,9 @@ impl SqliteLedger {
         }
         if version < 4 {
             tx.execute_batch(SCHEMA_4)?;
+        }
+        if version < 5 {
+            tx.execute_batch(SCHEMA_5)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -183,5 +189,45 @@ mod tests {
         };
         ledger.record_run(&run).unwrap();
         assert_eq!(ledger.last_run(true).unwrap(), Some(run));
+    }
+
+    /// A ledger of schema 4 (a group, a sitemap read for sources) gets
+    /// schema 5 on open: its groups are URL groups, its sitemap read is
+    /// taken to have changed when it was read, and it has no sitemap report
+    /// yet.
+    #[test]
+    fn a_version_4_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            let tx = conn.transaction().unwrap();
+            tx.execute_batch(SCHEMA_1).unwrap();
+            upgrade_to_2(&tx).unwrap();
+            tx.execute_batch(SCHEMA_3).unwrap();
+            tx.execute_batch(SCHEMA_4).unwrap();
+            tx.pragma_update(None, "user_version", 4).unwrap();
+            tx.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'google', '')", []).unwrap();
+            tx.execute(
+                "INSERT INTO sources (url, etag, last_modified, digest, kind, routes, fetched_at)
+                 VALUES ('https://site.example/sitemap.xml', '\"v1\"', NULL, 'd1', 'urlset', 'r', ?1)",
+                [super::super::ts(t("2026-12-01T08:00:00Z"))],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 5);
+        assert_eq!(ledger.stored_groups().unwrap(), [GroupKey::urls("site", EngineKind::Google, "")]);
+        let [source] = ledger.source_documents().unwrap().try_into().unwrap();
+        assert_eq!((source.fetched_at, source.changed_at), (t("2026-12-01T08:00:00Z"), t("2026-12-01T08:00:00Z")));
+        assert!(ledger.sitemap_states().unwrap().is_empty());
+        // The same body read again keeps when it changed; another is a change.
+        let again =
+            SourceDocument { fetched_at: t("2026-12-02T08:00:00Z"), changed_at: t("2026-12-02T08:00:00Z"), ..source };
+        let kept = ledger.record_source_documents(std::slice::from_ref(&again)).unwrap();
+        assert_eq!(kept[0].changed_at, t("2026-12-01T08:00:00Z"));
+        let other = SourceDocument { digest: "d2".into(), ..again };
+        assert_eq!(ledger.record_source_documents(&[other]).unwrap()[0].changed_at, t("2026-12-02T08:00:00Z"));
     }
 }

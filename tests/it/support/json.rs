@@ -108,6 +108,16 @@ closed_set! {
 }
 
 closed_set! {
+    /// What a group's items are sent as: a sitemap's submission (absent: a URL).
+    Channel { Sitemaps = "sitemaps" }
+}
+
+closed_set! {
+    /// What needs a human: parked items, or what an engine's report on a sitemap says.
+    NoticeKind { Parked = "parked", SitemapReport = "sitemap_report" }
+}
+
+closed_set! {
     /// Whom a budget rule binds: the property, or every property of a pool (a project, the engine).
     Scope { Property = "property", Pool = "pool" }
 }
@@ -193,10 +203,14 @@ pub struct InspectionNote {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Parked {
+    pub kind: NoticeKind,
     pub property: String,
     pub engine: Engine,
     #[serde(default, deserialize_with = "maybe")]
     pub endpoint: Option<String>,
+    /// The sitemap, for a sitemap group.
+    #[serde(default, deserialize_with = "maybe")]
+    pub sitemap: Option<String>,
     pub reason: String,
     pub urls: u64,
     #[serde(deserialize_with = "nullable")]
@@ -207,8 +221,9 @@ pub struct Parked {
     pub fix: Option<String>,
     /// Whether indexq notices the fix by itself (else `retry` is needed).
     pub checked_by_itself: bool,
-    /// The command that sends them again.
-    pub retry: String,
+    /// The command that sends parked items again (none for a sitemap's report).
+    #[serde(default, deserialize_with = "maybe")]
+    pub retry: Option<String>,
     /// When a run said so before.
     #[serde(deserialize_with = "nullable")]
     pub reminded_at: Option<String>,
@@ -255,6 +270,9 @@ pub struct SubmitResult {
     /// The IndexNow endpoint.
     #[serde(default, deserialize_with = "maybe")]
     pub endpoint: Option<String>,
+    /// `sitemaps`: the submission of a sitemap (`url`), not a URL.
+    #[serde(default, deserialize_with = "maybe")]
+    pub channel: Option<Channel>,
     pub outcome: Outcome,
     pub reason: String,
     pub message: String,
@@ -311,6 +329,8 @@ pub struct Planned {
     pub engine: Engine,
     #[serde(default, deserialize_with = "maybe")]
     pub endpoint: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub channel: Option<Channel>,
 }
 
 /// A dry run's plan for one engine.
@@ -360,7 +380,9 @@ impl Submit {
             p.since.as_deref().map_or(Ok(()), time)?;
             p.reminded_at.as_deref().map_or(Ok(()), time)?;
             ensure(p.urls > 0, &format!("a parked group has URLs: {p:?}"))?;
-            ensure(p.retry.starts_with("indexq queue retry --state parked"), &format!("the retry command: {p:?}"))?;
+            let retry = p.retry.as_deref().is_some_and(|r| r.starts_with("indexq queue retry --state parked"));
+            ensure(retry == (p.kind == NoticeKind::Parked), &format!("parked items have the retry command: {p:?}"))?;
+            ensure(p.sitemap.is_some() || p.kind == NoticeKind::Parked, &format!("a report is a sitemap's: {p:?}"))?;
         }
         if let Some(i) = &self.interrupted {
             let unanswered = i.unanswered_requests > 0;
@@ -402,6 +424,39 @@ pub struct Status {
     pub parked: Vec<Parked>,
     /// Per Google property with `skip_indexed`: its URL inspections.
     pub inspections: Vec<Inspections>,
+    /// Per sitemap and engine it is submitted to: when, and what the engine reports of it.
+    pub sitemaps: Vec<SitemapStatus>,
+}
+
+/// A sitemap submitted to an engine, and the engine's last report on it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SitemapStatus {
+    pub property: String,
+    pub engine: Engine,
+    pub sitemap: String,
+    #[serde(deserialize_with = "nullable")]
+    pub submitted_at: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub read_at: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub listed: Option<bool>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub engine_submitted_at: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub downloaded_at: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub pending: Option<bool>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub errors: Option<u64>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub warnings: Option<u64>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub urls: Option<u64>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub status: Option<String>,
+    #[serde(default, deserialize_with = "maybe")]
+    pub read_failure: Option<InspectionFailure>,
 }
 
 /// A Google property's URL inspections.

@@ -24,6 +24,8 @@ pub const BING_KEY: &str = "BINGSECRETKEY-7f3a9c2e51d84b6f";
 pub const BING_BASE: &str = "/webmaster/api.svc/json";
 pub const BING_SUBMIT: &str = "/webmaster/api.svc/json/SubmitUrlBatch";
 pub const BING_QUOTA: &str = "/webmaster/api.svc/json/GetUrlSubmissionQuota";
+pub const BING_SUBMIT_FEED: &str = "/webmaster/api.svc/json/SubmitFeed";
+pub const BING_GET_FEEDS: &str = "/webmaster/api.svc/json/GetFeeds";
 pub const GOOGLE_TOKEN: &str = "/token";
 pub const GOOGLE_PUBLISH: &str = "/v3/urlNotifications:publish";
 pub const GOOGLE_INSPECT: &str = "/v1/urlInspection/index:inspect";
@@ -47,6 +49,45 @@ pub fn google_published_response(req: &mock::Request) -> MockResponse {
     let notification = serde_json::json!({ "url": url, "type": kind, "notifyTime": "2026-12-03T01:30:00.123456789Z" });
     MockResponse::status(200)
         .json(&serde_json::json!({ "urlNotificationMetadata": { "url": url, field: notification } }).to_string())
+}
+
+/// Bing's sitemap channel as a site with no problem sees it: `SubmitFeed`
+/// takes every sitemap (`{"d":null}`), and `GetFeeds` lists each one
+/// submitted as Bing documents its `Feed`, read without a problem ("Success")
+/// and crawled on 2100-01-01 — after any submission a test's pinned clock
+/// makes. Tests about the channel script their own answers.
+pub fn bing_takes_every_feed(engine: &MockServer) {
+    let feeds: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let taken = std::sync::Arc::clone(&feeds);
+    engine.respond_with("POST", BING_SUBMIT_FEED, move |r| {
+        let feed = r.json()["feedUrl"].as_str().unwrap_or_default().to_string();
+        let mut taken = taken.lock().unwrap();
+        if !taken.contains(&feed) {
+            taken.push(feed);
+        }
+        MockResponse::status(200).json(r#"{"d":null}"#)
+    });
+    engine.respond_with("GET", BING_GET_FEEDS, move |_| {
+        let listed: Vec<serde_json::Value> = feeds
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|url| {
+                serde_json::json!({
+                    "__type": "Feed:#Microsoft.Bing.Webmaster.Api",
+                    "Compressed": false,
+                    "FileSize": 1024,
+                    "LastCrawled": "/Date(4102444800000)/",
+                    "Status": "Success",
+                    "Submitted": "/Date(4102444800000)/",
+                    "Type": "Sitemap",
+                    "Url": url,
+                    "UrlCount": 3
+                })
+            })
+            .collect();
+        MockResponse::status(200).json(&serde_json::json!({ "d": listed }).to_string())
+    });
 }
 
 pub fn google_token_response(token: &str) -> MockResponse {
@@ -90,6 +131,7 @@ impl Sandbox {
         let site = MockServer::start();
         site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(200).body(&format!("{KEY}\n"))]);
         let endpoints = vec![format!("{}{ENDPOINT_PATH}", engine.url())];
+        bing_takes_every_feed(&engine);
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
             engine,
