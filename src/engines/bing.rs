@@ -8,8 +8,8 @@
 //! "feedUrl"}`, spending none of the URL quota), and `GetFeeds` says what
 //! Bing made of the site's sitemaps.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
-use crate::classify::{self, BingContext, Response};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Sent};
+use crate::classify::{self, BingContext};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::Period;
 use crate::model::{BingCode, Channel, Check, GroupKey, SitemapRead};
@@ -72,15 +72,11 @@ impl Bing {
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
             .body(body.to_string());
         tracing::debug!(site = site_url, feed, "POST Bing SubmitFeed");
-        let received = match request.send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        match received {
+        match exchange(request).await {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
                 let r = r.redacted(&self.redactor);
-                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                let resp = r.response();
                 let verdict = classify::bing_feed(&resp, &BingContext { site_url }, feed);
                 Answer::received(verdict, &r, &self.redactor)
             }
@@ -91,11 +87,7 @@ impl Bing {
     /// each), or the answer that kept them from being read.
     pub async fn read_feeds(&self, site_url: &str, feeds: &[String]) -> Vec<(String, SitemapRead)> {
         let url = self.url("GetFeeds", &[("siteUrl", site_url)]);
-        let received = match self.client.get(url).send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        let r = match received {
+        let r = match exchange(self.client.get(url)).await {
             Ok(r) => r.redacted(&self.redactor),
             Err(e) => {
                 let answer = network_answer(&e, &self.redactor);
@@ -103,7 +95,7 @@ impl Bing {
                 return feeds.iter().map(|f| (f.clone(), SitemapRead::Failed(failed.clone()))).collect();
             }
         };
-        let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+        let resp = r.response();
         feeds
             .iter()
             .map(|feed| {
@@ -121,11 +113,7 @@ impl Bing {
     /// What Bing says is left of the quota of `site_url`, per period.
     async fn quota(&self, site_url: &str) -> Result<Vec<(Period, u64)>, String> {
         let url = self.url("GetUrlSubmissionQuota", &[("siteUrl", site_url)]);
-        let received = match self.client.get(url).send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        let r = match received {
+        let r = match exchange(self.client.get(url)).await {
             Ok(r) => r.redacted(&self.redactor),
             Err(e) => return Err(self.redactor.redact(&network_answer(&e, &self.redactor).verdict.message)),
         };
@@ -151,18 +139,11 @@ impl Bing {
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
             .body(body.to_string());
         tracing::debug!(site = site_url, urls = urls.len(), "POST Bing SubmitUrlBatch");
-        let received = match request.send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        match received {
+        match exchange(request).await {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
                 let r = r.redacted(&self.redactor);
-                let verdict = classify::bing(
-                    &Response { status: r.status, headers: &r.headers, body: &r.body },
-                    &BingContext { site_url },
-                );
+                let verdict = classify::bing(&r.response(), &BingContext { site_url });
                 Answer::received(verdict, &r, &self.redactor)
             }
         }

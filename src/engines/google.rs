@@ -19,8 +19,8 @@
 //! and `sitemaps.list` (`doctor`) what the property has. The token asks for
 //! the scopes the properties' channels need (`scopes`).
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Inspected, Sent};
-use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, Response, SitemapsContext, Verdict};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Inspected, Sent};
+use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, SitemapsContext, Verdict};
 use crate::config::{ConfigError, Settings};
 use crate::model::{AcceptedReason, Class, MisconfiguredReason, Reason, TransientReason};
 use crate::model::{Action, Channel, Check, GroupKey, SitemapRead, SitemapReading, StoredResponse};
@@ -305,11 +305,7 @@ impl Google {
         self.redactor.add(&assertion);
         let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion.as_str())];
         tracing::debug!(token_uri = %self.account.token_uri, "requesting a Google access token");
-        let received = match self.client.post(self.account.token_uri.clone()).form(&form).send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        let r = match received {
+        let r = match exchange(self.client.post(self.account.token_uri.clone()).form(&form)).await {
             Ok(r) => r,
             Err(e) => {
                 let mut answer = network_answer(&e, &self.redactor);
@@ -331,8 +327,7 @@ impl Google {
         }
         let r = r.redacted(&self.redactor);
         let ctx = GoogleTokenContext { client_email: &self.account.client_email, key_id: &self.account.key_id };
-        let verdict = classify::google_token(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx)
-            .redacted_with(&self.redactor);
+        let verdict = classify::google_token(&r.response(), &ctx).redacted_with(&self.redactor);
         let response = StoredResponse { http_status: Some(r.status), body: Some(r.body.clone()) };
         match (verdict.class(), token) {
             (Class::Accepted, Ok(body)) => {
@@ -393,12 +388,7 @@ impl Google {
                 // Search Console's PUT takes no body: an explicit empty one.
                 None => request.header(reqwest::header::CONTENT_LENGTH, "0"),
             };
-            let sent = request.send().await;
-            let received = match sent {
-                Ok(resp) => receive(resp).await,
-                Err(e) => Err(e),
-            };
-            match received {
+            match exchange(request).await {
                 Ok(r) if r.status == 401 && !refreshed => refreshed = true,
                 Ok(r) => return Ok(r.redacted(&self.redactor)),
                 Err(e) => return Err(network_answer(&e, &self.redactor)),
@@ -436,10 +426,7 @@ impl Google {
             Ok(r) => r,
             Err(answer) => return answer,
         };
-        let verdict = classify::search_console_submit(
-            &Response { status: r.status, headers: &r.headers, body: &r.body },
-            &self.sitemaps_context(site_url, sitemap),
-        );
+        let verdict = classify::search_console_submit(&r.response(), &self.sitemaps_context(site_url, sitemap));
         Answer::received(verdict, &r, &self.redactor)
     }
 
@@ -449,7 +436,7 @@ impl Google {
         let url = self.sitemaps_url(site_url, Some(sitemap));
         match self.request(reqwest::Method::GET, &url, None).await {
             Ok(r) => {
-                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                let resp = r.response();
                 match classify::search_console_report(&resp, &self.sitemaps_context(site_url, sitemap)) {
                     Ok(reading) => SitemapRead::Read(reading),
                     Err(verdict) => {
@@ -468,7 +455,7 @@ impl Google {
         let url = self.sitemaps_url(site_url, None);
         match self.request(reqwest::Method::GET, &url, None).await {
             Ok(r) => {
-                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                let resp = r.response();
                 classify::search_console_list(&resp, &self.sitemaps_context(site_url, ""))
                     .map_err(|v| v.redacted_with(&self.redactor))
             }
@@ -488,7 +475,7 @@ impl Google {
                     client_email: &self.account.client_email,
                     project_id: &self.account.project_id,
                 };
-                let resp = Response { status: r.status, headers: &r.headers, body: &r.body };
+                let resp = r.response();
                 (classify::google_inspection(&resp, &ctx).redacted_with(&self.redactor), Some(r.status), true)
             }
             Err(answer) => (answer.verdict, answer.response.http_status, answer.reached),
@@ -551,7 +538,7 @@ impl Google {
             client_email: &self.account.client_email,
             project_id: &self.account.project_id,
         };
-        let verdict = classify::google(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
+        let verdict = classify::google(&r.response(), &ctx);
         Answer::received(verdict, &r, &self.redactor)
     }
 }

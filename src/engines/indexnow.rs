@@ -3,8 +3,8 @@
 //! fetches the key location itself and lets `classify` decide between
 //! `key_pending` and `misconfigured`.
 
-use super::{digest, network_answer, receive, Answer, Batch, Engine, Halt, Sent};
-use crate::classify::{self, IndexNowContext, KeyFileCheck, Response};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Sent};
+use crate::classify::{self, IndexNowContext, KeyFileCheck};
 use crate::config::{self, ConfigError, Settings};
 use crate::error::error_chain;
 use crate::model::{Check, Class, GroupKey};
@@ -45,11 +45,8 @@ impl IndexNow {
     }
 
     async fn check_key_file(&self, site: &Site) -> KeyFileCheck {
-        match self.client.get(site.key_location.clone()).send().await {
-            Ok(resp) => match receive(resp).await {
-                Ok(r) => KeyFileCheck::Fetched { status: r.status, body: r.body },
-                Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&error_chain(&e)) },
-            },
+        match exchange(self.client.get(site.key_location.clone())).await {
+            Ok(r) => KeyFileCheck::Fetched { status: r.status, body: r.body },
             Err(e) => KeyFileCheck::Failed { error: self.redactor.redact(&error_chain(&e)) },
         }
     }
@@ -180,11 +177,7 @@ impl IndexNow {
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
             .body(body.to_string());
         tracing::debug!(endpoint = %group.target, urls = urls.len(), "POST IndexNow");
-        let received = match request.send().await {
-            Ok(resp) => receive(resp).await,
-            Err(e) => Err(e),
-        };
-        match received {
+        match exchange(request).await {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
                 let r = r.redacted(&self.redactor);
@@ -194,8 +187,7 @@ impl IndexNow {
                     key_location: site.key_location.as_str(),
                     key_file: key_file.as_ref(),
                 };
-                let verdict =
-                    classify::indexnow(&Response { status: r.status, headers: &r.headers, body: &r.body }, &ctx);
+                let verdict = classify::indexnow(&r.response(), &ctx);
                 Answer::received(verdict, &r, &self.redactor)
             }
         }

@@ -10,7 +10,7 @@ pub mod indexnow;
 
 pub use halt::Halt;
 
-use crate::classify::{self, NetworkFailure, Verdict};
+use crate::classify::{self, NetworkFailure, Response, Verdict};
 use crate::config::HttpSettings;
 use crate::model::Period;
 use crate::model::{
@@ -284,6 +284,17 @@ impl Received {
             body: redactor.redact(&self.body),
         }
     }
+
+    /// The response as `classify` reads it.
+    pub fn response(&self) -> Response<'_> {
+        Response { status: self.status, headers: &self.headers, body: &self.body }
+    }
+}
+
+/// Sends `request` and reads its answer (`receive`): a failure either way
+/// is a network failure.
+pub async fn exchange(request: reqwest::RequestBuilder) -> Result<Received, reqwest::Error> {
+    receive(request.send().await?).await
 }
 
 /// Reads a response, body capped; a failure while reading is a network failure.

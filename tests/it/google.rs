@@ -168,7 +168,9 @@ fn the_seed_case_a_per_day_429_waits_for_pacific_midnight_and_says_whose() {
     let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).env("TZ", "Asia/Shanghai").output().code(0);
     let out = &done.stdout;
     assert!(out.contains("2026-12-03 00:00 America/Los_Angeles"), "{out}\n--- stderr\n{}", done.stderr);
-    assert!(out.contains("in 6 h 30 min"), "{out}");
+    // The pinned clock advances with the run: on a loaded machine a run
+    // that takes over a second reads the reset a minute nearer.
+    assert!(out.contains("in 6 h 30 min") || out.contains("in 6 h 29 min"), "{out}");
     assert!(out.contains("16:00 in your timezone"), "{out}");
     let all = format!("{}{}", done.stdout, done.stderr).to_lowercase();
     assert!(!all.lines().any(|l| l.trim_start().starts_with("error")), "a quota is not an error:\n{all}");
