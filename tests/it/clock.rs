@@ -88,12 +88,21 @@ fn paced_claim_is_charged_to_the_window_of_each_request(backend: Backend) {
     };
     let (used, window) = day(&status);
     assert!(window.contains("2026-12-05"), "{status:#?}");
-    assert_eq!(used, after_midnight, "requests sent after midnight are charged to the new day: {sent_at:?}");
+    // The arrival instants are estimates on the run's clock (its start is
+    // a moment after `start`; on a loaded machine, tens of milliseconds):
+    // a request that came within `UNSURE` of midnight may be either day's.
+    const UNSURE: f64 = 0.25;
+    let surely_after = sent_at.iter().filter(|t| **t >= midnight + UNSURE).count() as u64;
+    let unsure = sent_at.iter().filter(|t| (**t - midnight).abs() < UNSURE).count() as u64;
+    assert!(
+        (surely_after..=surely_after + unsure).contains(&used),
+        "requests sent after midnight are charged to the new day: {used} charged, {sent_at:?}"
+    );
 
     // Later that day, a run that may wait spends what is left, no more.
     let before = sent_at.len();
     sb.indexq(&["--json", "submit", "--max-wait", "3s"]).now("2026-12-05T00:00:30-08:00").output().code(0);
-    let sent_after = after_midnight + (arrivals.lock().unwrap().len() - before) as u64;
+    let sent_after = used + (arrivals.lock().unwrap().len() - before) as u64;
     assert_eq!(sent_after, 11, "the new day got exactly its quota");
     let status = sb.indexq(&["--json", "status"]).now("2026-12-05T00:01:00-08:00").output().code(0).status_doc();
     assert_eq!(day(&status).0, 11, "{status:#?}");
