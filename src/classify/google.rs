@@ -227,7 +227,6 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
     let error = error.as_ref();
     let g_status = error.map_or("", |e| e.status.as_str());
     let answered = google_answered(resp, error);
-    let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
     if (200..=299).contains(&status) && !google_body(resp.body) {
         return unrecognized_body(EngineKind::Google, resp, "", "a body that is not Google's JSON");
     }
@@ -235,8 +234,22 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
         return google_accepted(resp, ctx);
     }
     if status == 429 || g_status == "RESOURCE_EXHAUSTED" || google_structured_quota(error) {
-        return google_quota(resp, error, &answered, project);
+        return google_quota(resp, error, &answered, ctx.project_id);
     }
+    if let Some(reason) = google_failure(status, g_status) {
+        let what = match reason {
+            TransientReason::RequestTimeout => "the server gave up waiting for the request",
+            _ => "Google failed on its side",
+        };
+        return transient_answered(resp, &answered, reason, what);
+    }
+    google_refused(resp, ctx, error, &answered)
+}
+
+/// A failure on Google's side, to try again: its status (`INTERNAL`,
+/// `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, at any HTTP status), else
+/// a 5xx or a 408.
+fn google_failure(status: u16, g_status: &str) -> Option<TransientReason> {
     let failed = match g_status {
         "INTERNAL" => Some(TransientReason::Internal),
         "UNAVAILABLE" => Some(TransientReason::Unavailable),
@@ -244,23 +257,38 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
         "ABORTED" => Some(TransientReason::Aborted),
         _ => None,
     };
-    if let Some(reason) = failed {
-        return transient_answered(resp, &answered, reason, "Google failed on its side");
-    }
-    match status {
-        500..=599 => {
-            return transient_answered(resp, &answered, TransientReason::ServerError, "Google failed on its side")
-        }
-        408 => {
-            return transient_answered(
-                resp,
-                &answered,
-                TransientReason::RequestTimeout,
-                "the server gave up waiting for the request",
-            )
-        }
-        _ => {}
-    }
+    failed.or(match status {
+        500..=599 => Some(TransientReason::ServerError),
+        408 => Some(TransientReason::RequestTimeout),
+        _ => None,
+    })
+}
+
+/// An API the project has not enabled, as Google says it in structured
+/// fields: the ErrorInfo reason (google.api.ErrorReason `SERVICE_DISABLED`,
+/// with `metadata.service` and `metadata.consumer`), the status, or the
+/// older `errors[].reason` `accessNotConfigured` — never the body as a
+/// whole, which may quote a URL holding those words.
+fn service_disabled(error: Option<&GoogleError>) -> bool {
+    error.is_some_and(|e| {
+        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
+    })
+}
+
+/// A disabled API answered without its ErrorInfo: a refusal (`forbidden`)
+/// whose message (lower-cased) is "… API has not been used in project
+/// 875626095483 before or it is disabled. Enable it by visiting …".
+fn api_not_used(forbidden: bool, error: Option<&GoogleError>, message: &str) -> bool {
+    forbidden && error.is_some_and(|e| e.infos.is_empty()) && message.contains("has not been used in project")
+}
+
+/// A publish refused for what waiting will not change: the API disabled,
+/// a quota said only in words, the property not the service account's, or
+/// by status ([`google_refused_by_status`]).
+fn google_refused(resp: &Response, ctx: &GoogleContext, error: Option<&GoogleError>, answered: &str) -> Verdict {
+    let status = resp.status;
+    let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
+    let g_status = error.map_or("", |e| e.status.as_str());
     let client_error = (400..=499).contains(&status);
     let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
     let api_disabled = Verdict::misconfigured(
@@ -272,26 +300,16 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
              searchconsole.googleapis.com), wait a few minutes, then `indexq queue retry`."
         ),
     );
-    // The ErrorInfo reason (google.api.ErrorReason `SERVICE_DISABLED`, with
-    // `metadata.service` and `metadata.consumer`), the status, or the older
-    // `errors[].reason` `accessNotConfigured`: never the body as a whole, which
-    // may quote a URL holding those words.
-    let disabled = error.is_some_and(|e| {
-        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
-    });
-    if (client_error || forbidden) && disabled {
+    if (client_error || forbidden) && service_disabled(error) {
         return api_disabled;
     }
     // Below, free text where Google gives nothing structured but
     // `PERMISSION_DENIED`: the message (never the whole body) is read.
     let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
     if forbidden && google_quota_text(status, error) {
-        return google_quota(resp, error, &answered, project);
+        return google_quota(resp, error, answered, project);
     }
-    // "Web Search Indexing API has not been used in project 875626095483
-    // before or it is disabled. Enable it by visiting …": a disabled API
-    // answered without its ErrorInfo.
-    if forbidden && error.is_some_and(|e| e.infos.is_empty()) && message.contains("has not been used in project") {
+    if api_not_used(forbidden, error, &message) {
         return api_disabled;
     }
     // "Permission denied. Failed to verify the URL ownership." (Indexing API,
@@ -311,6 +329,20 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
             ),
         );
     }
+    google_refused_by_status(resp, ctx, forbidden, g_status, answered)
+}
+
+/// A publish refused, by its status: 401, 400, 404, another 403, another
+/// 3xx or 4xx; anything else is a status no engine documents.
+fn google_refused_by_status(
+    resp: &Response,
+    ctx: &GoogleContext,
+    forbidden: bool,
+    g_status: &str,
+    answered: &str,
+) -> Verdict {
+    let status = resp.status;
+    let (url, email, project) = (ctx.url, ctx.client_email, ctx.project_id);
     if status == 401 || g_status == "UNAUTHENTICATED" {
         return Verdict::misconfigured(
             MisconfiguredReason::Unauthenticated,
@@ -360,7 +392,7 @@ pub fn google(resp: &Response, ctx: &GoogleContext) -> Verdict {
             format!("{endpoint}; if they are right, report this response."),
         );
     }
-    transient_answered(resp, &answered, TransientReason::UnexpectedStatus, "no engine documents that status")
+    transient_answered(resp, answered, TransientReason::UnexpectedStatus, "no engine documents that status")
 }
 
 /// A publish Google answered 2xx, read by the notification it says it
@@ -464,54 +496,61 @@ pub fn google_inspection(resp: &Response, ctx: &InspectionContext) -> Verdict {
     let error = error.as_ref();
     let g_status = error.map_or("", |e| e.status.as_str());
     let answered = google_answered(resp, error).replacen("Google answered", "The URL Inspection API answered", 1);
-    let (url, site, email, project) = (ctx.url, ctx.site_url, ctx.client_email, ctx.project_id);
     if (200..=299).contains(&status) {
-        // The documented result: {"inspectionResult": {"indexStatusResult":
-        // {"verdict": "PASS" | "PARTIAL" | "FAIL" | "NEUTRAL" | …, "coverageState": …}}}.
-        let result = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
-        let index = result.as_ref().map(|v| &v["inspectionResult"]["indexStatusResult"]);
-        let said = |key: &str| index.and_then(|i| i[key].as_str()).map(excerpt);
-        let coverage = said("coverageState").map(|c| format!(", \"{c}\"")).unwrap_or_default();
-        return match said("verdict") {
-            Some(verdict) if verdict == "PASS" => Verdict::new(
-                AcceptedReason::AlreadyIndexed,
-                format!("the URL Inspection API says Google has indexed {url} (PASS{coverage})"),
-            ),
-            Some(verdict) => Verdict::new(
-                AcceptedReason::Ok,
-                format!("the URL Inspection API says {url} is not indexed ({verdict}{coverage})"),
-            ),
-            None => Verdict::new(
-                AcceptedReason::Ok,
-                format!("{answered} without an index status for {url}: it is taken as not indexed"),
-            ),
-        };
+        return inspection_result(resp, ctx.url, &answered);
     }
     if status == 429
         || g_status == "RESOURCE_EXHAUSTED"
         || google_structured_quota(error)
         || google_quota_text(status, error)
     {
-        return inspection_quota(resp, error, &answered, site);
+        return inspection_quota(resp, error, &answered, ctx.site_url);
     }
-    let failed = match g_status {
-        "INTERNAL" => Some(TransientReason::Internal),
-        "UNAVAILABLE" => Some(TransientReason::Unavailable),
-        "DEADLINE_EXCEEDED" => Some(TransientReason::DeadlineExceeded),
-        "ABORTED" => Some(TransientReason::Aborted),
-        _ => None,
-    };
-    let failed = failed.or(match status {
-        500..=599 => Some(TransientReason::ServerError),
-        408 => Some(TransientReason::RequestTimeout),
-        _ => None,
-    });
-    if let Some(reason) = failed {
+    if let Some(reason) = google_failure(status, g_status) {
         return Verdict {
             retry_after: resp.retry_after(),
             ..Verdict::new(reason, format!("{answered}: Google failed on its side"))
         };
     }
+    inspection_refused(resp, ctx, error, &answered)
+}
+
+/// What an inspection answered 2xx says of the URL. The documented result:
+/// {"inspectionResult": {"indexStatusResult": {"verdict": "PASS" |
+/// "PARTIAL" | "FAIL" | "NEUTRAL" | …, "coverageState": …}}}.
+fn inspection_result(resp: &Response, url: &str, answered: &str) -> Verdict {
+    let result = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
+    let index = result.as_ref().map(|v| &v["inspectionResult"]["indexStatusResult"]);
+    let said = |key: &str| index.and_then(|i| i[key].as_str()).map(excerpt);
+    let coverage = said("coverageState").map(|c| format!(", \"{c}\"")).unwrap_or_default();
+    match said("verdict") {
+        Some(verdict) if verdict == "PASS" => Verdict::new(
+            AcceptedReason::AlreadyIndexed,
+            format!("the URL Inspection API says Google has indexed {url} (PASS{coverage})"),
+        ),
+        Some(verdict) => Verdict::new(
+            AcceptedReason::Ok,
+            format!("the URL Inspection API says {url} is not indexed ({verdict}{coverage})"),
+        ),
+        None => Verdict::new(
+            AcceptedReason::Ok,
+            format!("{answered} without an index status for {url}: it is taken as not indexed"),
+        ),
+    }
+}
+
+/// An inspection refused for what waiting will not change: the API
+/// disabled, the URL not in a property the service account may inspect, or
+/// by status ([`inspection_refused_by_status`]).
+fn inspection_refused(
+    resp: &Response,
+    ctx: &InspectionContext,
+    error: Option<&GoogleError>,
+    answered: &str,
+) -> Verdict {
+    let status = resp.status;
+    let (url, site, email, project) = (ctx.url, ctx.site_url, ctx.client_email, ctx.project_id);
+    let g_status = error.map_or("", |e| e.status.as_str());
     let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
     let client_error = (400..=499).contains(&status);
     let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
@@ -520,11 +559,7 @@ pub fn google_inspection(resp: &Response, ctx: &InspectionContext) -> Verdict {
     // been used in project 311386532115 before or it is disabled. Enable it
     // by visiting …" (googleworkspace/apps-script-oauth2 issue 443, fixture
     // `google-inspection-403-api-disabled`) only then.
-    let disabled = error.is_some_and(|e| {
-        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
-    }) || (forbidden
-        && error.is_some_and(|e| e.infos.is_empty())
-        && message.contains("has not been used in project"));
+    let disabled = service_disabled(error) || api_not_used(forbidden, error, &message);
     if (client_error || forbidden) && disabled {
         return Verdict::misconfigured(
             MisconfiguredReason::ApiDisabled,
@@ -552,6 +587,19 @@ pub fn google_inspection(resp: &Response, ctx: &InspectionContext) -> Verdict {
             inspection_owner_hint(site, email),
         );
     }
+    inspection_refused_by_status(status, ctx, forbidden, g_status, answered)
+}
+
+/// An inspection refused, by its status: 401, 400, another 403, another
+/// 3xx or 4xx; anything else is a status no engine documents.
+fn inspection_refused_by_status(
+    status: u16,
+    ctx: &InspectionContext,
+    forbidden: bool,
+    g_status: &str,
+    answered: &str,
+) -> Verdict {
+    let (url, site, email, project) = (ctx.url, ctx.site_url, ctx.client_email, ctx.project_id);
     if status == 401 || g_status == "UNAUTHENTICATED" {
         return Verdict::misconfigured(
             MisconfiguredReason::Unauthenticated,
@@ -770,8 +818,7 @@ pub fn search_console_refusal(resp: &Response, ctx: &SitemapsContext) -> Verdict
     let error = error.as_ref();
     let g_status = error.map_or("", |e| e.status.as_str());
     let answered = google_answered(resp, error).replacen("Google answered", "Search Console answered", 1);
-    let (sitemap, site, email, project) = (ctx.sitemap, ctx.site_url, ctx.client_email, ctx.project_id);
-    let what = if sitemap.is_empty() { format!("the sitemaps of {site}") } else { format!("the sitemap {sitemap}") };
+    let (site, email, project) = (ctx.site_url, ctx.client_email, ctx.project_id);
     if status == 429
         || g_status == "RESOURCE_EXHAUSTED"
         || google_structured_quota(error)
@@ -779,29 +826,13 @@ pub fn search_console_refusal(resp: &Response, ctx: &SitemapsContext) -> Verdict
     {
         return sitemaps_quota(resp, error, &answered, email);
     }
-    let failed = match g_status {
-        "INTERNAL" => Some(TransientReason::Internal),
-        "UNAVAILABLE" => Some(TransientReason::Unavailable),
-        "DEADLINE_EXCEEDED" => Some(TransientReason::DeadlineExceeded),
-        "ABORTED" => Some(TransientReason::Aborted),
-        _ => None,
-    };
-    let failed = failed.or(match status {
-        500..=599 => Some(TransientReason::ServerError),
-        408 => Some(TransientReason::RequestTimeout),
-        _ => None,
-    });
-    if let Some(reason) = failed {
+    if let Some(reason) = google_failure(status, g_status) {
         return transient_answered(resp, &answered, reason, "Google failed on its side");
     }
     let forbidden = status == 403 || g_status == "PERMISSION_DENIED";
     let client_error = (400..=499).contains(&status);
     let message = error.map(|e| e.message.to_ascii_lowercase()).unwrap_or_default();
-    let disabled = error.is_some_and(|e| {
-        e.has_info(&["SERVICE_DISABLED"]) || e.status == "SERVICE_DISABLED" || e.has_legacy(&["accessNotConfigured"])
-    }) || (forbidden
-        && error.is_some_and(|e| e.infos.is_empty())
-        && message.contains("has not been used in project"));
+    let disabled = service_disabled(error) || api_not_used(forbidden, error, &message);
     if (client_error || forbidden) && disabled {
         return Verdict::misconfigured(
             MisconfiguredReason::ApiDisabled,
@@ -827,6 +858,22 @@ pub fn search_console_refusal(resp: &Response, ctx: &SitemapsContext) -> Verdict
             sitemaps_owner_hint(site, email),
         );
     }
+    search_console_refused_by_status(resp, ctx, forbidden, g_status, &answered)
+}
+
+/// A sitemaps request refused, by its status: 401, 404 (no such property),
+/// 400, another 403, another 3xx or 4xx; anything else is a status no
+/// engine documents.
+fn search_console_refused_by_status(
+    resp: &Response,
+    ctx: &SitemapsContext,
+    forbidden: bool,
+    g_status: &str,
+    answered: &str,
+) -> Verdict {
+    let status = resp.status;
+    let (sitemap, site, email, project) = (ctx.sitemap, ctx.site_url, ctx.client_email, ctx.project_id);
+    let what = if sitemap.is_empty() { format!("the sitemaps of {site}") } else { format!("the sitemap {sitemap}") };
     if status == 401 || g_status == "UNAUTHENTICATED" {
         return Verdict::misconfigured(
             MisconfiguredReason::Unauthenticated,
@@ -875,7 +922,7 @@ pub fn search_console_refusal(resp: &Response, ctx: &SitemapsContext) -> Verdict
              sitemaps too.",
         );
     }
-    transient_answered(resp, &answered, TransientReason::UnexpectedStatus, "no engine documents that status")
+    transient_answered(resp, answered, TransientReason::UnexpectedStatus, "no engine documents that status")
 }
 
 /// The fix for a sitemaps request Google refused as not the property's:
@@ -938,8 +985,43 @@ mod tests {
     use crate::model::Class;
     use chrono::{TimeZone, Utc};
 
+    type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
+
+    /// Each row's answer read by [`google`]: its class, reason and wait; a
+    /// quota's window too, and its message names the project.
+    fn check_google_table(table: &[Row]) {
+        for (status, headers, body, class, reason, retry) in table {
+            let v = google_verdict(*status, headers, body);
+            assert_eq!(
+                (v.class(), v.reason.to_string().as_str(), v.retry_after),
+                (*class, *reason, *retry),
+                "HTTP {status} {headers:?} {body}: {}",
+                v.message
+            );
+            if v.class() == Class::Quota {
+                let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
+                assert_eq!(v.quota_window, window, "{body}");
+                assert!(v.message.contains("my-proj"), "{}", v.message);
+            }
+        }
+    }
+
     #[test]
-    fn google_statuses() {
+    fn google_statuses_accepted() {
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a", "latestUpdate": {"url": "https://example.com/a", "type": "URL_UPDATED", "notifyTime": "2026-12-03T01:30:00.123456789Z"}}}"#.into(), Class::Accepted, "ok", None),
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "received", None),
+            (204, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], "<!DOCTYPE html><html><body>Access denied by proxy</body></html>".into(), Class::Accepted, "unrecognized_body", None),
+            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://exa"#.into(), Class::Accepted, "unrecognized_body", None),
+        ];
+        check_google_table(&table);
+    }
+
+    #[test]
+    fn google_statuses_quota() {
         let short = Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT));
         let date = Utc.with_ymd_and_hms(2026, 10, 21, 7, 28, 0).single().expect("valid date");
         let per_day_message =
@@ -957,20 +1039,9 @@ mod tests {
                 r#"{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "{reason}", "domain": "googleapis.com", "metadata": {{"quota_limit": "{limit}", "quota_metric": "indexing.googleapis.com/v3_publish_requests", "service": "indexing.googleapis.com"}}}}"#
             )
         };
-        let disabled_message = "Web Search Indexing API has not been used in project 875626095483 before or it is \
-                                disabled. Enable it by visiting https://console.developers.google.com/apis/api/\
-                                indexing.googleapis.com/overview?project=875626095483 then retry.";
-        let disabled_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com", "metadata": {"service": "indexing.googleapis.com", "consumer": "projects/875626095483"}}"#;
         let exhausted = "Resource has been exhausted (e.g. check quota).";
-        type Row = (u16, Vec<(&'static str, &'static str)>, String, Class, &'static str, Option<RetryAfter>);
         #[rustfmt::skip]
         let table: Vec<Row> = vec![
-            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a", "latestUpdate": {"url": "https://example.com/a", "type": "URL_UPDATED", "notifyTime": "2026-12-03T01:30:00.123456789Z"}}}"#.into(), Class::Accepted, "ok", None),
-            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://example.com/a"}}"#.into(), Class::Accepted, "received", None),
-            (204, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
-            (200, vec![], "".into(), Class::Accepted, "unrecognized_body", None),
-            (200, vec![], "<!DOCTYPE html><html><body>Access denied by proxy</body></html>".into(), Class::Accepted, "unrecognized_body", None),
-            (200, vec![], r#"{"urlNotificationMetadata": {"url": "https://exa"#.into(), Class::Accepted, "unrecognized_body", None),
             // per day: message, QuotaFailure (description, quotaId), ErrorInfo metadata, legacy
             (429, vec![], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
             (429, vec![("Retry-After", "30")], rpc(429, "RESOURCE_EXHAUSTED", per_day_message, ""), Class::Quota, "daily_quota", None),
@@ -989,6 +1060,18 @@ mod tests {
             (503, vec![], rpc(503, "RESOURCE_EXHAUSTED", exhausted, ""), Class::Quota, "quota", short),
             (429, vec![], "<html><body>Too Many Requests</body></html>".into(), Class::Quota, "quota", short),
             (429, vec![], "".into(), Class::Quota, "quota", short),
+        ];
+        check_google_table(&table);
+    }
+
+    #[test]
+    fn google_statuses_refused() {
+        let disabled_message = "Web Search Indexing API has not been used in project 875626095483 before or it is \
+                                disabled. Enable it by visiting https://console.developers.google.com/apis/api/\
+                                indexing.googleapis.com/overview?project=875626095483 then retry.";
+        let disabled_info = r#"{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com", "metadata": {"service": "indexing.googleapis.com", "consumer": "projects/875626095483"}}"#;
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
             // 403
             (403, vec![], rpc(403, "PERMISSION_DENIED", "Permission denied. Failed to verify the URL ownership.", ""), Class::Misconfigured, "ownership_not_verified", None),
             (403, vec![], rpc(403, "PERMISSION_DENIED", "User does not have sufficient permission for site 'https://example.com/'.", ""), Class::Misconfigured, "ownership_not_verified", None),
@@ -1004,6 +1087,14 @@ mod tests {
             (404, vec![], "<html><body>Not Found</body></html>".into(), Class::Misconfigured, "http_404", None),
             (405, vec![], "".into(), Class::Misconfigured, "http_405", None),
             (302, vec![("Location", "https://accounts.google.com/")], "".into(), Class::Misconfigured, "http_302", None),
+        ];
+        check_google_table(&table);
+    }
+
+    #[test]
+    fn google_statuses_transient() {
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
             // transient
             (500, vec![], rpc(500, "INTERNAL", "Internal error encountered.", ""), Class::Transient, "internal", None),
             (503, vec![], "<html><head><title>503 Service Unavailable</title></head></html>".into(), Class::Transient, "server_error", None),
@@ -1015,20 +1106,7 @@ mod tests {
             (408, vec![], "".into(), Class::Transient, "http_408", None),
             (600, vec![], "".into(), Class::Transient, "unexpected_status", None),
         ];
-        for (status, headers, body, class, reason, retry) in &table {
-            let v = google_verdict(*status, headers, body);
-            assert_eq!(
-                (v.class(), v.reason.to_string().as_str(), v.retry_after),
-                (*class, *reason, *retry),
-                "HTTP {status} {headers:?} {body}: {}",
-                v.message
-            );
-            if v.class() == Class::Quota {
-                let window = if *reason == "daily_quota" { Period::Day } else { Period::Minute };
-                assert_eq!(v.quota_window, window, "{body}");
-                assert!(v.message.contains("my-proj"), "{}", v.message);
-            }
-        }
+        check_google_table(&table);
     }
 
     #[test]
