@@ -96,11 +96,32 @@ fn take(ledger: &mut impl Ledger, group: &GroupKey, spec: ClaimSpec, owner: &Own
     ledger.claim(group, &spec, owner, &mut |_, _, _| {}).unwrap()
 }
 
-/// The story every backend must pass.
+/// The story every backend must pass, chapter by chapter on one ledger.
 pub fn story(ledger: &mut impl Ledger) {
+    admit_claim_and_defer(ledger);
+    a_new_window_and_a_dead_owner(ledger);
+    a_quota_answer_blocks(ledger);
+    a_report_with_a_request_in_flight(ledger);
+    a_pace_with_a_burst(ledger);
+    changed_since_acceptance(ledger);
+}
+
+/// Every story's admission: a day's dedupe window, neither forced nor `--changed`.
+fn dedupe_day() -> AdmitRule {
+    AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None }
+}
+
+/// The story's day rule in its second day's window.
+fn next_day_rule() -> RuleWindow {
+    RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }
+}
+
+/// Admitted once, claimed within a budget of 3, the rest deferred to the
+/// window's end; accepted ones skipped within the dedupe window.
+fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-03T09:00:00Z");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let dedupe = dedupe_day();
 
     // Admit 5; admitting them again changes nothing.
     let admitted = ledger.admit(&items(5), now, &dedupe).unwrap();
@@ -135,11 +156,13 @@ pub fn story(ledger: &mut impl Ledger) {
     .is_empty());
     let again = ledger.admit(&items(1), now, &dedupe).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
+}
 
+/// The next day's window, and an owner that dies with its claim in flight.
+fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
+    let me = Owner::current();
     // Next day: a new window.
-    let tomorrow = t("2026-12-04T01:00:00Z");
-    let rules2 =
-        [RuleWindow { window: "2026-12-04".into(), resets_at: t("2026-12-05T00:00:00Z"), ..day_rule(Some(3), false) }];
+    let (tomorrow, rules2) = (t("2026-12-04T01:00:00Z"), [next_day_rule()]);
     let claim = take(
         ledger,
         &group(),
@@ -175,7 +198,13 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.usage(&rules2[0]).unwrap().used, 3, "the lost request stays counted");
     let counts = ledger.queue_counts(&group(), tomorrow).unwrap();
     assert_eq!((counts.due, counts.waiting, counts.in_flight), (1, 1, 0), "the other waits for the next window");
+}
 
+/// A quota answer blocks its rule whatever the rule's count.
+fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let dedupe = dedupe_day();
+    let (tomorrow, rules2) = (t("2026-12-04T01:00:00Z"), [next_day_rule()]);
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
     let claim =
@@ -214,7 +243,12 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(blocked.retry_at, Some(until));
     let last = ledger.last_rejection(&group()).unwrap().unwrap();
     assert_eq!((last.class, last.http_status, last.body.as_deref()), (Class::Quota, Some(429), Some("slow down")));
+}
 
+/// An engine's report taken with a request in flight.
+fn a_report_with_a_request_in_flight(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let dedupe = dedupe_day();
     // An engine report with a request in flight: what is in flight is
     // assumed not yet counted by the engine.
     let reported =
@@ -235,7 +269,13 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(report.limit, 5, "2 used + 5 left - 2 in flight");
     let usage = ledger.usage(&reported).unwrap();
     assert_eq!(usage.remaining(&reported, later), Some(3));
+}
 
+/// A pace of one send every 2 s with a burst of 3.
+fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let dedupe = dedupe_day();
+    let later = t("2026-12-04T03:00:00Z");
     // A pace of one send every 2 s with a burst of 3: at a horizon of "now",
     // 4 go (slots now, now, now, now) and the rest get their expected slots.
     let paced_group = GroupKey::urls("paced", EngineKind::Google, "");
@@ -285,7 +325,13 @@ pub fn story(ledger: &mut impl Ledger) {
     assert_eq!(claim.slots[0], claim.now);
     assert_eq!(claim.slots[3], claim.now, "a burst of 4");
     assert_eq!(claim.slots[5], claim.now + TimeDelta::seconds(4));
+}
 
+/// `--changed`: an accepted URL goes again only if its lastmod is later
+/// than its acceptance.
+fn changed_since_acceptance(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let dedupe = dedupe_day();
     // --changed: an accepted URL goes again only if its lastmod is later
     // than its acceptance, whatever the dedupe window.
     let changed = AdmitRule { changed: true, ..dedupe };
