@@ -19,7 +19,7 @@ use crate::config::{Property, Settings};
 use crate::ledger::Ledger;
 use crate::model::EngineKind;
 use crate::model::Period;
-use crate::model::{GroupKey, RuleWindow, Usage};
+use crate::model::{GroupKey, RuleFamily, RuleId, RuleWindow, Usage, Whose};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
@@ -42,6 +42,7 @@ impl Scope {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
+    /// The rule's `RuleId`, as text: what the ledger keys its counts by.
     pub id: String,
     pub scope: Scope,
     pub period: Period,
@@ -53,6 +54,18 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The rule `id` names: its period, its scope (a pool's or a
+    /// property's) and whether the engine reports what is left (Bing's own
+    /// numbers) as the id says.
+    pub fn new(id: RuleId, tz: Tz, limit: Option<u64>) -> Rule {
+        let scope = match id.whose {
+            Whose::Property(_) => Scope::Property,
+            Whose::Pool(_) => Scope::Pool,
+        };
+        let reported = id.family == RuleFamily::BingReported;
+        Rule { period: id.period, scope, reported, tz, limit, id: id.to_string() }
+    }
+
     /// The rule's window that contains `now`.
     pub fn window(&self, now: DateTime<Utc>) -> RuleWindow {
         let w = clock::window_at(self.period, self.tz, now);
@@ -118,82 +131,76 @@ pub const SEARCH_CONSOLE_PER_MINUTE: u64 = 200;
 /// The rules that every send of `group` must fit. `pool` names what the
 /// engine's credentials share (Google: the Cloud project of the key file).
 pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, pool: Option<&str>) -> Vec<Rule> {
-    let rule = |id: String, scope, period, tz, limit| Rule { id, scope, period, tz, limit, reported: false };
+    let name = || Whose::Property(property.name.clone());
+    let project = || Whose::Pool(Some(pool.unwrap_or("unknown").to_string()));
+    let id = |family, whose, target: Option<&str>, period| RuleId {
+        family,
+        whose,
+        target: target.map(str::to_string),
+        period,
+    };
     let mut rules = Vec::new();
     if let Some(sitemap) = group.sitemap_url() {
         // A sitemap's own day, counted (its spacing is the admission's: one
         // submission a day at most), and for Search Console the service
         // account's per-minute limit, shared by every sitemap it submits.
-        let name = &property.name;
         match group.engine {
             EngineKind::Google => {
                 let tz = property.google.as_ref().map_or(settings.google.quota_timezone, |g| g.quota_timezone);
-                rules.push(rule(format!("google-sitemaps:{name}:{sitemap}"), Scope::Property, Period::Day, tz, None));
-                let project = pool.unwrap_or("unknown");
-                let id = format!("google-sitemaps:{project}");
-                let limit = Some(SEARCH_CONSOLE_PER_MINUTE);
-                rules.push(rule(id, Scope::Pool, Period::Minute, settings.google.quota_timezone, limit));
+                rules.push(Rule::new(id(RuleFamily::GoogleSitemaps, name(), Some(sitemap), Period::Day), tz, None));
+                let minute = id(RuleFamily::GoogleSitemaps, project(), None, Period::Minute);
+                rules.push(Rule::new(minute, settings.google.quota_timezone, Some(SEARCH_CONSOLE_PER_MINUTE)));
             }
             EngineKind::Bing => {
                 let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
-                rules.push(rule(format!("bing-sitemaps:{name}:{sitemap}"), Scope::Property, Period::Day, tz, None));
+                rules.push(Rule::new(id(RuleFamily::BingSitemaps, name(), Some(sitemap), Period::Day), tz, None));
             }
             EngineKind::IndexNow => {}
-        }
-        for rule in &mut rules {
-            rule.id = format!("{}:{}", rule.id, rule.period.as_str());
         }
         return rules;
     }
     match group.engine {
         EngineKind::IndexNow => {
+            let endpoint = Some(group.target.as_str());
             if let Some(table) = &property.indexnow {
-                let id = format!("indexnow:{}:{}", property.name, group.target);
-                rules.push(rule(id, Scope::Property, Period::Day, table.quota_timezone, table.daily_quota));
+                let day = id(RuleFamily::IndexNow, name(), endpoint, Period::Day);
+                rules.push(Rule::new(day, table.quota_timezone, table.daily_quota));
             }
             if let Some(limit) = settings.indexnow.daily_quota {
-                let id = format!("indexnow:*:{}", group.target);
-                rules.push(rule(id, Scope::Pool, Period::Day, settings.indexnow.quota_timezone, Some(limit)));
+                let day = id(RuleFamily::IndexNow, Whose::Pool(None), endpoint, Period::Day);
+                rules.push(Rule::new(day, settings.indexnow.quota_timezone, Some(limit)));
             }
         }
         EngineKind::Bing => {
             if let Some(table) = &property.bing {
                 let tz = table.quota_timezone;
-                let name = &property.name;
-                rules.push(rule(format!("bing:{name}"), Scope::Property, Period::Day, tz, table.daily_quota));
+                rules.push(Rule::new(id(RuleFamily::Bing, name(), None, Period::Day), tz, table.daily_quota));
                 if let Some(limit) = table.monthly_quota {
-                    rules.push(rule(format!("bing:{name}"), Scope::Property, Period::Month, tz, Some(limit)));
+                    rules.push(Rule::new(id(RuleFamily::Bing, name(), None, Period::Month), tz, Some(limit)));
                 }
                 // What Bing says is left, day and month: a rule of its own, so
                 // that a configured quota stays a ceiling.
                 let fallback = table.daily_quota.is_none().then_some(BING_NEW_SITE_DAILY);
                 for (period, limit) in [(Period::Day, fallback), (Period::Month, None)] {
-                    let id = format!("bing-reported:{name}");
-                    rules.push(Rule { reported: true, ..rule(id, Scope::Property, period, tz, limit) });
+                    rules.push(Rule::new(id(RuleFamily::BingReported, name(), None, period), tz, limit));
                 }
             }
             let tz = settings.bing.quota_timezone;
             if let Some(limit) = settings.bing.daily_quota {
-                rules.push(rule("bing:*".into(), Scope::Pool, Period::Day, tz, Some(limit)));
+                rules.push(Rule::new(id(RuleFamily::Bing, Whose::Pool(None), None, Period::Day), tz, Some(limit)));
             }
             if let Some(limit) = settings.bing.monthly_quota {
-                rules.push(rule("bing:*".into(), Scope::Pool, Period::Month, tz, Some(limit)));
+                rules.push(Rule::new(id(RuleFamily::Bing, Whose::Pool(None), None, Period::Month), tz, Some(limit)));
             }
         }
         EngineKind::Google => {
             if let Some(table) = &property.google {
-                let id = format!("google:{}", property.name);
-                rules.push(rule(id, Scope::Property, Period::Day, table.quota_timezone, Some(table.daily_quota)));
+                let day = id(RuleFamily::Google, name(), None, Period::Day);
+                rules.push(Rule::new(day, table.quota_timezone, Some(table.daily_quota)));
             }
-            let project = pool.unwrap_or("unknown");
-            let id = format!("google-project:{project}");
-            let limit = Some(settings.google.daily_quota);
-            rules.push(rule(id, Scope::Pool, Period::Day, settings.google.quota_timezone, limit));
+            let day = id(RuleFamily::GoogleProject, project(), None, Period::Day);
+            rules.push(Rule::new(day, settings.google.quota_timezone, Some(settings.google.daily_quota)));
         }
-    }
-    // A rule's id names its period too, so day and month windows never share a row.
-    for rule in &mut rules {
-        rule.id = format!("{}:{}", rule.id, rule.period.as_str());
     }
     rules
 }
@@ -203,13 +210,9 @@ pub fn inspection_rules(property: &Property) -> Vec<Rule> {
     let tz = property.google.as_ref().map_or(chrono_tz::America::Los_Angeles, |g| g.quota_timezone);
     [(Period::Day, INSPECTIONS_PER_DAY), (Period::Minute, INSPECTIONS_PER_MINUTE)]
         .into_iter()
-        .map(|(period, limit)| Rule {
-            id: format!("google-inspect:{}:{}", property.name, period.as_str()),
-            scope: Scope::Property,
-            period,
-            tz,
-            limit: Some(limit),
-            reported: false,
+        .map(|(period, limit)| {
+            let whose = Whose::Property(property.name.clone());
+            Rule::new(RuleId { family: RuleFamily::GoogleInspect, whose, target: None, period }, tz, Some(limit))
         })
         .collect()
 }
@@ -299,5 +302,74 @@ indexnow = { key_env = "K", daily_quota = 11, quota_timezone = "Asia/Shanghai" }
         let w = rules[0].window(now);
         assert_eq!(w.window, "2026-12-03");
         assert_eq!(w.resets_at, "2026-12-03T16:00:00Z".parse::<DateTime<Utc>>().unwrap());
+    }
+
+    /// Every rule id, pool and property, as ledgers already hold them: the
+    /// text never changes.
+    #[test]
+    fn rule_ids_keep_their_stored_text() {
+        let text = r#"
+[indexnow]
+daily_quota = 500
+[bing]
+api_key_env = "B"
+daily_quota = 100
+monthly_quota = 1000
+[[property]]
+name = "site"
+site = "https://site.example/"
+sources = ["https://site.example/sitemap.xml"]
+indexnow = { key_env = "K" }
+bing = { daily_quota = 20, monthly_quota = 300 }
+google = {}
+"#;
+        let s = crate::config::parse(Path::new("t.toml"), text).unwrap();
+        let p = &s.properties[0];
+        let ids = |group: GroupKey, pool| -> Vec<(String, Scope, bool)> {
+            rules_for(&s, p, &group, pool).into_iter().map(|r| (r.id, r.scope, r.reported)).collect()
+        };
+        let (property, pool) = (Scope::Property, Scope::Pool);
+        let endpoint = s.indexnow.endpoints[0].to_string();
+        assert_eq!(
+            ids(GroupKey::urls("site", EngineKind::IndexNow, endpoint.clone()), None),
+            [
+                (format!("indexnow:site:{endpoint}:day"), property, false),
+                (format!("indexnow:*:{endpoint}:day"), pool, false)
+            ]
+        );
+        let bing = ids(GroupKey::urls("site", EngineKind::Bing, ""), None);
+        let expected = [
+            ("bing:site:day", property, false),
+            ("bing:site:month", property, false),
+            ("bing-reported:site:day", property, true),
+            ("bing-reported:site:month", property, true),
+            ("bing:*:day", pool, false),
+            ("bing:*:month", pool, false),
+        ];
+        assert_eq!(bing, expected.map(|(id, scope, reported)| (id.to_string(), scope, reported)));
+        let google = ids(GroupKey::urls("site", EngineKind::Google, ""), Some("proj"));
+        let expected = [("google:site:day", property, false), ("google-project:proj:day", pool, false)];
+        assert_eq!(google, expected.map(|(id, scope, reported)| (id.to_string(), scope, reported)));
+        let unknown = ids(GroupKey::urls("site", EngineKind::Google, ""), None);
+        assert_eq!(unknown[1].0, "google-project:unknown:day");
+
+        let sitemap = "https://site.example/sitemap.xml";
+        let google = ids(GroupKey::sitemap("site", EngineKind::Google, sitemap), Some("proj"));
+        let expected = [
+            ("google-sitemaps:site:https://site.example/sitemap.xml:day", property, false),
+            ("google-sitemaps:proj:minute", pool, false),
+        ];
+        assert_eq!(google, expected.map(|(id, scope, reported)| (id.to_string(), scope, reported)));
+        let bing = ids(GroupKey::sitemap("site", EngineKind::Bing, sitemap), None);
+        assert_eq!(bing, [("bing-sitemaps:site:https://site.example/sitemap.xml:day".to_string(), property, false)]);
+
+        let inspections: Vec<_> = inspection_rules(p).into_iter().map(|r| (r.id, r.period, r.limit)).collect();
+        assert_eq!(
+            inspections,
+            [
+                ("google-inspect:site:day".to_string(), Period::Day, Some(INSPECTIONS_PER_DAY)),
+                ("google-inspect:site:minute".to_string(), Period::Minute, Some(INSPECTIONS_PER_MINUTE))
+            ]
+        );
     }
 }

@@ -139,6 +139,9 @@ pub struct ConfigError {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A database driver's error, kept as the source of a `LedgerError`.
+pub type DriverError = Box<dyn Error + Send + Sync + 'static>;
+
 /// Errors a ledger gives: the message names the ledger; the driver's error,
 /// with its code, is kept as the source.
 #[derive(Debug, thiserror::Error)]
@@ -153,13 +156,20 @@ pub enum LedgerError {
         #[source]
         source: Option<Box<LedgerError>>,
     },
+    /// SQLite's database stayed locked by another run beyond the wait.
     #[error("ledger: the database is busy")]
-    Busy,
+    Busy(#[source] DriverError),
     #[error("the ledger has schema version {found}, newer than this indexq knows ({known})")]
     Newer { found: i64, known: i64 },
-    /// The database cannot be reached, or stopped answering (PostgreSQL).
-    #[error("the database cannot be reached: {0}")]
-    Unavailable(String),
+    /// The database cannot be reached, or stopped answering (PostgreSQL):
+    /// what the driver said on one line (`message`, no secret in it), and
+    /// its error.
+    #[error("the database cannot be reached: {message}")]
+    Unavailable {
+        message: String,
+        #[source]
+        source: DriverError,
+    },
     /// The database aborted a transaction (a deadlock); it is run again.
     #[error("the database aborted a transaction")]
     Retry,
@@ -182,7 +192,7 @@ pub enum LedgerError {
 impl LedgerError {
     /// Whether `err` comes from a database ledger that cannot be reached.
     pub fn is_lost(err: &anyhow::Error) -> bool {
-        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable(_))))
+        err.chain().any(|e| matches!(e.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable { .. })))
     }
 
     /// The ledger at `place` has a schema newer than this binary knows.
@@ -200,7 +210,9 @@ impl LedgerError {
 impl From<rusqlite::Error> for LedgerError {
     fn from(err: rusqlite::Error) -> Self {
         match err.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => LedgerError::Busy,
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                LedgerError::Busy(Box::new(err))
+            }
             _ => LedgerError::Sqlite(err),
         }
     }
@@ -229,17 +241,22 @@ fn io_disk_full(io: &std::io::Error) -> bool {
 }
 
 /// An error and its sources on one line, `outer: cause: root cause`; a
-/// source whose text the line already holds is not repeated.
-pub fn error_chain(err: &dyn Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
+/// source whose text the line already holds is not repeated, nor the
+/// driver's error under a lost database (its message says it on one line,
+/// where PostgreSQL's own text would repeat it over several).
+pub fn error_chain(err: &(dyn Error + 'static)) -> String {
+    let mut text = String::new();
+    for cause in std::iter::successors(Some(err), |e| (*e).source()) {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {
-            text.push_str(": ");
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
             text.push_str(&cause_text);
         }
-        source = cause.source();
+        if matches!(cause.downcast_ref::<LedgerError>(), Some(LedgerError::Unavailable { .. })) {
+            break;
+        }
     }
     text
 }
@@ -326,7 +343,9 @@ mod tests {
         assert_eq!(exit_status_of(&newer), ExitStatus::Usage);
         let pipe = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe)).context("printing");
         assert_eq!(exit_status_of(&pipe), ExitStatus::Ok);
-        let lost = anyhow::Error::new(LedgerError::Unavailable("connection reset".into()));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let lost = LedgerError::Unavailable { message: "connection reset".into(), source: Box::new(reset) };
+        let lost = anyhow::Error::new(lost);
         assert_eq!(exit_status_of(&lost), ExitStatus::Failure);
         assert!(hint(&lost).is_some_and(|h| h.starts_with("nothing was sent without a reservation")));
         assert_eq!(
@@ -338,13 +357,52 @@ mod tests {
     #[test]
     fn a_ledger_error_is_named_once() {
         let ledger = "/var/lib/indexq/ledger.db";
-        let busy = naming_ledger(anyhow::Error::new(LedgerError::Busy), ledger);
-        assert_eq!(error_chain(&*busy), "ledger /var/lib/indexq/ledger.db: ledger: the database is busy");
+        let locked = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY);
+        let busy = LedgerError::from(rusqlite::Error::SqliteFailure(locked, Some("database is locked".into())));
+        let busy = naming_ledger(anyhow::Error::new(busy), ledger);
+        assert_eq!(
+            error_chain(&*busy),
+            "ledger /var/lib/indexq/ledger.db: ledger: the database is busy: database is locked: Error code 5: The \
+             database file is locked"
+        );
         let opened = naming_ledger(ledger_refused(rusqlite::ffi::SQLITE_FULL, "database or disk is full"), ledger);
         assert_eq!(
             error_chain(&*opened),
             "submitting: ledger /var/lib/indexq/ledger.db: cannot use it: the SQLite ledger refused a statement: \
              database or disk is full: Error code 13: Insertion failed because database is full"
+        );
+    }
+
+    /// The driver's error stays the source of a busy or lost database: the
+    /// chain shows it, and its type is there to be asked.
+    #[test]
+    fn a_busy_or_lost_database_keeps_the_drivers_error() {
+        let locked = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY), None);
+        let busy = anyhow::Error::new(LedgerError::from(locked)).context("claiming");
+        assert!(matches!(busy.downcast_ref::<LedgerError>(), Some(LedgerError::Busy(_))));
+        let driver = busy.chain().find_map(|e| e.downcast_ref::<rusqlite::Error>());
+        assert_eq!(driver.and_then(rusqlite::Error::sqlite_error_code), Some(rusqlite::ErrorCode::DatabaseBusy));
+
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let message = format!("error connecting to server: {refused}");
+        let lost = LedgerError::Unavailable { message, source: Box::new(refused) };
+        let lost = anyhow::Error::new(lost).context("submitting");
+        assert!(LedgerError::is_lost(&lost));
+        assert!(lost.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some()), "{lost:#}");
+        assert!(format!("{lost:#}").ends_with(": connection refused"), "{lost:#}");
+        // PostgreSQL's own text, over several lines, is not said again.
+        let db = Layer("db error", Some(Box::new(Layer("ERROR: canceling statement due to lock timeout", None))));
+        let message = "canceling statement due to lock timeout (55P03)".to_string();
+        let timed_out = anyhow::Error::new(LedgerError::Unavailable { message, source: Box::new(db) });
+        assert!(format!("{timed_out:#}").ends_with(": db error: ERROR: canceling statement due to lock timeout"));
+        assert_eq!(
+            error_chain(&*timed_out.context("claiming")),
+            "claiming: the database cannot be reached: canceling statement due to lock timeout (55P03)"
+        );
+        // What the driver said is in the message already: not said twice.
+        assert_eq!(
+            error_chain(&*lost),
+            "submitting: the database cannot be reached: error connecting to server: connection refused"
         );
     }
 }

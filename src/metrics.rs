@@ -98,6 +98,32 @@ pub fn gather(
     now: DateTime<Utc>,
     this_run: Option<&RunRecord>,
 ) -> anyhow::Result<Vec<Family>> {
+    let configured = budget::groups(settings);
+    let mut families = budget_families(settings, ledger, &configured, now)?;
+    families.push(queue_family(settings, ledger, &configured, now)?);
+    families.push(attempts_family(ledger, &configured)?);
+    families.push(inspection_family(settings, ledger)?);
+    families.push(sitemap_family(settings, ledger, &configured, now)?);
+    let last = match this_run {
+        Some(run) => Some(run.clone()),
+        None => ledger.last_run(false)?,
+    };
+    let last_ok = match this_run {
+        Some(run) if run.exit_code == 0 => Some(run.clone()),
+        _ => ledger.last_run(true)?,
+    };
+    families.extend(run_families(last.as_ref(), last_ok.as_ref(), now));
+    Ok(families)
+}
+
+/// Each budget rule of the configured groups in its current window: used,
+/// limit, remaining, and when it reopens (an instant, and seconds from now).
+fn budget_families(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    configured: &[GroupKey],
+    now: DateTime<Utc>,
+) -> anyhow::Result<Vec<Family>> {
     let mut used = Family::new(
         "indexq_budget_used_urls",
         Kind::Gauge,
@@ -123,19 +149,8 @@ pub fn gather(
         Kind::Gauge,
         "Seconds from when these metrics were made until a budget rule's window reopens",
     );
-    let mut queue = Family::new(
-        "indexq_queue_items",
-        Kind::Gauge,
-        "Queue items by state: due (now), waiting (for a window or a backoff), parked (for a human), in_flight, accepted",
-    );
-    let mut attempts = Family::new(
-        "indexq_attempts_total",
-        Kind::Counter,
-        "URLs attempted since the ledger began, by the class of the answer (one per URL; `queue drop` removes the attempts of the items it drops)",
-    );
     let google_project = crate::engines::google::project_id(settings);
-    let configured = budget::groups(settings);
-    for group in &configured {
+    for group in configured {
         let Some(rules) = budget::group_rules(settings, group, google_project.as_deref()) else { continue };
         for state in budget::states(&rules, ledger, now)? {
             let mut labels = group_labels(group);
@@ -155,10 +170,24 @@ pub fn gather(
             reset_in.push(labels, (state.window.resets_at - now).num_seconds() as f64);
         }
     }
-    // Queue items of every group: configured ones, then those the
-    // configuration no longer has (parked there still needs a human).
+    Ok(vec![used, limit, remaining, reset_at, reset_in])
+}
+
+/// Queue items of every group by state: configured ones, then those the
+/// configuration no longer has (parked there still needs a human).
+fn queue_family(
+    settings: &Settings,
+    ledger: &mut dyn Ledger,
+    configured: &[GroupKey],
+    now: DateTime<Utc>,
+) -> anyhow::Result<Family> {
+    let mut queue = Family::new(
+        "indexq_queue_items",
+        Kind::Gauge,
+        "Queue items by state: due (now), waiting (for a window or a backoff), parked (for a human), in_flight, accepted",
+    );
     let mut queued: Vec<(GroupKey, crate::model::QueueCounts)> = Vec::new();
-    for group in &configured {
+    for group in configured {
         queued.push((group.clone(), ledger.queue_counts(group, now)?));
     }
     queued.extend(crate::queue::stranded_groups(settings, ledger, now)?);
@@ -176,8 +205,18 @@ pub fn gather(
             queue.push(labels, n as f64);
         }
     }
-    // Every class of every configured group (a counter starts at 0), and
-    // those of groups that have attempts but are no longer configured.
+    Ok(queue)
+}
+
+/// Attempts by the class of their answer: every class of every configured
+/// group (a counter starts at 0), and those of groups that have attempts
+/// but are no longer configured.
+fn attempts_family(ledger: &mut dyn Ledger, configured: &[GroupKey]) -> anyhow::Result<Family> {
+    let mut attempts = Family::new(
+        "indexq_attempts_total",
+        Kind::Counter,
+        "URLs attempted since the ledger began, by the class of the answer (one per URL; `queue drop` removes the attempts of the items it drops)",
+    );
     let mut counts: BTreeMap<GroupKey, BTreeMap<&'static str, u64>> =
         configured.iter().map(|g| (g.clone(), BTreeMap::new())).collect();
     for (group, class, n) in ledger.outcome_counts()? {
@@ -190,19 +229,7 @@ pub fn gather(
             attempts.push(labels, classes.get(class.as_str()).copied().unwrap_or(0) as f64);
         }
     }
-    let inspections = inspection_family(settings, ledger)?;
-    let sitemaps = sitemap_family(settings, ledger, &configured, now)?;
-    let last = match this_run {
-        Some(run) => Some(run.clone()),
-        None => ledger.last_run(false)?,
-    };
-    let last_ok = match this_run {
-        Some(run) if run.exit_code == 0 => Some(run.clone()),
-        _ => ledger.last_run(true)?,
-    };
-    let mut families = vec![used, limit, remaining, reset_at, reset_in, queue, attempts, inspections, sitemaps];
-    families.extend(run_families(last.as_ref(), last_ok.as_ref(), now));
-    Ok(families)
+    Ok(attempts)
 }
 
 /// Google URL inspections by the class of their answer: every class of

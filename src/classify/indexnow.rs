@@ -120,19 +120,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         200..=299 if !indexnow_body(resp.body) => {
             unrecognized_body(engine, resp, ctx.key, "a body that is neither empty nor JSON")
         }
-        400 | 422 if error.about("keyLocation").is_some() => Verdict::misconfigured(
-            MisconfiguredReason::KeyLocationInvalid,
-            format!(
-                "{answered}: it refused the key location {location} itself ({}).",
-                excerpt(&mask(error.about("keyLocation").unwrap_or_default(), ctx.key)).trim_end_matches('.')
-            ),
-            format!(
-                "Make `key_location` in the property's `indexnow` table an absolute https:// URL on the \
-                 submitted host that answers 200 OK with exactly the key as plain text, without a redirect \
-                 (now {location}), or remove it so that indexq sends https://HOST/KEY.txt; `indexq doctor` \
-                 fetches it without spending quota."
-            ),
-        ),
+        400 | 422 if error.about("keyLocation").is_some() => key_location_refused(ctx, &error, &answered),
         202 => Verdict::new(
             AcceptedReason::KeyValidationPending,
             format!(
@@ -149,32 +137,7 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
                  URLs of one host; if they are, report this response as an indexq bug."
             ),
         ),
-        403 => match ctx.key_file {
-            Some(check) => {
-                let found = key_file(ctx.key, ctx.key_location, check);
-                let message = if found.class() == Class::KeyPending && error.code_is(USER_FORBIDDEN) {
-                    format!(
-                        "{answered}. IndexNow says {USER_FORBIDDEN} although the key file at {location} serves \
-                         exactly the configured key: usually it has not verified the key yet. indexq retries until \
-                         a day after the key's first use, then says what else causes this answer."
-                    )
-                } else {
-                    format!("{answered}. {}", found.message)
-                };
-                Verdict { message, ..found }
-            }
-            None => Verdict::misconfigured(
-                MisconfiguredReason::Forbidden,
-                format!(
-                    "{answered}: it refused the key, and indexq could not check the key file \
-                     at {location}. Usually that file is missing or does not serve exactly the key."
-                ),
-                format!(
-                    "Check that {location} serves exactly the key as plain text and that \
-                     `key_env`/`key_file` hold the same key; `indexq doctor` checks both."
-                ),
-            ),
-        },
+        403 => key_refused(ctx, &error, &answered),
         408 => transient(
             engine,
             resp,
@@ -189,43 +152,12 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
              limits the request size, raise its limit or point `endpoints` in `[indexnow]` at \
              the engine itself.",
         ),
-        422 => {
-            let mut message = format!(
-                "{answered}: the URLs do not belong to the host of the submission, \
-                 or the key does not match the schema."
-            );
-            if check_indexnow_key(ctx.key).is_err() {
-                message.push_str(&format!(" The configured key does not: keys are {KEY_SCHEMA}."));
-            }
-            Verdict::misconfigured(
-                MisconfiguredReason::UrlNotOnHost,
-                message,
-                format!(
-                    "Submit only URLs under the property's host (one host per request) and use \
-                     a key of {KEY_SCHEMA}; `indexq key generate` makes one. The key location ({location}) \
-                     must answer without a redirect (a host that redirects to its www. twin fails), and a \
-                     key location below the root vouches only for URLs under its folder."
-                ),
-            )
-        }
+        422 => not_on_host(ctx, &answered),
         429 => rate_limited(resp, &answered),
         200..=299 => {
             Verdict::new(AcceptedReason::Ok, format!("{title} accepted the submission ({}).", http_status(status)))
         }
-        300..=399 => {
-            let target =
-                resp.header("location").map(|to| format!(" to {}", excerpt(&mask(to, ctx.key)))).unwrap_or_default();
-            Verdict::misconfigured(
-                MisconfiguredReason::Redirect,
-                format!(
-                    "{title} answered {}{target}: the endpoint redirects instead of taking \
-                     the submission.",
-                    http_status(status)
-                ),
-                "Set `endpoints` in `[indexnow]` to the URL that takes submissions, for example \
-                 https://api.indexnow.org/indexnow.",
-            )
-        }
+        300..=399 => redirected(resp, ctx.key),
         401..=499 => Verdict::misconfigured(
             MisconfiguredReason::Http(HttpStatus(status)),
             format!("{answered}: the endpoint refused the request, and waiting will not change that."),
@@ -236,6 +168,94 @@ pub fn indexnow(resp: &Response, ctx: &IndexNowContext) -> Verdict {
         _ => transient(engine, resp, ctx.key, TransientReason::UnexpectedStatus, "no engine documents that status"),
     };
     verdict.redacted(ctx.key)
+}
+
+/// A 400 or 422 whose `details[]` refuse the key location itself.
+fn key_location_refused(ctx: &IndexNowContext, error: &IndexNowError, answered: &str) -> Verdict {
+    let location = mask(ctx.key_location, ctx.key);
+    Verdict::misconfigured(
+        MisconfiguredReason::KeyLocationInvalid,
+        format!(
+            "{answered}: it refused the key location {location} itself ({}).",
+            excerpt(&mask(error.about("keyLocation").unwrap_or_default(), ctx.key)).trim_end_matches('.')
+        ),
+        format!(
+            "Make `key_location` in the property's `indexnow` table an absolute https:// URL on the \
+             submitted host that answers 200 OK with exactly the key as plain text, without a redirect \
+             (now {location}), or remove it so that indexq sends https://HOST/KEY.txt; `indexq doctor` \
+             fetches it without spending quota."
+        ),
+    )
+}
+
+/// A 403: the key refused, read by what the key file served when indexq
+/// checked it (`key_file`); without a check, `forbidden`.
+fn key_refused(ctx: &IndexNowContext, error: &IndexNowError, answered: &str) -> Verdict {
+    let location = mask(ctx.key_location, ctx.key);
+    match ctx.key_file {
+        Some(check) => {
+            let found = key_file(ctx.key, ctx.key_location, check);
+            let message = if found.class() == Class::KeyPending && error.code_is(USER_FORBIDDEN) {
+                format!(
+                    "{answered}. IndexNow says {USER_FORBIDDEN} although the key file at {location} serves \
+                     exactly the configured key: usually it has not verified the key yet. indexq retries until \
+                     a day after the key's first use, then says what else causes this answer."
+                )
+            } else {
+                format!("{answered}. {}", found.message)
+            };
+            Verdict { message, ..found }
+        }
+        None => Verdict::misconfigured(
+            MisconfiguredReason::Forbidden,
+            format!(
+                "{answered}: it refused the key, and indexq could not check the key file \
+                 at {location}. Usually that file is missing or does not serve exactly the key."
+            ),
+            format!(
+                "Check that {location} serves exactly the key as plain text and that \
+                 `key_env`/`key_file` hold the same key; `indexq doctor` checks both."
+            ),
+        ),
+    }
+}
+
+/// A 422: URLs not on the submission's host, or a key not of the schema.
+fn not_on_host(ctx: &IndexNowContext, answered: &str) -> Verdict {
+    let location = mask(ctx.key_location, ctx.key);
+    let mut message = format!(
+        "{answered}: the URLs do not belong to the host of the submission, \
+         or the key does not match the schema."
+    );
+    if check_indexnow_key(ctx.key).is_err() {
+        message.push_str(&format!(" The configured key does not: keys are {KEY_SCHEMA}."));
+    }
+    Verdict::misconfigured(
+        MisconfiguredReason::UrlNotOnHost,
+        message,
+        format!(
+            "Submit only URLs under the property's host (one host per request) and use \
+             a key of {KEY_SCHEMA}; `indexq key generate` makes one. The key location ({location}) \
+             must answer without a redirect (a host that redirects to its www. twin fails), and a \
+             key location below the root vouches only for URLs under its folder."
+        ),
+    )
+}
+
+/// A 3xx: the endpoint redirects (where to, the key masked).
+fn redirected(resp: &Response, key: &str) -> Verdict {
+    let title = EngineKind::IndexNow.title();
+    let target = resp.header("location").map(|to| format!(" to {}", excerpt(&mask(to, key)))).unwrap_or_default();
+    Verdict::misconfigured(
+        MisconfiguredReason::Redirect,
+        format!(
+            "{title} answered {}{target}: the endpoint redirects instead of taking \
+             the submission.",
+            http_status(resp.status)
+        ),
+        "Set `endpoints` in `[indexnow]` to the URL that takes submissions, for example \
+         https://api.indexnow.org/indexnow.",
+    )
 }
 
 /// What it means that IndexNow still refused the key when the scheduler's

@@ -72,171 +72,196 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
     let client = engines::client(&settings.http)?;
     let mut redactor = Redactor::new();
     let uses = |e| settings.properties.iter().any(|p| p.uses(e));
-
     if uses(EngineKind::IndexNow) {
-        checks.extend(indexnow_endpoints_check(settings));
-        match IndexNow::new(settings, client.clone(), &mut redactor) {
-            Err(e) => checks.push(Check::problem("indexnow_key", e.to_string(), e.hint.unwrap_or_default())),
-            Ok(engine) => {
-                for p in settings.properties.iter().filter(|p| p.indexnow.is_some()) {
-                    let Some((verdict, location)) = engine.check_property(&p.name).await else { continue };
-                    let mut check = if verdict.class() == Class::KeyPending {
-                        Check::ok("indexnow_key_file", format!("{location} serves exactly the key"))
-                    } else {
-                        Check::problem("indexnow_key_file", verdict.message, verdict.hint.unwrap_or_default())
-                    };
-                    check.check_with = key_file_curl(p);
-                    checks.push(check.about(&p.name, EngineKind::IndexNow));
-                    if engine.key_location_on_host(&p.name) == Some(false) {
-                        checks.push(
-                            Check::problem(
-                                "indexnow_key_location",
-                                format!("the key location {location} is not on the host of {}", p.site),
-                                "IndexNow accepts a key location only on the submitted host: serve the key file on the \
-                                 site itself (e.g. at its root) and set `key_location` there, or drop `key_location`",
-                            )
-                            .about(&p.name, EngineKind::IndexNow),
-                        );
-                    }
-                    if let Some(check) = key_scope_check(p, &redactor) {
-                        checks.push(check.about(&p.name, EngineKind::IndexNow));
-                    }
-                }
-            }
-        }
+        checks.extend(indexnow_checks(settings, client.clone(), &mut redactor).await);
     }
-
     if uses(EngineKind::Bing) {
-        match Bing::new(settings, client.clone(), &mut redactor) {
-            Err(e) => checks.push(Check::problem("bing_api_key", e.to_string(), e.hint.unwrap_or_default())),
-            Ok(engine) => {
-                for p in settings.properties.iter().filter(|p| p.bing.is_some()) {
-                    let group = GroupKey::urls(p.name.clone(), EngineKind::Bing, "");
-                    let check = match engine.reported_quota(&group).await {
-                        Some(Ok(left)) => {
-                            let left_in = |period| left.iter().find(|(p, _)| *p == period).map_or(0, |(_, n)| *n);
-                            Check::ok(
-                                "bing_quota",
-                                format!(
-                                    "the API key works: {} URLs left today, {} this month",
-                                    left_in(Period::Day),
-                                    left_in(Period::Month)
-                                ),
-                            )
-                        }
-                        Some(Err(why)) => Check::problem(
-                            "bing_quota",
-                            format!("Bing's quota could not be read: {why}"),
-                            "check the API key (api_key_env / api_key_file under [bing]) and that the site is \
-                             verified in Bing Webmaster Tools for that key (or set the property's bing.site_url)",
-                        ),
-                        None => continue,
-                    };
-                    checks.push(check.about(&p.name, EngineKind::Bing));
-                }
-                for p in settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Bing).is_empty()) {
-                    let site_url = p.bing.as_ref().map(|b| b.site_url.as_str()).unwrap_or_default();
-                    let sitemaps: Vec<String> =
-                        p.submitted_sitemaps(EngineKind::Bing).into_iter().map(str::to_string).collect();
-                    let reads = engine.read_feeds(site_url, &sitemaps).await;
-                    checks.push(sitemaps_check(EngineKind::Bing, site_url, &reads).about(&p.name, EngineKind::Bing));
-                }
-            }
-        }
+        checks.extend(bing_checks(settings, client.clone(), &mut redactor).await);
     }
-
     if uses(EngineKind::Google) {
-        match Google::new(settings, client, &mut redactor) {
-            Err(e) => checks.push(Check::problem("google_credentials", e.to_string(), e.hint.unwrap_or_default())),
-            Ok(engine) => {
-                let account = engine.account();
-                let token = engine.check_token().await;
-                checks.push(match &token {
-                    Ok(()) => Check::ok(
-                        "google_token",
-                        format!(
-                            "a token was obtained for {} (key {}, project {})",
-                            account.client_email, account.key_id, account.project_id
-                        ),
-                    ),
-                    Err(verdict) => Check::problem(
-                        "google_token",
-                        verdict.message.clone(),
-                        verdict.hint.clone().unwrap_or_default(),
-                    ),
-                });
-                // Without a token no inspection can be asked: the token's problem says why.
-                let inspecting =
-                    settings.properties.iter().filter(|p| p.google.as_ref().is_some_and(|g| g.skip_indexed));
-                for p in inspecting.filter(|_| token.is_ok()) {
-                    let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
-                    let inspected = engine.inspect(site_url, p.site.as_str()).await;
-                    checks.push(
-                        inspection_check(site_url, p.site.as_str(), &inspected).about(&p.name, EngineKind::Google),
-                    );
-                }
-                // The sitemap channel: the property's sitemaps listed
-                // (`sitemaps.list` needs what `sitemaps.submit` needs of the
-                // property), none submitted.
-                let submitting =
-                    settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Google).is_empty());
-                for p in submitting.filter(|_| token.is_ok()) {
-                    let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
-                    let sitemaps = p.submitted_sitemaps(EngineKind::Google);
-                    let reads: Vec<(String, SitemapRead)> = match engine.list_sitemaps(site_url).await {
-                        Ok(listed) => sitemaps
-                            .iter()
-                            .map(|s| {
-                                let reading = listed.iter().find(|(path, _)| path == s).map(|(_, r)| r.clone());
-                                (s.to_string(), SitemapRead::Read(reading.unwrap_or_default()))
-                            })
-                            .collect(),
-                        Err(verdict) => {
-                            let failed = engines::read_failure(verdict, None);
-                            sitemaps.iter().map(|s| (s.to_string(), SitemapRead::Failed(failed.clone()))).collect()
-                        }
-                    };
-                    checks
-                        .push(sitemaps_check(EngineKind::Google, site_url, &reads).about(&p.name, EngineKind::Google));
-                }
-            }
-        }
+        checks.extend(google_checks(settings, client, &mut redactor).await);
     }
 
     let all_ok = checks.iter().all(|c| c.ok);
     if printer.json {
         printer.json(&serde_json::json!({ "checks": checks }))?;
     } else {
-        let mut out = printer.stdout();
-        for c in &checks {
-            let about = match (&c.property, c.engine) {
-                (Some(p), Some(e)) => format!(" [{} {p}]", e.title()),
-                _ => String::new(),
-            };
-            let level = match (c.ok, c.warning) {
-                (false, _) => "FIX",
-                (true, true) => "warn",
-                (true, false) => "ok ",
-            };
-            writeln!(out, "{level} {}{about}: {}", c.check, c.message)?;
-            if let Some(fix) = c.fix.as_deref().filter(|f| !f.is_empty()) {
-                writeln!(out, "    fix: {fix}")?;
-            }
-            if let Some(command) = &c.check_with {
-                writeln!(out, "    check it with: {command}")?;
-            }
-        }
-        let problems = checks.iter().filter(|c| !c.ok).count();
-        let warnings = checks.iter().filter(|c| c.warning).count();
-        if problems == 0 && warnings > 0 {
-            writeln!(out, "Nothing to fix ({warnings} to look at); no submission quota was spent.")?;
-        } else if problems == 0 {
-            writeln!(out, "Everything checks out; no submission quota was spent.")?;
-        } else {
-            writeln!(out, "{problems} to fix; no submission quota was spent.")?;
-        }
+        write_human(printer, &checks)?;
     }
     Ok(if all_ok { ExitStatus::Ok } else { ExitStatus::NeedsHuman })
+}
+
+/// The checks as a person reads them: one line each, its fix and how to
+/// check it below, then what they come to.
+fn write_human(printer: &Printer, checks: &[Check]) -> anyhow::Result<()> {
+    let mut out = printer.stdout();
+    for c in checks {
+        let about = match (&c.property, c.engine) {
+            (Some(p), Some(e)) => format!(" [{} {p}]", e.title()),
+            _ => String::new(),
+        };
+        let level = match (c.ok, c.warning) {
+            (false, _) => "FIX",
+            (true, true) => "warn",
+            (true, false) => "ok ",
+        };
+        writeln!(out, "{level} {}{about}: {}", c.check, c.message)?;
+        if let Some(fix) = c.fix.as_deref().filter(|f| !f.is_empty()) {
+            writeln!(out, "    fix: {fix}")?;
+        }
+        if let Some(command) = &c.check_with {
+            writeln!(out, "    check it with: {command}")?;
+        }
+    }
+    let problems = checks.iter().filter(|c| !c.ok).count();
+    let warnings = checks.iter().filter(|c| c.warning).count();
+    if problems == 0 && warnings > 0 {
+        writeln!(out, "Nothing to fix ({warnings} to look at); no submission quota was spent.")?;
+    } else if problems == 0 {
+        writeln!(out, "Everything checks out; no submission quota was spent.")?;
+    } else {
+        writeln!(out, "{problems} to fix; no submission quota was spent.")?;
+    }
+    Ok(())
+}
+
+/// IndexNow: the endpoints, the key, and each property's key file (fetched
+/// and compared), key location and its scope.
+async fn indexnow_checks(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Vec<Check> {
+    let mut checks: Vec<Check> = indexnow_endpoints_check(settings).into_iter().collect();
+    let engine = match IndexNow::new(settings, client, redactor) {
+        Err(e) => {
+            checks.push(Check::problem("indexnow_key", e.to_string(), e.hint.unwrap_or_default()));
+            return checks;
+        }
+        Ok(engine) => engine,
+    };
+    for p in settings.properties.iter().filter(|p| p.indexnow.is_some()) {
+        let Some((verdict, location)) = engine.check_property(&p.name).await else { continue };
+        let mut check = if verdict.class() == Class::KeyPending {
+            Check::ok("indexnow_key_file", format!("{location} serves exactly the key"))
+        } else {
+            Check::problem("indexnow_key_file", verdict.message, verdict.hint.unwrap_or_default())
+        };
+        check.check_with = key_file_curl(p);
+        checks.push(check.about(&p.name, EngineKind::IndexNow));
+        if engine.key_location_on_host(&p.name) == Some(false) {
+            checks.push(
+                Check::problem(
+                    "indexnow_key_location",
+                    format!("the key location {location} is not on the host of {}", p.site),
+                    "IndexNow accepts a key location only on the submitted host: serve the key file on the \
+                     site itself (e.g. at its root) and set `key_location` there, or drop `key_location`",
+                )
+                .about(&p.name, EngineKind::IndexNow),
+            );
+        }
+        if let Some(check) = key_scope_check(p, redactor) {
+            checks.push(check.about(&p.name, EngineKind::IndexNow));
+        }
+    }
+    checks
+}
+
+/// Bing: the API key, each property's quota as Bing says it (spends
+/// nothing), and its sitemaps as Bing lists them (`GetFeeds`).
+async fn bing_checks(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Vec<Check> {
+    let engine = match Bing::new(settings, client, redactor) {
+        Err(e) => return vec![Check::problem("bing_api_key", e.to_string(), e.hint.unwrap_or_default())],
+        Ok(engine) => engine,
+    };
+    let mut checks = Vec::new();
+    for p in settings.properties.iter().filter(|p| p.bing.is_some()) {
+        let group = GroupKey::urls(p.name.clone(), EngineKind::Bing, "");
+        let check = match engine.reported_quota(&group).await {
+            Some(Ok(left)) => {
+                let left_in = |period| left.iter().find(|(p, _)| *p == period).map_or(0, |(_, n)| *n);
+                Check::ok(
+                    "bing_quota",
+                    format!(
+                        "the API key works: {} URLs left today, {} this month",
+                        left_in(Period::Day),
+                        left_in(Period::Month)
+                    ),
+                )
+            }
+            Some(Err(why)) => Check::problem(
+                "bing_quota",
+                format!("Bing's quota could not be read: {why}"),
+                "check the API key (api_key_env / api_key_file under [bing]) and that the site is \
+                 verified in Bing Webmaster Tools for that key (or set the property's bing.site_url)",
+            ),
+            None => continue,
+        };
+        checks.push(check.about(&p.name, EngineKind::Bing));
+    }
+    for p in settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Bing).is_empty()) {
+        let site_url = p.bing.as_ref().map(|b| b.site_url.as_str()).unwrap_or_default();
+        let sitemaps: Vec<String> = p.submitted_sitemaps(EngineKind::Bing).into_iter().map(str::to_string).collect();
+        let reads = engine.read_feeds(site_url, &sitemaps).await;
+        checks.push(sitemaps_check(EngineKind::Bing, site_url, &reads).about(&p.name, EngineKind::Bing));
+    }
+    checks
+}
+
+/// Google: the key file and a token, then, with a token, one inspection
+/// for each property with `skip_indexed` and the sitemaps of each that
+/// submits them.
+async fn google_checks(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Vec<Check> {
+    let engine = match Google::new(settings, client, redactor) {
+        Err(e) => return vec![Check::problem("google_credentials", e.to_string(), e.hint.unwrap_or_default())],
+        Ok(engine) => engine,
+    };
+    let mut checks = Vec::new();
+    let account = engine.account();
+    let token = engine.check_token().await;
+    checks.push(match &token {
+        Ok(()) => Check::ok(
+            "google_token",
+            format!(
+                "a token was obtained for {} (key {}, project {})",
+                account.client_email, account.key_id, account.project_id
+            ),
+        ),
+        Err(verdict) => {
+            Check::problem("google_token", verdict.message.clone(), verdict.hint.clone().unwrap_or_default())
+        }
+    });
+    // Without a token no inspection can be asked: the token's problem says why.
+    let inspecting = settings.properties.iter().filter(|p| p.google.as_ref().is_some_and(|g| g.skip_indexed));
+    for p in inspecting.filter(|_| token.is_ok()) {
+        let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
+        let inspected = engine.inspect(site_url, p.site.as_str()).await;
+        checks.push(inspection_check(site_url, p.site.as_str(), &inspected).about(&p.name, EngineKind::Google));
+    }
+    // The sitemap channel: the property's sitemaps listed
+    // (`sitemaps.list` needs what `sitemaps.submit` needs of the
+    // property), none submitted.
+    let submitting = settings.properties.iter().filter(|p| !p.submitted_sitemaps(EngineKind::Google).is_empty());
+    for p in submitting.filter(|_| token.is_ok()) {
+        let site_url = p.google.as_ref().map(|g| g.site_url.as_str()).unwrap_or_default();
+        let reads = google_sitemap_reads(&engine, site_url, &p.submitted_sitemaps(EngineKind::Google)).await;
+        checks.push(sitemaps_check(EngineKind::Google, site_url, &reads).about(&p.name, EngineKind::Google));
+    }
+    checks
+}
+
+/// What Search Console lists of each of `sitemaps` (`sitemaps.list`), or
+/// why it could not be read.
+async fn google_sitemap_reads(engine: &Google, site_url: &str, sitemaps: &[&str]) -> Vec<(String, SitemapRead)> {
+    match engine.list_sitemaps(site_url).await {
+        Ok(listed) => sitemaps
+            .iter()
+            .map(|s| {
+                let reading = listed.iter().find(|(path, _)| path == s).map(|(_, r)| r.clone());
+                (s.to_string(), SitemapRead::Read(reading.unwrap_or_default()))
+            })
+            .collect(),
+        Err(verdict) => {
+            let failed = engines::read_failure(verdict, None);
+            sitemaps.iter().map(|s| (s.to_string(), SitemapRead::Failed(failed.clone()))).collect()
+        }
+    }
 }
 
 /// More than one IndexNow endpoint: each URL goes to each, while the engines

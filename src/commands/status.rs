@@ -158,13 +158,7 @@ struct StatusJson {
 }
 
 pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Clock) -> anyhow::Result<ExitStatus> {
-    let format = match (args.format, printer.json) {
-        (Some(StatusFormat::Human | StatusFormat::Prometheus), true) => {
-            return Err(UsageError("--json and --format human|prometheus ask for two formats: choose one".into()).into())
-        }
-        (None | Some(StatusFormat::Json), true) => StatusFormat::Json,
-        (format, false) => format.unwrap_or(StatusFormat::Human),
-    };
+    let format = format_of(args, printer)?;
     let mut ledger = open_ledger_on_clock(settings, clock)?;
     let now = clock.now();
     if format == StatusFormat::Prometheus {
@@ -186,76 +180,153 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         inspections: Vec::new(),
         sitemaps: Vec::new(),
     };
-    let sitemap_states = ledger.sitemap_states()?;
-    let inspected = ledger.inspections()?;
+    let read = Read {
+        settings,
+        sitemap_states: ledger.sitemap_states()?,
+        inspected: ledger.inspections()?,
+        google_project: crate::engines::google::project_id(settings),
+        user_tz,
+        now,
+    };
     let parked = crate::queue::parked_notices(settings, ledger.as_mut(), now)?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
-    let google_project = crate::engines::google::project_id(settings);
     for group in budget::groups(settings) {
-        let Some(rules) = budget::group_rules(settings, &group, google_project.as_deref()) else { continue };
-        let endpoint = group.endpoint().map(str::to_string);
-        writeln!(human, "{}", group_title(&group))?;
-        let pool = match group.engine {
-            EngineKind::Google => google_project.as_deref(),
-            _ => None,
-        };
-        for state in budget::states(&rules, ledger.as_mut(), now)? {
-            let (line, json) = rule_state(&group, state, pool, user_tz, now);
-            writeln!(human, "  {line}")?;
-            doc.budgets.push(json);
+        group_status(&read, &group, ledger.as_mut(), &mut doc, &mut human)?;
+    }
+    stranded_status(settings, ledger.as_mut(), now, &mut doc, &mut human)?;
+    if format == StatusFormat::Json {
+        printer.json(&doc)?;
+    } else {
+        let mut out = printer.stdout();
+        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
+        for notice in &parked {
+            writeln!(out, "{}", notice.line(user_tz))?;
         }
-        let counts = ledger.queue_counts(&group, now)?;
+        out.write_all(&human)?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+/// The format asked for: `--format`, or `--json`, never both.
+fn format_of(args: &StatusArgs, printer: &Printer) -> anyhow::Result<StatusFormat> {
+    Ok(match (args.format, printer.json) {
+        (Some(StatusFormat::Human | StatusFormat::Prometheus), true) => {
+            return Err(UsageError("--json and --format human|prometheus ask for two formats: choose one".into()).into())
+        }
+        (None | Some(StatusFormat::Json), true) => StatusFormat::Json,
+        (format, false) => format.unwrap_or(StatusFormat::Human),
+    })
+}
+
+/// What every group's part of the status reads: the configuration, what
+/// the ledger holds of sitemaps and inspections, the Google project, and
+/// the time.
+struct Read<'a> {
+    settings: &'a Settings,
+    sitemap_states: Vec<crate::model::SitemapState>,
+    inspected: Vec<crate::ledger::InspectionCount>,
+    google_project: Option<String>,
+    user_tz: chrono_tz::Tz,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+/// One configured group: its budget rules, queue, last rejection, URL
+/// inspections and sitemap, into `doc` and the human text.
+fn group_status(
+    read: &Read,
+    group: &crate::model::GroupKey,
+    ledger: &mut dyn crate::ledger::Ledger,
+    doc: &mut StatusJson,
+    human: &mut Vec<u8>,
+) -> anyhow::Result<()> {
+    let (settings, user_tz, now) = (read.settings, read.user_tz, read.now);
+    let Some(rules) = budget::group_rules(settings, group, read.google_project.as_deref()) else { return Ok(()) };
+    let endpoint = group.endpoint().map(str::to_string);
+    writeln!(human, "{}", group_title(group))?;
+    let pool = match group.engine {
+        EngineKind::Google => read.google_project.as_deref(),
+        _ => None,
+    };
+    for state in budget::states(&rules, ledger, now)? {
+        let (line, json) = rule_state(group, state, pool, user_tz, now);
+        writeln!(human, "  {line}")?;
+        doc.budgets.push(json);
+    }
+    let counts = ledger.queue_counts(group, now)?;
+    let last = queue_status(group, &counts, ledger, user_tz, now, human)?;
+    doc.queue.due += counts.due;
+    doc.queue.waiting += counts.waiting;
+    doc.queue.parked += counts.parked;
+    doc.queue.in_flight += counts.in_flight;
+    doc.queue.accepted += counts.accepted;
+    if let Some(inspections) = inspections(settings, group, ledger, &read.inspected, user_tz, now, human)? {
+        doc.inspections.push(inspections);
+    }
+    if let Some(sitemap) = group.sitemap_url() {
+        let state = read.sitemap_states.iter().find(|s| s.group == *group);
+        doc.sitemaps.push(sitemap_report(group, sitemap, state, user_tz, human)?);
+    }
+    doc.groups.push(GroupJson {
+        property: group.property.clone(),
+        engine: group.engine,
+        endpoint,
+        queue: counts,
+        last_rejection: last.map(|a| RejectionJson {
+            at: rfc3339(a.at, user_tz),
+            url: a.url,
+            outcome: a.class.to_string(),
+            reason: a.reason,
+            message: a.message,
+            http_status: a.http_status,
+        }),
+    });
+    Ok(())
+}
+
+/// A group's queue as a person reads it: its counts, the next retry and
+/// the last rejection, which it returns.
+fn queue_status(
+    group: &crate::model::GroupKey,
+    counts: &QueueCounts,
+    ledger: &mut dyn crate::ledger::Ledger,
+    user_tz: chrono_tz::Tz,
+    now: chrono::DateTime<chrono::Utc>,
+    human: &mut Vec<u8>,
+) -> anyhow::Result<Option<crate::ledger::AttemptRow>> {
+    writeln!(
+        human,
+        "  queue: {} due, {} waiting, {} parked, {} in flight, {} accepted",
+        counts.due, counts.waiting, counts.parked, counts.in_flight, counts.accepted
+    )?;
+    let next = ledger.next_due(group)?.filter(|t| *t > now);
+    if let Some(t) = next {
+        writeln!(human, "  next retry: {}", when(t, user_tz, user_tz, now))?;
+    }
+    let last = ledger.last_rejection(group)?;
+    if let Some(a) = &last {
         writeln!(
             human,
-            "  queue: {} due, {} waiting, {} parked, {} in flight, {} accepted",
-            counts.due, counts.waiting, counts.parked, counts.in_flight, counts.accepted
+            "  last rejection: {} {} ({}{}): {}",
+            clock::format_local(a.at, user_tz),
+            a.class,
+            a.reason,
+            a.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
+            a.message
         )?;
-        let next = ledger.next_due(&group)?.filter(|t| *t > now);
-        if let Some(t) = next {
-            writeln!(human, "  next retry: {}", when(t, user_tz, user_tz, now))?;
-        }
-        let last = ledger.last_rejection(&group)?;
-        if let Some(a) = &last {
-            writeln!(
-                human,
-                "  last rejection: {} {} ({}{}): {}",
-                clock::format_local(a.at, user_tz),
-                a.class,
-                a.reason,
-                a.http_status.map(|s| format!(", HTTP {s}")).unwrap_or_default(),
-                a.message
-            )?;
-        }
-        doc.queue.due += counts.due;
-        doc.queue.waiting += counts.waiting;
-        doc.queue.parked += counts.parked;
-        doc.queue.in_flight += counts.in_flight;
-        doc.queue.accepted += counts.accepted;
-        if let Some(inspections) = inspections(settings, &group, ledger.as_mut(), &inspected, user_tz, now, &mut human)?
-        {
-            doc.inspections.push(inspections);
-        }
-        if let Some(sitemap) = group.sitemap_url() {
-            let state = sitemap_states.iter().find(|s| s.group == group);
-            doc.sitemaps.push(sitemap_report(&group, sitemap, state, user_tz, &mut human)?);
-        }
-        doc.groups.push(GroupJson {
-            property: group.property.clone(),
-            engine: group.engine,
-            endpoint,
-            queue: counts,
-            last_rejection: last.map(|a| RejectionJson {
-                at: rfc3339(a.at, user_tz),
-                url: a.url,
-                outcome: a.class.to_string(),
-                reason: a.reason,
-                message: a.message,
-                http_status: a.http_status,
-            }),
-        });
     }
-    for (group, counts) in crate::queue::stranded_groups(settings, ledger.as_mut(), now)? {
+    Ok(last)
+}
+
+/// Queue items of groups the configuration no longer has, with the hint.
+fn stranded_status(
+    settings: &Settings,
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+    doc: &mut StatusJson,
+    human: &mut Vec<u8>,
+) -> anyhow::Result<()> {
+    for (group, counts) in crate::queue::stranded_groups(settings, ledger, now)? {
         let hint = crate::queue::stranded_hint(&group);
         writeln!(
             human,
@@ -273,17 +344,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             hint,
         });
     }
-    if format == StatusFormat::Json {
-        printer.json(&doc)?;
-    } else {
-        let mut out = printer.stdout();
-        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
-        for notice in &parked {
-            writeln!(out, "{}", notice.line(user_tz))?;
-        }
-        out.write_all(&human)?;
-    }
-    Ok(ExitStatus::Ok)
+    Ok(())
 }
 
 /// One budget rule in its window: the human line (without its indent) and

@@ -178,55 +178,61 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
             }
             continue;
         }
-        let whole = raw.len == kept.len() as u64;
-        let mut bytes = kept;
-        let mut len = raw.len;
-        if number == 1 {
-            if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                bytes = rest;
-                len -= 3;
-            }
+        if let Some(line) = text_line(place, kept, raw.len, number == 1, limits) {
+            emit(line);
         }
-        if whole {
-            if let Some(rest) = bytes.strip_suffix(b"\r") {
-                bytes = rest;
-                len -= 1;
-            }
-        }
-        if len > limits.line as u64 {
-            // A comment may be as long as it likes; its start says what it is.
-            if bytes.trim_ascii_start().starts_with(b"#") {
-                continue;
-            }
-            let why = format!(
-                "the line is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse \
-                 longer ones): the line is skipped",
-                human_size(len),
-                human_size(limits.line as u64)
-            );
-            emit((Line { place, text: shown(bytes), url: Err(why) }, false));
-            continue;
-        }
-        let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t.trim(),
-            Err(_) => {
-                let shown = String::from_utf8_lossy(bytes).trim().to_string();
-                emit((Line { place, text: shown, url: Err("the line is not valid UTF-8".into()) }, false));
-                continue;
-            }
-        };
-        if text.is_empty() || text.starts_with('#') {
-            continue;
-        }
-        if text.contains(char::is_whitespace) {
-            let why = "the line has spaces in it; write one URL per line".to_string();
-            emit((Line { place, text: text.to_string(), url: Err(why) }, false));
-            continue;
-        }
-        // Parsed later, with the lines around it.
-        emit((Line { place, text: text.to_string(), url: Err(String::new()) }, true));
     }
     Ok(())
+}
+
+/// A line of text (`kept`: its bytes as kept, `len` its whole length; the
+/// input's `first`): its URL, yet to be parsed, or why it has none; `None`
+/// for a blank line or a comment.
+fn text_line(place: Position, kept: &[u8], len: u64, first: bool, limits: Limits) -> Option<(Line, bool)> {
+    let whole = len == kept.len() as u64;
+    let mut bytes = kept;
+    let mut len = len;
+    if first {
+        if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
+            bytes = rest;
+            len -= 3;
+        }
+    }
+    if whole {
+        if let Some(rest) = bytes.strip_suffix(b"\r") {
+            bytes = rest;
+            len -= 1;
+        }
+    }
+    if len > limits.line as u64 {
+        // A comment may be as long as it likes; its start says what it is.
+        if bytes.trim_ascii_start().starts_with(b"#") {
+            return None;
+        }
+        let why = format!(
+            "the line is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse \
+             longer ones): the line is skipped",
+            human_size(len),
+            human_size(limits.line as u64)
+        );
+        return Some((Line { place, text: shown(bytes), url: Err(why) }, false));
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t.trim(),
+        Err(_) => {
+            let shown = String::from_utf8_lossy(bytes).trim().to_string();
+            return Some((Line { place, text: shown, url: Err("the line is not valid UTF-8".into()) }, false));
+        }
+    };
+    if text.is_empty() || text.starts_with('#') {
+        return None;
+    }
+    if text.contains(char::is_whitespace) {
+        let why = "the line has spaces in it; write one URL per line".to_string();
+        return Some((Line { place, text: text.to_string(), url: Err(why) }, false));
+    }
+    // Parsed later, with the lines around it.
+    Some((Line { place, text: text.to_string(), url: Err(String::new()) }, true))
 }
 
 fn binary_input(name: &str) -> String {

@@ -1,16 +1,100 @@
-//! Budget windows and their usage: a window's length (`Period`), a rule's current window, what has been
+//! Budget rules and windows and their usage: a rule's identity (`RuleId`),
+//! a window's length (`Period`), a rule's current window, what has been
 //! counted against it, and what an engine reported of it.
 
 use chrono::{DateTime, Utc};
 use std::fmt;
 
+/// What a budget rule counts: a family of sends (an engine's URLs, its
+/// sitemaps, Google's inspections), whose sends (a property, or a pool
+/// several share), the endpoint or sitemap that counts on its own, and the
+/// window's length.
+///
+/// Its text (`Display`) is the rule's id: what the ledger keys its counts,
+/// blocks and reservations by, and what `--json`, the metrics and the report
+/// show, `{family}:{whose}[:{target}]:{period}`, e.g.
+/// `indexnow:example.com:https://api.indexnow.org/indexnow:day`,
+/// `bing:*:month`. Ledgers already hold these texts: they never change.
+/// With a window key (`RuleWindow::window`) it names one row of counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleId {
+    pub family: RuleFamily,
+    pub whose: Whose,
+    /// The IndexNow endpoint, or the sitemap, counted on its own.
+    pub target: Option<String>,
+    pub period: Period,
+}
+
+/// The sends a rule counts, and the first part of its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleFamily {
+    /// URLs sent to an IndexNow endpoint.
+    IndexNow,
+    /// URLs sent to Bing, as indexq counts them.
+    Bing,
+    /// URLs sent to Bing, against what Bing says is left.
+    BingReported,
+    /// URLs sent to Google's Indexing API, per property.
+    Google,
+    /// URLs sent to Google's Indexing API, per Cloud project.
+    GoogleProject,
+    /// Sitemaps submitted to Search Console.
+    GoogleSitemaps,
+    /// Sitemaps submitted to Bing.
+    BingSitemaps,
+    /// URL inspections (Search Console's URL Inspection API).
+    GoogleInspect,
+}
+
+impl RuleFamily {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleFamily::IndexNow => "indexnow",
+            RuleFamily::Bing => "bing",
+            RuleFamily::BingReported => "bing-reported",
+            RuleFamily::Google => "google",
+            RuleFamily::GoogleProject => "google-project",
+            RuleFamily::GoogleSitemaps => "google-sitemaps",
+            RuleFamily::BingSitemaps => "bing-sitemaps",
+            RuleFamily::GoogleInspect => "google-inspect",
+        }
+    }
+}
+
+/// Whose sends a rule counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Whose {
+    /// One property's, by name.
+    Property(String),
+    /// A pool's, shared by several properties: those whose credentials
+    /// are of one Cloud project (Google; by its id), or `None` for every
+    /// property using the engine (`*`).
+    Pool(Option<String>),
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let whose = match &self.whose {
+            Whose::Property(name) => name.as_str(),
+            Whose::Pool(Some(pool)) => pool.as_str(),
+            Whose::Pool(None) => "*",
+        };
+        write!(f, "{}:{whose}:", self.family.as_str())?;
+        if let Some(target) = &self.target {
+            write!(f, "{target}:")?;
+        }
+        f.write_str(self.period.as_str())
+    }
+}
+
 /// One budget rule in the window that contains "now".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleWindow {
-    /// Stable id, e.g. `indexnow:example.com:https://api.indexnow.org/indexnow:day`.
+    /// The rule's id (a `RuleId`'s text), e.g.
+    /// `indexnow:example.com:https://api.indexnow.org/indexnow:day`.
     pub rule: String,
     pub period: Period,
-    /// Window key, e.g. `2026-12-03` or `2026-12`.
+    /// Window key, e.g. `2026-12-03` or `2026-12` (`clock::window_at`).
     pub window: String,
     /// The configured limit; for a reported rule, the limit that applies
     /// until the engine has reported its own numbers in this window.
@@ -92,5 +176,50 @@ impl Period {
 impl fmt::Display for Period {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts ledgers already hold and scripts read: one of each shape.
+    #[test]
+    fn a_rule_id_reads_as_ledgers_have_stored_it() {
+        let id = |family, whose, target: Option<&str>, period| {
+            RuleId { family, whose, target: target.map(str::to_string), period }.to_string()
+        };
+        let site = || Whose::Property("site".into());
+        let endpoint = Some("https://api.indexnow.org/indexnow");
+        let sitemap = Some("https://site.example/sitemap.xml");
+        let project = || Whose::Pool(Some("my-project".into()));
+        let texts = [
+            (
+                id(RuleFamily::IndexNow, site(), endpoint, Period::Day),
+                "indexnow:site:https://api.indexnow.org/indexnow:day",
+            ),
+            (
+                id(RuleFamily::IndexNow, Whose::Pool(None), endpoint, Period::Day),
+                "indexnow:*:https://api.indexnow.org/indexnow:day",
+            ),
+            (id(RuleFamily::Bing, site(), None, Period::Month), "bing:site:month"),
+            (id(RuleFamily::Bing, Whose::Pool(None), None, Period::Day), "bing:*:day"),
+            (id(RuleFamily::BingReported, site(), None, Period::Day), "bing-reported:site:day"),
+            (id(RuleFamily::Google, site(), None, Period::Day), "google:site:day"),
+            (id(RuleFamily::GoogleProject, project(), None, Period::Day), "google-project:my-project:day"),
+            (
+                id(RuleFamily::GoogleSitemaps, site(), sitemap, Period::Day),
+                "google-sitemaps:site:https://site.example/sitemap.xml:day",
+            ),
+            (id(RuleFamily::GoogleSitemaps, project(), None, Period::Minute), "google-sitemaps:my-project:minute"),
+            (
+                id(RuleFamily::BingSitemaps, site(), sitemap, Period::Day),
+                "bing-sitemaps:site:https://site.example/sitemap.xml:day",
+            ),
+            (id(RuleFamily::GoogleInspect, site(), None, Period::Minute), "google-inspect:site:minute"),
+        ];
+        for (text, stored) in texts {
+            assert_eq!(text, stored);
+        }
     }
 }

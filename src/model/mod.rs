@@ -17,7 +17,7 @@ mod run;
 mod sitemap;
 mod source;
 
-pub use budget::{Period, Report, RuleWindow, Usage};
+pub use budget::{Period, Report, RuleFamily, RuleId, RuleWindow, Usage, Whose};
 pub use engine::EngineKind;
 pub use group::{Action, Channel, GroupKey};
 pub use outcome::{Class, Outcome};

@@ -284,6 +284,30 @@ pub struct Waiting {
     pub tz: Tz,
 }
 
+/// URLs accepted: as the engine said it, or, for an answer that was not
+/// the engine's own or that records no notification, what that means.
+fn write_accepted(out: &mut impl Write, a: &super::results::Aggregate) -> io::Result<()> {
+    let (title, n) = (group_title(&a.group), a.count);
+    if a.reason == Reason::Accepted(AcceptedReason::UnrecognizedBody) {
+        writeln!(
+            out,
+            "{title}: {} accepted, the answer not {}'s own (unrecognized_body).",
+            plural(n, "URL", "URLs"),
+            a.group.engine.title()
+        )
+    } else if a.reason == Reason::Accepted(AcceptedReason::Received) {
+        writeln!(
+            out,
+            "{title}: {} received only: Google's answer records no notification of {} (Google documents \
+             the Indexing API for pages with JobPosting or BroadcastEvent in a VideoObject only).",
+            plural(n, "URL", "URLs"),
+            if n == 1 { "it" } else { "them" }
+        )
+    } else {
+        writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))
+    }
+}
+
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -384,115 +408,13 @@ impl Summary<'_> {
     /// named (without `quiet` each was named on stderr as it was read: each
     /// is told once).
     pub fn write_human(&self, out: &mut impl Write, err: &mut impl Write, quiet: bool) -> anyhow::Result<()> {
-        if !quiet {
-            for note in self.notes {
-                writeln!(out, "note: {note}")?;
-            }
-            // Nothing was held back by them (every URL was published): not
-            // for -q, which says only what needs a human; `status`,
-            // `doctor` and the metrics keep them.
-            for note in self.inspections {
-                writeln!(out, "note: {}", note.lines(self.user_tz, self.end))?;
-            }
-        }
-        // A fix noticed closes what a reminder said: told even with -q.
-        for resumed in self.resumed {
-            writeln!(out, "resumed: {resumed}")?;
-        }
+        self.write_notes(out, quiet)?;
         if self.dry_run {
-            writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
-            for (engine, p) in self.plan_summary() {
-                writeln!(
-                    out,
-                    "{}: {} new, {} changed, {} unchanged (not sent), {} wait for budget.",
-                    engine.title(),
-                    p.counts.new,
-                    p.counts.changed,
-                    p.counts.unchanged,
-                    p.waiting
-                )?;
-            }
-            if let Some(n) = self.before_since.filter(|n| *n > 0) {
-                writeln!(out, "{} left out: their lastmod is before --since.", plural(n, "URL is", "URLs are"))?;
-            }
-            for (g, n) in self.results.planned_counts() {
-                writeln!(out, "{}: {} would go now.", group_title(&g), plural(n, "URL", "URLs"))?;
-            }
+            self.write_plan(out)?;
         }
         let aggregates = self.results.aggregates();
-        let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| printer::when(t, tz, self.user_tz, self.end));
         for a in &aggregates {
-            let title = group_title(&a.group);
-            let n = a.count;
-            match a.outcome {
-                Outcome::Misconfigured => {
-                    // Parked before this run: said by its notice below, when due.
-                    let Some(notice) = self.parked_in_this_run(a) else { continue };
-                    writeln!(out, "error: {title}: {} ({})", a.message, a.reason)?;
-                    if let Some(hint) = &a.hint {
-                        writeln!(out, "  hint: {hint}")?;
-                    }
-                    writeln!(out, "  {} parked.{}", plural(n, "URL is", "URLs are"), notice.who())?;
-                }
-                _ if quiet => {}
-                Outcome::Accepted if a.reason == Reason::Accepted(AcceptedReason::UnrecognizedBody) => writeln!(
-                    out,
-                    "{title}: {} accepted, the answer not {}'s own (unrecognized_body).",
-                    plural(n, "URL", "URLs"),
-                    a.group.engine.title()
-                )?,
-                Outcome::Accepted if a.reason == Reason::Accepted(AcceptedReason::Received) => writeln!(
-                    out,
-                    "{title}: {} received only: Google's answer records no notification of {} (Google documents \
-                     the Indexing API for pages with JobPosting or BroadcastEvent in a VideoObject only).",
-                    plural(n, "URL", "URLs"),
-                    if n == 1 { "it" } else { "them" }
-                )?,
-                Outcome::Accepted => writeln!(out, "{title}: {} accepted.", plural(n, "URL", "URLs"))?,
-                Outcome::Skipped => {
-                    let why = match a.reason {
-                        Reason::Local(LocalReason::AlreadyAccepted) => {
-                            "already accepted within the dedupe window (--force resubmits)"
-                        }
-                        Reason::Local(LocalReason::Unchanged) => {
-                            "unchanged since their last accepted submission (--changed)"
-                        }
-                        _ => a.message.as_str(),
-                    };
-                    writeln!(out, "{title}: {} skipped: {why}.", plural(n, "URL", "URLs"))?;
-                }
-                Outcome::Deferred if a.reason == Reason::Local(LocalReason::Budget) => {
-                    let Some((retry_at, _)) = a.next_retry else { continue };
-                    let d = self.deferrals.iter().filter(|d| d.group == a.group).max_by_key(|d| d.retry_at);
-                    let (used, what, tz) = match d {
-                        Some(d) => (
-                            d.limit.map(|l| format!(" ({}/{l})", d.used)).unwrap_or_default(),
-                            if d.blocked { "was refused by the server" } else { "is used" },
-                            d.rule_tz,
-                        ),
-                        None => (String::new(), "is used", self.user_tz),
-                    };
-                    writeln!(
-                        out,
-                        "{} quota for {} {what}{used}. Next window opens {}. {} queued for then.",
-                        a.group.engine.title(),
-                        a.group.property,
-                        printer::when(retry_at, tz, self.user_tz, self.end),
-                        plural(n, "URL is", "URLs are")
-                    )?;
-                }
-                Outcome::Deferred => {
-                    let next = when(a.next_retry).map(|w| format!(" The next goes {w}.")).unwrap_or_default();
-                    writeln!(out, "{title}: {} waiting ({}).{next}", plural(n, "URL is", "URLs are"), a.message)?;
-                }
-                Outcome::Quota | Outcome::Transient | Outcome::KeyPending => {
-                    let retry = when(a.next_retry)
-                        .map(|w| format!(" {} queued for {w}.", plural(n, "URL is", "URLs are")))
-                        .unwrap_or_default();
-                    writeln!(out, "{title}: {}{retry}", a.message)?;
-                }
-                Outcome::Invalid => {}
-            }
+            self.write_aggregate(out, a, quiet)?;
         }
         if !quiet {
             for w in self.waiting.iter().filter(|w| !aggregates.iter().any(|a| a.group == w.group)) {
@@ -512,6 +434,129 @@ impl Summary<'_> {
         if quiet {
             self.write_invalid(err)?;
         }
+        self.write_totals(out, quiet)?;
+        if let Some(i) = self.interrupted {
+            writeln!(out, "{}", i.line(self.dry_run, self.user_tz, self.end))?;
+        }
+        Ok(())
+    }
+
+    /// The notes (not with `quiet`), and the fixes noticed (always).
+    fn write_notes(&self, out: &mut impl Write, quiet: bool) -> io::Result<()> {
+        if !quiet {
+            for note in self.notes {
+                writeln!(out, "note: {note}")?;
+            }
+            // Nothing was held back by them (every URL was published): not
+            // for -q, which says only what needs a human; `status`,
+            // `doctor` and the metrics keep them.
+            for note in self.inspections {
+                writeln!(out, "note: {}", note.lines(self.user_tz, self.end))?;
+            }
+        }
+        // A fix noticed closes what a reminder said: told even with -q.
+        for resumed in self.resumed {
+            writeln!(out, "resumed: {resumed}")?;
+        }
+        Ok(())
+    }
+
+    /// A dry run's plan: per engine what is new, changed and unchanged, and
+    /// per group what would go now.
+    fn write_plan(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(out, "Dry run: nothing is sent and the ledger is not changed.")?;
+        for (engine, p) in self.plan_summary() {
+            writeln!(
+                out,
+                "{}: {} new, {} changed, {} unchanged (not sent), {} wait for budget.",
+                engine.title(),
+                p.counts.new,
+                p.counts.changed,
+                p.counts.unchanged,
+                p.waiting
+            )?;
+        }
+        if let Some(n) = self.before_since.filter(|n| *n > 0) {
+            writeln!(out, "{} left out: their lastmod is before --since.", plural(n, "URL is", "URLs are"))?;
+        }
+        for (g, n) in self.results.planned_counts() {
+            writeln!(out, "{}: {} would go now.", group_title(&g), plural(n, "URL", "URLs"))?;
+        }
+        Ok(())
+    }
+
+    /// What happened to one group's URLs of one outcome and reason, and
+    /// what the user can do (with `quiet`, only what was parked).
+    fn write_aggregate(&self, out: &mut impl Write, a: &super::results::Aggregate, quiet: bool) -> io::Result<()> {
+        let title = group_title(&a.group);
+        let n = a.count;
+        let when = |at: Option<(DateTime<Utc>, Tz)>| at.map(|(t, tz)| printer::when(t, tz, self.user_tz, self.end));
+        match a.outcome {
+            Outcome::Misconfigured => {
+                // Parked before this run: said by its notice below, when due.
+                let Some(notice) = self.parked_in_this_run(a) else { return Ok(()) };
+                writeln!(out, "error: {title}: {} ({})", a.message, a.reason)?;
+                if let Some(hint) = &a.hint {
+                    writeln!(out, "  hint: {hint}")?;
+                }
+                writeln!(out, "  {} parked.{}", plural(n, "URL is", "URLs are"), notice.who())?;
+            }
+            _ if quiet => {}
+            Outcome::Accepted => write_accepted(out, a)?,
+            Outcome::Skipped => {
+                let why = match a.reason {
+                    Reason::Local(LocalReason::AlreadyAccepted) => {
+                        "already accepted within the dedupe window (--force resubmits)"
+                    }
+                    Reason::Local(LocalReason::Unchanged) => {
+                        "unchanged since their last accepted submission (--changed)"
+                    }
+                    _ => a.message.as_str(),
+                };
+                writeln!(out, "{title}: {} skipped: {why}.", plural(n, "URL", "URLs"))?;
+            }
+            Outcome::Deferred if a.reason == Reason::Local(LocalReason::Budget) => self.write_budget_wait(out, a)?,
+            Outcome::Deferred => {
+                let next = when(a.next_retry).map(|w| format!(" The next goes {w}.")).unwrap_or_default();
+                writeln!(out, "{title}: {} waiting ({}).{next}", plural(n, "URL is", "URLs are"), a.message)?;
+            }
+            Outcome::Quota | Outcome::Transient | Outcome::KeyPending => {
+                let retry = when(a.next_retry)
+                    .map(|w| format!(" {} queued for {w}.", plural(n, "URL is", "URLs are")))
+                    .unwrap_or_default();
+                writeln!(out, "{title}: {}{retry}", a.message)?;
+            }
+            Outcome::Invalid => {}
+        }
+        Ok(())
+    }
+
+    /// URLs the budget had no room for: whose quota, how much of it is
+    /// used, and when its next window opens.
+    fn write_budget_wait(&self, out: &mut impl Write, a: &super::results::Aggregate) -> io::Result<()> {
+        let Some((retry_at, _)) = a.next_retry else { return Ok(()) };
+        let d = self.deferrals.iter().filter(|d| d.group == a.group).max_by_key(|d| d.retry_at);
+        let (used, what, tz) = match d {
+            Some(d) => (
+                d.limit.map(|l| format!(" ({}/{l})", d.used)).unwrap_or_default(),
+                if d.blocked { "was refused by the server" } else { "is used" },
+                d.rule_tz,
+            ),
+            None => (String::new(), "is used", self.user_tz),
+        };
+        writeln!(
+            out,
+            "{} quota for {} {what}{used}. Next window opens {}. {} queued for then.",
+            a.group.engine.title(),
+            a.group.property,
+            printer::when(retry_at, tz, self.user_tz, self.end),
+            plural(a.count, "URL is", "URLs are")
+        )
+    }
+
+    /// The run's counts on one line (with `quiet`, only when something
+    /// needs a human), or that there was nothing to send.
+    fn write_totals(&self, out: &mut impl Write, quiet: bool) -> io::Result<()> {
         let summary = self.results.summary();
         let needs_human = summary["invalid"] > 0 || self.parked.iter().any(|p| p.fresh || p.told);
         if !quiet || needs_human {
@@ -526,9 +571,6 @@ impl Summary<'_> {
             } else {
                 writeln!(out, "{}.", parts.join(", "))?;
             }
-        }
-        if let Some(i) = self.interrupted {
-            writeln!(out, "{}", i.line(self.dry_run, self.user_tz, self.end))?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! index children are returned, and each problem names its line and column.
 
 use crate::model::Position;
-use quick_xml::events::Event;
+use quick_xml::events::{BytesRef, Event};
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
@@ -98,7 +98,23 @@ struct Parse<'a> {
     first_bad_lastmod: Option<(Position, String)>,
 }
 
-impl Parse<'_> {
+impl<'a> Parse<'a> {
+    fn new(name: &'a str, each: &'a mut dyn FnMut(Entry), problems: &'a mut Vec<Problem>) -> Parse<'a> {
+        Parse {
+            name,
+            each,
+            problems,
+            children: Vec::new(),
+            kind: None,
+            root_done: false,
+            open: Vec::new(),
+            item: None,
+            text: None,
+            bad_lastmods: 0,
+            first_bad_lastmod: None,
+        }
+    }
+
     fn place(&self, (line, col): (u64, u64)) -> Position {
         Position::at(self.name, line, col)
     }
@@ -232,6 +248,27 @@ impl Parse<'_> {
         }
     }
 
+    /// Adds the text of a character or predefined entity reference; any
+    /// other is kept, the first of the text, as unknown.
+    fn push_reference(&mut self, e: &BytesRef<'_>) {
+        let resolved = match e.resolve_char_ref() {
+            Ok(Some(c)) => Some(c.to_string()),
+            Ok(None) => {
+                e.decode().ok().and_then(|name| quick_xml::escape::resolve_predefined_entity(&name).map(str::to_string))
+            }
+            Err(_) => None,
+        };
+        match resolved {
+            Some(text) => self.push_text(&text),
+            None => {
+                let raw = format!("&{};", String::from_utf8_lossy(e));
+                if let Some(t) = self.text.as_mut() {
+                    t.unknown_entity.get_or_insert(raw);
+                }
+            }
+        }
+    }
+
     /// Adds the text of a text or CDATA event; one that cannot be decoded is
     /// malformed XML, and false stops the parse.
     fn push_decoded(&mut self, text: Result<Cow<'_, str>, impl fmt::Display>, at: (u64, u64)) -> bool {
@@ -293,19 +330,7 @@ pub(super) fn parse_sitemap(
         }
     };
     let mut xml = quick_xml::Reader::from_reader(tracked);
-    let mut state = Parse {
-        name,
-        each,
-        problems,
-        children: Vec::new(),
-        kind: None,
-        root_done: false,
-        open: Vec::new(),
-        item: None,
-        text: None,
-        bad_lastmods: 0,
-        first_bad_lastmod: None,
-    };
+    let mut state = Parse::new(name, each, problems);
     let mut buf = Vec::new();
     loop {
         let pos = xml.buffer_position();
@@ -335,25 +360,7 @@ pub(super) fn parse_sitemap(
                     break;
                 }
             }
-            Ok(Event::GeneralRef(e)) if state.text.is_some() => {
-                let resolved = match e.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c.to_string()),
-                    Ok(None) => e
-                        .decode()
-                        .ok()
-                        .and_then(|name| quick_xml::escape::resolve_predefined_entity(&name).map(str::to_string)),
-                    Err(_) => None,
-                };
-                match resolved {
-                    Some(text) => state.push_text(&text),
-                    None => {
-                        let raw = format!("&{};", String::from_utf8_lossy(&e));
-                        if let Some(t) = state.text.as_mut() {
-                            t.unknown_entity.get_or_insert(raw);
-                        }
-                    }
-                }
-            }
+            Ok(Event::GeneralRef(e)) if state.text.is_some() => state.push_reference(&e),
             Ok(Event::Eof) => {
                 state.eof(at);
                 break;

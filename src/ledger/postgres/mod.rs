@@ -242,7 +242,7 @@ impl From<pg::Error> for LedgerError {
         let timed_out =
             matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
         if err.as_db_error().is_none() || timed_out {
-            return LedgerError::Unavailable(describe(&err));
+            return LedgerError::Unavailable { message: describe(&err), source: Box::new(err) };
         }
         LedgerError::Postgres { message: describe(&err), source: err }
     }

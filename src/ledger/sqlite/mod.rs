@@ -95,7 +95,7 @@ impl SqliteLedger {
         let mut tries = 0;
         let configured = loop {
             match ledger.configure(true) {
-                Err(LedgerError::Busy) if tries < 100 => {
+                Err(LedgerError::Busy(_)) if tries < 100 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }

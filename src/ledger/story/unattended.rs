@@ -1,0 +1,103 @@
+//! What unattended runs keep between runs: parked items with their
+//! reminders, fixes, and the sitemaps read for sources.
+
+use super::*;
+
+/// What unattended runs keep between runs: the parked items per group and
+/// reason with their reminders, a fix that unparks one reason only, and
+/// the sitemaps read for sources.
+pub fn unattended_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-05T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    ledger.admit(&items(5), now, &rule).unwrap();
+    let claim =
+        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now) }, &me);
+    let park = NextStep::Park { fingerprint: "f".into() };
+    let record = |ids: &[usize], reason: MisconfiguredReason, at: DateTime<Utc>, next: NextStep| Answered {
+        items: ids.iter().map(|&i| claim.items[i].id).collect(),
+        reason: reason.into(),
+        message: format!("said {reason}"),
+        ..answer(&claim, at, Class::Misconfigured, StoredResponse { http_status: Some(403), body: None }, next)
+    };
+    let answers = vec![
+        record(&[0, 1], MisconfiguredReason::KeyFileMissing, now, park.clone()),
+        record(&[2], MisconfiguredReason::KeyFileMissing, now + TimeDelta::minutes(1), park.clone()),
+        record(&[3], MisconfiguredReason::BadRequest, now, park.clone()),
+        Answered {
+            items: vec![claim.items[4].id],
+            ..answer(&claim, now, Class::Accepted, StoredResponse::default(), NextStep::Accepted)
+        },
+    ];
+    ledger
+        .finish(&Finish {
+            reservation: claim.reservation.unwrap(),
+            answers,
+            blocks: vec![],
+            reports: vec![],
+            windows: vec![],
+        })
+        .unwrap();
+
+    let parked = ledger.parked().unwrap();
+    let summary: Vec<_> =
+        parked.iter().map(|p| (p.reminder_key(), p.count, p.since, p.message.clone(), p.reminded_at)).collect();
+    assert_eq!(
+        summary,
+        [
+            ("bad_request".to_string(), 1, Some(now), Some("said bad_request".to_string()), None),
+            ("key_file_missing".into(), 3, Some(now), Some("said key_file_missing".into()), None),
+        ]
+    );
+    assert_eq!(parked[1].url, "https://site.example/2", "the latest answer's URL");
+    assert!(parked.iter().all(|p| p.group == group()));
+
+    let later = now + TimeDelta::hours(1);
+    ledger.record_reminders(&[(group(), "key_file_missing".into())], later).unwrap();
+    ledger.record_reminders(&[(group(), "key_file_missing".into())], later + TimeDelta::hours(1)).unwrap();
+    let reminded: Vec<_> = ledger.parked().unwrap().into_iter().map(|p| p.reminded_at).collect();
+    assert_eq!(reminded, [None, Some(later + TimeDelta::hours(1))]);
+
+    // A fix found for one reason unparks that reason's items only.
+    let fixed = ledger.unpark_fixed(&group(), &[MisconfiguredReason::KeyFileMissing.into()], later).unwrap();
+    assert_eq!(fixed, 3);
+    let left: Vec<_> = ledger.parked().unwrap().into_iter().map(|p| (p.reminder_key(), p.count)).collect();
+    assert_eq!(left, [("bad_request".to_string(), 1)]);
+    assert_eq!(
+        ledger.queue_counts(&group(), later).unwrap(),
+        QueueCounts { due: 3, parked: 1, accepted: 1, ..Default::default() }
+    );
+    assert_eq!(ledger.unpark_fixed(&group(), &[MisconfiguredReason::KeyFileMissing.into()], later).unwrap(), 0);
+
+    // The sitemaps read for sources: kept per URL, the latest read replacing one before.
+    let document = |url: &str, etag: Option<&str>, kind| SourceDocument {
+        url: url.into(),
+        etag: etag.map(String::from),
+        last_modified: Some("Sat, 05 Dec 2026 08:00:00 GMT".into()),
+        digest: "d1".into(),
+        kind,
+        routes: "r".into(),
+        fetched_at: now,
+        changed_at: now,
+    };
+    assert!(ledger.source_documents().unwrap().is_empty());
+    let urlset = document("https://site.example/sitemap.xml", Some("\"v1\""), crate::model::DocumentKind::Urlset);
+    let index = document("https://site.example/index.xml", None, crate::model::DocumentKind::Index);
+    ledger.record_source_documents(&[urlset.clone(), index.clone()]).unwrap();
+    let newer = SourceDocument { etag: Some("\"v2\"".into()), fetched_at: later, ..urlset };
+    ledger.record_source_documents(std::slice::from_ref(&newer)).unwrap();
+    assert_eq!(ledger.source_documents().unwrap(), [index, newer]);
+}
+
+#[test]
+fn sqlite_keeps_what_unattended_runs_need() {
+    let dir = tempfile::tempdir().unwrap();
+    unattended_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_keeps_what_unattended_runs_need() {
+    let mut ledger = test_postgres();
+    unattended_story(&mut ledger);
+}
