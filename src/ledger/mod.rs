@@ -7,7 +7,8 @@
 //! `Ledger` is the interface in domain terms (admit, claim within budget,
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
 //! the one many machines share, and `open` picks the configured one. Both
-//! decide a claim with `plan` and pass the same `story` tests. The ledger
+//! store what `policy` decides (admission, the claim, what an answer gives
+//! back) and pass the same `story` tests. The ledger
 //! knows nothing of HTTP or of how answers are classified: it stores
 //! classes and times that the scheduler decided. Its errors (`LedgerError`)
 //! live in `crate::error`, with the others that end a run.
