@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod log;
 pub mod queue;
 pub mod report;
+pub mod serve;
 pub mod status;
 pub mod submit;
 
@@ -47,6 +48,7 @@ pub fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
                     runtime.block_on(submit::run(&settings, args, &printer, &clock))
                 }
+                cli::Command::Serve(args) => serve::run(settings.clone(), clock, args, &printer),
                 cli::Command::Status(args) => status::run(&settings, args, &printer, &clock),
                 cli::Command::Report(args) => report::run(&settings, args, &printer, &clock),
                 cli::Command::Queue(args) => queue::run(&settings, args, &printer, &clock),

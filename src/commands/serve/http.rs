@@ -1,0 +1,260 @@
+//! The routes and every answer: `202`/`200` documents, and indexq's own
+//! refusals, each with a distinct status, a machine-readable `error`, a
+//! message and hint for a person and — where waiting helps — `Retry-After`.
+//! A guard in front of every route finds the caller (a bearer token, or
+//! anyone when none is configured), and writes one log line per request
+//! naming the token by its id, never the token.
+
+use super::auth::{Caller, Unknown};
+use super::intake;
+use super::State;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// How long a client is told to wait when the process is stopping (a
+/// restart is expected to take about that long).
+const SHUTDOWN_RETRY_SECS: u64 = 10;
+
+/// How long a client is told to wait when the ledger does not answer.
+const LEDGER_RETRY_SECS: u64 = 5;
+
+pub(super) fn router(state: Arc<State>) -> Router {
+    let max_body = usize::try_from(state.settings.serve.max_body).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/v1/urls", post(post_urls))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// What indexq's refusals say in `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ErrorCode {
+    /// 401: no token, or one that is not configured.
+    Unauthorized,
+    /// 403: a property the token may not write (waiting never fixes it).
+    Forbidden,
+    /// 400: a body that cannot be read (not JSON, not UTF-8, no URLs).
+    BadRequest,
+    /// 422: URLs that are not URLs, or of no property: each with its reason.
+    InvalidUrls,
+    /// 413: over `[serve] max_body`.
+    PayloadTooLarge,
+    /// 415: neither JSON nor text.
+    UnsupportedMediaType,
+    /// 503: the process is stopping.
+    ShuttingDown,
+    /// 503: the ledger does not answer.
+    LedgerUnavailable,
+    /// 404.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+}
+
+/// One of indexq's own refusals.
+#[derive(Debug, Serialize)]
+pub(super) struct Refusal {
+    #[serde(skip)]
+    pub status: StatusCode,
+    pub error: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// Per URL: why it was refused (`invalid_urls`, `forbidden`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<intake::Refused>,
+}
+
+impl Refusal {
+    pub(super) fn new(status: StatusCode, error: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal { status, error, message: message.into(), hint: None, retry_after: None, urls: Vec::new() }
+    }
+
+    pub(super) fn hint(mut self, hint: impl Into<String>) -> Refusal {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub(super) fn bad_request(message: impl Into<String>) -> Refusal {
+        Refusal::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
+    }
+
+    /// 503 while the process stops.
+    pub(super) fn shutting_down() -> Refusal {
+        let mut r = Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::ShuttingDown,
+            "indexq serve is stopping: nothing more is taken",
+        )
+        .hint("send it again once indexq serve is back (a restart takes seconds)");
+        r.retry_after = Some(SHUTDOWN_RETRY_SECS);
+        r
+    }
+
+    /// 503 when the ledger does not answer (`error` says why).
+    pub(super) fn ledger(error: &anyhow::Error) -> Refusal {
+        tracing::warn!("the ledger did not answer: {error:#}");
+        let mut r = Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::LedgerUnavailable,
+            format!("the ledger did not answer: {error:#}"),
+        );
+        r.retry_after = Some(LEDGER_RETRY_SECS);
+        r
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let status = self.status;
+        let retry_after = self.retry_after;
+        let unauthorized = self.error == ErrorCode::Unauthorized;
+        let mut response = (status, Json(self)).into_response();
+        let headers = response.headers_mut();
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if unauthorized {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"indexq\""));
+        }
+        response
+    }
+}
+
+/// In front of every route: the caller (401 without a good token, except
+/// for `/healthz` and `/readyz`), and a log line per request that names
+/// the token by its id.
+async fn guard(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let open = matches!(path.as_str(), "/healthz" | "/readyz");
+    let authorization = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes().to_vec());
+    let caller = match state.tokens.caller(authorization.as_deref()) {
+        Ok(caller) => Some(caller),
+        Err(_) if open => None,
+        Err(unknown) => {
+            let response = unauthorized(unknown).into_response();
+            log(&method, &path, response.status(), "-", started);
+            return response;
+        }
+    };
+    let id = caller.as_ref().map_or("-", Caller::id).to_string();
+    if let Some(caller) = caller {
+        request.extensions_mut().insert(caller);
+    }
+    let response = next.run(request).await;
+    log(&method, &path, response.status(), &id, started);
+    response
+}
+
+fn log(method: &axum::http::Method, path: &str, status: StatusCode, id: &str, started: std::time::Instant) {
+    tracing::info!("{method} {path} {} token={id} {} ms", status.as_u16(), started.elapsed().as_millis());
+}
+
+fn unauthorized(unknown: Unknown) -> Refusal {
+    let message = match unknown {
+        Unknown::Missing => "no bearer token: send `Authorization: Bearer TOKEN`",
+        Unknown::Wrong => "the bearer token is not one of [[serve.token]]",
+    };
+    Refusal::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+        .hint("use the token of a [[serve.token]] of indexq's configuration")
+}
+
+#[derive(Serialize)]
+struct Health {
+    status: &'static str,
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Ready when the ledger answers and the process is not stopping.
+async fn readyz(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Json<Health>, Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let s = state.clone();
+    blocking(move || {
+        let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
+        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Refusal::ledger(&e))?;
+    Ok(Json(Health { status: "ready" }))
+}
+
+/// `POST /v1/urls`: `202` once every URL is in the ledger, with what the
+/// ledger made of each.
+async fn post_urls(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<intake::Admitted>), Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let body = body.map_err(|r| body_refusal(&r, &state))?;
+    let submission = intake::read(content_type(&headers).as_deref(), &body)?;
+    let admitted = intake::admit(state.clone(), caller, submission).await?;
+    state.wake.notify_one();
+    Ok((StatusCode::ACCEPTED, Json(admitted)))
+}
+
+/// The media type of a request (`type/subtype`, lower case), if it says one.
+pub(super) fn content_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+}
+
+/// A body that could not be read: over the cap (413), or cut off.
+pub(super) fn body_refusal(rejection: &BytesRejection, state: &State) -> Refusal {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge,
+            format!("the body is over {} bytes ([serve] max_body)", state.settings.serve.max_body),
+        )
+        .hint("send the URLs in several requests");
+    }
+    Refusal::bad_request(format!("the body could not be read: {rejection}"))
+}
+
+/// Runs ledger work off the runtime's threads.
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| anyhow::anyhow!("the ledger's task failed: {e}"))?
+}
+
+async fn not_found() -> Refusal {
+    Refusal::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such endpoint")
+        .hint("the endpoints: POST /v1/urls, GET /healthz, GET /readyz")
+}
+
+async fn method_not_allowed() -> Refusal {
+    Refusal::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
+}
