@@ -134,6 +134,28 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         return Ok(ExitStatus::Ok);
     }
     let user_tz = clock::user_timezone();
+    let (doc, human, parked) = document(settings, ledger.as_mut(), now, user_tz)?;
+    if format == StatusFormat::Json {
+        printer.json(&doc)?;
+    } else {
+        let mut out = printer.stdout();
+        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
+        for notice in &parked {
+            writeln!(out, "{}", notice.line(user_tz))?;
+        }
+        out.write_all(&human)?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+/// What `status` says, as its `--json` document and as human text (the
+/// parked notices apart): `serve`'s `GET /v1/budget` answers the document.
+pub(crate) fn document(
+    settings: &Settings,
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> anyhow::Result<(impl Serialize, Vec<u8>, Vec<crate::output::parked::ParkedNotice>)> {
     let mut doc = StatusJson {
         now: rfc3339(now, user_tz),
         timezone: user_tz.name().to_string(),
@@ -145,7 +167,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         inspections: Vec::new(),
     };
     let inspected = ledger.inspections()?;
-    let parked = crate::queue::parked_notices(settings, ledger.as_mut())?;
+    let parked = crate::queue::parked_notices(settings, &mut *ledger)?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     let google_project = crate::engines::google::project_id(settings);
@@ -157,7 +179,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             EngineKind::Google => google_project.as_deref(),
             _ => None,
         };
-        for state in budget::states(&rules, ledger.as_mut(), now)? {
+        for state in budget::states(&rules, &mut *ledger, now)? {
             let (line, json) = rule_state(&group, state, pool, user_tz, now);
             writeln!(human, "  {line}")?;
             doc.budgets.push(json);
@@ -189,8 +211,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         doc.queue.parked += counts.parked;
         doc.queue.in_flight += counts.in_flight;
         doc.queue.accepted += counts.accepted;
-        if let Some(inspections) = inspections(settings, &group, ledger.as_mut(), &inspected, user_tz, now, &mut human)?
-        {
+        if let Some(inspections) = inspections(settings, &group, &mut *ledger, &inspected, user_tz, now, &mut human)? {
             doc.inspections.push(inspections);
         }
         doc.groups.push(GroupJson {
@@ -208,7 +229,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             }),
         });
     }
-    for (group, counts) in crate::queue::stranded_groups(settings, ledger.as_mut(), now)? {
+    for (group, counts) in crate::queue::stranded_groups(settings, &mut *ledger, now)? {
         let hint = crate::queue::stranded_hint(&group);
         writeln!(
             human,
@@ -226,17 +247,7 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
             hint,
         });
     }
-    if format == StatusFormat::Json {
-        printer.json(&doc)?;
-    } else {
-        let mut out = printer.stdout();
-        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
-        for notice in &parked {
-            writeln!(out, "{}", notice.line(user_tz))?;
-        }
-        out.write_all(&human)?;
-    }
-    Ok(ExitStatus::Ok)
+    Ok((doc, human, parked))
 }
 
 /// One budget rule in its window: the human line (without its indent) and

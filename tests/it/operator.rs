@@ -396,7 +396,7 @@ struct Invocation {
 }
 
 const SUBCOMMANDS: &[&str] =
-    &["init", "submit", "status", "queue", "log", "report", "doctor", "key", "ledger", "completions", "man"];
+    &["init", "submit", "serve", "status", "queue", "log", "report", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML

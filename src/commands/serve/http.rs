@@ -32,6 +32,10 @@ pub(super) fn router(state: Arc<State>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/urls", post(post_urls))
+        .route("/v1/sources", post(post_sources))
+        .route("/v1/budget", get(get_budget))
+        .route("/v1/queue", get(get_queue))
+        .route("/metrics", get(get_metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))
@@ -59,6 +63,8 @@ pub(super) enum ErrorCode {
     ShuttingDown,
     /// 503: the ledger does not answer.
     LedgerUnavailable,
+    /// 422: a property that is not configured.
+    UnknownProperty,
     /// 404.
     NotFound,
     /// 405.
@@ -251,10 +257,128 @@ pub(super) async fn blocking<T: Send + 'static>(
 }
 
 async fn not_found() -> Refusal {
-    Refusal::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such endpoint")
-        .hint("the endpoints: POST /v1/urls, GET /healthz, GET /readyz")
+    Refusal::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such endpoint").hint(
+        "the endpoints: POST /v1/urls, POST /v1/sources, GET /v1/budget, GET /v1/queue, GET /metrics, GET \
+             /healthz, GET /readyz",
+    )
 }
 
 async fn method_not_allowed() -> Refusal {
     Refusal::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
+}
+
+/// Runs `read` on the intake's ledger connection, on the ledger's clock.
+async fn on_ledger<T: Send + 'static>(
+    state: &Arc<State>,
+    read: impl FnOnce(&State, &mut dyn crate::ledger::Ledger, chrono::DateTime<chrono::Utc>) -> anyhow::Result<T>
+        + Send
+        + 'static,
+) -> Result<T, Refusal> {
+    let s = state.clone();
+    blocking(move || {
+        let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
+        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        let now = s.clock.now();
+        read(&s, ledger.as_mut(), now)
+    })
+    .await
+    .map_err(|e| Refusal::ledger(&e))
+}
+
+/// `GET /v1/budget`: what `status --json` says.
+async fn get_budget(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
+    let doc = on_ledger(&state, |s, ledger, now| {
+        let (doc, _, _) = crate::commands::status::document(&s.settings, ledger, now, s.user_tz)?;
+        Ok(serde_json::to_value(doc)?)
+    })
+    .await?;
+    Ok(Json(doc).into_response())
+}
+
+/// `GET /v1/queue`: what `queue list --json` says, with its filters as
+/// query parameters (`state`, `property`, `engine`, `endpoint`, `url`, `limit`).
+async fn get_queue(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
+    let filter = queue_filter(uri.query().unwrap_or_default())?;
+    let doc =
+        on_ledger(&state, move |s, ledger, now| crate::commands::queue::document(ledger, &filter, now, s.user_tz))
+            .await?;
+    Ok(Json(doc).into_response())
+}
+
+/// `queue list`'s filter from a query string.
+fn queue_filter(query: &str) -> Result<crate::cli::QueueFilter, Refusal> {
+    use clap::ValueEnum as _;
+    let mut f = crate::cli::QueueFilter::default();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let bad = |why: String| Refusal::bad_request(format!("`{key}={value}`: {why}"));
+        match key.as_ref() {
+            "state" => {
+                for s in value.split(',') {
+                    f.state.push(crate::cli::StateArg::from_str(s, true).map_err(bad)?);
+                }
+            }
+            "property" => f.property = Some(value.into_owned()),
+            "engine" => f.engine = Some(value.parse().map_err(|e: String| bad(e))?),
+            "endpoint" => f.endpoint = Some(value.into_owned()),
+            "url" => f.url = Some(value.into_owned()),
+            "limit" => f.limit = Some(value.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?),
+            _ => {
+                return Err(Refusal::bad_request(format!("unknown parameter `{key}`"))
+                    .hint("the parameters: state, property, engine, endpoint, url, limit"))
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// `GET /metrics`: what `status --format prometheus` says.
+async fn get_metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
+    let text = on_ledger(&state, |s, ledger, now| {
+        let families = crate::metrics::gather(&s.settings, ledger, now, None)?;
+        let mut out = Vec::new();
+        crate::metrics::render(&families, &mut out)?;
+        Ok(out)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SourcesJson {
+    #[serde(default)]
+    property: Option<String>,
+}
+
+/// `POST /v1/sources`: reads the configured sources now, with `--changed`
+/// (all the caller may write, or `{"property": …}`); `202` once what they
+/// hold is in the ledger.
+async fn post_sources(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<crate::commands::submit::SourcesRead>), Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let body = body.map_err(|r| body_refusal(&r, &state))?;
+    let asked: SourcesJson = match content_type(&headers).as_deref() {
+        _ if body.iter().all(u8::is_ascii_whitespace) => SourcesJson::default(),
+        Some("application/json") => serde_json::from_slice(&body).map_err(|e| {
+            Refusal::bad_request(format!("the body is not the JSON this endpoint takes: {e}"))
+                .hint(r#"send no body (every property), or {"property": "NAME"}"#)
+        })?,
+        _ => {
+            return Err(Refusal::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+                "this endpoint takes no body, or application/json",
+            ))
+        }
+    };
+    super::hooks::read_sources(&state, &caller, asked.property).await.map(|read| (StatusCode::ACCEPTED, Json(read)))
 }

@@ -18,6 +18,7 @@
 //! stop_grace`, every answer is recorded, and the process exits 0.
 
 mod auth;
+mod hooks;
 mod http;
 mod intake;
 
@@ -62,10 +63,10 @@ struct State {
     google_project: Option<String>,
 }
 
-/// A read of the configured sources (all, or one property's), and where
+/// A read of the configured sources (all, or these properties'), and where
 /// its outcome goes.
 struct SourcesJob {
-    property: Option<String>,
+    properties: Option<Vec<String>>,
     reply: oneshot::Sender<Result<SourcesRead, String>>,
 }
 
@@ -178,7 +179,7 @@ async fn work(
             () = sleep_for(sleep) => {}
             job = jobs.recv() => {
                 if let Some(job) = job {
-                    let read = worker.read_sources(job.property.as_deref()).await.map_err(|e| format!("{e:#}"));
+                    let read = worker.read_sources(job.properties.as_deref()).await.map_err(|e| format!("{e:#}"));
                     let _ = job.reply.send(read);
                 }
             }

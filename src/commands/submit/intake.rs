@@ -35,8 +35,8 @@ const ADMIT_BATCH: usize = 10_000;
 /// being filled, the rule for URLs accepted before, and the plan's counts.
 pub(super) struct Intake {
     pub(super) routes: Routes,
-    /// Only this property's sources (`serve`'s `POST /v1/sources`).
-    pub(super) only: Option<String>,
+    /// Only these properties' sources (`serve`'s `POST /v1/sources`).
+    pub(super) only: Option<Vec<String>>,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
@@ -197,7 +197,7 @@ impl Run<'_> {
         let sending: Vec<_> = settings
             .properties
             .iter()
-            .filter(|p| intake.routes.routes_property(&p.name) && only.as_ref().is_none_or(|o| *o == p.name))
+            .filter(|p| intake.routes.routes_property(&p.name) && only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
             for source in &property.sources {

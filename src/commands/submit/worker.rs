@@ -78,10 +78,10 @@ impl<'a> Worker<'a> {
         self.say(now)
     }
 
-    /// Reads the configured sources (all, or `property`'s) with `--changed`,
+    /// Reads the configured sources (all, or `properties`') with `--changed`,
     /// conditionally as an unattended `submit` does; what it read is in
     /// the ledger when this returns.
-    pub(crate) async fn read_sources(&mut self, property: Option<&str>) -> anyhow::Result<SourcesRead> {
+    pub(crate) async fn read_sources(&mut self, properties: Option<&[String]>) -> anyhow::Result<SourcesRead> {
         self.fresh()?;
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         let rule = AdmitRule {
@@ -92,7 +92,7 @@ impl<'a> Worker<'a> {
         let groups = self.run.known_groups();
         let mut intake = Intake::new(groups.clone(), rule, None);
         intake.routes = Routes::of(self.run.settings, groups);
-        intake.only = property.map(str::to_string);
+        intake.only = properties.map(<[String]>::to_vec);
         self.run.read_sources(&mut intake, &self.printer).await?;
         let (_, invalid) = self.run.results.invalid();
         let read = SourcesRead { engines: intake.counts.clone(), invalid };

@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(s.serve.sources_every, None);
         let t = &s.serve.tokens[0];
         assert_eq!((t.id.as_str(), t.properties.as_slice()), ("ghost", &["blog".to_string()][..]));
-        assert_eq!(t.secret.place(), "indexq.toml:10:13: `serve.token[0].token_env`");
+        assert_eq!(t.secret.place(), "indexq.toml:9:13: `serve.token[0].token_env`");
     }
 
     #[test]
