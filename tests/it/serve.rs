@@ -441,3 +441,68 @@ fn sources_read_on_request_with_changed_and_per_property() {
     assert!(gets[1].header("If-None-Match").is_some(), "read conditionally");
     served.stop().code(0);
 }
+
+/// The RateLimit fields of an answer: its policy, and what is left.
+fn rate_fields(response: &Response) -> (String, Option<String>) {
+    let h = response.headers();
+    let policy = h.get("ratelimit-policy").expect("every answer has RateLimit-Policy").to_str().unwrap();
+    (policy.to_string(), h.get("ratelimit").map(|v| v.to_str().unwrap().to_string()))
+}
+
+#[test]
+fn a_token_over_its_rate_gets_429_with_when_to_retry_and_every_answer_says_what_is_left() {
+    let mut sb = with_tokens();
+    sb.extra.push_str("\n[serve]\nrequests_per_second = 1\nrequest_burst = 3\nurls_per_minute = 60\nurl_burst = 4\n");
+    sb.write_config();
+    let served = serve_with_tokens(&sb, &[]);
+    let policy = "\"requests_per_second\";q=1;w=1, \"urls_per_minute\";q=60;w=60";
+
+    let health = served.get("/healthz");
+    assert_eq!(rate_fields(&health), (policy.to_string(), None), "health counts against nothing");
+    let urls = |paths: &[&str]| serde_json::json!({ "urls": paths.iter().map(|p| sb.url(p)).collect::<Vec<_>>() });
+    let first = served.post_json("/v1/urls", Some(GHOST_TOKEN), &urls(&["/1", "/2", "/3"]));
+    let (_, left) = rate_fields(&first);
+    assert_eq!(left.as_deref(), Some("\"requests_per_second\";r=2;t=1, \"urls_per_minute\";r=1;t=3"));
+    admitted(first);
+    // Two URLs more than the one left: refused by the URL rule, which stays as it was.
+    let over = served.post_json("/v1/urls", Some(GHOST_TOKEN), &urls(&["/4", "/5"]));
+    let (_, left) = rate_fields(&over);
+    assert_eq!(left.as_deref(), Some("\"requests_per_second\";r=1;t=2, \"urls_per_minute\";r=1;t=3"));
+    let (status, r, retry) = refusal(over);
+    assert_eq!((status, r.error.as_str(), r.limit.as_deref()), (429, "rate_limited", Some("urls_per_minute")));
+    assert_eq!(
+        (r.retry_after, retry.as_deref()),
+        (Some(1), Some("1")),
+        "one more URL fits in 1 s: 2 s − 1 s, rounded up"
+    );
+    // More URLs than the burst can never pass: not a 429.
+    let (status, r, retry) = refusal(served.post_json("/v1/urls", Some(SHOP_TOKEN), &serde_json::json!({
+        "urls": (0..5).map(|i| format!("{}/shop/{i}", sb.site.url().replace("127.0.0.1", "localhost"))).collect::<Vec<_>>()
+    })));
+    assert_eq!(
+        (status, r.error.as_str(), r.limit.as_deref(), retry),
+        (413, "payload_too_large", Some("urls_per_minute"), None)
+    );
+
+    // The third request of the burst passes, the fourth is refused.
+    assert_eq!(
+        served.client.get(format!("{}/v1/queue", served.base)).bearer_auth(GHOST_TOKEN).send().unwrap().status(),
+        200
+    );
+    let refused = served.client.get(format!("{}/v1/budget", served.base)).bearer_auth(GHOST_TOKEN).send().unwrap();
+    let (_, left) = rate_fields(&refused);
+    assert_eq!(left.as_deref(), Some("\"requests_per_second\";r=0;t=3"));
+    let text = {
+        let (status, r, retry) = refusal(refused);
+        assert_eq!(
+            (status, r.limit.as_deref(), r.retry_after, retry.as_deref()),
+            (429, Some("requests_per_second"), Some(1), Some("1"))
+        );
+        r.message
+    };
+    assert!(text.contains("token `ghost`"), "{text}");
+    // Each token has its own limits.
+    let shop = served.client.get(format!("{}/v1/queue", served.base)).bearer_auth(SHOP_TOKEN).send().unwrap();
+    assert_eq!(shop.status(), 200);
+    served.stop().code(0);
+}

@@ -7,6 +7,7 @@
 
 use super::auth::{Caller, Unknown};
 use super::intake;
+use super::limits::{self, Limit, Taken};
 use super::State;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -59,6 +60,8 @@ pub(super) enum ErrorCode {
     PayloadTooLarge,
     /// 415: neither JSON nor text.
     UnsupportedMediaType,
+    /// 429: over a token's rate (`limit` names the rule).
+    RateLimited,
     /// 503: the process is stopping.
     ShuttingDown,
     /// 503: the ledger does not answer.
@@ -82,6 +85,12 @@ pub(super) struct Refusal {
     pub hint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// `rate_limited`: the rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<&'static str>,
+    /// What a rate rule made of the request, for the RateLimit fields.
+    #[serde(skip)]
+    pub taken: Option<Box<Taken>>,
     /// Per URL: why it was refused (`invalid_urls`, `forbidden`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub urls: Vec<intake::Refused>,
@@ -89,7 +98,16 @@ pub(super) struct Refusal {
 
 impl Refusal {
     pub(super) fn new(status: StatusCode, error: ErrorCode, message: impl Into<String>) -> Refusal {
-        Refusal { status, error, message: message.into(), hint: None, retry_after: None, urls: Vec::new() }
+        Refusal {
+            status,
+            error,
+            message: message.into(),
+            hint: None,
+            retry_after: None,
+            limit: None,
+            taken: None,
+            urls: Vec::new(),
+        }
     }
 
     pub(super) fn hint(mut self, hint: impl Into<String>) -> Refusal {
@@ -127,11 +145,15 @@ impl Refusal {
 }
 
 impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
+    fn into_response(mut self) -> Response {
         let status = self.status;
         let retry_after = self.retry_after;
         let unauthorized = self.error == ErrorCode::Unauthorized;
+        let taken = self.taken.take();
         let mut response = (status, Json(self)).into_response();
+        if let Some(taken) = taken {
+            response.extensions_mut().insert(*taken);
+        }
         let headers = response.headers_mut();
         if let Some(secs) = retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -160,16 +182,32 @@ async fn guard(
         Ok(caller) => Some(caller),
         Err(_) if open => None,
         Err(unknown) => {
-            let response = unauthorized(unknown).into_response();
+            let mut response = unauthorized(unknown).into_response();
+            limits::headers(&state, &[], response.headers_mut());
             log(&method, &path, response.status(), "-", started);
             return response;
         }
     };
     let id = caller.as_ref().map_or("-", Caller::id).to_string();
+    let mut taken = Vec::new();
+    if let (Some(caller), false) = (&caller, open) {
+        match limits::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
+            Ok(t) => taken.push(t),
+            Err(refusal) => {
+                taken.extend(refusal.taken.as_deref().copied());
+                let mut response = refusal.into_response();
+                limits::headers(&state, &taken, response.headers_mut());
+                log(&method, &path, response.status(), &id, started);
+                return response;
+            }
+        }
+    }
     if let Some(caller) = caller {
         request.extensions_mut().insert(caller);
     }
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    taken.extend(response.extensions_mut().remove::<Taken>());
+    limits::headers(&state, &taken, response.headers_mut());
     log(&method, &path, response.status(), &id, started);
     response
 }
@@ -219,15 +257,18 @@ async fn post_urls(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<intake::Admitted>), Refusal> {
+) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
     if state.stop.requested() {
         return Err(Refusal::shutting_down());
     }
     let body = body.map_err(|r| body_refusal(&r, &state))?;
     let submission = intake::read(content_type(&headers).as_deref(), &body)?;
-    let admitted = intake::admit(state.clone(), caller, submission).await?;
+    let checked = intake::check(&state, &caller, submission)?;
+    let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
+    let taken = limits::take(&state, caller.id(), Limit::UrlsPerMinute, urls).await?;
+    let admitted = intake::admit(state.clone(), checked).await?;
     state.wake.notify_one();
-    Ok((StatusCode::ACCEPTED, Json(admitted)))
+    Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
 }
 
 /// The media type of a request (`type/subtype`, lower case), if it says one.

@@ -191,9 +191,22 @@ impl AdmissionKind {
     }
 }
 
-/// Checks every URL of `submission` for `caller`, then admits them all in
-/// one transaction.
-pub(super) async fn admit(state: Arc<State>, caller: Caller, submission: Submission) -> Result<Admitted, Refusal> {
+/// A request's URLs, each checked: its URL, its property, as written, where.
+pub(super) struct Checked {
+    urls: Vec<(url::Url, String, String, Position)>,
+    action: Action,
+    lastmod: Option<DateTime<Utc>>,
+}
+
+impl Checked {
+    pub(super) fn len(&self) -> usize {
+        self.urls.len()
+    }
+}
+
+/// Checks every URL of `submission` for `caller`: all must be URLs of a
+/// property it may write.
+pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> Result<Checked, Refusal> {
     let settings = &state.settings;
     let mut invalid = Vec::new();
     let mut forbidden = Vec::new();
@@ -247,8 +260,12 @@ pub(super) async fn admit(state: Arc<State>, caller: Caller, submission: Submiss
         r.urls = invalid;
         return Err(r);
     }
-    let work = state.clone();
-    blocking(move || admit_taken(&work, taken, submission.action, submission.lastmod))
+    Ok(Checked { urls: taken, action: submission.action, lastmod: submission.lastmod })
+}
+
+/// Admits checked URLs in one transaction.
+pub(super) async fn admit(state: Arc<State>, checked: Checked) -> Result<Admitted, Refusal> {
+    blocking(move || admit_taken(&state, checked.urls, checked.action, checked.lastmod))
         .await
         .map_err(|e| Refusal::ledger(&e))
 }

@@ -21,6 +21,7 @@ mod auth;
 mod hooks;
 mod http;
 mod intake;
+mod limits;
 
 use super::ExitStatus;
 use crate::cli::ServeArgs;

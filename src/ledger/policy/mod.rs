@@ -16,11 +16,13 @@ mod admit;
 mod answer;
 mod budget;
 mod claim;
+mod rate;
 mod steps;
 
 pub use admit::*;
 pub use answer::*;
 pub use claim::*;
+pub use rate::*;
 pub use steps::*;
 
 use super::{ItemFilter, StateFilter};

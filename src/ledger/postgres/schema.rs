@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -24,6 +24,8 @@ const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
+/// Schema 6, over schema 5: `indexq serve`'s intake limits.
+const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -54,6 +56,9 @@ impl PgLedger {
             }
             if version < 4 {
                 tx.batch_execute(SCHEMA_4)?;
+            }
+            if version < 6 {
+                tx.batch_execute(SCHEMA_6)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

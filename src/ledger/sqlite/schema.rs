@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 6;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -22,6 +22,8 @@ const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
 /// Schema 4, over schema 3: Google URL inspections per property and class, and
 /// the items `queue drop` removed that requests name.
 const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
+/// Schema 6, over schema 5: `indexq serve`'s intake limits.
+const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -42,6 +44,9 @@ impl SqliteLedger {
         }
         if version < 4 {
             tx.execute_batch(SCHEMA_4)?;
+        }
+        if version < 6 {
+            tx.execute_batch(SCHEMA_6)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
