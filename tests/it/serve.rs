@@ -506,3 +506,64 @@ fn a_token_over_its_rate_gets_429_with_when_to_retry_and_every_answer_says_what_
     assert_eq!(shop.status(), 200);
     served.stop().code(0);
 }
+
+/// Two `serve` processes on one PostgreSQL ledger: together they admit at
+/// most a token's intake limit and send at most the engine's quota.
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn pg_two_serves_share_the_intake_limit_and_the_quota() {
+    let pg = crate::support::pg::server();
+    let mut sb = with_tokens();
+    sb.indexnow_extra = ", daily_quota = 3".into();
+    sb.extra
+        .push_str("\n[serve]\nurls_per_minute = 1\nurl_burst = 5\nrequests_per_second = 100\nrequest_burst = 100\n");
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200).delay(Duration::from_millis(150))]);
+    sb.use_pg(pg.ledger());
+    sb.write_config();
+    let (one, two) = (serve_with_tokens(&sb, &[]), serve_with_tokens(&sb, &[]));
+    let mut admitted_urls = Vec::new();
+    let mut limited = 0;
+    for i in 0..10 {
+        let served = if i % 2 == 0 { &one } else { &two };
+        let url = sb.url(&format!("/p{i}"));
+        let response = served.post_json("/v1/urls", Some(GHOST_TOKEN), &serde_json::json!({ "urls": [url] }));
+        match response.status().as_u16() {
+            202 => admitted_urls.push(url),
+            429 => limited += 1,
+            other => panic!("{other}: {}", response.text().unwrap()),
+        }
+    }
+    assert_eq!((admitted_urls.len(), limited), (5, 5), "one limit, whichever process answers");
+    wait_for(&sb, ENDPOINT_PATH, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (a, b) = (one.stop().code(0), two.stop().code(0));
+    let received = sb.received_urls();
+    assert_eq!(received.len(), 3, "the quota, over both workers: {received:?}\n{}\n{}", a.stderr, b.stderr);
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    assert_eq!(
+        (status["queue"]["accepted"].as_u64(), status["queue"]["waiting"].as_u64()),
+        (Some(3), Some(2)),
+        "{status:#}"
+    );
+}
+
+/// The worker sleeps until the budget's window reopens, then sends: no new
+/// request, no poll.
+#[test]
+fn the_worker_sends_the_moment_a_window_reopens() {
+    let mut sb = Sandbox::new();
+    sb.indexnow_extra = ", daily_quota = 1".into();
+    sb.write_config();
+    let served = Served::start_run(sb.indexq(&["serve", "--listen", "127.0.0.1:0"]).now("2026-12-03T23:59:58Z"));
+    let doc =
+        admitted(served.post_json("/v1/urls", None, &serde_json::json!({ "urls": [sb.url("/a"), sb.url("/b")] })));
+    assert_eq!(doc.results[1].engines[0].planned_at.as_deref(), Some("2026-12-04T00:00:00+00:00"));
+    wait_for(&sb, ENDPOINT_PATH, 1);
+    assert_eq!(sb.received_urls(), [sb.url("/a")], "one a day");
+    let started = Instant::now();
+    wait_for(&sb, ENDPOINT_PATH, 2);
+    assert!(started.elapsed() < Duration::from_secs(5), "sent as the day began: {:?}", started.elapsed());
+    assert_eq!(sb.received_urls(), [sb.url("/a"), sb.url("/b")]);
+    let done = served.stop().code(0);
+    assert_eq!(done.stderr.matches("POST /v1").count(), 0, "-v is off: no request log");
+}
