@@ -567,3 +567,137 @@ fn the_worker_sends_the_moment_a_window_reopens() {
     let done = served.stop().code(0);
     assert_eq!(done.stderr.matches("POST /v1").count(), 0, "-v is off: no request log");
 }
+
+/// A fixture of `tests/fixtures/webhooks/`, with the sandbox's site in it.
+fn webhook(sb: &Sandbox, name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/webhooks").join(name);
+    std::fs::read_to_string(path).unwrap().replace("{{SITE}}", &sb.site.url())
+}
+
+fn post_hook(served: &Served, path: &str, body: String) -> Response {
+    served
+        .client
+        .post(format!("{}{path}", served.base))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .unwrap()
+}
+
+#[test]
+fn publish_hooks_take_the_url_their_platform_documents() {
+    let sb = with_tokens();
+    let served = serve_with_tokens(&sb, &[]);
+    // Ghost sends no header of ours: the token rides in the query (never logged).
+    let ghost = |event: &str, fixture: &str| {
+        post_hook(&served, &format!("/v1/hooks/ghost/{event}?token={GHOST_TOKEN}"), webhook(&sb, fixture))
+    };
+    let doc = admitted(ghost("post.published", "ghost-post.published.json"));
+    assert_eq!(doc.results[0].url, sb.url("/hello-from-ghost/"));
+    let doc = admitted(ghost("post.deleted", "ghost-post.deleted.json"));
+    assert_eq!(doc.results[0].url, sb.url("/old-news/"));
+    let generic = served
+        .client
+        .post(format!("{}/v1/hooks/url", served.base))
+        .bearer_auth(GHOST_TOKEN)
+        .header("content-type", "application/json")
+        .body(webhook(&sb, "generic-url.json"))
+        .send()
+        .unwrap();
+    assert_eq!(admitted(generic).results[0].url, sb.url("/from-a-cms/"));
+    wait_accepted_with(&served, GHOST_TOKEN, 3);
+    let mut sent = sb.received_urls();
+    sent.sort();
+    assert_eq!(sent, [sb.url("/from-a-cms/"), sb.url("/hello-from-ghost/"), sb.url("/old-news/")]);
+
+    let (status, r, _) = refusal(ghost("post.scheduled", "ghost-post.published.json"));
+    assert_eq!((status, r.error.as_str()), (404, "not_found"));
+    let (status, r, _) = refusal(post_hook(
+        &served,
+        &format!("/v1/hooks/ghost/post.published?token={GHOST_TOKEN}"),
+        "{\"post\":{}}".into(),
+    ));
+    assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
+    let (status, r, _) = refusal(post_hook(
+        &served,
+        "/v1/hooks/ghost/post.published?token=wrong-token-0123456789",
+        webhook(&sb, "ghost-post.published.json"),
+    ));
+    assert_eq!((status, r.error.as_str()), (401, "unauthorized"));
+    let (status, _, _) =
+        refusal(post_hook(&served, &format!("/v1/urls?token={GHOST_TOKEN}"), webhook(&sb, "generic-url.json")));
+    assert_eq!(status, 401, "a query token is taken by the hooks only");
+    let done = served.stop().code(0);
+    assert!(done.stderr.contains("POST /v1/hooks/ghost/post.published 202 token=ghost"), "{}", done.stderr);
+}
+
+/// `wait_accepted`, asked with a token.
+fn wait_accepted_with(served: &Served, token: &str, n: usize) {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = served
+            .client
+            .get(format!("{}/v1/queue?state=accepted", served.base))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
+        if q.items.len() >= n {
+            return;
+        }
+        assert!(Instant::now() < end, "never {n} accepted: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn deploy_hooks_read_the_sources_of_a_production_deploy() {
+    let mut sb = with_tokens();
+    let sitemap = crate::support::sitemap::Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", Some("2026-12-01"));
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.extra.push_str("\n[serve]\nsources_every = \"0\"\n");
+    sb.write_config();
+    let served = serve_with_tokens(&sb, &[]);
+    let hook = |path: &str, body: String| {
+        served
+            .client
+            .post(format!("{}{path}", served.base))
+            .header("cf-webhook-auth", GHOST_TOKEN)
+            .body(body)
+            .send()
+            .unwrap()
+    };
+    let read = |response: Response| -> serde_json::Value {
+        assert_eq!(response.status(), 202);
+        response.json().unwrap()
+    };
+    let doc = read(hook("/v1/hooks/netlify?property=site", webhook(&sb, "netlify-deploy-succeeded.json")));
+    assert_eq!(doc["engines"]["indexnow"]["new"], 1, "{doc}");
+    sitemap.add("/b", Some("2026-12-03"));
+    let doc = read(hook("/v1/hooks/vercel", webhook(&sb, "vercel-deployment-succeeded.json")));
+    assert_eq!(doc["engines"]["indexnow"]["new"], 1, "only what the deploy changed: {doc}");
+    let doc = read(hook("/v1/hooks/cloudflare-pages", webhook(&sb, "cloudflare-pages-deployment.json")));
+    assert_eq!(doc["engines"], serde_json::json!({}), "unchanged: a 304 {doc}");
+    assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 3);
+
+    // A preview is not production: said, and nothing read.
+    let preview = webhook(&sb, "netlify-deploy-succeeded.json")
+        .replace("\"context\": \"production\"", "\"context\": \"deploy-preview\"");
+    let ignored = hook("/v1/hooks/netlify", preview);
+    assert_eq!(ignored.status(), 200);
+    assert_eq!(
+        ignored.text().unwrap(),
+        r#"{"ignored":"a deploy-preview deploy: only production deploys read the sources"}"#
+    );
+    let (status, r, _) = refusal(hook("/v1/hooks/vercel", "{\"id\":1}".into()));
+    assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
+    let (status, r, _) =
+        refusal(hook("/v1/hooks/netlify?property=shop", webhook(&sb, "netlify-deploy-succeeded.json")));
+    assert_eq!((status, r.error.as_str()), (403, "forbidden"));
+    assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 3);
+    wait_accepted_with(&served, GHOST_TOKEN, 2);
+    served.stop().code(0);
+}

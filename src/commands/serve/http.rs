@@ -37,6 +37,11 @@ pub(super) fn router(state: Arc<State>) -> Router {
         .route("/v1/budget", get(get_budget))
         .route("/v1/queue", get(get_queue))
         .route("/metrics", get(get_metrics))
+        .route("/v1/hooks/url", post(super::hooks::url))
+        .route("/v1/hooks/ghost/{event}", post(super::hooks::ghost))
+        .route("/v1/hooks/netlify", post(super::hooks::netlify))
+        .route("/v1/hooks/vercel", post(super::hooks::vercel))
+        .route("/v1/hooks/cloudflare-pages", post(super::hooks::cloudflare_pages))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))
@@ -68,6 +73,8 @@ pub(super) enum ErrorCode {
     LedgerUnavailable,
     /// 422: a property that is not configured.
     UnknownProperty,
+    /// 422: a webhook payload without what its adapter reads.
+    UnreadablePayload,
     /// 404.
     NotFound,
     /// 405.
@@ -177,7 +184,7 @@ async fn guard(
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let open = matches!(path.as_str(), "/healthz" | "/readyz");
-    let authorization = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes().to_vec());
+    let authorization = presented_token(&request);
     let caller = match state.tokens.caller(authorization.as_deref()) {
         Ok(caller) => Some(caller),
         Err(_) if open => None,
@@ -210,6 +217,26 @@ async fn guard(
     limits::headers(&state, &taken, response.headers_mut());
     log(&method, &path, response.status(), &id, started);
     response
+}
+
+/// The token a request presents, as an `Authorization` value: its bearer
+/// token, or — for the hooks of platforms that cannot send one — Cloudflare's
+/// `cf-webhook-auth` secret or a `token` query parameter. (Only the path is
+/// ever logged, never the query.)
+fn presented_token(request: &Request) -> Option<Vec<u8>> {
+    let headers = request.headers();
+    if let Some(v) = headers.get(header::AUTHORIZATION) {
+        return Some(v.as_bytes().to_vec());
+    }
+    if !request.uri().path().starts_with("/v1/hooks/") {
+        return None;
+    }
+    if let Some(v) = headers.get("cf-webhook-auth") {
+        return Some([b"Bearer ".as_slice(), v.as_bytes()].concat());
+    }
+    let query = request.uri().query()?;
+    let (_, token) = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "token")?;
+    Some(format!("Bearer {token}").into_bytes())
 }
 
 fn log(method: &axum::http::Method, path: &str, status: StatusCode, id: &str, started: std::time::Instant) {
@@ -263,9 +290,20 @@ async fn post_urls(
     }
     let body = body.map_err(|r| body_refusal(&r, &state))?;
     let submission = intake::read(content_type(&headers).as_deref(), &body)?;
-    let checked = intake::check(&state, &caller, submission)?;
+    take_urls(&state, &caller, submission).await
+}
+
+/// URLs read from a request (`POST /v1/urls`, a publish hook) into the
+/// ledger: checked, counted against the token's URL limit, admitted, and
+/// the worker woken.
+pub(super) async fn take_urls(
+    state: &Arc<State>,
+    caller: &Caller,
+    submission: intake::Submission,
+) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+    let checked = intake::check(state, caller, submission)?;
     let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
-    let taken = limits::take(&state, caller.id(), Limit::UrlsPerMinute, urls).await?;
+    let taken = limits::take(state, caller.id(), Limit::UrlsPerMinute, urls).await?;
     let admitted = intake::admit(state.clone(), checked).await?;
     state.wake.notify_one();
     Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
