@@ -701,3 +701,24 @@ fn deploy_hooks_read_the_sources_of_a_production_deploy() {
     wait_accepted_with(&served, GHOST_TOKEN, 2);
     served.stop().code(0);
 }
+
+/// `examples/systemd/indexq-serve.service`'s command line, as written, takes
+/// a URL, sends it, and stops on SIGTERM (`systemctl stop`) with exit 0.
+#[test]
+fn the_systemd_units_command_line_serves_and_stops_cleanly() {
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/systemd/indexq-serve.service"),
+    )
+    .unwrap();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("an ExecStart");
+    let args: Vec<&str> = exec.split_whitespace().skip(1).collect();
+    let mut sb = Sandbox::new();
+    // The unit listens where the configuration says: here, a free port.
+    sb.extra.push_str("\n[serve]\nlisten = \"127.0.0.1:0\"\n");
+    sb.write_config();
+    let served = Served::start_run(sb.indexq(&args).now(NOW));
+    admitted(served.post("/v1/urls", Some("text/plain"), sb.url("/from-systemd")));
+    wait_accepted(&served, 1);
+    served.stop().code(0);
+    assert_eq!(sb.received_urls(), [sb.url("/from-systemd")]);
+}
