@@ -135,6 +135,12 @@ pub const SERVE_REQUEST_BURST: u32 = 20;
 pub const SERVE_URLS_PER_MINUTE: u32 = 600;
 pub const SERVE_URL_BURST: u32 = 1000;
 
+/// `[serve] max_connections`: connections open at once (the next waits).
+pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
+
+/// `[serve] idle_timeout`: a connection silent this long is closed (60s).
+pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.

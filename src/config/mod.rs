@@ -75,6 +75,10 @@ pub struct ServeSettings {
     /// Each token's rate limits.
     pub requests: RateRule,
     pub urls: RateRule,
+    /// Connections open at once.
+    pub max_connections: u32,
+    /// A connection that sends and takes nothing this long is closed.
+    pub idle_timeout: Duration,
     /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
     pub tokens: Vec<ServeToken>,
 }

@@ -46,6 +46,8 @@ pub(super) struct RawServe {
     pub(super) request_burst: Option<S<u32>>,
     pub(super) urls_per_minute: Option<S<u32>>,
     pub(super) url_burst: Option<S<u32>>,
+    pub(super) max_connections: Option<S<u32>>,
+    pub(super) idle_timeout: Option<S<String>>,
     #[serde(default)]
     pub(super) token: Vec<S<RawServeToken>>,
 }

@@ -722,3 +722,83 @@ fn the_systemd_units_command_line_serves_and_stops_cleanly() {
     served.stop().code(0);
     assert_eq!(sb.received_urls(), [sb.url("/from-systemd")]);
 }
+
+/// What a raw connection gets back within 5 s: what was read, or `None`
+/// if it was reset.
+fn read_answer(stream: &mut std::net::TcpStream) -> Option<String> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                panic!("nothing within 5 s (read so far: {:?})", String::from_utf8_lossy(&got))
+            }
+            Err(_) if got.is_empty() => return None,
+            Err(_) => return Some(String::from_utf8_lossy(&got).into_owned()),
+        }
+    }
+}
+
+#[test]
+fn hostile_clients_get_a_clear_answer_or_a_closed_connection_and_serve_stays_up() {
+    use std::io::Write;
+    let mut sb = Sandbox::new();
+    sb.extra.push_str("\n[serve]\nmax_connections = 8\nidle_timeout = \"1s\"\n");
+    sb.write_config();
+    let served = Served::start(&sb, &[]);
+    let addr = served.base.trim_start_matches("http://").to_string();
+    let connect = || std::net::TcpStream::connect(&addr).unwrap();
+
+    // A body announced as 1 GB: refused once the cap is passed, never read whole.
+    let started = Instant::now();
+    let mut big = connect();
+    let head =
+        "POST /v1/urls HTTP/1.1\r\nHost: indexq\r\nContent-Type: text/plain\r\nContent-Length: 1073741824\r\n\r\n";
+    big.write_all(head.as_bytes()).unwrap();
+    let chunk = vec![b'a'; 64 * 1024];
+    for _ in 0..18 {
+        if big.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    if let Some(answer) = read_answer(&mut big) {
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Headers that never end: the connection is closed once it is idle.
+    let mut slow = connect();
+    slow.write_all(b"POST /v1/urls HTTP/1.1\r\nHost: ind").unwrap();
+    let started = Instant::now();
+    let answer = read_answer(&mut slow);
+    assert!(answer.as_deref().is_none_or(|a| !a.starts_with("HTTP/1.1 2")), "{answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(4), "closed after idle_timeout: {:?}", started.elapsed());
+
+    // A body that stalls halfway: the same.
+    let mut stalled = connect();
+    stalled.write_all(b"POST /v1/urls HTTP/1.1\r\nHost: indexq\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nhttps://").unwrap();
+    let answer = read_answer(&mut stalled);
+    assert!(answer.as_deref().is_none_or(|a| !a.starts_with("HTTP/1.1 2")), "{answer:?}");
+
+    // Many more idle connections than max_connections: bounded (the others
+    // wait in the kernel's backlog), and each closed when idle, so a real
+    // client still gets its answer once the idle ones ahead of it are closed.
+    let idle: Vec<_> = (0..40).map(|_| connect()).collect();
+    let started = Instant::now();
+    let health = served.get("/healthz");
+    assert_eq!(health.status(), 200);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    drop(idle);
+    // Invalid UTF-8 in a header, and garbage instead of HTTP: a 400 or a close.
+    let mut garbage = connect();
+    garbage.write_all(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n").unwrap();
+    let answer = read_answer(&mut garbage);
+    assert!(answer.as_deref().is_none_or(|a| a.is_empty() || a.starts_with("HTTP/1.1 400")), "{answer:?}");
+
+    assert_eq!(served.get("/healthz").status(), 200, "still up");
+    served.stop().code(0);
+}

@@ -22,6 +22,7 @@ mod hooks;
 mod http;
 mod intake;
 mod limits;
+mod listen;
 
 use super::ExitStatus;
 use crate::cli::ServeArgs;
@@ -125,6 +126,7 @@ async fn serve(
     });
     let (closed, close) = oneshot::channel::<()>();
     let app = http::router(state.clone());
+    let listener = listen::Bounded::new(listener, settings.serve.max_connections as usize, settings.serve.idle_timeout);
     let server = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async {
         let _ = close.await;
     });

@@ -51,6 +51,13 @@ impl Resolver<'_> {
             period: Duration::from_secs(60),
             burst: self.positive(raw.url_burst.as_ref(), "serve.url_burst", defaults::SERVE_URL_BURST)?,
         };
+        let max_connections =
+            self.positive(raw.max_connections.as_ref(), "serve.max_connections", defaults::SERVE_MAX_CONNECTIONS)?;
+        let idle_timeout =
+            self.duration(raw.idle_timeout.as_ref(), "serve.idle_timeout", defaults::SERVE_IDLE_TIMEOUT)?;
+        if let Some(v) = written_zero(raw.idle_timeout.as_ref()) {
+            return Err(self.err(v, "serve.idle_timeout", "a timeout of 0 would close every connection at once"));
+        }
         let mut tokens: Vec<ServeToken> = Vec::new();
         for (i, token) in raw.token.iter().enumerate() {
             let token = self.token(i, token, properties)?;
@@ -62,7 +69,7 @@ impl Resolver<'_> {
             }
             tokens.push(token);
         }
-        Ok(ServeSettings { listen, max_body, sources_every, requests, urls, tokens })
+        Ok(ServeSettings { listen, max_body, sources_every, requests, urls, max_connections, idle_timeout, tokens })
     }
 
     /// A count that must be 1 or more.
