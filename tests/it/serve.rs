@@ -90,12 +90,24 @@ impl Served {
 
     pub fn start_run(run: Run) -> Served {
         let run = Running::start(run);
-        run.wait_for_stderr("\n");
-        let first = run.stderr_text().lines().next().unwrap_or_default().to_string();
-        let base = first
-            .strip_prefix("indexq serve: listening on ")
-            .unwrap_or_else(|| panic!("the first line names the address: {first}"))
-            .to_string();
+        run.wait_for_stderr("indexq serve: listening on http://");
+        // The whole line, to its end.
+        let end = Instant::now() + Duration::from_secs(20);
+        let text = loop {
+            let text = run.stderr_text();
+            let at = text.find("indexq serve: listening on ").unwrap();
+            if text[at..].contains('\n') {
+                break text;
+            }
+            assert!(Instant::now() < end, "the address line never ended: {text}");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // The first line says where (at -v and more, log lines may come before it).
+        let line = text.lines().find(|l| l.starts_with("indexq serve: listening on ")).unwrap_or_default();
+        if !text.contains("DEBUG") && !text.contains("INFO") {
+            assert!(text.starts_with(line), "the first line names the address: {text}");
+        }
+        let base = line.strip_prefix("indexq serve: listening on ").unwrap().to_string();
         let client = Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
         Served { run, base, client }
     }
