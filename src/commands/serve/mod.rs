@@ -46,6 +46,10 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// spin.
 const MIN_SLEEP: Duration = Duration::from_secs(1);
 
+/// How often the worker does what an hourly `submit` does before it sends
+/// (`Worker::prepare`).
+const CHECK_EVERY: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
 /// What every request handler shares.
 struct State {
     settings: Arc<Settings>,
@@ -157,9 +161,17 @@ async fn work(
     worker.prepare().await?;
     let every = settings.serve.sources_every;
     let mut sources_at: Option<DateTime<Utc>> = every.map(|_| worker.now());
+    let mut check_at = worker.now() + CHECK_EVERY;
     loop {
         if state.stop.requested() {
             break;
+        }
+        // What an hourly `submit` does before it sends: reservations a dead
+        // process left, parked items under a changed configuration, fixes
+        // noticed by themselves.
+        if worker.now() >= check_at {
+            worker.prepare().await?;
+            check_at = worker.now() + CHECK_EVERY;
         }
         if let (Some(at), Some(every)) = (sources_at, every) {
             if worker.now() >= at {
@@ -174,7 +186,7 @@ async fn work(
             break;
         }
         let now = worker.now();
-        let next = [worker.next_due()?, sources_at].into_iter().flatten().min();
+        let next = [worker.next_due()?, sources_at, Some(check_at)].into_iter().flatten().min();
         let sleep = next.map(|t| (t - now).to_std().unwrap_or_default().max(MIN_SLEEP));
         tracing::debug!(?next, "the worker sleeps");
         tokio::select! {
