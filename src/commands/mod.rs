@@ -91,8 +91,9 @@ pub fn now(clock: &Clock) -> Now {
 /// any run has seen, and on PostgreSQL the database server's. With
 /// `record`, this run's instant is recorded as the latest seen.
 pub fn follow_ledger_clock(ledger: &mut dyn Ledger, clock: &Clock, record: bool) -> anyhow::Result<LedgerTime> {
-    let time = ledger.now(now(clock), record)?;
-    clock.follow(time.now);
+    let asked = now(clock);
+    let time = ledger.now(asked, record)?;
+    clock.follow_since(time.now, asked.local);
     Ok(time)
 }
 
