@@ -69,6 +69,48 @@ impl Gcra {
     }
 }
 
+/// One request's takes, in order: a rule is taken only if every rule
+/// before it allowed (a refused request moves nothing of the rule that
+/// refused it, nor of those after).
+#[derive(Debug, Clone)]
+pub struct RateRequest {
+    pub token: String,
+    pub takes: Vec<(String, Gcra, u32)>,
+}
+
+/// The TATs of a group of requests, by token and rule: what is stored
+/// (`None`: never taken), then what the decisions made of them.
+pub type Tats = std::collections::BTreeMap<(String, String), Option<DateTime<Utc>>>;
+
+/// Decides `requests` in order at `now` over `tats` (every token and rule
+/// they name, as stored), advancing `tats` as each allows: per request,
+/// the decision of each rule taken. Returns the keys whose TAT moved.
+pub fn decide_all(requests: &[RateRequest], tats: &mut Tats, now: DateTime<Utc>) -> Vec<Vec<RateDecision>> {
+    let mut out = Vec::with_capacity(requests.len());
+    for request in requests {
+        let mut decisions = Vec::with_capacity(request.takes.len());
+        for (rule, gcra, cost) in &request.takes {
+            let key = (request.token.clone(), rule.clone());
+            let tat = tats.get(&key).copied().flatten();
+            let d = gcra.decide(tat, now, *cost);
+            decisions.push(d);
+            if !d.allowed {
+                break;
+            }
+            tats.insert(key, Some(d.tat));
+        }
+        out.push(decisions);
+    }
+    out
+}
+
+/// The tokens and rules `requests` name, each once.
+pub fn rate_keys(requests: &[RateRequest]) -> Vec<(String, String)> {
+    let keys: std::collections::BTreeSet<(String, String)> =
+        requests.iter().flat_map(|r| r.takes.iter().map(|(rule, _, _)| (r.token.clone(), rule.clone()))).collect();
+    keys.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +162,28 @@ mod tests {
     fn a_rule_recovers_its_whole_burst_and_never_more() {
         let tat = burst(None, at_ms(0), 20).last().unwrap().tat;
         assert_eq!(burst(Some(tat), at_ms(10_000), 21).iter().filter(|d| d.allowed).count(), 20);
+    }
+
+    #[test]
+    fn requests_decided_together_are_decided_in_order_and_a_refusal_moves_nothing() {
+        let per_request = Gcra { per: 1, period: TimeDelta::seconds(1), burst: 2 };
+        let per_url = Gcra { per: 1, period: TimeDelta::seconds(1), burst: 3 };
+        let request = |token: &str, urls: u32| RateRequest {
+            token: token.into(),
+            takes: vec![("requests".into(), per_request, 1), ("urls".into(), per_url, urls)],
+        };
+        let requests = [request("a", 2), request("a", 2), request("b", 1), request("a", 1)];
+        let mut tats = Tats::new();
+        let decided = decide_all(&requests, &mut tats, at_ms(0));
+        let allowed: Vec<Vec<bool>> = decided.iter().map(|d| d.iter().map(|d| d.allowed).collect()).collect();
+        assert_eq!(
+            allowed,
+            [vec![true, true], vec![true, false], vec![true, true], vec![false]],
+            "the second's URLs do not fit; the fourth is over the request rule, its URLs not asked"
+        );
+        assert_eq!(tats[&("a".to_string(), "urls".to_string())], Some(at_ms(2000)), "only the first's URLs moved it");
+        assert_eq!(tats[&("a".to_string(), "requests".to_string())], Some(at_ms(2000)));
+        assert_eq!(rate_keys(&requests).len(), 4);
     }
 
     #[test]
