@@ -17,6 +17,7 @@ pub trait Limits {
     fn take_rates(&mut self, requests: &[RateRequest], now: Now) -> Result<Vec<Vec<RateDecision>>>;
 
     /// Takes `cost` units of `token`'s `rule`: the rule's decision.
+    #[cfg(test)]
     fn take_rate(&mut self, token: &str, rule: &str, gcra: &Gcra, cost: u32, now: Now) -> Result<RateDecision> {
         let request = RateRequest { token: token.into(), takes: vec![(rule.into(), *gcra, cost)] };
         let mut decided = self.take_rates(&[request], now)?;

@@ -6,6 +6,7 @@
 //! naming the token by its id, never the token.
 
 use super::auth::{Caller, Unknown};
+use super::commit::{Admit, Job};
 use super::intake;
 use super::limits::{self, Limit, Taken};
 use super::State;
@@ -303,9 +304,21 @@ pub(super) async fn take_urls(
 ) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
     let checked = intake::check(state, caller, submission)?;
     let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
-    let taken = limits::take(state, caller.id(), Limit::UrlsPerMinute, urls).await?;
-    let admitted = intake::admit(state.clone(), checked).await?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if state.commits.send(Job::Admit { caller: caller.id().to_string(), checked, reply }).is_err() {
+        return Err(Refusal::shutting_down());
+    }
+    let (decision, admitted) = match answer.await {
+        Ok(Ok(Admit::Taken(decision, admitted))) => (decision, admitted),
+        Ok(Ok(Admit::Refused(decision))) => {
+            return Err(limits::answer_for(state, caller.id(), Limit::UrlsPerMinute, urls, decision)
+                .expect_err("a refused decision is a refusal"));
+        }
+        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
+        Err(_) => return Err(Refusal::shutting_down()),
+    };
     state.wake.notify_one();
+    let taken = Taken { limit: Limit::UrlsPerMinute, decision };
     Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
 }
 

@@ -11,7 +11,7 @@
 //! error: a URL beyond today's budget is queued with the time it will go.
 
 use super::auth::Caller;
-use super::http::{blocking, ErrorCode, Refusal};
+use super::http::{ErrorCode, Refusal};
 use super::State;
 use crate::commands::submit;
 use crate::ledger::{Admission, AdmitRule, ClaimQuery, NewItem};
@@ -21,7 +21,6 @@ use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// The longest URL taken, as `submit` takes them (8 KiB).
 const MAX_URL: usize = 8 * 1024;
@@ -263,47 +262,69 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
     Ok(Checked { urls: taken, action: submission.action, lastmod: submission.lastmod })
 }
 
-/// Admits checked URLs in one transaction.
-pub(super) async fn admit(state: Arc<State>, checked: Checked) -> Result<Admitted, Refusal> {
-    blocking(move || admit_taken(&state, checked.urls, checked.action, checked.lastmod))
-        .await
-        .map_err(|e| Refusal::ledger(&e))
-}
-
 fn refused(url: String, source: Position, reason: RefusedReason, message: String) -> Refused {
     Refused { url, source, reason, message }
 }
 
-/// Routes and admits checked URLs (one transaction), and tells each.
-fn admit_taken(
+/// Admits the checked URLs of many requests (those with a `lastmod` and
+/// those without: at most two transactions, whatever their number), and
+/// tells each request what the ledger made of its URLs: the committer's
+/// group commit.
+pub(super) fn admit_all(
     state: &State,
-    taken: Vec<(url::Url, String, String, Position)>,
-    action: Action,
-    lastmod: Option<DateTime<Utc>>,
-) -> anyhow::Result<Admitted> {
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: DateTime<Utc>,
+    requests: Vec<Checked>,
+) -> anyhow::Result<Vec<Admitted>> {
+    let mut answers: Vec<Option<Admitted>> = (0..requests.len()).map(|_| None).collect();
+    for changed in [false, true] {
+        let (indices, group): (Vec<usize>, Vec<&Checked>) =
+            requests.iter().enumerate().filter(|(_, c)| c.lastmod.is_some() == changed).unzip();
+        if group.is_empty() {
+            continue;
+        }
+        for (i, admitted) in indices.into_iter().zip(admit_group(state, ledger, now, &group, changed)?) {
+            answers[i] = Some(admitted);
+        }
+    }
+    Ok(answers.into_iter().map(|a| a.expect("every request is in one group")).collect())
+}
+
+/// Routes and admits the URLs of `requests` (one transaction), and tells
+/// each request what became of each of its URLs.
+fn admit_group(
+    state: &State,
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: DateTime<Utc>,
+    requests: &[&Checked],
+    changed: bool,
+) -> anyhow::Result<Vec<Admitted>> {
     let settings = &state.settings;
     let rule = AdmitRule {
         dedupe: TimeDelta::from_std(settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
         force: false,
-        changed: lastmod.is_some(),
+        changed,
     };
     let mut batch: Vec<NewItem> = Vec::new();
-    // Per URL: its property and the range of its items in the batch, and
-    // a result for an engine it does not go to.
-    let mut urls: Vec<(String, String, std::ops::Range<usize>, Option<crate::output::results::ResultEntry>)> =
-        Vec::new();
-    for (url, property, text, place) in &taken {
-        let first = batch.len();
-        let outside = state.routes.route(property, url, (action, lastmod), (text, place), &mut batch);
-        urls.push((url.to_string(), property.clone(), first..batch.len(), outside));
+    // Per request, per URL: its property and the range of its items in the
+    // batch, and a result for an engine it does not go to.
+    type Routed = (String, String, std::ops::Range<usize>, Option<crate::output::results::ResultEntry>);
+    let mut routed: Vec<Vec<Routed>> = Vec::with_capacity(requests.len());
+    for request in requests {
+        let mut urls = Vec::with_capacity(request.urls.len());
+        for (url, property, text, place) in &request.urls {
+            let first = batch.len();
+            let item = (request.action, request.lastmod);
+            let outside = state.routes.route(property, url, item, (text, place), &mut batch);
+            urls.push((url.to_string(), property.clone(), first..batch.len(), outside));
+        }
+        routed.push(urls);
     }
-    let mut ledger = state.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-    let now = state.clock.now();
     let admissions = ledger.admit(&batch, now, &rule)?;
     let admitted: Vec<(&NewItem, Admission)> = batch.iter().zip(admissions).collect();
     let rules = |g: &GroupKey| crate::budget::group_rules(settings, g, state.google_project.as_deref());
     let rule_tz = |g: &GroupKey| rules(g).and_then(|r| r.first().map(|r| r.tz));
-    let told = submit::tell(ledger.as_mut(), &admitted, now, state.user_tz, &rule_tz)?;
+    let told = submit::tell(ledger, &admitted, now, state.user_tz, &rule_tz)?;
     // When each group with queued URLs plans to send them.
     let mut planned: HashMap<&GroupKey, Option<(DateTime<Utc>, chrono_tz::Tz)>> = HashMap::new();
     for (item, admission) in &admitted {
@@ -321,58 +342,60 @@ fn admit_taken(
         };
         planned.insert(&item.group, at);
     }
-    let mut queued = 0;
-    let mut results = Vec::with_capacity(urls.len());
-    for (url, property, range, outside) in urls {
-        let mut engines = Vec::new();
-        if let Some(e) = outside {
-            engines.push(EngineAdmitted {
-                engine: EngineKind::IndexNow,
-                endpoint: None,
-                admission: AdmissionKind::Invalid,
-                reason: e.reason,
-                message: e.message,
-                planned_at: None,
-                retry_at: None,
-                retry_after_secs: None,
-            });
-        }
-        for n in range {
-            let (item, admission) = &admitted[n];
-            let mut kind = AdmissionKind::of(admission);
-            let endpoint = (!item.group.target.is_empty()).then(|| item.group.target.clone());
-            let mut e = EngineAdmitted {
-                engine: item.group.engine,
-                endpoint,
-                admission: kind,
-                reason: crate::model::LocalReason::Queued.into(),
-                message: String::new(),
-                planned_at: None,
-                retry_at: None,
-                retry_after_secs: None,
-            };
-            match &told[n] {
-                Some((_, entry)) => {
-                    e.reason = entry.reason;
-                    e.message = entry.message.clone();
-                    e.retry_at = entry.retry_at.clone();
-                    e.retry_after_secs = entry.retry_after_secs;
-                }
-                None => {
-                    // Due now: queued (a URL already queued and due is as good).
-                    kind = AdmissionKind::Queued;
-                    e.admission = kind;
-                    queued += 1;
-                    if let Some(Some((at, tz))) = planned.get(&item.group) {
-                        e.planned_at = Some(rfc3339(*at, *tz));
+    let mut answers = Vec::with_capacity(routed.len());
+    for urls in routed {
+        let mut queued = 0;
+        let mut results = Vec::with_capacity(urls.len());
+        for (url, property, range, outside) in urls {
+            let mut engines = Vec::new();
+            if let Some(e) = outside {
+                engines.push(EngineAdmitted {
+                    engine: EngineKind::IndexNow,
+                    endpoint: None,
+                    admission: AdmissionKind::Invalid,
+                    reason: e.reason,
+                    message: e.message,
+                    planned_at: None,
+                    retry_at: None,
+                    retry_after_secs: None,
+                });
+            }
+            for n in range {
+                let (item, admission) = &admitted[n];
+                let endpoint = (!item.group.target.is_empty()).then(|| item.group.target.clone());
+                let mut e = EngineAdmitted {
+                    engine: item.group.engine,
+                    endpoint,
+                    admission: AdmissionKind::of(admission),
+                    reason: crate::model::LocalReason::Queued.into(),
+                    message: String::new(),
+                    planned_at: None,
+                    retry_at: None,
+                    retry_after_secs: None,
+                };
+                match &told[n] {
+                    Some((_, entry)) => {
+                        e.reason = entry.reason;
+                        e.message = entry.message.clone();
+                        e.retry_at = entry.retry_at.clone();
+                        e.retry_after_secs = entry.retry_after_secs;
+                    }
+                    None => {
+                        // Due now: queued (a URL already queued and due is as good).
+                        e.admission = AdmissionKind::Queued;
+                        queued += 1;
+                        if let Some(Some((at, tz))) = planned.get(&item.group) {
+                            e.planned_at = Some(rfc3339(*at, *tz));
+                        }
                     }
                 }
+                engines.push(e);
             }
-            engines.push(e);
+            results.push(UrlAdmitted { url, property, engines });
         }
-        results.push(UrlAdmitted { url, property, engines });
+        answers.push(Admitted { urls: results.len(), queued, results });
     }
-    Ok(Admitted { urls: results.len(), queued, results })
+    Ok(answers)
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! every answer carries the IETF RateLimit header fields (`RateLimit-Policy`
 //! and `RateLimit`) so a client can pace itself.
 
-use super::http::{blocking, ErrorCode, Refusal};
+use super::commit::Job;
+use super::http::{ErrorCode, Refusal};
 use super::State;
 use crate::config::RateRule;
 use crate::ledger::{Gcra, RateDecision};
@@ -39,7 +40,7 @@ impl Limit {
         }
     }
 
-    fn gcra(self, state: &State) -> Gcra {
+    pub(super) fn gcra(self, state: &State) -> Gcra {
         let rule = self.rule(state);
         Gcra { per: rule.per, period: TimeDelta::from_std(rule.period).unwrap_or(TimeDelta::MAX), burst: rule.burst }
     }
@@ -52,17 +53,31 @@ pub(super) struct Taken {
     pub decision: RateDecision,
 }
 
-/// Takes `cost` units of `caller`'s `limit`: refused, a `429` (or a `413`
-/// for more URLs than the burst lets through at all).
+/// Takes `cost` units of `caller`'s `limit` (through the group commit):
+/// refused, a `429` (or a `413` for more units than the burst lets through
+/// at all).
 pub(super) async fn take(state: &Arc<State>, caller: &str, limit: Limit, cost: u32) -> Result<Taken, Refusal> {
-    let (s, id) = (state.clone(), caller.to_string());
-    let decision = blocking(move || {
-        let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-        let now = crate::commands::now(&s.clock);
-        Ok(ledger.take_rate(&id, limit.as_str(), &limit.gcra(&s), cost, now)?)
-    })
-    .await
-    .map_err(|e| Refusal::ledger(&e))?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = Job::Take { caller: caller.to_string(), limit, cost, reply };
+    if state.commits.send(job).is_err() {
+        return Err(Refusal::shutting_down());
+    }
+    let decision = match answer.await {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
+        Err(_) => return Err(Refusal::shutting_down()),
+    };
+    answer_for(state, caller, limit, cost, decision)
+}
+
+/// What a rule's decision makes of a request: taken, or its refusal.
+pub(super) fn answer_for(
+    state: &State,
+    caller: &str,
+    limit: Limit,
+    cost: u32,
+    decision: RateDecision,
+) -> Result<Taken, Refusal> {
     let taken = Taken { limit, decision };
     if decision.allowed {
         return Ok(taken);

@@ -18,6 +18,7 @@
 //! stop_grace`, every answer is recorded, and the process exits 0.
 
 mod auth;
+mod commit;
 mod hooks;
 mod http;
 mod intake;
@@ -56,6 +57,8 @@ struct State {
     clock: Arc<Clock>,
     /// The intake's own connection to the ledger (the worker has another).
     ledger: Mutex<Box<dyn Ledger + Send>>,
+    /// The intake's writes, committed in groups (`commit`).
+    commits: std::sync::mpsc::Sender<commit::Job>,
     /// Woken when the intake has put work in the ledger.
     wake: Notify,
     /// Reads of the configured sources asked for (`POST /v1/sources`).
@@ -116,10 +119,12 @@ async fn serve(
     // The first line: where to send requests (with port 0, the port picked).
     eprintln!("indexq serve: listening on http://{bound}");
     let (sources, jobs) = mpsc::channel(16);
+    let (commits, to_commit) = std::sync::mpsc::channel();
     let state = Arc::new(State {
         settings: settings.clone(),
         clock: clock.clone(),
         ledger: Mutex::new(ledger),
+        commits,
         wake: Notify::new(),
         sources,
         stop: stop.clone(),
@@ -128,6 +133,7 @@ async fn serve(
         routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),
     });
+    commit::start(state.clone(), to_commit);
     let (closed, close) = oneshot::channel::<()>();
     let app = http::router(state.clone());
     let listener = listen::Bounded::new(listener, settings.serve.max_connections as usize, settings.serve.idle_timeout);
