@@ -49,6 +49,9 @@ pub enum Command {
     /// Enqueue URLs, then send all due work within budget
     #[command(after_help = "Example: indexq submit --sitemap public/sitemap.xml --changed --max-wait 5m")]
     Submit(SubmitArgs),
+    /// Take URLs over HTTP (an authenticated intake for publish and deploy hooks) and send them as windows open
+    #[command(after_help = "Example: indexq serve --listen 127.0.0.1:8470")]
+    Serve(ServeArgs),
     /// Budget per property and engine, window resets, queue counts, last rejection
     #[command(after_help = "Example: indexq status --format prometheus")]
     Status(StatusArgs),
@@ -142,6 +145,14 @@ pub struct SubmitArgs {
     /// existing folder: anything else is refused before anything is sent
     #[arg(long, value_name = "PATH", conflicts_with = "dry_run")]
     pub metrics_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address and port to listen on (default: [serve] listen, else 127.0.0.1:8470); port 0 picks a free one.
+    /// Anything but loopback needs a [[serve.token]]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Args)]

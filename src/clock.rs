@@ -24,7 +24,7 @@ const NOW_VAR: &str = "INDEXQ_NOW";
 /// clock pinned with `INDEXQ_NOW` still advances during the run, and sleeps
 /// behave as they would without the override.
 ///
-/// Once a ledger is open, the clock follows the ledger's: [`Clock::follow`]
+/// Once a ledger is open, the clock follows the ledger's: [`Clock::follow_since`]
 /// moves it to the instant the ledger decides with (never earlier than any
 /// run has seen; on PostgreSQL the database server's clock), so that every
 /// window decision of the run uses one notion of now.
@@ -34,7 +34,7 @@ pub struct Clock {
     started: Instant,
     /// How far `INDEXQ_NOW` moved this clock from the machine's wall clock.
     pinned: TimeDelta,
-    /// Milliseconds added by `follow`.
+    /// Milliseconds added by `follow_since`.
     followed_ms: AtomicI64,
 }
 
@@ -56,7 +56,7 @@ impl Clock {
     }
 
     /// The current instant: the base plus the real time elapsed since the
-    /// clock was made (and what `follow` added).
+    /// clock was made (and what `follow_since` added).
     pub fn now(&self) -> DateTime<Utc> {
         // Both fallbacks need an elapsed time of about 290 million years.
         let elapsed = TimeDelta::from_std(self.started.elapsed()).unwrap_or(TimeDelta::MAX)
@@ -70,11 +70,15 @@ impl Clock {
         self.pinned
     }
 
-    /// From now on, `now()` is `at` plus the real time elapsed from here:
-    /// the clock follows the ledger's.
-    pub fn follow(&self, at: DateTime<Utc>) {
-        let by = (at - self.now()).num_milliseconds();
-        self.followed_ms.fetch_add(by, Ordering::Relaxed);
+    /// The clock follows the ledger's: moved by what the ledger said (`at`)
+    /// when asked at this clock's `asked`. The time the asking took is not
+    /// taken off (a process that stays up and asks often, `serve`, would
+    /// drift back by it).
+    pub fn follow_since(&self, at: DateTime<Utc>, asked: DateTime<Utc>) {
+        let by = (at - asked).num_milliseconds();
+        if by != 0 {
+            self.followed_ms.fetch_add(by, Ordering::Relaxed);
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod log;
 pub mod queue;
 pub mod report;
+pub mod serve;
 pub mod status;
 pub mod submit;
 
@@ -47,6 +48,7 @@ pub fn run(cli: &cli::Cli) -> anyhow::Result<ExitStatus> {
                     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
                     runtime.block_on(submit::run(&settings, args, &printer, &clock))
                 }
+                cli::Command::Serve(args) => serve::run(settings.clone(), clock, args, &printer),
                 cli::Command::Status(args) => status::run(&settings, args, &printer, &clock),
                 cli::Command::Report(args) => report::run(&settings, args, &printer, &clock),
                 cli::Command::Queue(args) => queue::run(&settings, args, &printer, &clock),
@@ -89,8 +91,9 @@ pub fn now(clock: &Clock) -> Now {
 /// any run has seen, and on PostgreSQL the database server's. With
 /// `record`, this run's instant is recorded as the latest seen.
 pub fn follow_ledger_clock(ledger: &mut dyn Ledger, clock: &Clock, record: bool) -> anyhow::Result<LedgerTime> {
-    let time = ledger.now(now(clock), record)?;
-    clock.follow(time.now);
+    let asked = now(clock);
+    let time = ledger.now(asked, record)?;
+    clock.follow_since(time.now, asked.local);
     Ok(time)
 }
 

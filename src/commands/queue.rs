@@ -192,13 +192,14 @@ pub fn run(settings: &Settings, args: &QueueArgs, printer: &Printer, clock: &Clo
     }
 }
 
-fn list(
+/// The items `f` asks for (by default, all but the accepted), at most its
+/// `--limit` or `LIST_LIMIT`: the filter used, the rows, whether there were
+/// more, and the limit.
+fn listed(
     ledger: &mut dyn Ledger,
     f: &QueueFilter,
-    printer: &Printer,
     now: chrono::DateTime<chrono::Utc>,
-    user_tz: chrono_tz::Tz,
-) -> anyhow::Result<ExitStatus> {
+) -> anyhow::Result<(ItemFilter, Vec<crate::ledger::ItemRow>, bool, usize)> {
     let mut filter = to_filter(f);
     if filter.states.is_empty() {
         filter.states = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::InFlight, StateFilter::Parked];
@@ -210,29 +211,61 @@ fn list(
     let mut rows = ledger.items(&filter, now)?;
     let truncated = rows.len() > limit;
     rows.truncate(limit);
+    Ok((filter, rows, truncated, limit))
+}
+
+/// `queue list --json`'s document of `rows`.
+fn list_doc(
+    rows: Vec<crate::ledger::ItemRow>,
+    truncated: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> serde_json::Value {
+    let items: Vec<ItemJson> = rows
+        .into_iter()
+        .map(|r| ItemJson {
+            url: r.url,
+            endpoint: r.group.endpoint().map(str::to_string),
+            property: r.group.property,
+            engine: r.group.engine,
+            state: match (r.state, r.next_attempt_at) {
+                (ItemState::Queued, Some(t)) if t > now => "waiting",
+                (ItemState::Queued, _) => "due",
+                (s, _) => s.as_str(),
+            },
+            next_attempt_at: r.next_attempt_at.map(|t| rfc3339(t, user_tz)),
+            attempts: r.attempts,
+            last_outcome: r.last_class.map(|c| c.to_string()),
+            reason: r.last_reason,
+            message: r.last_message,
+            http_status: r.last_http_status,
+            accepted_at: r.accepted_at.map(|t| rfc3339(t, user_tz)),
+        })
+        .collect();
+    serde_json::json!({ "now": rfc3339(now, user_tz), "items": items, "truncated": truncated })
+}
+
+/// `queue list --json`'s document for the filter `f` (`serve`'s `GET /v1/queue`).
+pub(crate) fn document(
+    ledger: &mut dyn Ledger,
+    f: &QueueFilter,
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> anyhow::Result<serde_json::Value> {
+    let (_, rows, truncated, _) = listed(ledger, f, now)?;
+    Ok(list_doc(rows, truncated, now, user_tz))
+}
+
+fn list(
+    ledger: &mut dyn Ledger,
+    f: &QueueFilter,
+    printer: &Printer,
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> anyhow::Result<ExitStatus> {
+    let (filter, rows, truncated, limit) = listed(ledger, f, now)?;
     if printer.json {
-        let items: Vec<ItemJson> = rows
-            .into_iter()
-            .map(|r| ItemJson {
-                url: r.url,
-                endpoint: r.group.endpoint().map(str::to_string),
-                property: r.group.property,
-                engine: r.group.engine,
-                state: match (r.state, r.next_attempt_at) {
-                    (ItemState::Queued, Some(t)) if t > now => "waiting",
-                    (ItemState::Queued, _) => "due",
-                    (s, _) => s.as_str(),
-                },
-                next_attempt_at: r.next_attempt_at.map(|t| rfc3339(t, user_tz)),
-                attempts: r.attempts,
-                last_outcome: r.last_class.map(|c| c.to_string()),
-                reason: r.last_reason,
-                message: r.last_message,
-                http_status: r.last_http_status,
-                accepted_at: r.accepted_at.map(|t| rfc3339(t, user_tz)),
-            })
-            .collect();
-        printer.json(&serde_json::json!({ "now": rfc3339(now, user_tz), "items": items, "truncated": truncated }))?;
+        printer.json(&list_doc(rows, truncated, now, user_tz))?;
         return Ok(ExitStatus::Ok);
     }
     let mut out = printer.stdout();

@@ -169,6 +169,28 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         return Ok(ExitStatus::Ok);
     }
     let user_tz = clock::user_timezone();
+    let (doc, human, parked) = document(settings, ledger.as_mut(), now, user_tz)?;
+    if format == StatusFormat::Json {
+        printer.json(&doc)?;
+    } else {
+        let mut out = printer.stdout();
+        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
+        for notice in &parked {
+            writeln!(out, "{}", notice.line(user_tz))?;
+        }
+        out.write_all(&human)?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+/// What `status` says, as its `--json` document and as human text (the
+/// parked notices apart): `serve`'s `GET /v1/budget` answers the document.
+pub(crate) fn document(
+    settings: &Settings,
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> anyhow::Result<(impl Serialize, Vec<u8>, Vec<crate::output::parked::ParkedNotice>)> {
     let mut doc = StatusJson {
         now: rfc3339(now, user_tz),
         timezone: user_tz.name().to_string(),
@@ -188,24 +210,14 @@ pub fn run(settings: &Settings, args: &StatusArgs, printer: &Printer, clock: &Cl
         user_tz,
         now,
     };
-    let parked = crate::queue::parked_notices(settings, ledger.as_mut(), now)?;
+    let parked = crate::queue::parked_notices(settings, &mut *ledger, now)?;
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     for group in budget::groups(settings) {
-        group_status(&read, &group, ledger.as_mut(), &mut doc, &mut human)?;
+        group_status(&read, &group, &mut *ledger, &mut doc, &mut human)?;
     }
-    stranded_status(settings, ledger.as_mut(), now, &mut doc, &mut human)?;
-    if format == StatusFormat::Json {
-        printer.json(&doc)?;
-    } else {
-        let mut out = printer.stdout();
-        writeln!(out, "Now: {} (your timezone: {})", clock::format_local(now, user_tz), user_tz.name())?;
-        for notice in &parked {
-            writeln!(out, "{}", notice.line(user_tz))?;
-        }
-        out.write_all(&human)?;
-    }
-    Ok(ExitStatus::Ok)
+    stranded_status(settings, &mut *ledger, now, &mut doc, &mut human)?;
+    Ok((doc, human, parked))
 }
 
 /// The format asked for: `--format`, or `--json`, never both.

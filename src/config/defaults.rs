@@ -131,6 +131,33 @@ pub const SITEMAP_READ_INTERVAL: Duration = Duration::from_secs(6 * HOUR);
 /// has to download the sitemap before a human is told it has not (3d).
 pub const SITEMAP_DOWNLOAD_DEADLINE: Duration = Duration::from_secs(3 * DAY);
 
+// [serve]
+
+/// `[serve] listen`: where `indexq serve` answers (loopback: a reverse
+/// proxy in front does TLS).
+pub const SERVE_LISTEN: &str = "127.0.0.1:8470";
+
+/// `[serve] max_body`: the largest request body taken, in bytes (1 MiB).
+pub const SERVE_MAX_BODY: u64 = 1024 * 1024;
+
+/// `[serve] sources_every`: how often the worker reads the configured
+/// sources (1h; `0` never: only `POST /v1/sources` does).
+pub const SERVE_SOURCES_EVERY: Duration = Duration::from_secs(HOUR);
+
+/// `[serve] requests_per_second`, `request_burst`: each token's requests.
+pub const SERVE_REQUESTS_PER_SECOND: u32 = 10;
+pub const SERVE_REQUEST_BURST: u32 = 20;
+
+/// `[serve] urls_per_minute`, `url_burst`: each token's URLs.
+pub const SERVE_URLS_PER_MINUTE: u32 = 600;
+pub const SERVE_URL_BURST: u32 = 1000;
+
+/// `[serve] max_connections`: connections open at once (the next waits).
+pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
+
+/// `[serve] idle_timeout`: a connection silent this long is closed (60s).
+pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.

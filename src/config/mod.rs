@@ -59,7 +59,45 @@ pub struct Settings {
     pub retry: RetrySettings,
     pub http: HttpSettings,
     pub sitemap: SitemapSettings,
+    pub serve: ServeSettings,
     pub properties: Vec<Property>,
+}
+
+/// `[serve]`: `indexq serve`'s intake.
+#[derive(Debug, Clone)]
+pub struct ServeSettings {
+    /// Where it listens.
+    pub listen: std::net::SocketAddr,
+    /// The largest request body taken, in bytes.
+    pub max_body: u64,
+    /// How often the worker reads the configured sources (`None`: never).
+    pub sources_every: Option<Duration>,
+    /// Each token's rate limits.
+    pub requests: RateRule,
+    pub urls: RateRule,
+    /// Connections open at once.
+    pub max_connections: u32,
+    /// A connection that sends and takes nothing this long is closed.
+    pub idle_timeout: Duration,
+    /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
+    pub tokens: Vec<ServeToken>,
+}
+
+/// A rate as GCRA keeps it: `per` units every `period`, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateRule {
+    pub per: u32,
+    pub period: Duration,
+    pub burst: u32,
+}
+
+/// A bearer token `serve` takes, by its id (never its value) and where it lives.
+#[derive(Debug, Clone)]
+pub struct ServeToken {
+    pub id: String,
+    pub secret: SecretSource,
+    /// The properties whose URLs it may write.
+    pub properties: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -31,7 +31,35 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) sitemap: RawSitemap,
     #[serde(default)]
+    pub(super) serve: RawServe,
+    #[serde(default)]
     pub(super) property: Vec<S<RawProperty>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServe {
+    pub(super) listen: Option<S<String>>,
+    pub(super) max_body: Option<S<u64>>,
+    pub(super) sources_every: Option<S<String>>,
+    pub(super) requests_per_second: Option<S<u32>>,
+    pub(super) request_burst: Option<S<u32>>,
+    pub(super) urls_per_minute: Option<S<u32>>,
+    pub(super) url_burst: Option<S<u32>>,
+    pub(super) max_connections: Option<S<u32>>,
+    pub(super) idle_timeout: Option<S<String>>,
+    #[serde(default)]
+    pub(super) token: Vec<S<RawServeToken>>,
+}
+
+/// One `[[serve.token]]`: who may write to `serve`'s intake, and what.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServeToken {
+    pub(super) id: S<String>,
+    pub(super) token_env: Option<S<String>>,
+    pub(super) token_file: Option<S<String>>,
+    pub(super) properties: Option<S<Vec<S<String>>>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -16,6 +16,7 @@
 mod budget;
 mod copy;
 mod ids;
+mod limits;
 mod owner;
 mod policy;
 mod postgres;
@@ -35,6 +36,7 @@ pub use sqlite::SqliteLedger;
 pub use budget::*;
 pub use copy::{copy, Copied, CopyError, Rows};
 use copy::{CopyDropped, CopyItem, CopyRequest, CopyUsage};
+pub use limits::*;
 pub use queue::*;
 pub use runs::*;
 use stored::*;
@@ -103,8 +105,8 @@ fn lease(options: &LedgerOptions) -> TimeDelta {
 
 /// The whole ledger, as `open` gives it: each part is a trait of its own
 /// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Credentials`,
-/// `Rows`), and code
+/// `Rows`, `Limits`), and code
 /// that needs one part takes that part.
-pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows {}
+pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows + Limits {}
 
-impl<T: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows> Ledger for T {}
+impl<T: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows + Limits> Ledger for T {}

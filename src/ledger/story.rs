@@ -458,3 +458,40 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     );
     assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");
 }
+
+/// `serve`'s intake limits: per token and rule, a burst passes, the next
+/// is refused with when to come back, a refusal moves nothing, and each
+/// token and rule has its own.
+fn intake_limit_story(ledger: &mut impl Ledger) {
+    let at = Now::pinned(t("2026-12-03T09:00:00Z"));
+    let hourly = Gcra { per: 1, period: TimeDelta::hours(1), burst: 2 };
+    let take = |ledger: &mut dyn Ledger, token: &str, rule: &str, cost: u32| {
+        ledger.take_rate(token, rule, &hourly, cost, at).unwrap()
+    };
+    let first = take(ledger, "ghost", "urls_per_minute", 1);
+    assert!(first.allowed && first.remaining == 1, "{first:?}");
+    let second = take(ledger, "ghost", "urls_per_minute", 1);
+    assert!(second.allowed && second.remaining == 0, "{second:?}");
+    let near = |d: Option<TimeDelta>, want: TimeDelta| d.is_some_and(|d| (d - want).abs() < TimeDelta::seconds(30));
+    for _ in 0..2 {
+        let refused = take(ledger, "ghost", "urls_per_minute", 1);
+        assert!(!refused.allowed, "{refused:?}");
+        assert!(near(refused.retry_after, TimeDelta::hours(1)), "a refusal moves nothing: {refused:?}");
+    }
+    assert!(take(ledger, "ghost", "requests_per_second", 1).allowed, "another rule");
+    assert!(take(ledger, "shop", "urls_per_minute", 2).allowed, "another token");
+    let never = take(ledger, "shop", "requests_per_second", 3);
+    assert_eq!((never.allowed, never.retry_after), (false, None), "over the burst: never");
+}
+
+#[test]
+fn sqlite_keeps_the_intake_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    intake_limit_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_keeps_the_intake_limits() {
+    intake_limit_story(&mut test_postgres());
+}

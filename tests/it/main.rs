@@ -29,6 +29,7 @@ mod recipes;
 mod redirects;
 mod report;
 mod secrets;
+mod serve;
 mod signals;
 mod sitemaps;
 mod soak;

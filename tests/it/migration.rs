@@ -131,11 +131,11 @@ fn sqlite_upgrades_in_place(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 5"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 6"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 5));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 6));
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn pg_upgrades_in_place(schema: Schema) {
     let mut sb = sandbox(schema, &ledger.config_lines());
     sb.pg = Some(ledger.clone());
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 5"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 6"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     pg::assert_no_sqlite(&sb, &[]);
 }

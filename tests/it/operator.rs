@@ -203,9 +203,10 @@ fn every_help_carries_an_example_that_works() {
 fn recipes_use_only_flags_that_exist() {
     let sb = Sandbox::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let expected: [(&str, &[&str]); 5] = [
+    let expected: [(&str, &[&str]); 6] = [
         ("cron", &["submit", "status"]),
         ("systemd/indexq.service", &["submit"]),
+        ("systemd/indexq-serve.service", &["serve"]),
         // `indexq submit` runs in the action (below); the workflow shows the status after it.
         ("github-actions.yml", &["status"]),
         ("gitlab-ci.yml", &["submit"]),
@@ -396,7 +397,7 @@ struct Invocation {
 }
 
 const SUBCOMMANDS: &[&str] =
-    &["init", "submit", "status", "queue", "log", "report", "doctor", "key", "ledger", "completions", "man"];
+    &["init", "submit", "serve", "status", "queue", "log", "report", "doctor", "key", "ledger", "completions", "man"];
 const ACTIONS: &[&str] = &["list", "retry", "drop", "generate"];
 
 /// Every `indexq` command line in a recipe: on ordinary lines (shell, YAML

@@ -281,6 +281,8 @@ const UNIT_KEYS: &[(&str, &[&str])] = &[
         &[
             "Type",
             "ExecStart",
+            "Restart",
+            "RestartSec",
             "StateDirectory",
             "StateDirectoryMode",
             "Environment",
@@ -369,9 +371,12 @@ fn systemd_analyze_verify(analyze: &Path) {
         service.replace(&format!("ExecStart={exec} "), &format!("ExecStart={} ", env!("CARGO_BIN_EXE_indexq")));
     std::fs::write(dir.path().join("indexq.service"), service).unwrap();
     std::fs::write(dir.path().join("indexq.timer"), read("examples/systemd/indexq.timer")).unwrap();
+    let serve = read("examples/systemd/indexq-serve.service")
+        .replace("ExecStart=/usr/local/bin/indexq ", &format!("ExecStart={} ", env!("CARGO_BIN_EXE_indexq")));
+    std::fs::write(dir.path().join("indexq-serve.service"), serve).unwrap();
     // --man=no: the man page is installed by the package, not here.
     let out = Command::new(analyze)
-        .args(["verify", "--man=no", "indexq.service", "indexq.timer"])
+        .args(["verify", "--man=no", "indexq.service", "indexq.timer", "indexq-serve.service"])
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -388,7 +393,7 @@ fn systemd_analyze() -> Option<PathBuf> {
 
 #[test]
 fn the_systemd_units_are_well_formed_and_systemd_analyze_accepts_them() {
-    for unit in ["indexq.service", "indexq.timer"] {
+    for unit in ["indexq.service", "indexq.timer", "indexq-serve.service"] {
         let text = read(&format!("examples/systemd/{unit}"));
         let entries = unit_entries(&text, true);
         for (section, key, value) in &entries {
@@ -407,6 +412,9 @@ fn the_systemd_units_are_well_formed_and_systemd_analyze_accepts_them() {
     assert_eq!(service_values(&service, "Type"), ["oneshot"]);
     // A stop mid-run (SIGTERM) is a clean stop by design: exit 143 is not a failure.
     assert_eq!(service_values(&service, "SuccessExitStatus"), ["143"]);
+    let serve = unit_entries(&read("examples/systemd/indexq-serve.service"), false);
+    assert_eq!(service_values(&serve, "Type"), ["exec"]);
+    assert_eq!(service_values(&serve, "ExecStart"), ["/usr/local/bin/indexq serve"]);
     let timer = unit_entries(&read("examples/systemd/indexq.timer"), false);
     assert!(timer.iter().any(|(s, k, v)| s == "Install" && k == "WantedBy" && v == "timers.target"), "{timer:?}");
 

@@ -365,3 +365,45 @@ fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_out
         assert_eq!(at_root_holding(part), Vec::<String>::new(), "nothing new at /");
     }
 }
+
+/// `serve`'s bearer tokens, presented every way a client can (a bearer
+/// header, a hook's `?token=`, Cloudflare's `cf-webhook-auth`, a near miss):
+/// at `-vv`, no answer, log line, output or ledger byte holds one (the
+/// suite-wide check reads every byte for them), and the log names each
+/// request's token by its id.
+#[test]
+fn serve_tokens_stay_out_of_every_answer_log_and_the_ledger() {
+    let sb = crate::serve::with_tokens();
+    let served = crate::serve::serve_with_tokens(&sb, &["-vv"]);
+    let body = serde_json::json!({ "urls": [sb.url("/a")] });
+    let mut answers = String::new();
+    let mut said = |r: reqwest::blocking::Response| {
+        let headers = format!("{:?}", r.headers());
+        answers.push_str(&format!("{headers}\n{}\n", r.text().unwrap()));
+    };
+    let mut near_miss = GHOST_TOKEN.to_string();
+    near_miss.pop();
+    for token in [GHOST_TOKEN, SHOP_TOKEN, near_miss.as_str()] {
+        said(served.post_json("/v1/urls", Some(token), &body));
+    }
+    let hook = format!("{}/v1/hooks/url?token={GHOST_TOKEN}", served.base);
+    said(served.client.post(hook).json(&serde_json::json!({ "url": sb.url("/b") })).send().unwrap());
+    said(
+        served
+            .client
+            .post(format!("{}/v1/hooks/netlify", served.base))
+            .header("cf-webhook-auth", SHOP_TOKEN)
+            .body("{\"state\":\"building\"}")
+            .send()
+            .unwrap(),
+    );
+    assert_no_secret(answers.as_bytes(), "serve's answers");
+    crate::serve::wait_for(&sb, ENDPOINT_PATH, 1);
+    let done = served.stop().code(0);
+    for expected in ["POST /v1/urls 202 token=ghost", "POST /v1/urls 403 token=shop", "POST /v1/urls 401 token=-"] {
+        assert!(done.stderr.contains(expected), "{expected}:\n{}", done.stderr);
+    }
+    assert!(done.stderr.contains("POST /v1/hooks/url 202 token=ghost"), "{}", done.stderr);
+    assert!(!done.stderr.contains("?token"), "a hook's query is never logged:\n{}", done.stderr);
+    assert_no_secret(every_view(&sb).as_bytes(), "every view of the ledger");
+}

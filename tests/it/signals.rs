@@ -60,8 +60,13 @@ impl Running {
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill({pid}, {signal})");
     }
 
+    /// What the run wrote to stderr so far.
+    pub(crate) fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
     /// Waits until stderr holds `text` (at most `LIMIT`).
-    fn wait_for_stderr(&self, text: &str) {
+    pub(crate) fn wait_for_stderr(&self, text: &str) {
         let end = Instant::now() + LIMIT;
         while !String::from_utf8_lossy(&self.stderr.lock().unwrap()).contains(text) {
             assert!(

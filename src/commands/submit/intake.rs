@@ -36,11 +36,9 @@ const ADMIT_BATCH: usize = 10_000;
 /// What reading the inputs needs: where each property's URLs go, the batch
 /// being filled, the rule for URLs accepted before, and the plan's counts.
 pub(super) struct Intake {
-    routes: HashMap<String, Vec<GroupKey>>,
-    /// Per property whose IndexNow key location is below its host's root:
-    /// the folder the key vouches for (`engines::indexnow::key_scope`), and
-    /// how it is shown.
-    key_scopes: HashMap<String, (url::Url, String)>,
+    pub(super) routes: Routes,
+    /// Only these properties' sources (`serve`'s `POST /v1/sources`).
+    pub(super) only: Option<Vec<String>>,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
@@ -53,20 +51,93 @@ pub(super) struct Intake {
 impl Intake {
     /// An intake that routes each property's URLs to its `groups` (those
     /// of URLs: a sitemap group takes its sitemap, `read_sources`).
-    fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
-        let mut intake = Intake {
-            routes: HashMap::new(),
-            key_scopes: HashMap::new(),
+    pub(super) fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
+        Intake {
+            routes: Routes::new(groups, HashMap::new()),
+            only: None,
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
             counts: BTreeMap::new(),
             before_since: 0,
-        };
-        for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
-            intake.routes.entry(group.property.clone()).or_default().push(group);
         }
-        intake
+    }
+}
+
+/// Where an input URL goes: each engine and target of its property, and
+/// for IndexNow only within its key location's folder. `submit` and
+/// `serve` route every URL through here.
+pub(crate) struct Routes {
+    routes: HashMap<String, Vec<GroupKey>>,
+    /// Per property whose IndexNow key location is below its host's root:
+    /// the folder the key vouches for (`engines::indexnow::key_scope`), and
+    /// how it is shown.
+    key_scopes: HashMap<String, (url::Url, String)>,
+}
+
+impl Routes {
+    fn new(groups: Vec<GroupKey>, key_scopes: HashMap<String, (url::Url, String)>) -> Routes {
+        let mut routes: HashMap<String, Vec<GroupKey>> = HashMap::new();
+        for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
+            routes.entry(group.property.clone()).or_default().push(group);
+        }
+        Routes { routes, key_scopes }
+    }
+
+    /// The routes of `groups`, with each property's key scope read from
+    /// `settings`.
+    pub(crate) fn of(settings: &crate::config::Settings, groups: Vec<GroupKey>) -> Routes {
+        Routes::new(groups, key_scopes(settings))
+    }
+
+    /// Whether URLs of `property` go anywhere.
+    pub(crate) fn routes_property(&self, property: &str) -> bool {
+        self.routes.contains_key(property)
+    }
+
+    /// Routes `url` (of `property`, read as `text` at `place`) to each group
+    /// of its property, adding a queue item per group to `batch`; returns
+    /// the `invalid` result of a URL outside its IndexNow key location's
+    /// folder (not sent to IndexNow; its other engines still get it).
+    pub(crate) fn route(
+        &self,
+        property: &str,
+        url: &url::Url,
+        item: (Action, Option<DateTime<Utc>>),
+        (text, place): (&str, &Position),
+        batch: &mut Vec<NewItem>,
+    ) -> Option<ResultEntry> {
+        let (action, lastmod) = item;
+        // IndexNow takes only the URLs under the key location's folder: the
+        // others are not sent to it (one result, whatever the endpoints), and
+        // still go to the property's other engines.
+        let scope = self.key_scopes.get(property).filter(|(scope, _)| !indexnow::in_key_scope(scope, url));
+        let (mut to_indexnow, mut to_others) = (false, false);
+        for group in self.routes.get(property).into_iter().flatten() {
+            if group.engine == EngineKind::IndexNow {
+                to_indexnow = true;
+                if scope.is_some() {
+                    continue;
+                }
+            } else {
+                to_others = true;
+            }
+            batch.push(NewItem { url: url.to_string(), group: group.clone(), action, lastmod });
+        }
+        let (_, scope) = scope.filter(|_| to_indexnow)?;
+        let others = if to_others { " (its other engines still get it)" } else { "" };
+        let why = format!(
+            "outside {scope}, the folder of the IndexNow key location of property `{property}`: IndexNow takes only \
+             URLs under it, so it is not sent to IndexNow{others}"
+        );
+        let mut e = invalid(text, place, LocalReason::OutsideKeyLocation, why);
+        (e.property, e.engine) = (Some(property.to_string()), Some(EngineKind::IndexNow));
+        e.hint = Some(
+            "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
+             of the host), or move it to a folder that holds every URL you submit"
+                .into(),
+        );
+        Some(e)
     }
 }
 
@@ -86,7 +157,7 @@ impl Run<'_> {
             resend_after: None,
         };
         let mut intake = Intake::new(self.known_groups(), rule, args.since);
-        intake.key_scopes = key_scopes(self.settings);
+        intake.routes = Routes::of(self.settings, self.known_groups());
         for (name, reader) in readers {
             if self.stop.requested() {
                 self.cut.input_cut = true;
@@ -117,7 +188,7 @@ impl Run<'_> {
     /// sitemap read before for the same groups is fetched conditionally
     /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
     /// parse. What was read is kept in the ledger once its URLs are.
-    async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
+    pub(super) async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
         let settings = self.settings;
         intake.rule.changed = true;
         let known = self.known_groups();
@@ -129,10 +200,12 @@ impl Run<'_> {
             reader.remember(known_documents(stored.clone(), &routes));
         }
         let sitemap_groups: Vec<&GroupKey> = known.iter().filter(|g| g.channel == Channel::Sitemaps).collect();
+        let only = intake.only.clone();
         let sending: Vec<_> = settings
             .properties
             .iter()
-            .filter(|p| intake.routes.contains_key(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
+            .filter(|p| intake.routes.routes_property(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
+            .filter(|p| only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
             for source in &property.sources {
@@ -326,37 +399,9 @@ impl Run<'_> {
             intake.before_since += 1;
             return Ok(());
         }
-        // IndexNow takes only the URLs under the key location's folder: the
-        // others are not sent to it (one result, whatever the endpoints), and
-        // still go to the property's other engines.
-        let scope = intake.key_scopes.get(&property.name).filter(|(scope, _)| !indexnow::in_key_scope(scope, &url));
-        let (mut to_indexnow, mut to_others) = (false, false);
-        for group in intake.routes.get(&property.name).into_iter().flatten() {
-            if group.engine == EngineKind::IndexNow {
-                to_indexnow = true;
-                if scope.is_some() {
-                    continue;
-                }
-            } else {
-                to_others = true;
-            }
-            intake.batch.push(NewItem { url: url.to_string(), group: group.clone(), action: self.action, lastmod });
-        }
-        if let Some((_, scope)) = scope.filter(|_| to_indexnow) {
-            let others = if to_others { " (its other engines still get it)" } else { "" };
-            let why = format!(
-                "outside {scope}, the folder of the IndexNow key location of property `{}`: IndexNow takes only \
-                 URLs under it, so it is not sent to IndexNow{others}",
-                property.name
-            );
-            printer.invalid(&format!("{place}: `{text}`: {why}"));
-            let mut e = invalid(text, place, LocalReason::OutsideKeyLocation, why);
-            (e.property, e.engine) = (Some(property.name.clone()), Some(EngineKind::IndexNow));
-            e.hint = Some(
-                "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
-                 of the host), or move it to a folder that holds every URL you submit"
-                    .into(),
-            );
+        let routed = (self.action, lastmod);
+        if let Some(e) = intake.routes.route(&property.name, &url, routed, (text, place), &mut intake.batch) {
+            printer.invalid(&format!("{place}: `{text}`: {}", e.message));
             self.invalid_line(e)?;
         }
         if intake.batch.len() >= ADMIT_BATCH {
@@ -384,7 +429,7 @@ impl Run<'_> {
             self.admitted += batch.len() as u64;
             admissions.into_iter().map(Some).collect()
         };
-        let mut look_up = Vec::new();
+        let mut admitted = Vec::with_capacity(batch.len());
         for (item, admission) in batch.iter().zip(admissions) {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
@@ -392,22 +437,64 @@ impl Run<'_> {
                 self.plan_due(item, now)?;
             }
             count(intake.counts.entry(item.group.engine).or_default(), &admission);
-            match told(item, admission, now) {
-                Told::Nothing => {}
-                Told::Result(id, e) => self.entry(id, *e)?,
-                Told::FromRow(id) => look_up.push(id),
+            admitted.push((item, admission));
+        }
+        let mut tzs: HashMap<&GroupKey, Option<Tz>> = HashMap::new();
+        for (item, _) in &admitted {
+            if !tzs.contains_key(&item.group) {
+                tzs.insert(&item.group, self.rule_timezone(&item.group));
             }
         }
-        for row in self.ledger.items_by_id(&look_up)? {
-            let id = row.id;
-            if row.state == ItemState::Parked {
+        let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
+        for (id, e) in tell(self.ledger.as_mut(), &admitted, now, self.user_tz, &rule_tz)?.into_iter().flatten() {
+            // Parked before this run: said by the reminders.
+            if e.outcome == Outcome::Misconfigured {
                 self.parked_before += 1;
             }
-            let e = row_entry(row, self.user_tz, |group| self.rule_timezone(group), now);
             self.entry(id, e)?;
         }
         Ok(())
     }
+}
+
+/// What the report says of each admitted URL (each item with what the
+/// ledger made of it), in their order: nothing for one due now; else its
+/// item's id and its result — accepted before and not sent again, or, read
+/// from its item, waiting for a later attempt, parked or in flight. A quota
+/// wait is told in the timezone of its group's rule (`rule_tz`), any other
+/// in `user_tz`. `submit` and `serve` tell admissions through here.
+pub(crate) fn tell(
+    ledger: &mut dyn crate::ledger::Ledger,
+    admitted: &[(&NewItem, Admission)],
+    now: DateTime<Utc>,
+    user_tz: Tz,
+    rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
+) -> anyhow::Result<Vec<Option<(i64, ResultEntry)>>> {
+    let mut told_now: Vec<Option<(i64, ResultEntry)>> = Vec::with_capacity(admitted.len());
+    let mut look_up = Vec::new();
+    for (n, (item, admission)) in admitted.iter().enumerate() {
+        told_now.push(match told(item, admission.clone(), now) {
+            Told::Nothing => None,
+            Told::Result(id, e) => Some((id, *e)),
+            Told::FromRow(id) => {
+                look_up.push((id, n));
+                None
+            }
+        });
+    }
+    let places: HashMap<i64, Vec<usize>> = look_up.iter().fold(HashMap::new(), |mut m, (id, n)| {
+        m.entry(*id).or_default().push(*n);
+        m
+    });
+    let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
+    for row in ledger.items_by_id(&ids)? {
+        let id = row.id;
+        let e = row_entry(row, user_tz, rule_tz, now);
+        for &n in places.get(&id).into_iter().flatten() {
+            told_now[n] = Some((id, e.clone()));
+        }
+    }
+    Ok(told_now)
 }
 
 /// The folder each property's IndexNow key vouches for, when its key
@@ -582,7 +669,7 @@ fn row_entry(
 }
 
 /// The result of an input line that never became a queue item.
-fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
+pub(crate) fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
     ResultEntry {
         url: text.to_string(),
         property: None,

@@ -36,6 +36,11 @@ mod sitemaps;
 mod stop;
 #[cfg(test)]
 mod testing;
+mod worker;
+
+pub(crate) use intake::{tell, Routes};
+pub(crate) use stop::Stop;
+pub(crate) use worker::{SourcesRead, Worker};
 
 use super::ExitStatus;
 use crate::budget;
@@ -150,32 +155,9 @@ pub async fn run(
     }
 
     let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
-    let mut run = Run {
-        settings,
-        clock,
-        user_tz: crate::clock::user_timezone(),
-        engines: built,
-        ledger,
-        owner: Owner::current(),
-        results: Results::new(printer.json).context("cannot create the run's temporary results")?,
-        deferrals: Vec::new(),
-        reported: Default::default(),
-        notes: Vec::new(),
-        dry_run: args.dry_run,
-        wait_until: clock.now(),
-        action: if args.deleted { Action::Deleted } else { Action::Updated },
-        progress: Progress::new(printer),
-        read: 0,
-        admitted: 0,
-        plans: Default::default(),
-        parked_now: Default::default(),
-        sitemap_problems_now: Default::default(),
-        parked_before: 0,
-        resumed: Vec::new(),
-        inspection_notes: Vec::new(),
-        stop,
-        cut: Default::default(),
-    };
+    let mut run = Run::new(settings, clock, built, ledger, printer, stop)?;
+    run.dry_run = args.dry_run;
+    run.action = if args.deleted { Action::Deleted } else { Action::Updated };
     let outcome: anyhow::Result<ExitStatus> = async {
         // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
         let local = clock.now();
@@ -271,7 +253,7 @@ fn finish(
 }
 
 /// The engines of `selected` that some property uses.
-fn build_engines(
+pub(crate) fn build_engines(
     settings: &Settings,
     selected: &[EngineKind],
 ) -> anyhow::Result<BTreeMap<EngineKind, Box<dyn Engine>>> {
@@ -323,6 +305,46 @@ fn clock_warnings(time: &LedgerTime, local: DateTime<Utc>, user_tz: Tz) -> Vec<S
         ));
     }
     warnings
+}
+
+impl<'a> Run<'a> {
+    /// A run that sends with `engines` on `ledger`, and stops on `stop`: not
+    /// a dry run, its input URLs updated.
+    fn new(
+        settings: &'a Settings,
+        clock: &'a Clock,
+        engines: BTreeMap<EngineKind, Box<dyn Engine>>,
+        ledger: Box<dyn Ledger + Send>,
+        printer: &Printer,
+        stop: stop::Stop,
+    ) -> anyhow::Result<Run<'a>> {
+        Ok(Run {
+            settings,
+            clock,
+            user_tz: crate::clock::user_timezone(),
+            engines,
+            ledger,
+            owner: Owner::current(),
+            results: Results::new(printer.json).context("cannot create the run's temporary results")?,
+            deferrals: Vec::new(),
+            reported: Default::default(),
+            notes: Vec::new(),
+            dry_run: false,
+            wait_until: clock.now(),
+            action: Action::Updated,
+            progress: Progress::new(printer),
+            read: 0,
+            admitted: 0,
+            plans: Default::default(),
+            parked_now: Default::default(),
+            sitemap_problems_now: Default::default(),
+            parked_before: 0,
+            resumed: Vec::new(),
+            inspection_notes: Vec::new(),
+            stop,
+            cut: Default::default(),
+        })
+    }
 }
 
 impl Run<'_> {

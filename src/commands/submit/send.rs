@@ -78,7 +78,7 @@ impl Run<'_> {
     }
 
     /// The earliest retry among `groups`, and its group.
-    fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
+    pub(super) fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
         let mut next: Option<(DateTime<Utc>, GroupKey)> = None;
         for g in groups {
             if let Some(t) = self.ledger.next_due(g)? {
@@ -102,7 +102,7 @@ impl Run<'_> {
 
     /// Sends everything due now, group by group, batch by batch, while the
     /// run is not stopped.
-    async fn drain(&mut self) -> anyhow::Result<()> {
+    pub(super) async fn drain(&mut self) -> anyhow::Result<()> {
         let known = self.known_groups();
         let now = self.clock.now();
         let groups: Vec<GroupKey> = self.ledger.due_groups(now)?.into_iter().filter(|g| known.contains(g)).collect();

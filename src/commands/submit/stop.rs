@@ -45,7 +45,7 @@ impl Signal {
 /// A run's stop: the signal that came (if one did), and the `Halt` that
 /// every phase and engine reads.
 #[derive(Clone)]
-pub(super) struct Stop {
+pub(crate) struct Stop {
     shared: Arc<Shared>,
     halt: Halt,
 }
@@ -67,7 +67,7 @@ impl Stop {
     /// on the current tokio runtime from now on. Unless `quiet`, the first
     /// signal is acknowledged on stderr. If the signals cannot be listened
     /// to, a warning says so and the run cannot be stopped cleanly.
-    pub(super) fn listen(grace: Duration, quiet: bool) -> Stop {
+    pub(crate) fn listen(grace: Duration, quiet: bool) -> Stop {
         let stop = Stop::new(grace);
         match Signals::new() {
             Ok(mut signals) => {
@@ -119,11 +119,11 @@ impl Stop {
         self.shared.signal.get().copied()
     }
 
-    pub(super) fn requested(&self) -> bool {
+    pub(crate) fn requested(&self) -> bool {
         self.halt.stopping()
     }
 
-    pub(super) fn halt(&self) -> &Halt {
+    pub(crate) fn halt(&self) -> &Halt {
         &self.halt
     }
 

@@ -9,6 +9,7 @@ mod engines;
 mod ledger;
 mod property;
 mod run;
+mod serve;
 mod values;
 
 use std::path::Path;
@@ -47,6 +48,7 @@ impl Resolver<'_> {
         self.check_lease(&raw, ledger_options.lease, http.timeout)?;
         let sitemap = self.sitemap(&raw.sitemap)?;
         let properties = self.properties(&raw.property, &indexnow, &bing, &google)?;
+        let serve = self.serve(&raw.serve, &properties)?;
         Ok(Settings {
             file: self.path.to_path_buf(),
             ledger,
@@ -58,6 +60,7 @@ impl Resolver<'_> {
             retry,
             http,
             sitemap,
+            serve,
             properties,
         })
     }

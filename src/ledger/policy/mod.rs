@@ -18,12 +18,14 @@ mod admit;
 mod answer;
 mod budget;
 mod claim;
+mod rate;
 mod sitemaps;
 mod steps;
 
 pub use admit::*;
 pub use answer::*;
 pub use claim::*;
+pub use rate::*;
 pub use sitemaps::*;
 pub use steps::*;
 

@@ -35,6 +35,7 @@ mod answer;
 mod claim;
 mod connect;
 mod copy;
+mod limits;
 mod queue;
 mod runs;
 mod schema;

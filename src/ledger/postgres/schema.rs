@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -27,6 +27,8 @@ const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
 /// Schema 5, over schema 4: groups have a channel (sitemap groups), the sitemaps read
 /// keep when they last changed, and what the engines report of the sitemaps submitted.
 const SCHEMA_5: &str = include_str!("schema/0005_sitemaps.sql");
+/// Schema 6, over schema 5: `indexq serve`'s intake limits.
+const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -60,6 +62,9 @@ impl PgLedger {
             }
             if version < 5 {
                 tx.batch_execute(SCHEMA_5)?;
+            }
+            if version < 6 {
+                tx.batch_execute(SCHEMA_6)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

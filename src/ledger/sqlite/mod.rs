@@ -20,6 +20,7 @@ mod admit;
 mod answer;
 mod claim;
 mod copy;
+mod limits;
 mod queue;
 mod runs;
 mod schema;

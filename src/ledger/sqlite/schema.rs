@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -25,6 +25,8 @@ const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
 /// Schema 5, over schema 4: groups have a channel (sitemap groups), the sitemaps read
 /// keep when they last changed, and what the engines report of the sitemaps submitted.
 const SCHEMA_5: &str = include_str!("schema/0005_sitemaps.sql");
+/// Schema 6, over schema 5: `indexq serve`'s intake limits.
+const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -48,6 +50,9 @@ impl SqliteLedger {
         }
         if version < 5 {
             tx.execute_batch(SCHEMA_5)?;
+        }
+        if version < 6 {
+            tx.execute_batch(SCHEMA_6)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -217,7 +222,7 @@ mod tests {
             tx.commit().unwrap();
         }
         let mut ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 5);
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
         assert_eq!(ledger.stored_groups().unwrap(), [GroupKey::urls("site", EngineKind::Google, "")]);
         let [source] = ledger.source_documents().unwrap().try_into().unwrap();
         assert_eq!((source.fetched_at, source.changed_at), (t("2026-12-01T08:00:00Z"), t("2026-12-01T08:00:00Z")));

@@ -38,6 +38,11 @@ pub const GOOGLE_KEY_ID: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
 pub const GOOGLE_ACCESS_TOKEN: &str = "ya29.FAKE-access-token-3f9c1e7a5b2d4c6e";
 pub const GOOGLE_REFRESHED_TOKEN: &str = "ya29.FAKE-refreshed-token-8e2b4d6f1a3c5e7a";
 
+/// The tokens of `serve`'s `[[serve.token]]`s in the tests: recognisable
+/// in any output, log or ledger byte they leak into (`secrets`).
+pub const GHOST_TOKEN: &str = "ghost-TOKEN-5b1e9c7d3a2f4e6b8c0d";
+pub const SHOP_TOKEN: &str = "shop-TOKEN-9e8d7c6b5a4f3e2d1c0b";
+
 /// A token endpoint's answer handing out `token`.
 /// Google's documented answer to a publish: `urlNotificationMetadata` with
 /// the notification it recorded — `latestUpdate` for `URL_UPDATED`,
@@ -425,6 +430,8 @@ pub fn secrets() -> Vec<String> {
         BING_KEY.to_string(),
         GOOGLE_ACCESS_TOKEN.to_string(),
         GOOGLE_REFRESHED_TOKEN.to_string(),
+        GHOST_TOKEN.to_string(),
+        SHOP_TOKEN.to_string(),
     ];
     // The test PostgreSQL server's password, when the PostgreSQL tests run.
     secrets.extend(pg::password());

@@ -1,0 +1,476 @@
+//! The routes and every answer: `202`/`200` documents, and indexq's own
+//! refusals, each with a distinct status, a machine-readable `error`, a
+//! message and hint for a person and — where waiting helps — `Retry-After`.
+//! A guard in front of every route finds the caller (a bearer token, or
+//! anyone when none is configured), and writes one log line per request
+//! naming the token by its id, never the token.
+
+use super::auth::{Caller, Unknown};
+use super::commit::{Admit, Job};
+use super::intake;
+use super::limits::{self, Limit, Taken};
+use super::State;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// How long a client is told to wait when the process is stopping (a
+/// restart is expected to take about that long).
+const SHUTDOWN_RETRY_SECS: u64 = 10;
+
+/// How long a client is told to wait when the ledger does not answer.
+const LEDGER_RETRY_SECS: u64 = 5;
+
+pub(super) fn router(state: Arc<State>) -> Router {
+    let max_body = usize::try_from(state.settings.serve.max_body).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/v1/urls", post(post_urls))
+        .route("/v1/sources", post(post_sources))
+        .route("/v1/budget", get(get_budget))
+        .route("/v1/queue", get(get_queue))
+        .route("/metrics", get(get_metrics))
+        .route("/v1/hooks/url", post(super::hooks::url))
+        .route("/v1/hooks/ghost/{event}", post(super::hooks::ghost))
+        .route("/v1/hooks/netlify", post(super::hooks::netlify))
+        .route("/v1/hooks/vercel", post(super::hooks::vercel))
+        .route("/v1/hooks/cloudflare-pages", post(super::hooks::cloudflare_pages))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// What indexq's refusals say in `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum ErrorCode {
+    /// 401: no token, or one that is not configured.
+    Unauthorized,
+    /// 403: a property the token may not write (waiting never fixes it).
+    Forbidden,
+    /// 400: a body that cannot be read (not JSON, not UTF-8, no URLs).
+    BadRequest,
+    /// 422: URLs that are not URLs, or of no property: each with its reason.
+    InvalidUrls,
+    /// 413: over `[serve] max_body`.
+    PayloadTooLarge,
+    /// 415: neither JSON nor text.
+    UnsupportedMediaType,
+    /// 429: over a token's rate (`limit` names the rule).
+    RateLimited,
+    /// 503: the process is stopping.
+    ShuttingDown,
+    /// 503: the ledger does not answer.
+    LedgerUnavailable,
+    /// 422: a property that is not configured.
+    UnknownProperty,
+    /// 422: a webhook payload without what its adapter reads.
+    UnreadablePayload,
+    /// 404.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+}
+
+/// One of indexq's own refusals.
+#[derive(Debug, Serialize)]
+pub(super) struct Refusal {
+    #[serde(skip)]
+    pub status: StatusCode,
+    pub error: ErrorCode,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// `rate_limited`: the rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<&'static str>,
+    /// What a rate rule made of the request, for the RateLimit fields.
+    #[serde(skip)]
+    pub taken: Option<Box<Taken>>,
+    /// Per URL: why it was refused (`invalid_urls`, `forbidden`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<intake::Refused>,
+}
+
+impl Refusal {
+    pub(super) fn new(status: StatusCode, error: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            error,
+            message: message.into(),
+            hint: None,
+            retry_after: None,
+            limit: None,
+            taken: None,
+            urls: Vec::new(),
+        }
+    }
+
+    pub(super) fn hint(mut self, hint: impl Into<String>) -> Refusal {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub(super) fn bad_request(message: impl Into<String>) -> Refusal {
+        Refusal::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
+    }
+
+    /// 503 while the process stops.
+    pub(super) fn shutting_down() -> Refusal {
+        let mut r = Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::ShuttingDown,
+            "indexq serve is stopping: nothing more is taken",
+        )
+        .hint("send it again once indexq serve is back (a restart takes seconds)");
+        r.retry_after = Some(SHUTDOWN_RETRY_SECS);
+        r
+    }
+
+    /// 503 when the ledger does not answer (`error` says why).
+    pub(super) fn ledger(error: &anyhow::Error) -> Refusal {
+        tracing::warn!("the ledger did not answer: {error:#}");
+        let mut r = Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::LedgerUnavailable,
+            format!("the ledger did not answer: {error:#}"),
+        );
+        r.retry_after = Some(LEDGER_RETRY_SECS);
+        r
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(mut self) -> Response {
+        let status = self.status;
+        let retry_after = self.retry_after;
+        let unauthorized = self.error == ErrorCode::Unauthorized;
+        let taken = self.taken.take();
+        let mut response = (status, Json(self)).into_response();
+        if let Some(taken) = taken {
+            response.extensions_mut().insert(*taken);
+        }
+        let headers = response.headers_mut();
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if unauthorized {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"indexq\""));
+        }
+        response
+    }
+}
+
+/// In front of every route: the caller (401 without a good token, except
+/// for `/healthz` and `/readyz`), and a log line per request that names
+/// the token by its id.
+async fn guard(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let open = matches!(path.as_str(), "/healthz" | "/readyz");
+    let authorization = presented_token(&request);
+    let caller = match state.tokens.caller(authorization.as_deref()) {
+        Ok(caller) => Some(caller),
+        Err(_) if open => None,
+        Err(unknown) => {
+            let mut response = unauthorized(unknown).into_response();
+            limits::headers(&state, &[], response.headers_mut());
+            log(&method, &path, response.status(), "-", started);
+            return response;
+        }
+    };
+    let id = caller.as_ref().map_or("-", Caller::id).to_string();
+    let mut taken = Vec::new();
+    if let (Some(caller), false) = (&caller, open) {
+        match limits::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
+            Ok(t) => taken.push(t),
+            Err(refusal) => {
+                taken.extend(refusal.taken.as_deref().copied());
+                let mut response = refusal.into_response();
+                limits::headers(&state, &taken, response.headers_mut());
+                log(&method, &path, response.status(), &id, started);
+                return response;
+            }
+        }
+    }
+    if let Some(caller) = caller {
+        request.extensions_mut().insert(caller);
+    }
+    let mut response = next.run(request).await;
+    taken.extend(response.extensions_mut().remove::<Taken>());
+    limits::headers(&state, &taken, response.headers_mut());
+    log(&method, &path, response.status(), &id, started);
+    response
+}
+
+/// The token a request presents, as an `Authorization` value: its bearer
+/// token, or — for the hooks of platforms that cannot send one — Cloudflare's
+/// `cf-webhook-auth` secret or a `token` query parameter. (Only the path is
+/// ever logged, never the query.)
+fn presented_token(request: &Request) -> Option<Vec<u8>> {
+    let headers = request.headers();
+    if let Some(v) = headers.get(header::AUTHORIZATION) {
+        return Some(v.as_bytes().to_vec());
+    }
+    if !request.uri().path().starts_with("/v1/hooks/") {
+        return None;
+    }
+    if let Some(v) = headers.get("cf-webhook-auth") {
+        return Some([b"Bearer ".as_slice(), v.as_bytes()].concat());
+    }
+    let query = request.uri().query()?;
+    let (_, token) = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "token")?;
+    Some(format!("Bearer {token}").into_bytes())
+}
+
+fn log(method: &axum::http::Method, path: &str, status: StatusCode, id: &str, started: std::time::Instant) {
+    tracing::info!("{method} {path} {} token={id} {} ms", status.as_u16(), started.elapsed().as_millis());
+}
+
+fn unauthorized(unknown: Unknown) -> Refusal {
+    let message = match unknown {
+        Unknown::Missing => "no bearer token: send `Authorization: Bearer TOKEN`",
+        Unknown::Wrong => "the bearer token is not one of [[serve.token]]",
+    };
+    Refusal::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+        .hint("use the token of a [[serve.token]] of indexq's configuration")
+}
+
+#[derive(Serialize)]
+struct Health {
+    status: &'static str,
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Ready when the ledger answers and the process is not stopping.
+async fn readyz(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Json<Health>, Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let s = state.clone();
+    blocking(move || {
+        let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
+        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Refusal::ledger(&e))?;
+    Ok(Json(Health { status: "ready" }))
+}
+
+/// `POST /v1/urls`: `202` once every URL is in the ledger, with what the
+/// ledger made of each.
+async fn post_urls(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let body = body.map_err(|r| body_refusal(&r, &state))?;
+    let submission = intake::read(content_type(&headers).as_deref(), &body)?;
+    take_urls(&state, &caller, submission).await
+}
+
+/// URLs read from a request (`POST /v1/urls`, a publish hook) into the
+/// ledger: checked, counted against the token's URL limit, admitted, and
+/// the worker woken.
+pub(super) async fn take_urls(
+    state: &Arc<State>,
+    caller: &Caller,
+    submission: intake::Submission,
+) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+    let checked = intake::check(state, caller, submission)?;
+    let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if state.commits.send(Job::Admit { caller: caller.id().to_string(), checked, reply }).is_err() {
+        return Err(Refusal::shutting_down());
+    }
+    let (decision, admitted) = match answer.await {
+        Ok(Ok(Admit::Taken(decision, admitted))) => (decision, admitted),
+        Ok(Ok(Admit::Refused(decision))) => {
+            return Err(limits::answer_for(state, caller.id(), Limit::UrlsPerMinute, urls, decision)
+                .expect_err("a refused decision is a refusal"));
+        }
+        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
+        Err(_) => return Err(Refusal::shutting_down()),
+    };
+    state.wake.notify_one();
+    let taken = Taken { limit: Limit::UrlsPerMinute, decision };
+    Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
+}
+
+/// The media type of a request (`type/subtype`, lower case), if it says one.
+pub(super) fn content_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+}
+
+/// A body that could not be read: over the cap (413), or cut off.
+pub(super) fn body_refusal(rejection: &BytesRejection, state: &State) -> Refusal {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::PayloadTooLarge,
+            format!("the body is over {} bytes ([serve] max_body)", state.settings.serve.max_body),
+        )
+        .hint("send the URLs in several requests");
+    }
+    Refusal::bad_request(format!("the body could not be read: {rejection}"))
+}
+
+/// Runs ledger work off the runtime's threads.
+pub(super) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| anyhow::anyhow!("the ledger's task failed: {e}"))?
+}
+
+async fn not_found() -> Refusal {
+    Refusal::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such endpoint").hint(
+        "the endpoints: POST /v1/urls, POST /v1/sources, GET /v1/budget, GET /v1/queue, GET /metrics, GET \
+             /healthz, GET /readyz",
+    )
+}
+
+async fn method_not_allowed() -> Refusal {
+    Refusal::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed, "this endpoint does not take that method")
+}
+
+/// Runs `read` on the intake's ledger connection, on the ledger's clock.
+async fn on_ledger<T: Send + 'static>(
+    state: &Arc<State>,
+    read: impl FnOnce(&State, &mut dyn crate::ledger::Ledger, chrono::DateTime<chrono::Utc>) -> anyhow::Result<T>
+        + Send
+        + 'static,
+) -> Result<T, Refusal> {
+    let s = state.clone();
+    blocking(move || {
+        let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
+        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        let now = s.clock.now();
+        read(&s, ledger.as_mut(), now)
+    })
+    .await
+    .map_err(|e| Refusal::ledger(&e))
+}
+
+/// `GET /v1/budget`: what `status --json` says.
+async fn get_budget(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
+    let doc = on_ledger(&state, |s, ledger, now| {
+        let (doc, _, _) = crate::commands::status::document(&s.settings, ledger, now, s.user_tz)?;
+        Ok(serde_json::to_value(doc)?)
+    })
+    .await?;
+    Ok(Json(doc).into_response())
+}
+
+/// `GET /v1/queue`: what `queue list --json` says, with its filters as
+/// query parameters (`state`, `property`, `engine`, `endpoint`, `url`, `limit`).
+async fn get_queue(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    uri: axum::http::Uri,
+) -> Result<Response, Refusal> {
+    let filter = queue_filter(uri.query().unwrap_or_default())?;
+    let doc =
+        on_ledger(&state, move |s, ledger, now| crate::commands::queue::document(ledger, &filter, now, s.user_tz))
+            .await?;
+    Ok(Json(doc).into_response())
+}
+
+/// `queue list`'s filter from a query string.
+fn queue_filter(query: &str) -> Result<crate::cli::QueueFilter, Refusal> {
+    use clap::ValueEnum as _;
+    let mut f = crate::cli::QueueFilter::default();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let bad = |why: String| Refusal::bad_request(format!("`{key}={value}`: {why}"));
+        match key.as_ref() {
+            "state" => {
+                for s in value.split(',') {
+                    f.state.push(crate::cli::StateArg::from_str(s, true).map_err(bad)?);
+                }
+            }
+            "property" => f.property = Some(value.into_owned()),
+            "engine" => f.engine = Some(value.parse().map_err(|e: String| bad(e))?),
+            "endpoint" => f.endpoint = Some(value.into_owned()),
+            "url" => f.url = Some(value.into_owned()),
+            "limit" => f.limit = Some(value.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?),
+            _ => {
+                return Err(Refusal::bad_request(format!("unknown parameter `{key}`"))
+                    .hint("the parameters: state, property, engine, endpoint, url, limit"))
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// `GET /metrics`: what `status --format prometheus` says.
+async fn get_metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
+    let text = on_ledger(&state, |s, ledger, now| {
+        let families = crate::metrics::gather(&s.settings, ledger, now, None)?;
+        let mut out = Vec::new();
+        crate::metrics::render(&families, &mut out)?;
+        Ok(out)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SourcesJson {
+    #[serde(default)]
+    property: Option<String>,
+}
+
+/// `POST /v1/sources`: reads the configured sources now, with `--changed`
+/// (all the caller may write, or `{"property": …}`); `202` once what they
+/// hold is in the ledger.
+async fn post_sources(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<crate::commands::submit::SourcesRead>), Refusal> {
+    if state.stop.requested() {
+        return Err(Refusal::shutting_down());
+    }
+    let body = body.map_err(|r| body_refusal(&r, &state))?;
+    let asked: SourcesJson = match content_type(&headers).as_deref() {
+        _ if body.iter().all(u8::is_ascii_whitespace) => SourcesJson::default(),
+        Some("application/json") => serde_json::from_slice(&body).map_err(|e| {
+            Refusal::bad_request(format!("the body is not the JSON this endpoint takes: {e}"))
+                .hint(r#"send no body (every property), or {"property": "NAME"}"#)
+        })?,
+        _ => {
+            return Err(Refusal::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+                "this endpoint takes no body, or application/json",
+            ))
+        }
+    };
+    super::hooks::read_sources(&state, &caller, asked.property).await.map(|read| (StatusCode::ACCEPTED, Json(read)))
+}

@@ -1,0 +1,224 @@
+//! `indexq serve`: one process with an HTTP intake and the sending worker,
+//! on the same ledger as every other command.
+//!
+//! - `http`: the routes, and every answer indexq gives — its refusals each
+//!   with a status, a machine-readable reason and, where waiting helps,
+//!   when to come back;
+//! - `auth`: the bearer tokens (`[[serve.token]]`), compared in constant
+//!   time, each limited to its properties;
+//! - `intake`: a request's URLs read (JSON or one a line), checked and
+//!   admitted with submit's own routing and admission (`submit::Routes`,
+//!   `Ledger::admit`, `submit::tell`) — a `202` once they are in the ledger;
+//! - `worker` (here): submit's run kept up (`submit::Worker`), woken by
+//!   the intake, at the next due time or window reopening, and every
+//!   `[serve] sources_every`; asleep otherwise.
+//!
+//! SIGTERM (or SIGINT): the intake answers `503` with `Retry-After`, the
+//! worker claims nothing more and gives the requests in flight `[submit]
+//! stop_grace`, every answer is recorded, and the process exits 0.
+
+mod auth;
+mod commit;
+mod hooks;
+mod http;
+mod intake;
+mod limits;
+mod listen;
+
+use super::ExitStatus;
+use crate::cli::ServeArgs;
+use crate::clock::Clock;
+use crate::commands::submit::{SourcesRead, Stop, Worker};
+use crate::config::{ConfigError, Settings};
+use crate::ledger::Ledger;
+use crate::output::printer::{Printer, Verbosity};
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// How long the HTTP side may take to close its connections once the worker
+/// has stopped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// The shortest sleep between two rounds of the worker: an item due now
+/// that a round could not take (another process holds it) must not make it
+/// spin.
+const MIN_SLEEP: Duration = Duration::from_secs(1);
+
+/// How often the worker does what an hourly `submit` does before it sends
+/// (`Worker::prepare`).
+const CHECK_EVERY: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+/// What every request handler shares.
+struct State {
+    settings: Arc<Settings>,
+    clock: Arc<Clock>,
+    /// The intake's own connection to the ledger (the worker has another).
+    ledger: Mutex<Box<dyn Ledger + Send>>,
+    /// The intake's writes, committed in groups (`commit`).
+    commits: std::sync::mpsc::Sender<commit::Job>,
+    /// Woken when the intake has put work in the ledger.
+    wake: Notify,
+    /// Reads of the configured sources asked for (`POST /v1/sources`).
+    sources: mpsc::Sender<SourcesJob>,
+    stop: Stop,
+    tokens: auth::Tokens,
+    user_tz: chrono_tz::Tz,
+    /// Where each property's URLs go (submit's routing).
+    routes: crate::commands::submit::Routes,
+    /// The Google Cloud project whose pool Google's groups share.
+    google_project: Option<String>,
+}
+
+/// A read of the configured sources (all, or these properties'), and where
+/// its outcome goes.
+struct SourcesJob {
+    properties: Option<Vec<String>>,
+    reply: oneshot::Sender<Result<SourcesRead, String>>,
+}
+
+pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let listen = args.listen.unwrap_or(settings.serve.listen);
+    let tokens = auth::Tokens::read(&settings.serve.tokens)?;
+    if tokens.is_empty() && !listen.ip().is_loopback() {
+        return Err(ConfigError {
+            place: match args.listen {
+                Some(_) => "--listen".into(),
+                None => format!("{}: `serve.listen`", settings.file.display()),
+            },
+            message: format!("serve would listen on {listen}, which is not loopback, with no [[serve.token]]"),
+            hint: Some(
+                "add a [[serve.token]] (id, token_env or token_file, properties) so that only its holders may write, \
+                 or listen on 127.0.0.1 behind a reverse proxy"
+                    .into(),
+            ),
+        }
+        .into());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(serve(Arc::new(settings), Arc::new(clock), listen, tokens, printer))
+}
+
+async fn serve(
+    settings: Arc<Settings>,
+    clock: Arc<Clock>,
+    listen: std::net::SocketAddr,
+    tokens: auth::Tokens,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let stop = Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
+    let mut ledger = super::open_ledger(&settings)?;
+    super::follow_ledger_clock(ledger.as_mut(), &clock, false)?;
+    let mut worker = Worker::new(&settings, &clock, printer, stop.clone())?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (--listen, [serve] listen)"))?;
+    let bound = listener.local_addr()?;
+    // The first line: where to send requests (with port 0, the port picked).
+    eprintln!("indexq serve: listening on http://{bound}");
+    let (sources, jobs) = mpsc::channel(16);
+    let (commits, to_commit) = std::sync::mpsc::channel();
+    let state = Arc::new(State {
+        settings: settings.clone(),
+        clock: clock.clone(),
+        ledger: Mutex::new(ledger),
+        commits,
+        wake: Notify::new(),
+        sources,
+        stop: stop.clone(),
+        tokens,
+        user_tz: crate::clock::user_timezone(),
+        routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
+        google_project: crate::engines::google::project_id(&settings),
+    });
+    commit::start(state.clone(), to_commit);
+    let (closed, close) = oneshot::channel::<()>();
+    let app = http::router(state.clone());
+    let listener = listen::Bounded::new(listener, settings.serve.max_connections as usize, settings.serve.idle_timeout);
+    let server = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async {
+        let _ = close.await;
+    });
+    let server = tokio::spawn(async move { server.await });
+
+    let worked = work(&mut worker, &state, jobs, &settings).await;
+    // The worker is done (stopped, every answer recorded): close the intake.
+    let _ = closed.send(());
+    match tokio::time::timeout(CLOSE_GRACE, server).await {
+        Ok(Ok(Err(e))) => tracing::warn!("the HTTP side ended with an error: {e}"),
+        Err(_) => tracing::info!("connections still open after {CLOSE_GRACE:?}: closed"),
+        _ => {}
+    }
+    worked?;
+    Ok(ExitStatus::Ok)
+}
+
+/// The worker: a round at once, then one each time the intake adds work,
+/// the next item falls due, the sources are to be read, or a read is asked
+/// for — until the process is stopped.
+async fn work(
+    worker: &mut Worker<'_>,
+    state: &State,
+    mut jobs: mpsc::Receiver<SourcesJob>,
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let halt = state.stop.halt().clone();
+    worker.prepare().await?;
+    let every = settings.serve.sources_every;
+    let mut sources_at: Option<DateTime<Utc>> = every.map(|_| worker.now());
+    let mut check_at = worker.now() + CHECK_EVERY;
+    loop {
+        if state.stop.requested() {
+            break;
+        }
+        // What an hourly `submit` does before it sends: reservations a dead
+        // process left, parked items under a changed configuration, fixes
+        // noticed by themselves.
+        if worker.now() >= check_at {
+            worker.prepare().await?;
+            check_at = worker.now() + CHECK_EVERY;
+        }
+        if let (Some(at), Some(every)) = (sources_at, every) {
+            if worker.now() >= at {
+                if let Err(e) = worker.read_sources(None).await {
+                    printer_warn(&format!("reading the configured sources: {e:#}"));
+                }
+                sources_at = Some(worker.now() + chrono::TimeDelta::from_std(every).unwrap_or(chrono::TimeDelta::MAX));
+            }
+        }
+        worker.drain().await?;
+        if state.stop.requested() {
+            break;
+        }
+        let now = worker.now();
+        let next = [worker.next_due()?, sources_at, Some(check_at)].into_iter().flatten().min();
+        let sleep = next.map(|t| (t - now).to_std().unwrap_or_default().max(MIN_SLEEP));
+        tracing::debug!(?next, "the worker sleeps");
+        tokio::select! {
+            () = state.wake.notified() => {}
+            () = sleep_for(sleep) => {}
+            job = jobs.recv() => {
+                if let Some(job) = job {
+                    let read = worker.read_sources(job.properties.as_deref()).await.map_err(|e| format!("{e:#}"));
+                    let _ = job.reply.send(read);
+                }
+            }
+            () = halt.stopped() => break,
+        }
+    }
+    Ok(())
+}
+
+/// Sleeps for `d`, or for ever.
+async fn sleep_for(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn printer_warn(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(crate::output::escape::stderr(), "warning: {text}");
+}

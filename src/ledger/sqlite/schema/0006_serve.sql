@@ -1,0 +1,12 @@
+-- Schema 6, over schema 5: `indexq serve`'s intake limits.
+
+-- Per token (its id, never the token) and rule (`requests_per_second`,
+-- `urls_per_minute`): the GCRA's theoretical arrival time, in microseconds
+-- since 1970-01-01 UTC. Read and advanced in one transaction; a request
+-- the rule refuses leaves it as it was. Not carried by `ledger copy`.
+CREATE TABLE intake_limits (
+    token  TEXT NOT NULL,
+    rule   TEXT NOT NULL,
+    tat_us INTEGER NOT NULL,
+    PRIMARY KEY (token, rule)
+);
