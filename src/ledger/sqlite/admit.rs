@@ -133,70 +133,8 @@ impl Intake for SqliteLedger {
     }
 
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
-        let tx = write(&mut self.conn)?;
-        let mut created = Vec::new();
-        let group_ids = ids::group_ids(batch, |g| group_id_or_create(&tx, &mut self.groups, &mut created, g))?;
-        let found = look_up(&tx, batch, &group_ids)?;
-        let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
-        // New items take the ids after the last.
-        let first_id = next_item_id(&tx)?;
-        let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
-        let mut inserted: HashMap<i64, u64> = HashMap::new();
-        let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
-        for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
-            let item = &batch[*index];
-            *inserted.entry(*group).or_default() += 1;
-            inserts.extend([
-                Value::Integer(*id),
-                Value::Integer(*group),
-                Value::Integer(*key),
-                Value::Text(item.url.clone()),
-                Value::Text(item.action.as_str().into()),
-                item.lastmod.map(ts).into(),
-            ]);
-        }
-        insert_rows(
-            &tx,
-            &format!(
-                "INSERT INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
-                 SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
-                ts(now)
-            ),
-            ")",
-            6,
-            &inserts,
-        )?;
-        for ((group, action, due), ids) in &plan.requeued {
-            // Only accepted items are queued again.
-            let n = tx
-                .prepare_cached(
-                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3, streak = 0,
-                         streak_started_at = NULL WHERE id IN rarray(?1)",
-                )?
-                .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
-            counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
-        }
-        let updates: Vec<Value> = plan
-            .updates
-            .iter()
-            .flat_map(|(id, action, lastmod)| {
-                [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
-            })
-            .collect();
-        insert_rows(
-            &tx,
-            "UPDATE items SET action = v.column2, lastmod = v.column3 FROM (",
-            ") AS v WHERE items.id = v.column1",
-            3,
-            &updates,
-        )?;
-        for (group, n) in inserted {
-            counted(&tx, group, None, Some(ItemState::Queued), n)?;
-        }
-        let out = plan.admissions(&ids, now);
-        tx.commit()?;
-        self.groups.extend(created);
-        Ok(out)
+        // Without a statement journal: see `without_foreign_keys`.
+        without_foreign_keys(&mut self.conn, |conn| admit_batch(conn, &mut self.groups, batch, now, rule))
     }
 
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
@@ -212,4 +150,105 @@ impl Intake for SqliteLedger {
         tx.commit()?;
         Ok(documents)
     }
+}
+
+/// One batch's admission, in one write transaction (foreign keys off: see
+/// `without_foreign_keys`): the groups, a lookup of every URL,
+/// `policy::admit` for each, then the new items (a multi-row `INSERT OR
+/// FAIL` per few hundred rows), the requeued (an `UPDATE OR FAIL` per action
+/// and due time) and the updated. `OR FAIL`: a statement that meets a broken
+/// constraint stops where it is, and the error rolls the whole transaction
+/// back (nothing inside it catches one), so SQLite needs no statement
+/// journal to undo that statement alone.
+fn admit_batch(
+    conn: &mut Connection,
+    groups: &mut HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+) -> Result<Vec<Admission>> {
+    let tx = write(conn)?;
+    let mut created = Vec::new();
+    let group_ids = ids::group_ids(batch, |g| group_id_or_create(&tx, groups, &mut created, g))?;
+    let found = look_up(&tx, batch, &group_ids)?;
+    let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+    // New items take the ids after the last.
+    let first_id = next_item_id(&tx)?;
+    let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
+    let mut inserted: HashMap<i64, u64> = HashMap::new();
+    let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
+    for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
+        let item = &batch[*index];
+        *inserted.entry(*group).or_default() += 1;
+        inserts.extend([
+            Value::Integer(*id),
+            Value::Integer(*group),
+            Value::Integer(*key),
+            Value::Text(item.url.clone()),
+            Value::Text(item.action.as_str().into()),
+            item.lastmod.map(ts).into(),
+        ]);
+    }
+    groups_exist(&tx, &inserted.keys().copied().collect::<Vec<i64>>())?;
+    insert_rows(
+        &tx,
+        &format!(
+            "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at,
+                 enqueued_at)
+             SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
+            ts(now)
+        ),
+        ")",
+        6,
+        &inserts,
+    )?;
+    for ((group, action, due), ids) in &plan.requeued {
+        // Only accepted items are queued again.
+        let n = tx
+            .prepare_cached(
+                "UPDATE OR FAIL items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3,
+                     streak = 0, streak_started_at = NULL WHERE id IN rarray(?1)",
+            )?
+            .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
+        counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
+    }
+    let updates: Vec<Value> = plan
+        .updates
+        .iter()
+        .flat_map(|(id, action, lastmod)| {
+            [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
+        })
+        .collect();
+    insert_rows(
+        &tx,
+        "UPDATE OR FAIL items SET action = v.column2, lastmod = v.column3 FROM (",
+        ") AS v WHERE items.id = v.column1",
+        3,
+        &updates,
+    )?;
+    for (group, n) in inserted {
+        counted(&tx, group, None, Some(ItemState::Queued), n)?;
+    }
+    let out = plan.admissions(&ids, now);
+    tx.commit()?;
+    groups.extend(created);
+    Ok(out)
+}
+
+/// What the foreign key of `items.group_id` checks of every row, once per
+/// group: each of `ids` is a group in the ledger (admission runs with
+/// foreign keys off).
+fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
+    if found as usize != ids.len() {
+        return Err(LedgerError::Invalid(format!(
+            "a group of the items being admitted is not in the ledger ({} of {} found)",
+            found,
+            ids.len()
+        )));
+    }
+    Ok(())
 }

@@ -114,8 +114,9 @@ impl ClaimSteps for Tx<'_> {
             params![me.host, me.pid, me.started as i64, ts(now), n as i64],
         )?;
         let reservation = self.conn.last_insert_rowid();
+        // `OR FAIL`: no statement journal (see `admit_batch`).
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET state = 'in_flight', reservation_id = ?3
+            "UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?3
              WHERE id IN (SELECT id {DUE} ORDER BY next_attempt_at, id LIMIT ?4)
              RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
         ))?;
@@ -208,7 +209,7 @@ impl ClaimSteps for Tx<'_> {
     fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
         let n = self.conn.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+            "UPDATE OR FAIL items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
                  attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
              WHERE reservation_id = ?1 AND state = 'in_flight'",
             params![reservation, ts(now), request],
