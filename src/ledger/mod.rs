@@ -101,9 +101,8 @@ fn lease(options: &LedgerOptions) -> TimeDelta {
 }
 
 /// The whole ledger, as `open` gives it: each part is a trait of its own
-/// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Credentials`,
-/// `Rows`), and code
-/// that needs one part takes that part.
-pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows {}
+/// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Rows`), and
+/// code that needs one part takes that part.
+pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Rows {}
 
-impl<T: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows> Ledger for T {}
+impl<T: Intake + Queue + SitemapReports + Budget + Runs + Rows> Ledger for T {}

@@ -77,6 +77,7 @@ fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
 }
@@ -101,8 +102,12 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.
     let rules = [day_rule(Some(3), false)];
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.len(), 3);
     assert_eq!(claim.deferred, 2);
     assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
@@ -118,7 +123,7 @@ pub fn story(ledger: &mut impl Ledger) {
     assert!(take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) },
+        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
         &me
     )
     .items
@@ -133,7 +138,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -151,12 +156,13 @@ pub fn story(ledger: &mut impl Ledger) {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &dead,
     );
     assert_eq!(claim.items.len(), 1, "one unit left today");
@@ -168,8 +174,12 @@ pub fn story(ledger: &mut impl Ledger) {
 
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow), credential: None },
+        &me,
+    );
     let until = t("2026-12-04T02:00:00Z");
     ledger
         .finish(&Finish {
@@ -188,6 +198,7 @@ pub fn story(ledger: &mut impl Ledger) {
             blocks: vec![Block { rule: open[0].clone(), until }],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
     let fresh =
@@ -196,7 +207,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let blocked = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &me,
     );
     assert!(blocked.items.is_empty());
@@ -216,7 +227,13 @@ pub fn story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &vec![reported.clone()], max_items: 2, pace: None, now: Now::pinned(later) },
+        ClaimSpec {
+            windows: &vec![reported.clone()],
+            max_items: 2,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -242,7 +259,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
@@ -257,7 +274,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
         &me,
     );
     assert!(claim.items.is_empty());
@@ -268,7 +285,7 @@ pub fn story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 6);
@@ -287,8 +304,12 @@ pub fn story(ledger: &mut impl Ledger) {
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at), credential: None },
+        &me,
+    );
     accept_all(ledger, &claim, at);
     let later = at + TimeDelta::hours(1);
     let same = ledger.admit(&[page(Some(at - TimeDelta::days(1)))], later, &changed).unwrap();
@@ -320,8 +341,12 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         lastmod: None,
     }));
     ledger.admit(&batch, now, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     let record = |i: usize, class: Class, next: NextStep| Answered {
         items: vec![claim.items[i].id],
         ..answer(&claim, now, class, StoredResponse { http_status: Some(200), body: None }, next)
@@ -331,8 +356,14 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         record(1, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
         record(2, Class::Accepted, NextStep::Accepted),
     ];
-    let done =
-        Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], reports: vec![], windows: vec![] };
+    let done = Finish {
+        reservation: claim.reservation.unwrap(),
+        answers,
+        blocks: vec![],
+        reports: vec![],
+        windows: vec![],
+        accepted_credential: None,
+    };
     ledger.finish(&done).unwrap();
 
     let list = |ledger: &mut dyn Ledger, filter: ItemFilter| ledger.items(&filter, now).unwrap();
@@ -388,8 +419,12 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     // never sent (due in a year; the lowest id: the highest is one a request names).
     ledger.admit(&batch(4..5), now + TimeDelta::days(365), &rule).unwrap();
     ledger.admit(&batch(0..4), now, &rule).unwrap();
-    let claim =
-        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &dropping,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.len(), 4);
     let id = |i: usize| claim.items[i].id;
     let ok = StoredResponse { http_status: Some(200), body: None };
@@ -415,6 +450,7 @@ pub fn drop_story(ledger: &mut impl Ledger) {
             blocks: vec![],
             windows: vec![],
             reports: vec![],
+            accepted_credential: None,
         })
         .unwrap();
     let counts = |ledger: &mut dyn Ledger| -> Vec<(Class, u64)> {
@@ -468,8 +504,12 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     assert_eq!(new.len(), 2);
     assert!(new.iter().all(|(_, id)| *id > highest), "no dropped id is given again: {new:?} (highest {highest})");
     let later = now + TimeDelta::hours(2);
-    let claim =
-        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later) }, &me);
+    let claim = take(
+        ledger,
+        &dropping,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        &me,
+    );
     accept_all(ledger, &claim, later);
     assert_eq!(counts(ledger), expected(4));
     assert_eq!(
@@ -491,8 +531,12 @@ pub fn history_story(ledger: &mut impl Ledger) {
     // Day 1: 3 URLs of the story's group go in one request: 2 accepted, 1 parked.
     let day1 = t("2026-12-03T10:00:00Z");
     ledger.admit(&items(3), day1, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1), credential: None },
+        &me,
+    );
     let ok = StoredResponse { http_status: Some(200), body: None };
     let record = |items: Vec<i64>, at, class, next| Answered {
         items,
@@ -508,8 +552,14 @@ pub fn history_story(ledger: &mut impl Ledger) {
         record(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
         record(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
     ];
-    let finish =
-        |reservation, answers| Finish { reservation, answers, blocks: vec![], reports: vec![], windows: vec![] };
+    let finish = |reservation, answers| Finish {
+        reservation,
+        answers,
+        blocks: vec![],
+        reports: vec![],
+        windows: vec![],
+        accepted_credential: None,
+    };
     ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
 
     // Day 2, just after midnight: 2 URLs of another group, both transient.
@@ -523,8 +573,12 @@ pub fn history_story(ledger: &mut impl Ledger) {
         })
         .collect();
     ledger.admit(&batch, day2, &rule).unwrap();
-    let claim =
-        take(ledger, &other, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2) }, &me);
+    let claim = take(
+        ledger,
+        &other,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2), credential: None },
+        &me,
+    );
     let ids = claim.items.iter().map(|i| i.id).collect();
     let records = vec![record(ids, day2, Class::Transient, NextStep::RetryAt(day2 + TimeDelta::hours(1)))];
     ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
@@ -593,7 +647,8 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let rules = vec![day.clone(), month.clone(), minute.clone()];
     let used = |ledger: &mut dyn Ledger| rules.iter().map(|w| ledger.usage(w).unwrap().used).collect::<Vec<_>>();
     ledger.admit(&items(10), now, &rule).unwrap();
-    let spec = |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now) };
+    let spec =
+        |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
     let claim = take(ledger, &group(), spec(6), &me);
     assert_eq!(claim.items.len(), 6);
     assert_eq!(used(ledger), [6, 6, 6]);
@@ -618,6 +673,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
         blocks,
         reports,
         windows: rules.clone(),
+        accepted_credential: None,
     };
     ledger.finish(&finish(claim.reservation.unwrap(), answers, vec![], vec![])).unwrap();
     assert_eq!(used(ledger), [2, 2, 5], "day and month: 6 - 3 refused - 1 never sent; the minute: 6 - 1");
@@ -647,7 +703,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     ledger.admit(&batch, now, &rule).unwrap();
     let reported = RuleWindow { rule: "give:reported:day".into(), reported: true, ..day.clone() };
     let only = vec![reported.clone()];
-    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now) };
+    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now), credential: None };
     assert_eq!(ledger.record_report(&reported, 100, now).unwrap().limit, 100, "a stale reading: 100 left");
     let refused = take(ledger, &bing, spec(32), &me);
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
@@ -662,6 +718,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
             blocks: vec![],
             reports: vec![remainder],
             windows: only.clone(),
+            accepted_credential: None,
         })
         .unwrap();
     let usage = ledger.usage(&reported).unwrap();
@@ -670,6 +727,67 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     assert_eq!(usage.remaining(&reported, now), Some(7), "with the 3 in flight, 10 in all");
     let again = take(ledger, &bing, spec(32), &me);
     assert_eq!((again.items.len(), again.deferred), (7, 25));
+}
+
+/// A credential's first use (`key_pending`'s clock) is kept by the claims
+/// and answers themselves: the first claim that takes items with it
+/// records it, later ones read it, a claim that takes nothing records
+/// nothing, and an answer the engine accepted forgets it, so that the next
+/// use starts a new clock.
+pub fn credential_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let keyed = GroupKey::urls("keyed", EngineKind::IndexNow, "https://engine.example/");
+    let idle = GroupKey::urls("idle", EngineKind::IndexNow, "https://engine.example/");
+    let batch = |group: &GroupKey, n: usize| -> Vec<NewItem> {
+        (0..n)
+            .map(|i| NewItem {
+                url: format!("https://{}.example/{i}", group.property),
+                group: group.clone(),
+                action: Action::Updated,
+                lastmod: None,
+            })
+            .collect()
+    };
+    let claim = |ledger: &mut dyn Budget, group: &GroupKey, at: DateTime<Utc>, credential: Option<&str>| {
+        let spec = ClaimSpec { windows: &[], max_items: 1, pace: None, now: Now::pinned(at), credential };
+        ledger.claim(group, &spec, &me, &mut |_, _, _| {}).unwrap()
+    };
+    let finish = |ledger: &mut dyn Budget, claim: &Claim, class: Class, next: NextStep, accepted: Option<&str>| {
+        ledger
+            .finish(&Finish {
+                reservation: claim.reservation.unwrap(),
+                answers: vec![answer(claim, claim.now, class, StoredResponse::default(), next)],
+                blocks: vec![],
+                reports: vec![],
+                windows: vec![],
+                accepted_credential: accepted.map(str::to_string),
+            })
+            .unwrap()
+    };
+    let t0 = t("2026-12-07T09:00:00Z");
+    ledger.admit(&batch(&keyed, 4), t0, &rule).unwrap();
+    let first = claim(ledger, &keyed, t0, Some("key"));
+    assert_eq!(first.key_first_used, Some(t0), "its first use: the claim's instant");
+    finish(ledger, &first, Class::KeyPending, NextStep::RetryAt(t0 + TimeDelta::hours(1)), None);
+    let t1 = t0 + TimeDelta::minutes(10);
+    let second = claim(ledger, &keyed, t1, Some("key"));
+    assert_eq!(second.key_first_used, Some(t0), "still pending: the clock runs from the first use");
+    finish(ledger, &second, Class::Accepted, NextStep::Accepted, Some("key"));
+    let t2 = t1 + TimeDelta::minutes(10);
+    let third = claim(ledger, &keyed, t2, Some("key"));
+    assert_eq!(third.key_first_used, Some(t2), "accepted since: a new clock");
+    finish(ledger, &third, Class::Accepted, NextStep::Accepted, Some("key"));
+    // A claim without a credential, or that takes nothing, records none.
+    let fourth = claim(ledger, &keyed, t2, None);
+    assert_eq!(fourth.key_first_used, None);
+    finish(ledger, &fourth, Class::Accepted, NextStep::Accepted, None);
+    let t3 = t2 + TimeDelta::minutes(10);
+    let empty = claim(ledger, &idle, t3, Some("other"));
+    assert!(empty.reservation.is_none() && empty.key_first_used.is_none(), "nothing due: {empty:?}");
+    ledger.admit(&batch(&idle, 1), t3, &rule).unwrap();
+    let t4 = t3 + TimeDelta::minutes(10);
+    assert_eq!(claim(ledger, &idle, t4, Some("other")).key_first_used, Some(t4), "the empty claim recorded no use");
 }
 
 /// A paced claim by an owner on another host is trusted until a lease
@@ -694,7 +812,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
         horizon: now + TimeDelta::minutes(10),
     };
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
-    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now) };
+    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now), credential: None };
     let claim = take(ledger, &paced, spec, &elsewhere);
     assert_eq!(claim.items.len(), 3);
     let last = *claim.slots.last().unwrap();
@@ -714,8 +832,12 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     let now = t("2026-12-05T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(5), now, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     let park = NextStep::Park { fingerprint: "f".into() };
     let record = |ids: &[usize], reason: MisconfiguredReason, at: DateTime<Utc>, next: NextStep| Answered {
         items: ids.iter().map(|&i| claim.items[i].id).collect(),
@@ -739,6 +861,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
 
@@ -898,7 +1021,12 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.admit(&[item(now)], now, &rule).unwrap(), [Admission::Queued { fresh: true }]);
     assert_eq!(ledger.due_groups(now).unwrap(), std::slice::from_ref(&group), "its own group, not the URLs'");
     assert_eq!(ledger.queue_counts(&urls, now).unwrap(), QueueCounts::default());
-    let claim = take(ledger, &group, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [sitemap]);
     let submitted = now + TimeDelta::seconds(1);
     accept_all(ledger, &claim, submitted);
@@ -986,6 +1114,19 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.record_source_documents(&[document("d1", later)]).unwrap()[0].changed_at, now, "the same body");
     assert_eq!(ledger.record_source_documents(&[document("d2", later)]).unwrap()[0].changed_at, later, "a new one");
     assert_eq!(ledger.source_documents().unwrap()[0].changed_at, later);
+}
+
+#[test]
+fn sqlite_keeps_the_first_use_of_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    credential_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_keeps_the_first_use_of_credentials() {
+    let mut ledger = test_postgres();
+    credential_story(&mut ledger);
 }
 
 #[test]
@@ -1194,7 +1335,7 @@ fn postgres_decides_with_the_server_clock() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead },
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead, credential: None },
         &Owner::current(),
     );
     assert!(claim.items.is_empty(), "not due yet by the server's clock");
@@ -1217,7 +1358,7 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back) },
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back), credential: None },
         &Owner::current(),
     );
     assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");

@@ -112,4 +112,9 @@ impl AnswerSteps for Tx<'_> {
             ])?;
         Ok(())
     }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.conn.prepare_cached("DELETE FROM credentials WHERE fingerprint = ?1")?.execute([fingerprint])?;
+        Ok(())
+    }
 }

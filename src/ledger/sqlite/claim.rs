@@ -221,4 +221,17 @@ impl ClaimSteps for Tx<'_> {
         self.conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
         Ok(())
     }
+
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![fingerprint, ts(now)])?;
+        let first: i64 = self
+            .conn
+            .prepare_cached("SELECT first_used_at FROM credentials WHERE fingerprint = ?1")?
+            .query_row([fingerprint], |r| r.get(0))?;
+        Ok(from_ts(first))
+    }
 }

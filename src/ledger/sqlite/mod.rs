@@ -453,6 +453,7 @@ mod tests {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         };
         ledger.finish(&done).unwrap();
     }
@@ -507,7 +508,7 @@ mod tests {
         let claim = ledger
             .claim(
                 &a,
-                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
                 &me,
                 &mut |_, _, _| {},
             )
@@ -533,7 +534,7 @@ mod tests {
         let claim = ledger
             .claim(
                 &b,
-                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None },
                 &dead,
                 &mut |_, _, _| {},
             )
@@ -557,7 +558,13 @@ mod tests {
         let claim = ledger
             .claim(
                 &b,
-                &ClaimSpec { windows: &vec![day.clone()], max_items: 10, pace: Some(&pace), now: Now::pinned(now) },
+                &ClaimSpec {
+                    windows: &vec![day.clone()],
+                    max_items: 10,
+                    pace: Some(&pace),
+                    now: Now::pinned(now),
+                    credential: None,
+                },
                 &me,
                 &mut |id, _, at| deferred.push((id, at)),
             )
@@ -611,7 +618,7 @@ mod tests {
         assert!(ledger
             .claim(
                 &unknown,
-                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
                 &me,
                 &mut |_, _, _| {}
             )
