@@ -43,6 +43,10 @@ pub struct Claim {
     /// (a whole second, a lease after its last slot). A request left
     /// unanswered is not sent again before.
     pub lease_until: Option<DateTime<Utc>>,
+    /// With a reservation and the spec's `credential`: when that credential
+    /// was first used since the engine last accepted it (`key_pending`'s
+    /// clock; the claim's instant if this is its first use).
+    pub key_first_used: Option<DateTime<Utc>>,
 }
 
 /// What a dry run asks of the ledger for one group: the claim a run would
@@ -143,6 +147,10 @@ pub struct ClaimSpec<'a> {
     pub max_items: usize,
     pub pace: Option<&'a Pace>,
     pub now: Now,
+    /// The credential the batch goes with (by fingerprint), if its engine
+    /// has one: a claim that takes items records its first use in the same
+    /// transaction (`Claim::key_first_used`), before the request goes.
+    pub credential: Option<&'a str>,
 }
 
 /// A shared rate (GCRA): one send per `interval` under `key`, with bursts
@@ -187,6 +195,10 @@ pub struct Finish {
     /// The windows the reservation was counted in: what it gives back is
     /// decided per window by `policy::given_back`.
     pub windows: Vec<RuleWindow>,
+    /// The credential (by fingerprint) the engine accepted in these
+    /// answers: its first use is forgotten in the same transaction, so that
+    /// its next use starts a new `key_pending` clock.
+    pub accepted_credential: Option<String>,
 }
 
 /// What the engine said is left of a reported rule's window, at `at`, in
@@ -264,7 +276,8 @@ pub trait Budget {
     /// Reserve-before-send: in one transaction, at the ledger's clock (and
     /// records it as the latest), takes up to `max_items` due items of
     /// `group` that fit every rule's window at that instant, counts them against every rule,
-    /// marks them in flight under a new reservation owned by `me`, and
+    /// marks them in flight under a new reservation owned by `me` (and the
+    /// first use of the spec's credential, if it has none), and
     /// moves due items that do not fit to the time budget frees up or, with
     /// a pace, to their slot. Once the transaction has committed, `deferred`
     /// is told of each item moved to when budget frees up, with that time.
@@ -291,7 +304,8 @@ pub trait Budget {
     /// what `policy::given_back` decides (requests that never left, and
     /// those the engine refused for rate or quota, which it did not count:
     /// to the day and month windows only), records the engine's remainders
-    /// (`Remainder`), and ends the reservation — in one transaction. A
+    /// (`Remainder`), forgets the first use of a credential the engine
+    /// accepted, and ends the reservation — in one transaction. A
     /// window a block holds stays spent whatever is given back.
     fn finish(&mut self, reservation: &Finish) -> Result<()>;
 

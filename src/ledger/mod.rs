@@ -104,9 +104,8 @@ fn lease(options: &LedgerOptions) -> TimeDelta {
 }
 
 /// The whole ledger, as `open` gives it: each part is a trait of its own
-/// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Credentials`,
-/// `Rows`, `Limits`), and code
-/// that needs one part takes that part.
-pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows + Limits {}
+/// (`Intake`, `Queue`, `SitemapReports`, `Budget`, `Runs`, `Rows`,
+/// `Limits`), and code that needs one part takes that part.
+pub trait Ledger: Intake + Queue + SitemapReports + Budget + Runs + Rows + Limits {}
 
-impl<T: Intake + Queue + SitemapReports + Budget + Runs + Credentials + Rows + Limits> Ledger for T {}
+impl<T: Intake + Queue + SitemapReports + Budget + Runs + Rows + Limits> Ledger for T {}

@@ -1,6 +1,7 @@
 //! What runs leave: the attempts (`log`, `status`), their counts over time
 //! (metrics, the report), the inspections per class, the record of each
-//! `submit` run, and the first use of each credential.
+//! `submit` run. (The first use of each credential is kept by claims and
+//! answers: `ClaimSpec::credential`, `Finish::accepted_credential`.)
 
 use super::{InspectionAnswer, Result};
 use crate::model::{Class, GroupKey, Reason, RunRecord};
@@ -81,15 +82,4 @@ pub trait Runs {
     /// The last `submit` run recorded (by any machine sharing the ledger),
     /// or with `succeeded`, the last that exited 0.
     fn last_run(&mut self, succeeded: bool) -> Result<Option<RunRecord>>;
-}
-
-/// When each credential (by fingerprint) was first used: `key_pending`'s
-/// clock.
-pub trait Credentials {
-    /// When a credential (by fingerprint) was first used; records `now` if never.
-    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>>;
-
-    /// The engine accepted the credential: its next use starts a new
-    /// `key_pending` clock.
-    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()>;
 }

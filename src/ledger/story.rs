@@ -87,6 +87,7 @@ fn accept_all(ledger: &mut impl Ledger, claim: &Claim, at: DateTime<Utc>) {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
 }
@@ -132,8 +133,12 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.
     let rules = [day_rule(Some(3), false)];
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.len(), 3);
     assert_eq!(claim.deferred, 2);
     assert_eq!(claim.retry_at, Some(t("2026-12-04T00:00:00Z")));
@@ -149,7 +154,7 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     assert!(take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now) },
+        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
         &me
     )
     .items
@@ -166,7 +171,7 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -184,12 +189,13 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &dead,
     );
     assert_eq!(claim.items.len(), 1, "one unit left today");
@@ -207,8 +213,12 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let (tomorrow, rules2) = (t("2026-12-04T01:00:00Z"), [next_day_rule()]);
     // A quota answer blocks the rule whatever its count.
     let open = [RuleWindow { limit: None, ..rules2[0].clone() }];
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow), credential: None },
+        &me,
+    );
     let until = t("2026-12-04T02:00:00Z");
     ledger
         .finish(&Finish {
@@ -227,6 +237,7 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
             blocks: vec![Block { rule: open[0].clone(), until }],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         })
         .unwrap();
     let fresh =
@@ -235,7 +246,7 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let blocked = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow) },
+        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
         &me,
     );
     assert!(blocked.items.is_empty());
@@ -260,7 +271,13 @@ fn a_report_with_a_request_in_flight(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &vec![reported.clone()], max_items: 2, pace: None, now: Now::pinned(later) },
+        ClaimSpec {
+            windows: &vec![reported.clone()],
+            max_items: 2,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -292,7 +309,7 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
@@ -307,7 +324,7 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
         &me,
     );
     assert!(claim.items.is_empty());
@@ -318,7 +335,7 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then) },
+        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 6);
@@ -343,8 +360,12 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at), credential: None },
+        &me,
+    );
     accept_all(ledger, &claim, at);
     let later = at + TimeDelta::hours(1);
     let same = ledger.admit(&[page(Some(at - TimeDelta::days(1)))], later, &changed).unwrap();
@@ -430,7 +451,7 @@ fn postgres_decides_with_the_server_clock() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead },
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead, credential: None },
         &Owner::current(),
     );
     assert!(claim.items.is_empty(), "not due yet by the server's clock");
@@ -453,7 +474,7 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back) },
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back), credential: None },
         &Owner::current(),
     );
     assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");

@@ -107,6 +107,9 @@ pub struct Aggregate {
     pub next_retry: Option<(DateTime<Utc>, Tz)>,
 }
 
+/// How a result's JSON begins: its URL is its first field.
+const URL_FIELD: &str = "{\"url\":";
+
 /// How many invalid lines the human report names with `-q` (without it,
 /// stderr names every one as it is read).
 const INVALID_SHOWN: usize = 5;
@@ -136,20 +139,43 @@ pub struct Results {
     planned: BTreeMap<GroupKey, u64>,
     lines: u64,
     /// `--json`: every result and planned URL, one line each (`r\t`, or
-    /// `r <retry ms>\t`, or `p\t`, then the JSON), in the order they came.
+    /// `r <retry ms>\t`, or `p\t`, then the JSON; or `t<template>\t` then
+    /// the URL as a JSON string), in the order they came.
     json: Option<JsonLines>,
+    /// The aggregate the last result went to: the next one, most often
+    /// the same, is found without making its key.
+    last_aggregate: Option<usize>,
+    /// Results many URLs share (`Template`): the JSON that follows the URL
+    /// (`--json`), and the retry's instant in milliseconds.
+    templates: Vec<(String, Option<i64>)>,
+}
+
+/// A result many URLs share but for their URL (a dry run's URLs that wait
+/// for the budget: one result per group): made once (`Results::template`)
+/// — its aggregate found, its JSON written around the URL — and put for
+/// each URL (`Results::put_like`), where a result built and serialized per
+/// URL would cost most of a million-URL dry run. Only for a result nothing
+/// replaces later in the run (no key).
+pub struct Template {
+    aggregate: Option<usize>,
+    outcome: Outcome,
+    retry: Option<(DateTime<Utc>, Tz)>,
+    /// Its index in `Results::templates`.
+    index: usize,
 }
 
 struct JsonLines {
     file: BufWriter<std::fs::File>,
     written: u64,
+    /// A line being made (`put_like`).
+    line: Vec<u8>,
 }
 
 impl Results {
     /// `json`: keep every per-URL result for a `--json` document.
     pub fn new(json: bool) -> std::io::Result<Results> {
         let json = match json {
-            true => Some(JsonLines { file: BufWriter::new(tempfile::tempfile()?), written: 0 }),
+            true => Some(JsonLines { file: BufWriter::new(tempfile::tempfile()?), written: 0, line: Vec::new() }),
             false => None,
         };
         Ok(Results {
@@ -162,6 +188,8 @@ impl Results {
             planned: BTreeMap::new(),
             lines: 0,
             json,
+            last_aggregate: None,
+            templates: Vec::new(),
         })
     }
 
@@ -240,27 +268,93 @@ impl Results {
         Ok(())
     }
 
+    /// The result `e` stands for, for many URLs (`put_like`); `e`'s own
+    /// URL is not used.
+    pub fn template(&mut self, e: &ResultEntry) -> std::io::Result<Template> {
+        let aggregate = match (&e.property, e.engine) {
+            (Some(property), Some(engine)) => Some(self.aggregate(property, engine, e)),
+            _ => None,
+        };
+        // (Not an invalid line's, nor a sitemap's: those are told by their URL.)
+        debug_assert!(e.outcome != Outcome::Invalid && !matches!(e.channel, Some(Channel::Sitemaps)));
+        let index = self.templates.len();
+        let mut suffix = String::new();
+        if self.json.is_some() {
+            let mut entry = e.clone();
+            entry.url.clear();
+            entry.retry_after_secs = None;
+            let text = serde_json::to_string(&entry).map_err(std::io::Error::other)?;
+            // The URL is the first field (`ResultEntry`'s order).
+            suffix =
+                text.strip_prefix(URL_FIELD).and_then(|t| t.strip_prefix("\"\"")).map(str::to_string).ok_or_else(
+                    || std::io::Error::other(format!("a result's JSON does not begin with its URL: {text}")),
+                )?;
+        }
+        self.templates.push((suffix, e.retry.map(|(t, _)| t.timestamp_millis())));
+        Ok(Template { aggregate, outcome: e.outcome, retry: e.retry, index })
+    }
+
+    /// Records `template`'s result for `url`: counted, and with `--json` a
+    /// line of the URL alone.
+    pub fn put_like(&mut self, template: &Template, url: &str) -> std::io::Result<()> {
+        if let Some(json) = &mut self.json {
+            let line = &mut json.line;
+            line.clear();
+            write!(line, "t{}\t", template.index)?;
+            serde_json::to_writer(&mut *line, url).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            json.file.write_all(line)?;
+            json.written += line.len() as u64;
+        }
+        if let Some(a) = template.aggregate {
+            self.aggregates[a].count += 1;
+            if let Some(retry) = template.retry.filter(|r| self.aggregates[a].next_retry.is_none_or(|n| r.0 < n.0)) {
+                self.aggregates[a].next_retry = Some(retry);
+            }
+        }
+        *self.summary.get_mut(template.outcome.as_str()).expect("every outcome is counted") += 1;
+        Ok(())
+    }
+
     /// The aggregate of `e`'s group, outcome and reason (made on first use).
     fn aggregate(&mut self, property: &str, engine: EngineKind, e: &ResultEntry) -> usize {
-        let group = match e.channel {
-            Some(Channel::Sitemaps) => GroupKey::sitemap(property, engine, e.url.clone()),
-            _ => GroupKey::urls(property, engine, e.endpoint.clone().unwrap_or_default()),
+        let (target, channel) = match e.channel {
+            Some(Channel::Sitemaps) => (e.url.as_str(), Channel::Sitemaps),
+            _ => (e.endpoint.as_deref().unwrap_or_default(), Channel::Urls),
+        };
+        if let Some(last) = self.last_aggregate {
+            let a = &self.aggregates[last];
+            let g = &a.group;
+            if (a.outcome, a.reason, g.engine, g.channel) == (e.outcome, e.reason, engine, channel)
+                && g.property == property
+                && g.target == target
+            {
+                return last;
+            }
+        }
+        let group = match channel {
+            Channel::Sitemaps => GroupKey::sitemap(property, engine, target),
+            _ => GroupKey::urls(property, engine, target),
         };
         let key = (group, e.outcome, e.reason);
-        if let Some(&index) = self.by_reason.get(&key) {
-            return index;
-        }
-        self.aggregates.push(Aggregate {
-            group: key.0.clone(),
-            outcome: e.outcome,
-            reason: e.reason,
-            count: 0,
-            message: e.message.clone(),
-            hint: e.hint.clone(),
-            next_retry: None,
-        });
-        self.by_reason.insert(key, self.aggregates.len() - 1);
-        self.aggregates.len() - 1
+        let index = match self.by_reason.get(&key) {
+            Some(&index) => index,
+            None => {
+                self.aggregates.push(Aggregate {
+                    group: key.0.clone(),
+                    outcome: e.outcome,
+                    reason: e.reason,
+                    count: 0,
+                    message: e.message.clone(),
+                    hint: e.hint.clone(),
+                    next_retry: None,
+                });
+                self.by_reason.insert(key, self.aggregates.len() - 1);
+                self.aggregates.len() - 1
+            }
+        };
+        self.last_aggregate = Some(index);
+        index
     }
 
     /// Records a URL a dry run would send now.
@@ -291,17 +385,45 @@ impl Results {
         end: DateTime<Utc>,
         mut f: impl FnMut(&str) -> std::io::Result<()>,
     ) -> anyhow::Result<()> {
+        // The retry, in milliseconds, follows the key: its seconds from
+        // `end` close the object.
+        let with_retry = |json: &str, ms: i64, out: &mut String| {
+            let millis = (ms - end.timestamp_millis()).max(0);
+            out.push_str(json.strip_suffix('}').unwrap_or(json));
+            out.push_str(&format!(",\"retry_after_secs\":{}}}", (millis + 999) / 1000));
+        };
+        // What follows the URL of each template's results, its seconds counted once.
+        let suffixes: Vec<String> = self
+            .templates
+            .iter()
+            .map(|(suffix, retry)| match retry {
+                Some(ms) => {
+                    let mut out = String::new();
+                    with_retry(suffix, *ms, &mut out);
+                    out
+                }
+                None => suffix.clone(),
+            })
+            .collect();
+        let mut line = String::new();
         self.each_line(|offset, tag, text| {
+            if let Some(index) = tag.strip_prefix('t') {
+                let suffix = index.parse::<usize>().ok().and_then(|i| suffixes.get(i));
+                let suffix = suffix.ok_or_else(|| std::io::Error::other(format!("no template `{tag}`")))?;
+                line.clear();
+                line.push_str(URL_FIELD);
+                line.push_str(text);
+                line.push_str(suffix);
+                return f(&line);
+            }
             if !tag.starts_with('r') || self.superseded.contains(&offset) {
                 return Ok(());
             }
-            // The retry, in milliseconds, follows the key: its seconds from
-            // `end` close the object.
             match tag.split_once(' ').and_then(|(_, ms)| ms.parse::<i64>().ok()) {
                 Some(ms) => {
-                    let millis = (ms - end.timestamp_millis()).max(0);
-                    let body = text.strip_suffix('}').unwrap_or(text);
-                    f(&format!("{body},\"retry_after_secs\":{}}}", (millis + 999) / 1000))
+                    line.clear();
+                    with_retry(text, ms, &mut line);
+                    f(&line)
                 }
                 None => f(text),
             }
@@ -419,6 +541,43 @@ mod tests {
         assert!(results.current.is_empty(), "a line's key is never put again: nothing kept per URL");
         results.put(Key::Item(7), &deferred).unwrap();
         assert_eq!(results.current.len(), 1, "an item's wait may be replaced by its retry's answer");
+    }
+
+    /// A result put for many URLs from one template reads back, counts and
+    /// aggregates as the same result put for each URL would.
+    #[test]
+    fn a_templated_result_is_the_result_put_for_each_url() {
+        let end = Utc::now();
+        let mut deferred = entry("https://s/a", Outcome::Deferred, crate::model::LocalReason::Budget);
+        deferred.set_retry(end + chrono::TimeDelta::seconds(90), Tz::UTC, end);
+        deferred.url = "https://s/\"quoted\"\u{1b}".into();
+        let read = |results: &mut Results| {
+            results.flush().unwrap();
+            let mut lines = Vec::new();
+            results
+                .each_result_json(end, |r| {
+                    lines.push(r.to_string());
+                    Ok(())
+                })
+                .unwrap();
+            let aggregates: Vec<(Outcome, u64)> = results.aggregates().iter().map(|a| (a.outcome, a.count)).collect();
+            (lines, results.summary(), aggregates, results.deferred_per_engine())
+        };
+        let urls = ["https://s/a", "https://s/\"quoted\"\u{1b}", "https://s/ü"];
+        let mut each = Results::new(true).unwrap();
+        for url in urls {
+            let key = each.line_key();
+            each.put(key, &ResultEntry { url: url.into(), ..deferred.clone() }).unwrap();
+        }
+        let mut templated = Results::new(true).unwrap();
+        let template = templated.template(&deferred).unwrap();
+        for url in urls {
+            templated.put_like(&template, url).unwrap();
+        }
+        let (each, templated) = (read(&mut each), read(&mut templated));
+        assert_eq!(each, templated);
+        assert!(each.0[0].ends_with(",\"retry_after_secs\":90}"), "{}", each.0[0]);
+        assert_eq!(each.1["deferred"], 3);
     }
 
     #[test]

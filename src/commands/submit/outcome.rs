@@ -79,20 +79,18 @@ impl Run<'_> {
         // What the engine did not count goes back in `finish`, decided by
         // the ledger's policy from each answer's class and whether it left.
         let reports = remainders(d.sent, &d.windows, d.at);
+        // An answer that is not the engine's own (`unrecognized_body`) says
+        // nothing of the key: it does not count as the key accepted.
+        let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
+        let accepted = |a: &engines::Answer| a.verdict.class() == Class::Accepted && a.verdict.reason() != unrecognized;
         self.ledger.finish(&Finish {
             reservation: d.reservation,
             answers: settled.answered,
             blocks,
             reports,
             windows: d.windows,
+            accepted_credential: d.credential.filter(|_| d.sent.answers.iter().any(accepted)),
         })?;
-        // An answer that is not the engine's own (`unrecognized_body`) says
-        // nothing of the key: it does not count as the key accepted.
-        let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
-        let accepted = |a: &engines::Answer| a.verdict.class() == Class::Accepted && a.verdict.reason() != unrecognized;
-        if let Some(c) = d.credential.filter(|_| d.sent.answers.iter().any(accepted)) {
-            self.ledger.credential_accepted(&c)?;
-        }
         Ok(())
     }
 
@@ -653,13 +651,20 @@ mod tests {
         let mut ledger = crate::ledger::SqliteLedger::in_memory().unwrap();
         let batch: Vec<_> = items.iter().map(|i| testing::new_item(&g, &i.url)).collect();
         ledger.admit(&batch, now, &testing::admit_rule()).unwrap();
-        let spec = ClaimSpec { windows: &windows, max_items: 6, pace: None, now: Now::pinned(now) };
+        let spec = ClaimSpec { windows: &windows, max_items: 6, pace: None, now: Now::pinned(now), credential: None };
         let claim = ledger.claim(&g, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
         assert_eq!(claim.items.iter().map(|i| i.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
         let reservation = claim.reservation.unwrap();
         let answers = settled.answered;
         ledger
-            .finish(&Finish { reservation, answers, blocks: vec![], reports: vec![], windows: windows.clone() })
+            .finish(&Finish {
+                reservation,
+                answers,
+                blocks: vec![],
+                reports: vec![],
+                windows: windows.clone(),
+                accepted_credential: None,
+            })
             .unwrap();
         let used: Vec<u64> = windows.iter().map(|w| ledger.usage(w).unwrap().used).collect();
         assert_eq!(used, [2, 2, 2], "3 never sent and 1 refused for quota given back, to each day and month");

@@ -15,22 +15,31 @@ use crate::ledger::{
 };
 use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
-use crate::output::results::Planned;
+use crate::output::results::{Planned, Template};
 use crate::output::summary::Deferral;
 use chrono::{DateTime, Utc};
-use rustc_hash::FxHashSet;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a dry run knows of its groups and of the URLs it has seen.
 #[derive(Default)]
 pub(super) struct Plans {
-    groups: HashMap<GroupKey, GroupPlan>,
-    /// URLs new to the ledger seen so far (group, key), and items queued
-    /// again: a second sight of either is the same item.
-    new: FxHashSet<(usize, i64)>,
+    groups: FxHashMap<GroupKey, GroupPlan>,
+    /// URLs new to the ledger seen so far (`seen`: group and key), and
+    /// items queued again: a second sight of either is the same item.
+    new: FxHashSet<u64>,
     requeued: FxHashSet<i64>,
-    /// Each group's number, for `new`.
-    numbers: HashMap<GroupKey, usize>,
+    /// Each group's number, for `new`, and the last group asked for.
+    numbers: FxHashMap<GroupKey, usize>,
+    last: Option<(GroupKey, usize)>,
+}
+
+/// A URL new to the ledger as `Plans::new` holds it: its key, mixed with
+/// its group's number (the key itself in the first group), 8 bytes where a
+/// pair took 16 (a million URLs: a set of 19 MB, not 36). Two URLs of one
+/// group with the same key were one item to a dry run already (about one
+/// chance in 10^8 for a million URLs); other groups now take the same odds.
+fn seen(group: usize, key: i64) -> u64 {
+    (key as u64) ^ (group as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// One group's plan: the claim over an unbounded queue at the run's start,
@@ -42,6 +51,9 @@ struct GroupPlan {
     deferral: Option<Deferral>,
     told: bool,
     placed: usize,
+    /// The result of every URL of the group that waits for the budget but
+    /// for its URL, made at the first (`Results::template`).
+    waits: Option<Template>,
 }
 
 /// Where a due item goes in the plan.
@@ -53,11 +65,19 @@ enum Place {
 
 impl Plans {
     fn number(&mut self, group: &GroupKey) -> usize {
+        // Most URLs are of the group the last one was.
+        if let Some((last, n)) = &self.last {
+            if last == group {
+                return *n;
+            }
+        }
         let next = self.numbers.len();
-        match self.numbers.get(group) {
+        let n = match self.numbers.get(group) {
             Some(n) => *n,
             None => *self.numbers.entry(group.clone()).or_insert(next),
-        }
+        };
+        self.last = Some((group.clone(), n));
+        n
     }
 }
 
@@ -103,7 +123,7 @@ impl Run<'_> {
                 retry_at,
                 blocked: plan.usages[i].blocked_until.is_some_and(|t| t > now),
             });
-            let mut g = GroupPlan { plan, deferral, told: false, placed: 0 };
+            let mut g = GroupPlan { plan, deferral, told: false, placed: 0, waits: None };
             // The ledger's due items come first; those that go now are planned.
             let due = self.ledger.queue_counts(&group, now)?.due as usize;
             let going = due.min(g.plan.take);
@@ -142,7 +162,7 @@ impl Run<'_> {
         let previews = self.ledger.preview(batch, rule, now)?;
         let mut out = Vec::with_capacity(batch.len());
         for (item, Preview { held, admission }) in batch.iter().zip(previews) {
-            let seen = (self.plans.number(&item.group), url_key(&item.url));
+            let seen = seen(self.plans.number(&item.group), url_key(&item.url));
             let admission = match held {
                 Some(id) if self.plans.requeued.contains(&id) => None,
                 Some(id) => {
@@ -179,17 +199,22 @@ impl Run<'_> {
                 e
             }
             Some(Place::Budget(d)) => {
-                let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Budget);
-                e.message = format!(
-                    "the {} budget for {} is spent until its window reopens",
-                    item.group.engine.title(),
-                    item.group.property
-                );
-                e.set_retry(d.retry_at, d.rule_tz, now);
                 if untold {
-                    self.deferrals.push(d);
+                    self.deferrals.push(d.clone());
                 }
-                e
+                // The same result for each URL but its own: made once.
+                if g.waits.is_none() {
+                    let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Budget);
+                    e.message = format!(
+                        "the {} budget for {} is spent until its window reopens",
+                        item.group.engine.title(),
+                        item.group.property
+                    );
+                    e.set_retry(d.retry_at, d.rule_tz, now);
+                    g.waits = Some(self.results.template(&e)?);
+                }
+                let waits = g.waits.as_ref().expect("made above");
+                return Ok(self.results.put_like(waits, &item.url)?);
             }
         };
         let key = self.results.line_key();
@@ -245,13 +270,13 @@ mod tests {
         let plan = SqliteLedger::in_memory().unwrap().plan_claim(&query).unwrap();
         assert_eq!((plan.take, plan.paced_until, plan.retry_at), (2, 4, Some(at("2026-03-03T00:00:00Z"))));
         assert_eq!(plan.binding, Some(0));
-        let mut p = GroupPlan { plan: plan.clone(), deferral: Some(deferral(&g)), told: false, placed: 0 };
+        let mut p = GroupPlan { plan: plan.clone(), deferral: Some(deferral(&g)), told: false, placed: 0, waits: None };
         let places: Vec<String> = (0..6).map(|_| placed(&mut p, now)).collect();
         let budget = "budget 2026-03-03 00:00:00 UTC";
         assert_eq!(places, ["now", "now", "paced 10", "paced 20", budget, budget]);
         // Without a budget that stops it, an item past the plan is not placed.
         let plan = ClaimForecast { slots: None, binding: None, ..plan };
-        let mut p = GroupPlan { plan, deferral: None, told: false, placed: 1 };
+        let mut p = GroupPlan { plan, deferral: None, told: false, placed: 1, waits: None };
         let places: Vec<String> = (0..3).map(|_| placed(&mut p, now)).collect();
         assert_eq!(places, ["now", "none", "none"], "no pace: nothing is paced");
     }

@@ -134,6 +134,8 @@ impl Run<'_> {
         }
         let engine = &self.engines[&group.engine];
         let max_batch = engine.max_batch();
+        // Its first use is recorded with the claim (`key_pending`'s clock).
+        let credential = engine.credential(group);
         let pace = engine.pace(group).map(|(key, interval, burst)| Pace {
             key,
             interval,
@@ -158,6 +160,7 @@ impl Run<'_> {
                 max_items: max_batch,
                 pace: pace.as_ref(),
                 now: crate::commands::now(self.clock),
+                credential: credential.as_deref(),
             },
             &self.owner,
             &mut on_deferred,
@@ -170,12 +173,7 @@ impl Run<'_> {
         self.note_deferrals(group, &rules, &windows, &claim, now)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
 
-        let engine = &self.engines[&group.engine];
-        let credential = engine.credential(group);
-        let key_first_used = match &credential {
-            Some(c) => Some(self.ledger.first_use(c, now)?),
-            None => None,
-        };
+        let key_first_used = claim.key_first_used;
         let (batch, inspections) = self.batch(group, &claim, now)?;
         let title = crate::output::printer::group_title(group);
         tracing::info!(group = %title, urls = batch.urls.len(), "sending");

@@ -132,6 +132,12 @@ impl AdmitPlan {
         plan
     }
 
+    /// Whether admitting the batch writes anything (a new item, a requeued
+    /// or updated one).
+    pub fn writes(&self) -> bool {
+        !(self.inserts.is_empty() && self.requeued.is_empty() && self.updates.is_empty())
+    }
+
     /// The admissions, once the new items have their ids (`ids`, in the
     /// order of `inserts`): a URL met twice is "already queued", due now.
     pub fn admissions(mut self, ids: &[i64], now: DateTime<Utc>) -> Vec<Admission> {

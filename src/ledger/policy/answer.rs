@@ -79,7 +79,8 @@ pub fn after(next: &NextStep) -> Move<'_> {
 /// transaction: budget rows first, in lock order, as a claim takes them
 /// (then the items) — what the engine did not count given back window by
 /// window, the engine's remainders read, the blocks — then each answer's
-/// request and its items moved, and the reservation ended.
+/// request and its items moved, the first use of a credential the engine
+/// accepted forgotten, and the reservation ended.
 pub fn finish(steps: &mut (impl Steps + ?Sized), done: &Finish) -> Result<()> {
     for w in lock_order(&done.windows) {
         let back = given_back(&done.answers, w);
@@ -99,6 +100,9 @@ pub fn finish(steps: &mut (impl Steps + ?Sized), done: &Finish) -> Result<()> {
     }
     for answer in done.answers.iter().filter(|a| !a.items.is_empty()) {
         steps.answer(answer, &after(&answer.next))?;
+    }
+    if let Some(fingerprint) = &done.accepted_credential {
+        steps.credential_accepted(fingerprint)?;
     }
     steps.end(done.reservation)
 }

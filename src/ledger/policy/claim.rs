@@ -209,7 +209,7 @@ pub fn claim(
     me: &Owner,
     lease: TimeDelta,
 ) -> Result<(Claim, Deferred)> {
-    let ClaimSpec { windows, max_items, pace, now } = *spec;
+    let ClaimSpec { windows, max_items, pace, now, credential } = *spec;
     let now = clock(steps, now, true)?.now;
     let rules = windows.at(now);
     let mut claim = Claim { now, windows: rules.clone(), ..Claim::default() };
@@ -244,6 +244,11 @@ pub fn claim(
         let until = whole_second_after(lease_until(now, &claim.slots, lease));
         steps.hold(reservation, &held, units, until)?;
         claim.lease_until = Some(until);
+        // The credential's first use, with the claim: one commit, before
+        // the request goes.
+        if let Some(fingerprint) = credential {
+            claim.key_first_used = Some(steps.first_use(fingerprint, now)?);
+        }
     }
     Ok((claim, deferred))
 }

@@ -118,6 +118,10 @@ pub trait ClaimSteps {
 
     /// Ends a reservation (its windows with it).
     fn end(&mut self, reservation: i64) -> Result<()>;
+
+    /// When a credential (by fingerprint) was first used since it was last
+    /// accepted; records `now` if it was not.
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>>;
 }
 
 /// The steps of an answer, a report and an inspection.
@@ -140,4 +144,8 @@ pub trait AnswerSteps {
 
     /// Counts `n` inspections of `class` of a property, `last` the latest.
     fn count_inspections(&mut self, property: &str, class: Class, n: u64, last: &InspectionAnswer) -> Result<()>;
+
+    /// The engine accepted a credential (by fingerprint): its first use is
+    /// forgotten, and its next use starts a new `key_pending` clock.
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()>;
 }

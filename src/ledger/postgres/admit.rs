@@ -54,11 +54,33 @@ impl Intake for PgLedger {
         Ok(policy::preview(batch, found, rule, now))
     }
 
+    /// Decided first by reading, no row locked: a batch that writes nothing
+    /// (a run again over URLs accepted within the dedupe window) ends there,
+    /// with no `FOR UPDATE` and nothing written. A batch that only inserts
+    /// new items inserts them as decided (a URL another runner admitted
+    /// meanwhile conflicts: the batch is then decided again, locked); any
+    /// other is decided again with its rows locked (`admit_once`).
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
+        let (group_ids, found) = self.with_groups(|tx, groups| {
+            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            let found = look_up(tx, batch, &group_ids, false)?;
+            Ok((group_ids, found))
+        })?;
+        // A group new to the ledger is made under the lock.
+        let mut decided = None;
+        if !group_ids.contains(&-1) {
+            let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+            if !plan.writes() {
+                return Ok(plan.admissions(&[], now));
+            }
+            if plan.requeued.is_empty() && plan.updates.is_empty() {
+                decided = Some(plan);
+            }
+        }
         let cache = &self.groups;
         let client = self.client.as_mut().expect("a ledger in use has its client");
-        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, now, rule)))?;
+        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, now, rule, decided.take())))?;
         self.groups.extend(created);
         Ok(out)
     }
@@ -147,27 +169,35 @@ pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
 /// lookup of every URL (its rows locked, in (group, key) order, so that two
 /// runners admitting overlapping lists wait for each other, never
 /// deadlock), `policy::admit` for each, then one statement for the new
-/// items, one per action for the requeued, one for the updated. A URL
-/// another runner inserted meanwhile runs the whole transaction again.
+/// items, one per action for the requeued, one for the updated — or, with
+/// `decided` (a plan read unlocked that only inserts), its new items alone.
+/// A URL another runner inserted meanwhile runs the whole transaction
+/// again, undecided.
 pub(super) fn admit_once(
     client: &mut Client,
     cache: &HashMap<GroupKey, i64>,
     batch: &[NewItem],
     now: DateTime<Utc>,
     rule: &AdmitRule,
+    decided: Option<AdmitPlan>,
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
-    let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
-        Some(id) => Ok(*id),
+    let plan = match decided {
+        Some(plan) => plan,
         None => {
-            let id = group_id_or_create(&mut tx, cache, g)?;
-            ids.insert(g.clone(), id);
-            Ok(id)
+            let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
+                Some(id) => Ok(*id),
+                None => {
+                    let id = group_id_or_create(&mut tx, cache, g)?;
+                    ids.insert(g.clone(), id);
+                    Ok(id)
+                }
+            })?;
+            let found = look_up(&mut tx, batch, &group_ids, true)?;
+            AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
-    })?;
-    let found = look_up(&mut tx, batch, &group_ids, true)?;
-    let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+    };
     let fresh = &plan.inserts;
     let groups: Vec<i64> = fresh.iter().map(|f| f.1).collect();
     let keys: Vec<i64> = fresh.iter().map(|f| f.2).collect();
@@ -213,4 +243,57 @@ pub(super) fn admit_once(
     tx.commit()?;
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
     Ok((out, created))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch decided by reading to be new, then admitted by another
+    /// runner before this one inserts it, is not inserted twice: the
+    /// insert-only attempt asks to be run again, and the next attempt (with
+    /// its rows locked) finds them queued.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
+        let mut a = crate::ledger::story::test_postgres();
+        let options = PgOptions { schema: a.schema.clone(), ..test_options() };
+        let mut b = PgLedger::open(&options).unwrap();
+        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
+        let batch: Vec<NewItem> = (0..3)
+            .map(|i| NewItem {
+                url: format!("https://site.example/{i}"),
+                group: group.clone(),
+                action: Action::Updated,
+                lastmod: None,
+            })
+            .collect();
+        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        a.admit(&batch[..1], now, &rule).unwrap();
+        let (group_ids, found) = a
+            .with_groups(|tx, groups| {
+                let group_ids = ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+                Ok((group_ids.clone(), look_up(tx, &batch, &group_ids, false)?))
+            })
+            .unwrap();
+        let plan = AdmitPlan::new(&batch, &group_ids, &found, &rule, now);
+        assert_eq!((plan.inserts.len(), plan.requeued.len(), plan.updates.len()), (2, 0, 0));
+        b.admit(&batch, now, &rule).unwrap();
+        let client = a.client.as_mut().unwrap();
+        let stale = admit_once(client, &HashMap::new(), &batch, now, &rule, Some(plan));
+        assert!(matches!(stale, Err(LedgerError::Retry)), "{:?}", stale.map(|r| r.0));
+        let admitted = a.admit(&batch, now, &rule).unwrap();
+        assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");
+    }
+
+    fn test_options() -> PgOptions {
+        PgOptions {
+            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
+            schema: String::new(),
+            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+            timeout: std::time::Duration::from_secs(10),
+            lease: crate::ledger::owner::LEASE,
+        }
+    }
 }

@@ -101,4 +101,9 @@ impl AnswerSteps for Tx<'_, '_> {
         )?;
         Ok(())
     }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
+        Ok(())
+    }
 }

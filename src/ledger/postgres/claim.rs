@@ -277,4 +277,12 @@ impl ClaimSteps for Tx<'_, '_> {
         self.tx.execute("DELETE FROM reservations WHERE id = $1", &[&reservation])?;
         Ok(())
     }
+
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        self.tx.execute(
+            "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[&fingerprint, &sec(now)],
+        )?;
+        Ok(self.tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+    }
 }

@@ -1,5 +1,5 @@
 //! What runs leave, on PostgreSQL: the attempts as `log` and `status` show
-//! them, their counts, the record of `submit` runs, and credentials.
+//! them, their counts, and the record of `submit` runs.
 
 use super::*;
 
@@ -201,26 +201,6 @@ impl Runs for PgLedger {
                 ended_at: r.get(2),
                 exit_code: r.get::<_, i32>(3).clamp(0, 255) as u8,
             }))
-        })
-    }
-}
-
-impl Credentials for PgLedger {
-    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        let now = sec(now);
-        self.transaction(|tx| {
-            tx.execute(
-                "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&fingerprint, &now],
-            )?;
-            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
-        })
-    }
-
-    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
-        self.transaction(|tx| {
-            tx.execute("DELETE FROM credentials WHERE fingerprint = $1", &[&fingerprint])?;
-            Ok(())
         })
     }
 }

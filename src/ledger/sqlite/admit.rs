@@ -16,30 +16,52 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`). Keys are read a group and up
-/// to 10,000 at a time, with one statement.
+/// group, the key it takes (`ids::resolve`). Read a group and up to 10,000
+/// keys at a time, with two statements that each walk in order: the keys,
+/// sorted, against the (group, key) index alone (it holds each item's id:
+/// one descent a URL, none in the table), then the rows of the ids found,
+/// ascending — where they follow each other (a list read again in the order
+/// it was first read), each row is the table's next, not a new descent.
 pub(super) fn look_up(
     tx: &Connection,
     batch: &[NewItem],
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
-    let mut stmt = tx.prepare_cached(
-        "SELECT url_key, url, id, url, state, action, lastmod, accepted_at, next_attempt_at FROM items
-         WHERE group_id = ?1 AND url_key IN rarray(?2)",
+    let mut by_key = tx.prepare_cached(
+        "SELECT i.id, k.value FROM rarray(?2) AS k CROSS JOIN items AS i ON i.group_id = ?1 AND i.url_key = k.value",
+    )?;
+    let mut by_id = tx.prepare_cached(
+        "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
+         FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
     ids::resolve(&urls, group_ids, |wanted| {
-        let mut by_group: HashMap<i64, Vec<i64>> = HashMap::new();
+        let mut by_group: rustc_hash::FxHashMap<i64, Vec<i64>> = Default::default();
         for (group, key) in wanted {
             by_group.entry(*group).or_default().push(*key);
         }
         let mut found = Vec::new();
         // (A group the ledger has never seen, -1, holds nothing.)
-        for (group, keys) in by_group.into_iter().filter(|(g, _)| *g >= 0) {
+        for (group, mut keys) in by_group.into_iter().filter(|(g, _)| *g >= 0) {
+            keys.sort_unstable();
+            keys.dedup();
             for chunk in keys.chunks(10_000) {
-                let mut rows = stmt.query(params![group, array(chunk)])?;
+                // (id, key) of the items found, by id.
+                let mut hits: Vec<(i64, i64)> = by_key
+                    .query_map(params![group, array(chunk)], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                if hits.is_empty() {
+                    continue;
+                }
+                hits.sort_unstable();
+                let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+                let mut rows = by_id.query([array(&ids)])?;
+                let mut hit = hits.iter();
                 while let Some(r) = rows.next()? {
-                    found.push((group, r.get(0)?, r.get(1)?, existing_row(r, 2)?));
+                    let id: i64 = r.get(0)?;
+                    // The rows come in the order of `ids` (the array is the outer loop).
+                    let Some(&(_, key)) = hit.find(|h| h.0 == id) else { continue };
+                    found.push((group, key, r.get(1)?, existing_row(r, 0)?));
                 }
             }
         }
@@ -50,12 +72,15 @@ pub(super) fn look_up(
 /// `Existing` from columns `id, url, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at` (the url is skipped).
 pub(super) fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
-    let state: String = r.get(at + 2)?;
-    let action: String = r.get(at + 3)?;
+    let text = |i: usize| -> Result<&str> {
+        r.get_ref(i)?
+            .as_str()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)).into())
+    };
     Ok(Existing {
         id: r.get(at)?,
-        state: stored("items", "state", &state)?,
-        action: stored("items", "action", &action)?,
+        state: stored("items", "state", text(at + 2)?)?,
+        action: stored("items", "action", text(at + 3)?)?,
         lastmod: opt_ts(r.get(at + 4)?),
         accepted_at: opt_ts(r.get(at + 5)?),
         next_attempt_at: opt_ts(r.get(at + 6)?),
@@ -132,71 +157,18 @@ impl Intake for SqliteLedger {
         Ok(policy::preview(batch, found, rule, now))
     }
 
+    /// Decided first by reading, without the write lock (`decide`): a
+    /// batch that writes nothing (a run again over URLs accepted within the
+    /// dedupe window) takes no lock and commits nothing. Otherwise the write
+    /// transaction applies that decision if the ledger has not changed
+    /// since it was read, or decides again under the lock.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
-        let tx = write(&mut self.conn)?;
-        let mut created = Vec::new();
-        let group_ids = ids::group_ids(batch, |g| group_id_or_create(&tx, &mut self.groups, &mut created, g))?;
-        let found = look_up(&tx, batch, &group_ids)?;
-        let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
-        // New items take the ids after the last.
-        let first_id = next_item_id(&tx)?;
-        let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
-        let mut inserted: HashMap<i64, u64> = HashMap::new();
-        let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
-        for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
-            let item = &batch[*index];
-            *inserted.entry(*group).or_default() += 1;
-            inserts.extend([
-                Value::Integer(*id),
-                Value::Integer(*group),
-                Value::Integer(*key),
-                Value::Text(item.url.clone()),
-                Value::Text(item.action.as_str().into()),
-                item.lastmod.map(ts).into(),
-            ]);
-        }
-        insert_rows(
-            &tx,
-            &format!(
-                "INSERT INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
-                 SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
-                ts(now)
-            ),
-            ")",
-            6,
-            &inserts,
-        )?;
-        for ((group, action, due), ids) in &plan.requeued {
-            // Only accepted items are queued again.
-            let n = tx
-                .prepare_cached(
-                    "UPDATE items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3, streak = 0,
-                         streak_started_at = NULL WHERE id IN rarray(?1)",
-                )?
-                .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
-            counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
-        }
-        let updates: Vec<Value> = plan
-            .updates
-            .iter()
-            .flat_map(|(id, action, lastmod)| {
-                [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
-            })
-            .collect();
-        insert_rows(
-            &tx,
-            "UPDATE items SET action = v.column2, lastmod = v.column3 FROM (",
-            ") AS v WHERE items.id = v.column1",
-            3,
-            &updates,
-        )?;
-        for (group, n) in inserted {
-            counted(&tx, group, None, Some(ItemState::Queued), n)?;
-        }
-        let out = plan.admissions(&ids, now);
-        tx.commit()?;
-        self.groups.extend(created);
-        Ok(out)
+        let decided = match decide(&mut self.conn, &mut self.groups, batch, now, rule)? {
+            Decision::Done(admissions) => return Ok(admissions),
+            Decision::Write(decided) => decided,
+        };
+        // Without a statement journal: see `without_foreign_keys`.
+        without_foreign_keys(&mut self.conn, |conn| admit_batch(conn, &mut self.groups, batch, now, rule, decided))
     }
 
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
@@ -211,5 +183,204 @@ impl Intake for SqliteLedger {
         store_source_documents(&tx, &documents, false)?;
         tx.commit()?;
         Ok(documents)
+    }
+}
+
+/// An admission decided by reading (`Intake::admit`): the ledger's
+/// `data_version` then, and the plan.
+struct Decided {
+    version: i64,
+    plan: AdmitPlan,
+}
+
+/// What reading decides of a batch: its admissions, when it writes
+/// nothing; else what the write may take as decided (`None`: a group new
+/// to the ledger, made under the lock).
+enum Decision {
+    Done(Vec<Admission>),
+    Write(Option<Decided>),
+}
+
+/// A batch's admission decided in one read transaction (a snapshot; no
+/// lock is taken), with the ledger's `data_version`.
+fn decide(
+    conn: &mut Connection,
+    groups: &mut HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+) -> Result<Decision> {
+    let read = conn.transaction()?;
+    let version = data_version(&read)?;
+    let group_ids = ids::group_ids(batch, |g| Ok(group_id(&read, groups, g)?.unwrap_or(-1)))?;
+    let found = look_up(&read, batch, &group_ids)?;
+    read.commit()?;
+    if group_ids.contains(&-1) {
+        return Ok(Decision::Write(None));
+    }
+    let plan = AdmitPlan::new(batch, &group_ids, &found, rule, now);
+    Ok(match plan.writes() {
+        false => Decision::Done(plan.admissions(&[], now)),
+        true => Decision::Write(Some(Decided { version, plan })),
+    })
+}
+
+/// `PRAGMA data_version`: changes when another connection commits.
+fn data_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+}
+
+/// One batch's admission, in one write transaction (foreign keys off: see
+/// `without_foreign_keys`): what was `decided` by reading if nothing has
+/// changed since, else decided again — the groups, a lookup of every URL,
+/// `policy::admit` for each; then the new items (a multi-row `INSERT OR
+/// FAIL` per few hundred rows), the requeued (an `UPDATE OR FAIL` per action
+/// and due time) and the updated. `OR FAIL`: a statement that meets a broken
+/// constraint stops where it is, and the error rolls the whole transaction
+/// back (nothing inside it catches one), so SQLite needs no statement
+/// journal to undo that statement alone.
+fn admit_batch(
+    conn: &mut Connection,
+    groups: &mut HashMap<GroupKey, i64>,
+    batch: &[NewItem],
+    now: DateTime<Utc>,
+    rule: &AdmitRule,
+    decided: Option<Decided>,
+) -> Result<Vec<Admission>> {
+    let tx = write(conn)?;
+    let mut created = Vec::new();
+    let plan = match decided {
+        Some(d) if data_version(&tx)? == d.version => d.plan,
+        _ => {
+            let group_ids = ids::group_ids(batch, |g| group_id_or_create(&tx, groups, &mut created, g))?;
+            let found = look_up(&tx, batch, &group_ids)?;
+            AdmitPlan::new(batch, &group_ids, &found, rule, now)
+        }
+    };
+    // New items take the ids after the last.
+    let first_id = next_item_id(&tx)?;
+    let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
+    let mut inserted: HashMap<i64, u64> = HashMap::new();
+    let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
+    for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
+        let item = &batch[*index];
+        *inserted.entry(*group).or_default() += 1;
+        inserts.extend([
+            Value::Integer(*id),
+            Value::Integer(*group),
+            Value::Integer(*key),
+            Value::Text(item.url.clone()),
+            Value::Text(item.action.as_str().into()),
+            item.lastmod.map(ts).into(),
+        ]);
+    }
+    groups_exist(&tx, &inserted.keys().copied().collect::<Vec<i64>>())?;
+    insert_rows(
+        &tx,
+        &format!(
+            "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at,
+                 enqueued_at)
+             SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
+            ts(now)
+        ),
+        ")",
+        6,
+        &inserts,
+    )?;
+    for ((group, action, due), ids) in &plan.requeued {
+        // Only accepted items are queued again.
+        let n = tx
+            .prepare_cached(
+                "UPDATE OR FAIL items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3,
+                     streak = 0, streak_started_at = NULL WHERE id IN rarray(?1)",
+            )?
+            .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
+        counted(&tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
+    }
+    let updates: Vec<Value> = plan
+        .updates
+        .iter()
+        .flat_map(|(id, action, lastmod)| {
+            [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
+        })
+        .collect();
+    insert_rows(
+        &tx,
+        "UPDATE OR FAIL items SET action = v.column2, lastmod = v.column3 FROM (",
+        ") AS v WHERE items.id = v.column1",
+        3,
+        &updates,
+    )?;
+    for (group, n) in inserted {
+        counted(&tx, group, None, Some(ItemState::Queued), n)?;
+    }
+    let out = plan.admissions(&ids, now);
+    tx.commit()?;
+    groups.extend(created);
+    Ok(out)
+}
+
+/// What the foreign key of `items.group_id` checks of every row, once per
+/// group: each of `ids` is a group in the ledger (admission runs with
+/// foreign keys off).
+fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
+    if found as usize != ids.len() {
+        return Err(LedgerError::Invalid(format!(
+            "a group of the items being admitted is not in the ledger ({} of {} found)",
+            found,
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// A batch decided by reading, then admitted by another connection
+    /// before this one takes the lock, is decided again under it: the same
+    /// URLs are not inserted twice (which the unique key would refuse).
+    #[test]
+    fn a_decision_another_connection_overtook_is_made_again_under_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let (mut a, mut b) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
+        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
+        let batch: Vec<NewItem> = (0..3)
+            .map(|i| NewItem {
+                url: format!("https://site.example/{i}"),
+                group: group.clone(),
+                action: Action::Updated,
+                lastmod: None,
+            })
+            .collect();
+        let now = t("2026-12-03T09:00:00Z");
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        a.admit(&batch[..1], now, &rule).unwrap();
+        let Decision::Write(decided) = decide(&mut a.conn, &mut a.groups, &batch, now, &rule).unwrap() else {
+            panic!("two new URLs are written")
+        };
+        assert!(decided.as_ref().is_some_and(|d| d.plan.inserts.len() == 2));
+        b.admit(&batch, now, &rule).unwrap();
+        let admitted =
+            without_foreign_keys(&mut a.conn, |conn| admit_batch(conn, &mut a.groups, &batch, now, &rule, decided))
+                .unwrap();
+        assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");
+        let items: i64 = a.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(items, 3);
+        // Nothing changed since: a batch that writes nothing takes no lock.
+        let Decision::Done(again) = decide(&mut a.conn, &mut a.groups, &batch, now, &rule).unwrap() else {
+            panic!("nothing to write")
+        };
+        assert_eq!(again.len(), 3);
     }
 }

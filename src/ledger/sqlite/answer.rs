@@ -20,8 +20,10 @@ impl AnswerSteps for Tx<'_> {
             false => vec![(ItemState::InFlight, answer.items.len() as u64)],
         };
         self.answered.extend(&answer.items);
+        // `OR FAIL`: no statement journal (a broken constraint rolls the
+        // whole transaction back; see `admit_batch`).
         conn.prepare_cached(
-            "UPDATE items SET
+            "UPDATE OR FAIL items SET
                  state = ?2, next_attempt_at = ?3, reservation_id = NULL,
                  attempts = attempts + 1,
                  streak = CASE WHEN last_class IS ?4 THEN streak + 1 ELSE 1 END,
@@ -108,6 +110,11 @@ impl AnswerSteps for Tx<'_> {
                 last.hint,
                 last.http_status
             ])?;
+        Ok(())
+    }
+
+    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
+        self.conn.prepare_cached("DELETE FROM credentials WHERE fingerprint = ?1")?.execute([fingerprint])?;
         Ok(())
     }
 }

@@ -114,8 +114,9 @@ impl ClaimSteps for Tx<'_> {
             params![me.host, me.pid, me.started as i64, ts(now), n as i64],
         )?;
         let reservation = self.conn.last_insert_rowid();
+        // `OR FAIL`: no statement journal (see `admit_batch`).
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET state = 'in_flight', reservation_id = ?3
+            "UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?3
              WHERE id IN (SELECT id {DUE} ORDER BY next_attempt_at, id LIMIT ?4)
              RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
         ))?;
@@ -208,7 +209,7 @@ impl ClaimSteps for Tx<'_> {
     fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
         let n = self.conn.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
+            "UPDATE OR FAIL items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
                  attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
              WHERE reservation_id = ?1 AND state = 'in_flight'",
             params![reservation, ts(now), request],
@@ -219,5 +220,18 @@ impl ClaimSteps for Tx<'_> {
     fn end(&mut self, reservation: i64) -> Result<()> {
         self.conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
         Ok(())
+    }
+
+    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![fingerprint, ts(now)])?;
+        let first: i64 = self
+            .conn
+            .prepare_cached("SELECT first_used_at FROM credentials WHERE fingerprint = ?1")?
+            .query_row([fingerprint], |r| r.get(0))?;
+        Ok(from_ts(first))
     }
 }

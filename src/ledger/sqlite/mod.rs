@@ -244,6 +244,22 @@ fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
     Ok(out)
 }
 
+/// Runs `f` with foreign keys off, and turns them on again whatever it
+/// returns. With a foreign key to check, a multi-row statement that writes
+/// a table may stop halfway even with `OR FAIL`, so SQLite journals every
+/// page it touches in a temporary file, to undo that statement alone: for
+/// admission's inserts, most of what a fresh run wrote (185 MB of 243 MB for
+/// 100,000 URLs). `f` checks what the key would (`admit::groups_exist`).
+/// The pragma does nothing inside a transaction: `f` begins and ends its
+/// own. (Changing it makes SQLite prepare cached statements again: a few a
+/// batch.)
+fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    conn.pragma_update(None, "foreign_keys", false)?;
+    let out = f(conn);
+    conn.pragma_update(None, "foreign_keys", true)?;
+    out
+}
+
 fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
@@ -438,8 +454,33 @@ mod tests {
             blocks: vec![],
             reports: vec![],
             windows: vec![],
+            accepted_credential: None,
         };
         ledger.finish(&done).unwrap();
+    }
+
+    /// Admission runs with foreign keys off (no statement journal) and
+    /// checks its groups itself: the keys are on again after it, whether it
+    /// failed or not, and an item of a group not in the ledger is refused.
+    #[test]
+    fn admission_checks_its_groups_and_leaves_foreign_keys_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-11T09:00:00Z");
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let foreign_keys =
+            |l: &SqliteLedger| l.conn.query_row("PRAGMA foreign_keys", [], |r| r.get::<_, i64>(0)).unwrap();
+        let a = group("a.example", EngineKind::IndexNow);
+        ledger.admit(&new_items(&a, 0..3), now, &rule).unwrap();
+        assert_eq!(foreign_keys(&ledger), 1);
+        // A group this process believes is in the ledger, which is not.
+        let b = group("b.example", EngineKind::IndexNow);
+        ledger.groups.insert(b.clone(), 999);
+        let err = ledger.admit(&new_items(&b, 0..3), now, &rule).unwrap_err().to_string();
+        assert!(err.contains("not in the ledger"), "{err}");
+        assert_eq!(foreign_keys(&ledger), 1);
+        let items: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert_eq!(items, 3, "nothing of the refused batch is kept");
     }
 
     #[test]
@@ -468,7 +509,7 @@ mod tests {
         let claim = ledger
             .claim(
                 &a,
-                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
                 &me,
                 &mut |_, _, _| {},
             )
@@ -494,7 +535,7 @@ mod tests {
         let claim = ledger
             .claim(
                 &b,
-                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None },
                 &dead,
                 &mut |_, _, _| {},
             )
@@ -518,7 +559,13 @@ mod tests {
         let claim = ledger
             .claim(
                 &b,
-                &ClaimSpec { windows: &vec![day.clone()], max_items: 10, pace: Some(&pace), now: Now::pinned(now) },
+                &ClaimSpec {
+                    windows: &vec![day.clone()],
+                    max_items: 10,
+                    pace: Some(&pace),
+                    now: Now::pinned(now),
+                    credential: None,
+                },
                 &me,
                 &mut |id, _, at| deferred.push((id, at)),
             )
@@ -572,7 +619,7 @@ mod tests {
         assert!(ledger
             .claim(
                 &unknown,
-                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) },
+                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
                 &me,
                 &mut |_, _, _| {}
             )

@@ -1,5 +1,5 @@
 //! What runs leave, on SQLite: the attempts as `log` and `status` show
-//! them, their counts, the record of `submit` runs, and credentials.
+//! them, their counts, and the record of `submit` runs.
 
 use super::*;
 
@@ -217,26 +217,5 @@ impl Runs for SqliteLedger {
                 })
             })
             .optional()?)
-    }
-}
-
-impl Credentials for SqliteLedger {
-    fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        let tx = self.begin()?;
-        tx.execute(
-            "INSERT INTO credentials (fingerprint, first_used_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-            params![fingerprint, ts(now)],
-        )?;
-        let t: i64 =
-            tx.query_row("SELECT first_used_at FROM credentials WHERE fingerprint = ?1", [fingerprint], |r| r.get(0))?;
-        tx.commit()?;
-        Ok(from_ts(t))
-    }
-
-    fn credential_accepted(&mut self, fingerprint: &str) -> Result<()> {
-        let tx = self.begin()?;
-        tx.execute("DELETE FROM credentials WHERE fingerprint = ?1", [fingerprint])?;
-        tx.commit()?;
-        Ok(())
     }
 }

@@ -29,7 +29,8 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let rules = vec![day.clone(), month.clone(), minute.clone()];
     let used = |ledger: &mut dyn Ledger| rules.iter().map(|w| ledger.usage(w).unwrap().used).collect::<Vec<_>>();
     ledger.admit(&items(10), now, &rule).unwrap();
-    let spec = |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now) };
+    let spec =
+        |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
     let claim = take(ledger, &group(), spec(6), &me);
     assert_eq!(claim.items.len(), 6);
     assert_eq!(used(ledger), [6, 6, 6]);
@@ -49,6 +50,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
         part(5..6, Class::Accepted, true, NextStep::Accepted),
     ];
     let finish = |reservation, answers, blocks, reports| Finish {
+        accepted_credential: None,
         reservation,
         answers,
         blocks,
@@ -83,7 +85,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     ledger.admit(&batch, now, &rule).unwrap();
     let reported = RuleWindow { rule: "give:reported:day".into(), reported: true, ..day.clone() };
     let only = vec![reported.clone()];
-    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now) };
+    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now), credential: None };
     assert_eq!(ledger.record_report(&reported, 100, now).unwrap().limit, 100, "a stale reading: 100 left");
     let refused = take(ledger, &bing, spec(32), &me);
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
@@ -93,6 +95,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let partial = answer(&refused, now, Class::Quota, StoredResponse::default(), NextStep::RetryAt(now));
     ledger
         .finish(&Finish {
+            accepted_credential: None,
             reservation: refused.reservation.unwrap(),
             answers: vec![partial],
             blocks: vec![],
@@ -130,7 +133,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
         horizon: now + TimeDelta::minutes(10),
     };
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
-    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now) };
+    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now), credential: None };
     let claim = take(ledger, &paced, spec, &elsewhere);
     assert_eq!(claim.items.len(), 3);
     let last = *claim.slots.last().unwrap();

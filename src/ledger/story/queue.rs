@@ -25,8 +25,12 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         lastmod: None,
     }));
     ledger.admit(&batch, now, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     let record = |i: usize, class: Class, next: NextStep| Answered {
         items: vec![claim.items[i].id],
         ..answer(&claim, now, class, StoredResponse { http_status: Some(200), body: None }, next)
@@ -36,8 +40,14 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         record(1, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
         record(2, Class::Accepted, NextStep::Accepted),
     ];
-    let done =
-        Finish { reservation: claim.reservation.unwrap(), answers, blocks: vec![], reports: vec![], windows: vec![] };
+    let done = Finish {
+        accepted_credential: None,
+        reservation: claim.reservation.unwrap(),
+        answers,
+        blocks: vec![],
+        reports: vec![],
+        windows: vec![],
+    };
     ledger.finish(&done).unwrap();
 
     let list = |ledger: &mut dyn Ledger, filter: ItemFilter| ledger.items(&filter, now).unwrap();
@@ -93,8 +103,12 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     // never sent (due in a year; the lowest id: the highest is one a request names).
     ledger.admit(&batch(4..5), now + TimeDelta::days(365), &rule).unwrap();
     ledger.admit(&batch(0..4), now, &rule).unwrap();
-    let claim =
-        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &dropping,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.len(), 4);
     let id = |i: usize| claim.items[i].id;
     let ok = StoredResponse { http_status: Some(200), body: None };
@@ -115,6 +129,7 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     ];
     ledger
         .finish(&Finish {
+            accepted_credential: None,
             reservation: claim.reservation.unwrap(),
             answers,
             blocks: vec![],
@@ -173,8 +188,12 @@ pub fn drop_story(ledger: &mut impl Ledger) {
     assert_eq!(new.len(), 2);
     assert!(new.iter().all(|(_, id)| *id > highest), "no dropped id is given again: {new:?} (highest {highest})");
     let later = now + TimeDelta::hours(2);
-    let claim =
-        take(ledger, &dropping, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later) }, &me);
+    let claim = take(
+        ledger,
+        &dropping,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        &me,
+    );
     accept_all(ledger, &claim, later);
     assert_eq!(counts(ledger), expected(4));
     assert_eq!(
@@ -196,8 +215,12 @@ pub fn history_story(ledger: &mut impl Ledger) {
     // Day 1: 3 URLs of the story's group go in one request: 2 accepted, 1 parked.
     let day1 = t("2026-12-03T10:00:00Z");
     ledger.admit(&items(3), day1, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1), credential: None },
+        &me,
+    );
     let ok = StoredResponse { http_status: Some(200), body: None };
     let record = |items: Vec<i64>, at, class, next| Answered {
         items,
@@ -213,8 +236,14 @@ pub fn history_story(ledger: &mut impl Ledger) {
         record(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
         record(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
     ];
-    let finish =
-        |reservation, answers| Finish { reservation, answers, blocks: vec![], reports: vec![], windows: vec![] };
+    let finish = |reservation, answers| Finish {
+        accepted_credential: None,
+        reservation,
+        answers,
+        blocks: vec![],
+        reports: vec![],
+        windows: vec![],
+    };
     ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
 
     // Day 2, just after midnight: 2 URLs of another group, both transient.
@@ -228,8 +257,12 @@ pub fn history_story(ledger: &mut impl Ledger) {
         })
         .collect();
     ledger.admit(&batch, day2, &rule).unwrap();
-    let claim =
-        take(ledger, &other, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2) }, &me);
+    let claim = take(
+        ledger,
+        &other,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2), credential: None },
+        &me,
+    );
     let ids = claim.items.iter().map(|i| i.id).collect();
     let records = vec![record(ids, day2, Class::Transient, NextStep::RetryAt(day2 + TimeDelta::hours(1)))];
     ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();

@@ -31,7 +31,12 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
     assert_eq!(ledger.admit(&[item(now)], now, &rule).unwrap(), [Admission::Queued { fresh: true }]);
     assert_eq!(ledger.due_groups(now).unwrap(), std::slice::from_ref(&group), "its own group, not the URLs'");
     assert_eq!(ledger.queue_counts(&urls, now).unwrap(), QueueCounts::default());
-    let claim = take(ledger, &group, ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group,
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [sitemap]);
     let submitted = now + TimeDelta::seconds(1);
     accept_all(ledger, &claim, submitted);

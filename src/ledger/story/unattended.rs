@@ -11,8 +11,12 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     let now = t("2026-12-05T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(5), now, &rule).unwrap();
-    let claim =
-        take(ledger, &group(), ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now) }, &me);
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
     let park = NextStep::Park { fingerprint: "f".into() };
     let record = |ids: &[usize], reason: MisconfiguredReason, at: DateTime<Utc>, next: NextStep| Answered {
         items: ids.iter().map(|&i| claim.items[i].id).collect(),
@@ -31,6 +35,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     ];
     ledger
         .finish(&Finish {
+            accepted_credential: None,
             reservation: claim.reservation.unwrap(),
             answers,
             blocks: vec![],
