@@ -1,7 +1,9 @@
 //! `serve`'s intake limits on PostgreSQL: the TATs of the tokens' rules
 //! locked (`FOR UPDATE`, in key order), decided at the database server's
 //! clock (`policy::decide_all`) and advanced in one transaction, so every
-//! `serve` sharing the ledger shares them.
+//! `serve` sharing the ledger shares them. Its commit does not wait for
+//! the server's disk (`synchronous_commit = off`, for it alone): a rule's
+//! state need not survive a crash of the server (as on SQLite, see there).
 
 use super::*;
 
@@ -10,6 +12,7 @@ impl Limits for PgLedger {
         let keys = policy::rate_keys(requests);
         let (tokens, rules): (Vec<String>, Vec<String>) = keys.iter().cloned().unzip();
         self.transaction(move |tx| {
+            tx.batch_execute("SET LOCAL synchronous_commit = off")?;
             tx.execute(
                 "INSERT INTO intake_limits (token, rule, tat_us)
                  SELECT t, r, NULL FROM unnest($1::text[], $2::text[]) AS k (t, r)

@@ -1,12 +1,26 @@
 //! `serve`'s intake limits on SQLite: the TATs of the tokens' rules read,
 //! decided (`policy::decide_all`) and advanced in one `BEGIN IMMEDIATE`
 //! transaction (processes sharing the file serialize on it), in
-//! microseconds.
+//! microseconds. That transaction's commit does not wait for the disk
+//! (`synchronous = NORMAL`, for it alone): a rule's state need not survive
+//! a power cut — losing its last advance lets a token make a few more
+//! requests after one, and no promise of the ledger rests on it — and the
+//! next commit that waits (the URLs') makes it durable with itself. A
+//! request's answer waits for one fsync, not two.
 
 use super::*;
 
 impl Limits for SqliteLedger {
     fn take_rates(&mut self, requests: &[RateRequest], now: Now) -> Result<Vec<Vec<RateDecision>>> {
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let taken = self.take_rates_once(requests, now);
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        taken
+    }
+}
+
+impl SqliteLedger {
+    fn take_rates_once(&mut self, requests: &[RateRequest], now: Now) -> Result<Vec<Vec<RateDecision>>> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut tats = policy::Tats::new();
         {
