@@ -5,11 +5,13 @@
 //! decides whether it is queued, and this file what the report says of it:
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
-//! one already waiting, parked or in flight. A dry run asks `plan` instead
-//! of writing. Once the run is stopped (`stop`), reading ends — a list at
+//! one already waiting, parked or in flight. A dry run's intake asks its
+//! `Plan` instead of writing. Once the run is stopped (`stop`), reading ends — a list at
 //! the end of the line being read, a sitemap at once — and what was read
 //! still goes to the ledger. Nothing here sends or classifies.
 
+use super::plan::Plan;
+use super::report::Report;
 use super::stop::UntilStop;
 use super::{base_entry, Run};
 use crate::budget;
@@ -33,34 +35,74 @@ use std::collections::{BTreeMap, HashMap};
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
 
-/// What reading the inputs needs: where each property's URLs go, the batch
-/// being filled, the rule for URLs accepted before, and the plan's counts.
-pub(super) struct Intake {
-    pub(super) routes: Routes,
+/// The intake phase: the run it reads for, the report that says what came
+/// of each URL, a dry run's plan (asked instead of the ledger), where each
+/// property's URLs go, the batch being filled, the rule for URLs accepted
+/// before, and the plan's counts.
+pub(super) struct Intake<'r, 'a> {
+    run: &'r mut Run<'a>,
+    report: &'r mut Report,
+    /// A dry run's: what admission would make of each URL is asked of it,
+    /// and nothing is written.
+    plan: Option<&'r mut Plan>,
+    routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
+    /// What input URLs announce (Google: `--deleted`).
+    action: Action,
     /// Per engine: the input's new, changed and unchanged URLs.
     pub(super) counts: BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub(super) before_since: u64,
 }
 
-impl Intake {
-    /// An intake that routes each property's URLs to its `groups` (those
-    /// of URLs: a sitemap group takes its sitemap, `read_sources`).
-    pub(super) fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
+impl<'r, 'a> Intake<'r, 'a> {
+    /// An intake for `run` that routes each property's URLs to the run's
+    /// groups of URLs (a sitemap group takes its sitemap, `read_sources`)
+    /// and admits them by `rule` — or, given a `plan`, asks it.
+    pub(super) fn new(
+        run: &'r mut Run<'a>,
+        report: &'r mut Report,
+        plan: Option<&'r mut Plan>,
+        rule: AdmitRule,
+        since: Option<DateTime<Utc>>,
+    ) -> Intake<'r, 'a> {
+        let routes = Routes::of(run.settings, run.known_groups());
         Intake {
-            routes: Routes::new(groups, HashMap::new()),
+            run,
+            report,
+            plan,
+            routes,
             only: None,
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
+            action: Action::Updated,
             counts: BTreeMap::new(),
             before_since: 0,
         }
+    }
+
+    /// The intake of `submit`'s arguments: `--force`, `--changed`,
+    /// `--since`, `--deleted`.
+    pub(super) fn of_args(
+        run: &'r mut Run<'a>,
+        report: &'r mut Report,
+        plan: Option<&'r mut Plan>,
+        args: &SubmitArgs,
+    ) -> Intake<'r, 'a> {
+        let rule = AdmitRule {
+            dedupe: TimeDelta::from_std(run.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
+            force: args.force,
+            changed: args.changed,
+            resend_after: None,
+        };
+        let mut intake = Intake::new(run, report, plan, rule, args.since);
+        intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
+        intake
     }
 }
 
@@ -141,45 +183,37 @@ impl Routes {
     }
 }
 
-impl Run<'_> {
+impl Intake<'_, '_> {
     /// Reads every input into the ledger: the URL lists (opened already),
-    /// then the sitemaps.
+    /// then the sitemaps — or, given neither, the configured sources.
     pub(super) async fn read_inputs(
         &mut self,
         readers: Vec<(String, Box<dyn std::io::BufRead>)>,
         args: &SubmitArgs,
         printer: &Printer,
-    ) -> anyhow::Result<Intake> {
-        let rule = AdmitRule {
-            dedupe: TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
-            force: args.force,
-            changed: args.changed,
-            resend_after: None,
-        };
-        let mut intake = Intake::new(self.known_groups(), rule, args.since);
-        intake.routes = Routes::of(self.settings, self.known_groups());
+    ) -> anyhow::Result<()> {
         for (name, reader) in readers {
-            if self.stop.requested() {
-                self.cut.input_cut = true;
+            if self.run.stop.requested() {
+                self.report.cut.input_cut = true;
                 break;
             }
-            self.ingest_list(&mut intake, &name, reader, printer)?;
+            self.ingest_list(&name, reader, printer)?;
         }
         if !args.sitemap.is_empty() {
-            let settings = self.settings;
+            let settings = self.run.settings;
             let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
             for source in &args.sitemap {
-                if self.stop.requested() {
-                    self.cut.input_cut = true;
+                if self.run.stop.requested() {
+                    self.report.cut.input_cut = true;
                     break;
                 }
-                self.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
+                self.ingest_sitemap(&mut reader, source, printer).await?;
             }
         }
         if reads_sources(args) {
-            self.read_sources(&mut intake, printer).await?;
+            self.read_sources(printer).await?;
         }
-        Ok(intake)
+        Ok(())
     }
 
     /// Reads each property's configured `sources` (those of properties this
@@ -188,23 +222,23 @@ impl Run<'_> {
     /// sitemap read before for the same groups is fetched conditionally
     /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
     /// parse. What was read is kept in the ledger once its URLs are.
-    pub(super) async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
-        let settings = self.settings;
-        intake.rule.changed = true;
-        let known = self.known_groups();
+    pub(super) async fn read_sources(&mut self, printer: &Printer) -> anyhow::Result<()> {
+        let settings = self.run.settings;
+        self.rule.changed = true;
+        let known = self.run.known_groups();
         let routes = routes_digest(&known);
-        let conditional = !intake.rule.force && intake.since.is_none();
+        let conditional = !self.rule.force && self.since.is_none();
         let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
-        let stored = self.ledger.source_documents()?;
+        let stored = self.run.ledger.source_documents()?;
         if conditional {
             reader.remember(known_documents(stored.clone(), &routes));
         }
         let sitemap_groups: Vec<&GroupKey> = known.iter().filter(|g| g.channel == Channel::Sitemaps).collect();
-        let only = intake.only.clone();
+        let only = self.only.clone();
         let sending: Vec<_> = settings
             .properties
             .iter()
-            .filter(|p| intake.routes.routes_property(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
+            .filter(|p| self.routes.routes_property(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
             .filter(|p| only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
@@ -213,36 +247,16 @@ impl Run<'_> {
                     PropertySource::List(path) => {
                         let name = path.display().to_string();
                         match ingest::Source::File(path.clone()).open() {
-                            Ok(reader) => self.ingest_list(intake, &name, reader, printer)?,
+                            Ok(reader) => self.ingest_list(&name, reader, printer)?,
                             Err(e) => {
                                 let why = format!("{e} (a source of property `{}`)", property.name);
-                                self.invalid_line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
+                                self.report.line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
                             }
                         }
                     }
                     PropertySource::Sitemap(sitemap) => {
-                        let latest = self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
-                        let fetched = reader.take_fetched();
-                        let now = self.clock.now();
-                        let documents: Vec<SourceDocument> =
-                            fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();
-                        // Kept once its URLs are in the ledger; a run that
-                        // keeps nothing reckons the changes as a run would.
-                        let kept = if !self.dry_run && intake.since.is_none() && !documents.is_empty() {
-                            self.ledger.record_source_documents(&documents)?
-                        } else {
-                            crate::model::kept_changes(&documents, |url| {
-                                stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
-                            })
-                        };
-                        let groups: Vec<GroupKey> = sitemap_groups
-                            .iter()
-                            .filter(|g| g.property == property.name && g.target == *sitemap)
-                            .map(|g| (*g).clone())
-                            .collect();
-                        if let Some(changed) = sitemap_changed(&kept, latest, now) {
-                            self.admit_sitemap(&groups, sitemap, changed, &intake.rule, now)?;
-                        }
+                        let source = SitemapSource { property: &property.name, sitemap, routes: &routes };
+                        self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?;
                     }
                 }
             }
@@ -250,36 +264,63 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Records a bad input line.
-    fn invalid_line(&mut self, entry: ResultEntry) -> anyhow::Result<()> {
-        let key = self.results.line_key();
-        Ok(self.results.put(key, &entry)?)
+    /// Reads a property's configured sitemap, keeps what was read of it
+    /// (once its URLs are in the ledger; a plan, or a run with `--since`,
+    /// reckons the changes as a run would from what the ledger keeps,
+    /// `stored`), and when it changed puts its submission in the queue of
+    /// its `sitemap_groups`.
+    async fn read_sitemap_source(
+        &mut self,
+        reader: &mut sitemap::Reader,
+        source: SitemapSource<'_>,
+        stored: &[SourceDocument],
+        sitemap_groups: &[&GroupKey],
+        printer: &Printer,
+    ) -> anyhow::Result<()> {
+        let SitemapSource { property, sitemap, routes } = source;
+        let latest = self.ingest_sitemap(reader, sitemap, printer).await?;
+        let fetched = reader.take_fetched();
+        let now = self.run.clock.now();
+        let documents: Vec<SourceDocument> =
+            fetched.into_iter().filter(|f| f.clean).map(|f| document(f, routes, now)).collect();
+        // Kept once its URLs are in the ledger; a run that
+        // keeps nothing reckons the changes as a run would.
+        let kept = if self.plan.is_none() && self.since.is_none() && !documents.is_empty() {
+            self.run.ledger.record_source_documents(&documents)?
+        } else {
+            crate::model::kept_changes(&documents, |url| {
+                stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
+            })
+        };
+        let groups: Vec<GroupKey> = sitemap_groups
+            .iter()
+            .filter(|g| g.property == property && g.target == *sitemap)
+            .map(|g| (*g).clone())
+            .collect();
+        if let Some(changed) = sitemap_changed(&kept, latest, now) {
+            self.admit_sitemap(&groups, sitemap, changed, now)?;
+        }
+        Ok(())
     }
 
     /// Reads a URL list into the ledger (until the end of the line being
     /// read when the run is stopped).
-    fn ingest_list(
-        &mut self,
-        intake: &mut Intake,
-        name: &str,
-        reader: Box<dyn std::io::BufRead>,
-        printer: &Printer,
-    ) -> anyhow::Result<()> {
+    fn ingest_list(&mut self, name: &str, reader: Box<dyn std::io::BufRead>, printer: &Printer) -> anyhow::Result<()> {
         let mut error = None;
-        let mut reader = UntilStop::new(reader, self.stop.halt().clone());
+        let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
-                if let Err(e) = self.take_url(intake, &line.text, &line.place, line.url, None, printer) {
+                if let Err(e) = self.take_url(&line.text, &line.place, line.url, None, printer) {
                     error = Some(e);
                 }
             }
         });
-        self.cut.input_cut |= reader.cut;
+        self.report.cut.input_cut |= reader.cut;
         if let Some(e) = error {
             return Err(e);
         }
         read.with_context(|| format!("reading {name}"))?;
-        self.flush(intake)
+        self.flush()
     }
 
     /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
@@ -288,19 +329,18 @@ impl Run<'_> {
     /// Returns the latest `lastmod` read.
     async fn ingest_sitemap(
         &mut self,
-        intake: &mut Intake,
         reader: &mut sitemap::Reader,
         source: &str,
         printer: &Printer,
     ) -> anyhow::Result<Option<DateTime<Utc>>> {
         let mut error = None;
         let mut latest: Option<DateTime<Utc>> = None;
-        let halt = self.stop.halt().clone();
+        let halt = self.run.stop.halt().clone();
         let mut take = |entry: sitemap::Entry| {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
                 let url = ingest::parse_url(&entry.loc);
-                if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
+                if let Err(e) = self.take_url(&entry.loc, &entry.place, url, entry.lastmod, printer) {
                     error = Some(e);
                 }
             }
@@ -310,10 +350,10 @@ impl Run<'_> {
             () = halt.stopped() => None,
         };
         let Some(problems) = problems else {
-            self.cut.input_cut = true;
+            self.report.cut.input_cut = true;
             return match error {
                 Some(e) => Err(e),
-                None => self.flush(intake).map(|()| latest),
+                None => self.flush().map(|()| latest),
             };
         };
         if let Some(e) = error {
@@ -322,9 +362,9 @@ impl Run<'_> {
         for problem in problems {
             printer.invalid(&problem.to_string());
             let sitemap = problem.place.source.clone();
-            self.invalid_line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
+            self.report.line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
-        self.flush(intake).map(|()| latest)
+        self.flush().map(|()| latest)
     }
 
     /// Puts a sitemap's submission in the queue of each of its `groups`
@@ -339,13 +379,12 @@ impl Run<'_> {
         groups: &[GroupKey],
         sitemap: &str,
         changed: DateTime<Utc>,
-        rule: &AdmitRule,
         now: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         if groups.is_empty() {
             return Ok(());
         }
-        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..*rule };
+        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..self.rule };
         let batch: Vec<NewItem> = groups
             .iter()
             .map(|g| NewItem {
@@ -355,15 +394,20 @@ impl Run<'_> {
                 lastmod: Some(changed),
             })
             .collect();
-        if self.dry_run {
-            for (item, admission) in batch.iter().zip(self.plan_admissions(&batch, &rule, now)?) {
-                if matches!(admission, Some(Admission::Queued { .. })) {
-                    self.plan_due(item, now)?;
+        match self.plan.as_deref_mut() {
+            Some(plan) => {
+                for (item, admission) in
+                    batch.iter().zip(plan.admissions(self.run.ledger.as_mut(), &batch, &rule, now)?)
+                {
+                    if matches!(admission, Some(Admission::Queued { .. })) {
+                        plan.place(item, now, self.report, self.run.user_tz)?;
+                    }
                 }
             }
-        } else {
-            self.ledger.admit(&batch, now, &rule)?;
-            self.admitted += batch.len() as u64;
+            None => {
+                self.run.ledger.admit(&batch, now, &rule)?;
+                self.report.admitted += batch.len() as u64;
+            }
         }
         Ok(())
     }
@@ -374,87 +418,103 @@ impl Run<'_> {
     /// property and batched into the ledger.
     fn take_url(
         &mut self,
-        intake: &mut Intake,
         text: &str,
         place: &Position,
         url: Result<url::Url, String>,
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
     ) -> anyhow::Result<()> {
-        self.read += 1;
-        self.progress.reading(self.read);
+        self.report.read += 1;
+        self.run.progress.reading(self.report.read);
         let url = match url {
             Ok(url) => url,
             Err(why) => {
                 printer.invalid(&format!("{place}: `{text}`: {why}"));
-                return self.invalid_line(invalid(text, place, LocalReason::InvalidUrl, why));
+                return self.report.line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
-        let Some(property) = self.settings.property_for(&url) else {
+        let Some(property) = self.run.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.invalid(&format!("{place}: `{text}`: {why}"));
-            return self.invalid_line(invalid(text, place, LocalReason::NoProperty, why));
+            return self.report.line(invalid(text, place, LocalReason::NoProperty, why));
         };
-        if before_since(intake.since, lastmod) {
-            intake.before_since += 1;
+        if before_since(self.since, lastmod) {
+            self.before_since += 1;
             return Ok(());
         }
         let routed = (self.action, lastmod);
-        if let Some(e) = intake.routes.route(&property.name, &url, routed, (text, place), &mut intake.batch) {
+        if let Some(e) = self.routes.route(&property.name, &url, routed, (text, place), &mut self.batch) {
             printer.invalid(&format!("{place}: `{text}`: {}", e.message));
-            self.invalid_line(e)?;
+            self.report.line(e)?;
         }
-        if intake.batch.len() >= ADMIT_BATCH {
-            self.flush(intake)?;
+        if self.batch.len() >= ADMIT_BATCH {
+            self.flush()?;
         }
         Ok(())
     }
 
     /// Writes the batched URLs to the ledger (one transaction).
-    fn flush(&mut self, intake: &mut Intake) -> anyhow::Result<()> {
-        let batch = std::mem::take(&mut intake.batch);
-        self.admit(&batch, intake, self.clock.now())
+    fn flush(&mut self) -> anyhow::Result<()> {
+        let batch = std::mem::take(&mut self.batch);
+        self.admit(&batch, self.run.clock.now())
     }
 
     /// Writes a batch to the ledger (a dry run: plans it), counts what it
     /// made of each URL and says what the report needs to.
-    fn admit(&mut self, batch: &[NewItem], intake: &mut Intake, now: DateTime<Utc>) -> anyhow::Result<()> {
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions: Vec<Option<Admission>> = if self.dry_run {
-            self.plan_admissions(batch, &intake.rule, now)?
-        } else {
-            let admissions = self.ledger.admit(batch, now, &intake.rule)?;
-            self.admitted += batch.len() as u64;
-            admissions.into_iter().map(Some).collect()
+        let admissions: Vec<Option<Admission>> = match self.plan.as_deref_mut() {
+            Some(plan) => plan.admissions(self.run.ledger.as_mut(), batch, &self.rule, now)?,
+            None => {
+                let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
+                self.report.admitted += batch.len() as u64;
+                admissions.into_iter().map(Some).collect()
+            }
         };
         let mut admitted = Vec::with_capacity(batch.len());
         for (item, admission) in batch.iter().zip(admissions) {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
-            if self.dry_run && matches!(admission, Admission::Queued { .. }) {
-                self.plan_due(item, now)?;
+            if let (Some(plan), Admission::Queued { .. }) = (self.plan.as_deref_mut(), &admission) {
+                plan.place(item, now, self.report, self.run.user_tz)?;
             }
-            count(intake.counts.entry(item.group.engine).or_default(), &admission);
+            count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
         }
+        self.tell_admitted(&admitted, now)
+    }
+
+    /// Says what the report needs to of the admitted URLs (`tell`): a
+    /// quota wait in the timezone of its group's rule.
+    fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let mut tzs: HashMap<&GroupKey, Option<Tz>> = HashMap::new();
-        for (item, _) in &admitted {
+        for (item, _) in admitted {
             if !tzs.contains_key(&item.group) {
-                tzs.insert(&item.group, self.rule_timezone(&item.group));
+                tzs.insert(&item.group, self.run.rule_timezone(&item.group));
             }
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
-        for (id, e) in tell(self.ledger.as_mut(), &admitted, now, self.user_tz, &rule_tz)?.into_iter().flatten() {
+        let user_tz = self.run.user_tz;
+        for (id, e) in tell(self.run.ledger.as_mut(), admitted, now, user_tz, &rule_tz)?.into_iter().flatten() {
             // Parked before this run: said by the reminders.
             if e.outcome == Outcome::Misconfigured {
-                self.parked_before += 1;
+                self.report.parked_before += 1;
             }
-            self.entry(id, e)?;
+            self.report.entry(id, e)?;
         }
         Ok(())
     }
+}
+
+/// A property's configured sitemap, as `read_sources` reads it: the
+/// property, the sitemap's address, and the routes' digest its documents
+/// are kept with.
+struct SitemapSource<'s> {
+    property: &'s str,
+    sitemap: &'s str,
+    routes: &'s str,
 }
 
 /// What the report says of each admitted URL (each item with what the
@@ -867,20 +927,20 @@ mod tests {
         assert_eq!(e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
     }
 
-    fn read_list(run: &mut Run, intake: &mut Intake, text: &'static str) {
-        run.ingest_list(intake, "urls.txt", Box::new(std::io::Cursor::new(text)), &PRINTER).expect("the list is read");
+    fn read_list(intake: &mut Intake, text: &'static str) {
+        intake.ingest_list("urls.txt", Box::new(std::io::Cursor::new(text)), &PRINTER).expect("the list is read");
     }
 
     #[tokio::test]
     async fn a_list_becomes_queue_items_and_its_bad_lines_invalid_results() {
         let f = Fixture::new("");
         let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
+        let mut intake = run.intake(admit_rule(), None);
         read_list(
-            &mut run,
             &mut intake,
             "https://site.example/a\nhttps://site.example/b\nhttps://site.example/a\nnot a url\nhttps://other.example/x\n",
         );
+        let new = intake.counts[&EngineKind::IndexNow].new;
         let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| (i.url, i.state)).collect();
         assert_eq!(
             urls,
@@ -889,8 +949,8 @@ mod tests {
                 ("https://site.example/b".into(), ItemState::Queued)
             ]
         );
-        assert_eq!(intake.counts[&EngineKind::IndexNow].new, 2, "a URL read twice is one new item");
-        assert_eq!((run.read, run.admitted), (5, 3));
+        assert_eq!(new, 2, "a URL read twice is one new item");
+        assert_eq!((run.report.read, run.report.admitted), (5, 3));
         let results = testing::results(&mut run);
         assert_eq!(
             results,
@@ -906,36 +966,38 @@ mod tests {
         let f = Fixture::new("");
         let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
         let since = at("2026-03-01T00:00:00Z");
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), Some(since));
+        let mut intake = run.intake(admit_rule(), Some(since));
         for (path, lastmod) in [("old", Some(since - TimeDelta::days(1))), ("none", None), ("new", Some(since))] {
             let url = ingest::parse_url(&format!("https://site.example/{path}"));
-            run.take_url(&mut intake, path, &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
+            intake.take_url(path, &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
         }
-        run.flush(&mut intake).unwrap();
+        intake.flush().unwrap();
+        let before_since = intake.before_since;
         let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| i.url).collect();
         assert_eq!(urls, ["https://site.example/new"]);
-        assert_eq!((intake.before_since, run.read), (2, 3));
+        assert_eq!((before_since, run.report.read), (2, 3));
     }
 
     #[tokio::test]
     async fn an_accepted_url_read_again_is_skipped_and_with_changed_counted_unchanged() {
         let f = Fixture::new("");
         let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
-        read_list(&mut run, &mut intake, "https://site.example/a\n");
-        run.send_due(&PRINTER).await.unwrap();
+        read_list(&mut run.intake(admit_rule(), None), "https://site.example/a\n");
+        run.sender().send_due(&PRINTER).await.unwrap();
         assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted);
-
-        let mut again = Intake::new(run.known_groups(), admit_rule(), None);
-        read_list(&mut run, &mut again, "https://site.example/a\n");
-        let mut changed = Intake::new(run.known_groups(), AdmitRule { changed: true, ..admit_rule() }, None);
-        read_list(&mut run, &mut changed, "https://site.example/a\n");
 
         let counts = |i: &Intake| {
             let c = i.counts[&EngineKind::IndexNow];
             (c.new, c.changed, c.unchanged)
         };
-        assert_eq!((counts(&again), counts(&changed)), ((0, 0, 0), (0, 0, 1)));
+        let mut again = run.intake(admit_rule(), None);
+        read_list(&mut again, "https://site.example/a\n");
+        let again = counts(&again);
+        let mut changed = run.intake(AdmitRule { changed: true, ..admit_rule() }, None);
+        read_list(&mut changed, "https://site.example/a\n");
+        let changed = counts(&changed);
+
+        assert_eq!((again, changed), ((0, 0, 0), (0, 0, 1)));
         let reasons: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
         assert_eq!(reasons, ["accepted ok", "skipped already_accepted", "skipped unchanged"]);
         assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted, "nothing was queued again");

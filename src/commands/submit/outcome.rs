@@ -1,29 +1,40 @@
 //! Outcomes: what an engine's answer becomes — the scheduler's decision per
 //! item, one ledger record per answer and decision (`finish`), the blocks a
 //! quota answer puts on the budget, and each item's result; the results of
-//! items a claim deferred (budget, pace) and the budgets the report names;
-//! and at the end of the run, the report and the exit status. Nothing here
-//! sends or reads input. A request the run's stop cut (`stop`) is recorded
-//! here too, on the same path: unanswered, it stays counted and goes again
-//! once its reservation's lease has ended; unsent, its budget is given back.
+//! items a claim deferred (budget, pace) and the budgets the report names.
+//! The sender borrows a `Recorder` for each claim. Nothing here sends or
+//! reads input; the report at the end is `report`'s. A request the run's
+//! stop cut (`stop`) is recorded here too, on the same path: unanswered, it
+//! stays counted and goes again once its reservation's lease has ended;
+//! unsent, its budget is given back.
 
-use super::{base_entry, Run};
+use super::base_entry;
+use super::report::Report;
 use crate::budget;
-use crate::commands::ExitStatus;
+use crate::clock::Clock;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
+use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Ledger, Remainder};
 use crate::model::{
     AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
     RuleWindow, Usage,
 };
-use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::ResultEntry;
-use crate::output::summary::{Deferral, PlanCounts, Summary, Waiting};
+use crate::output::summary::Deferral;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+
+/// What the answers to a claim, and what it deferred, are recorded with:
+/// the ledger, the retry settings, and the report that gets the results.
+pub(super) struct Recorder<'r> {
+    pub(super) ledger: &'r mut dyn Ledger,
+    pub(super) clock: &'r Clock,
+    pub(super) retry: &'r RetrySettings,
+    pub(super) user_tz: Tz,
+    pub(super) report: &'r mut Report,
+}
 
 /// One request sent: what was claimed for it and what came back.
 pub(super) struct Delivery<'a> {
@@ -44,7 +55,7 @@ pub(super) struct Delivery<'a> {
     pub fingerprint: &'a str,
 }
 
-impl Run<'_> {
+impl Recorder<'_> {
     /// Records what came back for a request: each item's result, and in the
     /// ledger its attempts, their next steps, the quota blocks and the
     /// budget given back; a credential that got an `accepted` is no longer
@@ -57,12 +68,12 @@ impl Run<'_> {
         // with the claim): a request the stop left unanswered is not sent
         // again before (the engine may have it).
         let lease_end = d.claim.lease_until.unwrap_or(d.claim.now);
-        self.cut.count(d.sent, lease_end);
+        self.report.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
             key_first_used: d.key_first_used,
             quota_reset,
-            retry: &self.settings.retry,
+            retry: self.retry,
             user_tz: self.user_tz,
             quota_tz: quota_tz(d.rules, &d.windows, &blocks),
             fingerprint: d.fingerprint,
@@ -71,10 +82,10 @@ impl Run<'_> {
         };
         let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
         for (id, entry) in settled.entries {
-            self.entry(id, entry)?;
+            self.report.entry(id, entry)?;
         }
         for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
-            self.parked_now.insert((d.group.clone(), a.reason.to_string()));
+            self.report.parked_now.insert((d.group.clone(), a.reason.to_string()));
         }
         // What the engine did not count goes back in `finish`, decided by
         // the ledger's policy from each answer's class and whether it left.
@@ -106,7 +117,7 @@ impl Run<'_> {
     ) -> anyhow::Result<()> {
         if let Some(retry_at) = claim.retry_at {
             let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
-            self.deferrals.push(Deferral {
+            self.report.deferrals.push(Deferral {
                 group: group.clone(),
                 rule_tz: tz,
                 used: usage.used,
@@ -117,7 +128,7 @@ impl Run<'_> {
         }
         for (id, url, at) in &claim.paced {
             let e = paced_entry(url, group, *at, self.user_tz, now);
-            self.entry(*id, e)?;
+            self.report.entry(*id, e)?;
         }
         Ok(())
     }
@@ -140,103 +151,6 @@ impl Run<'_> {
             fallback.get_or_insert((rule.tz, window.clone(), usage));
         }
         fallback.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
-    }
-
-    /// The end of the run: the report (what is still waiting in each
-    /// group, every result, the plan's counts, a stop) on stdout, and the
-    /// exit status `--fail-on` makes of the results — or, for a run a signal
-    /// stopped, the signal's.
-    pub(super) fn report(
-        &mut self,
-        started: DateTime<Utc>,
-        plan: &BTreeMap<EngineKind, PlanCounts>,
-        before_since: Option<u64>,
-        fail_on: &[Outcome],
-        printer: &Printer,
-    ) -> anyhow::Result<ExitStatus> {
-        self.progress.finish();
-        // The signal that stopped the run, if one did: the report says so and
-        // the exit status is its (130, 143).
-        let signal = self.stop.signal();
-        let now = self.clock.now();
-        let mut waiting = Vec::new();
-        let mut queued = 0;
-        for group in self.known_groups() {
-            let counts = self.ledger.queue_counts(&group, now)?;
-            queued += counts.due + counts.waiting;
-            if let Some(next) = self.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
-                let tz = self.rule_timezone(&group).unwrap_or(self.user_tz);
-                waiting.push(Waiting { group, count: counts.waiting, next, tz });
-            }
-        }
-        let parked = self.parked_notices(started)?;
-        if let Some(note) = unrecognized_note(&self.results) {
-            self.notes.push(note);
-        }
-        self.results.flush()?;
-        let interruption = signal.map(|s| self.cut.interruption(s, self.stop.grace(), queued));
-        let report = Summary {
-            now: started,
-            end: now,
-            user_tz: self.user_tz,
-            dry_run: self.dry_run,
-            results: &self.results,
-            deferrals: &self.deferrals,
-            waiting: &waiting,
-            notes: &self.notes,
-            plan,
-            before_since,
-            parked: &parked,
-            resumed: &self.resumed,
-            interrupted: interruption.as_ref(),
-            inspections: &self.inspection_notes,
-        };
-        let mut out = std::io::BufWriter::new(printer.stdout());
-        if printer.json {
-            report.write_json(&mut out)?;
-        } else {
-            let mut err = crate::output::escape::stderr();
-            report.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
-        }
-        std::io::Write::flush(&mut out)?;
-        let mut summary = self.results.summary();
-        // Items parked before this run are said by their reminders, not as this run's failures.
-        let misconfigured = summary.entry(Outcome::Misconfigured.as_str()).or_default();
-        *misconfigured = misconfigured.saturating_sub(self.parked_before);
-        // A dry run shows what is parked; only a run that says it (and keeps that it did) needs a human for it.
-        let reminded = !self.dry_run && parked.iter().any(|n| n.told);
-        Ok(match signal {
-            Some(signal) => signal.exit_status(),
-            None => exit_status(fail_on, &summary, reminded),
-        })
-    }
-}
-
-/// The run's one note about answers counted as accepted whose body was not
-/// the engine's (`unrecognized_body`), with how many URLs got one.
-fn unrecognized_note(results: &crate::output::results::Results) -> Option<String> {
-    let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
-    let n: u64 = results.aggregates().iter().filter(|a| a.reason == unrecognized).map(|a| a.count).sum();
-    (n > 0).then(|| {
-        format!(
-            "{n} {} counted as accepted although the answer was not the engine's own (unrecognized_body: an HTML \
-             page from a proxy or a captive portal, or an empty or cut-off body): {} not sent again within the \
-             dedupe window; `indexq log` shows each body, and `--force` sends them again",
-            if n == 1 { "URL was" } else { "URLs were" },
-            if n == 1 { "it is" } else { "they are" }
-        )
-    })
-}
-
-/// 3 (needs a human) when some result is in a `--fail-on` outcome, or
-/// (`misconfigured` among them) the run said that items are parked; else 0.
-fn exit_status(fail_on: &[Outcome], summary: &BTreeMap<&'static str, u64>, told_parked: bool) -> ExitStatus {
-    let needs_human =
-        fail_on.iter().any(|o| summary[o.as_str()] > 0) || (told_parked && fail_on.contains(&Outcome::Misconfigured));
-    if needs_human {
-        ExitStatus::NeedsHuman
-    } else {
-        ExitStatus::Ok
     }
 }
 
@@ -518,7 +432,7 @@ mod tests {
     use super::*;
     use crate::budget::{Rule, Scope};
     use crate::classify::RetryAfter;
-    use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, NOW};
+    use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, Trial, NOW};
     use crate::engines::{Answer, Batch, Sent};
     use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
     use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
@@ -566,20 +480,6 @@ mod tests {
 
     fn blocked(blocks: &[Block]) -> Vec<(&str, DateTime<Utc>)> {
         blocks.iter().map(|b| (b.rule.rule.as_str(), b.until)).collect()
-    }
-
-    #[test]
-    fn fail_on_outcomes_make_the_exit_status_3() {
-        let mut summary: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
-        summary.insert("accepted", 4);
-        summary.insert("quota", 1);
-        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Invalid], &summary, false), ExitStatus::Ok);
-        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Quota], &summary, false), ExitStatus::NeedsHuman);
-        assert_eq!(exit_status(&[], &summary, false), ExitStatus::Ok);
-        // Parked items said (a reminder) need a human when misconfigured is a --fail-on outcome.
-        assert_eq!(exit_status(&[Outcome::Misconfigured], &summary, true), ExitStatus::NeedsHuman);
-        assert_eq!(exit_status(&[Outcome::Quota, Outcome::Invalid], &summary, true), ExitStatus::NeedsHuman);
-        assert_eq!(exit_status(&[Outcome::Invalid], &summary, true), ExitStatus::Ok);
     }
 
     #[test]
@@ -912,7 +812,8 @@ mod tests {
         assert!(hint.starts_with("1) verify the site in Bing Webmaster Tools"), "{hint}");
     }
 
-    fn used(run: &mut Run) -> u64 {
+    fn used(trial: &mut Trial) -> u64 {
+        let run = &mut trial.run;
         let g = site_group();
         let rules = run.rules(&g).unwrap();
         let window = budget::windows(&rules, run.clock.now()).remove(0);
@@ -955,8 +856,8 @@ mod tests {
         let engine = stopped_while_sending(&stop, |n| Sent::whole(answer(Class::Accepted, "ok"), n));
         let batches = engine.batches.clone();
         let mut run = f.queued(engine, 5);
-        run.stop = stop;
-        run.send_due(&testing::PRINTER).await.unwrap();
+        run.run.stop = stop;
+        run.sender().send_due(&testing::PRINTER).await.unwrap();
         assert_eq!(batches.lock().unwrap().len(), 1, "one batch, then the stop: no second claim");
         let mut items = testing::items(&mut run);
         items.sort_by_key(|i| i.id);
@@ -966,7 +867,7 @@ mod tests {
             [ItemState::Accepted, ItemState::Accepted, ItemState::Queued, ItemState::Queued, ItemState::Queued]
         );
         assert_eq!(used(&mut run), 2);
-        assert_eq!(run.cut, Default::default(), "nothing was cut");
+        assert_eq!(run.report.cut, Default::default(), "nothing was cut");
     }
 
     #[tokio::test]
@@ -974,12 +875,12 @@ mod tests {
         let f = Fixture::new("");
         let stop = super::super::stop::Stop::new(std::time::Duration::from_secs(10));
         let mut run = f.queued(stopped_while_sending(&stop, |n| Sent::whole(Answer::unanswered_on_stop(), n)), 3);
-        run.stop = stop;
-        run.send_due(&testing::PRINTER).await.unwrap();
+        run.run.stop = stop;
+        run.sender().send_due(&testing::PRINTER).await.unwrap();
         assert_eq!(used(&mut run), 2, "counted: the engine may have it");
         let mut items = testing::items(&mut run);
         items.sort_by_key(|i| i.id);
-        let lease_end = run.cut.retry_at.expect("a retry time");
+        let lease_end = run.report.cut.retry_at.expect("a retry time");
         assert!(lease_end >= at(NOW) + TimeDelta::minutes(10) && lease_end < at(NOW) + TimeDelta::minutes(11));
         for i in &items[..2] {
             assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));
@@ -987,7 +888,10 @@ mod tests {
             assert_eq!(i.next_attempt_at, Some(lease_end), "not before the lease ends");
         }
         assert_eq!((items[2].state, items[2].attempts), (ItemState::Queued, 0), "the third was never claimed");
-        assert_eq!((run.cut.unanswered_requests, run.cut.unanswered_urls, run.cut.unsent_urls), (1, 2, 0));
+        assert_eq!(
+            (run.report.cut.unanswered_requests, run.report.cut.unanswered_urls, run.report.cut.unsent_urls),
+            (1, 2, 0)
+        );
         let outcomes: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
         assert_eq!(outcomes, ["transient interrupted"; 2]);
     }
@@ -997,15 +901,18 @@ mod tests {
         let f = Fixture::new("");
         let stop = super::super::stop::Stop::new(std::time::Duration::from_secs(10));
         let mut run = f.queued(stopped_while_sending(&stop, |n| Sent::whole(Answer::not_sent_on_stop(), n)), 2);
-        run.stop = stop;
-        run.send_due(&testing::PRINTER).await.unwrap();
+        run.run.stop = stop;
+        run.sender().send_due(&testing::PRINTER).await.unwrap();
         assert_eq!(used(&mut run), 0, "nothing reached the engine");
-        let now = run.clock.now();
+        let now = run.run.clock.now();
         for i in testing::items(&mut run) {
             assert_eq!((i.state, i.last_class), (ItemState::Queued, Some(Class::Transient)));
             assert!(i.next_attempt_at.is_some_and(|t| t <= now), "due again: {i:?}");
         }
-        assert_eq!((run.cut.unanswered_requests, run.cut.unsent_urls, run.cut.retry_at), (0, 2, None));
+        assert_eq!(
+            (run.report.cut.unanswered_requests, run.report.cut.unsent_urls, run.report.cut.retry_at),
+            (0, 2, None)
+        );
     }
 
     #[tokio::test]
