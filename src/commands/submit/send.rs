@@ -167,7 +167,8 @@ impl<'r, 'a> Sender<'r, 'a> {
             return Ok(false);
         }
         let (claim, credential) = self.claim(group, &rules, now)?;
-        // From here on, the instant and the windows the claim was counted in.
+        // From here on, the instant and the windows the claim was counted in
+        // (`claim.now`, `claim.windows`).
         self.recorder().note_deferrals(group, &rules, &claim.windows, &claim, claim.now)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
         let (batch, inspections) = self.batch(group, &claim, claim.now)?;
