@@ -81,6 +81,7 @@ struct Run<'a> {
     engines: BTreeMap<EngineKind, Box<dyn Engine>>,
     ledger: Box<dyn Ledger + Send>,
     owner: Owner,
+    /// The progress line: reading, sending, waiting.
     progress: Progress,
     /// SIGINT/SIGTERM: whether the run stops.
     stop: stop::Stop,
@@ -121,9 +122,9 @@ pub async fn run(
     })
 }
 
-/// What must hold before anything is read or sent: some engine to submit
-/// to (unless there is nothing to submit: `no_engine`), and a metrics file
-/// that can be replaced.
+/// What must hold before anything is read or sent: an engine to submit
+/// the inputs to (`no_engine`: no property uses any engine selected), and
+/// a metrics file that can be replaced.
 fn check_args(settings: &Settings, args: &SubmitArgs, no_engine: bool) -> anyhow::Result<()> {
     if no_engine && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
         return Err(ConfigError {

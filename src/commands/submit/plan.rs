@@ -1,9 +1,8 @@
 //! `submit --dry-run`: the plan, by reading. The input is read and
-//! normalised as a real run reads it, and the ledger says what admission
-//! would make of each URL (`Intake::preview`); nothing is written. The
-//! intake asks a `Plan` instead of writing to the ledger. A URL
-//! new to the ledger seen twice is one item (a set of (group, key) pairs in
-//! memory). Each group's due items — the ledger's, then this run's new and
+//! normalised as a real run reads it, and the intake asks a `Plan` instead
+//! of writing: the ledger says what admission would make of each URL
+//! (`ledger::Intake::preview`); nothing is written. A URL new to the ledger
+//! seen twice is one item (a set of (group, key) pairs in memory). Each group's due items — the ledger's, then this run's new and
 //! changed URLs — go now while the budget and the pace allow (the claim the
 //! ledger forecasts over the group's windows, usage and pace as they are
 //! now, as many claims in a row would take them: `Budget::plan_claim`); the
@@ -155,8 +154,8 @@ impl Plan {
     }
 
     /// What would become of a batch: what admission would make of each
-    /// URL, as the ledger says (`Intake::preview`); `None` for a URL this
-    /// run has met already (the same item).
+    /// URL, as `ledger` says (`ledger::Intake::preview`); `None` for a URL
+    /// this run has met already (the same item).
     pub(super) fn admissions(
         &mut self,
         ledger: &mut dyn Ledger,
