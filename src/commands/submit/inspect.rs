@@ -7,7 +7,7 @@
 //! (each refusal, quota or failure said once per run, with what indexq
 //! did: the URL was published all the same).
 
-use super::Run;
+use super::send::Sender;
 use crate::budget;
 use crate::engines::Inspected;
 use crate::ledger::{Block, Claim, InspectionAnswer, Inspections};
@@ -32,7 +32,7 @@ impl Taken {
     }
 }
 
-impl Run<'_> {
+impl Sender<'_, '_> {
     /// The inspection units for a claim of `group`: one per `URL_UPDATED`
     /// item, as many as the property's inspection rules allow (`None`: the
     /// group inspects nothing).
@@ -43,13 +43,13 @@ impl Run<'_> {
         now: DateTime<Utc>,
     ) -> anyhow::Result<Option<Taken>> {
         let wanted = claim.items.iter().filter(|i| i.action == Action::Updated).count() as u64;
-        if wanted == 0 || !self.engines[&group.engine].inspects(group) {
+        if wanted == 0 || !self.run.engines[&group.engine].inspects(group) {
             return Ok(None);
         }
-        let Some(property) = self.settings.property(&group.property) else { return Ok(None) };
+        let Some(property) = self.run.settings.property(&group.property) else { return Ok(None) };
         let rules = budget::inspection_rules(property);
         let windows = budget::windows(&rules, now);
-        let units = self.ledger.take_units(&windows, wanted, now)?;
+        let units = self.run.ledger.take_units(&windows, wanted, now)?;
         Ok(Some(Taken { rules, windows, wanted, units }))
     }
 
@@ -64,7 +64,7 @@ impl Run<'_> {
         at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         let Some(taken) = taken else { return Ok(()) };
-        let inspected = self.engines[&group.engine].inspections(group);
+        let inspected = self.run.engines[&group.engine].inspections(group);
         let answers: Vec<InspectionAnswer> = inspected
             .iter()
             .filter(|i| i.asked)
@@ -79,7 +79,7 @@ impl Run<'_> {
             .collect();
         let reached = inspected.iter().filter(|i| i.reached).count() as u64;
         let blocks = inspection_blocks(&taken, &inspected, at);
-        self.ledger.record_inspections(&Inspections {
+        self.run.ledger.record_inspections(&Inspections {
             property: &group.property,
             answers: &answers,
             windows: &taken.windows,
@@ -103,7 +103,7 @@ impl Run<'_> {
         }
         let unbudgeted = taken.wanted.saturating_sub(taken.units);
         let quota_said = |n: &&mut InspectionNote| n.property == group.property && n.outcome == Outcome::Quota;
-        if let Some(quota) = self.inspection_notes.iter_mut().find(quota_said) {
+        if let Some(quota) = self.report.inspection_notes.iter_mut().find(quota_said) {
             // Blocked by the quota answer this run said: the same note.
             quota.uninspected += unbudgeted;
         } else if unbudgeted > 0 {
@@ -124,7 +124,7 @@ impl Run<'_> {
     ) -> anyhow::Result<InspectionNote> {
         let mut said = Vec::new();
         let mut until: Option<(DateTime<Utc>, chrono_tz::Tz)> = None;
-        for state in budget::states(&taken.rules, self.ledger.as_mut(), at)? {
+        for state in budget::states(&taken.rules, self.run.ledger.as_mut(), at)? {
             let Some(free) = state.usage.available_at(&state.window, at) else { continue };
             let period = state.rule.period.as_str();
             said.push(match (state.blocked, state.limit) {
@@ -163,7 +163,7 @@ impl Run<'_> {
         let same = |n: &&mut InspectionNote| {
             n.property == note.property && n.outcome == note.outcome && n.reason == note.reason
         };
-        match self.inspection_notes.iter_mut().find(same) {
+        match self.report.inspection_notes.iter_mut().find(same) {
             Some(n) => {
                 n.inspections += note.inspections;
                 n.uninspected += note.uninspected;
@@ -172,7 +172,7 @@ impl Run<'_> {
                     n.until = note.until;
                 }
             }
-            None => self.inspection_notes.push(note),
+            None => self.report.inspection_notes.push(note),
         }
     }
 }

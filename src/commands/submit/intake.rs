@@ -5,11 +5,13 @@
 //! decides whether it is queued, and this file what the report says of it:
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
-//! one already waiting, parked or in flight. A dry run asks `plan` instead
-//! of writing. Once the run is stopped (`stop`), reading ends — a list at
+//! one already waiting, parked or in flight. A dry run's intake asks its
+//! `Plan` instead of writing. Once the run is stopped (`stop`), reading ends — a list at
 //! the end of the line being read, a sitemap at once — and what was read
 //! still goes to the ledger. Nothing here sends or classifies.
 
+use super::plan::Plan;
+use super::report::Report;
 use super::stop::UntilStop;
 use super::{base_entry, Run};
 use crate::budget;
@@ -33,34 +35,74 @@ use std::collections::{BTreeMap, HashMap};
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
 
-/// What reading the inputs needs: where each property's URLs go, the batch
-/// being filled, the rule for URLs accepted before, and the plan's counts.
-pub(super) struct Intake {
-    pub(super) routes: Routes,
+/// The intake phase: the run it reads for, the report that says what came
+/// of each URL, a dry run's plan (asked instead of the ledger), where each
+/// property's URLs go, the batch being filled, the rule for URLs accepted
+/// before, and the plan's counts.
+pub(super) struct Intake<'r, 'a> {
+    run: &'r mut Run<'a>,
+    report: &'r mut Report,
+    /// A dry run's: what admission would make of each URL is asked of it,
+    /// and nothing is written.
+    plan: Option<&'r mut Plan>,
+    routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
+    /// What input URLs announce (Google: `--deleted`).
+    action: Action,
     /// Per engine: the input's new, changed and unchanged URLs.
     pub(super) counts: BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub(super) before_since: u64,
 }
 
-impl Intake {
-    /// An intake that routes each property's URLs to its `groups` (those
-    /// of URLs: a sitemap group takes its sitemap, `read_sources`).
-    pub(super) fn new(groups: Vec<GroupKey>, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake {
+impl<'r, 'a> Intake<'r, 'a> {
+    /// An intake for `run` that routes each property's URLs to the run's
+    /// groups of URLs (a sitemap group takes its sitemap, `read_sources`)
+    /// and admits them by `rule` — or, given a `plan`, asks it.
+    pub(super) fn new(
+        run: &'r mut Run<'a>,
+        report: &'r mut Report,
+        plan: Option<&'r mut Plan>,
+        rule: AdmitRule,
+        since: Option<DateTime<Utc>>,
+    ) -> Intake<'r, 'a> {
+        let routes = Routes::of(run.settings, run.known_groups());
         Intake {
-            routes: Routes::new(groups, HashMap::new()),
+            run,
+            report,
+            plan,
+            routes,
             only: None,
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
+            action: Action::Updated,
             counts: BTreeMap::new(),
             before_since: 0,
         }
+    }
+
+    /// The intake of `submit`'s arguments: `--force`, `--changed`,
+    /// `--since`, `--deleted`.
+    pub(super) fn of_args(
+        run: &'r mut Run<'a>,
+        report: &'r mut Report,
+        plan: Option<&'r mut Plan>,
+        args: &SubmitArgs,
+    ) -> Intake<'r, 'a> {
+        let rule = AdmitRule {
+            dedupe: TimeDelta::from_std(run.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
+            force: args.force,
+            changed: args.changed,
+            resend_after: None,
+        };
+        let mut intake = Intake::new(run, report, plan, rule, args.since);
+        intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
+        intake
     }
 }
 
@@ -141,45 +183,37 @@ impl Routes {
     }
 }
 
-impl Run<'_> {
+impl Intake<'_, '_> {
     /// Reads every input into the ledger: the URL lists (opened already),
-    /// then the sitemaps.
+    /// then the sitemaps — or, given neither, the configured sources.
     pub(super) async fn read_inputs(
         &mut self,
         readers: Vec<(String, Box<dyn std::io::BufRead>)>,
         args: &SubmitArgs,
         printer: &Printer,
-    ) -> anyhow::Result<Intake> {
-        let rule = AdmitRule {
-            dedupe: TimeDelta::from_std(self.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
-            force: args.force,
-            changed: args.changed,
-            resend_after: None,
-        };
-        let mut intake = Intake::new(self.known_groups(), rule, args.since);
-        intake.routes = Routes::of(self.settings, self.known_groups());
+    ) -> anyhow::Result<()> {
         for (name, reader) in readers {
-            if self.stop.requested() {
-                self.cut.input_cut = true;
+            if self.run.stop.requested() {
+                self.report.cut.input_cut = true;
                 break;
             }
-            self.ingest_list(&mut intake, &name, reader, printer)?;
+            self.ingest_list(&name, reader, printer)?;
         }
         if !args.sitemap.is_empty() {
-            let settings = self.settings;
+            let settings = self.run.settings;
             let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
             for source in &args.sitemap {
-                if self.stop.requested() {
-                    self.cut.input_cut = true;
+                if self.run.stop.requested() {
+                    self.report.cut.input_cut = true;
                     break;
                 }
-                self.ingest_sitemap(&mut intake, &mut reader, source, printer).await?;
+                self.ingest_sitemap(&mut reader, source, printer).await?;
             }
         }
         if reads_sources(args) {
-            self.read_sources(&mut intake, printer).await?;
+            self.read_sources(printer).await?;
         }
-        Ok(intake)
+        Ok(())
     }
 
     /// Reads each property's configured `sources` (those of properties this
@@ -188,23 +222,23 @@ impl Run<'_> {
     /// sitemap read before for the same groups is fetched conditionally
     /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
     /// parse. What was read is kept in the ledger once its URLs are.
-    pub(super) async fn read_sources(&mut self, intake: &mut Intake, printer: &Printer) -> anyhow::Result<()> {
-        let settings = self.settings;
-        intake.rule.changed = true;
-        let known = self.known_groups();
+    pub(super) async fn read_sources(&mut self, printer: &Printer) -> anyhow::Result<()> {
+        let settings = self.run.settings;
+        self.rule.changed = true;
+        let known = self.run.known_groups();
         let routes = routes_digest(&known);
-        let conditional = !intake.rule.force && intake.since.is_none();
+        let conditional = !self.rule.force && self.since.is_none();
         let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
-        let stored = self.ledger.source_documents()?;
+        let stored = self.run.ledger.source_documents()?;
         if conditional {
             reader.remember(known_documents(stored.clone(), &routes));
         }
         let sitemap_groups: Vec<&GroupKey> = known.iter().filter(|g| g.channel == Channel::Sitemaps).collect();
-        let only = intake.only.clone();
+        let only = self.only.clone();
         let sending: Vec<_> = settings
             .properties
             .iter()
-            .filter(|p| intake.routes.routes_property(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
+            .filter(|p| self.routes.routes_property(&p.name) || sitemap_groups.iter().any(|g| g.property == p.name))
             .filter(|p| only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
@@ -213,36 +247,16 @@ impl Run<'_> {
                     PropertySource::List(path) => {
                         let name = path.display().to_string();
                         match ingest::Source::File(path.clone()).open() {
-                            Ok(reader) => self.ingest_list(intake, &name, reader, printer)?,
+                            Ok(reader) => self.ingest_list(&name, reader, printer)?,
                             Err(e) => {
                                 let why = format!("{e} (a source of property `{}`)", property.name);
-                                self.invalid_line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
+                                self.report.line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
                             }
                         }
                     }
                     PropertySource::Sitemap(sitemap) => {
-                        let latest = self.ingest_sitemap(intake, &mut reader, sitemap, printer).await?;
-                        let fetched = reader.take_fetched();
-                        let now = self.clock.now();
-                        let documents: Vec<SourceDocument> =
-                            fetched.into_iter().filter(|f| f.clean).map(|f| document(f, &routes, now)).collect();
-                        // Kept once its URLs are in the ledger; a run that
-                        // keeps nothing reckons the changes as a run would.
-                        let kept = if !self.dry_run && intake.since.is_none() && !documents.is_empty() {
-                            self.ledger.record_source_documents(&documents)?
-                        } else {
-                            crate::model::kept_changes(&documents, |url| {
-                                stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
-                            })
-                        };
-                        let groups: Vec<GroupKey> = sitemap_groups
-                            .iter()
-                            .filter(|g| g.property == property.name && g.target == *sitemap)
-                            .map(|g| (*g).clone())
-                            .collect();
-                        if let Some(changed) = sitemap_changed(&kept, latest, now) {
-                            self.admit_sitemap(&groups, sitemap, changed, &intake.rule, now)?;
-                        }
+                        let source = SitemapSource { property: &property.name, sitemap, routes: &routes };
+                        self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?;
                     }
                 }
             }
@@ -250,36 +264,63 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Records a bad input line.
-    fn invalid_line(&mut self, entry: ResultEntry) -> anyhow::Result<()> {
-        let key = self.results.line_key();
-        Ok(self.results.put(key, &entry)?)
+    /// Reads a property's configured sitemap, keeps what was read of it
+    /// (once its URLs are in the ledger; a plan, or a run with `--since`,
+    /// reckons the changes as a run would from what the ledger keeps,
+    /// `stored`), and when it changed puts its submission in the queue of
+    /// its `sitemap_groups`.
+    async fn read_sitemap_source(
+        &mut self,
+        reader: &mut sitemap::Reader,
+        source: SitemapSource<'_>,
+        stored: &[SourceDocument],
+        sitemap_groups: &[&GroupKey],
+        printer: &Printer,
+    ) -> anyhow::Result<()> {
+        let SitemapSource { property, sitemap, routes } = source;
+        let latest = self.ingest_sitemap(reader, sitemap, printer).await?;
+        let fetched = reader.take_fetched();
+        let now = self.run.clock.now();
+        let documents: Vec<SourceDocument> =
+            fetched.into_iter().filter(|f| f.clean).map(|f| document(f, routes, now)).collect();
+        // Kept once its URLs are in the ledger; a run that
+        // keeps nothing reckons the changes as a run would.
+        let kept = if self.plan.is_none() && self.since.is_none() && !documents.is_empty() {
+            self.run.ledger.record_source_documents(&documents)?
+        } else {
+            crate::model::kept_changes(&documents, |url| {
+                stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
+            })
+        };
+        let groups: Vec<GroupKey> = sitemap_groups
+            .iter()
+            .filter(|g| g.property == property && g.target == *sitemap)
+            .map(|g| (*g).clone())
+            .collect();
+        if let Some(changed) = sitemap_changed(&kept, latest, now) {
+            self.admit_sitemap(&groups, sitemap, changed, now)?;
+        }
+        Ok(())
     }
 
     /// Reads a URL list into the ledger (until the end of the line being
     /// read when the run is stopped).
-    fn ingest_list(
-        &mut self,
-        intake: &mut Intake,
-        name: &str,
-        reader: Box<dyn std::io::BufRead>,
-        printer: &Printer,
-    ) -> anyhow::Result<()> {
+    fn ingest_list(&mut self, name: &str, reader: Box<dyn std::io::BufRead>, printer: &Printer) -> anyhow::Result<()> {
         let mut error = None;
-        let mut reader = UntilStop::new(reader, self.stop.halt().clone());
+        let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
-                if let Err(e) = self.take_url(intake, &line.text, &line.place, line.url, None, printer) {
+                if let Err(e) = self.take_url(&line.text, &line.place, line.url, None, printer) {
                     error = Some(e);
                 }
             }
         });
-        self.cut.input_cut |= reader.cut;
+        self.report.cut.input_cut |= reader.cut;
         if let Some(e) = error {
             return Err(e);
         }
         read.with_context(|| format!("reading {name}"))?;
-        self.flush(intake)
+        self.flush()
     }
 
     /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
@@ -288,19 +329,18 @@ impl Run<'_> {
     /// Returns the latest `lastmod` read.
     async fn ingest_sitemap(
         &mut self,
-        intake: &mut Intake,
         reader: &mut sitemap::Reader,
         source: &str,
         printer: &Printer,
     ) -> anyhow::Result<Option<DateTime<Utc>>> {
         let mut error = None;
         let mut latest: Option<DateTime<Utc>> = None;
-        let halt = self.stop.halt().clone();
+        let halt = self.run.stop.halt().clone();
         let mut take = |entry: sitemap::Entry| {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
                 let url = ingest::parse_url(&entry.loc);
-                if let Err(e) = self.take_url(intake, &entry.loc, &entry.place, url, entry.lastmod, printer) {
+                if let Err(e) = self.take_url(&entry.loc, &entry.place, url, entry.lastmod, printer) {
                     error = Some(e);
                 }
             }
@@ -310,10 +350,10 @@ impl Run<'_> {
             () = halt.stopped() => None,
         };
         let Some(problems) = problems else {
-            self.cut.input_cut = true;
+            self.report.cut.input_cut = true;
             return match error {
                 Some(e) => Err(e),
-                None => self.flush(intake).map(|()| latest),
+                None => self.flush().map(|()| latest),
             };
         };
         if let Some(e) = error {
@@ -322,9 +362,9 @@ impl Run<'_> {
         for problem in problems {
             printer.invalid(&problem.to_string());
             let sitemap = problem.place.source.clone();
-            self.invalid_line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
+            self.report.line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
-        self.flush(intake).map(|()| latest)
+        self.flush().map(|()| latest)
     }
 
     /// Puts a sitemap's submission in the queue of each of its `groups`
@@ -339,13 +379,12 @@ impl Run<'_> {
         groups: &[GroupKey],
         sitemap: &str,
         changed: DateTime<Utc>,
-        rule: &AdmitRule,
         now: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         if groups.is_empty() {
             return Ok(());
         }
-        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..*rule };
+        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..self.rule };
         let batch: Vec<NewItem> = groups
             .iter()
             .map(|g| NewItem {
@@ -355,15 +394,20 @@ impl Run<'_> {
                 lastmod: Some(changed),
             })
             .collect();
-        if self.dry_run {
-            for (item, admission) in batch.iter().zip(self.plan_admissions(&batch, &rule, now)?) {
-                if matches!(admission, Some(Admission::Queued { .. })) {
-                    self.plan_due(item, now)?;
+        match self.plan.as_deref_mut() {
+            Some(plan) => {
+                for (item, admission) in
+                    batch.iter().zip(plan.admissions(self.run.ledger.as_mut(), &batch, &rule, now)?)
+                {
+                    if matches!(admission, Some(Admission::Queued { .. })) {
+                        plan.place(item, now, self.report, self.run.user_tz)?;
+                    }
                 }
             }
-        } else {
-            self.ledger.admit(&batch, now, &rule)?;
-            self.admitted += batch.len() as u64;
+            None => {
+                self.run.ledger.admit(&batch, now, &rule)?;
+                self.report.admitted += batch.len() as u64;
+            }
         }
         Ok(())
     }
@@ -374,87 +418,103 @@ impl Run<'_> {
     /// property and batched into the ledger.
     fn take_url(
         &mut self,
-        intake: &mut Intake,
         text: &str,
         place: &Position,
         url: Result<url::Url, String>,
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
     ) -> anyhow::Result<()> {
-        self.read += 1;
-        self.progress.reading(self.read);
+        self.report.read += 1;
+        self.run.progress.reading(self.report.read);
         let url = match url {
             Ok(url) => url,
             Err(why) => {
                 printer.invalid(&format!("{place}: `{text}`: {why}"));
-                return self.invalid_line(invalid(text, place, LocalReason::InvalidUrl, why));
+                return self.report.line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
-        let Some(property) = self.settings.property_for(&url) else {
+        let Some(property) = self.run.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.invalid(&format!("{place}: `{text}`: {why}"));
-            return self.invalid_line(invalid(text, place, LocalReason::NoProperty, why));
+            return self.report.line(invalid(text, place, LocalReason::NoProperty, why));
         };
-        if before_since(intake.since, lastmod) {
-            intake.before_since += 1;
+        if before_since(self.since, lastmod) {
+            self.before_since += 1;
             return Ok(());
         }
         let routed = (self.action, lastmod);
-        if let Some(e) = intake.routes.route(&property.name, &url, routed, (text, place), &mut intake.batch) {
+        if let Some(e) = self.routes.route(&property.name, &url, routed, (text, place), &mut self.batch) {
             printer.invalid(&format!("{place}: `{text}`: {}", e.message));
-            self.invalid_line(e)?;
+            self.report.line(e)?;
         }
-        if intake.batch.len() >= ADMIT_BATCH {
-            self.flush(intake)?;
+        if self.batch.len() >= ADMIT_BATCH {
+            self.flush()?;
         }
         Ok(())
     }
 
     /// Writes the batched URLs to the ledger (one transaction).
-    fn flush(&mut self, intake: &mut Intake) -> anyhow::Result<()> {
-        let batch = std::mem::take(&mut intake.batch);
-        self.admit(&batch, intake, self.clock.now())
+    fn flush(&mut self) -> anyhow::Result<()> {
+        let batch = std::mem::take(&mut self.batch);
+        self.admit(&batch, self.run.clock.now())
     }
 
     /// Writes a batch to the ledger (a dry run: plans it), counts what it
     /// made of each URL and says what the report needs to.
-    fn admit(&mut self, batch: &[NewItem], intake: &mut Intake, now: DateTime<Utc>) -> anyhow::Result<()> {
+    fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions: Vec<Option<Admission>> = if self.dry_run {
-            self.plan_admissions(batch, &intake.rule, now)?
-        } else {
-            let admissions = self.ledger.admit(batch, now, &intake.rule)?;
-            self.admitted += batch.len() as u64;
-            admissions.into_iter().map(Some).collect()
+        let admissions: Vec<Option<Admission>> = match self.plan.as_deref_mut() {
+            Some(plan) => plan.admissions(self.run.ledger.as_mut(), batch, &self.rule, now)?,
+            None => {
+                let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
+                self.report.admitted += batch.len() as u64;
+                admissions.into_iter().map(Some).collect()
+            }
         };
         let mut admitted = Vec::with_capacity(batch.len());
         for (item, admission) in batch.iter().zip(admissions) {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
-            if self.dry_run && matches!(admission, Admission::Queued { .. }) {
-                self.plan_due(item, now)?;
+            if let (Some(plan), Admission::Queued { .. }) = (self.plan.as_deref_mut(), &admission) {
+                plan.place(item, now, self.report, self.run.user_tz)?;
             }
-            count(intake.counts.entry(item.group.engine).or_default(), &admission);
+            count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
         }
+        self.tell_admitted(&admitted, now)
+    }
+
+    /// Says what the report needs to of the admitted URLs (`tell`): a
+    /// quota wait in the timezone of its group's rule.
+    fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let mut tzs: HashMap<&GroupKey, Option<Tz>> = HashMap::new();
-        for (item, _) in &admitted {
+        for (item, _) in admitted {
             if !tzs.contains_key(&item.group) {
-                tzs.insert(&item.group, self.rule_timezone(&item.group));
+                tzs.insert(&item.group, self.run.rule_timezone(&item.group));
             }
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
-        for (id, e) in tell(self.ledger.as_mut(), &admitted, now, self.user_tz, &rule_tz)?.into_iter().flatten() {
+        let user_tz = self.run.user_tz;
+        for (id, e) in tell(self.run.ledger.as_mut(), admitted, now, user_tz, &rule_tz)?.into_iter().flatten() {
             // Parked before this run: said by the reminders.
             if e.outcome == Outcome::Misconfigured {
-                self.parked_before += 1;
+                self.report.parked_before += 1;
             }
-            self.entry(id, e)?;
+            self.report.entry(id, e)?;
         }
         Ok(())
     }
+}
+
+/// A property's configured sitemap, as `read_sources` reads it: the
+/// property, the sitemap's address, and the routes' digest its documents
+/// are kept with.
+struct SitemapSource<'s> {
+    property: &'s str,
+    sitemap: &'s str,
+    routes: &'s str,
 }
 
 /// What the report says of each admitted URL (each item with what the
@@ -690,254 +750,4 @@ pub(crate) fn invalid(text: &str, place: &Position, reason: LocalReason, message
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::commands::submit::testing::{
-        self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER,
-    };
-    use crate::model::{Class, Reason};
-
-    #[test]
-    fn since_keeps_only_a_lastmod_at_or_after_it() {
-        let since = at("2026-03-01T00:00:00Z");
-        assert!(!before_since(None, None), "without --since every URL is kept");
-        assert!(!before_since(None, Some(since)));
-        assert!(before_since(Some(since), None), "no lastmod: left out");
-        assert!(before_since(Some(since), Some(since - TimeDelta::seconds(1))));
-        assert!(!before_since(Some(since), Some(since)), "at --since: kept");
-        assert!(!before_since(Some(since), Some(since + TimeDelta::days(3))));
-    }
-
-    /// When a sitemap last changed: the latest `changed_at` of what was
-    /// read of it, or a later `lastmod` in it (never later than now);
-    /// nothing read, nothing known.
-    #[test]
-    fn a_sitemap_changed_when_its_newest_document_did_or_a_later_lastmod_says() {
-        let now = at(NOW);
-        let doc = |changed: &str| SourceDocument {
-            url: "https://site.example/s.xml".into(),
-            etag: None,
-            last_modified: None,
-            digest: "d".into(),
-            kind: DocumentKind::Urlset,
-            routes: "r".into(),
-            fetched_at: now,
-            changed_at: at(changed),
-        };
-        let kept = [doc("2026-03-01T00:00:00Z"), doc("2026-03-02T08:00:00Z")];
-        assert_eq!(sitemap_changed(&kept, None, now), Some(at("2026-03-02T08:00:00Z")));
-        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-01T12:00:00Z")), now), Some(at("2026-03-02T08:00:00Z")));
-        assert_eq!(sitemap_changed(&kept, Some(at("2026-03-02T09:00:00Z")), now), Some(at("2026-03-02T09:00:00Z")));
-        assert_eq!(sitemap_changed(&kept, Some(at("2030-01-01T00:00:00Z")), now), Some(now), "never later than now");
-        assert_eq!(sitemap_changed(&[], Some(at("2026-03-02T09:00:00Z")), now), None);
-    }
-
-    #[test]
-    fn the_plan_counts_new_changed_and_unchanged_urls() {
-        let now = at(NOW);
-        let mut counts = PlanCounts::default();
-        let admissions = [
-            Admission::Queued { fresh: true },
-            Admission::Queued { fresh: true },
-            Admission::Queued { fresh: false },
-            Admission::Skipped { id: 1, accepted_at: now, unchanged: true },
-            Admission::Skipped { id: 2, accepted_at: now, unchanged: false },
-            Admission::AlreadyQueued { id: 3, next_attempt_at: None },
-            Admission::Parked { id: 4 },
-            Admission::InFlight { id: 5 },
-        ];
-        for a in &admissions {
-            count(&mut counts, a);
-        }
-        assert_eq!((counts.new, counts.changed, counts.unchanged), (2, 1, 1));
-    }
-
-    #[test]
-    fn a_due_url_says_nothing_and_one_waiting_parked_or_in_flight_is_told_from_its_row() {
-        let now = at(NOW);
-        let url = new_item(&site_group(), "https://site.example/a");
-        let told_of = |a| match told(&url, a, now) {
-            Told::Nothing => "nothing".to_string(),
-            Told::FromRow(id) => format!("row {id}"),
-            Told::Result(id, e) => format!("result {id} {}", e.reason),
-        };
-        assert_eq!(told_of(Admission::Queued { fresh: true }), "nothing");
-        assert_eq!(told_of(Admission::Queued { fresh: false }), "nothing");
-        assert_eq!(told_of(Admission::AlreadyQueued { id: 7, next_attempt_at: None }), "nothing");
-        assert_eq!(told_of(Admission::AlreadyQueued { id: 7, next_attempt_at: Some(now) }), "nothing", "due now");
-        let later = Some(now + TimeDelta::minutes(5));
-        assert_eq!(told_of(Admission::AlreadyQueued { id: 7, next_attempt_at: later }), "row 7");
-        assert_eq!(told_of(Admission::Parked { id: 8 }), "row 8");
-        assert_eq!(told_of(Admission::InFlight { id: 9 }), "row 9");
-    }
-
-    #[test]
-    fn a_url_accepted_before_is_skipped_as_unchanged_or_already_accepted() {
-        let now = at(NOW);
-        let url = new_item(&site_group(), "https://site.example/a");
-        let accepted_at = now - TimeDelta::hours(3);
-        let Told::Result(id, e) = told(&url, Admission::Skipped { id: 4, accepted_at, unchanged: true }, now) else {
-            panic!("a skipped URL has its result now")
-        };
-        assert_eq!((id, e.outcome, e.reason.to_string().as_str()), (4, Outcome::Skipped, "unchanged"));
-        assert_eq!(e.message, "not changed since it was accepted 3 h ago (no later lastmod)");
-        assert_eq!(
-            (e.url.as_str(), e.property.as_deref(), e.engine),
-            (url.url.as_str(), Some("site"), Some(url.group.engine))
-        );
-        let Told::Result(_, e) = told(&url, Admission::Skipped { id: 4, accepted_at, unchanged: false }, now) else {
-            panic!("a skipped URL has its result now")
-        };
-        assert_eq!(
-            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
-            (Outcome::Skipped, "already_accepted", "accepted 3 h ago")
-        );
-    }
-
-    fn row(state: ItemState, last_class: Option<Class>, reason: Option<&str>) -> ItemRow {
-        ItemRow {
-            id: 3,
-            url: "https://site.example/a".into(),
-            group: site_group(),
-            state,
-            next_attempt_at: Some(at("2026-03-02T12:00:00Z")),
-            attempts: 2,
-            last_class,
-            last_reason: reason.map(|r| {
-                Reason::of_class(last_class.expect("a reason has a class"), r).expect("a reason of the class")
-            }),
-            last_message: reason.map(|r| format!("the engine said {r}")),
-            last_http_status: Some(429),
-            accepted_at: None,
-        }
-    }
-
-    #[test]
-    fn a_parked_row_is_misconfigured_with_the_answer_that_parked_it() {
-        let now = at(NOW);
-        let no_tz = |_: &GroupKey| -> Option<Tz> { panic!("a parked item has no retry to tell") };
-        let e = row_entry(row(ItemState::Parked, Some(Class::Misconfigured), Some("forbidden")), Tz::UTC, no_tz, now);
-        assert_eq!(
-            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
-            (Outcome::Misconfigured, "forbidden", "the engine said forbidden")
-        );
-        assert_eq!((e.attempts, e.http_status, e.retry_at), (2, Some(429), None));
-        assert!(e.hint.is_some_and(|h| h.contains("indexq queue retry")));
-        let e = row_entry(row(ItemState::Parked, None, None), Tz::UTC, no_tz, now);
-        assert_eq!((e.reason.to_string().as_str(), e.message.as_str()), ("parked", "parked by an earlier run"));
-    }
-
-    #[test]
-    fn an_in_flight_row_is_deferred_while_another_run_sends_it() {
-        let now = at(NOW);
-        let e =
-            row_entry(row(ItemState::InFlight, Some(Class::Transient), Some("server_error")), Tz::UTC, |_| None, now);
-        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "in_flight"));
-        assert_eq!(e.message, "another indexq run is sending it right now");
-        assert_eq!(e.retry_at, None);
-    }
-
-    #[test]
-    fn a_quota_wait_is_told_in_the_rules_timezone_and_any_other_in_the_users() {
-        let now = at(NOW);
-        let shanghai = |_: &GroupKey| Some(chrono_tz::Asia::Shanghai);
-        let paris = chrono_tz::Europe::Paris;
-        let e = row_entry(row(ItemState::Queued, Some(Class::Quota), Some("rate_limited")), paris, shanghai, now);
-        assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Deferred, "rate_limited"));
-        assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T20:00:00+08:00"));
-        assert_eq!(e.retry_after_secs, Some(7200));
-        let e = row_entry(row(ItemState::Queued, None, None), paris, shanghai, now);
-        assert_eq!((e.reason.to_string().as_str(), e.message.as_str()), ("queued", "waiting in the queue"));
-        assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T20:00:00+08:00"), "never answered: the budget's wait");
-        let e = row_entry(row(ItemState::Queued, Some(Class::Transient), Some("server_error")), paris, shanghai, now);
-        assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T13:00:00+01:00"));
-        let e = row_entry(row(ItemState::Queued, Some(Class::Quota), None), paris, |_| None, now);
-        assert_eq!(e.retry_at.as_deref(), Some("2026-03-02T13:00:00+01:00"), "no rule: the user's timezone");
-    }
-
-    #[test]
-    fn an_invalid_line_keeps_its_position() {
-        let place = Position::at("https://e.com:8080/s.xml", 3, 14);
-        let e = invalid("https://e.com/s.xml", &place, LocalReason::Sitemap, "not XML".into());
-        assert_eq!(
-            (e.outcome, e.reason.to_string().as_str(), e.message.as_str()),
-            (Outcome::Invalid, "sitemap", "not XML")
-        );
-        assert_eq!((e.source.as_ref(), e.property, e.engine), (Some(&place), None, None));
-        assert_eq!(e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
-    }
-
-    fn read_list(run: &mut Run, intake: &mut Intake, text: &'static str) {
-        run.ingest_list(intake, "urls.txt", Box::new(std::io::Cursor::new(text)), &PRINTER).expect("the list is read");
-    }
-
-    #[tokio::test]
-    async fn a_list_becomes_queue_items_and_its_bad_lines_invalid_results() {
-        let f = Fixture::new("");
-        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
-        read_list(
-            &mut run,
-            &mut intake,
-            "https://site.example/a\nhttps://site.example/b\nhttps://site.example/a\nnot a url\nhttps://other.example/x\n",
-        );
-        let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| (i.url, i.state)).collect();
-        assert_eq!(
-            urls,
-            [
-                ("https://site.example/a".to_string(), ItemState::Queued),
-                ("https://site.example/b".into(), ItemState::Queued)
-            ]
-        );
-        assert_eq!(intake.counts[&EngineKind::IndexNow].new, 2, "a URL read twice is one new item");
-        assert_eq!((run.read, run.admitted), (5, 3));
-        let results = testing::results(&mut run);
-        assert_eq!(
-            results,
-            [
-                ("not a url".to_string(), "invalid".to_string(), "invalid_url".to_string()),
-                ("https://other.example/x".into(), "invalid".into(), "no_property".into()),
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn since_leaves_out_urls_without_a_later_lastmod() {
-        let f = Fixture::new("");
-        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let since = at("2026-03-01T00:00:00Z");
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), Some(since));
-        for (path, lastmod) in [("old", Some(since - TimeDelta::days(1))), ("none", None), ("new", Some(since))] {
-            let url = ingest::parse_url(&format!("https://site.example/{path}"));
-            run.take_url(&mut intake, path, &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
-        }
-        run.flush(&mut intake).unwrap();
-        let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| i.url).collect();
-        assert_eq!(urls, ["https://site.example/new"]);
-        assert_eq!((intake.before_since, run.read), (2, 3));
-    }
-
-    #[tokio::test]
-    async fn an_accepted_url_read_again_is_skipped_and_with_changed_counted_unchanged() {
-        let f = Fixture::new("");
-        let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let mut intake = Intake::new(run.known_groups(), admit_rule(), None);
-        read_list(&mut run, &mut intake, "https://site.example/a\n");
-        run.send_due(&PRINTER).await.unwrap();
-        assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted);
-
-        let mut again = Intake::new(run.known_groups(), admit_rule(), None);
-        read_list(&mut run, &mut again, "https://site.example/a\n");
-        let mut changed = Intake::new(run.known_groups(), AdmitRule { changed: true, ..admit_rule() }, None);
-        read_list(&mut run, &mut changed, "https://site.example/a\n");
-
-        let counts = |i: &Intake| {
-            let c = i.counts[&EngineKind::IndexNow];
-            (c.new, c.changed, c.unchanged)
-        };
-        assert_eq!((counts(&again), counts(&changed)), ((0, 0, 0), (0, 0, 1)));
-        let reasons: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
-        assert_eq!(reasons, ["accepted ok", "skipped already_accepted", "skipped unchanged"]);
-        assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted, "nothing was queued again");
-    }
-}
+mod tests;

@@ -2,19 +2,25 @@
 //! due work within budget, group by group (property × engine × target):
 //! claim (reserve before send) → send → classify → schedule → finish.
 //! With `--max-wait`, sleeps for retries that fall due within it. With
-//! `--dry-run`, the same code runs on an in-memory copy of the ledger and
-//! stops before sending.
+//! `--dry-run`, nothing is written or sent: a `Plan` reads the ledger (the
+//! claims it forecasts, `Budget::plan_claim`) and the intake asks it what
+//! would become of each URL.
 //!
-//! This file sets the run up and runs its phases in order; each phase has
-//! its own file:
-//! - `intake`: the inputs (URL lists, sitemaps) into the ledger, and what
-//!   the report says of each URL read (invalid, skipped, waiting, counted
-//!   as new or changed);
-//! - `send`: due items claimed in batches within budget and pace, sent to
-//!   the engines, and the waits for retries within `--max-wait`;
-//! - `outcome`: an engine's answer made into ledger records and results,
-//!   what a claim deferred, and the report and exit status at the end;
-//! - `plan`: the dry run's plan, by reading the ledger;
+//! This file sets the run up and runs its phases in order. `Run` is what
+//! every phase reads (settings, clock, engines, ledger, the stop), `Report`
+//! what they leave for the end; each phase is its own type, borrowing both
+//! for as long as it runs, in its own file:
+//! - `intake` (`Intake`): the inputs (URL lists, sitemaps) into the ledger,
+//!   and what the report says of each URL read (invalid, skipped, waiting,
+//!   counted as new or changed);
+//! - `send` (`Sender`): due items claimed in batches within budget and
+//!   pace, sent to the engines, and the waits for retries within
+//!   `--max-wait`;
+//! - `outcome` (`Recorder`): an engine's answer made into ledger records
+//!   and results, and what a claim deferred;
+//! - `report` (`Report`): what the phases leave, and at the end the report
+//!   and the exit status;
+//! - `plan` (`Plan`): the dry run's plan, by reading the ledger;
 //! - `parked`: what needs a human across runs — fixes noticed by
 //!   themselves before sending, and each parked group said (once per
 //!   `[submit] remind`) at the end.
@@ -31,6 +37,7 @@ mod intake;
 mod outcome;
 mod parked;
 mod plan;
+mod report;
 mod send;
 mod sitemaps;
 mod stop;
@@ -51,20 +58,22 @@ use crate::engines::{self, Engine};
 use crate::error::UsageError;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
-use crate::model::{Action, GroupKey, RunRecord};
-use crate::model::{EngineKind, Outcome, Reason};
+use crate::model::{EngineKind, GroupKey, Outcome, Reason, RunRecord};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::progress::Progress;
-use crate::output::results::{Key, ResultEntry, Results};
-use crate::output::summary::Deferral;
+use crate::output::results::{ResultEntry, Results};
 use crate::redact::Redactor;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use intake::Intake;
+use plan::Plan;
+use report::{Ending, Report};
+use send::Sender;
 use std::collections::BTreeMap;
 
-/// One run: what every phase reads (settings, clock, engines, ledger) and
-/// what they leave for the report.
+/// What every phase of a run reads: the settings, the clock, the engines
+/// and the ledger, and the stop.
 struct Run<'a> {
     settings: &'a Settings,
     clock: &'a Clock,
@@ -72,41 +81,14 @@ struct Run<'a> {
     engines: BTreeMap<EngineKind, Box<dyn Engine>>,
     ledger: Box<dyn Ledger + Send>,
     owner: Owner,
-    results: Results,
-    deferrals: Vec<Deferral>,
-    /// Groups whose engine-reported quota was read in this run.
-    reported: std::collections::HashSet<GroupKey>,
-    /// Things the user should know about this run (e.g. a quota read failed).
-    notes: Vec<String>,
-    dry_run: bool,
-    /// The end of what this run may wait for (`--max-wait`).
-    wait_until: DateTime<Utc>,
-    /// What input URLs announce (Google: `--deleted`).
-    action: Action,
+    /// The progress line: reading, sending, waiting.
     progress: Progress,
-    /// Input URLs read so far.
-    read: u64,
-    /// Queue items (URL, property, engine, target) this run wrote to the ledger.
-    admitted: u64,
-    /// A dry run's plan (nothing is written).
-    plans: plan::Plans,
-    /// Groups and reasons (`ParkedGroup::reminder_key`) whose items this run parked.
-    parked_now: std::collections::HashSet<(GroupKey, String)>,
-    /// Sitemap groups and reasons of the problems their engines' reports
-    /// first showed in this run.
-    sitemap_problems_now: std::collections::HashSet<(GroupKey, String)>,
-    /// Input URLs whose items were parked before this run: said by the
-    /// reminders, not counted as this run's failures.
-    parked_before: u64,
-    /// Parked items sent again in this run: a fix noticed, or the configuration changed.
-    resumed: Vec<String>,
-    /// What URL inspections (Google `skip_indexed`) came to, when it was
-    /// not "indexed" or "not indexed": said once per run.
-    inspection_notes: Vec<crate::output::summary::InspectionNote>,
-    /// SIGINT/SIGTERM: whether the run stops, and what the stop cut.
+    /// SIGINT/SIGTERM: whether the run stops.
     stop: stop::Stop,
-    cut: stop::Cut,
 }
+
+/// The input lists of a run, opened, by name.
+type Readers = Vec<(String, Box<dyn std::io::BufRead>)>;
 
 pub async fn run(
     settings: &Settings,
@@ -119,7 +101,32 @@ pub async fn run(
     let stop = stop::Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
     let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
     let built = build_engines(settings, &selected)?;
-    if built.is_empty() && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
+    check_args(settings, args, built.is_empty())?;
+    let readers = open_inputs(args)?;
+    let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
+    let mut run = Run::new(settings, clock, built, ledger, printer, stop);
+    let mut report = Report::new(Results::new(printer.json).context("cannot create the run's temporary results")?);
+    let outcome = phases(&mut run, &mut report, readers, args, printer).await;
+    // The metrics (`--metrics-file`), and the run's record in the ledger.
+    let outcome = finish(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
+    // A database ledger lost mid-run: say what this run left in it.
+    outcome.map_err(|e| {
+        if !LedgerError::is_lost(&e) {
+            return e;
+        }
+        e.context(format!(
+            "the run stopped after reading {} input URL(s) and writing {} queue item(s) to the ledger, which keeps \
+             them for the next run",
+            report.read, report.admitted
+        ))
+    })
+}
+
+/// What must hold before anything is read or sent: an engine to submit
+/// the inputs to (`no_engine`: no property uses any engine selected), and
+/// a metrics file that can be replaced.
+fn check_args(settings: &Settings, args: &SubmitArgs, no_engine: bool) -> anyhow::Result<()> {
+    if no_engine && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
         return Err(ConfigError {
             place: settings.file.display().to_string(),
             message: "no property uses an engine this run can submit to".into(),
@@ -129,7 +136,6 @@ pub async fn run(
         }
         .into());
     }
-
     // The metrics file must be one that can be replaced, before anything is
     // read or sent: not a device, a FIFO, a socket or a directory (a
     // rename would replace it), nor in a folder that does not exist.
@@ -145,55 +151,55 @@ pub async fn run(
             ),
         })?;
     }
+    Ok(())
+}
 
-    // Every input must open before anything is written or sent.
+/// Every input list, opened: each must open before anything is written or sent.
+fn open_inputs(args: &SubmitArgs) -> anyhow::Result<Readers> {
     let mut readers = Vec::new();
     for arg in &args.inputs {
         let source = Source::parse(arg);
         let reader = source.open().map_err(|e| UsageError(e.to_string()))?;
         readers.push((source.name(), reader));
     }
+    Ok(readers)
+}
 
-    let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
-    let mut run = Run::new(settings, clock, built, ledger, printer, stop)?;
-    run.dry_run = args.dry_run;
-    run.action = if args.deleted { Action::Deleted } else { Action::Updated };
-    let outcome: anyhow::Result<ExitStatus> = async {
-        // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
-        let local = clock.now();
-        let time = super::follow_ledger_clock(run.ledger.as_mut(), clock, !run.dry_run)?;
-        for warning in clock_warnings(&time, local, run.user_tz) {
-            printer.warn(&warning);
-        }
-        let started = clock.now();
-        let max_wait = args.max_wait.unwrap_or(settings.submit.max_wait);
-        run.wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
-        if run.dry_run {
-            run.plan_groups().await?;
-        } else {
-            run.prepare(started, printer).await?;
-        }
-        let intake = run.read_inputs(readers, args, printer).await?;
-        if !run.dry_run {
-            run.send_due(printer).await?;
-            run.read_sitemap_reports().await?;
-        }
-        run.report(started, &intake.counts, args.since.map(|_| intake.before_since), &args.fail_on, printer)
+/// The run's phases in order, on the ledger's clock: before the input is
+/// read, the plan (a dry run) or what a run prepares; the intake; then,
+/// unless a dry run, sending and the engines' sitemap reports; the report.
+async fn phases(
+    run: &mut Run<'_>,
+    report: &mut Report,
+    readers: Readers,
+    args: &SubmitArgs,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
+    let local = run.clock.now();
+    let time = super::follow_ledger_clock(run.ledger.as_mut(), run.clock, !args.dry_run)?;
+    for warning in clock_warnings(&time, local, run.user_tz) {
+        printer.warn(&warning);
     }
-    .await;
-    // The metrics (`--metrics-file`), and the run's record in the ledger.
-    let outcome = finish(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
-    // A database ledger lost mid-run: say what this run left in it.
-    outcome.map_err(|e| {
-        if !LedgerError::is_lost(&e) {
-            return e;
-        }
-        e.context(format!(
-            "the run stopped after reading {} input URL(s) and writing {} queue item(s) to the ledger, which keeps \
-             them for the next run",
-            run.read, run.admitted
-        ))
-    })
+    let started = run.clock.now();
+    let max_wait = args.max_wait.unwrap_or(run.settings.submit.max_wait);
+    let wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
+    let mut plan = if args.dry_run { Some(Plan::new(run, report).await?) } else { None };
+    if plan.is_none() {
+        let resumed = run.prepare(started, printer).await?;
+        report.resumed.extend(resumed);
+    }
+    let mut intake = Intake::of_args(run, report, plan.as_mut(), args);
+    intake.read_inputs(readers, args, printer).await?;
+    let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
+    if plan.is_none() {
+        Sender::new(run, report, wait_until).send_due(printer).await?;
+        let problems = run.read_sitemap_reports().await?;
+        report.sitemap_problems_now.extend(problems);
+    }
+    let before_since = args.since.map(|_| before_since);
+    let ending = Ending { started, plan: &counts, before_since, fail_on: &args.fail_on, dry_run: plan.is_some() };
+    report.end(run, ending, printer)
 }
 
 /// What a run does as it ends (one call, whatever happened): with
@@ -308,8 +314,7 @@ fn clock_warnings(time: &LedgerTime, local: DateTime<Utc>, user_tz: Tz) -> Vec<S
 }
 
 impl<'a> Run<'a> {
-    /// A run that sends with `engines` on `ledger`, and stops on `stop`: not
-    /// a dry run, its input URLs updated.
+    /// A run that sends with `engines` on `ledger`, and stops on `stop`.
     fn new(
         settings: &'a Settings,
         clock: &'a Clock,
@@ -317,33 +322,17 @@ impl<'a> Run<'a> {
         ledger: Box<dyn Ledger + Send>,
         printer: &Printer,
         stop: stop::Stop,
-    ) -> anyhow::Result<Run<'a>> {
-        Ok(Run {
+    ) -> Run<'a> {
+        Run {
             settings,
             clock,
             user_tz: crate::clock::user_timezone(),
             engines,
             ledger,
             owner: Owner::current(),
-            results: Results::new(printer.json).context("cannot create the run's temporary results")?,
-            deferrals: Vec::new(),
-            reported: Default::default(),
-            notes: Vec::new(),
-            dry_run: false,
-            wait_until: clock.now(),
-            action: Action::Updated,
             progress: Progress::new(printer),
-            read: 0,
-            admitted: 0,
-            plans: Default::default(),
-            parked_now: Default::default(),
-            sitemap_problems_now: Default::default(),
-            parked_before: 0,
-            resumed: Vec::new(),
-            inspection_notes: Vec::new(),
             stop,
-            cut: Default::default(),
-        })
+        }
     }
 }
 
@@ -363,11 +352,6 @@ impl Run<'_> {
     /// The timezone of the group's own daily rule.
     fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
         self.rules(group)?.first().map(|r| r.tz)
-    }
-
-    /// Records the result of a ledger item.
-    fn entry(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
-        Ok(self.results.put(Key::Item(id), &entry)?)
     }
 }
 

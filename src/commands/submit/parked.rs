@@ -7,6 +7,7 @@
 //! that an hourly job says it once a day until it is fixed; and so is what
 //! the engines' reports on the run's sitemaps say a human must look at.
 
+use super::report::Report;
 use super::Run;
 use crate::model::{Check, GroupKey, SitemapState};
 use crate::output::parked::{reminder_due, NoticeKind, ParkedNotice};
@@ -16,9 +17,10 @@ use std::collections::HashMap;
 impl Run<'_> {
     /// Checks, once per group and kind of check, the causes of parked items
     /// that can be checked without sending; a fix found makes the items of
-    /// that cause due at `now`.
-    pub(super) async fn notice_fixes(&mut self, now: DateTime<Utc>) -> anyhow::Result<()> {
+    /// that cause due at `now`. Returns what the report says resumed.
+    pub(super) async fn notice_fixes(&mut self, now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
         let known = self.known_groups();
+        let mut resumed = Vec::new();
         let mut checked: HashMap<(GroupKey, Check), Result<String, String>> = HashMap::new();
         for parked in self.ledger.parked()? {
             let (Some(reason), true) = (parked.reason, known.contains(&parked.group)) else { continue };
@@ -34,7 +36,7 @@ impl Run<'_> {
                 Ok(found) => {
                     let n = self.ledger.unpark_fixed(&parked.group, &[reason], now)?;
                     if n > 0 {
-                        self.resumed.push(format!(
+                        resumed.push(format!(
                             "{}: {found}: {} ({reason}) go again.",
                             crate::output::printer::group_title(&parked.group),
                             urls_parked(n)
@@ -44,20 +46,26 @@ impl Run<'_> {
                 Err(why) => tracing::info!(group = ?parked.group, %reason, why, "still parked"),
             }
         }
-        Ok(())
+        Ok(resumed)
     }
 
     /// Every parked group of the run's engines, then what the engines'
     /// reports on the run's sitemaps say a human must look at (at the end
     /// of the run), each told if this run parked it (or first saw it) or
-    /// its reminder is due at `started`; unless a dry run, the ledger keeps
-    /// when they were told.
-    pub(super) fn parked_notices(&mut self, started: DateTime<Utc>) -> anyhow::Result<Vec<ParkedNotice>> {
+    /// its reminder is due at `started` (`report` says what this run parked
+    /// and first saw); with `keep` (not a dry run), the ledger keeps when
+    /// they were told.
+    pub(super) fn parked_notices(
+        &mut self,
+        report: &Report,
+        started: DateTime<Utc>,
+        keep: bool,
+    ) -> anyhow::Result<Vec<ParkedNotice>> {
         let known = self.known_groups();
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
         let mut notices = Vec::new();
         for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
-            let fresh = self.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
+            let fresh = report.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
             let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
             notices.push(ParkedNotice { kind: NoticeKind::Parked, parked, fix, fresh, told });
@@ -66,13 +74,13 @@ impl Run<'_> {
             self.ledger.sitemap_states()?.into_iter().filter(|s| known.contains(&s.group)).collect();
         for mut notice in crate::queue::sitemap_notices(self.settings, &states, self.clock.now()) {
             notice.fresh =
-                self.sitemap_problems_now.contains(&(notice.parked.group.clone(), notice.parked.reminder_key()));
+                report.sitemap_problems_now.contains(&(notice.parked.group.clone(), notice.parked.reminder_key()));
             notice.told = notice.fresh || reminder_due(&notice.parked, started, remind);
             notices.push(notice);
         }
         let told: Vec<(GroupKey, String)> =
             notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
-        if !self.dry_run && !told.is_empty() {
+        if keep && !told.is_empty() {
             self.ledger.record_reminders(&told, started)?;
         }
         Ok(notices)

@@ -1,17 +1,18 @@
 //! `submit --dry-run`: the plan, by reading. The input is read and
-//! normalised as a real run reads it, and the ledger says what admission
-//! would make of each URL (`Intake::preview`); nothing is written. A URL
-//! new to the ledger seen twice is one item (a set of (group, key) pairs in
-//! memory). Each group's due items — the ledger's, then this run's new and
+//! normalised as a real run reads it, and the intake asks a `Plan` instead
+//! of writing: the ledger says what admission would make of each URL
+//! (`ledger::Intake::preview`); nothing is written. A URL new to the ledger
+//! seen twice is one item (a set of (group, key) pairs in memory). Each group's due items — the ledger's, then this run's new and
 //! changed URLs — go now while the budget and the pace allow (the claim the
 //! ledger forecasts over the group's windows, usage and pace as they are
 //! now, as many claims in a row would take them: `Budget::plan_claim`); the
 //! rest would wait for their paced slot, or until the budget frees up.
 
+use super::report::Report;
 use super::{base_entry, Run};
 use crate::budget;
 use crate::ledger::{
-    url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, NewItem, Pace, Preview, StateFilter,
+    url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,
 };
 use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
@@ -20,9 +21,9 @@ use crate::output::summary::Deferral;
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// What a dry run knows of its groups and of the URLs it has seen.
+/// A dry run's plan: what it knows of its groups and of the URLs it has seen.
 #[derive(Default)]
-pub(super) struct Plans {
+pub(super) struct Plan {
     groups: FxHashMap<GroupKey, GroupPlan>,
     /// URLs new to the ledger seen so far (`seen`: group and key), and
     /// items queued again: a second sight of either is the same item.
@@ -33,7 +34,7 @@ pub(super) struct Plans {
     last: Option<(GroupKey, usize)>,
 }
 
-/// A URL new to the ledger as `Plans::new` holds it: its key, mixed with
+/// A URL new to the ledger as `Plan::new` holds it: its key, mixed with
 /// its group's number (the key itself in the first group), 8 bytes where a
 /// pair took 16 (a million URLs: a set of 19 MB, not 36). Two URLs of one
 /// group with the same key were one item to a dry run already (about one
@@ -63,7 +64,7 @@ enum Place {
     Budget(Deferral),
 }
 
-impl Plans {
+impl Plan {
     fn number(&mut self, group: &GroupKey) -> usize {
         // Most URLs are of the group the last one was.
         if let Some((last, n)) = &self.last {
@@ -95,37 +96,39 @@ impl GroupPlan {
     }
 }
 
-impl Run<'_> {
+impl Plan {
     /// Before the input is read: each group's plan from the ledger as it
     /// is (usage, the engine's reported quota, the pace), its due items
-    /// placed first.
-    pub(super) async fn plan_groups(&mut self) -> anyhow::Result<()> {
-        let now = self.clock.now();
-        for group in self.known_groups() {
-            let Some(rules) = self.rules(&group) else { continue };
+    /// placed first (their results, and a budget that holds the rest, in
+    /// `report`).
+    pub(super) async fn new(run: &mut Run<'_>, report: &mut Report) -> anyhow::Result<Plan> {
+        let mut plan = Plan::default();
+        let now = run.clock.now();
+        for group in run.known_groups() {
+            let Some(rules) = run.rules(&group) else { continue };
             let windows = budget::windows(&rules, now);
             // What the engine says is left, as the real run would record it.
-            let reported = self.reported_quota(&group, &windows).await?;
-            let pace = self.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {
+            let reported = run.reported_quota(&group, &windows, &mut report.notes).await?;
+            let pace = run.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {
                 key,
                 interval,
                 burst,
                 horizon: now,
             });
             let query = ClaimQuery { windows: &windows, reported: &reported, pace: pace.as_ref(), now };
-            let plan = self.ledger.plan_claim(&query)?;
+            let forecast = run.ledger.plan_claim(&query)?;
             // The rule that holds the budget until then.
-            let deferral = plan.retry_at.zip(plan.binding).map(|(retry_at, i)| Deferral {
+            let deferral = forecast.retry_at.zip(forecast.binding).map(|(retry_at, i)| Deferral {
                 group: group.clone(),
                 rule_tz: rules[i].tz,
-                used: plan.usages[i].used,
-                limit: plan.usages[i].limit(&windows[i]),
+                used: forecast.usages[i].used,
+                limit: forecast.usages[i].limit(&windows[i]),
                 retry_at,
-                blocked: plan.usages[i].blocked_until.is_some_and(|t| t > now),
+                blocked: forecast.usages[i].blocked_until.is_some_and(|t| t > now),
             });
-            let mut g = GroupPlan { plan, deferral, told: false, placed: 0, waits: None };
+            let mut g = GroupPlan { plan: forecast, deferral, told: false, placed: 0, waits: None };
             // The ledger's due items come first; those that go now are planned.
-            let due = self.ledger.queue_counts(&group, now)?.due as usize;
+            let due = run.ledger.queue_counts(&group, now)?.due as usize;
             let going = due.min(g.plan.take);
             g.placed = due;
             if going > 0 {
@@ -137,41 +140,42 @@ impl Run<'_> {
                     url: None,
                     limit: Some(going),
                 };
-                for row in self.ledger.items(&filter, now)? {
-                    self.results.plan(&Planned::new(&row.url, &group), &group)?;
+                for row in run.ledger.items(&filter, now)? {
+                    report.results.plan(&Planned::new(&row.url, &group), &group)?;
                 }
             }
             if due > going {
                 g.told = true;
-                self.deferrals.extend(g.deferral.clone());
+                report.deferrals.extend(g.deferral.clone());
             }
-            self.plans.groups.insert(group, g);
+            plan.groups.insert(group, g);
         }
-        Ok(())
+        Ok(plan)
     }
 
     /// What would become of a batch: what admission would make of each
-    /// URL, as the ledger says (`Intake::preview`); `None` for a URL this
-    /// run has met already (the same item).
-    pub(super) fn plan_admissions(
+    /// URL, as `ledger` says (`ledger::Intake::preview`); `None` for a URL
+    /// this run has met already (the same item).
+    pub(super) fn admissions(
         &mut self,
+        ledger: &mut dyn Ledger,
         batch: &[NewItem],
         rule: &AdmitRule,
         now: DateTime<Utc>,
     ) -> anyhow::Result<Vec<Option<Admission>>> {
-        let previews = self.ledger.preview(batch, rule, now)?;
+        let previews = ledger.preview(batch, rule, now)?;
         let mut out = Vec::with_capacity(batch.len());
         for (item, Preview { held, admission }) in batch.iter().zip(previews) {
-            let seen = seen(self.plans.number(&item.group), url_key(&item.url));
+            let seen = seen(self.number(&item.group), url_key(&item.url));
             let admission = match held {
-                Some(id) if self.plans.requeued.contains(&id) => None,
+                Some(id) if self.requeued.contains(&id) => None,
                 Some(id) => {
                     if matches!(admission, Admission::Queued { .. }) {
-                        self.plans.requeued.insert(id);
+                        self.requeued.insert(id);
                     }
                     Some(admission)
                 }
-                None if self.plans.new.insert(seen) => Some(admission),
+                None if self.new.insert(seen) => Some(admission),
                 None => None,
             };
             out.push(admission);
@@ -181,26 +185,32 @@ impl Run<'_> {
 
     /// Places a URL this run would queue now (new, or changed) in its
     /// group's plan: it goes now, waits for its paced slot, or waits for
-    /// the budget.
-    pub(super) fn plan_due(&mut self, item: &NewItem, now: DateTime<Utc>) -> anyhow::Result<()> {
-        let Some(g) = self.plans.groups.get_mut(&item.group) else { return Ok(()) };
+    /// the budget — its result in `report`, a paced wait told in `user_tz`.
+    pub(super) fn place(
+        &mut self,
+        item: &NewItem,
+        now: DateTime<Utc>,
+        report: &mut Report,
+        user_tz: chrono_tz::Tz,
+    ) -> anyhow::Result<()> {
+        let Some(g) = self.groups.get_mut(&item.group) else { return Ok(()) };
         let place = g.place();
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
             None => return Ok(()),
-            Some(Place::Now) => return Ok(self.results.plan(&Planned::new(&item.url, &item.group), &item.group)?),
+            Some(Place::Now) => return Ok(report.results.plan(&Planned::new(&item.url, &item.group), &item.group)?),
             Some(Place::Paced(at)) => {
                 let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Paced);
                 e.message = format!(
                     "within budget, but {} requests are paced to the configured rate; it would go at its slot",
                     item.group.engine.title()
                 );
-                e.set_retry(at, self.user_tz, now);
+                e.set_retry(at, user_tz, now);
                 e
             }
             Some(Place::Budget(d)) => {
                 if untold {
-                    self.deferrals.push(d.clone());
+                    report.deferrals.push(d.clone());
                 }
                 // The same result for each URL but its own: made once.
                 if g.waits.is_none() {
@@ -211,14 +221,13 @@ impl Run<'_> {
                         item.group.property
                     );
                     e.set_retry(d.retry_at, d.rule_tz, now);
-                    g.waits = Some(self.results.template(&e)?);
+                    g.waits = Some(report.results.template(&e)?);
                 }
                 let waits = g.waits.as_ref().expect("made above");
-                return Ok(self.results.put_like(waits, &item.url)?);
+                return Ok(report.results.put_like(waits, &item.url)?);
             }
         };
-        let key = self.results.line_key();
-        Ok(self.results.put(key, &e)?)
+        report.line(e)
     }
 }
 
@@ -283,7 +292,7 @@ mod tests {
 
     #[test]
     fn groups_are_numbered_in_the_order_first_met() {
-        let mut plans = Plans::default();
+        let mut plans = Plan::default();
         let a = site_group();
         let b = GroupKey { target: "https://other.example/indexnow".into(), ..a.clone() };
         assert_eq!((plans.number(&a), plans.number(&b), plans.number(&a), plans.number(&b)), (0, 1, 0, 1));
@@ -293,12 +302,11 @@ mod tests {
     async fn a_dry_run_plans_what_fits_the_budget_and_writes_nothing() {
         let f = Fixture::new(", daily_quota = 2");
         let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        run.dry_run = true;
-        run.plan_groups().await.unwrap();
+        let mut plan = Plan::new(&mut run.run, &mut run.report).await.unwrap();
         let g = site_group();
         let batch = ["a", "b", "a", "c", "d"].map(|path| new_item(&g, &format!("https://site.example/{path}")));
         let now = f.clock.now();
-        let admissions = run.plan_admissions(&batch, &admit_rule(), now).unwrap();
+        let admissions = plan.admissions(run.run.ledger.as_mut(), &batch, &admit_rule(), now).unwrap();
         let fresh = Some(Admission::Queued { fresh: true });
         assert_eq!(
             admissions,
@@ -307,10 +315,10 @@ mod tests {
         );
         for (item, admission) in batch.iter().zip(&admissions) {
             if admission.is_some() {
-                run.plan_due(item, now).unwrap();
+                plan.place(item, now, &mut run.report, run.run.user_tz).unwrap();
             }
         }
-        assert_eq!(run.results.planned_counts(), [(g.clone(), 2)]);
+        assert_eq!(run.report.results.planned_counts(), [(g.clone(), 2)]);
         let deferred: Vec<_> = testing::results(&mut run).into_iter().map(|(url, _, reason)| (url, reason)).collect();
         assert_eq!(
             deferred,
@@ -319,7 +327,7 @@ mod tests {
                 ("https://site.example/d".into(), "budget".into())
             ]
         );
-        assert_eq!(run.deferrals.len(), 1, "the budget is told once");
+        assert_eq!(run.report.deferrals.len(), 1, "the budget is told once");
         assert!(testing::items(&mut run).is_empty(), "nothing is written");
     }
 
@@ -327,13 +335,13 @@ mod tests {
     async fn an_item_of_the_ledger_queued_again_is_one_item_however_often_it_is_read() {
         let f = Fixture::new("");
         let (mut run, _) = f.sent(Scripted::answering(Class::Accepted, "ok", 10), 1).await;
-        run.dry_run = true;
-        run.plan_groups().await.unwrap();
+        let mut plan = Plan::new(&mut run.run, &mut run.report).await.unwrap();
         let item = new_item(&site_group(), "https://site.example/0");
         let force = AdmitRule { force: true, ..admit_rule() };
-        let admissions = run.plan_admissions(&[item.clone(), item.clone()], &force, f.clock.now()).unwrap();
+        let ledger = run.run.ledger.as_mut();
+        let admissions = plan.admissions(ledger, &[item.clone(), item.clone()], &force, f.clock.now()).unwrap();
         assert_eq!(admissions, [Some(Admission::Queued { fresh: false }), None]);
-        let admissions = run.plan_admissions(&[item], &force, f.clock.now()).unwrap();
+        let admissions = plan.admissions(ledger, &[item], &force, f.clock.now()).unwrap();
         assert_eq!(admissions, [None], "in a later batch too");
     }
 }

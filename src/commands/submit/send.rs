@@ -8,7 +8,8 @@
 //! ledger's.
 
 use super::inspect;
-use super::outcome::{budget_entry, resends_now, Delivery};
+use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
+use super::report::Report;
 use super::Run;
 use crate::budget;
 use crate::engines;
@@ -18,67 +19,51 @@ use crate::output::printer::Printer;
 use crate::output::results::Key;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use std::collections::HashSet;
 
 /// The shortest sleep for a retry: an item due now that the drain could not
 /// take must not make the wait loop spin.
 const MIN_PAUSE: TimeDelta = TimeDelta::milliseconds(100);
 
+/// The sending phase: the run's engines and ledger, the report its results
+/// go to, and what it keeps as it sends.
+pub(super) struct Sender<'r, 'a> {
+    pub(super) run: &'r mut Run<'a>,
+    pub(super) report: &'r mut Report,
+    /// The end of what this run may wait for (`--max-wait`).
+    wait_until: DateTime<Utc>,
+    /// Groups whose engine-reported quota was read by this sender.
+    reported: HashSet<GroupKey>,
+}
+
 impl Run<'_> {
     /// Before the input is read: reservations left by a run that stopped go
     /// back to the queue, items parked under another configuration are
-    /// retried, and so are those whose cause a check finds fixed.
-    pub(super) async fn prepare(&mut self, now: DateTime<Utc>, printer: &Printer) -> anyhow::Result<()> {
+    /// retried, and so are those whose cause a check finds fixed. Returns
+    /// what the report says resumed.
+    pub(super) async fn prepare(&mut self, now: DateTime<Utc>, printer: &Printer) -> anyhow::Result<Vec<String>> {
         let reconciled = self.ledger.reconcile(now, &self.owner)?;
         if reconciled.items > 0 {
             printer.note(&returned_note(reconciled.items));
         }
+        let mut resumed = Vec::new();
         for group in self.known_groups() {
             let engine = &self.engines[&group.engine];
             let n = self.ledger.unpark_changed(&group, &engine.fingerprint(&group), now)?;
             if n > 0 {
-                self.resumed.push(format!(
+                resumed.push(format!(
                     "{}: the configuration changed: {} go again.",
                     crate::output::printer::group_title(&group),
                     super::parked::urls_parked(n)
                 ));
             }
         }
-        self.notice_fixes(now).await
-    }
-
-    /// Sends everything due now; then, while a retry falls due within
-    /// `--max-wait`, waits for it and sends again — until the run is stopped.
-    pub(super) async fn send_due(&mut self, printer: &Printer) -> anyhow::Result<()> {
-        let wait_until = self.wait_until;
-        loop {
-            self.drain().await?;
-            if self.stop.requested() {
-                break;
-            }
-            let now = self.clock.now();
-            if now >= wait_until {
-                break;
-            }
-            let groups = self.known_groups();
-            let Some((pause, group)) = pause(self.ledger_next_due(&groups)?, now, wait_until) else { break };
-            tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
-            if pause >= TimeDelta::seconds(1) {
-                let what = self.waiting_for(&group, pause)?;
-                if self.progress.visible() {
-                    self.progress.waiting(&what);
-                } else {
-                    printer.note(&format!("{what}…"));
-                }
-            }
-            if !self.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
-                break;
-            }
-        }
-        Ok(())
+        resumed.extend(self.notice_fixes(now).await?);
+        Ok(resumed)
     }
 
     /// The earliest retry among `groups`, and its group.
-    pub(super) fn ledger_next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
+    pub(super) fn next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
         let mut next: Option<(DateTime<Utc>, GroupKey)> = None;
         for g in groups {
             if let Some(t) = self.ledger.next_due(g)? {
@@ -90,10 +75,67 @@ impl Run<'_> {
         Ok(next)
     }
 
+    /// What the engine says is left of its quota, per period (none for an
+    /// engine that does not say); when it cannot say, a note for the report.
+    pub(super) async fn reported_quota(
+        &self,
+        group: &GroupKey,
+        windows: &[RuleWindow],
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<Vec<(crate::model::Period, u64)>> {
+        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
+        match answer {
+            Ok(left) => Ok(left),
+            Err(why) => {
+                notes.push(unread_quota_note(group, &why, windows));
+                Ok(Vec::new())
+            }
+        }
+    }
+}
+
+impl<'r, 'a> Sender<'r, 'a> {
+    /// A sender on `run` whose results go to `report`, that waits for
+    /// retries until `wait_until`.
+    pub(super) fn new(run: &'r mut Run<'a>, report: &'r mut Report, wait_until: DateTime<Utc>) -> Sender<'r, 'a> {
+        Sender { run, report, wait_until, reported: HashSet::new() }
+    }
+
+    /// Sends everything due now; then, while a retry falls due within
+    /// `--max-wait`, waits for it and sends again — until the run is stopped.
+    pub(super) async fn send_due(&mut self, printer: &Printer) -> anyhow::Result<()> {
+        let wait_until = self.wait_until;
+        loop {
+            self.drain().await?;
+            if self.run.stop.requested() {
+                break;
+            }
+            let now = self.run.clock.now();
+            if now >= wait_until {
+                break;
+            }
+            let groups = self.run.known_groups();
+            let Some((pause, group)) = pause(self.run.next_due(&groups)?, now, wait_until) else { break };
+            tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
+            if pause >= TimeDelta::seconds(1) {
+                let what = self.waiting_for(&group, pause)?;
+                if self.run.progress.visible() {
+                    self.run.progress.waiting(&what);
+                } else {
+                    printer.note(&format!("{what}…"));
+                }
+            }
+            if !self.run.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// What a wait within --max-wait is for: "waiting for IndexNow (host)
     /// for site (key_pending) — retry in 40 s".
     fn waiting_for(&mut self, group: &GroupKey, pause: TimeDelta) -> anyhow::Result<String> {
-        let why = match self.ledger.last_rejection(group)? {
+        let why = match self.run.ledger.last_rejection(group)? {
             Some(a) => format!(" ({})", a.reason),
             None => String::new(),
         };
@@ -103,9 +145,10 @@ impl Run<'_> {
     /// Sends everything due now, group by group, batch by batch, while the
     /// run is not stopped.
     pub(super) async fn drain(&mut self) -> anyhow::Result<()> {
-        let known = self.known_groups();
-        let now = self.clock.now();
-        let groups: Vec<GroupKey> = self.ledger.due_groups(now)?.into_iter().filter(|g| known.contains(g)).collect();
+        let known = self.run.known_groups();
+        let now = self.run.clock.now();
+        let groups: Vec<GroupKey> =
+            self.run.ledger.due_groups(now)?.into_iter().filter(|g| known.contains(g)).collect();
         for group in groups {
             while self.send_batch(&group).await? {}
         }
@@ -115,25 +158,87 @@ impl Run<'_> {
     /// Claims and sends one batch; returns whether to try another. A
     /// stopped run claims nothing (and a quota read it waits for is let go).
     async fn send_batch(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
-        if self.stop.requested() {
+        if self.run.stop.requested() {
             return Ok(false);
         }
-        let Some(rules) = self.rules(group) else { return Ok(false) };
-        let now = self.clock.now();
-        let windows = budget::windows(&rules, now);
-        if !self.reported.contains(group) {
-            self.reported.insert(group.clone());
-            let halt = self.stop.halt().clone();
+        let Some(rules) = self.run.rules(group) else { return Ok(false) };
+        let now = self.run.clock.now();
+        if !self.read_quota_once(group, &budget::windows(&rules, now)).await? || self.run.stop.requested() {
+            return Ok(false);
+        }
+        let (claim, credential) = self.claim(group, &rules, now)?;
+        // From here on, the instant and the windows the claim was counted in
+        // (`claim.now`, `claim.windows`).
+        self.recorder().note_deferrals(group, &rules, &claim.windows, &claim, claim.now)?;
+        let Some(reservation) = claim.reservation else { return Ok(false) };
+        let (batch, inspections) = self.batch(group, &claim, claim.now)?;
+        let (sent, fingerprint, at) = self.send(group, &rules, &claim, &batch).await?;
+        let more = another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
+        self.recorder().record(Delivery {
+            group,
+            rules: &rules,
+            windows: claim.windows.clone(),
+            claim: &claim,
+            reservation,
+            sent: &sent,
+            at,
+            credential,
+            key_first_used: claim.key_first_used,
+            fingerprint: &fingerprint,
+        })?;
+        self.record_inspections(group, inspections, at)?;
+        Ok(more)
+    }
+
+    /// Sends a claimed batch, the progress line counting it down; returns
+    /// what came back, the configuration it was sent with (a parked item
+    /// waits for a change of it) and when the answer came.
+    async fn send(
+        &mut self,
+        group: &GroupKey,
+        rules: &[budget::Rule],
+        claim: &Claim,
+        batch: &engines::Batch,
+    ) -> anyhow::Result<(engines::Sent, String, DateTime<Utc>)> {
+        let title = crate::output::printer::group_title(group);
+        tracing::info!(group = %title, urls = batch.urls.len(), "sending");
+        let remaining = match soonest_limited(rules, &claim.windows) {
+            Some(w) => self.run.ledger.usage(w)?.remaining(w, claim.now),
+            None => None,
+        };
+        let planned = batch.urls.len() as u64;
+        self.run.progress.sending(&title, 0, planned, remaining);
+        let engine = &self.run.engines[&group.engine];
+        let sent = engine.send(group, batch, self.run.stop.halt()).await;
+        let fingerprint = engine.fingerprint(group);
+        self.run.progress.sending(&title, planned, planned, remaining);
+        Ok((sent, fingerprint, self.run.clock.now()))
+    }
+
+    /// Asks the engine what is left of its quota, once per group, unless
+    /// the run is stopped meanwhile; returns whether it was not.
+    async fn read_quota_once(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<bool> {
+        if self.reported.insert(group.clone()) {
+            let halt = self.run.stop.halt().clone();
             tokio::select! {
-                read = self.read_reported_quota(group, &windows) => read?,
+                read = self.read_reported_quota(group, windows) => read?,
                 () = halt.stopped() => return Ok(false),
             }
         }
-        if self.stop.requested() {
-            return Ok(false);
-        }
-        let engine = &self.engines[&group.engine];
-        let max_batch = engine.max_batch();
+        Ok(true)
+    }
+
+    /// Claims a batch of `group` within its budget and pace (the ledger
+    /// reserves it), with the credential it goes with; each URL the budget
+    /// has no room for is a `deferred` result, in the timezone of the rule
+    /// that reopens then.
+    fn claim(
+        &mut self,
+        group: &GroupKey,
+        rules: &Vec<budget::Rule>,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<(Claim, Option<String>)> {
+        let engine = &self.run.engines[&group.engine];
         // Its first use is recorded with the claim (`key_pending`'s clock).
         let credential = engine.credential(group);
         let pace = engine.pace(group).map(|(key, interval, burst)| Pace {
@@ -142,68 +247,38 @@ impl Run<'_> {
             burst,
             horizon: self.wait_until.max(now),
         });
-        // Each URL the budget has no room for is a `deferred` result, in the
-        // timezone of the rule that reopens then.
         let mut failure = None;
-        let results = &mut self.results;
-        let user_tz = self.user_tz;
+        let results = &mut self.report.results;
+        let user_tz = self.run.user_tz;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
-            let tz = deferral_tz(&rules, retry_at, user_tz);
+            let tz = deferral_tz(rules, retry_at, user_tz);
             if let Err(err) = results.put(Key::Item(id), &budget_entry(url, group, retry_at, tz, now)) {
                 failure.get_or_insert(err);
             }
         };
-        let claim = self.ledger.claim(
-            group,
-            &ClaimSpec {
-                windows: &rules,
-                max_items: max_batch,
-                pace: pace.as_ref(),
-                now: crate::commands::now(self.clock),
-                credential: credential.as_deref(),
-            },
-            &self.owner,
-            &mut on_deferred,
-        )?;
-        if let Some(err) = failure {
-            return Err(err.into());
-        }
-        // From here on, the instant and the windows the claim was counted in.
-        let (now, windows) = (claim.now, claim.windows.clone());
-        self.note_deferrals(group, &rules, &windows, &claim, now)?;
-        let Some(reservation) = claim.reservation else { return Ok(false) };
-
-        let key_first_used = claim.key_first_used;
-        let (batch, inspections) = self.batch(group, &claim, now)?;
-        let title = crate::output::printer::group_title(group);
-        tracing::info!(group = %title, urls = batch.urls.len(), "sending");
-        let remaining = match soonest_limited(&rules, &windows) {
-            Some(w) => self.ledger.usage(w)?.remaining(w, now),
-            None => None,
+        let spec = ClaimSpec {
+            windows: rules,
+            max_items: engine.max_batch(),
+            pace: pace.as_ref(),
+            now: crate::commands::now(self.run.clock),
+            credential: credential.as_deref(),
         };
-        let planned = batch.urls.len() as u64;
-        self.progress.sending(&title, 0, planned, remaining);
-        let engine = &self.engines[&group.engine];
-        let sent = engine.send(group, &batch, self.stop.halt()).await;
-        let fingerprint = engine.fingerprint(group);
-        self.progress.sending(&title, planned, planned, remaining);
-        let at = self.clock.now();
+        let claim = self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?;
+        match failure {
+            Some(err) => Err(err.into()),
+            None => Ok((claim, credential)),
+        }
+    }
 
-        let more = another_batch(&claim, &sent, max_batch);
-        self.record(Delivery {
-            group,
-            rules: &rules,
-            windows,
-            claim: &claim,
-            reservation,
-            sent: &sent,
-            at,
-            credential,
-            key_first_used,
-            fingerprint: &fingerprint,
-        })?;
-        self.record_inspections(group, inspections, at)?;
-        Ok(more)
+    /// What an answer becomes, recorded in the ledger and the report.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
+            ledger: self.run.ledger.as_mut(),
+            clock: self.run.clock,
+            retry: &self.run.settings.retry,
+            user_tz: self.run.user_tz,
+            report: self.report,
+        }
     }
 
     /// What goes in the request: the claimed URLs, their actions, their
@@ -225,30 +300,13 @@ impl Run<'_> {
     /// and records it in the ledger; if it cannot say, the local rules
     /// decide, and the report says so.
     async fn read_reported_quota(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<()> {
-        let now = self.clock.now();
-        for (period, remaining) in self.reported_quota(group, windows).await? {
+        let now = self.run.clock.now();
+        for (period, remaining) in self.run.reported_quota(group, windows, &mut self.report.notes).await? {
             for w in windows.iter().filter(|w| w.reported && w.period == period) {
-                self.ledger.record_report(w, remaining, now)?;
+                self.run.ledger.record_report(w, remaining, now)?;
             }
         }
         Ok(())
-    }
-
-    /// What the engine says is left of its quota, per period (none for an
-    /// engine that does not say); when it cannot say, a note for the report.
-    pub(super) async fn reported_quota(
-        &mut self,
-        group: &GroupKey,
-        windows: &[RuleWindow],
-    ) -> anyhow::Result<Vec<(crate::model::Period, u64)>> {
-        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
-        match answer {
-            Ok(left) => Ok(left),
-            Err(why) => {
-                self.notes.push(unread_quota_note(group, &why, windows));
-                Ok(Vec::new())
-            }
-        }
     }
 }
 
@@ -486,7 +544,7 @@ mod tests {
         let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(sizes, [2, 2, 1]);
         assert!(testing::items(&mut run).iter().all(|i| i.state == ItemState::Accepted));
-        assert_eq!(run.results.summary()["accepted"], 5);
+        assert_eq!(run.report.results.summary()["accepted"], 5);
     }
 
     #[tokio::test]
@@ -506,7 +564,9 @@ mod tests {
         let results = testing::results(&mut run);
         let deferred: Vec<_> = results.iter().filter(|(_, o, _)| o == "deferred").collect();
         assert_eq!(deferred, [&("https://site.example/2".to_string(), "deferred".to_string(), "budget".to_string())]);
-        let [d] = run.deferrals.as_slice() else { panic!("one budget stopped the run: {:?}", run.deferrals) };
+        let [d] = run.report.deferrals.as_slice() else {
+            panic!("one budget stopped the run: {:?}", run.report.deferrals)
+        };
         assert_eq!((d.used, d.limit, d.retry_at), (2, Some(2), at("2026-03-02T16:00:00Z")));
         assert_eq!(d.rule_tz, chrono_tz::Asia::Shanghai);
     }

@@ -12,12 +12,12 @@ use chrono::TimeDelta;
 use std::collections::{BTreeMap, HashSet};
 
 impl Run<'_> {
-    /// Reads the reports that are due and keeps them; notes the problems
+    /// Reads the reports that are due and keeps them; returns the problems
     /// they show that were not there before (said as this run's).
-    pub(super) async fn read_sitemap_reports(&mut self) -> anyhow::Result<()> {
+    pub(super) async fn read_sitemap_reports(&mut self) -> anyhow::Result<HashSet<(GroupKey, String)>> {
         let known = self.known_groups();
         if !known.iter().any(|g| g.sitemap_url().is_some()) {
-            return Ok(());
+            return Ok(HashSet::new());
         }
         let interval = TimeDelta::from_std(self.settings.sitemap.read_interval).unwrap_or(TimeDelta::MAX);
         let deadline = TimeDelta::from_std(self.settings.sitemap.download_deadline).unwrap_or(TimeDelta::MAX);
@@ -55,7 +55,6 @@ impl Run<'_> {
         }
         let now = self.clock.now();
         let after: Vec<_> = self.ledger.sitemap_states()?.into_iter().filter(|s| known.contains(&s.group)).collect();
-        self.sitemap_problems_now.extend(problems_of(&after, now).into_iter().filter(|p| !before.contains(p)));
-        Ok(())
+        Ok(problems_of(&after, now).into_iter().filter(|p| !before.contains(p)).collect())
     }
 }

@@ -3,6 +3,9 @@
 //! integration tests in `tests/it` run the real engines against mock
 //! servers), and its results read back as JSON.
 
+use super::intake::Intake;
+use super::report::Report;
+use super::send::Sender;
 use super::Run;
 use crate::budget::{Rule, Scope};
 use crate::classify::Verdict;
@@ -118,58 +121,62 @@ impl Fixture {
     }
 
     /// A run on a new SQLite ledger, with `engine` as its IndexNow.
-    pub(super) fn run(&self, engine: Scripted) -> Run<'_> {
+    pub(super) fn run(&self, engine: Scripted) -> Trial<'_> {
         let ledger = SqliteLedger::open(&self.dir.path().join("ledger.sqlite")).expect("a new ledger opens");
         let mut engines: BTreeMap<EngineKind, Box<dyn Engine>> = BTreeMap::new();
         engines.insert(EngineKind::IndexNow, Box::new(engine));
-        Run {
+        let run = Run {
             settings: &self.settings,
             clock: &self.clock,
             user_tz: chrono_tz::UTC,
             engines,
             ledger: Box::new(ledger),
             owner: Owner::current(),
-            results: Results::new(true).expect("a temporary file"),
-            deferrals: Vec::new(),
-            reported: Default::default(),
-            notes: Vec::new(),
-            dry_run: false,
-            wait_until: self.clock.now(),
-            action: Action::Updated,
             progress: crate::output::progress::Progress::new(&PRINTER),
-            read: 0,
-            admitted: 0,
-            plans: Default::default(),
-            parked_now: Default::default(),
-            sitemap_problems_now: Default::default(),
-            parked_before: 0,
-            resumed: Vec::new(),
-            inspection_notes: Vec::new(),
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
-            cut: Default::default(),
-        }
+        };
+        Trial { run, report: Report::new(Results::new(true).expect("a temporary file")) }
     }
 
     /// A run as `run` makes it, whose ledger holds `n` due URLs of the
     /// property: `https://site.example/0`, `/1`, …
-    pub(super) fn queued(&self, engine: Scripted, n: usize) -> Run<'_> {
-        let mut run = self.run(engine);
+    pub(super) fn queued(&self, engine: Scripted, n: usize) -> Trial<'_> {
+        let mut trial = self.run(engine);
         let g = group(&self.settings);
         let batch: Vec<NewItem> = (0..n).map(|i| new_item(&g, &format!("https://site.example/{i}"))).collect();
-        run.ledger.admit(&batch, self.clock.now(), &admit_rule()).expect("the ledger admits the URLs");
-        run
+        trial.run.ledger.admit(&batch, self.clock.now(), &admit_rule()).expect("the ledger admits the URLs");
+        trial
     }
 }
 
 impl Fixture {
     /// `queued`'s run after its sending phase, and the URLs of each batch
     /// its engine got.
-    pub(super) async fn sent(&self, engine: Scripted, n: usize) -> (Run<'_>, Vec<Vec<String>>) {
+    pub(super) async fn sent(&self, engine: Scripted, n: usize) -> (Trial<'_>, Vec<Vec<String>>) {
         let batches = engine.batches.clone();
-        let mut run = self.queued(engine, n);
-        run.send_due(&PRINTER).await.expect("the sending phase runs");
+        let mut trial = self.queued(engine, n);
+        trial.sender().send_due(&PRINTER).await.expect("the sending phase runs");
         let batches = batches.lock().expect("not poisoned").clone();
-        (run, batches)
+        (trial, batches)
+    }
+}
+
+/// A test run and its report.
+pub(super) struct Trial<'a> {
+    pub run: Run<'a>,
+    pub report: Report,
+}
+
+impl<'a> Trial<'a> {
+    /// Its sending phase, waiting for nothing.
+    pub(super) fn sender(&mut self) -> Sender<'_, 'a> {
+        let now = self.run.clock.now();
+        Sender::new(&mut self.run, &mut self.report, now)
+    }
+
+    /// Its intake, admitting by `rule` (and `--since`).
+    pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake<'_, 'a> {
+        Intake::new(&mut self.run, &mut self.report, None, rule, since)
     }
 }
 
@@ -189,16 +196,18 @@ pub(super) fn rule(id: &str, scope: Scope, period: Period, tz: Tz, limit: Option
 }
 
 /// Every item in the run's ledger.
-pub(super) fn items(run: &mut Run) -> Vec<ItemRow> {
+pub(super) fn items(trial: &mut Trial) -> Vec<ItemRow> {
+    let run = &mut trial.run;
     run.ledger.items(&ItemFilter::default(), run.clock.now()).expect("the ledger lists its items")
 }
 
 /// Every result of the run as (url, outcome, reason), in order.
-pub(super) fn results(run: &mut Run) -> Vec<(String, String, String)> {
-    run.results.flush().expect("the results flush");
+pub(super) fn results(trial: &mut Trial) -> Vec<(String, String, String)> {
+    let results = &mut trial.report.results;
+    results.flush().expect("the results flush");
     let mut out = Vec::new();
-    run.results
-        .each_result_json(run.clock.now(), |line| {
+    results
+        .each_result_json(trial.run.clock.now(), |line| {
             let v: serde_json::Value = serde_json::from_str(line).expect("a result is JSON");
             let field = |name: &str| v[name].as_str().unwrap_or_default().to_string();
             out.push((field("url"), field("outcome"), field("reason")));

@@ -7,7 +7,9 @@
 //! runs say it. Nothing here decides a claim or reads an answer: that is
 //! `send` and `outcome`, the same code `submit` runs.
 
-use super::intake::{Intake, Routes};
+use super::intake::Intake;
+use super::report::Report;
+use super::send::Sender;
 use super::stop::Stop;
 use super::Run;
 use crate::clock::Clock;
@@ -24,6 +26,8 @@ use std::io::Write as _;
 /// A run that stays up: `serve`'s sending side.
 pub(crate) struct Worker<'a> {
     run: Run<'a>,
+    /// What the current round says.
+    report: Report,
     printer: Printer,
 }
 
@@ -50,9 +54,9 @@ impl<'a> Worker<'a> {
         // No progress bar, and no per-URL results kept: a long-lived
         // process says each round's counts.
         let quiet = Printer { json: true, ..*printer };
-        let mut run = Run::new(settings, clock, engines, ledger, &quiet, stop)?;
-        run.results = Results::new(false)?;
-        Ok(Worker { run, printer: *printer })
+        let run = Run::new(settings, clock, engines, ledger, &quiet, stop);
+        let report = Report::new(Results::new(false)?);
+        Ok(Worker { run, report, printer: *printer })
     }
 
     /// Once, before the first round: reservations a stopped process left go
@@ -61,7 +65,8 @@ impl<'a> Worker<'a> {
     pub(crate) async fn prepare(&mut self) -> anyhow::Result<()> {
         self.fresh()?;
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
-        self.run.prepare(now, &self.printer).await?;
+        let resumed = self.run.prepare(now, &self.printer).await?;
+        self.report.resumed.extend(resumed);
         self.say(now)
     }
 
@@ -73,8 +78,7 @@ impl<'a> Worker<'a> {
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         // Nothing is waited for inside a round: the worker sleeps between
         // rounds until the next item falls due.
-        self.run.wait_until = now;
-        self.run.drain().await?;
+        Sender::new(&mut self.run, &mut self.report, now).drain().await?;
         self.say(now)
     }
 
@@ -90,13 +94,12 @@ impl<'a> Worker<'a> {
             changed: true,
             resend_after: None,
         };
-        let groups = self.run.known_groups();
-        let mut intake = Intake::new(groups.clone(), rule, None);
-        intake.routes = Routes::of(self.run.settings, groups);
+        let mut intake = Intake::new(&mut self.run, &mut self.report, None, rule, None);
         intake.only = properties.map(<[String]>::to_vec);
-        self.run.read_sources(&mut intake, &self.printer).await?;
-        let (_, invalid) = self.run.results.invalid();
-        let read = SourcesRead { engines: intake.counts.clone(), invalid };
+        intake.read_sources(&self.printer).await?;
+        let engines = std::mem::take(&mut intake.counts);
+        let (_, invalid) = self.report.results.invalid();
+        let read = SourcesRead { engines, invalid };
         self.say(now)?;
         Ok(read)
     }
@@ -105,7 +108,7 @@ impl<'a> Worker<'a> {
     /// retry, a budget window that reopens, a paced slot), if any.
     pub(crate) fn next_due(&mut self) -> anyhow::Result<Option<DateTime<Utc>>> {
         let groups = self.run.known_groups();
-        Ok(self.run.ledger_next_due(&groups)?.map(|(t, _)| t))
+        Ok(self.run.next_due(&groups)?.map(|(t, _)| t))
     }
 
     /// The ledger's clock now (this process's, following the ledger's).
@@ -115,15 +118,7 @@ impl<'a> Worker<'a> {
 
     /// A round starts with nothing said yet.
     fn fresh(&mut self) -> anyhow::Result<()> {
-        let run = &mut self.run;
-        run.results = Results::new(false)?;
-        run.deferrals.clear();
-        run.reported.clear();
-        run.notes.clear();
-        run.parked_now.clear();
-        run.parked_before = 0;
-        run.resumed.clear();
-        run.inspection_notes.clear();
+        self.report = Report::new(Results::new(false)?);
         Ok(())
     }
 
@@ -133,7 +128,7 @@ impl<'a> Worker<'a> {
     fn say(&mut self, started: DateTime<Utc>) -> anyhow::Result<()> {
         let now = self.run.clock.now();
         let user_tz = self.run.user_tz;
-        for a in self.run.results.aggregates() {
+        for a in self.report.results.aggregates() {
             let retry = match a.next_retry {
                 Some((t, tz)) if a.outcome != Outcome::Accepted => {
                     format!(", next {}", crate::output::printer::when(t, tz, user_tz, now))
@@ -146,15 +141,15 @@ impl<'a> Worker<'a> {
                 _ => self.printer.note(&line),
             }
         }
-        for note in std::mem::take(&mut self.run.notes) {
+        for note in std::mem::take(&mut self.report.notes) {
             self.printer.note(&format!("note: {note}"));
         }
         // What needs a human is said with -q too, as every run says it.
         let mut err = crate::output::escape::stderr();
-        for resumed in std::mem::take(&mut self.run.resumed) {
+        for resumed in std::mem::take(&mut self.report.resumed) {
             writeln!(err, "resumed: {resumed}")?;
         }
-        for notice in self.run.parked_notices(started)?.iter().filter(|n| n.told) {
+        for notice in self.run.parked_notices(&self.report, started, true)?.iter().filter(|n| n.told) {
             writeln!(err, "{}", notice.line(user_tz))?;
         }
         Ok(())

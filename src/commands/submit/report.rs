@@ -1,0 +1,198 @@
+//! What the phases leave for the end of the run (`Report`: every result,
+//! the budgets that stopped a group, the notes, what was parked, resumed or
+//! cut), and at the end the report itself — on stdout, as JSON or for a
+//! person — and the exit status `--fail-on` makes of it.
+
+use super::stop::Cut;
+use super::Run;
+use crate::commands::ExitStatus;
+use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
+use crate::output::printer::{Printer, Verbosity};
+use crate::output::results::{Key, ResultEntry, Results};
+use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, HashSet};
+
+/// What the phases leave for the report.
+pub(super) struct Report {
+    pub(super) results: Results,
+    pub(super) deferrals: Vec<Deferral>,
+    /// Things the user should know about this run (e.g. a quota read failed).
+    pub(super) notes: Vec<String>,
+    /// Groups and reasons (`ParkedGroup::reminder_key`) whose items this run parked.
+    pub(super) parked_now: HashSet<(GroupKey, String)>,
+    /// Sitemap groups and reasons of the problems their engines' reports
+    /// first showed in this run.
+    pub(super) sitemap_problems_now: HashSet<(GroupKey, String)>,
+    /// Input URLs whose items were parked before this run: said by the
+    /// reminders, not counted as this run's failures.
+    pub(super) parked_before: u64,
+    /// Parked items sent again in this run: a fix noticed, or the configuration changed.
+    pub(super) resumed: Vec<String>,
+    /// What URL inspections (Google `skip_indexed`) came to, when it was
+    /// not "indexed" or "not indexed": said once per run.
+    pub(super) inspection_notes: Vec<InspectionNote>,
+    /// What the stop (SIGINT/SIGTERM) cut.
+    pub(super) cut: Cut,
+    /// Input URLs read so far.
+    pub(super) read: u64,
+    /// Queue items (URL, property, engine, target) this run wrote to the ledger.
+    pub(super) admitted: u64,
+}
+
+/// What the report says besides what the phases left: when the run started,
+/// the input's counts, and whether it was a plan (a dry run).
+pub(super) struct Ending<'e> {
+    pub(super) started: DateTime<Utc>,
+    pub(super) plan: &'e BTreeMap<EngineKind, PlanCounts>,
+    pub(super) before_since: Option<u64>,
+    pub(super) fail_on: &'e [Outcome],
+    pub(super) dry_run: bool,
+}
+
+impl Report {
+    /// A report with nothing said yet, its results kept in `results`.
+    pub(super) fn new(results: Results) -> Report {
+        Report {
+            results,
+            deferrals: Vec::new(),
+            notes: Vec::new(),
+            parked_now: HashSet::new(),
+            sitemap_problems_now: HashSet::new(),
+            parked_before: 0,
+            resumed: Vec::new(),
+            inspection_notes: Vec::new(),
+            cut: Cut::default(),
+            read: 0,
+            admitted: 0,
+        }
+    }
+
+    /// Records the result of a ledger item.
+    pub(super) fn entry(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
+        Ok(self.results.put(Key::Item(id), &entry)?)
+    }
+
+    /// Records a result that has no ledger item: a bad input line, or a
+    /// URL a dry run plans.
+    pub(super) fn line(&mut self, entry: ResultEntry) -> anyhow::Result<()> {
+        let key = self.results.line_key();
+        Ok(self.results.put(key, &entry)?)
+    }
+
+    /// The end of the run: the report (what is still waiting in each
+    /// group, every result, the plan's counts, a stop) on stdout, and the
+    /// exit status `--fail-on` makes of the results — or, for a run a signal
+    /// stopped, the signal's.
+    pub(super) fn end(&mut self, run: &mut Run, ending: Ending, printer: &Printer) -> anyhow::Result<ExitStatus> {
+        run.progress.finish();
+        // The signal that stopped the run, if one did: the report says so and
+        // the exit status is its (130, 143).
+        let signal = run.stop.signal();
+        let now = run.clock.now();
+        let (waiting, queued) = waiting(run, now)?;
+        let parked = run.parked_notices(self, ending.started, !ending.dry_run)?;
+        if let Some(note) = unrecognized_note(&self.results) {
+            self.notes.push(note);
+        }
+        self.results.flush()?;
+        let interruption = signal.map(|s| self.cut.interruption(s, run.stop.grace(), queued));
+        let report = Summary {
+            now: ending.started,
+            end: now,
+            user_tz: run.user_tz,
+            dry_run: ending.dry_run,
+            results: &self.results,
+            deferrals: &self.deferrals,
+            waiting: &waiting,
+            notes: &self.notes,
+            plan: ending.plan,
+            before_since: ending.before_since,
+            parked: &parked,
+            resumed: &self.resumed,
+            interrupted: interruption.as_ref(),
+            inspections: &self.inspection_notes,
+        };
+        let mut out = std::io::BufWriter::new(printer.stdout());
+        if printer.json {
+            report.write_json(&mut out)?;
+        } else {
+            let mut err = crate::output::escape::stderr();
+            report.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
+        }
+        std::io::Write::flush(&mut out)?;
+        let mut summary = self.results.summary();
+        // Items parked before this run are said by their reminders, not as this run's failures.
+        let misconfigured = summary.entry(Outcome::Misconfigured.as_str()).or_default();
+        *misconfigured = misconfigured.saturating_sub(self.parked_before);
+        // A dry run shows what is parked; only a run that says it (and keeps that it did) needs a human for it.
+        let reminded = !ending.dry_run && parked.iter().any(|n| n.told);
+        Ok(match signal {
+            Some(signal) => signal.exit_status(),
+            None => exit_status(ending.fail_on, &summary, reminded),
+        })
+    }
+}
+
+/// What is still waiting in each group of the run, and how many URLs are
+/// in their queues (due or waiting).
+fn waiting(run: &mut Run, now: DateTime<Utc>) -> anyhow::Result<(Vec<Waiting>, u64)> {
+    let mut waiting = Vec::new();
+    let mut queued = 0;
+    for group in run.known_groups() {
+        let counts = run.ledger.queue_counts(&group, now)?;
+        queued += counts.due + counts.waiting;
+        if let Some(next) = run.ledger.next_due(&group)?.filter(|_| counts.waiting > 0) {
+            let tz = run.rule_timezone(&group).unwrap_or(run.user_tz);
+            waiting.push(Waiting { group, count: counts.waiting, next, tz });
+        }
+    }
+    Ok((waiting, queued))
+}
+
+/// The run's one note about answers counted as accepted whose body was not
+/// the engine's (`unrecognized_body`), with how many URLs got one.
+fn unrecognized_note(results: &Results) -> Option<String> {
+    let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
+    let n: u64 = results.aggregates().iter().filter(|a| a.reason == unrecognized).map(|a| a.count).sum();
+    (n > 0).then(|| {
+        format!(
+            "{n} {} counted as accepted although the answer was not the engine's own (unrecognized_body: an HTML \
+             page from a proxy or a captive portal, or an empty or cut-off body): {} not sent again within the \
+             dedupe window; `indexq log` shows each body, and `--force` sends them again",
+            if n == 1 { "URL was" } else { "URLs were" },
+            if n == 1 { "it is" } else { "they are" }
+        )
+    })
+}
+
+/// 3 (needs a human) when some result is in a `--fail-on` outcome, or
+/// (`misconfigured` among them) the run said that items are parked; else 0.
+fn exit_status(fail_on: &[Outcome], summary: &BTreeMap<&'static str, u64>, told_parked: bool) -> ExitStatus {
+    let needs_human =
+        fail_on.iter().any(|o| summary[o.as_str()] > 0) || (told_parked && fail_on.contains(&Outcome::Misconfigured));
+    if needs_human {
+        ExitStatus::NeedsHuman
+    } else {
+        ExitStatus::Ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_on_outcomes_make_the_exit_status_3() {
+        let mut summary: BTreeMap<&'static str, u64> = Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect();
+        summary.insert("accepted", 4);
+        summary.insert("quota", 1);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Invalid], &summary, false), ExitStatus::Ok);
+        assert_eq!(exit_status(&[Outcome::Misconfigured, Outcome::Quota], &summary, false), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[], &summary, false), ExitStatus::Ok);
+        // Parked items said (a reminder) need a human when misconfigured is a --fail-on outcome.
+        assert_eq!(exit_status(&[Outcome::Misconfigured], &summary, true), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[Outcome::Quota, Outcome::Invalid], &summary, true), ExitStatus::NeedsHuman);
+        assert_eq!(exit_status(&[Outcome::Invalid], &summary, true), ExitStatus::Ok);
+    }
+}
