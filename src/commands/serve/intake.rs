@@ -17,6 +17,7 @@ use crate::commands::submit;
 use crate::ledger::{Admission, AdmitRule, ClaimQuery, NewItem};
 use crate::model::{Action, EngineKind, GroupKey, Position, Reason};
 use crate::output::printer::rfc3339;
+use crate::output::results::ResultEntry;
 use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
@@ -291,6 +292,14 @@ pub(super) fn admit_all(
     Ok(answers.into_iter().map(|a| a.expect("every request is in one group")).collect())
 }
 
+/// Per request, per URL: the URL, its property and the range of its items
+/// in the batch, and a result for an engine it does not go to.
+type Routed = (String, String, std::ops::Range<usize>, Option<ResultEntry>);
+
+/// When each group with URLs queued by a request plans to send them (now,
+/// or when its budget reopens, in whose timezone), if it ever does.
+type Planned<'b> = HashMap<&'b GroupKey, Option<(DateTime<Utc>, chrono_tz::Tz)>>;
+
 /// Routes and admits the URLs of `requests` (one transaction), and tells
 /// each request what became of each of its URLs.
 fn admit_group(
@@ -308,9 +317,6 @@ fn admit_group(
         resend_after: None,
     };
     let mut batch: Vec<NewItem> = Vec::new();
-    // Per request, per URL: its property and the range of its items in the
-    // batch, and a result for an engine it does not go to.
-    type Routed = (String, String, std::ops::Range<usize>, Option<crate::output::results::ResultEntry>);
     let mut routed: Vec<Vec<Routed>> = Vec::with_capacity(requests.len());
     for request in requests {
         let mut urls = Vec::with_capacity(request.urls.len());
@@ -327,13 +333,25 @@ fn admit_group(
     let rules = |g: &GroupKey| crate::budget::group_rules(settings, g, state.google_project.as_deref());
     let rule_tz = |g: &GroupKey| rules(g).and_then(|r| r.first().map(|r| r.tz));
     let told = submit::tell(ledger, &admitted, now, state.user_tz, &rule_tz)?;
-    // When each group with queued URLs plans to send them.
-    let mut planned: HashMap<&GroupKey, Option<(DateTime<Utc>, chrono_tz::Tz)>> = HashMap::new();
-    for (item, admission) in &admitted {
+    let planned = planned(state, ledger, now, &admitted)?;
+    Ok(routed.into_iter().map(|urls| answer(urls, &admitted, &told, &planned)).collect())
+}
+
+/// When each group with queued URLs plans to send them: now if its
+/// forecast claim takes every due item, or when the binding rule reopens.
+fn planned<'b>(
+    state: &State,
+    ledger: &mut dyn crate::ledger::Ledger,
+    now: DateTime<Utc>,
+    admitted: &[(&'b NewItem, Admission)],
+) -> anyhow::Result<Planned<'b>> {
+    let mut planned = Planned::new();
+    for (item, admission) in admitted {
         if AdmissionKind::of(admission) != AdmissionKind::Queued || planned.contains_key(&item.group) {
             continue;
         }
-        let Some(rules) = rules(&item.group) else { continue };
+        let rules = crate::budget::group_rules(&state.settings, &item.group, state.google_project.as_deref());
+        let Some(rules) = rules else { continue };
         let windows = crate::budget::windows(&rules, now);
         let forecast = ledger.plan_claim(&ClaimQuery { windows: &windows, reported: &[], pace: None, now })?;
         let due = ledger.queue_counts(&item.group, now)?.due;
@@ -344,60 +362,66 @@ fn admit_group(
         };
         planned.insert(&item.group, at);
     }
-    let mut answers = Vec::with_capacity(routed.len());
-    for urls in routed {
-        let mut queued = 0;
-        let mut results = Vec::with_capacity(urls.len());
-        for (url, property, range, outside) in urls {
-            let mut engines = Vec::new();
-            if let Some(e) = outside {
-                engines.push(EngineAdmitted {
-                    engine: EngineKind::IndexNow,
-                    endpoint: None,
-                    admission: AdmissionKind::Invalid,
-                    reason: e.reason,
-                    message: e.message,
-                    planned_at: None,
-                    retry_at: None,
-                    retry_after_secs: None,
-                });
-            }
-            for n in range {
-                let (item, admission) = &admitted[n];
-                let endpoint = (!item.group.target.is_empty()).then(|| item.group.target.clone());
-                let mut e = EngineAdmitted {
-                    engine: item.group.engine,
-                    endpoint,
-                    admission: AdmissionKind::of(admission),
-                    reason: crate::model::LocalReason::Queued.into(),
-                    message: String::new(),
-                    planned_at: None,
-                    retry_at: None,
-                    retry_after_secs: None,
-                };
-                match &told[n] {
-                    Some((_, entry)) => {
-                        e.reason = entry.reason;
-                        e.message = entry.message.clone();
-                        e.retry_at = entry.retry_at.clone();
-                        e.retry_after_secs = entry.retry_after_secs;
-                    }
-                    None => {
-                        // Due now: queued (a URL already queued and due is as good).
-                        e.admission = AdmissionKind::Queued;
-                        queued += 1;
-                        if let Some(Some((at, tz))) = planned.get(&item.group) {
-                            e.planned_at = Some(rfc3339(*at, *tz));
-                        }
+    Ok(planned)
+}
+
+/// What became of one request's URLs, per engine.
+fn answer(
+    urls: Vec<Routed>,
+    admitted: &[(&NewItem, Admission)],
+    told: &[Option<(i64, ResultEntry)>],
+    planned: &Planned<'_>,
+) -> Admitted {
+    let mut queued = 0;
+    let mut results = Vec::with_capacity(urls.len());
+    for (url, property, range, outside) in urls {
+        let mut engines = Vec::new();
+        if let Some(e) = outside {
+            engines.push(EngineAdmitted {
+                engine: EngineKind::IndexNow,
+                endpoint: None,
+                admission: AdmissionKind::Invalid,
+                reason: e.reason,
+                message: e.message,
+                planned_at: None,
+                retry_at: None,
+                retry_after_secs: None,
+            });
+        }
+        for n in range {
+            let (item, admission) = &admitted[n];
+            let endpoint = (!item.group.target.is_empty()).then(|| item.group.target.clone());
+            let mut e = EngineAdmitted {
+                engine: item.group.engine,
+                endpoint,
+                admission: AdmissionKind::of(admission),
+                reason: crate::model::LocalReason::Queued.into(),
+                message: String::new(),
+                planned_at: None,
+                retry_at: None,
+                retry_after_secs: None,
+            };
+            match &told[n] {
+                Some((_, entry)) => {
+                    e.reason = entry.reason;
+                    e.message = entry.message.clone();
+                    e.retry_at = entry.retry_at.clone();
+                    e.retry_after_secs = entry.retry_after_secs;
+                }
+                None => {
+                    // Due now: queued (a URL already queued and due is as good).
+                    e.admission = AdmissionKind::Queued;
+                    queued += 1;
+                    if let Some(Some((at, tz))) = planned.get(&item.group) {
+                        e.planned_at = Some(rfc3339(*at, *tz));
                     }
                 }
-                engines.push(e);
             }
-            results.push(UrlAdmitted { url, property, engines });
+            engines.push(e);
         }
-        answers.push(Admitted { urls: results.len(), queued, results });
+        results.push(UrlAdmitted { url, property, engines });
     }
-    Ok(answers)
+    Admitted { urls: results.len(), queued, results }
 }
 
 #[cfg(test)]
