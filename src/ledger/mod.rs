@@ -22,6 +22,7 @@ mod policy;
 mod postgres;
 mod queue;
 mod runs;
+mod sql;
 mod sqlite;
 mod stored;
 #[cfg(test)]

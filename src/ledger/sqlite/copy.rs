@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest};
+use crate::ledger::sql;
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
@@ -286,15 +287,7 @@ impl copy::Stage for Staging<'_> {
              WHERE items.id = c.dst AND items.state <> 'in_flight'",
             [],
         )?;
-        let inserted = self.conn.execute(
-            "INSERT INTO items (id, group_id, url_key, url, state, action, lastmod, next_attempt_at, enqueued_at,
-                 attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id)
-             SELECT c.dst, c.grp, c.url_key, c.url, c.state, c.action, c.lastmod, c.next_attempt_at, c.enqueued_at,
-                 c.attempts, c.last_class, c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, r.dst
-             FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
-             WHERE c.fresh ORDER BY c.dst",
-            [],
-        )?;
+        let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
         Ok((updated + inserted) as u64)
     }
 

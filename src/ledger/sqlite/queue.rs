@@ -2,15 +2,7 @@
 //! `queue drop`, and what is parked.
 
 use super::*;
-
-/// The columns `item_row` reads, from `items i JOIN groups g LEFT JOIN
-/// requests r ON r.id = i.last_request_id`.
-pub(super) const ITEM_COLUMNS: &str =
-    "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
-     i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
-
-pub(super) const ITEM_FROM: &str =
-    "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
+use crate::ledger::sql::{ITEM_COLUMNS, ITEM_FROM};
 
 pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     let engine: String = r.get(3)?;

@@ -2,20 +2,7 @@
 //! them, their counts, and the record of `submit` runs.
 
 use super::*;
-
-/// The columns `attempt_row` reads, from `requests r JOIN groups g`, then
-/// the URL it is shown by.
-pub(super) const REQUEST_COLUMNS: &str =
-    "r.at, r.n, g.property, g.engine, g.target, r.class, r.reason, r.message, r.http_status, r.body, r.retry_at, \
-     g.channel";
-
-/// A request's first item, whether in the queue or dropped: joined after
-/// `requests r`, for `FIRST_URL`.
-pub(super) const FIRST_ITEM: &str =
-    "LEFT JOIN items i ON i.id = r.first_item LEFT JOIN dropped_items d ON d.id = r.first_item";
-
-/// The URL of a request's first item, and whether `queue drop` removed it.
-pub(super) const FIRST_URL: &str = "COALESCE(i.url, d.url, ''), i.id IS NULL";
+use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
 
 pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
