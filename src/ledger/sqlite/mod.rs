@@ -500,61 +500,77 @@ mod tests {
         assert_counts(&mut ledger, t("2026-12-10T10:00:00Z"));
 
         let now = t("2026-12-11T09:00:00Z");
-        let me = Owner::current();
         let (a, b) = (group("a.example", EngineKind::IndexNow), group("b.example", EngineKind::Bing));
+        admit_two_groups_interleaved(&mut ledger, &a, &b, now);
+        park_retry_and_accept(&mut ledger, &a, now);
+        reconcile_a_dead_owners_claim(&mut ledger, &b, now);
+        defer_for_a_budget_and_a_pace(&mut ledger, &b, now);
+        queue_commands_keep_the_counts(&mut ledger, &a, &b, now);
+    }
+
+    /// One batch, two groups interleaved, a URL twice.
+    fn admit_two_groups_interleaved(ledger: &mut SqliteLedger, a: &GroupKey, b: &GroupKey, now: DateTime<Utc>) {
         let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-        // One batch, two groups interleaved, a URL twice.
         let mut batch: Vec<NewItem> =
-            new_items(&a, 0..6).into_iter().zip(new_items(&b, 0..6)).flat_map(|(x, y)| [x, y]).collect();
-        batch.push(new_items(&a, 0..1).remove(0));
+            new_items(a, 0..6).into_iter().zip(new_items(b, 0..6)).flat_map(|(x, y)| [x, y]).collect();
+        batch.push(new_items(a, 0..1).remove(0));
         let admitted = ledger.admit(&batch, now, &rule).unwrap();
         assert_eq!(admitted.iter().filter(|a| matches!(a, Admission::Queued { fresh: true, .. })).count(), 12);
         assert!(matches!(admitted[12], Admission::AlreadyQueued { .. }));
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
         let due = ledger.due_groups(now).unwrap();
-        assert_eq!(due.iter().filter(|g| **g == a || **g == b).count(), 2, "{due:?}");
+        assert_eq!(due.iter().filter(|g| *g == a || *g == b).count(), 2, "{due:?}");
+    }
 
-        // Parked, retried later, accepted.
+    /// Parked, retried later, accepted.
+    fn park_retry_and_accept(ledger: &mut SqliteLedger, a: &GroupKey, now: DateTime<Utc>) {
+        let me = Owner::current();
         let claim = ledger
             .claim(
-                &a,
+                a,
                 &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
                 &me,
                 &mut |_, _, _| {},
             )
             .unwrap();
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
         let park = NextStep::Park { fingerprint: "one".into() };
         let records = vec![
             record(&claim.items[0], now, Class::Misconfigured, park.clone()),
             record(&claim.items[1], now, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
             record(&claim.items[2], now, Class::Accepted, NextStep::Accepted),
         ];
-        finish(&mut ledger, &claim, records);
-        assert_counts(&mut ledger, now);
-        assert_counts(&mut ledger, now + TimeDelta::hours(2));
-        let last = ledger.last_rejection(&a).unwrap().unwrap();
+        finish(ledger, &claim, records);
+        assert_counts(ledger, now);
+        assert_counts(ledger, now + TimeDelta::hours(2));
+        let last = ledger.last_rejection(a).unwrap().unwrap();
         assert_eq!((last.class, last.group.clone()), (Class::Transient, a.clone()));
-        assert_eq!(ledger.unpark_changed(&a, "one", now).unwrap(), 0);
-        assert_eq!(ledger.unpark_changed(&a, "two", now).unwrap(), 1);
-        assert_counts(&mut ledger, now);
+        assert_eq!(ledger.unpark_changed(a, "one", now).unwrap(), 0);
+        assert_eq!(ledger.unpark_changed(a, "two", now).unwrap(), 1);
+        assert_counts(ledger, now);
+    }
 
-        // A dead owner's claim, reconciled.
+    /// A dead owner's claim, reconciled.
+    fn reconcile_a_dead_owners_claim(ledger: &mut SqliteLedger, b: &GroupKey, now: DateTime<Utc>) {
+        let me = Owner::current();
         let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
         let claim = ledger
             .claim(
-                &b,
+                b,
                 &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None },
                 &dead,
                 &mut |_, _, _| {},
             )
             .unwrap();
         assert_eq!(claim.items.len(), 2);
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
         assert_eq!(ledger.reconcile(now, &me).unwrap().items, 2);
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
+    }
 
-        // A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
+    /// A budget and a pace: 2 go, 2 wait for their slot, the rest for the budget.
+    fn defer_for_a_budget_and_a_pace(ledger: &mut SqliteLedger, b: &GroupKey, now: DateTime<Utc>) {
+        let me = Owner::current();
         let day = RuleWindow {
             rule: "b:day".into(),
             period: crate::model::Period::Day,
@@ -567,7 +583,7 @@ mod tests {
         let mut deferred = Vec::new();
         let claim = ledger
             .claim(
-                &b,
+                b,
                 &ClaimSpec {
                     windows: &vec![day.clone()],
                     max_items: 10,
@@ -593,9 +609,13 @@ mod tests {
             .chain(claim.paced.iter().map(|(id, _, at)| (*id, Some(from_ts(policy::ts_ceil(*at))))))
             .collect();
         assert_eq!(next, expected);
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
+    }
 
-        // Queue commands.
+    /// Queue commands: `items` sorted and filtered, `retry`, `drop` (which
+    /// keeps the attempts), and a group the ledger does not know.
+    fn queue_commands_keep_the_counts(ledger: &mut SqliteLedger, a: &GroupKey, b: &GroupKey, now: DateTime<Utc>) {
+        let me = Owner::current();
         let all = ItemFilter::default();
         let listed = ledger.items(&all, now).unwrap();
         let mut sorted = listed.clone();
@@ -611,16 +631,16 @@ mod tests {
         });
         assert_eq!(listed.iter().map(|r| r.id).collect::<Vec<_>>(), sorted.iter().map(|r| r.id).collect::<Vec<_>>());
         let only_b = ItemFilter { property: Some("b.example".into()), engine: Some(EngineKind::Bing), ..all.clone() };
-        assert!(ledger.items(&only_b, now).unwrap().iter().all(|r| r.group == b));
+        assert!(ledger.items(&only_b, now).unwrap().iter().all(|r| r.group == *b));
         assert_eq!(ledger.items(&ItemFilter { limit: Some(3), ..all.clone() }, now).unwrap().len(), 3);
         let retried = ledger.retry(&ItemFilter { states: vec![StateFilter::Waiting], ..only_b.clone() }, now).unwrap();
         assert_eq!(retried, 4);
-        assert_counts(&mut ledger, now);
+        assert_counts(ledger, now);
         let dropped =
             ledger.drop_items(&ItemFilter { property: Some("a.example".into()), ..all.clone() }, now).unwrap();
         assert_eq!(dropped, 6);
-        assert_counts(&mut ledger, now);
-        let last = ledger.last_rejection(&a).unwrap().expect("a drop removes items, not their attempts");
+        assert_counts(ledger, now);
+        let last = ledger.last_rejection(a).unwrap().expect("a drop removes items, not their attempts");
         assert!(last.dropped && !last.url.is_empty(), "{last:?}");
         let unknown = group("c.example", EngineKind::Google);
         assert_eq!(ledger.queue_counts(&unknown, now).unwrap(), QueueCounts::default());

@@ -11,10 +11,15 @@ use super::*;
 /// remainder in its answer sets a reported window's limit, with another
 /// run's reservation in flight counted against it.
 pub fn give_back_story(ledger: &mut impl Ledger) {
-    let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
-    let soon = now + TimeDelta::minutes(1);
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let rules = give_back_windows();
+    refused_and_never_sent_given_back(ledger, &rules, now);
+    a_block_holds_a_window_given_back_to(ledger, &rules, now);
+    an_engines_remainder_sets_the_limit(ledger, &rules[0], now);
+}
+
+/// The story's windows: a day of 10, a month of 100, a minute of 20.
+fn give_back_windows() -> [RuleWindow; 3] {
     let window = |period: Period, key: &str, resets: &str, limit: u64| RuleWindow {
         rule: format!("give:{period}"),
         period,
@@ -26,14 +31,32 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     let day = window(Period::Day, "2026-12-07", "2026-12-08T00:00:00Z", 10);
     let month = window(Period::Month, "2026-12", "2027-01-01T00:00:00Z", 100);
     let minute = window(Period::Minute, "2026-12-07T09:00", "2026-12-07T09:01:00Z", 20);
-    let rules = vec![day.clone(), month.clone(), minute.clone()];
-    let used = |ledger: &mut dyn Ledger| rules.iter().map(|w| ledger.usage(w).unwrap().used).collect::<Vec<_>>();
+    [day, month, minute]
+}
+
+/// The units used of each window.
+fn used(ledger: &mut dyn Ledger, rules: &[RuleWindow]) -> Vec<u64> {
+    rules.iter().map(|w| ledger.usage(w).unwrap().used).collect::<Vec<_>>()
+}
+
+fn give_back_spec(windows: &(dyn Windows + Sync), max_items: usize, now: DateTime<Utc>) -> ClaimSpec<'_> {
+    ClaimSpec { windows, max_items, pace: None, now: Now::pinned(now), credential: None }
+}
+
+fn give_back_finish(reservation: i64, answers: Vec<Answered>, blocks: Vec<Block>, rules: &[RuleWindow]) -> Finish {
+    Finish { accepted_credential: None, reservation, answers, blocks, reports: vec![], windows: rules.to_vec() }
+}
+
+/// 6 claimed of 10: units refused for rate or quota go back to the day and
+/// the month, not the minute; units never sent to every window.
+fn refused_and_never_sent_given_back(ledger: &mut impl Ledger, rules: &[RuleWindow; 3], now: DateTime<Utc>) {
+    let me = Owner::current();
+    let soon = now + TimeDelta::minutes(1);
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(10), now, &rule).unwrap();
-    let spec =
-        |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
-    let claim = take(ledger, &group(), spec(6), &me);
+    let claim = take(ledger, &group(), give_back_spec(rules, 6, now), &me);
     assert_eq!(claim.items.len(), 6);
-    assert_eq!(used(ledger), [6, 6, 6]);
+    assert_eq!(used(ledger, rules), [6, 6, 6]);
     let ids: Vec<i64> = claim.items.iter().map(|i| i.id).collect();
     let part = |range: std::ops::Range<usize>, class: Class, reached: bool, next: NextStep| Answered {
         items: ids[range].to_vec(),
@@ -49,30 +72,30 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
         part(4..5, Class::Transient, false, NextStep::RetryAt(soon)),
         part(5..6, Class::Accepted, true, NextStep::Accepted),
     ];
-    let finish = |reservation, answers, blocks, reports| Finish {
-        accepted_credential: None,
-        reservation,
-        answers,
-        blocks,
-        reports,
-        windows: rules.clone(),
-    };
-    ledger.finish(&finish(claim.reservation.unwrap(), answers, vec![], vec![])).unwrap();
-    assert_eq!(used(ledger), [2, 2, 5], "day and month: 6 - 3 refused - 1 never sent; the minute: 6 - 1");
+    ledger.finish(&give_back_finish(claim.reservation.unwrap(), answers, vec![], rules)).unwrap();
+    assert_eq!(used(ledger, rules), [2, 2, 5], "day and month: 6 - 3 refused - 1 never sent; the minute: 6 - 1");
+}
 
-    // A refusal that spends the day gives its unit back, and the day stays spent.
-    let claim = take(ledger, &group(), spec(1), &me);
+/// A refusal that spends the day gives its unit back, and the day stays spent.
+fn a_block_holds_a_window_given_back_to(ledger: &mut impl Ledger, rules: &[RuleWindow; 3], now: DateTime<Utc>) {
+    let me = Owner::current();
+    let day = &rules[0];
+    let claim = take(ledger, &group(), give_back_spec(rules, 1, now), &me);
     assert_eq!(claim.items.len(), 1);
     let spent = answer(&claim, now, Class::Quota, StoredResponse::default(), NextStep::RetryAt(day.resets_at));
     let block = Block { rule: day.clone(), until: day.resets_at };
-    ledger.finish(&finish(claim.reservation.unwrap(), vec![spent], vec![block], vec![])).unwrap();
-    assert_eq!(used(ledger), [2, 2, 6]);
-    assert_eq!(ledger.usage(&day).unwrap().remaining(&day, now), Some(0), "the block holds");
-    let blocked = take(ledger, &group(), spec(10), &me);
+    ledger.finish(&give_back_finish(claim.reservation.unwrap(), vec![spent], vec![block], rules)).unwrap();
+    assert_eq!(used(ledger, rules), [2, 2, 6]);
+    assert_eq!(ledger.usage(day).unwrap().remaining(day, now), Some(0), "the block holds");
+    let blocked = take(ledger, &group(), give_back_spec(rules, 10, now), &me);
     assert_eq!((blocked.items.len(), blocked.deferred, blocked.retry_at), (0, 3, Some(day.resets_at)));
+}
 
-    // An engine's remainder in a refusal (Bing's "Quota remaining for today:
-    // 10, Submitted: 32"), with another run's 3 in flight.
+/// An engine's remainder in a refusal (Bing's "Quota remaining for today:
+/// 10, Submitted: 32"), with another run's 3 in flight.
+fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindow, now: DateTime<Utc>) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let bing = GroupKey::urls("bing", EngineKind::Bing, "");
     let batch: Vec<NewItem> = (0..35)
         .map(|i| NewItem {
@@ -85,7 +108,7 @@ pub fn give_back_story(ledger: &mut impl Ledger) {
     ledger.admit(&batch, now, &rule).unwrap();
     let reported = RuleWindow { rule: "give:reported:day".into(), reported: true, ..day.clone() };
     let only = vec![reported.clone()];
-    let spec = |max_items| ClaimSpec { windows: &only, max_items, pace: None, now: Now::pinned(now), credential: None };
+    let spec = |max_items| give_back_spec(&only, max_items, now);
     assert_eq!(ledger.record_report(&reported, 100, now).unwrap().limit, 100, "a stale reading: 100 left");
     let refused = take(ledger, &bing, spec(32), &me);
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };

@@ -85,134 +85,188 @@ pub fn queue_story(ledger: &mut impl Ledger) {
 /// other item, and a URL dropped and submitted again adds to its history.
 /// Its own group (`dropping`), so that it can follow `story` in a copy.
 pub fn drop_story(ledger: &mut impl Ledger) {
-    let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
+    let last_sent = answer_before_dropping(ledger, now);
+    let (spans_before, before, highest) = history_before_dropping(ledger, now, last_sent);
+    let dropped = drop_parked_then_all(ledger, now, &spans_before, &before);
+    submit_again_after_dropping(ledger, now, highest, &dropped);
+}
+
+/// The group `drop_story` drops from.
+fn dropping() -> GroupKey {
+    GroupKey::urls("dropping", EngineKind::IndexNow, "t")
+}
+
+fn drop_url(i: usize) -> String {
+    format!("https://drop.example/{i}")
+}
+
+fn drop_batch(range: std::ops::Range<usize>) -> Vec<NewItem> {
+    range.map(|i| NewItem { url: drop_url(i), group: dropping(), action: Action::Updated, lastmod: None }).collect()
+}
+
+fn of_dropping() -> ItemFilter {
+    ItemFilter { property: Some("dropping".into()), ..Default::default() }
+}
+
+/// The URL and id of every item of `dropping`.
+fn dropping_ids(ledger: &mut dyn Ledger, now: DateTime<Utc>) -> Vec<(String, i64)> {
+    ledger.items(&of_dropping(), now).unwrap().into_iter().map(|i| (i.url, i.id)).collect()
+}
+
+/// `dropping`'s attempts per class, over all time.
+fn dropping_counts(ledger: &mut dyn Ledger) -> Vec<(Class, u64)> {
+    let mut counts: Vec<(Class, u64)> =
+        ledger.outcome_counts().unwrap().into_iter().filter(|c| c.0 == dropping()).map(|c| (c.1, c.2)).collect();
+    counts.sort_by_key(|c| c.0.as_str());
+    counts
+}
+
+fn dropping_expected(accepted: u64) -> Vec<(Class, u64)> {
+    vec![(Class::Accepted, accepted), (Class::Misconfigured, 1), (Class::Transient, 1)]
+}
+
+/// `dropping`'s attempts per class on 2026-12-07.
+fn dropping_spans(ledger: &mut dyn Ledger) -> Vec<SpanCount> {
+    let bounds = [t("2026-12-07T00:00:00Z"), t("2026-12-08T00:00:00Z")];
+    let mut spans: Vec<SpanCount> =
+        ledger.attempt_history(&bounds).unwrap().into_iter().filter(|s| s.group == dropping()).collect();
+    spans.sort_by_key(|s| s.class.as_str());
+    spans
+}
+
+/// An attempt as `drop_story` reads it: URL, URLs, class, dropped.
+type Shown = (String, u64, Class, bool);
+
+/// `dropping`'s attempts as shown.
+fn shown(rows: Vec<AttemptRow>) -> Vec<Shown> {
+    rows.into_iter().filter(|a| a.group == dropping()).map(|a| (a.url, a.urls, a.class, a.dropped)).collect()
+}
+
+/// One answer of a request at `at`, for `items`, with a 200.
+fn answered(items: Vec<i64>, at: DateTime<Utc>, class: Class, next: NextStep) -> Answered {
+    let ok = StoredResponse { http_status: Some(200), body: None };
+    Answered { items, at, class, reason: some_reason(class), message: "m".into(), response: ok, next, reached: true }
+}
+
+fn finish_with(reservation: i64, answers: Vec<Answered>) -> Finish {
+    Finish { accepted_credential: None, reservation, answers, blocks: vec![], reports: vec![], windows: vec![] }
+}
+
+/// 0 and 1 accepted in one request, 2 parked, 3 waiting (transient); 4
+/// never sent (due in a year; the lowest id: the highest is one a request
+/// names). The id of 3, the last sent.
+fn answer_before_dropping(ledger: &mut impl Ledger, now: DateTime<Utc>) -> i64 {
+    let me = Owner::current();
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let dropping = GroupKey::urls("dropping", EngineKind::IndexNow, "t");
-    let url = |i: usize| format!("https://drop.example/{i}");
-    let batch = |range: std::ops::Range<usize>| -> Vec<NewItem> {
-        range
-            .map(|i| NewItem { url: url(i), group: dropping.clone(), action: Action::Updated, lastmod: None })
-            .collect()
-    };
-    let of_group = ItemFilter { property: Some("dropping".into()), ..Default::default() };
-    let ids = |ledger: &mut dyn Ledger| -> Vec<(String, i64)> {
-        ledger.items(&of_group, now).unwrap().into_iter().map(|i| (i.url, i.id)).collect()
-    };
-    // 0 and 1 accepted in one request, 2 parked, 3 waiting (transient); 4
-    // never sent (due in a year; the lowest id: the highest is one a request names).
-    ledger.admit(&batch(4..5), now + TimeDelta::days(365), &rule).unwrap();
-    ledger.admit(&batch(0..4), now, &rule).unwrap();
+    ledger.admit(&drop_batch(4..5), now + TimeDelta::days(365), &rule).unwrap();
+    ledger.admit(&drop_batch(0..4), now, &rule).unwrap();
     let claim = take(
         ledger,
-        &dropping,
+        &dropping(),
         ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
     let id = |i: usize| claim.items[i].id;
-    let ok = StoredResponse { http_status: Some(200), body: None };
-    let record = |items: Vec<i64>, class, next| Answered {
-        items,
-        at: now,
-        class,
-        reason: some_reason(class),
-        message: "m".into(),
-        response: ok.clone(),
-        next,
-        reached: true,
-    };
     let answers = vec![
-        record(vec![id(0), id(1)], Class::Accepted, NextStep::Accepted),
-        record(vec![id(2)], Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
-        record(vec![id(3)], Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
+        answered(vec![id(0), id(1)], now, Class::Accepted, NextStep::Accepted),
+        answered(vec![id(2)], now, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
+        answered(vec![id(3)], now, Class::Transient, NextStep::RetryAt(now + TimeDelta::hours(1))),
     ];
-    ledger
-        .finish(&Finish {
-            accepted_credential: None,
-            reservation: claim.reservation.unwrap(),
-            answers,
-            blocks: vec![],
-            windows: vec![],
-            reports: vec![],
-        })
-        .unwrap();
-    let counts = |ledger: &mut dyn Ledger| -> Vec<(Class, u64)> {
-        let mut counts: Vec<(Class, u64)> =
-            ledger.outcome_counts().unwrap().into_iter().filter(|c| c.0 == dropping).map(|c| (c.1, c.2)).collect();
-        counts.sort_by_key(|c| c.0.as_str());
-        counts
-    };
-    let expected = |accepted| vec![(Class::Accepted, accepted), (Class::Misconfigured, 1), (Class::Transient, 1)];
-    assert_eq!(counts(ledger), expected(2));
-    let bounds = [t("2026-12-07T00:00:00Z"), t("2026-12-08T00:00:00Z")];
-    let spans = |ledger: &mut dyn Ledger| {
-        let mut spans: Vec<SpanCount> =
-            ledger.attempt_history(&bounds).unwrap().into_iter().filter(|s| s.group == dropping).collect();
-        spans.sort_by_key(|s| s.class.as_str());
-        spans
-    };
-    let spans_before = spans(ledger);
+    ledger.finish(&finish_with(claim.reservation.unwrap(), answers)).unwrap();
+    id(3)
+}
+
+/// Before any drop: the counts, the spans, the attempts (none dropped) and
+/// the highest id (the last sent). Returns the spans, attempts and id.
+fn history_before_dropping(
+    ledger: &mut impl Ledger,
+    now: DateTime<Utc>,
+    last_sent: i64,
+) -> (Vec<SpanCount>, Vec<Shown>, i64) {
+    assert_eq!(dropping_counts(ledger), dropping_expected(2));
+    let spans_before = dropping_spans(ledger);
     assert_eq!(spans_before.iter().map(|s| s.urls).sum::<u64>(), 4);
-    let shown = |rows: Vec<AttemptRow>| -> Vec<(String, u64, Class, bool)> {
-        rows.into_iter().filter(|a| a.group == dropping).map(|a| (a.url, a.urls, a.class, a.dropped)).collect()
-    };
     let before = shown(ledger.attempts(None, 100).unwrap());
     assert_eq!(before.len(), 3);
     assert!(before.iter().all(|a| !a.3));
-    let highest = ids(ledger).iter().map(|(_, id)| *id).max().unwrap();
-    assert_eq!(highest, id(3));
+    let highest = dropping_ids(ledger, now).iter().map(|(_, id)| *id).max().unwrap();
+    assert_eq!(highest, last_sent);
+    (spans_before, before, highest)
+}
 
-    // The parked item, then all the others (the highest id among them).
-    let parked = ItemFilter { states: vec![StateFilter::Parked], ..of_group.clone() };
+/// The parked item, then all the others (the highest id among them): the
+/// history stays, every attempt said to be dropped. Returns the attempts.
+fn drop_parked_then_all(
+    ledger: &mut impl Ledger,
+    now: DateTime<Utc>,
+    spans_before: &[SpanCount],
+    before: &[Shown],
+) -> Vec<Shown> {
+    let parked = ItemFilter { states: vec![StateFilter::Parked], ..of_dropping() };
     assert_eq!(ledger.drop_items(&parked, now).unwrap(), 1);
-    assert_eq!(counts(ledger), expected(2), "dropping the parked item");
-    assert_eq!(ledger.drop_items(&of_group, now).unwrap(), 4);
-    assert!(ids(ledger).is_empty());
-    assert_eq!(ledger.queue_counts(&dropping, now).unwrap(), QueueCounts::default());
-    assert_eq!(counts(ledger), expected(2), "dropping every item");
-    assert_eq!(spans(ledger), spans_before);
+    assert_eq!(dropping_counts(ledger), dropping_expected(2), "dropping the parked item");
+    assert_eq!(ledger.drop_items(&of_dropping(), now).unwrap(), 4);
+    assert!(dropping_ids(ledger, now).is_empty());
+    assert_eq!(ledger.queue_counts(&dropping(), now).unwrap(), QueueCounts::default());
+    assert_eq!(dropping_counts(ledger), dropping_expected(2), "dropping every item");
+    assert_eq!(dropping_spans(ledger), spans_before);
     let after = shown(ledger.attempts(None, 100).unwrap());
     let dropped: Vec<_> = before.iter().map(|(u, n, c, _)| (u.clone(), *n, *c, true)).collect();
     assert_eq!(after, dropped, "every attempt, with the URL it was about");
-    assert_eq!(shown(ledger.attempts(Some(&url(1)), 10).unwrap()), [(url(1), 2, Class::Accepted, true)]);
-    assert_eq!(shown(ledger.attempts(Some(&url(2)), 10).unwrap()), [(url(2), 1, Class::Misconfigured, true)]);
-    assert!(ledger.attempts(Some(&url(4)), 10).unwrap().is_empty(), "never sent: no history");
-    let last = ledger.last_rejection(&dropping).unwrap().expect("the last rejection stays");
-    assert!(last.dropped && [url(2), url(3)].contains(&last.url) && last.class != Class::Accepted, "{last:?}");
+    assert_eq!(shown(ledger.attempts(Some(&drop_url(1)), 10).unwrap()), [(drop_url(1), 2, Class::Accepted, true)]);
+    assert_eq!(shown(ledger.attempts(Some(&drop_url(2)), 10).unwrap()), [(drop_url(2), 1, Class::Misconfigured, true)]);
+    assert!(ledger.attempts(Some(&drop_url(4)), 10).unwrap().is_empty(), "never sent: no history");
+    let last = ledger.last_rejection(&dropping()).unwrap().expect("the last rejection stays");
+    assert!(
+        last.dropped && [drop_url(2), drop_url(3)].contains(&last.url) && last.class != Class::Accepted,
+        "{last:?}"
+    );
+    dropped
+}
 
-    // New items take new ids; a URL submitted again adds to its history.
-    ledger.admit(&batch(2..3), now, &rule).unwrap();
-    ledger.admit(&batch(5..6), now, &rule).unwrap();
-    let new = ids(ledger);
+/// New items take new ids; a URL submitted again adds to its history.
+fn submit_again_after_dropping(ledger: &mut impl Ledger, now: DateTime<Utc>, highest: i64, dropped: &[Shown]) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    ledger.admit(&drop_batch(2..3), now, &rule).unwrap();
+    ledger.admit(&drop_batch(5..6), now, &rule).unwrap();
+    let new = dropping_ids(ledger, now);
     assert_eq!(new.len(), 2);
     assert!(new.iter().all(|(_, id)| *id > highest), "no dropped id is given again: {new:?} (highest {highest})");
     let later = now + TimeDelta::hours(2);
     let claim = take(
         ledger,
-        &dropping,
+        &dropping(),
         ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
         &me,
     );
     accept_all(ledger, &claim, later);
-    assert_eq!(counts(ledger), expected(4));
+    assert_eq!(dropping_counts(ledger), dropping_expected(4));
     assert_eq!(
-        shown(ledger.attempts(Some(&url(2)), 10).unwrap()),
-        [(url(2), 1, Class::Misconfigured, true), (url(2), 2, Class::Accepted, false)]
+        shown(ledger.attempts(Some(&drop_url(2)), 10).unwrap()),
+        [(drop_url(2), 1, Class::Misconfigured, true), (drop_url(2), 2, Class::Accepted, false)]
     );
-    assert_eq!(shown(ledger.attempts(None, 100).unwrap())[..3], dropped);
+    assert_eq!(shown(ledger.attempts(None, 100).unwrap())[..3], *dropped);
 }
 
 /// Attempts counted per group and class, over all time and per span, one
 /// per URL; `submit` runs recorded, the last and the last that succeeded.
 pub fn history_story(ledger: &mut impl Ledger) {
-    let me = Owner::current();
-    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let other = GroupKey::urls("other", EngineKind::Bing, "");
     assert!(ledger.outcome_counts().unwrap().is_empty());
     assert_eq!(ledger.last_run(false).unwrap(), None);
+    day_one_accepted_and_parked(ledger);
+    day_two_transient_elsewhere(ledger, &other);
+    counted_per_group_class_and_span(ledger, &other);
+    the_last_run_and_the_last_that_succeeded(ledger);
+}
 
-    // Day 1: 3 URLs of the story's group go in one request: 2 accepted, 1 parked.
+/// Day 1: 3 URLs of the story's group go in one request: 2 accepted, 1 parked.
+fn day_one_accepted_and_parked(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let day1 = t("2026-12-03T10:00:00Z");
     ledger.admit(&items(3), day1, &rule).unwrap();
     let claim = take(
@@ -221,32 +275,17 @@ pub fn history_story(ledger: &mut impl Ledger) {
         ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1), credential: None },
         &me,
     );
-    let ok = StoredResponse { http_status: Some(200), body: None };
-    let record = |items: Vec<i64>, at, class, next| Answered {
-        items,
-        at,
-        class,
-        reason: some_reason(class),
-        message: "m".into(),
-        response: ok.clone(),
-        next,
-        reached: true,
-    };
     let records = vec![
-        record(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
-        record(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
+        answered(vec![claim.items[0].id, claim.items[1].id], day1, Class::Accepted, NextStep::Accepted),
+        answered(vec![claim.items[2].id], day1, Class::Misconfigured, NextStep::Park { fingerprint: "f".into() }),
     ];
-    let finish = |reservation, answers| Finish {
-        accepted_credential: None,
-        reservation,
-        answers,
-        blocks: vec![],
-        reports: vec![],
-        windows: vec![],
-    };
-    ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
+    ledger.finish(&finish_with(claim.reservation.unwrap(), records)).unwrap();
+}
 
-    // Day 2, just after midnight: 2 URLs of another group, both transient.
+/// Day 2, just after midnight: 2 URLs of another group, both transient.
+fn day_two_transient_elsewhere(ledger: &mut impl Ledger, other: &GroupKey) {
+    let me = Owner::current();
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let day2 = t("2026-12-04T00:00:00Z");
     let batch: Vec<NewItem> = (0..2)
         .map(|i| NewItem {
@@ -259,14 +298,18 @@ pub fn history_story(ledger: &mut impl Ledger) {
     ledger.admit(&batch, day2, &rule).unwrap();
     let claim = take(
         ledger,
-        &other,
+        other,
         ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2), credential: None },
         &me,
     );
     let ids = claim.items.iter().map(|i| i.id).collect();
-    let records = vec![record(ids, day2, Class::Transient, NextStep::RetryAt(day2 + TimeDelta::hours(1)))];
-    ledger.finish(&finish(claim.reservation.unwrap(), records)).unwrap();
+    let records = vec![answered(ids, day2, Class::Transient, NextStep::RetryAt(day2 + TimeDelta::hours(1)))];
+    ledger.finish(&finish_with(claim.reservation.unwrap(), records)).unwrap();
+}
 
+/// The attempts per group and class, over all time, then per day: three
+/// days, the last with nothing; attempts outside the bounds are not counted.
+fn counted_per_group_class_and_span(ledger: &mut impl Ledger, other: &GroupKey) {
     let mut counts = ledger.outcome_counts().unwrap();
     counts.sort_by(|a, b| (&a.0, a.1.as_str()).cmp(&(&b.0, b.1.as_str())));
     assert_eq!(
@@ -274,7 +317,6 @@ pub fn history_story(ledger: &mut impl Ledger) {
         vec![(other.clone(), Class::Transient, 2), (group(), Class::Accepted, 2), (group(), Class::Misconfigured, 1),]
     );
 
-    // Three days; the last has nothing; attempts outside the bounds are not counted.
     let bounds =
         [t("2026-12-03T00:00:00Z"), t("2026-12-04T00:00:00Z"), t("2026-12-05T00:00:00Z"), t("2026-12-06T00:00:00Z")];
     let mut spans = ledger.attempt_history(&bounds).unwrap();
@@ -285,14 +327,16 @@ pub fn history_story(ledger: &mut impl Ledger) {
         vec![
             span(0, &group(), Class::Accepted, 2),
             span(0, &group(), Class::Misconfigured, 1),
-            span(1, &other, Class::Transient, 2),
+            span(1, other, Class::Transient, 2),
         ]
     );
     let later = ledger.attempt_history(&bounds[1..]).unwrap();
-    assert_eq!(later, vec![span(0, &other, Class::Transient, 2)]);
+    assert_eq!(later, vec![span(0, other, Class::Transient, 2)]);
     assert!(ledger.attempt_history(&bounds[..1]).unwrap().is_empty());
+}
 
-    // Runs: the last one, and the last that exited 0 (times to the millisecond).
+/// Runs: the last one, and the last that exited 0 (times to the millisecond).
+fn the_last_run_and_the_last_that_succeeded(ledger: &mut impl Ledger) {
     let run = |start: &str, ms: i64, exit_code| RunRecord {
         host: "machine-a".into(),
         started_at: t(start),

@@ -10,23 +10,35 @@ use super::*;
 /// and a failure of one reason hold, and the reminders of its problems.
 /// The sitemaps read keep when their body first changed.
 pub fn sitemap_story(ledger: &mut impl Ledger) {
-    let me = Owner::current();
     let now = t("2026-12-03T09:00:00Z");
-    let sitemap = "https://site.example/sitemap.xml";
-    let group = GroupKey::sitemap("site", EngineKind::Google, sitemap);
+    let (id, submitted) = queued_in_its_own_group_and_accepted(ledger, now);
+    changed_queued_a_day_after_submission(ledger, now, id, submitted);
+    let (reading, f2) = errors_and_a_failure_held_since(ledger, now, submitted);
+    a_clean_report_ends_both(ledger, reading, f2);
+    a_body_first_changed(ledger, now);
+}
+
+const SITEMAP: &str = "https://site.example/sitemap.xml";
+
+fn sitemap_group() -> GroupKey {
+    GroupKey::sitemap("site", EngineKind::Google, SITEMAP)
+}
+
+/// `--changed`, sent again a day after the last submission at the earliest.
+fn sitemap_rule() -> AdmitRule {
+    AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: true, resend_after: Some(TimeDelta::hours(24)) }
+}
+
+fn sitemap_item(lastmod: DateTime<Utc>) -> NewItem {
+    NewItem { url: SITEMAP.into(), group: sitemap_group(), action: Action::Updated, lastmod: Some(lastmod) }
+}
+
+/// New, due now in its own group (not the URLs'), claimed and accepted.
+/// Returns its item's id and when it was submitted.
+fn queued_in_its_own_group_and_accepted(ledger: &mut impl Ledger, now: DateTime<Utc>) -> (i64, DateTime<Utc>) {
+    let me = Owner::current();
+    let (group, rule, item) = (sitemap_group(), sitemap_rule(), sitemap_item);
     let urls = GroupKey::urls("site", EngineKind::Google, "");
-    let rule = AdmitRule {
-        dedupe: TimeDelta::hours(24),
-        force: false,
-        changed: true,
-        resend_after: Some(TimeDelta::hours(24)),
-    };
-    let item = |lastmod: DateTime<Utc>| NewItem {
-        url: sitemap.into(),
-        group: group.clone(),
-        action: Action::Updated,
-        lastmod: Some(lastmod),
-    };
     assert!(ledger.sitemap_states().unwrap().is_empty(), "no sitemap submitted yet");
     assert_eq!(ledger.admit(&[item(now)], now, &rule).unwrap(), [Admission::Queued { fresh: true }]);
     assert_eq!(ledger.due_groups(now).unwrap(), std::slice::from_ref(&group), "its own group, not the URLs'");
@@ -37,7 +49,7 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
         ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
         &me,
     );
-    assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [sitemap]);
+    assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [SITEMAP]);
     let submitted = now + TimeDelta::seconds(1);
     accept_all(ledger, &claim, submitted);
     let [state] = ledger.sitemap_states().unwrap().try_into().unwrap();
@@ -46,19 +58,25 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
         (group.clone(), ItemState::Accepted, Some(submitted))
     );
     assert_eq!((state.read_at, state.reading.clone(), state.failure.clone()), (None, None, None));
+    (claim.items[0].id, submitted)
+}
 
-    // Unchanged: nothing; changed an hour later: queued for a day after the
-    // submission; changed again meanwhile: still once, then.
+/// Unchanged: nothing; changed an hour later: queued for a day after the
+/// submission; changed again meanwhile: still once, then. Forced, it goes now.
+fn changed_queued_a_day_after_submission(
+    ledger: &mut impl Ledger,
+    now: DateTime<Utc>,
+    id: i64,
+    submitted: DateTime<Utc>,
+) {
+    let (group, rule, item) = (sitemap_group(), sitemap_rule(), sitemap_item);
     assert!(matches!(
         ledger.admit(&[item(now)], now + TimeDelta::hours(1), &rule).unwrap()[0],
         Admission::Skipped { .. }
     ));
     let changed = now + TimeDelta::hours(1);
     let due = submitted + TimeDelta::hours(24);
-    assert_eq!(
-        ledger.admit(&[item(changed)], changed, &rule).unwrap(),
-        [Admission::Requeued { id: claim.items[0].id, due }]
-    );
+    assert_eq!(ledger.admit(&[item(changed)], changed, &rule).unwrap(), [Admission::Requeued { id, due }]);
     let again = changed + TimeDelta::hours(2);
     assert!(matches!(ledger.admit(&[item(again)], again, &rule).unwrap()[0], Admission::AlreadyQueued { .. }));
     assert_eq!(ledger.next_due(&group).unwrap(), Some(due));
@@ -66,9 +84,17 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
     // Forced, it goes now.
     let forced = ledger.admit(&[item(again)], again, &AdmitRule { force: true, ..rule }).unwrap();
     assert!(matches!(forced[0], Admission::AlreadyQueued { .. }), "queued already: left as it is");
+}
 
-    // The engine's report: read, with errors since the first that said so;
-    // a failure keeps the report and counts from the first of its reason.
+/// The engine's report: read, with errors since the first that said so;
+/// a failure keeps the report and counts from the first of its reason.
+/// Returns the report read and when the last failure was.
+fn errors_and_a_failure_held_since(
+    ledger: &mut impl Ledger,
+    now: DateTime<Utc>,
+    submitted: DateTime<Utc>,
+) -> (SitemapReading, DateTime<Utc>) {
+    let group = sitemap_group();
     let reading = SitemapReading {
         listed: true,
         submitted: Some(submitted),
@@ -96,7 +122,12 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
     let [state] = ledger.sitemap_states().unwrap().try_into().unwrap();
     assert_eq!((state.read_at, state.read_ok_at, state.reading.clone()), (Some(f2), Some(r2), Some(reading.clone())));
     assert_eq!((state.errors_since, state.failure.clone(), state.failure_since), (Some(r1), Some(failed), Some(f1)));
-    // A clean report ends both.
+    (reading, f2)
+}
+
+/// A clean report ends both; a reminder of its errors is kept.
+fn a_clean_report_ends_both(ledger: &mut impl Ledger, reading: SitemapReading, f2: DateTime<Utc>) {
+    let group = sitemap_group();
     let clean = SitemapReading { errors: 0, ..reading };
     let r3 = f2 + TimeDelta::hours(6);
     ledger.record_sitemap_read(&group, &SitemapRead::Read(clean.clone()), r3).unwrap();
@@ -107,10 +138,12 @@ pub fn sitemap_story(ledger: &mut impl Ledger) {
         (Some(clean), None, None, None)
     );
     assert_eq!(state.reminded, [("sitemap_errors".to_string(), r3)]);
+}
 
-    // What a sitemap read keeps: when its body first changed.
+/// What a sitemap read keeps: when its body first changed.
+fn a_body_first_changed(ledger: &mut impl Ledger, now: DateTime<Utc>) {
     let document = |digest: &str, at: DateTime<Utc>| SourceDocument {
-        url: sitemap.into(),
+        url: SITEMAP.into(),
         etag: None,
         last_modified: None,
         digest: digest.into(),

@@ -7,8 +7,18 @@ use super::*;
 /// reason with their reminders, a fix that unparks one reason only, and
 /// the sitemaps read for sources.
 pub fn unattended_story(ledger: &mut impl Ledger) {
-    let me = Owner::current();
     let now = t("2026-12-05T09:00:00Z");
+    let later = now + TimeDelta::hours(1);
+    park_for_two_reasons(ledger, now);
+    parked_per_reason_with_reminders(ledger, now, later);
+    a_fix_unparks_its_reason_only(ledger, later);
+    sources_kept_per_url(ledger, now, later);
+}
+
+/// 5 admitted and claimed: 3 parked for a missing key file (2 in one
+/// request, 1 a minute later), 1 for a bad request, 1 accepted.
+fn park_for_two_reasons(ledger: &mut impl Ledger, now: DateTime<Utc>) {
+    let me = Owner::current();
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     ledger.admit(&items(5), now, &rule).unwrap();
     let claim = take(
@@ -43,7 +53,11 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
             windows: vec![],
         })
         .unwrap();
+}
 
+/// The parked items per group and reason (since the first, with the
+/// latest answer's message and URL), and when each was last reminded of.
+fn parked_per_reason_with_reminders(ledger: &mut impl Ledger, now: DateTime<Utc>, later: DateTime<Utc>) {
     let parked = ledger.parked().unwrap();
     let summary: Vec<_> =
         parked.iter().map(|p| (p.reminder_key(), p.count, p.since, p.message.clone(), p.reminded_at)).collect();
@@ -57,13 +71,14 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     assert_eq!(parked[1].url, "https://site.example/2", "the latest answer's URL");
     assert!(parked.iter().all(|p| p.group == group()));
 
-    let later = now + TimeDelta::hours(1);
     ledger.record_reminders(&[(group(), "key_file_missing".into())], later).unwrap();
     ledger.record_reminders(&[(group(), "key_file_missing".into())], later + TimeDelta::hours(1)).unwrap();
     let reminded: Vec<_> = ledger.parked().unwrap().into_iter().map(|p| p.reminded_at).collect();
     assert_eq!(reminded, [None, Some(later + TimeDelta::hours(1))]);
+}
 
-    // A fix found for one reason unparks that reason's items only.
+/// A fix found for one reason unparks that reason's items only.
+fn a_fix_unparks_its_reason_only(ledger: &mut impl Ledger, later: DateTime<Utc>) {
     let fixed = ledger.unpark_fixed(&group(), &[MisconfiguredReason::KeyFileMissing.into()], later).unwrap();
     assert_eq!(fixed, 3);
     let left: Vec<_> = ledger.parked().unwrap().into_iter().map(|p| (p.reminder_key(), p.count)).collect();
@@ -73,8 +88,10 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
         QueueCounts { due: 3, parked: 1, accepted: 1, ..Default::default() }
     );
     assert_eq!(ledger.unpark_fixed(&group(), &[MisconfiguredReason::KeyFileMissing.into()], later).unwrap(), 0);
+}
 
-    // The sitemaps read for sources: kept per URL, the latest read replacing one before.
+/// The sitemaps read for sources: kept per URL, the latest read replacing one before.
+fn sources_kept_per_url(ledger: &mut impl Ledger, now: DateTime<Utc>, later: DateTime<Utc>) {
     let document = |url: &str, etag: Option<&str>, kind| SourceDocument {
         url: url.into(),
         etag: etag.map(String::from),
