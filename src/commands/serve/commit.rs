@@ -4,12 +4,17 @@
 //! (`Limits::take_rates`, decided in arrival order), then the URLs of every
 //! request they allowed in one more (`intake::admit_all`). Each request is
 //! answered once its commit is done, so a `202` still means durable, and
-//! under load many requests share a commit's cost.
+//! under load many requests share a commit's cost. `take` and `take_urls`
+//! are what a route awaits: a job sent to that thread, and its answer.
 
+use super::auth::Caller;
 use super::intake::{self, Admitted, Checked};
-use super::limits::Limit;
+use super::limits::{Limit, Taken};
+use super::refusal::{self, Refusal};
 use super::State;
 use crate::ledger::{RateDecision, RateRequest};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
 use std::sync::mpsc;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -32,6 +37,51 @@ pub(super) enum Admit {
     Taken(RateDecision, Admitted),
     /// The URL rule refused them; nothing was written.
     Refused(RateDecision),
+}
+
+/// Takes `cost` units of `caller`'s `limit` (through the group commit):
+/// refused, a `429` (or a `413` for more units than the burst lets through
+/// at all).
+pub(super) async fn take(state: &Arc<State>, caller: &str, limit: Limit, cost: u32) -> Result<Taken, Refusal> {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let job = Job::Take { caller: caller.to_string(), limit, cost, reply };
+    if state.commits.send(job).is_err() {
+        return Err(Refusal::shutting_down());
+    }
+    let decision = match answer.await {
+        Ok(Ok(decision)) => decision,
+        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
+        Err(_) => return Err(Refusal::shutting_down()),
+    };
+    refusal::answer_for(state, caller, limit, cost, decision)
+}
+
+/// URLs read from a request (`POST /v1/urls`, a publish hook) into the
+/// ledger: checked, counted against the token's URL limit, admitted, and
+/// the worker woken.
+pub(super) async fn take_urls(
+    state: &Arc<State>,
+    caller: &Caller,
+    submission: intake::Submission,
+) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+    let checked = intake::check(state, caller, submission)?;
+    let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    if state.commits.send(Job::Admit { caller: caller.id().to_string(), checked, reply }).is_err() {
+        return Err(Refusal::shutting_down());
+    }
+    let (decision, admitted) = match answer.await {
+        Ok(Ok(Admit::Taken(decision, admitted))) => (decision, admitted),
+        Ok(Ok(Admit::Refused(decision))) => {
+            return Err(refusal::answer_for(state, caller.id(), Limit::UrlsPerMinute, urls, decision)
+                .expect_err("a refused decision is a refusal"));
+        }
+        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
+        Err(_) => return Err(Refusal::shutting_down()),
+    };
+    state.wake.notify_one();
+    let taken = Taken { limit: Limit::UrlsPerMinute, decision };
+    Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
 }
 
 /// Starts the committing thread.

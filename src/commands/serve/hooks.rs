@@ -17,9 +17,10 @@
 //! answered once what they hold is in the ledger.
 
 use super::auth::Caller;
-use super::http::{body_refusal, take_urls, ErrorCode, Refusal};
+use super::commit::take_urls;
 use super::intake::{Admitted, Submission};
 use super::limits::Taken;
+use super::refusal::{body_refusal, ErrorCode, Refusal};
 use super::{SourcesJob, State};
 use crate::commands::submit::SourcesRead;
 use crate::model::{Action, Position};

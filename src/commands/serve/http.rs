@@ -1,32 +1,24 @@
-//! The routes and every answer: `202`/`200` documents, and indexq's own
-//! refusals, each with a distinct status, a machine-readable `error`, a
-//! message and hint for a person and — where waiting helps — `Retry-After`.
-//! A guard in front of every route finds the caller (a bearer token, or
+//! The routes and their answers: `202`/`200` documents, or indexq's own
+//! refusals (`refusal`). A guard in front of every route finds the caller (a bearer token, or
 //! anyone when none is configured), and writes one log line per request
 //! naming the token by its id, never the token.
 
 use super::auth::{Caller, Unknown};
-use super::commit::{Admit, Job};
+use super::commit::{self, take_urls};
 use super::intake;
 use super::limits::{self, Limit, Taken};
+use super::refusal::{body_refusal, content_type, ErrorCode, Refusal};
 use super::State;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::Serialize;
 use std::sync::Arc;
-
-/// How long a client is told to wait when the process is stopping (a
-/// restart is expected to take about that long).
-const SHUTDOWN_RETRY_SECS: u64 = 10;
-
-/// How long a client is told to wait when the ledger does not answer.
-const LEDGER_RETRY_SECS: u64 = 5;
 
 pub(super) fn router(state: Arc<State>) -> Router {
     let max_body = usize::try_from(state.settings.serve.max_body).unwrap_or(usize::MAX);
@@ -48,129 +40,6 @@ pub(super) fn router(state: Arc<State>) -> Router {
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
-}
-
-/// What indexq's refusals say in `error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum ErrorCode {
-    /// 401: no token, or one that is not configured.
-    Unauthorized,
-    /// 403: a property the token may not write (waiting never fixes it).
-    Forbidden,
-    /// 400: a body that cannot be read (not JSON, not UTF-8, no URLs).
-    BadRequest,
-    /// 422: URLs that are not URLs, or of no property: each with its reason.
-    InvalidUrls,
-    /// 413: over `[serve] max_body`.
-    PayloadTooLarge,
-    /// 415: neither JSON nor text.
-    UnsupportedMediaType,
-    /// 429: over a token's rate (`limit` names the rule).
-    RateLimited,
-    /// 503: the process is stopping.
-    ShuttingDown,
-    /// 503: the ledger does not answer.
-    LedgerUnavailable,
-    /// 422: a property that is not configured.
-    UnknownProperty,
-    /// 422: a webhook payload without what its adapter reads.
-    UnreadablePayload,
-    /// 404.
-    NotFound,
-    /// 405.
-    MethodNotAllowed,
-}
-
-/// One of indexq's own refusals.
-#[derive(Debug, Serialize)]
-pub(super) struct Refusal {
-    #[serde(skip)]
-    pub status: StatusCode,
-    pub error: ErrorCode,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after: Option<u64>,
-    /// `rate_limited`: the rule.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit: Option<&'static str>,
-    /// What a rate rule made of the request, for the RateLimit fields.
-    #[serde(skip)]
-    pub taken: Option<Box<Taken>>,
-    /// Per URL: why it was refused (`invalid_urls`, `forbidden`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub urls: Vec<intake::Refused>,
-}
-
-impl Refusal {
-    pub(super) fn new(status: StatusCode, error: ErrorCode, message: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            error,
-            message: message.into(),
-            hint: None,
-            retry_after: None,
-            limit: None,
-            taken: None,
-            urls: Vec::new(),
-        }
-    }
-
-    pub(super) fn hint(mut self, hint: impl Into<String>) -> Refusal {
-        self.hint = Some(hint.into());
-        self
-    }
-
-    pub(super) fn bad_request(message: impl Into<String>) -> Refusal {
-        Refusal::new(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
-    }
-
-    /// 503 while the process stops.
-    pub(super) fn shutting_down() -> Refusal {
-        let mut r = Refusal::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::ShuttingDown,
-            "indexq serve is stopping: nothing more is taken",
-        )
-        .hint("send it again once indexq serve is back (a restart takes seconds)");
-        r.retry_after = Some(SHUTDOWN_RETRY_SECS);
-        r
-    }
-
-    /// 503 when the ledger does not answer (`error` says why).
-    pub(super) fn ledger(error: &anyhow::Error) -> Refusal {
-        tracing::warn!("the ledger did not answer: {error:#}");
-        let mut r = Refusal::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::LedgerUnavailable,
-            format!("the ledger did not answer: {error:#}"),
-        );
-        r.retry_after = Some(LEDGER_RETRY_SECS);
-        r
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(mut self) -> Response {
-        let status = self.status;
-        let retry_after = self.retry_after;
-        let unauthorized = self.error == ErrorCode::Unauthorized;
-        let taken = self.taken.take();
-        let mut response = (status, Json(self)).into_response();
-        if let Some(taken) = taken {
-            response.extensions_mut().insert(*taken);
-        }
-        let headers = response.headers_mut();
-        if let Some(secs) = retry_after {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        if unauthorized {
-            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"indexq\""));
-        }
-        response
-    }
 }
 
 /// In front of every route: the caller (401 without a good token, except
@@ -199,7 +68,7 @@ async fn guard(
     let id = caller.as_ref().map_or("-", Caller::id).to_string();
     let mut taken = Vec::new();
     if let (Some(caller), false) = (&caller, open) {
-        match limits::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
+        match commit::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
             Ok(t) => taken.push(t),
             Err(refusal) => {
                 taken.extend(refusal.taken.as_deref().copied());
@@ -292,53 +161,6 @@ async fn post_urls(
     let body = body.map_err(|r| body_refusal(&r, &state))?;
     let submission = intake::read(content_type(&headers).as_deref(), &body)?;
     take_urls(&state, &caller, submission).await
-}
-
-/// URLs read from a request (`POST /v1/urls`, a publish hook) into the
-/// ledger: checked, counted against the token's URL limit, admitted, and
-/// the worker woken.
-pub(super) async fn take_urls(
-    state: &Arc<State>,
-    caller: &Caller,
-    submission: intake::Submission,
-) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
-    let checked = intake::check(state, caller, submission)?;
-    let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    if state.commits.send(Job::Admit { caller: caller.id().to_string(), checked, reply }).is_err() {
-        return Err(Refusal::shutting_down());
-    }
-    let (decision, admitted) = match answer.await {
-        Ok(Ok(Admit::Taken(decision, admitted))) => (decision, admitted),
-        Ok(Ok(Admit::Refused(decision))) => {
-            return Err(limits::answer_for(state, caller.id(), Limit::UrlsPerMinute, urls, decision)
-                .expect_err("a refused decision is a refusal"));
-        }
-        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
-        Err(_) => return Err(Refusal::shutting_down()),
-    };
-    state.wake.notify_one();
-    let taken = Taken { limit: Limit::UrlsPerMinute, decision };
-    Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
-}
-
-/// The media type of a request (`type/subtype`, lower case), if it says one.
-pub(super) fn content_type(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
-}
-
-/// A body that could not be read: over the cap (413), or cut off.
-pub(super) fn body_refusal(rejection: &BytesRejection, state: &State) -> Refusal {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return Refusal::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::PayloadTooLarge,
-            format!("the body is over {} bytes ([serve] max_body)", state.settings.serve.max_body),
-        )
-        .hint("send the URLs in several requests");
-    }
-    Refusal::bad_request(format!("the body could not be read: {rejection}"))
 }
 
 /// Runs ledger work off the runtime's threads.

@@ -11,7 +11,7 @@
 //! error: a URL beyond today's budget is queued with the time it will go.
 
 use super::auth::Caller;
-use super::http::{ErrorCode, Refusal};
+use super::refusal::{ErrorCode, Refusal, Refused, RefusedReason};
 use super::State;
 use crate::commands::submit;
 use crate::ledger::{Admission, AdmitRule, ClaimQuery, NewItem};
@@ -101,27 +101,6 @@ pub(super) fn read(content_type: Option<&str>, body: &[u8]) -> Result<Submission
         return Err(Refusal::bad_request("the request has no URL"));
     }
     Ok(submission)
-}
-
-/// Why a URL of a request was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum RefusedReason {
-    /// Not an http(s) URL.
-    InvalidUrl,
-    /// Under no configured property's site.
-    NoProperty,
-    /// Of a property the token may not write.
-    NotAllowed,
-}
-
-/// A URL the request was refused for.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Refused {
-    pub url: String,
-    pub source: Position,
-    pub reason: RefusedReason,
-    pub message: String,
 }
 
 /// What the ledger made of a request's URLs.

@@ -9,14 +9,11 @@
 //! every answer carries the IETF RateLimit header fields (`RateLimit-Policy`
 //! and `RateLimit`) so a client can pace itself.
 
-use super::commit::Job;
-use super::http::{ErrorCode, Refusal};
 use super::State;
 use crate::config::RateRule;
 use crate::ledger::{Gcra, RateDecision};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use chrono::TimeDelta;
-use std::sync::Arc;
 
 /// The rules a token's intake is held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +30,7 @@ impl Limit {
         }
     }
 
-    fn rule(self, state: &State) -> RateRule {
+    pub(super) fn rule(self, state: &State) -> RateRule {
         match self {
             Limit::RequestsPerSecond => state.settings.serve.requests,
             Limit::UrlsPerMinute => state.settings.serve.urls,
@@ -51,76 +48,6 @@ impl Limit {
 pub(super) struct Taken {
     pub limit: Limit,
     pub decision: RateDecision,
-}
-
-/// Takes `cost` units of `caller`'s `limit` (through the group commit):
-/// refused, a `429` (or a `413` for more units than the burst lets through
-/// at all).
-pub(super) async fn take(state: &Arc<State>, caller: &str, limit: Limit, cost: u32) -> Result<Taken, Refusal> {
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let job = Job::Take { caller: caller.to_string(), limit, cost, reply };
-    if state.commits.send(job).is_err() {
-        return Err(Refusal::shutting_down());
-    }
-    let decision = match answer.await {
-        Ok(Ok(decision)) => decision,
-        Ok(Err(why)) => return Err(Refusal::ledger(&anyhow::anyhow!(why))),
-        Err(_) => return Err(Refusal::shutting_down()),
-    };
-    answer_for(state, caller, limit, cost, decision)
-}
-
-/// What a rule's decision makes of a request: taken, or its refusal.
-pub(super) fn answer_for(
-    state: &State,
-    caller: &str,
-    limit: Limit,
-    cost: u32,
-    decision: RateDecision,
-) -> Result<Taken, Refusal> {
-    let taken = Taken { limit, decision };
-    if decision.allowed {
-        return Ok(taken);
-    }
-    let rule = limit.rule(state);
-    let mut refusal = match decision.retry_after {
-        Some(wait) => {
-            let secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(0).max(1);
-            let mut r = Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorCode::RateLimited,
-                format!(
-                    "over {}'s limit of {} {} (at most {} at once): send again in {secs} s",
-                    caller_name(caller),
-                    rule.per,
-                    match limit {
-                        Limit::RequestsPerSecond => "requests a second",
-                        Limit::UrlsPerMinute => "URLs a minute",
-                    },
-                    rule.burst
-                ),
-            );
-            r.retry_after = Some(secs);
-            r
-        }
-        None => Refusal::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::PayloadTooLarge,
-            format!("{cost} URLs in one request: a token's burst is {} ([serve] url_burst)", rule.burst),
-        )
-        .hint("send them in several requests"),
-    };
-    refusal.limit = Some(limit.as_str());
-    refusal.taken = Some(Box::new(taken));
-    Err(refusal)
-}
-
-fn caller_name(id: &str) -> String {
-    if id == "-" {
-        "the intake".to_string()
-    } else {
-        format!("token `{id}`")
-    }
 }
 
 /// The RateLimit header fields (draft-ietf-httpapi-ratelimit-headers):

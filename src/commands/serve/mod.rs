@@ -24,6 +24,7 @@ mod http;
 mod intake;
 mod limits;
 mod listen;
+mod refusal;
 
 use super::ExitStatus;
 use crate::cli::ServeArgs;

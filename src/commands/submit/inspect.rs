@@ -7,7 +7,8 @@
 //! (each refusal, quota or failure said once per run, with what indexq
 //! did: the URL was published all the same).
 
-use super::send::Sender;
+use super::report::Report;
+use super::Run;
 use crate::budget;
 use crate::engines::Inspected;
 use crate::ledger::{Block, Claim, InspectionAnswer, Inspections};
@@ -32,7 +33,7 @@ impl Taken {
     }
 }
 
-impl Sender<'_, '_> {
+impl Run<'_> {
     /// The inspection units for a claim of `group`: one per `URL_UPDATED`
     /// item, as many as the property's inspection rules allow (`None`: the
     /// group inspects nothing).
@@ -43,13 +44,13 @@ impl Sender<'_, '_> {
         now: DateTime<Utc>,
     ) -> anyhow::Result<Option<Taken>> {
         let wanted = claim.items.iter().filter(|i| i.action == Action::Updated).count() as u64;
-        if wanted == 0 || !self.run.engines[&group.engine].inspects(group) {
+        if wanted == 0 || !self.engines[&group.engine].inspects(group) {
             return Ok(None);
         }
-        let Some(property) = self.run.settings.property(&group.property) else { return Ok(None) };
+        let Some(property) = self.settings.property(&group.property) else { return Ok(None) };
         let rules = budget::inspection_rules(property);
         let windows = budget::windows(&rules, now);
-        let units = self.run.ledger.take_units(&windows, wanted, now)?;
+        let units = self.ledger.take_units(&windows, wanted, now)?;
         Ok(Some(Taken { rules, windows, wanted, units }))
     }
 
@@ -59,12 +60,13 @@ impl Sender<'_, '_> {
     /// budget when it ran out, noted for the report.
     pub(super) fn record_inspections(
         &mut self,
+        report: &mut Report,
         group: &GroupKey,
         taken: Option<Taken>,
         at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         let Some(taken) = taken else { return Ok(()) };
-        let inspected = self.run.engines[&group.engine].inspections(group);
+        let inspected = self.engines[&group.engine].inspections(group);
         let answers: Vec<InspectionAnswer> = inspected
             .iter()
             .filter(|i| i.asked)
@@ -79,7 +81,7 @@ impl Sender<'_, '_> {
             .collect();
         let reached = inspected.iter().filter(|i| i.reached).count() as u64;
         let blocks = inspection_blocks(&taken, &inspected, at);
-        self.run.ledger.record_inspections(&Inspections {
+        self.ledger.record_inspections(&Inspections {
             property: &group.property,
             answers: &answers,
             windows: &taken.windows,
@@ -89,26 +91,29 @@ impl Sender<'_, '_> {
         for i in inspected.iter().filter(|i| i.verdict.class() != Class::Accepted) {
             let until = blocks.first().map(|b| (b.until, rule_tz(&taken, &b.rule)));
             let until = until.filter(|_| i.verdict.class() == Class::Quota);
-            self.note_inspection(InspectionNote {
-                property: group.property.clone(),
-                outcome: i.verdict.class().into(),
-                reason: i.verdict.reason(),
-                message: i.verdict.message.clone(),
-                hint: i.verdict.hint.clone(),
-                http_status: i.http_status,
-                inspections: u64::from(i.asked),
-                uninspected: 1,
-                until,
-            });
+            note_inspection(
+                report,
+                InspectionNote {
+                    property: group.property.clone(),
+                    outcome: i.verdict.class().into(),
+                    reason: i.verdict.reason(),
+                    message: i.verdict.message.clone(),
+                    hint: i.verdict.hint.clone(),
+                    http_status: i.http_status,
+                    inspections: u64::from(i.asked),
+                    uninspected: 1,
+                    until,
+                },
+            );
         }
         let unbudgeted = taken.wanted.saturating_sub(taken.units);
         let quota_said = |n: &&mut InspectionNote| n.property == group.property && n.outcome == Outcome::Quota;
-        if let Some(quota) = self.report.inspection_notes.iter_mut().find(quota_said) {
+        if let Some(quota) = report.inspection_notes.iter_mut().find(quota_said) {
             // Blocked by the quota answer this run said: the same note.
             quota.uninspected += unbudgeted;
         } else if unbudgeted > 0 {
             let note = self.budget_note(group, &taken, unbudgeted, at)?;
-            self.note_inspection(note);
+            note_inspection(report, note);
         }
         Ok(())
     }
@@ -124,7 +129,7 @@ impl Sender<'_, '_> {
     ) -> anyhow::Result<InspectionNote> {
         let mut said = Vec::new();
         let mut until: Option<(DateTime<Utc>, chrono_tz::Tz)> = None;
-        for state in budget::states(&taken.rules, self.run.ledger.as_mut(), at)? {
+        for state in budget::states(&taken.rules, self.ledger.as_mut(), at)? {
             let Some(free) = state.usage.available_at(&state.window, at) else { continue };
             let period = state.rule.period.as_str();
             said.push(match (state.blocked, state.limit) {
@@ -155,25 +160,24 @@ impl Sender<'_, '_> {
             until,
         })
     }
+}
 
-    /// Adds a note, or counts it in the run's note of the same property,
-    /// outcome and reason (the first message and hint stay; the latest
-    /// `until`).
-    fn note_inspection(&mut self, note: InspectionNote) {
-        let same = |n: &&mut InspectionNote| {
-            n.property == note.property && n.outcome == note.outcome && n.reason == note.reason
-        };
-        match self.report.inspection_notes.iter_mut().find(same) {
-            Some(n) => {
-                n.inspections += note.inspections;
-                n.uninspected += note.uninspected;
-                n.http_status = n.http_status.or(note.http_status);
-                if note.until.is_some_and(|(t, _)| n.until.is_none_or(|(u, _)| t > u)) {
-                    n.until = note.until;
-                }
+/// Adds a note, or counts it in the run's note of the same property,
+/// outcome and reason (the first message and hint stay; the latest
+/// `until`).
+fn note_inspection(report: &mut Report, note: InspectionNote) {
+    let same =
+        |n: &&mut InspectionNote| n.property == note.property && n.outcome == note.outcome && n.reason == note.reason;
+    match report.inspection_notes.iter_mut().find(same) {
+        Some(n) => {
+            n.inspections += note.inspections;
+            n.uninspected += note.uninspected;
+            n.http_status = n.http_status.or(note.http_status);
+            if note.until.is_some_and(|(t, _)| n.until.is_none_or(|(u, _)| t > u)) {
+                n.until = note.until;
             }
-            None => self.report.inspection_notes.push(note),
         }
+        None => report.inspection_notes.push(note),
     }
 }
 

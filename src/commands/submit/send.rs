@@ -186,7 +186,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             key_first_used: claim.key_first_used,
             fingerprint: &fingerprint,
         })?;
-        self.record_inspections(group, inspections, at)?;
+        self.run.record_inspections(self.report, group, inspections, at)?;
         Ok(more)
     }
 
@@ -291,7 +291,7 @@ impl<'r, 'a> Sender<'r, 'a> {
         claim: &Claim,
         now: DateTime<Utc>,
     ) -> anyhow::Result<(engines::Batch, Option<inspect::Taken>)> {
-        let taken = self.take_inspections(group, claim, now)?;
+        let taken = self.run.take_inspections(group, claim, now)?;
         let inspect = inspect::marks(claim, inspect::Taken::units(taken.as_ref()));
         Ok((request(claim, inspect, now), taken))
     }
