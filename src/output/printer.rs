@@ -20,6 +20,58 @@ pub enum Verbosity {
     Verbose,
 }
 
+/// Stdout, locked. A JSON document (`Stdout::new(true)`, hundreds of MB
+/// for a million results) goes out in large writes on its own handle of
+/// the descriptor: through the standard stream's line buffer each 8 KiB
+/// would be two writes (up to its last line break, then the rest).
+/// Human text goes through the standard stream as it is.
+pub struct Stdout {
+    // (Dropped first: the document is written out before the lock goes.)
+    document: Option<io::BufWriter<std::fs::File>>,
+    lock: io::StdoutLock<'static>,
+}
+
+/// How much of a document is written at once.
+const DOCUMENT_BUFFER: usize = 1 << 20;
+
+impl Stdout {
+    fn new(document: bool) -> Stdout {
+        let mut lock = io::stdout().lock();
+        let document = match document && lock.flush().is_ok() {
+            // (A closed stdout has no handle to copy: its writes fail as before.)
+            true => std::os::fd::AsFd::as_fd(&lock)
+                .try_clone_to_owned()
+                .ok()
+                .map(|fd| io::BufWriter::with_capacity(DOCUMENT_BUFFER, std::fs::File::from(fd))),
+            false => None,
+        };
+        Stdout { document, lock }
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.document {
+            Some(document) => document.write(buf),
+            None => self.lock.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match &mut self.document {
+            Some(document) => document.write_all(buf),
+            None => self.lock.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(document) = &mut self.document {
+            document.flush()?;
+        }
+        self.lock.flush()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {
     pub json: bool,
@@ -29,8 +81,8 @@ pub struct Printer {
 impl Printer {
     /// Stdout for what a command prints: human text with its control
     /// characters escaped (`escape`); with `--json`, as is.
-    pub fn stdout(&self) -> Escaping<io::StdoutLock<'static>> {
-        Escaping::new(io::stdout().lock(), !self.json)
+    pub fn stdout(&self) -> Escaping<Stdout> {
+        Escaping::new(Stdout::new(self.json), !self.json)
     }
 
     /// Stdout as is, for a document in a format with its own escaping:

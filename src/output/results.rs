@@ -160,8 +160,9 @@ pub struct Template {
     aggregate: Option<usize>,
     outcome: Outcome,
     retry: Option<(DateTime<Utc>, Tz)>,
-    /// Its index in `Results::templates`.
-    index: usize,
+    /// What begins each of its `--json` lines: `t<index>\t`, its index in
+    /// `Results::templates`.
+    tag: String,
 }
 
 struct JsonLines {
@@ -291,7 +292,7 @@ impl Results {
                 )?;
         }
         self.templates.push((suffix, e.retry.map(|(t, _)| t.timestamp_millis())));
-        Ok(Template { aggregate, outcome: e.outcome, retry: e.retry, index })
+        Ok(Template { aggregate, outcome: e.outcome, retry: e.retry, tag: format!("t{index}\t") })
     }
 
     /// Records `template`'s result for `url`: counted, and with `--json` a
@@ -300,7 +301,7 @@ impl Results {
         if let Some(json) = &mut self.json {
             let line = &mut json.line;
             line.clear();
-            write!(line, "t{}\t", template.index)?;
+            line.extend_from_slice(template.tag.as_bytes());
             serde_json::to_writer(&mut *line, url).map_err(std::io::Error::other)?;
             line.push(b'\n');
             json.file.write_all(line)?;

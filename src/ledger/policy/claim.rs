@@ -158,6 +158,32 @@ impl ClaimPlan {
     }
 }
 
+/// How far a claim counts the due items (`due_cap`), or, when no pace
+/// spaces them and the group's whole queue fits the budget, no further
+/// than a batch: every due item is then within budget, nothing is
+/// deferred, and the plan is the same with the count cut at the batch —
+/// where counting a million due items to a budget of millions, each claim,
+/// took a fifth of a 1M submit.
+fn count_cap(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    group: i64,
+    rules: &[RuleWindow],
+    usages: &[Usage],
+    max_items: usize,
+    paced: bool,
+    now: DateTime<Utc>,
+) -> Result<usize> {
+    let cap = due_cap(rules, usages, max_items, now);
+    if paced || cap <= max_items.saturating_add(1) {
+        return Ok(cap);
+    }
+    let fits = match room(rules, usages, now) {
+        Some(budget) => steps.queued(group)? <= budget,
+        None => true,
+    };
+    Ok(if fits { max_items.saturating_add(1) } else { cap })
+}
+
 /// A time as the ledger keeps it: the whole second at or after it.
 pub fn whole_second_after(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp(ts_ceil(t), 0).unwrap_or(t)
@@ -219,7 +245,8 @@ pub fn claim(
         Some(p) => Some(PaceState::new(p, now, steps.pace(&p.key, true)?, &rules)),
         None => None,
     };
-    let due = steps.count_due(group, now, due_cap(&rules, &usages, max_items, now))?;
+    let cap = count_cap(steps, group, &rules, &usages, max_items, pace.is_some(), now)?;
+    let due = steps.count_due(group, now, cap)?;
     let plan = ClaimPlan::new(&rules, &usages, due, max_items, pacing.as_ref(), now);
     if plan.take > 0 {
         if let Some(Taken { reservation, mut items }) = steps.take_due(group, now, plan.take, me)? {

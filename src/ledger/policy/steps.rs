@@ -80,6 +80,9 @@ pub trait ClaimSteps {
     /// How many items of `group` are due at `now`, counted no further than `cap`.
     fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize>;
 
+    /// How many items of `group` are queued, due or not (the kept count).
+    fn queued(&mut self, group: i64) -> Result<u64>;
+
     /// A new reservation owned by `me`, made at `now`, of the first `n` due
     /// items of `group` (in due order), marked in flight — items another
     /// runner holds skipped; none when there were none to take.

@@ -153,6 +153,11 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(n.max(0) as usize)
     }
 
+    fn queued(&mut self, group: i64) -> Result<u64> {
+        let rows = self.tx.query("SELECT n FROM group_counts WHERE group_id = $1 AND state = 'queued'", &[&group])?;
+        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
+    }
+
     fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
         let now = sec(now);
         let reservation: i64 = self

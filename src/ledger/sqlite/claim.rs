@@ -108,6 +108,11 @@ impl ClaimSteps for Tx<'_> {
         Ok(n.max(0) as usize)
     }
 
+    fn queued(&mut self, group: i64) -> Result<u64> {
+        let n: i64 = self.conn.query_row("SELECT queued FROM groups WHERE id = ?1", [group], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
     fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
         self.conn.execute(
             "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",

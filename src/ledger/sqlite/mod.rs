@@ -72,9 +72,24 @@ fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, ro
     Ok(changed)
 }
 
+/// SQLite's process-wide settings, made once before the first connection:
+/// no memory statistics (kept by default, they take a global mutex on
+/// every allocation SQLite makes; indexq reads none).
+fn global_config() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_MEMSTATUS takes one int. Called before any
+        // connection of this process is opened (or it returns SQLITE_MISUSE
+        // and changes nothing), with no other thread inside SQLite: the
+        // `Once` runs it first, on the thread opening the first ledger.
+        let _ = unsafe { rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::ffi::c_int) };
+    });
+}
+
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<SqliteLedger> {
+        global_config();
         let open_err = |message: String, hint: Option<String>, source: Option<LedgerError>| LedgerError::Open {
             path: path.display().to_string(),
             message,
@@ -117,6 +132,7 @@ impl SqliteLedger {
     /// An empty ledger in memory, for a dry run where there is no ledger
     /// file yet: nothing it holds survives the run.
     pub fn in_memory() -> Result<SqliteLedger> {
+        global_config();
         let mut ledger =
             SqliteLedger { conn: Connection::open_in_memory()?, groups: HashMap::new(), lease: owner::LEASE };
         ledger.configure(false)?;

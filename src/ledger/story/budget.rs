@@ -134,6 +134,36 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
     assert_eq!((again.items.len(), again.deferred), (7, 25));
 }
 
+/// A claim whose group's whole queue fits the budget counts its due items
+/// no further than a batch (`count_cap`): the same claims as a full count —
+/// a batch taken, nothing deferred, the rest due for the next — and once
+/// the queue outgrows the budget, what the budget cannot cover is deferred.
+pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-07T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let day = RuleWindow {
+        rule: "count:day".into(),
+        period: Period::Day,
+        window: "2026-12-07".into(),
+        limit: Some(10),
+        reported: false,
+        resets_at: t("2026-12-08T00:00:00Z"),
+    };
+    let rules = vec![day.clone()];
+    let spec =
+        |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
+    ledger.admit(&items(6), now, &rule).unwrap();
+    let first = take(ledger, &group(), spec(4), &me);
+    assert_eq!((first.items.len(), first.deferred, first.retry_at), (4, 0, None), "6 queued, room for 10");
+    let second = take(ledger, &group(), spec(4), &me);
+    assert_eq!((second.items.len(), second.deferred, second.retry_at), (2, 0, None), "the other 2 stayed due");
+    // 4 left in the day; 6 more queued: over the budget, so counted to it.
+    ledger.admit(&items(12)[6..], now, &rule).unwrap();
+    let third = take(ledger, &group(), spec(3), &me);
+    assert_eq!((third.items.len(), third.deferred, third.retry_at), (3, 3, Some(day.resets_at)));
+}
+
 /// A paced claim by an owner on another host is trusted until a lease
 /// after its last slot, not only after the claim.
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
@@ -283,4 +313,17 @@ fn sqlite_counts_inspections() {
 fn postgres_counts_inspections() {
     let mut ledger = test_postgres();
     inspection_story(&mut ledger);
+}
+
+#[test]
+fn sqlite_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    counted_to_a_batch_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
+    let mut ledger = test_postgres();
+    counted_to_a_batch_story(&mut ledger);
 }
