@@ -39,14 +39,23 @@ impl Stdout {
         let mut lock = io::stdout().lock();
         let document = match document && lock.flush().is_ok() {
             // (A closed stdout has no handle to copy: its writes fail as before.)
-            true => std::os::fd::AsFd::as_fd(&lock)
-                .try_clone_to_owned()
-                .ok()
-                .map(|fd| io::BufWriter::with_capacity(DOCUMENT_BUFFER, std::fs::File::from(fd))),
+            true => own_handle(&lock).map(|file| io::BufWriter::with_capacity(DOCUMENT_BUFFER, file)),
             false => None,
         };
         Stdout { document, lock }
     }
+}
+
+/// A handle of stdout's own, for large writes.
+#[cfg(unix)]
+fn own_handle(lock: &io::StdoutLock<'static>) -> Option<std::fs::File> {
+    std::os::fd::AsFd::as_fd(lock).try_clone_to_owned().ok().map(std::fs::File::from)
+}
+
+/// A handle of stdout's own, for large writes.
+#[cfg(windows)]
+fn own_handle(lock: &io::StdoutLock<'static>) -> Option<std::fs::File> {
+    std::os::windows::io::AsHandle::as_handle(lock).try_clone_to_owned().ok().map(std::fs::File::from)
 }
 
 impl Write for Stdout {
