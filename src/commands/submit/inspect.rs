@@ -7,7 +7,7 @@
 //! (each refusal, quota or failure said once per run, with what indexq
 //! did: the URL was published all the same).
 
-use super::report::Report;
+use super::findings::Findings;
 use super::Run;
 use crate::budget;
 use crate::engines::Inspected;
@@ -60,7 +60,7 @@ impl Run<'_> {
     /// budget when it ran out, noted for the report.
     pub(super) fn record_inspections(
         &mut self,
-        report: &mut Report,
+        findings: &mut Findings,
         group: &GroupKey,
         taken: Option<Taken>,
         at: DateTime<Utc>,
@@ -92,7 +92,7 @@ impl Run<'_> {
             let until = blocks.first().map(|b| (b.until, rule_tz(&taken, &b.rule)));
             let until = until.filter(|_| i.verdict.class() == Class::Quota);
             note_inspection(
-                report,
+                findings,
                 InspectionNote {
                     property: group.property.clone(),
                     outcome: i.verdict.class().into(),
@@ -108,12 +108,12 @@ impl Run<'_> {
         }
         let unbudgeted = taken.wanted.saturating_sub(taken.units);
         let quota_said = |n: &&mut InspectionNote| n.property == group.property && n.outcome == Outcome::Quota;
-        if let Some(quota) = report.inspection_notes.iter_mut().find(quota_said) {
+        if let Some(quota) = findings.inspection_notes.iter_mut().find(quota_said) {
             // Blocked by the quota answer this run said: the same note.
             quota.uninspected += unbudgeted;
         } else if unbudgeted > 0 {
             let note = self.budget_note(group, &taken, unbudgeted, at)?;
-            note_inspection(report, note);
+            note_inspection(findings, note);
         }
         Ok(())
     }
@@ -165,10 +165,10 @@ impl Run<'_> {
 /// Adds a note, or counts it in the run's note of the same property,
 /// outcome and reason (the first message and hint stay; the latest
 /// `until`).
-fn note_inspection(report: &mut Report, note: InspectionNote) {
+fn note_inspection(findings: &mut Findings, note: InspectionNote) {
     let same =
         |n: &&mut InspectionNote| n.property == note.property && n.outcome == note.outcome && n.reason == note.reason;
-    match report.inspection_notes.iter_mut().find(same) {
+    match findings.inspection_notes.iter_mut().find(same) {
         Some(n) => {
             n.inspections += note.inspections;
             n.uninspected += note.uninspected;
@@ -177,7 +177,7 @@ fn note_inspection(report: &mut Report, note: InspectionNote) {
                 n.until = note.until;
             }
         }
-        None => report.inspection_notes.push(note),
+        None => findings.inspection_notes.push(note),
     }
 }
 

@@ -10,8 +10,8 @@
 //! the end of the line being read, a sitemap at once — and what was read
 //! still goes to the ledger. Nothing here sends or classifies.
 
+use super::findings::Findings;
 use super::plan::Plan;
-use super::report::Report;
 use super::stop::UntilStop;
 use super::{base_entry, Run};
 use crate::budget;
@@ -41,7 +41,7 @@ const ADMIT_BATCH: usize = 10_000;
 /// before, and the plan's counts.
 pub(super) struct Intake<'r, 'a> {
     run: &'r mut Run<'a>,
-    report: &'r mut Report,
+    findings: &'r mut Findings,
     /// A dry run's: what admission would make of each URL is asked of it,
     /// and nothing is written.
     plan: Option<&'r mut Plan>,
@@ -65,7 +65,7 @@ impl<'r, 'a> Intake<'r, 'a> {
     /// and admits them by `rule` — or, given a `plan`, asks it.
     pub(super) fn new(
         run: &'r mut Run<'a>,
-        report: &'r mut Report,
+        findings: &'r mut Findings,
         plan: Option<&'r mut Plan>,
         rule: AdmitRule,
         since: Option<DateTime<Utc>>,
@@ -73,7 +73,7 @@ impl<'r, 'a> Intake<'r, 'a> {
         let routes = Routes::of(run.settings, run.known_groups());
         Intake {
             run,
-            report,
+            findings,
             plan,
             routes,
             only: None,
@@ -90,7 +90,7 @@ impl<'r, 'a> Intake<'r, 'a> {
     /// `--since`, `--deleted`.
     pub(super) fn of_args(
         run: &'r mut Run<'a>,
-        report: &'r mut Report,
+        findings: &'r mut Findings,
         plan: Option<&'r mut Plan>,
         args: &SubmitArgs,
     ) -> Intake<'r, 'a> {
@@ -100,7 +100,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             changed: args.changed,
             resend_after: None,
         };
-        let mut intake = Intake::new(run, report, plan, rule, args.since);
+        let mut intake = Intake::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
         intake
     }
@@ -194,7 +194,7 @@ impl Intake<'_, '_> {
     ) -> anyhow::Result<()> {
         for (name, reader) in readers {
             if self.run.stop.requested() {
-                self.report.cut.input_cut = true;
+                self.findings.cut.input_cut = true;
                 break;
             }
             self.ingest_list(&name, reader, printer)?;
@@ -204,7 +204,7 @@ impl Intake<'_, '_> {
             let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
             for source in &args.sitemap {
                 if self.run.stop.requested() {
-                    self.report.cut.input_cut = true;
+                    self.findings.cut.input_cut = true;
                     break;
                 }
                 self.ingest_sitemap(&mut reader, source, printer).await?;
@@ -250,7 +250,12 @@ impl Intake<'_, '_> {
                             Ok(reader) => self.ingest_list(&name, reader, printer)?,
                             Err(e) => {
                                 let why = format!("{e} (a source of property `{}`)", property.name);
-                                self.report.line(invalid(&name, &Position::of(&name), LocalReason::Unreadable, why))?;
+                                self.findings.line(invalid(
+                                    &name,
+                                    &Position::of(&name),
+                                    LocalReason::Unreadable,
+                                    why,
+                                ))?;
                             }
                         }
                     }
@@ -315,7 +320,7 @@ impl Intake<'_, '_> {
                 }
             }
         });
-        self.report.cut.input_cut |= reader.cut;
+        self.findings.cut.input_cut |= reader.cut;
         if let Some(e) = error {
             return Err(e);
         }
@@ -350,7 +355,7 @@ impl Intake<'_, '_> {
             () = halt.stopped() => None,
         };
         let Some(problems) = problems else {
-            self.report.cut.input_cut = true;
+            self.findings.cut.input_cut = true;
             return match error {
                 Some(e) => Err(e),
                 None => self.flush().map(|()| latest),
@@ -362,7 +367,7 @@ impl Intake<'_, '_> {
         for problem in problems {
             printer.invalid(&problem.to_string());
             let sitemap = problem.place.source.clone();
-            self.report.line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
+            self.findings.line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
         self.flush().map(|()| latest)
     }
@@ -400,13 +405,13 @@ impl Intake<'_, '_> {
                     batch.iter().zip(plan.admissions(self.run.ledger.as_mut(), &batch, &rule, now)?)
                 {
                     if matches!(admission, Some(Admission::Queued { .. })) {
-                        plan.place(item, now, self.report, self.run.user_tz)?;
+                        plan.place(item, now, self.findings, self.run.user_tz)?;
                     }
                 }
             }
             None => {
                 self.run.ledger.admit(&batch, now, &rule)?;
-                self.report.admitted += batch.len() as u64;
+                self.findings.admitted += batch.len() as u64;
             }
         }
         Ok(())
@@ -424,19 +429,19 @@ impl Intake<'_, '_> {
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
     ) -> anyhow::Result<()> {
-        self.report.read += 1;
-        self.run.progress.reading(self.report.read);
+        self.findings.read += 1;
+        self.run.progress.reading(self.findings.read);
         let url = match url {
             Ok(url) => url,
             Err(why) => {
                 printer.invalid(&format!("{place}: `{text}`: {why}"));
-                return self.report.line(invalid(text, place, LocalReason::InvalidUrl, why));
+                return self.findings.line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
         let Some(property) = self.run.settings.property_for(&url) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.invalid(&format!("{place}: `{text}`: {why}"));
-            return self.report.line(invalid(text, place, LocalReason::NoProperty, why));
+            return self.findings.line(invalid(text, place, LocalReason::NoProperty, why));
         };
         if before_since(self.since, lastmod) {
             self.before_since += 1;
@@ -445,7 +450,7 @@ impl Intake<'_, '_> {
         let routed = (self.action, lastmod);
         if let Some(e) = self.routes.route(&property.name, &url, routed, (text, place), &mut self.batch) {
             printer.invalid(&format!("{place}: `{text}`: {}", e.message));
-            self.report.line(e)?;
+            self.findings.line(e)?;
         }
         if self.batch.len() >= ADMIT_BATCH {
             self.flush()?;
@@ -469,7 +474,7 @@ impl Intake<'_, '_> {
             Some(plan) => plan.admissions(self.run.ledger.as_mut(), batch, &self.rule, now)?,
             None => {
                 let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
-                self.report.admitted += batch.len() as u64;
+                self.findings.admitted += batch.len() as u64;
                 admissions.into_iter().map(Some).collect()
             }
         };
@@ -478,7 +483,7 @@ impl Intake<'_, '_> {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
             if let (Some(plan), Admission::Queued { .. }) = (self.plan.as_deref_mut(), &admission) {
-                plan.place(item, now, self.report, self.run.user_tz)?;
+                plan.place(item, now, self.findings, self.run.user_tz)?;
             }
             count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
@@ -500,9 +505,9 @@ impl Intake<'_, '_> {
         for (id, e) in tell(self.run.ledger.as_mut(), admitted, now, user_tz, &rule_tz)?.into_iter().flatten() {
             // Parked before this run: said by the reminders.
             if e.outcome == Outcome::Misconfigured {
-                self.report.parked_before += 1;
+                self.findings.parked_before += 1;
             }
-            self.report.entry(id, e)?;
+            self.findings.entry(id, e)?;
         }
         Ok(())
     }

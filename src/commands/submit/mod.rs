@@ -7,7 +7,7 @@
 //! would become of each URL.
 //!
 //! This file sets the run up and runs its phases in order. `Run` is what
-//! every phase reads (settings, clock, engines, ledger, the stop), `Report`
+//! every phase reads (settings, clock, engines, ledger, the stop), `Findings`
 //! what they leave for the end; each phase is its own type, borrowing both
 //! for as long as it runs, in its own file:
 //! - `intake` (`Intake`): the inputs (URL lists, sitemaps) into the ledger,
@@ -18,7 +18,7 @@
 //!   `--max-wait`;
 //! - `outcome` (`Recorder`): an engine's answer made into ledger records
 //!   and results, and what a claim deferred;
-//! - `report` (`Report`): what the phases leave, and at the end the report
+//! - `findings` (`Findings`): what the phases leave, and at the end the report
 //!   and the exit status;
 //! - `plan` (`Plan`): the dry run's plan, by reading the ledger;
 //! - `parked`: what needs a human across runs — fixes noticed by
@@ -32,12 +32,12 @@
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
 //!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
+mod findings;
 mod inspect;
 mod intake;
 mod outcome;
 mod parked;
 mod plan;
-mod report;
 mod send;
 mod sitemaps;
 mod stop;
@@ -66,9 +66,9 @@ use crate::redact::Redactor;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use findings::{Ending, Findings};
 use intake::Intake;
 use plan::Plan;
-use report::{Ending, Report};
 use send::Sender;
 use std::collections::BTreeMap;
 
@@ -105,8 +105,8 @@ pub async fn run(
     let readers = open_inputs(args)?;
     let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
     let mut run = Run::new(settings, clock, built, ledger, printer, stop);
-    let mut report = Report::new(Results::new(printer.json).context("cannot create the run's temporary results")?);
-    let outcome = phases(&mut run, &mut report, readers, args, printer).await;
+    let mut findings = Findings::new(Results::new(printer.json).context("cannot create the run's temporary results")?);
+    let outcome = phases(&mut run, &mut findings, readers, args, printer).await;
     // The metrics (`--metrics-file`), and the run's record in the ledger.
     let outcome = finish(settings, run.ledger.as_mut(), clock, began, outcome, args, printer);
     // A database ledger lost mid-run: say what this run left in it.
@@ -117,7 +117,7 @@ pub async fn run(
         e.context(format!(
             "the run stopped after reading {} input URL(s) and writing {} queue item(s) to the ledger, which keeps \
              them for the next run",
-            report.read, report.admitted
+            findings.read, findings.admitted
         ))
     })
 }
@@ -170,7 +170,7 @@ fn open_inputs(args: &SubmitArgs) -> anyhow::Result<Readers> {
 /// unless a dry run, sending and the engines' sitemap reports; the report.
 async fn phases(
     run: &mut Run<'_>,
-    report: &mut Report,
+    findings: &mut Findings,
     readers: Readers,
     args: &SubmitArgs,
     printer: &Printer,
@@ -184,22 +184,22 @@ async fn phases(
     let started = run.clock.now();
     let max_wait = args.max_wait.unwrap_or(run.settings.submit.max_wait);
     let wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
-    let mut plan = if args.dry_run { Some(Plan::new(run, report).await?) } else { None };
+    let mut plan = if args.dry_run { Some(Plan::new(run, findings).await?) } else { None };
     if plan.is_none() {
         let resumed = run.prepare(started, printer).await?;
-        report.resumed.extend(resumed);
+        findings.resumed.extend(resumed);
     }
-    let mut intake = Intake::of_args(run, report, plan.as_mut(), args);
+    let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
     intake.read_inputs(readers, args, printer).await?;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     if plan.is_none() {
-        Sender::new(run, report, wait_until).send_due(printer).await?;
+        Sender::new(run, findings, wait_until).send_due(printer).await?;
         let problems = run.read_sitemap_reports().await?;
-        report.sitemap_problems_now.extend(problems);
+        findings.sitemap_problems_now.extend(problems);
     }
     let before_since = args.since.map(|_| before_since);
     let ending = Ending { started, plan: &counts, before_since, fail_on: &args.fail_on, dry_run: plan.is_some() };
-    report.end(run, ending, printer)
+    findings.end(run, ending, printer)
 }
 
 /// What a run does as it ends (one call, whatever happened): with

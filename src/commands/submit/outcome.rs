@@ -3,13 +3,13 @@
 //! quota answer puts on the budget, and each item's result; the results of
 //! items a claim deferred (budget, pace) and the budgets the report names.
 //! The sender borrows a `Recorder` for each claim. Nothing here sends or
-//! reads input; the report at the end is `report`'s. A request the run's
+//! reads input; `findings` writes the report at the end. A request the run's
 //! stop cut (`stop`) is recorded here too, on the same path: unanswered, it
 //! stays counted and goes again once its reservation's lease has ended;
 //! unsent, its budget is given back.
 
 use super::base_entry;
-use super::report::Report;
+use super::findings::Findings;
 use crate::budget;
 use crate::clock::Clock;
 use crate::config::RetrySettings;
@@ -33,7 +33,7 @@ pub(super) struct Recorder<'r> {
     pub(super) clock: &'r Clock,
     pub(super) retry: &'r RetrySettings,
     pub(super) user_tz: Tz,
-    pub(super) report: &'r mut Report,
+    pub(super) findings: &'r mut Findings,
 }
 
 /// One request sent: what was claimed for it and what came back.
@@ -68,7 +68,7 @@ impl Recorder<'_> {
         // with the claim): a request the stop left unanswered is not sent
         // again before (the engine may have it).
         let lease_end = d.claim.lease_until.unwrap_or(d.claim.now);
-        self.report.cut.count(d.sent, lease_end);
+        self.findings.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
             key_first_used: d.key_first_used,
@@ -82,10 +82,10 @@ impl Recorder<'_> {
         };
         let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
         for (id, entry) in settled.entries {
-            self.report.entry(id, entry)?;
+            self.findings.entry(id, entry)?;
         }
         for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
-            self.report.parked_now.insert((d.group.clone(), a.reason.to_string()));
+            self.findings.parked_now.insert((d.group.clone(), a.reason.to_string()));
         }
         // What the engine did not count goes back in `finish`, decided by
         // the ledger's policy from each answer's class and whether it left.
@@ -117,7 +117,7 @@ impl Recorder<'_> {
     ) -> anyhow::Result<()> {
         if let Some(retry_at) = claim.retry_at {
             let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
-            self.report.deferrals.push(Deferral {
+            self.findings.deferrals.push(Deferral {
                 group: group.clone(),
                 rule_tz: tz,
                 used: usage.used,
@@ -128,7 +128,7 @@ impl Recorder<'_> {
         }
         for (id, url, at) in &claim.paced {
             let e = paced_entry(url, group, *at, self.user_tz, now);
-            self.report.entry(*id, e)?;
+            self.findings.entry(*id, e)?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@
 //! that an hourly job says it once a day until it is fixed; and so is what
 //! the engines' reports on the run's sitemaps say a human must look at.
 
-use super::report::Report;
+use super::findings::Findings;
 use super::Run;
 use crate::model::{Check, GroupKey, SitemapState};
 use crate::output::parked::{reminder_due, NoticeKind, ParkedNotice};
@@ -57,7 +57,7 @@ impl Run<'_> {
     /// they were told.
     pub(super) fn parked_notices(
         &mut self,
-        report: &Report,
+        findings: &Findings,
         started: DateTime<Utc>,
         keep: bool,
     ) -> anyhow::Result<Vec<ParkedNotice>> {
@@ -65,7 +65,7 @@ impl Run<'_> {
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
         let mut notices = Vec::new();
         for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
-            let fresh = report.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
+            let fresh = findings.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
             let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
             notices.push(ParkedNotice { kind: NoticeKind::Parked, parked, fix, fresh, told });
@@ -74,7 +74,7 @@ impl Run<'_> {
             self.ledger.sitemap_states()?.into_iter().filter(|s| known.contains(&s.group)).collect();
         for mut notice in crate::queue::sitemap_notices(self.settings, &states, self.clock.now()) {
             notice.fresh =
-                report.sitemap_problems_now.contains(&(notice.parked.group.clone(), notice.parked.reminder_key()));
+                findings.sitemap_problems_now.contains(&(notice.parked.group.clone(), notice.parked.reminder_key()));
             notice.told = notice.fresh || reminder_due(&notice.parked, started, remind);
             notices.push(notice);
         }

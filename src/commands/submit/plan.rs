@@ -8,7 +8,7 @@
 //! now, as many claims in a row would take them: `Budget::plan_claim`); the
 //! rest would wait for their paced slot, or until the budget frees up.
 
-use super::report::Report;
+use super::findings::Findings;
 use super::{base_entry, Run};
 use crate::budget;
 use crate::ledger::{
@@ -101,14 +101,14 @@ impl Plan {
     /// is (usage, the engine's reported quota, the pace), its due items
     /// placed first (their results, and a budget that holds the rest, in
     /// `report`).
-    pub(super) async fn new(run: &mut Run<'_>, report: &mut Report) -> anyhow::Result<Plan> {
+    pub(super) async fn new(run: &mut Run<'_>, findings: &mut Findings) -> anyhow::Result<Plan> {
         let mut plan = Plan::default();
         let now = run.clock.now();
         for group in run.known_groups() {
             let Some(rules) = run.rules(&group) else { continue };
             let windows = budget::windows(&rules, now);
             // What the engine says is left, as the real run would record it.
-            let reported = run.reported_quota(&group, &windows, &mut report.notes).await?;
+            let reported = run.reported_quota(&group, &windows, &mut findings.notes).await?;
             let pace = run.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {
                 key,
                 interval,
@@ -141,12 +141,12 @@ impl Plan {
                     limit: Some(going),
                 };
                 for row in run.ledger.items(&filter, now)? {
-                    report.results.plan(&Planned::new(&row.url, &group), &group)?;
+                    findings.results.plan(&Planned::new(&row.url, &group), &group)?;
                 }
             }
             if due > going {
                 g.told = true;
-                report.deferrals.extend(g.deferral.clone());
+                findings.deferrals.extend(g.deferral.clone());
             }
             plan.groups.insert(group, g);
         }
@@ -190,7 +190,7 @@ impl Plan {
         &mut self,
         item: &NewItem,
         now: DateTime<Utc>,
-        report: &mut Report,
+        findings: &mut Findings,
         user_tz: chrono_tz::Tz,
     ) -> anyhow::Result<()> {
         let Some(g) = self.groups.get_mut(&item.group) else { return Ok(()) };
@@ -198,7 +198,9 @@ impl Plan {
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
             None => return Ok(()),
-            Some(Place::Now) => return Ok(report.results.plan(&Planned::new(&item.url, &item.group), &item.group)?),
+            Some(Place::Now) => {
+                return Ok(findings.results.plan(&Planned::new(&item.url, &item.group), &item.group)?)
+            }
             Some(Place::Paced(at)) => {
                 let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Paced);
                 e.message = format!(
@@ -210,7 +212,7 @@ impl Plan {
             }
             Some(Place::Budget(d)) => {
                 if untold {
-                    report.deferrals.push(d.clone());
+                    findings.deferrals.push(d.clone());
                 }
                 // The same result for each URL but its own: made once.
                 if g.waits.is_none() {
@@ -221,13 +223,13 @@ impl Plan {
                         item.group.property
                     );
                     e.set_retry(d.retry_at, d.rule_tz, now);
-                    g.waits = Some(report.results.template(&e)?);
+                    g.waits = Some(findings.results.template(&e)?);
                 }
                 let waits = g.waits.as_ref().expect("made above");
-                return Ok(report.results.put_like(waits, &item.url)?);
+                return Ok(findings.results.put_like(waits, &item.url)?);
             }
         };
-        report.line(e)
+        findings.line(e)
     }
 }
 
@@ -302,7 +304,7 @@ mod tests {
     async fn a_dry_run_plans_what_fits_the_budget_and_writes_nothing() {
         let f = Fixture::new(", daily_quota = 2");
         let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
-        let mut plan = Plan::new(&mut run.run, &mut run.report).await.unwrap();
+        let mut plan = Plan::new(&mut run.run, &mut run.findings).await.unwrap();
         let g = site_group();
         let batch = ["a", "b", "a", "c", "d"].map(|path| new_item(&g, &format!("https://site.example/{path}")));
         let now = f.clock.now();
@@ -315,10 +317,10 @@ mod tests {
         );
         for (item, admission) in batch.iter().zip(&admissions) {
             if admission.is_some() {
-                plan.place(item, now, &mut run.report, run.run.user_tz).unwrap();
+                plan.place(item, now, &mut run.findings, run.run.user_tz).unwrap();
             }
         }
-        assert_eq!(run.report.results.planned_counts(), [(g.clone(), 2)]);
+        assert_eq!(run.findings.results.planned_counts(), [(g.clone(), 2)]);
         let deferred: Vec<_> = testing::results(&mut run).into_iter().map(|(url, _, reason)| (url, reason)).collect();
         assert_eq!(
             deferred,
@@ -327,7 +329,7 @@ mod tests {
                 ("https://site.example/d".into(), "budget".into())
             ]
         );
-        assert_eq!(run.report.deferrals.len(), 1, "the budget is told once");
+        assert_eq!(run.findings.deferrals.len(), 1, "the budget is told once");
         assert!(testing::items(&mut run).is_empty(), "nothing is written");
     }
 
@@ -335,7 +337,7 @@ mod tests {
     async fn an_item_of_the_ledger_queued_again_is_one_item_however_often_it_is_read() {
         let f = Fixture::new("");
         let (mut run, _) = f.sent(Scripted::answering(Class::Accepted, "ok", 10), 1).await;
-        let mut plan = Plan::new(&mut run.run, &mut run.report).await.unwrap();
+        let mut plan = Plan::new(&mut run.run, &mut run.findings).await.unwrap();
         let item = new_item(&site_group(), "https://site.example/0");
         let force = AdmitRule { force: true, ..admit_rule() };
         let ledger = run.run.ledger.as_mut();

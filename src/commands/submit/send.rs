@@ -7,9 +7,9 @@
 //! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
 //! ledger's.
 
+use super::findings::Findings;
 use super::inspect;
 use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
-use super::report::Report;
 use super::Run;
 use crate::budget;
 use crate::engines;
@@ -29,7 +29,7 @@ const MIN_PAUSE: TimeDelta = TimeDelta::milliseconds(100);
 /// go to, and what it keeps as it sends.
 pub(super) struct Sender<'r, 'a> {
     pub(super) run: &'r mut Run<'a>,
-    pub(super) report: &'r mut Report,
+    pub(super) findings: &'r mut Findings,
     /// The end of what this run may wait for (`--max-wait`).
     wait_until: DateTime<Utc>,
     /// Groups whose engine-reported quota was read by this sender.
@@ -97,8 +97,8 @@ impl Run<'_> {
 impl<'r, 'a> Sender<'r, 'a> {
     /// A sender on `run` whose results go to `report`, that waits for
     /// retries until `wait_until`.
-    pub(super) fn new(run: &'r mut Run<'a>, report: &'r mut Report, wait_until: DateTime<Utc>) -> Sender<'r, 'a> {
-        Sender { run, report, wait_until, reported: HashSet::new() }
+    pub(super) fn new(run: &'r mut Run<'a>, findings: &'r mut Findings, wait_until: DateTime<Utc>) -> Sender<'r, 'a> {
+        Sender { run, findings, wait_until, reported: HashSet::new() }
     }
 
     /// Sends everything due now; then, while a retry falls due within
@@ -186,7 +186,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             key_first_used: claim.key_first_used,
             fingerprint: &fingerprint,
         })?;
-        self.run.record_inspections(self.report, group, inspections, at)?;
+        self.run.record_inspections(self.findings, group, inspections, at)?;
         Ok(more)
     }
 
@@ -248,7 +248,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             horizon: self.wait_until.max(now),
         });
         let mut failure = None;
-        let results = &mut self.report.results;
+        let results = &mut self.findings.results;
         let user_tz = self.run.user_tz;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
             let tz = deferral_tz(rules, retry_at, user_tz);
@@ -277,7 +277,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             clock: self.run.clock,
             retry: &self.run.settings.retry,
             user_tz: self.run.user_tz,
-            report: self.report,
+            findings: self.findings,
         }
     }
 
@@ -301,7 +301,7 @@ impl<'r, 'a> Sender<'r, 'a> {
     /// decide, and the report says so.
     async fn read_reported_quota(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<()> {
         let now = self.run.clock.now();
-        for (period, remaining) in self.run.reported_quota(group, windows, &mut self.report.notes).await? {
+        for (period, remaining) in self.run.reported_quota(group, windows, &mut self.findings.notes).await? {
             for w in windows.iter().filter(|w| w.reported && w.period == period) {
                 self.run.ledger.record_report(w, remaining, now)?;
             }
@@ -544,7 +544,7 @@ mod tests {
         let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(sizes, [2, 2, 1]);
         assert!(testing::items(&mut run).iter().all(|i| i.state == ItemState::Accepted));
-        assert_eq!(run.report.results.summary()["accepted"], 5);
+        assert_eq!(run.findings.results.summary()["accepted"], 5);
     }
 
     #[tokio::test]
@@ -564,8 +564,8 @@ mod tests {
         let results = testing::results(&mut run);
         let deferred: Vec<_> = results.iter().filter(|(_, o, _)| o == "deferred").collect();
         assert_eq!(deferred, [&("https://site.example/2".to_string(), "deferred".to_string(), "budget".to_string())]);
-        let [d] = run.report.deferrals.as_slice() else {
-            panic!("one budget stopped the run: {:?}", run.report.deferrals)
+        let [d] = run.findings.deferrals.as_slice() else {
+            panic!("one budget stopped the run: {:?}", run.findings.deferrals)
         };
         assert_eq!((d.used, d.limit, d.retry_at), (2, Some(2), at("2026-03-02T16:00:00Z")));
         assert_eq!(d.rule_tz, chrono_tz::Asia::Shanghai);

@@ -3,8 +3,8 @@
 //! integration tests in `tests/it` run the real engines against mock
 //! servers), and its results read back as JSON.
 
+use super::findings::Findings;
 use super::intake::Intake;
-use super::report::Report;
 use super::send::Sender;
 use super::Run;
 use crate::budget::{Rule, Scope};
@@ -135,7 +135,7 @@ impl Fixture {
             progress: crate::output::progress::Progress::new(&PRINTER),
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
         };
-        Trial { run, report: Report::new(Results::new(true).expect("a temporary file")) }
+        Trial { run, findings: Findings::new(Results::new(true).expect("a temporary file")) }
     }
 
     /// A run as `run` makes it, whose ledger holds `n` due URLs of the
@@ -164,19 +164,19 @@ impl Fixture {
 /// A test run and its report.
 pub(super) struct Trial<'a> {
     pub run: Run<'a>,
-    pub report: Report,
+    pub findings: Findings,
 }
 
 impl<'a> Trial<'a> {
     /// Its sending phase, waiting for nothing.
     pub(super) fn sender(&mut self) -> Sender<'_, 'a> {
         let now = self.run.clock.now();
-        Sender::new(&mut self.run, &mut self.report, now)
+        Sender::new(&mut self.run, &mut self.findings, now)
     }
 
     /// Its intake, admitting by `rule` (and `--since`).
     pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake<'_, 'a> {
-        Intake::new(&mut self.run, &mut self.report, None, rule, since)
+        Intake::new(&mut self.run, &mut self.findings, None, rule, since)
     }
 }
 
@@ -203,7 +203,7 @@ pub(super) fn items(trial: &mut Trial) -> Vec<ItemRow> {
 
 /// Every result of the run as (url, outcome, reason), in order.
 pub(super) fn results(trial: &mut Trial) -> Vec<(String, String, String)> {
-    let results = &mut trial.report.results;
+    let results = &mut trial.findings.results;
     results.flush().expect("the results flush");
     let mut out = Vec::new();
     results

@@ -7,8 +7,8 @@
 //! runs say it. Nothing here decides a claim or reads an answer: that is
 //! `send` and `outcome`, the same code `submit` runs.
 
+use super::findings::Findings;
 use super::intake::Intake;
-use super::report::Report;
 use super::send::Sender;
 use super::stop::Stop;
 use super::Run;
@@ -27,7 +27,7 @@ use std::io::Write as _;
 pub(crate) struct Worker<'a> {
     run: Run<'a>,
     /// What the current round says.
-    report: Report,
+    findings: Findings,
     printer: Printer,
 }
 
@@ -55,8 +55,8 @@ impl<'a> Worker<'a> {
         // process says each round's counts.
         let quiet = Printer { json: true, ..*printer };
         let run = Run::new(settings, clock, engines, ledger, &quiet, stop);
-        let report = Report::new(Results::new(false)?);
-        Ok(Worker { run, report, printer: *printer })
+        let findings = Findings::new(Results::new(false)?);
+        Ok(Worker { run, findings, printer: *printer })
     }
 
     /// Once, before the first round: reservations a stopped process left go
@@ -66,7 +66,7 @@ impl<'a> Worker<'a> {
         self.fresh()?;
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         let resumed = self.run.prepare(now, &self.printer).await?;
-        self.report.resumed.extend(resumed);
+        self.findings.resumed.extend(resumed);
         self.say(now)
     }
 
@@ -78,7 +78,7 @@ impl<'a> Worker<'a> {
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         // Nothing is waited for inside a round: the worker sleeps between
         // rounds until the next item falls due.
-        Sender::new(&mut self.run, &mut self.report, now).drain().await?;
+        Sender::new(&mut self.run, &mut self.findings, now).drain().await?;
         self.say(now)
     }
 
@@ -94,11 +94,11 @@ impl<'a> Worker<'a> {
             changed: true,
             resend_after: None,
         };
-        let mut intake = Intake::new(&mut self.run, &mut self.report, None, rule, None);
+        let mut intake = Intake::new(&mut self.run, &mut self.findings, None, rule, None);
         intake.only = properties.map(<[String]>::to_vec);
         intake.read_sources(&self.printer).await?;
         let engines = std::mem::take(&mut intake.counts);
-        let (_, invalid) = self.report.results.invalid();
+        let (_, invalid) = self.findings.results.invalid();
         let read = SourcesRead { engines, invalid };
         self.say(now)?;
         Ok(read)
@@ -118,7 +118,7 @@ impl<'a> Worker<'a> {
 
     /// A round starts with nothing said yet.
     fn fresh(&mut self) -> anyhow::Result<()> {
-        self.report = Report::new(Results::new(false)?);
+        self.findings = Findings::new(Results::new(false)?);
         Ok(())
     }
 
@@ -128,7 +128,7 @@ impl<'a> Worker<'a> {
     fn say(&mut self, started: DateTime<Utc>) -> anyhow::Result<()> {
         let now = self.run.clock.now();
         let user_tz = self.run.user_tz;
-        for a in self.report.results.aggregates() {
+        for a in self.findings.results.aggregates() {
             let retry = match a.next_retry {
                 Some((t, tz)) if a.outcome != Outcome::Accepted => {
                     format!(", next {}", crate::output::printer::when(t, tz, user_tz, now))
@@ -141,15 +141,15 @@ impl<'a> Worker<'a> {
                 _ => self.printer.note(&line),
             }
         }
-        for note in std::mem::take(&mut self.report.notes) {
+        for note in std::mem::take(&mut self.findings.notes) {
             self.printer.note(&format!("note: {note}"));
         }
         // What needs a human is said with -q too, as every run says it.
         let mut err = crate::output::escape::stderr();
-        for resumed in std::mem::take(&mut self.report.resumed) {
+        for resumed in std::mem::take(&mut self.findings.resumed) {
             writeln!(err, "resumed: {resumed}")?;
         }
-        for notice in self.run.parked_notices(&self.report, started, true)?.iter().filter(|n| n.told) {
+        for notice in self.run.parked_notices(&self.findings, started, true)?.iter().filter(|n| n.told) {
             writeln!(err, "{}", notice.line(user_tz))?;
         }
         Ok(())

@@ -193,7 +193,7 @@ async fn a_list_becomes_queue_items_and_its_bad_lines_invalid_results() {
         ]
     );
     assert_eq!(new, 2, "a URL read twice is one new item");
-    assert_eq!((run.report.read, run.report.admitted), (5, 3));
+    assert_eq!((run.findings.read, run.findings.admitted), (5, 3));
     let results = testing::results(&mut run);
     assert_eq!(
         results,
@@ -218,7 +218,7 @@ async fn since_leaves_out_urls_without_a_later_lastmod() {
     let before_since = intake.before_since;
     let urls: Vec<_> = testing::items(&mut run).into_iter().map(|i| i.url).collect();
     assert_eq!(urls, ["https://site.example/new"]);
-    assert_eq!((before_since, run.report.read), (2, 3));
+    assert_eq!((before_since, run.findings.read), (2, 3));
 }
 
 #[tokio::test]

@@ -417,7 +417,7 @@ async fn an_answer_within_the_grace_is_recorded_as_usual_and_nothing_more_is_cla
         [ItemState::Accepted, ItemState::Accepted, ItemState::Queued, ItemState::Queued, ItemState::Queued]
     );
     assert_eq!(used(&mut run), 2);
-    assert_eq!(run.report.cut, Default::default(), "nothing was cut");
+    assert_eq!(run.findings.cut, Default::default(), "nothing was cut");
 }
 
 #[tokio::test]
@@ -430,7 +430,7 @@ async fn a_request_unanswered_at_the_deadline_stays_counted_and_waits_for_its_le
     assert_eq!(used(&mut run), 2, "counted: the engine may have it");
     let mut items = testing::items(&mut run);
     items.sort_by_key(|i| i.id);
-    let lease_end = run.report.cut.retry_at.expect("a retry time");
+    let lease_end = run.findings.cut.retry_at.expect("a retry time");
     assert!(lease_end >= at(NOW) + TimeDelta::minutes(10) && lease_end < at(NOW) + TimeDelta::minutes(11));
     for i in &items[..2] {
         assert_eq!((i.state, i.attempts, i.last_class), (ItemState::Queued, 1, Some(Class::Transient)));
@@ -439,7 +439,7 @@ async fn a_request_unanswered_at_the_deadline_stays_counted_and_waits_for_its_le
     }
     assert_eq!((items[2].state, items[2].attempts), (ItemState::Queued, 0), "the third was never claimed");
     assert_eq!(
-        (run.report.cut.unanswered_requests, run.report.cut.unanswered_urls, run.report.cut.unsent_urls),
+        (run.findings.cut.unanswered_requests, run.findings.cut.unanswered_urls, run.findings.cut.unsent_urls),
         (1, 2, 0)
     );
     let outcomes: Vec<_> = testing::results(&mut run).into_iter().map(|(_, o, r)| format!("{o} {r}")).collect();
@@ -459,7 +459,10 @@ async fn a_request_the_stop_kept_from_going_gives_its_budget_back_and_is_due() {
         assert_eq!((i.state, i.last_class), (ItemState::Queued, Some(Class::Transient)));
         assert!(i.next_attempt_at.is_some_and(|t| t <= now), "due again: {i:?}");
     }
-    assert_eq!((run.report.cut.unanswered_requests, run.report.cut.unsent_urls, run.report.cut.retry_at), (0, 2, None));
+    assert_eq!(
+        (run.findings.cut.unanswered_requests, run.findings.cut.unsent_urls, run.findings.cut.retry_at),
+        (0, 2, None)
+    );
 }
 
 #[tokio::test]

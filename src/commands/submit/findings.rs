@@ -1,4 +1,4 @@
-//! What the phases leave for the end of the run (`Report`: every result,
+//! What the phases leave for the end of the run (`Findings`: every result,
 //! the budgets that stopped a group, the notes, what was parked, resumed or
 //! cut), and at the end the report itself — on stdout, as JSON or for a
 //! person — and the exit status `--fail-on` makes of it.
@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashSet};
 
 /// What the phases leave for the report.
-pub(super) struct Report {
+pub(super) struct Findings {
     pub(super) results: Results,
     pub(super) deferrals: Vec<Deferral>,
     /// Things the user should know about this run (e.g. a quota read failed).
@@ -50,10 +50,10 @@ pub(super) struct Ending<'e> {
     pub(super) dry_run: bool,
 }
 
-impl Report {
+impl Findings {
     /// A report with nothing said yet, its results kept in `results`.
-    pub(super) fn new(results: Results) -> Report {
-        Report {
+    pub(super) fn new(results: Results) -> Findings {
+        Findings {
             results,
             deferrals: Vec::new(),
             notes: Vec::new(),
@@ -97,7 +97,7 @@ impl Report {
         }
         self.results.flush()?;
         let interruption = signal.map(|s| self.cut.interruption(s, run.stop.grace(), queued));
-        let report = Summary {
+        let summary = Summary {
             now: ending.started,
             end: now,
             user_tz: run.user_tz,
@@ -115,10 +115,10 @@ impl Report {
         };
         let mut out = std::io::BufWriter::new(printer.stdout());
         if printer.json {
-            report.write_json(&mut out)?;
+            summary.write_json(&mut out)?;
         } else {
             let mut err = crate::output::escape::stderr();
-            report.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
+            summary.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
         }
         std::io::Write::flush(&mut out)?;
         let mut summary = self.results.summary();
