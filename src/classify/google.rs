@@ -436,37 +436,49 @@ fn google_accepted(resp: &Response, ctx: &GoogleContext) -> Verdict {
 
 /// A Google quota answer: the per-day quota (next quota day), a per-minute limit, or one it did not name.
 fn google_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, project: &str) -> Verdict {
+    quota_verdict(
+        resp,
+        error,
+        || {
+            format!(
+                "{answered}: Google's per-project daily quota of the Indexing API (project {project}) is used; it \
+                 resets at midnight Pacific time. indexq waits for the next quota day."
+            )
+        },
+        |minute, when| {
+            let what = match minute {
+                true => format!("the per-minute request limit of the project {project} is reached"),
+                false => format!("a quota of the project {project} is used, and Google did not say which"),
+            };
+            format!("{answered}: {what}. indexq retries {when}.")
+        },
+    )
+}
+
+/// A quota answer of any Google API: a per-day limit named is the day's
+/// window (`day` says it); anything else — a per-minute limit named
+/// (`rate_limited`) or none (`quota`) — spends the minute's, never the
+/// day's, and waits a short while: the server's Retry-After, at most
+/// `GOOGLE_SHORT_WAIT_CAP` seconds (an HTTP date is trusted as it is), else
+/// `GOOGLE_SHORT_WAIT` s. `short` says it, told whether a per-minute limit
+/// was named and when indexq retries.
+fn quota_verdict(
+    resp: &Response,
+    error: Option<&GoogleError>,
+    day: impl FnOnce() -> String,
+    short: impl FnOnce(bool, &str) -> String,
+) -> Verdict {
     let kind = google_quota_kind(error);
     if kind == GoogleQuota::Day {
-        return Verdict {
-            quota_window: Period::Day,
-            ..Verdict::new(
-                QuotaReason::DailyQuota,
-                format!(
-                    "{answered}: Google's per-project daily quota of the Indexing API (project {project}) is used; \
-                     it resets at midnight Pacific time. indexq waits for the next quota day."
-                ),
-            )
-        };
+        return Verdict { quota_window: Period::Day, ..Verdict::new(QuotaReason::DailyQuota, day()) };
     }
-    // A short limit waits a short while: the server's Retry-After, at most
-    // GOOGLE_SHORT_WAIT_CAP seconds (an HTTP date is trusted as it is).
     let retry_after = match resp.retry_after() {
         Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
         Some(at) => Some(at),
         None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
     };
     let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
-    let (reason, what) = match kind {
-        GoogleQuota::Minute => {
-            (QuotaReason::RateLimited, format!("the per-minute request limit of the project {project} is reached"))
-        }
-        _ => (QuotaReason::Quota, format!("a quota of the project {project} is used, and Google did not say which")),
-    };
-    // A short wait: the minute's window is spent, never the day's.
-    Verdict {
-        retry_after,
-        quota_window: Period::Minute,
-        ..Verdict::new(reason, format!("{answered}: {what}. indexq retries {when}."))
-    }
+    let minute = kind == GoogleQuota::Minute;
+    let reason = if minute { QuotaReason::RateLimited } else { QuotaReason::Quota };
+    Verdict { retry_after, quota_window: Period::Minute, ..Verdict::new(reason, short(minute, &when)) }
 }

@@ -214,30 +214,16 @@ fn inspection_owner_hint(site: &str, email: &str) -> String {
 /// publish's is: a wrong guess costs an inspection a minute, never a day of
 /// inspections.
 fn inspection_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, site: &str) -> Verdict {
-    let kind = google_quota_kind(error);
-    if kind == GoogleQuota::Day {
-        return Verdict {
-            quota_window: Period::Day,
-            ..Verdict::new(
-                QuotaReason::DailyQuota,
-                format!(
-                    "{answered}: the daily URL inspection quota of {site} is used (it resets at midnight Pacific time)"
-                ),
-            )
-        };
-    }
-    let retry_after = match resp.retry_after() {
-        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
-        Some(at) => Some(at),
-        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
-    };
-    let (reason, what) = match kind {
-        GoogleQuota::Minute => (QuotaReason::RateLimited, "the per-minute URL inspection limit"),
-        _ => (QuotaReason::Quota, "a URL inspection quota (Google did not say which)"),
-    };
-    Verdict {
-        retry_after,
-        quota_window: Period::Minute,
-        ..Verdict::new(reason, format!("{answered}: {what} of {site} is used"))
-    }
+    quota_verdict(
+        resp,
+        error,
+        || format!("{answered}: the daily URL inspection quota of {site} is used (it resets at midnight Pacific time)"),
+        |minute, _| {
+            let what = match minute {
+                true => "the per-minute URL inspection limit",
+                false => "a URL inspection quota (Google did not say which)",
+            };
+            format!("{answered}: {what} of {site} is used")
+        },
+    )
 }

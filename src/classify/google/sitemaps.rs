@@ -257,29 +257,10 @@ fn sitemaps_owner_hint(site: &str, email: &str) -> String {
 /// service account), 200 requests a minute; a per-day limit named is the
 /// day's (until Pacific midnight), anything else a minute's.
 fn sitemaps_quota(resp: &Response, error: Option<&GoogleError>, answered: &str, email: &str) -> Verdict {
-    let kind = google_quota_kind(error);
-    if kind == GoogleQuota::Day {
-        return Verdict {
-            quota_window: Period::Day,
-            ..Verdict::new(
-                QuotaReason::DailyQuota,
-                format!("{answered}: a daily Search Console quota of {email} is used; indexq waits for the next day."),
-            )
-        };
-    }
-    let retry_after = match resp.retry_after() {
-        Some(RetryAfter::Seconds(s)) => Some(RetryAfter::Seconds(s.min(GOOGLE_SHORT_WAIT_CAP))),
-        Some(at) => Some(at),
-        None => Some(RetryAfter::Seconds(GOOGLE_SHORT_WAIT)),
-    };
-    let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
-    let reason = if kind == GoogleQuota::Minute { QuotaReason::RateLimited } else { QuotaReason::Quota };
-    Verdict {
-        retry_after,
-        quota_window: Period::Minute,
-        ..Verdict::new(
-            reason,
-            format!("{answered}: Search Console's per-user limit of {email} is reached. indexq retries {when}."),
-        )
-    }
+    quota_verdict(
+        resp,
+        error,
+        || format!("{answered}: a daily Search Console quota of {email} is used; indexq waits for the next day."),
+        |_, when| format!("{answered}: Search Console's per-user limit of {email} is reached. indexq retries {when}."),
+    )
 }
