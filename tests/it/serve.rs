@@ -814,3 +814,46 @@ fn hostile_clients_get_a_clear_answer_or_a_closed_connection_and_serve_stays_up(
     assert_eq!(served.get("/healthz").status(), 200, "still up");
     served.stop().code(0);
 }
+
+/// docs/usage.md's `docker run … indexq serve` line, as far as this machine
+/// runs it: the image's entrypoint with the line's arguments, the
+/// configuration it mounts holding a `[[serve.token]]` whose `token_env`
+/// the line passes (`-e`), listening beyond loopback (any address; a free
+/// port instead of 8470): a URL posted with the token is taken and sent,
+/// one without is refused, and `docker stop`'s SIGTERM ends it with 0.
+#[test]
+fn the_containers_documented_serve_command_serves_beyond_loopback_with_its_token() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let usage = std::fs::read_to_string(root.join("docs/usage.md")).unwrap();
+    let line = usage
+        .replace("\\\n", " ")
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("docker run ").filter(|r| r.contains(" serve")).map(str::to_string))
+        .expect("docs/usage.md documents `docker run … indexq serve`");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let image = words.iter().position(|w| *w == "indexq").expect("the image `indexq`");
+    let passed: Vec<&str> = words.windows(2).filter(|w| w[0] == "-e").map(|w| w[1]).collect();
+    assert!(passed.contains(&"INDEXNOW_KEY") && passed.contains(&"INDEXQ_GHOST_TOKEN"), "{line}");
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).unwrap();
+    assert!(dockerfile.contains("ENTRYPOINT [\"/usr/bin/indexq\"]"), "the image runs indexq itself");
+    assert!(line.contains(":/etc/indexq/config.toml"), "the configuration is mounted where the image reads it");
+    assert!(dockerfile.contains("INDEXQ_CONFIG=/etc/indexq/config.toml"));
+    let args: Vec<String> = words[image + 1..].iter().map(|w| w.replace(":8470", ":0")).collect();
+    assert_eq!(args, ["serve", "--listen", "0.0.0.0:0"], "{line}");
+
+    let mut sb = Sandbox::new();
+    sb.extra
+        .push_str("\n[[serve.token]]\nid = \"ghost\"\ntoken_env = \"INDEXQ_GHOST_TOKEN\"\nproperties = [\"site\"]\n");
+    sb.write_config();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut served = Served::start_run(sb.indexq(&args).now(NOW).env("INDEXQ_GHOST_TOKEN", GHOST_TOKEN));
+    assert!(served.base.starts_with("http://0.0.0.0:"), "{}", served.base);
+    served.base = served.base.replace("0.0.0.0", "127.0.0.1");
+    let url = sb.url("/from-the-container");
+    let without = served.post_json("/v1/urls", None, &serde_json::json!({ "urls": [url] }));
+    assert_eq!(without.status(), 401);
+    admitted(served.post_json("/v1/urls", Some(GHOST_TOKEN), &serde_json::json!({ "urls": [url] })));
+    wait_accepted_with(&served, GHOST_TOKEN, 1);
+    served.stop().code(0);
+    assert_eq!(sb.received_urls(), [url]);
+}
