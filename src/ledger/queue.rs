@@ -116,6 +116,21 @@ pub trait Intake {
     /// URL accepted within the dedupe window costs a lookup, no write.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
 
+    /// From here to `end_admissions`, batches admitted may share write
+    /// transactions (a whole input read before anything is sent: fewer
+    /// commits, each writing fewer pages again). A URL `admit` took is in
+    /// the ledger once `end_admissions` returns, or once any other write
+    /// of the ledger begins — never later than before anything is sent.
+    /// Not for an intake that answers for each batch (`serve`), nor while
+    /// waiting on the network or a pipe (the write lock is held).
+    fn begin_admissions(&mut self) {}
+
+    /// Commits what `admit` took since `begin_admissions`, and admits batch
+    /// by batch again.
+    fn end_admissions(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// What the ledger keeps of the remote sitemaps read for sources.
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>>;
 

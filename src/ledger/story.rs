@@ -124,11 +124,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let now = t("2026-12-03T09:00:00Z");
     let dedupe = dedupe_day();
 
-    // Admit 5; admitting them again changes nothing.
+    // Admit 5 (admissions held, as `submit` reads its input); admitting
+    // them again changes nothing.
+    ledger.begin_admissions();
     let admitted = ledger.admit(&items(5), now, &dedupe).unwrap();
     assert!(admitted.iter().all(|a| matches!(a, Admission::Queued { .. })));
     let again = ledger.admit(&items(5), now, &dedupe).unwrap();
     assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
+    ledger.end_admissions().unwrap();
     assert_eq!(ledger.due_groups(now).unwrap(), vec![group()]);
 
     // A budget of 3: 3 claimed, 2 deferred to the window's end.

@@ -199,6 +199,8 @@ impl Intake<'_, '_> {
             }
             self.ingest_list(&name, reader, printer)?;
         }
+        // Sitemaps are fetched: no write lock held meanwhile (`begin_admissions`).
+        self.run.ledger.end_admissions()?;
         if !args.sitemap.is_empty() {
             let settings = self.run.settings;
             let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);

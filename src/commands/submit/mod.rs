@@ -189,9 +189,18 @@ async fn phases(
         let resumed = run.prepare(started, printer).await?;
         findings.resumed.extend(resumed);
     }
+    // The URLs of input files may share write transactions: all of them are
+    // committed before anything else is read or sent (and after an input
+    // that failed). Not stdin's: a pipe may keep the write lock waiting.
+    if !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
+        run.ledger.begin_admissions();
+    }
     let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
-    intake.read_inputs(readers, args, printer).await?;
+    let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
+    let admitted = run.ledger.end_admissions();
+    read?;
+    admitted?;
     if plan.is_none() {
         Sender::new(run, findings, wait_until).send_due(printer).await?;
         let problems = run.read_sitemap_reports().await?;

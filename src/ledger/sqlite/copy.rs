@@ -33,6 +33,7 @@ impl Rows for SqliteLedger {
     }
 
     fn import(&mut self, feed: &mut copy::Feed) -> Result<Copied> {
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         tx.execute_batch(STAGING)?;
         let mut staging = Staging { conn: &tx, cache: &mut self.groups, created: Vec::new() };

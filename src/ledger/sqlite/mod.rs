@@ -39,6 +39,9 @@ pub struct SqliteLedger {
     groups: HashMap<GroupKey, i64>,
     /// How long this process's reservations are trusted without a live owner.
     lease: TimeDelta,
+    /// Admissions sharing write transactions, between `begin_admissions`
+    /// and `end_admissions` (`admit.rs`).
+    admitting: Option<Admitting>,
 }
 
 fn ts(t: DateTime<Utc>) -> i64 {
@@ -104,7 +107,7 @@ impl SqliteLedger {
         let conn = Connection::open(path).map_err(|e| open_err("cannot open it".into(), None, Some(e.into())))?;
         // New, or made by someone else (an empty file, a copy): private.
         restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None, None))?;
-        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE };
+        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE, admitting: None };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
         // does not cover that switch).
@@ -133,8 +136,12 @@ impl SqliteLedger {
     /// file yet: nothing it holds survives the run.
     pub fn in_memory() -> Result<SqliteLedger> {
         global_config();
-        let mut ledger =
-            SqliteLedger { conn: Connection::open_in_memory()?, groups: HashMap::new(), lease: owner::LEASE };
+        let mut ledger = SqliteLedger {
+            conn: Connection::open_in_memory()?,
+            groups: HashMap::new(),
+            lease: owner::LEASE,
+            admitting: None,
+        };
         ledger.configure(false)?;
         Ok(ledger)
     }
@@ -170,8 +177,10 @@ impl SqliteLedger {
         Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// A write transaction (`BEGIN IMMEDIATE`).
+    /// A write transaction (`BEGIN IMMEDIATE`), after the admissions
+    /// written so far are committed.
     fn begin(&mut self) -> Result<Transaction<'_>> {
+        self.settle()?;
         write(&mut self.conn)
     }
 
@@ -198,6 +207,7 @@ impl Backend for SqliteLedger {
     }
 
     fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         let value = f(&mut Tx { conn: &tx, groups: &mut self.groups, answered: HashSet::new() })?;
         tx.commit()?;

@@ -77,6 +77,7 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) 
 
 impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
         let n = tx.execute(
@@ -255,6 +256,7 @@ impl Queue for SqliteLedger {
 
     fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
         let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
         let n = tx.execute(
@@ -319,6 +321,7 @@ impl Queue for SqliteLedger {
     }
 
     fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         for (group, reason) in reminded {
             let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };

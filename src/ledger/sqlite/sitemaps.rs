@@ -5,6 +5,7 @@ use super::*;
 
 impl SitemapReports for SqliteLedger {
     fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {
+        self.settle()?;
         let tx = write(&mut self.conn)?;
         let mut created = Vec::new();
         let id = group_id_or_create(&tx, &mut self.groups, &mut created, group)?;
