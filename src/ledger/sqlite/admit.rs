@@ -272,7 +272,7 @@ fn admit_batch(
     now: DateTime<Utc>,
     rule: &AdmitRule,
     decided: Option<Decided>,
-) -> Result<(Vec<Admission>, Vec<(GroupKey, i64)>)> {
+) -> Result<(Vec<Admission>, Created)> {
     let mut created = Vec::new();
     let plan = match decided {
         Some(d) if data_version(tx)? == d.version => d.plan,
@@ -356,7 +356,7 @@ const ADMISSIONS_A_COMMIT: usize = 100_000;
 pub(super) struct Admitting {
     pub(super) open: bool,
     written: usize,
-    created: Vec<(GroupKey, i64)>,
+    created: Created,
 }
 
 impl SqliteLedger {

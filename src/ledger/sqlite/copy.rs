@@ -172,7 +172,7 @@ struct Staging<'a> {
     conn: &'a Connection,
     cache: &'a mut HashMap<GroupKey, i64>,
     /// Groups this copy made: cached once it commits.
-    created: Vec<(GroupKey, i64)>,
+    created: Created,
 }
 
 impl Staging<'_> {

@@ -290,6 +290,9 @@ fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
 
+/// Groups a transaction made, with their ids: cached once it commits.
+type Created = Vec<(GroupKey, i64)>;
+
 /// The id of group `key` if it is in the ledger, from `cache` or from the
 /// `groups` table (then cached: a committed group row never changes).
 fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
@@ -312,7 +315,7 @@ fn group_id(conn: &Connection, cache: &mut HashMap<GroupKey, i64>, key: &GroupKe
 fn group_id_or_create(
     tx: &Connection,
     cache: &mut HashMap<GroupKey, i64>,
-    created: &mut Vec<(GroupKey, i64)>,
+    created: &mut Created,
     key: &GroupKey,
 ) -> Result<i64> {
     // Created earlier in this transaction: not in `cache` until it commits.
