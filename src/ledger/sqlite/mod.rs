@@ -148,9 +148,11 @@ impl SqliteLedger {
 
     fn configure(&mut self, on_disk: bool) -> Result<()> {
         self.conn.busy_handler(Some(wait_a_moment))?;
-        // A batch's index pages stay in memory (32 MiB at most), and the
+        // Pages stay in memory up to 16 MiB (a 100k ledger's whole file; at
+        // a million items, 32 MiB cost 20 MB more peak memory and saved no
+        // CPU: a page read again comes from the system's cache), and the
         // write-ahead log is copied back every 40 MiB rather than every 4.
-        self.conn.pragma_update(None, "cache_size", -32 * 1024)?;
+        self.conn.pragma_update(None, "cache_size", -16 * 1024)?;
         if on_disk {
             self.conn.pragma_update(None, "journal_mode", "WAL")?;
             self.conn.pragma_update(None, "synchronous", "FULL")?;
