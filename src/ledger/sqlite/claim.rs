@@ -119,13 +119,14 @@ impl ClaimSteps for Tx<'_> {
             params![me.host, me.pid, me.started as i64, ts(now), n as i64],
         )?;
         let reservation = self.conn.last_insert_rowid();
-        // `OR FAIL`: no statement journal (see `admit_batch`).
+        // Read, then marked by id: an `UPDATE … RETURNING` keeps every row
+        // it returns in a temporary table first (10,000 rows a claim, a
+        // third of its time). The write lock holds what was read.
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?3
-             WHERE id IN (SELECT id {DUE} ORDER BY next_attempt_at, id LIMIT ?4)
-             RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
+            "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
+             {DUE} ORDER BY next_attempt_at, id LIMIT ?3"
         ))?;
-        let mut rows = stmt.query(params![group, ts(now), reservation, n as i64])?;
+        let mut rows = stmt.query(params![group, ts(now), n as i64])?;
         let mut taken = Vec::with_capacity(n);
         while let Some(r) = rows.next()? {
             let class: Option<String> = r.get(3)?;
@@ -141,6 +142,13 @@ impl ClaimSteps for Tx<'_> {
             };
             taken.push((opt_ts(r.get(7)?), item));
         }
+        // In the order of their ids, as they always went.
+        taken.sort_unstable_by_key(|(_, item)| item.id);
+        let ids: Vec<i64> = taken.iter().map(|(_, item)| item.id).collect();
+        // `OR FAIL`: no statement journal (see `admit_batch`).
+        self.conn
+            .prepare_cached("UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?2 WHERE id IN rarray(?1)")?
+            .execute(params![array(&ids), reservation])?;
         counted(self.conn, group, Some(ItemState::Queued), Some(ItemState::InFlight), taken.len() as u64)?;
         Ok(Some(Taken { reservation, items: taken }))
     }
