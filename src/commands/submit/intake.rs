@@ -30,6 +30,7 @@ use crate::output::summary::PlanCounts;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 
 /// URLs written to the ledger per transaction while reading inputs.
@@ -110,16 +111,16 @@ impl<'r, 'a> Intake<'r, 'a> {
 /// for IndexNow only within its key location's folder. `submit` and
 /// `serve` route every URL through here.
 pub(crate) struct Routes {
-    routes: HashMap<String, Vec<GroupKey>>,
+    routes: FxHashMap<String, Vec<GroupKey>>,
     /// Per property whose IndexNow key location is below its host's root:
     /// the folder the key vouches for (`engines::indexnow::key_scope`), and
     /// how it is shown.
-    key_scopes: HashMap<String, (url::Url, String)>,
+    key_scopes: FxHashMap<String, (url::Url, String)>,
 }
 
 impl Routes {
-    fn new(groups: Vec<GroupKey>, key_scopes: HashMap<String, (url::Url, String)>) -> Routes {
-        let mut routes: HashMap<String, Vec<GroupKey>> = HashMap::new();
+    fn new(groups: Vec<GroupKey>, key_scopes: FxHashMap<String, (url::Url, String)>) -> Routes {
+        let mut routes: FxHashMap<String, Vec<GroupKey>> = FxHashMap::default();
         for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
             routes.entry(group.property.clone()).or_default().push(group);
         }
@@ -164,7 +165,7 @@ impl Routes {
             } else {
                 to_others = true;
             }
-            batch.push(NewItem { url: url.to_string(), group: group.clone(), action, lastmod });
+            batch.push(NewItem { url: url.as_str().to_owned(), group: group.clone(), action, lastmod });
         }
         let (_, scope) = scope.filter(|_| to_indexnow)?;
         let others = if to_others { " (its other engines still get it)" } else { "" };
@@ -494,7 +495,7 @@ impl Intake<'_, '_> {
     /// Says what the report needs to of the admitted URLs (`tell`): a
     /// quota wait in the timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
-        let mut tzs: HashMap<&GroupKey, Option<Tz>> = HashMap::new();
+        let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
         for (item, _) in admitted {
             if !tzs.contains_key(&item.group) {
                 tzs.insert(&item.group, self.run.rule_timezone(&item.group));
@@ -547,7 +548,7 @@ pub(crate) fn tell(
             }
         });
     }
-    let places: HashMap<i64, Vec<usize>> = look_up.iter().fold(HashMap::new(), |mut m, (id, n)| {
+    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
         m.entry(*id).or_default().push(*n);
         m
     });
@@ -565,8 +566,8 @@ pub(crate) fn tell(
 /// The folder each property's IndexNow key vouches for, when its key
 /// location is below its host's root (the key itself masked, should a
 /// folder be named after it).
-fn key_scopes(settings: &crate::config::Settings) -> HashMap<String, (url::Url, String)> {
-    let mut scopes = HashMap::new();
+fn key_scopes(settings: &crate::config::Settings) -> FxHashMap<String, (url::Url, String)> {
+    let mut scopes = FxHashMap::default();
     for property in &settings.properties {
         let Some(table) = &property.indexnow else { continue };
         let Some(scope) = table.key_location.as_ref().and_then(|l| indexnow::key_scope(&property.site, l)) else {
