@@ -147,7 +147,7 @@ pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i
     let mut last: Option<(&GroupKey, i64)> = None;
     for item in batch {
         let id = match last {
-            Some((key, id)) if *key == item.group => id,
+            Some((key, id)) if *key == *item.group => id,
             _ => id_of(&item.group)?,
         };
         last = Some((&item.group, id));

@@ -217,10 +217,11 @@ impl Results {
             _ => None,
         };
         let outcome = e.outcome;
-        let mut entry = e.clone();
+        // Only the `--json` document writes each key's copy.
+        let mut entry = self.json.is_some().then(|| e.clone());
         for (key, url, attempts) in keys {
-            let offset = match &mut self.json {
-                Some(json) => {
+            let offset = match (&mut self.json, entry.as_mut()) {
+                (Some(json), Some(entry)) => {
                     entry.url.clear();
                     entry.url.push_str(url);
                     entry.attempts = attempts;
@@ -234,7 +235,7 @@ impl Results {
                     json.written += line.len() as u64;
                     at
                 }
-                None => 0,
+                _ => 0,
             };
             // A result nothing can replace keeps nothing: a final outcome, or a
             // key made for it alone (a dry run's million deferrals).

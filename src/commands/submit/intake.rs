@@ -32,6 +32,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
@@ -111,7 +112,7 @@ impl<'r, 'a> Intake<'r, 'a> {
 /// for IndexNow only within its key location's folder. `submit` and
 /// `serve` route every URL through here.
 pub(crate) struct Routes {
-    routes: FxHashMap<String, Vec<GroupKey>>,
+    routes: FxHashMap<String, Vec<Arc<GroupKey>>>,
     /// Per property whose IndexNow key location is below its host's root:
     /// the folder the key vouches for (`engines::indexnow::key_scope`), and
     /// how it is shown.
@@ -120,9 +121,9 @@ pub(crate) struct Routes {
 
 impl Routes {
     fn new(groups: Vec<GroupKey>, key_scopes: FxHashMap<String, (url::Url, String)>) -> Routes {
-        let mut routes: FxHashMap<String, Vec<GroupKey>> = FxHashMap::default();
+        let mut routes: FxHashMap<String, Vec<Arc<GroupKey>>> = FxHashMap::default();
         for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
-            routes.entry(group.property.clone()).or_default().push(group);
+            routes.entry(group.property.clone()).or_default().push(Arc::new(group));
         }
         Routes { routes, key_scopes }
     }
@@ -165,7 +166,7 @@ impl Routes {
             } else {
                 to_others = true;
             }
-            batch.push(NewItem { url: url.as_str().to_owned(), group: group.clone(), action, lastmod });
+            batch.push(NewItem { url: url.as_str().to_owned(), group: Arc::clone(group), action, lastmod });
         }
         let (_, scope) = scope.filter(|_| to_indexnow)?;
         let others = if to_others { " (its other engines still get it)" } else { "" };
@@ -395,7 +396,7 @@ impl Intake<'_, '_> {
             .iter()
             .map(|g| NewItem {
                 url: sitemap.to_string(),
-                group: g.clone(),
+                group: g.clone().into(),
                 action: Action::Updated,
                 lastmod: Some(changed),
             })
@@ -497,7 +498,7 @@ impl Intake<'_, '_> {
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
         for (item, _) in admitted {
-            if !tzs.contains_key(&item.group) {
+            if !tzs.contains_key(&*item.group) {
                 tzs.insert(&item.group, self.run.rule_timezone(&item.group));
             }
         }

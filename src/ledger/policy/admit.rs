@@ -188,7 +188,7 @@ mod tests {
         let group = GroupKey::sitemap("site", EngineKind::Bing, "https://s.example/s.xml");
         let changed = |lastmod: &str| NewItem {
             url: "https://s.example/s.xml".into(),
-            group: group.clone(),
+            group: group.clone().into(),
             action: Action::Updated,
             lastmod: Some(at(lastmod)),
         };

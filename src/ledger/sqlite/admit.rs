@@ -359,7 +359,7 @@ mod tests {
         let batch: Vec<NewItem> = (0..3)
             .map(|i| NewItem {
                 url: format!("https://site.example/{i}"),
-                group: group.clone(),
+                group: group.clone().into(),
                 action: Action::Updated,
                 lastmod: None,
             })
