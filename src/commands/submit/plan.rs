@@ -16,10 +16,11 @@ use crate::ledger::{
 };
 use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
-use crate::output::results::{Planned, Template};
+use crate::output::results::Template;
 use crate::output::summary::Deferral;
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
 
 /// A dry run's plan: what it knows of its groups and of the URLs it has seen.
 #[derive(Default)]
@@ -31,7 +32,7 @@ pub(super) struct Plan {
     requeued: FxHashSet<i64>,
     /// Each group's number, for `new`, and the last group asked for.
     numbers: FxHashMap<GroupKey, usize>,
-    last: Option<(GroupKey, usize)>,
+    last: Option<(Arc<GroupKey>, usize)>,
 }
 
 /// A URL new to the ledger as `Plan::new` holds it: its key, mixed with
@@ -65,19 +66,20 @@ enum Place {
 }
 
 impl Plan {
-    fn number(&mut self, group: &GroupKey) -> usize {
-        // Most URLs are of the group the last one was.
+    fn number(&mut self, group: &Arc<GroupKey>) -> usize {
+        // Most URLs are of the group the last one was (the same `Arc`: its
+        // `==` compares the pointers first).
         if let Some((last, n)) = &self.last {
             if last == group {
                 return *n;
             }
         }
         let next = self.numbers.len();
-        let n = match self.numbers.get(group) {
+        let n = match self.numbers.get(&**group) {
             Some(n) => *n,
-            None => *self.numbers.entry(group.clone()).or_insert(next),
+            None => *self.numbers.entry((**group).clone()).or_insert(next),
         };
-        self.last = Some((group.clone(), n));
+        self.last = Some((Arc::clone(group), n));
         n
     }
 }
@@ -141,7 +143,7 @@ impl Plan {
                     limit: Some(going),
                 };
                 for row in run.ledger.items(&filter, now)? {
-                    findings.results.plan(&Planned::new(&row.url, &group), &group)?;
+                    findings.results.plan(&row.url, &group)?;
                 }
             }
             if due > going {
@@ -198,9 +200,7 @@ impl Plan {
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
             None => return Ok(()),
-            Some(Place::Now) => {
-                return Ok(findings.results.plan(&Planned::new(&item.url, &item.group), &item.group)?)
-            }
+            Some(Place::Now) => return Ok(findings.results.plan(&item.url, &item.group)?),
             Some(Place::Paced(at)) => {
                 let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Paced);
                 e.message = format!(
@@ -295,8 +295,8 @@ mod tests {
     #[test]
     fn groups_are_numbered_in_the_order_first_met() {
         let mut plans = Plan::default();
-        let a = site_group();
-        let b = GroupKey { target: "https://other.example/indexnow".into(), ..a.clone() };
+        let a = Arc::new(site_group());
+        let b = Arc::new(GroupKey { target: "https://other.example/indexnow".into(), ..(*a).clone() });
         assert_eq!((plans.number(&a), plans.number(&b), plans.number(&a), plans.number(&b)), (0, 1, 0, 1));
     }
 
