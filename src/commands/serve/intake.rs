@@ -348,7 +348,7 @@ fn planned<'b>(
 fn answer(
     urls: Vec<Routed>,
     admitted: &[(&NewItem, Admission)],
-    told: &[Option<(i64, ResultEntry)>],
+    told: &[Option<(i64, Box<ResultEntry>)>],
     planned: &Planned<'_>,
 ) -> Admitted {
     let mut queued = 0;

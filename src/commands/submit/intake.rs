@@ -498,9 +498,7 @@ impl Intake<'_, '_> {
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
         for (item, _) in admitted {
-            if !tzs.contains_key(&*item.group) {
-                tzs.insert(&item.group, self.run.rule_timezone(&item.group));
-            }
+            tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
         let user_tz = self.run.user_tz;
@@ -509,7 +507,7 @@ impl Intake<'_, '_> {
             if e.outcome == Outcome::Misconfigured {
                 self.findings.parked_before += 1;
             }
-            self.findings.entry(id, e)?;
+            self.findings.entry(id, *e)?;
         }
         Ok(())
     }
@@ -536,13 +534,13 @@ pub(crate) fn tell(
     now: DateTime<Utc>,
     user_tz: Tz,
     rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
-) -> anyhow::Result<Vec<Option<(i64, ResultEntry)>>> {
-    let mut told_now: Vec<Option<(i64, ResultEntry)>> = Vec::with_capacity(admitted.len());
+) -> anyhow::Result<Vec<ToldNow>> {
+    let mut told_now: Vec<ToldNow> = Vec::with_capacity(admitted.len());
     let mut look_up = Vec::new();
     for (n, (item, admission)) in admitted.iter().enumerate() {
         told_now.push(match told(item, admission.clone(), now) {
             Told::Nothing => None,
-            Told::Result(id, e) => Some((id, *e)),
+            Told::Result(id, e) => Some((id, e)),
             Told::FromRow(id) => {
                 look_up.push((id, n));
                 None
@@ -556,7 +554,7 @@ pub(crate) fn tell(
     let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
     for row in ledger.items_by_id(&ids)? {
         let id = row.id;
-        let e = row_entry(row, user_tz, rule_tz, now);
+        let e = Box::new(row_entry(row, user_tz, rule_tz, now));
         for &n in places.get(&id).into_iter().flatten() {
             told_now[n] = Some((id, e.clone()));
         }
@@ -657,6 +655,9 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
         | Admission::InFlight { .. } => {}
     }
 }
+
+/// What `tell` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
+type ToldNow = Option<(i64, Box<ResultEntry>)>;
 
 /// What the report says of an admitted URL now.
 #[derive(Debug)]
