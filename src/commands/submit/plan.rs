@@ -25,7 +25,9 @@ use std::sync::Arc;
 /// A dry run's plan: what it knows of its groups and of the URLs it has seen.
 #[derive(Default)]
 pub(super) struct Plan {
-    groups: FxHashMap<GroupKey, GroupPlan>,
+    /// Each group's plan, by its number (`None`: a group no rule limits),
+    /// found per URL without hashing its group.
+    groups: Vec<Option<GroupPlan>>,
     /// URLs new to the ledger seen so far (`seen`: group and key), and
     /// items queued again: a second sight of either is the same item.
     new: FxHashSet<u64>,
@@ -150,7 +152,11 @@ impl Plan {
                 g.told = true;
                 findings.deferrals.extend(g.deferral.clone());
             }
-            plan.groups.insert(group, g);
+            let n = plan.number(&Arc::new(group));
+            if plan.groups.len() <= n {
+                plan.groups.resize_with(n + 1, || None);
+            }
+            plan.groups[n] = Some(g);
         }
         Ok(plan)
     }
@@ -195,7 +201,8 @@ impl Plan {
         findings: &mut Findings,
         user_tz: chrono_tz::Tz,
     ) -> anyhow::Result<()> {
-        let Some(g) = self.groups.get_mut(&item.group) else { return Ok(()) };
+        let n = self.number(&item.group);
+        let Some(g) = self.groups.get_mut(n).and_then(Option::as_mut) else { return Ok(()) };
         let place = g.place();
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
