@@ -11,11 +11,14 @@ use url::Url;
 /// path and query are otherwise kept as the site wrote them.
 fn normalize(mut url: Url) -> Url {
     url.set_fragment(None);
-    let path = normalize_escapes(url.path());
-    if path != url.path() {
-        url.set_path(&path);
+    // Most paths and queries have no escape: nothing to copy.
+    if url.path().contains('%') {
+        let path = normalize_escapes(url.path());
+        if path != url.path() {
+            url.set_path(&path);
+        }
     }
-    if let Some(query) = url.query() {
+    if let Some(query) = url.query().filter(|q| q.contains('%')) {
         let normalized = normalize_escapes(query);
         if normalized != query {
             url.set_query(Some(&normalized));

@@ -84,13 +84,16 @@ pub fn next_key(key: i64) -> i64 {
 /// keys another URL holds: `Ok` with what `fetch` read of the URL's item,
 /// or `Err` with the key a URL new to its group takes (never one another
 /// URL of this batch took). `fetch` reads the items at some (group, key)
-/// pairs: their group, key, URL and what the caller wants of them.
+/// pairs and hands each to its sink: its group and key, its URL (borrowed
+/// from the row: a URL of the batch is not copied) and what the caller
+/// wants of it.
 pub fn resolve<E: Clone>(
     urls: &[&str],
     groups: &[i64],
-    mut fetch: impl FnMut(&[(i64, i64)]) -> Result<Vec<(i64, i64, String, E)>>,
+    mut fetch: impl FnMut(&[(i64, i64)], &mut dyn FnMut((i64, i64), &str, E)) -> Result<()>,
 ) -> Result<Vec<std::result::Result<E, i64>>> {
     use rustc_hash::FxHashMap as HashMap;
+    use std::borrow::Cow;
     let mut keys: Vec<i64> = urls.iter().map(|u| url_key(u)).collect();
     let mut out: Vec<Option<std::result::Result<E, i64>>> = vec![None; urls.len()];
     // The keys new URLs of this batch took, and which URL took each.
@@ -98,8 +101,21 @@ pub fn resolve<E: Clone>(
     let mut pending: Vec<usize> = (0..urls.len()).collect();
     while !pending.is_empty() {
         let wanted: Vec<(i64, i64)> = pending.iter().map(|&i| (groups[i], keys[i])).collect();
-        let found: HashMap<(i64, i64), (String, E)> =
-            fetch(&wanted)?.into_iter().map(|(group, key, url, e)| ((group, key), (url, e))).collect();
+        // The first URL looked up at each (group, key): an item holding
+        // that URL keeps the batch's text; only another URL's is copied.
+        let mut first: HashMap<(i64, i64), usize> = HashMap::default();
+        first.reserve(pending.len());
+        for (&at, &i) in wanted.iter().zip(&pending) {
+            first.entry(at).or_insert(i);
+        }
+        let mut found: HashMap<(i64, i64), (Cow<'_, str>, E)> = HashMap::default();
+        fetch(&wanted, &mut |at, url, e| {
+            let url = match first.get(&at) {
+                Some(&i) if urls[i] == url => Cow::Borrowed(urls[i]),
+                _ => Cow::Owned(url.to_string()),
+            };
+            found.insert(at, (url, e));
+        })?;
         let mut next = Vec::new();
         for i in pending {
             let at = (groups[i], keys[i]);
@@ -131,7 +147,7 @@ pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i
     let mut last: Option<(&GroupKey, i64)> = None;
     for item in batch {
         let id = match last {
-            Some((key, id)) if *key == item.group => id,
+            Some((key, id)) if *key == *item.group => id,
             _ => id_of(&item.group)?,
         };
         last = Some((&item.group, id));
@@ -153,5 +169,22 @@ mod tests {
         }
         assert!(encode(&(1..=10_000).collect::<Vec<i64>>()).len() <= 10_000, "one byte an id claimed together");
         assert!(decode(&[0x80]).is_err(), "a cut value");
+    }
+
+    /// A URL whose key another URL holds is found at the next key; a URL
+    /// met twice is found twice; a new one takes its own key.
+    #[test]
+    fn resolve_follows_keys_another_url_holds() {
+        let (a, b) = (url_key("https://s.example/a"), url_key("https://s.example/b"));
+        let ledger = [((1, a), "https://s.example/other", 0), ((1, next_key(a)), "https://s.example/a", 7)];
+        let urls = ["https://s.example/a", "https://s.example/b", "https://s.example/a"];
+        let found = resolve(&urls, &[1, 1, 1], |wanted, found| {
+            for (at, url, e) in ledger.iter().filter(|(at, _, _)| wanted.contains(at)) {
+                found(*at, url, *e);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(found, [Ok(7), Err(b), Ok(7)]);
     }
 }

@@ -9,12 +9,14 @@ use crate::model::{
     Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SitemapRead, SitemapState, SourceDocument,
 };
 use chrono::{DateTime, TimeDelta, Utc};
+use std::sync::Arc;
 
 /// One URL to put in the queue.
 #[derive(Debug, Clone)]
 pub struct NewItem {
     pub url: String,
-    pub group: GroupKey,
+    /// Shared by the run's items of one group: a URL costs no copy of it.
+    pub group: Arc<GroupKey>,
     /// What the engine is told about the URL (Google: updated or deleted).
     pub action: Action,
     /// When the site says the page last changed (sitemap `lastmod`).

@@ -46,7 +46,7 @@ fn items(n: usize) -> Vec<NewItem> {
     (0..n)
         .map(|i| NewItem {
             url: format!("https://site.example/{i}"),
-            group: group(),
+            group: group().into(),
             action: Action::Updated,
             lastmod: None,
         })
@@ -243,8 +243,12 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
             accepted_credential: None,
         })
         .unwrap();
-    let fresh =
-        NewItem { url: "https://site.example/fresh".into(), group: group(), action: Action::Updated, lastmod: None };
+    let fresh = NewItem {
+        url: "https://site.example/fresh".into(),
+        group: group().into(),
+        action: Action::Updated,
+        lastmod: None,
+    };
     ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
     let blocked = take(
         ledger,
@@ -302,7 +306,7 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let paced: Vec<NewItem> = (0..10)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
-            group: paced_group.clone(),
+            group: paced_group.clone().into(),
             action: Action::Deleted,
             lastmod: None,
         })
@@ -357,7 +361,7 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let changed = AdmitRule { changed: true, ..dedupe };
     let page = |lastmod: Option<DateTime<Utc>>| NewItem {
         url: "https://site.example/page".into(),
-        group: group(),
+        group: group().into(),
         action: Action::Updated,
         lastmod,
     };

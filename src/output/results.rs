@@ -217,10 +217,11 @@ impl Results {
             _ => None,
         };
         let outcome = e.outcome;
-        let mut entry = e.clone();
+        // Only the `--json` document writes each key's copy.
+        let mut entry = self.json.is_some().then(|| e.clone());
         for (key, url, attempts) in keys {
-            let offset = match &mut self.json {
-                Some(json) => {
+            let offset = match (&mut self.json, entry.as_mut()) {
+                (Some(json), Some(entry)) => {
                     entry.url.clear();
                     entry.url.push_str(url);
                     entry.attempts = attempts;
@@ -234,7 +235,7 @@ impl Results {
                     json.written += line.len() as u64;
                     at
                 }
-                None => 0,
+                _ => 0,
             };
             // A result nothing can replace keeps nothing: a final outcome, or a
             // key made for it alone (a dry run's million deferrals).
@@ -358,11 +359,17 @@ impl Results {
         index
     }
 
-    /// Records a URL a dry run would send now.
-    pub fn plan(&mut self, p: &Planned, group: &GroupKey) -> std::io::Result<()> {
-        *self.planned.entry(group.clone()).or_default() += 1;
+    /// Records a URL of `group` a dry run would send now: counted (the
+    /// group copied once, not per URL) and, with `--json`, written as
+    /// `Planned`.
+    pub fn plan(&mut self, url: &str, group: &GroupKey) -> std::io::Result<()> {
+        match self.planned.get_mut(group) {
+            Some(n) => *n += 1,
+            None => _ = self.planned.insert(group.clone(), 1),
+        }
         if let Some(json) = &mut self.json {
-            let line = format!("p\t{}\n", serde_json::to_string(p).map_err(std::io::Error::other)?);
+            let p = Planned::new(url, group);
+            let line = format!("p\t{}\n", serde_json::to_string(&p).map_err(std::io::Error::other)?);
             json.file.write_all(line.as_bytes())?;
             json.written += line.len() as u64;
         }

@@ -326,7 +326,7 @@ fn planned<'b>(
 ) -> anyhow::Result<Planned<'b>> {
     let mut planned = Planned::new();
     for (item, admission) in admitted {
-        if AdmissionKind::of(admission) != AdmissionKind::Queued || planned.contains_key(&item.group) {
+        if AdmissionKind::of(admission) != AdmissionKind::Queued || planned.contains_key(&*item.group) {
             continue;
         }
         let rules = crate::budget::group_rules(&state.settings, &item.group, state.google_project.as_deref());
@@ -348,7 +348,7 @@ fn planned<'b>(
 fn answer(
     urls: Vec<Routed>,
     admitted: &[(&NewItem, Admission)],
-    told: &[Option<(i64, ResultEntry)>],
+    told: &[Option<(i64, Box<ResultEntry>)>],
     planned: &Planned<'_>,
 ) -> Admitted {
     let mut queued = 0;
@@ -391,7 +391,7 @@ fn answer(
                     // Due now: queued (a URL already queued and due is as good).
                     e.admission = AdmissionKind::Queued;
                     queued += 1;
-                    if let Some(Some((at, tz))) = planned.get(&item.group) {
+                    if let Some(Some((at, tz))) = planned.get(&*item.group) {
                         e.planned_at = Some(rfc3339(*at, *tz));
                     }
                 }

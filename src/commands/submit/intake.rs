@@ -30,7 +30,9 @@ use crate::output::summary::PlanCounts;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
@@ -110,18 +112,18 @@ impl<'r, 'a> Intake<'r, 'a> {
 /// for IndexNow only within its key location's folder. `submit` and
 /// `serve` route every URL through here.
 pub(crate) struct Routes {
-    routes: HashMap<String, Vec<GroupKey>>,
+    routes: FxHashMap<String, Vec<Arc<GroupKey>>>,
     /// Per property whose IndexNow key location is below its host's root:
     /// the folder the key vouches for (`engines::indexnow::key_scope`), and
     /// how it is shown.
-    key_scopes: HashMap<String, (url::Url, String)>,
+    key_scopes: FxHashMap<String, (url::Url, String)>,
 }
 
 impl Routes {
-    fn new(groups: Vec<GroupKey>, key_scopes: HashMap<String, (url::Url, String)>) -> Routes {
-        let mut routes: HashMap<String, Vec<GroupKey>> = HashMap::new();
+    fn new(groups: Vec<GroupKey>, key_scopes: FxHashMap<String, (url::Url, String)>) -> Routes {
+        let mut routes: FxHashMap<String, Vec<Arc<GroupKey>>> = FxHashMap::default();
         for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
-            routes.entry(group.property.clone()).or_default().push(group);
+            routes.entry(group.property.clone()).or_default().push(Arc::new(group));
         }
         Routes { routes, key_scopes }
     }
@@ -164,7 +166,7 @@ impl Routes {
             } else {
                 to_others = true;
             }
-            batch.push(NewItem { url: url.to_string(), group: group.clone(), action, lastmod });
+            batch.push(NewItem { url: url.as_str().to_owned(), group: Arc::clone(group), action, lastmod });
         }
         let (_, scope) = scope.filter(|_| to_indexnow)?;
         let others = if to_others { " (its other engines still get it)" } else { "" };
@@ -396,7 +398,7 @@ impl Intake<'_, '_> {
             .iter()
             .map(|g| NewItem {
                 url: sitemap.to_string(),
-                group: g.clone(),
+                group: g.clone().into(),
                 action: Action::Updated,
                 lastmod: Some(changed),
             })
@@ -496,11 +498,9 @@ impl Intake<'_, '_> {
     /// Says what the report needs to of the admitted URLs (`tell`): a
     /// quota wait in the timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
-        let mut tzs: HashMap<&GroupKey, Option<Tz>> = HashMap::new();
+        let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
         for (item, _) in admitted {
-            if !tzs.contains_key(&item.group) {
-                tzs.insert(&item.group, self.run.rule_timezone(&item.group));
-            }
+            tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
         let user_tz = self.run.user_tz;
@@ -509,7 +509,7 @@ impl Intake<'_, '_> {
             if e.outcome == Outcome::Misconfigured {
                 self.findings.parked_before += 1;
             }
-            self.findings.entry(id, e)?;
+            self.findings.entry(id, *e)?;
         }
         Ok(())
     }
@@ -536,27 +536,27 @@ pub(crate) fn tell(
     now: DateTime<Utc>,
     user_tz: Tz,
     rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
-) -> anyhow::Result<Vec<Option<(i64, ResultEntry)>>> {
-    let mut told_now: Vec<Option<(i64, ResultEntry)>> = Vec::with_capacity(admitted.len());
+) -> anyhow::Result<Vec<ToldNow>> {
+    let mut told_now: Vec<ToldNow> = Vec::with_capacity(admitted.len());
     let mut look_up = Vec::new();
     for (n, (item, admission)) in admitted.iter().enumerate() {
         told_now.push(match told(item, admission.clone(), now) {
             Told::Nothing => None,
-            Told::Result(id, e) => Some((id, *e)),
+            Told::Result(id, e) => Some((id, e)),
             Told::FromRow(id) => {
                 look_up.push((id, n));
                 None
             }
         });
     }
-    let places: HashMap<i64, Vec<usize>> = look_up.iter().fold(HashMap::new(), |mut m, (id, n)| {
+    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
         m.entry(*id).or_default().push(*n);
         m
     });
     let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
     for row in ledger.items_by_id(&ids)? {
         let id = row.id;
-        let e = row_entry(row, user_tz, rule_tz, now);
+        let e = Box::new(row_entry(row, user_tz, rule_tz, now));
         for &n in places.get(&id).into_iter().flatten() {
             told_now[n] = Some((id, e.clone()));
         }
@@ -567,8 +567,8 @@ pub(crate) fn tell(
 /// The folder each property's IndexNow key vouches for, when its key
 /// location is below its host's root (the key itself masked, should a
 /// folder be named after it).
-fn key_scopes(settings: &crate::config::Settings) -> HashMap<String, (url::Url, String)> {
-    let mut scopes = HashMap::new();
+fn key_scopes(settings: &crate::config::Settings) -> FxHashMap<String, (url::Url, String)> {
+    let mut scopes = FxHashMap::default();
     for property in &settings.properties {
         let Some(table) = &property.indexnow else { continue };
         let Some(scope) = table.key_location.as_ref().and_then(|l| indexnow::key_scope(&property.site, l)) else {
@@ -657,6 +657,9 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
         | Admission::InFlight { .. } => {}
     }
 }
+
+/// What `tell` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
+type ToldNow = Option<(i64, Box<ResultEntry>)>;
 
 /// What the report says of an admitted URL now.
 #[derive(Debug)]

@@ -16,22 +16,25 @@ use crate::ledger::{
 };
 use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
-use crate::output::results::{Planned, Template};
+use crate::output::results::Template;
 use crate::output::summary::Deferral;
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
 
 /// A dry run's plan: what it knows of its groups and of the URLs it has seen.
 #[derive(Default)]
 pub(super) struct Plan {
-    groups: FxHashMap<GroupKey, GroupPlan>,
+    /// Each group's plan, by its number (`None`: a group no rule limits),
+    /// found per URL without hashing its group.
+    groups: Vec<Option<GroupPlan>>,
     /// URLs new to the ledger seen so far (`seen`: group and key), and
     /// items queued again: a second sight of either is the same item.
     new: FxHashSet<u64>,
     requeued: FxHashSet<i64>,
     /// Each group's number, for `new`, and the last group asked for.
     numbers: FxHashMap<GroupKey, usize>,
-    last: Option<(GroupKey, usize)>,
+    last: Option<(Arc<GroupKey>, usize)>,
 }
 
 /// A URL new to the ledger as `Plan::new` holds it: its key, mixed with
@@ -65,19 +68,20 @@ enum Place {
 }
 
 impl Plan {
-    fn number(&mut self, group: &GroupKey) -> usize {
-        // Most URLs are of the group the last one was.
+    fn number(&mut self, group: &Arc<GroupKey>) -> usize {
+        // Most URLs are of the group the last one was (the same `Arc`: its
+        // `==` compares the pointers first).
         if let Some((last, n)) = &self.last {
             if last == group {
                 return *n;
             }
         }
         let next = self.numbers.len();
-        let n = match self.numbers.get(group) {
+        let n = match self.numbers.get(&**group) {
             Some(n) => *n,
-            None => *self.numbers.entry(group.clone()).or_insert(next),
+            None => *self.numbers.entry((**group).clone()).or_insert(next),
         };
-        self.last = Some((group.clone(), n));
+        self.last = Some((Arc::clone(group), n));
         n
     }
 }
@@ -141,14 +145,18 @@ impl Plan {
                     limit: Some(going),
                 };
                 for row in run.ledger.items(&filter, now)? {
-                    findings.results.plan(&Planned::new(&row.url, &group), &group)?;
+                    findings.results.plan(&row.url, &group)?;
                 }
             }
             if due > going {
                 g.told = true;
                 findings.deferrals.extend(g.deferral.clone());
             }
-            plan.groups.insert(group, g);
+            let n = plan.number(&Arc::new(group));
+            if plan.groups.len() <= n {
+                plan.groups.resize_with(n + 1, || None);
+            }
+            plan.groups[n] = Some(g);
         }
         Ok(plan)
     }
@@ -193,14 +201,13 @@ impl Plan {
         findings: &mut Findings,
         user_tz: chrono_tz::Tz,
     ) -> anyhow::Result<()> {
-        let Some(g) = self.groups.get_mut(&item.group) else { return Ok(()) };
+        let n = self.number(&item.group);
+        let Some(g) = self.groups.get_mut(n).and_then(Option::as_mut) else { return Ok(()) };
         let place = g.place();
         let untold = matches!(place, Some(Place::Budget(_))) && !std::mem::replace(&mut g.told, true);
         let e = match place {
             None => return Ok(()),
-            Some(Place::Now) => {
-                return Ok(findings.results.plan(&Planned::new(&item.url, &item.group), &item.group)?)
-            }
+            Some(Place::Now) => return Ok(findings.results.plan(&item.url, &item.group)?),
             Some(Place::Paced(at)) => {
                 let mut e = base_entry(&item.url, &item.group, Outcome::Deferred, LocalReason::Paced);
                 e.message = format!(
@@ -295,8 +302,8 @@ mod tests {
     #[test]
     fn groups_are_numbered_in_the_order_first_met() {
         let mut plans = Plan::default();
-        let a = site_group();
-        let b = GroupKey { target: "https://other.example/indexnow".into(), ..a.clone() };
+        let a = Arc::new(site_group());
+        let b = Arc::new(GroupKey { target: "https://other.example/indexnow".into(), ..(*a).clone() });
         assert_eq!((plans.number(&a), plans.number(&b), plans.number(&a), plans.number(&b)), (0, 1, 0, 1));
     }
 

@@ -4,6 +4,7 @@
 
 use super::super::{Action, Admission, AdmitRule, ItemState, NewItem, Preview};
 use chrono::{DateTime, Utc};
+use rustc_hash::FxHashMap;
 
 /// What the ledger holds of a URL already in a group, as admission reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +103,7 @@ impl AdmitPlan {
     ) -> AdmitPlan {
         let mut plan = AdmitPlan { admissions: Vec::with_capacity(batch.len()), ..AdmitPlan::default() };
         // New items by (group, key): the same URL twice is one item.
-        let mut first: std::collections::HashMap<(i64, i64), usize> = std::collections::HashMap::new();
+        let mut first: FxHashMap<(i64, i64), usize> = FxHashMap::default();
         for (index, ((item, found), &group)) in batch.iter().zip(found).zip(groups).enumerate() {
             let existing = match found {
                 Ok(e) => Some(e),
@@ -141,7 +142,7 @@ impl AdmitPlan {
     /// The admissions, once the new items have their ids (`ids`, in the
     /// order of `inserts`): a URL met twice is "already queued", due now.
     pub fn admissions(mut self, ids: &[i64], now: DateTime<Utc>) -> Vec<Admission> {
-        let id_of: std::collections::HashMap<usize, i64> =
+        let id_of: FxHashMap<usize, i64> =
             self.inserts.iter().map(|(index, _, _)| *index).zip(ids.iter().copied()).collect();
         for (index, seen) in &self.repeats {
             let id = id_of.get(seen).copied().unwrap_or_default();
@@ -187,7 +188,7 @@ mod tests {
         let group = GroupKey::sitemap("site", EngineKind::Bing, "https://s.example/s.xml");
         let changed = |lastmod: &str| NewItem {
             url: "https://s.example/s.xml".into(),
-            group: group.clone(),
+            group: group.clone().into(),
             action: Action::Updated,
             lastmod: Some(at(lastmod)),
         };

@@ -35,12 +35,12 @@ pub(super) fn look_up(
          ORDER BY i.group_id, i.url_key{}",
         if lock { " FOR UPDATE OF i" } else { "" }
     );
-    ids::resolve(&urls, group_ids, |wanted| {
+    ids::resolve(&urls, group_ids, |wanted, found| {
         let (groups, keys): (Vec<i64>, Vec<i64>) = wanted.iter().copied().unzip();
-        tx.query(&sql, &[&groups, &keys])?
-            .iter()
-            .map(|r| Ok((r.get(0), r.get(1), r.get(2), existing_row(r, 3)?)))
-            .collect()
+        for r in tx.query(&sql, &[&groups, &keys])? {
+            found((r.get(0), r.get(1)), r.get::<_, &str>(2), existing_row(&r, 3)?);
+        }
+        Ok(())
     })
 }
 
@@ -263,7 +263,7 @@ mod tests {
         let batch: Vec<NewItem> = (0..3)
             .map(|i| NewItem {
                 url: format!("https://site.example/{i}"),
-                group: group.clone(),
+                group: group.clone().into(),
                 action: Action::Updated,
                 lastmod: None,
             })

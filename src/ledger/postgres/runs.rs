@@ -65,7 +65,7 @@ impl Runs for PgLedger {
                         .iter()
                         .map(|_| NewItem {
                             url: u.to_string(),
-                            group: GroupKey::urls("", EngineKind::IndexNow, ""),
+                            group: GroupKey::urls("", EngineKind::IndexNow, "").into(),
                             action: Action::Updated,
                             lastmod: None,
                         })

@@ -35,12 +35,11 @@ pub(super) fn look_up(
         "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
          FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
-    ids::resolve(&urls, group_ids, |wanted| {
+    ids::resolve(&urls, group_ids, |wanted, found| {
         let mut by_group: rustc_hash::FxHashMap<i64, Vec<i64>> = Default::default();
         for (group, key) in wanted {
             by_group.entry(*group).or_default().push(*key);
         }
-        let mut found = Vec::new();
         // (A group the ledger has never seen, -1, holds nothing.)
         for (group, mut keys) in by_group.into_iter().filter(|(g, _)| *g >= 0) {
             keys.sort_unstable();
@@ -61,30 +60,32 @@ pub(super) fn look_up(
                     let id: i64 = r.get(0)?;
                     // The rows come in the order of `ids` (the array is the outer loop).
                     let Some(&(_, key)) = hit.find(|h| h.0 == id) else { continue };
-                    found.push((group, key, r.get(1)?, existing_row(r, 0)?));
+                    found((group, key), row_text(r, 1)?, existing_row(r, 0)?);
                 }
             }
         }
-        Ok(found)
+        Ok(())
     })
 }
 
 /// `Existing` from columns `id, url, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at` (the url is skipped).
 pub(super) fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
-    let text = |i: usize| -> Result<&str> {
-        r.get_ref(i)?
-            .as_str()
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)).into())
-    };
     Ok(Existing {
         id: r.get(at)?,
-        state: stored("items", "state", text(at + 2)?)?,
-        action: stored("items", "action", text(at + 3)?)?,
+        state: stored("items", "state", row_text(r, at + 2)?)?,
+        action: stored("items", "action", row_text(r, at + 3)?)?,
         lastmod: opt_ts(r.get(at + 4)?),
         accepted_at: opt_ts(r.get(at + 5)?),
         next_attempt_at: opt_ts(r.get(at + 6)?),
     })
+}
+
+/// The text of column `i`, borrowed from the row.
+fn row_text<'r>(r: &'r Row<'_>, i: usize) -> Result<&'r str> {
+    r.get_ref(i)?
+        .as_str()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)).into())
 }
 
 /// The sitemaps read for sources, by URL.
@@ -459,7 +460,7 @@ mod tests {
         let batch: Vec<NewItem> = (0..3)
             .map(|i| NewItem {
                 url: format!("https://site.example/{i}"),
-                group: group.clone(),
+                group: group.clone().into(),
                 action: Action::Updated,
                 lastmod: None,
             })

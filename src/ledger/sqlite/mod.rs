@@ -427,7 +427,7 @@ mod tests {
         range
             .map(|i| NewItem {
                 url: format!("https://{}/{i}", group.property),
-                group: group.clone(),
+                group: group.clone().into(),
                 action: Action::Updated,
                 lastmod: None,
             })

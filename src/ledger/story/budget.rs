@@ -100,7 +100,7 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
     let batch: Vec<NewItem> = (0..35)
         .map(|i| NewItem {
             url: format!("https://bing.example/{i}"),
-            group: bing.clone(),
+            group: bing.clone().into(),
             action: Action::Updated,
             lastmod: None,
         })
@@ -173,7 +173,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
     let batch: Vec<NewItem> = (0..3)
         .map(|i| NewItem {
             url: format!("https://paced.example/{i}"),
-            group: paced.clone(),
+            group: paced.clone().into(),
             action: Action::Updated,
             lastmod: None,
         })

@@ -13,14 +13,14 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     let mut batch: Vec<NewItem> = (0..6)
         .map(|i| NewItem {
             url: format!("https://q.example/{i}"),
-            group: group(),
+            group: group().into(),
             action: Action::Updated,
             lastmod: None,
         })
         .collect();
     batch.extend((0..4).map(|i| NewItem {
         url: format!("https://other.example/{i}"),
-        group: other.clone(),
+        group: other.clone().into(),
         action: Action::Updated,
         lastmod: None,
     }));
@@ -102,7 +102,9 @@ fn drop_url(i: usize) -> String {
 }
 
 fn drop_batch(range: std::ops::Range<usize>) -> Vec<NewItem> {
-    range.map(|i| NewItem { url: drop_url(i), group: dropping(), action: Action::Updated, lastmod: None }).collect()
+    range
+        .map(|i| NewItem { url: drop_url(i), group: dropping().into(), action: Action::Updated, lastmod: None })
+        .collect()
 }
 
 fn of_dropping() -> ItemFilter {
@@ -290,7 +292,7 @@ fn day_two_transient_elsewhere(ledger: &mut impl Ledger, other: &GroupKey) {
     let batch: Vec<NewItem> = (0..2)
         .map(|i| NewItem {
             url: format!("https://o.example/{i}"),
-            group: other.clone(),
+            group: other.clone().into(),
             action: Action::Updated,
             lastmod: None,
         })
