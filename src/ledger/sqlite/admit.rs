@@ -499,7 +499,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let (mut a, b) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
-        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
+        let group = std::sync::Arc::new(GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/"));
         let batch = |from: usize, n: usize| -> Vec<NewItem> {
             (from..from + n)
                 .map(|i| NewItem {
