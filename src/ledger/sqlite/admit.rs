@@ -355,7 +355,7 @@ const ADMISSIONS_A_COMMIT: usize = 100_000;
 /// URLs written in it, and the groups it made (cached once it commits).
 #[derive(Default)]
 pub(super) struct Admitting {
-    pub(super) open: bool,
+    open: bool,
     written: usize,
     created: Created,
 }
