@@ -423,3 +423,57 @@ fn with_q_more_than_five_bad_lines_are_counted_and_the_first_five_named() {
         assert_eq!(told(&done, &place), (0, 1), "{place}:\n{}\n---\n{}", done.stdout, done.stderr);
     }
 }
+
+/// A pipe may be slow: the URLs read from stdin are committed batch by
+/// batch (10,000 a batch), never held in a transaction that keeps the
+/// ledger's write lock while the pipe waits — so another run writes, and
+/// sends what was committed, meanwhile. (The URLs of input files share
+/// transactions: docs/design.md.)
+#[test]
+fn a_slow_pipe_keeps_no_write_lock_while_it_waits() {
+    let sb = Sandbox::new();
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+    let mut first = sb.indexq(&["-q", "submit", "-"]).now(NOW).cmd;
+    first.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut first = first.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // Three chunks of lines parsed at once (4,096 each) fill a batch of
+    // 10,000; the pipe then stays open.
+    let mut pipe = first.stdin.take().unwrap();
+    let lines: String = (0..14_000).map(|i| format!("{}/p{i}\n", sb.site.url())).collect();
+    pipe.write_all(lines.as_bytes()).unwrap();
+    pipe.flush().unwrap();
+    // Read by SQLite itself, read only (a reader never waits for the write
+    // lock), once the first run has made the ledger.
+    let committed = || -> i64 {
+        let read_only = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let count = |c: rusqlite::Connection| c.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0));
+        rusqlite::Connection::open_with_flags(sb.ledger(), read_only).and_then(count).unwrap_or(0)
+    };
+    let waited = std::time::Instant::now();
+    while committed() < 10_000 {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "the first batch was never committed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Another run admits its URL and sends what is due, while the pipe waits.
+    let other = sb.urls("other.txt", &["/other"]);
+    let started = std::time::Instant::now();
+    sb.indexq(&["-q", "submit", other.to_str().unwrap()]).now(NOW).output().code(0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "the other run waited for the lock");
+    let sent: usize = sb
+        .engine
+        .requests_to("POST", ENDPOINT_PATH)
+        .iter()
+        .map(|r| r.json()["urlList"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(sent, 10_001, "the committed batch and the other run's URL");
+    drop(pipe);
+    let done = first.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let sent: usize = sb
+        .engine
+        .requests_to("POST", ENDPOINT_PATH)
+        .iter()
+        .map(|r| r.json()["urlList"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(sent, 14_001, "every URL once");
+}
