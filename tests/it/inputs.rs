@@ -432,7 +432,6 @@ fn with_q_more_than_five_bad_lines_are_counted_and_the_first_five_named() {
 #[test]
 fn a_slow_pipe_keeps_no_write_lock_while_it_waits() {
     let sb = Sandbox::new();
-    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
     let mut first = sb.indexq(&["-q", "submit", "-"]).now(NOW).cmd;
     first.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     let mut first = first.stderr(std::process::Stdio::piped()).spawn().unwrap();
@@ -459,21 +458,11 @@ fn a_slow_pipe_keeps_no_write_lock_while_it_waits() {
     let started = std::time::Instant::now();
     sb.indexq(&["-q", "submit", other.to_str().unwrap()]).now(NOW).output().code(0);
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "the other run waited for the lock");
-    let sent: usize = sb
-        .engine
-        .requests_to("POST", ENDPOINT_PATH)
-        .iter()
-        .map(|r| r.json()["urlList"].as_array().unwrap().len())
-        .sum();
-    assert_eq!(sent, 10_001, "the committed batch and the other run's URL");
+    assert_eq!(sb.indexnow_received().len(), 10_001, "the committed batch and the other run's URL");
     drop(pipe);
     let done = first.wait_with_output().unwrap();
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
-    let sent: usize = sb
-        .engine
-        .requests_to("POST", ENDPOINT_PATH)
-        .iter()
-        .map(|r| r.json()["urlList"].as_array().unwrap().len())
-        .sum();
-    assert_eq!(sent, 14_001, "every URL once");
+    let sent = sb.indexnow_received();
+    let distinct: std::collections::HashSet<&String> = sent.iter().collect();
+    assert_eq!((sent.len(), distinct.len()), (14_001, 14_001), "every URL once");
 }

@@ -33,10 +33,9 @@ impl Rows for SqliteLedger {
     }
 
     fn import(&mut self, feed: &mut copy::Feed) -> Result<Copied> {
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
+        let (tx, groups) = self.begin_with_groups()?;
         tx.execute_batch(STAGING)?;
-        let mut staging = Staging { conn: &tx, cache: &mut self.groups, created: Vec::new() };
+        let mut staging = Staging { conn: &tx, cache: groups, created: Vec::new() };
         let mut import = Import::new(&mut staging);
         feed(&mut |chunk| import.put(chunk))?;
         let copied = import.finish()?;

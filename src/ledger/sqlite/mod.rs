@@ -182,8 +182,14 @@ impl SqliteLedger {
     /// A write transaction (`BEGIN IMMEDIATE`), after the admissions
     /// written so far are committed.
     fn begin(&mut self) -> Result<Transaction<'_>> {
+        Ok(self.begin_with_groups()?.0)
+    }
+
+    /// `begin`, with the cache of group ids beside the transaction (it
+    /// reads and adds to them).
+    fn begin_with_groups(&mut self) -> Result<(Transaction<'_>, &mut HashMap<GroupKey, i64>)> {
         self.settle()?;
-        write(&mut self.conn)
+        Ok((write(&mut self.conn)?, &mut self.groups))
     }
 
     /// The id of an existing group (read outside any transaction: group
@@ -209,9 +215,8 @@ impl Backend for SqliteLedger {
     }
 
     fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
-        let value = f(&mut Tx { conn: &tx, groups: &mut self.groups, answered: HashSet::new() })?;
+        let (tx, groups) = self.begin_with_groups()?;
+        let value = f(&mut Tx { conn: &tx, groups, answered: HashSet::new() })?;
         tx.commit()?;
         Ok(value)
     }

@@ -77,9 +77,8 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) 
 
 impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
-        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let (tx, groups) = self.begin_with_groups()?;
+        let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
         let n = tx.execute(
             "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
                  parked_fingerprint = NULL
@@ -256,9 +255,8 @@ impl Queue for SqliteLedger {
 
     fn unpark_fixed(&mut self, group: &GroupKey, reasons: &[Reason], now: DateTime<Utc>) -> Result<u64> {
         let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
-        let Some(group) = group_id(&tx, &mut self.groups, group)? else { return Ok(0) };
+        let (tx, groups) = self.begin_with_groups()?;
+        let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
         let n = tx.execute(
             "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
                  parked_fingerprint = NULL
@@ -321,10 +319,9 @@ impl Queue for SqliteLedger {
     }
 
     fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()> {
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
+        let (tx, groups) = self.begin_with_groups()?;
         for (group, reason) in reminded {
-            let Some(group) = group_id(&tx, &mut self.groups, group)? else { continue };
+            let Some(group) = group_id(&tx, groups, group)? else { continue };
             tx.execute(
                 "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at",

@@ -5,10 +5,9 @@ use super::*;
 
 impl SitemapReports for SqliteLedger {
     fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {
-        self.settle()?;
-        let tx = write(&mut self.conn)?;
+        let (tx, groups) = self.begin_with_groups()?;
         let mut created = Vec::new();
-        let id = group_id_or_create(&tx, &mut self.groups, &mut created, group)?;
+        let id = group_id_or_create(&tx, groups, &mut created, group)?;
         let before: Option<(Option<i64>, Option<String>, Option<i64>)> = tx
             .query_row(
                 "SELECT errors_since, failure_reason, failure_since FROM sitemap_reports WHERE group_id = ?1",

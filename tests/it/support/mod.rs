@@ -227,6 +227,11 @@ impl Sandbox {
         self.url_lists(BING_SUBMIT)
     }
 
+    /// The URLs the mock IndexNow endpoint received, over all batches.
+    pub fn indexnow_received(&self) -> Vec<String> {
+        self.url_lists(ENDPOINT_PATH)
+    }
+
     /// Every `urlList` entry POSTed to `path`, in order.
     fn url_lists(&self, path: &str) -> Vec<String> {
         self.engine
