@@ -2,14 +2,11 @@
 //! it is written once. Each backend's own statements, and every schema,
 //! live in its folder.
 
-/// The columns `item_row` reads, from `ITEM_FROM`.
+/// The columns `item_row` reads, from `items i` with its group `g` and the
+/// request `r` that last answered it.
 pub(super) const ITEM_COLUMNS: &str =
     "i.id, i.url, g.property, g.engine, g.target, i.state, i.next_attempt_at, i.attempts, \
      i.last_class, r.reason, r.message, r.http_status, i.accepted_at, r.class, g.channel";
-
-/// Items with their group and the request that last answered them.
-pub(super) const ITEM_FROM: &str =
-    "items i JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id";
 
 /// The columns `attempt_row` reads, from `requests r JOIN groups g`.
 pub(super) const REQUEST_COLUMNS: &str =

@@ -2,7 +2,7 @@
 //! `queue retry` and `queue drop`, and what is parked.
 
 use super::*;
-use crate::ledger::sql::{ITEM_COLUMNS, ITEM_FROM};
+use crate::ledger::sql::ITEM_COLUMNS;
 
 pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
     Ok(ItemRow {
@@ -140,7 +140,8 @@ impl Queue for PgLedger {
         let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE {clause}
+            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id
+                 LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
              ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
                  i.next_attempt_at NULLS FIRST, i.id{limit}"
         );

@@ -2,7 +2,7 @@
 //! `queue drop`, and what is parked.
 
 use super::*;
-use crate::ledger::sql::{ITEM_COLUMNS, ITEM_FROM};
+use crate::ledger::sql::ITEM_COLUMNS;
 
 pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     let engine: String = r.get(3)?;
@@ -175,14 +175,18 @@ impl Queue for SqliteLedger {
         Ok(out)
     }
 
+    /// One statement, in the order of `ids` (the array is the outer loop):
+    /// a statement per id was a read transaction per id outside a write —
+    /// two file locks each, most of a run again over a million queued URLs.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        let mut stmt = self.conn.prepare_cached(&format!("SELECT {ITEM_COLUMNS} FROM {ITEM_FROM} WHERE i.id = ?1"))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {ITEM_COLUMNS} FROM rarray(?1) AS k CROSS JOIN items i ON i.id = k.value
+                 CROSS JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id"
+        ))?;
+        let mut rows = stmt.query([array(ids)])?;
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            let mut rows = stmt.query([id])?;
-            if let Some(r) = rows.next()? {
-                out.push(item_row(r)?);
-            }
+        while let Some(r) = rows.next()? {
+            out.push(item_row(r)?);
         }
         Ok(out)
     }

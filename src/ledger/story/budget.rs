@@ -164,6 +164,40 @@ pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
     assert_eq!((third.items.len(), third.deferred, third.retry_at), (3, 3, Some(day.resets_at)));
 }
 
+/// A budget of 1 over 8 due items: 7 deferred to the window's end, each
+/// told once — more than PostgreSQL defers in one statement in a test build
+/// (`DEFERRED_A_STATEMENT`: 3), so in several.
+pub fn deferred_at_large_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-07T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let day = RuleWindow {
+        rule: "defer:day".into(),
+        period: Period::Day,
+        window: "2026-12-07".into(),
+        limit: Some(1),
+        reported: false,
+        resets_at: t("2026-12-08T00:00:00Z"),
+    };
+    let rules = vec![day.clone()];
+    let spec = ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None };
+    ledger.admit(&items(8), now, &rule).unwrap();
+    let mut told = Vec::new();
+    let claim = ledger.claim(&group(), &spec, &me, &mut |id, _, at| told.push((id, at))).unwrap();
+    assert_eq!((claim.items.len(), claim.deferred, claim.retry_at), (1, 7, Some(day.resets_at)));
+    let mut ids: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 7, "each deferred item told once: {told:?}");
+    assert!(!ids.contains(&claim.items[0].id));
+    assert!(told.iter().all(|(_, at)| *at == day.resets_at));
+    assert_eq!(
+        ledger.queue_counts(&group(), now).unwrap(),
+        QueueCounts { in_flight: 1, waiting: 7, ..Default::default() }
+    );
+    assert_eq!(ledger.next_due(&group()).unwrap(), Some(day.resets_at));
+}
+
 /// A paced claim by an owner on another host is trusted until a lease
 /// after its last slot, not only after the claim.
 pub fn paced_lease_story(ledger: &mut impl Ledger) {
@@ -326,4 +360,17 @@ fn sqlite_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
 fn postgres_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
     let mut ledger = test_postgres();
     counted_to_a_batch_story(&mut ledger);
+}
+
+#[test]
+fn sqlite_defers_every_item_past_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    deferred_at_large_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_defers_every_item_past_the_budget_in_several_statements() {
+    let mut ledger = test_postgres();
+    deferred_at_large_story(&mut ledger);
 }
