@@ -150,8 +150,9 @@ pub struct Results {
     templates: Vec<(String, Option<i64>)>,
 }
 
-/// A result many URLs share but for their URL (a dry run's URLs that wait
-/// for the budget: one result per group): made once (`Results::template`)
+/// A result many URLs share but for their URL (the URLs that wait for the
+/// budget: a dry run's, one result per group; a real run's, one per
+/// claim): made once (`Results::template`)
 /// — its aggregate found, its JSON written around the URL — and put for
 /// each URL (`Results::put_like`), where a result built and serialized per
 /// URL would cost most of a million-URL dry run. Only for a result nothing
@@ -243,14 +244,8 @@ impl Results {
                 true => self.current.remove(&key),
                 false => self.current.insert(key, (aggregate, outcome, offset)),
             };
-            if let Some((old_aggregate, old_outcome, old_offset)) = replaced {
-                if let Some(a) = old_aggregate {
-                    self.aggregates[a].count -= 1;
-                }
-                *self.summary.get_mut(old_outcome.as_str()).expect("every outcome is counted") -= 1;
-                if self.json.is_some() {
-                    self.superseded.insert(old_offset);
-                }
+            if let Some(old) = replaced {
+                self.uncount(old);
             }
             if let Some(a) = aggregate {
                 self.aggregates[a].count += 1;
@@ -316,6 +311,27 @@ impl Results {
         }
         *self.summary.get_mut(template.outcome.as_str()).expect("every outcome is counted") += 1;
         Ok(())
+    }
+
+    /// `put_like` for a result that takes the place of `key`'s, if it had
+    /// one, and that nothing replaces later in the run (a real run's URLs
+    /// deferred past its wait): kept for no key.
+    pub fn put_like_over(&mut self, template: &Template, key: Key, url: &str) -> std::io::Result<()> {
+        if let Some(old) = self.current.remove(&key) {
+            self.uncount(old);
+        }
+        self.put_like(template, url)
+    }
+
+    /// A replaced result no longer counted (nor, with `--json`, written).
+    fn uncount(&mut self, (aggregate, outcome, offset): (Option<usize>, Outcome, u64)) {
+        if let Some(a) = aggregate {
+            self.aggregates[a].count -= 1;
+        }
+        *self.summary.get_mut(outcome.as_str()).expect("every outcome is counted") -= 1;
+        if self.json.is_some() {
+            self.superseded.insert(offset);
+        }
     }
 
     /// The aggregate of `e`'s group, outcome and reason (made on first use).
@@ -586,6 +602,36 @@ mod tests {
         assert_eq!(each, templated);
         assert!(each.0[0].ends_with(",\"retry_after_secs\":90}"), "{}", each.0[0]);
         assert_eq!(each.1["deferred"], 3);
+    }
+
+    /// A real run's deferral past its wait takes the place of the item's
+    /// earlier result (a requeued item told waiting), and keeps nothing.
+    #[test]
+    fn a_templated_result_over_a_key_replaces_its_result_and_keeps_nothing() {
+        let end = Utc::now();
+        let mut results = Results::new(true).unwrap();
+        let waiting = entry("https://s/a", Outcome::Deferred, crate::model::LocalReason::Queued);
+        results.put(Key::Item(1), &waiting).unwrap();
+        let mut budget = entry("", Outcome::Deferred, crate::model::LocalReason::Budget);
+        budget.set_retry(end + chrono::TimeDelta::hours(1), Tz::UTC, end);
+        let template = results.template(&budget).unwrap();
+        results.put_like_over(&template, Key::Item(1), "https://s/a").unwrap();
+        results.put_like_over(&template, Key::Item(2), "https://s/b").unwrap();
+        assert_eq!(results.summary()["deferred"], 2, "the waiting result replaced, not counted again");
+        assert!(results.current.is_empty(), "nothing kept per URL");
+        let counts: Vec<(String, u64)> = results.aggregates().iter().map(|a| (a.reason.to_string(), a.count)).collect();
+        assert_eq!(counts, [("budget".to_string(), 2)], "the emptied waiting aggregate is gone");
+        results.flush().unwrap();
+        let mut lines = Vec::new();
+        results
+            .each_result_json(end, |r| {
+                lines.push(serde_json::from_str::<serde_json::Value>(r).unwrap());
+                Ok(())
+            })
+            .unwrap();
+        let told: Vec<(&str, &str)> =
+            lines.iter().map(|l| (l["url"].as_str().unwrap(), l["reason"].as_str().unwrap())).collect();
+        assert_eq!(told, [("https://s/a", "budget"), ("https://s/b", "budget")]);
     }
 
     #[test]

@@ -14,9 +14,9 @@ use super::Run;
 use crate::budget;
 use crate::engines;
 use crate::ledger::{Claim, ClaimSpec, Pace};
-use crate::model::{Class, GroupKey, RuleWindow};
+use crate::model::{Channel, Class, GroupKey, RuleWindow};
 use crate::output::printer::Printer;
-use crate::output::results::Key;
+use crate::output::results::{Key, Template};
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use std::collections::HashSet;
@@ -250,9 +250,25 @@ impl<'r, 'a> Sender<'r, 'a> {
         let mut failure = None;
         let results = &mut self.findings.results;
         let user_tz = self.run.user_tz;
+        let wait_until = self.wait_until;
+        // A deferral past the run's wait is final in this run: one result
+        // made for the claim's deferrals, kept for none of them (a million
+        // deferred URLs kept 150 MB of results). A sitemap's result is told
+        // by its own URL.
+        let mut shared: Option<(DateTime<Utc>, Template)> = None;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
             let tz = deferral_tz(rules, retry_at, user_tz);
-            if let Err(err) = results.put(Key::Item(id), &budget_entry(url, group, retry_at, tz, now)) {
+            let put = match retry_at > wait_until && group.channel == Channel::Urls {
+                true => match &shared {
+                    Some((at, template)) if *at == retry_at => results.put_like_over(template, Key::Item(id), url),
+                    _ => results.template(&budget_entry(url, group, retry_at, tz, now)).and_then(|template| {
+                        let (_, template) = shared.insert((retry_at, template));
+                        results.put_like_over(template, Key::Item(id), url)
+                    }),
+                },
+                false => results.put(Key::Item(id), &budget_entry(url, group, retry_at, tz, now)),
+            };
+            if let Err(err) = put {
                 failure.get_or_insert(err);
             }
         };

@@ -37,8 +37,10 @@ impl<B: Backend> Budget for B {
     ) -> Result<Claim> {
         let lease = self.lease();
         let (claim, moved) = self.write(|steps| claim::claim(steps, group, spec, me, lease))?;
-        for (id, url, at) in &moved {
-            deferred(*id, url, *at);
+        if let Some(at) = claim.retry_at {
+            for (id, url) in &moved {
+                deferred(*id, url, at);
+            }
         }
         Ok(claim)
     }

@@ -9,7 +9,7 @@ use super::super::{
     Claim, ClaimForecast, ClaimQuery, ClaimSpec, LedgerError, LedgerTime, Now, Owner, Pace, Reconciled, Result,
     RuleWindow, Slots, Usage,
 };
-use super::steps::{ClaimSteps, Taken};
+use super::steps::{ClaimSteps, Due, Taken};
 use crate::model::{GroupKey, Report};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -219,9 +219,9 @@ fn held_usages(steps: &mut (impl ClaimSteps + ?Sized), rules: &[RuleWindow]) -> 
     Ok(usages)
 }
 
-/// Due items a claim moved to when budget frees up: id, URL, time. The
-/// caller is told of them once the claim has committed.
-pub type Deferred = Vec<(i64, String, DateTime<Utc>)>;
+/// Due items a claim moved to when budget frees up (`Claim::retry_at`):
+/// id and URL. The caller is told of them once the claim has committed.
+pub type Deferred = Vec<Due>;
 
 /// One claim, in the caller's transaction (`Budget::claim`): at the
 /// ledger's clock (recorded as the latest), the windows held and read, the
@@ -299,8 +299,7 @@ fn place_the_rest(
     let mut deferred = Vec::new();
     if let Some(t) = plan.retry_at {
         let paced_ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
-        let moved = steps.defer_due(group, claim.now, t, &paced_ids)?;
-        deferred = moved.into_iter().map(|(id, url)| (id, url, t)).collect();
+        deferred = steps.defer_due(group, claim.now, t, &paced_ids)?;
         claim.deferred = deferred.len() as u64;
     }
     claim.retry_at = plan.retry_at;
