@@ -12,6 +12,9 @@ use super::{answer, claim};
 use crate::model::{GroupKey, Report, RuleWindow, Usage};
 use chrono::{DateTime, Utc};
 
+/// How many of a claim's deferred items are told from one read of their URLs.
+const TOLD_A_READ: usize = 10_000;
+
 impl<B: Backend> Budget for B {
     fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
         match record {
@@ -37,9 +40,13 @@ impl<B: Backend> Budget for B {
     ) -> Result<Claim> {
         let lease = self.lease();
         let (claim, moved) = self.write(|steps| claim::claim(steps, group, spec, me, lease))?;
+        // Told with their URLs read a chunk at a time: a million deferred
+        // URLs are never held at once.
         if let Some(at) = claim.retry_at {
-            for (id, url) in &moved {
-                deferred(*id, url, at);
+            for ids in moved.chunks(TOLD_A_READ) {
+                for (id, url) in self.read(|steps| steps.urls(ids))? {
+                    deferred(id, &url, at);
+                }
             }
         }
         Ok(claim)

@@ -9,7 +9,7 @@ use super::super::{
     Claim, ClaimForecast, ClaimQuery, ClaimSpec, LedgerError, LedgerTime, Now, Owner, Pace, Reconciled, Result,
     RuleWindow, Slots, Usage,
 };
-use super::steps::{ClaimSteps, Due, Taken};
+use super::steps::{ClaimSteps, Taken};
 use crate::model::{GroupKey, Report};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -219,9 +219,10 @@ fn held_usages(steps: &mut (impl ClaimSteps + ?Sized), rules: &[RuleWindow]) -> 
     Ok(usages)
 }
 
-/// Due items a claim moved to when budget frees up (`Claim::retry_at`):
-/// id and URL. The caller is told of them once the claim has committed.
-pub type Deferred = Vec<Due>;
+/// The ids of the due items a claim moved to when budget frees up
+/// (`Claim::retry_at`). The caller is told of them once the claim has
+/// committed.
+pub type Deferred = Vec<i64>;
 
 /// One claim, in the caller's transaction (`Budget::claim`): at the
 /// ledger's clock (recorded as the latest), the windows held and read, the

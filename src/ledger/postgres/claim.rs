@@ -215,10 +215,10 @@ impl ClaimSteps for Tx<'_, '_> {
     /// statement deferring a million items ran 17 s, past `ledger_timeout`
     /// (each row a new version with its index entries). A deferred item is
     /// due after `now`, so the next statement does not find it again.
-    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<Due>> {
+    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<i64>> {
         let sql = format!(
             "UPDATE items SET next_attempt_at = $3
-             WHERE id IN ({DUE} AND id <> ALL($4) LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING id, url"
+             WHERE id IN ({DUE} AND id <> ALL($4) LIMIT $5 FOR UPDATE SKIP LOCKED) RETURNING id"
         );
         let (now, until) = (sec(now), sec(until));
         // (Not due after `now`: one statement, as it would find them again.)
@@ -226,11 +226,20 @@ impl ClaimSteps for Tx<'_, '_> {
         let mut deferred = Vec::new();
         loop {
             let rows = self.tx.query(&sql, &[&group, &now, &until, &except, &chunk])?;
-            deferred.extend(rows.iter().map(|r| (r.get(0), r.get(1))));
+            deferred.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
             if (rows.len() as i64) < chunk {
                 return Ok(deferred);
             }
         }
+    }
+
+    fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
+        let rows = self.tx.query(
+            "SELECT i.id, i.url FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
+                 JOIN items i ON i.id = wanted.id ORDER BY wanted.n",
+            &[&ids],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {

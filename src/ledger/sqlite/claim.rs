@@ -161,12 +161,19 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<Due>> {
+    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE}) AND id NOT IN rarray(?4)
-             RETURNING id, url"
+            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE}) AND id NOT IN rarray(?4) RETURNING id"
         ))?;
-        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except)], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except)], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT i.id, i.url FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value")?;
+        let rows = stmt.query_map([array(ids)], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
