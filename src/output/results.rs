@@ -148,6 +148,9 @@ pub struct Results {
     /// Results many URLs share (`Template`): the JSON that follows the URL
     /// (`--json`), and the retry's instant in milliseconds.
     templates: Vec<(String, Option<i64>)>,
+    /// The end of what the run may wait for (`--max-wait`), when it has
+    /// one: an item waiting in the ledger past it is not sent in this run.
+    horizon: Option<DateTime<Utc>>,
 }
 
 /// A result many URLs share but for their URL (the URLs that wait for the
@@ -192,7 +195,13 @@ impl Results {
             json,
             last_aggregate: None,
             templates: Vec::new(),
+            horizon: None,
         })
+    }
+
+    /// The end of the run's wait (`put_waiting`).
+    pub fn final_after(&mut self, horizon: DateTime<Utc>) {
+        self.horizon = Some(horizon);
     }
 
     /// A key for a bad input line.
@@ -212,6 +221,27 @@ impl Results {
         &mut self,
         keys: impl IntoIterator<Item = (Key, &'u str, u32)>,
         e: &ResultEntry,
+    ) -> std::io::Result<()> {
+        self.record(keys, e, true)
+    }
+
+    /// Records (or replaces) the result of an item the run found waiting
+    /// in the ledger as it read its input: kept only when it waits no
+    /// longer than the run (`final_after`) — one due later is not sent in
+    /// this run, so nothing replaces its result (a run over a million
+    /// waiting URLs kept 150 MB of them).
+    pub fn put_waiting(&mut self, key: Key, e: &ResultEntry) -> std::io::Result<()> {
+        let later = matches!((self.horizon, e.retry), (Some(horizon), Some((retry, _))) if retry > horizon);
+        self.record(std::iter::once((key, e.url.as_str(), e.attempts)), e, !later)
+    }
+
+    /// `put_all`; a result that may be replaced later in the run is kept
+    /// only if `replaceable`.
+    fn record<'u>(
+        &mut self,
+        keys: impl IntoIterator<Item = (Key, &'u str, u32)>,
+        e: &ResultEntry,
+        replaceable: bool,
     ) -> std::io::Result<()> {
         let aggregate = match (&e.property, e.engine) {
             (Some(property), Some(engine)) => Some(self.aggregate(property, engine, e)),
@@ -238,9 +268,10 @@ impl Results {
                 }
                 _ => 0,
             };
-            // A result nothing can replace keeps nothing: a final outcome, or a
-            // key made for it alone (a dry run's million deferrals).
-            let replaced = match final_outcome(outcome) || matches!(key, Key::Line(_)) {
+            // A result nothing can replace keeps nothing: a final outcome, a
+            // key made for it alone (a dry run's million deferrals), or a
+            // wait past the run's.
+            let replaced = match !replaceable || final_outcome(outcome) || matches!(key, Key::Line(_)) {
                 true => self.current.remove(&key),
                 false => self.current.insert(key, (aggregate, outcome, offset)),
             };
@@ -602,6 +633,31 @@ mod tests {
         assert_eq!(each, templated);
         assert!(each.0[0].ends_with(",\"retry_after_secs\":90}"), "{}", each.0[0]);
         assert_eq!(each.1["deferred"], 3);
+    }
+
+    /// An item found waiting past the end of the run's wait is final:
+    /// counted, kept for no key; one due within it may be replaced, and so
+    /// may an answer whatever its retry (Bing's partial remainder goes again
+    /// at once).
+    #[test]
+    fn a_result_waiting_past_the_runs_wait_is_not_kept() {
+        let now = Utc::now();
+        let mut results = Results::new(false).unwrap();
+        results.final_after(now + chrono::TimeDelta::minutes(5));
+        let mut waiting = entry("https://s/a", Outcome::Deferred, crate::model::LocalReason::Queued);
+        waiting.set_retry(now + chrono::TimeDelta::hours(1), Tz::UTC, now);
+        results.put_waiting(Key::Item(1), &waiting).unwrap();
+        assert!(results.current.is_empty(), "not sent in this run: nothing kept");
+        let mut soon = entry("https://s/b", Outcome::Deferred, crate::model::LocalReason::Queued);
+        soon.set_retry(now + chrono::TimeDelta::minutes(1), Tz::UTC, now);
+        results.put_waiting(Key::Item(2), &soon).unwrap();
+        assert_eq!(results.current.len(), 1, "due within the wait: its answer replaces it");
+        let mut quota = entry("https://s/c", Outcome::Quota, crate::model::QuotaReason::Quota);
+        quota.set_retry(now + chrono::TimeDelta::hours(1), Tz::UTC, now);
+        results.put(Key::Item(3), &quota).unwrap();
+        assert_eq!(results.current.len(), 2, "an answer is kept");
+        let summary = results.summary();
+        assert_eq!((summary["deferred"], summary["quota"]), (2, 1));
     }
 
     /// A real run's deferral past its wait takes the place of the item's

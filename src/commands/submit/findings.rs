@@ -73,6 +73,12 @@ impl Findings {
         Ok(self.results.put(Key::Item(id), &entry)?)
     }
 
+    /// Records the result of an item found in the ledger as the input is
+    /// read (`Results::put_waiting`).
+    pub(super) fn found(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
+        Ok(self.results.put_waiting(Key::Item(id), &entry)?)
+    }
+
     /// Records a result that has no ledger item: a bad input line, or a
     /// URL a dry run plans.
     pub(super) fn line(&mut self, entry: ResultEntry) -> anyhow::Result<()> {

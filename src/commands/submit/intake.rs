@@ -509,7 +509,7 @@ impl Intake<'_, '_> {
             if e.outcome == Outcome::Misconfigured {
                 self.findings.parked_before += 1;
             }
-            self.findings.entry(id, *e)?;
+            self.findings.found(id, *e)?;
         }
         Ok(())
     }

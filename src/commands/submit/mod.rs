@@ -184,6 +184,9 @@ async fn phases(
     let started = run.clock.now();
     let max_wait = args.max_wait.unwrap_or(run.settings.submit.max_wait);
     let wait_until = started + TimeDelta::from_std(max_wait).unwrap_or(TimeDelta::MAX);
+    if !args.dry_run {
+        findings.results.final_after(wait_until);
+    }
     let mut plan = if args.dry_run { Some(Plan::new(run, findings).await?) } else { None };
     if plan.is_none() {
         let resumed = run.prepare(started, printer).await?;
