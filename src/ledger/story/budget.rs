@@ -134,6 +134,18 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
     assert_eq!((again.items.len(), again.deferred), (7, 25));
 }
 
+/// The window of 2026-12-07 (UTC) of a day rule named `rule`.
+fn december_7th(rule: &str, limit: u64) -> RuleWindow {
+    RuleWindow {
+        rule: rule.into(),
+        period: Period::Day,
+        window: "2026-12-07".into(),
+        limit: Some(limit),
+        reported: false,
+        resets_at: t("2026-12-08T00:00:00Z"),
+    }
+}
+
 /// A claim whose group's whole queue fits the budget counts its due items
 /// no further than a batch (`count_cap`): the same claims as a full count —
 /// a batch taken, nothing deferred, the rest due for the next — and once
@@ -142,14 +154,7 @@ pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let day = RuleWindow {
-        rule: "count:day".into(),
-        period: Period::Day,
-        window: "2026-12-07".into(),
-        limit: Some(10),
-        reported: false,
-        resets_at: t("2026-12-08T00:00:00Z"),
-    };
+    let day = december_7th("count:day", 10);
     let rules = vec![day.clone()];
     let spec =
         |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
@@ -171,14 +176,7 @@ pub fn deferred_at_large_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
-    let day = RuleWindow {
-        rule: "defer:day".into(),
-        period: Period::Day,
-        window: "2026-12-07".into(),
-        limit: Some(1),
-        reported: false,
-        resets_at: t("2026-12-08T00:00:00Z"),
-    };
+    let day = december_7th("defer:day", 1);
     let rules = vec![day.clone()];
     let spec = ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None };
     ledger.admit(&items(8), now, &rule).unwrap();
