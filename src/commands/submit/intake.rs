@@ -25,7 +25,7 @@ use crate::model::{
     SourceDocument,
 };
 use crate::output::printer::Printer;
-use crate::output::results::ResultEntry;
+use crate::output::results::{Key, ResultEntry, Template};
 use crate::output::summary::PlanCounts;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -59,6 +59,17 @@ pub(super) struct Intake<'r, 'a> {
     pub(super) counts: BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub(super) before_since: u64,
+    /// The result the last URL skipped had, but for its URL (`skip`).
+    skipped: Option<Skipped>,
+}
+
+/// A skipped URL's result made once for the URLs that share it: their
+/// group, reason and message (`skipped_text`).
+struct Skipped {
+    group: Arc<GroupKey>,
+    reason: LocalReason,
+    message: String,
+    template: Template,
 }
 
 impl<'r, 'a> Intake<'r, 'a> {
@@ -85,6 +96,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             action: Action::Updated,
             counts: BTreeMap::new(),
             before_since: 0,
+            skipped: None,
         }
     }
 
@@ -495,16 +507,26 @@ impl Intake<'_, '_> {
         self.tell_admitted(&admitted, now)
     }
 
-    /// Says what the report needs to of the admitted URLs (`tell`): a
-    /// quota wait in the timezone of its group's rule.
+    /// Says what the report needs to of the admitted URLs (`tell`; a
+    /// skipped URL of a group of URLs by `skip`): a quota wait in the
+    /// timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
+        let mut others = Vec::with_capacity(admitted.len());
+        for (item, admission) in admitted {
+            match admission {
+                Admission::Skipped { id, accepted_at, unchanged } if item.group.channel == Channel::Urls => {
+                    self.skip(item, *id, skipped_text(now - *accepted_at, *unchanged))?
+                }
+                _ => others.push((*item, admission.clone())),
+            }
+        }
         let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
-        for (item, _) in admitted {
+        for (item, _) in &others {
             tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
         let user_tz = self.run.user_tz;
-        for (id, e) in tell(self.run.ledger.as_mut(), admitted, now, user_tz, &rule_tz)?.into_iter().flatten() {
+        for (id, e) in tell(self.run.ledger.as_mut(), &others, now, user_tz, &rule_tz)?.into_iter().flatten() {
             // Parked before this run: said by the reminders.
             if e.outcome == Outcome::Misconfigured {
                 self.findings.parked_before += 1;
@@ -512,6 +534,25 @@ impl Intake<'_, '_> {
             self.findings.found(id, *e)?;
         }
         Ok(())
+    }
+
+    /// A skipped URL's result: the last one's, but for its URL, when they
+    /// share group, reason and message (a run again over 100k URLs accepted
+    /// together makes one); else made anew.
+    fn skip(&mut self, item: &NewItem, id: i64, (reason, message): (LocalReason, String)) -> anyhow::Result<()> {
+        let results = &mut self.findings.results;
+        let same = |s: &&Skipped| s.reason == reason && s.message == message && s.group == item.group;
+        let template = match self.skipped.as_ref().filter(same) {
+            Some(last) => &last.template,
+            None => {
+                let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
+                e.message = message.clone();
+                let template = results.template(&e)?;
+                let group = item.group.clone();
+                &self.skipped.insert(Skipped { group, reason, message, template }).template
+            }
+        };
+        Ok(results.put_like_over(template, Key::Item(id), &item.url)?)
     }
 }
 
@@ -673,6 +714,15 @@ enum Told {
     FromRow(i64),
 }
 
+/// Why a URL accepted `ago` is skipped, and the message that says so.
+fn skipped_text(ago: TimeDelta, unchanged: bool) -> (LocalReason, String) {
+    let ago = crate::clock::humanize(ago);
+    match unchanged {
+        true => (LocalReason::Unchanged, format!("not changed since it was accepted {ago} ago (no later lastmod)")),
+        false => (LocalReason::AlreadyAccepted, format!("accepted {ago} ago")),
+    }
+}
+
 fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
     match admission {
         Admission::Queued { .. } => Told::Nothing,
@@ -681,12 +731,7 @@ fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
         }
         Admission::AlreadyQueued { .. } => Told::Nothing,
         Admission::Skipped { id, accepted_at, unchanged } => {
-            let ago = crate::clock::humanize(now - accepted_at);
-            let (reason, message) = if unchanged {
-                (LocalReason::Unchanged, format!("not changed since it was accepted {ago} ago (no later lastmod)"))
-            } else {
-                (LocalReason::AlreadyAccepted, format!("accepted {ago} ago"))
-            };
+            let (reason, message) = skipped_text(now - accepted_at, unchanged);
             let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
             e.message = message;
             Told::Result(id, Box::new(e))

@@ -245,3 +245,50 @@ async fn an_accepted_url_read_again_is_skipped_and_with_changed_counted_unchange
     assert_eq!(reasons, ["accepted ok", "skipped already_accepted", "skipped unchanged"]);
     assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted, "nothing was queued again");
 }
+
+/// Skipped URLs share a result made once only while group, reason and
+/// message stay the same: each URL still reads back its own.
+#[tokio::test]
+async fn a_skipped_result_is_shared_only_by_urls_of_the_same_group_reason_and_message() {
+    let f = Fixture::new("");
+    let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
+    let site = site_group();
+    let other = GroupKey::urls("other", EngineKind::IndexNow, "https://api.indexnow.org/indexnow");
+    let skipped = [
+        ("a", &site, LocalReason::AlreadyAccepted, "accepted 3 h ago"),
+        ("b", &site, LocalReason::AlreadyAccepted, "accepted 3 h ago"),
+        ("c", &site, LocalReason::AlreadyAccepted, "accepted 5 min ago"),
+        ("d", &other, LocalReason::AlreadyAccepted, "accepted 5 min ago"),
+        ("e", &site, LocalReason::Unchanged, "accepted 5 min ago"),
+        ("f", &site, LocalReason::AlreadyAccepted, "accepted 3 h ago"),
+    ];
+    let mut intake = run.intake(admit_rule(), None);
+    for (n, (path, group, reason, message)) in skipped.iter().enumerate() {
+        let item = new_item(group, &format!("https://site.example/{path}"));
+        intake.skip(&item, n as i64, (*reason, message.to_string())).unwrap();
+    }
+    let results = &mut run.findings.results;
+    results.flush().unwrap();
+    let mut told = Vec::new();
+    results
+        .each_result_json(at(NOW), |line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let url = v["url"].as_str().unwrap().trim_start_matches("https://site.example/").to_string();
+            told.push((url, v["property"].as_str().unwrap().to_string(), v["reason"].clone(), v["message"].clone()));
+            Ok(())
+        })
+        .unwrap();
+    let expected: Vec<_> = skipped
+        .iter()
+        .map(|(path, group, reason, message)| {
+            (
+                path.to_string(),
+                group.property.clone(),
+                serde_json::json!(reason.to_string()),
+                serde_json::json!(message),
+            )
+        })
+        .collect();
+    assert_eq!(told, expected);
+    assert_eq!(run.findings.results.summary()["skipped"], 6);
+}
