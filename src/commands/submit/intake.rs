@@ -507,26 +507,27 @@ impl Intake<'_, '_> {
         self.tell_admitted(&admitted, now)
     }
 
-    /// Says what the report needs to of the admitted URLs (`tell`; a
-    /// skipped URL of a group of URLs by `skip`): a quota wait in the
-    /// timezone of its group's rule.
+    /// Says what the report needs to of the admitted URLs, in their order
+    /// (`tell`; a skipped URL of a group of URLs by `skip`): a quota wait in
+    /// the timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
-        let mut others = Vec::with_capacity(admitted.len());
-        for (item, admission) in admitted {
-            match admission {
-                Admission::Skipped { id, accepted_at, unchanged } if item.group.channel == Channel::Urls => {
-                    self.skip(item, *id, skipped_text(now - *accepted_at, *unchanged))?
-                }
-                _ => others.push((*item, admission.clone())),
-            }
-        }
+        let shared = |item: &NewItem, a: &Admission| {
+            matches!(a, Admission::Skipped { .. }) && item.group.channel == Channel::Urls
+        };
+        let others: Vec<(&NewItem, Admission)> =
+            admitted.iter().filter(|(item, a)| !shared(item, a)).map(|(item, a)| (*item, a.clone())).collect();
         let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
         for (item, _) in &others {
             tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
-        let user_tz = self.run.user_tz;
-        for (id, e) in tell(self.run.ledger.as_mut(), &others, now, user_tz, &rule_tz)?.into_iter().flatten() {
+        let mut told = tell(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
+        for (item, admission) in admitted {
+            if let (true, Admission::Skipped { id, accepted_at, unchanged }) = (shared(item, admission), admission) {
+                self.skip(item, *id, skipped_text(now - *accepted_at, *unchanged))?;
+                continue;
+            }
+            let Some((id, e)) = told.next().flatten() else { continue };
             // Parked before this run: said by the reminders.
             if e.outcome == Outcome::Misconfigured {
                 self.findings.parked_before += 1;

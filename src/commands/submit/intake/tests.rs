@@ -292,3 +292,25 @@ async fn a_skipped_result_is_shared_only_by_urls_of_the_same_group_reason_and_me
     assert_eq!(told, expected);
     assert_eq!(run.findings.results.summary()["skipped"], 6);
 }
+
+/// A batch of skipped and waiting URLs is told in the order it was read.
+#[tokio::test]
+async fn skipped_and_waiting_urls_are_told_in_the_order_read() {
+    let f = Fixture::new(", daily_quota = 1");
+    let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
+    let (a, b, c) = ("https://site.example/a", "https://site.example/b", "https://site.example/c");
+    read_list(
+        &mut run.intake(admit_rule(), None),
+        "https://site.example/a\nhttps://site.example/b\nhttps://site.example/c\n",
+    );
+    run.sender().send_due(&PRINTER).await.unwrap();
+    let states: Vec<_> = testing::items(&mut run).into_iter().map(|i| i.state).collect();
+    assert_eq!(states, [ItemState::Accepted, ItemState::Queued, ItemState::Queued], "b and c wait for the budget");
+    read_list(
+        &mut run.intake(admit_rule(), None),
+        "https://site.example/b\nhttps://site.example/a\nhttps://site.example/c\n",
+    );
+    let results = testing::results(&mut run);
+    let told: Vec<_> = results[results.len() - 3..].iter().map(|(url, o, _)| (url.as_str(), o.as_str())).collect();
+    assert_eq!(told, [(b, "deferred"), (a, "skipped"), (c, "deferred")]);
+}
