@@ -7,9 +7,9 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut lines = 0usize;
     let result = indexq::ingest::read_lines("fuzz.txt", data, |line| {
-        assert!(line.place.source == "fuzz.txt" && line.place.line.is_some(), "{}", line.place);
+        assert!(&*line.place.source == "fuzz.txt" && line.place.line.is_some(), "{}", line.place);
         if let Ok(url) = &line.url {
-            assert!(matches!(url.scheme(), "http" | "https"), "{url}");
+            assert!(url.as_str().starts_with("http://") || url.as_str().starts_with("https://"), "{url}");
         }
         lines += 1;
     });

@@ -9,10 +9,12 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
-use url::Url;
 
-use super::{human_size, parse_url, MAX_URL_BYTES};
+use super::{human_size, parse_url, StoredUrl, MAX_URL_BYTES};
 use crate::model::Position;
+
+/// An opened list: read on a thread of its own (`read_lines`).
+pub type Input = Box<dyn BufRead + Send>;
 
 /// Where URLs come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,11 +40,11 @@ impl Source {
     }
 
     /// Opens the source; a missing file is an error naming it.
-    pub fn open(&self) -> io::Result<Box<dyn BufRead>> {
+    pub fn open(&self) -> io::Result<Input> {
         match self {
             Source::Stdin => Ok(Box::new(BufReader::new(io::stdin()))),
             Source::File(p) => File::open(p)
-                .map(|f| Box::new(BufReader::new(f)) as Box<dyn BufRead>)
+                .map(|f| Box::new(BufReader::new(f)) as Input)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()))),
         }
     }
@@ -54,7 +56,7 @@ pub struct Line {
     /// The file (or `<stdin>`) and line.
     pub place: Position,
     pub text: String,
-    pub url: Result<Url, String>,
+    pub url: Result<StoredUrl, String>,
 }
 
 /// How the line reader bounds what it reads (the tests shrink them).
@@ -87,55 +89,51 @@ const SHOWN_CHARS: usize = 80;
 /// them) or holds a line that does not end within 4 GiB, one last line
 /// reports it and the reading of that input stops (`Ok`): the lines before
 /// it were all given to `each`.
-pub fn read_lines(name: &str, reader: impl Read, each: impl FnMut(Line)) -> io::Result<()> {
+///
+/// The lines are read and their URLs parsed on a thread of their own, a few
+/// thousand ahead of `each` (which writes them to the ledger on the
+/// caller's): the reading and parsing overlap the ledger's work, the two
+/// cores each doing one.
+pub fn read_lines(name: &str, reader: impl Read + Send, each: impl FnMut(Line)) -> io::Result<()> {
     read_lines_with(name, reader, LIMITS, each)
 }
 
-fn read_lines_with(name: &str, reader: impl Read, limits: Limits, each: impl FnMut(Line)) -> io::Result<()> {
-    let mut parsed = Parsed { lines: Vec::with_capacity(PARSED_AT_ONCE), each };
-    let read = read_raw_lines(name, reader, limits, &mut |line| parsed.push(line));
-    parsed.flush();
-    read
-}
-
-/// Lines whose URLs are parsed together, on two threads.
-const PARSED_AT_ONCE: usize = 4096;
-
-/// Lines read, in order, their URLs parsed a chunk at a time (normalising a
-/// URL costs more than reading its line: both cores share it), then handed
-/// on in their order.
-struct Parsed<F: FnMut(Line)> {
-    lines: Vec<(Line, bool)>,
-    each: F,
-}
-
-impl<F: FnMut(Line)> Parsed<F> {
-    /// `parse`: the line's text is a URL to parse (its `url` is a placeholder).
-    fn push(&mut self, line: (Line, bool)) {
-        self.lines.push(line);
-        if self.lines.len() >= PARSED_AT_ONCE {
-            self.flush();
-        }
-    }
-
-    fn flush(&mut self) {
-        let half = self.lines.len() / 2;
-        let (first, second) = self.lines.split_at_mut(half);
-        let parse = |lines: &mut [(Line, bool)]| {
-            for (line, wanted) in lines.iter_mut().filter(|(_, wanted)| *wanted) {
-                line.url = parse_url(&line.text);
-                *wanted = false;
+fn read_lines_with(name: &str, reader: impl Read + Send, limits: Limits, mut each: impl FnMut(Line)) -> io::Result<()> {
+    let (chunks, read) = std::sync::mpsc::sync_channel::<Vec<Line>>(CHUNKS_AHEAD);
+    std::thread::scope(|scope| {
+        let reading = scope.spawn(move || {
+            let mut chunk = Vec::with_capacity(PARSED_AT_ONCE);
+            let hand_on = |chunk: &mut Vec<Line>| {
+                // (A receiver gone has panicked: the join below says so.)
+                let _ = chunks.send(std::mem::replace(chunk, Vec::with_capacity(PARSED_AT_ONCE)));
+            };
+            let done = read_raw_lines(name, reader, limits, &mut |(mut line, wanted)| {
+                if wanted {
+                    line.url = parse_url(&line.text);
+                }
+                chunk.push(line);
+                if chunk.len() >= PARSED_AT_ONCE {
+                    hand_on(&mut chunk);
+                }
+            });
+            if !chunk.is_empty() {
+                hand_on(&mut chunk);
             }
-        };
-        std::thread::scope(|scope| {
-            scope.spawn(|| parse(first));
-            parse(second);
+            done
         });
-        for (line, _) in self.lines.drain(..) {
-            (self.each)(line);
+        for line in read.iter().flatten() {
+            each(line);
         }
-    }
+        reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
+
+/// Lines read and parsed are handed on this many at a time...
+const PARSED_AT_ONCE: usize = 2048;
+
+/// ...and at most this many chunks wait to be taken: the reading thread
+/// stays ahead of the caller by at most a few thousand lines.
+const CHUNKS_AHEAD: usize = 2;
 
 /// Reads the lines of `reader`, each as a `Line` and whether its URL is yet
 /// to be parsed.
@@ -144,9 +142,10 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
     let mut number = 0usize;
     let mut binary_lines = 0usize;
     let mut binary_bytes = 0u64;
+    let source: std::sync::Arc<str> = name.into();
     while let Some(raw) = lines.next_line(binary_bytes)? {
         number += 1;
-        let place = Position::line(name, number as u64);
+        let place = Position::line(source.clone(), number as u64);
         let kept = lines.kept();
         match raw.stop {
             Some(Stop::Binary) => {

@@ -16,8 +16,8 @@ mod list;
 mod normalize;
 pub mod sitemap;
 
-pub use list::{read_lines, Line, Source};
-pub use normalize::{parse_url, stored_form};
+pub use list::{read_lines, Input, Line, Source};
+pub use normalize::{parse_url, stored_form, StoredUrl};
 
 /// The longest URL indexq reads, in bytes: a longer input line (or sitemap
 /// `<loc>`) is `invalid`. URLs in the wild stay under 2 KiB and engines

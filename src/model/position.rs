@@ -4,27 +4,29 @@
 //! `source:line:column`.
 
 use std::fmt;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Position {
-    pub source: String,
+    /// Shared by the positions of one source (a list's lines are many).
+    pub source: Arc<str>,
     pub line: Option<u64>,
     pub column: Option<u64>,
 }
 
 impl Position {
     /// A whole source (a sitemap that could not be read, say).
-    pub fn of(source: impl Into<String>) -> Position {
+    pub fn of(source: impl Into<Arc<str>>) -> Position {
         Position { source: source.into(), line: None, column: None }
     }
 
     /// A line of a source (a URL list's).
-    pub fn line(source: impl Into<String>, line: u64) -> Position {
+    pub fn line(source: impl Into<Arc<str>>, line: u64) -> Position {
         Position { line: Some(line), ..Position::of(source) }
     }
 
     /// A line and column of a source (a sitemap's `<loc>`).
-    pub fn at(source: impl Into<String>, line: u64, column: u64) -> Position {
+    pub fn at(source: impl Into<Arc<str>>, line: u64, column: u64) -> Position {
         Position { line: Some(line), column: Some(column), ..Position::of(source) }
     }
 }

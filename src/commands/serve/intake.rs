@@ -173,7 +173,7 @@ impl AdmissionKind {
 
 /// A request's URLs, each checked: its URL, its property, as written, where.
 pub(super) struct Checked {
-    urls: Vec<(url::Url, String, String, Position)>,
+    urls: Vec<(crate::ingest::StoredUrl, String, String, Position)>,
     action: Action,
     lastmod: Option<DateTime<Utc>>,
 }
@@ -190,7 +190,7 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
     let settings = &state.settings;
     let mut invalid = Vec::new();
     let mut forbidden = Vec::new();
-    let mut taken: Vec<(url::Url, String, String, Position)> = Vec::new();
+    let mut taken: Vec<(crate::ingest::StoredUrl, String, String, Position)> = Vec::new();
     for (text, place) in submission.urls {
         let parsed = if text.len() > MAX_URL {
             Err(format!("longer than {MAX_URL} bytes"))
@@ -204,7 +204,7 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
                 continue;
             }
         };
-        let Some(property) = settings.property_for(&url) else {
+        let Some(property) = settings.property_for(url.as_str()) else {
             let why = "the URL is under no configured property's site".to_string();
             invalid.push(refused(text, place, RefusedReason::NoProperty, why));
             continue;

@@ -18,7 +18,7 @@ use crate::budget;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
 use crate::engines::{self, indexnow};
-use crate::ingest::{self, sitemap};
+use crate::ingest::{self, sitemap, StoredUrl};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
 use crate::model::{
     Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
@@ -158,7 +158,7 @@ impl Routes {
     pub(crate) fn route(
         &self,
         property: &str,
-        url: &url::Url,
+        url: &StoredUrl,
         item: (Action, Option<DateTime<Utc>>),
         (text, place): (&str, &Position),
         batch: &mut Vec<NewItem>,
@@ -167,7 +167,10 @@ impl Routes {
         // IndexNow takes only the URLs under the key location's folder: the
         // others are not sent to it (one result, whatever the endpoints), and
         // still go to the property's other engines.
-        let scope = self.key_scopes.get(property).filter(|(scope, _)| !indexnow::in_key_scope(scope, url));
+        let scope = self
+            .key_scopes
+            .get(property)
+            .filter(|(scope, _)| !indexnow::in_key_scope(scope, url.host_str(), url.path()));
         let (mut to_indexnow, mut to_others) = (false, false);
         for group in self.routes.get(property).into_iter().flatten() {
             if group.engine == EngineKind::IndexNow {
@@ -202,7 +205,7 @@ impl Intake<'_, '_> {
     /// then the sitemaps — or, given neither, the configured sources.
     pub(super) async fn read_inputs(
         &mut self,
-        readers: Vec<(String, Box<dyn std::io::BufRead>)>,
+        readers: Vec<(String, crate::ingest::Input)>,
         args: &SubmitArgs,
         printer: &Printer,
     ) -> anyhow::Result<()> {
@@ -268,7 +271,7 @@ impl Intake<'_, '_> {
                                 let why = format!("{e} (a source of property `{}`)", property.name);
                                 self.findings.line(invalid(
                                     &name,
-                                    &Position::of(&name),
+                                    &Position::of(name.as_str()),
                                     LocalReason::Unreadable,
                                     why,
                                 ))?;
@@ -326,7 +329,7 @@ impl Intake<'_, '_> {
 
     /// Reads a URL list into the ledger (until the end of the line being
     /// read when the run is stopped).
-    fn ingest_list(&mut self, name: &str, reader: Box<dyn std::io::BufRead>, printer: &Printer) -> anyhow::Result<()> {
+    fn ingest_list(&mut self, name: &str, reader: crate::ingest::Input, printer: &Printer) -> anyhow::Result<()> {
         let mut error = None;
         let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
@@ -441,7 +444,7 @@ impl Intake<'_, '_> {
         &mut self,
         text: &str,
         place: &Position,
-        url: Result<url::Url, String>,
+        url: Result<StoredUrl, String>,
         lastmod: Option<DateTime<Utc>>,
         printer: &Printer,
     ) -> anyhow::Result<()> {
@@ -454,7 +457,7 @@ impl Intake<'_, '_> {
                 return self.findings.line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
-        let Some(property) = self.run.settings.property_for(&url) else {
+        let Some(property) = self.run.settings.property_for(url.as_str()) else {
             let why = "the URL is under no configured property's site".to_string();
             printer.invalid(&format!("{place}: `{text}`: {why}"));
             return self.findings.line(invalid(text, place, LocalReason::NoProperty, why));

@@ -88,7 +88,7 @@ struct Run<'a> {
 }
 
 /// The input lists of a run, opened, by name.
-type Readers = Vec<(String, Box<dyn std::io::BufRead>)>;
+type Readers = Vec<(String, crate::ingest::Input)>;
 
 pub async fn run(
     settings: &Settings,

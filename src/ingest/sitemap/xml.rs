@@ -85,7 +85,8 @@ struct Item {
 
 /// What the event loop knows between events.
 struct Parse<'a> {
-    name: &'a str,
+    /// The sitemap's name, shared by the positions of its entries.
+    name: std::sync::Arc<str>,
     each: &'a mut dyn FnMut(Entry),
     problems: &'a mut Vec<Problem>,
     children: Vec<Child>,
@@ -101,7 +102,7 @@ struct Parse<'a> {
 impl<'a> Parse<'a> {
     fn new(name: &'a str, each: &'a mut dyn FnMut(Entry), problems: &'a mut Vec<Problem>) -> Parse<'a> {
         Parse {
-            name,
+            name: name.into(),
             each,
             problems,
             children: Vec::new(),
@@ -116,7 +117,7 @@ impl<'a> Parse<'a> {
     }
 
     fn place(&self, (line, col): (u64, u64)) -> Position {
-        Position::at(self.name, line, col)
+        Position::at(self.name.clone(), line, col)
     }
 
     fn problem(&mut self, place: Position, message: String) {
@@ -296,7 +297,7 @@ impl<'a> Parse<'a> {
             let place = self.place(at);
             self.problem(place, message);
         } else if self.kind.is_none() {
-            self.problem(Position::of(self.name), "empty: no <urlset> or <sitemapindex> in it".to_string());
+            self.problem(Position::of(self.name.clone()), "empty: no <urlset> or <sitemapindex> in it".to_string());
         }
     }
 

@@ -167,7 +167,7 @@ fn an_invalid_line_keeps_its_position() {
         (Outcome::Invalid, "sitemap", "not XML")
     );
     assert_eq!((e.source.as_ref(), e.property, e.engine), (Some(&place), None, None));
-    assert_eq!(e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
+    assert_eq!(&*e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
 }
 
 fn read_list(intake: &mut Intake, text: &'static str) {
