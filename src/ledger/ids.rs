@@ -101,26 +101,26 @@ pub fn resolve<E: Clone>(
     let mut pending: Vec<usize> = (0..urls.len()).collect();
     while !pending.is_empty() {
         let wanted: Vec<(i64, i64)> = pending.iter().map(|&i| (groups[i], keys[i])).collect();
-        // The first URL looked up at each (group, key): an item holding
-        // that URL keeps the batch's text; only another URL's is copied.
+        // The first URL looked up at each (group, key), by its place in
+        // `pending`, which holds what was found there: an item holding that
+        // URL keeps the batch's text; only another URL's is copied.
         let mut first: HashMap<(i64, i64), usize> = HashMap::default();
         first.reserve(pending.len());
-        for (&at, &i) in wanted.iter().zip(&pending) {
-            first.entry(at).or_insert(i);
+        for (k, &at) in wanted.iter().enumerate() {
+            first.entry(at).or_insert(k);
         }
-        let mut found: HashMap<(i64, i64), (Cow<'_, str>, E)> = HashMap::default();
+        let mut found: Vec<Option<(Cow<'_, str>, E)>> = vec![None; pending.len()];
         fetch(&wanted, &mut |at, url, e| {
-            let url = match first.get(&at) {
-                Some(&i) if urls[i] == url => Cow::Borrowed(urls[i]),
-                _ => Cow::Owned(url.to_string()),
-            };
-            found.insert(at, (url, e));
+            if let Some(&k) = first.get(&at) {
+                let i = pending[k];
+                let url = if urls[i] == url { Cow::Borrowed(urls[i]) } else { Cow::Owned(url.to_string()) };
+                found[k] = Some((url, e));
+            }
         })?;
         let mut next = Vec::new();
-        for i in pending {
-            let at = (groups[i], keys[i]);
+        for (&i, at) in pending.iter().zip(wanted) {
             let taken_by = claimed.get(&at).copied();
-            match (found.get(&at), taken_by) {
+            match (found[first[&at]].as_ref(), taken_by) {
                 (Some((url, e)), _) if url == urls[i] => out[i] = Some(Ok(e.clone())),
                 // The same URL twice in the batch: the same new item.
                 (None, Some(j)) if urls[j] == urls[i] => out[i] = Some(Err(at.1)),

@@ -158,7 +158,7 @@ impl Routes {
     pub(crate) fn route(
         &self,
         property: &str,
-        url: &StoredUrl,
+        url: StoredUrl,
         item: (Action, Option<DateTime<Utc>>),
         (text, place): (&str, &Position),
         batch: &mut Vec<NewItem>,
@@ -171,17 +171,15 @@ impl Routes {
             .key_scopes
             .get(property)
             .filter(|(scope, _)| !indexnow::in_key_scope(scope, url.host_str(), url.path()));
-        let (mut to_indexnow, mut to_others) = (false, false);
-        for group in self.routes.get(property).into_iter().flatten() {
-            if group.engine == EngineKind::IndexNow {
-                to_indexnow = true;
-                if scope.is_some() {
-                    continue;
-                }
-            } else {
-                to_others = true;
-            }
-            batch.push(NewItem { url: url.as_str().to_owned(), group: Arc::clone(group), action, lastmod });
+        let groups = self.routes.get(property).map_or(&[][..], Vec::as_slice);
+        let to_indexnow = groups.iter().any(|g| g.engine == EngineKind::IndexNow);
+        let to_others = groups.iter().any(|g| g.engine != EngineKind::IndexNow);
+        let mut to = groups.iter().filter(|g| g.engine != EngineKind::IndexNow || scope.is_none()).peekable();
+        // The last item takes the URL's text, the others a copy.
+        let mut url = Some(String::from(url));
+        while let Some(group) = to.next() {
+            let url = if to.peek().is_some() { url.clone() } else { url.take() }.unwrap_or_default();
+            batch.push(NewItem { url, group: Arc::clone(group), action, lastmod });
         }
         let (_, scope) = scope.filter(|_| to_indexnow)?;
         let others = if to_others { " (its other engines still get it)" } else { "" };
@@ -467,7 +465,7 @@ impl Intake<'_, '_> {
             return Ok(());
         }
         let routed = (self.action, lastmod);
-        if let Some(e) = self.routes.route(&property.name, &url, routed, (text, place), &mut self.batch) {
+        if let Some(e) = self.routes.route(&property.name, url, routed, (text, place), &mut self.batch) {
             printer.invalid(&format!("{place}: `{text}`: {}", e.message));
             self.findings.line(e)?;
         }
