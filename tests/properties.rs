@@ -187,13 +187,13 @@ proptest! {
         let mut got = Vec::new();
         indexq::ingest::read_lines("l.txt", input.as_slice(), |line| got.push(line)).unwrap();
         for line in &got {
-            prop_assert!(line.text.len() <= 3 * (indexq::ingest::MAX_URL_BYTES + 4), "{}: {} bytes", line.place, line.text.len());
+            prop_assert!(line.text().len() <= 3 * (indexq::ingest::MAX_URL_BYTES + 4), "{}: {} bytes", line.place, line.text().len());
         }
         let kept: Vec<String> = got.iter().filter(|l| l.url.as_ref().is_ok_and(|u| u.as_str().len() < 100)).map(|l| l.place.to_string()).collect();
         prop_assert_eq!(kept, good.clone());
         for place in &long {
             let line = got.iter().find(|l| &l.place.to_string() == place);
-            prop_assert!(line.is_some_and(|l| l.url.as_ref().is_err_and(|e| e.contains("a URL is at most 8 KiB")) && l.text.chars().count() <= 81), "{place}: {line:?}");
+            prop_assert!(line.is_some_and(|l| l.url.as_ref().is_err_and(|e| e.contains("a URL is at most 8 KiB")) && l.text().chars().count() <= 81), "{place}: {line:?}");
         }
     }
 }

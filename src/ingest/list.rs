@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
-use super::{human_size, parse_url, StoredUrl, MAX_URL_BYTES};
+use super::{human_size, parse_line, StoredUrl, MAX_URL_BYTES};
 use crate::model::Position;
 
 /// An opened list: read on a thread of its own (`read_lines`).
@@ -55,8 +55,21 @@ impl Source {
 pub struct Line {
     /// The file (or `<stdin>`) and line.
     pub place: Position,
-    pub text: String,
+    /// The line as read (trimmed), unless it is `url`'s own text: a URL in
+    /// its stored form is not held twice.
+    pub text: Option<String>,
     pub url: Result<StoredUrl, String>,
+}
+
+impl Line {
+    /// The line as read (trimmed).
+    pub fn text(&self) -> &str {
+        match (&self.text, &self.url) {
+            (Some(text), _) => text,
+            (None, Ok(url)) => url.as_str(),
+            (None, Err(_)) => "",
+        }
+    }
 }
 
 /// How the line reader bounds what it reads (the tests shrink them).
@@ -92,48 +105,24 @@ const SHOWN_CHARS: usize = 80;
 ///
 /// The lines are read and their URLs parsed on a thread of their own, a few
 /// thousand ahead of `each` (which writes them to the ledger on the
-/// caller's): the reading and parsing overlap the ledger's work, the two
-/// cores each doing one.
+/// caller's: `ahead`).
 pub fn read_lines(name: &str, reader: impl Read + Send, each: impl FnMut(Line)) -> io::Result<()> {
     read_lines_with(name, reader, LIMITS, each)
 }
 
-fn read_lines_with(name: &str, reader: impl Read + Send, limits: Limits, mut each: impl FnMut(Line)) -> io::Result<()> {
-    let (chunks, read) = std::sync::mpsc::sync_channel::<Vec<Line>>(CHUNKS_AHEAD);
-    std::thread::scope(|scope| {
-        let reading = scope.spawn(move || {
-            let mut chunk = Vec::with_capacity(PARSED_AT_ONCE);
-            let hand_on = |chunk: &mut Vec<Line>| {
-                // (A receiver gone has panicked: the join below says so.)
-                let _ = chunks.send(std::mem::replace(chunk, Vec::with_capacity(PARSED_AT_ONCE)));
-            };
-            let done = read_raw_lines(name, reader, limits, &mut |(mut line, wanted)| {
+fn read_lines_with(name: &str, reader: impl Read + Send, limits: Limits, each: impl FnMut(Line)) -> io::Result<()> {
+    super::ahead::read_ahead(
+        |emit| {
+            read_raw_lines(name, reader, limits, &mut |(mut line, wanted)| {
                 if wanted {
-                    line.url = parse_url(&line.text);
+                    (line.text, line.url) = parse_line(line.text.take().unwrap_or_default());
                 }
-                chunk.push(line);
-                if chunk.len() >= PARSED_AT_ONCE {
-                    hand_on(&mut chunk);
-                }
-            });
-            if !chunk.is_empty() {
-                hand_on(&mut chunk);
-            }
-            done
-        });
-        for line in read.iter().flatten() {
-            each(line);
-        }
-        reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
+                emit(line);
+            })
+        },
+        each,
+    )
 }
-
-/// Lines read and parsed are handed on this many at a time...
-const PARSED_AT_ONCE: usize = 2048;
-
-/// ...and at most this many chunks wait to be taken: the reading thread
-/// stays ahead of the caller by at most a few thousand lines.
-const CHUNKS_AHEAD: usize = 2;
 
 /// Reads the lines of `reader`, each as a `Line` and whether its URL is yet
 /// to be parsed.
@@ -149,7 +138,7 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
         let kept = lines.kept();
         match raw.stop {
             Some(Stop::Binary) => {
-                emit((Line { place, text: escaped(kept), url: Err(binary_input(name)) }, false));
+                emit((Line { place, text: Some(escaped(kept)), url: Err(binary_input(name)) }, false));
                 return Ok(());
             }
             Some(Stop::Endless) => {
@@ -157,7 +146,7 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
                     "the line has no end within {}: this is not a list of URLs; the rest of {name} is not read",
                     human_size(limits.endless)
                 );
-                emit((Line { place, text: shown(kept), url: Err(why) }, false));
+                emit((Line { place, text: Some(shown(kept)), url: Err(why) }, false));
                 return Ok(());
             }
             None => {}
@@ -171,7 +160,7 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
             } else {
                 "the line holds NUL bytes: binary data, not text (save the list as UTF-8 text)".to_string()
             };
-            emit((Line { place, text: escaped(kept), url: Err(why) }, false));
+            emit((Line { place, text: Some(escaped(kept)), url: Err(why) }, false));
             if stop {
                 return Ok(());
             }
@@ -214,13 +203,13 @@ fn text_line(place: Position, kept: &[u8], len: u64, first: bool, limits: Limits
             human_size(len),
             human_size(limits.line as u64)
         );
-        return Some((Line { place, text: shown(bytes), url: Err(why) }, false));
+        return Some((Line { place, text: Some(shown(bytes)), url: Err(why) }, false));
     }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t.trim(),
         Err(_) => {
             let shown = String::from_utf8_lossy(bytes).trim().to_string();
-            return Some((Line { place, text: shown, url: Err("the line is not valid UTF-8".into()) }, false));
+            return Some((Line { place, text: Some(shown), url: Err("the line is not valid UTF-8".into()) }, false));
         }
     };
     if text.is_empty() || text.starts_with('#') {
@@ -228,10 +217,10 @@ fn text_line(place: Position, kept: &[u8], len: u64, first: bool, limits: Limits
     }
     if text.contains(char::is_whitespace) {
         let why = "the line has spaces in it; write one URL per line".to_string();
-        return Some((Line { place, text: text.to_string(), url: Err(why) }, false));
+        return Some((Line { place, text: Some(text.to_string()), url: Err(why) }, false));
     }
     // Parsed later, with the lines around it.
-    Some((Line { place, text: text.to_string(), url: Err(String::new()) }, true))
+    Some((Line { place, text: Some(text.to_string()), url: Err(String::new()) }, true))
 }
 
 fn binary_input(name: &str) -> String {
@@ -371,6 +360,28 @@ mod tests {
         assert!(got[2].url.as_ref().unwrap_err().contains("ftp"));
     }
 
+    /// A line in its stored form is held once, as its URL; any other keeps
+    /// its text as read beside its URL.
+    #[test]
+    fn a_line_is_held_once_when_it_is_its_url() {
+        let got = lines(
+            b"https://a.example/1
+  HTTPS://A.example/2 
+ftp://a.example/3
+",
+        );
+        let held: Vec<_> = got.iter().map(|l| (l.text.as_deref(), l.text())).collect();
+        assert_eq!(
+            held,
+            [
+                (None, "https://a.example/1"),
+                (Some("HTTPS://A.example/2"), "HTTPS://A.example/2"),
+                (Some("ftp://a.example/3"), "ftp://a.example/3")
+            ]
+        );
+        assert_eq!(got[1].url.as_ref().unwrap().as_str(), "https://a.example/2");
+    }
+
     /// A reader of one endless line: `byte` forever, counting what was taken.
     struct Endless {
         byte: u8,
@@ -408,7 +419,7 @@ mod tests {
         assert_eq!(got[0].place.to_string(), "inf:1");
         assert!(got[0].url.as_ref().unwrap_err().contains("has no end within 1 MiB"), "{:?}", got[0].url);
         // What is shown is what was kept (SMALL.line and its slack), never more than SHOWN_CHARS.
-        assert_eq!(got[0].text, format!("{}…", "a".repeat(SMALL.line + 4)));
+        assert_eq!(got[0].text(), format!("{}…", "a".repeat(SMALL.line + 4)));
     }
 
     #[test]
@@ -417,7 +428,7 @@ mod tests {
         read_lines_with("zero", Endless { byte: 0, taken: 0 }, SMALL, |l| got.push(l)).unwrap();
         assert_eq!(got.len(), 1, "one endless NUL line: one result");
         assert!(got[0].url.as_ref().unwrap_err().contains("binary data"), "{:?}", got[0].url);
-        assert!(got[0].text.starts_with("\\x00\\x00"), "{}", got[0].text);
+        assert!(got[0].text().starts_with("\\x00\\x00"), "{}", got[0].text());
 
         // Below the limits each NUL line is its own invalid line, and the good ones around it are kept.
         let got = lines_with(b"https://a.example/1\n\0x\nhttps://a.example/2\n\0\0\nhttps://a.example/3\n", SMALL);
@@ -451,7 +462,11 @@ mod tests {
         assert_eq!(verdicts, [t("1", true), t("2", true), t("3", false)], "a long comment is still a comment");
         let why = got[2].url.as_ref().unwrap_err();
         assert!(why.contains("65 bytes long") && why.contains("64 bytes"), "{why}");
-        assert!(got[2].text.starts_with("https://a.example/xxx") && got[2].text.ends_with('…'), "{}", got[2].text);
+        assert!(
+            got[2].text().starts_with("https://a.example/xxx") && got[2].text().ends_with('…'),
+            "{}",
+            got[2].text()
+        );
     }
 
     fn lines_with(input: &[u8], limits: Limits) -> Vec<Line> {
@@ -491,7 +506,7 @@ mod tests {
             let got = lines(&input);
             let valid: Vec<(String, String)> = got
                 .iter()
-                .filter(|l| l.text.starts_with("https://good.example/"))
+                .filter(|l| l.text().starts_with("https://good.example/"))
                 .map(|l| (l.place.to_string(), l.url.as_ref().map(|u| u.to_string()).unwrap_or_default()))
                 .collect();
             proptest::prop_assert_eq!(valid, expected);

@@ -12,12 +12,13 @@
 //! engines or the configuration: caps are passed in, and the caller judges
 //! what it is given.
 
+mod ahead;
 mod list;
 mod normalize;
 pub mod sitemap;
 
 pub use list::{read_lines, Input, Line, Source};
-pub use normalize::{parse_url, stored_form, StoredUrl};
+pub use normalize::{parse_line, parse_url, stored_form, StoredUrl};
 
 /// The longest URL indexq reads, in bytes: a longer input line (or sitemap
 /// `<loc>`) is `invalid`. URLs in the wild stay under 2 KiB and engines

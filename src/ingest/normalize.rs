@@ -113,9 +113,27 @@ impl std::fmt::Display for StoredUrl {
 /// always is) is recognised byte by byte (`already_stored`); any other is
 /// parsed by the `url` crate.
 pub fn parse_url(text: &str) -> Result<StoredUrl, String> {
-    if let Some((host, path)) = already_stored(text) {
-        return Ok(StoredUrl { text: text.to_string(), host, path });
+    match already_stored(text) {
+        Some((host, path)) => Ok(StoredUrl { text: text.to_string(), host, path }),
+        None => parse_by_the_url_crate(text),
     }
+}
+
+/// [`parse_url`] of a line given whole: a line already in its stored form
+/// becomes the URL's text, not copied (`None` is given back); any other
+/// line is given back beside what it parses to.
+pub fn parse_line(text: String) -> (Option<String>, Result<StoredUrl, String>) {
+    match already_stored(&text) {
+        Some((host, path)) => (None, Ok(StoredUrl { text, host, path })),
+        None => {
+            let url = parse_by_the_url_crate(&text);
+            (Some(text), url)
+        }
+    }
+}
+
+/// A URL not in its stored form, parsed and normalized by the `url` crate.
+fn parse_by_the_url_crate(text: &str) -> Result<StoredUrl, String> {
     let url = Url::parse(text).map_err(|e| match e {
         url::ParseError::RelativeUrlWithoutBase => "not an absolute URL (it needs http:// or https://)".to_string(),
         other => format!("not a valid URL: {other}"),

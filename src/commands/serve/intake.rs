@@ -302,7 +302,7 @@ fn admit_group(
         for (url, property, text, place) in &request.urls {
             let first = batch.len();
             let item = (request.action, request.lastmod);
-            let outside = state.routes.route(property, url.clone(), item, (text, place), &mut batch);
+            let outside = state.routes.route(property, url.clone(), item, (Some(text), place), &mut batch);
             urls.push((url.to_string(), property.clone(), first..batch.len(), outside));
         }
         routed.push(urls);

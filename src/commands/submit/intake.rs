@@ -151,7 +151,8 @@ impl Routes {
         self.routes.contains_key(property)
     }
 
-    /// Routes `url` (of `property`, read as `text` at `place`) to each group
+    /// Routes `url` (of `property`, read as `text` at `place`; `None`: as
+    /// its own text) to each group
     /// of its property, adding a queue item per group to `batch`; returns
     /// the `invalid` result of a URL outside its IndexNow key location's
     /// folder (not sent to IndexNow; its other engines still get it).
@@ -160,7 +161,7 @@ impl Routes {
         property: &str,
         url: StoredUrl,
         item: (Action, Option<DateTime<Utc>>),
-        (text, place): (&str, &Position),
+        (text, place): (Option<&str>, &Position),
         batch: &mut Vec<NewItem>,
     ) -> Option<ResultEntry> {
         let (action, lastmod) = item;
@@ -174,6 +175,21 @@ impl Routes {
         let groups = self.routes.get(property).map_or(&[][..], Vec::as_slice);
         let to_indexnow = groups.iter().any(|g| g.engine == EngineKind::IndexNow);
         let to_others = groups.iter().any(|g| g.engine != EngineKind::IndexNow);
+        let outside = scope.filter(|_| to_indexnow).map(|(_, scope)| {
+            let others = if to_others { " (its other engines still get it)" } else { "" };
+            let why = format!(
+                "outside {scope}, the folder of the IndexNow key location of property `{property}`: IndexNow takes \
+                 only URLs under it, so it is not sent to IndexNow{others}"
+            );
+            let mut e = invalid(text.unwrap_or(url.as_str()), place, LocalReason::OutsideKeyLocation, why);
+            (e.property, e.engine) = (Some(property.to_string()), Some(EngineKind::IndexNow));
+            e.hint = Some(
+                "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
+                 of the host), or move it to a folder that holds every URL you submit"
+                    .into(),
+            );
+            e
+        });
         let mut to = groups.iter().filter(|g| g.engine != EngineKind::IndexNow || scope.is_none()).peekable();
         // The last item takes the URL's text, the others a copy.
         let mut url = Some(String::from(url));
@@ -181,20 +197,7 @@ impl Routes {
             let url = if to.peek().is_some() { url.clone() } else { url.take() }.unwrap_or_default();
             batch.push(NewItem { url, group: Arc::clone(group), action, lastmod });
         }
-        let (_, scope) = scope.filter(|_| to_indexnow)?;
-        let others = if to_others { " (its other engines still get it)" } else { "" };
-        let why = format!(
-            "outside {scope}, the folder of the IndexNow key location of property `{property}`: IndexNow takes only \
-             URLs under it, so it is not sent to IndexNow{others}"
-        );
-        let mut e = invalid(text, place, LocalReason::OutsideKeyLocation, why);
-        (e.property, e.engine) = (Some(property.to_string()), Some(EngineKind::IndexNow));
-        e.hint = Some(
-            "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
-             of the host), or move it to a folder that holds every URL you submit"
-                .into(),
-        );
-        Some(e)
+        outside
     }
 }
 
@@ -332,7 +335,7 @@ impl Intake<'_, '_> {
         let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
-                if let Err(e) = self.take_url(&line.text, &line.place, line.url, None, printer) {
+                if let Err(e) = self.take_url(line.text.as_deref(), &line.place, line.url, None, printer) {
                     error = Some(e);
                 }
             }
@@ -362,7 +365,7 @@ impl Intake<'_, '_> {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
                 let url = ingest::parse_url(&entry.loc);
-                if let Err(e) = self.take_url(&entry.loc, &entry.place, url, entry.lastmod, printer) {
+                if let Err(e) = self.take_url(Some(&entry.loc), &entry.place, url, entry.lastmod, printer) {
                     error = Some(e);
                 }
             }
@@ -438,9 +441,10 @@ impl Intake<'_, '_> {
     /// it is read, or with `-q` at the report's end, or in the `--json`
     /// document), a valid one is routed to each engine and target of its
     /// property and batched into the ledger.
+    /// `text` is the input as read, `None` when it is the URL's own text.
     fn take_url(
         &mut self,
-        text: &str,
+        text: Option<&str>,
         place: &Position,
         url: Result<StoredUrl, String>,
         lastmod: Option<DateTime<Utc>>,
@@ -451,11 +455,13 @@ impl Intake<'_, '_> {
         let url = match url {
             Ok(url) => url,
             Err(why) => {
+                let text = text.unwrap_or_default();
                 printer.invalid(&format!("{place}: `{text}`: {why}"));
                 return self.findings.line(invalid(text, place, LocalReason::InvalidUrl, why));
             }
         };
         let Some(property) = self.run.settings.property_for(url.as_str()) else {
+            let text = text.unwrap_or(url.as_str());
             let why = "the URL is under no configured property's site".to_string();
             printer.invalid(&format!("{place}: `{text}`: {why}"));
             return self.findings.line(invalid(text, place, LocalReason::NoProperty, why));
@@ -466,7 +472,7 @@ impl Intake<'_, '_> {
         }
         let routed = (self.action, lastmod);
         if let Some(e) = self.routes.route(&property.name, url, routed, (text, place), &mut self.batch) {
-            printer.invalid(&format!("{place}: `{text}`: {}", e.message));
+            printer.invalid(&format!("{place}: `{}`: {}", e.url, e.message));
             self.findings.line(e)?;
         }
         if self.batch.len() >= ADMIT_BATCH {

@@ -31,7 +31,7 @@ impl Body {
         Body { file, truncated }
     }
 
-    pub(super) fn reader(self) -> Box<dyn Read> {
+    pub(super) fn reader(self) -> Box<dyn Read + Send> {
         Box::new(self)
     }
 }

@@ -212,7 +212,7 @@ async fn since_leaves_out_urls_without_a_later_lastmod() {
     let mut intake = run.intake(admit_rule(), Some(since));
     for (path, lastmod) in [("old", Some(since - TimeDelta::days(1))), ("none", None), ("new", Some(since))] {
         let url = ingest::parse_url(&format!("https://site.example/{path}"));
-        intake.take_url(path, &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
+        intake.take_url(Some(path), &Position::at("sitemap.xml", 1, 1), url, lastmod, &PRINTER).unwrap();
     }
     intake.flush().unwrap();
     let before_since = intake.before_since;

@@ -1,0 +1,66 @@
+//! Reading on a thread of its own: what a reader yields is handed to the
+//! caller's thread in chunks, in order, so that reading and parsing an input
+//! overlap the ledger's work on it (two cores, each doing one).
+
+/// What the reader yields is handed on this many at a time...
+const CHUNK: usize = 2048;
+
+/// ...and at most this many chunks wait to be taken: the reader stays ahead
+/// of the caller by a few thousand values at most, whatever the input's size.
+const CHUNKS_WAITING: usize = 2;
+
+/// Runs `read` on a thread of its own, handing each value it yields to
+/// `each` on the caller's thread, in the order yielded; returns what `read`
+/// returns once `each` has had every value.
+pub(super) fn read_ahead<T: Send, R: Send>(
+    read: impl FnOnce(&mut dyn FnMut(T)) -> R + Send,
+    mut each: impl FnMut(T),
+) -> R {
+    let (chunks, taken) = std::sync::mpsc::sync_channel::<Vec<T>>(CHUNKS_WAITING);
+    std::thread::scope(|scope| {
+        let reading = scope.spawn(move || {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            let hand_on = |chunk: &mut Vec<T>| {
+                // (The receiver is gone only if the caller panicked, which
+                // the scope reports.)
+                let _ = chunks.send(std::mem::replace(chunk, Vec::with_capacity(CHUNK)));
+            };
+            let done = read(&mut |value| {
+                chunk.push(value);
+                if chunk.len() >= CHUNK {
+                    hand_on(&mut chunk);
+                }
+            });
+            if !chunk.is_empty() {
+                hand_on(&mut chunk);
+            }
+            done
+        });
+        for value in taken.iter().flatten() {
+            each(value);
+        }
+        reading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value, in order, across chunk boundaries, and what the reader
+    /// returned.
+    #[test]
+    fn every_value_in_order() {
+        for n in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, CHUNK * (CHUNKS_WAITING + 3) + 7] {
+            let mut got = Vec::new();
+            let returned = read_ahead(
+                |emit| {
+                    (0..n).for_each(&mut *emit);
+                    n * 2
+                },
+                |i| got.push(i),
+            );
+            assert_eq!((got, returned), ((0..n).collect::<Vec<_>>(), n * 2));
+        }
+    }
+}
