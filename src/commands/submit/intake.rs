@@ -364,8 +364,8 @@ impl Intake<'_, '_> {
         let mut take = |entry: sitemap::Entry| {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
-                let url = ingest::parse_url(&entry.loc);
-                if let Err(e) = self.take_url(Some(&entry.loc), &entry.place, url, entry.lastmod, printer) {
+                let (loc, url) = ingest::parse_line(entry.loc);
+                if let Err(e) = self.take_url(loc.as_deref(), &entry.place, url, entry.lastmod, printer) {
                     error = Some(e);
                 }
             }
