@@ -529,9 +529,17 @@ impl Intake<'_, '_> {
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
         let mut told = tell(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
+        // The last skipped URL's text, made again only for another instant
+        // (the URLs of a batch were accepted at one).
+        let mut text: Option<(TimeDelta, bool, (LocalReason, String))> = None;
         for (item, admission) in admitted {
             if let (true, Admission::Skipped { id, accepted_at, unchanged }) = (shared(item, admission), admission) {
-                self.skip(item, *id, skipped_text(now - *accepted_at, *unchanged))?;
+                let ago = now - *accepted_at;
+                let (_, _, (reason, message)) = match text {
+                    Some((at, u, _)) if at == ago && u == *unchanged => text.as_ref().expect("matched"),
+                    _ => text.insert((ago, *unchanged, skipped_text(ago, *unchanged))),
+                };
+                self.skip(item, *id, *reason, message)?;
                 continue;
             }
             let Some((id, e)) = told.next().flatten() else { continue };
@@ -547,16 +555,16 @@ impl Intake<'_, '_> {
     /// A skipped URL's result: the last one's, but for its URL, when they
     /// share group, reason and message (a run again over 100k URLs accepted
     /// together makes one); else made anew.
-    fn skip(&mut self, item: &NewItem, id: i64, (reason, message): (LocalReason, String)) -> anyhow::Result<()> {
+    fn skip(&mut self, item: &NewItem, id: i64, reason: LocalReason, message: &str) -> anyhow::Result<()> {
         let results = &mut self.findings.results;
         let same = |s: &&Skipped| s.reason == reason && s.message == message && s.group == item.group;
         let template = match self.skipped.as_ref().filter(same) {
             Some(last) => &last.template,
             None => {
                 let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
-                e.message = message.clone();
+                e.message = message.to_string();
                 let template = results.template(&e)?;
-                let group = item.group.clone();
+                let (group, message) = (item.group.clone(), e.message);
                 &self.skipped.insert(Skipped { group, reason, message, template }).template
             }
         };
