@@ -265,7 +265,7 @@ async fn a_skipped_result_is_shared_only_by_urls_of_the_same_group_reason_and_me
     let mut intake = run.intake(admit_rule(), None);
     for (n, (path, group, reason, message)) in skipped.iter().enumerate() {
         let item = new_item(group, &format!("https://site.example/{path}"));
-        intake.skip(&item, n as i64, (*reason, message.to_string())).unwrap();
+        intake.skip(&item, n as i64, *reason, message).unwrap();
     }
     let results = &mut run.findings.results;
     results.flush().unwrap();
@@ -291,6 +291,41 @@ async fn a_skipped_result_is_shared_only_by_urls_of_the_same_group_reason_and_me
         .collect();
     assert_eq!(told, expected);
     assert_eq!(run.findings.results.summary()["skipped"], 6);
+}
+
+/// A batch's skipped URLs accepted at different instants each say their
+/// own: the text made for one instant is not told of another.
+#[tokio::test]
+async fn skipped_urls_accepted_at_different_instants_each_say_their_own() {
+    let f = Fixture::new("");
+    let mut run = f.run(Scripted::answering(Class::Accepted, "ok", 10));
+    let site = site_group();
+    let now = at(NOW);
+    let hours = [3, 3, 5, 5, 3, 7];
+    let items: Vec<_> = (0..hours.len()).map(|n| new_item(&site, &format!("https://site.example/{n}"))).collect();
+    let admitted: Vec<_> = items
+        .iter()
+        .zip(hours)
+        .enumerate()
+        .map(|(n, (item, h))| {
+            let accepted_at = now - TimeDelta::hours(h);
+            (item, Admission::Skipped { id: n as i64, accepted_at, unchanged: h == 7 })
+        })
+        .collect();
+    run.intake(admit_rule(), None).tell_admitted(&admitted, now).unwrap();
+    let results = &mut run.findings.results;
+    results.flush().unwrap();
+    let mut told = Vec::new();
+    results
+        .each_result_json(now, |line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            told.push(v["message"].as_str().unwrap().to_string());
+            Ok(())
+        })
+        .unwrap();
+    let expected: Vec<_> = hours.iter().map(|h| skipped_text(TimeDelta::hours(*h), *h == 7).1).collect();
+    assert_eq!(told, expected);
+    assert_eq!(told.iter().collect::<std::collections::BTreeSet<_>>().len(), 3, "three texts: {told:?}");
 }
 
 /// A batch of skipped and waiting URLs is told in the order it was read.
