@@ -140,6 +140,20 @@ pub fn resolve<E: Clone>(
     Ok(out.into_iter().map(|o| o.expect("every URL was resolved")).collect())
 }
 
+/// What a preview finds of each URL of a batch in the groups `group_ids`
+/// (`-1`: a group the ledger has never seen): its item, or `None`. A batch
+/// of unseen groups alone (an empty ledger's) holds none of them and is not
+/// looked up at all.
+pub fn previewed<E>(
+    group_ids: &[i64],
+    look_up: impl FnOnce() -> Result<Vec<std::result::Result<E, i64>>>,
+) -> Result<Vec<Option<E>>> {
+    if group_ids.iter().all(|g| *g < 0) {
+        return Ok(group_ids.iter().map(|_| None).collect());
+    }
+    Ok(look_up()?.into_iter().map(std::result::Result::ok).collect())
+}
+
 /// Each item's group id, in batch order: `id_of` is asked once per run of
 /// items of one group (a batch is mostly one group).
 pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i64>) -> Result<Vec<i64>> {
@@ -186,5 +200,15 @@ mod tests {
         })
         .unwrap();
         assert_eq!(found, [Ok(7), Err(b), Ok(7)]);
+    }
+
+    /// A batch of groups the ledger has never seen is not looked up; any
+    /// other is, a URL new to its group found as `None`.
+    #[test]
+    fn a_preview_looks_up_only_groups_the_ledger_has_seen() {
+        let unseen = previewed::<u8>(&[-1, -1], || panic!("looked up")).unwrap();
+        assert_eq!(unseen, [None, None]);
+        let seen = previewed(&[-1, 4], || Ok(vec![Err(9), Ok(7u8)])).unwrap();
+        assert_eq!(seen, [None, Some(7)]);
     }
 }

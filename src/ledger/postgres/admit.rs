@@ -47,13 +47,8 @@ pub(super) fn look_up(
 impl Intake for PgLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
         let found = self.with_groups(|tx, groups| {
-            // A group the ledger has never seen holds none of them: a batch
-            // of such groups alone (an empty ledger's) is not looked up at all.
             let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            if group_ids.iter().all(|g| *g < 0) {
-                return Ok(vec![None; batch.len()]);
-            }
-            Ok(look_up(tx, batch, &group_ids, false)?.into_iter().map(|found| found.ok()).collect())
+            ids::previewed(&group_ids, || look_up(tx, batch, &group_ids, false))
         })?;
         Ok(policy::preview(batch, found, rule, now))
     }

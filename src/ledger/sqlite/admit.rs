@@ -152,13 +152,8 @@ fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (Str
 
 impl Intake for SqliteLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
-        // A group the ledger has never seen holds none of them: a batch of
-        // such groups alone (an empty ledger's) is not looked up at all.
         let group_ids = ids::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
-        let found = match group_ids.iter().all(|g| *g < 0) {
-            true => vec![None; batch.len()],
-            false => look_up(&self.conn, batch, &group_ids)?.into_iter().map(|found| found.ok()).collect(),
-        };
+        let found = ids::previewed(&group_ids, || look_up(&self.conn, batch, &group_ids))?;
         Ok(policy::preview(batch, found, rule, now))
     }
 
