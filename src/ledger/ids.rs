@@ -170,6 +170,18 @@ pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i
     Ok(ids)
 }
 
+/// What a foreign key from items to their group would check, once per
+/// group of a batch: `found` of the `wanted` distinct group ids are in the
+/// ledger (neither backend's items have that key: docs/design.md).
+pub fn groups_found(found: i64, wanted: usize) -> Result<()> {
+    if found as usize != wanted {
+        return Err(LedgerError::Invalid(format!(
+            "a group of the items being admitted is not in the ledger ({found} of {wanted} found)"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

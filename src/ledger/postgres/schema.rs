@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -29,6 +29,9 @@ const SCHEMA_4: &str = include_str!("schema/0004_inspections.sql");
 const SCHEMA_5: &str = include_str!("schema/0005_sitemaps.sql");
 /// Schema 6, over schema 5: `indexq serve`'s intake limits.
 const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
+/// Schema 7, over schema 6: no foreign key from items to their group
+/// (admission checks its groups once a batch).
+const SCHEMA_7: &str = include_str!("schema/0007_items_groups.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -65,6 +68,9 @@ impl PgLedger {
             }
             if version < 6 {
                 tx.batch_execute(SCHEMA_6)?;
+            }
+            if version < 7 {
+                tx.batch_execute(SCHEMA_7)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

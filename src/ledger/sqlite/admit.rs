@@ -421,22 +421,15 @@ impl SqliteLedger {
     }
 }
 
-/// What the foreign key of `items.group_id` checks of every row, once per
-/// group: each of `ids` is a group in the ledger (admission runs with
+/// Each of `ids` (distinct) is a group in the ledger: what the foreign key
+/// of `items.group_id` would check of every row (admission runs with
 /// foreign keys off).
 fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
     let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
-    if found as usize != ids.len() {
-        return Err(LedgerError::Invalid(format!(
-            "a group of the items being admitted is not in the ledger ({} of {} found)",
-            found,
-            ids.len()
-        )));
-    }
-    Ok(())
+    ids::groups_found(found, ids.len())
 }
 
 #[cfg(test)]
