@@ -6,11 +6,12 @@
 const CHUNK: usize = 2048;
 
 /// ...and at most this many chunks wait to be taken: the reader stays ahead
-/// of the caller by 12,288 values at most, whatever the input's size. That
-/// is more than `submit` admits at once (a batch of 10,000), so the next
-/// batch is read while the ledger looks up the one before; with two chunks
-/// waiting the reader stopped after 4,096 and the two took turns (a 50k
-/// sitemap with `--changed`: 98 → 87 ms, docs/performance.md).
+/// of the caller by these and the chunk it fills, 14,336 values at most,
+/// whatever the input's size. The waiting 12,288 are more than `submit`
+/// admits at once (a batch of 10,000), so the next batch is read while the
+/// ledger looks up the one before; with two chunks waiting the reader
+/// stopped after 4,096 and the two took turns (a 50k sitemap with
+/// `--changed`: 98 → 87 ms, docs/performance.md).
 const CHUNKS_WAITING: usize = 6;
 
 /// Runs `read` on a thread of its own, handing each value it yields to
