@@ -92,7 +92,10 @@ struct Parse<'a> {
     children: Vec<Child>,
     kind: Option<Kind>,
     root_done: bool,
-    open: Vec<(Vec<u8>, (u64, u64))>,
+    /// The elements open, innermost last: where each starts in `names`, and
+    /// where it was opened (one buffer for their names, not one each).
+    open: Vec<(usize, (u64, u64))>,
+    names: Vec<u8>,
     item: Option<Item>,
     text: Option<Text>,
     bad_lastmods: usize,
@@ -109,6 +112,7 @@ impl<'a> Parse<'a> {
             kind: None,
             root_done: false,
             open: Vec::new(),
+            names: Vec::new(),
             item: None,
             text: None,
             bad_lastmods: 0,
@@ -126,12 +130,12 @@ impl<'a> Parse<'a> {
 
     /// Opens an element; false stops the parse (not a sitemap).
     fn open(&mut self, local: &[u8], at: (u64, u64)) -> bool {
-        let place = self.place(at);
         match self.open.len() {
             0 => {
                 let tag = String::from_utf8_lossy(local);
                 if self.root_done {
-                    self.problem(place, format!("malformed XML: a second root element <{tag}>"));
+                    let message = format!("malformed XML: a second root element <{tag}>");
+                    self.problem(self.place(at), message);
                     return false;
                 }
                 self.kind = match local {
@@ -140,13 +144,13 @@ impl<'a> Parse<'a> {
                     _ => {
                         let message =
                             format!("not a sitemap: the root element is <{tag}>, not <urlset> or <sitemapindex>");
-                        self.problem(place, message);
+                        self.problem(self.place(at), message);
                         return false;
                     }
                 };
             }
             1 if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
-                self.item = Some(Item { place, loc: None, lastmod: None });
+                self.item = Some(Item { place: self.place(at), loc: None, lastmod: None });
             }
             2 if self.item.is_some() => {
                 let field = match local {
@@ -155,19 +159,19 @@ impl<'a> Parse<'a> {
                     _ => None,
                 };
                 if let Some(field) = field {
-                    self.text = Some(Text::new(field, place));
+                    self.text = Some(Text::new(field, self.place(at)));
                 }
             }
             _ => {}
         }
-        self.open.push((local.to_vec(), at));
+        self.open.push((self.names.len(), at));
+        self.names.extend_from_slice(local);
         true
     }
 
     fn close(&mut self) {
-        if self.open.pop().is_none() {
-            return;
-        }
+        let Some((name, _)) = self.open.pop() else { return };
+        self.names.truncate(name);
         match self.open.len() {
             0 => self.root_done = true,
             1 => {
@@ -217,11 +221,16 @@ impl<'a> Parse<'a> {
             self.problem(loc.place, message);
             return;
         }
-        let value = loc.value.trim();
-        if value.is_empty() {
+        let trimmed = loc.value.trim();
+        if trimmed.is_empty() {
             self.problem(loc.place, "empty <loc>".to_string());
             return;
         }
+        // The text as read, unless it had whitespace around it.
+        let value = match trimmed.len() == loc.value.len() {
+            true => loc.value,
+            false => trimmed.to_string(),
+        };
         match kind {
             Kind::Urlset => {
                 let lastmod = item.lastmod.and_then(|text| {
@@ -237,9 +246,9 @@ impl<'a> Parse<'a> {
                     }
                     parsed
                 });
-                (self.each)(Entry { loc: value.to_string(), lastmod, place: loc.place });
+                (self.each)(Entry { loc: value, lastmod, place: loc.place });
             }
-            Kind::Index => self.children.push(Child { loc: value.to_string(), place: loc.place }),
+            Kind::Index => self.children.push(Child { loc: value, place: loc.place }),
         }
     }
 
@@ -287,10 +296,10 @@ impl<'a> Parse<'a> {
     }
 
     fn eof(&mut self, at: (u64, u64)) {
-        if let Some((tag, opened)) = self.open.last() {
+        if let Some(&(name, opened)) = self.open.last() {
             let message = format!(
                 "malformed XML: the file ends inside <{}> opened at {}:{}",
-                String::from_utf8_lossy(tag),
+                String::from_utf8_lossy(&self.names[name..]),
                 opened.0,
                 opened.1
             );
