@@ -172,7 +172,8 @@ pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i
 
 /// What a foreign key from items to their group would check, once per
 /// group of a batch: `found` of the `wanted` distinct group ids are in the
-/// ledger (neither backend's items have that key: docs/design.md).
+/// ledger. Admission checks it itself on both backends: SQLite's runs with
+/// foreign keys off, PostgreSQL's items have no such key (docs/design.md).
 pub fn groups_found(found: i64, wanted: usize) -> Result<()> {
     if found as usize != wanted {
         return Err(LedgerError::Invalid(format!(

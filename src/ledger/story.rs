@@ -27,7 +27,8 @@ fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
 
-fn group() -> GroupKey {
+/// The stories' group (a URL list's, to IndexNow).
+pub fn group() -> GroupKey {
     GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/")
 }
 
@@ -42,7 +43,8 @@ fn day_rule(limit: Option<u64>, reported: bool) -> RuleWindow {
     }
 }
 
-fn items(n: usize) -> Vec<NewItem> {
+/// `n` new URLs of the stories' group.
+pub fn items(n: usize) -> Vec<NewItem> {
     (0..n)
         .map(|i| NewItem {
             url: format!("https://site.example/{i}"),
@@ -108,7 +110,7 @@ pub fn story(ledger: &mut impl Ledger) {
 }
 
 /// Every story's admission: a day's dedupe window, neither forced nor `--changed`.
-fn dedupe_day() -> AdmitRule {
+pub fn dedupe_day() -> AdmitRule {
     AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None }
 }
 
@@ -453,7 +455,7 @@ fn postgres_decides_with_the_server_clock() {
     let ahead = Now { local: wall + TimeDelta::hours(2), shift: TimeDelta::zero() };
     let time = ledger.now(ahead, false).unwrap();
     assert!((time.now - wall).abs() < TimeDelta::seconds(30), "{time:?} vs {wall}");
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let dedupe = dedupe_day();
     ledger.admit(&items(1), wall + TimeDelta::hours(1), &dedupe).unwrap();
     let claim = take(
         &mut ledger,
@@ -476,7 +478,7 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let back = at - TimeDelta::minutes(15);
     let time = ledger.now(Now::pinned(back), false).unwrap();
     assert_eq!(time, LedgerTime { now: at, latest: Some(at), clock: back });
-    let dedupe = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let dedupe = dedupe_day();
     ledger.admit(&items(1), at, &dedupe).unwrap();
     let claim = take(
         &mut ledger,

@@ -262,6 +262,7 @@ pub(super) fn admit_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::story;
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one inserts it, is not inserted twice: the
@@ -273,17 +274,9 @@ mod tests {
         let mut a = crate::ledger::story::test_postgres();
         let options = PgOptions { schema: a.schema.clone(), ..test_options() };
         let mut b = PgLedger::open(&options).unwrap();
-        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
-        let batch: Vec<NewItem> = (0..3)
-            .map(|i| NewItem {
-                url: format!("https://site.example/{i}"),
-                group: group.clone().into(),
-                action: Action::Updated,
-                lastmod: None,
-            })
-            .collect();
+        let batch = story::items(3);
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let rule = story::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let (group_ids, found) = a
             .with_groups(|tx, groups| {
@@ -308,17 +301,9 @@ mod tests {
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_admission_refuses_an_item_of_a_group_not_in_the_ledger() {
         let mut ledger = crate::ledger::story::test_postgres();
-        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
-        let batch: Vec<NewItem> = (0..3)
-            .map(|i| NewItem {
-                url: format!("https://site.example/{i}"),
-                group: group.clone().into(),
-                action: Action::Updated,
-                lastmod: None,
-            })
-            .collect();
+        let (group, batch) = (story::group(), story::items(3));
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let rule = story::dedupe_day();
         let believed = HashMap::from([(group.clone(), 999_999)]);
         let client = ledger.client.as_mut().unwrap();
         let err = admit_once(client, &believed, &batch, now, &rule, None).map(|r| r.0).unwrap_err().to_string();

@@ -435,6 +435,7 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::story;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -448,17 +449,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let (mut a, mut b) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
-        let group = GroupKey::urls("site", EngineKind::IndexNow, "https://engine.example/");
-        let batch: Vec<NewItem> = (0..3)
-            .map(|i| NewItem {
-                url: format!("https://site.example/{i}"),
-                group: group.clone().into(),
-                action: Action::Updated,
-                lastmod: None,
-            })
-            .collect();
+        let batch = story::items(3);
         let now = t("2026-12-03T09:00:00Z");
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let rule = story::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let Decision::Write(decided) = decide(&mut a.conn, &mut a.groups, &batch, now, &rule).unwrap() else {
             panic!("two new URLs are written")
@@ -504,7 +497,7 @@ mod tests {
         };
         let seen_by_b = || -> i64 { b.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap() };
         let now = t("2026-12-03T09:00:00Z");
-        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let rule = story::dedupe_day();
         a.begin_admissions();
         a.admit(&batch(0, 3), now, &rule).unwrap();
         let again = a.admit(&batch(2, 2), now, &rule).unwrap();
