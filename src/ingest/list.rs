@@ -103,8 +103,8 @@ const SHOWN_CHARS: usize = 80;
 /// reports it and the reading of that input stops (`Ok`): the lines before
 /// it were all given to `each`.
 ///
-/// The lines are read and their URLs parsed on a thread of their own, a few
-/// thousand ahead of `each` (which writes them to the ledger on the
+/// The lines are read and their URLs parsed on a thread of their own, up to
+/// about 14,000 ahead of `each` (which writes them to the ledger on the
 /// caller's: `ahead`).
 pub fn read_lines(name: &str, reader: impl Read + Send, each: impl FnMut(Line)) -> io::Result<()> {
     read_lines_with(name, reader, LIMITS, each)

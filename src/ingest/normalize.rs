@@ -113,10 +113,7 @@ impl std::fmt::Display for StoredUrl {
 /// always is) is recognised byte by byte (`already_stored`); any other is
 /// parsed by the `url` crate.
 pub fn parse_url(text: &str) -> Result<StoredUrl, String> {
-    match already_stored(text) {
-        Some((host, path)) => Ok(StoredUrl { text: text.to_string(), host, path }),
-        None => parse_by_the_url_crate(text),
-    }
+    parse_line(text.to_string()).1
 }
 
 /// [`parse_url`] of a line given whole: a line already in its stored form

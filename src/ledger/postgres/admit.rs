@@ -271,7 +271,7 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
-        let mut a = crate::ledger::story::test_postgres();
+        let mut a = story::test_postgres();
         let options = PgOptions { schema: a.schema.clone(), ..test_options() };
         let mut b = PgLedger::open(&options).unwrap();
         let batch = story::items(3);
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_admission_refuses_an_item_of_a_group_not_in_the_ledger() {
-        let mut ledger = crate::ledger::story::test_postgres();
+        let mut ledger = story::test_postgres();
         let (group, batch) = (story::group(), story::items(3));
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
         let rule = story::dedupe_day();
