@@ -91,8 +91,17 @@ pub trait ClaimSteps {
     /// The first `n` due items of `group`, in due order.
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>>;
 
-    /// Every due item of `group` but `except`, due again at `until`: their ids.
-    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<i64>>;
+    /// Up to `limit` due items of `group` but `except`, due again at
+    /// `until`: their ids (in one statement; `policy::claim` calls again
+    /// until fewer come back).
+    fn defer_due(
+        &mut self,
+        group: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        except: &[i64],
+        limit: usize,
+    ) -> Result<Vec<i64>>;
 
     /// The URLs of those of `ids` still in the ledger, in the order of `ids`.
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>>;

@@ -93,11 +93,6 @@ pub(super) fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Res
     Ok(())
 }
 
-/// The most items one statement defers (`defer_due`): about a second's
-/// work here, a tenth of the default `ledger_timeout`. (3 in a test build:
-/// the story defers 7 in several statements.)
-const DEFERRED_A_STATEMENT: i64 = if cfg!(test) { 3 } else { 50_000 };
-
 /// The due items of a group, in the order they go. A statement that
 /// updates some of them names them `id = ANY(ARRAY(…))`: the items are then
 /// found by their key, where `id IN (…)` let the planner hash the ids and
@@ -215,26 +210,22 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
-    /// `DEFERRED_A_STATEMENT` items a statement, until none is left: one
-    /// statement deferring a million items ran 17 s, past `ledger_timeout`
-    /// (each row a new version with its index entries). A deferred item is
-    /// due after `now`, so the next statement does not find it again.
-    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<i64>> {
-        let sql = format!(
-            "UPDATE items SET next_attempt_at = $3
-             WHERE id = ANY(ARRAY({DUE} AND id <> ALL($4) LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING id"
-        );
-        let (now, until) = (sec(now), sec(until));
-        // (Not due after `now`: one statement, as it would find them again.)
-        let chunk = if until > now { DEFERRED_A_STATEMENT } else { i64::MAX };
-        let mut deferred = Vec::new();
-        loop {
-            let rows = self.tx.query(&sql, &[&group, &now, &until, &except, &chunk])?;
-            deferred.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
-            if (rows.len() as i64) < chunk {
-                return Ok(deferred);
-            }
-        }
+    fn defer_due(
+        &mut self,
+        group: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        except: &[i64],
+        limit: usize,
+    ) -> Result<Vec<i64>> {
+        let rows = self.tx.query(
+            &format!(
+                "UPDATE items SET next_attempt_at = $3
+                 WHERE id = ANY(ARRAY({DUE} AND id <> ALL($4) LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING id"
+            ),
+            &[&group, &sec(now), &sec(until), &except, &i64::try_from(limit).unwrap_or(i64::MAX)],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {

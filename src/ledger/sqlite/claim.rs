@@ -161,11 +161,20 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn defer_due(&mut self, group: i64, now: DateTime<Utc>, until: DateTime<Utc>, except: &[i64]) -> Result<Vec<i64>> {
+    fn defer_due(
+        &mut self,
+        group: i64,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        except: &[i64],
+        limit: usize,
+    ) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE}) AND id NOT IN rarray(?4) RETURNING id"
+            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE} AND id NOT IN rarray(?4) LIMIT ?5)
+             RETURNING id"
         ))?;
-        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except)], |r| r.get(0))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except), limit], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

@@ -44,6 +44,9 @@ pub struct SqliteLedger {
     admitting: Option<Admitting>,
 }
 
+/// The page size of a new ledger file, in bytes.
+const PAGE_SIZE: i64 = 16 * 1024;
+
 fn ts(t: DateTime<Utc>) -> i64 {
     t.timestamp()
 }
@@ -154,9 +157,16 @@ impl SqliteLedger {
         // write-ahead log is copied back every 40 MiB rather than every 4.
         self.conn.pragma_update(None, "cache_size", -16 * 1024)?;
         if on_disk {
+            // A new ledger's pages are 16 KiB (SQLite's default is 4): a
+            // B-tree of a quarter the pages, each claim and answer walking
+            // and writing fewer of them (docs/performance.md). A ledger's
+            // page size is fixed once its first table is written, so this
+            // comes first and changes nothing in an existing one.
+            self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
             self.conn.pragma_update(None, "journal_mode", "WAL")?;
             self.conn.pragma_update(None, "synchronous", "FULL")?;
-            self.conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
+            let page: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            self.conn.pragma_update(None, "wal_autocheckpoint", (40 << 20) / page.max(512))?;
         } else {
             // A dry run's empty ledger: nothing in it needs to survive a crash.
             self.conn.pragma_update(None, "journal_mode", "OFF")?;
@@ -526,6 +536,25 @@ mod tests {
         assert_eq!(foreign_keys(&ledger), 1);
         let items: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
         assert_eq!(items, 3, "nothing of the refused batch is kept");
+    }
+
+    /// A new ledger's pages are `PAGE_SIZE`; a ledger written before keeps
+    /// its own (the schema-6 fixture's 4 KiB). Either copies its log back
+    /// every 40 MiB.
+    #[test]
+    fn a_new_ledger_has_large_pages_and_an_older_one_keeps_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let pragma = |l: &SqliteLedger, name: &str| {
+            l.conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0)).unwrap()
+        };
+        let new = SqliteLedger::open(&dir.path().join("new.db")).unwrap();
+        assert_eq!((pragma(&new, "page_size"), pragma(&new, "wal_autocheckpoint")), (16_384, 2_560));
+        let older = dir.path().join("older.db");
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ledger-v6/ledger.db");
+        std::fs::copy(fixture, &older).unwrap();
+        let older = SqliteLedger::open(&older).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&older).unwrap(), schema::SCHEMA_VERSION);
+        assert_eq!((pragma(&older, "page_size"), pragma(&older, "wal_autocheckpoint")), (4_096, 10_240));
     }
 
     #[test]

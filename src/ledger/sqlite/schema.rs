@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 7;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 

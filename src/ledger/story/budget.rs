@@ -170,8 +170,8 @@ pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
 }
 
 /// A budget of 1 over 8 due items: 7 deferred to the window's end, each
-/// told once — more than PostgreSQL defers in one statement in a test build
-/// (`DEFERRED_A_STATEMENT`: 3), so in several.
+/// told once — more than one statement defers in a test build
+/// (`policy::claim::DEFERRED_A_STATEMENT`: 3), so in several.
 pub fn deferred_at_large_story(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let now = t("2026-12-07T09:00:00Z");
