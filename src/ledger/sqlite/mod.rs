@@ -155,14 +155,19 @@ impl SqliteLedger {
         // a million items, 32 MiB cost 20 MB more peak memory and saved no
         // CPU: a page read again comes from the system's cache), and the
         // write-ahead log is copied back every 40 MiB rather than every 4.
+        //
+        // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree
+        // of a quarter the pages, each claim and answer walking and writing
+        // fewer of them (docs/performance.md). A ledger's page size is fixed
+        // once its first table is written, so this comes first, and changes
+        // nothing in an existing one; and before the cache's size, which
+        // SQLite counts in pages of the size set when it is given (after, a
+        // 16 MiB cache of 4 KiB pages held 64 MiB of 16 KiB ones).
+        if on_disk {
+            self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
+        }
         self.conn.pragma_update(None, "cache_size", -16 * 1024)?;
         if on_disk {
-            // A new ledger's pages are 16 KiB (SQLite's default is 4): a
-            // B-tree of a quarter the pages, each claim and answer walking
-            // and writing fewer of them (docs/performance.md). A ledger's
-            // page size is fixed once its first table is written, so this
-            // comes first and changes nothing in an existing one.
-            self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
             self.conn.pragma_update(None, "journal_mode", "WAL")?;
             self.conn.pragma_update(None, "synchronous", "FULL")?;
             let page: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
