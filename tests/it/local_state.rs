@@ -92,7 +92,7 @@ fn a_read_only_ledger_is_exit_1_and_sends_nothing() {
 #[ignore = "needs root (tmpfs mounts); .ci/run runs it"]
 fn a_full_disk_is_exit_1_with_the_fix_and_sends_nothing_unreserved() {
     let sb = Sandbox::new();
-    let mount = Mount::new(&sb.dir.path().join("full"), "256k");
+    let mount = Mount::new(&sb.dir.path().join("full"), "1m");
     let ledger = ledger_in(&mount.0);
     let names: Vec<String> = (0..20_000).map(|i| format!("/a-rather-long-path-to-fill-the-disk/{i}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -101,6 +101,22 @@ fn a_full_disk_is_exit_1_with_the_fix_and_sends_nothing_unreserved() {
     assert!(done.stderr.contains("full"), "{}", done.stderr);
     assert!(done.stderr.contains("hint: free space"), "{}", done.stderr);
     assert!(sb.engine.requests().is_empty(), "nothing is sent before every input URL is in the ledger");
+}
+
+/// A disk too full for a new ledger's tables: the full disk's hint, not a
+/// damaged file's.
+#[test]
+#[ignore = "needs root (tmpfs mounts); .ci/run runs it"]
+fn a_disk_too_full_for_a_new_ledger_says_free_space() {
+    let sb = Sandbox::new();
+    let mount = Mount::new(&sb.dir.path().join("full"), "256k");
+    let ledger = ledger_in(&mount.0);
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["submit", list.to_str().unwrap()]).env("INDEXQ_LEDGER", &ledger).now(NOW).output().code(1);
+    assert!(done.stderr.contains("full"), "{}", done.stderr);
+    assert!(done.stderr.contains("hint: free space"), "{}", done.stderr);
+    assert!(!done.stderr.contains("damaged"), "{}", done.stderr);
+    assert!(sb.engine.requests().is_empty());
 }
 
 #[test]

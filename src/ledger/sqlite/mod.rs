@@ -126,6 +126,8 @@ impl SqliteLedger {
         };
         configured.map_err(|e| match e {
             LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
+            // (A new ledger's tables take 600 KB: the full disk's own hint.)
+            e if crate::error::is_disk_full(&e) => open_err("cannot use it".into(), None, Some(e)),
             e => open_err(
                 "cannot use it".into(),
                 Some("if the file is damaged, move it aside: indexq starts a new ledger (queued URLs in it would need resubmitting)".into()),
