@@ -73,6 +73,16 @@ impl Findings {
         Ok(self.results.put(Key::Item(id), &entry)?)
     }
 
+    /// Records one result for many ledger items (`Results::put_all`): each
+    /// key with its URL and attempts.
+    pub(super) fn entries<'u>(
+        &mut self,
+        keys: impl IntoIterator<Item = (Key, &'u str, u32)>,
+        entry: &ResultEntry,
+    ) -> anyhow::Result<()> {
+        Ok(self.results.put_all(keys, entry)?)
+    }
+
     /// Records the result of an item found in the ledger as the input is
     /// read (`Results::put_waiting`).
     pub(super) fn found(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {

@@ -19,7 +19,7 @@ use crate::model::{
     AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
     RuleWindow, Usage,
 };
-use crate::output::results::ResultEntry;
+use crate::output::results::{Key, ResultEntry};
 use crate::output::summary::Deferral;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
@@ -81,8 +81,15 @@ impl Recorder<'_> {
             resend_now: &resend_now,
         };
         let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
-        for (id, entry) in settled.entries {
-            self.findings.entry(id, entry)?;
+        // Each result once for the run of items that share it, in the
+        // items' order (a batch with one answer: one result for 10,000).
+        let (items, mut at) = (&d.claim.items, 0);
+        while at < items.len() {
+            let result = settled.result_of[at];
+            let n = settled.result_of[at..].iter().take_while(|r| **r == result).count();
+            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
+            self.findings.entries(keys, &settled.results[result])?;
+            at += n;
         }
         for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
             self.findings.parked_now.insert((d.group.clone(), a.reason.to_string()));
@@ -281,8 +288,12 @@ struct Settle<'a> {
 #[derive(Debug)]
 struct Settled {
     answered: Vec<Answered>,
-    /// In the order of the claimed items.
-    entries: Vec<(i64, ResultEntry)>,
+    /// The results, one per answer and item history: the same for each
+    /// item it stands for but for the item's URL and attempts.
+    results: Vec<ResultEntry>,
+    /// Each claimed item's result (its index in `results`), in the items'
+    /// order.
+    result_of: Vec<usize>,
 }
 
 /// One decision per answer and item history (items sent together retry
@@ -295,35 +306,37 @@ fn settle(
     c: &Settle,
     mut jitter: impl FnMut() -> f64,
 ) -> Settled {
-    let mut decisions: HashMap<(usize, History), Decision> = HashMap::new();
     let mut answered: Vec<Answered> = Vec::new();
-    let mut entries = Vec::with_capacity(items.len());
+    let mut results = Vec::new();
+    let mut result_of = Vec::with_capacity(items.len());
     let mut record_of: HashMap<(usize, Recorded), usize> = HashMap::new();
+    // The result and record of each answer and history, once decided.
+    let mut made: HashMap<(usize, History), (usize, usize)> = HashMap::new();
     for (item, &answer_index) in items.iter().zip(&sent.per_url) {
         let answer = &sent.answers[answer_index];
         let history =
             History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at };
+        if let Some(&(result, record)) = made.get(&(answer_index, history)) {
+            answered[record].items.push(item.id);
+            result_of.push(result);
+            continue;
+        }
         let decision = match stop_decision(answer, c.at, c.lease_end) {
             Some(decision) => decision,
             // Not a wait: what is left goes again now, within the remainder.
             None if c.resend_now.get(answer_index).copied().unwrap_or(false) => Decision::RetryAt(c.at),
-            None => decisions
-                .entry((answer_index, history))
-                .or_insert_with(|| {
-                    schedule::decide(
-                        &Inputs {
-                            class: answer.verdict.class(),
-                            retry_after: answer.verdict.retry_after,
-                            now: c.at,
-                            history,
-                            key_first_used: c.key_first_used,
-                            quota_reset: c.quota_reset,
-                            settings: c.retry,
-                        },
-                        jitter(),
-                    )
-                })
-                .clone(),
+            None => schedule::decide(
+                &Inputs {
+                    class: answer.verdict.class(),
+                    retry_after: answer.verdict.retry_after,
+                    now: c.at,
+                    history,
+                    key_first_used: c.key_first_used,
+                    quota_reset: c.quota_reset,
+                    settings: c.retry,
+                },
+                jitter(),
+            ),
         };
         let retry_tz = match c.quota_tz {
             Some(tz) if answer.verdict.class() == Class::Quota && answer.verdict.retry_after.is_none() => tz,
@@ -344,9 +357,11 @@ fn settle(
             answered.len() - 1
         });
         answered[index].items.push(item.id);
-        entries.push((item.id, entry));
+        made.insert((answer_index, history), (results.len(), index));
+        result_of.push(results.len());
+        results.push(entry);
     }
-    Settled { answered, entries }
+    Settled { answered, results, result_of }
 }
 
 /// The next step of an item whose request the run's stop cut (`None`: an

@@ -170,7 +170,7 @@ fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
     let context = Settle { resend_now: &[true], ..context(&settings, None) };
     let settled = settle(&g, &items, &three, &context, || panic!("no jitter"));
     assert_eq!(settled.answered[0].next, NextStep::RetryAt(now));
-    assert_eq!(settled.entries[0].1.reason.to_string(), "partial_quota");
+    assert_eq!(settled.results[settled.result_of[0]].reason.to_string(), "partial_quota");
 }
 
 fn context<'a>(settings: &'a crate::config::Settings, quota_tz: Option<Tz>) -> Settle<'a> {
@@ -217,7 +217,7 @@ fn a_request_the_stop_cut_is_recorded_as_interrupted_past_the_scheduler() {
             (vec![3], Class::Transient, "interrupted".into(), NextStep::RetryAt(at(NOW))),
         ]
     );
-    let e = &settled.entries[0].1;
+    let e = &settled.results[settled.result_of[0]];
     assert_eq!((e.outcome, e.reason.to_string().as_str(), e.http_status), (Outcome::Transient, "interrupted", None));
     assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T11:10:00+01:00"), Some(600)));
     assert!(e.message.contains("stop_grace"), "{}", e.message);
@@ -242,9 +242,8 @@ fn items_with_one_answer_and_history_share_one_decision_and_one_record() {
         (&[1, 2, 3][..], Class::Accepted, &NextStep::Accepted, at(NOW))
     );
     assert_eq!((a.reason.to_string().as_str(), a.response.http_status), ("ok", Some(200)));
-    let ids: Vec<i64> = settled.entries.iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, [1, 2, 3]);
-    assert!(settled.entries.iter().all(|(_, e)| e.outcome == Outcome::Accepted));
+    assert_eq!(settled.result_of, [0, 1, 0], "one result per answer and history, in the items' order");
+    assert!(settled.results.iter().all(|e| e.outcome == Outcome::Accepted && e.attempts > 0));
 }
 
 #[test]
@@ -287,7 +286,7 @@ fn a_quota_retry_is_told_in_the_quotas_timezone_and_others_in_the_users() {
     let shanghai = Some(chrono_tz::Asia::Shanghai);
     let retry_at = |sent: &Sent, quota_tz| {
         let settled = settle(&g, &[item(1, None, 0)], sent, &context(&settings, quota_tz), || 0.5);
-        settled.entries[0].1.retry_at.clone().unwrap()
+        settled.results[settled.result_of[0]].retry_at.clone().unwrap()
     };
     assert_eq!(retry_at(&quota(None, Period::Day), shanghai), "2026-03-03T00:00:00+08:00");
     assert_eq!(retry_at(&quota(None, Period::Day), None), "2026-03-02T17:00:00+01:00");
