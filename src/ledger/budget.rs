@@ -289,6 +289,19 @@ pub trait Budget {
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim>;
 
+    /// `finish` of an answered reservation, then `claim`, in one
+    /// transaction: one commit for the two (a run sending batch after batch
+    /// records each answer with the next claim). Should the claim fail,
+    /// `done` is still recorded, on its own, and the claim's error returned.
+    fn finish_and_claim(
+        &mut self,
+        done: &Finish,
+        group: &GroupKey,
+        spec: &ClaimSpec,
+        me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
+    ) -> Result<Claim>;
+
     /// Takes up to `n` units of `rules` that need no queue item (e.g. URL
     /// inspections): as many as every rule allows. Returns how many.
     fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64>;

@@ -39,6 +39,30 @@ fn batches_of_500_with_the_key_in_the_query_and_the_site_in_the_body() {
     assert!(reads[0].path.contains(&format!("apikey={BING_KEY}")));
 }
 
+/// A queue larger than the day's budget, the budget larger than a batch:
+/// the run sends all the budget covers, batch after batch, and only the
+/// rest waits for the next day — the report counting the day as used.
+#[test]
+fn a_queue_over_the_budget_sends_all_the_budget_covers_in_batches() {
+    let sb = Sandbox::bing("daily_quota = 1100");
+    sb.bing_quota(10_000, 100_000);
+    let urls = list(&sb, "p", 1300);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!((count(&doc, "accepted"), count(&doc, "deferred")), (1100, 200));
+    let posts = sb.engine.requests_to("POST", BING_SUBMIT);
+    let sizes: Vec<usize> = posts.iter().map(|r| r.json()["urlList"].as_array().unwrap().len()).collect();
+    assert_eq!(sizes, [500, 500, 100]);
+    let r = result_for(&results(&doc), &sb.url("/p1300")).clone();
+    assert_eq!((r["outcome"].as_str(), r["retry_at"].as_str()), (Some("deferred"), Some("2026-12-04T00:00:00+00:00")));
+    // The report, of the same run: the day used, not what the first claim had.
+    let sb = Sandbox::bing("daily_quota = 1100");
+    sb.bing_quota(10_000, 100_000);
+    let urls = list(&sb, "p", 1300);
+    let human = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    assert!(human.stdout.contains("is used (1100/1100)"), "{}", human.stdout);
+    assert!(human.stdout.contains("200 URLs are queued for then"), "{}", human.stdout);
+}
+
 #[test]
 fn the_server_says_5_left_today_so_exactly_5_go() {
     let sb = Sandbox::bing("site_url = \"https://example.com/\"");

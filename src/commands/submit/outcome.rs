@@ -56,11 +56,12 @@ pub(super) struct Delivery<'a> {
 }
 
 impl Recorder<'_> {
-    /// Records what came back for a request: each item's result, and in the
-    /// ledger its attempts, their next steps, the quota blocks and the
-    /// budget given back; a credential that got an `accepted` is no longer
-    /// pending.
-    pub(super) fn record(&mut self, d: Delivery) -> anyhow::Result<()> {
+    /// Records what came back for a request: each item's result; and
+    /// returns what the ledger records of it (`Budget::finish`, by itself or
+    /// with the next claim) — its attempts, their next steps, the quota
+    /// blocks and the budget given back, a credential that got an
+    /// `accepted` no longer pending.
+    pub(super) fn record(&mut self, d: Delivery) -> anyhow::Result<Finish> {
         let resend_now: Vec<bool> = (0..d.sent.answers.len()).map(|i| resends_now(d.sent, i, &d.windows)).collect();
         let blocks = quota_blocks(d.group, d.rules, &d.windows, d.sent, &resend_now, d.at);
         let quota_reset = blocks.iter().map(|b| b.until).max();
@@ -101,15 +102,14 @@ impl Recorder<'_> {
         // nothing of the key: it does not count as the key accepted.
         let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
         let accepted = |a: &engines::Answer| a.verdict.class() == Class::Accepted && a.verdict.reason() != unrecognized;
-        self.ledger.finish(&Finish {
+        Ok(Finish {
             reservation: d.reservation,
             answers: settled.answered,
             blocks,
             reports,
             windows: d.windows,
             accepted_credential: d.credential.filter(|_| d.sent.answers.iter().any(accepted)),
-        })?;
-        Ok(())
+        })
     }
 
     /// Results and the human report's notes for the items a claim deferred:
@@ -132,6 +132,14 @@ impl Recorder<'_> {
                 retry_at,
                 blocked: usage.blocked_until.is_some_and(|t| t > now),
             });
+        } else if let Some(i) = self.findings.deferrals.iter().rposition(|d| &d.group == group) {
+            // A later claim took what the budget still covered after a
+            // deferral: the note says how much is used now.
+            if !claim.items.is_empty() {
+                let (_, window, usage) = self.binding_rule(rules, windows, self.findings.deferrals[i].retry_at)?;
+                let deferral = &mut self.findings.deferrals[i];
+                (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
+            }
         }
         for (id, url, at) in &claim.paced {
             let e = paced_entry(url, group, *at, self.user_tz, now);

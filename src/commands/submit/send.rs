@@ -13,7 +13,7 @@ use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
 use super::Run;
 use crate::budget;
 use crate::engines;
-use crate::ledger::{Claim, ClaimSpec, Pace};
+use crate::ledger::{Claim, ClaimSpec, Finish, Pace};
 use crate::model::{Channel, Class, GroupKey, RuleWindow};
 use crate::output::printer::Printer;
 use crate::output::results::{Key, Template};
@@ -34,6 +34,11 @@ pub(super) struct Sender<'r, 'a> {
     wait_until: DateTime<Utc>,
     /// Groups whose engine-reported quota was read by this sender.
     reported: HashSet<GroupKey>,
+    /// The answer to the last batch, when another batch of its group is to
+    /// be claimed next: recorded in the ledger with that claim, one commit
+    /// for the two (`Budget::finish_and_claim`), or on its own if no claim
+    /// comes.
+    answered: Option<Finish>,
 }
 
 impl Run<'_> {
@@ -98,7 +103,7 @@ impl<'r, 'a> Sender<'r, 'a> {
     /// A sender on `run` whose results go to `report`, that waits for
     /// retries until `wait_until`.
     pub(super) fn new(run: &'r mut Run<'a>, findings: &'r mut Findings, wait_until: DateTime<Utc>) -> Sender<'r, 'a> {
-        Sender { run, findings, wait_until, reported: HashSet::new() }
+        Sender { run, findings, wait_until, reported: HashSet::new(), answered: None }
     }
 
     /// Sends everything due now; then, while a retry falls due within
@@ -155,9 +160,26 @@ impl<'r, 'a> Sender<'r, 'a> {
         Ok(())
     }
 
-    /// Claims and sends one batch; returns whether to try another. A
-    /// stopped run claims nothing (and a quota read it waits for is let go).
+    /// Claims and sends one batch; returns whether to try another. An
+    /// answer kept for a claim that does not come (the group is done, the
+    /// run stopped or failed) is recorded on its own.
     async fn send_batch(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
+        let more = self.claim_and_send(group).await;
+        if matches!(more, Ok(true)) {
+            return more;
+        }
+        let recorded = match self.answered.take() {
+            Some(done) => self.run.ledger.finish(&done),
+            None => Ok(()),
+        };
+        let more = more?;
+        recorded?;
+        Ok(more)
+    }
+
+    /// `send_batch`'s claim and request. A stopped run claims nothing (and
+    /// a quota read it waits for is let go).
+    async fn claim_and_send(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
         if self.run.stop.requested() {
             return Ok(false);
         }
@@ -174,7 +196,7 @@ impl<'r, 'a> Sender<'r, 'a> {
         let (batch, inspections) = self.batch(group, &claim, claim.now)?;
         let (sent, fingerprint, at) = self.send(group, &rules, &claim, &batch).await?;
         let more = another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
-        self.recorder().record(Delivery {
+        let done = self.recorder().record(Delivery {
             group,
             rules: &rules,
             windows: claim.windows.clone(),
@@ -186,6 +208,11 @@ impl<'r, 'a> Sender<'r, 'a> {
             key_first_used: claim.key_first_used,
             fingerprint: &fingerprint,
         })?;
+        // Kept for the next claim, the answer is recorded before its request goes.
+        match more {
+            true => self.answered = Some(done),
+            false => self.run.ledger.finish(&done)?,
+        }
         self.run.record_inspections(self.findings, group, inspections, at)?;
         Ok(more)
     }
@@ -279,7 +306,10 @@ impl<'r, 'a> Sender<'r, 'a> {
             now: crate::commands::now(self.run.clock),
             credential: credential.as_deref(),
         };
-        let claim = self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?;
+        let claim = match self.answered.take() {
+            Some(done) => self.run.ledger.finish_and_claim(&done, group, &spec, &self.run.owner, &mut on_deferred)?,
+            None => self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?,
+        };
         match failure {
             Some(err) => Err(err.into()),
             None => Ok((claim, credential)),
@@ -382,16 +412,17 @@ fn request(claim: &Claim, inspect: Vec<bool>, now: DateTime<Utc>) -> engines::Ba
 }
 
 /// Whether another batch of the group may go now: this one was full, and
-/// nothing (the budget, the pace, a quota answer) said to stop — or every
-/// quota answer was a partial remainder its request explains
-/// (`outcome::resends_now`): what is left goes at once, the next claim
-/// bounded by it.
+/// nothing (the pace, a quota answer) said to stop — or every quota answer
+/// was a partial remainder its request explains (`outcome::resends_now`):
+/// what is left goes at once, the next claim bounded by it. A claim that
+/// deferred what the budget cannot cover left due what it can: the next
+/// claim takes that (or nothing, the budget spent).
 fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
     let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class() == Class::Quota).peekable();
     if quota.peek().is_some() {
         return quota.all(|i| resends_now(sent, i, &claim.windows));
     }
-    claim.retry_at.is_none() && claim.paced.is_empty() && claim.items.len() == max_batch
+    claim.paced.is_empty() && claim.items.len() == max_batch
 }
 
 /// The report's note when the engine cannot say what is left of its quota.
@@ -521,7 +552,7 @@ mod tests {
         );
         assert!(another_batch(&claimed(2), &sent(Class::Transient, "server_error"), 2));
         let budget = Claim { retry_at: Some(at(NOW)), ..claimed(2) };
-        assert!(!another_batch(&budget, &accepted, 2), "the budget ran out");
+        assert!(another_batch(&budget, &accepted, 2), "the next claim takes what the budget still covers");
         let paced = Claim { paced: vec![(9, "https://site.example/9".into(), at(NOW))], ..claimed(2) };
         assert!(!another_batch(&paced, &accepted, 2), "the pace holds the rest");
         // Bing's partial remainder: what is left goes at once, budget or not.

@@ -15,6 +15,24 @@ use chrono::{DateTime, Utc};
 /// How many of a claim's deferred items are told from one read of their URLs.
 const TOLD_A_READ: usize = 10_000;
 
+/// Tells `deferred` of each item a committed claim moved to when budget
+/// frees up, with their URLs read a chunk at a time: a million deferred
+/// URLs are never held at once.
+fn tell_deferred(
+    backend: &mut impl Backend,
+    (claim, moved): (Claim, claim::Deferred),
+    deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
+) -> Result<Claim> {
+    if let Some(at) = claim.retry_at {
+        for ids in moved.chunks(TOLD_A_READ) {
+            for (id, url) in backend.read(|steps| steps.urls(ids))? {
+                deferred(id, &url, at);
+            }
+        }
+    }
+    Ok(claim)
+}
+
 impl<B: Backend> Budget for B {
     fn now(&mut self, now: Now, record: bool) -> Result<LedgerTime> {
         match record {
@@ -39,17 +57,30 @@ impl<B: Backend> Budget for B {
         deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
     ) -> Result<Claim> {
         let lease = self.lease();
-        let (claim, moved) = self.write(|steps| claim::claim(steps, group, spec, me, lease))?;
-        // Told with their URLs read a chunk at a time: a million deferred
-        // URLs are never held at once.
-        if let Some(at) = claim.retry_at {
-            for ids in moved.chunks(TOLD_A_READ) {
-                for (id, url) in self.read(|steps| steps.urls(ids))? {
-                    deferred(id, &url, at);
-                }
+        let decided = self.write(|steps| claim::claim(steps, group, spec, me, lease))?;
+        tell_deferred(self, decided, deferred)
+    }
+
+    fn finish_and_claim(
+        &mut self,
+        done: &Finish,
+        group: &GroupKey,
+        spec: &ClaimSpec,
+        me: &Owner,
+        deferred: &mut dyn FnMut(i64, &str, DateTime<Utc>),
+    ) -> Result<Claim> {
+        let lease = self.lease();
+        let decided = self.write(|steps| {
+            answer::finish(steps, done)?;
+            claim::claim(steps, group, spec, me, lease)
+        });
+        match decided {
+            Ok(decided) => tell_deferred(self, decided, deferred),
+            Err(err) => {
+                self.write(|steps| answer::finish(steps, done))?;
+                Err(err)
             }
         }
-        Ok(claim)
     }
 
     fn take_units(&mut self, rules: &[RuleWindow], n: u64, now: DateTime<Utc>) -> Result<u64> {

@@ -116,12 +116,15 @@ impl<'p> PaceState<'p> {
 }
 
 /// The due items in their order (`next_attempt_at`, id): the first `take`
-/// are claimed, those before `paced_until` wait for their slot, and the rest
-/// (if `retry_at`) wait until then, when budget frees up.
+/// are claimed, those before `paced_until` wait for their slot, those
+/// before `within` stay due (the budget covers them: the next batch takes
+/// them), and the rest (if `retry_at`) wait until then, when budget frees
+/// up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimPlan {
     pub take: usize,
     pub paced_until: usize,
+    pub within: usize,
     pub retry_at: Option<DateTime<Utc>>,
 }
 
@@ -154,7 +157,7 @@ impl ClaimPlan {
                 .max()
                 .unwrap_or(now)
         });
-        ClaimPlan { take, paced_until, retry_at }
+        ClaimPlan { take, paced_until, within: avail, retry_at }
     }
 }
 
@@ -299,8 +302,13 @@ fn place_the_rest(
     }
     let mut deferred = Vec::new();
     if let Some(t) = plan.retry_at {
-        let paced_ids: Vec<i64> = claim.paced.iter().map(|p| p.0).collect();
-        deferred = defer_all(steps, group, claim.now, t, &paced_ids)?;
+        // What the budget covers is not deferred: the due items after those
+        // taken, up to `within` (the paced among them), keep their place.
+        let after = match plan.within.saturating_sub(plan.take) {
+            0 => None,
+            n => steps.nth_due(group, claim.now, n)?,
+        };
+        deferred = defer_all(steps, group, claim.now, t, after)?;
         claim.deferred = deferred.len() as u64;
     }
     claim.retry_at = plan.retry_at;
@@ -321,22 +329,23 @@ fn place_the_rest(
 /// defers 7 in several statements.)
 pub const DEFERRED_A_STATEMENT: usize = if cfg!(test) { 3 } else { 50_000 };
 
-/// Every due item of `group` but `except`, due again at `until`, a
-/// statement of `DEFERRED_A_STATEMENT` at a time until fewer come back: a
-/// deferred item is due after `now`, so the next statement does not find
-/// it again. (Due again at or before `now`, it would be: one statement.)
+/// Every due item of `group` (after the place `after`, in due order), due
+/// again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until
+/// fewer come back: a deferred item is due after `now`, so the next
+/// statement does not find it again. (Due again at or before `now`, it
+/// would be: one statement.)
 fn defer_all(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: i64,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
-    except: &[i64],
+    after: Option<(DateTime<Utc>, i64)>,
 ) -> Result<Deferred> {
     // (As the ledger keeps times: whole seconds.)
     let limit = if until.timestamp() > now.timestamp() { DEFERRED_A_STATEMENT } else { usize::MAX };
     let mut deferred = Vec::new();
     loop {
-        let ids = steps.defer_due(group, now, until, except, limit)?;
+        let ids = steps.defer_due(group, now, until, after, limit)?;
         let last = ids.len() < limit;
         deferred.extend(ids);
         if last {

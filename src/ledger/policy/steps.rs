@@ -91,15 +91,19 @@ pub trait ClaimSteps {
     /// The first `n` due items of `group`, in due order.
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>>;
 
-    /// Up to `limit` due items of `group` but `except`, due again at
-    /// `until`: their ids (in one statement; `policy::claim` calls again
-    /// until fewer come back).
+    /// The place (due time, id) of the `n`-th due item of `group` in due
+    /// order (the first is 1); none when fewer are due.
+    fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>>;
+
+    /// Up to `limit` due items of `group` placed after `after` in due order
+    /// (all, without it), due again at `until`: their ids (in one
+    /// statement; `policy::claim` calls again until fewer come back).
     fn defer_due(
         &mut self,
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        except: &[i64],
+        after: Option<(DateTime<Utc>, i64)>,
         limit: usize,
     ) -> Result<Vec<i64>>;
 

@@ -210,20 +210,32 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
+    fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
+        let row = self.tx.query_opt(
+            "SELECT next_attempt_at, id FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+             ORDER BY next_attempt_at, id OFFSET $3 LIMIT 1",
+            &[&group, &sec(now), &i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX)],
+        )?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    }
+
     fn defer_due(
         &mut self,
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        except: &[i64],
+        after: Option<(DateTime<Utc>, i64)>,
         limit: usize,
     ) -> Result<Vec<i64>> {
+        let (after_at, after_id) = (after.map(|a| a.0), after.map_or(0, |a| a.1));
         let rows = self.tx.query(
             &format!(
                 "UPDATE items SET next_attempt_at = $3
-                 WHERE id = ANY(ARRAY({DUE} AND id <> ALL($4) LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING id"
+                 WHERE id = ANY(ARRAY({DUE} AND ($4::timestamptz IS NULL OR (next_attempt_at, id) > ($4, $5))
+                     LIMIT $6 FOR UPDATE SKIP LOCKED))
+                 RETURNING id"
             ),
-            &[&group, &sec(now), &sec(until), &except, &i64::try_from(limit).unwrap_or(i64::MAX)],
+            &[&group, &sec(now), &sec(until), &after_at, &after_id, &i64::try_from(limit).unwrap_or(i64::MAX)],
         )?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }

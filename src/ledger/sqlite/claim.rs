@@ -161,20 +161,31 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT next_attempt_at, id {DUE} ORDER BY next_attempt_at, id LIMIT 1 OFFSET ?3"
+        ))?;
+        let offset = i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX);
+        let place = stmt.query_row(params![group, ts(now), offset], |r| Ok((from_ts(r.get(0)?), r.get(1)?)));
+        Ok(place.optional()?)
+    }
+
     fn defer_due(
         &mut self,
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        except: &[i64],
+        after: Option<(DateTime<Utc>, i64)>,
         limit: usize,
     ) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET next_attempt_at = ?3 WHERE id IN (SELECT id {DUE} AND id NOT IN rarray(?4) LIMIT ?5)
+            "UPDATE items SET next_attempt_at = ?3
+             WHERE id IN (SELECT id {DUE} AND (?4 IS NULL OR (next_attempt_at, id) > (?4, ?5)) LIMIT ?6)
              RETURNING id"
         ))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt.query_map(params![group, ts(now), ts(until), array(except), limit], |r| r.get(0))?;
+        let (after_at, after_id) = (after.map(|a| ts(a.0)), after.map_or(0, |a| a.1));
+        let rows = stmt.query_map(params![group, ts(now), ts(until), after_at, after_id, limit], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

@@ -163,10 +163,60 @@ pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
     assert_eq!((first.items.len(), first.deferred, first.retry_at), (4, 0, None), "6 queued, room for 10");
     let second = take(ledger, &group(), spec(4), &me);
     assert_eq!((second.items.len(), second.deferred, second.retry_at), (2, 0, None), "the other 2 stayed due");
-    // 4 left in the day; 6 more queued: over the budget, so counted to it.
+    // 4 left in the day; 6 more queued: over the budget, so counted to it,
+    // and what it cannot cover deferred — not the one it covers after the
+    // batch, which the next claim takes.
     ledger.admit(&items(12)[6..], now, &rule).unwrap();
     let third = take(ledger, &group(), spec(3), &me);
-    assert_eq!((third.items.len(), third.deferred, third.retry_at), (3, 3, Some(day.resets_at)));
+    assert_eq!((third.items.len(), third.deferred, third.retry_at), (3, 2, Some(day.resets_at)));
+    let fourth = take(ledger, &group(), spec(3), &me);
+    assert_eq!((fourth.items.len(), fourth.deferred), (1, 0), "the day's last unit");
+    assert_eq!(ledger.usage(&day).unwrap().used, 10);
+}
+
+/// An answer recorded with the next claim (`finish_and_claim`), in one
+/// transaction: the answer first — two items accepted, the unit of one the
+/// engine never got given back and the item due again at once — then the
+/// claim, which sees it: a new reservation of that item and the two the
+/// first claim left due (the budget covered them), the day's 5 units all
+/// counted, the sixth item waiting for the next day.
+pub fn answered_with_the_next_claim_story(ledger: &mut impl Ledger) {
+    let me = Owner::current();
+    let now = t("2026-12-07T09:00:00Z");
+    let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+    let day = december_7th("next:day", 5);
+    let rules = vec![day.clone()];
+    let spec = ClaimSpec { windows: &rules, max_items: 3, pace: None, now: Now::pinned(now), credential: None };
+    ledger.admit(&items(6), now, &rule).unwrap();
+    let first = take(ledger, &group(), spec, &me);
+    let ids: Vec<i64> = first.items.iter().map(|i| i.id).collect();
+    let ok = StoredResponse { http_status: Some(200), body: None };
+    let accepted =
+        Answered { items: ids[..2].to_vec(), ..answer(&first, now, Class::Accepted, ok, NextStep::Accepted) };
+    let never_sent = StoredResponse { http_status: None, body: None };
+    let unsent = Answered {
+        items: vec![ids[2]],
+        reached: false,
+        ..answer(&first, now, Class::Transient, never_sent, NextStep::RetryAt(now))
+    };
+    let done = Finish {
+        reservation: first.reservation.unwrap(),
+        answers: vec![accepted, unsent],
+        blocks: vec![],
+        reports: vec![],
+        windows: rules.clone(),
+        accepted_credential: None,
+    };
+    let second = ledger.finish_and_claim(&done, &group(), &spec, &me, &mut |_, _, _| {}).unwrap();
+    assert!(second.reservation.is_some());
+    let again: Vec<i64> = second.items.iter().map(|i| i.id).collect();
+    assert_eq!(again.len(), 3, "room for 3: 5 a day, 3 counted, 1 given back: {again:?}");
+    assert!(again.contains(&ids[2]) && !again.contains(&ids[0]) && !again.contains(&ids[1]), "{again:?}");
+    assert_eq!(ledger.usage(&day).unwrap().used, 5);
+    assert_eq!(
+        ledger.queue_counts(&group(), now).unwrap(),
+        QueueCounts { waiting: 1, in_flight: 3, accepted: 2, ..Default::default() }
+    );
 }
 
 /// A budget of 1 over 8 due items: 7 deferred to the window's end, each
@@ -358,6 +408,19 @@ fn sqlite_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
 fn postgres_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
     let mut ledger = test_postgres();
     counted_to_a_batch_story(&mut ledger);
+}
+
+#[test]
+fn sqlite_records_an_answer_with_the_next_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    answered_with_the_next_claim_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn postgres_records_an_answer_with_the_next_claim() {
+    let mut ledger = test_postgres();
+    answered_with_the_next_claim_story(&mut ledger);
 }
 
 #[test]
