@@ -132,14 +132,14 @@ impl Recorder<'_> {
                 retry_at,
                 blocked: usage.blocked_until.is_some_and(|t| t > now),
             });
-        } else if let Some(i) = self.findings.deferrals.iter().rposition(|d| &d.group == group) {
+        } else if let Some(i) =
+            self.findings.deferrals.iter().rposition(|d| &d.group == group && !claim.items.is_empty())
+        {
             // A later claim took what the budget still covered after a
             // deferral: the note says how much is used now.
-            if !claim.items.is_empty() {
-                let (_, window, usage) = self.binding_rule(rules, windows, self.findings.deferrals[i].retry_at)?;
-                let deferral = &mut self.findings.deferrals[i];
-                (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
-            }
+            let (_, window, usage) = self.binding_rule(rules, windows, self.findings.deferrals[i].retry_at)?;
+            let deferral = &mut self.findings.deferrals[i];
+            (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
         }
         for (id, url, at) in &claim.paced {
             let e = paced_entry(url, group, *at, self.user_tz, now);

@@ -304,11 +304,12 @@ fn place_the_rest(
     if let Some(t) = plan.retry_at {
         // What the budget covers is not deferred: the due items after those
         // taken, up to `within` (the paced among them), keep their place.
-        let after = match plan.within.saturating_sub(plan.take) {
-            0 => None,
-            n => steps.nth_due(group, claim.now, n)?,
-        };
-        deferred = defer_all(steps, group, claim.now, t, after)?;
+        let kept = plan.within.saturating_sub(plan.take);
+        let after = if kept > 0 { steps.nth_due(group, claim.now, kept)? } else { None };
+        // (Fewer due than the budget covers, no place found: none to defer.)
+        if kept == 0 || after.is_some() {
+            deferred = defer_all(steps, group, claim.now, t, after)?;
+        }
         claim.deferred = deferred.len() as u64;
     }
     claim.retry_at = plan.retry_at;
