@@ -39,6 +39,23 @@ fn batches_of_500_with_the_key_in_the_query_and_the_site_in_the_body() {
     assert!(reads[0].path.contains(&format!("apikey={BING_KEY}")));
 }
 
+/// Two full batches and nothing after: each answer is recorded with the
+/// next claim — the last one with a claim that finds nothing — and none is
+/// left in flight.
+#[test]
+fn full_batches_each_recorded_with_the_next_claim_leave_nothing_in_flight() {
+    let sb = Sandbox::bing("daily_quota = 5000");
+    sb.bing_quota(10_000, 100_000);
+    let urls = list(&sb, "p", 1000);
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).json();
+    assert_eq!(count(&doc, "accepted"), 1000);
+    assert_eq!(sb.engine.requests_to("POST", BING_SUBMIT).len(), 2);
+    let queue = sb.indexq(&["--json", "queue", "list", "--state", "in-flight,due"]).now(NOW).output().code(0).json();
+    assert_eq!(queue["items"], serde_json::json!([]), "{queue:#}");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    assert!(status.budgets.iter().any(|b| b.used == 1000), "{status:#?}");
+}
+
 /// A queue larger than the day's budget, the budget larger than a batch:
 /// the run sends all the budget covers, batch after batch, and only the
 /// rest waits for the next day — the report counting the day as used.

@@ -545,6 +545,38 @@ mod tests {
         assert_eq!(items, 3, "nothing of the refused batch is kept");
     }
 
+    /// An answer to be recorded with the next claim whose claim fails is
+    /// recorded on its own, and the claim's error returned: here the claim
+    /// reads its pace from a table taken away, which the answer does not.
+    #[test]
+    fn an_answer_whose_next_claim_fails_is_recorded_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-11T09:00:00Z");
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        let g = group("a.example", EngineKind::IndexNow);
+        ledger.admit(&new_items(&g, 0..4), now, &rule).unwrap();
+        let me = Owner::current();
+        let spec = ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None };
+        let first = ledger.claim(&g, &spec, &me, &mut |_, _, _| {}).unwrap();
+        let response = StoredResponse { http_status: Some(200), body: None };
+        let done = Finish {
+            reservation: first.reservation.unwrap(),
+            answers: vec![super::super::story::answer(&first, now, Class::Accepted, response, NextStep::Accepted)],
+            blocks: vec![],
+            reports: vec![],
+            windows: vec![],
+            accepted_credential: None,
+        };
+        ledger.conn.execute_batch("DROP TABLE pacing").unwrap();
+        let pace = Pace { key: "p".into(), interval: TimeDelta::seconds(1), burst: 1, horizon: now };
+        let paced = ClaimSpec { pace: Some(&pace), ..spec };
+        let err = ledger.finish_and_claim(&done, &g, &paced, &me, &mut |_, _, _| {}).unwrap_err();
+        assert!(format!("{err:?}").contains("no such table: pacing"), "{err:?}");
+        let counts = ledger.queue_counts(&g, now).unwrap();
+        assert_eq!((counts.accepted, counts.in_flight, counts.due), (2, 0, 2), "{counts:?}");
+    }
+
     /// A new ledger's pages are `PAGE_SIZE`; a ledger written before keeps
     /// its own (the schema-6 fixture's 4 KiB). Either copies its log back
     /// every 40 MiB.
