@@ -34,10 +34,9 @@ pub(super) struct Sender<'r, 'a> {
     wait_until: DateTime<Utc>,
     /// Groups whose engine-reported quota was read by this sender.
     reported: HashSet<GroupKey>,
-    /// The answer to the last batch, when another batch of its group is to
-    /// be claimed next: recorded in the ledger with that claim, one commit
-    /// for the two (`Budget::finish_and_claim`), or on its own if no claim
-    /// comes.
+    /// The answer to the last batch until the ledger has it: recorded with
+    /// the group's next claim, one commit for the two
+    /// (`Budget::finish_and_claim`), or on its own when no claim comes.
     answered: Option<Finish>,
 }
 
@@ -208,11 +207,9 @@ impl<'r, 'a> Sender<'r, 'a> {
             key_first_used: claim.key_first_used,
             fingerprint: &fingerprint,
         })?;
-        // Kept for the next claim, the answer is recorded before its request goes.
-        match more {
-            true => self.answered = Some(done),
-            false => self.run.ledger.finish(&done)?,
-        }
+        // Recorded with the next claim, before its request goes, or by
+        // `send_batch` when none comes.
+        self.answered = Some(done);
         self.run.record_inspections(self.findings, group, inspections, at)?;
         Ok(more)
     }
