@@ -314,12 +314,13 @@ fn admit_batch(
     )?;
     for ((group, action, due), ids) in &plan.requeued {
         // Only accepted items are queued again.
-        let n = tx
-            .prepare_cached(
-                "UPDATE OR FAIL items SET state = 'queued', action = ?2, next_attempt_at = ?4, enqueued_at = ?3,
-                     streak = 0, streak_started_at = NULL WHERE id IN rarray(?1)",
-            )?
-            .execute(params![array(ids), action.as_str(), ts(now), ts(*due)])?;
+        let n = update_ids(
+            tx,
+            "UPDATE OR FAIL items SET state = 'queued', action = ?1, next_attempt_at = ?3, enqueued_at = ?2,
+                 streak = 0, streak_started_at = NULL WHERE",
+            params![action.as_str(), ts(now), ts(*due)],
+            ids,
+        )?;
         counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
     }
     let updates: Vec<Value> = plan

@@ -22,27 +22,21 @@ impl AnswerSteps for Tx<'_> {
         self.answered.extend(&answer.items);
         // `OR FAIL`: no statement journal (a broken constraint rolls the
         // whole transaction back; see `admit_batch`).
-        conn.prepare_cached(
+        update_ids(
+            conn,
             "UPDATE OR FAIL items SET
-                 state = ?2, next_attempt_at = ?3, reservation_id = NULL,
+                 state = ?1, next_attempt_at = ?2, reservation_id = NULL,
                  attempts = attempts + 1,
-                 streak = CASE WHEN last_class IS ?4 THEN streak + 1 ELSE 1 END,
-                 streak_started_at = CASE WHEN last_class IS ?4 AND streak_started_at IS NOT NULL
-                                          THEN streak_started_at ELSE ?5 END,
-                 last_class = ?4,
-                 accepted_at = CASE WHEN ?2 = 'accepted' THEN ?5 ELSE accepted_at END,
-                 parked_fingerprint = ?6, last_request_id = ?7
-             WHERE id IN rarray(?1)",
-        )?
-        .execute(params![
-            array(&answer.items),
-            to.to.as_str(),
-            to.due.map(ts),
-            answer.class.as_str(),
-            ts(answer.at),
-            to.fingerprint,
-            request
-        ])?;
+                 streak = CASE WHEN last_class IS ?3 THEN streak + 1 ELSE 1 END,
+                 streak_started_at = CASE WHEN last_class IS ?3 AND streak_started_at IS NOT NULL
+                                          THEN streak_started_at ELSE ?4 END,
+                 last_class = ?3,
+                 accepted_at = CASE WHEN ?1 = 'accepted' THEN ?4 ELSE accepted_at END,
+                 parked_fingerprint = ?5, last_request_id = ?6
+             WHERE",
+            params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
+            &answer.items,
+        )?;
         for (from, n) in before {
             counted(conn, group, Some(from), Some(to.to), n)?;
         }

@@ -147,9 +147,12 @@ impl ClaimSteps for Tx<'_> {
         taken.sort_unstable_by_key(|(_, item)| item.id);
         let ids: Vec<i64> = taken.iter().map(|(_, item)| item.id).collect();
         // `OR FAIL`: no statement journal (see `admit_batch`).
-        self.conn
-            .prepare_cached("UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?2 WHERE id IN rarray(?1)")?
-            .execute(params![array(&ids), reservation])?;
+        update_ids(
+            self.conn,
+            "UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?1 WHERE",
+            &[&reservation],
+            &ids,
+        )?;
         counted(self.conn, group, Some(ItemState::Queued), Some(ItemState::InFlight), taken.len() as u64)?;
         Ok(Some(Taken { reservation, items: taken }))
     }

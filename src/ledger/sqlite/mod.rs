@@ -11,7 +11,7 @@ use super::ids::{self, next_key, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
 use super::*;
 use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
@@ -62,6 +62,47 @@ fn opt_ts(secs: Option<i64>) -> Option<DateTime<Utc>> {
 /// A list of values for `rarray(?)`.
 fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
     Rc::new(values.iter().map(|v| (*v).into()).collect())
+}
+
+/// Runs an `UPDATE` of the items `ids` (distinct): `sql` ends in `WHERE`
+/// and takes `params` as `?1`…; the ids follow. Where they fall in a few
+/// runs of consecutive ids (a batch claimed, answered or queued again
+/// together), a statement a run, `id BETWEEN`, which SQLite does in one
+/// pass over the rows; else one over the list, `id IN rarray`, which SQLite
+/// first copies into a temporary index and the rows' ids into a temporary
+/// table, then seeks each row again.
+fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &[i64]) -> Result<usize> {
+    let runs = id_runs(ids);
+    let next = params.len() + 1;
+    if runs.len() > ids.len() / RUN_LENGTH + 1 {
+        let list = array(ids);
+        let all: Vec<&dyn ToSql> = params.iter().copied().chain([&list as &dyn ToSql]).collect();
+        return Ok(tx.prepare_cached(&format!("{sql} id IN rarray(?{next})"))?.execute(&*all)?);
+    }
+    let mut stmt = tx.prepare_cached(&format!("{sql} id BETWEEN ?{next} AND ?{}", next + 1))?;
+    let mut changed = 0;
+    for (first, last) in runs {
+        let all: Vec<&dyn ToSql> = params.iter().copied().chain([&first as &dyn ToSql, &last]).collect();
+        changed += stmt.execute(&*all)?;
+    }
+    Ok(changed)
+}
+
+/// The average run, in ids, below which `update_ids` takes the list whole.
+const RUN_LENGTH: usize = 4;
+
+/// `ids` (distinct) as runs of consecutive ids, `(first, last)`, ascending.
+fn id_runs(ids: &[i64]) -> Vec<(i64, i64)> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for id in sorted {
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == id => run.1 = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    runs
 }
 
 /// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
@@ -443,6 +484,33 @@ mod tests {
             let err = ledger.items(&ItemFilter::default(), now).unwrap_err().to_string();
             assert!(err.contains(&format!("`{text}`")), "{err}");
         }
+    }
+
+    /// `update_ids` changes exactly the ids it is given, whether they fall
+    /// in a few runs (a statement a run) or in many (one over the list):
+    /// an id beside or between two runs is left as it was.
+    #[test]
+    fn an_update_of_ids_changes_those_ids_alone_by_runs_or_by_list() {
+        let conn = Connection::open_in_memory().unwrap();
+        rusqlite::vtab::array::load_module(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0);
+             WITH RECURSIVE n (id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < 30)
+             INSERT INTO t (id) SELECT id FROM n;",
+        )
+        .unwrap();
+        let changed_ids = |ids: &[i64], v: i64| -> (usize, Vec<i64>) {
+            let n = update_ids(&conn, "UPDATE t SET v = ?1 WHERE", &[&v], ids).unwrap();
+            let mut stmt = conn.prepare("SELECT id FROM t WHERE v = ?1 ORDER BY id").unwrap();
+            (n, stmt.query_map([v], |r| r.get(0)).unwrap().collect::<rusqlite::Result<_>>().unwrap())
+        };
+        // Two runs (given out of order): a statement each.
+        assert_eq!(id_runs(&[12, 3, 4, 5, 10, 11]), vec![(3, 5), (10, 12)]);
+        assert_eq!(changed_ids(&[12, 3, 4, 5, 10, 11], 7), (6, vec![3, 4, 5, 10, 11, 12]));
+        // Runs of one: the list.
+        assert_eq!(id_runs(&[9, 1, 3, 5, 7]).len(), 5);
+        assert_eq!(changed_ids(&[9, 1, 3, 5, 7], 8), (5, vec![1, 3, 5, 7, 9]));
+        assert_eq!(changed_ids(&[], 9), (0, vec![]));
     }
 
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
