@@ -6,6 +6,7 @@
 //! SQLite's schema 7 rebuilt its items table; PostgreSQL's schema 7 dropped
 //! the items' foreign key to their group), on both.
 
+use crate::support::mock::{MockResponse, MockServer};
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -27,11 +28,14 @@ impl Schema {
 }
 
 /// A sandbox with the fixture's configuration (and `top` before its first
-/// table: a PostgreSQL ledger's keys).
+/// table: a PostgreSQL ledger's keys) and Google's key, if it has one.
 fn sandbox(schema: Schema, top: &str) -> Sandbox {
     let sb = Sandbox::new();
     std::fs::write(sb.config_path(), format!("{top}{}", schema.fixture("indexq.toml"))).unwrap();
-    std::fs::copy(schema.fixtures().join("service-account.json"), sb.dir.path().join("service-account.json")).unwrap();
+    let key = schema.fixtures().join("service-account.json");
+    if key.exists() {
+        std::fs::copy(key, sb.dir.path().join("service-account.json")).unwrap();
+    }
     sb
 }
 
@@ -135,11 +139,11 @@ fn sqlite_upgrades_in_place(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 7"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 8"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 7));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 8));
 }
 
 #[test]
@@ -155,6 +159,44 @@ fn a_schema_2_sqlite_ledger_upgrades_in_place() {
 #[test]
 fn a_schema_6_sqlite_ledger_upgrades_in_place() {
     sqlite_upgrades_in_place(Schema(6));
+}
+
+/// A ledger of the schema-7 binary killed while one endpoint held its
+/// request (tests/fixtures/ledger-v7: four URLs accepted at one endpoint,
+/// the same four in flight at the other): schema 8 lists the reservation's
+/// items and drops the index of items in flight. This binary shows the
+/// ledger as that one did, and the next run sends the four again, once.
+#[test]
+fn a_schema_7_sqlite_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again() {
+    let schema = Schema(7);
+    let sb = sandbox(schema, "");
+    std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
+    std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
+    let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
+    assert!(done.stdout.contains("schema version 8"), "{}", done.stdout);
+    let (views, expected) = (views(schema, &sb), expected(schema));
+    for part in ["status", "queue", "log"] {
+        assert_eq!(views[part], expected[part], "{part} after the upgrade");
+    }
+    assert_eq!(views["status"]["queue"]["in_flight"], 4, "{:#}", views["status"]);
+    // The endpoints the fixture's URLs name, served here.
+    let engine = MockServer::start_on(47392);
+    let key = "0123456789abcdef0123456789abcdef";
+    engine.on("GET", &format!("/{key}.txt"), vec![MockResponse::status(200).body(key)]);
+    engine.on("POST", "/indexnow-held", vec![MockResponse::status(200)]);
+    let run = sb.indexq(&["--json", "submit", "--max-wait", "0"]).env("INDEXNOW_KEY", key).now(NOW).output().code(0);
+    let sent: Vec<String> = engine
+        .requests_to("POST", "/indexnow-held")
+        .iter()
+        .flat_map(|r| {
+            r.json()["urlList"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    let page = |i: u8| format!("http://127.0.0.1:47392/page{i}");
+    assert_eq!(sent, (1..=4).map(page).collect::<Vec<_>>(), "{}", run.stdout);
+    assert!(engine.requests_to("POST", "/indexnow").is_empty(), "the accepted four are not sent again");
+    let queue = sb.indexq(&["--json", "queue", "list", "--state", "in-flight,due"]).now(NOW).output().code(0).json();
+    assert_eq!(queue["items"], serde_json::json!([]), "{queue:#}");
 }
 
 #[test]

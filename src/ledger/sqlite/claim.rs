@@ -114,11 +114,6 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
-        self.conn.execute(
-            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-            params![me.host, me.pid, me.started as i64, ts(now), n as i64],
-        )?;
-        let reservation = self.conn.last_insert_rowid();
         // Read, then marked by id: an `UPDATE … RETURNING` keeps every row
         // it returns in a temporary table before the first is read (a fresh
         // 100k submit spent 10% more CPU so). The write lock holds what was
@@ -146,6 +141,12 @@ impl ClaimSteps for Tx<'_> {
         // In the order of their ids, as they always went.
         taken.sort_unstable_by_key(|(_, item)| item.id);
         let ids: Vec<i64> = taken.iter().map(|(_, item)| item.id).collect();
+        self.conn.execute(
+            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, items)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
+            params![me.host, me.pid, me.started as i64, ts(now), n as i64, IdRuns::of(&ids).to_string()],
+        )?;
+        let reservation = self.conn.last_insert_rowid();
         // `OR FAIL`: no statement journal (see `admit_batch`).
         update_ids(
             self.conn,
@@ -240,11 +241,19 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The items the reservation lists that are still in flight in it.
     fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id")?;
-        let items = ids_of(&mut stmt, [reservation])?;
+        let listed: Option<String> =
+            self.conn.query_row("SELECT items FROM reservations WHERE id = ?1", [reservation], |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM items WHERE id BETWEEN ?1 AND ?2 AND reservation_id = ?3 AND state = 'in_flight'
+             ORDER BY id",
+        )?;
+        let mut items = Vec::new();
+        let runs: IdRuns = stored("reservations", "items", listed.as_deref().unwrap_or_default())?;
+        for (first, last) in runs.0 {
+            items.extend(ids_of(&mut stmt, params![first, last, reservation])?);
+        }
         let Some(&first) = items.first() else { return Ok(None) };
         let group: i64 = self.conn.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
         Ok(Some((group, items)))
@@ -252,11 +261,13 @@ impl ClaimSteps for Tx<'_> {
 
     fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
-        let n = self.conn.execute(
+        let n = update_ids(
+            self.conn,
             "UPDATE OR FAIL items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
                  attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
-             WHERE reservation_id = ?1 AND state = 'in_flight'",
+             WHERE reservation_id = ?1 AND state = 'in_flight' AND",
             params![reservation, ts(now), request],
+            items,
         )?;
         counted(self.conn, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)
     }

@@ -72,7 +72,7 @@ fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
 /// first copies into a temporary index and the rows' ids into a temporary
 /// table, then seeks each row again.
 fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &[i64]) -> Result<usize> {
-    let runs = id_runs(ids);
+    let runs = IdRuns::of(ids).0;
     let next = params.len() + 1;
     if runs.len() > ids.len() / RUN_LENGTH + 1 {
         let list = array(ids);
@@ -91,18 +91,57 @@ fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &[i64]) ->
 /// The average run, in ids, below which `update_ids` takes the list whole.
 const RUN_LENGTH: usize = 4;
 
-/// `ids` (distinct) as runs of consecutive ids, `(first, last)`, ascending.
-fn id_runs(ids: &[i64]) -> Vec<(i64, i64)> {
-    let mut sorted = ids.to_vec();
-    sorted.sort_unstable();
-    let mut runs: Vec<(i64, i64)> = Vec::new();
-    for id in sorted {
-        match runs.last_mut() {
-            Some(run) if run.1 + 1 == id => run.1 = id,
-            _ => runs.push((id, id)),
+/// Ids as runs of consecutive ids, `(first, last)`, ascending; as a
+/// reservation lists its items (`reservations.items`), each run `first-last`
+/// or a lone `id`, joined by commas.
+#[derive(Debug, PartialEq)]
+struct IdRuns(Vec<(i64, i64)>);
+
+impl IdRuns {
+    /// The runs of `ids` (distinct, in any order).
+    fn of(ids: &[i64]) -> IdRuns {
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        for id in sorted {
+            match runs.last_mut() {
+                Some(run) if run.1 + 1 == id => run.1 = id,
+                _ => runs.push((id, id)),
+            }
+        }
+        IdRuns(runs)
+    }
+}
+
+impl std::fmt::Display for IdRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, &(first, last)) in self.0.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            match first == last {
+                true => write!(f, "{comma}{first}")?,
+                false => write!(f, "{comma}{first}-{last}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for IdRuns {
+    type Err = ();
+
+    fn from_str(text: &str) -> std::result::Result<IdRuns, ()> {
+        let run = |run: &str| {
+            let (first, last) = run.split_once('-').unwrap_or((run, run));
+            match (first.parse::<i64>(), last.parse::<i64>()) {
+                (Ok(first), Ok(last)) if 0 < first && first <= last => Ok((first, last)),
+                _ => Err(()),
+            }
+        };
+        match text.is_empty() {
+            true => Ok(IdRuns(Vec::new())),
+            false => text.split(',').map(run).collect::<std::result::Result<_, ()>>().map(IdRuns),
         }
     }
-    runs
 }
 
 /// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
@@ -505,10 +544,10 @@ mod tests {
             (n, stmt.query_map([v], |r| r.get(0)).unwrap().collect::<rusqlite::Result<_>>().unwrap())
         };
         // Two runs (given out of order): a statement each.
-        assert_eq!(id_runs(&[12, 3, 4, 5, 10, 11]), vec![(3, 5), (10, 12)]);
+        assert_eq!(IdRuns::of(&[12, 3, 4, 5, 10, 11]), IdRuns(vec![(3, 5), (10, 12)]));
         assert_eq!(changed_ids(&[12, 3, 4, 5, 10, 11], 7), (6, vec![3, 4, 5, 10, 11, 12]));
         // Runs of one: the list.
-        assert_eq!(id_runs(&[9, 1, 3, 5, 7]).len(), 5);
+        assert_eq!(IdRuns::of(&[9, 1, 3, 5, 7]).0.len(), 5);
         assert_eq!(changed_ids(&[9, 1, 3, 5, 7], 8), (5, vec![1, 3, 5, 7, 9]));
         assert_eq!(changed_ids(&[], 9), (0, vec![]));
     }
@@ -662,6 +701,47 @@ mod tests {
         let older = SqliteLedger::open(&older).unwrap();
         assert_eq!(SqliteLedger::schema_version(&older).unwrap(), schema::SCHEMA_VERSION);
         assert_eq!((pragma(&older, "page_size"), pragma(&older, "wal_autocheckpoint")), (4_096, 10_240));
+    }
+
+    /// A schema-7 ledger killed with a reservation in flight (the fixture,
+    /// written by that binary) lists the reservation's items once upgraded,
+    /// and a later run puts them back in the queue from that list.
+    #[test]
+    fn a_reservation_in_flight_before_schema_8_is_reconciled_from_its_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ledger-v7/ledger.db");
+        std::fs::copy(fixture, &path).unwrap();
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        let one = |l: &SqliteLedger, sql: &str| l.conn.query_row(sql, [], |r| r.get::<_, Option<String>>(0)).unwrap();
+        assert_eq!(one(&ledger, "SELECT items FROM reservations").as_deref(), Some("2,4,6,8"));
+        assert_eq!(one(&ledger, "SELECT MAX(name) FROM sqlite_master WHERE name = 'items_in_flight'"), None);
+        let states = |l: &SqliteLedger| -> Vec<(i64, String)> {
+            let mut stmt = l.conn.prepare("SELECT id, state FROM items ORDER BY id").unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().collect::<rusqlite::Result<_>>().unwrap()
+        };
+        assert_eq!(states(&ledger).iter().filter(|(_, s)| s == "in_flight").count(), 4);
+        let done = ledger.reconcile(t("2026-12-04T10:00:00Z"), &Owner::current()).unwrap();
+        assert_eq!((done.reservations, done.items), (1, 4));
+        let expected: Vec<(i64, String)> =
+            (1..=8).map(|id| (id, if id % 2 == 0 { "queued" } else { "accepted" }.to_string())).collect();
+        assert_eq!(states(&ledger), expected);
+        assert_counts(&mut ledger, t("2026-12-04T10:00:00Z"));
+    }
+
+    /// A reservation's list of items is read back as written, and a text
+    /// that is not such a list is an error naming the column.
+    #[test]
+    fn a_reservations_list_of_items_reads_back_and_refuses_what_it_does_not_know() {
+        let runs = IdRuns::of(&[7, 1, 2, 3, 9, 10]);
+        assert_eq!(runs.to_string(), "1-3,7,9-10");
+        assert_eq!("1-3,7,9-10".parse::<IdRuns>(), Ok(runs));
+        assert_eq!("".parse::<IdRuns>(), Ok(IdRuns(vec![])));
+        for bad in ["-5", "3-1", "a", "1,,2", "1-", "0"] {
+            assert!(bad.parse::<IdRuns>().is_err(), "{bad}");
+            let err = stored::<IdRuns>("reservations", "items", bad).unwrap_err().to_string();
+            assert!(err.contains("reservations.items holds"), "{err}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+pub(super) const SCHEMA_VERSION: i64 = 8;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -30,6 +30,9 @@ const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 /// Schema 7, over schema 6: the items' CHECK constraints as comparisons
 /// (an `IN` list costs SQLite a temporary index for every row written).
 const SCHEMA_7: &str = include_str!("schema/0007_checks.sql");
+/// Schema 8, over schema 7: a reservation lists its items (no index of the
+/// items in flight, which every claim and answer wrote).
+const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -59,6 +62,9 @@ impl SqliteLedger {
         }
         if version < 7 {
             tx.execute_batch(SCHEMA_7)?;
+        }
+        if version < 8 {
+            tx.execute_batch(SCHEMA_8)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

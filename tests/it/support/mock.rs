@@ -304,7 +304,13 @@ fn note_assertion(req: &Request) {
 impl MockServer {
     /// Binds 127.0.0.1:0 and serves each connection on its own thread.
     pub fn start() -> MockServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("mock server: bind 127.0.0.1:0");
+        MockServer::start_on(0)
+    }
+
+    /// Binds 127.0.0.1:`port` (a ledger fixture's, which its URLs name).
+    pub fn start_on(port: u16) -> MockServer {
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("mock server: bind 127.0.0.1:{port}: {e}"));
         let addr = listener.local_addr().expect("mock server: local_addr");
         let shared = Arc::new(Shared {
             stopped: AtomicBool::new(false),
