@@ -241,19 +241,33 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The items the reservation lists that are still in flight in it.
+    /// The items the reservation lists that are still in flight in it. A
+    /// reservation that lists none (`NULL`) was made by an older indexq
+    /// still running while this one upgraded the ledger: its items are
+    /// found by reading the items through.
     fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>> {
         let listed: Option<String> =
             self.conn.query_row("SELECT items FROM reservations WHERE id = ?1", [reservation], |r| r.get(0))?;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id FROM items WHERE id BETWEEN ?1 AND ?2 AND reservation_id = ?3 AND state = 'in_flight'
-             ORDER BY id",
-        )?;
-        let mut items = Vec::new();
-        let runs: IdRuns = stored("reservations", "items", listed.as_deref().unwrap_or_default())?;
-        for (first, last) in runs.0 {
-            items.extend(ids_of(&mut stmt, params![first, last, reservation])?);
-        }
+        let items = match listed {
+            Some(listed) => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT id FROM items WHERE id BETWEEN ?1 AND ?2 AND reservation_id = ?3 AND state = 'in_flight'
+                     ORDER BY id",
+                )?;
+                let runs: IdRuns = stored("reservations", "items", &listed)?;
+                let mut items = Vec::new();
+                for (first, last) in runs.0 {
+                    items.extend(ids_of(&mut stmt, params![first, last, reservation])?);
+                }
+                items
+            }
+            None => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id",
+                )?;
+                ids_of(&mut stmt, [reservation])?
+            }
+        };
         let Some(&first) = items.first() else { return Ok(None) };
         let group: i64 = self.conn.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
         Ok(Some((group, items)))

@@ -729,6 +729,29 @@ mod tests {
         assert_counts(&mut ledger, t("2026-12-04T10:00:00Z"));
     }
 
+    /// A reservation an older indexq made after this one upgraded the
+    /// ledger (it writes no list of items: `NULL`) is reconciled all the
+    /// same, its items found by reading the items through.
+    #[test]
+    fn a_reservation_without_a_list_of_items_is_reconciled_by_reading_the_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-11T09:00:00Z");
+        let b = group("b.example", EngineKind::Bing);
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        ledger.admit(&new_items(&b, 0..5), now, &rule).unwrap();
+        let me = Owner::current();
+        let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
+        let spec = ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None };
+        assert_eq!(ledger.claim(&b, &spec, &dead, &mut |_, _, _| {}).unwrap().items.len(), 3);
+        ledger.conn.execute("UPDATE reservations SET items = NULL", []).unwrap();
+        assert_eq!(ledger.reconcile(now, &me).unwrap().items, 3);
+        let in_flight: i64 =
+            ledger.conn.query_row("SELECT COUNT(*) FROM items WHERE state = 'in_flight'", [], |r| r.get(0)).unwrap();
+        assert_eq!(in_flight, 0);
+        assert_counts(&mut ledger, now);
+    }
+
     /// A reservation's list of items is read back as written, and a text
     /// that is not such a list is an error naming the column.
     #[test]

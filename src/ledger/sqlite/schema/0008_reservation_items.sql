@@ -4,8 +4,10 @@
 -- again (a twentieth of a fresh 100k submit's time), and it was read only
 -- to find the items of a reservation whose owner is gone. `items` holds
 -- the ids as runs of consecutive ids, each `first-last` or a lone `id`,
--- joined by commas (NULL or empty: none); a reservation made before this
--- schema lists its items in flight from the index, before the index goes.
+-- joined by commas (empty: none); a reservation made before this schema
+-- lists its items in flight from the index, before the index goes. One an
+-- older indexq makes while still running after this upgrade has NULL: its
+-- items are found by reading the items through.
 
 ALTER TABLE reservations ADD COLUMN items TEXT;
 
