@@ -319,7 +319,7 @@ fn admit_batch(
             "UPDATE OR FAIL items SET state = 'queued', action = ?1, next_attempt_at = ?3, enqueued_at = ?2,
                  streak = 0, streak_started_at = NULL WHERE",
             params![action.as_str(), ts(now), ts(*due)],
-            ids,
+            &IdRuns::of(ids),
         )?;
         counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
     }

@@ -35,7 +35,7 @@ impl AnswerSteps for Tx<'_> {
                  parked_fingerprint = ?5, last_request_id = ?6
              WHERE",
             params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
-            &answer.items,
+            &IdRuns::of(&answer.items),
         )?;
         for (from, n) in before {
             counted(conn, group, Some(from), Some(to.to), n)?;

@@ -140,11 +140,11 @@ impl ClaimSteps for Tx<'_> {
         }
         // In the order of their ids, as they always went.
         taken.sort_unstable_by_key(|(_, item)| item.id);
-        let ids: Vec<i64> = taken.iter().map(|(_, item)| item.id).collect();
+        let ids = IdRuns::of(&taken.iter().map(|(_, item)| item.id).collect::<Vec<i64>>());
         self.conn.execute(
             "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, items)
              VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
-            params![me.host, me.pid, me.started as i64, ts(now), n as i64, IdRuns::of(&ids).to_string()],
+            params![me.host, me.pid, me.started as i64, ts(now), n as i64, ids.to_string()],
         )?;
         let reservation = self.conn.last_insert_rowid();
         // `OR FAIL`: no statement journal (see `admit_batch`).
@@ -281,7 +281,7 @@ impl ClaimSteps for Tx<'_> {
                  attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
              WHERE reservation_id = ?1 AND state = 'in_flight' AND",
             params![reservation, ts(now), request],
-            items,
+            &IdRuns::of(items),
         )?;
         counted(self.conn, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)
     }

@@ -64,25 +64,24 @@ fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
     Rc::new(values.iter().map(|v| (*v).into()).collect())
 }
 
-/// Runs an `UPDATE` of the items `ids` (distinct): `sql` ends in `WHERE`
-/// and takes `params` as `?1`…; the ids follow. Where they fall in a few
-/// runs of consecutive ids (a batch claimed, answered or queued again
-/// together), a statement a run, `id BETWEEN`, which SQLite does in one
-/// pass over the rows; else one over the list, `id IN rarray`, which SQLite
-/// first copies into a temporary index and the rows' ids into a temporary
-/// table, then seeks each row again.
-fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &[i64]) -> Result<usize> {
-    let runs = IdRuns::of(ids).0;
+/// Runs an `UPDATE` of the items `ids`: `sql` ends in `WHERE` and takes
+/// `params` as `?1`…; the ids follow. Where they fall in a few runs of
+/// consecutive ids (a batch claimed, answered or queued again together), a
+/// statement a run, `id BETWEEN`, which SQLite does in one pass over the
+/// rows; else one over the list, `id IN rarray`, which SQLite first copies
+/// into a temporary index and the rows' ids into a temporary table, then
+/// seeks each row again.
+fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &IdRuns) -> Result<usize> {
     let next = params.len() + 1;
-    if runs.len() > ids.len() / RUN_LENGTH + 1 {
-        let list = array(ids);
+    if ids.0.len() > ids.len() / RUN_LENGTH + 1 {
+        let list = array(&ids.ids());
         let all: Vec<&dyn ToSql> = params.iter().copied().chain([&list as &dyn ToSql]).collect();
         return Ok(tx.prepare_cached(&format!("{sql} id IN rarray(?{next})"))?.execute(&*all)?);
     }
     let mut stmt = tx.prepare_cached(&format!("{sql} id BETWEEN ?{next} AND ?{}", next + 1))?;
     let mut changed = 0;
-    for (first, last) in runs {
-        let all: Vec<&dyn ToSql> = params.iter().copied().chain([&first as &dyn ToSql, &last]).collect();
+    for (first, last) in &ids.0 {
+        let all: Vec<&dyn ToSql> = params.iter().copied().chain([first as &dyn ToSql, last]).collect();
         changed += stmt.execute(&*all)?;
     }
     Ok(changed)
@@ -110,6 +109,16 @@ impl IdRuns {
             }
         }
         IdRuns(runs)
+    }
+
+    /// How many ids the runs hold.
+    fn len(&self) -> usize {
+        self.0.iter().map(|(first, last)| (last - first + 1) as usize).sum()
+    }
+
+    /// The ids, ascending.
+    fn ids(&self) -> Vec<i64> {
+        self.0.iter().flat_map(|&(first, last)| first..=last).collect()
     }
 }
 
@@ -539,7 +548,7 @@ mod tests {
         )
         .unwrap();
         let changed_ids = |ids: &[i64], v: i64| -> (usize, Vec<i64>) {
-            let n = update_ids(&conn, "UPDATE t SET v = ?1 WHERE", &[&v], ids).unwrap();
+            let n = update_ids(&conn, "UPDATE t SET v = ?1 WHERE", &[&v], &IdRuns::of(ids)).unwrap();
             let mut stmt = conn.prepare("SELECT id FROM t WHERE v = ?1 ORDER BY id").unwrap();
             (n, stmt.query_map([v], |r| r.get(0)).unwrap().collect::<rusqlite::Result<_>>().unwrap())
         };
