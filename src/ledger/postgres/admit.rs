@@ -218,23 +218,26 @@ pub(super) fn admit_once(
     let urls: Vec<&str> = fresh.iter().map(|f| batch[f.0].url.as_str()).collect();
     let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
     let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
-    let inserted: HashMap<(i64, i64), i64> = tx
-        .query(
-            "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
-             SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
-             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
-                 AS t (group_id, url_key, url, action, lastmod, n)
-             ORDER BY t.n
-             ON CONFLICT DO NOTHING RETURNING group_id, url_key, id",
-            &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
-        )?
-        .iter()
-        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
-        .collect();
-    if inserted.len() != fresh.len() {
+    // A plain `INSERT`, not `ON CONFLICT DO NOTHING`: PostgreSQL's
+    // speculative insertion (a check of the key index before each row, a
+    // confirmation written after it) made the statement half as slow again
+    // (100,000 rows: 500 against 318 ms). A key another runner took
+    // meanwhile fails the statement, and the transaction is decided again.
+    let inserted = tx.query(
+        "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
+         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
+             AS t (group_id, url_key, url, action, lastmod, n)
+         ORDER BY t.n
+         RETURNING group_id, url_key, id",
+        &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
+    );
+    let inserted: HashMap<(i64, i64), i64> = match inserted {
+        Ok(rows) => rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect(),
         // Another runner admitted some of these URLs meanwhile: decide again.
-        return Err(LedgerError::Retry);
-    }
+        Err(e) if key_taken(&e) => return Err(LedgerError::Retry),
+        Err(e) => return Err(e.into()),
+    };
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
     for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
@@ -257,6 +260,12 @@ pub(super) fn admit_once(
     tx.commit()?;
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
     Ok((out, created))
+}
+
+/// Whether `err` is an insert's item meeting another item of the same
+/// (group, key): the `items_key` constraint.
+fn key_taken(err: &pg::Error) -> bool {
+    err.as_db_error().is_some_and(|e| *e.code() == SqlState::UNIQUE_VIOLATION && e.constraint() == Some("items_key"))
 }
 
 #[cfg(test)]
