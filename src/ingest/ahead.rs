@@ -14,6 +14,15 @@ const CHUNK: usize = 2048;
 /// `--changed`: 98 → 87 ms, docs/performance.md).
 const CHUNKS_WAITING: usize = 6;
 
+/// How many values, at most, a reader gives one count of their source's
+/// name (the `Arc<str>` in each value's `Position`): each run of values
+/// takes a name of its own. The reader counts a name up as it makes a
+/// value while the caller, a few thousand values behind, counts down the
+/// values it is done with; on one count for a whole file the two cores took
+/// turns at one cache line for every value (a tenth of a 1M dry run's time
+/// on the caller's thread).
+pub(super) const NAME_SHARED_BY: usize = 1024;
+
 /// Runs `read` on a thread of its own, handing each value it yields to
 /// `each` on the caller's thread, in the order yielded; returns what `read`
 /// returns once `each` has had every value.

@@ -124,9 +124,6 @@ fn read_lines_with(name: &str, reader: impl Read + Send, limits: Limits, each: i
     )
 }
 
-/// How many lines, at most, share one count of their source's name.
-const SOURCE_SHARED_BY: usize = 1024;
-
 /// Reads the lines of `reader`, each as a `Line` and whether its URL is yet
 /// to be parsed.
 fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn FnMut((Line, bool))) -> io::Result<()> {
@@ -137,13 +134,9 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
     let mut source: std::sync::Arc<str> = name.into();
     while let Some(raw) = lines.next_line(binary_bytes)? {
         number += 1;
-        // A line's place shares its source's name with the lines around it,
-        // and each run of lines has its own: this thread counts a name up
-        // while the caller's, a few thousand lines behind (`read_ahead`),
-        // counts the lines it is done with down. On one count the two cores
-        // took turns at one cache line for every line (a tenth of a 1M dry
-        // run's time on the caller's thread).
-        if number % SOURCE_SHARED_BY == 0 {
+        // Each run of lines shares a count of the name of its own
+        // (`ahead::NAME_SHARED_BY`).
+        if number % super::ahead::NAME_SHARED_BY == 0 {
             source = name.into();
         }
         let place = Position::line(source.clone(), number as u64);

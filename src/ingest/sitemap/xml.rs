@@ -85,8 +85,10 @@ struct Item {
 
 /// What the event loop knows between events.
 struct Parse<'a> {
-    /// The sitemap's name, shared by the positions of its entries.
+    /// The sitemap's name, shared by the positions of its entries: a count
+    /// of it for each run of them (`ahead::NAME_SHARED_BY`).
     name: std::sync::Arc<str>,
+    items: usize,
     each: &'a mut dyn FnMut(Entry),
     problems: &'a mut Vec<Problem>,
     children: Vec<Child>,
@@ -106,6 +108,7 @@ impl<'a> Parse<'a> {
     fn new(name: &'a str, each: &'a mut dyn FnMut(Entry), problems: &'a mut Vec<Problem>) -> Parse<'a> {
         Parse {
             name: name.into(),
+            items: 0,
             each,
             problems,
             children: Vec::new(),
@@ -150,6 +153,10 @@ impl<'a> Parse<'a> {
                 };
             }
             1 if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
+                self.items += 1;
+                if self.items % crate::ingest::ahead::NAME_SHARED_BY == 0 {
+                    self.name = self.name.as_ref().into();
+                }
                 self.item = Some(Item { place: self.place(at), loc: None, lastmod: None });
             }
             2 if self.item.is_some() => {
