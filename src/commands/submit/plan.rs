@@ -166,10 +166,11 @@ enum Place {
 
 impl Plan {
     fn number(&mut self, group: &Arc<GroupKey>) -> usize {
-        // Most URLs are of the group the last one was (the same `Arc`: its
-        // `==` compares the pointers first).
+        // Most URLs are of the group the last one was, the same `Arc`. (Not
+        // `==`: an equal group behind another `Arc` compared every string of
+        // it for every URL, and was never taken as the last.)
         if let Some((last, n)) = &self.last {
-            if last == group {
+            if Arc::ptr_eq(last, group) {
                 return *n;
             }
         }
