@@ -92,9 +92,7 @@ impl Seen {
         }
         true
     }
-}
 
-impl Seen {
     /// Reads the slot where each value's probe starts, so that the inserts
     /// after find it in the cache: these reads do not wait for each other,
     /// where each insert waited for its own (a batch's slots are spread
@@ -133,6 +131,7 @@ impl SeenTable {
         }
     }
 
+    /// Twice the slots, every value placed again.
     fn grow(&mut self) {
         let larger = vec![0; self.slots.len() * 2];
         let old = std::mem::replace(&mut self.slots, larger);
