@@ -524,7 +524,14 @@ impl Intake<'_, '_> {
         let others: Vec<(&NewItem, Admission)> =
             admitted.iter().filter(|(item, a)| !shared(item, a)).map(|(item, a)| (*item, a.clone())).collect();
         let mut tzs: FxHashMap<&GroupKey, Option<Tz>> = FxHashMap::default();
+        // Each group once: the URLs of a group come in runs, each URL's the
+        // same `Arc` as the one before (not a hash of its strings a URL).
+        let mut last: Option<&Arc<GroupKey>> = None;
         for (item, _) in &others {
+            if last.is_some_and(|last| Arc::ptr_eq(last, &item.group)) {
+                continue;
+            }
+            last = Some(&item.group);
             tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
