@@ -229,9 +229,10 @@ pub type Deferred = Vec<i64>;
 
 /// One claim, in the caller's transaction (`Budget::claim`): at the
 /// ledger's clock (recorded as the latest), the windows held and read, the
-/// plan made (`ClaimPlan`), its items taken under a new reservation, the
-/// next ones moved to their paced slots and the rest to when budget frees
-/// up; then the units counted against every window and the lease set.
+/// group's queue held, the plan made (`ClaimPlan`), its items taken under a
+/// new reservation, the next ones moved to their paced slots and the rest
+/// to when budget frees up; then the units counted against every window
+/// and the lease set.
 pub fn claim(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: &GroupKey,
@@ -245,6 +246,7 @@ pub fn claim(
     let mut claim = Claim { now, windows: rules.clone(), ..Claim::default() };
     let Some(group) = steps.group(group)? else { return Ok((claim, Vec::new())) };
     let usages = held_usages(steps, &rules)?;
+    steps.hold_queue(group)?;
     let pacing = match pace {
         Some(p) => Some(PaceState::new(p, now, steps.pace(&p.key, true)?, &rules)),
         None => None,

@@ -77,6 +77,11 @@ pub trait ClaimSteps {
 
     fn set_pace(&mut self, key: &str, tat_ms: i64) -> Result<()>;
 
+    /// The queue of `group` held until the transaction ends: no other
+    /// claim of it, and no writer that decides by whether its items are in
+    /// flight, commits meanwhile (taken after the windows).
+    fn hold_queue(&mut self, group: i64) -> Result<()>;
+
     /// How many items of `group` are due at `now`, counted no further than `cap`.
     fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize>;
 
@@ -84,8 +89,8 @@ pub trait ClaimSteps {
     fn queued(&mut self, group: i64) -> Result<u64>;
 
     /// A new reservation owned by `me`, made at `now`, of the first `n` due
-    /// items of `group` (in due order), marked in flight — items another
-    /// runner holds skipped; none when there were none to take.
+    /// items of `group` (in due order), in flight from then on — items
+    /// another runner holds skipped; none when there were none to take.
     fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>>;
 
     /// The first `n` due items of `group`, in due order.

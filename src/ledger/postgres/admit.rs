@@ -19,8 +19,9 @@ pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`), with one statement a round.
-/// With `lock`, the rows found are locked, in (group, key) order.
+/// group, the key it takes (`ids::resolve`), with one statement a round;
+/// an item a reservation lists is in flight (`item_states`). With `lock`,
+/// the rows found are locked, in (group, key) order.
 pub(super) fn look_up(
     tx: &mut impl GenericClient,
     batch: &[NewItem],
@@ -30,7 +31,7 @@ pub(super) fn look_up(
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let sql = format!(
         "SELECT i.group_id, i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-         FROM items i JOIN unnest($1::bigint[], $2::bigint[]) AS w (group_id, url_key)
+         FROM item_states i JOIN unnest($1::bigint[], $2::bigint[]) AS w (group_id, url_key)
              ON i.group_id = w.group_id AND i.url_key = w.url_key
          ORDER BY i.group_id, i.url_key{}",
         if lock { " FOR UPDATE OF i" } else { "" }
@@ -178,7 +179,8 @@ fn groups_exist(tx: &mut Transaction<'_>, groups: &[i64]) -> Result<()> {
 /// Groups a transaction created, with their ids.
 pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
 
-/// One attempt at admitting a batch, in one transaction: the groups, a
+/// One attempt at admitting a batch, in one transaction: the groups (held
+/// `FOR SHARE`: no claim of them commits meanwhile), a
 /// lookup of every URL (its rows locked, in (group, key) order, so that two
 /// runners admitting overlapping lists wait for each other, never
 /// deadlock), `policy::admit` for each, then one statement for the new
@@ -207,6 +209,9 @@ pub(super) fn admit_once(
                     Ok(id)
                 }
             })?;
+            // Which items are in flight is read after no claim of these
+            // groups can commit before this transaction ends.
+            hold_groups(&mut tx, Some(&group_ids))?;
             let found = look_up(&mut tx, batch, &group_ids, true)?;
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }

@@ -14,7 +14,7 @@ impl AnswerSteps for Tx<'_, '_> {
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
         self.tx.execute(
             "UPDATE items SET
-                 state = $2, next_attempt_at = $3, reservation_id = NULL,
+                 state = $2, next_attempt_at = $3,
                  attempts = attempts + 1,
                  streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
                  streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $4

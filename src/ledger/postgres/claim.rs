@@ -1,9 +1,13 @@
 //! A claim's steps on PostgreSQL (`policy::ClaimSteps`): the clock (the
-//! server's), the windows and the pace held with `FOR UPDATE` (policy takes
-//! windows in one order), due items taken, moved or deferred with a
-//! statement each — items another runner holds skipped (`SKIP LOCKED`),
-//! never waited for — the units counted with a conditional upsert per
-//! window, and the reservations reconciled.
+//! server's), the windows, the group's queue and the pace held with `FOR
+//! UPDATE` (policy takes windows in one order), due items taken, moved or
+//! deferred with a statement each — items another transaction holds
+//! skipped (`SKIP LOCKED`), never waited for — the units counted with a
+//! conditional upsert per window, and the reservations reconciled.
+//!
+//! A claim writes no item row: its reservation lists the items it took
+//! (schema 8), and an item a reservation lists is in flight (`in_flight`,
+//! a view).
 
 use super::*;
 use crate::ledger::policy::{ClaimSteps, Due, Taken};
@@ -93,12 +97,21 @@ pub(super) fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Res
     Ok(())
 }
 
-/// The due items of a group, in the order they go. A statement that
-/// updates some of them names them `id = ANY(ARRAY(…))`: the items are then
-/// found by their key, where `id IN (…)` let the planner hash the ids and
-/// scan the whole table for them (a 10,000-item claim on a million items:
-/// 520 → 219 ms; the claims of a 1M submit 25.2 → 18.7 s).
-const DUE: &str = "SELECT id FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2";
+/// Which items of group `$1` are due at `$2`: queued, due, and listed by no
+/// reservation of the group (the queue is held: `hold_queue`).
+macro_rules! due {
+    () => {
+        "group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+         AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)"
+    };
+}
+
+/// The due items of a group. A statement that updates some of them names
+/// them `id = ANY(ARRAY(…))`: the items are then found by their key, where
+/// `id IN (…)` let the planner hash the ids and scan the whole table for
+/// them (a 10,000-item claim on a million items: 520 → 219 ms; the claims
+/// of a 1M submit 25.2 → 18.7 s).
+const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
 
 impl ClaimSteps for Tx<'_, '_> {
     /// The database server's clock, shifted like this machine's by
@@ -132,6 +145,16 @@ impl ClaimSteps for Tx<'_, '_> {
         usage_in(self.tx, rule)
     }
 
+    /// The group's row, `FOR NO KEY UPDATE`: one claim of a group at a time
+    /// (a claim locks the rows it takes only until it commits, so another
+    /// must read the reservations after that), and none while a writer
+    /// holds it `FOR SHARE` (`hold_groups`). A request's foreign key to its
+    /// group (`FOR KEY SHARE`) does not wait for it.
+    fn hold_queue(&mut self, group: i64) -> Result<()> {
+        self.tx.query_opt("SELECT 1 FROM groups WHERE id = $1 FOR NO KEY UPDATE", &[&group])?;
+        Ok(())
+    }
+
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
         usage_in(self.tx, rule)
     }
@@ -157,34 +180,46 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(n.max(0) as usize)
     }
 
+    /// The kept count of queued rows, less those in flight (still queued rows).
     fn queued(&mut self, group: i64) -> Result<u64> {
-        let rows = self.tx.query("SELECT n FROM group_counts WHERE group_id = $1 AND state = 'queued'", &[&group])?;
-        Ok(rows.first().map_or(0, |r| r.get::<_, i64>(0)).max(0) as u64)
+        let n: i64 = self
+            .tx
+            .query_one(
+                "SELECT COALESCE((SELECT n FROM group_counts WHERE group_id = $1 AND state = 'queued'), 0)
+                      - (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)",
+                &[&group],
+            )?
+            .get(0);
+        Ok(n.max(0) as u64)
     }
 
+    /// The items read and locked (until the claim commits), then listed
+    /// by the new reservation: no item row is written.
     fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
         let now = sec(now);
+        let rows = self.tx.query(
+            concat!(
+                "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
+                 FROM items WHERE ",
+                due!(),
+                " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            ),
+            &[&group, &now, &(n as i64)],
+        )?;
+        if rows.is_empty() {
+            // Other transactions hold every due item: nothing to send.
+            return Ok(None);
+        }
+        let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        ids.sort_unstable();
         let reservation: i64 = self
             .tx
             .query_one(
-                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
-                 VALUES ($1, $2, $3, $4, $4, 0) RETURNING id",
-                &[&me.host, &(me.pid as i64), &(me.started as i64), &now],
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, group_id, items)
+                 VALUES ($1, $2, $3, $4, $4, 0, $5, $6) RETURNING id",
+                &[&me.host, &(me.pid as i64), &(me.started as i64), &now, &group, &ids],
             )?
             .get(0);
-        let rows = self.tx.query(
-            &format!(
-                "UPDATE items SET state = 'in_flight', reservation_id = $3
-                 WHERE id = ANY(ARRAY({DUE} ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED))
-                 RETURNING id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at"
-            ),
-            &[&group, &now, &reservation, &(n as i64)],
-        )?;
-        if rows.is_empty() {
-            // Other runners hold every due item: nothing to send.
-            self.end(reservation)?;
-            return Ok(None);
-        }
         let mut taken = Vec::with_capacity(rows.len());
         for r in &rows {
             let item = ClaimedItem {
@@ -203,8 +238,11 @@ impl ClaimSteps for Tx<'_, '_> {
 
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>> {
         let rows = self.tx.query(
-            "SELECT id, url FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-             ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+            concat!(
+                "SELECT id, url FROM items WHERE ",
+                due!(),
+                " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            ),
             &[&group, &sec(now), &(n as i64)],
         )?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
@@ -212,8 +250,11 @@ impl ClaimSteps for Tx<'_, '_> {
 
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
         let row = self.tx.query_opt(
-            "SELECT next_attempt_at, id FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-             ORDER BY next_attempt_at, id OFFSET $3 LIMIT 1",
+            concat!(
+                "SELECT next_attempt_at, id FROM items WHERE ",
+                due!(),
+                " ORDER BY next_attempt_at, id OFFSET $3 LIMIT 1"
+            ),
             &[&group, &sec(now), &i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX)],
         )?;
         Ok(row.map(|r| (r.get(0), r.get(1))))
@@ -292,22 +333,25 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(rows.iter().map(|r| (r.get(0), owner_of(r, 1), r.get(4))).collect())
     }
 
+    /// The items the reservation lists.
     fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>> {
-        let rows = self.tx.query(
-            "SELECT id, group_id FROM items WHERE reservation_id = $1 AND state = 'in_flight' ORDER BY id",
+        let row = self.tx.query_opt(
+            "SELECT group_id, items FROM reservations WHERE id = $1 AND cardinality(items) > 0",
             &[&reservation],
         )?;
-        Ok(rows.first().map(|first| (first.get(1), rows.iter().map(|r| r.get(0)).collect())))
+        Ok(row.map(|r| (r.get(0), r.get(1))))
     }
 
-    fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
+    /// The items back in the queue (their rows, queued all along, due now);
+    /// ending the reservation takes them out of flight.
+    fn interrupted(&mut self, _reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
         self.tx.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = $2, reservation_id = NULL,
-                 attempts = attempts + 1, last_class = 'transient', last_request_id = $3
-             WHERE reservation_id = $1 AND state = 'in_flight'",
-            &[&reservation, &now, &request],
+            "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
+                 last_request_id = $3
+             WHERE id = ANY($1) AND state = 'queued'",
+            &[&items, &now, &request],
         )?;
         Ok(())
     }

@@ -40,6 +40,8 @@ impl Rows for PgLedger {
     fn import(&mut self, feed: &mut copy::Feed) -> Result<Copied> {
         let cache = self.groups.clone();
         self.copying(STAGING, |tx| {
+            // Which items here are in flight stays as read (`hold_groups`).
+            hold_groups(tx, None)?;
             let mut staging = Staging { tx, cache: &cache };
             let mut import = Import::new(&mut staging);
             feed(&mut |chunk| import.put(chunk))?;
@@ -83,7 +85,7 @@ fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::new(sink, Chunk::Items);
     let sql = "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
                    streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id
-               FROM items ORDER BY id";
+               FROM item_states ORDER BY id";
     each_row(tx, sql, ROWS, |r| {
         chunks.push(CopyItem {
             id: r.get(0),
@@ -274,7 +276,7 @@ impl copy::Stage for Staging<'_, '_> {
         self.tx.batch_execute(
             "CREATE INDEX ON copy_items (grp, url_key);
              ANALYZE copy_items;
-             UPDATE copy_items c SET dst = i.id, written = (i.state <> 'in_flight') FROM items i
+             UPDATE copy_items c SET dst = i.id, written = (i.state <> 'in_flight') FROM item_states i
              WHERE i.group_id = c.grp AND i.url_key = c.url_key AND i.url = c.url;",
         )?;
         Ok(())
@@ -293,7 +295,7 @@ impl copy::Stage for Staging<'_, '_> {
     }
 
     fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
-        let sql = "SELECT id, url, state = 'in_flight' FROM items WHERE group_id = $1 AND url_key = $2";
+        let sql = "SELECT id, url, state = 'in_flight' FROM item_states WHERE group_id = $1 AND url_key = $2";
         Ok(self.tx.query_opt(sql, &[&group, &key])?.map(|r| (r.get(0), r.get(1), r.get(2))))
     }
 
@@ -332,7 +334,8 @@ impl copy::Stage for Staging<'_, '_> {
                  accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
                  last_request_id = COALESCE(r.dst, i.last_request_id)
              FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
-             WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'",
+             WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'
+                 AND i.id NOT IN (SELECT id FROM in_flight)",
             &[],
         )?;
         let inserted = self.tx.execute(sql::INSERT_FRESH_ITEMS, &[])?;

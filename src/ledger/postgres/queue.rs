@@ -1,5 +1,7 @@
 //! The queue on PostgreSQL: counts (kept by statement triggers), lists,
-//! `queue retry` and `queue drop`, and what is parked.
+//! `queue retry` and `queue drop`, and what is parked. An item a
+//! reservation lists is in flight, its row still `queued` (`in_flight`,
+//! `item_states`: schema 8); the kept counts count it queued.
 
 use super::*;
 use crate::ledger::sql::ITEM_COLUMNS;
@@ -22,7 +24,7 @@ pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
 
 pub(super) type Params = Vec<Box<dyn pg::types::ToSql + Sync + Send>>;
 
-/// A WHERE clause over `items i JOIN groups g` and its parameters.
+/// A WHERE clause over `item_states i JOIN groups g` and its parameters.
 pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Params) {
     // `$1` is "now", named once even when no state needs it (a statement
     // must use every parameter it is given).
@@ -93,7 +95,8 @@ impl Queue for PgLedger {
         self.transaction(|tx| {
             tx.query(
                 "SELECT property, engine, target, channel FROM groups g
-                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1)
+                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1
+                               AND id NOT IN (SELECT id FROM in_flight))
                  ORDER BY property, engine, target",
                 &[&now],
             )?
@@ -108,7 +111,8 @@ impl Queue for PgLedger {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             Ok(tx
                 .query_one(
-                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'",
+                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'
+                         AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)",
                     &[&group],
                 )?
                 .get(0))
@@ -119,20 +123,30 @@ impl Queue for PgLedger {
         let now = sec(now);
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(QueueCounts::default()) };
-            // The counts by state are kept; only the due items are counted
+            // The counts by state are kept (the rows in flight counted
+            // queued); only the due items and those in flight are counted
             // (one statement: one snapshot).
             let r = tx.query_one(
                 "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
                         COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
                         COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
                         COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
-                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2)
+                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+                             AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)),
+                        (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)
                  FROM group_counts WHERE group_id = $1",
                 &[&group, &now],
             )?;
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
-            let (queued, due) = (n(0), n(4));
-            Ok(QueueCounts { due, waiting: queued.saturating_sub(due), parked: n(1), in_flight: n(2), accepted: n(3) })
+            let (held, due) = (n(5), n(4));
+            let queued = n(0).saturating_sub(held);
+            Ok(QueueCounts {
+                due,
+                waiting: queued.saturating_sub(due),
+                parked: n(1),
+                in_flight: n(2) + held,
+                accepted: n(3),
+            })
         })
     }
 
@@ -140,7 +154,7 @@ impl Queue for PgLedger {
         let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM items i JOIN groups g ON g.id = i.group_id
+            "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
                  LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
              ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
                  i.next_attempt_at NULLS FIRST, i.id{limit}"
@@ -152,7 +166,7 @@ impl Queue for PgLedger {
         self.transaction(|tx| {
             let sql = format!(
                 "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
-                     JOIN items i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
+                     JOIN item_states i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
                      LEFT JOIN requests r ON r.id = i.last_request_id
                  ORDER BY wanted.n"
             );
@@ -164,10 +178,12 @@ impl Queue for PgLedger {
         let filter = policy::retry_states(filter);
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
+            hold_groups(tx, None)?;
             Ok(tx.execute(
                 &format!(
-                    "UPDATE items AS i SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL FROM groups g WHERE g.id = i.group_id AND {clause}"
+                    "UPDATE items AS u SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL
+                     FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}"
                 ),
                 &refs(&values),
             )?)
@@ -178,10 +194,12 @@ impl Queue for PgLedger {
         let filter = policy::drop_states(filter);
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
+            hold_groups(tx, None)?;
             let rows = tx.query(
                 &format!(
-                    "DELETE FROM items AS i USING groups g WHERE g.id = i.group_id AND {clause}
-                     RETURNING i.id, i.group_id, i.url, i.last_request_id IS NOT NULL"
+                    "DELETE FROM items AS d USING item_states i JOIN groups g ON g.id = i.group_id
+                     WHERE d.id = i.id AND {clause}
+                     RETURNING d.id, d.group_id, d.url, d.last_request_id IS NOT NULL"
                 ),
                 &refs(&values),
             )?;

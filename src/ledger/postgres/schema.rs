@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -32,6 +32,9 @@ const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 /// Schema 7, over schema 6: no foreign key from items to their group
 /// (admission checks its groups once a batch).
 const SCHEMA_7: &str = include_str!("schema/0007_items_groups.sql");
+/// Schema 8, over schema 7: a reservation lists the items it took (a claim
+/// writes no item row); the views of what is in flight.
+const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -71,6 +74,9 @@ impl PgLedger {
             }
             if version < 7 {
                 tx.batch_execute(SCHEMA_7)?;
+            }
+            if version < 8 {
+                tx.batch_execute(SCHEMA_8)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

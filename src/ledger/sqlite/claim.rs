@@ -81,6 +81,11 @@ impl ClaimSteps for Tx<'_> {
         group_id(self.conn, self.groups, key)
     }
 
+    /// Held already: a claim's transaction holds the whole ledger's write lock.
+    fn hold_queue(&mut self, _group: i64) -> Result<()> {
+        Ok(())
+    }
+
     fn window(&mut self, rule: &RuleWindow) -> Result<Usage> {
         add_usage(self.conn, rule, 0)?;
         usage_in(self.conn, rule)
