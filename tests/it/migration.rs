@@ -6,7 +6,9 @@
 //! SQLite's schema 7 rebuilt its items table; PostgreSQL's schema 7 dropped
 //! the items' foreign key to their group), on both; and a ledger of the
 //! schema-7 binary killed with a claim in flight (tests/fixtures/ledger-v7:
-//! PostgreSQL's schema 8 lists a claim's items in its reservation), on both.
+//! PostgreSQL's schema 8 lists a claim's items in its reservation), on both,
+//! and one of the schema-8 binary (tests/fixtures/ledger-v8: SQLite's schema
+//! 9 holds a claim's items in runs of `in_flight`).
 
 use crate::support::mock::{MockResponse, MockServer};
 use crate::support::*;
@@ -141,11 +143,11 @@ fn sqlite_upgrades_in_place(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 8"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 9"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 8));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 9));
 }
 
 #[test]
@@ -166,17 +168,36 @@ fn a_schema_6_sqlite_ledger_upgrades_in_place() {
 /// A ledger of the schema-7 binary killed while one endpoint held its
 /// request (tests/fixtures/ledger-v7: four URLs accepted at one endpoint,
 /// the same four in flight at the other): schema 8 lists the reservation's
-/// items and drops the index of items in flight. This binary shows the
-/// ledger as that one did, and the next run sends the four again, once.
+/// items and drops the index of items in flight, schema 9 holds them in
+/// runs of `in_flight` and queues their rows. This binary shows the ledger
+/// as that one did, and the next run sends the four again, once.
 #[test]
 fn a_schema_7_sqlite_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again() {
-    let schema = Schema(7);
+    sqlite_claim_in_flight_upgrades_and_sends_it_again(Schema(7));
+}
+
+/// The same, killed under the schema-8 binary (tests/fixtures/ledger-v8:
+/// its reservation lists the four, and their rows say `in_flight`).
+#[test]
+fn a_schema_8_sqlite_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again() {
+    sqlite_claim_in_flight_upgrades_and_sends_it_again(Schema(8));
+}
+
+fn sqlite_claim_in_flight_upgrades_and_sends_it_again(schema: Schema) {
     let sb = sandbox(schema, "");
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 8"), "{}", done.stdout);
-    let (views, expected) = (views(schema, &sb), expected(schema));
+    assert!(done.stdout.contains("schema version 9"), "{}", done.stdout);
+    the_claim_in_flight_is_shown_and_sent_again_once(schema, &sb);
+}
+
+/// What the binary that wrote the fixture showed of its ledger (four URLs
+/// accepted, the same four in flight at the other endpoint, their owner
+/// gone), shown the same; then the next run sends the four again, once,
+/// and nothing is left in flight.
+fn the_claim_in_flight_is_shown_and_sent_again_once(schema: Schema, sb: &Sandbox) {
+    let (views, expected) = (views(schema, sb), expected(schema));
     for part in ["status", "queue", "log"] {
         assert_eq!(views[part], expected[part], "{part} after the upgrade");
     }
@@ -199,6 +220,8 @@ fn a_schema_7_sqlite_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again()
     assert!(engine.requests_to("POST", "/indexnow").is_empty(), "the accepted four are not sent again");
     let queue = sb.indexq(&["--json", "queue", "list", "--state", "in-flight,due"]).now(NOW).output().code(0).json();
     assert_eq!(queue["items"], serde_json::json!([]), "{queue:#}");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
+    assert_eq!((&status["queue"]["in_flight"], &status["queue"]["accepted"]), (&0.into(), &8.into()), "{status:#}");
 }
 
 #[test]
@@ -266,29 +289,5 @@ fn pg_upgrades_in_place(schema: Schema) {
 fn pg_a_schema_7_database_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again() {
     let schema = Schema(7);
     let (_server, _ledger, sb) = pg_fixture_upgraded(schema);
-    let (views, expected) = (views(schema, &sb), expected(schema));
-    for part in ["status", "queue", "log"] {
-        assert_eq!(views[part], expected[part], "{part} after the upgrade");
-    }
-    assert_eq!(views["status"]["queue"]["in_flight"], 4, "{:#}", views["status"]);
-    let engine = MockServer::start_on(47392);
-    let key = "0123456789abcdef0123456789abcdef";
-    engine.on("GET", &format!("/{key}.txt"), vec![MockResponse::status(200).body(key)]);
-    engine.on("POST", "/indexnow-held", vec![MockResponse::status(200)]);
-    let run = sb.indexq(&["--json", "submit", "--max-wait", "0"]).env("INDEXNOW_KEY", key).now(NOW).output().code(0);
-    let sent: Vec<String> = engine
-        .requests_to("POST", "/indexnow-held")
-        .iter()
-        .flat_map(|r| {
-            r.json()["urlList"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect::<Vec<_>>()
-        })
-        .collect();
-    let page = |i: u8| format!("http://127.0.0.1:47392/page{i}");
-    assert_eq!(sent, (1..=4).map(page).collect::<Vec<_>>(), "{}", run.stdout);
-    assert!(engine.requests_to("POST", "/indexnow").is_empty(), "the accepted four are not sent again");
-    let queue = sb.indexq(&["--json", "queue", "list", "--state", "in-flight,due"]).now(NOW).output().code(0).json();
-    assert_eq!(queue["items"], serde_json::json!([]), "{queue:#}");
-    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).json();
-    assert_eq!(status["queue"]["in_flight"], 0, "{status:#}");
-    assert_eq!(status["queue"]["accepted"], 8, "{status:#}");
+    the_claim_in_flight_is_shown_and_sent_again_once(schema, &sb);
 }

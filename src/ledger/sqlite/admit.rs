@@ -33,7 +33,7 @@ pub(super) fn look_up(
     )?;
     let mut by_id = tx.prepare_cached(
         "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-         FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
+         FROM rarray(?1) AS k CROSS JOIN item_states AS i ON i.id = k.value",
     )?;
     ids::resolve(&urls, group_ids, |wanted, found| {
         let mut by_group: rustc_hash::FxHashMap<i64, Vec<i64>> = Default::default();

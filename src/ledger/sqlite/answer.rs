@@ -14,10 +14,10 @@ impl AnswerSteps for Tx<'_> {
         let request = insert_request(conn, &Recorded::answer(group, answer))?;
         // Items answered before in this transaction (Bing's halves of a
         // batch) are counted from the state they are in; the others were
-        // claimed by this reservation and are in flight.
+        // claimed by this reservation, their rows still queued.
         let before = match answer.items.iter().any(|id| self.answered.contains(id)) {
             true => states_of(conn, &answer.items)?,
-            false => vec![(ItemState::InFlight, answer.items.len() as u64)],
+            false => vec![(ItemState::Queued, answer.items.len() as u64)],
         };
         self.answered.extend(&answer.items);
         // `OR FAIL`: no statement journal (a broken constraint rolls the
@@ -25,7 +25,7 @@ impl AnswerSteps for Tx<'_> {
         update_ids(
             conn,
             "UPDATE OR FAIL items SET
-                 state = ?1, next_attempt_at = ?2, reservation_id = NULL,
+                 state = ?1, next_attempt_at = ?2,
                  attempts = attempts + 1,
                  streak = CASE WHEN last_class IS ?3 THEN streak + 1 ELSE 1 END,
                  streak_started_at = CASE WHEN last_class IS ?3 AND streak_started_at IS NOT NULL

@@ -3,6 +3,9 @@
 //! each, the units counted, and the reservations reconciled. Every step
 //! runs in policy's transaction (`BEGIN IMMEDIATE`: the write lock is held,
 //! so what is read stays so until it commits).
+//!
+//! A claim writes no item row: its reservation's runs of ids in
+//! `in_flight` hold what it took (schema 9), and the rows stay queued.
 
 use super::*;
 use crate::ledger::policy::{ClaimSteps, Due, Taken};
@@ -54,8 +57,24 @@ pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Resul
     Ok(())
 }
 
-/// The due items of a group, in the order they go.
+/// The due items of a group, in the order they go, when no run of
+/// `in_flight` holds any of the group's items (`Tx::due`).
 const DUE: &str = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
+
+impl Tx<'_> {
+    /// The due items of `group`: `DUE`, and those no run of `in_flight`
+    /// holds when a reservation holds some of the group's items (a test a
+    /// row, spared where none does).
+    fn due(&self, group: i64) -> Result<String> {
+        let held: bool =
+            self.conn
+                .query_row("SELECT EXISTS (SELECT 1 FROM in_flight WHERE group_id = ?1)", [group], |r| r.get(0))?;
+        Ok(match held {
+            true => format!("{DUE} AND NOT {}", super::queue::held("items.id")),
+            false => DUE.to_string(),
+        })
+    }
+}
 
 impl ClaimSteps for Tx<'_> {
     fn own_clock(&mut self, now: Now) -> Result<DateTime<Utc>> {
@@ -108,13 +127,19 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize> {
-        let sql = format!("SELECT COUNT(*) FROM (SELECT 1 {DUE} LIMIT ?3)");
+        let sql = format!("SELECT COUNT(*) FROM (SELECT 1 {} LIMIT ?3)", self.due(group)?);
         let n: i64 = self.conn.query_row(&sql, params![group, ts(now), cap as i64], |r| r.get(0))?;
         Ok(n.max(0) as usize)
     }
 
+    /// The kept count of queued rows, less those in flight (still queued rows).
     fn queued(&mut self, group: i64) -> Result<u64> {
-        let n: i64 = self.conn.query_row("SELECT queued FROM groups WHERE id = ?1", [group], |r| r.get(0))?;
+        let n: i64 = self.conn.query_row(
+            "SELECT queued - (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = ?1)
+             FROM groups WHERE id = ?1",
+            [group],
+            |r| r.get(0),
+        )?;
         Ok(n.max(0) as u64)
     }
 
@@ -125,7 +150,8 @@ impl ClaimSteps for Tx<'_> {
         // read.
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
-             {DUE} ORDER BY next_attempt_at, id LIMIT ?3"
+             {} ORDER BY next_attempt_at, id LIMIT ?3",
+            self.due(group)?
         ))?;
         let mut rows = stmt.query(params![group, ts(now), n as i64])?;
         let mut taken = Vec::with_capacity(n);
@@ -147,32 +173,32 @@ impl ClaimSteps for Tx<'_> {
         taken.sort_unstable_by_key(|(_, item)| item.id);
         let ids = IdRuns::of(&taken.iter().map(|(_, item)| item.id).collect::<Vec<i64>>());
         self.conn.execute(
-            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, items)
-             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
-            params![me.host, me.pid, me.started as i64, ts(now), n as i64, ids.to_string()],
+            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            params![me.host, me.pid, me.started as i64, ts(now), n as i64],
         )?;
         let reservation = self.conn.last_insert_rowid();
-        // `OR FAIL`: no statement journal (see `admit_batch`).
-        update_ids(
-            self.conn,
-            "UPDATE OR FAIL items SET state = 'in_flight', reservation_id = ?1 WHERE",
-            &[&reservation],
-            &ids,
-        )?;
-        counted(self.conn, group, Some(ItemState::Queued), Some(ItemState::InFlight), taken.len() as u64)?;
+        let mut held = self
+            .conn
+            .prepare_cached("INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, ?3, ?4)")?;
+        for (first, last) in &ids.0 {
+            held.execute(params![first, last, reservation, group])?;
+        }
         Ok(Some(Taken { reservation, items: taken }))
     }
 
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>> {
-        let mut stmt =
-            self.conn.prepare_cached(&format!("SELECT id, url {DUE} ORDER BY next_attempt_at, id LIMIT ?3"))?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT id, url {} ORDER BY next_attempt_at, id LIMIT ?3", self.due(group)?))?;
         let rows = stmt.query_map(params![group, ts(now), n as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT next_attempt_at, id {DUE} ORDER BY next_attempt_at, id LIMIT 1 OFFSET ?3"
+            "SELECT next_attempt_at, id {} ORDER BY next_attempt_at, id LIMIT 1 OFFSET ?3",
+            self.due(group)?
         ))?;
         let offset = i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX);
         let place = stmt.query_row(params![group, ts(now), offset], |r| Ok((from_ts(r.get(0)?), r.get(1)?)));
@@ -189,8 +215,9 @@ impl ClaimSteps for Tx<'_> {
     ) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "UPDATE items SET next_attempt_at = ?3
-             WHERE id IN (SELECT id {DUE} AND (?4 IS NULL OR (next_attempt_at, id) > (?4, ?5)) LIMIT ?6)
-             RETURNING id"
+             WHERE id IN (SELECT id {} AND (?4 IS NULL OR (next_attempt_at, id) > (?4, ?5)) LIMIT ?6)
+             RETURNING id",
+            self.due(group)?
         ))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let (after_at, after_id) = (after.map(|a| ts(a.0)), after.map_or(0, |a| a.1));
@@ -246,52 +273,35 @@ impl ClaimSteps for Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The items the reservation lists that are still in flight in it. A
-    /// reservation that lists none (`NULL`) was made by an older indexq
-    /// still running while this one upgraded the ledger: its items are
-    /// found by reading the items through.
+    /// The ids of the reservation's runs.
     fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>> {
-        let listed: Option<String> =
-            self.conn.query_row("SELECT items FROM reservations WHERE id = ?1", [reservation], |r| r.get(0))?;
-        let items = match listed {
-            Some(listed) => {
-                let mut stmt = self.conn.prepare_cached(
-                    "SELECT id FROM items WHERE id BETWEEN ?1 AND ?2 AND reservation_id = ?3 AND state = 'in_flight'
-                     ORDER BY id",
-                )?;
-                let runs: IdRuns = stored("reservations", "items", &listed)?;
-                let mut items = Vec::new();
-                for (first, last) in runs.0 {
-                    items.extend(ids_of(&mut stmt, params![first, last, reservation])?);
-                }
-                items
-            }
-            None => {
-                let mut stmt = self.conn.prepare_cached(
-                    "SELECT id FROM items WHERE reservation_id = ?1 AND state = 'in_flight' ORDER BY id",
-                )?;
-                ids_of(&mut stmt, [reservation])?
-            }
-        };
-        let Some(&first) = items.first() else { return Ok(None) };
-        let group: i64 = self.conn.query_row("SELECT group_id FROM items WHERE id = ?1", [first], |r| r.get(0))?;
-        Ok(Some((group, items)))
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT first, last, group_id FROM in_flight WHERE reservation_id = ?1 ORDER BY first")?;
+        let runs = stmt.query_map([reservation], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get(2)?)))?;
+        let runs: Vec<(i64, i64, i64)> = runs.collect::<rusqlite::Result<_>>()?;
+        let Some(&(_, _, group)) = runs.first() else { return Ok(None) };
+        Ok(Some((group, runs.iter().flat_map(|&(first, last, _)| first..=last).collect())))
     }
 
-    fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
+    /// The items back in the queue (their rows, queued all along, due now);
+    /// ending the reservation takes them out of flight.
+    fn interrupted(&mut self, _reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
-        let n = update_ids(
+        update_ids(
             self.conn,
-            "UPDATE OR FAIL items SET state = 'queued', next_attempt_at = ?2, reservation_id = NULL,
-                 attempts = attempts + 1, last_class = 'transient', last_request_id = ?3
-             WHERE reservation_id = ?1 AND state = 'in_flight' AND",
-            params![reservation, ts(now), request],
+            "UPDATE OR FAIL items SET next_attempt_at = ?1, attempts = attempts + 1, last_class = 'transient',
+                 last_request_id = ?2
+             WHERE state = 'queued' AND",
+            params![ts(now), request],
             &IdRuns::of(items),
         )?;
-        counted(self.conn, group, Some(ItemState::InFlight), Some(ItemState::Queued), n as u64)
+        Ok(())
     }
 
+    /// The reservation and its runs.
     fn end(&mut self, reservation: i64) -> Result<()> {
+        self.conn.execute("DELETE FROM in_flight WHERE reservation_id = ?1", [reservation])?;
         self.conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
         Ok(())
     }

@@ -61,7 +61,7 @@ fn export_items(tx: &Connection, sink: &mut Sink) -> Result<()> {
     let mut stmt = tx.prepare(
         "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class, streak,
              streak_started_at, accepted_at, parked_fingerprint, last_request_id
-         FROM items ORDER BY id",
+         FROM item_states ORDER BY id",
     )?;
     let mut rows = stmt.query([])?;
     let mut chunks = Chunker::new(sink, Chunk::Items);
@@ -222,7 +222,7 @@ impl copy::Stage for Staging<'_> {
     fn match_items(&mut self) -> Result<()> {
         self.conn.execute_batch(
             "CREATE INDEX temp.copy_items_key ON copy_items (grp, url_key);
-             UPDATE copy_items SET dst = i.id, written = i.state <> 'in_flight' FROM items AS i
+             UPDATE copy_items SET dst = i.id, written = i.state <> 'in_flight' FROM item_states AS i
              WHERE i.group_id = copy_items.grp AND i.url_key = copy_items.url_key AND i.url = copy_items.url;",
         )?;
         Ok(())
@@ -242,7 +242,7 @@ impl copy::Stage for Staging<'_> {
     }
 
     fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
-        let sql = "SELECT id, url, state = 'in_flight' FROM items WHERE group_id = ?1 AND url_key = ?2";
+        let sql = "SELECT id, url, state = 'in_flight' FROM item_states WHERE group_id = ?1 AND url_key = ?2";
         Ok(self.conn.query_row(sql, [group, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?)
     }
 
@@ -284,7 +284,7 @@ impl copy::Stage for Staging<'_> {
              FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
                    LEFT JOIN copy_requests r ON r.src = copy_items.last_request
                    WHERE copy_items.written AND NOT copy_items.fresh) AS c
-             WHERE items.id = c.dst AND items.state <> 'in_flight'",
+             WHERE items.id = c.dst AND items.id IN (SELECT id FROM item_states WHERE state <> 'in_flight')",
             [],
         )?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;

@@ -90,9 +90,8 @@ fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &IdRuns) -
 /// The average run, in ids, below which `update_ids` takes the list whole.
 const RUN_LENGTH: usize = 4;
 
-/// Ids as runs of consecutive ids, `(first, last)`, ascending; as a
-/// reservation lists its items (`reservations.items`), each run `first-last`
-/// or a lone `id`, joined by commas.
+/// Ids as runs of consecutive ids, `(first, last)`, ascending (as a
+/// reservation holds its items: a row of `in_flight` a run).
 #[derive(Debug, PartialEq)]
 struct IdRuns(Vec<(i64, i64)>);
 
@@ -119,37 +118,6 @@ impl IdRuns {
     /// The ids, ascending.
     fn ids(&self) -> Vec<i64> {
         self.0.iter().flat_map(|&(first, last)| first..=last).collect()
-    }
-}
-
-impl std::fmt::Display for IdRuns {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, &(first, last)) in self.0.iter().enumerate() {
-            let comma = if i == 0 { "" } else { "," };
-            match first == last {
-                true => write!(f, "{comma}{first}")?,
-                false => write!(f, "{comma}{first}-{last}")?,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl std::str::FromStr for IdRuns {
-    type Err = ();
-
-    fn from_str(text: &str) -> std::result::Result<IdRuns, ()> {
-        let run = |run: &str| {
-            let (first, last) = run.split_once('-').unwrap_or((run, run));
-            match (first.parse::<i64>(), last.parse::<i64>()) {
-                (Ok(first), Ok(last)) if 0 < first && first <= last => Ok((first, last)),
-                _ => Err(()),
-            }
-        };
-        match text.is_empty() {
-            true => Ok(IdRuns(Vec::new())),
-            false => text.split(',').map(run).collect::<std::result::Result<_, ()>>().map(IdRuns),
-        }
     }
 }
 
@@ -590,7 +558,9 @@ mod tests {
             let mut expected = QueueCounts::default();
             let mut stmt = ledger
                 .conn
-                .prepare("SELECT state, next_attempt_at <= ?2, COUNT(*) FROM items WHERE group_id = ?1 GROUP BY 1, 2")
+                .prepare(
+                    "SELECT state, next_attempt_at <= ?2, COUNT(*) FROM item_states WHERE group_id = ?1 GROUP BY 1, 2",
+                )
                 .unwrap();
             let rows = stmt
                 .query_map(params![id, ts(now)], |r| {
@@ -713,67 +683,75 @@ mod tests {
     }
 
     /// A schema-7 ledger killed with a reservation in flight (the fixture,
-    /// written by that binary) lists the reservation's items once upgraded,
-    /// and a later run puts them back in the queue from that list.
+    /// written by that binary) holds the reservation's items in runs of
+    /// `in_flight` once upgraded (schemas 8 and 9), their rows queued, and a
+    /// later run puts them back in the queue from those runs.
     #[test]
-    fn a_reservation_in_flight_before_schema_8_is_reconciled_from_its_list() {
+    fn a_reservation_in_flight_before_schema_9_is_reconciled_from_its_runs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ledger-v7/ledger.db");
         std::fs::copy(fixture, &path).unwrap();
         let mut ledger = SqliteLedger::open(&path).unwrap();
         let one = |l: &SqliteLedger, sql: &str| l.conn.query_row(sql, [], |r| r.get::<_, Option<String>>(0)).unwrap();
-        assert_eq!(one(&ledger, "SELECT items FROM reservations").as_deref(), Some("2,4,6,8"));
+        let runs = "SELECT group_concat(first || '-' || last) FROM (SELECT * FROM in_flight ORDER BY first)";
+        assert_eq!(one(&ledger, runs).as_deref(), Some("2-2,4-4,6-6,8-8"));
         assert_eq!(one(&ledger, "SELECT MAX(name) FROM sqlite_master WHERE name = 'items_in_flight'"), None);
-        let states = |l: &SqliteLedger| -> Vec<(i64, String)> {
-            let mut stmt = l.conn.prepare("SELECT id, state FROM items ORDER BY id").unwrap();
+        let states = |l: &SqliteLedger, table: &str| -> Vec<(i64, String)> {
+            let mut stmt = l.conn.prepare(&format!("SELECT id, state FROM {table} ORDER BY id")).unwrap();
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().collect::<rusqlite::Result<_>>().unwrap()
         };
-        assert_eq!(states(&ledger).iter().filter(|(_, s)| s == "in_flight").count(), 4);
+        assert_eq!(states(&ledger, "item_states").iter().filter(|(_, s)| s == "in_flight").count(), 4);
+        assert_eq!(states(&ledger, "items").iter().filter(|(_, s)| s == "in_flight").count(), 0);
         let done = ledger.reconcile(t("2026-12-04T10:00:00Z"), &Owner::current()).unwrap();
         assert_eq!((done.reservations, done.items), (1, 4));
         let expected: Vec<(i64, String)> =
             (1..=8).map(|id| (id, if id % 2 == 0 { "queued" } else { "accepted" }.to_string())).collect();
-        assert_eq!(states(&ledger), expected);
+        assert_eq!(states(&ledger, "item_states"), expected);
         assert_counts(&mut ledger, t("2026-12-04T10:00:00Z"));
     }
 
-    /// A reservation an older indexq made after this one upgraded the
-    /// ledger (it writes no list of items: `NULL`) is reconciled all the
-    /// same, its items found by reading the items through.
+    /// A claim writes no item row (schema 9): the rows it takes are not
+    /// updated (a trigger would see it), and are in flight by their
+    /// reservation's runs — counted and listed so, and taken by no other
+    /// claim — until a reconcile (or an answer) moves them.
     #[test]
-    fn a_reservation_without_a_list_of_items_is_reconciled_by_reading_the_items() {
+    fn a_claim_writes_no_item_row() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
         let now = t("2026-12-11T09:00:00Z");
         let b = group("b.example", EngineKind::Bing);
         let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
         ledger.admit(&new_items(&b, 0..5), now, &rule).unwrap();
+        ledger
+            .conn
+            .execute_batch(
+                "CREATE TEMP TABLE touched (id INTEGER);
+                 CREATE TEMP TRIGGER touched AFTER UPDATE ON main.items BEGIN INSERT INTO touched VALUES (new.id); END;",
+            )
+            .unwrap();
         let me = Owner::current();
         let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
-        let spec = ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None };
-        assert_eq!(ledger.claim(&b, &spec, &dead, &mut |_, _, _| {}).unwrap().items.len(), 3);
-        ledger.conn.execute("UPDATE reservations SET items = NULL", []).unwrap();
-        assert_eq!(ledger.reconcile(now, &me).unwrap().items, 3);
-        let in_flight: i64 =
-            ledger.conn.query_row("SELECT COUNT(*) FROM items WHERE state = 'in_flight'", [], |r| r.get(0)).unwrap();
-        assert_eq!(in_flight, 0);
+        let spec =
+            |max_items| ClaimSpec { windows: &[], max_items, pace: None, now: Now::pinned(now), credential: None };
+        let first = ledger.claim(&b, &spec(3), &dead, &mut |_, _, _| {}).unwrap();
+        assert_eq!(first.items.len(), 3);
+        let touched: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM touched", [], |r| r.get(0)).unwrap();
+        assert_eq!(touched, 0, "no item row written");
+        let counts = ledger.queue_counts(&b, now).unwrap();
+        assert_eq!((counts.due, counts.in_flight), (2, 3), "{counts:?}");
+        let listed = ledger.items(&ItemFilter { states: vec![StateFilter::InFlight], ..ItemFilter::default() }, now);
+        let listed: Vec<i64> = listed.unwrap().iter().map(|i| i.id).collect();
+        assert_eq!(listed, first.items.iter().map(|i| i.id).collect::<Vec<_>>());
         assert_counts(&mut ledger, now);
-    }
-
-    /// A reservation's list of items is read back as written, and a text
-    /// that is not such a list is an error naming the column.
-    #[test]
-    fn a_reservations_list_of_items_reads_back_and_refuses_what_it_does_not_know() {
-        let runs = IdRuns::of(&[7, 1, 2, 3, 9, 10]);
-        assert_eq!(runs.to_string(), "1-3,7,9-10");
-        assert_eq!("1-3,7,9-10".parse::<IdRuns>(), Ok(runs));
-        assert_eq!("".parse::<IdRuns>(), Ok(IdRuns(vec![])));
-        for bad in ["-5", "3-1", "a", "1,,2", "1-", "0"] {
-            assert!(bad.parse::<IdRuns>().is_err(), "{bad}");
-            let err = stored::<IdRuns>("reservations", "items", bad).unwrap_err().to_string();
-            assert!(err.contains("reservations.items holds"), "{err}");
-        }
+        let second = ledger.claim(&b, &spec(10), &me, &mut |_, _, _| {}).unwrap();
+        assert_eq!(second.items.len(), 2, "only the items no reservation holds");
+        assert!(second.items.iter().all(|i| !first.items.iter().any(|f| f.id == i.id)));
+        // The dead owner's three go back to the queue.
+        assert_eq!(ledger.reconcile(now, &me).unwrap().items, 3);
+        let runs: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM in_flight", [], |r| r.get(0)).unwrap();
+        assert_eq!(runs, 1, "the second claim's run");
+        assert_counts(&mut ledger, now);
     }
 
     #[test]

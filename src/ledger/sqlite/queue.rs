@@ -27,19 +27,22 @@ pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
 }
 
 /// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
-/// `items` alone or (`joined`) over `groups g CROSS JOIN items`.
+/// `items` alone or (`joined`) over `groups g CROSS JOIN item_states i`.
+/// A queued row a run of `in_flight` holds is in flight (`held`): the
+/// clauses hold over the rows and over the view alike.
 pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<Value>) {
     let mut clauses = vec!["1 = 1".to_string()];
     let mut values = Vec::new();
     if !filter.states.is_empty() {
+        let held = held(if joined { "i.id" } else { "items.id" });
         let any: Vec<String> = filter
             .states
             .iter()
             .map(|s| match s {
-                StateFilter::Due => format!("(state = 'queued' AND next_attempt_at <= {})", ts(now)),
-                StateFilter::Waiting => format!("(state = 'queued' AND next_attempt_at > {})", ts(now)),
+                StateFilter::Due => format!("(state = 'queued' AND next_attempt_at <= {} AND NOT {held})", ts(now)),
+                StateFilter::Waiting => format!("(state = 'queued' AND next_attempt_at > {} AND NOT {held})", ts(now)),
                 StateFilter::Parked => "state = 'parked'".to_string(),
-                StateFilter::InFlight => "state = 'in_flight'".to_string(),
+                StateFilter::InFlight => format!("(state = 'in_flight' OR (state = 'queued' AND {held}))"),
                 StateFilter::Accepted => "state = 'accepted'".to_string(),
             })
             .collect();
@@ -75,6 +78,15 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) 
     (clauses.join(" AND "), values)
 }
 
+/// Whether a run of `in_flight` holds the item whose id is `id` (SQL): the
+/// run with the greatest `first` at or before it reaches it (runs never
+/// overlap). The view `item_states` asks the same.
+pub(super) fn held(id: &str) -> String {
+    format!(
+        "(COALESCE((SELECT f.last FROM in_flight f WHERE f.first <= {id} ORDER BY f.first DESC LIMIT 1), 0) >= {id})"
+    )
+}
+
 impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let (tx, groups) = self.begin_with_groups()?;
@@ -103,11 +115,13 @@ impl Queue for SqliteLedger {
     }
 
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT property, engine, target, channel FROM groups g
-             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
+             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1
+                           AND NOT {})
              ORDER BY property, engine, target",
-        )?;
+            held("items.id")
+        ))?;
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
@@ -120,22 +134,29 @@ impl Queue for SqliteLedger {
         let Some(group) = self.existing_group(group)? else { return Ok(None) };
         let t: Option<i64> = self
             .conn
-            .prepare_cached("SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'")?
+            .prepare_cached(&format!(
+                "SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued' AND NOT {}",
+                held("items.id")
+            ))?
             .query_row([group], |r| r.get(0))?;
         Ok(opt_ts(t))
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
         let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
-        // The counts by state are kept in `groups`; only the due items are
-        // counted here (one statement: one snapshot).
-        let (queued, in_flight, parked, accepted, due) = self
+        // The counts by state are kept in `groups` (a row in flight counted
+        // queued); only the due items and those runs hold are counted here
+        // (one statement: one snapshot).
+        let (queued, in_flight, parked, accepted, due, held) = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT queued, in_flight, parked, accepted,
-                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2)
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2
+                          AND NOT {}),
+                     (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = g.id)
                  FROM groups g WHERE id = ?1",
-            )?
+                held("items.id")
+            ))?
             .query_row(params![group, ts(now)], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -143,14 +164,15 @@ impl Queue for SqliteLedger {
                     r.get::<_, i64>(2)?,
                     r.get::<_, i64>(3)?,
                     r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
                 ))
             })?;
         let n = |v: i64| v.max(0) as u64;
         Ok(QueueCounts {
             due: n(due),
-            waiting: n(queued - due),
+            waiting: n(queued - held - due),
             parked: n(parked),
-            in_flight: n(in_flight),
+            in_flight: n(in_flight + held),
             accepted: n(accepted),
         })
     }
@@ -161,7 +183,7 @@ impl Queue for SqliteLedger {
         // Group by group (CROSS JOIN: the groups, few, in their index order
         // outside), each group's items in the order of its index: no sort.
         let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+            "SELECT {ITEM_COLUMNS} FROM groups g CROSS JOIN item_states i ON i.group_id = g.id
                  LEFT JOIN requests r ON r.id = i.last_request_id
              WHERE {clause}
              ORDER BY g.property, g.engine, g.target, i.state, i.next_attempt_at, i.id{limit}"
@@ -180,7 +202,7 @@ impl Queue for SqliteLedger {
     /// two file locks each, most of a run again over a million queued URLs.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {ITEM_COLUMNS} FROM rarray(?1) AS k CROSS JOIN items i ON i.id = k.value
+            "SELECT {ITEM_COLUMNS} FROM rarray(?1) AS k CROSS JOIN item_states i ON i.id = k.value
                  CROSS JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id"
         ))?;
         let mut rows = stmt.query([array(ids)])?;

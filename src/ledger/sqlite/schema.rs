@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+pub(super) const SCHEMA_VERSION: i64 = 9;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -33,6 +33,9 @@ const SCHEMA_7: &str = include_str!("schema/0007_checks.sql");
 /// Schema 8, over schema 7: a reservation lists its items (no index of the
 /// items in flight, which every claim and answer wrote).
 const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
+/// Schema 9, over schema 8: a claim writes no item row (its runs of ids in
+/// `in_flight` hold what it took); the view of the items' states.
+const SCHEMA_9: &str = include_str!("schema/0009_in_flight.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -65,6 +68,10 @@ impl SqliteLedger {
         }
         if version < 8 {
             tx.execute_batch(SCHEMA_8)?;
+        }
+        if version < 9 {
+            tx.execute_batch(SCHEMA_9)?;
+            recount(&tx)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

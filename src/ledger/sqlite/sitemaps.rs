@@ -90,7 +90,7 @@ impl SitemapReports for SqliteLedger {
                  s.listed, s.submitted, s.downloaded, s.pending, s.errors, s.warnings, s.urls, s.status,
                  s.errors_since, s.failure_class, s.failure_reason, s.failure_message, s.failure_hint,
                  s.failure_status, s.failure_since
-             FROM groups g JOIN items i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
+             FROM groups g JOIN item_states i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
              WHERE g.channel = 'sitemaps'
              ORDER BY g.property, g.engine, g.target, i.id",
         )?;
