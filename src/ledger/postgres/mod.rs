@@ -384,6 +384,9 @@ mod tests {
         let listed = ledger.items(&ItemFilter { states: vec![StateFilter::InFlight], ..ItemFilter::default() }, now);
         let listed: Vec<i64> = listed.unwrap().iter().map(|i| i.id).collect();
         assert_eq!(listed, first.items.iter().map(|i| i.id).collect::<Vec<_>>());
+        let again = ledger.admit(&story::items(3), now, &story::dedupe_day()).unwrap();
+        let in_flight = again.iter().filter(|a| matches!(a, Admission::InFlight { .. })).count();
+        assert_eq!(in_flight, 2, "{again:?}");
         let second = ledger.claim(&story::group(), &spec(10), &me, &mut |_, _, _| {}).unwrap();
         let third_id = second.items.iter().map(|i| i.id).collect::<Vec<_>>();
         assert_eq!(third_id.len(), 1, "only the item no reservation lists");

@@ -33,8 +33,11 @@ pub(super) fn look_up(
     )?;
     let mut by_id = tx.prepare_cached(
         "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-         FROM rarray(?1) AS k CROSS JOIN item_states AS i ON i.id = k.value",
+         FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
+    // The items reservations hold, read once (usually none), rather than
+    // asked a row at a time (`item_states`: a run again 13% slower).
+    let held = IdRuns::in_flight(tx)?;
     ids::resolve(&urls, group_ids, |wanted, found| {
         let mut by_group: rustc_hash::FxHashMap<i64, Vec<i64>> = Default::default();
         for (group, key) in wanted {
@@ -60,7 +63,11 @@ pub(super) fn look_up(
                     let id: i64 = r.get(0)?;
                     // The rows come in the order of `ids` (the array is the outer loop).
                     let Some(&(_, key)) = hit.find(|h| h.0 == id) else { continue };
-                    found((group, key), row_text(r, 1)?, existing_row(r, 0)?);
+                    let mut existing = existing_row(r, 0)?;
+                    if existing.state == ItemState::Queued && held.holds(existing.id) {
+                        existing.state = ItemState::InFlight;
+                    }
+                    found((group, key), row_text(r, 1)?, existing);
                 }
             }
         }

@@ -119,6 +119,20 @@ impl IdRuns {
     fn ids(&self) -> Vec<i64> {
         self.0.iter().flat_map(|&(first, last)| first..=last).collect()
     }
+
+    /// Every run of `in_flight`: the items reservations hold.
+    fn in_flight(tx: &Connection) -> Result<IdRuns> {
+        let mut stmt = tx.prepare_cached("SELECT first, last FROM in_flight ORDER BY first")?;
+        let runs = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(IdRuns(runs.collect::<rusqlite::Result<_>>()?))
+    }
+
+    /// Whether a run holds `id`: the run with the greatest `first` at or
+    /// before it reaches it (as `queue::held` asks in SQL).
+    fn holds(&self, id: i64) -> bool {
+        let after = self.0.partition_point(|&(first, _)| first <= id);
+        after > 0 && self.0[after - 1].1 >= id
+    }
 }
 
 /// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
@@ -744,6 +758,10 @@ mod tests {
         let listed: Vec<i64> = listed.unwrap().iter().map(|i| i.id).collect();
         assert_eq!(listed, first.items.iter().map(|i| i.id).collect::<Vec<_>>());
         assert_counts(&mut ledger, now);
+        // Admitted again, the three are in flight and the other two queued.
+        let again = ledger.admit(&new_items(&b, 0..5), now, &rule).unwrap();
+        let in_flight = again.iter().filter(|a| matches!(a, Admission::InFlight { .. })).count();
+        assert_eq!(in_flight, 3, "{again:?}");
         let second = ledger.claim(&b, &spec(10), &me, &mut |_, _, _| {}).unwrap();
         assert_eq!(second.items.len(), 2, "only the items no reservation holds");
         assert!(second.items.iter().all(|i| !first.items.iter().any(|f| f.id == i.id)));
