@@ -57,22 +57,14 @@ pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Resul
     Ok(())
 }
 
-/// The due items of a group, in the order they go, when no run of
-/// `in_flight` holds any of the group's items (`Tx::due`).
+/// The due items of a group, in the order they go, but for those in flight
+/// (`Tx::due`).
 const DUE: &str = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
 
 impl Tx<'_> {
-    /// The due items of `group`: `DUE`, and those no run of `in_flight`
-    /// holds when a reservation holds some of the group's items (a test a
-    /// row, spared where none does).
+    /// The due items of `group`: `DUE`, less those a run of `in_flight` holds.
     fn due(&self, group: i64) -> Result<String> {
-        let held: bool =
-            self.conn
-                .query_row("SELECT EXISTS (SELECT 1 FROM in_flight WHERE group_id = ?1)", [group], |r| r.get(0))?;
-        Ok(match held {
-            true => format!("{DUE} AND NOT {}", super::queue::held("items.id")),
-            false => DUE.to_string(),
-        })
+        Ok(format!("{DUE}{}", super::queue::and_not_held(self.conn, Some(group), "items.id")?))
     }
 }
 

@@ -276,7 +276,8 @@ impl copy::Stage for Staging<'_> {
 
     fn write_items(&mut self) -> Result<u64> {
         let updated = self.conn.execute(
-            "UPDATE items SET state = c.state, action = c.action, lastmod = c.lastmod,
+            &format!(
+                "UPDATE items SET state = c.state, action = c.action, lastmod = c.lastmod,
                  next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
                  last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
                  accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
@@ -284,7 +285,9 @@ impl copy::Stage for Staging<'_> {
              FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
                    LEFT JOIN copy_requests r ON r.src = copy_items.last_request
                    WHERE copy_items.written AND NOT copy_items.fresh) AS c
-             WHERE items.id = c.dst AND items.id IN (SELECT id FROM item_states WHERE state <> 'in_flight')",
+             WHERE items.id = c.dst AND items.state <> 'in_flight' AND NOT {}",
+                super::queue::held("items.id")
+            ),
             [],
         )?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;

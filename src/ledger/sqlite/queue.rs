@@ -87,6 +87,17 @@ pub(super) fn held(id: &str) -> String {
     )
 }
 
+/// ` AND NOT held(id)` where a run of `in_flight` holds items of `group`
+/// (any group, with `None`), else nothing: a test a row, spared where no
+/// reservation holds any (usually).
+pub(super) fn and_not_held(conn: &Connection, group: Option<i64>, id: &str) -> Result<String> {
+    let any: bool =
+        conn.query_row("SELECT EXISTS (SELECT 1 FROM in_flight WHERE ?1 IS NULL OR group_id = ?1)", [group], |r| {
+            r.get(0)
+        })?;
+    Ok(if any { format!(" AND NOT {}", held(id)) } else { String::new() })
+}
+
 impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let (tx, groups) = self.begin_with_groups()?;
@@ -117,10 +128,9 @@ impl Queue for SqliteLedger {
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT property, engine, target, channel FROM groups g
-             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1
-                           AND NOT {})
+             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1{})
              ORDER BY property, engine, target",
-            held("items.id")
+            and_not_held(&self.conn, None, "items.id")?
         ))?;
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
@@ -135,8 +145,8 @@ impl Queue for SqliteLedger {
         let t: Option<i64> = self
             .conn
             .prepare_cached(&format!(
-                "SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued' AND NOT {}",
-                held("items.id")
+                "SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'{}",
+                and_not_held(&self.conn, Some(group), "items.id")?
             ))?
             .query_row([group], |r| r.get(0))?;
         Ok(opt_ts(t))
@@ -151,11 +161,10 @@ impl Queue for SqliteLedger {
             .conn
             .prepare_cached(&format!(
                 "SELECT queued, in_flight, parked, accepted,
-                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2
-                          AND NOT {}),
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2{}),
                      (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = g.id)
                  FROM groups g WHERE id = ?1",
-                held("items.id")
+                and_not_held(&self.conn, Some(group), "items.id")?
             ))?
             .query_row(params![group, ts(now)], |r| {
                 Ok((
