@@ -393,7 +393,7 @@ pub fn reconcile(steps: &mut (impl ClaimSteps + ?Sized), now: DateTime<Utc>, me:
     let mut done = Reconciled::default();
     for reservation in stale(steps, now, me, true)? {
         if let Some((group, items)) = steps.in_flight(reservation)? {
-            steps.interrupted(reservation, group, &items, now)?;
+            steps.interrupted(group, &items, now)?;
             done.items += items.len() as u64;
         }
         steps.end(reservation)?;

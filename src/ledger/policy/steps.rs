@@ -135,10 +135,11 @@ pub trait ClaimSteps {
     /// The items of a reservation still in flight (ascending), and their group.
     fn in_flight(&mut self, reservation: i64) -> Result<Option<(i64, Vec<i64>)>>;
 
-    /// A reservation's items in flight back in the queue, due at `now`, an
-    /// attempt recorded for each as interrupted (the run stopped before the
-    /// answer came).
-    fn interrupted(&mut self, reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()>;
+    /// A reservation's items in flight (`in_flight`) back in the queue, due
+    /// at `now`, an attempt recorded for each as interrupted (the run stopped
+    /// before the answer came); ending the reservation takes them out of
+    /// flight.
+    fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()>;
 
     /// Ends a reservation (its windows with it).
     fn end(&mut self, reservation: i64) -> Result<()>;

@@ -342,9 +342,8 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(row.map(|r| (r.get(0), r.get(1))))
     }
 
-    /// The items back in the queue (their rows, queued all along, due now);
-    /// ending the reservation takes them out of flight.
-    fn interrupted(&mut self, _reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
+    /// Their rows, queued all along, due now.
+    fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
         self.tx.execute(

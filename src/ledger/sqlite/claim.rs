@@ -276,9 +276,8 @@ impl ClaimSteps for Tx<'_> {
         Ok(Some((group, runs.iter().flat_map(|&(first, last, _)| first..=last).collect())))
     }
 
-    /// The items back in the queue (their rows, queued all along, due now);
-    /// ending the reservation takes them out of flight.
-    fn interrupted(&mut self, _reservation: i64, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
+    /// Their rows, queued all along, due now.
+    fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
         update_ids(
             self.conn,
