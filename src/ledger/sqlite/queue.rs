@@ -155,17 +155,20 @@ impl Queue for SqliteLedger {
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
         let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
         // The counts by state are kept in `groups` (a row in flight counted
-        // queued); only the due items and those runs hold are counted here
-        // (one statement: one snapshot).
-        let (queued, in_flight, parked, accepted, due, held) = self
+        // queued); the due rows are counted here, and those runs hold, run
+        // by run by id (`+`: no other index; one statement: one snapshot).
+        // Not the due rows no run holds, tested a row at a time: with a run
+        // in flight, a million due items took `status` 120 ms against 20–30.
+        let (queued, in_flight, parked, accepted, due, held, held_due) = self
             .conn
-            .prepare_cached(&format!(
+            .prepare_cached(
                 "SELECT queued, in_flight, parked, accepted,
-                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2{}),
-                     (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = g.id)
+                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2),
+                     (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = g.id),
+                     (SELECT COUNT(*) FROM in_flight f CROSS JOIN items i ON i.id BETWEEN f.first AND f.last
+                      WHERE f.group_id = g.id AND +i.state = 'queued' AND +i.next_attempt_at <= ?2)
                  FROM groups g WHERE id = ?1",
-                and_not_held(&self.conn, Some(group), "items.id")?
-            ))?
+            )?
             .query_row(params![group, ts(now)], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -174,8 +177,10 @@ impl Queue for SqliteLedger {
                     r.get::<_, i64>(3)?,
                     r.get::<_, i64>(4)?,
                     r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?,
                 ))
             })?;
+        let due = due - held_due;
         let n = |v: i64| v.max(0) as u64;
         Ok(QueueCounts {
             due: n(due),
