@@ -554,8 +554,23 @@ mod tests {
             .collect()
     }
 
-    /// `queue_counts` (kept counts) equals a count of every item, at `now`.
+    /// The kept counts equal a count of the rows by their state, and
+    /// `queue_counts` a count of every item as readers see it, at `now`.
     fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
+        // The kept counts themselves: the rows by their own state.
+        let kept = "SELECT id, queued, in_flight, parked, accepted FROM groups ORDER BY id";
+        let counted = "SELECT g.id,
+                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued'),
+                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'in_flight'),
+                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'parked'),
+                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'accepted')
+            FROM groups g ORDER BY g.id";
+        let rows = |sql: &str| -> Vec<[i64; 5]> {
+            let mut stmt = ledger.conn.prepare(sql).unwrap();
+            let rows = stmt.query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?])).unwrap();
+            rows.collect::<rusqlite::Result<_>>().unwrap()
+        };
+        assert_eq!(rows(kept), rows(counted), "kept counts (group, queued, in flight, parked, accepted)");
         let groups: Vec<(i64, GroupKey)> = ledger
             .conn
             .prepare("SELECT id, property, engine, target, channel FROM groups")

@@ -71,7 +71,6 @@ impl SqliteLedger {
         }
         if version < 9 {
             tx.execute_batch(SCHEMA_9)?;
-            recount(&tx)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

@@ -22,6 +22,10 @@ SELECT id, id, reservation_id, group_id FROM items
 WHERE state = 'in_flight' AND reservation_id IN (SELECT id FROM reservations);
 UPDATE items SET state = 'queued'
 WHERE state = 'in_flight' AND reservation_id IN (SELECT id FROM reservations);
+-- The kept counts follow (a row a run holds is counted queued).
+UPDATE groups SET
+    queued = queued + (SELECT COUNT(*) FROM in_flight f WHERE f.group_id = groups.id),
+    in_flight = in_flight - (SELECT COUNT(*) FROM in_flight f WHERE f.group_id = groups.id);
 
 -- No claim marks a row any more. An older indexq still running against the
 -- upgraded ledger fails its claims and answers on the missing columns (it
