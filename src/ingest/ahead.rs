@@ -21,7 +21,34 @@ const CHUNKS_WAITING: usize = 6;
 /// values it is done with; on one count for a whole file the two cores took
 /// turns at one cache line for every value (a tenth of a 1M dry run's time
 /// on the caller's thread).
-pub(super) const NAME_SHARED_BY: usize = 1024;
+const NAME_SHARED_BY: usize = 1024;
+
+/// A source's name for the positions of the values a reader makes: a count
+/// of it shared by each run of `NAME_SHARED_BY` values.
+pub(super) struct SourceName {
+    name: std::sync::Arc<str>,
+    values: usize,
+}
+
+impl SourceName {
+    pub(super) fn new(name: &str) -> SourceName {
+        SourceName { name: name.into(), values: 0 }
+    }
+
+    /// The name for one more value (a new count at each run's start).
+    pub(super) fn next_value(&mut self) -> std::sync::Arc<str> {
+        self.values += 1;
+        if self.values % NAME_SHARED_BY == 0 {
+            self.name = self.name.as_ref().into();
+        }
+        self.name.clone()
+    }
+
+    /// The name for what is not a value (a problem of the source).
+    pub(super) fn get(&self) -> std::sync::Arc<str> {
+        self.name.clone()
+    }
+}
 
 /// Runs `read` on a thread of its own, handing each value it yields to
 /// `each` on the caller's thread, in the order yielded; returns what `read`

@@ -131,15 +131,10 @@ fn read_raw_lines(name: &str, reader: impl Read, limits: Limits, emit: &mut dyn 
     let mut number = 0usize;
     let mut binary_lines = 0usize;
     let mut binary_bytes = 0u64;
-    let mut source: std::sync::Arc<str> = name.into();
+    let mut source = super::ahead::SourceName::new(name);
     while let Some(raw) = lines.next_line(binary_bytes)? {
         number += 1;
-        // Each run of lines shares a count of the name of its own
-        // (`ahead::NAME_SHARED_BY`).
-        if number % super::ahead::NAME_SHARED_BY == 0 {
-            source = name.into();
-        }
-        let place = Position::line(source.clone(), number as u64);
+        let place = Position::line(source.next_value(), number as u64);
         let kept = lines.kept();
         match raw.stop {
             Some(Stop::Binary) => {

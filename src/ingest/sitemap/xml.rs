@@ -85,10 +85,8 @@ struct Item {
 
 /// What the event loop knows between events.
 struct Parse<'a> {
-    /// The sitemap's name, shared by the positions of its entries: a count
-    /// of it for each run of them (`ahead::NAME_SHARED_BY`).
-    name: std::sync::Arc<str>,
-    items: usize,
+    /// The sitemap's name, shared by the positions of its entries.
+    name: crate::ingest::ahead::SourceName,
     each: &'a mut dyn FnMut(Entry),
     problems: &'a mut Vec<Problem>,
     children: Vec<Child>,
@@ -107,8 +105,7 @@ struct Parse<'a> {
 impl<'a> Parse<'a> {
     fn new(name: &'a str, each: &'a mut dyn FnMut(Entry), problems: &'a mut Vec<Problem>) -> Parse<'a> {
         Parse {
-            name: name.into(),
-            items: 0,
+            name: crate::ingest::ahead::SourceName::new(name),
             each,
             problems,
             children: Vec::new(),
@@ -124,7 +121,7 @@ impl<'a> Parse<'a> {
     }
 
     fn place(&self, (line, col): (u64, u64)) -> Position {
-        Position::at(self.name.clone(), line, col)
+        Position::at(self.name.get(), line, col)
     }
 
     fn problem(&mut self, place: Position, message: String) {
@@ -153,11 +150,9 @@ impl<'a> Parse<'a> {
                 };
             }
             1 if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
-                self.items += 1;
-                if self.items % crate::ingest::ahead::NAME_SHARED_BY == 0 {
-                    self.name = self.name.as_ref().into();
-                }
-                self.item = Some(Item { place: self.place(at), loc: None, lastmod: None });
+                let (line, col) = at;
+                self.item =
+                    Some(Item { place: Position::at(self.name.next_value(), line, col), loc: None, lastmod: None });
             }
             2 if self.item.is_some() => {
                 let field = match local {
@@ -313,7 +308,7 @@ impl<'a> Parse<'a> {
             let place = self.place(at);
             self.problem(place, message);
         } else if self.kind.is_none() {
-            self.problem(Position::of(self.name.clone()), "empty: no <urlset> or <sitemapindex> in it".to_string());
+            self.problem(Position::of(self.name.get()), "empty: no <urlset> or <sitemapindex> in it".to_string());
         }
     }
 
