@@ -80,6 +80,10 @@ pub fn next_key(key: i64) -> i64 {
     key.wrapping_add(1)
 }
 
+/// Where `resolve`'s `fetch` hands what it read of an item: its (group,
+/// key), its URL and what the caller wants of it.
+pub type Found<'f, E> = dyn FnMut((i64, i64), &str, E) + 'f;
+
 /// Finds each URL's item in its group by key, following `next_key` past
 /// keys another URL holds: `Ok` with what `fetch` read of the URL's item,
 /// or `Err` with the key a URL new to its group takes (never one another
@@ -90,7 +94,7 @@ pub fn next_key(key: i64) -> i64 {
 pub fn resolve<E: Clone>(
     urls: &[&str],
     groups: &[i64],
-    mut fetch: impl FnMut(&[(i64, i64)], &mut dyn FnMut((i64, i64), &str, E)) -> Result<()>,
+    mut fetch: impl FnMut(&[(i64, i64)], &mut Found<'_, E>) -> Result<()>,
 ) -> Result<Vec<std::result::Result<E, i64>>> {
     use rustc_hash::FxHashMap as HashMap;
     use std::borrow::Cow;

@@ -13,7 +13,7 @@ use super::*;
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 mod admit;
@@ -33,6 +33,11 @@ use admit::*;
 const CHUNK: usize = 500;
 
 pub struct SqliteLedger {
+    /// A second connection to the file that only reads, beside `conn`
+    /// (`admit::look_up`): none until first needed, then `Some(None)` if
+    /// it could not be opened. (Declared first, so closed first: the last
+    /// connection to close, `conn`, copies the write-ahead log back.)
+    helper: Option<Option<Connection>>,
     conn: Connection,
     /// Ids of groups known to be in the ledger (committed). A group row is
     /// never deleted or changed, so an id once read stays valid.
@@ -42,6 +47,8 @@ pub struct SqliteLedger {
     /// Admissions sharing write transactions, between `begin_admissions`
     /// and `end_admissions` (`admit.rs`).
     admitting: Option<Admitting>,
+    /// The ledger's file (none in memory).
+    path: Option<PathBuf>,
 }
 
 /// The page size of a new ledger file, in bytes.
@@ -181,7 +188,14 @@ impl SqliteLedger {
         let conn = Connection::open(path).map_err(|e| open_err("cannot open it".into(), None, Some(e.into())))?;
         // New, or made by someone else (an empty file, a copy): private.
         restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None, None))?;
-        let mut ledger = SqliteLedger { conn, groups: HashMap::new(), lease: owner::LEASE, admitting: None };
+        let mut ledger = SqliteLedger {
+            conn,
+            groups: HashMap::new(),
+            lease: owner::LEASE,
+            admitting: None,
+            path: Some(path.to_path_buf()),
+            helper: None,
+        };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
         // does not cover that switch).
@@ -217,6 +231,8 @@ impl SqliteLedger {
             groups: HashMap::new(),
             lease: owner::LEASE,
             admitting: None,
+            path: None,
+            helper: None,
         };
         ledger.configure(false)?;
         Ok(ledger)
