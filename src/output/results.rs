@@ -428,48 +428,46 @@ impl Results {
         self.summary.clone()
     }
 
-    /// Every planned URL (`--json` only), as JSON, in order. (`flush` first.)
-    pub fn each_planned_json(&self, mut f: impl FnMut(&str) -> std::io::Result<()>) -> anyhow::Result<()> {
-        self.each_line(|_, tag, text| if tag == "p" { f(text) } else { Ok(()) })
+    /// Every planned URL (`--json` only), as JSON (in parts, as
+    /// `each_result_json`), in order. (`flush` first.)
+    pub fn each_planned_json(&self, mut f: impl FnMut(&[&[u8]]) -> std::io::Result<()>) -> anyhow::Result<()> {
+        self.each_line(|_, tag, text| if tag == "p" { f(&[text]) } else { Ok(()) })
     }
 
     /// Every result (`--json` only), as JSON with `retry_after_secs`
-    /// counted to `end`, in the order the run gave them their last result.
+    /// counted to `end` (in parts, to be written one after the other), in
+    /// the order the run gave them their last result.
     pub fn each_result_json(
         &self,
         end: DateTime<Utc>,
-        mut f: impl FnMut(&str) -> std::io::Result<()>,
+        mut f: impl FnMut(&[&[u8]]) -> std::io::Result<()>,
     ) -> anyhow::Result<()> {
         // The retry, in milliseconds, follows the key: its seconds from
         // `end` close the object.
-        let with_retry = |json: &str, ms: i64, out: &mut String| {
+        let with_retry = |json: &[u8], ms: i64, out: &mut Vec<u8>| {
             let millis = (ms - end.timestamp_millis()).max(0);
-            out.push_str(json.strip_suffix('}').unwrap_or(json));
-            out.push_str(&format!(",\"retry_after_secs\":{}}}", (millis + 999) / 1000));
+            out.extend_from_slice(json.strip_suffix(b"}").unwrap_or(json));
+            out.extend_from_slice(format!(",\"retry_after_secs\":{}}}", (millis + 999) / 1000).as_bytes());
         };
         // What follows the URL of each template's results, its seconds counted once.
-        let suffixes: Vec<String> = self
+        let suffixes: Vec<Vec<u8>> = self
             .templates
             .iter()
             .map(|(suffix, retry)| match retry {
                 Some(ms) => {
-                    let mut out = String::new();
-                    with_retry(suffix, *ms, &mut out);
+                    let mut out = Vec::new();
+                    with_retry(suffix.as_bytes(), *ms, &mut out);
                     out
                 }
-                None => suffix.clone(),
+                None => suffix.as_bytes().to_vec(),
             })
             .collect();
-        let mut line = String::new();
+        let mut line = Vec::new();
         self.each_line(|offset, tag, text| {
             if let Some(index) = tag.strip_prefix('t') {
                 let suffix = index.parse::<usize>().ok().and_then(|i| suffixes.get(i));
                 let suffix = suffix.ok_or_else(|| std::io::Error::other(format!("no template `{tag}`")))?;
-                line.clear();
-                line.push_str(URL_FIELD);
-                line.push_str(text);
-                line.push_str(suffix);
-                return f(&line);
+                return f(&[URL_FIELD.as_bytes(), text, suffix]);
             }
             if !tag.starts_with('r') || self.superseded.contains(&offset) {
                 return Ok(());
@@ -478,27 +476,33 @@ impl Results {
                 Some(ms) => {
                     line.clear();
                     with_retry(text, ms, &mut line);
-                    f(&line)
+                    f(&[&line])
                 }
-                None => f(text),
+                None => f(&[text]),
             }
         })
     }
 
-    /// Each line of the `--json` file: its offset, tag and JSON.
-    fn each_line(&self, mut f: impl FnMut(u64, &str, &str) -> std::io::Result<()>) -> anyhow::Result<()> {
+    /// Each line of the `--json` file: its offset, tag and JSON. (Its
+    /// lines were written from text: each is read back as bytes, its tag
+    /// alone checked as text.)
+    fn each_line(&self, mut f: impl FnMut(u64, &str, &[u8]) -> std::io::Result<()>) -> anyhow::Result<()> {
         let Some(json) = &self.json else { return Ok(()) };
         let mut file = json.file.get_ref().try_clone()?;
         file.rewind()?;
-        let mut lines = std::io::BufReader::new(file);
-        let (mut offset, mut line) = (0u64, String::new());
+        let mut lines = std::io::BufReader::with_capacity(1 << 16, file);
+        let (mut offset, mut line) = (0u64, Vec::new());
         loop {
             line.clear();
-            let n = lines.read_line(&mut line)? as u64;
+            let n = lines.read_until(b'\n', &mut line)? as u64;
             if n == 0 {
                 return Ok(());
             }
-            let (tag, text) = line.trim_end_matches('\n').split_once('\t').unwrap_or(("", ""));
+            let line = line.strip_suffix(b"\n").unwrap_or(&line);
+            let (tag, text) = match memchr::memchr(b'\t', line) {
+                Some(tab) => (std::str::from_utf8(&line[..tab])?, &line[tab + 1..]),
+                None => ("", &[][..]),
+            };
             f(offset, tag, text)?;
             offset += n;
         }
@@ -611,7 +615,7 @@ mod tests {
             let mut lines = Vec::new();
             results
                 .each_result_json(end, |r| {
-                    lines.push(r.to_string());
+                    lines.push(String::from_utf8(r.concat()).unwrap());
                     Ok(())
                 })
                 .unwrap();
@@ -681,7 +685,7 @@ mod tests {
         let mut lines = Vec::new();
         results
             .each_result_json(end, |r| {
-                lines.push(serde_json::from_str::<serde_json::Value>(r).unwrap());
+                lines.push(serde_json::from_slice::<serde_json::Value>(&r.concat()).unwrap());
                 Ok(())
             })
             .unwrap();
@@ -713,7 +717,7 @@ mod tests {
         let end = Utc::now();
         results
             .each_result_json(end, |r| {
-                lines.push(r.to_string());
+                lines.push(String::from_utf8(r.concat()).unwrap());
                 Ok(())
             })
             .unwrap();

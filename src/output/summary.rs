@@ -325,13 +325,15 @@ impl<'w, W: Write> JsonArray<'w, W> {
         Ok(JsonArray { out, first: true })
     }
 
-    /// An element already in JSON.
-    fn push_raw(&mut self, text: &str) -> io::Result<()> {
-        // (Two writes, not `write!`: a million elements through the
+    /// An element already in JSON, in parts.
+    fn push_raw(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        // (Writes of the parts, not `write!`: a million elements through the
         // formatting machinery cost more than the copies.)
         let between: &[u8] = if self.first { b"\n    " } else { b",\n    " };
         self.out.write_all(between)?;
-        self.out.write_all(text.as_bytes())?;
+        for part in parts {
+            self.out.write_all(part)?;
+        }
         self.first = false;
         Ok(())
     }

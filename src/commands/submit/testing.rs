@@ -208,7 +208,7 @@ pub(super) fn results(trial: &mut Trial) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     results
         .each_result_json(trial.run.clock.now(), |line| {
-            let v: serde_json::Value = serde_json::from_str(line).expect("a result is JSON");
+            let v: serde_json::Value = serde_json::from_slice(&line.concat()).expect("a result is JSON");
             let field = |name: &str| v[name].as_str().unwrap_or_default().to_string();
             out.push((field("url"), field("outcome"), field("reason")));
             Ok(())

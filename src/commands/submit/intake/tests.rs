@@ -272,7 +272,7 @@ async fn a_skipped_result_is_shared_only_by_urls_of_the_same_group_reason_and_me
     let mut told = Vec::new();
     results
         .each_result_json(at(NOW), |line| {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&line.concat()).unwrap();
             let url = v["url"].as_str().unwrap().trim_start_matches("https://site.example/").to_string();
             told.push((url, v["property"].as_str().unwrap().to_string(), v["reason"].clone(), v["message"].clone()));
             Ok(())
@@ -318,7 +318,7 @@ async fn skipped_urls_accepted_at_different_instants_each_say_their_own() {
     let mut told = Vec::new();
     results
         .each_result_json(now, |line| {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&line.concat()).unwrap();
             told.push(v["message"].as_str().unwrap().to_string());
             Ok(())
         })
