@@ -18,8 +18,9 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 /// groups `group_ids`, same order): the item, or, for a URL new to its
 /// group, the key it takes (`ids::resolve`). Per group, the keys, sorted,
 /// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` (`helper`) and a batch
-/// of `SHARED_LOOK_UP` URLs or more, each step is shared with it (`shared`).
+/// found, ascending (`read_rows`). With a `helper` (a second connection:
+/// `helper`) and a batch of `SHARED_LOOK_UP` URLs or more, each step is
+/// shared with it (`shared`).
 pub(super) fn look_up(
     tx: &Connection,
     mut helper: Option<&mut Connection>,
@@ -75,7 +76,8 @@ pub(super) const SHARED_LOOK_UP: usize = 4_096;
 /// the helper's are returned (group, key, URL, item).
 ///
 /// Each connection reads its own snapshot, the helper's taken after the
-/// ledger's: `decide` may mix them (there is why), nothing else shares.
+/// ledger's: only `decide` shares its look-up, and says why mixing the two
+/// is sound there.
 fn shared(
     tx: &Connection,
     helper: &mut Connection,
