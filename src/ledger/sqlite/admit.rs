@@ -18,12 +18,11 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 /// groups `group_ids`, same order): the item, or, for a URL new to its
 /// group, the key it takes (`ids::resolve`). Per group, the keys, sorted,
 /// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` (a second connection:
-/// `helper`) and a batch of `SHARED_LOOK_UP` URLs or more, each step is
-/// shared with it (`shared`).
+/// found, ascending (`read_rows`). With a `helper` and `SHARED_LOOK_UP`
+/// keys or more to read, each step is shared with it (`shared`).
 pub(super) fn look_up(
     tx: &Connection,
-    mut helper: Option<&mut Connection>,
+    mut helper: Option<&mut Helper>,
     batch: &[NewItem],
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
@@ -42,8 +41,9 @@ pub(super) fn look_up(
             keys.sort_unstable();
             keys.dedup();
         }
-        match helper.as_deref_mut() {
-            Some(helper) if wanted.len() >= SHARED_LOOK_UP => {
+        let many = keys.iter().map(|(_, keys)| keys.len()).sum::<usize>() >= SHARED_LOOK_UP;
+        match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
+            Some(helper) => {
                 // In one read transaction of the helper's, ended whatever happens.
                 helper.execute_batch("BEGIN")?;
                 let theirs = shared(tx, helper, &held, keys, found);
@@ -54,7 +54,7 @@ pub(super) fn look_up(
                     found((group, key), &url, e);
                 }
             }
-            _ => {
+            None => {
                 for (group, keys) in &keys {
                     let hits = key_hits(tx, *group, keys)?;
                     read_rows(tx, &hits, &held, &mut |key, url, e| found((*group, key), url, e))?;
@@ -65,7 +65,7 @@ pub(super) fn look_up(
     })
 }
 
-/// The fewest URLs a batch has for its look-up to be shared with the helper
+/// The fewest keys a look-up reads for it to be shared with the helper
 /// connection: a smaller one's reading is not worth two threads.
 pub(super) const SHARED_LOOK_UP: usize = 4_096;
 
@@ -124,28 +124,41 @@ fn shared(
     })
 }
 
-/// The helper connection of the ledger file at `path`, opened the first
-/// time it is asked for: a second connection that only reads, beside the
-/// ledger's own, for `look_up` (`shared`). None for a ledger in memory, or
-/// when it cannot be opened (the ledger's own connection then reads alone).
-/// Its page cache is 2 MiB: each batch it reads its part once, and a
-/// larger cache gained nothing measurable (a run again over a million
-/// URLs: the same time with 16 MiB, and 15 MB more peak memory).
-fn helper<'h>(helper: &'h mut Option<Option<Connection>>, path: Option<&Path>) -> Option<&'h mut Connection> {
-    let path = path?;
-    helper
-        .get_or_insert_with(|| {
-            let open = || -> Result<Connection> {
-                let conn = Connection::open(path)?;
-                conn.busy_handler(Some(wait_a_moment))?;
-                conn.pragma_update(None, "query_only", true)?;
-                conn.pragma_update(None, "cache_size", -2 * 1024)?;
-                rusqlite::vtab::array::load_module(&conn)?;
-                Ok(conn)
-            };
-            open().inspect_err(|e| tracing::debug!("no helper connection for the look-up: {e}")).ok()
-        })
-        .as_mut()
+/// A second connection to the ledger's file that only reads, beside the
+/// ledger's own, for `look_up` (`shared`): opened the first time a look-up
+/// is shared, then kept. None for a ledger in memory, or when it cannot be
+/// opened (the ledger's own connection then reads alone). Its page cache
+/// is 2 MiB: each batch it reads its part once, and a larger cache gained
+/// nothing measurable (a run again over a million URLs: the same time with
+/// 16 MiB, and 15 MB more peak memory).
+pub(super) struct Helper {
+    path: Option<PathBuf>,
+    /// `Some(None)`: it could not be opened.
+    connection: Option<Option<Connection>>,
+}
+
+impl Helper {
+    /// The helper of the ledger file at `path` (none: in memory).
+    pub(super) fn new(path: Option<PathBuf>) -> Helper {
+        Helper { path, connection: None }
+    }
+
+    fn connection(&mut self) -> Option<&mut Connection> {
+        let path = self.path.as_deref()?;
+        self.connection
+            .get_or_insert_with(|| {
+                let open = || -> Result<Connection> {
+                    let conn = Connection::open(path)?;
+                    conn.busy_handler(Some(wait_a_moment))?;
+                    conn.pragma_update(None, "query_only", true)?;
+                    conn.pragma_update(None, "cache_size", -2 * 1024)?;
+                    rusqlite::vtab::array::load_module(&conn)?;
+                    Ok(conn)
+                };
+                open().inspect_err(|e| tracing::debug!("no helper connection for the look-up: {e}")).ok()
+            })
+            .as_mut()
+    }
 }
 
 /// (id, key) of the items of `group` at `keys` (sorted, distinct), by id:
@@ -298,11 +311,7 @@ impl Intake for SqliteLedger {
         if self.admitting.as_ref().is_some_and(|a| a.open) {
             return self.admit_held(batch, now, rule, None);
         }
-        let helper = match batch.len() >= SHARED_LOOK_UP {
-            true => helper(&mut self.helper, self.path.as_deref()),
-            false => None,
-        };
-        let decided = match decide(&mut self.conn, helper, &mut self.groups, batch, now, rule)? {
+        let decided = match decide(&mut self.conn, Some(&mut self.helper), &mut self.groups, batch, now, rule)? {
             Decision::Done(admissions) => return Ok(admissions),
             Decision::Write(decided) => decided,
         };
@@ -373,7 +382,7 @@ enum Decision {
 /// then the ledger as the write finds it.
 fn decide(
     conn: &mut Connection,
-    helper: Option<&mut Connection>,
+    helper: Option<&mut Helper>,
     groups: &mut HashMap<GroupKey, i64>,
     batch: &[NewItem],
     now: DateTime<Utc>,
@@ -642,10 +651,10 @@ mod tests {
         let rule = story::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
         ledger.admit(&held, now, &rule).unwrap();
-        ledger.helper = None;
+        assert!(ledger.helper.connection.is_none(), "new groups: nothing to look up, no helper");
         let again = ledger.admit(&held, now, &rule).unwrap();
         assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
-        assert!(matches!(ledger.helper, Some(Some(_))), "a batch decided by reading shares its look-up");
+        assert!(matches!(ledger.helper.connection, Some(Some(_))), "a batch decided by reading shares its look-up");
         // Items of both groups in flight, in the lower and upper halves of
         // the ids found (1 to 3,000 are a's, then b's).
         ledger
@@ -663,8 +672,7 @@ mod tests {
         let group_ids =
             ids::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
         let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
-        let second = helper(&mut ledger.helper, ledger.path.as_deref()).expect("a ledger file has a helper");
-        let shared = look_up(&ledger.conn, Some(second), &batch, &group_ids).unwrap();
+        let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
         assert_eq!(shared, alone);
         let states = |state: ItemState| alone.iter().filter(|f| matches!(f, Ok(e) if e.state == state)).count();
         assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 1_000 + 500 + 2, "new URLs");
@@ -675,14 +683,7 @@ mod tests {
             Decision::Write(Some(d)) => d.plan.inserts.len(),
             _ => panic!("new URLs are written"),
         };
-        let with_helper = decide(
-            &mut ledger.conn,
-            helper(&mut ledger.helper, ledger.path.as_deref()),
-            &mut ledger.groups,
-            &batch,
-            now,
-            &rule,
-        );
+        let with_helper = decide(&mut ledger.conn, Some(&mut ledger.helper), &mut ledger.groups, &batch, now, &rule);
         let without = decide(&mut ledger.conn, None, &mut ledger.groups, &batch, now, &rule);
         assert_eq!(plan(with_helper.unwrap()), plan(without.unwrap()));
     }

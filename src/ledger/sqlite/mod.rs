@@ -34,10 +34,9 @@ const CHUNK: usize = 500;
 
 pub struct SqliteLedger {
     /// A second connection to the file that only reads, beside `conn`
-    /// (`admit::look_up`): none until first needed, then `Some(None)` if
-    /// it could not be opened. (Declared first, so closed first: the last
+    /// (`admit::look_up`). (Declared first, so closed first: the last
     /// connection to close, `conn`, copies the write-ahead log back.)
-    helper: Option<Option<Connection>>,
+    helper: Helper,
     conn: Connection,
     /// Ids of groups known to be in the ledger (committed). A group row is
     /// never deleted or changed, so an id once read stays valid.
@@ -47,8 +46,6 @@ pub struct SqliteLedger {
     /// Admissions sharing write transactions, between `begin_admissions`
     /// and `end_admissions` (`admit.rs`).
     admitting: Option<Admitting>,
-    /// The ledger's file (none in memory).
-    path: Option<PathBuf>,
 }
 
 /// The page size of a new ledger file, in bytes.
@@ -193,8 +190,7 @@ impl SqliteLedger {
             groups: HashMap::new(),
             lease: owner::LEASE,
             admitting: None,
-            path: Some(path.to_path_buf()),
-            helper: None,
+            helper: Helper::new(Some(path.to_path_buf())),
         };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
@@ -231,8 +227,7 @@ impl SqliteLedger {
             groups: HashMap::new(),
             lease: owner::LEASE,
             admitting: None,
-            path: None,
-            helper: None,
+            helper: Helper::new(None),
         };
         ledger.configure(false)?;
         Ok(ledger)
