@@ -132,23 +132,60 @@ fn shared(
 /// nothing measurable (a run again over a million URLs: the same time with
 /// 16 MiB, and 15 MB more peak memory).
 pub(super) struct Helper {
-    path: Option<PathBuf>,
+    /// The ledger's path, and the file the ledger opened there (`file_id`).
+    file: Option<(PathBuf, FileId)>,
     /// `Some(None)`: it could not be opened.
     connection: Option<Option<Connection>>,
 }
 
+/// Which file a path names (device and inode).
+type FileId = (u64, u64);
+
+/// The file at `path` now; none where that cannot be told (not on Unix).
+#[cfg(unix)]
+pub(super) fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The file at `path` now; none where that cannot be told (not on Unix).
+#[cfg(not(unix))]
+pub(super) fn file_id(_path: &Path) -> Option<FileId> {
+    None
+}
+
 impl Helper {
-    /// The helper of the ledger file at `path` (none: in memory).
-    pub(super) fn new(path: Option<PathBuf>) -> Helper {
-        Helper { path, connection: None }
+    /// The helper of the ledger at `path`, the file the ledger opened being
+    /// `opened` (none: in memory, or a file that cannot be told apart).
+    pub(super) fn new(path: &Path, opened: Option<FileId>) -> Helper {
+        Helper { file: opened.map(|id| (path.to_path_buf(), id)), connection: None }
     }
 
+    /// None: a ledger in memory.
+    pub(super) fn none() -> Helper {
+        Helper { file: None, connection: None }
+    }
+
+    /// The connection, opened on the file the ledger opened, never another:
+    /// a file moved aside and another put at its path while a run goes on
+    /// would have the look-up read the other ledger (its URLs accepted, not
+    /// this one's), so the file at the path is the same before and after
+    /// the open (its inode cannot be reused while the ledger holds it open),
+    /// and a file gone is not created.
     fn connection(&mut self) -> Option<&mut Connection> {
-        let path = self.path.as_deref()?;
+        let (path, id) = self.file.as_ref()?;
         self.connection
             .get_or_insert_with(|| {
                 let open = || -> Result<Connection> {
-                    let conn = Connection::open(path)?;
+                    let moved = || LedgerError::Invalid(format!("{} is no longer the ledger's file", path.display()));
+                    if file_id(path) != Some(*id) {
+                        return Err(moved());
+                    }
+                    let flags = rusqlite::OpenFlags::default().difference(rusqlite::OpenFlags::SQLITE_OPEN_CREATE);
+                    let conn = Connection::open_with_flags(path, flags)?;
+                    if file_id(path) != Some(*id) {
+                        return Err(moved());
+                    }
                     conn.busy_handler(Some(wait_a_moment))?;
                     conn.pragma_update(None, "query_only", true)?;
                     conn.pragma_update(None, "cache_size", -2 * 1024)?;
@@ -686,6 +723,31 @@ mod tests {
         let with_helper = decide(&mut ledger.conn, Some(&mut ledger.helper), &mut ledger.groups, &batch, now, &rule);
         let without = decide(&mut ledger.conn, None, &mut ledger.groups, &batch, now, &rule);
         assert_eq!(plan(with_helper.unwrap()), plan(without.unwrap()));
+    }
+
+    /// A ledger moved aside while a run goes on, another ledger made at its
+    /// path, is still the one the run's look-up reads: the helper is not
+    /// opened on the other file (where this ledger's queued URLs are
+    /// unknown, or another's accepted). (Unix: elsewhere a file cannot be
+    /// told apart, and no helper is opened.)
+    #[cfg(unix)]
+    #[test]
+    fn a_look_up_never_reads_another_file_put_at_the_ledger_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let now = t("2026-12-03T09:00:00Z");
+        let rule = story::dedupe_day();
+        let batch = story::items(SHARED_LOOK_UP);
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        ledger.admit(&batch, now, &rule).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let name = |base: &str| dir.path().join(format!("{base}.db{suffix}"));
+            std::fs::rename(name("ledger"), name("aside")).unwrap();
+        }
+        let _other = SqliteLedger::open(&path).unwrap();
+        let again = ledger.admit(&batch, now, &rule).unwrap();
+        assert!(matches!(ledger.helper.connection, Some(None)), "no helper on the other file");
+        assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{:?}", &again[..2]);
     }
 
     /// Held admissions (`begin_admissions`) share a transaction that no

@@ -182,7 +182,11 @@ impl SqliteLedger {
             std::fs::create_dir_all(dir)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()), None, None))?;
         }
+        let before = file_id(path);
         let conn = Connection::open(path).map_err(|e| open_err("cannot open it".into(), None, Some(e.into())))?;
+        // The file opened, for the helper (`admit::Helper`): the one at the
+        // path before and after (a new file: after).
+        let opened = file_id(path).filter(|id| before.is_none_or(|b| b == *id));
         // New, or made by someone else (an empty file, a copy): private.
         restrict_mode(path).map_err(|e| open_err(format!("cannot set mode 0600: {e}"), None, None))?;
         let mut ledger = SqliteLedger {
@@ -190,7 +194,7 @@ impl SqliteLedger {
             groups: HashMap::new(),
             lease: owner::LEASE,
             admitting: None,
-            helper: Helper::new(Some(path.to_path_buf())),
+            helper: Helper::new(path, opened),
         };
         // Switching a new file to WAL needs a moment alone with it: several
         // runs starting at once on a new ledger take turns (the busy timeout
@@ -227,7 +231,7 @@ impl SqliteLedger {
             groups: HashMap::new(),
             lease: owner::LEASE,
             admitting: None,
-            helper: Helper::new(None),
+            helper: Helper::none(),
         };
         ledger.configure(false)?;
         Ok(ledger)
