@@ -126,8 +126,9 @@ fn shared(
 
 /// A second connection to the ledger's file that only reads, beside the
 /// ledger's own, for `look_up` (`shared`): opened the first time a look-up
-/// is shared, then kept. None for a ledger in memory, or when it cannot be
-/// opened (the ledger's own connection then reads alone). Its page cache
+/// is shared, then kept. None for a ledger in memory, for a file whose
+/// identity cannot be read (not on Unix), or when it cannot be opened: the
+/// ledger's own connection then reads alone. Its page cache
 /// is 2 MiB: each batch it reads its part once, and a larger cache gained
 /// nothing measurable (a run again over a million URLs: the same time with
 /// 16 MiB, and 15 MB more peak memory).
