@@ -246,8 +246,11 @@ pub(super) fn admit_once(
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
     for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
-            "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
-                 streak_started_at = NULL WHERE id = ANY($1)",
+            concat!(
+                "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
+                 streak_started_at = NULL WHERE ",
+                by_ids!()
+            ),
             &[ids, &action.as_str(), &now, &sec(*due)],
         )?;
     }

@@ -13,7 +13,8 @@ impl AnswerSteps for Tx<'_, '_> {
         let group: i64 = self.tx.query_one("SELECT group_id FROM items WHERE id = $1", &[&answer.items[0]])?.get(0);
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
         self.tx.execute(
-            "UPDATE items SET
+            concat!(
+                "UPDATE items SET
                  state = $2, next_attempt_at = $3,
                  attempts = attempts + 1,
                  streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
@@ -23,7 +24,9 @@ impl AnswerSteps for Tx<'_, '_> {
                  last_class = $4,
                  accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
                  parked_fingerprint = $6, last_request_id = $7
-             WHERE id = ANY($1)",
+                 WHERE ",
+                by_ids!()
+            ),
             &[
                 &answer.items,
                 &to.to.as_str(),

@@ -347,9 +347,12 @@ impl ClaimSteps for Tx<'_, '_> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
         self.tx.execute(
-            "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
+            concat!(
+                "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
                  last_request_id = $3
-             WHERE id = ANY($1) AND state = 'queued'",
+                 WHERE state = 'queued' AND ",
+                by_ids!()
+            ),
             &[&items, &now, &request],
         )?;
         Ok(())
