@@ -17,11 +17,21 @@ pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
     })
 }
 
+/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The
+/// keys are read through a subquery, as `by_ids!` reads ids: joined to
+/// `unnest` of them, the planner hashed the keys and scanned the whole
+/// table while it had no statistics of it (the first 15 look-ups of a 1M
+/// submit: 17–68 ms each, against 15–25 ms by key).
+pub(super) const ITEMS_AT_KEYS: &str =
+    "SELECT i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
+     FROM item_states i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
+     ORDER BY i.url_key";
+
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`), with one statement a round;
-/// an item a reservation lists is in flight (`item_states`). With `lock`,
-/// the rows found are locked, in (group, key) order.
+/// group, the key it takes (`ids::resolve`), with one statement a group
+/// and round; an item a reservation lists is in flight (`item_states`).
+/// With `lock`, the rows found are locked, in (group, key) order.
 pub(super) fn look_up(
     tx: &mut impl GenericClient,
     batch: &[NewItem],
@@ -29,17 +39,16 @@ pub(super) fn look_up(
     lock: bool,
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
-    let sql = format!(
-        "SELECT i.group_id, i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-         FROM item_states i JOIN unnest($1::bigint[], $2::bigint[]) AS w (group_id, url_key)
-             ON i.group_id = w.group_id AND i.url_key = w.url_key
-         ORDER BY i.group_id, i.url_key{}",
-        if lock { " FOR UPDATE OF i" } else { "" }
-    );
+    let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
     ids::resolve(&urls, group_ids, |wanted, found| {
-        let (groups, keys): (Vec<i64>, Vec<i64>) = wanted.iter().copied().unzip();
-        for r in tx.query(&sql, &[&groups, &keys])? {
-            found((r.get(0), r.get(1)), r.get::<_, &str>(2), existing_row(&r, 3)?);
+        let mut by_group: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+        for &(group, key) in wanted {
+            by_group.entry(group).or_default().push(key);
+        }
+        for (group, keys) in by_group {
+            for r in tx.query(&sql, &[&group, &keys])? {
+                found((group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
+            }
         }
         Ok(())
     })
