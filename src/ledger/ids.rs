@@ -80,6 +80,11 @@ pub fn next_key(key: i64) -> i64 {
     key.wrapping_add(1)
 }
 
+/// The fewest keys a look-up reads for it to be shared with a helper
+/// connection (each backend's `admit::Helper`): a smaller one's reading is
+/// not worth two threads.
+pub const SHARED_LOOK_UP: usize = 4_096;
+
 /// Where `resolve`'s `fetch` hands what it read of an item: its (group,
 /// key), its URL and what the caller wants of it.
 pub type Found<'f, E> = dyn FnMut((i64, i64), &str, E) + 'f;

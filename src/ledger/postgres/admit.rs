@@ -31,9 +31,13 @@ pub(super) const ITEMS_AT_KEYS: &str =
 /// groups `group_ids`, same order): the item, or, for a URL new to its
 /// group, the key it takes (`ids::resolve`), with one statement a group
 /// and round; an item a reservation lists is in flight (`item_states`).
-/// With `lock`, the rows found are locked, in (group, key) order.
+/// With `lock`, the rows found are locked, in (group, key) order. With a
+/// `helper` and `ids::SHARED_LOOK_UP` keys or more to read, it reads half
+/// of each group's keys at the same time, on a thread of its own (the
+/// server then works on both: a look-up is its statement's work).
 pub(super) fn look_up(
     tx: &mut impl GenericClient,
+    mut helper: Option<&mut Helper>,
     batch: &[NewItem],
     group_ids: &[i64],
     lock: bool,
@@ -42,23 +46,93 @@ pub(super) fn look_up(
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
     ids::resolve(&urls, group_ids, |wanted, found| {
         let mut by_group: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
-        for &(group, key) in wanted {
+        // (A group the ledger has never seen, -1, holds nothing.)
+        for &(group, key) in wanted.iter().filter(|(group, _)| *group >= 0) {
             by_group.entry(group).or_default().push(key);
         }
-        for (group, keys) in by_group {
-            for r in tx.query(&sql, &[&group, &keys])? {
-                found((group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
-            }
+        for keys in by_group.values_mut() {
+            keys.sort_unstable();
+            keys.dedup();
         }
-        Ok(())
+        let many = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP;
+        let helper = helper.as_deref_mut().filter(|_| many).and_then(Helper::client);
+        // The helper's half of each group's keys (none without it).
+        let theirs: Vec<(i64, Vec<i64>)> = match helper {
+            Some(_) => by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect(),
+            None => Vec::new(),
+        };
+        std::thread::scope(|s| {
+            let theirs = helper.map(|helper| {
+                s.spawn(move || -> Result<Vec<(i64, i64, String, Existing)>> {
+                    let mut out = Vec::new();
+                    for (group, keys) in &theirs {
+                        for r in helper.query(ITEMS_AT_KEYS, &[group, keys])? {
+                            out.push((*group, r.get(0), r.get(1), existing_row(&r, 2)?));
+                        }
+                    }
+                    Ok(out)
+                })
+            });
+            let mine = by_group.iter().try_for_each(|(group, keys)| -> Result<()> {
+                for r in tx.query(&sql, &[group, keys])? {
+                    found((*group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
+                }
+                Ok(())
+            });
+            let theirs = theirs.map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            mine?;
+            for (group, key, url, existing) in theirs.transpose()?.into_iter().flatten() {
+                found((group, key), &url, existing);
+            }
+            Ok(())
+        })
     })
+}
+
+/// A second connection to the database beside the ledger's own, that only
+/// reads, for a batch's look-up (`look_up`): connected the first time a
+/// look-up is shared, then kept. None when it cannot connect: the
+/// ledger's own connection then reads alone. A statement of each reads
+/// at its own snapshot, as any statement of the ledger's own connection
+/// does (`READ COMMITTED`): a look-up that decides to write more than new
+/// items is decided again with its rows locked, and new items inserted
+/// by another runner meanwhile conflict (`admit_once`).
+pub(super) struct Helper {
+    options: PgOptions,
+    /// `Some(None)`: it could not connect.
+    client: Option<Option<Client>>,
+}
+
+impl Helper {
+    pub(super) fn new(options: &PgOptions) -> Helper {
+        Helper { options: options.clone(), client: None }
+    }
+
+    fn client(&mut self) -> Option<&mut Client> {
+        let options = &self.options;
+        let connected = || -> std::result::Result<Client, String> {
+            let mut client = connect(options)?;
+            client.batch_execute("SET default_transaction_read_only = on").map_err(|e| describe(&e))?;
+            Ok(client)
+        };
+        self.client
+            .get_or_insert_with(|| {
+                connected().inspect_err(|e| tracing::debug!("no helper connection for the look-up: {e}")).ok()
+            })
+            .as_mut()
+    }
+
+    /// The connection, to drop where the blocking client may (`off_runtime`).
+    pub(super) fn take(&mut self) -> Option<Client> {
+        self.client.take().flatten()
+    }
 }
 
 impl Intake for PgLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
         let found = self.with_groups(|tx, groups| {
             let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            ids::previewed(&group_ids, || look_up(tx, batch, &group_ids, false))
+            ids::previewed(&group_ids, || look_up(tx, None, batch, &group_ids, false))
         })?;
         Ok(policy::preview(batch, found, rule, now))
     }
@@ -71,9 +145,10 @@ impl Intake for PgLedger {
     /// other is decided again with its rows locked (`admit_once`).
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
-        let (group_ids, found) = self.with_groups(|tx, groups| {
+        let (groups, helper) = (&self.groups, &mut self.helper);
+        let (group_ids, found) = in_transaction(&mut self.client, |tx| {
             let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            let found = look_up(tx, batch, &group_ids, false)?;
+            let found = look_up(tx, Some(&mut *helper), batch, &group_ids, false)?;
             Ok((group_ids, found))
         })?;
         // A group new to the ledger is made under the lock.
@@ -221,7 +296,7 @@ pub(super) fn admit_once(
             // Which items are in flight is read after no claim of these
             // groups can commit before this transaction ends.
             hold_groups(&mut tx, Some(&group_ids))?;
-            let found = look_up(&mut tx, batch, &group_ids, true)?;
+            let found = look_up(&mut tx, None, batch, &group_ids, true)?;
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
     };
@@ -289,6 +364,7 @@ fn key_taken(err: &pg::Error) -> bool {
 mod tests {
     use super::*;
     use crate::ledger::story;
+    use crate::model::EngineKind;
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one inserts it, is not inserted twice: the
@@ -307,7 +383,7 @@ mod tests {
         let (group_ids, found) = a
             .with_groups(|tx, groups| {
                 let group_ids = ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-                Ok((group_ids.clone(), look_up(tx, &batch, &group_ids, false)?))
+                Ok((group_ids.clone(), look_up(tx, None, &batch, &group_ids, false)?))
             })
             .unwrap();
         let plan = AdmitPlan::new(&batch, &group_ids, &found, &rule, now);
@@ -338,6 +414,56 @@ mod tests {
         assert_eq!(items, 0, "nothing of the refused batch is kept");
         // The same batch with the group as it is in the ledger goes in.
         assert_eq!(ledger.admit(&batch, now, &rule).unwrap().len(), 3);
+    }
+
+    /// A look-up shared with the helper connection finds what the ledger's
+    /// own connection finds alone: items of two groups (their keys in both
+    /// halves), queued and in flight, URLs new to the ledger, a new URL
+    /// twice. A batch of groups new to the ledger connects no helper.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
+        let mut ledger = story::test_postgres();
+        let groups: Vec<std::sync::Arc<GroupKey>> = ["a", "b"]
+            .iter()
+            .map(|p| GroupKey::urls(*p, EngineKind::IndexNow, "https://engine.example/").into())
+            .collect();
+        let item = |g: usize, i: usize| NewItem {
+            url: format!("https://site.example/{i}"),
+            group: groups[g].clone(),
+            action: Action::Updated,
+            lastmod: None,
+        };
+        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
+        let rule = story::dedupe_day();
+        let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
+        ledger.admit(&held, now, &rule).unwrap();
+        assert!(ledger.helper.client.is_none(), "new groups: nothing to look up, no helper");
+        let again = ledger.admit(&held, now, &rule).unwrap();
+        assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
+        assert!(matches!(ledger.helper.client, Some(Some(_))), "a batch decided by reading shares its look-up");
+        // In flight: a's first 1,200 items and b's first 1,600 (by id).
+        for (group, n) in [(&groups[0], 1_200), (&groups[1], 1_600)] {
+            let spec = ClaimSpec { windows: &[], max_items: n, pace: None, now: Now::pinned(now), credential: None };
+            let claimed = ledger.claim(group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
+            assert_eq!(claimed.items.len(), n);
+        }
+        let mut batch: Vec<NewItem> =
+            (1_000..4_000).map(|i| item(0, i)).chain((1_500..2_500).map(|i| item(1, i))).collect();
+        batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
+        batch.push(item(1, 4_000));
+        batch.push(item(1, 4_000));
+        let group_ids =
+            ledger.with_groups(|tx, groups| ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap()))).unwrap();
+        let alone = ledger.transaction(|tx| look_up(tx, None, &batch, &group_ids, false)).unwrap();
+        let (client, helper) = (&mut ledger.client, &mut ledger.helper);
+        let shared = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();
+        assert_eq!(shared, alone);
+        let states = |state: ItemState| alone.iter().filter(|f| matches!(f, Ok(e) if e.state == state)).count();
+        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 1_000 + 500 + 2, "new URLs");
+        assert_eq!((states(ItemState::Queued), states(ItemState::InFlight)), (1_800 + 400, 200 + 334 + 100));
+        // The same URL twice: one new key.
+        assert_eq!(alone[alone.len() - 1], alone[alone.len() - 2]);
     }
 
     fn test_options() -> PgOptions {

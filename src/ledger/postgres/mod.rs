@@ -100,6 +100,8 @@ pub struct PgLedger {
     schema: String,
     lease: TimeDelta,
     groups: HashMap<GroupKey, i64>,
+    /// A second connection for a batch's look-up (`admit::Helper`).
+    helper: Helper,
 }
 
 /// Whole seconds, as the SQLite ledger keeps them (so that a copy between
@@ -140,6 +142,7 @@ impl PgLedger {
             schema: options.schema.clone(),
             lease: options.lease,
             groups: HashMap::new(),
+            helper: Helper::new(options),
         })
     }
 
@@ -218,8 +221,9 @@ fn in_transaction<T: Send>(
 
 impl Drop for PgLedger {
     fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
-            off_runtime(move || drop(client));
+        let clients = [self.client.take(), self.helper.take()];
+        if clients.iter().any(Option::is_some) {
+            off_runtime(move || drop(clients));
         }
     }
 }

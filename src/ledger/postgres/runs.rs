@@ -70,7 +70,7 @@ impl Runs for PgLedger {
                             lastmod: None,
                         })
                         .collect();
-                    let found = look_up(tx, &batch, &groups, false)?;
+                    let found = look_up(tx, None, &batch, &groups, false)?;
                     for (group, found) in groups.iter().zip(found) {
                         let gone: Vec<i64> = tx
                             .query(

@@ -18,7 +18,7 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 /// groups `group_ids`, same order): the item, or, for a URL new to its
 /// group, the key it takes (`ids::resolve`). Per group, the keys, sorted,
 /// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` and `SHARED_LOOK_UP`
+/// found, ascending (`read_rows`). With a `helper` and `ids::SHARED_LOOK_UP`
 /// keys or more to read, each step is shared with it (`shared`).
 pub(super) fn look_up(
     tx: &Connection,
@@ -41,7 +41,7 @@ pub(super) fn look_up(
             keys.sort_unstable();
             keys.dedup();
         }
-        let many = keys.iter().map(|(_, keys)| keys.len()).sum::<usize>() >= SHARED_LOOK_UP;
+        let many = keys.iter().map(|(_, keys)| keys.len()).sum::<usize>() >= ids::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
                 // In one read transaction of the helper's, ended whatever happens.
@@ -64,10 +64,6 @@ pub(super) fn look_up(
         Ok(())
     })
 }
-
-/// The fewest keys a look-up reads for it to be shared with the helper
-/// connection: a smaller one's reading is not worth two threads.
-pub(super) const SHARED_LOOK_UP: usize = 4_096;
 
 /// `look_up` on two connections at once, the ledger's (`tx`, on this
 /// thread) and the helper's (on a thread of its own): each reads half of
@@ -706,7 +702,7 @@ mod tests {
         batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
         batch.push(item(1, 4_000));
         batch.push(item(1, 4_000));
-        assert!(batch.len() >= SHARED_LOOK_UP);
+        assert!(batch.len() >= ids::SHARED_LOOK_UP);
         let group_ids =
             ids::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
         let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
@@ -738,7 +734,7 @@ mod tests {
         let path = dir.path().join("ledger.db");
         let now = t("2026-12-03T09:00:00Z");
         let rule = story::dedupe_day();
-        let batch = story::items(SHARED_LOOK_UP);
+        let batch = story::items(ids::SHARED_LOOK_UP);
         let mut ledger = SqliteLedger::open(&path).unwrap();
         ledger.admit(&batch, now, &rule).unwrap();
         for suffix in ["", "-wal", "-shm"] {
