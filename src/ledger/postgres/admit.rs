@@ -45,7 +45,7 @@ pub(super) fn look_up(
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
     ids::resolve(&urls, group_ids, |wanted, found| {
-        let mut by_group: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+        let mut by_group = KeysByGroup::new();
         // (A group the ledger has never seen, -1, holds nothing.)
         for &(group, key) in wanted.iter().filter(|(group, _)| *group >= 0) {
             by_group.entry(group).or_default().push(key);
@@ -54,39 +54,65 @@ pub(super) fn look_up(
             keys.sort_unstable();
             keys.dedup();
         }
-        let many = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP;
-        let helper = helper.as_deref_mut().filter(|_| many).and_then(Helper::client);
-        // The helper's half of each group's keys (none without it).
-        let theirs: Vec<(i64, Vec<i64>)> = match helper {
-            Some(_) => by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect(),
-            None => Vec::new(),
+        // (A read that locks is the ledger's connection's alone.)
+        let share = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP && !lock;
+        let Some(helper) = helper.as_deref_mut().filter(|_| share).and_then(|h| h.client().is_some().then_some(h))
+        else {
+            return read_keys(tx, &sql, &by_group, found);
         };
-        std::thread::scope(|s| {
-            let theirs = helper.map(|helper| {
-                s.spawn(move || -> Result<Vec<(i64, i64, String, Existing)>> {
-                    let mut out = Vec::new();
-                    for (group, keys) in &theirs {
-                        for r in helper.query(ITEMS_AT_KEYS, &[group, keys])? {
-                            out.push((*group, r.get(0), r.get(1), existing_row(&r, 2)?));
-                        }
+        // The helper's half of each group's keys.
+        let theirs: KeysByGroup =
+            by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
+        let (mine, read) = std::thread::scope(|s| {
+            let client = helper.client().expect("connected above");
+            let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
+                let mut out = Vec::new();
+                for (group, keys) in &theirs {
+                    for r in client.query(ITEMS_AT_KEYS, &[group, keys])? {
+                        out.push((*group, r.get(0), r.get(1), existing_row(&r, 2)?));
                     }
-                    Ok(out)
-                })
+                }
+                Ok(out)
             });
-            let mine = by_group.iter().try_for_each(|(group, keys)| -> Result<()> {
-                for r in tx.query(&sql, &[group, keys])? {
-                    found((*group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
+            let mine = read_keys(tx, &sql, &by_group, found);
+            (mine, read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        mine?;
+        match read {
+            Ok(rows) => {
+                for (group, key, url, existing) in rows {
+                    found((group, key), &url, existing);
                 }
                 Ok(())
-            });
-            let theirs = theirs.map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-            mine?;
-            for (group, key, url, existing) in theirs.transpose()?.into_iter().flatten() {
-                found((group, key), &url, existing);
             }
-            Ok(())
-        })
+            // A helper that failed (its connection lost) fails no run: its
+            // half is read here, and the run reads alone from now on.
+            Err(e) => {
+                tracing::debug!("the look-up's second connection failed, reading on one: {e}");
+                helper.client = Some(None);
+                read_keys(tx, &sql, &theirs, found)
+            }
+        }
     })
+}
+
+/// Keys to look up, sorted, by group.
+type KeysByGroup = std::collections::BTreeMap<i64, Vec<i64>>;
+
+/// The items of each group at its keys (`ITEMS_AT_KEYS`, or `sql`, the same
+/// with a lock), each to `found`.
+fn read_keys(
+    tx: &mut impl GenericClient,
+    sql: &str,
+    by_group: &KeysByGroup,
+    found: &mut ids::Found<'_, Existing>,
+) -> Result<()> {
+    for (group, keys) in by_group {
+        for r in tx.query(sql, &[group, keys])? {
+            found((*group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
+        }
+    }
+    Ok(())
 }
 
 /// A second connection to the database beside the ledger's own, that only
@@ -464,6 +490,15 @@ mod tests {
         assert_eq!((states(ItemState::Queued), states(ItemState::InFlight)), (1_800 + 400, 200 + 334 + 100));
         // The same URL twice: one new key.
         assert_eq!(alone[alone.len() - 1], alone[alone.len() - 2]);
+        // The helper's connection lost: the look-up is still whole, read on
+        // one connection, and the run goes on without a helper.
+        let Some(Some(client)) = &mut ledger.helper.client else { panic!("connected") };
+        let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+        ledger.transaction(|tx| Ok(tx.execute("SELECT pg_terminate_backend($1)", &[&pid])?)).unwrap();
+        let (client, helper) = (&mut ledger.client, &mut ledger.helper);
+        let lost = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();
+        assert_eq!(lost, alone);
+        assert!(matches!(ledger.helper.client, Some(None)), "no helper after it failed");
     }
 
     fn test_options() -> PgOptions {
