@@ -156,9 +156,10 @@ impl Helper {
 
 impl Intake for PgLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
-        let found = self.with_groups(|tx, groups| {
+        let (groups, helper) = (&self.groups, &mut self.helper);
+        let found = in_transaction(&mut self.client, |tx| {
             let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            ids::previewed(&group_ids, || look_up(tx, None, batch, &group_ids, false))
+            ids::previewed(&group_ids, || look_up(tx, Some(&mut *helper), batch, &group_ids, false))
         })?;
         Ok(policy::preview(batch, found, rule, now))
     }

@@ -72,8 +72,9 @@ pub(super) fn look_up(
 /// the helper's are returned (group, key, URL, item).
 ///
 /// Each connection reads its own snapshot, the helper's taken after the
-/// ledger's: only `decide` shares its look-up, and says why mixing the two
-/// is sound there.
+/// ledger's: `decide` shares its look-up, and says why mixing the two is
+/// sound there; a dry run (`preview`) writes nothing, and its statements
+/// each read their own snapshot anyway.
 fn shared(
     tx: &Connection,
     helper: &mut Connection,
@@ -330,7 +331,7 @@ fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (Str
 impl Intake for SqliteLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
         let group_ids = ids::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
-        let found = ids::previewed(&group_ids, || look_up(&self.conn, None, batch, &group_ids))?;
+        let found = ids::previewed(&group_ids, || look_up(&self.conn, Some(&mut self.helper), batch, &group_ids))?;
         Ok(policy::preview(batch, found, rule, now))
     }
 
