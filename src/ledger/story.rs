@@ -55,6 +55,19 @@ pub fn items(n: usize) -> Vec<NewItem> {
         .collect()
 }
 
+/// Two groups of one list, `a` and `b` (IndexNow), and `item(g, i)`:
+/// `https://site.example/{i}` of group `g` — for the look-up's tests.
+pub fn two_groups() -> impl Fn(usize, usize) -> NewItem {
+    let groups: [std::sync::Arc<GroupKey>; 2] =
+        ["a", "b"].map(|p| GroupKey::urls(p, EngineKind::IndexNow, "https://engine.example/").into());
+    move |g, i| NewItem {
+        url: format!("https://site.example/{i}"),
+        group: groups[g].clone(),
+        action: Action::Updated,
+        lastmod: None,
+    }
+}
+
 /// A reason of `class`, for answers whose reason the story does not read.
 pub fn some_reason(class: Class) -> Reason {
     match class {

@@ -391,7 +391,6 @@ fn key_taken(err: &pg::Error) -> bool {
 mod tests {
     use super::*;
     use crate::ledger::story;
-    use crate::model::EngineKind;
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one inserts it, is not inserted twice: the
@@ -451,16 +450,7 @@ mod tests {
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
         let mut ledger = story::test_postgres();
-        let groups: Vec<std::sync::Arc<GroupKey>> = ["a", "b"]
-            .iter()
-            .map(|p| GroupKey::urls(*p, EngineKind::IndexNow, "https://engine.example/").into())
-            .collect();
-        let item = |g: usize, i: usize| NewItem {
-            url: format!("https://site.example/{i}"),
-            group: groups[g].clone(),
-            action: Action::Updated,
-            lastmod: None,
-        };
+        let item = story::two_groups();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
         let rule = story::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
@@ -470,9 +460,9 @@ mod tests {
         assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })));
         assert!(matches!(ledger.helper.client, Some(Some(_))), "a batch decided by reading shares its look-up");
         // In flight: a's first 1,200 items and b's first 1,600 (by id).
-        for (group, n) in [(&groups[0], 1_200), (&groups[1], 1_600)] {
+        for (group, n) in [(item(0, 0).group, 1_200), (item(1, 0).group, 1_600)] {
             let spec = ClaimSpec { windows: &[], max_items: n, pace: None, now: Now::pinned(now), credential: None };
-            let claimed = ledger.claim(group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
+            let claimed = ledger.claim(&group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
             assert_eq!(claimed.items.len(), n);
         }
         let mut batch: Vec<NewItem> =

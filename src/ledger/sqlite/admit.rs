@@ -672,16 +672,7 @@ mod tests {
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        let groups: Vec<std::sync::Arc<GroupKey>> = ["a", "b"]
-            .iter()
-            .map(|p| GroupKey::urls(*p, EngineKind::IndexNow, "https://engine.example/").into())
-            .collect();
-        let item = |g: usize, i: usize| NewItem {
-            url: format!("https://site.example/{i}"),
-            group: groups[g].clone(),
-            action: Action::Updated,
-            lastmod: None,
-        };
+        let item = story::two_groups();
         let now = t("2026-12-03T09:00:00Z");
         let rule = story::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
