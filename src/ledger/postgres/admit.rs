@@ -136,14 +136,11 @@ impl Helper {
 
     fn client(&mut self) -> Option<&mut Client> {
         let options = &self.options;
-        let connected = || -> std::result::Result<Client, String> {
-            let mut client = connect(options)?;
-            client.batch_execute("SET default_transaction_read_only = on").map_err(|e| describe(&e))?;
-            Ok(client)
-        };
         self.client
             .get_or_insert_with(|| {
-                connected().inspect_err(|e| tracing::debug!("no helper connection for the look-up: {e}")).ok()
+                connect(options, true)
+                    .inspect_err(|e| tracing::debug!("no helper connection for the look-up: {e}"))
+                    .ok()
             })
             .as_mut()
     }
@@ -484,6 +481,8 @@ mod tests {
         // The helper's connection lost: the look-up is still whole, read on
         // one connection, and the run goes on without a helper.
         let Some(Some(client)) = &mut ledger.helper.client else { panic!("connected") };
+        let read_only: String = client.query_one("SHOW default_transaction_read_only", &[]).unwrap().get(0);
+        assert_eq!(read_only, "on", "the helper writes nothing");
         let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
         ledger.transaction(|tx| Ok(tx.execute("SELECT pg_terminate_backend($1)", &[&pid])?)).unwrap();
         let (client, helper) = (&mut ledger.client, &mut ledger.helper);

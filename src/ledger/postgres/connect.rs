@@ -4,8 +4,10 @@
 
 use super::*;
 
-/// A connection with the session set up: schema, timeouts, UTC.
-pub(super) fn connect(options: &PgOptions) -> std::result::Result<Client, String> {
+/// A connection with the session set up: schema, timeouts, UTC; with
+/// `read_only`, a session whose transactions can write nothing (set when
+/// it starts, as the rest: no `SET` that a pooler could pass on).
+pub(super) fn connect(options: &PgOptions, read_only: bool) -> std::result::Result<Client, String> {
     let mut config: pg::Config =
         options.url.parse().map_err(|e: pg::Error| format!("not a valid PostgreSQL URL ({})", e))?;
     if let Some(password) = &options.password {
@@ -20,9 +22,10 @@ pub(super) fn connect(options: &PgOptions) -> std::result::Result<Client, String
         .application_name("indexq")
         .options(&format!(
             "-c search_path={} -c statement_timeout={ms} -c lock_timeout={ms} \
-             -c idle_in_transaction_session_timeout={} -c TimeZone=UTC",
+             -c idle_in_transaction_session_timeout={} -c TimeZone=UTC{}",
             options.schema,
-            ms * 4
+            ms * 4,
+            if read_only { " -c default_transaction_read_only=on" } else { "" }
         ));
     let client = match config.get_ssl_mode() {
         pg::config::SslMode::Require => config.connect(tls()),

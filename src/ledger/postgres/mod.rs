@@ -131,7 +131,7 @@ impl PgLedger {
     /// Connects without touching the schema (for `doctor`).
     pub fn connect(options: &PgOptions) -> Result<PgLedger> {
         let place = crate::redact::connection_url(&options.url);
-        let client = off_runtime(|| connect(options)).map_err(|e| LedgerError::Open {
+        let client = off_runtime(|| connect(options, false)).map_err(|e| LedgerError::Open {
             path: place.clone(),
             message: e,
             hint: Some(CONNECT_HINT.into()),
