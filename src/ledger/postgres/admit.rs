@@ -18,7 +18,7 @@ pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
 }
 
 /// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The
-/// keys are read through a subquery, as `by_ids!` reads ids: joined to
+/// keys are read through a subquery, as `items_named` reads ids: joined to
 /// `unnest` of them, the planner hashed the keys and scanned the whole
 /// table while it had no statistics of it (the first 15 look-ups of a 1M
 /// submit: 17–68 ms each, against 15–25 ms by key).
@@ -354,10 +354,10 @@ pub(super) fn admit_once(
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
     for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
-            concat!(
+            &format!(
                 "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
-                 streak_started_at = NULL WHERE ",
-                by_ids!()
+                 streak_started_at = NULL WHERE {}",
+                items_named(ids)
             ),
             &[ids, &action.as_str(), &now, &sec(*due)],
         )?;

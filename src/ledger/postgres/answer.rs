@@ -13,7 +13,7 @@ impl AnswerSteps for Tx<'_, '_> {
         let group: i64 = self.tx.query_one("SELECT group_id FROM items WHERE id = $1", &[&answer.items[0]])?.get(0);
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
         self.tx.execute(
-            concat!(
+            &format!(
                 "UPDATE items SET
                  state = $2, next_attempt_at = $3,
                  attempts = attempts + 1,
@@ -24,8 +24,8 @@ impl AnswerSteps for Tx<'_, '_> {
                  last_class = $4,
                  accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
                  parked_fingerprint = $6, last_request_id = $7
-                 WHERE ",
-                by_ids!()
+                 WHERE {}",
+                items_named(&answer.items)
             ),
             &[
                 &answer.items,

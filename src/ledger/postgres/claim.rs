@@ -347,11 +347,11 @@ impl ClaimSteps for Tx<'_, '_> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
         self.tx.execute(
-            concat!(
+            &format!(
                 "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
                  last_request_id = $3
-                 WHERE state = 'queued' AND ",
-                by_ids!()
+                 WHERE state = 'queued' AND {}",
+                items_named(items)
             ),
             &[&items, &now, &request],
         )?;
