@@ -85,6 +85,23 @@ pub fn next_key(key: i64) -> i64 {
 /// not worth two threads.
 pub const SHARED_LOOK_UP: usize = 4_096;
 
+/// Keys to look up by group, each group's sorted and distinct.
+pub type KeysByGroup = std::collections::BTreeMap<i64, Vec<i64>>;
+
+/// The keys `resolve` wants (`wanted`) by group; a group the ledger has
+/// never seen (-1) holds nothing, and is left out.
+pub fn keys_by_group(wanted: &[(i64, i64)]) -> KeysByGroup {
+    let mut by_group = KeysByGroup::new();
+    for &(group, key) in wanted.iter().filter(|(group, _)| *group >= 0) {
+        by_group.entry(group).or_default().push(key);
+    }
+    for keys in by_group.values_mut() {
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    by_group
+}
+
 /// Where `resolve`'s `fetch` hands what it read of an item: its (group,
 /// key), its URL and what the caller wants of it.
 pub type Found<'f, E> = dyn FnMut((i64, i64), &str, E) + 'f;

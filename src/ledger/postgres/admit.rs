@@ -45,26 +45,16 @@ pub(super) fn look_up(
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
     ids::resolve(&urls, group_ids, |wanted, found| {
-        let mut by_group = KeysByGroup::new();
-        // (A group the ledger has never seen, -1, holds nothing.)
-        for &(group, key) in wanted.iter().filter(|(group, _)| *group >= 0) {
-            by_group.entry(group).or_default().push(key);
-        }
-        for keys in by_group.values_mut() {
-            keys.sort_unstable();
-            keys.dedup();
-        }
+        let mut by_group = ids::keys_by_group(wanted);
         // (A read that locks is the ledger's connection's alone.)
         let share = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP && !lock;
-        let Some(helper) = helper.as_deref_mut().filter(|_| share).and_then(|h| h.client().is_some().then_some(h))
-        else {
+        let Some(client) = helper.as_deref_mut().filter(|_| share).and_then(Helper::client) else {
             return read_keys(tx, &sql, &by_group, found);
         };
         // The helper's half of each group's keys.
-        let theirs: KeysByGroup =
+        let theirs: ids::KeysByGroup =
             by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
         let (mine, read) = std::thread::scope(|s| {
-            let client = helper.client().expect("connected above");
             let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
                 let mut out = Vec::new();
                 for (group, keys) in &theirs {
@@ -89,22 +79,21 @@ pub(super) fn look_up(
             // half is read here, and the run reads alone from now on.
             Err(e) => {
                 tracing::debug!("the look-up's second connection failed, reading on one: {e}");
-                helper.client = Some(None);
+                if let Some(helper) = helper.as_deref_mut() {
+                    helper.client = Some(None);
+                }
                 read_keys(tx, &sql, &theirs, found)
             }
         }
     })
 }
 
-/// Keys to look up, sorted, by group.
-type KeysByGroup = std::collections::BTreeMap<i64, Vec<i64>>;
-
 /// The items of each group at its keys (`ITEMS_AT_KEYS`, or `sql`, the same
 /// with a lock), each to `found`.
 fn read_keys(
     tx: &mut impl GenericClient,
     sql: &str,
-    by_group: &KeysByGroup,
+    by_group: &ids::KeysByGroup,
     found: &mut ids::Found<'_, Existing>,
 ) -> Result<()> {
     for (group, keys) in by_group {

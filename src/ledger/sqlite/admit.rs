@@ -31,17 +31,8 @@ pub(super) fn look_up(
     // asked a row at a time (`item_states`: a run again 13% slower).
     let held = IdRuns::in_flight(tx)?;
     ids::resolve(&urls, group_ids, |wanted, found| {
-        let mut by_group: rustc_hash::FxHashMap<i64, Vec<i64>> = Default::default();
-        for (group, key) in wanted {
-            by_group.entry(*group).or_default().push(*key);
-        }
-        // (A group the ledger has never seen, -1, holds nothing.)
-        let mut keys: Vec<(i64, Vec<i64>)> = by_group.into_iter().filter(|(g, _)| *g >= 0).collect();
-        for (_, keys) in &mut keys {
-            keys.sort_unstable();
-            keys.dedup();
-        }
-        let many = keys.iter().map(|(_, keys)| keys.len()).sum::<usize>() >= ids::SHARED_LOOK_UP;
+        let keys = ids::keys_by_group(wanted);
+        let many = keys.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
                 // In one read transaction of the helper's, ended whatever happens.
@@ -79,7 +70,7 @@ fn shared(
     tx: &Connection,
     helper: &mut Connection,
     held: &IdRuns,
-    mut keys: Vec<(i64, Vec<i64>)>,
+    mut keys: ids::KeysByGroup,
     found: &mut ids::Found<'_, Existing>,
 ) -> Result<Vec<(i64, i64, String, Existing)>> {
     /// Per group, the (id, key) of the items found.
