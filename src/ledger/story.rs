@@ -177,6 +177,17 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     )
     .items
     .is_empty());
+    // A budget the whole queue fits, with nothing due (the two wait for
+    // tomorrow): the claim takes a batch of none, and holds no reservation.
+    let roomy = [day_rule(Some(100), false)];
+    let none = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &roomy, max_items: 1, pace: None, now: Now::pinned(now), credential: None },
+        &me,
+    );
+    assert_eq!((none.items.len(), none.reservation, none.deferred), (0, None, 0));
+    assert_eq!(ledger.queue_counts(&group(), now).unwrap().in_flight, 0);
     let again = ledger.admit(&items(1), now, &dedupe).unwrap();
     assert!(matches!(again[0], Admission::Skipped { .. }));
 }

@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -35,6 +35,9 @@ const SCHEMA_7: &str = include_str!("schema/0007_items_groups.sql");
 /// Schema 8, over schema 7: a reservation lists the items it took (a claim
 /// writes no item row); the views of what is in flight.
 const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
+/// Schema 9, over schema 8: a reservation's list of items stored as it is,
+/// not compressed.
+const SCHEMA_9: &str = include_str!("schema/0009_reservation_storage.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -77,6 +80,9 @@ impl PgLedger {
             }
             if version < 8 {
                 tx.batch_execute(SCHEMA_8)?;
+            }
+            if version < 9 {
+                tx.batch_execute(SCHEMA_9)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

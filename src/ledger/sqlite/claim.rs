@@ -161,13 +161,16 @@ impl ClaimSteps for Tx<'_> {
             };
             taken.push((opt_ts(r.get(7)?), item));
         }
+        if taken.is_empty() {
+            return Ok(None);
+        }
         // In the order of their ids, as they always went.
         taken.sort_unstable_by_key(|(_, item)| item.id);
         let ids = IdRuns::of(&taken.iter().map(|(_, item)| item.id).collect::<Vec<i64>>());
         self.conn.execute(
             "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
              VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-            params![me.host, me.pid, me.started as i64, ts(now), n as i64],
+            params![me.host, me.pid, me.started as i64, ts(now), taken.len() as i64],
         )?;
         let reservation = self.conn.last_insert_rowid();
         let mut held = self
