@@ -162,13 +162,14 @@ impl ClaimPlan {
 }
 
 /// How far a claim counts the due items (`due_cap`), or none when no pace
-/// spaces them and the group's whole queue fits the budget: every due item
-/// is then within budget and nothing is deferred, so the plan is a batch
-/// of what is due, and the take counts it (`claim`). Counting first read
-/// the queue's head twice a claim: where a million due items were counted
-/// to a budget of millions, a fifth of a 1M submit; counted to the batch,
-/// on PostgreSQL, a walk past every entry its answers left in the queue's
-/// index until a vacuum (1 → 12 ms a claim over a 1M submit).
+/// spaces them and the group's whole queue (its kept count) fits what every
+/// window allows: every due item is then within budget and nothing is
+/// deferred, so the plan is a batch of what is due, and the take counts it
+/// (`claim`). Counting first read the queue's head twice a claim: where a
+/// million due items were counted to a budget of millions, a fifth of a 1M
+/// submit; counted to the batch, on PostgreSQL, a walk past every entry its
+/// answers left in the queue's index until a vacuum (1 → 12 ms a claim over
+/// a 1M submit).
 fn count_cap(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: i64,
@@ -179,7 +180,7 @@ fn count_cap(
     now: DateTime<Utc>,
 ) -> Result<Option<usize>> {
     let cap = due_cap(rules, usages, max_items, now);
-    if paced || cap <= max_items.saturating_add(1) {
+    if paced {
         return Ok(Some(cap));
     }
     let fits = match room(rules, usages, now) {
