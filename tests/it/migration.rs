@@ -295,10 +295,10 @@ fn pg_a_schema_7_database_ledger_with_a_claim_in_flight_upgrades_and_sends_it_ag
 
 /// The same scenario written by the binary of PostgreSQL's schema 8
 /// (tests/fixtures/ledger-v8/pg.sql, by `make-pg`): four items listed by a
-/// reservation whose owner is gone, in a list the server compressed.
-/// Schema 9 stores the lists written after it as they are; the list
-/// written before is read as it was: the four are shown in flight, and the
-/// next run sends them again, once.
+/// reservation whose owner is gone. Schema 9 stores the lists written after
+/// it uncompressed and changes no row: the list written before is read as
+/// it was, the four are shown in flight, and the next run sends them again,
+/// once.
 #[test]
 #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
 fn pg_a_schema_8_database_ledger_with_a_claim_in_flight_upgrades_and_sends_it_again() {

@@ -265,7 +265,7 @@ pub fn claim(
             // The queue fits: a batch of what is due, counted by the take.
             let taken = steps.take_due(group, now, max_items, me)?;
             let due = taken.as_ref().map_or(0, |t| t.items.len());
-            (ClaimPlan::new(&rules, &usages, due, max_items, None, now), taken)
+            (ClaimPlan::new(&rules, &usages, due, max_items, pacing.as_ref(), now), taken)
         }
     };
     if let Some(Taken { reservation, mut items }) = taken {
