@@ -1,6 +1,7 @@
 //! A month left alone: 30 simulated days of an hourly `indexq -q submit`
 //! with the site's sitemap as its source, against mock IndexNow and Bing
-//! engines that keep their own books by the simulated day.
+//! engines that keep their own books by the simulated day. No run sleeps
+//! for a retry (`max_wait = "0s"`): a retry goes with a later run.
 //!
 //! | when (UTC) | what happens |
 //! |---|---|
@@ -81,8 +82,13 @@ fn sandbox(world: &Arc<Mutex<World>>) -> (Sandbox, Sitemap) {
     sb.indexnow_extra = format!(", daily_quota = {QUOTA}");
     sb.bing = Some(format!("daily_quota = {QUOTA}"));
     sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
-    // A stop gives requests in flight 5 s; the mock holds one for 1 s.
-    sb.extra.push_str("\n[submit]\nstop_grace = \"5s\"\n");
+    // A stop gives requests in flight 5 s; the mock holds one for 1 s. No
+    // run sleeps for a retry (`max_wait`): the simulated clock moves by the
+    // hour, and a run that slept would go on at its own clock, seconds past
+    // the hour the mock engines keep their books by (day 20's 500s, retried
+    // within the default 90 s, made three runs sleep 18–55 s, and a retry
+    // due a few seconds past noon recorded the sitemap's submission there).
+    sb.extra.push_str("\n[submit]\nstop_grace = \"5s\"\nmax_wait = \"0s\"\n");
     sb.write_config();
 
     let w = Arc::clone(world);
