@@ -10,7 +10,7 @@
 use super::ids::{self, next_key, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
 use super::*;
-use rusqlite::types::Value;
+use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -142,7 +142,7 @@ impl IdRuns {
 /// Runs `sql_head VALUES (..), (..), ...` over `rows` (each `width`
 /// values), `CHUNK` rows a statement (the statement for a full chunk is
 /// prepared once). `sql_tail` follows the values.
-fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, rows: &[Value]) -> Result<usize> {
+fn insert_rows(tx: &Connection, sql_head: &str, sql_tail: &str, width: usize, rows: &[impl ToSql]) -> Result<usize> {
     let tuple = format!("({})", vec!["?"; width].join(", "));
     let mut changed = 0;
     for chunk in rows.chunks(CHUNK * width) {
