@@ -284,11 +284,14 @@ pub fn bing_feed(resp: &Response, ctx: &BingContext, feed: &str) -> Verdict {
 /// "FileSize", "LastCrawled", "Status", "Submitted", "Type", "Url",
 /// "UrlCount"}]}` with WCF dates (`"/Date(1316213995040-0700)/"`), and in
 /// it the one whose `Url` is `feed` (not listed: Bing does not have it).
-/// `Status` is Bing's word: "Success" is a clean read, "Pending" or
-/// "Processing" (any status naming either) not read yet, and any other
-/// (an error, "Failed", "Couldn't fetch") counts as one error. Any other
-/// answer is the refusal [`bing_feed`] words; a 2xx that is not Bing's
-/// JSON is `accepted` / `unrecognized_body` (no report was read).
+/// `Status` is Bing's word, and Bing documents none of its values (the
+/// `Feed` class of its API reference lists the property without them):
+/// "Success" is a clean read, "Pending" or "Processing" (any status naming
+/// either) not read yet, and any other word is shown as Bing wrote it,
+/// never counted as an error, since indexq cannot tell a failure from a
+/// state it has not seen. Any other answer is the refusal [`bing_feed`]
+/// words; a 2xx that is not Bing's JSON is `accepted` / `unrecognized_body`
+/// (no report was read).
 pub fn bing_feeds(resp: &Response, ctx: &BingContext, feed: &str) -> Result<SitemapReading, Verdict> {
     let parsed = serde_json::from_str::<serde_json::Value>(resp.body.trim()).ok();
     let feeds = parsed.as_ref().and_then(|v| v.get("d")).filter(|d| d.is_array() || d.is_null());
@@ -301,13 +304,12 @@ pub fn bing_feeds(resp: &Response, ctx: &BingContext, feed: &str) -> Result<Site
             let status = f["Status"].as_str().map(excerpt);
             let word = status.as_deref().unwrap_or_default().to_ascii_lowercase();
             let pending = word.contains("pending") || word.contains("processing");
-            let clean = word.is_empty() || word == "success" || pending;
             Ok(SitemapReading {
                 listed: true,
                 submitted: f["Submitted"].as_str().and_then(super::parse_time),
                 downloaded: f["LastCrawled"].as_str().and_then(super::parse_time),
                 pending,
-                errors: u64::from(!clean),
+                errors: 0,
                 warnings: 0,
                 urls: f["UrlCount"].as_u64(),
                 status,
@@ -529,8 +531,18 @@ mod tests {
         assert_eq!(r.submitted.unwrap().timestamp_millis(), 1_316_213_995_040);
         let pending = feeds(200, &entry("Pending")).unwrap();
         assert_eq!((pending.pending, pending.errors), (true, 0));
-        let failed = feeds(200, &entry("Failed")).unwrap();
-        assert_eq!((failed.pending, failed.errors), (false, 1));
+        // A word Bing does not document is shown as it is, not counted as an error.
+        let other_word = feeds(200, &entry("Couldn't fetch")).unwrap();
+        assert_eq!(
+            (other_word.pending, other_word.errors, other_word.status.as_deref()),
+            (false, 0, Some("Couldn't fetch"))
+        );
+        // Microsoft's "never" (DateTime.MinValue; the FILETIME epoch) is no date.
+        let never = entry("Pending")
+            .replace("1315781995040-0700", "-62135596800000")
+            .replace("1316213995040-0700", "-11644473600000+0000");
+        let never = feeds(200, &never).unwrap();
+        assert_eq!((never.downloaded, never.submitted), (None, None));
         let other = bing_feeds(
             &Response { status: 200, headers: &[], body: &entry("Success") },
             &BING_CTX,

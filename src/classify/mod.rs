@@ -195,9 +195,21 @@ pub fn network(failure: NetworkFailure, detail: &str) -> Verdict {
 /// Console, with or without fractions), a date alone (`yyyy-mm-dd`, the
 /// start of that day in UTC), or WCF's JSON date `/Date(ms)/` or
 /// `/Date(ms+zzzz)/` (Bing: milliseconds since the epoch, the offset only
-/// telling the writer's zone). `None` for anything else.
+/// telling the writer's zone). `None` for anything else, and for
+/// Microsoft's "never" dates ([`never_before`]).
 pub fn parse_time(text: &str) -> Option<DateTime<Utc>> {
-    let text = text.trim();
+    parse_any_time(text.trim()).filter(|t| *t >= never_before())
+}
+
+/// Microsoft's APIs write "never" as a date: .NET's `DateTime.MinValue`
+/// (0001-01-01) or the Windows FILETIME epoch (1601-01-01). No engine
+/// reports a real event that old, so anything before the day after the
+/// FILETIME epoch (with room for a timezone offset) reads as no date.
+fn never_before() -> DateTime<Utc> {
+    DateTime::from_timestamp(-11_644_473_600 + 86_400, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+fn parse_any_time(text: &str) -> Option<DateTime<Utc>> {
     if let Some(inner) = text.strip_prefix("/Date(").and_then(|t| t.strip_suffix(")/")) {
         let end = inner.char_indices().skip(1).find(|(_, c)| *c == '+' || *c == '-').map_or(inner.len(), |(i, _)| i);
         return inner[..end].parse::<i64>().ok().and_then(DateTime::from_timestamp_millis);

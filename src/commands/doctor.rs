@@ -289,9 +289,10 @@ fn indexnow_endpoints_check(settings: &Settings) -> Option<Check> {
 }
 
 /// A key location below its host's root vouches only for URLs under its
-/// folder: said for every property where it is, and a warning when the
-/// property's site is wider than that folder (its other URLs are `invalid`
-/// for IndexNow, `outside_key_location`).
+/// folder: said for every property where it is, and a configuration problem
+/// when the property's site is wider than that folder (its other URLs are
+/// `invalid` for IndexNow, `outside_key_location`, and every `submit` run
+/// reminds of them until this is fixed).
 fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> Option<Check> {
     let location = property.indexnow.as_ref()?.key_location.as_ref()?;
     let scope = crate::engines::indexnow::key_scope(&property.site, location)?;
@@ -300,7 +301,7 @@ fn key_scope_check(property: &crate::config::Property, redactor: &Redactor) -> O
     let others =
         if property.bing.is_some() || property.google.is_some() { "; its other engines still get them" } else { "" };
     Some(if crate::engines::indexnow::site_wider_than(&scope, site) {
-        Check::warning(
+        Check::problem(
             "indexnow_key_scope",
             format!(
                 "the key location {location} vouches only for URLs under {shown}, and the site {site} is wider: \

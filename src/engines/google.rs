@@ -232,12 +232,18 @@ pub struct Google {
     /// `Engine::inspections`, and the answer (a quota, a refusal) that
     /// stopped its inspections for the rest of the run, if one did.
     inspections: std::sync::Mutex<HashMap<String, PropertyInspections>>,
+    /// Held by an inspection of a property none of whose inspections has
+    /// been answered yet in this run (see [`Google::inspected_first`]).
+    first_inspection: Mutex<()>,
 }
 
 #[derive(Default)]
 struct PropertyInspections {
     made: Vec<Inspected>,
     stopped: Option<(Verdict, Option<u16>)>,
+    /// An inspection of this run was answered without a refusal: the
+    /// property's inspections may go side by side.
+    answered: bool,
 }
 
 /// An answer without an HTTP response of its own (token failures).
@@ -270,6 +276,7 @@ impl Google {
             token: Mutex::new(TokenState::None),
             redactor: redactor.clone(),
             inspections: std::sync::Mutex::new(HashMap::new()),
+            first_inspection: Mutex::new(()),
         })
     }
 
@@ -487,7 +494,15 @@ impl Google {
     /// Inspects `url` first, unless an answer of this run stopped the
     /// property's inspections; keeps what came of it for the run. Whether
     /// Google says the URL is indexed.
+    ///
+    /// Publishes go side by side, and so would their inspections: until one
+    /// inspection of the property is answered in this run, they go one at a
+    /// time, so that a refusal of the first (a wrong site, no access, the
+    /// day's quota) stops the others before they are asked rather than
+    /// after every request already in flight has spent an inspection.
     async fn inspected_first(&self, property: &str, site: &Site, url: &str) -> bool {
+        let first = !self.with_inspections(property, |p| p.answered);
+        let alone = if first { Some(self.first_inspection.lock().await) } else { None };
         let stopped = self.with_inspections(property, |p| p.stopped.clone());
         let inspected = match stopped {
             Some((verdict, http_status)) => Inspected { verdict, http_status, asked: false, reached: false },
@@ -499,8 +514,10 @@ impl Google {
             if inspected.asked && matches!(inspected.verdict.class(), Class::Quota | Class::Misconfigured) {
                 p.stopped.get_or_insert((inspected.verdict.clone(), inspected.http_status));
             }
+            p.answered |= inspected.asked && inspected.verdict.class() == Class::Accepted;
             p.made.push(inspected);
         });
+        drop(alone);
         indexed
     }
 

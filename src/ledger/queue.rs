@@ -204,4 +204,8 @@ pub trait Queue {
     /// Records that a run said, at `at`, that the items of each group are
     /// parked for a reason (`ParkedGroup::reminder_key`).
     fn record_reminders(&mut self, reminded: &[(GroupKey, String)], at: DateTime<Utc>) -> Result<()>;
+
+    /// When a run last said the problem kept under `key` for `group` (a
+    /// reminder recorded by [`Queue::record_reminders`]), if one ever did.
+    fn reminded_at(&mut self, group: &GroupKey, key: &str) -> Result<Option<DateTime<Utc>>>;
 }

@@ -23,8 +23,8 @@ pub struct SitemapReading {
     /// reports no count: an error status counts as one error).
     pub errors: u64,
     pub warnings: u64,
-    /// URLs in the sitemap, where the engine gives a count (Google: the
-    /// sum of `contents[].submitted`; Bing: `UrlCount`).
+    /// Pages in the sitemap, where the engine gives a count (Google: the
+    /// `submitted` of its `contents[]` entries of type `web`; Bing: `UrlCount`).
     pub urls: Option<u64>,
     /// The engine's own word for it (Google's `type`, Bing's `Status`).
     pub status: Option<String>,

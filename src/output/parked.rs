@@ -21,6 +21,13 @@ pub enum NoticeKind {
     /// group is the sitemap's, with one URL, the sitemap's): indexq reads the
     /// report again by itself and stops saying it once it is resolved.
     SitemapReport,
+    /// Google refused a run's URL inspections (`skip_indexed`) for a reason
+    /// waiting will not fix: the URLs were published without inspection,
+    /// and each run asks again until a human fixes the property or access.
+    Inspection,
+    /// URLs outside the folder of the IndexNow key location: IndexNow never
+    /// gets them until the key location (or the site) changes.
+    KeyScope,
 }
 
 impl NoticeKind {
@@ -28,6 +35,8 @@ impl NoticeKind {
         match self {
             NoticeKind::Parked => "parked",
             NoticeKind::SitemapReport => "sitemap_report",
+            NoticeKind::Inspection => "inspection",
+            NoticeKind::KeyScope => "key_scope",
         }
     }
 }
@@ -52,6 +61,7 @@ impl ParkedNotice {
         match self.kind {
             NoticeKind::SitemapReport => Some(Check::SitemapReport),
             NoticeKind::Parked => self.parked.reason.and_then(|r| r.check()),
+            NoticeKind::Inspection | NoticeKind::KeyScope => None,
         }
     }
 
@@ -74,19 +84,31 @@ impl ParkedNotice {
         let p = &self.parked;
         let since = p.since.map(|t| format!(" since {}", clock::format_local(t, user_tz))).unwrap_or_default();
         let message = p.message.as_deref().map(|m| format!(" {}", sentence(m))).unwrap_or_default();
+        let urls = |n: u64| if n == 1 { "1 URL".to_string() } else { format!("{n} URLs") };
         let what = match (self.kind, p.group.sitemap_url()) {
             (NoticeKind::SitemapReport, _) => format!("said{since}"),
+            (NoticeKind::Inspection, _) => format!("URL inspections refused; {} published without one", urls(p.count)),
+            (NoticeKind::KeyScope, _) => format!("{} not sent to IndexNow", urls(p.count)),
             (NoticeKind::Parked, Some(_)) => format!("its submission parked{since}"),
-            (NoticeKind::Parked, None) => format!(
-                "{} parked{since}",
-                if p.count == 1 { "1 URL".to_string() } else { format!("{} URLs", p.count) }
-            ),
+            (NoticeKind::Parked, None) => format!("{} parked{since}", urls(p.count)),
         };
         format!("{what} ({}).{message}", p.reminder_key())
     }
 
     /// " indexq checks … by itself" or " … once fixed, run `indexq queue retry …`".
     pub fn who(&self) -> String {
+        match self.kind {
+            NoticeKind::Inspection => {
+                return " indexq publishes URLs without inspection meanwhile, and says this again after `[submit] \
+                        remind` while Google refuses."
+                    .to_string()
+            }
+            NoticeKind::KeyScope => {
+                return " indexq says this again after `[submit] remind` while the key location leaves them out."
+                    .to_string()
+            }
+            NoticeKind::Parked | NoticeKind::SitemapReport => {}
+        }
         if self.kind == NoticeKind::SitemapReport {
             return format!(
                 " indexq reads {}'s report on the sitemap again by itself (`[sitemap] read_interval`) and stops \

@@ -12,7 +12,7 @@
 
 use super::printer::rfc3339;
 use crate::model::{Channel, GroupKey};
-use crate::model::{EngineKind, Outcome, Position, Reason};
+use crate::model::{EngineKind, LocalReason, Outcome, Position, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -285,7 +285,10 @@ impl Results {
                 }
             }
             *self.summary.get_mut(outcome.as_str()).expect("every outcome is counted") += 1;
-            if outcome == Outcome::Invalid && self.invalid.len() < INVALID_SHOWN {
+            // A URL outside the IndexNow key location's folder is said by
+            // its own notice, once per reminder (`NoticeKind::KeyScope`).
+            let outside = e.reason == Reason::Local(LocalReason::OutsideKeyLocation);
+            if outcome == Outcome::Invalid && !outside && self.invalid.len() < INVALID_SHOWN {
                 self.invalid.push(InvalidLine {
                     source: e.source.clone(),
                     url: url.to_string(),
@@ -516,9 +519,12 @@ impl Results {
         }
     }
 
-    /// The first invalid lines, and how many there were in all.
+    /// The first invalid lines, and how many there were in all (a URL outside
+    /// the IndexNow key location is not among them: its notice says it).
     pub fn invalid(&self) -> (&[InvalidLine], u64) {
-        (&self.invalid, self.summary["invalid"])
+        let outside = Reason::Local(LocalReason::OutsideKeyLocation);
+        let told_apart: u64 = self.aggregates.iter().filter(|a| a.reason == outside).map(|a| a.count).sum();
+        (&self.invalid, self.summary["invalid"].saturating_sub(told_apart))
     }
 
     /// Deferred results per engine.

@@ -564,7 +564,7 @@ impl Summary<'_> {
     /// needs a human), or that there was nothing to send.
     fn write_totals(&self, out: &mut impl Write, quiet: bool) -> io::Result<()> {
         let summary = self.results.summary();
-        let needs_human = summary["invalid"] > 0 || self.parked.iter().any(|p| p.fresh || p.told);
+        let needs_human = self.results.invalid().1 > 0 || self.parked.iter().any(|p| p.fresh || p.told);
         if !quiet || needs_human {
             let parts: Vec<String> =
                 summary.into_iter().filter(|(_, n)| *n > 0).map(|(o, n)| format!("{n} {o}")).collect();

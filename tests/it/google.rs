@@ -594,7 +594,9 @@ fn inspection_fixture(id: &str, fixture: &serde_json::Value, response: MockRespo
     let sb = Sandbox::google("skip_indexed = true");
     sb.engine.on("POST", GOOGLE_INSPECT, vec![response]);
     let urls = list(&sb, "p", 1);
-    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    // A refusal (misconfigured) needs a human: said, and the run exits 3.
+    let code = if expect == "misconfigured" { 3 } else { 0 };
+    let done = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(code);
     let doc = done.submit_doc();
     assert_eq!(doc.result_for(&sb.url("/p1")).outcome, json::Outcome::Accepted, "{id}: published all the same");
     assert_eq!(sb.google_published(), vec![(sb.url("/p1"), "URL_UPDATED".to_string())], "{id}");
@@ -834,11 +836,16 @@ fn a_refused_inspection_publishes_says_why_once_and_is_counted() {
     sb.write_config();
     sb.engine.on("POST", GOOGLE_INSPECT, vec![MockResponse::status(403).json(NOT_OWNER)]);
     let urls = list(&sb, "p", 6);
-    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
+    // Said like any problem that needs a human: exit 3 on the run that says it.
+    let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3).submit_doc();
     assert_eq!(doc.summary.accepted, 6, "every URL is published: {doc:#?}");
     assert_eq!(sb.google_published().len(), 6);
     let asked = sb.engine.requests_to("POST", GOOGLE_INSPECT).len() as u64;
-    assert!((1..=4).contains(&asked), "at most the burst is inspected; after a refusal, no more: {asked}");
+    assert_eq!(asked, 1, "the first inspection goes alone; after its refusal, no more");
+    let parked = doc.parked.clone().unwrap_or_default();
+    let told: Vec<_> = parked.iter().filter(|p| p.kind == json::NoticeKind::Inspection).collect();
+    let [told] = told.as_slice() else { panic!("one inspection notice: {doc:#?}") };
+    assert!(told.told && told.reason == "inspection_not_owner" && told.fix.is_some(), "{told:#?}");
     let notes = doc.inspections.clone().unwrap_or_default();
     let [note] = notes.as_slice() else { panic!("one note for the run: {doc:#?}") };
     assert_eq!((note.outcome, note.reason.as_str()), (json::Outcome::Misconfigured, "inspection_not_owner"));
@@ -855,7 +862,10 @@ fn a_refused_inspection_publishes_says_why_once_and_is_counted() {
     assert!(done.stdout.contains("`skip_indexed` is not working"), "{}", done.stdout);
     assert!(done.stdout.contains("hint: ") && done.stdout.contains("sc-domain:"), "{}", done.stdout);
     assert!(done.stdout.contains("3 URLs accepted"), "{}", done.stdout);
-    // -q says only what needs a human: every URL went out.
+    let asked_twice = sb.engine.requests_to("POST", GOOGLE_INSPECT).len() as u64;
+    assert_eq!(asked_twice, asked + 1, "each run asks once, and stops at the refusal");
+    // -q says only what needs a human, once per `[submit] remind` (a day):
+    // told at 09:30, quiet at 09:45, said again the next day with exit 3.
     let quiet = list(&sb, "r", 1);
     let done = sb.indexq(&["-q", "submit", quiet.to_str().unwrap()]).now("2026-12-03T09:45:00+08:00").output().code(0);
     assert_eq!(done.stdout, "", "{}", done.stdout);
@@ -898,6 +908,16 @@ fn a_refused_inspection_publishes_says_why_once_and_is_counted() {
         (Some(sb.site_url().as_str()), Some(sb.site_url().as_str()))
     );
     assert_eq!(sb.google_published().len(), before, "doctor publishes nothing");
+
+    // The next day, -q says it again (exit 3), with the fix.
+    let quiet = list(&sb, "s", 1);
+    let done = sb.indexq(&["-q", "submit", quiet.to_str().unwrap()]).now("2026-12-04T09:35:00+08:00").output().code(3);
+    assert!(
+        done.stdout.starts_with("needs a human: ") && done.stdout.contains("inspection_not_owner"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains("sc-domain:"), "the fix: {}", done.stdout);
 }
 
 /// The fixture's inspection quota (google-inspection-429-quota), compact.

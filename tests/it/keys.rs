@@ -279,28 +279,51 @@ fn a_url_outside_the_key_locations_folder_is_invalid_for_indexnow_alone_and_said
     assert!(invalid.hint.as_deref().is_some_and(|h| h.contains("key_location")), "{invalid:?}");
     assert_eq!(doc.summary.invalid, 1);
     assert_eq!(doc.summary.accepted, 4, "/static/a at two endpoints and Bing, /blog/b at Bing");
+    let notices = doc.parked.clone().unwrap_or_default();
+    let [notice] = notices.as_slice() else { panic!("the key scope's notice: {doc:#?}") };
+    assert_eq!(
+        (notice.kind, notice.reason.as_str(), notice.urls, notice.told),
+        (json::NoticeKind::KeyScope, "outside_key_location", 1, true)
+    );
 
-    // In human output, told once on stderr as it is read, with its place.
+    // In human output, told once on stderr as it is read, with its place;
+    // a need for a human (exit 3) once per `[submit] remind`, not every run.
     let again = sb.urls("again.txt", &["/blog/c"]);
-    let human = sb.indexq(&["submit", again.to_str().unwrap()]).now(NOW).output().code(3);
+    let human = sb.indexq(&["submit", again.to_str().unwrap()]).now(NOW).output().code(0);
     let lines: Vec<&str> = human.stderr.lines().filter(|l| l.contains("/blog/c")).collect();
     assert_eq!(lines.len(), 1, "{}", human.stderr);
     assert!(lines[0].starts_with(&format!("invalid: {}:1: ", again.display())), "{}", lines[0]);
     assert!(lines[0].contains("not sent to IndexNow (its other engines still get it)"), "{}", lines[0]);
+    let quiet = sb.indexq(&["-q", "submit", again.to_str().unwrap(), "--force"]).now(NOW).output().code(0);
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""), "not due: nothing to say");
+    let next_day = "2026-12-04T09:30:00Z";
+    let quiet = sb.indexq(&["-q", "submit", again.to_str().unwrap(), "--force"]).now(next_day).output().code(3);
+    assert!(
+        quiet.stdout.starts_with("needs a human: ") && quiet.stdout.contains("(outside_key_location)"),
+        "{}",
+        quiet.stdout
+    );
+    assert!(
+        quiet.stdout.contains("1 URL not sent to IndexNow") && quiet.stdout.contains("key_location"),
+        "{}",
+        quiet.stdout
+    );
+    assert_eq!(quiet.stderr, "", "said by its notice, not as invalid lines");
 }
 
 #[test]
-fn doctor_says_what_a_key_below_the_root_vouches_for_and_warns_when_the_site_is_wider() {
+fn doctor_says_what_a_key_below_the_root_vouches_for_and_a_wider_site_is_to_fix() {
     let sb = scoped(&[ENDPOINT_PATH]);
-    let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
+    // A site wider than the key's folder is a configuration problem: exit 3.
+    let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(3);
     let doctor = done.doctor_doc();
     let c = doctor.check("indexnow_key_scope");
-    assert!(c.ok && c.warning, "{c:?}");
+    assert!(!c.ok && !c.warning, "{c:?}");
     assert!(c.message.contains(&format!("vouches only for URLs under {}/static/", sb.site.url())), "{c:?}");
     assert!(c.fix.as_deref().unwrap().contains("remove `key_location`"), "{c:?}");
-    let human = sb.indexq(&["doctor"]).now(NOW).output().code(0);
-    assert!(human.stdout.contains("warn indexnow_key_scope [IndexNow site]:"), "{}", human.stdout);
-    assert!(human.stdout.contains("Nothing to fix (1 to look at)"), "{}", human.stdout);
+    let human = sb.indexq(&["doctor"]).now(NOW).output().code(3);
+    assert!(human.stdout.contains("FIX indexnow_key_scope [IndexNow site]:"), "{}", human.stdout);
+    assert!(human.stdout.contains("1 to fix"), "{}", human.stdout);
 
     // A site inside the folder: said, no warning.
     let text = std::fs::read_to_string(sb.config_path())

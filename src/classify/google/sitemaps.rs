@@ -89,8 +89,17 @@ pub fn search_console_list(resp: &Response, ctx: &SitemapsContext) -> Result<Vec
 fn sitemap_resource(v: &serde_json::Value) -> SitemapReading {
     // int64 values come as strings ("12"); a number is read too.
     let count = |v: &serde_json::Value| v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()));
-    let urls: Option<u64> =
-        v["contents"].as_array().map(|contents| contents.iter().filter_map(|c| count(&c["submitted"])).sum());
+    // `contents[]` has one entry per content type (web, image, video, news…):
+    // a page count adds only the `web` entries, since an image or a video is
+    // not a page and adding them made a sitemap of 12 pages read as 42 URLs.
+    let web: Vec<u64> = v["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"].as_str().is_some_and(|t| t.eq_ignore_ascii_case("web")))
+        .filter_map(|c| count(&c["submitted"]))
+        .collect();
+    let urls = (!web.is_empty()).then(|| web.iter().sum());
     SitemapReading {
         listed: true,
         submitted: v["lastSubmitted"].as_str().and_then(crate::classify::parse_time),

@@ -422,8 +422,13 @@ fn sitemap_reports_are_read() {
     let r = read(200, resource).unwrap();
     assert_eq!(
         (r.listed, r.pending, r.errors, r.warnings, r.urls, r.status.as_deref()),
-        (true, true, 2, 1, Some(15), Some("sitemap"))
+        (true, true, 2, 1, Some(12), Some("sitemap"))
     );
+    // Pages are the `web` entries only: 12 pages and 30 images read as 12.
+    let pages_and_images = r#"{"path":"https://example.com/sitemap.xml","contents":[{"type":"web","submitted":"12"},{"type":"image","submitted":"30"}]}"#;
+    assert_eq!(read(200, pages_and_images).unwrap().urls, Some(12));
+    let images_only = r#"{"path":"https://example.com/sitemap.xml","contents":[{"type":"image","submitted":"30"}]}"#;
+    assert_eq!(read(200, images_only).unwrap().urls, None, "no page count without a `web` entry");
     assert_eq!(r.submitted.unwrap().to_rfc3339(), "2026-12-01T10:00:00+00:00");
     assert_eq!(r.downloaded.unwrap().timestamp_millis() % 1000, 123);
     let r = read(200, r#"{"path":"https://example.com/sitemap.xml","lastSubmitted":"2026-12-01","isPending":true}"#)

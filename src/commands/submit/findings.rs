@@ -7,6 +7,7 @@ use super::stop::Cut;
 use super::Run;
 use crate::commands::ExitStatus;
 use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
+use crate::output::parked::NoticeKind;
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::{Key, ResultEntry, Results};
 use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
@@ -141,6 +142,12 @@ impl Findings {
         // Items parked before this run are said by their reminders, not as this run's failures.
         let misconfigured = summary.entry(Outcome::Misconfigured.as_str()).or_default();
         *misconfigured = misconfigured.saturating_sub(self.parked_before);
+        // URLs outside the key location's folder need a human once per
+        // reminder, not on every run that reads them again.
+        let untold: u64 =
+            parked.iter().filter(|n| n.kind == NoticeKind::KeyScope && !n.told).map(|n| n.parked.count).sum();
+        let invalid = summary.entry(Outcome::Invalid.as_str()).or_default();
+        *invalid = invalid.saturating_sub(untold);
         // A dry run shows what is parked; only a run that says it (and keeps that it did) needs a human for it.
         let reminded = !ending.dry_run && parked.iter().any(|n| n.told);
         Ok(match signal {

@@ -9,7 +9,7 @@
 
 use super::findings::Findings;
 use super::Run;
-use crate::model::{Check, GroupKey, SitemapState};
+use crate::model::{Check, EngineKind, GroupKey, LocalReason, Outcome, ParkedGroup, Reason, SitemapState};
 use crate::output::parked::{reminder_due, NoticeKind, ParkedNotice};
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashMap;
@@ -78,10 +78,71 @@ impl Run<'_> {
             notice.told = notice.fresh || reminder_due(&notice.parked, started, remind);
             notices.push(notice);
         }
+        notices.extend(self.run_problem_notices(findings, started, remind)?);
         let told: Vec<(GroupKey, String)> =
             notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
         if keep && !told.is_empty() {
             self.ledger.record_reminders(&told, started)?;
+        }
+        Ok(notices)
+    }
+}
+
+impl Run<'_> {
+    /// What this run met that needs a human without parking anything, told
+    /// once per `[submit] remind` like a parked group (kept under its
+    /// group and reason): Google's refusal of the URL inspections, and URLs
+    /// left out of IndexNow by the key location's folder. A run that does
+    /// not tell them still notes them in its full report.
+    fn run_problem_notices(
+        &mut self,
+        findings: &Findings,
+        started: DateTime<Utc>,
+        remind: TimeDelta,
+    ) -> anyhow::Result<Vec<ParkedNotice>> {
+        let known = self.known_groups();
+        let mut found: Vec<(NoticeKind, ParkedGroup, Option<String>)> = Vec::new();
+        for note in findings.inspection_notes.iter().filter(|n| n.outcome == Outcome::Misconfigured) {
+            let is_google = |g: &&GroupKey| {
+                g.property == note.property && g.engine == EngineKind::Google && g.sitemap_url().is_none()
+            };
+            let Some(group) = known.iter().find(is_google) else { continue };
+            let parked = ParkedGroup {
+                group: group.clone(),
+                reason: Some(note.reason),
+                count: note.uninspected,
+                since: Some(started),
+                url: String::new(),
+                message: Some(note.message.clone()),
+                reminded_at: None,
+            };
+            found.push((NoticeKind::Inspection, parked, note.hint.clone()));
+        }
+        let outside = Reason::Local(LocalReason::OutsideKeyLocation);
+        for a in findings.results.aggregates().into_iter().filter(|a| a.reason == outside) {
+            // The result names no endpoint: its reminder is kept under the
+            // property's first IndexNow group (the ledger keeps reminders
+            // for groups it holds).
+            let is_indexnow = |g: &&GroupKey| {
+                g.property == a.group.property && g.engine == EngineKind::IndexNow && g.sitemap_url().is_none()
+            };
+            let Some(group) = known.iter().find(is_indexnow) else { continue };
+            let parked = ParkedGroup {
+                group: group.clone(),
+                reason: Some(a.reason),
+                count: a.count,
+                since: Some(started),
+                url: String::new(),
+                message: Some(a.message),
+                reminded_at: None,
+            };
+            found.push((NoticeKind::KeyScope, parked, a.hint));
+        }
+        let mut notices = Vec::with_capacity(found.len());
+        for (kind, mut parked, fix) in found {
+            parked.reminded_at = self.ledger.reminded_at(&parked.group, &parked.reminder_key())?;
+            let told = reminder_due(&parked, started, remind);
+            notices.push(ParkedNotice { kind, parked, fix, fresh: false, told });
         }
         Ok(notices)
     }

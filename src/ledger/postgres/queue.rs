@@ -289,4 +289,15 @@ impl Queue for PgLedger {
             Ok(())
         })
     }
+
+    fn reminded_at(&mut self, group: &GroupKey, key: &str) -> Result<Option<DateTime<Utc>>> {
+        self.transaction(|tx| {
+            let row = tx.query_opt(
+                "SELECT m.reminded_at FROM reminders m JOIN groups g ON g.id = m.group_id
+                 WHERE g.property = $1 AND g.engine = $2 AND g.target = $3 AND g.channel = $4 AND m.reason = $5",
+                &[&group.property, &group.engine.as_str(), &group.target, &group.channel.as_str(), &key],
+            )?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
 }

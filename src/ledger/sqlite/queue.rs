@@ -379,4 +379,14 @@ impl Queue for SqliteLedger {
         tx.commit()?;
         Ok(())
     }
+
+    fn reminded_at(&mut self, group: &GroupKey, key: &str) -> Result<Option<DateTime<Utc>>> {
+        let Some(group) = group_id(&self.conn, &mut self.groups, group)? else { return Ok(None) };
+        let at: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT reminded_at FROM reminders WHERE group_id = ?1 AND reason = ?2")?
+            .query_row(params![group, key], |r| r.get(0))
+            .optional()?;
+        Ok(at.map(from_ts))
+    }
 }

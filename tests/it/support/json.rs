@@ -113,8 +113,9 @@ closed_set! {
 }
 
 closed_set! {
-    /// What needs a human: parked items, or what an engine's report on a sitemap says.
-    NoticeKind { Parked = "parked", SitemapReport = "sitemap_report" }
+    /// What needs a human: parked items, what an engine's report on a sitemap says, URL inspections
+    /// Google refused, URLs outside the IndexNow key location's folder.
+    NoticeKind { Parked = "parked", SitemapReport = "sitemap_report", Inspection = "inspection", KeyScope = "key_scope" }
 }
 
 closed_set! {
@@ -382,7 +383,10 @@ impl Submit {
             ensure(p.urls > 0, &format!("a parked group has URLs: {p:?}"))?;
             let retry = p.retry.as_deref().is_some_and(|r| r.starts_with("indexq queue retry --state parked"));
             ensure(retry == (p.kind == NoticeKind::Parked), &format!("parked items have the retry command: {p:?}"))?;
-            ensure(p.sitemap.is_some() || p.kind == NoticeKind::Parked, &format!("a report is a sitemap's: {p:?}"))?;
+            ensure(
+                p.sitemap.is_some() || p.kind != NoticeKind::SitemapReport,
+                &format!("a report is a sitemap's: {p:?}"),
+            )?;
         }
         if let Some(i) = &self.interrupted {
             let unanswered = i.unanswered_requests > 0;
