@@ -75,6 +75,14 @@ fn parked_per_reason_with_reminders(ledger: &mut impl Ledger, now: DateTime<Utc>
     ledger.record_reminders(&[(group(), "key_file_missing".into())], later + TimeDelta::hours(1)).unwrap();
     let reminded: Vec<_> = ledger.parked().unwrap().into_iter().map(|p| p.reminded_at).collect();
     assert_eq!(reminded, [None, Some(later + TimeDelta::hours(1))]);
+    // A reminder is read back by its group and key, parked items or not
+    // (a refused inspection, URLs outside the key location).
+    assert_eq!(ledger.reminded_at(&group(), "key_file_missing").unwrap(), Some(later + TimeDelta::hours(1)));
+    assert_eq!(ledger.reminded_at(&group(), "inspection_not_owner").unwrap(), None);
+    ledger.record_reminders(&[(group(), "inspection_not_owner".into())], later).unwrap();
+    assert_eq!(ledger.reminded_at(&group(), "inspection_not_owner").unwrap(), Some(later));
+    let elsewhere = GroupKey::urls("nowhere", EngineKind::Google, "");
+    assert_eq!(ledger.reminded_at(&elsewhere, "inspection_not_owner").unwrap(), None, "a group the ledger lacks");
 }
 
 /// A fix found for one reason unparks that reason's items only.
