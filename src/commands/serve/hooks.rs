@@ -402,8 +402,12 @@ fn query_property(uri: &Uri) -> Option<String> {
 /// A `?property=` that names no property.
 fn unknown_property(state: &State, name: &str) -> Refusal {
     let known: Vec<&str> = state.settings.properties.iter().map(|p| p.name.as_str()).collect();
-    Refusal::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::UnknownProperty, format!("no [[property]] is named `{name}`"))
-        .hint(format!("the configured properties: {}", known.join(", ")))
+    Refusal::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::UnknownProperty,
+        format!("no [[property]] is named `{name}`"),
+    )
+    .hint(format!("the configured properties: {}", known.join(", ")))
 }
 
 /// A property the caller may not write.

@@ -278,7 +278,9 @@ mod tests {
         let path = dir.path().join("ledger.db");
         {
             let mut ledger = SqliteLedger::open(&path).unwrap();
-            ledger.admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day()).unwrap();
+            ledger
+                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .unwrap();
             ledger.conn.execute_batch("DROP TABLE ghost_urls").unwrap();
             ledger.conn.pragma_update(None, "user_version", 9).unwrap();
         }

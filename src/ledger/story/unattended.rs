@@ -119,8 +119,12 @@ fn sources_kept_per_url(ledger: &mut impl Ledger, now: DateTime<Utc>, later: Dat
 pub fn ghost_urls_kept(ledger: &mut impl Ledger, now: DateTime<Utc>, later: DateTime<Utc>) {
     let id = "6571c9d2a1b2c3d4e5f60718";
     assert_eq!(ledger.ghost_url("site", id).unwrap(), None);
-    let first =
-        GhostUrl { property: "site".into(), ghost_id: id.into(), url: "https://site.example/hello/".into(), announced_at: now };
+    let first = GhostUrl {
+        property: "site".into(),
+        ghost_id: id.into(),
+        url: "https://site.example/hello/".into(),
+        announced_at: now,
+    };
     ledger.record_ghost_url(&first).unwrap();
     assert_eq!(ledger.ghost_url("site", id).unwrap().as_deref(), Some("https://site.example/hello/"));
     let renamed = GhostUrl { url: "https://site.example/hello-again/".into(), announced_at: later, ..first.clone() };
