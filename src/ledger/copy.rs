@@ -11,10 +11,11 @@
 //! (items take the source's state unless in flight in the target, an
 //! attempt the target has is not added twice, budget usage takes the larger
 //! count, blocks and paces the later time, credentials the earlier first
-//! use, reminders and sitemaps read the later time) is each target's SQL.
+//! use, reminders, sitemaps read and Ghost's public URLs the later time) is
+//! each target's SQL.
 
 use super::ids;
-use super::{LedgerError, Result};
+use super::{GhostUrl, LedgerError, Result};
 use crate::model::{Action, Class, GroupKey, ItemState, Reason, SourceDocument, StoredResponse};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -125,6 +126,8 @@ pub enum Chunk {
     Reminders(Vec<(i64, String, DateTime<Utc>)>),
     /// The sitemaps read for sources.
     Sources(Vec<SourceDocument>),
+    /// The public URL of each Ghost post or page (`serve`'s Ghost hook).
+    GhostUrls(Vec<GhostUrl>),
     /// The latest instant a run recorded.
     Latest(DateTime<Utc>),
 }
@@ -491,6 +494,7 @@ mod dump {
         pub credentials: Vec<(String, DateTime<Utc>)>,
         pub reminders: Vec<(GroupKey, String, DateTime<Utc>)>,
         pub sources: Vec<SourceDocument>,
+        pub ghost_urls: Vec<GhostUrl>,
         pub latest_run: Option<DateTime<Utc>>,
     }
 
@@ -517,6 +521,7 @@ mod dump {
                 Chunk::Credentials(c) => d.credentials.extend(c),
                 Chunk::Reminders(r) => d.reminders.extend(r.into_iter().map(|(g, r, at)| (groups[&g].clone(), r, at))),
                 Chunk::Sources(s) => d.sources.extend(s),
+                Chunk::GhostUrls(g) => d.ghost_urls.extend(g),
                 Chunk::Latest(at) => d.latest_run = Some(at),
             }
         }

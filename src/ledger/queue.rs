@@ -106,6 +106,19 @@ pub struct ItemFilter {
     pub limit: Option<usize>,
 }
 
+/// The public URL a Ghost post or page was last announced at (`serve`'s
+/// Ghost hook, on `published` and `published.edited`): what its
+/// `unpublished` and `deleted`, whose payloads carry none, announce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GhostUrl {
+    pub property: String,
+    /// Ghost's id of the post or page (they share one table in Ghost: one
+    /// id names one of either).
+    pub ghost_id: String,
+    pub url: String,
+    pub announced_at: DateTime<Utc>,
+}
+
 /// URLs into the queue: what `submit` reads goes here first, in batches.
 /// Every method is one transaction.
 pub trait Intake {
@@ -143,6 +156,14 @@ pub trait Intake {
     /// transaction, so that two runs reading one new body agree on when it
     /// changed.
     fn record_source_documents(&mut self, documents: &[SourceDocument]) -> Result<Vec<SourceDocument>>;
+
+    /// The public URL last announced for Ghost's post or page `ghost_id`
+    /// of `property`, if one was.
+    fn ghost_url(&mut self, property: &str, ghost_id: &str) -> Result<Option<String>>;
+
+    /// Remembers the public URL of a Ghost post or page, replacing what was
+    /// kept of it unless that was announced later.
+    fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()>;
 }
 
 /// What the engines report of the sitemaps submitted to them (sitemap

@@ -120,6 +120,7 @@ pub fn story(ledger: &mut impl Ledger) {
     a_report_with_a_request_in_flight(ledger);
     a_pace_with_a_burst(ledger);
     changed_since_acceptance(ledger);
+    unattended::ghost_urls_kept(ledger, t("2026-12-03T10:00:00Z"), t("2026-12-03T11:00:00Z"));
 }
 
 /// Every story's admission: a day's dedupe window, neither forced nor `--changed`.

@@ -46,6 +46,9 @@ pub struct Admitted {
     pub urls: usize,
     pub queued: usize,
     pub results: Vec<UrlAdmitted>,
+    /// A Ghost hook's: `payload`, `remembered` or `slug`.
+    #[serde(default)]
+    pub url_from: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -605,9 +608,9 @@ fn publish_hooks_take_the_url_their_platform_documents() {
         post_hook(&served, &format!("/v1/hooks/ghost/{event}?token={GHOST_TOKEN}"), webhook(&sb, fixture))
     };
     let doc = admitted(ghost("post.published", "ghost-post.published.json"));
-    assert_eq!(doc.results[0].url, sb.url("/hello-from-ghost/"));
+    assert_eq!(doc.results[0].url, sb.url("/webhookz/"));
     let doc = admitted(ghost("post.deleted", "ghost-post.deleted.json"));
-    assert_eq!(doc.results[0].url, sb.url("/old-news/"));
+    assert_eq!(doc.results[0].url, sb.url("/testing-post-deleted-webhook/"));
     let generic = served
         .client
         .post(format!("{}/v1/hooks/url", served.base))
@@ -620,7 +623,7 @@ fn publish_hooks_take_the_url_their_platform_documents() {
     wait_accepted_with(&served, GHOST_TOKEN, 3);
     let mut sent = sb.received_urls();
     sent.sort();
-    assert_eq!(sent, [sb.url("/from-a-cms/"), sb.url("/hello-from-ghost/"), sb.url("/old-news/")]);
+    assert_eq!(sent, [sb.url("/from-a-cms/"), sb.url("/testing-post-deleted-webhook/"), sb.url("/webhookz/")]);
 
     let (status, r, _) = refusal(ghost("post.scheduled", "ghost-post.published.json"));
     assert_eq!((status, r.error.as_str()), (404, "not_found"));
@@ -641,6 +644,65 @@ fn publish_hooks_take_the_url_their_platform_documents() {
     assert_eq!(status, 401, "a query token is taken by the hooks only");
     let done = served.stop().code(0);
     assert!(done.stderr.contains("POST /v1/hooks/ghost/post.published 202 token=ghost"), "{}", done.stderr);
+}
+
+/// A post's life in Ghost's own payloads, through `serve` to Google (which
+/// is told updated or deleted): published and edited announce the URL the
+/// payload gives (the edit renamed the slug), unpublished and deleted the
+/// public URL remembered — never the draft preview Ghost puts in an
+/// unpublished post's `current.url`. A post or page never seen is deleted
+/// at its slug's URL, and the answer says so.
+#[test]
+fn ghost_announces_a_posts_public_url_through_its_life() {
+    let sb = Sandbox::google("");
+    let served = Served::start_run(sb.indexq(&["serve", "--listen", "127.0.0.1:0"]).now(NOW));
+    // Ghost's snapshots are of four posts: here they are one.
+    let one_post = |fixture: &str| {
+        ["6571c9d2a1b2c3d4e5f6071a", "6571c9d2a1b2c3d4e5f6071c", "6571c9d2a1b2c3d4e5f6071e"]
+            .iter()
+            .fold(webhook(&sb, fixture), |body, id| body.replace(id, "6571c9d2a1b2c3d4e5f60718"))
+    };
+    let hook = |event: &str, body: String| admitted(post_hook(&served, &format!("/v1/hooks/ghost/{event}"), body));
+    let said = |doc: &Admitted| (doc.results[0].url.clone(), doc.url_from.clone().unwrap_or_default());
+    let (published, edited) = (sb.url("/webhookz/"), sb.url("/testing-post-published-edited-webhook/"));
+
+    let doc = hook("post.published", one_post("ghost-post.published.json"));
+    assert_eq!(said(&doc), (published.clone(), "payload".into()));
+    wait_for(&sb, GOOGLE_PUBLISH, 1);
+    let doc = hook("post.published.edited", one_post("ghost-post.published.edited.json"));
+    assert_eq!(said(&doc), (edited.clone(), "payload".into()));
+    wait_for(&sb, GOOGLE_PUBLISH, 2);
+    let unpublished = one_post("ghost-post.unpublished.json");
+    assert!(unpublished.contains(&sb.url("/p/")), "Ghost's unpublished payload holds the preview");
+    let doc = hook("post.unpublished", unpublished);
+    assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
+    assert_eq!(doc.results[0].engines[0].admission, "queued");
+    wait_for(&sb, GOOGLE_PUBLISH, 3);
+    let doc = hook("post.deleted", one_post("ghost-post.deleted.json"));
+    assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
+    assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
+
+    let doc = hook("post.deleted", webhook(&sb, "ghost-post.deleted.json"));
+    assert_eq!(said(&doc), (sb.url("/testing-post-deleted-webhook/"), "slug".into()));
+    let doc = hook("page.deleted", webhook(&sb, "ghost-page.deleted.json"));
+    assert_eq!(said(&doc), (sb.url("/testing-page-deleted-webhook/"), "slug".into()));
+    wait_for(&sb, GOOGLE_PUBLISH, 5);
+    served.stop().code(0);
+
+    let mut told = sb.google_published();
+    let (updated, deleted) = ("URL_UPDATED".to_string(), "URL_DELETED".to_string());
+    assert_eq!(told[..3], [(published, updated.clone()), (edited.clone(), updated), (edited, deleted.clone())]);
+    told[3..].sort();
+    assert_eq!(
+        told[3..],
+        [
+            (sb.url("/testing-page-deleted-webhook/"), deleted.clone()),
+            (sb.url("/testing-post-deleted-webhook/"), deleted)
+        ]
+    );
+    let queued = queue(&sb);
+    assert_eq!(queued.items.len(), 4, "{queued:#?}");
+    assert!(queued.items.iter().all(|i| !i.url.contains("/p/")), "no preview is queued: {queued:#?}");
 }
 
 /// `wait_accepted`, asked with a token.

@@ -4,9 +4,10 @@
 //! - publish hooks put a URL in the ledger exactly as `POST /v1/urls` does:
 //!   Ghost (`/v1/hooks/ghost/{event}`: `post.published`,
 //!   `post.published.edited`, `page.published`, `page.published.edited` →
-//!   updated, with the post's `updated_at` as its lastmod; `post.unpublished`,
-//!   `post.deleted`, `page.unpublished`, `page.deleted` → deleted, the URL
-//!   the post had), and a generic `{"url": …}` (`/v1/hooks/url`);
+//!   updated, with the post's `updated_at` as its lastmod, its public URL
+//!   remembered; `post.unpublished`, `post.deleted`, `page.unpublished`,
+//!   `page.deleted` → deleted, the public URL remembered, else the slug's),
+//!   and a generic `{"url": …}` (`/v1/hooks/url`);
 //! - deploy hooks read the configured sources with `--changed` (Netlify's
 //!   deploy notification, Vercel's `deployment.succeeded`, a Cloudflare
 //!   Pages notification) for `?property=NAME`, or every property the token
@@ -18,11 +19,12 @@
 
 use super::auth::Caller;
 use super::commit::take_urls;
-use super::intake::{Admitted, Submission};
+use super::intake::{Admitted, Submission, UrlFrom};
 use super::limits::Taken;
 use super::refusal::{body_refusal, ErrorCode, Refusal};
 use super::{SourcesJob, State};
 use crate::commands::submit::SourcesRead;
+use crate::ledger::{GhostUrl, Ledger};
 use crate::model::{Action, Position};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -78,11 +80,20 @@ pub(super) async fn url(
 }
 
 /// `POST /v1/hooks/ghost/{event}`: a Ghost webhook, one per event (Ghost
-/// says the event only by where it sends).
+/// says the event only by where it sends). What Ghost sends (its own test
+/// snapshots, `tests/fixtures/webhooks/`): `published` and
+/// `published.edited` carry the public URL in `current.url`; `unpublished`
+/// carries only the draft preview there (`/p/<uuid>/`) and no URL in
+/// `previous`; `deleted` has an empty `current` and a `previous` without
+/// a URL. So the public URL of each post is remembered in the ledger when
+/// it is published or edited, and its removal announces that URL; with
+/// none remembered, the site's URL and the slug (Ghost's default permalink)
+/// — and the answer says so (`url_from`). A preview URL is never announced.
 pub(super) async fn ghost(
     axum::extract::State(state): St,
     Extension(caller): Extension<Caller>,
     Path(event): Path<String>,
+    uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Took, Refusal> {
     if state.stop.requested() {
@@ -106,31 +117,191 @@ pub(super) async fn ghost(
         }
     };
     let json = json_body(&state, body, "Ghost")?;
-    let (url, place, lastmod) = ghost_url(&json, kind, action).ok_or_else(|| {
-        unreadable("Ghost", format!("no `{kind}.current.url` or `{kind}.previous.url` in the payload"))
-    })?;
+    let post = GhostPost::read(&json, kind)?;
+    let (url, place, from) = match action {
+        Action::Updated => published_url(&state, &caller, &post).await?,
+        Action::Deleted => removed_url(&state, &caller, &uri, &post).await?,
+    };
     let submission = Submission {
         urls: vec![(url, Position::of(place))],
         action,
-        lastmod: lastmod.filter(|_| action == Action::Updated),
+        lastmod: post.updated_at.filter(|_| action == Action::Updated),
     };
-    take_urls(&state, &caller, submission).await
+    let mut took = take_urls(&state, &caller, submission).await?;
+    took.2 .0.url_from = Some(from);
+    Ok(took)
 }
 
-/// The URL a Ghost payload is about: for an update, the post as it is
-/// now (`current.url`, with its `updated_at`); for a removal, the URL it had
-/// (`previous.url`: an unpublished post's current URL is its preview, a
-/// deleted one has none), else `current.url`.
-fn ghost_url(json: &Value, kind: &str, action: Action) -> Option<(String, String, Option<DateTime<Utc>>)> {
-    let object = json.get(kind)?;
-    let field = |state: &str| {
-        let url = object.get(state)?.get("url")?.as_str()?.to_string();
-        let updated = object.get(state)?.get("updated_at").and_then(Value::as_str).and_then(|t| t.parse().ok());
-        Some((url, format!("{kind}.{state}.url"), updated))
+/// What a Ghost payload says of its post or page.
+struct GhostPost {
+    kind: &'static str,
+    /// Ghost's id (`current.id`, else `previous.id`).
+    id: String,
+    /// `current.url`: the public URL of a published post, the preview of
+    /// a draft.
+    url: Option<String>,
+    /// `current.slug`, else `previous.slug`, and where it was read.
+    slug: Option<(String, String)>,
+    updated_at: Option<DateTime<Utc>>,
+}
+
+impl GhostPost {
+    fn read(json: &Value, kind: &'static str) -> Result<GhostPost, Refusal> {
+        let object = json.get(kind);
+        let side = |state: &str| object.and_then(|o| o.get(state)).filter(|s| s.is_object());
+        let text = |state: &str, field: &str| {
+            side(state).and_then(|s| s.get(field)).and_then(Value::as_str).filter(|t| !t.is_empty())
+        };
+        let Some(id) = text("current", "id").or_else(|| text("previous", "id")) else {
+            return Err(unreadable("Ghost", format!("no `{kind}.current.id` or `{kind}.previous.id` in the payload")));
+        };
+        let slug = ["current", "previous"]
+            .into_iter()
+            .find_map(|state| text(state, "slug").map(|s| (s.to_string(), format!("{kind}.{state}.slug"))));
+        Ok(GhostPost {
+            kind,
+            id: id.to_string(),
+            url: text("current", "url").map(String::from),
+            slug,
+            updated_at: text("current", "updated_at").and_then(|t| t.parse().ok()),
+        })
+    }
+}
+
+/// A published (or edited) post's public URL, remembered for its removal.
+async fn published_url(
+    state: &Arc<State>,
+    caller: &Caller,
+    post: &GhostPost,
+) -> Result<(String, String, UrlFrom), Refusal> {
+    let kind = post.kind;
+    let Some(url) = post.url.clone() else {
+        return Err(unreadable("Ghost", format!("no `{kind}.current.url` in the payload")));
     };
-    match action {
-        Action::Updated => field("current"),
-        Action::Deleted => field("previous").or_else(|| field("current")),
+    let place = format!("{kind}.current.url");
+    // A URL of no property, or of one the caller may not write, is refused
+    // by the intake's check, as any URL is: nothing is remembered of it.
+    let property = state.settings.property_for(&url).filter(|p| caller.may_write(&p.name));
+    if let (Some(property), Ok(parsed)) = (property, url::Url::parse(&url)) {
+        if is_preview(&property.site, &parsed) {
+            return Err(unreadable("Ghost", format!("`{place}` is the draft preview {url}, not a public URL")));
+        }
+        let remembered = GhostUrl {
+            property: property.name.clone(),
+            ghost_id: post.id.clone(),
+            url: url.clone(),
+            announced_at: state.clock.now(),
+        };
+        with_ledger(state, move |ledger| ledger.record_ghost_url(&remembered)).await?;
+    }
+    Ok((url, place, UrlFrom::Payload))
+}
+
+/// An unpublished or deleted post's public URL: the one remembered, else
+/// the site's URL and the slug.
+async fn removed_url(
+    state: &Arc<State>,
+    caller: &Caller,
+    uri: &Uri,
+    post: &GhostPost,
+) -> Result<(String, String, UrlFrom), Refusal> {
+    let kind = post.kind;
+    let property = ghost_property(state, caller, uri, post)?;
+    let (name, id) = (property.name.clone(), post.id.clone());
+    if let Some(url) = with_ledger(state, move |ledger| ledger.ghost_url(&name, &id)).await? {
+        return Ok((url, format!("the public URL remembered for Ghost {kind} {}", post.id), UrlFrom::Remembered));
+    }
+    let Some((slug, place)) = &post.slug else {
+        return Err(unreadable(
+            "Ghost",
+            format!("no public URL is remembered for {kind} {} and the payload has no slug", post.id),
+        ));
+    };
+    match slug_url(&property.site, slug) {
+        Some(url) => Ok((url.to_string(), place.clone(), UrlFrom::Slug)),
+        None => Err(unreadable("Ghost", format!("`{place}` is `{slug}`, not a slug"))),
+    }
+}
+
+/// The property a removal is of: `?property=NAME`, else that of the URL
+/// the payload has (an unpublished post's preview is on its site), else
+/// the only one the caller writes.
+fn ghost_property<'s>(
+    state: &'s State,
+    caller: &Caller,
+    uri: &Uri,
+    post: &GhostPost,
+) -> Result<&'s crate::config::Property, Refusal> {
+    let settings = &state.settings;
+    let named = query_property(uri);
+    let property = match &named {
+        Some(name) => settings.property(name).ok_or_else(|| unknown_property(state, name))?,
+        None => {
+            let of_url = post.url.as_deref().and_then(|u| settings.property_for(u));
+            let writable: Vec<&crate::config::Property> =
+                settings.properties.iter().filter(|p| caller.may_write(&p.name)).collect();
+            match (of_url, writable.as_slice()) {
+                (Some(p), _) => p,
+                (None, [only]) => only,
+                (None, _) => {
+                    return Err(unreadable(
+                        "Ghost",
+                        format!("the payload does not say which property {} {} is of", post.kind, post.id),
+                    )
+                    .hint("add ?property=NAME to the webhook's URL in Ghost"))
+                }
+            }
+        }
+    };
+    if !caller.may_write(&property.name) {
+        return Err(forbidden(caller, &property.name));
+    }
+    Ok(property)
+}
+
+/// Whether `url` is a Ghost draft's preview on `site`: `/p/<uuid>/` under
+/// the site's path. It is never a public URL, and never announced.
+fn is_preview(site: &url::Url, url: &url::Url) -> bool {
+    if url.origin() != site.origin() {
+        return false;
+    }
+    let Some(rest) = url.path().strip_prefix(site.path()) else { return false };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    match rest.split_once('/') {
+        Some(("p", uuid)) => is_uuid(uuid),
+        _ => false,
+    }
+}
+
+/// Whether `text` is a UUID as Ghost writes them (8-4-4-4-12 hex digits).
+fn is_uuid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Ghost's default permalink of `slug` on `site` (`/{slug}/` under its
+/// path), if `slug` is one (no path, query or fragment in it).
+fn slug_url(site: &url::Url, slug: &str) -> Option<url::Url> {
+    let plain = !slug.is_empty() && slug != "." && slug != ".." && !slug.contains(['/', '\\', '?', '#']);
+    plain.then(|| site.join(&format!("{slug}/")).ok()).flatten()
+}
+
+/// Runs `f` on the intake's ledger connection, off the async runtime.
+async fn with_ledger<T: Send + 'static>(
+    state: &Arc<State>,
+    f: impl FnOnce(&mut dyn Ledger) -> crate::ledger::Result<T> + Send + 'static,
+) -> Result<T, Refusal> {
+    let state = state.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let mut ledger = state.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
+        f(ledger.as_mut()).map_err(anyhow::Error::from)
+    })
+    .await;
+    match done {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(Refusal::ledger(&e)),
+        Err(e) => Err(Refusal::ledger(&anyhow::anyhow!("{e}"))),
     }
 }
 
@@ -151,10 +322,7 @@ async fn deploy(
         }
         return Ok((StatusCode::OK, Json(Ignored { ignored: why })).into_response());
     }
-    let property = uri.query().and_then(|q| {
-        url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "property").map(|(_, v)| v.into_owned())
-    });
-    let read = read_sources(state, caller, property).await?;
+    let read = read_sources(state, caller, query_property(uri)).await?;
     Ok((StatusCode::ACCEPTED, Json(read)).into_response())
 }
 
@@ -224,6 +392,34 @@ pub(super) async fn cloudflare_pages(
     deploy(&state, &caller, &uri, production).await
 }
 
+/// The `?property=NAME` of a hook's URL.
+fn query_property(uri: &Uri) -> Option<String> {
+    uri.query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "property").map(|(_, v)| v.into_owned())
+    })
+}
+
+/// A `?property=` that names no property.
+fn unknown_property(state: &State, name: &str) -> Refusal {
+    let known: Vec<&str> = state.settings.properties.iter().map(|p| p.name.as_str()).collect();
+    Refusal::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::UnknownProperty,
+        format!("no [[property]] is named `{name}`"),
+    )
+    .hint(format!("the configured properties: {}", known.join(", ")))
+}
+
+/// A property the caller may not write.
+fn forbidden(caller: &Caller, property: &str) -> Refusal {
+    Refusal::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::Forbidden,
+        format!("token `{}` may not write property `{property}`", caller.id()),
+    )
+    .hint("use the token of that property, or add the property to this token's `properties`")
+}
+
 /// Has the worker read the sources of `property` (or of every property
 /// the caller may write), and says what it put in the ledger.
 pub(super) async fn read_sources(
@@ -232,23 +428,8 @@ pub(super) async fn read_sources(
     property: Option<String>,
 ) -> Result<SourcesRead, Refusal> {
     let properties = match property {
-        Some(p) if state.settings.property(&p).is_none() => {
-            let known: Vec<&str> = state.settings.properties.iter().map(|p| p.name.as_str()).collect();
-            return Err(Refusal::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::UnknownProperty,
-                format!("no [[property]] is named `{p}`"),
-            )
-            .hint(format!("the configured properties: {}", known.join(", "))));
-        }
-        Some(p) if !caller.may_write(&p) => {
-            return Err(Refusal::new(
-                StatusCode::FORBIDDEN,
-                ErrorCode::Forbidden,
-                format!("token `{}` may not write property `{p}`", caller.id()),
-            )
-            .hint("use the token of that property, or add the property to this token's `properties`"));
-        }
+        Some(p) if state.settings.property(&p).is_none() => return Err(unknown_property(state, &p)),
+        Some(p) if !caller.may_write(&p) => return Err(forbidden(caller, &p)),
         Some(p) => Some(vec![p]),
         None => match caller {
             Caller::Anyone => None,
@@ -264,5 +445,52 @@ pub(super) async fn read_sources(
         Ok(Err(why)) => Err(Refusal::ledger(&anyhow::anyhow!(why))),
         // The worker stopped before it read them.
         Err(_) => Err(Refusal::shutting_down()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preview_is_p_and_a_uuid_under_the_site() {
+        let site = url::Url::parse("https://a.example/blog/").unwrap();
+        let preview = |u: &str| is_preview(&site, &url::Url::parse(u).unwrap());
+        assert!(preview("https://a.example/blog/p/1f4a2e8b-5c9d-4f3b-8e72-8a6b3d4c0f21/"));
+        assert!(preview("https://a.example/blog/p/1F4A2E8B-5C9D-4F3B-8E72-8A6B3D4C0F21"));
+        for public in [
+            "https://a.example/blog/p/",
+            "https://a.example/blog/p/not-a-uuid/",
+            "https://a.example/blog/hello/",
+            "https://a.example/p/1f4a2e8b-5c9d-4f3b-8e72-8a6b3d4c0f21/",
+            "https://b.example/blog/p/1f4a2e8b-5c9d-4f3b-8e72-8a6b3d4c0f21/",
+            "https://a.example/blog/p/1f4a2e8b-5c9d-4f3b-8e72-8a6b3d4c0f21/more/",
+        ] {
+            assert!(!preview(public), "{public}");
+        }
+    }
+
+    #[test]
+    fn a_slug_is_ghosts_default_permalink_under_the_site() {
+        let site = url::Url::parse("https://a.example/blog/").unwrap();
+        assert_eq!(slug_url(&site, "hello-world").unwrap().as_str(), "https://a.example/blog/hello-world/");
+        for bad in ["", ".", "..", "a/b", "a?b", "a#b", "a\\b"] {
+            assert_eq!(slug_url(&site, bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_ghost_payload_gives_its_id_url_and_slug() {
+        let deleted = serde_json::json!({"post": {"current": {}, "previous": {"id": "a1", "slug": "gone"}}});
+        let post = GhostPost::read(&deleted, "post").unwrap();
+        assert_eq!((post.id.as_str(), post.url), ("a1", None));
+        assert_eq!(post.slug, Some(("gone".into(), "post.previous.slug".into())));
+        let unpublished = serde_json::json!({"page": {"current": {"id": "b2", "slug": "about", "url": "https://a.example/p/x/"}, "previous": {"status": "published"}}});
+        let page = GhostPost::read(&unpublished, "page").unwrap();
+        assert_eq!((page.id.as_str(), page.url.as_deref()), ("b2", Some("https://a.example/p/x/")));
+        assert_eq!(page.slug, Some(("about".into(), "page.current.slug".into())));
+        for none in [serde_json::json!({"post": {}}), serde_json::json!({"page": {"current": {"id": "c"}}})] {
+            assert_eq!(GhostPost::read(&none, "post").err().map(|r| r.status.as_u16()), Some(422), "{none}");
+        }
     }
 }

@@ -111,6 +111,24 @@ pub(super) struct Admitted {
     /// Queue items due (one per URL and engine, and IndexNow endpoint).
     pub queued: usize,
     pub results: Vec<UrlAdmitted>,
+    /// A Ghost hook's: where the URL it announced came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_from: Option<UrlFrom>,
+}
+
+/// Where a Ghost hook's URL came from (the `202`'s `url_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum UrlFrom {
+    /// The payload's `current.url` (`published`, `published.edited`).
+    Payload,
+    /// The public URL the post's last `published` or `published.edited`
+    /// gave (`unpublished`, `deleted`).
+    Remembered,
+    /// None was remembered: the property's site and the post's slug,
+    /// Ghost's default permalink `/{slug}/` (a site with other permalinks
+    /// gets a URL it does not serve).
+    Slug,
 }
 
 #[derive(Debug, Serialize)]
@@ -400,7 +418,7 @@ fn answer(
         }
         results.push(UrlAdmitted { url, property, engines });
     }
-    Admitted { urls: results.len(), queued, results }
+    Admitted { urls: results.len(), queued, results, url_from: None }
 }
 
 #[cfg(test)]

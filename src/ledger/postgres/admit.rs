@@ -202,6 +202,47 @@ impl Intake for PgLedger {
             Ok(documents)
         })
     }
+
+    fn ghost_url(&mut self, property: &str, ghost_id: &str) -> Result<Option<String>> {
+        self.transaction(|tx| {
+            let row = tx.query_opt(
+                "SELECT url FROM ghost_urls WHERE property = $1 AND ghost_id = $2",
+                &[&property, &ghost_id],
+            )?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()> {
+        self.transaction(|tx| store_ghost_urls(tx, std::slice::from_ref(url)))
+    }
+}
+
+/// The public URLs of Ghost's posts and pages, by property and id.
+pub(super) fn ghost_urls(tx: &mut impl GenericClient) -> Result<Vec<GhostUrl>> {
+    Ok(tx
+        .query("SELECT property, ghost_id, url, announced_at FROM ghost_urls ORDER BY property, ghost_id", &[])?
+        .iter()
+        .map(|r| GhostUrl { property: r.get(0), ghost_id: r.get(1), url: r.get(2), announced_at: r.get(3) })
+        .collect())
+}
+
+/// Keeps Ghost's public URLs in one statement, each replacing what was
+/// kept of its post unless that was announced later (a copy merges with
+/// the same rule).
+pub(super) fn store_ghost_urls(tx: &mut impl GenericClient, urls: &[GhostUrl]) -> Result<()> {
+    let properties: Vec<&str> = urls.iter().map(|u| u.property.as_str()).collect();
+    let ids: Vec<&str> = urls.iter().map(|u| u.ghost_id.as_str()).collect();
+    let texts: Vec<&str> = urls.iter().map(|u| u.url.as_str()).collect();
+    let at: Vec<DateTime<Utc>> = urls.iter().map(|u| u.announced_at).collect();
+    tx.execute(
+        "INSERT INTO ghost_urls AS g (property, ghost_id, url, announced_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
+         ON CONFLICT (property, ghost_id) DO UPDATE SET url = excluded.url, announced_at = excluded.announced_at
+         WHERE excluded.announced_at >= g.announced_at",
+        &[&properties, &ids, &texts, &at],
+    )?;
+    Ok(())
 }
 
 /// The sitemaps read for sources, by URL.

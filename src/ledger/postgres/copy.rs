@@ -176,6 +176,11 @@ fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     )?;
     sink(Chunk::Reminders(reminders.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()))?;
     sink(Chunk::Sources(source_documents(tx)?))?;
+    let mut chunks = Chunker::new(sink, Chunk::GhostUrls);
+    for url in ghost_urls(tx)? {
+        chunks.push(url)?;
+    }
+    chunks.finish()?;
     match tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])? {
         Some(r) => sink(Chunk::Latest(r.get(0))),
         None => Ok(()),
@@ -519,6 +524,7 @@ impl copy::Stage for Staging<'_, '_> {
                 Ok(())
             }
             Chunk::Sources(documents) => store_source_documents(self.tx, documents, true),
+            Chunk::GhostUrls(urls) => store_ghost_urls(self.tx, urls),
             Chunk::Latest(at) => {
                 self.tx.execute(
                     "INSERT INTO runs (id, latest_now) VALUES (1, $1)

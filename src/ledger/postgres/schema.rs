@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -38,6 +38,9 @@ const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
 /// Schema 9, over schema 8: a reservation's list of items stored as it is,
 /// not compressed.
 const SCHEMA_9: &str = include_str!("schema/0009_reservation_storage.sql");
+/// Schema 10, over schema 9: the public URL of each Ghost post or page
+/// (`serve`'s Ghost hook).
+const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -83,6 +86,9 @@ impl PgLedger {
             }
             if version < 9 {
                 tx.batch_execute(SCHEMA_9)?;
+            }
+            if version < 10 {
+                tx.batch_execute(SCHEMA_10)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

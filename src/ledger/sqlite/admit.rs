@@ -379,6 +379,43 @@ impl Intake for SqliteLedger {
         tx.commit()?;
         Ok(documents)
     }
+
+    fn ghost_url(&mut self, property: &str, ghost_id: &str) -> Result<Option<String>> {
+        let mut stmt = self.conn.prepare_cached("SELECT url FROM ghost_urls WHERE property = ?1 AND ghost_id = ?2")?;
+        Ok(stmt.query_row(params![property, ghost_id], |r| r.get(0)).optional()?)
+    }
+
+    /// After the URLs admitted so far are committed (`begin`).
+    fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()> {
+        let tx = self.begin()?;
+        store_ghost_urls(&tx, std::slice::from_ref(url))?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// The public URLs of Ghost's posts and pages, by property and id.
+pub(super) fn ghost_urls(conn: &Connection) -> Result<Vec<GhostUrl>> {
+    let mut stmt =
+        conn.prepare("SELECT property, ghost_id, url, announced_at FROM ghost_urls ORDER BY property, ghost_id")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(GhostUrl { property: r.get(0)?, ghost_id: r.get(1)?, url: r.get(2)?, announced_at: from_ts(r.get(3)?) })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Keeps Ghost's public URLs, each replacing what was kept of its post
+/// unless that was announced later (a copy merges with the same rule).
+pub(super) fn store_ghost_urls(tx: &Connection, urls: &[GhostUrl]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO ghost_urls (property, ghost_id, url, announced_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (property, ghost_id) DO UPDATE SET url = excluded.url, announced_at = excluded.announced_at
+         WHERE excluded.announced_at >= ghost_urls.announced_at",
+    )?;
+    for u in urls {
+        stmt.execute(params![u.property, u.ghost_id, u.url, ts(u.announced_at)])?;
+    }
+    Ok(())
 }
 
 /// An admission decided by reading (`Intake::admit`): the ledger's

@@ -123,7 +123,7 @@ fn export_requests(tx: &Connection, sink: &mut Sink) -> Result<()> {
 }
 
 /// The small tables: one row a rule window, block, pace, credential,
-/// reminder or sitemap.
+/// reminder, sitemap or Ghost post.
 fn export_rest(tx: &Connection, sink: &mut Sink) -> Result<()> {
     let mut stmt = tx.prepare(
         "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
@@ -159,6 +159,11 @@ fn export_rest(tx: &Connection, sink: &mut Sink) -> Result<()> {
     let reminders = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, from_ts(r.get(2)?))))?;
     sink(Chunk::Reminders(reminders.collect::<rusqlite::Result<_>>()?))?;
     sink(Chunk::Sources(source_documents(tx)?))?;
+    let mut chunks = Chunker::new(sink, Chunk::GhostUrls);
+    for url in ghost_urls(tx)? {
+        chunks.push(url)?;
+    }
+    chunks.finish()?;
     let latest: Option<i64> = tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
     match latest {
         Some(at) => sink(Chunk::Latest(from_ts(at))),
@@ -429,6 +434,7 @@ impl copy::Stage for Staging<'_> {
                 vec![vec![ts(*at).into()]],
             ),
             Chunk::Sources(documents) => return store_source_documents(self.conn, documents, true),
+            Chunk::GhostUrls(urls) => return store_ghost_urls(self.conn, urls),
             _ => return Ok(()),
         };
         let mut stmt = self.conn.prepare(sql)?;

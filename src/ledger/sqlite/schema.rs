@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+pub(super) const SCHEMA_VERSION: i64 = 10;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -36,6 +36,9 @@ const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
 /// Schema 9, over schema 8: a claim writes no item row (its runs of ids in
 /// `in_flight` hold what it took); the view of the items' states.
 const SCHEMA_9: &str = include_str!("schema/0009_in_flight.sql");
+/// Schema 10, over schema 9: the public URL of each Ghost post or page
+/// (`serve`'s Ghost hook).
+const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -71,6 +74,9 @@ impl SqliteLedger {
         }
         if version < 9 {
             tx.execute_batch(SCHEMA_9)?;
+        }
+        if version < 10 {
+            tx.execute_batch(SCHEMA_10)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -261,6 +267,35 @@ mod tests {
         assert_eq!(kept[0].changed_at, t("2026-12-01T08:00:00Z"));
         let other = SourceDocument { digest: "d2".into(), ..again };
         assert_eq!(ledger.record_source_documents(&[other]).unwrap()[0].changed_at, t("2026-12-02T08:00:00Z"));
+    }
+
+    /// A ledger of schema 9 (as it was before the Ghost hook remembered
+    /// anything) gets schema 10 on open: no public URL of a Ghost post yet,
+    /// one recorded then read back, and its items kept.
+    #[test]
+    fn a_version_9_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let mut ledger = SqliteLedger::open(&path).unwrap();
+            ledger
+                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .unwrap();
+            ledger.conn.execute_batch("DROP TABLE ghost_urls").unwrap();
+            ledger.conn.pragma_update(None, "user_version", 9).unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 10);
+        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
+        assert_eq!(ledger.ghost_url("site", "6571c9d2a1b2c3d4e5f60718").unwrap(), None);
+        let url = GhostUrl {
+            property: "site".into(),
+            ghost_id: "6571c9d2a1b2c3d4e5f60718".into(),
+            url: "https://site.example/hello/".into(),
+            announced_at: t("2026-12-03T09:00:00Z"),
+        };
+        ledger.record_ghost_url(&url).unwrap();
+        assert_eq!(ledger.ghost_url("site", "6571c9d2a1b2c3d4e5f60718").unwrap(), Some(url.url));
     }
 
     /// Schema 7's items refuse what schema 6's did (a value no indexq

@@ -1,5 +1,6 @@
 //! What unattended runs keep between runs: parked items with their
-//! reminders, fixes, and the sitemaps read for sources.
+//! reminders, fixes, the sitemaps read for sources, and the public URLs of
+//! Ghost's posts (`serve`).
 
 use super::*;
 
@@ -13,6 +14,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     parked_per_reason_with_reminders(ledger, now, later);
     a_fix_unparks_its_reason_only(ledger, later);
     sources_kept_per_url(ledger, now, later);
+    ghost_urls_kept(ledger, now, later);
 }
 
 /// 5 admitted and claimed: 3 parked for a missing key file (2 in one
@@ -117,6 +119,31 @@ fn sources_kept_per_url(ledger: &mut impl Ledger, now: DateTime<Utc>, later: Dat
     let newer = SourceDocument { etag: Some("\"v2\"".into()), fetched_at: later, ..urlset };
     ledger.record_source_documents(std::slice::from_ref(&newer)).unwrap();
     assert_eq!(ledger.source_documents().unwrap(), [index, newer]);
+}
+
+/// The public URL of a Ghost post: kept per property and Ghost id, a
+/// later announcement replacing it, an earlier one not (a copy merging in
+/// an older ledger's), another property's post apart.
+pub fn ghost_urls_kept(ledger: &mut impl Ledger, now: DateTime<Utc>, later: DateTime<Utc>) {
+    let id = "6571c9d2a1b2c3d4e5f60718";
+    assert_eq!(ledger.ghost_url("site", id).unwrap(), None);
+    let first = GhostUrl {
+        property: "site".into(),
+        ghost_id: id.into(),
+        url: "https://site.example/hello/".into(),
+        announced_at: now,
+    };
+    ledger.record_ghost_url(&first).unwrap();
+    assert_eq!(ledger.ghost_url("site", id).unwrap().as_deref(), Some("https://site.example/hello/"));
+    let renamed = GhostUrl { url: "https://site.example/hello-again/".into(), announced_at: later, ..first.clone() };
+    ledger.record_ghost_url(&renamed).unwrap();
+    ledger.record_ghost_url(&first).unwrap();
+    assert_eq!(ledger.ghost_url("site", id).unwrap().as_deref(), Some("https://site.example/hello-again/"));
+    assert_eq!(ledger.ghost_url("shop", id).unwrap(), None);
+    let shop = GhostUrl { property: "shop".into(), url: "https://shop.example/hello/".into(), ..first };
+    ledger.record_ghost_url(&shop).unwrap();
+    assert_eq!(ledger.ghost_url("shop", id).unwrap().as_deref(), Some("https://shop.example/hello/"));
+    assert_eq!(ledger.ghost_url("site", id).unwrap().as_deref(), Some("https://site.example/hello-again/"));
 }
 
 #[test]
