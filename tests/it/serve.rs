@@ -705,6 +705,59 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
     assert!(queued.items.iter().all(|i| !i.url.contains("/p/")), "no preview is queued: {queued:#?}");
 }
 
+/// A page's life in Ghost's own page payloads, as a post's above: published
+/// and edited announce the URL the payload gives (Ghost's snapshots are of
+/// four pages, so the edit comes with another slug), unpublished and deleted
+/// the public URL remembered. The draft preview Ghost puts in an unpublished
+/// page's `current.url` is never queued, nor taken as a published URL.
+#[test]
+fn ghost_announces_a_pages_public_url_through_its_life() {
+    let sb = Sandbox::google("");
+    let served = Served::start_run(sb.indexq(&["serve", "--listen", "127.0.0.1:0"]).now(NOW));
+    let one_page = |fixture: &str| {
+        ["6571c9d2a1b2c3d4e5f60724", "6571c9d2a1b2c3d4e5f60726", "6571c9d2a1b2c3d4e5f60720"]
+            .iter()
+            .fold(webhook(&sb, fixture), |body, id| body.replace(id, "6571c9d2a1b2c3d4e5f60722"))
+    };
+    let post = |event: &str, body: String| post_hook(&served, &format!("/v1/hooks/ghost/{event}"), body);
+    let hook = |event: &str, body: String| admitted(post(event, body));
+    let said = |doc: &Admitted| (doc.results[0].url.clone(), doc.url_from.clone().unwrap_or_default());
+    let published = sb.url("/testing-page-published-webhook/");
+    let edited = sb.url("/testing-page-published-edited-webhook/");
+
+    let doc = hook("page.published", one_page("ghost-page.published.json"));
+    assert_eq!(said(&doc), (published.clone(), "payload".into()));
+    wait_for(&sb, GOOGLE_PUBLISH, 1);
+    let doc = hook("page.published.edited", one_page("ghost-page.published.edited.json"));
+    assert_eq!(said(&doc), (edited.clone(), "payload".into()));
+    wait_for(&sb, GOOGLE_PUBLISH, 2);
+    let unpublished = one_page("ghost-page.unpublished.json");
+    let preview = sb.url("/p/6e8a1c3d-5f7b-4d9e-8a2c-4e6a8c1e3b5d/");
+    assert!(unpublished.contains(&format!("\"url\": \"{preview}\"")), "Ghost's unpublished page holds the preview");
+    // Sent to the wrong event, the preview is refused, not announced.
+    let (status, r, _) = refusal(post("page.published", unpublished.clone()));
+    assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
+    assert!(r.message.contains(&preview), "{}", r.message);
+    let doc = hook("page.unpublished", unpublished);
+    assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
+    assert_eq!(doc.results[0].engines[0].admission, "queued");
+    wait_for(&sb, GOOGLE_PUBLISH, 3);
+    let doc = hook("page.deleted", one_page("ghost-page.deleted.json"));
+    assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
+    assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
+    served.stop().code(0);
+
+    let (updated, deleted) = ("URL_UPDATED".to_string(), "URL_DELETED".to_string());
+    assert_eq!(
+        sb.google_published(),
+        [(published.clone(), updated.clone()), (edited.clone(), updated), (edited.clone(), deleted)]
+    );
+    let queued = queue(&sb);
+    let mut urls: Vec<&str> = queued.items.iter().map(|i| i.url.as_str()).collect();
+    urls.sort();
+    assert_eq!(urls, [edited.as_str(), published.as_str()], "no preview is queued: {queued:#?}");
+}
+
 /// `wait_accepted`, asked with a token.
 fn wait_accepted_with(served: &Served, token: &str, n: usize) {
     let end = Instant::now() + Duration::from_secs(20);
