@@ -819,6 +819,24 @@ fn deploy_hooks_read_the_sources_of_a_production_deploy() {
         ignored.text().unwrap(),
         r#"{"ignored":"a deploy-preview deploy: only production deploys read the sources"}"#
     );
+    // Vercel says a deployment's target is production, staging or null.
+    let preview = webhook(&sb, "vercel-deployment-succeeded.json")
+        .replace("\"target\": \"production\"", "\"target\": null");
+    let ignored = hook("/v1/hooks/vercel", preview);
+    assert_eq!(ignored.status(), 200);
+    assert_eq!(
+        ignored.text().unwrap(),
+        r#"{"ignored":"a deployment to a preview: only production reads the sources"}"#
+    );
+    // Cloudflare's Workers alert, as its webhook payload schema shows one.
+    let workers = webhook(&sb, "cloudflare-pages-deployment.json")
+        .replace("\"alert_type\": \"pages_event_alert\"", "\"alert_type\": \"workers_alert\"");
+    let ignored = hook("/v1/hooks/cloudflare-pages", workers);
+    assert_eq!(ignored.status(), 200);
+    assert_eq!(
+        ignored.text().unwrap(),
+        r#"{"ignored":"a `workers_alert` alert, not a Pages deployment (pages_event_alert)"}"#
+    );
     let (status, r, _) = refusal(hook("/v1/hooks/vercel", "{\"id\":1}".into()));
     assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
     let (status, r, _) =

@@ -370,10 +370,17 @@ pub(super) async fn vercel(
     deploy(&state, &caller, &uri, production).await
 }
 
+/// The `alert_type` of Cloudflare's Pages notifications.
+const PAGES_ALERT: &str = "pages_event_alert";
+
 /// `POST /v1/hooks/cloudflare-pages`: a Cloudflare notification (the
-/// generic webhook's schema: `name`, `text`, `data`, `ts`, `alert_type`);
-/// point a Pages deployment-success notification here. An alert of another
-/// product is ignored.
+/// generic webhook's schema: `name`, `text`, `data`, `ts`, `alert_type`).
+/// Cloudflare documents the envelope but not what a Pages alert's `data`
+/// holds, so nothing in the payload says which event or environment it
+/// was: the notification policy does, with its filters (event
+/// `EVENT_DEPLOYMENT_SUCCESS`, environment `ENVIRONMENT_PRODUCTION`). An
+/// alert of another type is ignored; one without `alert_type` (which
+/// Cloudflare says some notifications lack) is taken.
 pub(super) async fn cloudflare_pages(
     axum::extract::State(state): St,
     Extension(caller): Extension<Caller>,
@@ -386,8 +393,8 @@ pub(super) async fn cloudflare_pages(
     }
     let production = match json.get("alert_type").and_then(Value::as_str) {
         None => Ok(()),
-        Some(t) if t.starts_with("pages") => Ok(()),
-        Some(other) => Err(format!("a `{other}` alert, not a Pages deployment")),
+        Some(PAGES_ALERT) => Ok(()),
+        Some(other) => Err(format!("a `{other}` alert, not a Pages deployment ({PAGES_ALERT})")),
     };
     deploy(&state, &caller, &uri, production).await
 }
