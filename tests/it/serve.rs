@@ -820,8 +820,8 @@ fn deploy_hooks_read_the_sources_of_a_production_deploy() {
         r#"{"ignored":"a deploy-preview deploy: only production deploys read the sources"}"#
     );
     // Vercel says a deployment's target is production, staging or null.
-    let preview = webhook(&sb, "vercel-deployment-succeeded.json")
-        .replace("\"target\": \"production\"", "\"target\": null");
+    let preview =
+        webhook(&sb, "vercel-deployment-succeeded.json").replace("\"target\": \"production\"", "\"target\": null");
     let ignored = hook("/v1/hooks/vercel", preview);
     assert_eq!(ignored.status(), 200);
     assert_eq!(
