@@ -33,6 +33,7 @@
 //! (W3C datetimes).
 
 mod body;
+mod content;
 mod fetch;
 mod lastmod;
 mod location;
@@ -40,6 +41,7 @@ mod position;
 mod robots;
 #[cfg(test)]
 mod tests;
+mod text;
 mod xml;
 
 use crate::model::Position;
