@@ -675,7 +675,7 @@ async fn rss_and_atom_feeds_are_sitemaps() {
     assert_eq!(
         entry_lines(&entries),
         [
-            "atom.xml.txt:4:49 https://e.com/a?x=1&y=2 2024-01-02T03:04:05+00:00",
+            "atom.xml.txt:4:52 https://e.com/a?x=1&y=2 2024-01-02T03:04:05+00:00",
             "atom.xml.txt:5:8 https://e.com/b 2024-01-03T00:00:00+00:00"
         ]
     );
