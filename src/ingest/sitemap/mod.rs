@@ -106,6 +106,27 @@ pub struct Fetched {
     pub unchanged: bool,
 }
 
+/// What a local file holds, told by its content (see [`open_by_content`]).
+pub enum FileContent {
+    /// XML, gzipped or not: read it as a sitemap (with [`Reader::read`]).
+    Sitemap,
+    /// Text: its lines, uncompressed (and decoded from UTF-16 when it has
+    /// that byte-order mark).
+    Text(crate::ingest::Input),
+}
+
+/// Opens a local file and tells by its content whether it is a sitemap or
+/// feed (XML, after any gzip) or text, which a caller may read as a URL list.
+pub fn open_by_content(path: &std::path::Path) -> std::io::Result<FileContent> {
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()));
+    let file = File::open(path).map_err(named)?;
+    let sniffed = body::decoded(Box::new(file)).and_then(content::sniff).map_err(named)?;
+    Ok(match sniffed.content {
+        content::Content::Xml { .. } => FileContent::Sitemap,
+        content::Content::Text => FileContent::Text(Box::new(std::io::BufReader::new(sniffed.reader))),
+    })
+}
+
 /// Reads sitemap sources; remembers which sitemaps it has read so that each is
 /// read at most once, across calls to [`Reader::read`].
 pub struct Reader {
