@@ -1,10 +1,12 @@
 //! Sitemaps (sitemaps.org protocol) for `submit --sitemap SRC`: this module owns
 //! turning one source — a local file, an http(s) URL, or a `robots.txt` whose
-//! `Sitemap:` lines are followed — into a stream of `<url><loc>` entries with
-//! their `<lastmod>` and the file:line:column they came from, and the problems
-//! met on the way. XML is read as a stream with quick-xml, never as a DOM;
-//! gzip is recognised by its magic bytes (1f 8b), not by a name or a
-//! Content-Type. A download is stored in an anonymous temporary file and is
+//! `Sitemap:` lines are followed — into a stream of URL entries with their
+//! lastmod and the file:line:column they came from, and the problems met on
+//! the way. Every kind sitemaps.org accepts is read, told by its content
+//! (`content`), never by a name or a Content-Type: gzip by its magic bytes
+//! (1f 8b), then XML by its root element (`<urlset>`, `<sitemapindex>`, RSS,
+//! Atom: `xml`), else a text sitemap (`text`). XML is read as a stream with
+//! quick-xml, never as a DOM; UTF-16 is decoded as it is read. A download is stored in an anonymous temporary file and is
 //! stopped at the cap, and so are the uncompressed bytes parsed: nothing past
 //! the cap is read. `<sitemapindex>` children are followed depth-first (the
 //! source is depth 0, at most depth 3), each sitemap at most once per `Reader`;
@@ -14,7 +16,9 @@
 //! segment is there, and fetched otherwise: so in CI `public/sitemap.xml`
 //! listing `https://example.com/sitemap-1.xml` reads `public/sitemap-1.xml`,
 //! the copy about to be deployed. A relative child `<loc>` is resolved against
-//! its index (URL or directory). A `<loc>` longer than
+//! its index: a URL as a browser would, a local file within its own folder
+//! (`location`: nothing a file says becomes an absolute path, and `..` out
+//! of the folder is refused). A `<loc>` longer than
 //! [`MAX_URL_BYTES`](crate::ingest::MAX_URL_BYTES) is a problem at its place
 //! (only its first bytes are kept). This module must not know the ledger, the
 //! configuration (the cap is passed in; only the problem text names the key
@@ -28,9 +32,10 @@
 //!
 //! The walk through indexes and robots.txt is here. Beside it, one job a
 //! file: `location` (where a source or a child is read from), `fetch` (the
-//! download), `body` (gzip and the cap), `xml` (one sitemap, as a stream),
+//! download), `body` (gzip and the cap), `content` (XML or text, UTF-16),
+//! `xml` (one XML sitemap or feed, as a stream), `text` (a text sitemap),
 //! `position` (line and column), `robots` (`Sitemap:` lines) and `lastmod`
-//! (W3C datetimes).
+//! (W3C datetimes, RFC 822 dates).
 
 mod body;
 mod content;
