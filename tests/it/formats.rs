@@ -73,7 +73,8 @@ fn every_corpus_file_gives_the_urls_written_beside_it() {
             .collect();
         let said = beside(file, "problems");
         let wanted = if said.exists() { lines(&said) } else { Vec::new() };
-        let matches = problems.len() == wanted.len() && problems.iter().zip(&wanted).all(|(p, w)| p.contains(w.as_str()));
+        let matches =
+            problems.len() == wanted.len() && problems.iter().zip(&wanted).all(|(p, w)| p.contains(w.as_str()));
         if !matches {
             failures.push(format!("{name}: problems {problems:#?}, expected {wanted:#?}"));
         }
@@ -92,7 +93,8 @@ fn every_corpus_file_gives_the_urls_written_beside_it() {
 fn a_hostile_local_index_reads_nothing_outside_its_folder() {
     let sb = Sandbox::new();
     let index = corpus().join("hostile/index.xml");
-    let done = sb.indexq(&["--json", "submit", "--dry-run", "--sitemap", index.to_str().unwrap()]).now(NOW).output().code(3);
+    let done =
+        sb.indexq(&["--json", "submit", "--dry-run", "--sitemap", index.to_str().unwrap()]).now(NOW).output().code(3);
     let doc = done.submit_doc();
     assert_eq!(doc.results.len(), 2, "{:#?}", doc.results);
     let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();

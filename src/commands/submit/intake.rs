@@ -281,8 +281,10 @@ impl Intake<'_, '_> {
                         match sitemap::open_by_content(path) {
                             Ok(sitemap::FileContent::Text(reader)) => self.ingest_list(&name, reader, printer)?,
                             Ok(sitemap::FileContent::Sitemap) => {
-                                let source = SitemapSource { property: &property.name, sitemap: &name, routes: &routes };
-                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?;
+                                let source =
+                                    SitemapSource { property: &property.name, sitemap: &name, routes: &routes };
+                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer)
+                                    .await?;
                             }
                             Err(e) => self.findings.line(unreadable(&name, e))?,
                         }
