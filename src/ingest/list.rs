@@ -43,8 +43,10 @@ impl Source {
     pub fn open(&self) -> io::Result<Input> {
         match self {
             Source::Stdin => Ok(Box::new(BufReader::new(io::stdin()))),
+            // A gzipped list is read as its text (found by its magic bytes, not its name).
             Source::File(p) => File::open(p)
-                .map(|f| Box::new(BufReader::new(f)) as Input)
+                .and_then(|f| super::sitemap::gunzipped(Box::new(f)))
+                .map(|r| Box::new(BufReader::new(r)) as Input)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()))),
         }
     }

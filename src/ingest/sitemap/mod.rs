@@ -120,6 +120,13 @@ pub enum FileContent {
     Text(crate::ingest::Input),
 }
 
+/// `reader` with its gzip undone when its first bytes are gzip's magic
+/// (for URL lists, which may be gzipped like sitemaps); no cap: a list's
+/// reader bounds what it holds itself.
+pub(crate) fn gunzipped(reader: Box<dyn std::io::Read + Send>) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+    body::decoded(reader)
+}
+
 /// Opens a local file and tells by its content whether it is a sitemap or
 /// feed (XML, after any gzip) or text, which a caller may read as a URL list.
 pub fn open_by_content(path: &std::path::Path) -> std::io::Result<FileContent> {
