@@ -479,4 +479,12 @@ fn a_gzipped_url_list_is_read_as_its_text() {
     let invalid = invalid_lines(&done.submit_doc());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     assert_eq!(invalid[0].0, "urls:3");
+
+    // UTF-16 with its byte-order mark, as some Windows editors save a list.
+    let sb = Sandbox::new();
+    let text = format!("{}\r\n{}\r\n", sb.url("/utf16-a"), sb.url("/utf16-é"));
+    let bytes: Vec<u8> = [0xFEFF].into_iter().chain(text.encode_utf16()).flat_map(u16::to_le_bytes).collect();
+    std::fs::write(sb.dir.path().join("urls16.txt"), bytes).unwrap();
+    sb.indexq(&["--json", "submit", "urls16.txt"]).now(NOW).output().code(0);
+    assert_eq!(sent(&sb), [sb.url("/utf16-%C3%A9"), sb.url("/utf16-a")], "sorted");
 }

@@ -120,11 +120,11 @@ pub enum FileContent {
     Text(crate::ingest::Input),
 }
 
-/// `reader` with its gzip undone when its first bytes are gzip's magic
-/// (for URL lists, which may be gzipped like sitemaps); no cap: a list's
-/// reader bounds what it holds itself.
-pub(crate) fn gunzipped(reader: Box<dyn std::io::Read + Send>) -> std::io::Result<Box<dyn std::io::Read + Send>> {
-    body::decoded(reader)
+/// `reader` as text: its gzip undone when its first bytes are gzip's magic,
+/// and UTF-16 with a byte-order mark decoded (for URL lists, which come
+/// like sitemaps); no cap: a list's reader bounds what it holds itself.
+pub(crate) fn as_text(reader: Box<dyn std::io::Read + Send>) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+    body::decoded(reader).and_then(content::sniff).map(|sniffed| sniffed.reader)
 }
 
 /// Opens a local file and tells by its content whether it is a sitemap or
