@@ -188,6 +188,9 @@ pub enum PropertySource {
     Sitemap(String),
     /// A file of URLs, one a line, as `submit FILE` reads it.
     List(PathBuf),
+    /// A file read by its content when a run reads it: a sitemap when it
+    /// is XML (gzipped or not), else a URL list.
+    File(PathBuf),
 }
 
 impl PropertySource {
@@ -195,7 +198,7 @@ impl PropertySource {
     pub fn name(&self) -> String {
         match self {
             PropertySource::Sitemap(s) => s.clone(),
-            PropertySource::List(p) => p.display().to_string(),
+            PropertySource::List(p) | PropertySource::File(p) => p.display().to_string(),
         }
     }
 }

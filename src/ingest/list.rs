@@ -43,8 +43,10 @@ impl Source {
     pub fn open(&self) -> io::Result<Input> {
         match self {
             Source::Stdin => Ok(Box::new(BufReader::new(io::stdin()))),
+            // A gzipped or UTF-16 list is read as its text (found by its bytes, not its name).
             Source::File(p) => File::open(p)
-                .map(|f| Box::new(BufReader::new(f)) as Input)
+                .and_then(|f| super::sitemap::as_text(Box::new(f)))
+                .map(|r| Box::new(BufReader::new(r)) as Input)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()))),
         }
     }
@@ -225,8 +227,8 @@ fn text_line(place: Position, kept: &[u8], len: u64, first: bool, limits: Limits
 
 fn binary_input(name: &str) -> String {
     format!(
-        "binary data (NUL bytes), not a text list of URLs: a compressed file, or UTF-16 text? Save the list as \
-         UTF-8 text; the rest of {name} is not read"
+        "binary data (NUL bytes), not a text list of URLs: a compressed file (gzip is read), or UTF-16 text \
+         without a byte-order mark? Save the list as UTF-8 text; the rest of {name} is not read"
     )
 }
 

@@ -466,3 +466,25 @@ fn a_slow_pipe_keeps_no_write_lock_while_it_waits() {
     let distinct: std::collections::HashSet<&String> = sent.iter().collect();
     assert_eq!((sent.len(), distinct.len()), (14_001, 14_001), "every URL once");
 }
+
+/// A gzipped URL list is read as its text, found by its bytes (issue 43:
+/// it was read as binary lines full of NUL bytes), with its places.
+#[test]
+fn a_gzipped_url_list_is_read_as_its_text() {
+    let sb = Sandbox::new();
+    let list = format!("# deployed pages\n{}\nnot a url\n{}\n", sb.url("/gz-a"), sb.url("/gz-b"));
+    std::fs::write(sb.dir.path().join("urls"), gzip(&list)).unwrap();
+    let done = sb.indexq(&["--json", "submit", "urls"]).now(NOW).output().code(3);
+    assert_eq!(sent(&sb), [sb.url("/gz-a"), sb.url("/gz-b")]);
+    let invalid = invalid_lines(&done.submit_doc());
+    assert_eq!(invalid.len(), 1, "{invalid:?}");
+    assert_eq!(invalid[0].0, "urls:3");
+
+    // UTF-16 with its byte-order mark, as some Windows editors save a list.
+    let sb = Sandbox::new();
+    let text = format!("{}\r\n{}\r\n", sb.url("/utf16-a"), sb.url("/utf16-é"));
+    let bytes: Vec<u8> = [0xFEFF].into_iter().chain(text.encode_utf16()).flat_map(u16::to_le_bytes).collect();
+    std::fs::write(sb.dir.path().join("urls16.txt"), bytes).unwrap();
+    sb.indexq(&["--json", "submit", "urls16.txt"]).now(NOW).output().code(0);
+    assert_eq!(sent(&sb), [sb.url("/utf16-%C3%A9"), sb.url("/utf16-a")], "sorted");
+}

@@ -11,6 +11,7 @@ mod clock;
 mod commands;
 mod config_errors;
 mod doctor;
+mod formats;
 mod google;
 mod hostile;
 mod init;

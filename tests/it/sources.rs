@@ -140,3 +140,47 @@ fn a_dry_run_reads_the_sources_and_keeps_nothing() {
     assert_eq!(sitemap_gets(&sb), [None, None], "the dry run kept no validator");
     assert_eq!(sb.received_urls().len(), 2);
 }
+
+/// A file source is read by its content, whatever its name (issue 43): a
+/// gzipped XML sitemap named `xmlSitemap.gz`, an RSS feed named `feed`, a
+/// gzipped URL list named `urls.txt.gz`, and an XML sitemap named
+/// `list.txt`; `robots.txt` by its name, its relative `Sitemap:` line read
+/// from beside it.
+#[test]
+fn file_sources_are_read_by_their_content_not_their_name() {
+    use flate2::{write::GzEncoder, Compression};
+    use std::io::Write;
+    let gzip = |text: &str| {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(text.as_bytes()).unwrap();
+        encoder.finish().unwrap()
+    };
+    let urlset = |path: &str| format!("<?xml version=\"1.0\"?>\n<urlset><url><loc>{path}</loc></url></urlset>\n");
+    let mut sb = Sandbox::new();
+    std::fs::write(sb.dir.path().join("xmlSitemap.gz"), gzip(&urlset(&sb.url("/gzipped-xml")))).unwrap();
+    sb.file(
+        "feed",
+        &format!(
+            "<rss version=\"2.0\"><channel><item><link>{}</link><pubDate>Tue, 01 Dec 2026 10:00:00 GMT</pubDate>\
+             </item></channel></rss>",
+            sb.url("/from-feed")
+        ),
+    );
+    let list = format!("# a comment\n{}\n", sb.url("/gzipped-list"));
+    std::fs::write(sb.dir.path().join("urls.txt.gz"), gzip(&list)).unwrap();
+    sb.file("list.txt", &urlset(&sb.url("/xml-named-txt")));
+    std::fs::create_dir_all(sb.dir.path().join("public")).unwrap();
+    sb.file("public/robots.txt", "User-agent: *\nSitemap: /sitemap.xml\n");
+    sb.file("public/sitemap.xml", &urlset(&sb.url("/beside-robots")));
+    sb.property_extra =
+        "sources = [\"xmlSitemap.gz\", \"feed\", \"urls.txt.gz\", \"list.txt\", \"public/robots.txt\"]\n".into();
+    sb.write_config();
+    let done = sb.indexq(&["--json", "submit"]).now(DAY1).output().code(0);
+    assert!(results(&done.json()).iter().all(|r| r["outcome"] == "accepted"), "{}", done.stdout);
+    let mut sent = sb.received_urls();
+    sent.sort();
+    let mut expected: Vec<String> =
+        ["/beside-robots", "/from-feed", "/gzipped-list", "/gzipped-xml", "/xml-named-txt"].map(|p| sb.url(p)).into();
+    expected.sort();
+    assert_eq!(sent, expected);
+}

@@ -263,20 +263,30 @@ impl Intake<'_, '_> {
             .collect();
         for property in sending {
             for source in &property.sources {
+                let unreadable = |name: &str, e: std::io::Error| {
+                    let why = format!("{e} (a source of property `{}`)", property.name);
+                    invalid(name, &Position::of(name), LocalReason::Unreadable, why)
+                };
                 match source {
                     PropertySource::List(path) => {
                         let name = path.display().to_string();
                         match ingest::Source::File(path.clone()).open() {
                             Ok(reader) => self.ingest_list(&name, reader, printer)?,
-                            Err(e) => {
-                                let why = format!("{e} (a source of property `{}`)", property.name);
-                                self.findings.line(invalid(
-                                    &name,
-                                    &Position::of(name.as_str()),
-                                    LocalReason::Unreadable,
-                                    why,
-                                ))?;
+                            Err(e) => self.findings.line(unreadable(&name, e))?,
+                        }
+                    }
+                    // Told by its content: XML (gzipped or not) is a sitemap, text a URL list.
+                    PropertySource::File(path) => {
+                        let name = path.display().to_string();
+                        match sitemap::open_by_content(path) {
+                            Ok(sitemap::FileContent::Text(reader)) => self.ingest_list(&name, reader, printer)?,
+                            Ok(sitemap::FileContent::Sitemap) => {
+                                let source =
+                                    SitemapSource { property: &property.name, sitemap: &name, routes: &routes };
+                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer)
+                                    .await?;
                             }
+                            Err(e) => self.findings.line(unreadable(&name, e))?,
                         }
                     }
                     PropertySource::Sitemap(sitemap) => {

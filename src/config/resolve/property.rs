@@ -61,10 +61,12 @@ impl Resolver<'_> {
     }
 
     /// `property.sources`: each a sitemap (URL or file) or a URL-list file.
-    /// A string says which by its form: an http(s) URL is a sitemap (or a
-    /// robots.txt), a file named `*.xml`, `*.xml.gz` or `robots.txt` is a
-    /// sitemap, any other file a URL list; `{ sitemap = "…" }` and
-    /// `{ list = "…" }` say it outright. Files are relative to the
+    /// A string is an http(s) URL, read as a sitemap (or a robots.txt), or a
+    /// file: one named `robots.txt` is a robots.txt, any other is read by its
+    /// content when a run reads it (a sitemap or feed when it is XML, gzipped
+    /// or not; else a URL list); `{ sitemap = "…" }` and `{ list = "…" }`
+    /// say it outright (a text file given as a sitemap is a text sitemap,
+    /// at most 50,000 URLs). Files are relative to the
     /// configuration's folder and read when a run needs them (a build may
     /// write them after the configuration).
     fn sources(&self, raw: &[S<RawSource>], prefix: &str) -> Result<Vec<PropertySource>, ConfigError> {
@@ -98,14 +100,15 @@ impl Resolver<'_> {
                 if said == Some(SourceKind::List) {
                     return Err(self
                         .err(value, &key, "a URL list is read from a file, not a URL")
-                        .hint("name the URL as a sitemap: { sitemap = \"…\" } (a text sitemap is not read)"));
+                        .hint("name the URL as a sitemap: { sitemap = \"…\" } (a text sitemap is read as one)"));
                 }
                 PropertySource::Sitemap(url.to_string())
             } else {
                 let path = self.path_value(text);
-                match said.unwrap_or_else(|| SourceKind::of_file(&path)) {
-                    SourceKind::Sitemap => PropertySource::Sitemap(path.display().to_string()),
-                    SourceKind::List => PropertySource::List(path),
+                match said.or_else(|| SourceKind::of_file(&path)) {
+                    Some(SourceKind::Sitemap) => PropertySource::Sitemap(path.display().to_string()),
+                    Some(SourceKind::List) => PropertySource::List(path),
+                    None => PropertySource::File(path),
                 }
             };
             sources.push(source);
@@ -240,15 +243,12 @@ enum SourceKind {
 }
 
 impl SourceKind {
-    /// A file's kind by its name: `*.xml`, `*.xml.gz` and `robots.txt` are
-    /// sitemaps, anything else a URL list.
-    fn of_file(path: &std::path::Path) -> SourceKind {
+    /// A file's kind by its name: only `robots.txt` (which is no sitemap,
+    /// and is told by its name everywhere); any other file is read by its
+    /// content (`None`).
+    fn of_file(path: &std::path::Path) -> Option<SourceKind> {
         let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-        if name.ends_with(".xml") || name.ends_with(".xml.gz") || name == "robots.txt" {
-            SourceKind::Sitemap
-        } else {
-            SourceKind::List
-        }
+        (name == "robots.txt").then_some(SourceKind::Sitemap)
     }
 }
 
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn sources_say_what_they_are_by_form_or_by_table() {
         use crate::config::testing::parse_str;
-        use crate::config::PropertySource::{List, Sitemap};
+        use crate::config::PropertySource::{File, List, Sitemap};
         let s = parse_str(
             "[[property]]\nname = \"a\"\nsite = \"https://a.example/\"\nsources = [\"https://a.example/sitemap.xml\", \
              \"https://a.example/robots.txt\", \"public/sitemap.xml\", \"public/s.XML.gz\", \"robots.txt\", \"urls.txt\", \
@@ -279,10 +279,10 @@ mod tests {
             [
                 Sitemap("https://a.example/sitemap.xml".into()),
                 Sitemap("https://a.example/robots.txt".into()),
-                Sitemap(file("public/sitemap.xml").display().to_string()),
-                Sitemap(file("public/s.XML.gz").display().to_string()),
+                File(file("public/sitemap.xml")),
+                File(file("public/s.XML.gz")),
                 Sitemap(file("robots.txt").display().to_string()),
-                List(file("urls.txt")),
+                File(file("urls.txt")),
                 Sitemap(file("feed.php").display().to_string()),
                 List(file("urls.xml")),
             ]

@@ -103,12 +103,12 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The uncompressed bytes of a body, at most `cap` of them.
-pub(super) fn uncompressed(raw: Box<dyn Read>, cap: u64) -> io::Result<Capped<Box<dyn Read>>> {
+pub(super) fn uncompressed(raw: Box<dyn Read + Send>, cap: u64) -> io::Result<Capped<Box<dyn Read + Send>>> {
     decoded(raw).map(|inner| Capped { inner, left: cap })
 }
 
 /// Undoes gzip found by its magic bytes, twice at most (a `.gz` file served with `Content-Encoding: gzip`).
-fn decoded(mut reader: Box<dyn Read>) -> io::Result<Box<dyn Read>> {
+pub(super) fn decoded(mut reader: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
     for _ in 0..2 {
         let (gzip, replay) = sniff_gzip(reader)?;
         if !gzip {
@@ -120,8 +120,15 @@ fn decoded(mut reader: Box<dyn Read>) -> io::Result<Box<dyn Read>> {
 }
 
 /// Reads the first two bytes and gives them back in front of the rest.
-fn sniff_gzip(mut reader: Box<dyn Read>) -> io::Result<(bool, Box<dyn Read>)> {
+fn sniff_gzip(mut reader: Box<dyn Read + Send>) -> io::Result<(bool, Box<dyn Read + Send>)> {
     let mut head = [0u8; 2];
+    let got = read_head(&mut reader, &mut head)?;
+    let gzip = got == 2 && head == GZIP_MAGIC;
+    Ok((gzip, Box::new(Cursor::new(head[..got].to_vec()).chain(reader))))
+}
+
+/// Fills `head` as far as the reader goes; returns how many bytes it got.
+pub(super) fn read_head(reader: &mut dyn Read, head: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < head.len() {
         match reader.read(&mut head[got..]) {
@@ -131,6 +138,5 @@ fn sniff_gzip(mut reader: Box<dyn Read>) -> io::Result<(bool, Box<dyn Read>)> {
             Err(e) => return Err(e),
         }
     }
-    let gzip = got == 2 && head == GZIP_MAGIC;
-    Ok((gzip, Box::new(Cursor::new(head[..got].to_vec()).chain(reader))))
+    Ok(got)
 }

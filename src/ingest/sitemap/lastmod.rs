@@ -1,4 +1,5 @@
-//! `<lastmod>`: W3C datetimes, and the forms generators write besides.
+//! `<lastmod>`: W3C datetimes, and the forms generators write besides; and
+//! the RFC 822 dates of an RSS feed's `<pubDate>`.
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 
@@ -9,6 +10,13 @@ use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 pub(super) fn parse_lastmod(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     fixed_form(s.as_bytes()).or_else(|| any_form(s))
+}
+
+/// Parses an RSS `<pubDate>`: an RFC 822 date as RFC 2822 reads it (the
+/// weekday optional, a two-digit year, the zone as an offset or a name such
+/// as `GMT` or `EST`). None without a zone, or if unparseable.
+pub(super) fn parse_rfc822(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc2822(s.trim()).ok().map(|d| d.with_timezone(&Utc))
 }
 
 /// The three forms nearly every generator writes, read by their bytes'
@@ -191,6 +199,26 @@ mod tests {
         for (input, expected) in table {
             assert_eq!(parse_lastmod(input), *expected, "{input:?}");
             assert_eq!(any_form(input.trim()), *expected, "{input:?} read in any form");
+        }
+    }
+
+    #[test]
+    fn parse_rfc822_table() {
+        // The forms crawler-commons' RSS fixture writes (xmlRss_pubDate.xml), and zones by name.
+        let table: &[(&str, Option<DateTime<Utc>>)] = &[
+            ("Thu, 05 Jan 2017 12:34:50 GMT", Some(utc(2017, 1, 5, 12, 34, 50))),
+            ("Thu, 05 Jan 2017 13:34:51 +0100", Some(utc(2017, 1, 5, 12, 34, 51))),
+            ("Thu, 05 Jan 17 13:34:52 +0100", Some(utc(2017, 1, 5, 12, 34, 52))),
+            ("05 Jan 2017 13:34:53 +0100", Some(utc(2017, 1, 5, 12, 34, 53))),
+            (" 05 Jan 17 13:34:54 +0100 ", Some(utc(2017, 1, 5, 12, 34, 54))),
+            ("Sun, 06 Sep 2009 16:20:00 +0000", Some(utc(2009, 9, 6, 16, 20, 0))),
+            ("Mon, 06 Sep 2010 00:01:00 EST", Some(utc(2010, 9, 6, 5, 1, 0))),
+            ("05 Jan 17 13:34:55", None),
+            ("", None),
+            ("2017-01-05T12:34:50Z", None),
+        ];
+        for (input, expected) in table {
+            assert_eq!(parse_rfc822(input), *expected, "{input:?}");
         }
     }
 

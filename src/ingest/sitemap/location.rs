@@ -3,6 +3,14 @@
 //! line is resolved against where it was listed, and a child of a local index
 //! is read from the file beside it when there is one (see the module notes of
 //! [`sitemap`](super)).
+//!
+//! A relative reference in a local file is resolved as a browser resolves it
+//! against the file's URL, with the file's own folder as the root: `/a.xml`
+//! and `a.xml` are both the `a.xml` beside it (a robots.txt lies at its
+//! site's root, so its `/sitemap.xml` is the one beside it), `sub/b.xml` is
+//! in its subfolder. What a file says never reaches the filesystem as an
+//! absolute path, and a reference that climbs out of the folder (`../x.xml`)
+//! is refused: a crafted index must not make indexq read `/etc/hostname`.
 
 use crate::model::Position;
 use percent_encoding::percent_decode_str;
@@ -102,10 +110,51 @@ pub(super) fn resolve_child(parent: &Location, loc: &str) -> Result<Location, St
         }
         Err(url::ParseError::RelativeUrlWithoutBase) => match parent {
             Location::Url(base) => base.join(loc).map(Location::Url).map_err(|e| format!("not a valid URL: {e}")),
-            Location::File(parent) => Ok(Location::File(parent_dir(parent).join(loc))),
+            Location::File(parent) => in_folder(parent, loc).map(Location::File),
         },
         Err(e) => Err(format!("not a valid URL: {e}")),
     }
+}
+
+/// A relative reference in the local file `parent`, as a file in its folder (see the module notes).
+fn in_folder(parent: &Path, loc: &str) -> Result<PathBuf, String> {
+    let shown: String = loc.chars().take(120).collect();
+    if loc.starts_with("//") || loc.starts_with("\\\\") {
+        return Err(format!(
+            "`{shown}` names another host without a scheme; a local file's child is given in full \
+                            (https://…) or relative to its folder"
+        ));
+    }
+    // A fragment is no part of a file's name; a query would be, and a file has none.
+    let path = loc.split('#').next().unwrap_or_default();
+    if path.contains('?') {
+        return Err(format!("`{shown}` has a query (`?…`), which no local file has; not read"));
+    }
+    let mut names: Vec<String> = Vec::new();
+    for segment in path.split('/') {
+        let name = percent_decode_str(segment)
+            .decode_utf8()
+            .map_err(|_| format!("`{shown}` is not UTF-8 once its %-escapes are decoded; not read"))?;
+        match &*name {
+            "" | "." => {}
+            ".." => {
+                if names.pop().is_none() {
+                    return Err(format!(
+                        "`{shown}` leaves the folder of the file that lists it; a local sitemap's children are read \
+                         from its own folder only: not read"
+                    ));
+                }
+            }
+            name if name.contains(['/', '\\', '\0']) => {
+                return Err(format!("`{shown}` names a file with `/`, `\\` or NUL in its name; not read"));
+            }
+            name => names.push(name.to_string()),
+        }
+    }
+    if names.is_empty() || path.ends_with('/') {
+        return Err(format!("`{shown}` names a folder, not a file; not read"));
+    }
+    Ok(names.iter().fold(parent_dir(parent).to_path_buf(), |path, name| path.join(name)))
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -126,6 +175,47 @@ fn local_copy(parent: &Path, url: &Url) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_references_in_a_local_file_stay_in_its_folder() {
+        let parent = Path::new("public/sitemap.xml");
+        let file = |loc: &str| match resolve_child(&Location::File(parent.into()), loc) {
+            Ok(Location::File(path)) => Ok(path),
+            Ok(Location::Url(url)) => panic!("{loc} is fetched: {url}"),
+            Err(e) => Err(e),
+        };
+        let public = Path::new("public");
+        assert_eq!(file("/child.xml"), Ok(public.join("child.xml")));
+        assert_eq!(file("child.xml"), Ok(public.join("child.xml")));
+        assert_eq!(file("./sub/child.xml#top"), Ok(public.join("sub").join("child.xml")));
+        assert_eq!(file("sub/../a%20b.xml"), Ok(public.join("a b.xml")));
+        // An absolute path in the file is a path in its folder.
+        assert_eq!(file("/etc/hostname"), Ok(public.join("etc").join("hostname")));
+        for (loc, why) in [
+            ("../../etc/hostname", "leaves the folder"),
+            ("/../etc/hostname", "leaves the folder"),
+            ("sub/../../x.xml", "leaves the folder"),
+            ("%2e%2e/x.xml", "leaves the folder"),
+            ("a%2f..%2fx.xml", "with `/`"),
+            ("//evil.example/x.xml", "another host"),
+            ("x.xml?page=2", "has a query"),
+            ("/", "names a folder"),
+            ("sub/", "names a folder"),
+            ("%ff.xml", "not UTF-8"),
+        ] {
+            let error = file(loc).expect_err(loc);
+            assert!(error.contains(why), "{loc}: {error}");
+        }
+        // Against a URL, as a browser would.
+        let base = Location::Url(Url::parse("https://e.com/blog/sitemap.xml").unwrap());
+        let url = |loc: &str| match resolve_child(&base, loc) {
+            Ok(Location::Url(url)) => url.to_string(),
+            other => panic!("{loc}: {other:?}"),
+        };
+        assert_eq!(url("/child.xml"), "https://e.com/child.xml");
+        assert_eq!(url("child.xml"), "https://e.com/blog/child.xml");
+        assert_eq!(url("../../x.xml"), "https://e.com/x.xml");
+    }
 
     #[test]
     fn local_copy_rules() {

@@ -1,10 +1,12 @@
 //! Sitemaps (sitemaps.org protocol) for `submit --sitemap SRC`: this module owns
 //! turning one source — a local file, an http(s) URL, or a `robots.txt` whose
-//! `Sitemap:` lines are followed — into a stream of `<url><loc>` entries with
-//! their `<lastmod>` and the file:line:column they came from, and the problems
-//! met on the way. XML is read as a stream with quick-xml, never as a DOM;
-//! gzip is recognised by its magic bytes (1f 8b), not by a name or a
-//! Content-Type. A download is stored in an anonymous temporary file and is
+//! `Sitemap:` lines are followed — into a stream of URL entries with their
+//! lastmod and the file:line:column they came from, and the problems met on
+//! the way. Every kind sitemaps.org accepts is read, told by its content
+//! (`content`), never by a name or a Content-Type: gzip by its magic bytes
+//! (1f 8b), then XML by its root element (`<urlset>`, `<sitemapindex>`, RSS,
+//! Atom: `xml`), else a text sitemap (`text`). XML is read as a stream with
+//! quick-xml, never as a DOM; UTF-16 is decoded as it is read. A download is stored in an anonymous temporary file and is
 //! stopped at the cap, and so are the uncompressed bytes parsed: nothing past
 //! the cap is read. `<sitemapindex>` children are followed depth-first (the
 //! source is depth 0, at most depth 3), each sitemap at most once per `Reader`;
@@ -14,7 +16,9 @@
 //! segment is there, and fetched otherwise: so in CI `public/sitemap.xml`
 //! listing `https://example.com/sitemap-1.xml` reads `public/sitemap-1.xml`,
 //! the copy about to be deployed. A relative child `<loc>` is resolved against
-//! its index (URL or directory). A `<loc>` longer than
+//! its index: a URL as a browser would, a local file within its own folder
+//! (`location`: nothing a file says becomes an absolute path, and `..` out
+//! of the folder is refused). A `<loc>` longer than
 //! [`MAX_URL_BYTES`](crate::ingest::MAX_URL_BYTES) is a problem at its place
 //! (only its first bytes are kept). This module must not know the ledger, the
 //! configuration (the cap is passed in; only the problem text names the key
@@ -28,11 +32,13 @@
 //!
 //! The walk through indexes and robots.txt is here. Beside it, one job a
 //! file: `location` (where a source or a child is read from), `fetch` (the
-//! download), `body` (gzip and the cap), `xml` (one sitemap, as a stream),
+//! download), `body` (gzip and the cap), `content` (XML or text, UTF-16),
+//! `xml` (one XML sitemap or feed, as a stream), `text` (a text sitemap),
 //! `position` (line and column), `robots` (`Sitemap:` lines) and `lastmod`
-//! (W3C datetimes).
+//! (W3C datetimes, RFC 822 dates).
 
 mod body;
+mod content;
 mod fetch;
 mod lastmod;
 mod location;
@@ -40,6 +46,7 @@ mod position;
 mod robots;
 #[cfg(test)]
 mod tests;
+mod text;
 mod xml;
 
 use crate::model::Position;
@@ -102,6 +109,34 @@ pub struct Fetched {
     pub clean: bool,
     /// Not changed since it was [`Known`] (a 304, or the same digest): not parsed.
     pub unchanged: bool,
+}
+
+/// What a local file holds, told by its content (see [`open_by_content`]).
+pub enum FileContent {
+    /// XML, gzipped or not: read it as a sitemap (with [`Reader::read`]).
+    Sitemap,
+    /// Text: its lines, uncompressed (and decoded from UTF-16 when it has
+    /// that byte-order mark).
+    Text(crate::ingest::Input),
+}
+
+/// `reader` as text: its gzip undone when its first bytes are gzip's magic,
+/// and UTF-16 with a byte-order mark decoded (for URL lists, which come
+/// like sitemaps); no cap: a list's reader bounds what it holds itself.
+pub(crate) fn as_text(reader: Box<dyn std::io::Read + Send>) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+    body::decoded(reader).and_then(content::sniff).map(|sniffed| sniffed.reader)
+}
+
+/// Opens a local file and tells by its content whether it is a sitemap or
+/// feed (XML, after any gzip) or text, which a caller may read as a URL list.
+pub fn open_by_content(path: &std::path::Path) -> std::io::Result<FileContent> {
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()));
+    let file = File::open(path).map_err(named)?;
+    let sniffed = body::decoded(Box::new(file)).and_then(content::sniff).map_err(named)?;
+    Ok(match sniffed.content {
+        content::Content::Xml { .. } => FileContent::Sitemap,
+        content::Content::Text => FileContent::Text(Box::new(std::io::BufReader::new(sniffed.reader))),
+    })
 }
 
 /// Reads sitemap sources; remembers which sitemaps it has read so that each is

@@ -6,7 +6,7 @@ use super::body::{io_problem, uncompressed};
 use super::{Child, Problem};
 
 /// The `Sitemap:` lines of a robots.txt (any case, any spacing); other lines are ignored.
-pub(super) fn parse_robots(raw: Box<dyn Read>, name: &str, cap: u64, problems: &mut Vec<Problem>) -> Vec<Child> {
+pub(super) fn parse_robots(raw: Box<dyn Read + Send>, name: &str, cap: u64, problems: &mut Vec<Problem>) -> Vec<Child> {
     let mut reader = match uncompressed(raw, cap) {
         Ok(r) => BufReader::new(r),
         Err(e) => {

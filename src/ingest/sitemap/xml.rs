@@ -1,16 +1,30 @@
-//! One sitemap (`<urlset>` or `<sitemapindex>`) parsed as a stream with
-//! quick-xml, never as a DOM: entries go to the caller as they are read,
-//! index children are returned, and each problem names its line and column.
+//! One sitemap parsed as a stream with quick-xml, never as a DOM: entries
+//! go to the caller as they are read, index children are returned, and each
+//! problem names its line and column. What the body is, is told by its
+//! content ([`content`](super::content)): a text sitemap goes to
+//! [`text`](super::text); XML by its root element — `<urlset>`,
+//! `<sitemapindex>`, an RSS 2.0 feed (`<rss>`, and RSS 1.0's `<rdf:RDF>`)
+//! or an Atom feed (`<feed>`, 1.0 and 0.3).
+//!
+//! What each gives: a `<url>`'s `<loc>` and `<lastmod>`; an RSS `<item>`'s
+//! `<link>`, or when it has none its `<guid>` if that is a permalink
+//! (`isPermaLink="true"`, or no attribute and the guid an http(s) URL:
+//! RSS's default is a permalink, but many feeds write an identifier there
+//! without saying so), with `<atom:updated>` or else `<pubDate>` (RFC 822)
+//! as its lastmod; an Atom `<entry>`'s first `<link>` whose `rel` is
+//! `alternate` or missing, with `<updated>` (0.3: `<modified>`).
 
 use crate::model::Position;
-use quick_xml::events::{BytesRef, Event};
+use quick_xml::events::{BytesRef, BytesStart, Event};
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
 
 use super::body::{io_problem, uncompressed};
-use super::lastmod::parse_lastmod;
+use super::content::{declared_encoding_fits, sniff, Content};
+use super::lastmod::{parse_lastmod, parse_rfc822};
 use super::position::Tracked;
+use super::text::parse_text;
 use super::{Child, Entry, Problem};
 use crate::ingest::{human_size, MAX_URL_BYTES};
 
@@ -18,6 +32,12 @@ use crate::ingest::{human_size, MAX_URL_BYTES};
 enum Kind {
     Urlset,
     Index,
+    /// RSS 2.0 (and 0.9x): `<rss><channel><item>`.
+    Rss,
+    /// RSS 1.0: `<rdf:RDF><item>`.
+    Rdf,
+    /// Atom 1.0 and 0.3: `<feed><entry>`.
+    Atom,
 }
 
 impl Kind {
@@ -25,6 +45,35 @@ impl Kind {
         match self {
             Kind::Urlset => "url",
             Kind::Index => "sitemap",
+            Kind::Rss | Kind::Rdf => "item",
+            Kind::Atom => "entry",
+        }
+    }
+
+    /// How many elements are open around an item.
+    fn item_depth(self) -> usize {
+        match self {
+            Kind::Rss => 2,
+            _ => 1,
+        }
+    }
+
+    /// The field of an item an element at `local` is.
+    fn field(self, local: &[u8], start: &BytesStart<'_>) -> Option<Field> {
+        match (self, local) {
+            (Kind::Urlset | Kind::Index, b"loc") => Some(Field::Loc),
+            (Kind::Urlset, b"lastmod") => Some(Field::Lastmod),
+            (Kind::Rss | Kind::Rdf, b"link") => Some(Field::Loc),
+            (Kind::Rss | Kind::Rdf, b"guid") => {
+                let said = start.try_get_attribute("isPermaLink").ok().flatten().and_then(|a| {
+                    let value = a.unescape_value().ok()?;
+                    Some(!value.trim().eq_ignore_ascii_case("false"))
+                });
+                Some(Field::Guid(said))
+            }
+            (Kind::Rss | Kind::Rdf, b"pubDate") => Some(Field::PubDate),
+            (Kind::Rss | Kind::Rdf | Kind::Atom, b"updated") | (Kind::Atom, b"modified") => Some(Field::Lastmod),
+            _ => None,
         }
     }
 }
@@ -33,6 +82,10 @@ impl Kind {
 enum Field {
     Loc,
     Lastmod,
+    /// RSS's `<pubDate>`, an RFC 822 date.
+    PubDate,
+    /// RSS's `<guid>`, and what its `isPermaLink` says (nothing: no attribute).
+    Guid(Option<bool>),
 }
 
 /// The text of a `<loc>` or `<lastmod>` being read: at most one byte more
@@ -40,6 +93,8 @@ enum Field {
 /// only counted.
 struct Text {
     field: Field,
+    /// The element (or attribute) it is read from, as messages name it.
+    tag: &'static str,
     value: String,
     /// Bytes of the text after its leading whitespace, kept or not.
     len: usize,
@@ -50,8 +105,8 @@ struct Text {
 }
 
 impl Text {
-    fn new(field: Field, place: Position) -> Text {
-        Text { field, value: String::new(), len: 0, trailing_space: 0, place, unknown_entity: None }
+    fn new(field: Field, tag: &'static str, place: Position) -> Text {
+        Text { field, tag, value: String::new(), len: 0, trailing_space: 0, place, unknown_entity: None }
     }
 
     fn push(&mut self, text: &str) {
@@ -81,6 +136,8 @@ struct Item {
     place: Position,
     loc: Option<Text>,
     lastmod: Option<Text>,
+    pub_date: Option<Text>,
+    guid: Option<Text>,
 }
 
 /// What the event loop knows between events.
@@ -99,11 +156,19 @@ struct Parse<'a> {
     item: Option<Item>,
     text: Option<Text>,
     bad_lastmods: usize,
-    first_bad_lastmod: Option<(Position, String)>,
+    /// The first date not read: where, its text, and its element's name.
+    first_bad_lastmod: Option<(Position, String, &'static str)>,
+    /// Decoded from UTF-16 (which the XML declaration may then name).
+    utf16: Option<&'static encoding_rs::Encoding>,
 }
 
 impl<'a> Parse<'a> {
-    fn new(name: &'a str, each: &'a mut dyn FnMut(Entry), problems: &'a mut Vec<Problem>) -> Parse<'a> {
+    fn new(
+        name: &'a str,
+        each: &'a mut dyn FnMut(Entry),
+        problems: &'a mut Vec<Problem>,
+        utf16: Option<&'static encoding_rs::Encoding>,
+    ) -> Parse<'a> {
         Parse {
             name: crate::ingest::ahead::SourceName::new(name),
             each,
@@ -117,6 +182,7 @@ impl<'a> Parse<'a> {
             text: None,
             bad_lastmods: 0,
             first_bad_lastmod: None,
+            utf16,
         }
     }
 
@@ -129,8 +195,12 @@ impl<'a> Parse<'a> {
     }
 
     /// Opens an element; false stops the parse (not a sitemap).
-    fn open(&mut self, local: &[u8], at: (u64, u64)) -> bool {
-        match self.open.len() {
+    fn open(&mut self, start: &BytesStart<'_>, at: (u64, u64)) -> bool {
+        let local = start.local_name();
+        let local = local.as_ref();
+        let depth = self.open.len();
+        let item_depth = self.kind.map_or(1, Kind::item_depth);
+        match depth {
             0 => {
                 let tag = String::from_utf8_lossy(local);
                 if self.root_done {
@@ -141,27 +211,38 @@ impl<'a> Parse<'a> {
                 self.kind = match local {
                     b"urlset" => Some(Kind::Urlset),
                     b"sitemapindex" => Some(Kind::Index),
+                    b"rss" => Some(Kind::Rss),
+                    b"RDF" => Some(Kind::Rdf),
+                    b"feed" => Some(Kind::Atom),
                     _ => {
-                        let message =
-                            format!("not a sitemap: the root element is <{tag}>, not <urlset> or <sitemapindex>");
+                        let message = format!(
+                            "not a sitemap: the root element is <{tag}>, not <urlset>, <sitemapindex>, <rss> or <feed>"
+                        );
                         self.problem(self.place(at), message);
                         return false;
                     }
                 };
             }
-            1 if self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
+            _ if depth == item_depth && self.kind.is_some_and(|k| k.item_tag().as_bytes() == local) => {
                 let (line, col) = at;
-                self.item =
-                    Some(Item { place: Position::at(self.name.next_value(), line, col), loc: None, lastmod: None });
+                let place = Position::at(self.name.next_value(), line, col);
+                self.item = Some(Item { place, loc: None, lastmod: None, pub_date: None, guid: None });
             }
-            2 if self.item.is_some() => {
-                let field = match local {
-                    b"loc" => Some(Field::Loc),
-                    b"lastmod" => Some(Field::Lastmod),
-                    _ => None,
-                };
-                if let Some(field) = field {
-                    self.text = Some(Text::new(field, self.place(at)));
+            _ if depth == item_depth + 1 && self.item.is_some() => {
+                let Some(kind) = self.kind else { return true };
+                if kind == Kind::Atom && local == b"link" {
+                    self.atom_link(start, at);
+                } else if let Some(field) = kind.field(local, start) {
+                    let tag = match field {
+                        Field::Loc if kind == Kind::Urlset || kind == Kind::Index => "loc",
+                        Field::Loc => "link",
+                        Field::Lastmod if kind == Kind::Urlset => "lastmod",
+                        Field::Lastmod if local == b"modified" => "modified",
+                        Field::Lastmod => "updated",
+                        Field::PubDate => "pubDate",
+                        Field::Guid(_) => "guid",
+                    };
+                    self.text = Some(Text::new(field, tag, self.place(at)));
                 }
             }
             _ => {}
@@ -171,26 +252,51 @@ impl<'a> Parse<'a> {
         true
     }
 
+    /// An Atom entry's `<link>`: the first whose `rel` is `alternate` (or
+    /// missing) is the entry's URL, read from its `href`.
+    fn atom_link(&mut self, start: &BytesStart<'_>, at: (u64, u64)) {
+        let attribute = |name: &str| start.try_get_attribute(name).ok().flatten();
+        let alternate = attribute("rel")
+            .and_then(|a| a.unescape_value().ok().map(|v| v.trim().eq_ignore_ascii_case("alternate")))
+            .unwrap_or(true);
+        let place = self.place(at);
+        let Some(item) = self.item.as_mut().filter(|item| alternate && item.loc.is_none()) else { return };
+        let mut text = Text::new(Field::Loc, "link href", place);
+        match attribute("href").map(|a| a.unescape_value().map(|v| v.into_owned())) {
+            Some(Ok(href)) => text.push(&href),
+            Some(Err(e)) => text.unknown_entity = Some(e.to_string()),
+            None => return,
+        }
+        item.loc = Some(text);
+    }
+
     fn close(&mut self) {
         let Some((name, _)) = self.open.pop() else { return };
         self.names.truncate(name);
+        let item_depth = self.kind.map_or(1, Kind::item_depth);
         match self.open.len() {
             0 => self.root_done = true,
-            1 => {
+            depth if depth == item_depth => {
                 if let Some(item) = self.item.take() {
                     self.finish_item(item);
                 }
             }
-            2 => {
+            depth if depth == item_depth + 1 => {
                 if let (Some(text), Some(item)) = (self.text.take(), self.item.as_mut()) {
                     match text.field {
                         Field::Loc if item.loc.is_some() => {
-                            let tag = self.kind.map_or("url", Kind::item_tag);
-                            self.problem(text.place, format!("a second <loc> in one <{tag}>; ignored"));
+                            let (tag, item_tag) = (text.tag, self.kind.map_or("url", Kind::item_tag));
+                            self.problem(text.place, format!("a second <{tag}> in one <{item_tag}>; ignored"));
                         }
                         Field::Loc => item.loc = Some(text),
                         Field::Lastmod => {
                             item.lastmod.get_or_insert(text);
+                        }
+                        Field::PubDate => {
+                            item.pub_date.get_or_insert(text);
+                        }
+                        Field::Guid(_) => {
+                            item.guid.get_or_insert(text);
                         }
                     }
                 }
@@ -199,22 +305,75 @@ impl<'a> Parse<'a> {
         }
     }
 
-    fn finish_item(&mut self, item: Item) {
-        let Some(kind) = self.kind else { return };
-        let Some(loc) = item.loc else {
-            self.problem(item.place, format!("<{}> without <loc>", kind.item_tag()));
-            return;
+    /// An RSS item's `<guid>` when it has no `<link>`: its URL if it is a
+    /// permalink, else the problem to say.
+    fn permalink(guid: Option<Text>) -> Result<Text, &'static str> {
+        let Some(guid) = guid else { return Err("without <link> or <guid>") };
+        let Field::Guid(said) = guid.field else { return Err("without <link>") };
+        let text = guid.value.trim_start();
+        let is_url = ["http://", "https://"]
+            .iter()
+            .any(|scheme| text.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)));
+        match said {
+            Some(true) => Ok(guid),
+            None if is_url => Ok(guid),
+            Some(false) => Err("without <link>, and its <guid> is not a permalink (isPermaLink=\"false\")"),
+            None => Err("without <link>, and its <guid> is not a URL"),
+        }
+    }
+
+    /// An item's lastmod: its W3C date, else its RFC 822 one; a value that
+    /// is neither is counted for [`Parse::finish`] to say.
+    fn lastmod(&mut self, item: &mut Item) -> Option<chrono::DateTime<chrono::Utc>> {
+        let mut read = |text: Option<Text>, parse: fn(&str) -> Option<chrono::DateTime<chrono::Utc>>| {
+            let text = text?;
+            let raw = text.value.trim();
+            if raw.is_empty() {
+                return None;
+            }
+            let parsed = parse(raw);
+            if parsed.is_none() {
+                self.bad_lastmods += 1;
+                let shown: String = raw.chars().take(80).collect();
+                self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), shown, text.tag));
+            }
+            parsed
         };
+        let w3c = read(item.lastmod.take(), parse_lastmod);
+        w3c.or_else(|| read(item.pub_date.take(), parse_rfc822))
+    }
+
+    fn finish_item(&mut self, mut item: Item) {
+        let Some(kind) = self.kind else { return };
+        let loc = match (item.loc.take(), kind) {
+            (Some(loc), _) => loc,
+            (None, Kind::Urlset | Kind::Index) => {
+                self.problem(item.place, format!("<{}> without <loc>", kind.item_tag()));
+                return;
+            }
+            (None, Kind::Atom) => {
+                self.problem(item.place, "<entry> without <link rel=\"alternate\" href=…>".to_string());
+                return;
+            }
+            (None, Kind::Rss | Kind::Rdf) => match Self::permalink(item.guid.take()) {
+                Ok(guid) => guid,
+                Err(why) => {
+                    self.problem(item.place, format!("<item> {why}"));
+                    return;
+                }
+            },
+        };
+        let tag = loc.tag;
         if let Some(entity) = loc.unknown_entity {
             let message = format!(
-                "unknown entity {entity} in <loc>; XML defines only &amp; &lt; &gt; &quot; &apos; and &#…; references"
+                "unknown entity {entity} in <{tag}>; XML defines only &amp; &lt; &gt; &quot; &apos; and &#…; references"
             );
             self.problem(loc.place, message);
             return;
         }
         if loc.trimmed_len() > MAX_URL_BYTES {
             let message = format!(
-                "<loc> is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse longer ones): \
+                "<{tag}> is {} long; a URL is at most {} here (URLs stay under 2 KiB, and engines refuse longer ones): \
                  `{}…` is skipped",
                 human_size(loc.trimmed_len() as u64),
                 human_size(MAX_URL_BYTES as u64),
@@ -225,7 +384,7 @@ impl<'a> Parse<'a> {
         }
         let trimmed = loc.value.trim();
         if trimmed.is_empty() {
-            self.problem(loc.place, "empty <loc>".to_string());
+            self.problem(loc.place, format!("empty <{tag}>"));
             return;
         }
         // The text as read, unless it had whitespace around it.
@@ -234,23 +393,11 @@ impl<'a> Parse<'a> {
             false => trimmed.to_string(),
         };
         match kind {
-            Kind::Urlset => {
-                let lastmod = item.lastmod.and_then(|text| {
-                    let raw = text.value.trim();
-                    if raw.is_empty() {
-                        return None;
-                    }
-                    let parsed = parse_lastmod(raw);
-                    if parsed.is_none() {
-                        self.bad_lastmods += 1;
-                        let shown: String = raw.chars().take(80).collect();
-                        self.first_bad_lastmod.get_or_insert_with(|| (text.place.clone(), shown));
-                    }
-                    parsed
-                });
+            Kind::Index => self.children.push(Child { loc: value, place: loc.place }),
+            _ => {
+                let lastmod = self.lastmod(&mut item);
                 (self.each)(Entry { loc: value, lastmod, place: loc.place });
             }
-            Kind::Index => self.children.push(Child { loc: value, place: loc.place }),
         }
     }
 
@@ -308,16 +455,22 @@ impl<'a> Parse<'a> {
             let place = self.place(at);
             self.problem(place, message);
         } else if self.kind.is_none() {
-            self.problem(Position::of(self.name.get()), "empty: no <urlset> or <sitemapindex> in it".to_string());
+            let message = "empty: no <urlset>, <sitemapindex>, <rss> or <feed> in it".to_string();
+            self.problem(Position::of(self.name.get()), message);
         }
     }
 
     fn finish(mut self) -> Vec<Child> {
-        if let Some((place, raw)) = self.first_bad_lastmod.take() {
+        if let Some((place, raw, tag)) = self.first_bad_lastmod.take() {
+            let what = if tag == "pubDate" { "an RFC 822 date" } else { "a W3C datetime" };
             let message = match self.bad_lastmods {
-                1 => format!("<lastmod> {raw:?} is not a W3C datetime; that URL goes without a lastmod"),
-                n => format!(
+                1 => format!("<{tag}> {raw:?} is not {what}; that URL goes without a lastmod"),
+                n if tag == "lastmod" => format!(
                     "{n} <lastmod> values are not W3C datetimes (the first: {raw:?}); those URLs go without a lastmod"
+                ),
+                n => format!(
+                    "{n} dates are not read (the first, <{tag}> {raw:?}, is not {what}); those URLs go without a \
+                     lastmod"
                 ),
             };
             self.problem(place, message);
@@ -326,15 +479,30 @@ impl<'a> Parse<'a> {
     }
 }
 
-/// Parses one sitemap body (plain or gzip) as a stream: entries go to `each`, index children are returned.
+/// Parses one sitemap body (plain or gzip; XML or text, by its content) as a
+/// stream: entries go to `each`, index children are returned.
 pub(super) fn parse_sitemap(
-    raw: Box<dyn Read>,
+    raw: Box<dyn Read + Send>,
     name: &str,
     cap: u64,
     each: &mut dyn FnMut(Entry),
     problems: &mut Vec<Problem>,
 ) -> Vec<Child> {
-    let tracked = match uncompressed(raw, cap).and_then(Tracked::new) {
+    let sniffed = uncompressed(raw, cap).and_then(|r| sniff(Box::new(r)));
+    let (reader, utf16) = match sniffed {
+        Ok(sniffed) => match sniffed.content {
+            Content::Xml { utf16 } => (sniffed.reader, utf16),
+            Content::Text => {
+                parse_text(sniffed.reader, name, cap, each, problems);
+                return Vec::new();
+            }
+        },
+        Err(e) => {
+            problems.push(io_problem(name, &e, cap));
+            return Vec::new();
+        }
+    };
+    let tracked = match Tracked::new(reader) {
         Ok(tracked) => tracked,
         Err(e) => {
             problems.push(io_problem(name, &e, cap));
@@ -342,7 +510,7 @@ pub(super) fn parse_sitemap(
         }
     };
     let mut xml = quick_xml::Reader::from_reader(tracked);
-    let mut state = Parse::new(name, each, problems);
+    let mut state = Parse::new(name, each, problems, utf16);
     let mut buf = Vec::new();
     loop {
         let pos = xml.buffer_position();
@@ -351,15 +519,32 @@ pub(super) fn parse_sitemap(
         let at = xml.get_ref().mark_place();
         match event {
             Ok(Event::Start(e)) => {
-                if !state.open(e.local_name().as_ref(), at) {
+                if !state.open(&e, at) {
                     break;
                 }
             }
             Ok(Event::Empty(e)) => {
-                if !state.open(e.local_name().as_ref(), at) {
+                if !state.open(&e, at) {
                     break;
                 }
                 state.close();
+            }
+            Ok(Event::Decl(e)) => {
+                if let Some(Ok(declared)) = e.encoding() {
+                    let declared = String::from_utf8_lossy(&declared).into_owned();
+                    if !declared_encoding_fits(&declared, state.utf16) {
+                        let read_as = match state.utf16 {
+                            Some(encoding) => format!("{} (by its byte order)", encoding.name()),
+                            None => "UTF-8".to_string(),
+                        };
+                        let message = format!(
+                            "encoded in {declared} (its XML declaration says so), but read as {read_as}: indexq \
+                             reads sitemaps in UTF-8, or UTF-16 with a byte-order mark; nothing more of it was read"
+                        );
+                        state.problem(state.place(at), message);
+                        break;
+                    }
+                }
             }
             Ok(Event::End(_)) => state.close(),
             Ok(Event::Text(e)) if state.text.is_some() => {

@@ -507,7 +507,7 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
 async fn malformed_local_files_name_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let mut reader = Reader::new(client(), 50 * MIB);
-    let cases: [(&str, &str, &str, &str); 5] = [
+    let cases: [(&str, &str, &str, &str); 6] = [
         (
             "eof.xml",
             "<urlset>\n  <url>\n    <loc>https://e.com/</loc>\n",
@@ -522,7 +522,8 @@ async fn malformed_local_files_name_line_and_column() {
         ),
         ("two.xml", "<urlset></urlset>\n<urlset></urlset>", "2:1", "a second root element"),
         ("stray.xml", "<urlset>\n</url>\n</urlset>", "2:1", "malformed XML: "),
-        ("empty.xml", "  \n", "", "empty: no <urlset> or <sitemapindex> in it"),
+        ("empty.xml", "  \n", "", "empty: no URL in it"),
+        ("comment.xml", "<!-- nothing -->\n", "", "empty: no <urlset>, <sitemapindex>, <rss> or <feed> in it"),
     ];
     for (name, xml, at, message) in cases {
         let path = write(dir.path(), name, xml);
@@ -614,4 +615,128 @@ async fn nesting_deeper_than_three_is_reported() {
             ),
         }]
     );
+}
+
+fn entry_lines(entries: &[Entry]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| {
+            let lastmod = e.lastmod.map(|d| d.to_rfc3339()).unwrap_or_default();
+            let place = e.place.to_string();
+            format!("{} {} {lastmod}", place.rsplit('/').next().unwrap_or_default(), e.loc)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn rss_and_atom_feeds_are_sitemaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
+    let rss = "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel>\n\
+        <link>https://e.com/</link>\n\
+        <item><link>https://e.com/a</link><guid>https://e.com/?p=1</guid><pubDate>Thu, 05 Jan 2017 13:34:51 +0100</pubDate></item>\n\
+        <item><guid isPermaLink=\"true\">https://e.com/b</guid><atom:updated>2024-02-29T10:00:00Z</atom:updated>\
+        <pubDate>Thu, 05 Jan 2017 13:34:51 +0100</pubDate></item>\n\
+        <item><guid>https://e.com/c</guid><pubDate>yesterday</pubDate></item>\n\
+        <item><guid isPermaLink=\"false\">https://e.com/d</guid></item>\n\
+        <item><guid>urn:uuid:1</guid></item>\n\
+        <item><title>none</title></item>\n\
+        </channel></rss>";
+    let path = write(dir.path(), "feed", rss);
+    let (entries, problems) = read_all(&mut reader, &path).await;
+    assert_eq!(
+        entry_lines(&entries),
+        [
+            "feed:3:7 https://e.com/a 2017-01-05T12:34:51+00:00",
+            "feed:4:7 https://e.com/b 2024-02-29T10:00:00+00:00",
+            "feed:5:7 https://e.com/c ",
+        ]
+    );
+    let problems: Vec<String> = problems.iter().map(|p| p.to_string().replace(&path, "feed")).collect();
+    assert_eq!(
+        problems,
+        [
+            "feed:6:1: <item> without <link>, and its <guid> is not a permalink (isPermaLink=\"false\")",
+            "feed:7:1: <item> without <link>, and its <guid> is not a URL",
+            "feed:8:1: <item> without <link> or <guid>",
+            "feed:5:35: <pubDate> \"yesterday\" is not an RFC 822 date; that URL goes without a lastmod",
+        ]
+    );
+
+    let atom = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\">\n\
+        <link href=\"https://e.com/\"/>\n\
+        <entry><link rel=\"edit\" href=\"https://e.com/edit\"/><link rel=\"alternate\" href=\"https://e.com/a?x=1&amp;y=2\"/>\
+        <link href=\"https://e.com/other\"/><updated>2024-01-02T03:04:05Z</updated></entry>\n\
+        <entry><link href=\"https://e.com/b\"></link><modified>2024-01-03</modified></entry>\n\
+        <entry><link rel=\"self\" href=\"https://e.com/c\"/></entry>\n\
+        </feed>";
+    let path = write(dir.path(), "atom.xml.txt", atom);
+    let (entries, problems) = read_all(&mut reader, &path).await;
+    assert_eq!(
+        entry_lines(&entries),
+        [
+            "atom.xml.txt:4:52 https://e.com/a?x=1&y=2 2024-01-02T03:04:05+00:00",
+            "atom.xml.txt:5:8 https://e.com/b 2024-01-03T00:00:00+00:00"
+        ]
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].to_string(), format!("{path}:6:1: <entry> without <link rel=\"alternate\" href=…>"));
+
+    let rdf = "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\" xmlns=\"http://purl.org/rss/1.0/\">\
+        <channel><link>https://e.com/</link></channel><item><link>https://e.com/x</link></item></rdf:RDF>";
+    let path = write(dir.path(), "rdf.xml", rdf);
+    let (entries, problems) = read_all(&mut reader, &path).await;
+    assert_eq!(locs(&entries), ["https://e.com/x"]);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[tokio::test]
+async fn encodings_utf16_is_decoded_and_another_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
+    let xml = urlset(&[("https://e.com/é", Some("2024-01-01"))]).replace("UTF-8", "UTF-16");
+    for big_endian in [false, true] {
+        let mut bytes = Vec::new();
+        for unit in [0xFEFF].into_iter().chain(xml.encode_utf16()) {
+            bytes.extend(if big_endian { unit.to_be_bytes() } else { unit.to_le_bytes() });
+        }
+        let path = write(dir.path(), &format!("utf16-{big_endian}.xml"), gzip(&bytes));
+        let (entries, problems) = read_all(&mut reader, &path).await;
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            entry_lines(&entries),
+            [format!("utf16-{big_endian}.xml:4:5 https://e.com/é 2024-01-01T00:00:00+00:00")]
+        );
+    }
+    let latin = urlset(&[("https://e.com/a", None)]).replace("UTF-8", "ISO-8859-1");
+    let path = write(dir.path(), "latin.xml", latin);
+    let (entries, problems) = read_all(&mut reader, &path).await;
+    assert!(entries.is_empty());
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]
+            .to_string()
+            .starts_with(&format!("{path}:1:1: encoded in ISO-8859-1 (its XML declaration says so)")),
+        "{problems:?}"
+    );
+}
+
+#[tokio::test]
+async fn relative_children_of_local_files_are_read_from_their_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("public");
+    fs::create_dir_all(public.join("etc")).unwrap();
+    write(&public, "sitemap.xml", index(&["/child.xml", "/etc/hostname", "../../etc/hostname", "/../secret.txt"]));
+    write(&public, "child.xml", urlset(&[("https://e.com/child", None)]));
+    write(dir.path(), "secret.txt", "https://e.com/secret\n");
+    let robots = write(&public, "robots.txt", "User-agent: *\nSitemap: /sitemap.xml\n");
+    let mut reader = Reader::new(client(), 50 * MIB);
+    let (entries, problems) = read_all(&mut reader, &robots).await;
+    assert_eq!(locs(&entries), ["https://e.com/child"]);
+    let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    let hostname = public.join("etc").join("hostname").display().to_string();
+    assert!(problems[0].starts_with(&format!("{hostname}: cannot read: ")), "{problems:#?}");
+    assert!(problems[1].contains("`../../etc/hostname` leaves the folder of the file that lists it"), "{problems:#?}");
+    assert!(problems[2].contains("`/../secret.txt` leaves the folder"), "{problems:#?}");
 }
