@@ -3,7 +3,9 @@
 //! a batch's admission writes.
 
 use super::super::{Action, Admission, AdmitRule, ItemState, NewItem, Preview};
+use crate::model::lastmod;
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use rustc_hash::FxHashMap;
 
 /// What the ledger holds of a URL already in a group, as admission reads it.
@@ -24,9 +26,12 @@ pub enum Write {
     /// A new item, due now.
     Insert,
     /// An accepted item queued again with this action, due at `due` (now,
-    /// unless the rule spaces its resubmissions).
+    /// unless the rule spaces its resubmissions), recording the lastmod it
+    /// now has (`Some`: another than the one recorded) — the next read
+    /// compares with it.
     Requeue {
         due: DateTime<Utc>,
+        lastmod: Option<DateTime<Utc>>,
     },
     /// The item stays as it is, but takes this action (a queued item) and
     /// this lastmod (what the site now says).
@@ -45,11 +50,12 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
     let id = e.id;
     if e.state == ItemState::Accepted {
         let accepted_at = e.accepted_at.unwrap_or(now);
-        let changed = item.lastmod.is_some_and(|l| l > accepted_at);
+        let changed = changed_since(item.lastmod, e.lastmod, accepted_at, now, item.zone);
         // A URL now deleted (or back) is news, whatever the window.
         let news = e.action != item.action;
         let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
         if rule.force || news || again {
+            let lastmod = item.lastmod.map(lastmod::kept).filter(|l| e.lastmod != Some(*l));
             // A spaced group (a sitemap) is not sent again before its
             // spacing since the last acceptance has passed — unless forced.
             let due = match rule.resend_after.filter(|_| !rule.force) {
@@ -57,9 +63,9 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
                 None => now,
             };
             if due > now {
-                return (Admission::Requeued { id, due }, Write::Requeue { due });
+                return (Admission::Requeued { id, due }, Write::Requeue { due, lastmod });
             }
-            return (Admission::Queued { fresh: false }, Write::Requeue { due });
+            return (Admission::Queued { fresh: false }, Write::Requeue { due, lastmod });
         }
         return (Admission::Skipped { id, accepted_at, unchanged: rule.changed }, Write::Keep);
     }
@@ -71,10 +77,46 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
     // A queued item takes the action it is given now; the others keep theirs
     // until they are queued again.
     let action = if e.state == ItemState::Queued { item.action } else { e.action };
-    let lastmod = item.lastmod.or(e.lastmod);
+    let lastmod = item.lastmod.map(lastmod::kept).or(e.lastmod);
     let write =
         if action != e.action || lastmod != e.lastmod { Write::Update { action, lastmod } } else { Write::Keep };
     (admission, write)
+}
+
+/// Whether a URL accepted at `accepted_at`, whose lastmod then was
+/// `recorded`, has changed since, now that its lastmod reads `read` (at
+/// `now`, in its property's `zone`). `submit --changed`, the sources and
+/// the dry run decide it here alike.
+///
+/// - The lastmod read is compared with the one recorded, as written: the
+///   same value is no change, whatever the clock says (a date read again is
+///   the same date; a lastmod in the future read again is the same value).
+///   A date against a date compares dates; a date against an instant, the
+///   date against the instant's day in `zone`; instants, as instants.
+/// - With none recorded (the URL came from a list), or one recorded that
+///   was later than its acceptance (in the future when it was read, or a
+///   date whose day had not yet begun), the lastmod read is compared with
+///   the acceptance: a date from the start of its day in `zone` (a page
+///   accepted at any moment of that day or later is unchanged), and a
+///   lastmod later than `now` as `now` (the moment it is read).
+pub fn changed_since(
+    read: Option<DateTime<Utc>>,
+    recorded: Option<DateTime<Utc>>,
+    accepted_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    zone: Tz,
+) -> bool {
+    let Some(read) = read.map(lastmod::kept) else { return false };
+    match recorded.map(lastmod::kept) {
+        Some(recorded) if recorded == read => false,
+        Some(recorded) if lastmod::earliest(recorded, zone) <= accepted_at => {
+            match (lastmod::date_only(read), lastmod::date_only(recorded)) {
+                (None, None) => read > recorded,
+                _ => lastmod::local_date(read, zone) > lastmod::local_date(recorded, zone),
+            }
+        }
+        _ => lastmod::earliest(read, zone).min(now) > accepted_at,
+    }
 }
 
 /// What a batch's admission writes, decided from what the ledger holds of
@@ -122,8 +164,11 @@ impl AdmitPlan {
                     first.insert((group, *key), index);
                     plan.inserts.push((index, group, *key));
                 }
-                (Write::Requeue { due }, Ok(e)) => {
-                    plan.requeued.entry((group, item.action, due)).or_default().push(e.id)
+                (Write::Requeue { due, lastmod }, Ok(e)) => {
+                    plan.requeued.entry((group, item.action, due)).or_default().push(e.id);
+                    if lastmod.is_some() {
+                        plan.updates.push((e.id, item.action, lastmod));
+                    }
                 }
                 (Write::Update { action, lastmod }, Ok(e)) => plan.updates.push((e.id, action, lastmod)),
                 _ => {}
@@ -190,7 +235,7 @@ mod tests {
             url: "https://s.example/s.xml".into(),
             group: group.clone().into(),
             action: Action::Updated,
-            lastmod: Some(at(lastmod)),
+            lastmod: Some(at(lastmod)), zone: chrono_tz::Tz::UTC,
         };
         let rule = AdmitRule {
             dedupe: TimeDelta::hours(24),

@@ -747,7 +747,7 @@ mod tests {
                     url: format!("https://site.example/{i}"),
                     group: group.clone(),
                     action: Action::Updated,
-                    lastmod: None,
+                    lastmod: None, zone: chrono_tz::Tz::UTC,
                 })
                 .collect()
         };

@@ -564,7 +564,7 @@ mod tests {
                 url: format!("https://{}/{i}", group.property),
                 group: group.clone().into(),
                 action: Action::Updated,
-                lastmod: None,
+                lastmod: None, zone: chrono_tz::Tz::UTC,
             })
             .collect()
     }

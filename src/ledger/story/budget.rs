@@ -102,7 +102,7 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
             url: format!("https://bing.example/{i}"),
             group: bing.clone().into(),
             action: Action::Updated,
-            lastmod: None,
+            lastmod: None, zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();
@@ -257,7 +257,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
             url: format!("https://paced.example/{i}"),
             group: paced.clone().into(),
             action: Action::Updated,
-            lastmod: None,
+            lastmod: None, zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();
