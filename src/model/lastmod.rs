@@ -73,10 +73,11 @@ pub struct InFuture {
 }
 
 impl InFuture {
-    /// Counts `lastmod` of `url` if it is later than `now`, the moment it
-    /// was read.
-    pub fn note(&mut self, url: &str, lastmod: Option<DateTime<Utc>>, now: DateTime<Utc>) {
-        if let Some(lastmod) = lastmod.filter(|l| *l > now) {
+    /// Counts `lastmod` of `url` (of a property in `zone`) if it is later
+    /// than `now`, the moment it was read: an instant after it, or a date
+    /// whose day has not yet begun in `zone`.
+    pub fn note(&mut self, url: &str, lastmod: Option<DateTime<Utc>>, zone: Tz, now: DateTime<Utc>) {
+        if let Some(lastmod) = lastmod.filter(|l| earliest(*l, zone) > now) {
             self.count += 1;
             self.first.get_or_insert_with(|| (url.to_string(), lastmod));
         }
@@ -121,14 +122,18 @@ mod tests {
     fn lastmods_in_the_future_are_told_once_with_the_first() {
         let now: DateTime<Utc> = "2027-01-04T10:00:00Z".parse().unwrap();
         let mut future = InFuture::default();
-        future.note("https://e.com/a", Some(now), now);
-        future.note("https://e.com/b", None, now);
+        future.note("https://e.com/a", Some(now), Tz::UTC, now);
+        future.note("https://e.com/b", None, Tz::UTC, now);
+        // The 5th has begun in Shanghai (18:00 UTC on the 4th is 02:00 there).
+        let tomorrow = of_date(NaiveDate::from_ymd_opt(2027, 1, 5).unwrap());
+        future.note("https://e.com/e", Some(tomorrow), chrono_tz::Asia::Shanghai, now + chrono::Duration::hours(8));
         assert_eq!(future.take_warning(), None, "now is not in the future");
         let later = now + chrono::Duration::seconds(1);
-        future.note("https://e.com/c", Some(later), now);
-        future.note("https://e.com/d", Some(later), now);
+        future.note("https://e.com/c", Some(later), Tz::UTC, now);
+        future.note("https://e.com/d", Some(later), Tz::UTC, now);
+        future.note("https://e.com/e", Some(tomorrow), Tz::UTC, now + chrono::Duration::hours(8));
         let warning = future.take_warning().unwrap();
-        assert!(warning.starts_with("2 URLs have a lastmod in the future (the first: https://e.com/c: 2027-01-04T10:00:01Z)"), "{warning}");
+        assert!(warning.starts_with("3 URLs have a lastmod in the future (the first: https://e.com/c: 2027-01-04T10:00:01Z)"), "{warning}");
         assert_eq!(future, InFuture::default(), "counted from nothing again");
     }
 

@@ -304,7 +304,7 @@ fn admit_group(
     for request in requests {
         let mut urls = Vec::with_capacity(request.urls.len());
         for (url, property, text, place) in &request.urls {
-            in_future.note(url.as_str(), request.lastmod, now);
+            in_future.note(url.as_str(), request.lastmod, state.routes.zone(property), now);
             let first = batch.len();
             let item = (request.action, request.lastmod);
             let outside = state.routes.route(property, url.clone(), item, (Some(text), place), &mut batch);

@@ -500,7 +500,7 @@ impl Intake<'_, '_> {
         // admission (`policy::changed_since`).
         let lastmod_now = lastmod.map(|l| {
             let now = self.run.clock.now();
-            self.in_future.note(url.as_str(), Some(l), now);
+            self.in_future.note(url.as_str(), Some(l), property.timezone, now);
             l.min(now)
         });
         if before_since(self.since, lastmod_now) {

@@ -3,7 +3,7 @@
 //! a batch's admission writes.
 
 use super::super::{Action, Admission, AdmitRule, ItemState, NewItem, Preview};
-use crate::model::lastmod;
+use crate::model::{lastmod, Channel};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use rustc_hash::FxHashMap;
@@ -50,7 +50,11 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
     let id = e.id;
     if e.state == ItemState::Accepted {
         let accepted_at = e.accepted_at.unwrap_or(now);
-        let changed = changed_since(item.lastmod, e.lastmod, accepted_at, now, item.zone);
+        // A sitemap's own lastmod is indexq's reckoning of when it changed
+        // (a read's time, or the latest lastmod in it): an instant, even at
+        // midnight UTC.
+        let zone = (item.group.channel == Channel::Urls).then_some(item.zone);
+        let changed = changed_since(item.lastmod, e.lastmod, accepted_at, now, zone);
         // A URL now deleted (or back) is news, whatever the window.
         let news = e.action != item.action;
         let again = if rule.changed { changed } else { now - accepted_at >= rule.dedupe };
@@ -85,8 +89,9 @@ pub fn admit(existing: Option<&Existing>, item: &NewItem, rule: &AdmitRule, now:
 
 /// Whether a URL accepted at `accepted_at`, whose lastmod then was
 /// `recorded`, has changed since, now that its lastmod reads `read` (at
-/// `now`, in its property's `zone`). `submit --changed`, the sources and
-/// the dry run decide it here alike.
+/// `now`, in its property's `zone`; `None`: the values are instants, never
+/// dates). `submit --changed`, the sources and the dry run decide it here
+/// alike.
 ///
 /// - The lastmod read is compared with the one recorded, as written: the
 ///   same value is no change, whatever the clock says (a date read again is
@@ -104,18 +109,19 @@ pub fn changed_since(
     recorded: Option<DateTime<Utc>>,
     accepted_at: DateTime<Utc>,
     now: DateTime<Utc>,
-    zone: Tz,
+    zone: Option<Tz>,
 ) -> bool {
     let Some(read) = read.map(lastmod::kept) else { return false };
+    let earliest = |l: DateTime<Utc>| zone.map_or(l, |zone| lastmod::earliest(l, zone));
     match recorded.map(lastmod::kept) {
         Some(recorded) if recorded == read => false,
-        Some(recorded) if lastmod::earliest(recorded, zone) <= accepted_at => {
-            match (lastmod::date_only(read), lastmod::date_only(recorded)) {
-                (None, None) => read > recorded,
-                _ => lastmod::local_date(read, zone) > lastmod::local_date(recorded, zone),
+        Some(recorded) if earliest(recorded) <= accepted_at => match zone {
+            Some(zone) if lastmod::date_only(read).is_some() || lastmod::date_only(recorded).is_some() => {
+                lastmod::local_date(read, zone) > lastmod::local_date(recorded, zone)
             }
-        }
-        _ => lastmod::earliest(read, zone).min(now) > accepted_at,
+            _ => read > recorded,
+        },
+        _ => earliest(read).min(now) > accepted_at,
     }
 }
 
@@ -268,12 +274,38 @@ mod tests {
         );
     }
 
+    /// A sitemap's own lastmod (indexq's reckoning of when it changed) is
+    /// an instant even at midnight UTC, where a page's is a date.
+    #[test]
+    fn a_sitemaps_own_lastmod_is_an_instant_even_at_midnight() {
+        let (midnight, morning) = (at("2026-12-01T00:00:00Z"), at("2026-12-01T06:00:00Z"));
+        assert!(changed_since(Some(morning), Some(midnight), midnight, morning, None));
+        assert!(!changed_since(Some(morning), Some(midnight), midnight, morning, Some(Tz::UTC)), "the same date");
+        let e = Existing {
+            id: 7,
+            state: ItemState::Accepted,
+            action: Action::Updated,
+            lastmod: Some(midnight),
+            accepted_at: Some(midnight),
+            next_attempt_at: None,
+        };
+        let sitemap = NewItem {
+            url: "https://s.example/s.xml".into(),
+            group: GroupKey::sitemap("site", EngineKind::Bing, "https://s.example/s.xml").into(),
+            action: Action::Updated,
+            lastmod: Some(morning),
+            zone: Tz::UTC,
+        };
+        let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: true, resend_after: None };
+        assert_eq!(admit(Some(&e), &sitemap, &rule, morning).1, Write::Requeue { due: morning, lastmod: Some(morning) });
+    }
+
     const SHANGHAI: Tz = chrono_tz::Asia::Shanghai;
 
     /// `changed_since` at `now`, for a URL accepted at `accepted` whose
     /// lastmod then was `recorded`, now read as `read`.
     fn changed(read: &str, recorded: Option<&str>, accepted: &str, now: &str, zone: Tz) -> bool {
-        changed_since(Some(at(read)), recorded.map(at), at(accepted), at(now), zone)
+        changed_since(Some(at(read)), recorded.map(at), at(accepted), at(now), Some(zone))
     }
 
     /// The same date read again is no change, whatever the hour or the
@@ -329,7 +361,7 @@ mod tests {
         // In UTC the 4th began after that acceptance.
         assert!(changed(date, None, "2027-01-03T23:00:00Z", now, Tz::UTC));
         // A URL with no lastmod is never changed.
-        assert!(!changed_since(None, None, at("2027-01-03T23:00:00Z"), at(now), Tz::UTC));
+        assert!(!changed_since(None, None, at("2027-01-03T23:00:00Z"), at(now), Some(Tz::UTC)));
     }
 
     /// A lastmod in the future goes once: read again (even with a
