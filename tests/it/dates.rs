@@ -141,3 +141,50 @@ fn a_property_timezone_that_is_not_one_is_refused_with_its_place() {
     assert!(done.stderr.contains("property[0].timezone"), "{}", done.stderr);
     assert!(done.stderr.contains("indexq.toml:15:"), "{}", done.stderr);
 }
+
+/// Ghost's `post.published.edited` replayed four times, its post's
+/// `updated_at` in the future (a wrong server clock): sent once. The
+/// payload is Ghost's own (`tests/fixtures/webhooks/ghost-post.published.json`),
+/// its `current.updated_at` moved to 2030.
+#[test]
+fn a_ghost_edit_replayed_with_a_future_updated_at_is_sent_once() {
+    let sb = crate::serve::with_tokens();
+    let served = crate::serve::serve_with_tokens(&sb, &[]);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/webhooks/ghost-post.published.json");
+    let fixture = std::fs::read_to_string(path).unwrap().replace("{{SITE}}", &sb.site.url());
+    let current = "\"updated_at\": \"2026-12-03T08:59:30.000Z\"";
+    assert_eq!(fixture.matches(current).count(), 1, "the current post's updated_at");
+    let payload = fixture.replace(current, "\"updated_at\": \"2030-06-01T10:20:30.000Z\"");
+    let replay = || {
+        let response = served
+            .client
+            .post(format!("{}/v1/hooks/ghost/post.published.edited?token={GHOST_TOKEN}", served.base))
+            .header("content-type", "application/json")
+            .body(payload.clone())
+            .send()
+            .unwrap();
+        let doc = crate::serve::admitted(response);
+        let e = &doc.results[0].engines[0];
+        (e.admission.clone(), e.reason.clone())
+    };
+    assert_eq!(replay().0, "queued");
+    // Accepted (asked over `GET /v1/queue` with the token) before it is replayed.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let url = format!("{}/v1/queue?state=accepted", served.base);
+        let text = served.client.get(url).bearer_auth(GHOST_TOKEN).send().unwrap().text().unwrap();
+        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
+        if !q.items.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "never accepted: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        assert_eq!(replay(), ("skipped".to_string(), "unchanged".to_string()), "read again: the same lastmod");
+    }
+    let done = served.stop().code(0);
+    assert_eq!(sb.received_urls(), [sb.url("/hello-from-ghost/")]);
+    let warned = format!("1 URL has a lastmod in the future ({}: 2030-06-01T10:20:30Z)", sb.url("/hello-from-ghost/"));
+    assert_eq!(done.stderr.matches(&warned).count(), 4, "{}", done.stderr);
+}
