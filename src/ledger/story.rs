@@ -50,7 +50,8 @@ pub fn items(n: usize) -> Vec<NewItem> {
             url: format!("https://site.example/{i}"),
             group: group().into(),
             action: Action::Updated,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect()
 }
@@ -64,7 +65,8 @@ pub fn two_groups() -> impl Fn(usize, usize) -> NewItem {
         url: format!("https://site.example/{i}"),
         group: groups[g].clone(),
         action: Action::Updated,
-        lastmod: None, zone: chrono_tz::Tz::UTC,
+        lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     }
 }
 
@@ -273,7 +275,8 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
         url: "https://site.example/fresh".into(),
         group: group().into(),
         action: Action::Updated,
-        lastmod: None, zone: chrono_tz::Tz::UTC,
+        lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     };
     ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
     let blocked = take(
@@ -334,7 +337,8 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
             url: format!("https://paced.example/{i}"),
             group: paced_group.clone().into(),
             action: Action::Deleted,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&paced, later, &dedupe).unwrap();
@@ -391,7 +395,8 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
         url: "https://site.example/page".into(),
         group: group().into(),
         action: Action::Updated,
-        lastmod, zone: chrono_tz::Tz::UTC,
+        lastmod,
+        zone: chrono_tz::Tz::UTC,
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();

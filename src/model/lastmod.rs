@@ -40,6 +40,14 @@ pub fn earliest(lastmod: DateTime<Utc>, zone: Tz) -> DateTime<Utc> {
     }
 }
 
+/// Whether `lastmod` had begun by `t` in `zone` (`earliest` is not later
+/// than `t`). A day begins at most a day after its midnight in UTC (the
+/// zones' offsets and their gaps are under that), so a lastmod a day or more
+/// before `t` is decided without the zone's rules.
+pub fn begun_by(lastmod: DateTime<Utc>, zone: Tz, t: DateTime<Utc>) -> bool {
+    lastmod + chrono::Duration::days(1) <= t || earliest(lastmod, zone) <= t
+}
+
 /// The date of `lastmod` in `zone`: a date itself; an instant, the day it
 /// falls on there.
 pub fn local_date(lastmod: DateTime<Utc>, zone: Tz) -> NaiveDate {
@@ -77,7 +85,7 @@ impl InFuture {
     /// than `now`, the moment it was read: an instant after it, or a date
     /// whose day has not yet begun in `zone`.
     pub fn note(&mut self, url: &str, lastmod: Option<DateTime<Utc>>, zone: Tz, now: DateTime<Utc>) {
-        if let Some(lastmod) = lastmod.filter(|l| earliest(*l, zone) > now) {
+        if let Some(lastmod) = lastmod.filter(|l| !begun_by(*l, zone, now)) {
             self.count += 1;
             self.first.get_or_insert_with(|| (url.to_string(), lastmod));
         }
@@ -133,8 +141,30 @@ mod tests {
         future.note("https://e.com/d", Some(later), Tz::UTC, now);
         future.note("https://e.com/e", Some(tomorrow), Tz::UTC, now + chrono::Duration::hours(8));
         let warning = future.take_warning().unwrap();
-        assert!(warning.starts_with("3 URLs have a lastmod in the future (the first: https://e.com/c: 2027-01-04T10:00:01Z)"), "{warning}");
+        assert!(
+            warning
+                .starts_with("3 URLs have a lastmod in the future (the first: https://e.com/c: 2027-01-04T10:00:01Z)"),
+            "{warning}"
+        );
         assert_eq!(future, InFuture::default(), "counted from nothing again");
+    }
+
+    /// `begun_by`'s shortcut agrees with `earliest` in the zones furthest
+    /// east and west, and across a gap at midnight.
+    #[test]
+    fn begun_by_agrees_with_earliest() {
+        use chrono_tz::{America, Asia, Etc, Pacific};
+        let zones =
+            [Tz::UTC, Asia::Shanghai, Pacific::Kiritimati, Etc::GMTPlus12, Pacific::Pago_Pago, America::Santiago];
+        for date in [NaiveDate::from_ymd_opt(2027, 1, 4).unwrap(), NaiveDate::from_ymd_opt(2022, 9, 11).unwrap()] {
+            let lastmod = of_date(date);
+            for zone in zones {
+                for minutes in (-3 * 24 * 60..=3 * 24 * 60).step_by(30) {
+                    let t = lastmod + chrono::Duration::minutes(minutes);
+                    assert_eq!(begun_by(lastmod, zone, t), earliest(lastmod, zone) <= t, "{date} {zone} {t}");
+                }
+            }
+        }
     }
 
     /// A day whose midnight a clock change skips begins when the gap ends

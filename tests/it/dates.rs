@@ -150,7 +150,8 @@ fn a_property_timezone_that_is_not_one_is_refused_with_its_place() {
 fn a_ghost_edit_replayed_with_a_future_updated_at_is_sent_once() {
     let sb = crate::serve::with_tokens();
     let served = crate::serve::serve_with_tokens(&sb, &[]);
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/webhooks/ghost-post.published.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/webhooks/ghost-post.published.json");
     let fixture = std::fs::read_to_string(path).unwrap().replace("{{SITE}}", &sb.site.url());
     let current = "\"updated_at\": \"2026-12-03T08:59:30.000Z\"";
     assert_eq!(fixture.matches(current).count(), 1, "the current post's updated_at");

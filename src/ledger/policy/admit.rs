@@ -112,10 +112,11 @@ pub fn changed_since(
     zone: Option<Tz>,
 ) -> bool {
     let Some(read) = read.map(lastmod::kept) else { return false };
+    let begun_by = |l: DateTime<Utc>, t| zone.map_or(l <= t, |zone| lastmod::begun_by(l, zone, t));
     let earliest = |l: DateTime<Utc>| zone.map_or(l, |zone| lastmod::earliest(l, zone));
     match recorded.map(lastmod::kept) {
         Some(recorded) if recorded == read => false,
-        Some(recorded) if earliest(recorded) <= accepted_at => match zone {
+        Some(recorded) if begun_by(recorded, accepted_at) => match zone {
             Some(zone) if lastmod::date_only(read).is_some() || lastmod::date_only(recorded).is_some() => {
                 lastmod::local_date(read, zone) > lastmod::local_date(recorded, zone)
             }
@@ -241,7 +242,8 @@ mod tests {
             url: "https://s.example/s.xml".into(),
             group: group.clone().into(),
             action: Action::Updated,
-            lastmod: Some(at(lastmod)), zone: chrono_tz::Tz::UTC,
+            lastmod: Some(at(lastmod)),
+            zone: chrono_tz::Tz::UTC,
         };
         let rule = AdmitRule {
             dedupe: TimeDelta::hours(24),
@@ -253,10 +255,7 @@ mod tests {
         let now = at("2026-12-03T12:00:00Z");
         assert_eq!(
             admit(Some(&e), &changed("2026-12-03T11:00:00Z"), &rule, now),
-            (
-                Admission::Requeued { id: 7, due },
-                Write::Requeue { due, lastmod: Some(at("2026-12-03T11:00:00Z")) }
-            )
+            (Admission::Requeued { id: 7, due }, Write::Requeue { due, lastmod: Some(at("2026-12-03T11:00:00Z")) })
         );
         assert_eq!(admit(Some(&e), &changed("2026-12-03T08:00:00Z"), &rule, now).1, Write::Keep, "not changed since");
         let late = at("2026-12-05T00:00:00Z");
@@ -297,7 +296,10 @@ mod tests {
             zone: Tz::UTC,
         };
         let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: true, resend_after: None };
-        assert_eq!(admit(Some(&e), &sitemap, &rule, morning).1, Write::Requeue { due: morning, lastmod: Some(morning) });
+        assert_eq!(
+            admit(Some(&e), &sitemap, &rule, morning).1,
+            Write::Requeue { due: morning, lastmod: Some(morning) }
+        );
     }
 
     const SHANGHAI: Tz = chrono_tz::Asia::Shanghai;

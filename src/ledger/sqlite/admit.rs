@@ -747,7 +747,8 @@ mod tests {
                     url: format!("https://site.example/{i}"),
                     group: group.clone(),
                     action: Action::Updated,
-                    lastmod: None, zone: chrono_tz::Tz::UTC,
+                    lastmod: None,
+                    zone: chrono_tz::Tz::UTC,
                 })
                 .collect()
         };

@@ -564,7 +564,8 @@ mod tests {
                 url: format!("https://{}/{i}", group.property),
                 group: group.clone().into(),
                 action: Action::Updated,
-                lastmod: None, zone: chrono_tz::Tz::UTC,
+                lastmod: None,
+                zone: chrono_tz::Tz::UTC,
             })
             .collect()
     }

@@ -102,7 +102,8 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
             url: format!("https://bing.example/{i}"),
             group: bing.clone().into(),
             action: Action::Updated,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();
@@ -257,7 +258,8 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
             url: format!("https://paced.example/{i}"),
             group: paced.clone().into(),
             action: Action::Updated,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();

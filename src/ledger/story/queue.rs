@@ -15,14 +15,16 @@ pub fn queue_story(ledger: &mut impl Ledger) {
             url: format!("https://q.example/{i}"),
             group: group().into(),
             action: Action::Updated,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     batch.extend((0..4).map(|i| NewItem {
         url: format!("https://other.example/{i}"),
         group: other.clone().into(),
         action: Action::Updated,
-        lastmod: None, zone: chrono_tz::Tz::UTC,
+        lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     }));
     ledger.admit(&batch, now, &rule).unwrap();
     let claim = take(
@@ -103,7 +105,13 @@ fn drop_url(i: usize) -> String {
 
 fn drop_batch(range: std::ops::Range<usize>) -> Vec<NewItem> {
     range
-        .map(|i| NewItem { url: drop_url(i), group: dropping().into(), action: Action::Updated, lastmod: None , zone: chrono_tz::Tz::UTC})
+        .map(|i| NewItem {
+            url: drop_url(i),
+            group: dropping().into(),
+            action: Action::Updated,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
+        })
         .collect()
 }
 
@@ -294,7 +302,8 @@ fn day_two_transient_elsewhere(ledger: &mut impl Ledger, other: &GroupKey) {
             url: format!("https://o.example/{i}"),
             group: other.clone().into(),
             action: Action::Updated,
-            lastmod: None, zone: chrono_tz::Tz::UTC,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, day2, &rule).unwrap();
