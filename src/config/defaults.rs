@@ -41,6 +41,12 @@ pub const INDEXNOW_ENDPOINT: &str = "https://api.indexnow.org/indexnow";
 /// defaults to the table's).
 pub const INDEXNOW_QUOTA_TIMEZONE: Tz = Tz::UTC;
 
+/// `[[property]] timezone`: the site's own timezone, where the day a
+/// `lastmod` written as a date (`2027-01-04`) begins and ends. UTC, as
+/// indexq read such a date before the key existed; a site elsewhere sets
+/// its own.
+pub const PROPERTY_TIMEZONE: Tz = Tz::UTC;
+
 // [bing]
 
 /// `[bing] endpoint`: the Bing Webmaster API.
@@ -318,6 +324,7 @@ mod tests {
             ),
             ("`[http] connect_timeout`, `timeout`", vec![D(HTTP_CONNECT_TIMEOUT), D(HTTP_TIMEOUT)]),
             ("`[sitemap] max_bytes`", vec![T(SITEMAP_MAX_BYTES.to_string())]),
+            ("`property.timezone`", vec![text(PROPERTY_TIMEZONE.name())]),
             (
                 "`[sitemap] read_interval`, `download_deadline`",
                 vec![D(SITEMAP_READ_INTERVAL), D(SITEMAP_DOWNLOAD_DEADLINE)],

@@ -173,6 +173,9 @@ pub struct HttpSettings {
 pub struct Property {
     pub name: String,
     pub site: Url,
+    /// The site's own timezone: the day a `lastmod` written as a date
+    /// names begins and ends at its midnights.
+    pub timezone: Tz,
     pub indexnow: Option<PropertyIndexNow>,
     pub bing: Option<PropertyBing>,
     pub google: Option<PropertyGoogle>,

@@ -133,6 +133,7 @@ pub(super) struct RawSitemap {
 pub(super) struct RawProperty {
     pub(super) name: S<String>,
     pub(super) site: S<String>,
+    pub(super) timezone: Option<S<String>>,
     pub(super) indexnow: Option<S<RawPropIndexNow>>,
     pub(super) bing: Option<S<RawPropBing>>,
     pub(super) google: Option<S<RawPropGoogle>>,

@@ -19,8 +19,12 @@ pub struct NewItem {
     pub group: Arc<GroupKey>,
     /// What the engine is told about the URL (Google: updated or deleted).
     pub action: Action,
-    /// When the site says the page last changed (sitemap `lastmod`).
+    /// When the site says the page last changed (sitemap `lastmod`, as
+    /// written: a date as `model::lastmod` keeps it, a time in the future
+    /// as it is — admission reads it as the moment it is read).
     pub lastmod: Option<DateTime<Utc>>,
+    /// Its property's timezone: the day a date-only `lastmod` names.
+    pub zone: chrono_tz::Tz,
 }
 
 /// When a URL accepted before is sent again.
@@ -30,8 +34,9 @@ pub struct AdmitRule {
     pub dedupe: TimeDelta,
     /// ...unless forced...
     pub force: bool,
-    /// ...and with `--changed`, only if its `lastmod` is later than its
-    /// last acceptance (the dedupe window then does not apply)...
+    /// ...and with `--changed`, only if its `lastmod` is later than the
+    /// one recorded at its last acceptance (`policy::changed_since`; the
+    /// dedupe window then does not apply)...
     pub changed: bool,
     /// ...and, unless forced, not due before this long after its last
     /// acceptance (a sitemap: at most one submission a day).

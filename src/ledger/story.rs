@@ -51,6 +51,7 @@ pub fn items(n: usize) -> Vec<NewItem> {
             group: group().into(),
             action: Action::Updated,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect()
 }
@@ -65,6 +66,7 @@ pub fn two_groups() -> impl Fn(usize, usize) -> NewItem {
         group: groups[g].clone(),
         action: Action::Updated,
         lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     }
 }
 
@@ -275,6 +277,7 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
         group: group().into(),
         action: Action::Updated,
         lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     };
     ledger.admit(&[fresh], tomorrow, &dedupe).unwrap();
     let blocked = take(
@@ -336,6 +339,7 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
             group: paced_group.clone().into(),
             action: Action::Deleted,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&paced, later, &dedupe).unwrap();
@@ -379,7 +383,9 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
 }
 
 /// `--changed`: an accepted URL goes again only if its lastmod is later
-/// than its acceptance.
+/// than its acceptance (none recorded) or than the one recorded at its
+/// acceptance — which a requeue records, so that the same lastmod read
+/// again, even one in the future, is no change.
 fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let me = Owner::current();
     let dedupe = dedupe_day();
@@ -391,6 +397,7 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
         group: group().into(),
         action: Action::Updated,
         lastmod,
+        zone: chrono_tz::Tz::UTC,
     };
     let at = t("2026-12-10T09:00:00Z");
     ledger.admit(&[page(None)], at, &changed).unwrap();
@@ -408,6 +415,30 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     assert!(matches!(none[0], Admission::Skipped { unchanged: true, .. }), "no lastmod: only when new");
     let moved = ledger.admit(&[page(Some(at + TimeDelta::minutes(30)))], later, &changed).unwrap();
     assert!(matches!(moved[0], Admission::Queued { fresh: false, .. }), "{moved:?}");
+    // Accepted again; its lastmod then is recorded: read again, unchanged.
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        &me,
+    );
+    accept_all(ledger, &claim, later);
+    let future = t("2030-01-01T12:00:00Z");
+    let again = ledger.admit(&[page(Some(at + TimeDelta::minutes(30)))], later, &changed).unwrap();
+    assert!(matches!(again[0], Admission::Skipped { unchanged: true, .. }), "{again:?}");
+    let ahead = ledger.admit(&[page(Some(future))], later, &changed).unwrap();
+    assert!(matches!(ahead[0], Admission::Queued { fresh: false, .. }), "{ahead:?}");
+    let claim = take(
+        ledger,
+        &group(),
+        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        &me,
+    );
+    accept_all(ledger, &claim, later);
+    for day in 1..=3 {
+        let read = ledger.admit(&[page(Some(future))], later + TimeDelta::days(day), &changed).unwrap();
+        assert!(matches!(read[0], Admission::Skipped { unchanged: true, .. }), "day {day}: {read:?}");
+    }
 }
 
 #[test]

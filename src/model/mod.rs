@@ -9,6 +9,7 @@
 mod budget;
 mod engine;
 mod group;
+pub mod lastmod;
 mod outcome;
 mod position;
 mod queue;

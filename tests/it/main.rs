@@ -10,6 +10,7 @@ mod classification;
 mod clock;
 mod commands;
 mod config_errors;
+mod dates;
 mod doctor;
 mod formats;
 mod google;

@@ -296,3 +296,92 @@ fn a_month_of_hourly_runs_left_alone() {
     assert_eq!((sitemap.listed, sitemap.errors, sitemap.urls), (Some(true), Some(0), Some(90)));
     assert_eq!(sitemap.downloaded_at, sitemap.submitted_at, "Bing crawled it as it took it");
 }
+
+/// A month of a site in UTC+8 (`timezone = "Asia/Shanghai"`) that writes
+/// dates without a time: hourly runs as above, with no trouble at the
+/// engines. Every day at 06:00 local (22:00 UTC the day before) the sitemap
+/// gains 3 pages dated that local day, and from day 3 at 11:00 local
+/// (03:00 UTC) a page of two days before gets that day's date — so the
+/// morning's pages are read again after UTC midnight, with the date they
+/// were accepted with. On day 5 a scheduled post appears with a lastmod in
+/// 2031, read again twice a day; on day 12 the site corrects it to that
+/// day's date. At the end every page version was accepted exactly once per
+/// engine, and the one warning of a run is the lastmod in the future.
+#[test]
+fn a_month_of_a_site_in_utc8_that_writes_dates() {
+    let world = Arc::new(Mutex::new(World::default()));
+    let (mut sb, sitemap) = sandbox(&world);
+    sb.property_extra.push_str("timezone = \"Asia/Shanghai\"\n");
+    sb.write_config();
+    let zone = chrono_tz::Asia::Shanghai;
+    let scheduled = "2031-06-01T10:00:00+08:00";
+    // Every page's lastmods as written, in order.
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut warned = 0;
+
+    for day in 1..=DAYS {
+        for hour in 0..24 {
+            let now = day_start(day) + Span::hours(hour);
+            world.lock().unwrap().now = Some(now);
+            let today = now.with_timezone(&zone).date_naive().to_string();
+            let mut version = |path: &str, lastmod: &str| {
+                versions.entry(sb.url(path)).or_default().push(lastmod.to_string());
+            };
+            if hour == 22 {
+                for page in 1..=3 {
+                    let path = format!("/p{day}-{page}");
+                    sitemap.add(&path, Some(&today));
+                    version(&path, &today);
+                }
+                if day == 5 {
+                    sitemap.add("/scheduled", Some(scheduled));
+                    version("/scheduled", scheduled);
+                }
+            }
+            if hour == 3 && day >= 3 {
+                let path = format!("/p{}-2", day - 2);
+                sitemap.touch(&path, &today);
+                version(&path, &today);
+                if day == 12 {
+                    sitemap.touch("/scheduled", &today);
+                    version("/scheduled", &today);
+                }
+            }
+            let done = sb.indexq(&["-q", "submit"]).now(&now.to_rfc3339()).output().code(0);
+            for line in done.stderr.lines() {
+                let expected = format!("warning: 1 URL has a lastmod in the future ({}: ", sb.url("/scheduled"));
+                assert!(line.starts_with(&expected), "day {day} {hour}:00: {}", done.stderr);
+                warned += 1;
+            }
+        }
+    }
+    // Read again at 22:00 on days 5 to 11 and at 03:00 on days 6 to 11
+    // (on day 12 at 03:00 it was corrected).
+    assert_eq!(warned, 13, "a warning each run that read it");
+
+    let w = world.lock().unwrap();
+    for engine in ["indexnow", "bing"] {
+        let mut per_day: BTreeMap<NaiveDate, usize> = BTreeMap::new();
+        for (_, at, _, _) in w.received.iter().filter(|(e, ..)| *e == engine) {
+            *per_day.entry(at.date_naive()).or_default() += 1;
+        }
+        assert!(per_day.values().all(|&n| n <= QUOTA), "{engine}: {per_day:?}");
+        for (url, lastmods) in &versions {
+            let accepted: Vec<DateTime<Utc>> =
+                w.received.iter().filter(|(e, _, u, ok)| *e == engine && u == url && *ok).map(|r| r.1).collect();
+            assert_eq!(accepted.len(), lastmods.len(), "{engine}: {url}, versions {lastmods:?}, accepted {accepted:?}");
+        }
+        let total: usize = versions.values().map(Vec::len).sum();
+        assert_eq!(w.received.iter().filter(|(e, ..)| *e == engine).count(), total, "{engine}: nothing else sent");
+    }
+    let received = w.received.len();
+    drop(w);
+    // The sitemap's submission of day 30's change waits for its day's
+    // spacing; it goes at midnight, and nothing else does.
+    let end = day_start(DAYS + 1);
+    world.lock().unwrap().now = Some(end);
+    sb.indexq(&["-q", "submit"]).now(&end.to_rfc3339()).output().code(0);
+    assert_eq!(world.lock().unwrap().received.len(), received, "no URL went again");
+    let status = sb.indexq(&["--json", "status"]).now(&end.to_rfc3339()).output().code(0).status_doc();
+    assert_eq!((status.queue.due, status.queue.waiting, status.queue.in_flight, status.queue.parked), (0, 0, 0, 0));
+}

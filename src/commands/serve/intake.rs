@@ -315,15 +315,23 @@ fn admit_group(
     };
     let mut batch: Vec<NewItem> = Vec::new();
     let mut routed: Vec<Vec<Routed>> = Vec::with_capacity(requests.len());
+    // A `lastmod` (a Ghost post's `updated_at`) later than now is taken as
+    // now by admission; the log says so once for the requests admitted
+    // together.
+    let mut in_future = crate::model::lastmod::InFuture::default();
     for request in requests {
         let mut urls = Vec::with_capacity(request.urls.len());
         for (url, property, text, place) in &request.urls {
+            in_future.note(url.as_str(), request.lastmod, state.routes.zone(property), now);
             let first = batch.len();
             let item = (request.action, request.lastmod);
             let outside = state.routes.route(property, url.clone(), item, (Some(text), place), &mut batch);
             urls.push((url.to_string(), property.clone(), first..batch.len(), outside));
         }
         routed.push(urls);
+    }
+    if let Some(warning) = in_future.take_warning() {
+        tracing::warn!("{warning}");
     }
     let admissions = ledger.admit(&batch, now, &rule)?;
     let admitted: Vec<(&NewItem, Admission)> = batch.iter().zip(admissions).collect();

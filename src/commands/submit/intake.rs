@@ -20,6 +20,7 @@ use crate::config::PropertySource;
 use crate::engines::{self, indexnow};
 use crate::ingest::{self, sitemap, StoredUrl};
 use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
+use crate::model::lastmod::InFuture;
 use crate::model::{
     Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
     SourceDocument,
@@ -59,6 +60,9 @@ pub(super) struct Intake<'r, 'a> {
     pub(super) counts: BTreeMap<EngineKind, PlanCounts>,
     /// URLs left out by `--since`.
     pub(super) before_since: u64,
+    /// The lastmods read later than the moment they were read
+    /// (`say_in_future`).
+    in_future: InFuture,
     /// The result the last URL skipped had, but for its URL (`skip`).
     skipped: Option<Skipped>,
 }
@@ -96,6 +100,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             action: Action::Updated,
             counts: BTreeMap::new(),
             before_since: 0,
+            in_future: InFuture::default(),
             skipped: None,
         }
     }
@@ -125,6 +130,8 @@ impl<'r, 'a> Intake<'r, 'a> {
 /// `serve` route every URL through here.
 pub(crate) struct Routes {
     routes: FxHashMap<String, Vec<Arc<GroupKey>>>,
+    /// Each property's timezone, which its items take (`NewItem::zone`).
+    zones: FxHashMap<String, Tz>,
     /// Per property whose IndexNow key location is below its host's root:
     /// the folder the key vouches for (`engines::indexnow::key_scope`), and
     /// how it is shown.
@@ -132,23 +139,34 @@ pub(crate) struct Routes {
 }
 
 impl Routes {
-    fn new(groups: Vec<GroupKey>, key_scopes: FxHashMap<String, (url::Url, String)>) -> Routes {
+    fn new(
+        groups: Vec<GroupKey>,
+        key_scopes: FxHashMap<String, (url::Url, String)>,
+        zones: FxHashMap<String, Tz>,
+    ) -> Routes {
         let mut routes: FxHashMap<String, Vec<Arc<GroupKey>>> = FxHashMap::default();
         for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
             routes.entry(group.property.clone()).or_default().push(Arc::new(group));
         }
-        Routes { routes, key_scopes }
+        Routes { routes, key_scopes, zones }
     }
 
-    /// The routes of `groups`, with each property's key scope read from
-    /// `settings`.
+    /// The routes of `groups`, with each property's key scope and
+    /// timezone read from `settings`.
     pub(crate) fn of(settings: &crate::config::Settings, groups: Vec<GroupKey>) -> Routes {
-        Routes::new(groups, key_scopes(settings))
+        let zones = settings.properties.iter().map(|p| (p.name.clone(), p.timezone)).collect();
+        Routes::new(groups, key_scopes(settings), zones)
     }
 
     /// Whether URLs of `property` go anywhere.
     pub(crate) fn routes_property(&self, property: &str) -> bool {
         self.routes.contains_key(property)
+    }
+
+    /// The timezone of `property` (every configured property has its own;
+    /// one not configured has no groups either).
+    pub(crate) fn zone(&self, property: &str) -> Tz {
+        self.zones.get(property).copied().unwrap_or(Tz::UTC)
     }
 
     /// Routes `url` (of `property`, read as `text` at `place`; `None`: as
@@ -173,6 +191,7 @@ impl Routes {
             .get(property)
             .filter(|(scope, _)| !indexnow::in_key_scope(scope, url.host_str(), url.path()));
         let groups = self.routes.get(property).map_or(&[][..], Vec::as_slice);
+        let zone = self.zone(property);
         let to_indexnow = groups.iter().any(|g| g.engine == EngineKind::IndexNow);
         let to_others = groups.iter().any(|g| g.engine != EngineKind::IndexNow);
         let outside = scope.filter(|_| to_indexnow).map(|(_, scope)| {
@@ -195,7 +214,7 @@ impl Routes {
         let mut url = Some(String::from(url));
         while let Some(group) = to.next() {
             let url = if to.peek().is_some() { url.clone() } else { url.take() }.unwrap_or_default();
-            batch.push(NewItem { url, group: Arc::clone(group), action, lastmod });
+            batch.push(NewItem { url, group: Arc::clone(group), action, lastmod, zone });
         }
         outside
     }
@@ -233,7 +252,17 @@ impl Intake<'_, '_> {
         if reads_sources(args) {
             self.read_sources(printer).await?;
         }
+        self.say_in_future(printer);
         Ok(())
+    }
+
+    /// Warns, once for all, of the lastmods read so far that were later
+    /// than the moment they were read (admission takes each as that
+    /// moment).
+    pub(super) fn say_in_future(&mut self, printer: &Printer) {
+        if let Some(warning) = self.in_future.take_warning() {
+            printer.warn(&warning);
+        }
     }
 
     /// Reads each property's configured `sources` (those of properties this
@@ -427,6 +456,7 @@ impl Intake<'_, '_> {
                 group: g.clone().into(),
                 action: Action::Updated,
                 lastmod: Some(changed),
+                zone: self.routes.zone(&g.property),
             })
             .collect();
         match self.plan.as_deref_mut() {
@@ -476,7 +506,14 @@ impl Intake<'_, '_> {
             printer.invalid(&format!("{place}: `{text}`: {why}"));
             return self.findings.line(invalid(text, place, LocalReason::NoProperty, why));
         };
-        if before_since(self.since, lastmod) {
+        // A lastmod later than now is taken as now, for `--since` as for
+        // admission (`policy::changed_since`).
+        let lastmod_now = lastmod.map(|l| {
+            let now = self.run.clock.now();
+            self.in_future.note(url.as_str(), Some(l), property.timezone, now);
+            l.min(now)
+        });
+        if before_since(self.since, lastmod_now) {
             self.before_since += 1;
             return Ok(());
         }

@@ -182,7 +182,13 @@ impl<'a> Trial<'a> {
 
 /// An input URL of `group` (no lastmod).
 pub(super) fn new_item(group: &GroupKey, url: &str) -> NewItem {
-    NewItem { url: url.into(), group: group.clone().into(), action: Action::Updated, lastmod: None }
+    NewItem {
+        url: url.into(),
+        group: group.clone().into(),
+        action: Action::Updated,
+        lastmod: None,
+        zone: chrono_tz::Tz::UTC,
+    }
 }
 
 /// A URL accepted within a day is not sent again.

@@ -97,6 +97,7 @@ impl<'a> Worker<'a> {
         let mut intake = Intake::new(&mut self.run, &mut self.findings, None, rule, None);
         intake.only = properties.map(<[String]>::to_vec);
         intake.read_sources(&self.printer).await?;
+        intake.say_in_future(&self.printer);
         let engines = std::mem::take(&mut intake.counts);
         let (_, invalid) = self.findings.results.invalid();
         let read = SourcesRead { engines, invalid };

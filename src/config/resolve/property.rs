@@ -45,6 +45,11 @@ impl Resolver<'_> {
                 ));
             }
             let property = Property {
+                timezone: self.timezone(
+                    rp.timezone.as_ref(),
+                    &format!("{prefix}.timezone"),
+                    defaults::PROPERTY_TIMEZONE,
+                )?,
                 indexnow: rp.indexnow.as_ref().map(|t| self.property_indexnow(t, &prefix, indexnow)).transpose()?,
                 bing: rp.bing.as_ref().map(|t| self.property_bing(t, &prefix, &site, bing)).transpose()?,
                 google: rp.google.as_ref().map(|t| self.property_google(t, &prefix, &site, google)).transpose()?,

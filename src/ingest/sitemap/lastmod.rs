@@ -1,9 +1,12 @@
 //! `<lastmod>`: W3C datetimes, and the forms generators write besides; and
 //! the RFC 822 dates of an RSS feed's `<pubDate>`.
 
+use crate::model::lastmod;
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 
-/// Parses a sitemap lastmod: W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DDThh:mmTZD, with seconds and fractions); date-only means 00:00 UTC. None if unparseable.
+/// Parses a sitemap lastmod: W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, YYYY-MM-DDThh:mmTZD, with seconds and
+/// fractions); a value without a time is a date, kept as `model::lastmod::of_date` keeps it (its first day for a year
+/// or a month). None if unparseable.
 ///
 /// Also accepted, as generators write them: a space or `t` for `T`, `z` for `Z`, `+hhmm` and `+hh` offsets, and a
 /// time without offset, taken as UTC.
@@ -33,7 +36,7 @@ fn fixed_form(s: &[u8]) -> Option<DateTime<Utc>> {
     // Four digits fit in i32.
     let date = NaiveDate::from_ymd_opt(number(&s[..4])? as i32, number(&s[5..7])?, number(&s[8..10])?)?;
     if s.len() == 10 {
-        return Some(date.and_time(NaiveTime::MIN).and_utc());
+        return Some(lastmod::of_date(date));
     }
     if !matches!(s.len(), 20 | 25) || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
         return None;
@@ -80,7 +83,7 @@ fn any_form(s: &str) -> Option<DateTime<Utc>> {
     // `year` has four digits, so it fits in i32.
     let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?;
     let Some(time) = time else {
-        return Some(date.and_time(NaiveTime::MIN).and_utc());
+        return Some(lastmod::of_date(date));
     };
     let (clock, offset) = split_offset(time)?;
     let mut fields = clock.split(':');

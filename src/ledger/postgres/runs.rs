@@ -67,7 +67,7 @@ impl Runs for PgLedger {
                             url: u.to_string(),
                             group: GroupKey::urls("", EngineKind::IndexNow, "").into(),
                             action: Action::Updated,
-                            lastmod: None,
+                            lastmod: None, zone: chrono_tz::Tz::UTC,
                         })
                         .collect();
                     let found = look_up(tx, None, &batch, &groups, false)?;

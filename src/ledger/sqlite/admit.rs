@@ -785,6 +785,7 @@ mod tests {
                     group: group.clone(),
                     action: Action::Updated,
                     lastmod: None,
+                    zone: chrono_tz::Tz::UTC,
                 })
                 .collect()
         };

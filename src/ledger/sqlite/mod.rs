@@ -565,6 +565,7 @@ mod tests {
                 group: group.clone().into(),
                 action: Action::Updated,
                 lastmod: None,
+                zone: chrono_tz::Tz::UTC,
             })
             .collect()
     }

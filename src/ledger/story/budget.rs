@@ -103,6 +103,7 @@ fn an_engines_remainder_sets_the_limit(ledger: &mut impl Ledger, day: &RuleWindo
             group: bing.clone().into(),
             action: Action::Updated,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();
@@ -258,6 +259,7 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
             group: paced.clone().into(),
             action: Action::Updated,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, now, &rule).unwrap();

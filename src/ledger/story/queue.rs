@@ -16,6 +16,7 @@ pub fn queue_story(ledger: &mut impl Ledger) {
             group: group().into(),
             action: Action::Updated,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     batch.extend((0..4).map(|i| NewItem {
@@ -23,6 +24,7 @@ pub fn queue_story(ledger: &mut impl Ledger) {
         group: other.clone().into(),
         action: Action::Updated,
         lastmod: None,
+        zone: chrono_tz::Tz::UTC,
     }));
     ledger.admit(&batch, now, &rule).unwrap();
     let claim = take(
@@ -103,7 +105,13 @@ fn drop_url(i: usize) -> String {
 
 fn drop_batch(range: std::ops::Range<usize>) -> Vec<NewItem> {
     range
-        .map(|i| NewItem { url: drop_url(i), group: dropping().into(), action: Action::Updated, lastmod: None })
+        .map(|i| NewItem {
+            url: drop_url(i),
+            group: dropping().into(),
+            action: Action::Updated,
+            lastmod: None,
+            zone: chrono_tz::Tz::UTC,
+        })
         .collect()
 }
 
@@ -295,6 +303,7 @@ fn day_two_transient_elsewhere(ledger: &mut impl Ledger, other: &GroupKey) {
             group: other.clone().into(),
             action: Action::Updated,
             lastmod: None,
+            zone: chrono_tz::Tz::UTC,
         })
         .collect();
     ledger.admit(&batch, day2, &rule).unwrap();

@@ -30,7 +30,13 @@ fn sitemap_rule() -> AdmitRule {
 }
 
 fn sitemap_item(lastmod: DateTime<Utc>) -> NewItem {
-    NewItem { url: SITEMAP.into(), group: sitemap_group().into(), action: Action::Updated, lastmod: Some(lastmod) }
+    NewItem {
+        url: SITEMAP.into(),
+        group: sitemap_group().into(),
+        action: Action::Updated,
+        lastmod: Some(lastmod),
+        zone: chrono_tz::Tz::UTC,
+    }
 }
 
 /// New, due now in its own group (not the URLs'), claimed and accepted.
