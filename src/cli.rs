@@ -120,11 +120,11 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub deleted: bool,
 
-    /// Sitemaps to read (file, URL, or robots.txt); repeatable; .gz accepted
+    /// Sitemaps to read (file, URL, or robots.txt; a sitemap, index, RSS or Atom feed or text list); repeatable; .gz accepted
     #[arg(long, value_name = "FILE|URL")]
     pub sitemap: Vec<String>,
 
-    /// Only URLs new to the ledger, or whose sitemap lastmod is later than their last accepted submission
+    /// Only URLs new to the ledger, or whose sitemap lastmod is later than the one recorded at their last acceptance
     #[arg(long)]
     pub changed: bool,
 
