@@ -11,6 +11,7 @@ mod clock;
 mod commands;
 mod config_errors;
 mod doctor;
+mod fetch_hosts;
 mod google;
 mod hostile;
 mod init;

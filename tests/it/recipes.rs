@@ -95,12 +95,10 @@ impl Stage {
     /// IndexNow endpoint at the mock engine.
     fn init(&self, config: &Path) {
         assert!(config.starts_with(&self.root), "the configuration is named by an absolute path: {}", config.display());
+        let mut init = Command::new(env!("CARGO_BIN_EXE_indexq"));
+        init.arg("--config").arg(config).args(["init", "--site", &self.sb.site_url()]).env_clear();
         let done = Done::from(
-            Command::new(env!("CARGO_BIN_EXE_indexq"))
-                .arg("--config")
-                .arg(config)
-                .args(["init", "--site", &self.sb.site_url()])
-                .env_clear()
+            seal_network(&mut init)
                 .current_dir(&self.cwd)
                 .stdin(Stdio::null())
                 .output()
@@ -115,12 +113,10 @@ impl Stage {
         std::fs::write(config, text.replace(REAL_ENDPOINT, &self.sb.endpoints[0])).unwrap();
     }
 
-    /// Runs `program args` with exactly `env`, from the empty directory.
+    /// Runs `program args` with exactly `env` (and the tests' network seal,
+    /// `seal_network`), from the empty directory.
     fn run(&self, program: &Path, args: &[String], env: &BTreeMap<String, String>) -> Done {
-        let output = Command::new(program)
-            .args(args)
-            .env_clear()
-            .envs(env)
+        let output = seal_network(Command::new(program).args(args).env_clear().envs(env))
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .output()
