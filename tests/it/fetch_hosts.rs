@@ -54,9 +54,12 @@ fn with_index(children: &[&str], fetch_hosts: &[&str]) -> Sandbox {
     let locs: Vec<&str> = locs.iter().map(String::as_str).collect();
     sb.site.on("GET", "/index.xml", vec![MockResponse::status(200).body(&index(&locs))]);
     sb.site.on("GET", "/own.xml", vec![MockResponse::status(200).body(&urlset(&sb, &["/a"]))]);
-    let hosts: Vec<String> = fetch_hosts.iter().map(|h| format!("\"{h}\"")).collect();
-    sb.property_extra =
-        format!("sources = [\"{}\"]\nfetch_hosts = [{}]\n", sb.url("/index.xml"), hosts.join(", "));
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/index.xml"));
+    // Written only when given: a build without the key still reads the rest.
+    if !fetch_hosts.is_empty() {
+        let hosts: Vec<String> = fetch_hosts.iter().map(|h| format!("\"{h}\"")).collect();
+        sb.property_extra.push_str(&format!("fetch_hosts = [{}]\n", hosts.join(", ")));
+    }
     sb.write_config();
     sb
 }
