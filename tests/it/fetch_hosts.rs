@@ -119,7 +119,9 @@ fn redirects_to_other_hosts_are_not_followed_and_are_said() {
     let other = MockServer::start();
     serve_secret(&other, &sb);
     let to_other = format!("{}/internal.xml", other.url());
-    for (path, target) in [("/to-other.xml", to_other.as_str()), ("/to-meta.xml", METADATA_CHILD), ("/to-private.xml", PRIVATE_CHILD)] {
+    for (path, target) in
+        [("/to-other.xml", to_other.as_str()), ("/to-meta.xml", METADATA_CHILD), ("/to-private.xml", PRIVATE_CHILD)]
+    {
         sb.site.on("GET", path, vec![MockResponse::status(302).header("Location", target).body(SECRET)]);
     }
     let args: Vec<String> = ["/to-other.xml", "/to-meta.xml", "/to-private.xml"]
@@ -201,7 +203,10 @@ fn a_bad_fetch_hosts_entry_is_an_error_naming_its_place() {
     sb.write_config();
     sb.site.on("GET", "/s.xml", vec![MockResponse::status(200).body(&urlset(&sb, &["/a"]))]);
     let run = |resolve: &str| {
-        sb.indexq(&["submit", "--dry-run", "--sitemap", &sb.url("/s.xml")]).env("INDEXQ_RESOLVE", resolve).now(NOW).output()
+        sb.indexq(&["submit", "--dry-run", "--sitemap", &sb.url("/s.xml")])
+            .env("INDEXQ_RESOLVE", resolve)
+            .now(NOW)
+            .output()
     };
     let done = run("cdn.example.com=10.0.0.1,nowhere");
     assert_ne!(done.code, 0);
@@ -232,6 +237,6 @@ fn the_proxy_guard_holds() {
         .now(NOW)
         .output();
     let asked: Vec<String> = proxy.requests().into_iter().map(|r| r.path).collect();
-    assert_eq!(asked, [source.clone()], "the proxy was asked for the sitemap: {}", done.stdout);
+    assert_eq!(asked, [source], "the proxy was asked for the sitemap: {}", done.stdout);
     assert!(sb.site.requests_to("GET", "/sitemap.xml").is_empty(), "nothing went around the proxy");
 }

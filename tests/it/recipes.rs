@@ -97,14 +97,8 @@ impl Stage {
         assert!(config.starts_with(&self.root), "the configuration is named by an absolute path: {}", config.display());
         let mut init = Command::new(env!("CARGO_BIN_EXE_indexq"));
         init.arg("--config").arg(config).args(["init", "--site", &self.sb.site_url()]).env_clear();
-        let done = Done::from(
-            seal_network(&mut init)
-                .current_dir(&self.cwd)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap(),
-        )
-        .code(0);
+        let done =
+            Done::from(seal_network(&mut init).current_dir(&self.cwd).stdin(Stdio::null()).output().unwrap()).code(0);
         assert!(done.stdout.contains("indexq -q submit"), "init names the hourly job:\n{}", done.stdout);
         let text = std::fs::read_to_string(config).unwrap();
         let source = format!("sources = [\"{}sitemap.xml\"]", self.sb.site_url());

@@ -50,7 +50,8 @@ fn sitemap_reader(settings: &crate::config::Settings) -> anyhow::Result<sitemap:
         Err(e) => anyhow::bail!("{RESOLVE_VAR}: {e}"),
     };
     let client = engines::fetch_client_builder(&settings.http);
-    Ok(sitemap::Reader::new(client, settings.sitemap.max_bytes, sitemap::Pins::new(overrides))?)
+    let client = sitemap::FetchClient::new(client, sitemap::Pins::new(overrides))?;
+    Ok(sitemap::Reader::new(client, settings.sitemap.max_bytes))
 }
 
 /// The intake phase: the run it reads for, the report that says what came

@@ -57,8 +57,8 @@ use std::fmt;
 use std::fs::File;
 
 use body::Body;
-pub use reach::{Pins, Reach};
 use location::{location_name, resolve_child, source_location, Location, Target};
+pub use reach::{FetchClient, Pins, Reach};
 use robots::parse_robots;
 use xml::parse_sitemap;
 
@@ -116,9 +116,7 @@ pub struct Fetched {
 /// Reads sitemap sources; remembers which sitemaps it has read so that each is
 /// read at most once, across calls to [`Reader::read`].
 pub struct Reader {
-    client: reqwest::Client,
-    /// What each host name resolved to, checked: the client's resolver.
-    pins: Pins,
+    client: FetchClient,
     /// The hosts reads may reach beyond each source's own.
     reach: Reach,
     /// The host of the source being read (`None`: a local file).
@@ -130,23 +128,19 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// `client`: the client's timeouts and agent; the reader makes it
-    /// follow no redirect (it follows them itself, each checked) and
-    /// resolve names through `pins`. `cap`: the most uncompressed bytes read
-    /// from any one sitemap (default 50 MiB, the sitemaps.org limit).
-    pub fn new(client: reqwest::ClientBuilder, cap: u64, pins: Pins) -> reqwest::Result<Reader> {
-        let client =
-            client.redirect(reqwest::redirect::Policy::none()).dns_resolver(std::sync::Arc::new(pins.clone())).build()?;
-        Ok(Reader {
+    /// `client`: what fetches (the pins it resolves through are kept for
+    /// as long as it is). `cap`: the most uncompressed bytes read from any
+    /// one sitemap (default 50 MiB, the sitemaps.org limit).
+    pub fn new(client: FetchClient, cap: u64) -> Reader {
+        Reader {
             client,
-            pins,
             reach: Reach::default(),
             source: None,
             cap,
             seen: HashSet::new(),
             known: HashMap::new(),
             fetched: Vec::new(),
-        })
+        }
     }
 
     /// The hosts the next reads may reach beyond each source's own.
@@ -348,14 +342,14 @@ impl Reader {
             }
             Location::Url(url) => {
                 let fetcher = fetch::Fetcher {
-                    client: &self.client,
-                    pins: &self.pins,
+                    client: &self.client.client,
+                    pins: &self.client.pins,
                     reach: &self.reach,
                     source: self.source.as_ref(),
                 };
                 Ok(match fetch::download(&fetcher, url, self.cap, known).await? {
-                fetch::Download::NotModified => Opened::NotModified,
-                fetch::Download::Body { body, etag, last_modified, digest } => {
+                    fetch::Download::NotModified => Opened::NotModified,
+                    fetch::Download::Body { body, etag, last_modified, digest } => {
                         Opened::Body(body, Some(Known { etag, last_modified, digest }))
                     }
                 })

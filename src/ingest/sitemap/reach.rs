@@ -39,7 +39,12 @@ impl Reach {
     /// Why `url` may not be fetched on a read whose source is `source`
     /// (`None`: a local file), given what its host resolved to; `None`
     /// when it may. `addresses` are those of `url`'s host.
-    pub(super) fn refusal(&self, source: Option<&HostPattern>, url: &url::Url, addresses: &[IpAddr]) -> Option<Refusal> {
+    pub(super) fn refusal(
+        &self,
+        source: Option<&HostPattern>,
+        url: &url::Url,
+        addresses: &[IpAddr],
+    ) -> Option<Refusal> {
         let allowed: Vec<&HostPattern> = source.into_iter().chain(&self.hosts).filter(|h| h.matches(url)).collect();
         if allowed.is_empty() {
             return Some(Refusal::Host);
@@ -74,6 +79,25 @@ pub(super) enum Refusal {
     /// Its host resolved to a non-public address and the configuration does
     /// not name that host itself.
     Address { address: IpAddr, range: Range },
+}
+
+/// The HTTP client sitemaps are fetched with: it follows no redirect
+/// itself (the reader does, each hop checked) and resolves names only
+/// through its [`Pins`]. Clones share the client and the pins.
+#[derive(Clone)]
+pub struct FetchClient {
+    pub(super) client: reqwest::Client,
+    pub(super) pins: Pins,
+}
+
+impl FetchClient {
+    /// `builder`'s timeouts, agent and proxies, with no redirect policy and
+    /// `pins` as its DNS resolver.
+    pub fn new(builder: reqwest::ClientBuilder, pins: Pins) -> reqwest::Result<FetchClient> {
+        let client =
+            builder.redirect(reqwest::redirect::Policy::none()).dns_resolver(Arc::new(pins.clone())).build()?;
+        Ok(FetchClient { client, pins })
+    }
 }
 
 /// The addresses each host name resolved to, kept for the reader's life:
@@ -209,12 +233,13 @@ mod tests {
         let pins = Pins::new(HashMap::from([("meta.test".to_string(), IpAddr::from([169, 254, 169, 254]))]));
         let got = pins.addresses(url::Host::Domain("META.test.")).await.unwrap();
         assert_eq!(got, vec![IpAddr::from([169, 254, 169, 254])]);
-        assert_eq!(pins.addresses(url::Host::Ipv4([10, 0, 0, 1].into())).await.unwrap(), vec![IpAddr::from([10, 0, 0, 1])]);
+        assert_eq!(
+            pins.addresses(url::Host::Ipv4([10, 0, 0, 1].into())).await.unwrap(),
+            vec![IpAddr::from([10, 0, 0, 1])]
+        );
         // The answer the client's resolver gives is the pinned one.
-        let mut resolved: Vec<SocketAddr> = reqwest::dns::Resolve::resolve(&pins, "meta.test".parse().unwrap())
-            .await
-            .unwrap()
-            .collect();
+        let mut resolved: Vec<SocketAddr> =
+            reqwest::dns::Resolve::resolve(&pins, "meta.test".parse().unwrap()).await.unwrap().collect();
         resolved.sort();
         assert_eq!(resolved, vec![SocketAddr::from(([169, 254, 169, 254], 0))]);
     }

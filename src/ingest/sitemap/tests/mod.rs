@@ -17,8 +17,9 @@ use std::path::Path;
 
 const MIB: u64 = 1024 * 1024;
 
-fn client() -> reqwest::ClientBuilder {
-    reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10))
+fn client() -> FetchClient {
+    let builder = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10));
+    FetchClient::new(builder, Pins::default()).unwrap()
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -72,7 +73,7 @@ fn locs(entries: &[Entry]) -> Vec<&str> {
 #[test]
 fn the_read_future_is_send() {
     fn is_send<T: Send>(_: &T) {}
-    let mut reader = Reader::new(client(), 1, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 1);
     let mut each = |_: Entry| {};
     let future = reader.read("x.xml", &mut each);
     is_send(&future);
@@ -98,7 +99,7 @@ async fn urlset_with_lastmod_in_several_forms() {
         ("https://e.com/bad", Some("last tuesday")),
     ]);
     let path = write(dir.path(), "sitemap.xml", &xml);
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &path).await;
     let got: Vec<(&str, Option<DateTime<Utc>>)> = entries.iter().map(|e| (e.loc.as_str(), e.lastmod)).collect();
     assert_eq!(
@@ -139,7 +140,7 @@ async fn entities_cdata_and_trimming() {
                <url><lastmod>2024-01-01</lastmod></url>\n\
                </urlset>";
     let path = write(dir.path(), "s.xml", xml);
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &path).await;
     let got: Vec<&str> = entries.iter().map(|e| e.loc.as_str()).collect();
     assert_eq!(got, vec!["https://e.com/?a=1&b=2AB<", "https://e.com/?x=1&y=<2>", "https://e.com/é's"]);
@@ -176,7 +177,7 @@ async fn extensions_and_namespaces_are_ignored() {
   <sm:url xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"><sm:loc>https://e.com/prefixed</sm:loc></sm:url>
 </urlset>"#;
     let path = write(dir.path(), "s.xml", xml);
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &path).await;
     assert_eq!(problems, vec![]);
     assert_eq!(
@@ -209,7 +210,7 @@ async fn index_of_plain_and_gzipped_sitemaps_served() {
             ("/b.xml.gz".to_string(), ok("application/gzip", gzip(b.as_bytes()))),
         ])
     });
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let source = format!("{}/sitemap.xml", server.base);
     let (entries, problems) = read_all(&mut reader, &source).await;
     assert_eq!(problems, vec![]);
@@ -246,7 +247,7 @@ async fn local_index_reads_local_copies_of_its_children() {
         "sitemap.xml",
         index(&["https://example.invalid/sitemap-a.xml", "https://example.invalid/sitemap-b.xml.gz", "c.xml"]),
     );
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &root).await;
     assert_eq!(problems, vec![]);
     let b_path = dir.path().join("sitemap-b.xml.gz").display().to_string();
@@ -272,7 +273,7 @@ async fn gzip_is_found_by_its_magic_bytes() {
             ("/twice.xml.gz".to_string(), ok("application/octet-stream", gzip(&gzip(body.as_bytes())))),
         ])
     });
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &format!("{}/sitemap", server.base)).await;
     assert_eq!(problems, vec![]);
     assert_eq!(entries.len(), 1);
@@ -305,7 +306,7 @@ async fn robots_txt_sitemap_lines_are_followed() {
             ("/two.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/2", None)]))),
         ])
     });
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &format!("{}/robots.txt", server.base)).await;
     assert_eq!(problems, vec![]);
     assert_eq!(locs(&entries), vec!["https://e.com/1", "https://e.com/2"]);
@@ -334,7 +335,7 @@ async fn robots_txt_sitemap_lines_are_followed() {
         }]
     );
     assert_eq!(server.hits("/gone.xml"), 0);
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     reader.reach(Reach::new(vec![crate::net::HostPattern::parse(host).unwrap()], "`fetch_hosts`"));
     let (entries, problems) = read_all(&mut reader, &robots).await;
     assert_eq!(locs(&entries), vec!["https://e.com/local"]);
@@ -363,7 +364,7 @@ async fn a_cycle_is_reported_with_its_loop() {
             ("/a.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/a", None)]))),
         ])
     });
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let source = format!("{}/index.xml", server.base);
     let (entries, problems) = read_all(&mut reader, &source).await;
     assert_eq!(locs(&entries), vec!["https://e.com/a"]);
@@ -416,7 +417,7 @@ async fn a_missing_and_a_malformed_child_do_not_stop_the_good_one() {
         ])
     });
     let base = &server.base;
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &format!("{base}/index.xml")).await;
     assert_eq!(locs(&entries), vec!["https://e.com/early", "https://e.com/good", "https://e.com/u"]);
     assert_eq!(problems.len(), 3, "{problems:#?}");
@@ -434,7 +435,7 @@ async fn a_missing_and_a_malformed_child_do_not_stop_the_good_one() {
 #[tokio::test]
 async fn a_loc_over_the_url_cap_is_a_problem_at_its_place() {
     let dir = tempfile::tempdir().unwrap();
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let base = "https://e.com/";
     let at_cap = format!("{base}{}", "b".repeat(MAX_URL_BYTES - base.len()));
     // Entities split the text into several pieces; the count goes on across them (one byte over).
@@ -484,7 +485,7 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
         ])
     });
     let base = &tls.base;
-    let mut reader = Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB);
     // The plain server is another host (another port): reached only because it is listed.
     let plain_host = plain_base.trim_start_matches("http://");
     reader.reach(Reach::new(vec![crate::net::HostPattern::parse(plain_host).unwrap()], "`fetch_hosts`"));
@@ -504,7 +505,7 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
 
     // In an index: that child is the problem (with where it was listed), its sibling is read.
     let (entries, problems) = read_all(
-        &mut Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB, Pins::default()).unwrap(),
+        &mut Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB),
         &format!("{base}/index.xml"),
     )
     .await;
@@ -526,7 +527,7 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
 #[tokio::test]
 async fn malformed_local_files_name_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let cases: [(&str, &str, &str, &str); 5] = [
         (
             "eof.xml",
@@ -594,12 +595,12 @@ async fn a_body_over_the_cap_stops_there() {
     let plain = write(dir.path(), "big.xml", &xml);
     let gz = write(dir.path(), "big.xml.gz", gzip(xml.as_bytes()));
     for source in [format!("{}/big.xml", server.base), format!("{}/big.xml.gz", server.base), plain, gz] {
-        let mut reader = Reader::new(client(), cap, Pins::default()).unwrap();
+        let mut reader = Reader::new(client(), cap);
         let (entries, problems) = read_all(&mut reader, &source).await;
         assert_capped(&entries, &problems, &source, cap);
     }
     // Exactly at the cap is within it.
-    let mut reader = Reader::new(client(), xml.len() as u64, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), xml.len() as u64);
     let (entries, problems) = read_all(&mut reader, &format!("{}/big.xml", server.base)).await;
     assert_eq!((entries.len(), problems), (12, vec![]));
     assert_eq!(exact_size(50 * MIB), "50 MiB");
@@ -616,7 +617,7 @@ async fn nesting_deeper_than_three_is_reported() {
     write(dir.path(), "d4.xml", urlset(&[("https://e.com/deep", None)]));
     write(dir.path(), "u4.xml", urlset(&[("https://e.com/deep2", None)]));
     write(dir.path(), "u3.xml", urlset(&[("https://e.com/u3", None)]));
-    let mut reader = Reader::new(client(), 50 * MIB, Pins::default()).unwrap();
+    let mut reader = Reader::new(client(), 50 * MIB);
     let (entries, problems) = read_all(&mut reader, &d0).await;
     assert_eq!(locs(&entries), vec!["https://e.com/u3"]);
     let p = |n: &str| dir.path().join(n).display().to_string();
