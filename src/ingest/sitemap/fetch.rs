@@ -29,6 +29,31 @@ pub(super) enum Download {
     },
 }
 
+/// Why a download brought nothing.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// The URL, or a redirect from it, leads where this read may not
+    /// fetch: another read (another property's) may, so the URL is not
+    /// counted as read.
+    Refused(String),
+    /// Anything else: a network error, a status, the disk.
+    Other(String),
+}
+
+impl Failure {
+    pub(super) fn message(self) -> String {
+        match self {
+            Failure::Refused(m) | Failure::Other(m) => m,
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Other(message)
+    }
+}
+
 /// What a download may reach: the client (which connects only to the
 /// addresses [`Pins`] checked), the pins, the read's [`Reach`] and its
 /// source's own host (`None`: a local file).
@@ -75,8 +100,8 @@ pub(super) async fn download(
     url: &Url,
     cap: u64,
     known: Option<&Known>,
-) -> Result<Download, String> {
-    fetcher.check(url).await.map_err(|why| format!("not fetched: {why}"))?;
+) -> Result<Download, Failure> {
+    fetcher.check(url).await.map_err(|why| Failure::Refused(format!("not fetched: {why}")))?;
     let mut chain = vec![url.clone()];
     let mut response = loop {
         let current = chain.last().unwrap_or(url);
@@ -95,15 +120,16 @@ pub(super) async fn download(
         };
         let refused = |why: String| format!("cannot fetch: the redirect from {current} to {next} was refused: {why}");
         if !matches!(next.scheme(), "http" | "https") {
-            return Err(refused("it is not an http(s) URL".to_string()));
+            return Err(refused("it is not an http(s) URL".to_string()).into());
         }
         if chain.len() > MAX_REDIRECTS {
-            return Err(format!("cannot fetch: more than {MAX_REDIRECTS} redirects from {url}; not followed further"));
+            let why = format!("cannot fetch: more than {MAX_REDIRECTS} redirects from {url}; not followed further");
+            return Err(why.into());
         }
         if let Some(downgraded) = downgrade(&chain, &next) {
-            return Err(format!("cannot fetch: {downgraded}"));
+            return Err(format!("cannot fetch: {downgraded}").into());
         }
-        fetcher.check(&next).await.map_err(refused)?;
+        fetcher.check(&next).await.map_err(|why| Failure::Refused(refused(why)))?;
         chain.push(next);
     };
     let status = response.status();
@@ -112,7 +138,7 @@ pub(super) async fn download(
     }
     if !status.is_success() {
         let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
-        return Err(format!("HTTP {}{reason}", status.as_u16()));
+        return Err(format!("HTTP {}{reason}", status.as_u16()).into());
     }
     let header =
         |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty());

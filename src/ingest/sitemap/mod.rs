@@ -335,7 +335,9 @@ impl Reader {
     }
 
     /// Opens a sitemap: a file, or a download (conditional with `known`).
-    async fn open(&self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
+    /// A download refused by this read's reach is not counted as read: a
+    /// later read whose reach allows it (another property's) still reads it.
+    async fn open(&mut self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
         match &target.location {
             Location::File(path) => {
                 File::open(path).map(|f| Opened::Body(Body::whole(f), None)).map_err(|e| format!("cannot read: {e}"))
@@ -347,7 +349,15 @@ impl Reader {
                     reach: &self.reach,
                     source: self.source.as_ref(),
                 };
-                Ok(match fetch::download(&fetcher, url, self.cap, known).await? {
+                let download = match fetch::download(&fetcher, url, self.cap, known).await {
+                    Ok(download) => download,
+                    Err(fetch::Failure::Refused(message)) => {
+                        self.seen.remove(&target.key);
+                        return Err(message);
+                    }
+                    Err(other) => return Err(other.message()),
+                };
+                Ok(match download {
                     fetch::Download::NotModified => Opened::NotModified,
                     fetch::Download::Body { body, etag, last_modified, digest } => {
                         Opened::Body(body, Some(Known { etag, last_modified, digest }))

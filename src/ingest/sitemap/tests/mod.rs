@@ -636,3 +636,47 @@ async fn nesting_deeper_than_three_is_reported() {
         }]
     );
 }
+
+#[tokio::test]
+async fn a_child_refused_by_one_reach_is_read_by_a_reach_that_allows_it() {
+    let other = Server::start(|_| {
+        HashMap::from([("/x.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/x", None)])))])
+    });
+    let child = format!("{}/x.xml", other.base);
+    let site = Server::start(|_| {
+        HashMap::from([
+            ("/a.xml".to_string(), ok("text/xml", index(&[&child]))),
+            ("/b.xml".to_string(), ok("text/xml", index(&[&child]))),
+        ])
+    });
+    let mut reader = Reader::new(client(), 50 * MIB);
+    let (entries, problems) = read_all(&mut reader, &format!("{}/a.xml", site.base)).await;
+    assert!(entries.is_empty());
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].message.starts_with("not fetched: "), "{}", problems[0].message);
+    assert_eq!(other.hits("/x.xml"), 0);
+
+    // Another property's reach lists the other server: the same child is read now, once.
+    let host = other.base.trim_start_matches("http://");
+    reader.reach(Reach::new(vec![crate::net::HostPattern::parse(host).unwrap()], "`fetch_hosts`"));
+    let (entries, problems) = read_all(&mut reader, &format!("{}/b.xml", site.base)).await;
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(locs(&entries), vec!["https://e.com/x"]);
+    assert_eq!(other.hits("/x.xml"), 1);
+}
+
+#[tokio::test]
+async fn a_name_is_fetched_at_the_address_it_was_pinned_to() {
+    let server = Server::start(|_| {
+        HashMap::from([("/sitemap.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/pinned", None)])))])
+    });
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    // No DNS knows `sitemaps.test`: only the pins make the client reach the server.
+    let pins = Pins::new(HashMap::from([("sitemaps.test".to_string(), std::net::IpAddr::from([127, 0, 0, 1]))]));
+    let builder = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10));
+    let mut reader = Reader::new(FetchClient::new(builder, pins).unwrap(), 50 * MIB);
+    let (entries, problems) = read_all(&mut reader, &format!("http://sitemaps.test:{port}/sitemap.xml")).await;
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(locs(&entries), vec!["https://e.com/pinned"]);
+    assert_eq!(server.hits("/sitemap.xml"), 1);
+}
