@@ -9,7 +9,7 @@ use indexq::classify::{
     self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
     Verdict,
 };
-use indexq::ingest::sitemap::{Entry, Problem, Reader};
+use indexq::ingest::sitemap::{Entry, FetchClient, Pins, Problem, Reader};
 use indexq::model::Class;
 use proptest::prelude::*;
 use std::path::Path;
@@ -209,9 +209,8 @@ fn read_sitemap(bytes: &[u8], cap: u64) -> (Vec<Entry>, Vec<Problem>) {
     std::fs::write(&path, bytes).unwrap();
     let client = reqwest::Client::builder()
         .proxy(reqwest::Proxy::all("http://127.0.0.1:9").unwrap())
-        .timeout(std::time::Duration::from_millis(500))
-        .build()
-        .unwrap();
+        .timeout(std::time::Duration::from_millis(500));
+    let client = FetchClient::new(client, Pins::default()).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let mut reader = Reader::new(client, cap);
     let mut entries = Vec::new();

@@ -8,14 +8,14 @@
 //! that names a local path is read like indexq would (run with stdin closed).
 #![no_main]
 
-use indexq::ingest::sitemap::Reader;
+use indexq::ingest::sitemap::{FetchClient, Pins, Reader};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 struct Harness {
     runtime: tokio::runtime::Runtime,
-    client: reqwest::Client,
+    client: FetchClient,
     file: PathBuf,
 }
 
@@ -26,11 +26,8 @@ fn harness() -> &'static Harness {
         std::fs::create_dir_all(&dir).expect("create the fuzz directory");
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         let proxy = reqwest::Proxy::all("http://127.0.0.1:9").expect("proxy");
-        let client = reqwest::Client::builder()
-            .proxy(proxy)
-            .timeout(std::time::Duration::from_millis(200))
-            .build()
-            .expect("client");
+        let client = reqwest::Client::builder().proxy(proxy).timeout(std::time::Duration::from_millis(200));
+        let client = FetchClient::new(client, Pins::default()).expect("client");
         Harness { runtime, client, file: dir.join("sitemap.xml") }
     })
 }

@@ -175,6 +175,9 @@ pub const PROPERTY_GOOGLE_SKIP_INDEXED: bool = false;
 /// `property.google.indexing`: the property's URLs go to the Indexing API.
 pub const PROPERTY_GOOGLE_INDEXING: bool = true;
 
+/// `property.fetch_hosts`: no host beyond the site's and the sources' own.
+pub const PROPERTY_FETCH_HOSTS: &[&str] = &[];
+
 /// A duration as the configuration writes it, in its largest whole unit:
 /// `10m`, `30s`, `3d` (for messages that name a default).
 pub fn written(duration: Duration) -> String {
@@ -282,6 +285,7 @@ mod tests {
             (PROPERTY_GOOGLE_INDEXING, GOOGLE_SITEMAPS, BING_SITEMAPS)
         );
         assert!(p.sources.is_empty(), "no sources: `submit` with no input only drains the queue");
+        assert_eq!(p.fetch_hosts.len(), PROPERTY_FETCH_HOSTS.len(), "no host beyond the site's and the sources'");
     }
 
     /// The README's configuration table, row by row: the default column
@@ -331,6 +335,7 @@ mod tests {
             ),
             ("`[bing] sitemaps`", vec![T(BING_SITEMAPS.to_string())]),
             ("`[google] sitemaps`", vec![T(GOOGLE_SITEMAPS.to_string())]),
+            ("`property.fetch_hosts`", vec![T(format!("{PROPERTY_FETCH_HOSTS:?}"))]),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {

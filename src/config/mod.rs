@@ -181,6 +181,9 @@ pub struct Property {
     pub google: Option<PropertyGoogle>,
     /// Where its URLs come from when `submit` is given no input.
     pub sources: Vec<PropertySource>,
+    /// Hosts its sitemaps may fetch from beyond its site's and its
+    /// sources' own (an index child, a redirect).
+    pub fetch_hosts: Vec<crate::net::HostPattern>,
 }
 
 /// One of a property's `sources`.
@@ -239,6 +242,17 @@ pub struct PropertyGoogle {
 }
 
 impl Property {
+    /// The hosts its sources may fetch from: its site's, its remote
+    /// sources' own, and its `fetch_hosts` — each the configuration's word.
+    pub fn fetch_reach(&self) -> Vec<crate::net::HostPattern> {
+        let own = |s: &str| Url::parse(s).ok().and_then(|u| crate::net::HostPattern::of_url(&u));
+        let sources = self.sources.iter().filter_map(|s| match s {
+            PropertySource::Sitemap(s) => own(s),
+            PropertySource::List(_) | PropertySource::File(_) => None,
+        });
+        crate::net::HostPattern::of_url(&self.site).into_iter().chain(sources).chain(self.fetch_hosts.clone()).collect()
+    }
+
     /// Whether `url` lies under this property's site.
     pub fn contains(&self, url: &str) -> bool {
         url.starts_with(self.site.as_str())

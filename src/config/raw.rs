@@ -138,6 +138,7 @@ pub(super) struct RawProperty {
     pub(super) bing: Option<S<RawPropBing>>,
     pub(super) google: Option<S<RawPropGoogle>>,
     pub(super) sources: Option<Vec<S<RawSource>>>,
+    pub(super) fetch_hosts: Option<Vec<S<String>>>,
 }
 
 /// One of a property's `sources`: a string (a sitemap URL, or a file whose

@@ -211,59 +211,17 @@ pub fn client(http: &HttpSettings) -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
-/// How many redirects a fetch of a public document follows.
-pub const MAX_REDIRECTS: usize = 5;
-
-/// The client for fetching public documents (sitemaps): the same timeouts,
-/// and up to [`MAX_REDIRECTS`] redirects (sites move sitemaps from http to
-/// https), never one from https to plain http (see [`downgrade`]).
-pub fn fetch_client(http: &HttpSettings) -> reqwest::Result<reqwest::Client> {
-    fetch_client_builder(http).build()
-}
-
-/// [`fetch_client`] before it is built (tests add a root certificate).
+/// The client sitemaps are fetched with, before the reader adds its own
+/// resolver: the same timeouts and no redirects followed by the client —
+/// the reader follows them itself (up to [`crate::net::MAX_REDIRECTS`],
+/// never from https to plain http), each hop held to the hosts the
+/// configuration allows (`ingest::sitemap::Reach`).
 pub fn fetch_client_builder(http: &HttpSettings) -> reqwest::ClientBuilder {
-    let follow = reqwest::redirect::Policy::custom(|attempt| match downgrade(attempt.previous(), attempt.url()) {
-        Some(refused) => attempt.error(refused),
-        None => reqwest::redirect::Policy::limited(MAX_REDIRECTS).redirect(attempt),
-    });
     reqwest::Client::builder()
         .connect_timeout(http.connect_timeout)
         .timeout(http.timeout)
-        .redirect(follow)
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("indexq/", env!("CARGO_PKG_VERSION")))
-}
-
-/// A redirect not followed because it would leave https for plain http.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Downgrade {
-    pub from: url::Url,
-    pub to: url::Url,
-}
-
-impl std::fmt::Display for Downgrade {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the redirect from {} to {} was refused: it leaves https for plain http, where anyone on the way can \
-             change what is read",
-            self.from, self.to
-        )
-    }
-}
-
-impl std::error::Error for Downgrade {}
-
-/// Whether a redirect to `next`, after `previous` (the first URL asked for,
-/// then every redirect followed), would leave https for plain http. A
-/// loopback host (`localhost`, 127.0.0.0/8, `[::1]`) is the machine itself,
-/// where nothing is on the way: a redirect there is followed.
-pub fn downgrade(previous: &[url::Url], next: &url::Url) -> Option<Downgrade> {
-    let after_https = previous.iter().any(|u| u.scheme() == "https");
-    if !after_https || next.scheme() != "http" || crate::net::is_loopback(next) {
-        return None;
-    }
-    Some(Downgrade { from: previous.last()?.clone(), to: next.clone() })
 }
 
 /// A received response: status, headers and the body up to `READ_CAP`.
@@ -356,48 +314,4 @@ pub fn digest(parts: &[&str]) -> String {
         h.update([0u8]);
     }
     h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn urls(list: &[&str]) -> Vec<url::Url> {
-        list.iter().map(|u| url::Url::parse(u).unwrap()).collect()
-    }
-
-    #[test]
-    fn downgrades_are_refused_except_to_loopback() {
-        #[rustfmt::skip]
-        let table: &[(&[&str], &str, bool)] = &[
-            (&["https://a.example/s.xml"], "http://a.example/s.xml", true),
-            (&["https://a.example/s.xml"], "http://b.example/s.xml", true),
-            (&["https://a.example/s.xml"], "HTTP://B.EXAMPLE/s.xml", true),
-            // Once on https, any later step to plain http is a downgrade.
-            (&["http://a.example/", "https://a.example/"], "http://a.example/x", true),
-            (&["https://a.example/", "http://127.0.0.1/"], "http://b.example/", true),
-            (&["https://a.example/s.xml"], "https://b.example/s.xml", false),
-            (&["http://a.example/s.xml"], "https://a.example/s.xml", false),
-            (&["http://a.example/s.xml"], "http://b.example/s.xml", false),
-            // Loopback: this machine, nothing on the way.
-            (&["https://a.example/s.xml"], "http://127.0.0.1:8080/s.xml", false),
-            (&["https://a.example/s.xml"], "http://127.1.2.3/s.xml", false),
-            (&["https://a.example/s.xml"], "http://[::1]:8080/s.xml", false),
-            (&["https://a.example/s.xml"], "http://localhost/s.xml", false),
-            (&["https://a.example/s.xml"], "http://sub.localhost./s.xml", false),
-            (&["https://a.example/s.xml"], "http://localhost.example/s.xml", true),
-            (&["https://a.example/s.xml"], "http://10.0.0.1/s.xml", true),
-            (&["https://a.example/s.xml"], "ftp://a.example/s.xml", false),
-        ];
-        for (previous, next, refused) in table {
-            let previous = urls(previous);
-            let next = url::Url::parse(next).unwrap();
-            let got = downgrade(&previous, &next);
-            assert_eq!(got.is_some(), *refused, "{previous:?} → {next}");
-            if let Some(d) = got {
-                assert_eq!((&d.from, &d.to), (previous.last().unwrap(), &next));
-                assert!(d.to_string().contains("was refused"), "{d}");
-            }
-        }
-    }
 }

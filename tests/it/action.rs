@@ -59,6 +59,7 @@ impl Runner {
             .env("GITHUB_ENV", self.root.join("env"))
             .env("GITHUB_OUTPUT", self.root.join("output"))
             .stdin(Stdio::null());
+        seal_network(&mut cmd);
         cmd
     }
 }

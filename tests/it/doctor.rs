@@ -141,10 +141,7 @@ fn google_ownership_says_to_add_the_service_account_as_owner() {
 /// what a person pasting it gets on stdout (not checked for secrets: it is
 /// the key file's content, fetched by the test itself).
 fn pasted(sb: &Sandbox, line: &str) -> String {
-    let out = std::process::Command::new("sh")
-        .args(["-c", line])
-        .current_dir(sb.dir.path())
-        .env_clear()
+    let out = seal_network(std::process::Command::new("sh").args(["-c", line]).current_dir(sb.dir.path()).env_clear())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("INDEXNOW_KEY", KEY)
         .output()

@@ -205,10 +205,7 @@ fn pasted(cwd: &Path, line: &str) -> std::process::Output {
     let bin = Path::new(env!("CARGO_BIN_EXE_indexq")).parent().unwrap().to_path_buf();
     let mut path = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect::<Vec<_>>();
     path.insert(0, bin);
-    std::process::Command::new("sh")
-        .args(["-c", line])
-        .current_dir(cwd)
-        .env_clear()
+    seal_network(std::process::Command::new("sh").args(["-c", line]).current_dir(cwd).env_clear())
         .env("PATH", std::env::join_paths(path).unwrap())
         .env("HOME", cwd)
         .env("XDG_STATE_HOME", cwd.join("state"))

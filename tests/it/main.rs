@@ -12,6 +12,7 @@ mod commands;
 mod config_errors;
 mod dates;
 mod doctor;
+mod fetch_hosts;
 mod formats;
 mod google;
 mod hostile;

@@ -95,18 +95,10 @@ impl Stage {
     /// IndexNow endpoint at the mock engine.
     fn init(&self, config: &Path) {
         assert!(config.starts_with(&self.root), "the configuration is named by an absolute path: {}", config.display());
-        let done = Done::from(
-            Command::new(env!("CARGO_BIN_EXE_indexq"))
-                .arg("--config")
-                .arg(config)
-                .args(["init", "--site", &self.sb.site_url()])
-                .env_clear()
-                .current_dir(&self.cwd)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap(),
-        )
-        .code(0);
+        let mut init = Command::new(env!("CARGO_BIN_EXE_indexq"));
+        init.arg("--config").arg(config).args(["init", "--site", &self.sb.site_url()]).env_clear();
+        let done =
+            Done::from(seal_network(&mut init).current_dir(&self.cwd).stdin(Stdio::null()).output().unwrap()).code(0);
         assert!(done.stdout.contains("indexq -q submit"), "init names the hourly job:\n{}", done.stdout);
         let text = std::fs::read_to_string(config).unwrap();
         let source = format!("sources = [\"{}sitemap.xml\"]", self.sb.site_url());
@@ -115,12 +107,10 @@ impl Stage {
         std::fs::write(config, text.replace(REAL_ENDPOINT, &self.sb.endpoints[0])).unwrap();
     }
 
-    /// Runs `program args` with exactly `env`, from the empty directory.
+    /// Runs `program args` with exactly `env` (and the tests' network seal,
+    /// `seal_network`), from the empty directory.
     fn run(&self, program: &Path, args: &[String], env: &BTreeMap<String, String>) -> Done {
-        let output = Command::new(program)
-            .args(args)
-            .env_clear()
-            .envs(env)
+        let output = seal_network(Command::new(program).args(args).env_clear().envs(env))
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .output()

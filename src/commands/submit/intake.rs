@@ -38,6 +38,23 @@ use std::sync::Arc;
 /// URLs written to the ledger per transaction while reading inputs.
 const ADMIT_BATCH: usize = 10_000;
 
+/// The variable that makes host names resolve to chosen addresses
+/// (`name=address,…`), for tests and what-ifs.
+const RESOLVE_VAR: &str = "INDEXQ_RESOLVE";
+
+/// A sitemap reader for a run: `[http]`'s timeouts, host names resolved
+/// through `INDEXQ_RESOLVE` first, `[sitemap] max_bytes`.
+fn sitemap_reader(settings: &crate::config::Settings) -> anyhow::Result<sitemap::Reader> {
+    let overrides = match std::env::var(RESOLVE_VAR) {
+        Ok(text) => crate::net::resolve_overrides(&text)?,
+        Err(std::env::VarError::NotPresent) => Default::default(),
+        Err(e) => anyhow::bail!("{RESOLVE_VAR}: {e}"),
+    };
+    let client = engines::fetch_client_builder(&settings.http);
+    let client = sitemap::FetchClient::new(client, sitemap::Pins::new(overrides))?;
+    Ok(sitemap::Reader::new(client, settings.sitemap.max_bytes))
+}
+
 /// The intake phase: the run it reads for, the report that says what came
 /// of each URL, a dry run's plan (asked instead of the ledger), where each
 /// property's URLs go, the batch being filled, the rule for URLs accepted
@@ -240,7 +257,12 @@ impl Intake<'_, '_> {
         self.run.ledger.end_admissions()?;
         if !args.sitemap.is_empty() {
             let settings = self.run.settings;
-            let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+            let mut reader = sitemap_reader(settings)?;
+            // A sitemap on the command line is no property's source: it may
+            // reach its own host and what any property's sources may (all
+            // of it the configuration's word).
+            let hosts = settings.properties.iter().flat_map(|p| p.fetch_reach()).collect();
+            reader.reach(sitemap::Reach::new(hosts, "the `fetch_hosts` of a property"));
             for source in &args.sitemap {
                 if self.run.stop.requested() {
                     self.findings.cut.input_cut = true;
@@ -277,7 +299,7 @@ impl Intake<'_, '_> {
         let known = self.run.known_groups();
         let routes = routes_digest(&known);
         let conditional = !self.rule.force && self.since.is_none();
-        let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
+        let mut reader = sitemap_reader(settings)?;
         let stored = self.run.ledger.source_documents()?;
         if conditional {
             reader.remember(known_documents(stored.clone(), &routes));
@@ -291,6 +313,8 @@ impl Intake<'_, '_> {
             .filter(|p| only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
+            let listed_in = format!("`fetch_hosts` of property `{}`", property.name);
+            reader.reach(sitemap::Reach::new(property.fetch_reach(), listed_in));
             for source in &property.sources {
                 let unreadable = |name: &str, e: std::io::Error| {
                     let why = format!("{e} (a source of property `{}`)", property.name);

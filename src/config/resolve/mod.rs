@@ -6,6 +6,7 @@
 //! reported; every default comes from [`defaults`](super::defaults).
 
 mod engines;
+mod fetch_hosts;
 mod ledger;
 mod property;
 mod run;

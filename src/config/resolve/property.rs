@@ -54,6 +54,7 @@ impl Resolver<'_> {
                 bing: rp.bing.as_ref().map(|t| self.property_bing(t, &prefix, &site, bing)).transpose()?,
                 google: rp.google.as_ref().map(|t| self.property_google(t, &prefix, &site, google)).transpose()?,
                 sources: self.sources(rp.sources.as_deref().unwrap_or_default(), &prefix)?,
+                fetch_hosts: self.fetch_hosts(rp.fetch_hosts.as_deref().unwrap_or_default(), &prefix)?,
                 name,
                 site,
             };

@@ -30,9 +30,16 @@
 //! conditionally, and a 304, or a body with the same digest, is not parsed.
 //! It tells what it fetched ([`Fetched`]) for the caller to keep.
 //!
+//! What a read may fetch is the configuration's to say, not the sitemap's:
+//! the source's own host, and the hosts of the [`Reach`] it is given (the
+//! property's site, sources and `fetch_hosts`); an index child or a
+//! redirect elsewhere, or to a non-public address the configuration does
+//! not name, is a problem at its place and is not fetched (`reach`).
+//!
 //! The walk through indexes and robots.txt is here. Beside it, one job a
 //! file: `location` (where a source or a child is read from), `fetch` (the
-//! download), `body` (gzip and the cap), `content` (XML or text, UTF-16),
+//! download, following redirects), `reach` (which hosts and addresses it
+//! may reach), `body` (gzip and the cap), `content` (XML or text, UTF-16),
 //! `xml` (one XML sitemap or feed, as a stream), `text` (a text sitemap),
 //! `position` (line and column), `robots` (`Sitemap:` lines) and `lastmod`
 //! (W3C datetimes, RFC 822 dates).
@@ -43,6 +50,7 @@ mod fetch;
 mod lastmod;
 mod location;
 mod position;
+mod reach;
 mod robots;
 #[cfg(test)]
 mod tests;
@@ -57,6 +65,7 @@ use std::fs::File;
 
 use body::Body;
 use location::{location_name, resolve_child, source_location, Location, Target};
+pub use reach::{FetchClient, Pins, Reach};
 use robots::parse_robots;
 use xml::parse_sitemap;
 
@@ -142,7 +151,11 @@ pub fn open_by_content(path: &std::path::Path) -> std::io::Result<FileContent> {
 /// Reads sitemap sources; remembers which sitemaps it has read so that each is
 /// read at most once, across calls to [`Reader::read`].
 pub struct Reader {
-    client: reqwest::Client,
+    client: FetchClient,
+    /// The hosts reads may reach beyond each source's own.
+    reach: Reach,
+    /// The host of the source being read (`None`: a local file).
+    source: Option<crate::net::HostPattern>,
     cap: u64,
     seen: HashSet<String>,
     known: HashMap<String, Known>,
@@ -150,9 +163,24 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// `cap`: the most uncompressed bytes read from any one sitemap (default 50 MiB, the sitemaps.org limit).
-    pub fn new(client: reqwest::Client, cap: u64) -> Reader {
-        Reader { client, cap, seen: HashSet::new(), known: HashMap::new(), fetched: Vec::new() }
+    /// `client`: what fetches (the pins it resolves through are kept for
+    /// as long as it is). `cap`: the most uncompressed bytes read from any
+    /// one sitemap (default 50 MiB, the sitemaps.org limit).
+    pub fn new(client: FetchClient, cap: u64) -> Reader {
+        Reader {
+            client,
+            reach: Reach::default(),
+            source: None,
+            cap,
+            seen: HashSet::new(),
+            known: HashMap::new(),
+            fetched: Vec::new(),
+        }
+    }
+
+    /// The hosts the next reads may reach beyond each source's own.
+    pub fn reach(&mut self, reach: Reach) {
+        self.reach = reach;
     }
 
     /// What earlier reads left of remote `<urlset>` sitemaps, by URL: those
@@ -166,14 +194,16 @@ impl Reader {
         std::mem::take(&mut self.fetched)
     }
 
-    /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed, but the
-    /// client given should refuse a redirect from https to http, as `engines::fetch_client` does: the refusal is a
-    /// Problem naming the redirect), or a
+    /// Reads SRC — a local file path, an https:// or http:// URL (sitemaps are public; plain http is allowed, but a
+    /// redirect from https to http is refused: the refusal is a Problem naming the redirect), or a
     /// robots.txt (file or URL, recognised by its file name `robots.txt`) whose `Sitemap:` lines (case-insensitive)
     /// are followed — calling `each` for every `<url><loc>` found, following `<sitemapindex>` children recursively
     /// (depth ≤ 3: the source is depth 0), each sitemap read at most once per Reader (a second reference is skipped
     /// silently unless it is a cycle: a child that is one of its own ancestors is a Problem naming the loop, e.g.
     /// "a.xml → b.xml → a.xml"). Returns the problems; never panics; one broken child does not stop the others.
+    ///
+    /// A URL whose host is neither SRC's own (host and port) nor one of the [`Reach`], or whose host resolves to a
+    /// non-public address the configuration does not name itself, is not fetched: a Problem at its place.
     ///
     /// The sitemaps a robots.txt lists are each at depth 0. Parsing is synchronous between downloads (files and
     /// temporary files are read on the calling task).
@@ -185,6 +215,10 @@ impl Reader {
                 problems.push(Problem { place: Position::of(source), message });
                 return problems;
             }
+        };
+        self.source = match &location {
+            Location::Url(url) => crate::net::HostPattern::of_url(url),
+            Location::File(_) => None,
         };
         let target = Target::new(location, source.to_string(), None);
         if target.is_robots() {
@@ -336,17 +370,35 @@ impl Reader {
     }
 
     /// Opens a sitemap: a file, or a download (conditional with `known`).
-    async fn open(&self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
+    /// A download refused by this read's reach is not counted as read: a
+    /// later read whose reach allows it (another property's) still reads it.
+    async fn open(&mut self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
         match &target.location {
             Location::File(path) => {
                 File::open(path).map(|f| Opened::Body(Body::whole(f), None)).map_err(|e| format!("cannot read: {e}"))
             }
-            Location::Url(url) => Ok(match fetch::download(&self.client, url, self.cap, known).await? {
-                fetch::Download::NotModified => Opened::NotModified,
-                fetch::Download::Body { body, etag, last_modified, digest } => {
-                    Opened::Body(body, Some(Known { etag, last_modified, digest }))
-                }
-            }),
+            Location::Url(url) => {
+                let fetcher = fetch::Fetcher {
+                    client: &self.client.client,
+                    pins: &self.client.pins,
+                    reach: &self.reach,
+                    source: self.source.as_ref(),
+                };
+                let download = match fetch::download(&fetcher, url, self.cap, known).await {
+                    Ok(download) => download,
+                    Err(fetch::Failure::Refused(message)) => {
+                        self.seen.remove(&target.key);
+                        return Err(message);
+                    }
+                    Err(other) => return Err(other.message()),
+                };
+                Ok(match download {
+                    fetch::Download::NotModified => Opened::NotModified,
+                    fetch::Download::Body { body, etag, last_modified, digest } => {
+                        Opened::Body(body, Some(Known { etag, last_modified, digest }))
+                    }
+                })
+            }
         }
     }
 }

@@ -38,6 +38,27 @@ pub const GOOGLE_KEY_ID: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678";
 pub const GOOGLE_ACCESS_TOKEN: &str = "ya29.FAKE-access-token-3f9c1e7a5b2d4c6e";
 pub const GOOGLE_REFRESHED_TOKEN: &str = "ya29.FAKE-refreshed-token-8e2b4d6f1a3c5e7a";
 
+/// Where every binary the tests run sends a request for a host outside
+/// loopback: a port on this machine where nothing listens (9, discard), so
+/// such a request is refused at once and no packet leaves the machine —
+/// even from a build that would fetch a host it should not. indexq's
+/// clients take the proxy variables from the environment (reqwest's system
+/// proxies; none is built with `no_proxy`), and `NO_PROXY` names only
+/// loopback, where the mock servers are. `fetch_hosts::the_proxy_guard_holds`
+/// checks both halves.
+pub const CLOSED_PROXY: &str = "http://127.0.0.1:9";
+/// Loopback only: what the tests' servers listen on.
+pub const NO_PROXY_LOOPBACK: &str = "127.0.0.0/8,127.0.0.1,::1,localhost";
+
+/// Seals `cmd`'s way out: every proxy variable points at [`CLOSED_PROXY`]
+/// but for loopback. Every command that runs the binary goes through here.
+pub fn seal_network(cmd: &mut Command) -> &mut Command {
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        cmd.env(var, CLOSED_PROXY);
+    }
+    cmd.env("NO_PROXY", NO_PROXY_LOOPBACK).env("no_proxy", NO_PROXY_LOOPBACK)
+}
+
 /// The tokens of `serve`'s `[[serve.token]]`s in the tests: recognisable
 /// in any output, log or ledger byte they leak into (`secrets`).
 pub const GHOST_TOKEN: &str = "ghost-TOKEN-5b1e9c7d3a2f4e6b8c0d";
@@ -334,6 +355,7 @@ impl Sandbox {
             .env("BING_KEY", BING_KEY)
             .env("TZ", "UTC")
             .stdin(Stdio::null());
+        seal_network(&mut cmd);
         match &self.pg {
             Some(pg) => pg.apply(&mut cmd),
             None => {

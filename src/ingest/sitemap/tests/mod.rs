@@ -17,8 +17,9 @@ use std::path::Path;
 
 const MIB: u64 = 1024 * 1024;
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10)).build().unwrap()
+fn client() -> FetchClient {
+    let builder = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10));
+    FetchClient::new(builder, Pins::default()).unwrap()
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -319,6 +320,23 @@ async fn robots_txt_sitemap_lines_are_followed() {
         "robots.txt",
         format!("Sitemap: https://example.invalid/sitemap.xml\nSitemap: {}/gone.xml\n", server.base),
     );
+    // A file has no host of its own: a remote sitemap it lists is fetched only from a host the reach lists.
+    let (entries, problems) = read_all(&mut reader, &robots).await;
+    assert_eq!(locs(&entries), vec!["https://e.com/local"]);
+    let host = server.base.trim_start_matches("http://");
+    assert_eq!(
+        problems,
+        vec![Problem {
+            place: Position::of(format!("{}/gone.xml", server.base)),
+            message: format!(
+                "not fetched: {host} is not a host this source may reach (its own, its property's site and sources, \
+                 or one a property's `fetch_hosts` lists); list it there to allow it (listed at {robots}:2:10)"
+            ),
+        }]
+    );
+    assert_eq!(server.hits("/gone.xml"), 0);
+    let mut reader = Reader::new(client(), 50 * MIB);
+    reader.reach(Reach::new(vec![crate::net::HostPattern::parse(host).unwrap()], "`fetch_hosts`"));
     let (entries, problems) = read_all(&mut reader, &robots).await;
     assert_eq!(locs(&entries), vec!["https://e.com/local"]);
     assert_eq!(
@@ -468,6 +486,9 @@ async fn a_redirect_from_https_to_http_is_refused_and_named() {
     });
     let base = &tls.base;
     let mut reader = Reader::new(fetch_client_trusting_the_test_certificate(), 50 * MIB);
+    // The plain server is another host (another port): reached only because it is listed.
+    let plain_host = plain_base.trim_start_matches("http://");
+    reader.reach(Reach::new(vec![crate::net::HostPattern::parse(plain_host).unwrap()], "`fetch_hosts`"));
 
     // https → http on another host: refused, nothing fetched there, and said so.
     let (entries, problems) = read_all(&mut reader, &format!("{base}/down.xml")).await;
@@ -739,4 +760,48 @@ async fn relative_children_of_local_files_are_read_from_their_folder() {
     assert!(problems[0].starts_with(&format!("{hostname}: cannot read: ")), "{problems:#?}");
     assert!(problems[1].contains("`../../etc/hostname` leaves the folder of the file that lists it"), "{problems:#?}");
     assert!(problems[2].contains("`/../secret.txt` leaves the folder"), "{problems:#?}");
+}
+
+#[tokio::test]
+async fn a_child_refused_by_one_reach_is_read_by_a_reach_that_allows_it() {
+    let other = Server::start(|_| {
+        HashMap::from([("/x.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/x", None)])))])
+    });
+    let child = format!("{}/x.xml", other.base);
+    let site = Server::start(|_| {
+        HashMap::from([
+            ("/a.xml".to_string(), ok("text/xml", index(&[&child]))),
+            ("/b.xml".to_string(), ok("text/xml", index(&[&child]))),
+        ])
+    });
+    let mut reader = Reader::new(client(), 50 * MIB);
+    let (entries, problems) = read_all(&mut reader, &format!("{}/a.xml", site.base)).await;
+    assert!(entries.is_empty());
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].message.starts_with("not fetched: "), "{}", problems[0].message);
+    assert_eq!(other.hits("/x.xml"), 0);
+
+    // Another property's reach lists the other server: the same child is read now, once.
+    let host = other.base.trim_start_matches("http://");
+    reader.reach(Reach::new(vec![crate::net::HostPattern::parse(host).unwrap()], "`fetch_hosts`"));
+    let (entries, problems) = read_all(&mut reader, &format!("{}/b.xml", site.base)).await;
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(locs(&entries), vec!["https://e.com/x"]);
+    assert_eq!(other.hits("/x.xml"), 1);
+}
+
+#[tokio::test]
+async fn a_name_is_fetched_at_the_address_it_was_pinned_to() {
+    let server = Server::start(|_| {
+        HashMap::from([("/sitemap.xml".to_string(), ok("text/xml", urlset(&[("https://e.com/pinned", None)])))])
+    });
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    // No DNS knows `sitemaps.test`: only the pins make the client reach the server.
+    let pins = Pins::new(HashMap::from([("sitemaps.test".to_string(), std::net::IpAddr::from([127, 0, 0, 1]))]));
+    let builder = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(10));
+    let mut reader = Reader::new(FetchClient::new(builder, pins).unwrap(), 50 * MIB);
+    let (entries, problems) = read_all(&mut reader, &format!("http://sitemaps.test:{port}/sitemap.xml")).await;
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(locs(&entries), vec!["https://e.com/pinned"]);
+    assert_eq!(server.hits("/sitemap.xml"), 1);
 }

@@ -135,11 +135,12 @@ impl Drop for Server {
 }
 
 /// The real fetch client, trusting the test certificate.
-pub(super) fn fetch_client_trusting_the_test_certificate() -> reqwest::Client {
+pub(super) fn fetch_client_trusting_the_test_certificate() -> super::FetchClient {
     let http = crate::config::HttpSettings {
         connect_timeout: std::time::Duration::from_secs(5),
         timeout: std::time::Duration::from_secs(10),
     };
     let root = reqwest::Certificate::from_der(&test_certificate().0).unwrap();
-    crate::engines::fetch_client_builder(&http).no_proxy().add_root_certificate(root).build().unwrap()
+    let builder = crate::engines::fetch_client_builder(&http).no_proxy().add_root_certificate(root);
+    super::FetchClient::new(builder, super::Pins::default()).unwrap()
 }
