@@ -185,7 +185,7 @@ fn a_ghost_edit_replayed_with_a_future_updated_at_is_sent_once() {
         assert_eq!(replay(), ("skipped".to_string(), "unchanged".to_string()), "read again: the same lastmod");
     }
     let done = served.stop().code(0);
-    assert_eq!(sb.received_urls(), [sb.url("/hello-from-ghost/")]);
-    let warned = format!("1 URL has a lastmod in the future ({}: 2030-06-01T10:20:30Z)", sb.url("/hello-from-ghost/"));
+    assert_eq!(sb.received_urls(), [sb.url("/webhookz/")]);
+    let warned = format!("1 URL has a lastmod in the future ({}: 2030-06-01T10:20:30Z)", sb.url("/webhookz/"));
     assert_eq!(done.stderr.matches(&warned).count(), 4, "{}", done.stderr);
 }
