@@ -23,7 +23,8 @@ lines() { # the non-blank lines of $1, trimmed, one per output line
 # keeps the site's one ledger, and is asked to read its configured sources
 # now (POST /v1/sources), instead of a submission from the cached ledger,
 # which would send every change a second time. The token goes to curl
-# through a file descriptor, never on a command line; it is masked in the log.
+# through a file descriptor, never on a command line, and is never printed
+# (GitHub masks it too, as a secret).
 if [[ -n "${INDEXQ_SERVE_URL:-}" ]]; then
     token="${INDEXQ_IN_SERVE_TOKEN:-}"
     unset INDEXQ_IN_SERVE_TOKEN
@@ -35,7 +36,6 @@ if [[ -n "${INDEXQ_SERVE_URL:-}" ]]; then
         echo "::error title=indexq::with serve-url, the server reads its own configured sources: give no sitemap or urls"
         code=2
     else
-        echo "::add-mask::$token"
         url="${INDEXQ_SERVE_URL%/}/v1/sources"
         body="$(mktemp "${RUNNER_TEMP:?}/indexq-serve.XXXXXX")"
         echo "POST $url"

@@ -353,7 +353,9 @@ fn the_systemd_service_sends_the_sitemap_with_its_own_environment() {
     let sed = text.lines().find(|l| l.contains("sed -i '1i ledger = ")).expect("the setup sets the config's ledger");
     let ledger = sed.split('"').nth(1).unwrap();
     assert_eq!(ledger, "/var/lib/indexq/ledger.db", "in the StateDirectory");
-    assert!(sed.trim_end().ends_with(&format!(" {}", env["INDEXQ_CONFIG"].replace(&stage.root.display().to_string(), ""))));
+    assert!(sed
+        .trim_end()
+        .ends_with(&format!(" {}", env["INDEXQ_CONFIG"].replace(&stage.root.display().to_string(), ""))));
     let written = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, format!("ledger = \"{}\"\n{written}", stage.moved(ledger))).unwrap();
     assert!(!env.contains_key("INDEXQ_LEDGER"), "the config's `ledger` is the service's, not the unit's");
