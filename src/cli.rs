@@ -24,6 +24,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Set the variables of a systemd EnvironmentFile (VAR=value lines) first, as the service gets them
+    #[arg(long, global = true, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+
     /// Print one JSON document on stdout
     #[arg(long, global = true)]
     pub json: bool,

@@ -68,6 +68,34 @@ pub fn check_target(path: &Path) -> Result<(), Refused> {
     }
 }
 
+/// `check_target`, and whether a file can be made in the folder, which
+/// the write does before the rename: a folder on a read-only file system
+/// (systemd's `ProtectSystem=strict` makes `/var` one, outside a unit's
+/// `StateDirectory` and `ReadWritePaths=`) or one this user may not write
+/// is refused before a run sends anything, not after. The check makes an
+/// empty file with the write's own temporary name and removes it.
+pub fn check_writable(path: &Path) -> Result<(), Refused> {
+    check_target(path)?;
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = match is_link {
+        true => fs::canonicalize(path).map_err(|e| Refused(e.to_string()))?,
+        false => path.to_path_buf(),
+    };
+    let tmp = temporary_beside(&target).map_err(|e| Refused(e.to_string()))?;
+    let _ = fs::remove_file(&tmp);
+    match fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+        Ok(_) => {
+            let _ = fs::remove_file(&tmp);
+            Ok(())
+        }
+        Err(e) => Err(Refused(format!(
+            "no file can be made in the folder {} ({e}); the file is written whole to a new file there, then \
+             renamed over the path",
+            folder_of(&target).display()
+        ))),
+    }
+}
+
 /// Why a file that is not a regular one is refused.
 const REPLACED: &str = "the file is written whole to a new file that is then renamed over the path, which would \
                         replace it";
@@ -198,6 +226,17 @@ mod tests {
         assert!(refused(dir.path()).starts_with("it is a directory"));
         assert!(refused(&at("to-fifo")).starts_with("it is a symbolic link to a FIFO"));
         assert!(refused(&at("dangling")).contains("which does not exist"));
+        // A folder no file can be made in (procfs, root or not), and a
+        // writable one, which the probe leaves as it was.
+        assert_eq!(check_target(Path::new("/proc/version")), Ok(()));
+        let probe = check_writable(Path::new("/proc/version")).unwrap_err().0;
+        assert!(probe.starts_with("no file can be made in the folder /proc ("), "{probe}");
+        let before: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(check_writable(&at("new.prom")), Ok(()));
+        assert_eq!(check_writable(&at("to-file")), Ok(()));
+        assert!(check_writable(&at("fifo")).unwrap_err().0.contains("FIFO"));
+        let after: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(before, after, "the probe leaves nothing");
         let missing = refused(&at("no-such-dir/m.prom"));
         assert!(missing.contains("no-such-dir does not exist (indexq does not create it)"), "{missing}");
         assert!(refused(&at("file.prom/m.prom")).contains("not a folder"));

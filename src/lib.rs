@@ -15,6 +15,7 @@ mod budget;
 mod clock;
 mod commands;
 mod engines;
+mod envfile;
 mod error;
 mod files;
 mod ledger;
@@ -27,6 +28,7 @@ mod report;
 mod schedule;
 
 pub use commands::run;
+pub use envfile::apply as apply_env_file;
 pub use error::{print_error, ExitStatus};
 /// Standard error with control characters shown escaped: the writer of the
 /// binary's log lines (`-v`), like every human text.

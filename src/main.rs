@@ -9,6 +9,13 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Before logging and the runtime start: no other thread reads the
+    // environment while it is set.
+    if let Some(path) = cli.env_file.as_deref() {
+        if let Err(err) = indexq::apply_env_file(path) {
+            return ExitCode::from(indexq::print_error(&err).code());
+        }
+    }
     init_logging(cli.verbose);
     let status = indexq::run(&cli).unwrap_or_else(|err| indexq::print_error(&err));
     ExitCode::from(status.code())

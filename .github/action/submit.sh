@@ -6,7 +6,8 @@
 # with that code.
 #
 # Reads the INDEXQ_* variables that action.yml sets from its inputs, and
-# RUNNER_TEMP and GITHUB_OUTPUT.
+# RUNNER_TEMP and GITHUB_OUTPUT. With INDEXQ_SERVE_URL (the input serve-url)
+# it asks that `indexq serve` to read its sources instead (below).
 set -euo pipefail
 
 lines() { # the non-blank lines of $1, trimmed, one per output line
@@ -17,6 +18,42 @@ lines() { # the non-blank lines of $1, trimmed, one per output line
         [[ -n "$line" ]] && printf '%s\n' "$line"
     done <<<"$1"
 }
+
+# The serve mode (inputs serve-url and serve-token): a running `indexq serve`
+# keeps the site's one ledger, and is asked to read its configured sources
+# now (POST /v1/sources), instead of a submission from the cached ledger,
+# which would send every change a second time. The token goes to curl
+# through a file descriptor, never on a command line, and is never printed
+# (GitHub masks it too, as a secret).
+if [[ -n "${INDEXQ_SERVE_URL:-}" ]]; then
+    token="${INDEXQ_IN_SERVE_TOKEN:-}"
+    unset INDEXQ_IN_SERVE_TOKEN
+    code=0
+    if [[ -z "$token" ]]; then
+        echo "::error title=indexq::serve-url is given without serve-token (the [[serve.token]] of the server)"
+        code=2
+    elif [[ -n "${INDEXQ_SITEMAP:-}${INDEXQ_URLS:-}" ]]; then
+        echo "::error title=indexq::with serve-url, the server reads its own configured sources: give no sitemap or urls"
+        code=2
+    else
+        url="${INDEXQ_SERVE_URL%/}/v1/sources"
+        body="$(mktemp "${RUNNER_TEMP:?}/indexq-serve.XXXXXX")"
+        echo "POST $url"
+        status="$(curl -sS -o "$body" -w '%{http_code}' -X POST --max-time 300 \
+            -H @<(printf 'Authorization: Bearer %s\n' "$token") "$url")" || status=000
+        cat "$body" && echo
+        rm -f "$body"
+        case "$status" in
+            202) ;;
+            # The token, its properties or the address: a human must fix the inputs.
+            401 | 403 | 404 | 422) code=2 ;;
+            *) code=1 ;;
+        esac
+        [[ "$status" == 202 ]] || echo "::error title=indexq::indexq serve answered $status to POST /v1/sources"
+    fi
+    echo "exit-code=$code" >>"${GITHUB_OUTPUT:?}"
+    exit 0
+fi
 
 args=(submit)
 while IFS= read -r sitemap; do

@@ -235,6 +235,71 @@ fn submit_runs_indexq_with_the_inputs_and_records_its_exit_code() {
     assert!(output == "exit-code=2\n" || output == "exit-code=3\n", "{output}");
 }
 
+/// The serve mode: `submit.sh` with `serve-url` and `serve-token` asks a real
+/// `indexq serve` (started here, with a `[[serve.token]]`) to read its
+/// sources, with curl as the runner has it. The server's ledger sends the
+/// sitemap's URLs; nothing is installed or kept on the runner, the token is
+/// never printed, and a refused token, a
+/// missing one or an input the server does not take fails the step's code.
+#[test]
+fn the_serve_mode_asks_the_running_server_to_read_its_sources() {
+    use crate::serve::{serve_with_tokens, wait_for, with_tokens};
+    let mut sb = with_tokens();
+    let sitemap = crate::support::sitemap::Sitemap::serve(&sb.site, "/sitemap.xml");
+    sitemap.add("/a", Some("2026-12-01"));
+    sitemap.add("/b", None);
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.extra.push_str("\n[serve]\nsources_every = \"0\"\n");
+    sb.write_config();
+    let served = serve_with_tokens(&sb, &[]);
+    let runner = Runner::new(&sb.dir.path().join("runner"));
+    let base = served.base.clone();
+    let step = |token: &str, sitemap: &str| {
+        std::fs::write(runner.root.join("output"), "").unwrap();
+        let mut cmd = runner.step("submit.sh");
+        cmd.env("INDEXQ_SERVE_URL", format!("{base}/"))
+            .env("INDEXQ_IN_SERVE_TOKEN", token)
+            .env("INDEXQ_SITEMAP", sitemap)
+            .env("INDEXQ_CHANGED", "true")
+            .env("INDEXQ_MAX_WAIT", "5m")
+            .env("INDEXQ_FAIL_ON", "misconfigured");
+        run(cmd).code(0)
+    };
+
+    let done = step(GHOST_TOKEN, "");
+    assert_eq!(runner.file("output"), "exit-code=0\n", "{}\n{}", done.stdout, done.stderr);
+    assert!(done.stdout.contains(&format!("POST {}/v1/sources\n", served.base)), "{}", done.stdout);
+    // (Done checks that the token is nowhere in what the step printed.)
+    let said = &done.stdout;
+    let answer = said.lines().find(|l| l.starts_with('{')).expect("the server's answer is shown");
+    let answer: serde_json::Value = serde_json::from_str(answer).unwrap();
+    assert_eq!(answer["engines"]["indexnow"]["new"], 2, "{answer}");
+    wait_for(&sb, ENDPOINT_PATH, 1);
+    let mut sent = sb.received_urls();
+    sent.sort();
+    assert_eq!(sent, [sb.url("/a"), sb.url("/b")], "the server's ledger sent the sitemap");
+    let left: Vec<_> = std::fs::read_dir(runner.root.join("temp")).unwrap().collect();
+    assert!(left.is_empty(), "nothing installed or left on the runner: {left:?}");
+
+    // A token the server does not know: exit code 2 (a human fixes the input).
+    let done = step("not-the-token", "");
+    assert_eq!(runner.file("output"), "exit-code=2\n", "{}", done.stdout);
+    assert!(done.stdout.contains("::error title=indexq::indexq serve answered 401"), "{}", done.stdout);
+    // No token, or a sitemap the server would not read: refused before asking.
+    let reads = || sb.site.requests_to("GET", "/sitemap.xml").len();
+    let asked = reads();
+    for (token, sitemap, why) in [("", "", "without serve-token"), (GHOST_TOKEN, "sitemap.xml", "give no sitemap")] {
+        let done = step(token, sitemap);
+        assert_eq!(runner.file("output"), "exit-code=2\n", "{}", done.stdout);
+        assert!(done.stdout.contains(why), "{}", done.stdout);
+    }
+    assert_eq!(reads(), asked, "the server read nothing more");
+    served.stop().code(0);
+    // The server is gone: exit code 1, the step itself still succeeds.
+    step(GHOST_TOKEN, "");
+    assert_eq!(runner.file("output"), "exit-code=1\n");
+}
+
 // ---------------------------------------------------------------------------
 // action.yml, parsed: the ledger is saved even when the submission fails.
 
@@ -245,14 +310,15 @@ struct JobState<'a> {
     failed: bool,
     cancelled: bool,
     outcomes: &'a [(&'a str, &'a str)],
+    inputs: &'a [(&'a str, &'a str)],
 }
 
 /// Whether a step with the condition `condition` runs (GitHub's rules: a
 /// condition without a status function is `success() && …`). The
 /// expressions read: terms joined by `&&` (an `||`, parentheses or another
 /// kind of term is an error, so that a new condition is read, not guessed),
-/// each a status function or `steps.ID.outcome` compared with `==` / `!=`
-/// to a quoted string.
+/// each a status function, or `steps.ID.outcome` or `inputs.NAME` (empty
+/// when not given) compared with `==` / `!=` to a quoted string.
 fn runs(condition: Option<&str>, job: &JobState) -> Result<bool, String> {
     let text = condition.unwrap_or("").trim();
     let text = text.strip_prefix("${{").and_then(|t| t.strip_suffix("}}")).unwrap_or(text).trim();
@@ -277,16 +343,20 @@ fn runs(condition: Option<&str>, job: &JobState) -> Result<bool, String> {
                 } else {
                     return Err(format!("a term this test does not read: {term}"));
                 };
-                let id = left
-                    .strip_prefix("steps.")
-                    .and_then(|l| l.strip_suffix(".outcome"))
-                    .ok_or_else(|| format!("a term this test does not read: {term}"))?;
                 let literal = right
                     .strip_prefix('\'')
                     .and_then(|r| r.strip_suffix('\''))
                     .ok_or_else(|| format!("a term this test does not read: {term}"))?;
-                let outcome = job.outcomes.iter().find(|(s, _)| *s == id).map_or("", |(_, o)| *o);
-                (outcome == literal) == equal
+                let value = if let Some(name) = left.strip_prefix("inputs.") {
+                    job.inputs.iter().find(|(n, _)| *n == name).map_or("", |(_, v)| *v)
+                } else {
+                    let id = left
+                        .strip_prefix("steps.")
+                        .and_then(|l| l.strip_suffix(".outcome"))
+                        .ok_or_else(|| format!("a term this test does not read: {term}"))?;
+                    job.outcomes.iter().find(|(s, _)| *s == id).map_or("", |(_, o)| *o)
+                };
+                (value == literal) == equal
             }
         };
         all &= value;
@@ -329,14 +399,35 @@ fn saves_the_ledger_whatever_happens(yaml: &str) -> Result<(), String> {
         Yaml::Boolean(b) => Some(if *b { "always()" } else { "false" }),
         other => return Err(format!("the save step's if: {other:?}")),
     };
+    let restored = |serve_url: &str| -> Result<bool, String> {
+        let condition = steps[*restore]["if"].as_str();
+        let job = JobState { failed: false, cancelled: false, outcomes: &[], inputs: &[("serve-url", serve_url)] };
+        runs(condition, &job)
+    };
+    if !restored("")? {
+        return Err("the ledger is not restored for a submission".into());
+    }
+    let inputs: &[(&str, &str)] = &[];
     for (case, job) in [
-        ("all went well", JobState { failed: false, cancelled: false, outcomes: &[("submit", "success")] }),
-        ("the submission failed", JobState { failed: true, cancelled: false, outcomes: &[("submit", "failure")] }),
-        ("cancelled during it", JobState { failed: false, cancelled: true, outcomes: &[("submit", "cancelled")] }),
+        ("all went well", JobState { failed: false, cancelled: false, outcomes: &[("submit", "success")], inputs }),
+        (
+            "the submission failed",
+            JobState { failed: true, cancelled: false, outcomes: &[("submit", "failure")], inputs },
+        ),
+        (
+            "cancelled during it",
+            JobState { failed: false, cancelled: true, outcomes: &[("submit", "cancelled")], inputs },
+        ),
     ] {
         if !runs(condition, &job)? {
             return Err(format!("the ledger is not saved when {case} (if: {condition:?})"));
         }
+    }
+    // The serve mode keeps no ledger on the runner: none restored, none saved.
+    let serve: &[(&str, &str)] = &[("serve-url", "https://indexq.example.org")];
+    let job = JobState { failed: false, cancelled: false, outcomes: &[("submit", "success")], inputs: serve };
+    if restored(serve[0].1)? || runs(condition, &job)? {
+        return Err("a ledger is restored or saved in the serve mode".into());
     }
     Ok(())
 }
@@ -348,7 +439,7 @@ fn the_ledger_is_saved_even_when_the_submission_fails() {
 
     // The check reads the save step's own condition: `always()` on another
     // step, or a condition that needs the submission to succeed, is no save.
-    let condition = "      if: always() && steps.submit.outcome != 'skipped'\n";
+    let condition = "      if: always() && steps.submit.outcome != 'skipped' && inputs.serve-url == ''\n";
     assert!(yaml.contains(condition), "the condition this test moves about");
     let moved = yaml.replace(condition, "").replace(
         "    - name: Fail if indexq did\n      if: steps.submit.outputs.exit-code != '0'\n",
@@ -367,9 +458,14 @@ fn the_ledger_is_saved_even_when_the_submission_fails() {
         let err = saves_the_ledger_whatever_happens(&yaml.replace(condition, bad)).unwrap_err();
         assert!(err.contains(what), "{bad}: {err}");
     }
-    for good in ["      if: ${{ always() }}\n", "      if: always()\n", "      if: true\n"] {
+    for good in
+        ["      if: ${{ always() && inputs.serve-url == '' }}\n", "      if: always() && inputs.serve-url == ''\n"]
+    {
         saves_the_ledger_whatever_happens(&yaml.replace(condition, good)).unwrap();
     }
+    // Saved in the serve mode too, where there is no ledger: no.
+    let err = saves_the_ledger_whatever_happens(&yaml.replace(condition, "      if: always()\n")).unwrap_err();
+    assert!(err.contains("serve mode"), "{err}");
     // Saved under another key than it was restored by, or restored after: no.
     let key = "key: ${{ inputs.cache-key }}-${{ github.ref_name }}-${{ github.run_id }}-${{ github.run_attempt }}";
     let elsewhere = yaml.replacen(key, "key: other", 1);

@@ -306,21 +306,37 @@ fn a_new_ledger_has_every_family_and_no_run() {
     sb.indexq(&["submit", "--dry-run", "--metrics-file", "m.prom"]).now(DAYS[0]).output().code(2);
 }
 
-/// A metrics file that passes the checks made before the run (a regular
-/// file) but cannot be written at its end: `/proc/version` is one, and no
-/// file can be made beside it (procfs), root or not.
+/// A metrics file in a folder where no file can be made — as node_exporter's
+/// textfile folder is under a systemd unit with `ProtectSystem=strict` and
+/// no `ReadWritePaths=` for it — is refused before anything is read or sent
+/// (exit 2, naming the path and the folder), not after the run sent its
+/// URLs. `/proc/version` is one, root or not: a regular file, in procfs.
 #[test]
 #[cfg(target_os = "linux")]
-fn a_metrics_file_that_cannot_be_written_fails_the_run_which_is_recorded_so() {
+fn a_metrics_file_in_a_folder_no_file_can_be_made_in_is_refused_before_anything_is_sent() {
     let sb = Sandbox::new();
     let list = sb.urls("urls.txt", &["/a"]);
     let done =
-        sb.indexq(&["submit", "--metrics-file", "/proc/version", list.to_str().unwrap()]).now(DAYS[0]).output().code(1);
-    assert!(done.stderr.contains("--metrics-file") && done.stderr.contains("/proc/version"), "{}", done.stderr);
-    assert_eq!(sb.received_urls().len(), 1, "the run itself went through");
+        sb.indexq(&["submit", "--metrics-file", "/proc/version", list.to_str().unwrap()]).now(DAYS[0]).output().code(2);
+    assert!(done.stderr.contains("--metrics-file /proc/version"), "names the path:\n{}", done.stderr);
+    assert!(done.stderr.contains("no file can be made in the folder /proc"), "says why:\n{}", done.stderr);
+    assert!(done.stderr.contains("ReadWritePaths="), "the hint names the unit's setting:\n{}", done.stderr);
+    assert!(done.stdout.is_empty(), "no report: {}", done.stdout);
+    assert!(sb.received_urls().is_empty(), "nothing sent");
+    // Nothing was read either, and the run is not recorded as one.
+    let queue = sb.indexq(&["--json", "queue", "list"]).now(DAYS[0]).output().code(0).json();
+    assert!(queue["items"].as_array().unwrap().is_empty(), "{queue:#}");
     let series = parse(&sb.indexq(&["status", "--format", "prometheus"]).now(DAYS[0]).output().code(0).stdout);
-    assert_eq!(value(&series, "indexq_last_run_exit_code", &[]), 1.0);
-    assert!(!series.iter().any(|s| s.name == "indexq_last_success_timestamp_seconds"));
+    assert!(!series.iter().any(|s| s.name == "indexq_last_run_exit_code"), "no run recorded");
+
+    // The same run with a file in a folder it can write sends.
+    let good = sb.dir.path().join("indexq.prom");
+    sb.indexq(&["submit", "--metrics-file", good.to_str().unwrap(), list.to_str().unwrap()])
+        .now(DAYS[0])
+        .output()
+        .code(0);
+    assert_eq!(sb.received_urls(), [sb.url("/a")]);
+    assert!(good.is_file());
 }
 
 /// Makes a FIFO at `path`.

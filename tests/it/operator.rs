@@ -235,11 +235,14 @@ fn recipes_say_what_the_issue_asks() {
     for line in [
         "Type=oneshot",
         "StateDirectory=indexq",
-        "Environment=INDEXQ_LEDGER=/var/lib/indexq/ledger.db",
+        "User=indexq",
+        "Environment=INDEXQ_CONFIG=/etc/indexq/config.toml",
         "EnvironmentFile=/etc/indexq/env",
     ] {
         assert!(service.lines().any(|l| l.trim() == line), "indexq.service lacks `{line}`");
     }
+    // The config's `ledger` is the service's (issue 44): not the unit's, and no DynamicUser.
+    assert!(!service.contains("INDEXQ_LEDGER=/var") && !service.contains("DynamicUser"), "{service}");
     let timer = read("systemd/indexq.timer");
     assert!(timer.lines().any(|l| l.trim() == "Persistent=true"), "{timer}");
     assert!(timer.lines().any(|l| l.trim() == "OnCalendar=hourly"), "{timer}");
@@ -448,8 +451,8 @@ fn parse_invocation(tokens: &[String]) -> Option<Invocation> {
             skip_value = false;
         } else if arg.starts_with('-') && arg.len() > 1 {
             let flag = arg.split('=').next().unwrap_or(arg).to_string();
-            // The one global option with a value, which comes before the subcommand.
-            skip_value = path.is_empty() && flag == "--config" && !arg.contains('=');
+            // The global options with a value, which come before the subcommand.
+            skip_value = path.is_empty() && ["--config", "--env-file"].contains(&flag.as_str()) && !arg.contains('=');
             flags.push(flag);
         } else if path.is_empty() || (path.len() == 1 && ACTIONS.contains(&arg)) {
             path.push(arg.to_string());

@@ -138,15 +138,17 @@ fn check_args(settings: &Settings, args: &SubmitArgs, no_engine: bool) -> anyhow
     }
     // The metrics file must be one that can be replaced, before anything is
     // read or sent: not a device, a FIFO, a socket or a directory (a
-    // rename would replace it), nor in a folder that does not exist.
+    // rename would replace it), nor in a folder that does not exist or in
+    // which no file can be made (read-only under a systemd unit).
     if let Some(path) = args.metrics_file.as_deref() {
-        crate::files::check_target(path).map_err(|refused| ConfigError {
+        crate::files::check_writable(path).map_err(|refused| ConfigError {
             place: format!("--metrics-file {}", path.display()),
             message: refused.to_string(),
             hint: Some(
-                "give the path of a regular file, or of a new one in a folder that exists (indexq does not create \
-                 folders: make it first), e.g. in the textfile collector's directory: \
-                 --metrics-file /var/lib/prometheus/node-exporter/indexq.prom"
+                "give the path of a regular file, or of a new one in a folder that exists and this user can write \
+                 (indexq does not create folders: make it first), e.g. in the textfile collector's directory: \
+                 --metrics-file /var/lib/prometheus/node-exporter/indexq.prom (under a systemd unit with \
+                 ProtectSystem=strict, also in its ReadWritePaths=; or in its StateDirectory)"
                     .into(),
             ),
         })?;
@@ -218,9 +220,9 @@ async fn phases(
 /// `--metrics-file`, writes the metrics, then records the run in the ledger
 /// — start, end and exit code. A dry run is not recorded. A file that cannot
 /// be written is an error (exit 1, recorded so) after a run that went well,
-/// a warning otherwise. (A path no run could write — its folder missing, a
-/// device, a FIFO — was refused before the run began:
-/// `files::check_target`.) A database lost mid-run is not asked again (each
+/// a warning otherwise. (A path no run could write — its folder missing or
+/// read-only, a device, a FIFO — was refused before the run began:
+/// `files::check_writable`.) A database lost mid-run is not asked again (each
 /// try would wait for its timeout): the run goes unrecorded.
 fn finish(
     settings: &Settings,
