@@ -7,6 +7,7 @@
 
 mod engines;
 mod ledger;
+mod notify;
 mod property;
 mod run;
 mod serve;
@@ -49,6 +50,7 @@ impl Resolver<'_> {
         let sitemap = self.sitemap(&raw.sitemap)?;
         let properties = self.properties(&raw.property, &indexnow, &bing, &google)?;
         let serve = self.serve(&raw.serve, &properties)?;
+        let notify = self.notify(&raw.notify)?;
         Ok(Settings {
             file: self.path.to_path_buf(),
             ledger,
@@ -61,6 +63,7 @@ impl Resolver<'_> {
             http,
             sitemap,
             serve,
+            notify,
             properties,
         })
     }
