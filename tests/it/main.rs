@@ -23,6 +23,7 @@ mod ledger;
 mod local_state;
 mod metrics;
 mod migration;
+mod notify;
 mod month;
 mod operator;
 mod outcomes;
