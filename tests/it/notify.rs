@@ -132,16 +132,18 @@ fn a_failing_command_is_said_and_tried_again_by_the_next_run() {
     assert_eq!(events(&path).len(), 1);
 
     // A command that hangs is stopped at `[notify] timeout`, said, and
-    // tried again (the reminder's exit status unchanged).
+    // tried again. The interval counts from the notification that got
+    // through (10:00), not from the reminder's line (09:00).
     sb.extra = "[notify]\ncommand = \"sleep 30\"\ntimeout = \"1s\"\n".into();
     sb.write_config();
     let started = std::time::Instant::now();
-    let hung = sb.indexq(&["-q", "submit"]).now("2026-12-04T09:00:00Z").output().code(3);
+    sb.indexq(&["-q", "submit"]).now("2026-12-04T09:00:00Z").output().code(3);
+    let hung = sb.indexq(&["-q", "submit"]).now("2026-12-04T10:00:00Z").output().code(0);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     assert!(hung.stderr.contains("`sleep` did not finish within 1 s; it was stopped"), "{}", hung.stderr);
     sb.extra = format!("[notify]\n{notify}\n");
     sb.write_config();
-    sb.indexq(&["-q", "submit"]).now("2026-12-04T10:00:00Z").output().code(0);
+    sb.indexq(&["-q", "submit"]).now("2026-12-04T11:00:00Z").output().code(0);
     let got = events(&path);
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[1].event, "needs_human");
@@ -185,21 +187,23 @@ fn a_chat_webhook_gets_the_text_and_its_url_is_never_shown() {
     assert_eq!(sent.len(), 3, "{sent:?}");
     assert_eq!(sent[1], sent[2], "the same reminder, delivered");
 
-    // Unreachable: said without the URL.
+    // Unreachable a day after the notification that got through: said
+    // without the URL.
     let down = format!("http://127.0.0.1:1{hook}");
     let unreachable = sb
         .indexq(&["-q", "submit"])
         .env("CHAT_WEBHOOK", &down)
-        .now("2026-12-05T09:00:00Z")
+        .now("2026-12-05T10:00:00Z")
         .output()
         .code(3);
     assert!(unreachable.stderr.contains("the webhook could not be reached"), "{}", unreachable.stderr);
 
+    // Fixed before the owed reminder got through: only `resolved` is owed.
     fix(&sb);
-    run("2026-12-05T10:00:00Z", 0);
+    run("2026-12-05T11:00:00Z", 0);
     let sent = texts();
-    assert_eq!(sent.len(), 5, "the reminder owed, then resolved: {sent:?}");
-    assert!(sent[4].starts_with("resolved: IndexNow"), "{sent:?}");
-    run("2026-12-06T10:00:00Z", 0);
-    assert_eq!(texts().len(), 5);
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(sent[3].starts_with("resolved: IndexNow"), "{sent:?}");
+    run("2026-12-06T11:00:00Z", 0);
+    assert_eq!(texts().len(), 4);
 }
