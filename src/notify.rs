@@ -84,8 +84,16 @@ impl Notifier {
                 Ok((url, secret)) => {
                     redactor.add(secret.expose());
                     // The path is what a chat service keeps secret (the
-                    // host is public): masked on its own too.
+                    // host is public): masked on its own too, and so is
+                    // each long part of it (the token a service may quote
+                    // alone); short parts are words (`hooks`, `slack`).
                     redactor.add(url.path());
+                    for part in url.path_segments().into_iter().flatten().filter(|p| p.len() >= 16) {
+                        redactor.add(part);
+                    }
+                    if let Some(query) = url.query() {
+                        redactor.add(query);
+                    }
                     let client = match crate::engines::client(http) {
                         Ok(c) => c,
                         Err(e) => return Some(Err(NotifyError::Unreachable(e.without_url().to_string()))),
@@ -119,9 +127,10 @@ impl Notifier {
                 if status.is_success() {
                     return Ok(());
                 }
-                let text = answer.text().await.unwrap_or_default();
-                let text: String = text.trim().chars().take(200).collect();
-                let body = if text.is_empty() { String::new() } else { format!(": {}", self.redactor.redact(&text)) };
+                // Masked before it is cut short, so no part of a secret is left.
+                let text = self.redactor.redact(answer.text().await.unwrap_or_default().trim());
+                let text: String = text.chars().take(200).collect();
+                let body = if text.is_empty() { String::new() } else { format!(": {text}") };
                 Err(NotifyError::Status { status: status.as_u16(), body })
             }
         }

@@ -180,7 +180,11 @@ fn a_chat_webhook_gets_the_text_and_its_url_is_never_shown() {
     let echo = format!("no_service: {url}");
     chat.on("POST", &hook, vec![MockResponse::status(500).body(&echo), MockResponse::status(200).body("ok")]);
     let failed = run("2026-12-04T09:00:00Z", 3);
-    assert!(failed.stderr.contains("failed: the webhook answered HTTP 500: no_service: [REDACTED]"), "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("failed: the webhook answered HTTP 500: no_service: [REDACTED]"),
+        "{}",
+        failed.stderr
+    );
     let retried = run("2026-12-04T10:00:00Z", 0);
     assert_eq!(retried.stderr, "");
     let sent = texts();
@@ -190,12 +194,8 @@ fn a_chat_webhook_gets_the_text_and_its_url_is_never_shown() {
     // Unreachable a day after the notification that got through: said
     // without the URL.
     let down = format!("http://127.0.0.1:1{hook}");
-    let unreachable = sb
-        .indexq(&["-q", "submit"])
-        .env("CHAT_WEBHOOK", &down)
-        .now("2026-12-05T10:00:00Z")
-        .output()
-        .code(3);
+    let unreachable =
+        sb.indexq(&["-q", "submit"]).env("CHAT_WEBHOOK", &down).now("2026-12-05T10:00:00Z").output().code(3);
     assert!(unreachable.stderr.contains("the webhook could not be reached"), "{}", unreachable.stderr);
 
     // Fixed before the owed reminder got through: only `resolved` is owed.

@@ -34,8 +34,8 @@
 
 mod findings;
 mod inspect;
-mod notify;
 mod intake;
+mod notify;
 mod outcome;
 mod parked;
 mod plan;

@@ -51,7 +51,9 @@ impl Run<'_> {
             None => return Ok(Vec::new()),
             Some(Ok(n)) => n,
             Some(Err(e)) => {
-                return Ok(vec![format!("[notify]: cannot notify: {e}; nothing was notified, the next run tries again")])
+                return Ok(vec![format!(
+                    "[notify]: cannot notify: {e}; nothing was notified, the next run tries again"
+                )])
             }
         };
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);

@@ -400,9 +400,11 @@ impl Queue for SqliteLedger {
         let (tx, groups) = self.begin_with_groups()?;
         let Some(group) = group_id(&tx, groups, group)? else { return Ok(None) };
         let previous: Option<i64> = tx
-            .query_row("SELECT reminded_at FROM reminders WHERE group_id = ?1 AND reason = ?2", params![group, key], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT reminded_at FROM reminders WHERE group_id = ?1 AND reason = ?2",
+                params![group, key],
+                |r| r.get(0),
+            )
             .optional()?;
         // The write decides, not the read before it: a conditional upsert
         // that writes nothing when a claim later than the cutoff is there.
