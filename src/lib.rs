@@ -21,6 +21,7 @@ mod files;
 mod ledger;
 mod metrics;
 mod net;
+mod notify;
 mod output;
 mod queue;
 mod redact;

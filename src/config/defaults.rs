@@ -98,6 +98,12 @@ pub const SUBMIT_REMIND: Duration = Duration::from_secs(DAY);
 /// may take to be answered before they are recorded as interrupted (10s).
 pub const SUBMIT_STOP_GRACE: Duration = Duration::from_secs(10);
 
+// [notify]
+
+/// `[notify] timeout`: how long a notification (the command, or the
+/// webhook's answer) may take before it counts as failed (10s).
+pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
 // [retry]
 
 /// `[retry] transient_first`: the first wait after a `transient` answer (30s).
@@ -253,6 +259,8 @@ mod tests {
         assert_eq!(s.http.connect_timeout, HTTP_CONNECT_TIMEOUT);
         assert_eq!(s.http.timeout, HTTP_TIMEOUT);
         assert_eq!(s.sitemap.max_bytes, SITEMAP_MAX_BYTES);
+        assert!(s.notify.command.is_none() && s.notify.webhook.is_none());
+        assert_eq!(s.notify.timeout, NOTIFY_TIMEOUT);
         assert_eq!(s.sitemap.read_interval, SITEMAP_READ_INTERVAL);
         assert_eq!(s.sitemap.download_deadline, SITEMAP_DOWNLOAD_DEADLINE);
         assert_eq!((s.google.sitemaps, s.bing.sitemaps), (GOOGLE_SITEMAPS, BING_SITEMAPS));
@@ -327,6 +335,9 @@ mod tests {
                 vec![D(RETRY_KEY_PENDING_FIRST), D(RETRY_KEY_PENDING_DEADLINE)],
             ),
             ("`[http] connect_timeout`, `timeout`", vec![D(HTTP_CONNECT_TIMEOUT), D(HTTP_TIMEOUT)]),
+            ("`[notify] command`", vec![]),
+            ("`[notify] webhook`, `webhook_env`, `webhook_file`", vec![]),
+            ("`[notify] timeout`", vec![D(NOTIFY_TIMEOUT)]),
             ("`[sitemap] max_bytes`", vec![T(SITEMAP_MAX_BYTES.to_string())]),
             ("`property.timezone`", vec![text(PROPERTY_TIMEZONE.name())]),
             (

@@ -60,7 +60,51 @@ pub struct Settings {
     pub http: HttpSettings,
     pub sitemap: SitemapSettings,
     pub serve: ServeSettings,
+    pub notify: NotifySettings,
     pub properties: Vec<Property>,
+}
+
+/// `[notify]`: where what needs a human is sent, once per group and reason
+/// per `[submit] remind`, and once when it is resolved.
+#[derive(Debug, Clone, Default)]
+pub struct NotifySettings {
+    /// A command and its arguments, split as a POSIX shell splits words
+    /// but run without a shell.
+    pub command: Option<Vec<String>>,
+    /// A chat webhook's URL, itself a secret.
+    pub webhook: Option<Webhook>,
+    /// How long a notification may take.
+    pub timeout: Duration,
+}
+
+/// Where a chat webhook's URL is: written in the file, or a secret kept
+/// elsewhere. Its `Debug` never shows the URL.
+#[derive(Debug, Clone)]
+pub enum Webhook {
+    Written { url: Secret, place: String },
+    Kept(SecretSource),
+}
+
+impl Webhook {
+    /// The URL: https, or http on a loopback host (tests). Errors name the
+    /// config key and line, never the URL.
+    pub fn url(&self) -> Result<(Url, Secret), ConfigError> {
+        let (secret, place) = match self {
+            Webhook::Written { url, place } => (url.clone(), place.as_str()),
+            Webhook::Kept(source) => (source.read()?, source.place()),
+        };
+        let refused = |message: &str| ConfigError {
+            place: place.to_string(),
+            message: message.to_string(),
+            hint: Some("write the webhook's URL as the chat service gives it, https://…".to_string()),
+        };
+        let url = Url::parse(secret.expose()).map_err(|_| refused("the webhook is not a URL"))?;
+        match url.scheme() {
+            "https" => Ok((url, secret)),
+            "http" if crate::net::is_loopback(&url) => Ok((url, secret)),
+            _ => Err(refused("the webhook must be an https:// URL (http:// only on loopback, for tests)")),
+        }
+    }
 }
 
 /// `[serve]`: `indexq serve`'s intake.

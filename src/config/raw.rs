@@ -33,7 +33,20 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) serve: RawServe,
     #[serde(default)]
+    pub(super) notify: RawNotify,
+    #[serde(default)]
     pub(super) property: Vec<S<RawProperty>>,
+}
+
+/// `[notify]`: where what needs a human is sent.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNotify {
+    pub(super) command: Option<S<String>>,
+    pub(super) webhook: Option<S<String>>,
+    pub(super) webhook_env: Option<S<String>>,
+    pub(super) webhook_file: Option<S<String>>,
+    pub(super) timeout: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]

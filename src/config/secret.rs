@@ -28,6 +28,12 @@ impl fmt::Debug for SecretSource {
 pub struct Secret(String);
 
 impl Secret {
+    /// A secret value read by the config itself (a webhook URL written in
+    /// the file).
+    pub(super) fn written(value: &str) -> Secret {
+        Secret(value.trim().to_string())
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }

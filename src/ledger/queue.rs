@@ -234,4 +234,47 @@ pub trait Queue {
     /// When a run last said the problem kept under `key` for `group` (a
     /// reminder recorded by [`Queue::record_reminders`]), if one ever did.
     fn reminded_at(&mut self, group: &GroupKey, key: &str) -> Result<Option<DateTime<Utc>>>;
+
+    /// Claims, at `at`, the notification of the problem kept under `key`
+    /// for `group` (`[notify]`, kept beside the reminders): the one
+    /// transaction whose conditional write finds no notification of it
+    /// later than `cutoff` wins, and every other gets `None`, so that two
+    /// machines sharing a ledger do not both notify. A group the ledger
+    /// does not hold is never claimed.
+    fn claim_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        at: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
+    ) -> Result<Option<NoticeClaim>>;
+
+    /// The notifications recorded under keys that start with `prefix`: the
+    /// group, the key and when it was claimed.
+    fn notices_sent(&mut self, prefix: &str) -> Result<Vec<(GroupKey, String, DateTime<Utc>)>>;
+
+    /// Takes away the notification recorded at `at` (its problem is
+    /// resolved): true for the one transaction that removes it.
+    fn take_notice(&mut self, group: &GroupKey, key: &str, at: DateTime<Utc>) -> Result<bool>;
+
+    /// Gives back a claim whose notification failed, so that the next run
+    /// tries again: the record claimed at `claimed` (none: taken away by
+    /// [`Queue::take_notice`]) is put back to `previous` (none: removed),
+    /// unless another claim has replaced it meanwhile.
+    fn give_back_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        claimed: Option<DateTime<Utc>>,
+        previous: Option<DateTime<Utc>>,
+    ) -> Result<()>;
+}
+
+/// A notification claimed by [`Queue::claim_notice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoticeClaim {
+    /// When it was claimed.
+    pub at: DateTime<Utc>,
+    /// When it was notified before, if ever (what a give-back restores).
+    pub previous: Option<DateTime<Utc>>,
 }

@@ -25,6 +25,7 @@ mod local_state;
 mod metrics;
 mod migration;
 mod month;
+mod notify;
 mod operator;
 mod outcomes;
 mod postgres;

@@ -407,3 +407,30 @@ fn serve_tokens_stay_out_of_every_answer_log_and_the_ledger() {
     assert!(!done.stderr.contains("?token"), "a hook's query is never logged:\n{}", done.stderr);
     assert_no_secret(every_view(&sb).as_bytes(), "every view of the ledger");
 }
+
+/// A chat webhook's URL (`[notify] webhook`) is a secret: a chat service
+/// that refuses it and quotes it back, as is, upper-cased or
+/// percent-encoded, gets it masked in the warning, and no view of the
+/// ledger holds it.
+#[test]
+fn a_notify_webhook_url_stays_out_of_every_output() {
+    let chat = crate::support::mock::MockServer::start();
+    let hook = format!("/services/T0000/B0000/{WEBHOOK_TOKEN}");
+    let url = format!("{}{hook}", chat.url());
+    let echo = format!("invalid_token: {url} {} {}", WEBHOOK_TOKEN.to_ascii_uppercase(), percent_all(WEBHOOK_TOKEN));
+    chat.on("POST", &hook, vec![MockResponse::status(403).body(&echo)]);
+    let mut sb = Sandbox::new();
+    sb.extra = format!("[notify]\nwebhook = \"{url}\"\n");
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(403)]);
+    sb.site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(404)]);
+    sb.write_config();
+    let list = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["-vv", "submit", list.to_str().unwrap()]).now(NOW).output().code(3);
+    assert_eq!(chat.requests_to("POST", &hook).len(), 1, "the webhook was tried");
+    let warning = done.stderr.lines().find(|l| l.starts_with("warning: [notify]")).expect("the failure is said");
+    assert!(warning.contains("HTTP 403: invalid_token: [REDACTED]"), "{warning}");
+    let text = format!("{}{}{}", done.stdout, done.stderr, every_view(&sb));
+    for form in [WEBHOOK_TOKEN.to_string(), percent_all(WEBHOOK_TOKEN), hook.clone()] {
+        assert_absent(&text, &form, "the webhook");
+    }
+}

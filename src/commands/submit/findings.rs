@@ -101,7 +101,12 @@ impl Findings {
     /// group, every result, the plan's counts, a stop) on stdout, and the
     /// exit status `--fail-on` makes of the results — or, for a run a signal
     /// stopped, the signal's.
-    pub(super) fn end(&mut self, run: &mut Run, ending: Ending, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    pub(super) async fn end(
+        &mut self,
+        run: &mut Run<'_>,
+        ending: Ending<'_>,
+        printer: &Printer,
+    ) -> anyhow::Result<ExitStatus> {
         run.progress.finish();
         // The signal that stopped the run, if one did: the report says so and
         // the exit status is its (130, 143).
@@ -138,6 +143,13 @@ impl Findings {
             summary.write_human(&mut out, &mut err, printer.verbosity == Verbosity::Quiet)?;
         }
         std::io::Write::flush(&mut out)?;
+        // What needs a human reaches `[notify]` too (not from a dry run); a
+        // failure is said and changes nothing else of the run.
+        if !ending.dry_run {
+            for warning in run.notify_all(&parked, ending.started).await {
+                printer.warn(&warning);
+            }
+        }
         let mut summary = self.results.summary();
         // Items parked before this run are said by their reminders, not as this run's failures.
         let misconfigured = summary.entry(Outcome::Misconfigured.as_str()).or_default();

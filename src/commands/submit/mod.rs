@@ -35,6 +35,7 @@
 mod findings;
 mod inspect;
 mod intake;
+mod notify;
 mod outcome;
 mod parked;
 mod plan;
@@ -213,7 +214,7 @@ async fn phases(
     }
     let before_since = args.since.map(|_| before_since);
     let ending = Ending { started, plan: &counts, before_since, fail_on: &args.fail_on, dry_run: plan.is_some() };
-    findings.end(run, ending, printer)
+    findings.end(run, ending, printer).await
 }
 
 /// What a run does as it ends (one call, whatever happened): with

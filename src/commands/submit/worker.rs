@@ -67,7 +67,7 @@ impl<'a> Worker<'a> {
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         let resumed = self.run.prepare(now, &self.printer).await?;
         self.findings.resumed.extend(resumed);
-        self.say(now)
+        self.say(now).await
     }
 
     /// Sends everything due now, as `submit` does, and says what it came
@@ -79,7 +79,7 @@ impl<'a> Worker<'a> {
         // Nothing is waited for inside a round: the worker sleeps between
         // rounds until the next item falls due.
         Sender::new(&mut self.run, &mut self.findings, now).drain().await?;
-        self.say(now)
+        self.say(now).await
     }
 
     /// Reads the configured sources (all, or `properties`') with `--changed`,
@@ -101,7 +101,7 @@ impl<'a> Worker<'a> {
         let engines = std::mem::take(&mut intake.counts);
         let (_, invalid) = self.findings.results.invalid();
         let read = SourcesRead { engines, invalid };
-        self.say(now)?;
+        self.say(now).await?;
         Ok(read)
     }
 
@@ -126,7 +126,7 @@ impl<'a> Worker<'a> {
     /// What a round came to, on stderr: a line per group, outcome and
     /// reason, the notes, what resumed, and what is parked when it is to
     /// be said (this round parked it, or its reminder is due).
-    fn say(&mut self, started: DateTime<Utc>) -> anyhow::Result<()> {
+    async fn say(&mut self, started: DateTime<Utc>) -> anyhow::Result<()> {
         let now = self.run.clock.now();
         let user_tz = self.run.user_tz;
         for a in self.findings.results.aggregates() {
@@ -150,8 +150,12 @@ impl<'a> Worker<'a> {
         for resumed in std::mem::take(&mut self.findings.resumed) {
             writeln!(err, "resumed: {resumed}")?;
         }
-        for notice in self.run.parked_notices(&self.findings, started, true)?.iter().filter(|n| n.told) {
+        let notices = self.run.parked_notices(&self.findings, started, true)?;
+        for notice in notices.iter().filter(|n| n.told) {
             writeln!(err, "{}", notice.line(user_tz))?;
+        }
+        for warning in self.run.notify_all(&notices, started).await {
+            self.printer.warn(&warning);
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 mod engines;
 mod fetch_hosts;
 mod ledger;
+mod notify;
 mod property;
 mod run;
 mod serve;
@@ -50,6 +51,7 @@ impl Resolver<'_> {
         let sitemap = self.sitemap(&raw.sitemap)?;
         let properties = self.properties(&raw.property, &indexnow, &bing, &google)?;
         let serve = self.serve(&raw.serve, &properties)?;
+        let notify = self.notify(&raw.notify)?;
         Ok(Settings {
             file: self.path.to_path_buf(),
             ledger,
@@ -62,6 +64,7 @@ impl Resolver<'_> {
             http,
             sitemap,
             serve,
+            notify,
             properties,
         })
     }

@@ -300,4 +300,88 @@ impl Queue for PgLedger {
             Ok(row.map(|r| r.get(0)))
         })
     }
+
+    fn claim_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        at: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
+    ) -> Result<Option<NoticeClaim>> {
+        let (at, cutoff) = (sec(at), sec(cutoff));
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
+            let previous: Option<DateTime<Utc>> = tx
+                .query_opt("SELECT reminded_at FROM reminders WHERE group_id = $1 AND reason = $2", &[&group, &key])?
+                .map(|r| r.get(0));
+            // The write decides, not the read before it: of two claims at
+            // once, the second waits for the first's row and then finds
+            // its claim later than the cutoff, so it writes nothing.
+            let won = tx.query_opt(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at
+                 WHERE reminders.reminded_at <= $4
+                 RETURNING reminded_at",
+                &[&group, &key, &at, &cutoff],
+            )?;
+            Ok(won.map(|r| NoticeClaim { at: r.get(0), previous }))
+        })
+    }
+
+    fn notices_sent(&mut self, prefix: &str) -> Result<Vec<(GroupKey, String, DateTime<Utc>)>> {
+        self.transaction(|tx| {
+            tx.query(
+                "SELECT g.property, g.engine, g.target, g.channel, m.reason, m.reminded_at
+                 FROM reminders m JOIN groups g ON g.id = m.group_id
+                 WHERE left(m.reason, length($1)) = $1
+                 ORDER BY g.property, g.engine, g.target, g.channel, m.reason",
+                &[&prefix],
+            )?
+            .iter()
+            .map(|r| Ok((stored_group(r.get(0), r.get(1), r.get(2), r.get(3))?, r.get(4), r.get(5))))
+            .collect()
+        })
+    }
+
+    fn take_notice(&mut self, group: &GroupKey, key: &str, at: DateTime<Utc>) -> Result<bool> {
+        let at = sec(at);
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(false) };
+            let n = tx.execute(
+                "DELETE FROM reminders WHERE group_id = $1 AND reason = $2 AND reminded_at = $3",
+                &[&group, &key, &at],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    fn give_back_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        claimed: Option<DateTime<Utc>>,
+        previous: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        let (claimed, previous) = (claimed.map(sec), previous.map(sec));
+        self.with_groups(|tx, groups| {
+            let Some(group) = group_id(tx, groups, group)? else { return Ok(()) };
+            match (claimed, previous) {
+                (Some(claimed), Some(previous)) => tx.execute(
+                    "UPDATE reminders SET reminded_at = $4 WHERE group_id = $1 AND reason = $2 AND reminded_at = $3",
+                    &[&group, &key, &claimed, &previous],
+                )?,
+                (Some(claimed), None) => tx.execute(
+                    "DELETE FROM reminders WHERE group_id = $1 AND reason = $2 AND reminded_at = $3",
+                    &[&group, &key, &claimed],
+                )?,
+                (None, Some(previous)) => tx.execute(
+                    "INSERT INTO reminders (group_id, reason, reminded_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (group_id, reason) DO NOTHING",
+                    &[&group, &key, &previous],
+                )?,
+                (None, None) => 0,
+            };
+            Ok(())
+        })
+    }
 }

@@ -389,4 +389,92 @@ impl Queue for SqliteLedger {
             .optional()?;
         Ok(at.map(from_ts))
     }
+
+    fn claim_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        at: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
+    ) -> Result<Option<NoticeClaim>> {
+        let (tx, groups) = self.begin_with_groups()?;
+        let Some(group) = group_id(&tx, groups, group)? else { return Ok(None) };
+        let previous: Option<i64> = tx
+            .query_row(
+                "SELECT reminded_at FROM reminders WHERE group_id = ?1 AND reason = ?2",
+                params![group, key],
+                |r| r.get(0),
+            )
+            .optional()?;
+        // The write decides, not the read before it: a conditional upsert
+        // that writes nothing when a claim later than the cutoff is there.
+        let won = tx
+            .query_row(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO UPDATE SET reminded_at = excluded.reminded_at
+                 WHERE reminders.reminded_at <= ?4
+                 RETURNING reminded_at",
+                params![group, key, ts(at), ts(cutoff)],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?;
+        tx.commit()?;
+        Ok(won.map(|at| NoticeClaim { at: from_ts(at), previous: previous.map(from_ts) }))
+    }
+
+    fn notices_sent(&mut self, prefix: &str) -> Result<Vec<(GroupKey, String, DateTime<Utc>)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT g.property, g.engine, g.target, g.channel, m.reason, m.reminded_at
+             FROM reminders m JOIN groups g ON g.id = m.group_id
+             WHERE substr(m.reason, 1, length(?1)) = ?1
+             ORDER BY g.property, g.engine, g.target, g.channel, m.reason",
+        )?;
+        let mut rows = stmt.query(params![prefix])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let group = stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?;
+            out.push((group, r.get(4)?, from_ts(r.get(5)?)));
+        }
+        Ok(out)
+    }
+
+    fn take_notice(&mut self, group: &GroupKey, key: &str, at: DateTime<Utc>) -> Result<bool> {
+        let (tx, groups) = self.begin_with_groups()?;
+        let Some(group) = group_id(&tx, groups, group)? else { return Ok(false) };
+        let n = tx.execute(
+            "DELETE FROM reminders WHERE group_id = ?1 AND reason = ?2 AND reminded_at = ?3",
+            params![group, key, ts(at)],
+        )?;
+        tx.commit()?;
+        Ok(n == 1)
+    }
+
+    fn give_back_notice(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        claimed: Option<DateTime<Utc>>,
+        previous: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        let (tx, groups) = self.begin_with_groups()?;
+        let Some(group) = group_id(&tx, groups, group)? else { return Ok(()) };
+        match (claimed, previous) {
+            (Some(claimed), Some(previous)) => tx.execute(
+                "UPDATE reminders SET reminded_at = ?4 WHERE group_id = ?1 AND reason = ?2 AND reminded_at = ?3",
+                params![group, key, ts(claimed), ts(previous)],
+            )?,
+            (Some(claimed), None) => tx.execute(
+                "DELETE FROM reminders WHERE group_id = ?1 AND reason = ?2 AND reminded_at = ?3",
+                params![group, key, ts(claimed)],
+            )?,
+            (None, Some(previous)) => tx.execute(
+                "INSERT INTO reminders (group_id, reason, reminded_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (group_id, reason) DO NOTHING",
+                params![group, key, ts(previous)],
+            )?,
+            (None, None) => 0,
+        };
+        tx.commit()?;
+        Ok(())
+    }
 }

@@ -12,6 +12,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     let later = now + TimeDelta::hours(1);
     park_for_two_reasons(ledger, now);
     parked_per_reason_with_reminders(ledger, now, later);
+    notifications_claimed_once(ledger, later);
     a_fix_unparks_its_reason_only(ledger, later);
     sources_kept_per_url(ledger, now, later);
     ghost_urls_kept(ledger, now, later);
@@ -85,6 +86,54 @@ fn parked_per_reason_with_reminders(ledger: &mut impl Ledger, now: DateTime<Utc>
     assert_eq!(ledger.reminded_at(&group(), "inspection_not_owner").unwrap(), Some(later));
     let elsewhere = GroupKey::urls("nowhere", EngineKind::Google, "");
     assert_eq!(ledger.reminded_at(&elsewhere, "inspection_not_owner").unwrap(), None, "a group the ledger lacks");
+}
+
+/// A notification (`[notify]`) is claimed by one of two claims at once,
+/// again once its interval has passed; a failed one is given back and
+/// claimed again; a resolved one is taken away by one of two takes.
+fn notifications_claimed_once(ledger: &mut impl Ledger, now: DateTime<Utc>) {
+    let key = "notify:parked:key_file_missing";
+    let day = TimeDelta::hours(24);
+    let first = ledger.claim_notice(&group(), key, now, now - day).unwrap();
+    assert_eq!(first, Some(NoticeClaim { at: now, previous: None }), "the first claim wins");
+    assert_eq!(ledger.claim_notice(&group(), key, now, now - day).unwrap(), None, "two claims at once: one winner");
+    let hour = now + TimeDelta::hours(1);
+    assert_eq!(ledger.claim_notice(&group(), key, hour, hour - day).unwrap(), None, "within the interval");
+    let elsewhere = GroupKey::urls("nowhere", EngineKind::Google, "");
+    assert_eq!(ledger.claim_notice(&elsewhere, key, now, now - day).unwrap(), None, "a group the ledger lacks");
+
+    // A day later it is due again; that notification fails and is given
+    // back, so the next run claims it again.
+    let next = now + day;
+    let second = ledger.claim_notice(&group(), key, next, next - day).unwrap().expect("due again");
+    assert_eq!(second, NoticeClaim { at: next, previous: Some(now) });
+    assert_eq!(ledger.claim_notice(&group(), key, next, next - day).unwrap(), None);
+    ledger.give_back_notice(&group(), key, Some(second.at), second.previous).unwrap();
+    let retry = next + TimeDelta::hours(1);
+    assert_eq!(
+        ledger.claim_notice(&group(), key, retry, retry - day).unwrap(),
+        Some(NoticeClaim { at: retry, previous: Some(now) }),
+        "given back, claimed again at the next run"
+    );
+    // The first claim's notification failing too gives back to nothing.
+    let other = "notify:parked:bad_request";
+    let claim = ledger.claim_notice(&group(), other, now, now - day).unwrap().unwrap();
+    ledger.give_back_notice(&group(), other, Some(claim.at), claim.previous).unwrap();
+    assert_eq!(ledger.reminded_at(&group(), other).unwrap(), None);
+
+    // Notifications are listed by their prefix, reminders left out.
+    let sent = ledger.notices_sent("notify:").unwrap();
+    assert_eq!(sent, [(group(), key.to_string(), retry)]);
+    // Resolved: of two takes at once, one removes it; a failed resolved
+    // notification gives it back, and a take finds it again.
+    assert!(ledger.take_notice(&group(), key, retry).unwrap());
+    assert!(!ledger.take_notice(&group(), key, retry).unwrap(), "two takes at once: one winner");
+    ledger.give_back_notice(&group(), key, None, Some(retry)).unwrap();
+    assert_eq!(ledger.notices_sent("notify:").unwrap(), [(group(), key.to_string(), retry)]);
+    assert!(ledger.take_notice(&group(), key, retry).unwrap());
+    assert_eq!(ledger.notices_sent("notify:").unwrap(), []);
+    // The reminders of the same group are not notifications.
+    assert!(ledger.reminded_at(&group(), "key_file_missing").unwrap().is_some());
 }
 
 /// A fix found for one reason unparks that reason's items only.

@@ -957,3 +957,33 @@ fn time(at: &str) -> Result<(), String> {
         &format!("not an RFC 3339 instant to the second: {at:?}"),
     )
 }
+
+/// The document a `[notify] command` reads on its standard input.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyEvent {
+    pub event: String,
+    pub property: String,
+    pub engine: String,
+    pub reason: String,
+    pub count: u64,
+    #[serde(deserialize_with = "nullable")]
+    pub since: Option<String>,
+    #[serde(deserialize_with = "nullable")]
+    pub fix: Option<String>,
+    pub text: String,
+}
+
+impl NotifyEvent {
+    /// Parses one event strictly and checks its rules: a known event, and
+    /// `since` an instant.
+    pub fn parse(text: &str) -> NotifyEvent {
+        let e: NotifyEvent =
+            serde_json::from_str(text).unwrap_or_else(|why| panic!("a notify event: {why}\n--- document\n{text}"));
+        assert!(["needs_human", "resolved"].contains(&e.event.as_str()), "{e:?}");
+        if let Some(since) = &e.since {
+            time(since).unwrap();
+        }
+        e
+    }
+}
