@@ -17,11 +17,15 @@ use std::collections::HashMap;
 impl Run<'_> {
     /// Checks, once per group and kind of check, the causes of parked items
     /// that can be checked without sending; a fix found makes the items of
-    /// that cause due at `now`. Returns what the report says resumed.
+    /// that cause due at `now`, with the group's new URLs held meanwhile
+    /// (they go in the same `resumed:` line). A check that fails again
+    /// holds the group (`Run::held`): nothing of it is claimed in this run.
+    /// Returns what the report says resumed.
     pub(super) async fn notice_fixes(&mut self, now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
         let known = self.known_groups();
         let mut resumed = Vec::new();
         let mut checked: HashMap<(GroupKey, Check), Result<String, String>> = HashMap::new();
+        self.held.clear();
         for parked in self.ledger.parked()? {
             let (Some(reason), true) = (parked.reason, known.contains(&parked.group)) else { continue };
             let Some(check) = reason.check() else { continue };
@@ -34,16 +38,25 @@ impl Run<'_> {
             }
             match &checked[&key] {
                 Ok(found) => {
+                    // What was held with them before this run: the group's
+                    // URLs due now (a sitemap group has no others).
+                    let held = match parked.group.sitemap_url() {
+                        Some(_) => 0,
+                        None => self.ledger.queue_counts(&parked.group, now)?.due,
+                    };
                     let n = self.ledger.unpark_fixed(&parked.group, &[reason], now)?;
                     if n > 0 {
                         resumed.push(format!(
                             "{}: {found}: {} ({reason}) go again.",
                             crate::output::printer::group_title(&parked.group),
-                            urls_parked(n)
+                            urls_parked(n + held)
                         ));
                     }
                 }
-                Err(why) => tracing::info!(group = ?parked.group, %reason, why, "still parked"),
+                Err(why) => {
+                    tracing::info!(group = ?parked.group, %reason, why, "still parked: its new URLs wait with it");
+                    self.held.entry(parked.group.clone()).or_insert(reason);
+                }
             }
         }
         Ok(resumed)
@@ -64,7 +77,11 @@ impl Run<'_> {
         let known = self.known_groups();
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
         let mut notices = Vec::new();
-        for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
+        for mut parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
+            // The new URLs held with a group are counted with its parked ones.
+            if parked.reason.is_some() && self.held.get(&parked.group) == parked.reason.as_ref() {
+                parked.count += self.ledger.queue_counts(&parked.group, self.clock.now())?.due;
+            }
             let fresh = findings.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
             let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
