@@ -28,8 +28,12 @@ pub(super) struct Findings {
     /// Input URLs whose items were parked before this run: said by the
     /// reminders, not counted as this run's failures.
     pub(super) parked_before: u64,
-    /// Parked items sent again in this run: a fix noticed, or the configuration changed.
+    /// Parked items sent again in this run: a fix noticed, or the
+    /// configuration changed; and sources that read again.
     pub(super) resumed: Vec<String>,
+    /// The properties' sources this run could not read, as the ledger keeps
+    /// them (since when, when last said).
+    pub(super) source_failures: Vec<crate::model::SourceFailure>,
     /// What URL inspections (Google `skip_indexed`) came to, when it was
     /// not "indexed" or "not indexed": said once per run.
     pub(super) inspection_notes: Vec<InspectionNote>,
@@ -62,6 +66,7 @@ impl Findings {
             sitemap_problems_now: HashSet::new(),
             parked_before: 0,
             resumed: Vec::new(),
+            source_failures: Vec::new(),
             inspection_notes: Vec::new(),
             cut: Cut::default(),
             read: 0,

@@ -96,8 +96,19 @@ impl Run<'_> {
             notices.push(notice);
         }
         notices.extend(self.run_problem_notices(findings, started, remind)?);
-        let told: Vec<(GroupKey, String)> =
-            notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
+        // The sources this run could not read go first, as `status` shows them.
+        let sources = source_notices(self.settings, &known, &findings.source_failures, started, remind);
+        let told_sources: Vec<(String, String)> =
+            sources.iter().filter(|n| n.told).map(|n| (n.parked.group.property.clone(), n.parked.url.clone())).collect();
+        if keep && !told_sources.is_empty() {
+            self.ledger.record_source_reminders(&told_sources, started)?;
+        }
+        notices.splice(0..0, sources);
+        let told: Vec<(GroupKey, String)> = notices
+            .iter()
+            .filter(|n| n.told && n.kind != NoticeKind::Source)
+            .map(|n| (n.parked.group.clone(), n.parked.reminder_key()))
+            .collect();
         if keep && !told.is_empty() {
             self.ledger.record_reminders(&told, started)?;
         }
@@ -163,6 +174,26 @@ impl Run<'_> {
         }
         Ok(notices)
     }
+}
+
+/// The sources a run could not read (`failures`, as the ledger keeps
+/// them) as notices, each told when it is new to failing or its reminder
+/// is due at `started`. A notice names one of its property's groups (of
+/// `known`), since every notice belongs to a group.
+fn source_notices(
+    settings: &crate::config::Settings,
+    known: &[GroupKey],
+    failures: &[crate::model::SourceFailure],
+    started: DateTime<Utc>,
+    remind: TimeDelta,
+) -> Vec<ParkedNotice> {
+    let mut notices = Vec::new();
+    for failure in failures {
+        let Some(mut notice) = crate::queue::source_notice(settings, known, failure) else { continue };
+        notice.told = reminder_due(&notice.parked, started, remind);
+        notices.push(notice);
+    }
+    notices
 }
 
 /// "1 parked URL", "3 parked URLs".

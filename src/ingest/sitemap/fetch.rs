@@ -11,7 +11,7 @@ use std::io::{self, Seek, Write};
 use url::Url;
 
 use super::body::Body;
-use super::Known;
+use super::{Failure, Known};
 use crate::error::error_chain;
 
 /// What a GET brought.
@@ -27,13 +27,14 @@ pub(super) enum Download {
 }
 
 /// Downloads a body into an anonymous temporary file, stopping at the cap;
-/// with `known`, conditionally.
+/// with `known`, conditionally. A download that failed says how, and in
+/// what words.
 pub(super) async fn download(
     client: &reqwest::Client,
     url: &Url,
     cap: u64,
     known: Option<&Known>,
-) -> Result<Download, String> {
+) -> Result<Download, (Failure, String)> {
     let mut request = client.get(url.clone()).header(reqwest::header::ACCEPT_ENCODING, "gzip");
     if let Some(known) = known {
         if let Some(etag) = &known.etag {
@@ -44,11 +45,12 @@ pub(super) async fn download(
         }
     }
     let mut response = request.send().await.map_err(|e| {
-        match e.is_redirect().then(|| innermost(&e)).flatten() {
+        let message = match e.is_redirect().then(|| innermost(&e)).flatten() {
             // A redirect the client's policy refused (a downgrade to http, too many): its own words.
             Some(why) => format!("cannot fetch: {why}"),
             None => format!("cannot fetch: {}", error_chain(&e)),
-        }
+        };
+        (failure_of(&e), message)
     })?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_MODIFIED && known.is_some() {
@@ -56,18 +58,22 @@ pub(super) async fn download(
     }
     if !status.is_success() {
         let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
-        return Err(format!("HTTP {}{reason}", status.as_u16()));
+        return Err((Failure::Status(status.as_u16()), format!("HTTP {}{reason}", status.as_u16())));
     }
     let header =
         |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty());
     let (etag, last_modified) = (header(reqwest::header::ETAG), header(reqwest::header::LAST_MODIFIED));
     let mut digest = Sha256::new();
-    let store_error = |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());
+    let store_error = |e: io::Error| {
+        (Failure::Unreadable, format!("cannot store the download in {}: {e}", std::env::temp_dir().display()))
+    };
     // Removed as it is closed (on Unix, as soon as it is made): nothing is left behind.
     let mut file = tempfile::tempfile().map_err(store_error)?;
     let mut written: u64 = 0;
     let mut truncated = false;
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("cannot fetch: {}", error_chain(&e)))? {
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| (failure_of(&e), format!("cannot fetch: {}", error_chain(&e))))?
+    {
         let room = cap - written;
         if chunk.len() as u64 > room {
             // `room` < chunk.len() here, so it fits in usize and the slice is in bounds.
@@ -83,6 +89,33 @@ pub(super) async fn download(
     file.rewind().map_err(store_error)?;
     let digest = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Ok(Download::Body { body: Body::new(file, truncated), etag, last_modified, digest })
+}
+
+/// How a request that got no answer failed. reqwest says a timeout and a
+/// failed connection; which step of the connection failed is found in the
+/// chain of its sources: a TLS error is rustls's own type, and a name that
+/// did not resolve is hyper's connect error, which has no type of its own
+/// for it and says "dns error".
+fn failure_of(e: &reqwest::Error) -> Failure {
+    if e.is_timeout() {
+        return Failure::Timeout;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(error) = source {
+        if error.is::<rustls::Error>() {
+            return Failure::Tls;
+        }
+        if let Some(io) = error.downcast_ref::<io::Error>() {
+            if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+                return Failure::Tls;
+            }
+        }
+        if error.to_string() == "dns error" {
+            return Failure::Dns;
+        }
+        source = error.source();
+    }
+    Failure::Connect
 }
 
 /// The last error of a chain, if there is more than one.

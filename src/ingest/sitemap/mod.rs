@@ -86,6 +86,26 @@ impl fmt::Display for Problem {
     }
 }
 
+/// How a source as a whole could not be read ([`Reader::take_failure`]):
+/// what the caller tells a person, in its own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered with this status (not 2xx, nor a 304 asked for).
+    Status(u16),
+    /// No answer within the client's timeout.
+    Timeout,
+    /// The host name did not resolve.
+    Dns,
+    /// The TLS handshake failed.
+    Tls,
+    /// No connection, or it broke off (refused, reset, a redirect refused).
+    Connect,
+    /// A local file, or the temporary file of a download, could not be read.
+    Unreadable,
+    /// Read, but no sitemap, feed, URL list or robots.txt `Sitemap:` line in it.
+    NotASitemap,
+}
+
 /// What an earlier read of a remote `<urlset>` sitemap left: what makes the
 /// next fetch conditional, and the digest of its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,18 +167,29 @@ pub struct Reader {
     seen: HashSet<String>,
     known: HashMap<String, Known>,
     fetched: Vec<Fetched>,
+    /// How the source of the last `read` failed as a whole, if it did.
+    failure: Option<(Failure, String)>,
 }
 
 impl Reader {
     /// `cap`: the most uncompressed bytes read from any one sitemap (default 50 MiB, the sitemaps.org limit).
     pub fn new(client: reqwest::Client, cap: u64) -> Reader {
-        Reader { client, cap, seen: HashSet::new(), known: HashMap::new(), fetched: Vec::new() }
+        Reader { client, cap, seen: HashSet::new(), known: HashMap::new(), fetched: Vec::new(), failure: None }
     }
 
     /// What earlier reads left of remote `<urlset>` sitemaps, by URL: those
     /// are fetched conditionally, and not parsed when unchanged.
     pub fn remember(&mut self, known: HashMap<String, Known>) {
         self.known = known;
+    }
+
+    /// Whether the source of the last [`Reader::read`] failed as a whole —
+    /// it could not be fetched or opened, or gave nothing of a sitemap (no
+    /// URL, no child, and a problem) — how, and the message of its problem.
+    /// Its problems are among those `read` returned; a child that failed
+    /// is not a failure of the source.
+    pub fn take_failure(&mut self) -> Option<(Failure, String)> {
+        self.failure.take()
     }
 
     /// The remote sitemaps fetched since the last call (robots.txt files are not among them).
@@ -179,9 +210,11 @@ impl Reader {
     /// temporary files are read on the calling task).
     pub async fn read(&mut self, source: &str, each: &mut (dyn FnMut(Entry) + Send)) -> Vec<Problem> {
         let mut problems = Vec::new();
+        self.failure = None;
         let location = match source_location(source) {
             Ok(location) => location,
             Err(message) => {
+                self.failure = Some((Failure::Unreadable, message.clone()));
                 problems.push(Problem { place: Position::of(source), message });
                 return problems;
             }
@@ -202,13 +235,16 @@ impl Reader {
         let lines = match self.open(&robots, None).await {
             Ok(Opened::Body(body, _)) => parse_robots(body.reader(), &robots.name, self.cap, problems),
             Ok(Opened::NotModified) => Vec::new(),
-            Err(message) => {
+            Err((failure, message)) => {
+                self.failure = Some((failure, message.clone()));
                 problems.push(robots.problem(message));
                 return;
             }
         };
         if lines.is_empty() {
-            problems.push(robots.problem("no `Sitemap:` line in it".to_string()));
+            let message = "no `Sitemap:` line in it".to_string();
+            self.failure = Some((Failure::NotASitemap, message.clone()));
+            problems.push(robots.problem(message));
         }
         for line in lines {
             match resolve_child(&robots.location, &line.loc) {
@@ -296,9 +332,14 @@ impl Reader {
             Location::File(_) => None,
         };
         let known = url.as_ref().and_then(|u| self.known.get(u)).cloned();
+        // The source itself, not a sitemap it lists.
+        let root = target.listed_at.is_none();
         let opened = match self.open(target, known.as_ref()).await {
             Ok(opened) => opened,
-            Err(message) => {
+            Err((failure, message)) => {
+                if root {
+                    self.failure = Some((failure, message.clone()));
+                }
                 problems.push(target.problem(message));
                 return Vec::new();
             }
@@ -320,7 +361,16 @@ impl Reader {
         // Parsed on a thread of its own, up to about 14,000 entries ahead
         // of `each` (the ledger's work), as a list's lines are.
         let (reader, name, cap) = (body.reader(), &target.name, self.cap);
-        let children = super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), each);
+        let mut entries = 0u64;
+        let mut counted = |entry: Entry| {
+            entries += 1;
+            each(entry);
+        };
+        let children =
+            super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), &mut counted);
+        if root && entries == 0 && children.is_empty() && problems.len() > before {
+            self.failure = Some((Failure::NotASitemap, problems[before].message.clone()));
+        }
         if let (Some(url), Some(d)) = (url, downloaded) {
             self.fetched.push(Fetched {
                 url,
@@ -336,11 +386,11 @@ impl Reader {
     }
 
     /// Opens a sitemap: a file, or a download (conditional with `known`).
-    async fn open(&self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
+    async fn open(&self, target: &Target, known: Option<&Known>) -> Result<Opened, (Failure, String)> {
         match &target.location {
-            Location::File(path) => {
-                File::open(path).map(|f| Opened::Body(Body::whole(f), None)).map_err(|e| format!("cannot read: {e}"))
-            }
+            Location::File(path) => File::open(path)
+                .map(|f| Opened::Body(Body::whole(f), None))
+                .map_err(|e| (Failure::Unreadable, format!("cannot read: {e}"))),
             Location::Url(url) => Ok(match fetch::download(&self.client, url, self.cap, known).await? {
                 fetch::Download::NotModified => Opened::NotModified,
                 fetch::Download::Body { body, etag, last_modified, digest } => {
