@@ -6,7 +6,8 @@
 use super::Result;
 use crate::model::EngineKind;
 use crate::model::{
-    Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SitemapRead, SitemapState, SourceDocument, SourceFailure,
+    Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SitemapRead, SitemapState, SourceDocument,
+    SourceFailure,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use std::sync::Arc;

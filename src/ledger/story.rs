@@ -11,8 +11,8 @@
 use super::copy::{copy, dump};
 use super::*;
 use crate::model::{
-    AcceptedReason, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason, ReadFailure, SitemapReading, SourceDocument, SourceFailure,
-    TransientReason,
+    AcceptedReason, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason, ReadFailure, SitemapReading,
+    SourceDocument, SourceFailure, TransientReason,
 };
 use crate::model::{NextStep, Period};
 

@@ -103,7 +103,9 @@ fn source_fix(reason: crate::model::LocalReason) -> String {
     use crate::model::LocalReason as R;
     let what = match reason {
         R::SourceNotFound => "publish the sitemap at that address, or change the property's `sources` to where it is",
-        R::SourceRefused => "let indexq fetch it (no login, no IP or user-agent block), or change the property's `sources`",
+        R::SourceRefused => {
+            "let indexq fetch it (no login, no IP or user-agent block), or change the property's `sources`"
+        }
         R::SourceServerError => "check the web server's error log; indexq reads it again by itself",
         R::SourceTimeout | R::SourceUnreachable => {
             "check that the site is up and reachable from this machine (or raise `[http] timeout`)"

@@ -274,9 +274,18 @@ fn a_source_down_for_two_days_is_said_once_a_day_shown_by_status_and_doctor_and_
 #[test]
 fn a_page_instead_of_a_sitemap_is_a_source_problem() {
     let (sb, _sitemap) = with_sitemap();
-    sb.site.on("GET", "/sitemap.xml", vec![MockResponse::status(200).body("<!DOCTYPE html>\n<html><body>Hi</body></html>")]);
+    sb.site.on(
+        "GET",
+        "/sitemap.xml",
+        vec![MockResponse::status(200).body("<!DOCTYPE html>\n<html><body>Hi</body></html>")],
+    );
     let done = sb.indexq(&["--json", "submit"]).now(DAY1).output().code(3).submit_doc();
-    let source = done.parked.unwrap_or_default().into_iter().find(|p| p.kind == json::NoticeKind::Source).expect("the source's notice");
+    let source = done
+        .parked
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.kind == json::NoticeKind::Source)
+        .expect("the source's notice");
     assert_eq!(source.reason, "source_not_a_sitemap");
     assert!(source.message.as_deref().unwrap_or_default().contains("not a sitemap"), "{source:?}");
 }

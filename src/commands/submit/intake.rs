@@ -318,8 +318,7 @@ impl Intake<'_, '_> {
                             Ok(sitemap::FileContent::Sitemap) => {
                                 let source =
                                     SitemapSource { property: &property.name, sitemap: &name, routes: &routes };
-                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer)
-                                    .await?
+                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?
                             }
                             Err(e) => Some((LocalReason::SourceUnreadable, e.to_string())),
                         };
@@ -342,7 +341,12 @@ impl Intake<'_, '_> {
     /// (not by a dry run): a failure for the reminders (`Findings::source_failures`,
     /// said once per `[submit] remind`), a read that works again for one
     /// `resumed:` line.
-    fn source_read(&mut self, property: &str, source: &str, failed: Option<(LocalReason, String)>) -> anyhow::Result<()> {
+    fn source_read(
+        &mut self,
+        property: &str,
+        source: &str,
+        failed: Option<(LocalReason, String)>,
+    ) -> anyhow::Result<()> {
         let now = self.run.clock.now();
         match failed {
             Some((reason, message)) => {
@@ -357,8 +361,8 @@ impl Intake<'_, '_> {
                 };
                 let kept = match self.plan {
                     Some(_) => {
-                        let before = self.run.ledger.source_failures()?.into_iter();
-                        let before = before.filter(|f| f.property == property && f.source == source).next();
+                        let mut kept = self.run.ledger.source_failures()?.into_iter();
+                        let before = kept.find(|f| f.property == property && f.source == source);
                         match before {
                             Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
                             None => failure,
@@ -387,7 +391,8 @@ impl Intake<'_, '_> {
     /// with the line to add.
     fn no_sources(&mut self, property: &crate::config::Property) -> anyhow::Result<()> {
         let now = self.run.clock.now();
-        let groups: Vec<GroupKey> = self.run.known_groups().into_iter().filter(|g| g.property == property.name).collect();
+        let groups: Vec<GroupKey> =
+            self.run.known_groups().into_iter().filter(|g| g.property == property.name).collect();
         for group in &groups {
             let counts = self.run.ledger.queue_counts(group, now)?;
             if counts.due + counts.waiting > 0 {

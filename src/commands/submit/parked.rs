@@ -98,8 +98,11 @@ impl Run<'_> {
         notices.extend(self.run_problem_notices(findings, started, remind)?);
         // The sources this run could not read go first, as `status` shows them.
         let sources = source_notices(self.settings, &known, &findings.source_failures, started, remind);
-        let told_sources: Vec<(String, String)> =
-            sources.iter().filter(|n| n.told).map(|n| (n.parked.group.property.clone(), n.parked.url.clone())).collect();
+        let told_sources: Vec<(String, String)> = sources
+            .iter()
+            .filter(|n| n.told)
+            .map(|n| (n.parked.group.property.clone(), n.parked.url.clone()))
+            .collect();
         if keep && !told_sources.is_empty() {
             self.ledger.record_source_reminders(&told_sources, started)?;
         }

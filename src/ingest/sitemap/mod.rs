@@ -366,8 +366,7 @@ impl Reader {
             entries += 1;
             each(entry);
         };
-        let children =
-            super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), &mut counted);
+        let children = super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), &mut counted);
         if root && entries == 0 && children.is_empty() && problems.len() > before {
             self.failure = Some((Failure::NotASitemap, problems[before].message.clone()));
         }

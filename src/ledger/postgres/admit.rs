@@ -225,7 +225,9 @@ impl Intake for PgLedger {
         self.transaction(|tx| {
             store_source_failures(tx, std::slice::from_ref(failure))?;
             let kept = source_failures(tx, Some((&failure.property, &failure.source)))?;
-            kept.into_iter().next().ok_or_else(|| LedgerError::Invalid("a source failure just kept is not there".into()))
+            kept.into_iter()
+                .next()
+                .ok_or_else(|| LedgerError::Invalid("a source failure just kept is not there".into()))
         })
     }
 
@@ -256,10 +258,7 @@ impl Intake for PgLedger {
 }
 
 /// The sources whose last read failed (`only`: one property's source), by property and source.
-pub(super) fn source_failures(
-    tx: &mut impl GenericClient,
-    only: Option<(&str, &str)>,
-) -> Result<Vec<SourceFailure>> {
+pub(super) fn source_failures(tx: &mut impl GenericClient, only: Option<(&str, &str)>) -> Result<Vec<SourceFailure>> {
     let (property, source) = only.unzip();
     tx.query(
         "SELECT property, source, reason, message, since, failed_at, reminded_at FROM source_failures

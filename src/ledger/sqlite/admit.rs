@@ -421,9 +421,8 @@ impl Intake for SqliteLedger {
     fn record_source_reminders(&mut self, told: &[(String, String)], at: DateTime<Utc>) -> Result<()> {
         let tx = self.begin()?;
         {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE source_failures SET reminded_at = ?3 WHERE property = ?1 AND source = ?2",
-            )?;
+            let mut stmt =
+                tx.prepare_cached("UPDATE source_failures SET reminded_at = ?3 WHERE property = ?1 AND source = ?2")?;
             for (property, source) in told {
                 stmt.execute(params![property, source, ts(at)])?;
             }

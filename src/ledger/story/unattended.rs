@@ -190,7 +190,7 @@ pub fn source_failures_kept(ledger: &mut impl Ledger, now: DateTime<Utc>, later:
     ledger.record_source_failure(&shop).unwrap();
     assert_eq!(ledger.source_failures().unwrap().len(), 2);
     assert_eq!(ledger.clear_source_failure("site", source).unwrap(), Some(kept));
-    assert_eq!(ledger.source_failures().unwrap(), [shop.clone()], "the other property's stays");
+    assert_eq!(ledger.source_failures().unwrap(), std::slice::from_ref(&shop), "the other property's stays");
     // A source that fails again later starts a new spell.
     let new_spell = SourceFailure { since: later, failed_at: later, ..first };
     assert_eq!(ledger.record_source_failure(&new_spell).unwrap(), new_spell);

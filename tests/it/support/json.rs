@@ -797,8 +797,15 @@ impl Doctor {
             )?;
             ensure(c.ok || !c.warning, &format!("a warning is no problem: {c:?}"))?;
             // A property's source is its property's, whatever the engine.
-            let about = if c.check == "source" { c.property.is_some() && c.engine.is_none() } else { c.property.is_some() == c.engine.is_some() };
-            ensure(about, &format!("a check is about a property's engine (a source its property's), or neither: {c:?}"))?;
+            let about = if c.check == "source" {
+                c.property.is_some() && c.engine.is_none()
+            } else {
+                c.property.is_some() == c.engine.is_some()
+            };
+            ensure(
+                about,
+                &format!("a check is about a property's engine (a source its property's), or neither: {c:?}"),
+            )?;
         }
         Ok(())
     }
