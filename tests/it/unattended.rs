@@ -210,6 +210,15 @@ fn a_parked_group_holds_its_new_pages_until_its_fix_and_says_them_once_a_day() {
         assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 1, "day {day}: nothing sent while parked");
     }
 
+    // Without -q, a run between reminders says why the new pages wait.
+    let said = sb.indexq(&["submit"]).now("2026-12-06T20:00:00Z").output().code(0);
+    assert!(
+        said.stdout.contains("note: IndexNow")
+            && said.stdout.contains(": 3 new URLs not sent: the key file still fails"),
+        "{}",
+        said.stdout
+    );
+
     // The key file is back: everything goes, with one `resumed:` line.
     sb.site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(200).body(KEY)]);
     sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
