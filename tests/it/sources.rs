@@ -304,3 +304,28 @@ fn a_property_with_no_sources_and_nothing_queued_says_the_line_to_add() {
     let drained = sb.indexq(&["submit"]).now(DAY1_LATER).output().code(0);
     assert!(!drained.stdout.contains("has no `sources`"), "{}", drained.stdout);
 }
+
+#[test]
+fn a_source_that_fails_tls_or_refuses_the_connection_says_how() {
+    let mut sb = Sandbox::new();
+    // The mock speaks plain HTTP: an https:// source there fails its TLS handshake.
+    let tls = format!("https://127.0.0.1:{}/sitemap.xml", sb.site.port());
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = format!("http://127.0.0.1:{closed}/sitemap.xml");
+    sb.property_extra = format!("sources = [\"{tls}\", \"{refused}\"]\n");
+    sb.write_config();
+    let doc = sb.indexq(&["--json", "submit"]).now(DAY1).output().code(3).submit_doc();
+    let reasons: Vec<(String, String)> = doc
+        .parked
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.kind == json::NoticeKind::Source)
+        .map(|p| (p.source.unwrap_or_default(), p.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(tls, "source_tls".to_string()), (refused, "source_unreachable".to_string())],
+        "in the order configured"
+    );
+}

@@ -93,9 +93,12 @@ pub(super) async fn download(
 
 /// How a request that got no answer failed. reqwest says a timeout and a
 /// failed connection; which step of the connection failed is found in the
-/// chain of its sources: a TLS error is rustls's own type, and a name that
-/// did not resolve is hyper's connect error, which has no type of its own
-/// for it and says "dns error".
+/// chain of its sources. A TLS handshake that failed is rustls's own error
+/// (a certificate, a protocol), or an I/O error the TLS layer met while
+/// connecting — data that was not TLS, or the server hanging up mid-
+/// handshake (a TCP connection that failed is refused, reset or timed out,
+/// never these). A name that did not resolve is hyper's connect error,
+/// which has no type of its own for it and says "dns error".
 fn failure_of(e: &reqwest::Error) -> Failure {
     if e.is_timeout() {
         return Failure::Timeout;
@@ -106,7 +109,7 @@ fn failure_of(e: &reqwest::Error) -> Failure {
             return Failure::Tls;
         }
         if let Some(io) = error.downcast_ref::<io::Error>() {
-            if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+            if tls_io(io, e.is_connect()) {
                 return Failure::Tls;
             }
         }
@@ -116,6 +119,21 @@ fn failure_of(e: &reqwest::Error) -> Failure {
         source = error.source();
     }
     Failure::Connect
+}
+
+/// Whether an I/O error is the TLS layer's: rustls's error inside it, or
+/// (while `connecting`) data that was not TLS or an end of the stream mid-
+/// handshake — looked for through the I/O errors it wraps, whose own
+/// `source` skips the wrapped error itself.
+fn tls_io(io: &io::Error, connecting: bool) -> bool {
+    if connecting && matches!(io.kind(), io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) {
+        return true;
+    }
+    match io.get_ref() {
+        Some(inner) if inner.is::<rustls::Error>() => true,
+        Some(inner) => inner.downcast_ref::<io::Error>().is_some_and(|inner| tls_io(inner, connecting)),
+        None => false,
+    }
 }
 
 /// The last error of a chain, if there is more than one.
