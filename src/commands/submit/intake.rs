@@ -51,6 +51,10 @@ pub(super) struct Intake<'r, 'a> {
     routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
+    /// Whether reading the sources notes a property that has none and
+    /// nothing queued (`submit`; not `serve`, whose properties may take
+    /// their URLs from its API alone).
+    hint_no_sources: bool,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
@@ -94,6 +98,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             plan,
             routes,
             only: None,
+            hint_no_sources: false,
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
@@ -121,6 +126,7 @@ impl<'r, 'a> Intake<'r, 'a> {
         };
         let mut intake = Intake::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
+        intake.hint_no_sources = true;
         intake
     }
 }
@@ -291,7 +297,7 @@ impl Intake<'_, '_> {
             .filter(|p| only.as_ref().is_none_or(|o| o.contains(&p.name)))
             .collect();
         for property in sending {
-            if property.sources.is_empty() {
+            if property.sources.is_empty() && self.hint_no_sources {
                 self.no_sources(property)?;
             }
             for source in &property.sources {
