@@ -229,6 +229,10 @@ fn a_source_down_for_two_days_is_said_once_a_day_shown_by_status_and_doctor_and_
     assert_eq!(doc.parked[0].kind, json::NoticeKind::Source);
     assert_eq!(doc.parked[0].source.as_deref(), Some(source.as_str()));
     assert_eq!(doc.parked[0].reason, "source_not_found");
+    let metrics = sb.indexq(&["status", "--format", "prometheus"]).now("2026-12-03T16:00:00Z").output().code(0);
+    let series =
+        format!("indexq_source_problems{{property=\"site\",source=\"{source}\",reason=\"source_not_found\"}} 1");
+    assert!(metrics.stdout.contains(&series), "{}", metrics.stdout);
     let doctor = sb.indexq(&["--json", "doctor"]).now("2026-12-03T16:00:00Z").output().code(3).doctor_doc();
     let check = doctor.check("source");
     assert!(!check.ok);
