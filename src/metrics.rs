@@ -104,6 +104,7 @@ pub fn gather(
     families.push(attempts_family(ledger, &configured)?);
     families.push(inspection_family(settings, ledger)?);
     families.push(sitemap_family(settings, ledger, &configured, now)?);
+    families.push(source_family(settings, ledger)?);
     let last = match this_run {
         Some(run) => Some(run.clone()),
         None => ledger.last_run(false)?,
@@ -280,6 +281,25 @@ fn sitemap_family(
             ("property", group.property.clone()),
             ("engine", group.engine.as_str().to_string()),
             ("sitemap", group.target.clone()),
+            ("reason", notice.parked.reminder_key()),
+        ];
+        family.push(labels, 1.0);
+    }
+    Ok(family)
+}
+
+/// The configured sources that cannot be read: 1 per property, source and
+/// reason (`source_not_found`, `source_timeout`, …); none when all read.
+fn source_family(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Family> {
+    let mut family = Family::new(
+        "indexq_source_problems",
+        Kind::Gauge,
+        "A property's source that could not be read when last read (1 per property, source and reason); absent when all read",
+    );
+    for notice in crate::queue::source_notices(settings, ledger)? {
+        let labels = vec![
+            ("property", notice.parked.group.property.clone()),
+            ("source", notice.parked.url.clone()),
             ("reason", notice.parked.reminder_key()),
         ];
         family.push(labels, 1.0);

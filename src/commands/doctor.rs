@@ -502,8 +502,27 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
         Err(e) => checks.push(Check::problem("ledger_in_flight", e.to_string(), "see the ledger error above")),
     }
     stranded_checks(settings, ledger.as_mut(), now, &mut checks);
+    source_checks(settings, ledger.as_mut(), &mut checks);
     parked_checks(settings, ledger.as_mut(), now, true, &mut checks);
     checks
+}
+
+/// The properties' sources that cannot be read: a problem each, with since
+/// when, the reason and the fix (from a ledger of schema 11 on).
+fn source_checks(settings: &Settings, ledger: &mut dyn Ledger, checks: &mut Vec<Check>) {
+    match crate::queue::source_notices(settings, ledger) {
+        Ok(notices) => {
+            let user_tz = crate::clock::user_timezone();
+            for notice in notices {
+                let message = format!("{}: {}", notice.title(), notice.summary(user_tz));
+                let fix = format!("{}.{}", notice.fix.as_deref().unwrap_or_default(), notice.who());
+                let mut check = Check::problem("source", message, fix);
+                check.property = Some(notice.parked.group.property.clone());
+                checks.push(check);
+            }
+        }
+        Err(e) => checks.push(Check::problem("source", format!("{e:#}"), "see the ledger error above")),
+    }
 }
 
 /// What needs a human in the configured groups: a problem each (group and
@@ -612,6 +631,9 @@ fn postgres_checks(settings: &Settings, url: &str, now: chrono::DateTime<chrono:
             checks.push(Check::ok("ledger_schema", format!("schema version {v}")));
             stranded_checks(settings, &mut ledger, now, &mut checks);
             // Reminders came with schema 3: an older shared ledger is migrated by the next run.
+            if v >= 11 {
+                source_checks(settings, &mut ledger, &mut checks);
+            }
             if v >= 3 {
                 parked_checks(settings, &mut ledger, now, v >= 5, &mut checks);
             }

@@ -210,7 +210,9 @@ pub(crate) fn document(
         user_tz,
         now,
     };
-    let parked = crate::queue::parked_notices(settings, &mut *ledger, now)?;
+    // A source that cannot be read first: nothing new of its property comes in meanwhile.
+    let mut parked = crate::queue::source_notices(settings, &mut *ledger)?;
+    parked.extend(crate::queue::parked_notices(settings, &mut *ledger, now)?);
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     for group in budget::groups(settings) {

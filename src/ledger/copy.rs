@@ -11,12 +11,13 @@
 //! (items take the source's state unless in flight in the target, an
 //! attempt the target has is not added twice, budget usage takes the larger
 //! count, blocks and paces the later time, credentials the earlier first
-//! use, reminders, sitemaps read and Ghost's public URLs the later time) is
-//! each target's SQL.
+//! use, reminders, sitemaps read and Ghost's public URLs the later time, a
+//! source that cannot be read its later failure with the earlier `since`)
+//! is each target's SQL.
 
 use super::ids;
 use super::{GhostUrl, LedgerError, Result};
-use crate::model::{Action, Class, GroupKey, ItemState, Reason, SourceDocument, StoredResponse};
+use crate::model::{Action, Class, GroupKey, ItemState, Reason, SourceDocument, SourceFailure, StoredResponse};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
@@ -128,6 +129,8 @@ pub enum Chunk {
     Sources(Vec<SourceDocument>),
     /// The public URL of each Ghost post or page (`serve`'s Ghost hook).
     GhostUrls(Vec<GhostUrl>),
+    /// The sources that cannot be read.
+    SourceFailures(Vec<SourceFailure>),
     /// The latest instant a run recorded.
     Latest(DateTime<Utc>),
 }
@@ -495,6 +498,7 @@ mod dump {
         pub reminders: Vec<(GroupKey, String, DateTime<Utc>)>,
         pub sources: Vec<SourceDocument>,
         pub ghost_urls: Vec<GhostUrl>,
+        pub source_failures: Vec<SourceFailure>,
         pub latest_run: Option<DateTime<Utc>>,
     }
 
@@ -522,6 +526,7 @@ mod dump {
                 Chunk::Reminders(r) => d.reminders.extend(r.into_iter().map(|(g, r, at)| (groups[&g].clone(), r, at))),
                 Chunk::Sources(s) => d.sources.extend(s),
                 Chunk::GhostUrls(g) => d.ghost_urls.extend(g),
+                Chunk::SourceFailures(f) => d.source_failures.extend(f),
                 Chunk::Latest(at) => d.latest_run = Some(at),
             }
         }

@@ -45,7 +45,7 @@ use stored::*;
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
     kept_changes, Action, Class, EngineKind, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
-    RunRecord, SitemapRead, SitemapState, SourceDocument, StoredResponse, Usage,
+    RunRecord, SitemapRead, SitemapState, SourceDocument, SourceFailure, StoredResponse, Usage,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;

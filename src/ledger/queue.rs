@@ -7,6 +7,7 @@ use super::Result;
 use crate::model::EngineKind;
 use crate::model::{
     Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, SitemapRead, SitemapState, SourceDocument,
+    SourceFailure,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use std::sync::Arc;
@@ -169,6 +170,22 @@ pub trait Intake {
     /// Remembers the public URL of a Ghost post or page, replacing what was
     /// kept of it unless that was announced later.
     fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()>;
+
+    /// The sources whose last read failed, by property and source.
+    fn source_failures(&mut self) -> Result<Vec<SourceFailure>>;
+
+    /// Records a failed read of a source: its reason, message and
+    /// `failed_at` replace those kept, while a source failing already keeps
+    /// its `since` and `reminded_at` (those of `failure` are taken only for
+    /// a source new to failing). Returns the failure as kept.
+    fn record_source_failure(&mut self, failure: &SourceFailure) -> Result<SourceFailure>;
+
+    /// A source of `property` read again: forgets its failure and returns
+    /// it, if it had one.
+    fn clear_source_failure(&mut self, property: &str, source: &str) -> Result<Option<SourceFailure>>;
+
+    /// Keeps that a run said, at `at`, that these sources (property, source) cannot be read.
+    fn record_source_reminders(&mut self, told: &[(String, String)], at: DateTime<Utc>) -> Result<()>;
 }
 
 /// What the engines report of the sitemaps submitted to them (sitemap

@@ -11,8 +11,8 @@
 use super::copy::{copy, dump};
 use super::*;
 use crate::model::{
-    AcceptedReason, KeyPendingReason, MisconfiguredReason, QuotaReason, ReadFailure, SitemapReading, SourceDocument,
-    TransientReason,
+    AcceptedReason, KeyPendingReason, LocalReason, MisconfiguredReason, QuotaReason, ReadFailure, SitemapReading,
+    SourceDocument, SourceFailure, TransientReason,
 };
 use crate::model::{NextStep, Period};
 
@@ -123,6 +123,7 @@ pub fn story(ledger: &mut impl Ledger) {
     a_pace_with_a_burst(ledger);
     changed_since_acceptance(ledger);
     unattended::ghost_urls_kept(ledger, t("2026-12-03T10:00:00Z"), t("2026-12-03T11:00:00Z"));
+    unattended::source_failures_kept(ledger, t("2026-12-03T10:00:00Z"), t("2026-12-03T11:00:00Z"));
 }
 
 /// Every story's admission: a day's dedupe window, neither forced nor `--changed`.

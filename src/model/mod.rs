@@ -30,4 +30,4 @@ pub use reason::{
 };
 pub use run::RunRecord;
 pub use sitemap::{ReadFailure, SitemapRead, SitemapReading, SitemapState};
-pub use source::{kept_changes, DocumentKind, SourceDocument};
+pub use source::{kept_changes, DocumentKind, SourceDocument, SourceFailure};

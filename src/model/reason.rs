@@ -283,6 +283,28 @@ reason_enum! {
         Sitemap = "sitemap",
         /// Invalid: a URL-list file of a property's `sources` could not be read.
         Unreadable = "unreadable",
+        /// A property's source (`sources`) answered 404 or 410.
+        SourceNotFound = "source_not_found",
+        /// A property's source answered another 4xx (401, 403, …).
+        SourceRefused = "source_refused",
+        /// A property's source answered 5xx.
+        SourceServerError = "source_server_error",
+        /// A property's source did not answer within `[http] timeout`.
+        SourceTimeout = "source_timeout",
+        /// A property's source's host name did not resolve.
+        SourceDns = "source_dns",
+        /// The TLS handshake with a property's source failed (its certificate, its protocol).
+        SourceTls = "source_tls",
+        /// A property's source could not be reached otherwise (connection
+        /// refused or reset, a redirect refused, a body cut off).
+        SourceUnreachable = "source_unreachable",
+        /// A property's source redirects to a host or an address it may not
+        /// reach (`fetch_hosts`, the address rule): not fetched.
+        SourceNotAllowed = "source_not_allowed",
+        /// A property's source answered, but with no sitemap, feed or URL list.
+        SourceNotASitemap = "source_not_a_sitemap",
+        /// A property's source is a local file that could not be read.
+        SourceUnreadable = "source_unreadable",
     }
 }
 

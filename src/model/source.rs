@@ -4,7 +4,27 @@
 //! was read for (the run's groups), so that an unchanged sitemap costs one
 //! 304 and no parse.
 
+use super::LocalReason;
 use chrono::{DateTime, Utc};
+
+/// A property's source (a `sources` entry) that could not be read, as the
+/// ledger keeps it until it reads again: why (the last failed read's
+/// reason, one of the `source_*` local reasons, and its message), since
+/// when it has failed (kept across reads that fail for another reason),
+/// and when a run last said so (`[submit] remind`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFailure {
+    pub property: String,
+    /// The source as configured: its URL, or its path.
+    pub source: String,
+    pub reason: LocalReason,
+    pub message: String,
+    /// The first failed read of this spell.
+    pub since: DateTime<Utc>,
+    /// The latest failed read.
+    pub failed_at: DateTime<Utc>,
+    pub reminded_at: Option<DateTime<Utc>>,
+}
 
 /// What a fetched sitemap document held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,6 +28,11 @@ pub enum NoticeKind {
     /// URLs outside the folder of the IndexNow key location: IndexNow never
     /// gets them until the key location (or the site) changes.
     KeyScope,
+    /// A property's source (`sources`) that cannot be read (its `parked`
+    /// group is one of the property's, its `url` the source, its reason a
+    /// `source_*` one): indexq reads it again on every run that reads the
+    /// sources and says `resumed:` once it reads.
+    Source,
 }
 
 impl NoticeKind {
@@ -37,6 +42,7 @@ impl NoticeKind {
             NoticeKind::SitemapReport => "sitemap_report",
             NoticeKind::Inspection => "inspection",
             NoticeKind::KeyScope => "key_scope",
+            NoticeKind::Source => "source",
         }
     }
 }
@@ -61,7 +67,7 @@ impl ParkedNotice {
         match self.kind {
             NoticeKind::SitemapReport => Some(Check::SitemapReport),
             NoticeKind::Parked => self.parked.reason.and_then(|r| r.check()),
-            NoticeKind::Inspection | NoticeKind::KeyScope => None,
+            NoticeKind::Inspection | NoticeKind::KeyScope | NoticeKind::Source => None,
         }
     }
 
@@ -74,7 +80,15 @@ impl ParkedNotice {
     /// since … (key_file_missing). <message> Fix: … <who notices>".
     pub fn line(&self, user_tz: Tz) -> String {
         let fix = self.fix.as_deref().map(|f| format!(" Fix: {}", sentence(f))).unwrap_or_default();
-        format!("needs a human: {}: {}{fix}{}", group_title(&self.parked.group), self.summary(user_tz), self.who())
+        format!("needs a human: {}: {}{fix}{}", self.title(), self.summary(user_tz), self.who())
+    }
+
+    /// What the notice is about: the group, or for a source the source and its property.
+    pub fn title(&self) -> String {
+        match self.kind {
+            NoticeKind::Source => format!("the source {} of {}", self.parked.url, self.parked.group.property),
+            _ => group_title(&self.parked.group),
+        }
     }
 
     /// "3 URLs parked since … (key_file_missing). <message>"; for a
@@ -89,6 +103,7 @@ impl ParkedNotice {
             (NoticeKind::SitemapReport, _) => format!("said{since}"),
             (NoticeKind::Inspection, _) => format!("URL inspections refused; {} published without one", urls(p.count)),
             (NoticeKind::KeyScope, _) => format!("{} not sent to IndexNow", urls(p.count)),
+            (NoticeKind::Source, _) => format!("cannot be read{since}"),
             (NoticeKind::Parked, Some(_)) => format!("its submission parked{since}"),
             (NoticeKind::Parked, None) => format!("{} parked{since}", urls(p.count)),
         };
@@ -105,6 +120,10 @@ impl ParkedNotice {
             }
             NoticeKind::KeyScope => {
                 return " indexq says this again after `[submit] remind` while the key location leaves them out."
+                    .to_string()
+            }
+            NoticeKind::Source => {
+                return " indexq reads it again on every run that reads the sources, and says so once it reads."
                     .to_string()
             }
             NoticeKind::Parked | NoticeKind::SitemapReport => {}
@@ -137,6 +156,7 @@ impl ParkedNotice {
             engine: p.group.engine.as_str(),
             endpoint: p.group.endpoint().map(str::to_string),
             sitemap: p.group.sitemap_url().map(str::to_string),
+            source: (self.kind == NoticeKind::Source).then(|| p.url.clone()),
             reason: self.parked.reminder_key(),
             urls: p.count,
             since: p.since.map(|t| rfc3339(t, user_tz)),
@@ -163,6 +183,9 @@ pub struct ParkedJson {
     /// The sitemap, for a sitemap group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sitemap: Option<String>,
+    /// The source (its URL or path), for a source that cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub reason: String,
     pub urls: u64,
     pub since: Option<String>,

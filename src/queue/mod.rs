@@ -9,7 +9,7 @@ mod fixes;
 use crate::budget;
 use crate::config::Settings;
 use crate::ledger::Ledger;
-use crate::model::{EngineKind, GroupKey, ParkedGroup, QueueCounts, Reason, SitemapState};
+use crate::model::{EngineKind, GroupKey, ParkedGroup, QueueCounts, Reason, SitemapState, SourceFailure};
 use crate::output::parked::{NoticeKind, ParkedNotice};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -65,6 +65,62 @@ pub fn parked_notices(
         ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
     notices.extend(sitemap_notices(settings, &states, now));
     Ok(notices)
+}
+
+/// The configured properties' sources that cannot be read, as `status`
+/// and `doctor` say them (every one told), before what is parked.
+pub fn source_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
+    let configured = budget::groups(settings);
+    Ok(ledger.source_failures()?.iter().filter_map(|f| source_notice(settings, &configured, f)).collect())
+}
+
+/// A source that cannot be read as a notice (told), under the first of
+/// `groups` of its property (a URL group); none when its property has none
+/// or no longer lists it.
+pub fn source_notice(settings: &Settings, groups: &[GroupKey], failure: &SourceFailure) -> Option<ParkedNotice> {
+    let property = settings.property(&failure.property)?;
+    let listed = property.sources.iter().any(|s| s.name() == failure.source);
+    let group = groups.iter().find(|g| g.property == failure.property && g.sitemap_url().is_none())?;
+    listed.then(|| ParkedNotice {
+        kind: NoticeKind::Source,
+        parked: ParkedGroup {
+            group: group.clone(),
+            reason: Some(failure.reason.into()),
+            count: 0,
+            since: Some(failure.since),
+            url: failure.source.clone(),
+            message: Some(failure.message.clone()),
+            reminded_at: failure.reminded_at,
+        },
+        fix: Some(source_fix(failure.reason)),
+        fresh: false,
+        told: true,
+    })
+}
+
+/// What to do about a source that cannot be read, by its reason.
+fn source_fix(reason: crate::model::LocalReason) -> String {
+    use crate::model::LocalReason as R;
+    let what = match reason {
+        R::SourceNotFound => "publish the sitemap at that address, or change the property's `sources` to where it is",
+        R::SourceRefused => {
+            "let indexq fetch it (no login, no IP or user-agent block), or change the property's `sources`"
+        }
+        R::SourceServerError => "check the web server's error log; indexq reads it again by itself",
+        R::SourceTimeout | R::SourceUnreachable => {
+            "check that the site is up and reachable from this machine (or raise `[http] timeout`)"
+        }
+        R::SourceDns => "check the host name in the property's `sources` and its DNS record",
+        R::SourceNotAllowed => {
+            "list the host it redirects to in the property's `fetch_hosts`, or point `sources` at where it ends"
+        }
+        R::SourceTls => "check the site's certificate (its chain, its names, its expiry)",
+        R::SourceNotASitemap => {
+            "point the property's `sources` at the sitemap itself (XML, a feed or a URL list), not a web page"
+        }
+        _ => "check that the file exists and that indexq's user can read it",
+    };
+    what.to_string()
 }
 
 /// What is parked in the configured groups, with the fixes (each told).

@@ -421,12 +421,19 @@ fn a_refused_key_makes_every_google_item_misconfigured_and_sends_nothing() {
     assert!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).is_empty());
     assert_eq!(sb.engine.requests_to("POST", GOOGLE_TOKEN).len(), 1, "asked once, not once per URL");
 
-    // The same in words.
+    // A URL more, the same day: the key is checked again (a token) and
+    // still refused, so the URL waits with the parked ones, unsent and
+    // unsaid until the reminder (a day later), which says it in words.
     let more = list(&sb, "q", 1);
-    let done = sb.indexq(&["submit", more.to_str().unwrap()]).now(NOW).output().code(3);
+    let quiet = sb.indexq(&["-q", "submit", more.to_str().unwrap()]).now(NOW).output().code(0);
+    assert_eq!(quiet.stdout, "");
+    assert_eq!(sb.engine.requests_to("POST", GOOGLE_TOKEN).len(), 2, "the check: one token request");
+    let later = chrono::DateTime::parse_from_rfc3339(NOW).unwrap() + chrono::Duration::days(1);
+    let done = sb.indexq(&["submit", "--no-sources"]).now(&later.to_rfc3339()).output().code(3);
     let out = format!("{}{}", done.stdout, done.stderr);
     assert!(out.contains(GOOGLE_KEY_ID) && out.contains(GOOGLE_EMAIL), "{out}");
-    assert!(out.contains("invalid_grant"), "{out}");
+    assert!(out.contains("4 URLs parked") && out.contains("invalid_grant"), "{out}");
+    assert!(sb.engine.requests_to("POST", GOOGLE_PUBLISH).is_empty());
 }
 
 #[test]

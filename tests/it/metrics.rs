@@ -285,6 +285,7 @@ fn a_new_ledger_has_every_family_and_no_run() {
         "indexq_attempts_total",
         "indexq_google_inspections_total",
         "indexq_sitemap_problems",
+        "indexq_source_problems",
         "indexq_last_run_start_timestamp_seconds",
         "indexq_last_run_duration_seconds",
         "indexq_last_run_exit_code",

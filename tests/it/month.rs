@@ -6,20 +6,23 @@
 //! | when (UTC) | what happens |
 //! |---|---|
 //! | every day, 06:00 | the sitemap gains 3 pages; from day 3 a page of two days before gets a later `lastmod` |
-//! | days 3–5 | the IndexNow key file is missing (404) and IndexNow answers 403: parked, said once a day, and noticed fixed by itself on day 6 |
+//! | days 3–9 | the IndexNow key file is missing (404) and IndexNow answers 403: parked by the first answer, then held — the sitemap's new pages (one more each afternoon, 14:00) wait with the parked ones, nothing is sent to IndexNow — said once a day, and noticed fixed by itself on day 10 |
 //! | day 10, 06:00 | Bing refuses the batch: 400 `{"ErrorCode":2,"Message":"ERROR!!! Quota remaining for today: 0, Submitted: …"}` |
 //! | day 15, 06:00 | the run is stopped by SIGTERM while IndexNow holds its request |
+//! | days 12–13 | the sitemap answers 404: said once a day, `resumed:` when it reads on day 14 |
 //! | day 20, 00:00–11:59 | both engines answer 500 (Bing's `SubmitFeed` too) |
 //!
 //! The sitemap goes to Bing too (`SubmitFeed`), and Bing's `GetFeeds` says
 //! it crawled it when it was submitted. At the end: every page and every
 //! later `lastmod` was accepted exactly once per engine, no day got more
 //! than its quota at either engine, the sitemap was submitted once a day at
-//! most — each day's change with the next day's submission, the one a 500
-//! kept back going after noon (with that day's change) and each next a day
-//! after it — nothing is left queued or parked, and each day's output held
-//! exactly one saying of the parked group while it was parked, none before
-//! or after; a run exits 3 exactly when it says something needs a human.
+//! most — each day's change with the next day's submission, none on day
+//! 13 (the change of day 12 was not read), the one a 500 kept back going
+//! after noon (with that day's change) and each next a day after it —
+//! nothing is left queued or parked, and each day's output held exactly one
+//! saying of the parked group while it was parked and of the sitemap while
+//! it could not be read, none before or after; a run exits 3 exactly when
+//! it says something needs a human.
 #![cfg(unix)]
 
 use crate::signals::Running;
@@ -42,6 +45,8 @@ const DAYS: u32 = 30;
 struct World {
     now: Option<DateTime<Utc>>,
     key_missing: bool,
+    /// The sitemap answers 404.
+    sitemap_down: bool,
     failing: bool,
     bing_refuses: bool,
     /// How long IndexNow holds its next answer.
@@ -91,6 +96,14 @@ fn sandbox(world: &Arc<Mutex<World>>) -> (Sandbox, Sitemap) {
     sb.extra.push_str("\n[submit]\nstop_grace = \"5s\"\nmax_wait = \"0s\"\n");
     sb.write_config();
 
+    let w = Arc::clone(world);
+    let served = sitemap.clone();
+    sb.site.respond_with("GET", "/sitemap.xml", move |r| {
+        if w.lock().unwrap().sitemap_down {
+            return MockResponse::status(404);
+        }
+        served.answer(r.header("If-None-Match"))
+    });
     let w = Arc::clone(world);
     sb.site.respond_with("GET", &format!("/{KEY}.txt"), move |_| {
         if w.lock().unwrap().key_missing {
@@ -174,19 +187,29 @@ fn day_start(day: u32) -> DateTime<Utc> {
     Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).unwrap())
 }
 
-/// Lines that say the parked IndexNow group needs a human: the answer that
-/// parked URLs, or a reminder.
+/// Lines that say the parked IndexNow group needs a human (the answer that
+/// parked URLs, or a reminder), or that the sitemap cannot be read.
 fn sayings(stdout: &str) -> usize {
-    stdout.lines().filter(|l| l.starts_with("error: IndexNow") || l.starts_with("needs a human: IndexNow")).count()
+    let says = |l: &&str| {
+        l.starts_with("error: IndexNow")
+            || l.starts_with("needs a human: IndexNow")
+            || l.starts_with("needs a human: the source ")
+    };
+    stdout.lines().filter(says).count()
 }
+
+/// The days the IndexNow key file is missing, and those the sitemap answers 404.
+const KEY_MISSING: std::ops::RangeInclusive<u32> = 3..=9;
+const SITEMAP_DOWN: std::ops::RangeInclusive<u32> = 12..=13;
 
 #[test]
 fn a_month_of_hourly_runs_left_alone() {
     let world = Arc::new(Mutex::new(World::default()));
     let (sb, sitemap) = sandbox(&world);
-    // Every page's `lastmod`s, in order.
+    // Every page's `lastmod`s, in order, as the times indexq can see them.
     let mut versions: BTreeMap<String, Vec<DateTime<Utc>>> = BTreeMap::new();
     let mut said_per_day: Vec<(u32, usize)> = Vec::new();
+    let mut resumed: Vec<(u32, u32, String)> = Vec::new();
 
     for day in 1..=DAYS {
         let mut said = 0;
@@ -195,21 +218,31 @@ fn a_month_of_hourly_runs_left_alone() {
             {
                 let mut w = world.lock().unwrap();
                 w.now = Some(now);
-                w.key_missing = (3..=5).contains(&day);
+                w.key_missing = KEY_MISSING.contains(&day);
+                w.sitemap_down = SITEMAP_DOWN.contains(&day);
                 w.failing = day == 20 && hour < 12;
                 w.bing_refuses = day == 10 && hour == 6;
             }
+            // A change is seen when the sitemap is read: while it answers
+            // 404, the day after the outage.
+            let seen = if SITEMAP_DOWN.contains(&day) { day_start(SITEMAP_DOWN.end() + 1) } else { now };
             if hour == 6 {
                 for page in 1..=3 {
                     let path = format!("/d{day}-{page}");
                     sitemap.add(&path, Some(&now.to_rfc3339()));
-                    versions.entry(sb.url(&path)).or_default().push(now);
+                    versions.entry(sb.url(&path)).or_default().push(seen);
                 }
                 if day >= 3 {
                     let path = format!("/d{}-1", day - 2);
                     sitemap.touch(&path, &now.to_rfc3339());
-                    versions.entry(sb.url(&path)).or_default().push(now);
+                    versions.entry(sb.url(&path)).or_default().push(seen);
                 }
+            }
+            // While the key file is missing, a new page each afternoon too.
+            if hour == 14 && KEY_MISSING.contains(&day) {
+                let path = format!("/d{day}-afternoon");
+                sitemap.add(&path, Some(&now.to_rfc3339()));
+                versions.entry(sb.url(&path)).or_default().push(now);
             }
             let at = now.to_rfc3339();
             let done = if day == 15 && hour == 6 {
@@ -237,15 +270,42 @@ fn a_month_of_hourly_runs_left_alone() {
             }
             assert_eq!(done.stderr, "", "day {day} {hour}:00: -q says nothing on stderr");
             said += n;
+            for line in done.stdout.lines().filter(|l| l.starts_with("resumed: ")) {
+                resumed.push((day, hour as u32, line.to_string()));
+            }
         }
         said_per_day.push((day, said));
     }
 
-    // One saying a day while parked (the answer on day 3, a reminder on days 4 and 5), none before or after.
-    let expected: Vec<(u32, usize)> = (1..=DAYS).map(|d| (d, usize::from((3..=5).contains(&d)))).collect();
+    // One saying a day while parked (the answer on day 3, a reminder on
+    // days 4 to 9) and while the sitemap cannot be read, none before or after.
+    let expected: Vec<(u32, usize)> =
+        (1..=DAYS).map(|d| (d, usize::from(KEY_MISSING.contains(&d) || SITEMAP_DOWN.contains(&d)))).collect();
     assert_eq!(said_per_day, expected);
+    // Each fix said once, by the first run that found it.
+    assert_eq!(resumed.len(), 2, "{resumed:#?}");
+    assert_eq!((resumed[0].0, resumed[0].1), (10, 0), "{resumed:#?}");
+    assert!(resumed[0].2.starts_with("resumed: IndexNow"), "{resumed:#?}");
+    assert_eq!((resumed[1].0, resumed[1].1), (14, 0), "{resumed:#?}");
+    assert!(resumed[1].2.starts_with("resumed: the source "), "{resumed:#?}");
 
     let w = world.lock().unwrap();
+    // Nothing sent to IndexNow while its key file was missing but the
+    // request whose answer parked the group.
+    let first_refusal = day_start(*KEY_MISSING.start()) + Span::hours(6);
+    let refused: Vec<&DateTime<Utc>> = w
+        .received
+        .iter()
+        .filter(|(e, at, _, ok)| *e == "indexnow" && !ok && *at < day_start(KEY_MISSING.end() + 1))
+        .map(|r| &r.1)
+        .collect();
+    let during: Vec<_> = w
+        .received
+        .iter()
+        .filter(|(e, at, ..)| *e == "indexnow" && *at > first_refusal && *at < day_start(KEY_MISSING.end() + 1))
+        .collect();
+    assert!(during.is_empty(), "sent while parked: {during:?}");
+    assert!(!refused.is_empty() && refused.iter().all(|at| **at == first_refusal), "{refused:?}");
     for engine in ["indexnow", "bing"] {
         // No day got more than its quota at the engine (what it received, refused or not).
         let mut per_day: BTreeMap<NaiveDate, usize> = BTreeMap::new();
@@ -272,12 +332,13 @@ fn a_month_of_hourly_runs_left_alone() {
     // next submission — at 00:00, until day 20's 500s keep it back (retried
     // with backoff) until a run after noon, and from then on a day after the
     // one before.
+    // Day 13 has none: day 12's change was read on day 14 (with day 13's).
     let taken: Vec<DateTime<Utc>> = w.feeds.iter().filter(|(_, ok)| *ok).map(|(at, _)| *at).collect();
-    assert_eq!(taken.len() as u32, DAYS, "{taken:?}");
-    let before: Vec<DateTime<Utc>> = (1..20).map(day_start).collect();
-    assert_eq!(taken[..19], before[..]);
-    assert!(taken[19] >= day_start(20) + Span::hours(12) && taken[19] < day_start(21), "{taken:?}");
-    assert!(taken[19..].windows(2).all(|p| p[1] - p[0] == Span::hours(24)), "{taken:?}");
+    assert_eq!(taken.len() as u32, DAYS - 1, "{taken:?}");
+    let before: Vec<DateTime<Utc>> = (1..20).filter(|d| *d != 13).map(day_start).collect();
+    assert_eq!(taken[..18], before[..]);
+    assert!(taken[18] >= day_start(20) + Span::hours(12) && taken[18] < day_start(21), "{taken:?}");
+    assert!(taken[18..].windows(2).all(|p| p[1] - p[0] == Span::hours(24)), "{taken:?}");
     let refused: Vec<DateTime<Utc>> = w.feeds.iter().filter(|(_, ok)| !ok).map(|(at, _)| *at).collect();
     assert!(!refused.is_empty(), "day 20's 500s met the sitemap");
     assert!(refused.iter().all(|at| *at >= day_start(20) && *at < day_start(20) + Span::hours(12)), "{refused:?}");

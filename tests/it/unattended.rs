@@ -176,3 +176,61 @@ fn status_shows_what_is_parked_first_and_doctor_lists_it_as_a_problem() {
     sb.indexq(&["-q", "submit"]).now("2026-12-03T11:00:00Z").output().code(0);
     sb.indexq(&["doctor"]).now("2026-12-03T11:00:00Z").output().code(0);
 }
+
+#[test]
+fn a_parked_group_holds_its_new_pages_until_its_fix_and_says_them_once_a_day() {
+    let (sb, sitemap) = key_file_missing();
+    sb.indexq(&["-q", "submit"]).now("2026-12-03T09:00:00Z").output().code(3);
+    assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 1, "the answer that parked /a and /b");
+
+    // New pages each afternoon for three days, hourly runs: the failed key
+    // file check already predicts IndexNow's answer, so nothing is sent;
+    // one reminder a day counts the new pages with the parked ones, and
+    // only that run exits 3.
+    // (day, its new page, the URLs its 09:00 reminder counts)
+    let days = [("04", "/c", 2), ("05", "/d", 3), ("06", "/e", 4)];
+    for (day, page, told) in days {
+        for hour in ["09", "13", "14", "15"] {
+            if hour == "13" {
+                sitemap.add(page, None);
+            }
+            let at = format!("2026-12-{day}T{hour}:00:00Z");
+            let done = sb.indexq(&["-q", "submit"]).now(&at).output();
+            if hour == "09" {
+                let done = done.code(3);
+                assert_eq!(needs_human(&done.stdout), 1, "{at}: {}", done.stdout);
+                let line = done.stdout.lines().find(|l| l.starts_with("needs a human: ")).unwrap();
+                assert!(line.contains(&format!("{told} URLs parked since 2026-12-03 09:00 UTC")), "{at}: {line}");
+                assert!(!done.stdout.contains("error:"), "{at}: {}", done.stdout);
+            } else {
+                let done = done.code(0);
+                assert_eq!((done.stdout.as_str(), done.stderr.as_str()), ("", ""), "{at}");
+            }
+        }
+        assert_eq!(sb.engine.requests_to("POST", ENDPOINT_PATH).len(), 1, "day {day}: nothing sent while parked");
+    }
+
+    // Without -q, a run between reminders says why the new pages wait.
+    let said = sb.indexq(&["submit"]).now("2026-12-06T20:00:00Z").output().code(0);
+    assert!(
+        said.stdout.contains("note: IndexNow")
+            && said.stdout.contains(": 3 new URLs not sent: the key file still fails"),
+        "{}",
+        said.stdout
+    );
+
+    // The key file is back: everything goes, with one `resumed:` line.
+    sb.site.on("GET", &format!("/{KEY}.txt"), vec![MockResponse::status(200).body(KEY)]);
+    sb.engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
+    let fixed = sb.indexq(&["-q", "submit"]).now("2026-12-07T09:00:00Z").output().code(0);
+    let resumed: Vec<&str> = fixed.stdout.lines().filter(|l| l.starts_with("resumed: ")).collect();
+    assert_eq!(resumed.len(), 1, "{}", fixed.stdout);
+    assert!(resumed[0].contains("5 parked URLs (key_file_missing) go again"), "{}", resumed[0]);
+    assert_eq!(needs_human(&fixed.stdout), 0);
+    let mut sent = sb.received_urls()[2..].to_vec();
+    sent.sort();
+    let pages = ["/a", "/b", "/c", "/d", "/e"].map(|p| sb.url(p));
+    assert_eq!(sent, pages, "all sent, each once");
+    let after = sb.indexq(&["-q", "submit"]).now("2026-12-08T09:00:00Z").output().code(0);
+    assert_eq!(after.stdout, "");
+}

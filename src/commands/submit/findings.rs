@@ -28,8 +28,12 @@ pub(super) struct Findings {
     /// Input URLs whose items were parked before this run: said by the
     /// reminders, not counted as this run's failures.
     pub(super) parked_before: u64,
-    /// Parked items sent again in this run: a fix noticed, or the configuration changed.
+    /// Parked items sent again in this run: a fix noticed, or the
+    /// configuration changed; and sources that read again.
     pub(super) resumed: Vec<String>,
+    /// The properties' sources this run could not read, as the ledger keeps
+    /// them (since when, when last said).
+    pub(super) source_failures: Vec<crate::model::SourceFailure>,
     /// What URL inspections (Google `skip_indexed`) came to, when it was
     /// not "indexed" or "not indexed": said once per run.
     pub(super) inspection_notes: Vec<InspectionNote>,
@@ -62,6 +66,7 @@ impl Findings {
             sitemap_problems_now: HashSet::new(),
             parked_before: 0,
             resumed: Vec::new(),
+            source_failures: Vec::new(),
             inspection_notes: Vec::new(),
             cut: Cut::default(),
             read: 0,
@@ -114,6 +119,7 @@ impl Findings {
         let now = run.clock.now();
         let (waiting, queued) = waiting(run, now)?;
         let parked = run.parked_notices(self, ending.started, !ending.dry_run)?;
+        self.notes.extend(held_notes(run, now)?);
         if let Some(note) = unrecognized_note(&self.results) {
             self.notes.push(note);
         }
@@ -183,6 +189,28 @@ fn waiting(run: &mut Run, now: DateTime<Utc>) -> anyhow::Result<(Vec<Waiting>, u
         }
     }
     Ok((waiting, queued))
+}
+
+/// What waits in the groups held with their parked URLs (`Run::held`), a
+/// note each (not said with `-q`: the group's reminder counts them).
+fn held_notes(run: &mut Run, now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
+    let mut held: Vec<(GroupKey, Reason)> = run.held.iter().map(|(g, r)| (g.clone(), *r)).collect();
+    held.sort();
+    let mut notes = Vec::new();
+    for (group, reason) in held {
+        let due = run.ledger.queue_counts(&group, now)?.due;
+        let Some(check) = reason.check().filter(|_| due > 0) else { continue };
+        notes.push(format!(
+            "{}: {} not sent: {} still fails its check ({reason}), so {} with the parked ones and {} once it is \
+             fixed",
+            crate::output::printer::group_title(&group),
+            if due == 1 { "1 new URL".to_string() } else { format!("{due} new URLs") },
+            check.what(),
+            if due == 1 { "it waits" } else { "they wait" },
+            if due == 1 { "goes" } else { "go" },
+        ));
+    }
+    Ok(notes)
 }
 
 /// The run's one note about answers counted as accepted whose body was not

@@ -23,7 +23,7 @@ use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
 use crate::model::lastmod::InFuture;
 use crate::model::{
     Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
-    SourceDocument,
+    SourceDocument, SourceFailure,
 };
 use crate::output::printer::Printer;
 use crate::output::results::{Key, ResultEntry, Template};
@@ -68,6 +68,10 @@ pub(super) struct Intake<'r, 'a> {
     routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
+    /// Whether reading the sources notes a property that has none and
+    /// nothing queued (`submit`; not `serve`, whose properties may take
+    /// their URLs from its API alone).
+    hint_no_sources: bool,
     batch: Vec<NewItem>,
     rule: AdmitRule,
     since: Option<DateTime<Utc>>,
@@ -111,6 +115,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             plan,
             routes,
             only: None,
+            hint_no_sources: false,
             batch: Vec::with_capacity(ADMIT_BATCH),
             rule,
             since,
@@ -138,6 +143,7 @@ impl<'r, 'a> Intake<'r, 'a> {
         };
         let mut intake = Intake::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
+        intake.hint_no_sources = true;
         intake
     }
 }
@@ -268,7 +274,7 @@ impl Intake<'_, '_> {
                     self.findings.cut.input_cut = true;
                     break;
                 }
-                self.ingest_sitemap(&mut reader, source, printer).await?;
+                self.ingest_sitemap(&mut reader, source, false, printer).await?;
             }
         }
         if reads_sources(args) {
@@ -315,40 +321,121 @@ impl Intake<'_, '_> {
         for property in sending {
             let listed_in = format!("`fetch_hosts` of property `{}`", property.name);
             reader.reach(sitemap::Reach::new(property.fetch_reach(), listed_in));
+            if property.sources.is_empty() && self.hint_no_sources {
+                self.no_sources(property)?;
+            }
             for source in &property.sources {
-                let unreadable = |name: &str, e: std::io::Error| {
-                    let why = format!("{e} (a source of property `{}`)", property.name);
-                    invalid(name, &Position::of(name), LocalReason::Unreadable, why)
-                };
                 match source {
                     PropertySource::List(path) => {
                         let name = path.display().to_string();
-                        match ingest::Source::File(path.clone()).open() {
-                            Ok(reader) => self.ingest_list(&name, reader, printer)?,
-                            Err(e) => self.findings.line(unreadable(&name, e))?,
-                        }
+                        let failed = match ingest::Source::File(path.clone()).open() {
+                            Ok(reader) => {
+                                self.ingest_list(&name, reader, printer)?;
+                                None
+                            }
+                            Err(e) => Some((LocalReason::SourceUnreadable, e.to_string())),
+                        };
+                        self.source_read(&property.name, &name, failed)?;
                     }
                     // Told by its content: XML (gzipped or not) is a sitemap, text a URL list.
                     PropertySource::File(path) => {
                         let name = path.display().to_string();
-                        match sitemap::open_by_content(path) {
-                            Ok(sitemap::FileContent::Text(reader)) => self.ingest_list(&name, reader, printer)?,
+                        let failed = match sitemap::open_by_content(path) {
+                            Ok(sitemap::FileContent::Text(reader)) => {
+                                self.ingest_list(&name, reader, printer)?;
+                                None
+                            }
                             Ok(sitemap::FileContent::Sitemap) => {
                                 let source =
                                     SitemapSource { property: &property.name, sitemap: &name, routes: &routes };
-                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer)
-                                    .await?;
+                                self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?
                             }
-                            Err(e) => self.findings.line(unreadable(&name, e))?,
-                        }
+                            Err(e) => Some((LocalReason::SourceUnreadable, e.to_string())),
+                        };
+                        self.source_read(&property.name, &name, failed)?;
                     }
                     PropertySource::Sitemap(sitemap) => {
                         let source = SitemapSource { property: &property.name, sitemap, routes: &routes };
-                        self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?;
+                        let failed =
+                            self.read_sitemap_source(&mut reader, source, &stored, &sitemap_groups, printer).await?;
+                        self.source_read(&property.name, sitemap, failed)?;
                     }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// What a read of a property's source came to (`failed`: the reason
+    /// and message of a read that failed as a whole), kept in the ledger
+    /// (not by a dry run): a failure for the reminders (`Findings::source_failures`,
+    /// said once per `[submit] remind`), a read that works again for one
+    /// `resumed:` line.
+    fn source_read(
+        &mut self,
+        property: &str,
+        source: &str,
+        failed: Option<(LocalReason, String)>,
+    ) -> anyhow::Result<()> {
+        let now = self.run.clock.now();
+        match failed {
+            Some((reason, message)) => {
+                let failure = SourceFailure {
+                    property: property.to_string(),
+                    source: source.to_string(),
+                    reason,
+                    message,
+                    since: now,
+                    failed_at: now,
+                    reminded_at: None,
+                };
+                let kept = match self.plan {
+                    Some(_) => {
+                        let mut kept = self.run.ledger.source_failures()?.into_iter();
+                        let before = kept.find(|f| f.property == property && f.source == source);
+                        match before {
+                            Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
+                            None => failure,
+                        }
+                    }
+                    None => self.run.ledger.record_source_failure(&failure)?,
+                };
+                self.findings.source_failures.push(kept);
+            }
+            None if self.plan.is_none() => {
+                if let Some(was) = self.run.ledger.clear_source_failure(property, source)? {
+                    self.findings.resumed.push(format!(
+                        "the source {source} of {property} reads again (it could not be read since {}, {}).",
+                        crate::clock::format_local(was.since, self.run.user_tz),
+                        was.reason
+                    ));
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// A property with no `sources` whose groups have nothing queued: a
+    /// run that reads the sources has nothing of it to send, and says so
+    /// with the line to add.
+    fn no_sources(&mut self, property: &crate::config::Property) -> anyhow::Result<()> {
+        let now = self.run.clock.now();
+        let groups: Vec<GroupKey> =
+            self.run.known_groups().into_iter().filter(|g| g.property == property.name).collect();
+        for group in &groups {
+            let counts = self.run.ledger.queue_counts(group, now)?;
+            if counts.due + counts.waiting > 0 {
+                return Ok(());
+            }
+        }
+        let sitemap = property.site.join("sitemap.xml").map_or_else(|_| "https://…/sitemap.xml".into(), String::from);
+        self.findings.notes.push(format!(
+            "{} has no `sources` and nothing queued: add `sources = [\"{sitemap}\"]` to its [[property]] in {} \
+             (a sitemap, a robots.txt or a URL-list file), or give `indexq submit` the URLs",
+            property.name,
+            self.run.settings.file.display()
+        ));
         Ok(())
     }
 
@@ -364,9 +451,9 @@ impl Intake<'_, '_> {
         stored: &[SourceDocument],
         sitemap_groups: &[&GroupKey],
         printer: &Printer,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<(LocalReason, String)>> {
         let SitemapSource { property, sitemap, routes } = source;
-        let latest = self.ingest_sitemap(reader, sitemap, printer).await?;
+        let (latest, failed) = self.ingest_sitemap(reader, sitemap, true, printer).await?;
         let fetched = reader.take_fetched();
         let now = self.run.clock.now();
         let documents: Vec<SourceDocument> =
@@ -388,7 +475,7 @@ impl Intake<'_, '_> {
         if let Some(changed) = sitemap_changed(&kept, latest, now) {
             self.admit_sitemap(&groups, sitemap, changed, now)?;
         }
-        Ok(())
+        Ok(failed.map(|(failure, message)| (source_reason(failure), message)))
     }
 
     /// Reads a URL list into the ledger (until the end of the line being
@@ -414,13 +501,17 @@ impl Intake<'_, '_> {
     /// Reads a sitemap (index, robots.txt) into the ledger. A problem with
     /// one sitemap is an `invalid` result naming its place; the rest goes on.
     /// A stop ends the reading at once (the URLs read so far are kept).
-    /// Returns the latest `lastmod` read.
+    /// Returns the latest `lastmod` read and, for a property's source
+    /// (`configured`), how it failed as a whole if it did: such a failure
+    /// is the source's problem, said by the reminders, not an `invalid`
+    /// result of every run that reads it.
     async fn ingest_sitemap(
         &mut self,
         reader: &mut sitemap::Reader,
         source: &str,
+        configured: bool,
         printer: &Printer,
-    ) -> anyhow::Result<Option<DateTime<Utc>>> {
+    ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<(sitemap::Failure, String)>)> {
         let mut error = None;
         let mut latest: Option<DateTime<Utc>> = None;
         let halt = self.run.stop.halt().clone();
@@ -441,18 +532,20 @@ impl Intake<'_, '_> {
             self.findings.cut.input_cut = true;
             return match error {
                 Some(e) => Err(e),
-                None => self.flush().map(|()| latest),
+                None => self.flush().map(|()| (latest, None)),
             };
         };
         if let Some(e) = error {
             return Err(e);
         }
-        for problem in problems {
+        let failed = reader.take_failure().filter(|_| configured);
+        // A source that failed as a whole: its problems are its failure's.
+        for problem in problems.into_iter().filter(|_| failed.is_none()) {
             printer.invalid(&problem.to_string());
             let sitemap = problem.place.source.clone();
             self.findings.line(invalid(&sitemap, &problem.place, LocalReason::Sitemap, problem.message))?;
         }
-        self.flush().map(|()| latest)
+        self.flush().map(|()| (latest, failed))
     }
 
     /// Puts a sitemap's submission in the queue of each of its `groups`
@@ -647,6 +740,23 @@ impl Intake<'_, '_> {
             }
         };
         Ok(results.put_like_over(template, Key::Item(id), &item.url)?)
+    }
+}
+
+/// The reason a property's source failed as a whole: the status it
+/// answered with, or how it could not be fetched or read.
+fn source_reason(failure: sitemap::Failure) -> LocalReason {
+    match failure {
+        sitemap::Failure::Status(404 | 410) => LocalReason::SourceNotFound,
+        sitemap::Failure::Status(500..=599) => LocalReason::SourceServerError,
+        sitemap::Failure::Status(_) => LocalReason::SourceRefused,
+        sitemap::Failure::Timeout => LocalReason::SourceTimeout,
+        sitemap::Failure::Dns => LocalReason::SourceDns,
+        sitemap::Failure::Tls => LocalReason::SourceTls,
+        sitemap::Failure::Connect => LocalReason::SourceUnreachable,
+        sitemap::Failure::NotAllowed => LocalReason::SourceNotAllowed,
+        sitemap::Failure::Unreadable => LocalReason::SourceUnreadable,
+        sitemap::Failure::NotASitemap => LocalReason::SourceNotASitemap,
     }
 }
 

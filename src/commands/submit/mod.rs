@@ -71,7 +71,7 @@ use findings::{Ending, Findings};
 use intake::Intake;
 use plan::Plan;
 use send::Sender;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// What every phase of a run reads: the settings, the clock, the engines
 /// and the ledger, and the stop.
@@ -86,6 +86,11 @@ struct Run<'a> {
     progress: Progress,
     /// SIGINT/SIGTERM: whether the run stops.
     stop: stop::Stop,
+    /// Groups parked for a cause indexq checks by itself whose check failed
+    /// again before sending (`notice_fixes`), with that cause: nothing of
+    /// theirs is claimed, since the check already predicts the answer. Their
+    /// new URLs wait with the parked ones and are counted in their reminder.
+    held: HashMap<GroupKey, Reason>,
 }
 
 /// The input lists of a run, opened, by name.
@@ -347,6 +352,7 @@ impl<'a> Run<'a> {
             owner: Owner::current(),
             progress: Progress::new(printer),
             stop,
+            held: HashMap::new(),
         }
     }
 }
@@ -355,6 +361,12 @@ impl Run<'_> {
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
         budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
+    }
+
+    /// The groups this run sends to now: those it knows, less those held
+    /// with their parked items (`held`).
+    fn sending_groups(&self) -> Vec<GroupKey> {
+        self.known_groups().into_iter().filter(|g| !self.held.contains_key(g)).collect()
     }
 
     /// The budget rules of a group, with the pool its engine's credentials share.

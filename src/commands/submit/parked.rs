@@ -17,11 +17,15 @@ use std::collections::HashMap;
 impl Run<'_> {
     /// Checks, once per group and kind of check, the causes of parked items
     /// that can be checked without sending; a fix found makes the items of
-    /// that cause due at `now`. Returns what the report says resumed.
+    /// that cause due at `now`, with the group's new URLs held meanwhile
+    /// (they go in the same `resumed:` line). A check that fails again
+    /// holds the group (`Run::held`): nothing of it is claimed in this run.
+    /// Returns what the report says resumed.
     pub(super) async fn notice_fixes(&mut self, now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
         let known = self.known_groups();
         let mut resumed = Vec::new();
         let mut checked: HashMap<(GroupKey, Check), Result<String, String>> = HashMap::new();
+        self.held.clear();
         for parked in self.ledger.parked()? {
             let (Some(reason), true) = (parked.reason, known.contains(&parked.group)) else { continue };
             let Some(check) = reason.check() else { continue };
@@ -34,16 +38,25 @@ impl Run<'_> {
             }
             match &checked[&key] {
                 Ok(found) => {
+                    // What was held with them before this run: the group's
+                    // URLs due now (a sitemap group has no others).
+                    let held = match parked.group.sitemap_url() {
+                        Some(_) => 0,
+                        None => self.ledger.queue_counts(&parked.group, now)?.due,
+                    };
                     let n = self.ledger.unpark_fixed(&parked.group, &[reason], now)?;
                     if n > 0 {
                         resumed.push(format!(
                             "{}: {found}: {} ({reason}) go again.",
                             crate::output::printer::group_title(&parked.group),
-                            urls_parked(n)
+                            urls_parked(n + held)
                         ));
                     }
                 }
-                Err(why) => tracing::info!(group = ?parked.group, %reason, why, "still parked"),
+                Err(why) => {
+                    tracing::info!(group = ?parked.group, %reason, why, "still parked: its new URLs wait with it");
+                    self.held.entry(parked.group.clone()).or_insert(reason);
+                }
             }
         }
         Ok(resumed)
@@ -64,7 +77,11 @@ impl Run<'_> {
         let known = self.known_groups();
         let remind = TimeDelta::from_std(self.settings.submit.remind).unwrap_or(TimeDelta::MAX);
         let mut notices = Vec::new();
-        for parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
+        for mut parked in self.ledger.parked()?.into_iter().filter(|p| known.contains(&p.group)) {
+            // The new URLs held with a group are counted with its parked ones.
+            if parked.reason.is_some() && self.held.get(&parked.group) == parked.reason.as_ref() {
+                parked.count += self.ledger.queue_counts(&parked.group, self.clock.now())?.due;
+            }
             let fresh = findings.parked_now.contains(&(parked.group.clone(), parked.reminder_key()));
             let told = fresh || reminder_due(&parked, started, remind);
             let fix = parked.reason.and_then(|r| crate::queue::fix(self.settings, &parked.group, r, &parked.url));
@@ -79,8 +96,22 @@ impl Run<'_> {
             notices.push(notice);
         }
         notices.extend(self.run_problem_notices(findings, started, remind)?);
-        let told: Vec<(GroupKey, String)> =
-            notices.iter().filter(|n| n.told).map(|n| (n.parked.group.clone(), n.parked.reminder_key())).collect();
+        // The sources this run could not read go first, as `status` shows them.
+        let sources = source_notices(self.settings, &known, &findings.source_failures, started, remind);
+        let told_sources: Vec<(String, String)> = sources
+            .iter()
+            .filter(|n| n.told)
+            .map(|n| (n.parked.group.property.clone(), n.parked.url.clone()))
+            .collect();
+        if keep && !told_sources.is_empty() {
+            self.ledger.record_source_reminders(&told_sources, started)?;
+        }
+        notices.splice(0..0, sources);
+        let told: Vec<(GroupKey, String)> = notices
+            .iter()
+            .filter(|n| n.told && n.kind != NoticeKind::Source)
+            .map(|n| (n.parked.group.clone(), n.parked.reminder_key()))
+            .collect();
         if keep && !told.is_empty() {
             self.ledger.record_reminders(&told, started)?;
         }
@@ -146,6 +177,26 @@ impl Run<'_> {
         }
         Ok(notices)
     }
+}
+
+/// The sources a run could not read (`failures`, as the ledger keeps
+/// them) as notices, each told when it is new to failing or its reminder
+/// is due at `started`. A notice names one of its property's groups (of
+/// `known`), since every notice belongs to a group.
+fn source_notices(
+    settings: &crate::config::Settings,
+    known: &[GroupKey],
+    failures: &[crate::model::SourceFailure],
+    started: DateTime<Utc>,
+    remind: TimeDelta,
+) -> Vec<ParkedNotice> {
+    let mut notices = Vec::new();
+    for failure in failures {
+        let Some(mut notice) = crate::queue::source_notice(settings, known, failure) else { continue };
+        notice.told = reminder_due(&notice.parked, started, remind);
+        notices.push(notice);
+    }
+    notices
 }
 
 /// "1 parked URL", "3 parked URLs".

@@ -118,7 +118,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             if now >= wait_until {
                 break;
             }
-            let groups = self.run.known_groups();
+            let groups = self.run.sending_groups();
             let Some((pause, group)) = pause(self.run.next_due(&groups)?, now, wait_until) else { break };
             tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
             if pause >= TimeDelta::seconds(1) {
@@ -149,7 +149,7 @@ impl<'r, 'a> Sender<'r, 'a> {
     /// Sends everything due now, group by group, batch by batch, while the
     /// run is not stopped.
     pub(super) async fn drain(&mut self) -> anyhow::Result<()> {
-        let known = self.run.known_groups();
+        let known = self.run.sending_groups();
         let now = self.run.clock.now();
         let groups: Vec<GroupKey> =
             self.run.ledger.due_groups(now)?.into_iter().filter(|g| known.contains(g)).collect();

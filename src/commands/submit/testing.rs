@@ -134,6 +134,7 @@ impl Fixture {
             owner: Owner::current(),
             progress: crate::output::progress::Progress::new(&PRINTER),
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
+            held: Default::default(),
         };
         Trial { run, findings: Findings::new(Results::new(true).expect("a temporary file")) }
     }

@@ -108,7 +108,8 @@ impl<'a> Worker<'a> {
     /// When the next queued item of this worker's groups falls due (a
     /// retry, a budget window that reopens, a paced slot), if any.
     pub(crate) fn next_due(&mut self) -> anyhow::Result<Option<DateTime<Utc>>> {
-        let groups = self.run.known_groups();
+        // A held group's new URLs are due but wait for its fix: not a reason to wake.
+        let groups = self.run.sending_groups();
         Ok(self.run.next_due(&groups)?.map(|(t, _)| t))
     }
 

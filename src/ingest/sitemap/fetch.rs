@@ -13,7 +13,7 @@ use url::Url;
 
 use super::body::Body;
 use super::reach::{Pins, Reach, Refusal};
-use super::Known;
+use super::{Failure, Known};
 use crate::error::error_chain;
 use crate::net::{downgrade, HostPattern, MAX_REDIRECTS};
 
@@ -29,31 +29,6 @@ pub(super) enum Download {
     },
 }
 
-/// Why a download brought nothing.
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// The URL, or a redirect from it, leads where this read may not
-    /// fetch: another read (another property's) may, so the URL is not
-    /// counted as read.
-    Refused(String),
-    /// Anything else: a network error, a status, the disk.
-    Other(String),
-}
-
-impl Failure {
-    pub(super) fn message(self) -> String {
-        match self {
-            Failure::Refused(m) | Failure::Other(m) => m,
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Failure {
-        Failure::Other(message)
-    }
-}
-
 /// What a download may reach: the client (which connects only to the
 /// addresses [`Pins`] checked), the pins, the read's [`Reach`] and its
 /// source's own host (`None`: a local file).
@@ -67,41 +42,47 @@ pub(super) struct Fetcher<'a> {
 impl Fetcher<'_> {
     /// Checks `url` before any connection to it: its host and port, then
     /// every address its host resolves to. `Err`: why it is not fetched.
-    async fn check(&self, url: &Url) -> Result<(), String> {
+    async fn check(&self, url: &Url) -> Result<(), (Failure, String)> {
         let host = match url.port() {
             Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_string(),
         };
         let listed_in = self.reach.listed_in();
         if !self.reach.allows_host(self.source, url) {
-            return Err(format!(
+            return Err(not_allowed(format!(
                 "{host} is not a host this source may reach (its own, its property's site and sources, or one \
                  {listed_in} lists); list it there to allow it"
-            ));
+            )));
         }
-        let name = url.host().ok_or_else(|| format!("{url} has no host"))?;
-        let addresses = self.pins.addresses(name).await?;
+        let name = url.host().ok_or_else(|| not_allowed(format!("{url} has no host")))?;
+        let addresses = self.pins.addresses(name).await.map_err(|why| (Failure::Dns, why))?;
         match self.reach.refusal(self.source, url, &addresses) {
             None => Ok(()),
-            Some(Refusal::Host) => Err(format!("{host} is not a host this source may reach")),
-            Some(Refusal::Address { address, range }) => Err(format!(
+            Some(Refusal::Host) => Err(not_allowed(format!("{host} is not a host this source may reach"))),
+            Some(Refusal::Address { address, range }) => Err(not_allowed(format!(
                 "{host} resolves to {address}, {range}, which only a host the configuration names itself may \
                  reach (the source's own, or an exact entry of {listed_in}, not a `*.` wildcard)"
-            )),
+            ))),
         }
     }
 }
 
+/// A fetch this read may not make, in its words.
+fn not_allowed(why: String) -> (Failure, String) {
+    (Failure::NotAllowed, why)
+}
+
 /// Downloads a body into an anonymous temporary file, stopping at the cap;
 /// with `known`, conditionally. Redirects are followed here, each hop
-/// checked before it is asked for.
+/// checked before it is asked for. A download that failed says how, and in
+/// what words.
 pub(super) async fn download(
     fetcher: &Fetcher<'_>,
     url: &Url,
     cap: u64,
     known: Option<&Known>,
-) -> Result<Download, Failure> {
-    fetcher.check(url).await.map_err(|why| Failure::Refused(format!("not fetched: {why}")))?;
+) -> Result<Download, (Failure, String)> {
+    fetcher.check(url).await.map_err(|(failure, why)| (failure, format!("not fetched: {why}")))?;
     let mut chain = vec![url.clone()];
     let mut response = loop {
         let current = chain.last().unwrap_or(url);
@@ -114,22 +95,23 @@ pub(super) async fn download(
                 request = request.header(reqwest::header::IF_MODIFIED_SINCE, date);
             }
         }
-        let response = request.send().await.map_err(|e| format!("cannot fetch: {}", error_chain(&e)))?;
+        let response =
+            request.send().await.map_err(|e| (failure_of(&e), format!("cannot fetch: {}", error_chain(&e))))?;
         let Some(next) = redirect_target(&response, current) else {
             break response;
         };
         let refused = |why: String| format!("cannot fetch: the redirect from {current} to {next} was refused: {why}");
         if !matches!(next.scheme(), "http" | "https") {
-            return Err(refused("it is not an http(s) URL".to_string()).into());
+            return Err((Failure::Connect, refused("it is not an http(s) URL".to_string())));
         }
         if chain.len() > MAX_REDIRECTS {
             let why = format!("cannot fetch: more than {MAX_REDIRECTS} redirects from {url}; not followed further");
-            return Err(why.into());
+            return Err((Failure::Connect, why));
         }
         if let Some(downgraded) = downgrade(&chain, &next) {
-            return Err(format!("cannot fetch: {downgraded}").into());
+            return Err((Failure::Connect, format!("cannot fetch: {downgraded}")));
         }
-        fetcher.check(&next).await.map_err(|why| Failure::Refused(refused(why)))?;
+        fetcher.check(&next).await.map_err(|(failure, why)| (failure, refused(why)))?;
         chain.push(next);
     };
     let status = response.status();
@@ -138,18 +120,22 @@ pub(super) async fn download(
     }
     if !status.is_success() {
         let reason = status.canonical_reason().map(|r| format!(" {r}")).unwrap_or_default();
-        return Err(format!("HTTP {}{reason}", status.as_u16()).into());
+        return Err((Failure::Status(status.as_u16()), format!("HTTP {}{reason}", status.as_u16())));
     }
     let header =
         |name| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string).filter(|v| !v.is_empty());
     let (etag, last_modified) = (header(reqwest::header::ETAG), header(reqwest::header::LAST_MODIFIED));
     let mut digest = Sha256::new();
-    let store_error = |e: io::Error| format!("cannot store the download in {}: {e}", std::env::temp_dir().display());
+    let store_error = |e: io::Error| {
+        (Failure::Unreadable, format!("cannot store the download in {}: {e}", std::env::temp_dir().display()))
+    };
     // Removed as it is closed (on Unix, as soon as it is made): nothing is left behind.
     let mut file = tempfile::tempfile().map_err(store_error)?;
     let mut written: u64 = 0;
     let mut truncated = false;
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("cannot fetch: {}", error_chain(&e)))? {
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| (failure_of(&e), format!("cannot fetch: {}", error_chain(&e))))?
+    {
         let room = cap - written;
         if chunk.len() as u64 > room {
             // `room` < chunk.len() here, so it fits in usize and the slice is in bounds.
@@ -177,4 +163,49 @@ fn redirect_target(response: &reqwest::Response, current: &Url) -> Option<Url> {
     }
     let location = response.headers().get(reqwest::header::LOCATION)?.to_str().ok()?;
     current.join(location.trim()).ok()
+}
+
+/// How a request that got no answer failed. reqwest says a timeout and a
+/// failed connection; which step of the connection failed is found in the
+/// chain of its sources. A TLS handshake that failed is rustls's own error
+/// (a certificate, a protocol), or an I/O error the TLS layer met while
+/// connecting — data that was not TLS, or the server hanging up mid-
+/// handshake (a TCP connection that failed is refused, reset or timed out,
+/// never these). A name that did not resolve is hyper's connect error,
+/// which has no type of its own for it and says "dns error".
+fn failure_of(e: &reqwest::Error) -> Failure {
+    if e.is_timeout() {
+        return Failure::Timeout;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(error) = source {
+        if error.is::<rustls::Error>() {
+            return Failure::Tls;
+        }
+        if let Some(io) = error.downcast_ref::<io::Error>() {
+            if tls_io(io, e.is_connect()) {
+                return Failure::Tls;
+            }
+        }
+        if error.to_string() == "dns error" {
+            return Failure::Dns;
+        }
+        source = error.source();
+    }
+    Failure::Connect
+}
+
+/// Whether an I/O error is the TLS layer's: rustls's error inside it, or
+/// (while `connecting`) data that was not TLS or an end of the stream mid-
+/// handshake — looked for through the I/O errors it wraps, whose own
+/// `source` skips the wrapped error itself.
+fn tls_io(io: &io::Error, connecting: bool) -> bool {
+    if connecting && matches!(io.kind(), io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) {
+        return true;
+    }
+    match io.get_ref() {
+        Some(inner) if inner.is::<rustls::Error>() => true,
+        Some(inner) => inner.downcast_ref::<io::Error>().is_some_and(|inner| tls_io(inner, connecting)),
+        None => false,
+    }
 }

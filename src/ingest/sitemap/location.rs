@@ -32,7 +32,7 @@ pub(super) struct Target {
     pub(super) location: Location,
     pub(super) name: String,
     pub(super) key: String,
-    listed_at: Option<Position>,
+    pub(super) listed_at: Option<Position>,
 }
 
 impl Target {

@@ -95,6 +95,30 @@ impl fmt::Display for Problem {
     }
 }
 
+/// How a source as a whole could not be read ([`Reader::take_failure`]):
+/// what the caller tells a person, in its own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered with this status (not 2xx, nor a 304 asked for).
+    Status(u16),
+    /// No answer within the client's timeout.
+    Timeout,
+    /// The host name did not resolve.
+    Dns,
+    /// The TLS handshake failed.
+    Tls,
+    /// No connection, or it broke off (refused, reset, a redirect refused).
+    Connect,
+    /// The source, or a redirect from it, leads to a host or an address
+    /// this read may not reach (`fetch_hosts`, the address rule): not
+    /// fetched.
+    NotAllowed,
+    /// A local file, or the temporary file of a download, could not be read.
+    Unreadable,
+    /// Read, but no sitemap, feed, URL list or robots.txt `Sitemap:` line in it.
+    NotASitemap,
+}
+
 /// What an earlier read of a remote `<urlset>` sitemap left: what makes the
 /// next fetch conditional, and the digest of its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +184,8 @@ pub struct Reader {
     seen: HashSet<String>,
     known: HashMap<String, Known>,
     fetched: Vec<Fetched>,
+    /// How the source of the last `read` failed as a whole, if it did.
+    failure: Option<(Failure, String)>,
 }
 
 impl Reader {
@@ -175,6 +201,7 @@ impl Reader {
             seen: HashSet::new(),
             known: HashMap::new(),
             fetched: Vec::new(),
+            failure: None,
         }
     }
 
@@ -187,6 +214,15 @@ impl Reader {
     /// are fetched conditionally, and not parsed when unchanged.
     pub fn remember(&mut self, known: HashMap<String, Known>) {
         self.known = known;
+    }
+
+    /// Whether the source of the last [`Reader::read`] failed as a whole —
+    /// it could not be fetched or opened, or gave nothing of a sitemap (no
+    /// URL, no child, and a problem) — how, and the message of its problem.
+    /// Its problems are among those `read` returned; a child that failed
+    /// is not a failure of the source.
+    pub fn take_failure(&mut self) -> Option<(Failure, String)> {
+        self.failure.take()
     }
 
     /// The remote sitemaps fetched since the last call (robots.txt files are not among them).
@@ -209,9 +245,11 @@ impl Reader {
     /// temporary files are read on the calling task).
     pub async fn read(&mut self, source: &str, each: &mut (dyn FnMut(Entry) + Send)) -> Vec<Problem> {
         let mut problems = Vec::new();
+        self.failure = None;
         let location = match source_location(source) {
             Ok(location) => location,
             Err(message) => {
+                self.failure = Some((Failure::Unreadable, message.clone()));
                 problems.push(Problem { place: Position::of(source), message });
                 return problems;
             }
@@ -236,13 +274,16 @@ impl Reader {
         let lines = match self.open(&robots, None).await {
             Ok(Opened::Body(body, _)) => parse_robots(body.reader(), &robots.name, self.cap, problems),
             Ok(Opened::NotModified) => Vec::new(),
-            Err(message) => {
+            Err((failure, message)) => {
+                self.failure = Some((failure, message.clone()));
                 problems.push(robots.problem(message));
                 return;
             }
         };
         if lines.is_empty() {
-            problems.push(robots.problem("no `Sitemap:` line in it".to_string()));
+            let message = "no `Sitemap:` line in it".to_string();
+            self.failure = Some((Failure::NotASitemap, message.clone()));
+            problems.push(robots.problem(message));
         }
         for line in lines {
             match resolve_child(&robots.location, &line.loc) {
@@ -330,9 +371,14 @@ impl Reader {
             Location::File(_) => None,
         };
         let known = url.as_ref().and_then(|u| self.known.get(u)).cloned();
+        // The source itself, not a sitemap it lists.
+        let root = target.listed_at.is_none();
         let opened = match self.open(target, known.as_ref()).await {
             Ok(opened) => opened,
-            Err(message) => {
+            Err((failure, message)) => {
+                if root {
+                    self.failure = Some((failure, message.clone()));
+                }
                 problems.push(target.problem(message));
                 return Vec::new();
             }
@@ -354,7 +400,15 @@ impl Reader {
         // Parsed on a thread of its own, up to about 14,000 entries ahead
         // of `each` (the ledger's work), as a list's lines are.
         let (reader, name, cap) = (body.reader(), &target.name, self.cap);
-        let children = super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), each);
+        let mut entries = 0u64;
+        let mut counted = |entry: Entry| {
+            entries += 1;
+            each(entry);
+        };
+        let children = super::ahead::read_ahead(|emit| parse_sitemap(reader, name, cap, emit, problems), &mut counted);
+        if root && entries == 0 && children.is_empty() && problems.len() > before {
+            self.failure = Some((Failure::NotASitemap, problems[before].message.clone()));
+        }
         if let (Some(url), Some(d)) = (url, downloaded) {
             self.fetched.push(Fetched {
                 url,
@@ -372,11 +426,11 @@ impl Reader {
     /// Opens a sitemap: a file, or a download (conditional with `known`).
     /// A download refused by this read's reach is not counted as read: a
     /// later read whose reach allows it (another property's) still reads it.
-    async fn open(&mut self, target: &Target, known: Option<&Known>) -> Result<Opened, String> {
+    async fn open(&mut self, target: &Target, known: Option<&Known>) -> Result<Opened, (Failure, String)> {
         match &target.location {
-            Location::File(path) => {
-                File::open(path).map(|f| Opened::Body(Body::whole(f), None)).map_err(|e| format!("cannot read: {e}"))
-            }
+            Location::File(path) => File::open(path)
+                .map(|f| Opened::Body(Body::whole(f), None))
+                .map_err(|e| (Failure::Unreadable, format!("cannot read: {e}"))),
             Location::Url(url) => {
                 let fetcher = fetch::Fetcher {
                     client: &self.client.client,
@@ -384,14 +438,11 @@ impl Reader {
                     reach: &self.reach,
                     source: self.source.as_ref(),
                 };
-                let download = match fetch::download(&fetcher, url, self.cap, known).await {
-                    Ok(download) => download,
-                    Err(fetch::Failure::Refused(message)) => {
+                let download = fetch::download(&fetcher, url, self.cap, known).await.inspect_err(|(failure, _)| {
+                    if *failure == Failure::NotAllowed {
                         self.seen.remove(&target.key);
-                        return Err(message);
                     }
-                    Err(other) => return Err(other.message()),
-                };
+                })?;
                 Ok(match download {
                     fetch::Download::NotModified => Opened::NotModified,
                     fetch::Download::Body { body, etag, last_modified, digest } => {

@@ -216,6 +216,95 @@ impl Intake for PgLedger {
     fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()> {
         self.transaction(|tx| store_ghost_urls(tx, std::slice::from_ref(url)))
     }
+
+    fn source_failures(&mut self) -> Result<Vec<SourceFailure>> {
+        self.transaction(|tx| source_failures(tx, None))
+    }
+
+    fn record_source_failure(&mut self, failure: &SourceFailure) -> Result<SourceFailure> {
+        self.transaction(|tx| {
+            store_source_failures(tx, std::slice::from_ref(failure))?;
+            let kept = source_failures(tx, Some((&failure.property, &failure.source)))?;
+            kept.into_iter()
+                .next()
+                .ok_or_else(|| LedgerError::Invalid("a source failure just kept is not there".into()))
+        })
+    }
+
+    fn clear_source_failure(&mut self, property: &str, source: &str) -> Result<Option<SourceFailure>> {
+        self.transaction(|tx| {
+            let kept = source_failures(tx, Some((property, source)))?.into_iter().next();
+            if kept.is_some() {
+                tx.execute("DELETE FROM source_failures WHERE property = $1 AND source = $2", &[&property, &source])?;
+            }
+            Ok(kept)
+        })
+    }
+
+    fn record_source_reminders(&mut self, told: &[(String, String)], at: DateTime<Utc>) -> Result<()> {
+        let properties: Vec<&str> = told.iter().map(|(p, _)| p.as_str()).collect();
+        let sources: Vec<&str> = told.iter().map(|(_, s)| s.as_str()).collect();
+        let at = sec(at);
+        self.transaction(|tx| {
+            tx.execute(
+                "UPDATE source_failures f SET reminded_at = $3
+                 FROM unnest($1::text[], $2::text[]) AS t (property, source)
+                 WHERE f.property = t.property AND f.source = t.source",
+                &[&properties, &sources, &at],
+            )?;
+            Ok(())
+        })
+    }
+}
+
+/// The sources whose last read failed (`only`: one property's source), by property and source.
+pub(super) fn source_failures(tx: &mut impl GenericClient, only: Option<(&str, &str)>) -> Result<Vec<SourceFailure>> {
+    let (property, source) = only.unzip();
+    tx.query(
+        "SELECT property, source, reason, message, since, failed_at, reminded_at FROM source_failures
+         WHERE $1::text IS NULL OR (property = $1 AND source = $2) ORDER BY property, source",
+        &[&property, &source],
+    )?
+    .iter()
+    .map(|r| {
+        Ok(SourceFailure {
+            property: r.get(0),
+            source: r.get(1),
+            reason: stored("source_failures", "reason", r.get(2))?,
+            message: r.get(3),
+            since: r.get(4),
+            failed_at: r.get(5),
+            reminded_at: r.get(6),
+        })
+    })
+    .collect()
+}
+
+/// Keeps failed reads of sources in one statement: each replaces the
+/// reason, message and latest failure kept of its source unless that
+/// failed later, and keeps the earlier `since` and the later reminder (a
+/// copy merges with the same rule).
+pub(super) fn store_source_failures(tx: &mut impl GenericClient, failures: &[SourceFailure]) -> Result<()> {
+    let properties: Vec<&str> = failures.iter().map(|f| f.property.as_str()).collect();
+    let sources: Vec<&str> = failures.iter().map(|f| f.source.as_str()).collect();
+    let reasons: Vec<String> = failures.iter().map(|f| f.reason.to_string()).collect();
+    let messages: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
+    let since: Vec<DateTime<Utc>> = failures.iter().map(|f| sec(f.since)).collect();
+    let failed: Vec<DateTime<Utc>> = failures.iter().map(|f| sec(f.failed_at)).collect();
+    let reminded: Vec<Option<DateTime<Utc>>> = failures.iter().map(|f| f.reminded_at.map(sec)).collect();
+    tx.execute(
+        "INSERT INTO source_failures AS f (property, source, reason, message, since, failed_at, reminded_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[],
+                              $6::timestamptz[], $7::timestamptz[])
+         ON CONFLICT (property, source) DO UPDATE SET
+             reason = CASE WHEN excluded.failed_at >= f.failed_at THEN excluded.reason ELSE f.reason END,
+             message = CASE WHEN excluded.failed_at >= f.failed_at THEN excluded.message ELSE f.message END,
+             failed_at = greatest(f.failed_at, excluded.failed_at),
+             since = least(f.since, excluded.since),
+             reminded_at = greatest(f.reminded_at, excluded.reminded_at)",
+        &[&properties, &sources, &reasons, &messages, &since, &failed, &reminded],
+    )?;
+    Ok(())
 }
 
 /// The public URLs of Ghost's posts and pages, by property and id.

@@ -181,6 +181,7 @@ fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
         chunks.push(url)?;
     }
     chunks.finish()?;
+    sink(Chunk::SourceFailures(source_failures(tx, None)?))?;
     match tx.query_opt("SELECT latest_now FROM runs WHERE id = 1", &[])? {
         Some(r) => sink(Chunk::Latest(r.get(0))),
         None => Ok(()),
@@ -525,6 +526,7 @@ impl copy::Stage for Staging<'_, '_> {
             }
             Chunk::Sources(documents) => store_source_documents(self.tx, documents, true),
             Chunk::GhostUrls(urls) => store_ghost_urls(self.tx, urls),
+            Chunk::SourceFailures(failures) => store_source_failures(self.tx, failures),
             Chunk::Latest(at) => {
                 self.tx.execute(
                     "INSERT INTO runs (id, latest_now) VALUES (1, $1)

@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -41,6 +41,9 @@ const SCHEMA_9: &str = include_str!("schema/0009_reservation_storage.sql");
 /// Schema 10, over schema 9: the public URL of each Ghost post or page
 /// (`serve`'s Ghost hook).
 const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
+/// Schema 11, over schema 10: the sources that cannot be read, since when,
+/// and when a run last said so.
+const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -89,6 +92,9 @@ impl PgLedger {
             }
             if version < 10 {
                 tx.batch_execute(SCHEMA_10)?;
+            }
+            if version < 11 {
+                tx.batch_execute(SCHEMA_11)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

@@ -392,6 +392,106 @@ impl Intake for SqliteLedger {
         tx.commit()?;
         Ok(())
     }
+
+    fn source_failures(&mut self) -> Result<Vec<SourceFailure>> {
+        source_failures(&self.conn, None)
+    }
+
+    fn record_source_failure(&mut self, failure: &SourceFailure) -> Result<SourceFailure> {
+        let tx = self.begin()?;
+        store_source_failures(&tx, std::slice::from_ref(failure))?;
+        let kept = source_failures(&tx, Some((&failure.property, &failure.source)))?;
+        tx.commit()?;
+        kept.into_iter().next().ok_or_else(|| LedgerError::Invalid("a source failure just kept is not there".into()))
+    }
+
+    fn clear_source_failure(&mut self, property: &str, source: &str) -> Result<Option<SourceFailure>> {
+        if !self.has_source_failures()? {
+            return Ok(None);
+        }
+        let tx = self.begin()?;
+        let kept = source_failures(&tx, Some((property, source)))?.into_iter().next();
+        if kept.is_some() {
+            tx.execute("DELETE FROM source_failures WHERE property = ?1 AND source = ?2", params![property, source])?;
+        }
+        tx.commit()?;
+        Ok(kept)
+    }
+
+    fn record_source_reminders(&mut self, told: &[(String, String)], at: DateTime<Utc>) -> Result<()> {
+        let tx = self.begin()?;
+        {
+            let mut stmt =
+                tx.prepare_cached("UPDATE source_failures SET reminded_at = ?3 WHERE property = ?1 AND source = ?2")?;
+            for (property, source) in told {
+                stmt.execute(params![property, source, ts(at)])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl SqliteLedger {
+    /// Whether any source is kept as failing: a run whose sources all read
+    /// (the usual one) writes nothing for them.
+    fn has_source_failures(&mut self) -> Result<bool> {
+        Ok(self.conn.query_row("SELECT EXISTS (SELECT 1 FROM source_failures)", [], |r| r.get(0))?)
+    }
+}
+
+/// The sources whose last read failed (`only`: one property's source), by property and source.
+pub(super) fn source_failures(conn: &Connection, only: Option<(&str, &str)>) -> Result<Vec<SourceFailure>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT property, source, reason, message, since, failed_at, reminded_at FROM source_failures
+         WHERE ?1 IS NULL OR (property = ?1 AND source = ?2) ORDER BY property, source",
+    )?;
+    let (property, source) = only.unzip();
+    let mut rows = stmt.query(params![property, source])?;
+    let mut failures = Vec::new();
+    while let Some(r) = rows.next()? {
+        failures.push(SourceFailure {
+            property: r.get(0)?,
+            source: r.get(1)?,
+            reason: stored("source_failures", "reason", &r.get::<_, String>(2)?)?,
+            message: r.get(3)?,
+            since: from_ts(r.get(4)?),
+            failed_at: from_ts(r.get(5)?),
+            reminded_at: opt_ts(r.get(6)?),
+        });
+    }
+    Ok(failures)
+}
+
+/// Keeps failed reads of sources: each replaces the reason, message and
+/// latest failure kept of its source unless that failed later, and keeps
+/// the earlier `since` and the later reminder (a copy merges with the same
+/// rule).
+pub(super) fn store_source_failures(tx: &Connection, failures: &[SourceFailure]) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO source_failures (property, source, reason, message, since, failed_at, reminded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (property, source) DO UPDATE SET
+             reason = CASE WHEN excluded.failed_at >= failed_at THEN excluded.reason ELSE reason END,
+             message = CASE WHEN excluded.failed_at >= failed_at THEN excluded.message ELSE message END,
+             failed_at = max(failed_at, excluded.failed_at),
+             since = min(since, excluded.since),
+             reminded_at = CASE WHEN reminded_at IS NULL THEN excluded.reminded_at
+                                WHEN excluded.reminded_at IS NULL THEN reminded_at
+                                ELSE max(reminded_at, excluded.reminded_at) END",
+    )?;
+    for f in failures {
+        stmt.execute(params![
+            f.property,
+            f.source,
+            f.reason.to_string(),
+            f.message,
+            ts(f.since),
+            ts(f.failed_at),
+            f.reminded_at.map(ts)
+        ])?;
+    }
+    Ok(())
 }
 
 /// The public URLs of Ghost's posts and pages, by property and id.

@@ -164,6 +164,7 @@ fn export_rest(tx: &Connection, sink: &mut Sink) -> Result<()> {
         chunks.push(url)?;
     }
     chunks.finish()?;
+    sink(Chunk::SourceFailures(source_failures(tx, None)?))?;
     let latest: Option<i64> = tx.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
     match latest {
         Some(at) => sink(Chunk::Latest(from_ts(at))),
@@ -435,6 +436,7 @@ impl copy::Stage for Staging<'_> {
             ),
             Chunk::Sources(documents) => return store_source_documents(self.conn, documents, true),
             Chunk::GhostUrls(urls) => return store_ghost_urls(self.conn, urls),
+            Chunk::SourceFailures(failures) => return store_source_failures(self.conn, failures),
             _ => return Ok(()),
         };
         let mut stmt = self.conn.prepare(sql)?;

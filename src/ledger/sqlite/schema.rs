@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 10;
+pub(super) const SCHEMA_VERSION: i64 = 11;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -39,6 +39,9 @@ const SCHEMA_9: &str = include_str!("schema/0009_in_flight.sql");
 /// Schema 10, over schema 9: the public URL of each Ghost post or page
 /// (`serve`'s Ghost hook).
 const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
+/// Schema 11, over schema 10: the sources that cannot be read, since when,
+/// and when a run last said so.
+const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -77,6 +80,9 @@ impl SqliteLedger {
         }
         if version < 10 {
             tx.execute_batch(SCHEMA_10)?;
+        }
+        if version < 11 {
+            tx.execute_batch(SCHEMA_11)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -281,11 +287,11 @@ mod tests {
             ledger
                 .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
                 .unwrap();
-            ledger.conn.execute_batch("DROP TABLE ghost_urls").unwrap();
+            ledger.conn.execute_batch("DROP TABLE ghost_urls; DROP TABLE source_failures").unwrap();
             ledger.conn.pragma_update(None, "user_version", 9).unwrap();
         }
         let mut ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 10);
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
         assert_eq!(ledger.stored_groups().unwrap().len(), 1);
         assert_eq!(ledger.ghost_url("site", "6571c9d2a1b2c3d4e5f60718").unwrap(), None);
         let url = GhostUrl {
@@ -296,6 +302,37 @@ mod tests {
         };
         ledger.record_ghost_url(&url).unwrap();
         assert_eq!(ledger.ghost_url("site", "6571c9d2a1b2c3d4e5f60718").unwrap(), Some(url.url));
+    }
+
+    /// A ledger of schema 10 (before a source that cannot be read was kept)
+    /// gets schema 11 on open: no source failing, one recorded then read
+    /// back, and its items kept.
+    #[test]
+    fn a_version_10_ledger_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let mut ledger = SqliteLedger::open(&path).unwrap();
+            ledger
+                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .unwrap();
+            ledger.conn.execute_batch("DROP TABLE source_failures").unwrap();
+            ledger.conn.pragma_update(None, "user_version", 10).unwrap();
+        }
+        let mut ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 11);
+        assert_eq!(ledger.stored_groups().unwrap().len(), 1);
+        assert!(ledger.source_failures().unwrap().is_empty());
+        let failure = SourceFailure {
+            property: "site".into(),
+            source: "https://site.example/sitemap.xml".into(),
+            reason: crate::model::LocalReason::SourceTimeout,
+            message: "cannot fetch: operation timed out".into(),
+            since: t("2026-12-03T09:00:00Z"),
+            failed_at: t("2026-12-03T09:00:00Z"),
+            reminded_at: None,
+        };
+        assert_eq!(ledger.record_source_failure(&failure).unwrap(), failure);
     }
 
     /// Schema 7's items refuse what schema 6's did (a value no indexq

@@ -16,6 +16,7 @@ pub fn unattended_story(ledger: &mut impl Ledger) {
     a_fix_unparks_its_reason_only(ledger, later);
     sources_kept_per_url(ledger, now, later);
     ghost_urls_kept(ledger, now, later);
+    source_failures_kept(ledger, now, later);
 }
 
 /// 5 admitted and claimed: 3 parked for a missing key file (2 in one
@@ -206,4 +207,41 @@ fn sqlite_keeps_what_unattended_runs_need() {
 fn postgres_keeps_what_unattended_runs_need() {
     let mut ledger = test_postgres();
     unattended_story(&mut ledger);
+}
+
+/// A source that cannot be read: kept per property and source, since its
+/// first failed read while it goes on failing (for another reason too),
+/// with when a run last said so; forgotten, and given back, once it reads.
+pub fn source_failures_kept(ledger: &mut impl Ledger, now: DateTime<Utc>, later: DateTime<Utc>) {
+    let source = "https://site.example/sitemap.xml";
+    assert_eq!(ledger.clear_source_failure("site", source).unwrap(), None, "nothing kept: nothing given back");
+    let first = SourceFailure {
+        property: "site".into(),
+        source: source.into(),
+        reason: LocalReason::SourceNotFound,
+        message: "HTTP 404 Not Found".into(),
+        since: now,
+        failed_at: now,
+        reminded_at: None,
+    };
+    assert_eq!(ledger.record_source_failure(&first).unwrap(), first);
+    ledger.record_source_reminders(&[("site".into(), source.into())], now).unwrap();
+    let again = SourceFailure {
+        reason: LocalReason::SourceServerError,
+        message: "HTTP 500 Internal Server Error".into(),
+        since: later,
+        failed_at: later,
+        ..first.clone()
+    };
+    let kept = ledger.record_source_failure(&again).unwrap();
+    assert_eq!(kept, SourceFailure { since: now, reminded_at: Some(now), ..again.clone() }, "since and reminder kept");
+    let shop = SourceFailure { property: "shop".into(), ..first.clone() };
+    ledger.record_source_failure(&shop).unwrap();
+    assert_eq!(ledger.source_failures().unwrap().len(), 2);
+    assert_eq!(ledger.clear_source_failure("site", source).unwrap(), Some(kept));
+    assert_eq!(ledger.source_failures().unwrap(), std::slice::from_ref(&shop), "the other property's stays");
+    // A source that fails again later starts a new spell.
+    let new_spell = SourceFailure { since: later, failed_at: later, ..first };
+    assert_eq!(ledger.record_source_failure(&new_spell).unwrap(), new_spell);
+    assert_eq!(ledger.source_failures().unwrap(), [shop, new_spell]);
 }

@@ -115,7 +115,7 @@ closed_set! {
 closed_set! {
     /// What needs a human: parked items, what an engine's report on a sitemap says, URL inspections
     /// Google refused, URLs outside the IndexNow key location's folder.
-    NoticeKind { Parked = "parked", SitemapReport = "sitemap_report", Inspection = "inspection", KeyScope = "key_scope" }
+    NoticeKind { Parked = "parked", SitemapReport = "sitemap_report", Inspection = "inspection", KeyScope = "key_scope", Source = "source" }
 }
 
 closed_set! {
@@ -212,6 +212,9 @@ pub struct Parked {
     /// The sitemap, for a sitemap group.
     #[serde(default, deserialize_with = "maybe")]
     pub sitemap: Option<String>,
+    /// The source (URL or path), for a source that cannot be read.
+    #[serde(default, deserialize_with = "maybe")]
+    pub source: Option<String>,
     pub reason: String,
     pub urls: u64,
     #[serde(deserialize_with = "nullable")]
@@ -380,7 +383,9 @@ impl Submit {
         for p in self.parked.iter().flatten() {
             p.since.as_deref().map_or(Ok(()), time)?;
             p.reminded_at.as_deref().map_or(Ok(()), time)?;
-            ensure(p.urls > 0, &format!("a parked group has URLs: {p:?}"))?;
+            let source = p.kind == NoticeKind::Source;
+            ensure((p.urls > 0) != source, &format!("a parked group has URLs, a source none: {p:?}"))?;
+            ensure(p.source.is_some() == source, &format!("a source's notice names it: {p:?}"))?;
             let retry = p.retry.as_deref().is_some_and(|r| r.starts_with("indexq queue retry --state parked"));
             ensure(retry == (p.kind == NoticeKind::Parked), &format!("parked items have the retry command: {p:?}"))?;
             ensure(
@@ -791,8 +796,16 @@ impl Doctor {
                 &format!("a problem or a warning has a fix, a pass none: {c:?}"),
             )?;
             ensure(c.ok || !c.warning, &format!("a warning is no problem: {c:?}"))?;
-            let about = c.property.is_some() == c.engine.is_some();
-            ensure(about, &format!("a check is about a property's engine, or neither: {c:?}"))?;
+            // A property's source is its property's, whatever the engine.
+            let about = if c.check == "source" {
+                c.property.is_some() && c.engine.is_none()
+            } else {
+                c.property.is_some() == c.engine.is_some()
+            };
+            ensure(
+                about,
+                &format!("a check is about a property's engine (a source its property's), or neither: {c:?}"),
+            )?;
         }
         Ok(())
     }

@@ -61,7 +61,7 @@ impl Sitemap {
         format!("\"v{version}\"")
     }
 
-    fn answer(&self, if_none_match: Option<&str>) -> MockResponse {
+    pub fn answer(&self, if_none_match: Option<&str>) -> MockResponse {
         let state = self.state.lock().unwrap();
         let etag = Self::etag(state.version);
         if state.validators && if_none_match == Some(etag.as_str()) {
