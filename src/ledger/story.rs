@@ -17,6 +17,7 @@ use crate::model::{
 use crate::model::{NextStep, Period};
 
 mod budget;
+mod order;
 mod queue;
 mod sitemaps;
 mod unattended;
@@ -157,7 +158,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &rules,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 3);
@@ -175,7 +183,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     assert!(take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &rules,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest
+        },
         &me
     )
     .items
@@ -186,7 +201,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let none = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &roomy, max_items: 1, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &roomy,
+            max_items: 1,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!((none.items.len(), none.reservation, none.deferred), (0, None, 0));
@@ -203,7 +225,14 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &rules2,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -227,7 +256,14 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &rules2,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &dead,
     );
     assert_eq!(claim.items.len(), 1, "one unit left today");
@@ -248,7 +284,14 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &open,
+            max_items: 1,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let until = t("2026-12-04T02:00:00Z");
@@ -283,7 +326,14 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let blocked = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &open,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert!(blocked.items.is_empty());
@@ -314,6 +364,7 @@ fn a_report_with_a_request_in_flight(ledger: &mut impl Ledger) {
             pace: None,
             now: Now::pinned(later),
             credential: None,
+            order: crate::model::SubmitOrder::Oldest,
         },
         &me,
     );
@@ -347,7 +398,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
@@ -362,7 +420,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert!(claim.items.is_empty());
@@ -373,7 +438,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(then),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 6);
@@ -404,7 +476,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(at),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, at);
@@ -419,7 +498,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, later);
@@ -431,7 +517,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, later);
@@ -516,7 +609,14 @@ fn postgres_decides_with_the_server_clock() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead, credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: ahead,
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &Owner::current(),
     );
     assert!(claim.items.is_empty(), "not due yet by the server's clock");
@@ -539,7 +639,14 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(back),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &Owner::current(),
     );
     assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");

@@ -488,7 +488,14 @@ mod tests {
         assert!(matches!(ledger.helper.client, Some(Some(_))), "a batch decided by reading shares its look-up");
         // In flight: a's first 1,200 items and b's first 1,600 (by id).
         for (group, n) in [(item(0, 0).group, 1_200), (item(1, 0).group, 1_600)] {
-            let spec = ClaimSpec { windows: &[], max_items: n, pace: None, now: Now::pinned(now), credential: None };
+            let spec = ClaimSpec {
+                windows: &[],
+                max_items: n,
+                pace: None,
+                now: Now::pinned(now),
+                credential: None,
+                order: crate::model::SubmitOrder::Oldest,
+            };
             let claimed = ledger.claim(&group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
             assert_eq!(claimed.items.len(), n);
         }

@@ -797,7 +797,14 @@ mod tests {
         let again = a.admit(&batch(2, 2), now, &rule).unwrap();
         assert!(matches!(again[0], Admission::AlreadyQueued { .. }), "the held transaction sees its own: {again:?}");
         assert_eq!(seen_by_b(), 0, "not committed yet");
-        let spec = ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None };
+        let spec = ClaimSpec {
+            windows: &[],
+            max_items: 2,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        };
         let claim = a.claim(&group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
         assert_eq!((claim.items.len(), seen_by_b()), (2, 4), "the claim committed the admissions first");
         a.admit(&batch(4, 1), now, &rule).unwrap();
