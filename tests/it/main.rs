@@ -25,6 +25,7 @@ mod metrics;
 mod migration;
 mod month;
 mod operator;
+mod order;
 mod outcomes;
 mod postgres;
 mod recipes;

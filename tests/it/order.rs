@@ -1,0 +1,103 @@
+//! `[submit] order` through the binary: a blog whose sitemap holds a
+//! 30-post archive and gains a post each day, with Google at 11 a day.
+//! Newest first (the default), each day's post is published the day it
+//! appears, first of the day's 11; `order = "oldest"` keeps the archive
+//! first, as before.
+
+use crate::support::sitemap::Sitemap;
+use crate::support::*;
+
+/// Four runs, each in its own Pacific day (Google's quota day), at 04:00
+/// there.
+const DAYS: [&str; 4] =
+    ["2026-12-03T12:00:00Z", "2026-12-04T12:00:00Z", "2026-12-05T12:00:00Z", "2026-12-06T12:00:00Z"];
+
+/// A Google sandbox whose property's source is a sitemap of 30 archived
+/// posts (`/archive/0` the oldest, a day apart in 2024); `submit` adds
+/// lines to `[submit]`.
+fn blog(submit: &str) -> (Sandbox, Sitemap) {
+    let mut sb = Sandbox::google("daily_quota = 11, sitemaps = false");
+    sb.google_extra = "requests_per_minute = 6000\n".into();
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    for i in 0..30 {
+        sitemap.add(&format!("/archive/{i}"), Some(&format!("2024-01-{:02}", i + 1)));
+    }
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.extra = format!("[submit]\n{submit}\n{}", sb.extra);
+    sb.write_config();
+    (sb, sitemap)
+}
+
+/// The paths Google was asked to publish, from the `from`-th request on,
+/// sorted (a burst's requests go at once: their order is the mock's).
+fn published_since(sb: &Sandbox, from: usize) -> Vec<String> {
+    let base = sb.site.url();
+    let mut paths: Vec<String> = sb
+        .google_published()
+        .into_iter()
+        .skip(from)
+        .map(|(url, _)| url.trim_start_matches(&base).to_string())
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn archive(ids: std::ops::Range<usize>) -> Vec<String> {
+    let mut paths: Vec<String> = ids.map(|i| format!("/archive/{i}")).collect();
+    paths.sort();
+    paths
+}
+
+/// Day 1 publishes the 11 newest of the archive; from day 2, the post of
+/// the morning goes the same day and the archive fills the rest of the
+/// day's 11.
+#[test]
+fn newest_first_sends_each_days_post_the_day_it_appears() {
+    let (sb, sitemap) = blog("");
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[0]).output().code(0);
+    let day1 = published_since(&sb, 0);
+    assert_eq!(day1, archive(19..30), "the 11 newest of the archive");
+    let mut sent = day1.len();
+    for (day, at) in DAYS.iter().enumerate().skip(1) {
+        let date = &at[..10];
+        sitemap.add(&format!("/post/{day}"), Some(&format!("{date}T10:00:00Z")));
+        sb.indexq(&["submit", "--max-wait", "30s"]).now(at).output().code(0);
+        let today = published_since(&sb, sent);
+        // Day 2: the post and 10 of the archive; day 3: the post and the
+        // archive's last 9; day 4: the post alone.
+        assert_eq!(today.len(), [11, 10, 1][day - 1], "day {}: {today:?}", day + 1);
+        assert!(today.contains(&format!("/post/{day}")), "day {}: the new post goes: {today:?}", day + 1);
+        sent += today.len();
+    }
+    // 30 archived posts and 3 new ones at 11 a day: all sent in 3 days.
+    let all = published_since(&sb, 0);
+    assert_eq!(all.len(), 33, "{all:?}");
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 33, "each sent once: {all:?}");
+}
+
+/// `order = "oldest"`: the archive as the sitemap lists it, first in,
+/// first out; the day-2 post waits behind the archive's next 11.
+#[test]
+fn oldest_keeps_the_archive_first() {
+    let (sb, sitemap) = blog("order = \"oldest\"");
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[0]).output().code(0);
+    let day1 = published_since(&sb, 0);
+    assert_eq!(day1, archive(0..11));
+    sitemap.add("/post/1", Some("2026-12-04T10:00:00Z"));
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[1]).output().code(0);
+    let day2 = published_since(&sb, 11);
+    assert_eq!(day2, archive(11..22), "the post waits behind the archive");
+}
+
+/// A value other than `newest` or `oldest` is an error naming the key and its line.
+#[test]
+fn an_unknown_order_names_the_key_and_line() {
+    let (sb, _sitemap) = blog("order = \"random\"");
+    let done = sb.indexq(&["submit", "--dry-run"]).now(DAYS[0]).output();
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(done.stderr.contains("submit.order"), "{}", done.stderr);
+    assert!(done.stderr.contains("unknown order `random` (expected newest or oldest)"), "{}", done.stderr);
+}
