@@ -101,3 +101,52 @@ fn an_unknown_order_names_the_key_and_line() {
     assert!(done.stderr.contains("submit.order"), "{}", done.stderr);
     assert!(done.stderr.contains("unknown order `random` (expected newest or oldest)"), "{}", done.stderr);
 }
+
+/// `--baseline` with no input reads the sources and records every URL as
+/// announced: nothing is sent, no quota spent, the count said. The next
+/// runs send only what is new or changed since; `--force` undoes it.
+#[test]
+fn a_baseline_records_the_archive_and_later_runs_send_only_what_is_new() {
+    let (sb, sitemap) = blog("");
+    let done = sb.indexq(&["submit", "--baseline"]).now(DAYS[0]).output().code(0);
+    assert!(
+        done.stdout.contains(
+            "Baseline: recorded 30 URLs as already announced (30 to Google); nothing was sent and no quota spent."
+        ),
+        "{}",
+        done.stdout
+    );
+    assert!(sb.google_published().is_empty(), "nothing sent");
+    let status = sb.indexq(&["--json", "status"]).now(DAYS[0]).output().code(0).status_doc();
+    assert!(status.budgets.iter().all(|b| b.used == 0), "no quota spent: {status:#?}");
+    // A baseline again records nothing more.
+    let again = sb.indexq(&["submit", "--baseline"]).now(DAYS[0]).output().code(0);
+    assert!(again.stdout.contains("Baseline: recorded 0 URLs"), "{}", again.stdout);
+
+    // The next day: a new post and an archived one changed go; nothing else.
+    sitemap.add("/post/1", Some("2026-12-04T10:00:00Z"));
+    sitemap.touch("/archive/3", "2026-12-04T09:00:00Z");
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[1]).output().code(0);
+    assert_eq!(published_since(&sb, 0), ["/archive/3", "/post/1"]);
+
+    // --force undoes it for what it is given.
+    let list = sb.urls("again.txt", &["/archive/7"]);
+    sb.indexq(&["submit", "--force", "--max-wait", "30s", list.to_str().unwrap()]).now(DAYS[2]).output().code(0);
+    assert_eq!(published_since(&sb, 2), ["/archive/7"]);
+}
+
+/// A URL list given to `--baseline` is recorded for the engines `--engine`
+/// names; the input replaces the sources.
+#[test]
+fn a_baseline_of_a_list_names_its_count() {
+    let (sb, _sitemap) = blog("");
+    let list = sb.urls("old.txt", &["/archive/0", "/archive/1"]);
+    let done = sb.indexq(&["submit", "--baseline", "--engine", "google", list.to_str().unwrap()]).now(DAYS[0]);
+    let done = done.output().code(0);
+    assert!(done.stdout.contains("recorded 2 URLs as already announced (2 to Google)"), "{}", done.stdout);
+    // The sources' other 28 go the next run, the 2 recorded do not.
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[1]).output().code(0);
+    let sent = published_since(&sb, 0);
+    assert_eq!(sent.len(), 11, "{sent:?}");
+    assert!(!sent.contains(&"/archive/0".to_string()) && !sent.contains(&"/archive/1".to_string()), "{sent:?}");
+}

@@ -65,6 +65,8 @@ pub(super) struct Intake<'r, 'a> {
     in_future: InFuture,
     /// The result the last URL skipped had, but for its URL (`skip`).
     skipped: Option<Skipped>,
+    /// `--baseline`: what each batch queued is recorded as announced.
+    baseline: bool,
 }
 
 /// A skipped URL's result made once for the URLs that share it: their
@@ -102,6 +104,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             before_since: 0,
             in_future: InFuture::default(),
             skipped: None,
+            baseline: false,
         }
     }
 
@@ -113,14 +116,17 @@ impl<'r, 'a> Intake<'r, 'a> {
         plan: Option<&'r mut Plan>,
         args: &SubmitArgs,
     ) -> Intake<'r, 'a> {
+        // A baseline records what is new or changed since (the `--changed`
+        // rule), which is what later runs of the sources compare with.
         let rule = AdmitRule {
             dedupe: TimeDelta::from_std(run.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
             force: args.force,
-            changed: args.changed,
+            changed: args.changed || args.baseline,
             resend_after: None,
         };
         let mut intake = Intake::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
+        intake.baseline = args.baseline;
         intake
     }
 }
@@ -534,6 +540,16 @@ impl Intake<'_, '_> {
         self.admit(&batch, self.run.clock.now())
     }
 
+    /// `--baseline`: what the batch left queued recorded as announced, one
+    /// transaction a group (the count is said per engine).
+    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
+        for chunk in batch.chunk_by(|a, b| Arc::ptr_eq(&a.group, &b.group) || a.group == b.group) {
+            let n = self.run.ledger.announce(chunk, now)?;
+            *self.findings.announced.entry(chunk[0].group.engine).or_default() += n;
+        }
+        Ok(())
+    }
+
     /// Writes a batch to the ledger (a dry run: plans it), counts what it
     /// made of each URL and says what the report needs to.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
@@ -545,6 +561,9 @@ impl Intake<'_, '_> {
             None => {
                 let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
                 self.findings.admitted += batch.len() as u64;
+                if self.baseline {
+                    self.announce(batch, now)?;
+                }
                 admissions.into_iter().map(Some).collect()
             }
         };

@@ -195,7 +195,8 @@ async fn phases(
     // The URLs of input files may share write transactions: all of them are
     // committed before anything else is read or sent (and after an input
     // that failed). Not stdin's: a pipe may keep the write lock waiting.
-    if !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
+    // (Nor a baseline's: it records each batch as announced once admitted.)
+    if !args.baseline && !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
         run.ledger.begin_admissions();
     }
     let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
@@ -204,7 +205,9 @@ async fn phases(
     let admitted = run.ledger.end_admissions();
     read?;
     admitted?;
-    if plan.is_none() {
+    if args.baseline {
+        say_baseline(&findings.announced, printer);
+    } else if plan.is_none() {
         Sender::new(run, findings, wait_until).send_due(printer).await?;
         let problems = run.read_sitemap_reports().await?;
         findings.sitemap_problems_now.extend(problems);
@@ -212,6 +215,21 @@ async fn phases(
     let before_since = args.since.map(|_| before_since);
     let ending = Ending { started, plan: &counts, before_since, fail_on: &args.fail_on, dry_run: plan.is_some() };
     findings.end(run, ending, printer)
+}
+
+/// What `--baseline` recorded, per engine: one line, nothing sent.
+fn say_baseline(announced: &BTreeMap<EngineKind, u64>, printer: &Printer) {
+    let engines: Vec<String> = announced.iter().map(|(e, n)| format!("{n} to {}", e.title())).collect();
+    let total: u64 = announced.values().sum();
+    let to = if engines.is_empty() { String::new() } else { format!(" ({})", engines.join(", ")) };
+    if !printer.json {
+        use std::io::Write as _;
+        let plural = if total == 1 { "" } else { "s" };
+        let _ = writeln!(
+            printer.stdout(),
+            "Baseline: recorded {total} URL{plural} as already announced{to}; nothing was sent and no quota spent."
+        );
+    }
 }
 
 /// What a run does as it ends (one call, whatever happened): with

@@ -131,6 +131,21 @@ pub fn order_story(ledger: &mut impl Ledger) {
     let claim = take(ledger, &indexnow, spec(&rules, 2, day3), &me);
     assert_eq!(paths(&claim), ["i0", "i1"]);
     accept_all(ledger, &claim, day3);
+
+    // A baseline (`submit --baseline`): what a read left queued is recorded
+    // as accepted, with no request and no unit; read again, it is unchanged.
+    let changed = AdmitRule { changed: true, ..dedupe_day() };
+    let known =
+        [page(&google, "b0", Some("2019-05-01T00:00:00Z")), page(&google, "b1", None), page(&google, "a1", None)];
+    let before = ledger.queue_counts(&google, day3).unwrap();
+    ledger.admit(&known, day3, &changed).unwrap();
+    assert_eq!(ledger.announce(&known, day3).unwrap(), 3, "b0, b1 and the waiting a1");
+    let after = ledger.queue_counts(&google, day3).unwrap();
+    assert_eq!((after.waiting, after.accepted), (before.waiting - 1, before.accepted + 3), "{after:?}");
+    assert_eq!(ledger.usage(&day(3)).unwrap().used, 3, "no unit spent");
+    let again = ledger.admit(&known, day3 + TimeDelta::days(2), &changed).unwrap();
+    assert!(again.iter().all(|a| matches!(a, Admission::Skipped { unchanged: true, .. })), "{again:?}");
+    assert_eq!(ledger.announce(&known, day3).unwrap(), 0);
 }
 
 #[test]
