@@ -87,6 +87,10 @@ struct Run<'a> {
     stop: stop::Stop,
 }
 
+/// A first run that queues more than this many days of a group's daily
+/// budget says so (`Run::first_run_backlogs`): a week, as issue 44 asks.
+const FIRST_RUN_BACKLOG_DAYS: u64 = 7;
+
 /// The input lists of a run, opened, by name.
 type Readers = Vec<(String, crate::ingest::Input)>;
 
@@ -199,12 +203,21 @@ async fn phases(
     if !args.baseline && !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
         run.ledger.begin_admissions();
     }
+    let empty = if plan.is_none() && !args.baseline { run.empty_groups(started)? } else { Vec::new() };
     let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
     let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     let admitted = run.ledger.end_admissions();
     read?;
     admitted?;
+    for warning in run.first_run_backlogs(&empty, started)? {
+        printer.warn(&warning);
+    }
+    if let Some(plan) = &plan {
+        for (group, backlog) in plan.backlogs() {
+            findings.notes.push(format!("{}: {backlog}", crate::output::printer::group_title(&group)));
+        }
+    }
     if args.baseline {
         say_baseline(&findings.announced, printer);
     } else if plan.is_none() {
@@ -370,6 +383,49 @@ impl Run<'_> {
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
         budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
+    }
+
+    /// The groups of URLs this run may send to that hold nothing yet: a
+    /// first run of their property and engine.
+    fn empty_groups(&mut self, now: DateTime<Utc>) -> anyhow::Result<Vec<GroupKey>> {
+        let mut empty = Vec::new();
+        for group in self.known_groups().into_iter().filter(|g| g.channel == crate::model::Channel::Urls) {
+            if self.ledger.queue_counts(&group, now)? == crate::model::QueueCounts::default() {
+                empty.push(group);
+            }
+        }
+        Ok(empty)
+    }
+
+    /// Of the groups that were `empty`, those this run queued more than a
+    /// week of their daily budget for: each said once (the next run finds
+    /// its group holding them), with the way to record an archive as known.
+    fn first_run_backlogs(&mut self, empty: &[GroupKey], now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
+        let mut said = Vec::new();
+        for group in empty {
+            let Some(rules) = self.rules(group) else { continue };
+            let counts = self.ledger.queue_counts(group, now)?;
+            let limits: Vec<_> = budget::states(&rules, self.ledger.as_mut(), now)?
+                .into_iter()
+                .map(|s| (s.rule.period, s.limit))
+                .collect();
+            let Some(backlog) = budget::Backlog::of(counts.due + counts.waiting, limits) else { continue };
+            if backlog.days > FIRST_RUN_BACKLOG_DAYS {
+                said.push(format!(
+                    "{}: this first run queued {} URLs, about {} days at {} a day, old pages and new alike. If most are an \
+                     archive the engine knows already, record them as announced once with `indexq submit \
+                     --baseline --engine {}` (nothing is sent): later runs then send only what is new or changed. \
+                     A CI job that submits after deploys should ask a running `indexq serve` to read the sources \
+                     (POST /v1/sources) rather than start a ledger of its own.",
+                    crate::output::printer::group_title(group),
+                    backlog.urls,
+                    backlog.days,
+                    backlog.per_day,
+                    group.engine
+                ));
+            }
+        }
+        Ok(said)
     }
 
     /// The budget rules of a group, with the pool its engine's credentials share.
