@@ -67,7 +67,7 @@ struct GroupJson {
     queue: QueueCounts,
     last_rejection: Option<RejectionJson>,
     /// How long the queued URLs take at the daily budget, where the group
-    /// has one and URLs wait.
+    /// has one and more URLs wait than a day of it covers.
     #[serde(skip_serializing_if = "Option::is_none")]
     backlog: Option<budget::Backlog>,
 }

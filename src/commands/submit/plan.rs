@@ -437,13 +437,24 @@ mod tests {
         let plan = SqliteLedger::in_memory().unwrap().plan_claim(&query).unwrap();
         assert_eq!((plan.take, plan.paced_until, plan.retry_at), (2, 4, Some(at("2026-03-03T00:00:00Z"))));
         assert_eq!(plan.binding, Some(0));
-        let mut p = GroupPlan { plan: plan.clone(), deferral: Some(deferral(&g)), told: false, placed: 0, waits: None };
+        let of = |plan, deferral, placed| GroupPlan {
+            group: g.clone(),
+            queued: 0,
+            limits: Vec::new(),
+            due: 0,
+            plan,
+            deferral,
+            told: false,
+            placed,
+            waits: None,
+        };
+        let mut p = of(plan.clone(), Some(deferral(&g)), 0);
         let places: Vec<String> = (0..6).map(|_| placed(&mut p, now)).collect();
         let budget = "budget 2026-03-03 00:00:00 UTC";
         assert_eq!(places, ["now", "now", "paced 10", "paced 20", budget, budget]);
         // Without a budget that stops it, an item past the plan is not placed.
         let plan = ClaimForecast { slots: None, binding: None, ..plan };
-        let mut p = GroupPlan { plan, deferral: None, told: false, placed: 1, waits: None };
+        let mut p = of(plan, None, 1);
         let places: Vec<String> = (0..3).map(|_| placed(&mut p, now)).collect();
         assert_eq!(places, ["now", "none", "none"], "no pace: nothing is paced");
     }

@@ -563,7 +563,7 @@ pub struct Group {
     #[serde(deserialize_with = "nullable")]
     pub last_rejection: Option<Rejection>,
     /// How long the queued URLs take at the group's daily budget (only
-    /// where it has one and URLs wait).
+    /// where it has one and more URLs wait than a day of it covers).
     #[serde(default, deserialize_with = "maybe")]
     pub backlog: Option<Backlog>,
 }
