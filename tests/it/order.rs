@@ -169,6 +169,7 @@ fn the_backlog_is_estimated_and_a_first_run_of_more_than_a_week_says_so_once() {
 
     let first = sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[0]).output().code(0);
     let said = "this first run queued 100 URLs, about 10 days at 11 a day";
+    assert_eq!(sb.google_published().len(), 11);
     assert_eq!(first.stderr.matches(said).count(), 1, "{}", first.stderr);
     assert!(first.stderr.contains("indexq submit --baseline --engine google"), "{}", first.stderr);
     assert!(first.stderr.contains("POST /v1/sources"), "{}", first.stderr);
@@ -195,4 +196,22 @@ fn queue_drop_undoes_a_baseline() {
     let list = sb.urls("two.txt", &["/archive/5", "/archive/6"]);
     sb.indexq(&["submit", "--changed", "--max-wait", "30s", list.to_str().unwrap()]).now(DAYS[1]).output().code(0);
     assert_eq!(published_since(&sb, 0), ["/archive/5"]);
+}
+
+/// The advice of a first run's warning works as given: `--baseline` after
+/// it reads the unchanged sitemap in full (no 304 is taken for "nothing
+/// new") and records what the first run left queued; the next day only a
+/// new post goes.
+#[test]
+fn a_baseline_after_a_first_run_records_what_it_queued() {
+    let (sb, sitemap) = blog_of(100, "");
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[0]).output().code(0);
+    assert_eq!(sb.google_published().len(), 11);
+    let done = sb.indexq(&["submit", "--baseline", "--engine", "google"]).now(DAYS[0]).output().code(0);
+    assert!(done.stdout.contains("recorded 89 URLs as already announced (89 to Google)"), "{}", done.stdout);
+    let doc = sb.indexq(&["--json", "status"]).now(DAYS[0]).output().code(0).status_doc();
+    assert_eq!((doc.queue.due, doc.queue.waiting, doc.queue.accepted), (0, 0, 100), "{doc:#?}");
+    sitemap.add("/post/1", Some("2026-12-04T10:00:00Z"));
+    sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[1]).output().code(0);
+    assert_eq!(published_since(&sb, 11), ["/post/1"]);
 }

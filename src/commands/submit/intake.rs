@@ -275,14 +275,15 @@ impl Intake<'_, '_> {
     /// run sends for), with `--changed`: a URL goes again only if its
     /// `lastmod` is later than its last acceptance. A remote `<urlset>`
     /// sitemap read before for the same groups is fetched conditionally
-    /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
-    /// parse. What was read is kept in the ledger once its URLs are.
+    /// (not with `--force`, `--since` or `--baseline`, which must see every
+    /// URL): unchanged, it costs one 304 and no parse. What was read is kept
+    /// in the ledger once its URLs are.
     pub(super) async fn read_sources(&mut self, printer: &Printer) -> anyhow::Result<()> {
         let settings = self.run.settings;
         self.rule.changed = true;
         let known = self.run.known_groups();
         let routes = routes_digest(&known);
-        let conditional = !self.rule.force && self.since.is_none();
+        let conditional = !self.rule.force && self.since.is_none() && !self.baseline;
         let mut reader = sitemap::Reader::new(engines::fetch_client(&settings.http)?, settings.sitemap.max_bytes);
         let stored = self.run.ledger.source_documents()?;
         if conditional {
