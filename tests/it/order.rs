@@ -209,6 +209,7 @@ fn a_baseline_after_a_first_run_records_what_it_queued() {
     assert_eq!(sb.google_published().len(), 11);
     let done = sb.indexq(&["submit", "--baseline", "--engine", "google"]).now(DAYS[0]).output().code(0);
     assert!(done.stdout.contains("recorded 89 URLs as already announced (89 to Google)"), "{}", done.stdout);
+    assert!(!done.stdout.contains("waiting") && !done.stdout.contains("deferred"), "{}", done.stdout);
     let doc = sb.indexq(&["--json", "status"]).now(DAYS[0]).output().code(0).status_doc();
     assert_eq!((doc.queue.due, doc.queue.waiting, doc.queue.accepted), (0, 0, 100), "{doc:#?}");
     sitemap.add("/post/1", Some("2026-12-04T10:00:00Z"));

@@ -578,6 +578,14 @@ impl Intake<'_, '_> {
             count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
         }
+        if self.baseline {
+            // What the batch left queued is announced now (`announce`): not
+            // waiting, and not this run's to tell.
+            let queued = |a: &Admission| {
+                matches!(a, Admission::Queued { .. } | Admission::Requeued { .. } | Admission::AlreadyQueued { .. })
+            };
+            admitted.retain(|(_, a)| !queued(a));
+        }
         self.tell_admitted(&admitted, now)
     }
 
