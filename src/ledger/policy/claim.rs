@@ -378,17 +378,21 @@ fn place_the_rest(
         // What the budget covers is not deferred: the due items after those
         // taken, up to `within` (the paced among them), keep their place.
         // By due time, the place of the last kept (found once, its index
-        // read); in another order, the count kept, passed over by each
-        // statement.
+        // read); in another order a place is no range of an index: the
+        // kept items themselves, found by one sort of the due items, and
+        // the rest found by the index as before.
         let kept = plan.within.saturating_sub(plan.take);
         let keep = match kept {
             0 => Some(Kept::None),
             _ if order.by_due() => steps.nth_due(group, claim.now, kept)?.map(Kept::After),
-            _ => Some(Kept::First(kept)),
+            _ => {
+                let ids: Vec<i64> = steps.next_due(group, claim.now, kept, order)?.into_iter().map(|d| d.0).collect();
+                (ids.len() == kept).then_some(Kept::Except(ids))
+            }
         };
         // (Fewer due than the budget covers, no place found: none to defer.)
         if let Some(keep) = keep {
-            deferred = defer_all(steps, group, order, claim.now, t, keep)?;
+            deferred = defer_all(steps, group, claim.now, t, &keep)?;
         }
         claim.deferred = deferred.len() as u64;
     }
@@ -410,24 +414,22 @@ fn place_the_rest(
 /// defers 7 in several statements.)
 pub const DEFERRED_A_STATEMENT: usize = if cfg!(test) { 3 } else { 50_000 };
 
-/// Every due item of `group` but those `keep` names (in `order`), due
-/// again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until
+/// Every due item of `group` but those `keep` names, due again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until
 /// fewer come back: a deferred item is due after `now`, so the next
 /// statement does not find it again. (Due again at or before `now`, it
 /// would be: one statement.)
 fn defer_all(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: i64,
-    order: DueOrder,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
-    keep: Kept,
+    keep: &Kept,
 ) -> Result<Deferred> {
     // (As the ledger keeps times: whole seconds.)
     let limit = if until.timestamp() > now.timestamp() { DEFERRED_A_STATEMENT } else { usize::MAX };
     let mut deferred = Vec::new();
     loop {
-        let ids = steps.defer_due(group, now, until, order, keep, limit)?;
+        let ids = steps.defer_due(group, now, until, keep, limit)?;
         let last = ids.len() < limit;
         deferred.extend(ids);
         if last {

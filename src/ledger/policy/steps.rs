@@ -39,14 +39,14 @@ pub struct Move<'a> {
 }
 
 /// The due items a deferral leaves due (`ClaimSteps::defer_due`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kept {
     /// None: every due item is deferred.
     None,
     /// Those up to this place (due time, id) in the order by due time.
     After((DateTime<Utc>, i64)),
-    /// The first so many in the claim's order.
-    First(usize),
+    /// These, by id: the first in another order, found by one sort.
+    Except(Vec<i64>),
 }
 
 /// A due item: its id and URL.
@@ -121,16 +121,15 @@ pub trait ClaimSteps {
     /// order by due time (the first is 1); none when fewer are due.
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>>;
 
-    /// Up to `limit` due items of `group` but those `keep` names (in
-    /// `order`), due again at `until`: their ids (in one statement;
-    /// `policy::claim` calls again until fewer come back).
+    /// Up to `limit` due items of `group` but those `keep` names, due again
+    /// at `until`: their ids (in one statement; `policy::claim` calls again
+    /// until fewer come back).
     fn defer_due(
         &mut self,
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        order: DueOrder,
-        keep: Kept,
+        keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>>;
 

@@ -275,25 +275,21 @@ impl ClaimSteps for Tx<'_, '_> {
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        order: DueOrder,
-        keep: Kept,
+        keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let after = match keep {
             Kept::None => None,
-            Kept::After(place) => Some(place),
-            Kept::First(n) => {
-                // Past a count in another order than by due time: each
-                // statement sorts the due items and passes over those kept.
+            Kept::After(place) => Some(*place),
+            Kept::Except(ids) => {
                 let rows = self.tx.query(
                     &format!(
                         "UPDATE items SET next_attempt_at = $3
-                         WHERE id = ANY(ARRAY({DUE} ORDER BY {} OFFSET $5 LIMIT $4 FOR UPDATE SKIP LOCKED))
-                         RETURNING id",
-                        order_by(order)
+                         WHERE id = ANY(ARRAY({DUE} AND NOT (id = ANY($4)) LIMIT $5 FOR UPDATE SKIP LOCKED))
+                         RETURNING id"
                     ),
-                    &[&group, &sec(now), &sec(until), &limit, &i64::try_from(n).unwrap_or(i64::MAX)],
+                    &[&group, &sec(now), &sec(until), ids, &limit],
                 )?;
                 return Ok(rows.iter().map(|r| r.get(0)).collect());
             }

@@ -218,26 +218,21 @@ impl ClaimSteps for Tx<'_> {
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        order: DueOrder,
-        keep: Kept,
+        keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let after = match keep {
             Kept::None => None,
-            Kept::After(place) => Some(place),
-            Kept::First(n) => {
-                // Past a count in another order than by due time: each
-                // statement sorts the due items and passes over those kept.
+            Kept::After(place) => Some(*place),
+            Kept::Except(ids) => {
                 let mut stmt = self.conn.prepare_cached(&format!(
                     "UPDATE items SET next_attempt_at = ?3
-                     WHERE id IN (SELECT id {} ORDER BY {} LIMIT ?4 OFFSET ?5)
+                     WHERE id IN (SELECT id {} AND id NOT IN (SELECT value FROM rarray(?4)) LIMIT ?5)
                      RETURNING id",
-                    self.due(group)?,
-                    order_by(order)
+                    self.due(group)?
                 ))?;
-                let kept = i64::try_from(n).unwrap_or(i64::MAX);
-                let rows = stmt.query_map(params![group, ts(now), ts(until), limit, kept], |r| r.get(0))?;
+                let rows = stmt.query_map(params![group, ts(now), ts(until), array(ids), limit], |r| r.get(0))?;
                 return Ok(rows.collect::<rusqlite::Result<_>>()?);
             }
         };
