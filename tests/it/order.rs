@@ -142,14 +142,16 @@ fn a_baseline_records_the_archive_and_later_runs_send_only_what_is_new() {
 }
 
 /// A URL list given to `--baseline` is recorded for the engines `--engine`
-/// names; the input replaces the sources.
+/// names; the input replaces the sources. With `--json`, the count is a
+/// note of the document.
 #[test]
 fn a_baseline_of_a_list_names_its_count() {
     let (sb, _sitemap) = blog("");
     let list = sb.urls("old.txt", &["/archive/0", "/archive/1"]);
-    let done = sb.indexq(&["submit", "--baseline", "--engine", "google", list.to_str().unwrap()]).now(DAYS[0]);
-    let done = done.output().code(0);
-    assert!(done.stdout.contains("recorded 2 URLs as already announced (2 to Google)"), "{}", done.stdout);
+    let done = sb.indexq(&["--json", "submit", "--baseline", "--engine", "google", list.to_str().unwrap()]);
+    let doc = done.now(DAYS[0]).output().code(0).json();
+    let said = "Baseline: recorded 2 URLs as already announced (2 to Google); nothing was sent and no quota spent.";
+    assert_eq!(doc["notes"], serde_json::json!([said]), "{doc:#}");
     // The sources' other 28 go the next run, the 2 recorded do not.
     sb.indexq(&["submit", "--max-wait", "30s"]).now(DAYS[1]).output().code(0);
     let sent = published_since(&sb, 0);

@@ -219,7 +219,16 @@ async fn phases(
         }
     }
     if args.baseline {
-        say_baseline(&findings.announced, printer);
+        // Said first, also with -q (it is what the command is for); in the
+        // `--json` document, a note.
+        let text = baseline_text(&findings.announced);
+        match printer.json {
+            true => findings.notes.push(text),
+            false => {
+                use std::io::Write as _;
+                let _ = writeln!(printer.stdout(), "{text}");
+            }
+        }
     } else if plan.is_none() {
         Sender::new(run, findings, wait_until).send_due(printer).await?;
         let problems = run.read_sitemap_reports().await?;
@@ -230,19 +239,13 @@ async fn phases(
     findings.end(run, ending, printer)
 }
 
-/// What `--baseline` recorded, per engine: one line, nothing sent.
-fn say_baseline(announced: &BTreeMap<EngineKind, u64>, printer: &Printer) {
+/// What `--baseline` recorded, per engine, in one sentence.
+fn baseline_text(announced: &BTreeMap<EngineKind, u64>) -> String {
     let engines: Vec<String> = announced.iter().map(|(e, n)| format!("{n} to {}", e.title())).collect();
     let total: u64 = announced.values().sum();
     let to = if engines.is_empty() { String::new() } else { format!(" ({})", engines.join(", ")) };
-    if !printer.json {
-        use std::io::Write as _;
-        let plural = if total == 1 { "" } else { "s" };
-        let _ = writeln!(
-            printer.stdout(),
-            "Baseline: recorded {total} URL{plural} as already announced{to}; nothing was sent and no quota spent."
-        );
-    }
+    let plural = if total == 1 { "" } else { "s" };
+    format!("Baseline: recorded {total} URL{plural} as already announced{to}; nothing was sent and no quota spent.")
 }
 
 /// What a run does as it ends (one call, whatever happened): with
