@@ -373,3 +373,50 @@ google = {}
         );
     }
 }
+
+/// How long a group's waiting backlog takes at its daily budget (`status`
+/// and the dry run): the URLs queued, the smallest daily limit of the
+/// group's rules, and the days that takes, rounded up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Backlog {
+    pub urls: u64,
+    pub per_day: u64,
+    pub days: u64,
+}
+
+impl Backlog {
+    /// Of `urls` queued, under rules whose daily limits are `limits` (each
+    /// `(period, limit)`): none without a daily limit above nothing (a
+    /// spent engine's reported 0 says no more than that), nor for what one
+    /// day's budget covers — a backlog is what waits beyond today.
+    pub fn of(urls: u64, limits: impl IntoIterator<Item = (Period, Option<u64>)>) -> Option<Backlog> {
+        let per_day = limits.into_iter().filter(|(p, _)| *p == Period::Day).filter_map(|(_, l)| l).min()?;
+        (per_day > 0 && urls > per_day).then(|| Backlog { urls, per_day, days: urls.div_ceil(per_day) })
+    }
+}
+
+impl std::fmt::Display for Backlog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Backlog { urls, per_day, days } = *self;
+        // (More URLs than a day's budget: never one URL, nor one day.)
+        write!(f, "{urls} URLs waiting: about {days} days at {per_day} a day")
+    }
+}
+
+#[cfg(test)]
+mod backlog_tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_takes_whole_days_at_the_smallest_daily_limit() {
+        let day = |l| (Period::Day, Some(l));
+        let b = Backlog::of(312, [day(11), day(200), (Period::Minute, Some(6))]).unwrap();
+        assert_eq!(b, Backlog { urls: 312, per_day: 11, days: 29 });
+        assert_eq!(b.to_string(), "312 URLs waiting: about 29 days at 11 a day");
+        assert_eq!(Backlog::of(12, [day(11)]).unwrap().to_string(), "12 URLs waiting: about 2 days at 11 a day");
+        assert_eq!(Backlog::of(11, [day(11)]), None, "a day's budget covers it");
+        assert_eq!(Backlog::of(0, [day(11)]), None);
+        assert_eq!(Backlog::of(5, [(Period::Day, None)]), None, "no daily limit");
+        assert_eq!(Backlog::of(5, [day(0)]), None);
+    }
+}

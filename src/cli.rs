@@ -120,6 +120,12 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Record every URL read (the sources when no input is given) as already announced to the engines, with its
+    /// lastmod: nothing is sent and no quota spent; later runs send only what is new or changed since. --force
+    /// and `queue drop` undo it
+    #[arg(long, conflicts_with_all = ["dry_run", "force", "no_sources", "deleted"])]
+    pub baseline: bool,
+
     /// Tell Google the URLs were removed (URL_DELETED)
     #[arg(long)]
     pub deleted: bool,

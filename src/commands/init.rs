@@ -233,7 +233,9 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "     with no input, reads the property's sources: {}", sitemap_of(site))?;
     writeln!(out, "     (if your sitemap is elsewhere, set `sources` in the file: a sitemap, a robots.txt that")?;
     writeln!(out, "     lists it, or a file of URLs); shows what would be sent now and what would wait.")?;
-    writeln!(out, "     Drop --dry-run to send.")?;
+    writeln!(out, "     Drop --dry-run to send. A site with an archive the engines know already: run")?;
+    writeln!(out, "     `{indexq} submit --baseline` once first; it records every URL read as announced")?;
+    writeln!(out, "     (nothing is sent), so that only new and changed pages go from then on.")?;
     // The hourly job starts in another directory and environment: the
     // configuration by its absolute path, as a line a crontab takes too.
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());

@@ -66,6 +66,10 @@ struct GroupJson {
     endpoint: Option<String>,
     queue: QueueCounts,
     last_rejection: Option<RejectionJson>,
+    /// How long the queued URLs take at the daily budget, where the group
+    /// has one and more URLs wait than a day of it covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backlog: Option<budget::Backlog>,
 }
 
 /// Queue items of a group the configuration no longer has.
@@ -262,13 +266,19 @@ fn group_status(
         EngineKind::Google => read.google_project.as_deref(),
         _ => None,
     };
+    let mut limits = Vec::new();
     for state in budget::states(&rules, ledger, now)? {
+        limits.push((state.rule.period, state.limit));
         let (line, json) = rule_state(group, state, pool, user_tz, now);
         writeln!(human, "  {line}")?;
         doc.budgets.push(json);
     }
     let counts = ledger.queue_counts(group, now)?;
     let last = queue_status(group, &counts, ledger, user_tz, now, human)?;
+    let backlog = budget::Backlog::of(counts.due + counts.waiting, limits);
+    if let Some(b) = backlog {
+        writeln!(human, "  backlog: {b}")?;
+    }
     doc.queue.due += counts.due;
     doc.queue.waiting += counts.waiting;
     doc.queue.parked += counts.parked;
@@ -294,6 +304,7 @@ fn group_status(
             message: a.message,
             http_status: a.http_status,
         }),
+        backlog,
     });
     Ok(())
 }

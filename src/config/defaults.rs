@@ -3,6 +3,7 @@
 //! else; the README's configuration table shows the same values (a test
 //! below holds the two together).
 
+use crate::model::SubmitOrder;
 use chrono_tz::Tz;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -97,6 +98,9 @@ pub const SUBMIT_REMIND: Duration = Duration::from_secs(DAY);
 /// `[submit] stop_grace`: after SIGINT/SIGTERM, how long requests in flight
 /// may take to be answered before they are recorded as interrupted (10s).
 pub const SUBMIT_STOP_GRACE: Duration = Duration::from_secs(10);
+/// `[submit] order`: for an engine with a daily quota, new and changed URLs
+/// first, the newest first (a site's archive never holds back today's page).
+pub const SUBMIT_ORDER: SubmitOrder = SubmitOrder::Newest;
 
 // [notify]
 
@@ -251,6 +255,7 @@ mod tests {
         assert_eq!(s.submit.dedupe_window, SUBMIT_DEDUPE_WINDOW);
         assert_eq!(s.submit.remind, SUBMIT_REMIND);
         assert_eq!(s.submit.stop_grace, SUBMIT_STOP_GRACE);
+        assert_eq!(s.submit.order, SUBMIT_ORDER);
         assert_eq!(s.retry.transient_first, RETRY_TRANSIENT_FIRST);
         assert_eq!(s.retry.transient_cap, RETRY_TRANSIENT_CAP);
         assert_eq!(s.retry.transient_deadline, RETRY_TRANSIENT_DEADLINE);
@@ -326,6 +331,7 @@ mod tests {
             ("`[submit] dedupe_window`", vec![D(SUBMIT_DEDUPE_WINDOW)]),
             ("`[submit] remind`", vec![D(SUBMIT_REMIND)]),
             ("`[submit] stop_grace`", vec![D(SUBMIT_STOP_GRACE)]),
+            ("`[submit] order`", vec![text(SUBMIT_ORDER.as_str())]),
             (
                 "`[retry] transient_first`, `transient_cap`, `transient_deadline`",
                 vec![D(RETRY_TRANSIENT_FIRST), D(RETRY_TRANSIENT_CAP), D(RETRY_TRANSIENT_DEADLINE)],

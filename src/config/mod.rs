@@ -18,6 +18,7 @@ mod raw;
 mod resolve;
 mod secret;
 
+use crate::model::SubmitOrder;
 use chrono_tz::Tz;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -196,6 +197,8 @@ pub struct SubmitSettings {
     pub remind: Duration,
     /// After SIGINT/SIGTERM, how long requests in flight may take to be answered.
     pub stop_grace: Duration,
+    /// Which due URLs of an engine with a daily quota go first.
+    pub order: SubmitOrder,
 }
 
 #[derive(Debug, Clone)]

@@ -114,6 +114,7 @@ pub(super) struct RawSubmit {
     pub(super) dedupe_window: Option<S<String>>,
     pub(super) remind: Option<S<String>>,
     pub(super) stop_grace: Option<S<String>>,
+    pub(super) order: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]

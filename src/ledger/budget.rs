@@ -4,7 +4,9 @@
 //! and the ledger's clock that every window decision uses.
 
 use super::{Owner, Result};
-use crate::model::{Action, Class, GroupKey, NextStep, Period, Reason, Report, RuleWindow, StoredResponse, Usage};
+use crate::model::{
+    Action, Class, GroupKey, NextStep, Period, Reason, Report, RuleWindow, StoredResponse, SubmitOrder, Usage,
+};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// An item claimed for sending.
@@ -151,6 +153,9 @@ pub struct ClaimSpec<'a> {
     /// has one: a claim that takes items records its first use in the same
     /// transaction (`Claim::key_first_used`), before the request goes.
     pub credential: Option<&'a str>,
+    /// `[submit] order`: which due URLs go first where the budget does not
+    /// cover them all (`policy::DueOrder::of` says for which groups).
+    pub order: SubmitOrder,
 }
 
 /// A shared rate (GCRA): one send per `interval` under `key`, with bursts

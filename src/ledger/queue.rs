@@ -137,6 +137,12 @@ pub trait Intake {
     /// URL accepted within the dedupe window costs a lookup, no write.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>>;
 
+    /// `submit --baseline`: the URLs of `batch`, admitted already, that are
+    /// queued recorded as accepted at `now` with no request sent
+    /// (`policy::announced` says which); how many. Outside
+    /// `begin_admissions`.
+    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> Result<u64>;
+
     /// From here to `end_admissions`, batches admitted may share write
     /// transactions (a whole input read before anything is sent: fewer
     /// commits, each writing fewer pages again). A URL `admit` took is in

@@ -30,3 +30,21 @@ pub(super) const INSERT_FRESH_ITEMS: &str =
          c.attempts, c.last_class, c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, r.dst
      FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
      WHERE c.fresh ORDER BY c.dst";
+
+/// A claim's order (`policy::DueOrder`) as an `ORDER BY` list over the
+/// columns of `items`: the dialects agree on each key. A retry is a queued
+/// item whose last answer was not an acceptance (`false` sorts first in
+/// both); the others tie on `RetryDue` (`NULL`).
+pub(super) fn order_by(order: super::policy::DueOrder) -> String {
+    use super::policy::DueKey;
+    let key = |k: &DueKey| match k {
+        DueKey::RetriesFirst => "(last_class IS NULL OR last_class = 'accepted')",
+        DueKey::RetryDue => {
+            "CASE WHEN last_class IS NULL OR last_class = 'accepted' THEN NULL ELSE next_attempt_at END"
+        }
+        DueKey::Due => "next_attempt_at",
+        DueKey::Newest => "COALESCE(lastmod, enqueued_at) DESC",
+        DueKey::Id => "id",
+    };
+    order.0.iter().map(key).collect::<Vec<_>>().join(", ")
+}

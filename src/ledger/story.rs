@@ -17,6 +17,7 @@ use crate::model::{
 use crate::model::{NextStep, Period};
 
 mod budget;
+mod order;
 mod queue;
 mod sitemaps;
 mod unattended;
@@ -158,7 +159,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &rules,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 3);
@@ -176,7 +184,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     assert!(take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &rules,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest
+        },
         &me
     )
     .items
@@ -187,7 +202,14 @@ fn admit_claim_and_defer(ledger: &mut impl Ledger) {
     let none = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &roomy, max_items: 1, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &roomy,
+            max_items: 1,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!((none.items.len(), none.reservation, none.deferred), (0, None, 0));
@@ -204,7 +226,14 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &rules2,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 2);
@@ -228,7 +257,14 @@ fn a_new_window_and_a_dead_owner(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &rules2, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &rules2,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &dead,
     );
     assert_eq!(claim.items.len(), 1, "one unit left today");
@@ -249,7 +285,14 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 1, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &open,
+            max_items: 1,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let until = t("2026-12-04T02:00:00Z");
@@ -284,7 +327,14 @@ fn a_quota_answer_blocks(ledger: &mut impl Ledger) {
     let blocked = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &open, max_items: 10, pace: None, now: Now::pinned(tomorrow), credential: None },
+        ClaimSpec {
+            windows: &open,
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(tomorrow),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert!(blocked.items.is_empty());
@@ -315,6 +365,7 @@ fn a_report_with_a_request_in_flight(ledger: &mut impl Ledger) {
             pace: None,
             now: Now::pinned(later),
             credential: None,
+            order: crate::model::SubmitOrder::Oldest,
         },
         &me,
     );
@@ -348,7 +399,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
@@ -363,7 +421,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert!(claim.items.is_empty());
@@ -374,7 +439,14 @@ fn a_pace_with_a_burst(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &paced_group,
-        ClaimSpec { windows: &[], max_items: 100, pace: Some(&pace), now: Now::pinned(then), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 100,
+            pace: Some(&pace),
+            now: Now::pinned(then),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 6);
@@ -405,7 +477,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(at), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(at),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, at);
@@ -420,7 +499,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, later);
@@ -432,7 +518,14 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, later);
@@ -517,7 +610,14 @@ fn postgres_decides_with_the_server_clock() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: ahead, credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: ahead,
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &Owner::current(),
     );
     assert!(claim.items.is_empty(), "not due yet by the server's clock");
@@ -540,7 +640,14 @@ fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let claim = take(
         &mut ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(back), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(back),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &Owner::current(),
     );
     assert_eq!((claim.items.len(), claim.now), (1, at), "due at the floor");

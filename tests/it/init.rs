@@ -261,6 +261,12 @@ fn init_next_steps_name_only_what_exists_and_explain_the_numbers() {
     assert!(planned.stdout.contains("2 URLs would go now"), "{}", planned.stdout);
     assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 1, "the sitemap was read");
     assert!(sb.engine.requests().is_empty(), "a dry run sends nothing");
+    // A site with an archive is told of the baseline, after the dry run.
+    let baseline = text.find("`indexq submit --baseline` once first").expect("names --baseline");
+    assert!(text.find("5. ").unwrap() < baseline && baseline < text.find("6. ").unwrap(), "{text}");
+    // A site with an archive is told of the baseline, after the dry run.
+    let baseline = text.find("`indexq submit --baseline` once first").expect("names --baseline");
+    assert!(text.find("5. ").unwrap() < baseline && baseline < text.find("6. ").unwrap(), "{text}");
 
     // Step 6, the hourly job, names the file by its absolute path: it works
     // from any directory.

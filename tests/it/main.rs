@@ -27,6 +27,7 @@ mod migration;
 mod month;
 mod notify;
 mod operator;
+mod order;
 mod outcomes;
 mod postgres;
 mod recipes;

@@ -23,6 +23,11 @@
 //! saying of the parked group while it was parked and of the sitemap while
 //! it could not be read, none before or after; a run exits 3 exactly when
 //! it says something needs a human.
+//!
+//! A second month (`a_month_of_new_posts_ahead_of_an_archive`): a blog
+//! with a 300-post archive and a post each morning, Google at 11 a day,
+//! `order = "newest"` (the default). Each post is accepted the day it
+//! appears, and the archive drains in the 10 left each day.
 #![cfg(unix)]
 
 use crate::signals::Running;
@@ -445,4 +450,49 @@ fn a_month_of_a_site_in_utc8_that_writes_dates() {
     assert_eq!(world.lock().unwrap().received.len(), received, "no URL went again");
     let status = sb.indexq(&["--json", "status"]).now(&end.to_rfc3339()).output().code(0).status_doc();
     assert_eq!((status.queue.due, status.queue.waiting, status.queue.in_flight, status.queue.parked), (0, 0, 0, 0));
+}
+
+/// A blog whose sitemap lists a 300-post archive and gains a post each day
+/// at 08:30 UTC (00:30 of Google's Pacific quota day); a job runs at 09:00,
+/// 15:00 and 21:00 UTC. Each day's post is accepted at 09:00 that day, with
+/// 10 of the archive; the later runs find the day spent and send nothing.
+/// After 30 days the archive has drained (300 = 30 × 10), every URL was
+/// accepted once, and nothing is left queued.
+#[test]
+fn a_month_of_new_posts_ahead_of_an_archive() {
+    let mut sb = Sandbox::google("daily_quota = 11, sitemaps = false");
+    sb.google_extra = "requests_per_minute = 6000\n".into();
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    let first = NaiveDate::from_ymd_opt(2023, 1, 1).unwrap();
+    for i in 0..300 {
+        sitemap.add(&format!("/archive/{i}"), Some(&(first + Span::days(i)).to_string()));
+    }
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.extra.push_str("\n[submit]\nmax_wait = \"30s\"\n");
+    sb.write_config();
+    let base = sb.site.url();
+    let mut sent = 0;
+    for day in 1..=DAYS {
+        let morning = day_start(day) + Span::minutes(8 * 60 + 30);
+        sitemap.add(&format!("/post/{day}"), Some(&morning.to_rfc3339()));
+        for hour in [9, 15, 21] {
+            let now = (day_start(day) + Span::hours(hour)).to_rfc3339();
+            sb.indexq(&["-q", "submit"]).now(&now).output().code(0);
+        }
+        let published = sb.google_published();
+        let today: Vec<&str> = published[sent..].iter().map(|(url, _)| url.trim_start_matches(&base)).collect();
+        assert_eq!(today.len(), 11, "day {day}: the day's budget, no more: {today:?}");
+        let post = format!("/post/{day}");
+        assert!(today.contains(&post.as_str()), "day {day}: the post goes the day it appears: {today:?}");
+        assert!(today.iter().filter(|p| p.starts_with("/archive/")).count() == 10, "day {day}: {today:?}");
+        sent = published.len();
+    }
+    let mut all: Vec<String> = sb.google_published().into_iter().map(|(url, _)| url).collect();
+    assert_eq!(all.len(), 330);
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 330, "each URL accepted once");
+    let end = (day_start(DAYS) + Span::hours(22)).to_rfc3339();
+    let status = sb.indexq(&["--json", "status"]).now(&end).output().code(0).status_doc();
+    assert_eq!((status.queue.due, status.queue.waiting, status.queue.accepted), (0, 0, 330), "{status:#?}");
 }

@@ -43,6 +43,8 @@ pub(super) struct Findings {
     pub(super) read: u64,
     /// Queue items (URL, property, engine, target) this run wrote to the ledger.
     pub(super) admitted: u64,
+    /// `--baseline`: queue items recorded as announced, per engine.
+    pub(super) announced: BTreeMap<EngineKind, u64>,
 }
 
 /// What the report says besides what the phases left: when the run started,
@@ -71,6 +73,7 @@ impl Findings {
             cut: Cut::default(),
             read: 0,
             admitted: 0,
+            announced: BTreeMap::new(),
         }
     }
 

@@ -86,6 +86,8 @@ pub(super) struct Intake<'r, 'a> {
     in_future: InFuture,
     /// The result the last URL skipped had, but for its URL (`skip`).
     skipped: Option<Skipped>,
+    /// `--baseline`: what each batch queued is recorded as announced.
+    baseline: bool,
 }
 
 /// A skipped URL's result made once for the URLs that share it: their
@@ -124,6 +126,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             before_since: 0,
             in_future: InFuture::default(),
             skipped: None,
+            baseline: false,
         }
     }
 
@@ -135,15 +138,18 @@ impl<'r, 'a> Intake<'r, 'a> {
         plan: Option<&'r mut Plan>,
         args: &SubmitArgs,
     ) -> Intake<'r, 'a> {
+        // A baseline records what is new or changed since (the `--changed`
+        // rule), which is what later runs of the sources compare with.
         let rule = AdmitRule {
             dedupe: TimeDelta::from_std(run.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
             force: args.force,
-            changed: args.changed,
+            changed: args.changed || args.baseline,
             resend_after: None,
         };
         let mut intake = Intake::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
         intake.hint_no_sources = true;
+        intake.baseline = args.baseline;
         intake
     }
 }
@@ -297,14 +303,15 @@ impl Intake<'_, '_> {
     /// run sends for), with `--changed`: a URL goes again only if its
     /// `lastmod` is later than its last acceptance. A remote `<urlset>`
     /// sitemap read before for the same groups is fetched conditionally
-    /// (not with `--force` or `--since`): unchanged, it costs one 304 and no
-    /// parse. What was read is kept in the ledger once its URLs are.
+    /// (not with `--force`, `--since` or `--baseline`, which must see every
+    /// URL): unchanged, it costs one 304 and no parse. What was read is kept
+    /// in the ledger once its URLs are.
     pub(super) async fn read_sources(&mut self, printer: &Printer) -> anyhow::Result<()> {
         let settings = self.run.settings;
         self.rule.changed = true;
         let known = self.run.known_groups();
         let routes = routes_digest(&known);
-        let conditional = !self.rule.force && self.since.is_none();
+        let conditional = !self.rule.force && self.since.is_none() && !self.baseline;
         let mut reader = sitemap_reader(settings)?;
         let stored = self.run.ledger.source_documents()?;
         if conditional {
@@ -651,6 +658,16 @@ impl Intake<'_, '_> {
         self.admit(&batch, self.run.clock.now())
     }
 
+    /// `--baseline`: what the batch left queued recorded as announced, one
+    /// transaction a group (the count is said per engine).
+    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
+        for chunk in batch.chunk_by(|a, b| Arc::ptr_eq(&a.group, &b.group) || a.group == b.group) {
+            let n = self.run.ledger.announce(chunk, now)?;
+            *self.findings.announced.entry(chunk[0].group.engine).or_default() += n;
+        }
+        Ok(())
+    }
+
     /// Writes a batch to the ledger (a dry run: plans it), counts what it
     /// made of each URL and says what the report needs to.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
@@ -662,6 +679,9 @@ impl Intake<'_, '_> {
             None => {
                 let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
                 self.findings.admitted += batch.len() as u64;
+                if self.baseline {
+                    self.announce(batch, now)?;
+                }
                 admissions.into_iter().map(Some).collect()
             }
         };
@@ -674,6 +694,14 @@ impl Intake<'_, '_> {
             }
             count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
+        }
+        if self.baseline {
+            // What the batch left queued is announced now (`announce`): not
+            // waiting, and not this run's to tell.
+            let queued = |a: &Admission| {
+                matches!(a, Admission::Queued { .. } | Admission::Requeued { .. } | Admission::AlreadyQueued { .. })
+            };
+            admitted.retain(|(_, a)| !queued(a));
         }
         self.tell_admitted(&admitted, now)
     }

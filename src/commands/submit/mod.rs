@@ -93,6 +93,10 @@ struct Run<'a> {
     held: HashMap<GroupKey, Reason>,
 }
 
+/// A first run that queues more than this many days of a group's daily
+/// budget says so (`Run::first_run_backlogs`): a week, as issue 44 asks.
+const FIRST_RUN_BACKLOG_DAYS: u64 = 7;
+
 /// The input lists of a run, opened, by name.
 type Readers = Vec<(String, crate::ingest::Input)>;
 
@@ -203,16 +207,37 @@ async fn phases(
     // The URLs of input files may share write transactions: all of them are
     // committed before anything else is read or sent (and after an input
     // that failed). Not stdin's: a pipe may keep the write lock waiting.
-    if !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
+    // (Nor a baseline's: it records each batch as announced once admitted.)
+    if !args.baseline && !args.inputs.iter().any(|arg| matches!(Source::parse(arg), Source::Stdin)) {
         run.ledger.begin_admissions();
     }
+    let empty = if plan.is_none() && !args.baseline { run.empty_groups(started)? } else { Vec::new() };
     let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
     let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     let admitted = run.ledger.end_admissions();
     read?;
     admitted?;
-    if plan.is_none() {
+    for warning in run.first_run_backlogs(&empty, started)? {
+        printer.warn(&warning);
+    }
+    if let Some(plan) = &plan {
+        for (group, backlog) in plan.backlogs() {
+            findings.notes.push(format!("{}: {backlog}", crate::output::printer::group_title(&group)));
+        }
+    }
+    if args.baseline {
+        // Said first, also with -q (it is what the command is for); in the
+        // `--json` document, a note.
+        let text = baseline_text(&findings.announced);
+        match printer.json {
+            true => findings.notes.push(text),
+            false => {
+                use std::io::Write as _;
+                let _ = writeln!(printer.stdout(), "{text}");
+            }
+        }
+    } else if plan.is_none() {
         Sender::new(run, findings, wait_until).send_due(printer).await?;
         let problems = run.read_sitemap_reports().await?;
         findings.sitemap_problems_now.extend(problems);
@@ -220,6 +245,15 @@ async fn phases(
     let before_since = args.since.map(|_| before_since);
     let ending = Ending { started, plan: &counts, before_since, fail_on: &args.fail_on, dry_run: plan.is_some() };
     findings.end(run, ending, printer).await
+}
+
+/// What `--baseline` recorded, per engine, in one sentence.
+fn baseline_text(announced: &BTreeMap<EngineKind, u64>) -> String {
+    let engines: Vec<String> = announced.iter().map(|(e, n)| format!("{n} to {}", e.title())).collect();
+    let total: u64 = announced.values().sum();
+    let to = if engines.is_empty() { String::new() } else { format!(" ({})", engines.join(", ")) };
+    let plural = if total == 1 { "" } else { "s" };
+    format!("Baseline: recorded {total} URL{plural} as already announced{to}; nothing was sent and no quota spent.")
 }
 
 /// What a run does as it ends (one call, whatever happened): with
@@ -367,6 +401,49 @@ impl Run<'_> {
     /// with their parked items (`held`).
     fn sending_groups(&self) -> Vec<GroupKey> {
         self.known_groups().into_iter().filter(|g| !self.held.contains_key(g)).collect()
+    }
+
+    /// The groups of URLs this run may send to that hold nothing yet: a
+    /// first run of their property and engine.
+    fn empty_groups(&mut self, now: DateTime<Utc>) -> anyhow::Result<Vec<GroupKey>> {
+        let mut empty = Vec::new();
+        for group in self.known_groups().into_iter().filter(|g| g.channel == crate::model::Channel::Urls) {
+            if self.ledger.queue_counts(&group, now)? == crate::model::QueueCounts::default() {
+                empty.push(group);
+            }
+        }
+        Ok(empty)
+    }
+
+    /// Of the groups that were `empty`, those this run queued more than a
+    /// week of their daily budget for: each said once (the next run finds
+    /// its group holding them), with the way to record an archive as known.
+    fn first_run_backlogs(&mut self, empty: &[GroupKey], now: DateTime<Utc>) -> anyhow::Result<Vec<String>> {
+        let mut said = Vec::new();
+        for group in empty {
+            let Some(rules) = self.rules(group) else { continue };
+            let counts = self.ledger.queue_counts(group, now)?;
+            let limits: Vec<_> = budget::states(&rules, self.ledger.as_mut(), now)?
+                .into_iter()
+                .map(|s| (s.rule.period, s.limit))
+                .collect();
+            let Some(backlog) = budget::Backlog::of(counts.due + counts.waiting, limits) else { continue };
+            if backlog.days > FIRST_RUN_BACKLOG_DAYS {
+                said.push(format!(
+                    "{}: this first run queued {} URLs, about {} days at {} a day, old pages and new alike. If most are an \
+                     archive the engine knows already, record them as announced once with `indexq submit \
+                     --baseline --engine {}` (nothing is sent): later runs then send only what is new or changed. \
+                     A CI job that submits after deploys should ask a running `indexq serve` to read the sources \
+                     (POST /v1/sources) rather than start a ledger of its own.",
+                    crate::output::printer::group_title(group),
+                    backlog.urls,
+                    backlog.days,
+                    backlog.per_day,
+                    group.engine
+                ));
+            }
+        }
+        Ok(said)
     }
 
     /// The budget rules of a group, with the pool its engine's credentials share.

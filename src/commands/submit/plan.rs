@@ -145,6 +145,13 @@ impl SeenTable {
 /// One group's plan: the claim over an unbounded queue at the run's start,
 /// and how many due items it has placed.
 struct GroupPlan {
+    group: GroupKey,
+    /// The URLs the ledger holds queued (due or waiting), and each rule's
+    /// period and limit: the backlog's estimate (`Plan::backlogs`).
+    queued: u64,
+    limits: Vec<(crate::model::Period, Option<u64>)>,
+    /// The ledger's due items, placed first: `placed` beyond them are new.
+    due: usize,
     plan: ClaimForecast,
     /// The budget that stops the plan, and whether the human report has its
     /// line yet.
@@ -180,6 +187,18 @@ impl Plan {
         };
         self.last = Some((Arc::clone(group), n));
         n
+    }
+}
+
+impl Plan {
+    /// Per group with a daily budget, how long what would be queued takes
+    /// at it: the ledger's queue and the URLs this run would add.
+    pub(super) fn backlogs(&self) -> Vec<(GroupKey, budget::Backlog)> {
+        let backlog = |g: &GroupPlan| {
+            let urls = g.queued + g.placed.saturating_sub(g.due) as u64;
+            budget::Backlog::of(urls, g.limits.iter().copied()).map(|b| (g.group.clone(), b))
+        };
+        self.groups.iter().flatten().filter_map(backlog).collect()
     }
 }
 
@@ -227,9 +246,22 @@ impl Plan {
                 retry_at,
                 blocked: forecast.usages[i].blocked_until.is_some_and(|t| t > now),
             });
-            let mut g = GroupPlan { plan: forecast, deferral, told: false, placed: 0, waits: None };
+            let limits =
+                rules.iter().zip(&windows).zip(&forecast.usages).map(|((r, w), u)| (r.period, u.limit(w))).collect();
+            let counts = run.ledger.queue_counts(&group, now)?;
+            let mut g = GroupPlan {
+                group: group.clone(),
+                queued: counts.due + counts.waiting,
+                limits,
+                due: counts.due as usize,
+                plan: forecast,
+                deferral,
+                told: false,
+                placed: 0,
+                waits: None,
+            };
             // The ledger's due items come first; those that go now are planned.
-            let due = run.ledger.queue_counts(&group, now)?.due as usize;
+            let due = g.due;
             let going = due.min(g.plan.take);
             g.placed = due;
             if going > 0 {
@@ -405,13 +437,24 @@ mod tests {
         let plan = SqliteLedger::in_memory().unwrap().plan_claim(&query).unwrap();
         assert_eq!((plan.take, plan.paced_until, plan.retry_at), (2, 4, Some(at("2026-03-03T00:00:00Z"))));
         assert_eq!(plan.binding, Some(0));
-        let mut p = GroupPlan { plan: plan.clone(), deferral: Some(deferral(&g)), told: false, placed: 0, waits: None };
+        let of = |plan, deferral, placed| GroupPlan {
+            group: g.clone(),
+            queued: 0,
+            limits: Vec::new(),
+            due: 0,
+            plan,
+            deferral,
+            told: false,
+            placed,
+            waits: None,
+        };
+        let mut p = of(plan.clone(), Some(deferral(&g)), 0);
         let places: Vec<String> = (0..6).map(|_| placed(&mut p, now)).collect();
         let budget = "budget 2026-03-03 00:00:00 UTC";
         assert_eq!(places, ["now", "now", "paced 10", "paced 20", budget, budget]);
         // Without a budget that stops it, an item past the plan is not placed.
         let plan = ClaimForecast { slots: None, binding: None, ..plan };
-        let mut p = GroupPlan { plan, deferral: None, told: false, placed: 1, waits: None };
+        let mut p = of(plan, None, 1);
         let places: Vec<String> = (0..3).map(|_| placed(&mut p, now)).collect();
         assert_eq!(places, ["now", "none", "none"], "no pace: nothing is paced");
     }

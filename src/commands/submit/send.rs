@@ -302,6 +302,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             pace: pace.as_ref(),
             now: crate::commands::now(self.run.clock),
             credential: credential.as_deref(),
+            order: self.run.settings.submit.order,
         };
         let claim = match self.answered.take() {
             Some(done) => self.run.ledger.finish_and_claim(&done, group, &spec, &self.run.owner, &mut on_deferred)?,

@@ -12,7 +12,7 @@ const SITEMAP_MIN_BYTES: u64 = 1024;
 impl Resolver<'_> {
     /// `[submit]`: how long a run waits, for how long an accepted URL is not
     /// sent again, how often what is parked is said again, and how long a
-    /// stopped run waits for answers in flight.
+    /// stopped run waits for answers in flight, and which URLs go first.
     pub(super) fn submit(&self, raw: &RawSubmit) -> Result<SubmitSettings, ConfigError> {
         Ok(SubmitSettings {
             max_wait: self.duration(raw.max_wait.as_ref(), "submit.max_wait", defaults::SUBMIT_MAX_WAIT)?,
@@ -23,6 +23,13 @@ impl Resolver<'_> {
             )?,
             remind: self.duration(raw.remind.as_ref(), "submit.remind", defaults::SUBMIT_REMIND)?,
             stop_grace: self.duration(raw.stop_grace.as_ref(), "submit.stop_grace", defaults::SUBMIT_STOP_GRACE)?,
+            order: match raw.order.as_ref() {
+                None => defaults::SUBMIT_ORDER,
+                Some(v) => v.get_ref().trim().parse().map_err(|why: String| {
+                    self.err(v, "submit.order", why)
+                        .hint("\"newest\" sends new and changed URLs first; \"oldest\" sends them as first read")
+                })?,
+            },
         })
     }
 

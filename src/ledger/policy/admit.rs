@@ -204,6 +204,19 @@ impl AdmitPlan {
     }
 }
 
+/// `submit --baseline`: which of the URLs just admitted are recorded as
+/// announced — those queued (new, changed since their last acceptance, or
+/// waiting), by group. One another run holds in flight goes as it is;
+/// one parked waits for its fix; one accepted stays so (admission has
+/// recorded the lastmod it now has).
+pub fn announced(found: &[std::result::Result<Existing, i64>], group_ids: &[i64]) -> Vec<(i64, i64)> {
+    found
+        .iter()
+        .zip(group_ids)
+        .filter_map(|(e, group)| e.as_ref().ok().filter(|e| e.state == ItemState::Queued).map(|e| (*group, e.id)))
+        .collect()
+}
+
 /// What admission would make of each URL of `batch`, read only (a dry
 /// run), from what the ledger holds of each (`found`, same order).
 pub fn preview(batch: &[NewItem], found: Vec<Option<Existing>>, rule: &AdmitRule, now: DateTime<Utc>) -> Vec<Preview> {

@@ -9,8 +9,8 @@ use super::super::{
     Claim, ClaimForecast, ClaimQuery, ClaimSpec, LedgerError, LedgerTime, Now, Owner, Pace, Reconciled, Result,
     RuleWindow, Slots, Usage,
 };
-use super::steps::{ClaimSteps, Taken};
-use crate::model::{GroupKey, Report};
+use super::steps::{ClaimSteps, Kept, Taken};
+use crate::model::{Channel, EngineKind, GroupKey, Report, SubmitOrder};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Whole seconds, rounded up: a paced item is never due before its slot.
@@ -115,7 +115,60 @@ impl<'p> PaceState<'p> {
     }
 }
 
-/// The due items in their order (`next_attempt_at`, id): the first `take`
+/// One key of the order a claim takes due items in; each backend writes
+/// it in its dialect's `ORDER BY` (`DueOrder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DueKey {
+    /// Retries before the others: items an engine's answer (or an
+    /// interrupted request) sent back to the queue, whose last class is
+    /// not `accepted`.
+    RetriesFirst,
+    /// Retries by due time (the others tie on it).
+    RetryDue,
+    /// By due time (`next_attempt_at`).
+    Due,
+    /// The newest `lastmod` first, the time the URL was queued where it
+    /// has none.
+    Newest,
+    /// By id: as the URLs were first read.
+    Id,
+}
+
+/// The order a claim takes a group's due items in, its keys from the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DueOrder(pub &'static [DueKey]);
+
+impl DueOrder {
+    /// By due time, then as first read: `order = "oldest"`, and every
+    /// group with no daily quota.
+    pub const BY_DUE: DueOrder = DueOrder(&[DueKey::Due, DueKey::Id]);
+    /// `order = "newest"`: retries keep their place by due time, ahead of
+    /// the rest, which go newest first; equals as first read.
+    pub const NEWEST: DueOrder = DueOrder(&[DueKey::RetriesFirst, DueKey::RetryDue, DueKey::Newest, DueKey::Id]);
+
+    /// Whether this is the order by due time (a place in it is a due time
+    /// and an id: `ClaimSteps::nth_due`).
+    pub fn by_due(self) -> bool {
+        self == DueOrder::BY_DUE
+    }
+
+    /// The order a group's claims take: the configured one for the URLs of
+    /// an engine with a daily quota, where the budget decides which URLs
+    /// wait for days; by due time for the others (IndexNow, whose
+    /// endpoints set no daily quota, and the sitemaps an engine is told of).
+    pub fn of(group: &GroupKey, order: SubmitOrder) -> DueOrder {
+        let daily_quota = match group.engine {
+            EngineKind::IndexNow => false,
+            EngineKind::Bing | EngineKind::Google => true,
+        };
+        match (order, daily_quota && group.channel == Channel::Urls) {
+            (SubmitOrder::Newest, true) => DueOrder::NEWEST,
+            _ => DueOrder::BY_DUE,
+        }
+    }
+}
+
+/// The due items in their order (`DueOrder`): the first `take`
 /// are claimed, those before `paced_until` wait for their slot, those
 /// before `within` stay due (the budget covers them: the next batch takes
 /// them), and the rest (if `retry_at`) wait until then, when budget frees
@@ -243,7 +296,8 @@ pub fn claim(
     me: &Owner,
     lease: TimeDelta,
 ) -> Result<(Claim, Deferred)> {
-    let ClaimSpec { windows, max_items, pace, now, credential } = *spec;
+    let ClaimSpec { windows, max_items, pace, now, credential, order } = *spec;
+    let order = DueOrder::of(group, order);
     let now = clock(steps, now, true)?.now;
     let rules = windows.at(now);
     let mut claim = Claim { now, windows: rules.clone(), ..Claim::default() };
@@ -258,22 +312,26 @@ pub fn claim(
         Some(cap) => {
             let due = steps.count_due(group, now, cap)?;
             let plan = ClaimPlan::new(&rules, &usages, due, max_items, pacing.as_ref(), now);
-            let taken = if plan.take > 0 { steps.take_due(group, now, plan.take, me)? } else { None };
+            let taken = if plan.take > 0 { steps.take_due(group, now, plan.take, order, me)? } else { None };
             (plan, taken)
         }
         None => {
             // The queue fits: a batch of what is due, counted by the take.
-            let taken = steps.take_due(group, now, max_items, me)?;
+            let taken = steps.take_due(group, now, max_items, order, me)?;
             let due = taken.as_ref().map_or(0, |t| t.items.len());
             (ClaimPlan::new(&rules, &usages, due, max_items, pacing.as_ref(), now), taken)
         }
     };
     if let Some(Taken { reservation, mut items }) = taken {
-        items.sort_by_key(|(at, item)| (*at, item.id));
+        // By due time, the items go in that order; in another, as the
+        // backend returned them, which is that order.
+        if order.by_due() {
+            items.sort_by_key(|(at, item)| (*at, item.id));
+        }
         claim.items = items.into_iter().map(|(_, item)| item).collect();
         claim.reservation = Some(reservation);
     }
-    let deferred = place_the_rest(steps, group, &plan, pacing.as_ref(), &mut claim)?;
+    let deferred = place_the_rest(steps, group, order, &plan, pacing.as_ref(), &mut claim)?;
     if let (Some(mut p), Some(pace)) = (pacing, pace) {
         claim.slots = (0..claim.items.len()).map(|_| p.next_slot()).collect();
         steps.set_pace(&pace.key, p.tat_ms())?;
@@ -304,13 +362,14 @@ pub fn claim(
 fn place_the_rest(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: i64,
+    order: DueOrder,
     plan: &ClaimPlan,
     pacing: Option<&PaceState>,
     claim: &mut Claim,
 ) -> Result<Deferred> {
     let paced = plan.paced_until.saturating_sub(plan.take);
     if let (Some(p), true) = (pacing, paced > 0) {
-        for (position, (id, url)) in steps.next_due(group, claim.now, paced)?.into_iter().enumerate() {
+        for (position, (id, url)) in steps.next_due(group, claim.now, paced, order)?.into_iter().enumerate() {
             claim.paced.push((id, url, p.estimate(plan.take + position)));
         }
     }
@@ -318,11 +377,22 @@ fn place_the_rest(
     if let Some(t) = plan.retry_at {
         // What the budget covers is not deferred: the due items after those
         // taken, up to `within` (the paced among them), keep their place.
+        // By due time, the place of the last kept (found once, its index
+        // read); in another order a place is no range of an index: the
+        // kept items themselves, found by one sort of the due items, and
+        // the rest found by the index as before.
         let kept = plan.within.saturating_sub(plan.take);
-        let after = if kept > 0 { steps.nth_due(group, claim.now, kept)? } else { None };
+        let keep = match kept {
+            0 => Some(Kept::None),
+            _ if order.by_due() => steps.nth_due(group, claim.now, kept)?.map(Kept::After),
+            _ => {
+                let ids: Vec<i64> = steps.next_due(group, claim.now, kept, order)?.into_iter().map(|d| d.0).collect();
+                (ids.len() == kept).then_some(Kept::Except(ids))
+            }
+        };
         // (Fewer due than the budget covers, no place found: none to defer.)
-        if kept == 0 || after.is_some() {
-            deferred = defer_all(steps, group, claim.now, t, after)?;
+        if let Some(keep) = keep {
+            deferred = defer_all(steps, group, claim.now, t, &keep)?;
         }
         claim.deferred = deferred.len() as u64;
     }
@@ -344,8 +414,7 @@ fn place_the_rest(
 /// defers 7 in several statements.)
 pub const DEFERRED_A_STATEMENT: usize = if cfg!(test) { 3 } else { 50_000 };
 
-/// Every due item of `group` (after the place `after`, in due order), due
-/// again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until
+/// Every due item of `group` but those `keep` names, due again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until
 /// fewer come back: a deferred item is due after `now`, so the next
 /// statement does not find it again. (Due again at or before `now`, it
 /// would be: one statement.)
@@ -354,13 +423,13 @@ fn defer_all(
     group: i64,
     now: DateTime<Utc>,
     until: DateTime<Utc>,
-    after: Option<(DateTime<Utc>, i64)>,
+    keep: &Kept,
 ) -> Result<Deferred> {
     // (As the ledger keeps times: whole seconds.)
     let limit = if until.timestamp() > now.timestamp() { DEFERRED_A_STATEMENT } else { usize::MAX };
     let mut deferred = Vec::new();
     loop {
-        let ids = steps.defer_due(group, now, until, after, limit)?;
+        let ids = steps.defer_due(group, now, until, keep, limit)?;
         let last = ids.len() < limit;
         deferred.extend(ids);
         if last {

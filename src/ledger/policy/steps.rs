@@ -5,6 +5,7 @@
 //! when the caller hears of a deferral are policy's (`claim`, `answer`).
 
 use super::super::{Answered, Block, ClaimedItem, InspectionAnswer, Now, Owner, Result};
+use super::DueOrder;
 use crate::model::{Class, GroupKey, ItemState, Report, RuleWindow, Usage};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -35,6 +36,17 @@ pub struct Move<'a> {
     pub due: Option<DateTime<Utc>>,
     /// The configuration a parked item waits for a change of.
     pub fingerprint: Option<&'a str>,
+}
+
+/// The due items a deferral leaves due (`ClaimSteps::defer_due`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// None: every due item is deferred.
+    None,
+    /// Those up to this place (due time, id) in the order by due time.
+    After((DateTime<Utc>, i64)),
+    /// These, by id: the first in another order, found by one sort.
+    Except(Vec<i64>),
 }
 
 /// A due item: its id and URL.
@@ -89,26 +101,35 @@ pub trait ClaimSteps {
     fn queued(&mut self, group: i64) -> Result<u64>;
 
     /// A new reservation owned by `me`, made at `now`, of the first `n` due
-    /// items of `group` (in due order), in flight from then on — items
-    /// another runner holds skipped; none when there were none to take.
-    fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>>;
+    /// items of `group` in `order`, in flight from then on — items another
+    /// runner holds skipped; none when there were none to take. The items
+    /// come back in `order`; the reservation holds them whatever their ids
+    /// (not necessarily one run of consecutive ids).
+    fn take_due(
+        &mut self,
+        group: i64,
+        now: DateTime<Utc>,
+        n: usize,
+        order: DueOrder,
+        me: &Owner,
+    ) -> Result<Option<Taken>>;
 
-    /// The first `n` due items of `group`, in due order.
-    fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>>;
+    /// The first `n` due items of `group`, in `order`.
+    fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>>;
 
-    /// The place (due time, id) of the `n`-th due item of `group` in due
-    /// order (the first is 1); none when fewer are due.
+    /// The place (due time, id) of the `n`-th due item of `group` in the
+    /// order by due time (the first is 1); none when fewer are due.
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>>;
 
-    /// Up to `limit` due items of `group` placed after `after` in due order
-    /// (all, without it), due again at `until`: their ids (in one
-    /// statement; `policy::claim` calls again until fewer come back).
+    /// Up to `limit` due items of `group` but those `keep` names, due again
+    /// at `until`: their ids (in one statement; `policy::claim` calls again
+    /// until fewer come back).
     fn defer_due(
         &mut self,
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        after: Option<(DateTime<Utc>, i64)>,
+        keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>>;
 

@@ -182,6 +182,27 @@ impl Intake for PgLedger {
         Ok(out)
     }
 
+    /// The groups held and the rows locked, as an admission that writes.
+    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> Result<u64> {
+        let now = sec(now);
+        let groups = &self.groups;
+        in_transaction(&mut self.client, |tx| {
+            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            hold_groups(tx, Some(&group_ids))?;
+            let found = look_up(tx, None, batch, &group_ids, true)?;
+            let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let n = tx.execute(
+                "UPDATE items SET state = 'accepted', accepted_at = $2, last_class = 'accepted',
+                     next_attempt_at = NULL, streak = 0, streak_started_at = NULL
+                 WHERE id = ANY($1) AND state = 'queued'",
+                &[&ids, &now],
+            )?;
+            Ok(n)
+        })
+    }
+
     fn source_documents(&mut self) -> Result<Vec<SourceDocument>> {
         self.transaction(|tx| source_documents(tx))
     }
@@ -577,7 +598,14 @@ mod tests {
         assert!(matches!(ledger.helper.client, Some(Some(_))), "a batch decided by reading shares its look-up");
         // In flight: a's first 1,200 items and b's first 1,600 (by id).
         for (group, n) in [(item(0, 0).group, 1_200), (item(1, 0).group, 1_600)] {
-            let spec = ClaimSpec { windows: &[], max_items: n, pace: None, now: Now::pinned(now), credential: None };
+            let spec = ClaimSpec {
+                windows: &[],
+                max_items: n,
+                pace: None,
+                now: Now::pinned(now),
+                credential: None,
+                order: crate::model::SubmitOrder::Oldest,
+            };
             let claimed = ledger.claim(&group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
             assert_eq!(claimed.items.len(), n);
         }

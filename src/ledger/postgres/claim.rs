@@ -10,7 +10,8 @@
 //! a view).
 
 use super::*;
-use crate::ledger::policy::{ClaimSteps, Due, Taken};
+use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
+use crate::ledger::sql::order_by;
 
 pub(super) fn usage_in(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<DateTime<Utc>> =
@@ -195,14 +196,24 @@ impl ClaimSteps for Tx<'_, '_> {
 
     /// The items read and locked (until the claim commits), then listed
     /// by the new reservation: no item row is written.
-    fn take_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, me: &Owner) -> Result<Option<Taken>> {
+    fn take_due(
+        &mut self,
+        group: i64,
+        now: DateTime<Utc>,
+        n: usize,
+        order: DueOrder,
+        me: &Owner,
+    ) -> Result<Option<Taken>> {
         let now = sec(now);
         let rows = self.tx.query(
-            concat!(
-                "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
-                 FROM items WHERE ",
-                due!(),
-                " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            &format!(
+                concat!(
+                    "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
+                     FROM items WHERE ",
+                    due!(),
+                    " ORDER BY {} LIMIT $3 FOR UPDATE SKIP LOCKED"
+                ),
+                order_by(order)
             ),
             &[&group, &now, &(n as i64)],
         )?;
@@ -236,12 +247,11 @@ impl ClaimSteps for Tx<'_, '_> {
         Ok(Some(Taken { reservation, items: taken }))
     }
 
-    fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Vec<Due>> {
+    fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>> {
         let rows = self.tx.query(
-            concat!(
-                "SELECT id, url FROM items WHERE ",
-                due!(),
-                " ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            &format!(
+                concat!("SELECT id, url FROM items WHERE ", due!(), " ORDER BY {} LIMIT $3 FOR UPDATE SKIP LOCKED"),
+                order_by(order)
             ),
             &[&group, &sec(now), &(n as i64)],
         )?;
@@ -265,9 +275,25 @@ impl ClaimSteps for Tx<'_, '_> {
         group: i64,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        after: Option<(DateTime<Utc>, i64)>,
+        keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let after = match keep {
+            Kept::None => None,
+            Kept::After(place) => Some(*place),
+            Kept::Except(ids) => {
+                let rows = self.tx.query(
+                    &format!(
+                        "UPDATE items SET next_attempt_at = $3
+                         WHERE id = ANY(ARRAY({DUE} AND NOT (id = ANY($4)) LIMIT $5 FOR UPDATE SKIP LOCKED))
+                         RETURNING id"
+                    ),
+                    &[&group, &sec(now), &sec(until), ids, &limit],
+                )?;
+                return Ok(rows.iter().map(|r| r.get(0)).collect());
+            }
+        };
         let (after_at, after_id) = (after.map(|a| a.0), after.map_or(0, |a| a.1));
         let rows = self.tx.query(
             &format!(
@@ -276,7 +302,7 @@ impl ClaimSteps for Tx<'_, '_> {
                      LIMIT $6 FOR UPDATE SKIP LOCKED))
                  RETURNING id"
             ),
-            &[&group, &sec(now), &sec(until), &after_at, &after_id, &i64::try_from(limit).unwrap_or(i64::MAX)],
+            &[&group, &sec(now), &sec(until), &after_at, &after_id, &limit],
         )?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }

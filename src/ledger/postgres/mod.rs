@@ -395,8 +395,14 @@ mod tests {
                 .unwrap()
         };
         let before = versions(&mut ledger);
-        let spec =
-            |max_items| ClaimSpec { windows: &[], max_items, pace: None, now: Now::pinned(now), credential: None };
+        let spec = |max_items| ClaimSpec {
+            windows: &[],
+            max_items,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        };
         let me = Owner::current();
         let first = ledger.claim(&story::group(), &spec(2), &me, &mut |_, _, _| {}).unwrap();
         assert_eq!(first.items.len(), 2);

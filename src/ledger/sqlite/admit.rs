@@ -326,6 +326,35 @@ impl Intake for SqliteLedger {
         Ok(policy::preview(batch, found, rule, now))
     }
 
+    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> Result<u64> {
+        let groups = &mut self.groups;
+        without_foreign_keys(&mut self.conn, |conn| {
+            let tx = write(conn)?;
+            let group_ids = ids::group_ids(batch, |g| Ok(group_id(&tx, groups, g)?.unwrap_or(-1)))?;
+            let found = look_up(&tx, None, batch, &group_ids)?;
+            let mut by_group: HashMap<i64, Vec<i64>> = HashMap::new();
+            for (group, id) in policy::announced(&found, &group_ids) {
+                by_group.entry(group).or_default().push(id);
+            }
+            let mut recorded = 0;
+            for (group, mut ids) in by_group {
+                ids.sort_unstable();
+                ids.dedup();
+                let n = update_ids(
+                    &tx,
+                    "UPDATE OR FAIL items SET state = 'accepted', accepted_at = ?1, last_class = 'accepted',
+                         next_attempt_at = NULL, streak = 0, streak_started_at = NULL WHERE state = 'queued' AND",
+                    params![ts(now)],
+                    &IdRuns::of(&ids),
+                )?;
+                counted(&tx, group, Some(ItemState::Queued), Some(ItemState::Accepted), n as u64)?;
+                recorded += n as u64;
+            }
+            tx.commit()?;
+            Ok(recorded)
+        })
+    }
+
     /// Decided first by reading, without the write lock (`decide`): a
     /// batch that writes nothing (a run again over URLs accepted within the
     /// dedupe window) takes no lock and commits nothing. Otherwise the write
@@ -897,7 +926,14 @@ mod tests {
         let again = a.admit(&batch(2, 2), now, &rule).unwrap();
         assert!(matches!(again[0], Admission::AlreadyQueued { .. }), "the held transaction sees its own: {again:?}");
         assert_eq!(seen_by_b(), 0, "not committed yet");
-        let spec = ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None };
+        let spec = ClaimSpec {
+            windows: &[],
+            max_items: 2,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        };
         let claim = a.claim(&group, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
         assert_eq!((claim.items.len(), seen_by_b()), (2, 4), "the claim committed the admissions first");
         a.admit(&batch(4, 1), now, &rule).unwrap();

@@ -688,7 +688,14 @@ mod tests {
         let g = group("a.example", EngineKind::IndexNow);
         ledger.admit(&new_items(&g, 0..4), now, &rule).unwrap();
         let me = Owner::current();
-        let spec = ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None };
+        let spec = ClaimSpec {
+            windows: &[],
+            max_items: 2,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        };
         let first = ledger.claim(&g, &spec, &me, &mut |_, _, _| {}).unwrap();
         let response = StoredResponse { http_status: Some(200), body: None };
         let done = Finish {
@@ -777,8 +784,14 @@ mod tests {
             .unwrap();
         let me = Owner::current();
         let dead = Owner { host: me.host.clone(), pid: u32::MAX - 1, started: 1 };
-        let spec =
-            |max_items| ClaimSpec { windows: &[], max_items, pace: None, now: Now::pinned(now), credential: None };
+        let spec = |max_items| ClaimSpec {
+            windows: &[],
+            max_items,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        };
         let first = ledger.claim(&b, &spec(3), &dead, &mut |_, _, _| {}).unwrap();
         assert_eq!(first.items.len(), 3);
         let touched: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM touched", [], |r| r.get(0)).unwrap();
@@ -839,7 +852,14 @@ mod tests {
         let claim = ledger
             .claim(
                 a,
-                &ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
+                &ClaimSpec {
+                    windows: &[],
+                    max_items: 3,
+                    pace: None,
+                    now: Now::pinned(now),
+                    credential: None,
+                    order: crate::model::SubmitOrder::Oldest,
+                },
                 &me,
                 &mut |_, _, _| {},
             )
@@ -868,7 +888,14 @@ mod tests {
         let claim = ledger
             .claim(
                 b,
-                &ClaimSpec { windows: &[], max_items: 2, pace: None, now: Now::pinned(now), credential: None },
+                &ClaimSpec {
+                    windows: &[],
+                    max_items: 2,
+                    pace: None,
+                    now: Now::pinned(now),
+                    credential: None,
+                    order: crate::model::SubmitOrder::Oldest,
+                },
                 &dead,
                 &mut |_, _, _| {},
             )
@@ -901,6 +928,7 @@ mod tests {
                     pace: Some(&pace),
                     now: Now::pinned(now),
                     credential: None,
+                    order: crate::model::SubmitOrder::Oldest,
                 },
                 &me,
                 &mut |id, _, at| deferred.push((id, at)),
@@ -959,7 +987,14 @@ mod tests {
         assert!(ledger
             .claim(
                 &unknown,
-                &ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+                &ClaimSpec {
+                    windows: &[],
+                    max_items: 10,
+                    pace: None,
+                    now: Now::pinned(now),
+                    credential: None,
+                    order: crate::model::SubmitOrder::Oldest
+                },
                 &me,
                 &mut |_, _, _| {}
             )

@@ -40,7 +40,14 @@ fn used(ledger: &mut dyn Ledger, rules: &[RuleWindow]) -> Vec<u64> {
 }
 
 fn give_back_spec(windows: &(dyn Windows + Sync), max_items: usize, now: DateTime<Utc>) -> ClaimSpec<'_> {
-    ClaimSpec { windows, max_items, pace: None, now: Now::pinned(now), credential: None }
+    ClaimSpec {
+        windows,
+        max_items,
+        pace: None,
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    }
 }
 
 fn give_back_finish(reservation: i64, answers: Vec<Answered>, blocks: Vec<Block>, rules: &[RuleWindow]) -> Finish {
@@ -157,8 +164,14 @@ pub fn counted_to_a_batch_story(ledger: &mut impl Ledger) {
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let day = december_7th("count:day", 10);
     let rules = vec![day.clone()];
-    let spec =
-        |max_items| ClaimSpec { windows: &rules, max_items, pace: None, now: Now::pinned(now), credential: None };
+    let spec = |max_items| ClaimSpec {
+        windows: &rules,
+        max_items,
+        pace: None,
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    };
     ledger.admit(&items(6), now, &rule).unwrap();
     let first = take(ledger, &group(), spec(4), &me);
     assert_eq!((first.items.len(), first.deferred, first.retry_at), (4, 0, None), "6 queued, room for 10");
@@ -187,7 +200,14 @@ pub fn answered_with_the_next_claim_story(ledger: &mut impl Ledger) {
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let day = december_7th("next:day", 5);
     let rules = vec![day.clone()];
-    let spec = ClaimSpec { windows: &rules, max_items: 3, pace: None, now: Now::pinned(now), credential: None };
+    let spec = ClaimSpec {
+        windows: &rules,
+        max_items: 3,
+        pace: None,
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    };
     ledger.admit(&items(6), now, &rule).unwrap();
     let first = take(ledger, &group(), spec, &me);
     let ids: Vec<i64> = first.items.iter().map(|i| i.id).collect();
@@ -229,7 +249,14 @@ pub fn deferred_at_large_story(ledger: &mut impl Ledger) {
     let rule = AdmitRule { dedupe: TimeDelta::hours(24), force: false, changed: false, resend_after: None };
     let day = december_7th("defer:day", 1);
     let rules = vec![day.clone()];
-    let spec = ClaimSpec { windows: &rules, max_items: 10, pace: None, now: Now::pinned(now), credential: None };
+    let spec = ClaimSpec {
+        windows: &rules,
+        max_items: 10,
+        pace: None,
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    };
     ledger.admit(&items(8), now, &rule).unwrap();
     let mut told = Vec::new();
     let claim = ledger.claim(&group(), &spec, &me, &mut |id, _, at| told.push((id, at))).unwrap();
@@ -270,7 +297,14 @@ pub fn paced_lease_story(ledger: &mut impl Ledger) {
         horizon: now + TimeDelta::minutes(10),
     };
     let elsewhere = Owner { host: "elsewhere.example".into(), pid: 1, started: 1 };
-    let spec = ClaimSpec { windows: &[], max_items: 3, pace: Some(&pace), now: Now::pinned(now), credential: None };
+    let spec = ClaimSpec {
+        windows: &[],
+        max_items: 3,
+        pace: Some(&pace),
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    };
     let claim = take(ledger, &paced, spec, &elsewhere);
     assert_eq!(claim.items.len(), 3);
     let last = *claim.slots.last().unwrap();

@@ -30,7 +30,14 @@ pub fn queue_story(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 3, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 3,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let record = |i: usize, class: Class, next: NextStep| Answered {
@@ -174,7 +181,14 @@ fn answer_before_dropping(ledger: &mut impl Ledger, now: DateTime<Utc>) -> i64 {
     let claim = take(
         ledger,
         &dropping(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.len(), 4);
@@ -249,7 +263,14 @@ fn submit_again_after_dropping(ledger: &mut impl Ledger, now: DateTime<Utc>, hig
     let claim = take(
         ledger,
         &dropping(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(later), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(later),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     accept_all(ledger, &claim, later);
@@ -282,7 +303,14 @@ fn day_one_accepted_and_parked(ledger: &mut impl Ledger) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day1), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(day1),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let records = vec![
@@ -310,7 +338,14 @@ fn day_two_transient_elsewhere(ledger: &mut impl Ledger, other: &GroupKey) {
     let claim = take(
         ledger,
         other,
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(day2), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(day2),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let ids = claim.items.iter().map(|i| i.id).collect();

@@ -52,7 +52,14 @@ fn queued_in_its_own_group_and_accepted(ledger: &mut impl Ledger, now: DateTime<
     let claim = take(
         ledger,
         &group,
-        ClaimSpec { windows: &[], max_items: 10, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 10,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     assert_eq!(claim.items.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(), [SITEMAP]);

@@ -28,7 +28,14 @@ fn park_for_two_reasons(ledger: &mut impl Ledger, now: DateTime<Utc>) {
     let claim = take(
         ledger,
         &group(),
-        ClaimSpec { windows: &[], max_items: 5, pace: None, now: Now::pinned(now), credential: None },
+        ClaimSpec {
+            windows: &[],
+            max_items: 5,
+            pace: None,
+            now: Now::pinned(now),
+            credential: None,
+            order: crate::model::SubmitOrder::Oldest,
+        },
         &me,
     );
     let park = NextStep::Park { fingerprint: "f".into() };

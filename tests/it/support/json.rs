@@ -567,6 +567,19 @@ pub struct Group {
     pub queue: QueueCounts,
     #[serde(deserialize_with = "nullable")]
     pub last_rejection: Option<Rejection>,
+    /// How long the queued URLs take at the group's daily budget (only
+    /// where it has one and more URLs wait than a day of it covers).
+    #[serde(default, deserialize_with = "maybe")]
+    pub backlog: Option<Backlog>,
+}
+
+/// `status`'s estimate of a group's waiting backlog.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backlog {
+    pub urls: u64,
+    pub per_day: u64,
+    pub days: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -114,7 +114,14 @@ fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
     let mut ledger = crate::ledger::SqliteLedger::in_memory().unwrap();
     let batch: Vec<_> = items.iter().map(|i| testing::new_item(&g, &i.url)).collect();
     ledger.admit(&batch, now, &testing::admit_rule()).unwrap();
-    let spec = ClaimSpec { windows: &windows, max_items: 6, pace: None, now: Now::pinned(now), credential: None };
+    let spec = ClaimSpec {
+        windows: &windows,
+        max_items: 6,
+        pace: None,
+        now: Now::pinned(now),
+        credential: None,
+        order: crate::model::SubmitOrder::Oldest,
+    };
     let claim = ledger.claim(&g, &spec, &Owner::current(), &mut |_, _, _| {}).unwrap();
     assert_eq!(claim.items.iter().map(|i| i.id).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
     let reservation = claim.reservation.unwrap();
