@@ -183,6 +183,21 @@ pub fn wait_accepted(served: &Served, n: usize) {
     }
 }
 
+/// Waits until no item is in flight (asked over `GET /v1/queue`): the
+/// answers the engine gave are recorded.
+pub fn wait_settled(served: &Served) {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = served.get("/v1/queue?state=in_flight").text().unwrap();
+        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
+        if q.items.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "still in flight: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn queue(sb: &Sandbox) -> json::QueueList {
     let every = "--state=due,waiting,parked,in_flight,accepted";
     sb.indexq(&["--json", "queue", "list", every]).now(NOW).output().code(0).queue_doc()
@@ -678,6 +693,8 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "queued");
     wait_for(&sb, GOOGLE_PUBLISH, 3);
+    // The engine got it; its answer is recorded once nothing is in flight.
+    wait_settled(&served);
     let doc = hook("post.deleted", one_post("ghost-post.deleted.json"));
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
@@ -742,6 +759,7 @@ fn ghost_announces_a_pages_public_url_through_its_life() {
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "queued");
     wait_for(&sb, GOOGLE_PUBLISH, 3);
+    wait_settled(&served);
     let doc = hook("page.deleted", one_page("ghost-page.deleted.json"));
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
