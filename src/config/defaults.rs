@@ -174,6 +174,23 @@ pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
 /// `[serve] idle_timeout`: a connection silent this long is closed (60s).
 pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
 
+/// `[serve] header_timeout`: a request's headers must be whole this long
+/// after their first byte (10s).
+pub const SERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `[serve] min_body_rate`: the slowest a body may arrive, in bytes a
+/// second, after an allowance of `header_timeout` (Apache's
+/// `mod_reqtimeout` default rate).
+pub const SERVE_MIN_BODY_RATE: u32 = 500;
+
+/// `[serve] max_connections_per_address`: connections one client address
+/// may hold open at once (the next is refused with `503`).
+pub const SERVE_MAX_CONNECTIONS_PER_ADDRESS: u32 = 128;
+
+/// `[serve] reserved_connections`: connections beyond `max_connections`
+/// kept for `/healthz`, `/readyz` and requests with a valid token.
+pub const SERVE_RESERVED_CONNECTIONS: u32 = 32;
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.
@@ -353,6 +370,15 @@ mod tests {
             ("`[bing] sitemaps`", vec![T(BING_SITEMAPS.to_string())]),
             ("`[google] sitemaps`", vec![T(GOOGLE_SITEMAPS.to_string())]),
             ("`property.fetch_hosts`", vec![T(format!("{PROPERTY_FETCH_HOSTS:?}"))]),
+            (
+                "`[serve] header_timeout`, `min_body_rate`, `max_connections_per_address`, `reserved_connections`",
+                vec![
+                    D(SERVE_HEADER_TIMEOUT),
+                    T(SERVE_MIN_BODY_RATE.to_string()),
+                    T(SERVE_MAX_CONNECTIONS_PER_ADDRESS.to_string()),
+                    T(SERVE_RESERVED_CONNECTIONS.to_string()),
+                ],
+            ),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {

@@ -124,8 +124,25 @@ pub struct ServeSettings {
     pub max_connections: u32,
     /// A connection that sends and takes nothing this long is closed.
     pub idle_timeout: Duration,
+    /// How slow clients may be, and how many connections one address holds.
+    pub connections: ConnectionLimits,
     /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
     pub tokens: Vec<ServeToken>,
+}
+
+/// `[serve]`'s limits on a connection (`commands::serve::listen`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// A request's headers must be whole this long after their first byte.
+    pub header_timeout: Duration,
+    /// The slowest a body may arrive, in bytes a second (after an allowance
+    /// of `header_timeout`).
+    pub min_body_rate: u32,
+    /// Connections one client address may hold open at once.
+    pub per_address: u32,
+    /// Connections beyond `max_connections` that only `/healthz`, `/readyz`
+    /// and requests with a valid token may use.
+    pub reserved: u32,
 }
 
 /// A rate as GCRA keeps it: `per` units every `period`, `burst` at once.

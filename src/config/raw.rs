@@ -61,6 +61,10 @@ pub(super) struct RawServe {
     pub(super) url_burst: Option<S<u32>>,
     pub(super) max_connections: Option<S<u32>>,
     pub(super) idle_timeout: Option<S<String>>,
+    pub(super) header_timeout: Option<S<String>>,
+    pub(super) min_body_rate: Option<S<u32>>,
+    pub(super) max_connections_per_address: Option<S<u32>>,
+    pub(super) reserved_connections: Option<S<u32>>,
     #[serde(default)]
     pub(super) token: Vec<S<RawServeToken>>,
 }

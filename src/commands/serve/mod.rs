@@ -136,9 +136,13 @@ async fn serve(
     });
     commit::start(state.clone(), to_commit);
     let (closed, close) = oneshot::channel::<()>();
-    let app = http::router(state.clone());
-    let listener = listen::Bounded::new(listener, settings.serve.max_connections as usize, settings.serve.idle_timeout);
-    let server = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async {
+    let limits = settings.serve.connections;
+    let gate = listen::Gate { trusted: trusted(state.clone()), limits };
+    let app = http::router(state.clone()).layer(axum::middleware::from_fn_with_state(gate, listen::gate));
+    let listener =
+        listen::Bounded::new(listener, settings.serve.max_connections as usize, settings.serve.idle_timeout, limits);
+    let app = app.into_make_service_with_connect_info::<listen::Peer>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
         let _ = close.await;
     });
     let server = tokio::spawn(async move { server.await });
@@ -153,6 +157,18 @@ async fn serve(
     }
     worked?;
     Ok(ExitStatus::Ok)
+}
+
+/// Who may use a reserve connection (`[serve] reserved_connections`): a
+/// health check, or a request whose bearer token is one of the tokens.
+fn trusted(state: Arc<State>) -> listen::Trusted {
+    Arc::new(move |request: &axum::extract::Request| {
+        if matches!(request.uri().path(), "/healthz" | "/readyz") {
+            return true;
+        }
+        let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+        authorization.is_some_and(|v| state.tokens.caller(Some(v.as_bytes())).is_ok())
+    })
 }
 
 /// The worker: a round at once, then one each time the intake adds work,

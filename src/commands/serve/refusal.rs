@@ -46,6 +46,11 @@ pub(super) enum ErrorCode {
     UnknownProperty,
     /// 422: a webhook payload without what its adapter reads.
     UnreadablePayload,
+    /// 503: every connection is taken, or this address holds its
+    /// `[serve] max_connections_per_address` (`listen`).
+    TooManyConnections,
+    /// 408: a body slower than `[serve] min_body_rate` (`listen`).
+    BodyTooSlow,
     /// 404.
     NotFound,
     /// 405.

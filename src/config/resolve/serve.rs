@@ -4,7 +4,7 @@
 use super::values::written_zero;
 use super::Resolver;
 use crate::config::raw::{RawServe, RawServeToken, S};
-use crate::config::{defaults, ConfigError, Property, RateRule, ServeSettings, ServeToken};
+use crate::config::{defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken};
 use std::time::Duration;
 
 /// The smallest `[serve] max_body` accepted: a few URLs.
@@ -58,6 +58,7 @@ impl Resolver<'_> {
         if let Some(v) = written_zero(raw.idle_timeout.as_ref()) {
             return Err(self.err(v, "serve.idle_timeout", "a timeout of 0 would close every connection at once"));
         }
+        let connections = self.connection_limits(raw)?;
         let mut tokens: Vec<ServeToken> = Vec::new();
         for (i, token) in raw.token.iter().enumerate() {
             let token = self.token(i, token, properties)?;
@@ -69,7 +70,40 @@ impl Resolver<'_> {
             }
             tokens.push(token);
         }
-        Ok(ServeSettings { listen, max_body, sources_every, requests, urls, max_connections, idle_timeout, tokens })
+        Ok(ServeSettings {
+            listen,
+            max_body,
+            sources_every,
+            requests,
+            urls,
+            max_connections,
+            idle_timeout,
+            connections,
+            tokens,
+        })
+    }
+
+    /// `[serve]`'s limits on slow clients and on one address's connections.
+    fn connection_limits(&self, raw: &RawServe) -> Result<ConnectionLimits, ConfigError> {
+        if let Some(v) = written_zero(raw.header_timeout.as_ref()) {
+            return Err(self.err(
+                v,
+                "serve.header_timeout",
+                "a timeout of 0 would close every connection at its first byte",
+            ));
+        }
+        let header_timeout =
+            self.duration(raw.header_timeout.as_ref(), "serve.header_timeout", defaults::SERVE_HEADER_TIMEOUT)?;
+        let min_body_rate =
+            self.positive(raw.min_body_rate.as_ref(), "serve.min_body_rate", defaults::SERVE_MIN_BODY_RATE)?;
+        let per_address = self.positive(
+            raw.max_connections_per_address.as_ref(),
+            "serve.max_connections_per_address",
+            defaults::SERVE_MAX_CONNECTIONS_PER_ADDRESS,
+        )?;
+        // 0 is allowed: no room kept beyond `max_connections`.
+        let reserved = raw.reserved_connections.as_ref().map_or(defaults::SERVE_RESERVED_CONNECTIONS, |v| *v.get_ref());
+        Ok(ConnectionLimits { header_timeout, min_body_rate, per_address, reserved })
     }
 
     /// A count that must be 1 or more.
