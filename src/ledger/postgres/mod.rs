@@ -267,11 +267,21 @@ impl From<pg::Error> for LedgerError {
         }
         let timed_out =
             matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
-        if err.as_db_error().is_none() || timed_out {
+        if err.as_db_error().is_none() || timed_out || ends_the_session(&err) {
             return LedgerError::Unavailable { message: describe(&err), source: Box::new(err) };
         }
         LedgerError::Postgres { message: describe(&err), source: err }
     }
+}
+
+/// Whether the server ended the session with `err`: a shutdown or restart
+/// (`57P01`–`57P03`, said as a `FATAL` error before it closes the
+/// connection), or a connection exception (class `08`), or the connection
+/// is closed. The ledger is then unreachable, not refusing: the connection
+/// is reopened (`Conn`) and the caller waits, as for a network error.
+fn ends_the_session(err: &pg::Error) -> bool {
+    let code = err.code().map(SqlState::code).unwrap_or_default();
+    err.is_closed() || code.starts_with("57P") || code.starts_with("08")
 }
 
 fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
