@@ -1,15 +1,16 @@
 //! The PostgreSQL ledger: many machines share one quota and one queue
 //! through it, a killed runner on another machine is trusted until its lease
 //! ends, a server that goes away mid-run stops the run (exit 1, naming the
-//! host) with nothing sent unreserved, `ledger copy` round-trips with SQLite,
+//! host) with nothing sent unreserved while `serve` waits for it and goes on,
+//! `ledger copy` round-trips with SQLite,
 //! the password never shows, and migrations run once and refuse a newer
 //! schema. Each test has its own schema. They need a server: ignored with that reason,
 //! they run with `cargo test -- --include-ignored` after `eval "$(.ci/postgres
 //! start)"` (`.ci/run` does), and fail without one.
 
+use crate::serve::Served;
 use crate::support::mock::MockResponse;
 use crate::support::pg::{self, PgLedger, PgProxy, PgServer};
-use crate::serve::Served;
 use crate::support::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -360,16 +361,14 @@ fn pg_serve_comes_back_after_a_restart() {
 
     cluster.start_again();
     let back = Instant::now();
-    let ready = |path: &str, ok: u16, send: &dyn Fn() -> reqwest::blocking::Response| {
-        loop {
-            let status = send().status().as_u16();
-            if status == ok {
-                return back.elapsed();
-            }
-            assert_eq!(status, 503, "{path} while the ledger comes back");
-            assert!(back.elapsed() < Duration::from_secs(10), "{path} is not back 10 s after the server");
-            std::thread::sleep(Duration::from_millis(100));
+    let ready = |path: &str, ok: u16, send: &dyn Fn() -> reqwest::blocking::Response| loop {
+        let status = send().status().as_u16();
+        if status == ok {
+            return back.elapsed();
         }
+        assert_eq!(status, 503, "{path} while the ledger comes back");
+        assert!(back.elapsed() < Duration::from_secs(10), "{path} is not back 10 s after the server");
+        std::thread::sleep(Duration::from_millis(100));
     };
     let intake = ready("/v1/urls", 202, &|| served.post_json("/v1/urls", None, &urls(&["/b"])));
     let readyz = ready("/readyz", 200, &|| served.get("/readyz"));
