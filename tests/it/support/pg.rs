@@ -522,7 +522,7 @@ impl PrivateCluster {
         let mut all: Vec<&std::ffi::OsStr> = vec![bin.as_os_str()];
         all.extend(["-D".as_ref(), data.as_os_str(), "-l".as_ref(), log.as_os_str(), "-o".as_ref()]);
         all.push(port.as_ref());
-        all.extend(args.iter().map(|a| std::ffi::OsStr::new(a)));
+        all.extend(args.iter().map(std::ffi::OsStr::new));
         // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         let mut command = if root { Command::new("runuser") } else { Command::new(all[0]) };
