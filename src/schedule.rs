@@ -79,6 +79,27 @@ fn doubled(first: TimeDelta, n: u32, cap: TimeDelta) -> TimeDelta {
     first.checked_mul(factor).unwrap_or(cap).min(cap)
 }
 
+/// The first wait before a lost database connection is tried again.
+pub const RECONNECT_FIRST: std::time::Duration = std::time::Duration::from_millis(250);
+/// The longest wait between two tries to reconnect: a ledger that comes
+/// back is found again within this, so that `serve` answers again within
+/// seconds of its return.
+pub const RECONNECT_CAP: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long to wait after the `failures`th failed try to reopen the
+/// ledger's connection before the next: doubling from `RECONNECT_FIRST`
+/// up to `RECONNECT_CAP`, without jitter (each process has one connection
+/// to reopen, so there is no herd of its own to spread). No wait before
+/// the first try (`failures` 0): a connection found lost is reopened at
+/// once.
+pub fn reconnect_after(failures: u32) -> std::time::Duration {
+    if failures == 0 {
+        return std::time::Duration::ZERO;
+    }
+    let first = delta(RECONNECT_FIRST);
+    doubled(first, failures, delta(RECONNECT_CAP)).to_std().unwrap_or(RECONNECT_CAP)
+}
+
 /// Decides the next step. `jitter` is a uniform sample in [0, 1).
 pub fn decide(input: &Inputs, jitter: f64) -> Decision {
     let now = input.now;
@@ -220,6 +241,15 @@ mod tests {
         assert_eq!(run(Class::Transient, None, third, 0.5), Decision::RetryAt(now() + TimeDelta::seconds(60)));
         let many = History { last_class: Some(Class::Transient), streak: 40, streak_started_at: Some(now()) };
         assert_eq!(run(Class::Transient, None, many, 0.5), Decision::RetryAt(now() + TimeDelta::hours(3)));
+    }
+
+    #[test]
+    fn reconnecting_doubles_to_the_cap_from_at_once() {
+        use std::time::Duration;
+        let waits: Vec<Duration> = (0..8).map(reconnect_after).collect();
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(waits, [ms(0), ms(250), ms(500), ms(1000), ms(2000), ms(4000), ms(4000), ms(4000)]);
+        assert_eq!(reconnect_after(u32::MAX), RECONNECT_CAP);
     }
 
     #[test]

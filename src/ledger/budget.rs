@@ -275,6 +275,12 @@ pub trait Budget {
     /// server may have seen the request.
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
 
+    /// `reconcile`, with `me`'s own reservations returned too: for a
+    /// process that knows none of its claims is in flight any more — `serve`'s
+    /// worker between rounds, after a round the ledger's loss cut short,
+    /// whose answer could not be recorded.
+    fn reconcile_mine(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled>;
+
     /// How many reservations `reconcile` would return to the queue.
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64>;
 

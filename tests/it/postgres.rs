@@ -1,12 +1,14 @@
 //! The PostgreSQL ledger: many machines share one quota and one queue
 //! through it, a killed runner on another machine is trusted until its lease
 //! ends, a server that goes away mid-run stops the run (exit 1, naming the
-//! host) with nothing sent unreserved, `ledger copy` round-trips with SQLite,
+//! host) with nothing sent unreserved while `serve` waits for it and goes on,
+//! `ledger copy` round-trips with SQLite,
 //! the password never shows, and migrations run once and refuse a newer
 //! schema. Each test has its own schema. They need a server: ignored with that reason,
 //! they run with `cargo test -- --include-ignored` after `eval "$(.ci/postgres
 //! start)"` (`.ci/run` does), and fail without one.
 
+use crate::serve::Served;
 use crate::support::mock::MockResponse;
 use crate::support::pg::{self, PgLedger, PgProxy, PgServer};
 use crate::support::*;
@@ -313,6 +315,86 @@ fn pg_server_stopped_mid_run() {
     let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
     assert_eq!(accepted, 1200, "one accepted attempt per URL");
     pg::assert_no_sqlite(&sb, &[]);
+}
+
+/// A PostgreSQL restart under `serve` (a private cluster: the shared
+/// server is never restarted). While the server is down, `/readyz` and the
+/// intake answer 503 with `Retry-After`, and the worker, whose retry falls
+/// due then, waits instead of exiting; within seconds of the server's
+/// return the intake takes URLs again, `/readyz` is ready, and the worker
+/// sends. Every URL is accepted exactly once, and nothing is sent twice.
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn pg_serve_comes_back_after_a_restart() {
+    let cluster = pg::PrivateCluster::start();
+    let mut sb = Sandbox::new();
+    // The first answer is a 503 with `Retry-After: 3`: its retry falls due
+    // while the server is down, so the worker meets the outage.
+    sb.engine.on(
+        "POST",
+        ENDPOINT_PATH,
+        vec![MockResponse::status(503).header("Retry-After", "3"), MockResponse::status(200)],
+    );
+    sb.use_pg(cluster.server.ledger().timeout("2s"));
+    sb.write_config();
+    let served = Served::start_run(sb.indexq(&["serve", "--listen", "127.0.0.1:0"]).now(NOW));
+    let urls = |paths: &[&str]| serde_json::json!({ "urls": paths.iter().map(|p| sb.url(p)).collect::<Vec<_>>() });
+    assert_eq!(served.post_json("/v1/urls", None, &urls(&["/a"])).status(), 202);
+    assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(20)), "/a is sent");
+    // The answer is recorded (its retry planned) before the server goes.
+    let planned = Instant::now() + Duration::from_secs(20);
+    while sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc().queue.get("waiting") != 1 {
+        assert!(Instant::now() < planned, "the 503's retry is never in the ledger");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    cluster.stop();
+    let (status, r, retry) = crate::serve::refusal(served.get("/readyz"));
+    assert_eq!((status, r.error.as_str(), retry.as_deref()), (503, "ledger_unavailable", Some("5")));
+    let (status, r, retry) = crate::serve::refusal(served.post_json("/v1/urls", None, &urls(&["/b"])));
+    assert_eq!((status, r.error.as_str(), retry.as_deref()), (503, "ledger_unavailable", Some("5")));
+    // The retry of /a falls due: the worker waits for the ledger, and is
+    // still there.
+    served.run.wait_for_stderr("the ledger cannot be reached, the worker waits for it");
+    let (status, _, _) = crate::serve::refusal(served.post_json("/v1/urls", None, &urls(&["/b"])));
+    assert_eq!(status, 503, "still down");
+
+    cluster.start_again();
+    let back = Instant::now();
+    let ready = |path: &str, ok: u16, send: &dyn Fn() -> reqwest::blocking::Response| loop {
+        let status = send().status().as_u16();
+        if status == ok {
+            return back.elapsed();
+        }
+        assert_eq!(status, 503, "{path} while the ledger comes back");
+        assert!(back.elapsed() < Duration::from_secs(10), "{path} is not back 10 s after the server");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let intake = ready("/v1/urls", 202, &|| served.post_json("/v1/urls", None, &urls(&["/b"])));
+    let readyz = ready("/readyz", 200, &|| served.get("/readyz"));
+    assert!(intake.max(readyz) < Duration::from_secs(10), "intake {intake:?}, readyz {readyz:?}");
+    served.run.wait_for_stderr("the ledger answers again: the worker goes on");
+    let accepted = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+        if status.queue.get("accepted") == 2 {
+            for (k, v) in [("due", 0), ("waiting", 0), ("in_flight", 0), ("parked", 0)] {
+                assert_eq!(status.queue.get(k), v, "queue.{k}: {status:#?}");
+            }
+            break;
+        }
+        assert!(Instant::now() < accepted, "the worker never sent after the outage: {status:#?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let done = served.stop().code(0);
+    pg::assert_absent(&done.stderr, &cluster.server.password, "stderr");
+    // /a twice (refused with 503, then accepted), /b once: nothing else.
+    let mut received = sb.received_urls();
+    received.sort();
+    assert_eq!(received, [sb.url("/a"), sb.url("/a"), sb.url("/b")], "{}", done.stderr);
+    let log = sb.indexq(&["--json", "log", "--limit", "100"]).now(NOW).output().code(0).log_doc();
+    let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
+    assert_eq!(accepted, 2, "one accepted attempt per URL");
 }
 
 // ---------------------------------------------------------------------------

@@ -174,6 +174,14 @@ fn trusted(state: Arc<State>) -> listen::Trusted {
 /// The worker: a round at once, then one each time the intake adds work,
 /// the next item falls due, the sources are to be read, or a read is asked
 /// for — until the process is stopped.
+///
+/// A ledger that cannot be reached (a PostgreSQL restart, a failover, a
+/// cut network) ends no round for good: the worker says so once, waits
+/// (`schedule::reconnect_after`, the same spacing as the connection's own
+/// tries to reopen) and tries again, until the ledger answers; then it
+/// does first what a run does on starting (`Worker::prepare`: reservations
+/// a stopped process left go back to the queue) and goes on. Any other
+/// error ends the process, as before.
 async fn work(
     worker: &mut Worker<'_>,
     state: &State,
@@ -181,37 +189,39 @@ async fn work(
     settings: &Settings,
 ) -> anyhow::Result<()> {
     let halt = state.stop.halt().clone();
-    worker.prepare().await?;
     let every = settings.serve.sources_every;
     let mut sources_at: Option<DateTime<Utc>> = every.map(|_| worker.now());
-    let mut check_at = worker.now() + CHECK_EVERY;
+    // The first round prepares at once.
+    let mut check_at = worker.now();
+    // The rounds that failed in a row for want of the ledger.
+    let mut lost: u32 = 0;
     loop {
         if state.stop.requested() {
             break;
         }
-        // What an hourly `submit` does before it sends: reservations a dead
-        // process left, parked items under a changed configuration, fixes
-        // noticed by themselves.
-        if worker.now() >= check_at {
-            worker.prepare().await?;
-            check_at = worker.now() + CHECK_EVERY;
-        }
-        if let (Some(at), Some(every)) = (sources_at, every) {
-            if worker.now() >= at {
-                if let Err(e) = worker.read_sources(None).await {
-                    printer_warn(&format!("reading the configured sources: {e:#}"));
+        let sleep = match round(worker, state, &mut sources_at, &mut check_at, lost > 0).await {
+            Ok(None) => break,
+            Ok(Some(next)) => {
+                if lost > 0 {
+                    lost = 0;
+                    printer_warn("the ledger answers again: the worker goes on");
                 }
-                sources_at = Some(worker.now() + chrono::TimeDelta::from_std(every).unwrap_or(chrono::TimeDelta::MAX));
+                let now = worker.now();
+                tracing::debug!(?next, "the worker sleeps");
+                next.map(|t| (t - now).to_std().unwrap_or_default().max(MIN_SLEEP))
             }
-        }
-        worker.drain().await?;
-        if state.stop.requested() {
-            break;
-        }
-        let now = worker.now();
-        let next = [worker.next_due()?, sources_at, Some(check_at)].into_iter().flatten().min();
-        let sleep = next.map(|t| (t - now).to_std().unwrap_or_default().max(MIN_SLEEP));
-        tracing::debug!(?next, "the worker sleeps");
+            Err(e) if crate::error::LedgerError::is_lost(&e) => {
+                if lost == 0 {
+                    printer_warn(&format!("the ledger cannot be reached, the worker waits for it: {e:#}"));
+                }
+                lost = lost.saturating_add(1);
+                // Back, it starts as a run does: what the outage cut short
+                // is reconciled before anything is claimed.
+                check_at = worker.now();
+                Some(crate::schedule::reconnect_after(lost))
+            }
+            Err(e) => return Err(e),
+        };
         tokio::select! {
             () = state.wake.notified() => {}
             () = sleep_for(sleep) => {}
@@ -225,6 +235,46 @@ async fn work(
         }
     }
     Ok(())
+}
+
+/// One round of the worker: what an hourly `submit` does before it sends
+/// when that is due, the configured sources when due, then everything due
+/// sent; after an outage, this worker's own claims the outage cut short
+/// go back to the queue first. Returns when to wake next (`None` inside: no time; `None`: the
+/// process is stopping).
+async fn round(
+    worker: &mut Worker<'_>,
+    state: &State,
+    sources_at: &mut Option<DateTime<Utc>>,
+    check_at: &mut DateTime<Utc>,
+    after_outage: bool,
+) -> anyhow::Result<Option<Option<DateTime<Utc>>>> {
+    if after_outage {
+        worker.reconcile_mine()?;
+    }
+    // What an hourly `submit` does before it sends: reservations a dead
+    // process left, parked items under a changed configuration, fixes
+    // noticed by themselves.
+    if worker.now() >= *check_at {
+        worker.prepare().await?;
+        *check_at = worker.now() + CHECK_EVERY;
+    }
+    if let (Some(at), Some(every)) = (*sources_at, state.settings.serve.sources_every) {
+        if worker.now() >= at {
+            if let Err(e) = worker.read_sources(None).await {
+                if crate::error::LedgerError::is_lost(&e) {
+                    return Err(e);
+                }
+                printer_warn(&format!("reading the configured sources: {e:#}"));
+            }
+            *sources_at = Some(worker.now() + chrono::TimeDelta::from_std(every).unwrap_or(chrono::TimeDelta::MAX));
+        }
+    }
+    worker.drain().await?;
+    if state.stop.requested() {
+        return Ok(None);
+    }
+    Ok(Some([worker.next_due()?, *sources_at, Some(*check_at)].into_iter().flatten().min()))
 }
 
 /// Sleeps for `d`, or for ever.

@@ -355,7 +355,7 @@ impl<'r, 'a> Sender<'r, 'a> {
 }
 
 /// "3 URLs left in flight by a run that stopped were returned to the queue".
-fn returned_note(items: u64) -> String {
+pub(super) fn returned_note(items: u64) -> String {
     format!(
         "{} left in flight by a run that stopped were returned to the queue (counted as used).",
         if items == 1 { "1 URL".to_string() } else { format!("{items} URLs") }

@@ -70,6 +70,19 @@ impl<'a> Worker<'a> {
         self.say(now).await
     }
 
+    /// After rounds the ledger's loss cut short: this worker's own
+    /// reservations go back to the queue, as a stopped process's would (a
+    /// claim whose answer could not be recorded is in none of its rounds
+    /// any more, and would stay in flight while the process lives).
+    pub(crate) fn reconcile_mine(&mut self) -> anyhow::Result<()> {
+        let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
+        let reconciled = self.run.ledger.reconcile_mine(now, &self.run.owner)?;
+        if reconciled.items > 0 {
+            self.printer.note(&super::send::returned_note(reconciled.items));
+        }
+        Ok(())
+    }
+
     /// Sends everything due now, as `submit` does, and says what it came
     /// to. Stops claiming once the process is stopped; a request in flight
     /// gets `[submit] stop_grace` and its answer is recorded.

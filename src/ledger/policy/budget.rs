@@ -42,11 +42,15 @@ impl<B: Backend> Budget for B {
     }
 
     fn reconcile(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
-        self.write(|steps| claim::reconcile(steps, now, me))
+        self.write(|steps| claim::reconcile(steps, now, me, false))
+    }
+
+    fn reconcile_mine(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+        self.write(|steps| claim::reconcile(steps, now, me, true))
     }
 
     fn stale_reservations(&mut self, now: DateTime<Utc>, me: &Owner) -> Result<u64> {
-        self.read(|steps| Ok(claim::stale(steps, now, me, false)?.len() as u64))
+        self.read(|steps| Ok(claim::stale(steps, now, me, false, false)?.len() as u64))
     }
 
     fn claim(

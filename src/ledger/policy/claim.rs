@@ -458,21 +458,35 @@ pub fn take_units(
 }
 
 /// The reservations whose owner is gone: a dead process on this host, or
-/// a lease that has ended (`Owner::may_be_alive`).
-pub fn stale(steps: &mut (impl ClaimSteps + ?Sized), now: DateTime<Utc>, me: &Owner, hold: bool) -> Result<Vec<i64>> {
+/// a lease that has ended (`Owner::may_be_alive`); with `mine`, this
+/// process's own too.
+pub fn stale(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    now: DateTime<Utc>,
+    me: &Owner,
+    hold: bool,
+    mine: bool,
+) -> Result<Vec<i64>> {
     let all = steps.reservations(hold)?;
     Ok(all
         .into_iter()
-        .filter(|(_, owner, lease_until)| !owner.may_be_alive(me, *lease_until, now))
+        .filter(|(_, owner, lease_until)| (mine && owner == me) || !owner.may_be_alive(me, *lease_until, now))
         .map(|r| r.0)
         .collect())
 }
 
 /// Returns the items of stale reservations to the queue, due at `now`
 /// (`Budget::reconcile`); their budget stays counted.
-pub fn reconcile(steps: &mut (impl ClaimSteps + ?Sized), now: DateTime<Utc>, me: &Owner) -> Result<Reconciled> {
+/// With `mine`, this process's own reservations go back too
+/// (`Budget::reconcile_mine`).
+pub fn reconcile(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    now: DateTime<Utc>,
+    me: &Owner,
+    mine: bool,
+) -> Result<Reconciled> {
     let mut done = Reconciled::default();
-    for reservation in stale(steps, now, me, true)? {
+    for reservation in stale(steps, now, me, true, mine)? {
         if let Some((group, items)) = steps.in_flight(reservation)? {
             steps.interrupted(group, &items, now)?;
             done.items += items.len() as u64;

@@ -124,6 +124,10 @@ impl Helper {
     }
 
     fn client(&mut self) -> Option<&mut Client> {
+        // A connection the server closed (a restart) is opened again.
+        if matches!(&self.client, Some(Some(c)) if c.is_closed()) {
+            self.client = None;
+        }
         let options = &self.options;
         self.client
             .get_or_insert_with(|| {
@@ -176,8 +180,11 @@ impl Intake for PgLedger {
             }
         }
         let cache = &self.groups;
-        let client = self.client.as_mut().expect("a ledger in use has its client");
-        let (out, created) = off_runtime(|| retrying(|| admit_once(client, cache, batch, now, rule, decided.take())))?;
+        let conn = &mut self.client;
+        let (out, created) = off_runtime(|| {
+            let client = conn.live()?;
+            retrying(|| admit_once(client, cache, batch, now, rule, decided.take()))
+        })?;
         self.groups.extend(created);
         Ok(out)
     }

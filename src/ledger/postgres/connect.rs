@@ -45,6 +45,80 @@ pub(super) fn connect(options: &PgOptions, read_only: bool) -> std::result::Resu
     })
 }
 
+/// The ledger's connection, reopened when it is lost: a server restarted,
+/// a failover, a network cut. The server's end closes the connection (a
+/// restart says so; a cut network shows as the `tcp_user_timeout` ending a
+/// write), and the next transaction finds it closed and reconnects first,
+/// with the same session. While the server stays away, tries are spaced
+/// by `schedule::reconnect_after`; a transaction asked for in between
+/// fails at once as `Unavailable`, so that `serve` answers 503 without
+/// waiting for a connect timeout on every request.
+///
+/// Nothing is retried on the new connection: a transaction the loss cut is
+/// either committed or not, and the caller's error says it failed, as it
+/// did before (a claim cut so is reconciled, an admission is asked again).
+pub(super) struct Conn {
+    /// `None` only while the ledger is dropped.
+    client: Option<Client>,
+    options: PgOptions,
+    /// Since the connection was found lost: the failed tries to reopen it,
+    /// and the earliest moment of the next.
+    lost: Option<(u32, std::time::Instant)>,
+}
+
+impl Conn {
+    pub(super) fn new(client: Client, options: &PgOptions) -> Conn {
+        Conn { client: Some(client), options: options.clone(), lost: None }
+    }
+
+    /// The connection, reopened first if the server closed it. Blocks (it
+    /// may connect): call it off the runtime.
+    pub(super) fn live(&mut self) -> Result<&mut Client> {
+        if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
+            return Ok(self.client.as_mut().expect("checked just above"));
+        }
+        let now = std::time::Instant::now();
+        let (failures, next) = *self.lost.get_or_insert_with(|| {
+            tracing::warn!("the connection to the ledger was lost: reopening it");
+            (0, now)
+        });
+        if now < next {
+            let message = format!(
+                "the connection was lost; the next try to reopen it is in {} ms",
+                (next - now).as_millis().max(1)
+            );
+            return Err(LedgerError::Unavailable { message: message.clone(), source: message.into() });
+        }
+        match connect(&self.options, false) {
+            Ok(client) => {
+                // The closed client's end, then the new one in its place.
+                drop(self.client.replace(client));
+                self.lost = None;
+                tracing::warn!(tries = failures + 1, "the connection to the ledger is reopened");
+                Ok(self.client.as_mut().expect("just set"))
+            }
+            Err(message) => {
+                let failures = failures.saturating_add(1);
+                self.lost = Some((failures, now + crate::schedule::reconnect_after(failures)));
+                tracing::debug!(failures, "the ledger's connection could not be reopened: {message}");
+                Err(LedgerError::Unavailable { message: message.clone(), source: message.into() })
+            }
+        }
+    }
+
+    /// The connection as it is, reopened or not (for tests that reach into
+    /// the session).
+    #[cfg(test)]
+    pub(super) fn as_mut(&mut self) -> Option<&mut Client> {
+        self.client.as_mut()
+    }
+
+    /// The connection, to drop where the blocking client may (`off_runtime`).
+    pub(super) fn take(&mut self) -> Option<Client> {
+        self.client.take()
+    }
+}
+
 /// TLS for `sslmode=require`: the server's certificate is checked against
 /// the Mozilla roots.
 pub(super) fn tls() -> tokio_postgres_rustls::MakeRustlsConnect {

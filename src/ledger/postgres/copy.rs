@@ -57,7 +57,7 @@ impl PgLedger {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(LedgerError::Invalid("a ledger copy runs outside the async runtime".into()));
         }
-        let client = self.client.as_mut().expect("a ledger in use has its client");
+        let client = self.client.live()?;
         retrying(|| {
             let mut tx = client.transaction()?;
             tx.batch_execute(first)?;

@@ -11,7 +11,8 @@
 //! - A reservation carries its owner (host, pid, start time) and a lease; an
 //!   owner on another host is trusted until its lease ends.
 //! - Migrations run under an advisory lock; the connection has connect,
-//!   statement and lock timeouts, so a lost server ends the run, never hangs it.
+//!   statement and lock timeouts, so a lost server fails a transaction,
+//!   never hangs it; the connection is reopened by the next (`Conn`).
 //!
 //! - The decisions are `policy`'s; this file stores them with set-based
 //!   statements over arrays (`unnest`): a batch of URLs is looked up with a
@@ -99,9 +100,10 @@ fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 }
 
 pub struct PgLedger {
-    /// Always `Some` but while dropping (the client's drop blocks, so it
-    /// too must happen off the runtime).
-    client: Option<Client>,
+    /// The connection, reopened when lost (`Conn`). Its client is always
+    /// there but while dropping (the client's drop blocks, so it too must
+    /// happen off the runtime).
+    client: Conn,
     /// The redacted URL, for messages.
     place: String,
     schema: String,
@@ -144,7 +146,7 @@ impl PgLedger {
             source: None,
         })?;
         Ok(PgLedger {
-            client: Some(client),
+            client: Conn::new(client, options),
             place,
             schema: options.schema.clone(),
             lease: options.lease,
@@ -210,13 +212,14 @@ impl Backend for PgLedger {
 }
 
 /// Runs `f` in one transaction of `client` (again if the server aborts it
-/// for a deadlock), off the runtime.
+/// for a deadlock), off the runtime; a connection the server closed is
+/// reopened first (`Conn::live`).
 fn in_transaction<T: Send>(
-    client: &mut Option<Client>,
+    client: &mut Conn,
     mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
-    let client = client.as_mut().expect("a ledger in use has its client");
     off_runtime(move || {
+        let client = client.live()?;
         retrying(|| {
             let mut tx = client.transaction()?;
             let value = f(&mut tx)?;
@@ -264,11 +267,21 @@ impl From<pg::Error> for LedgerError {
         }
         let timed_out =
             matches!(err.code(), Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::QUERY_CANCELED);
-        if err.as_db_error().is_none() || timed_out {
+        if err.as_db_error().is_none() || timed_out || ends_the_session(&err) {
             return LedgerError::Unavailable { message: describe(&err), source: Box::new(err) };
         }
         LedgerError::Postgres { message: describe(&err), source: err }
     }
+}
+
+/// Whether the server ended the session with `err`: a shutdown or restart
+/// (`57P01`–`57P03`, said as a `FATAL` error before it closes the
+/// connection), or a connection exception (class `08`), or the connection
+/// is closed. The ledger is then unreachable, not refusing: the connection
+/// is reopened (`Conn`) and the caller waits, as for a network error.
+fn ends_the_session(err: &pg::Error) -> bool {
+    let code = err.code().map(SqlState::code).unwrap_or_default();
+    err.is_closed() || code.starts_with("57P") || code.starts_with("08")
 }
 
 fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {

@@ -461,3 +461,101 @@ pub fn assert_absent(haystack: &str, needle: &str, what: &str) {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// A PostgreSQL cluster of one test's own — its own port and folder, made by
+/// `.ci/postgres start` — that the test may stop and start again: a server
+/// restart under a running process. The shared test server must never be
+/// restarted (other tests use it at the same time). Stopped and removed
+/// when dropped.
+pub struct PrivateCluster {
+    /// The cluster, as the ledger tests reach a server.
+    pub server: PgServer,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl PrivateCluster {
+    /// A fresh cluster on a free loopback port, with the test server's
+    /// password (so that the secrets checks look for it).
+    pub fn start() -> PrivateCluster {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("indexq-pg-private-{}-{port}", std::process::id()));
+        let mut password = std::env::var(PASSWORD_ENV).unwrap_or_default();
+        if password.is_empty() {
+            password = "pg-private-secret-7Hw2".into();
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/postgres");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .env("INDEXQ_CI_PG_PORT", port.to_string())
+            .env("INDEXQ_CI_PG_DIR", &dir)
+            .env("INDEXQ_CI_PG_PASSWORD", &password)
+            .output()
+            .expect(".ci/postgres runs");
+        let cluster = PrivateCluster {
+            server: PgServer {
+                url: format!("postgres://indexq@127.0.0.1:{port}/indexq_test"),
+                password,
+                host: "127.0.0.1".into(),
+                port,
+            },
+            dir,
+            port,
+        };
+        assert!(out.status.success(), "a private cluster on {port}: {}", String::from_utf8_lossy(&out.stderr));
+        cluster
+    }
+
+    /// `pg_ctl` on this cluster's data folder, as its owner (`postgres`
+    /// when the test runs as root, as `.ci/postgres` runs it).
+    fn pg_ctl(&self, args: &[&str]) {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL's server binaries under /usr/lib/postgresql")
+            .filter_map(|e| Some(e.ok()?.path().join("bin/pg_ctl")))
+            .filter(|p| p.exists())
+            .max()
+            .expect("a pg_ctl under /usr/lib/postgresql/*/bin");
+        let data = self.dir.join("data");
+        let log = self.dir.join("postgres.log");
+        let port = format!("-p {}", self.port);
+        let mut all: Vec<&std::ffi::OsStr> = vec![bin.as_os_str()];
+        all.extend(["-D".as_ref(), data.as_os_str(), "-l".as_ref(), log.as_os_str(), "-o".as_ref()]);
+        all.push(port.as_ref());
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut command = if root { Command::new("runuser") } else { Command::new(all[0]) };
+        if root {
+            command.args(["-u", "postgres", "--"]).args(&all);
+        } else {
+            command.args(&all[1..]);
+        }
+        let out = command.output().expect("pg_ctl runs");
+        assert!(out.status.success(), "pg_ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Stops the server (`-m fast`: every session is ended, as a restart
+    /// or a failover ends them), waiting until it is down.
+    pub fn stop(&self) {
+        self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]);
+    }
+
+    /// Starts it again on the same data, waiting until it takes connections.
+    pub fn start_again(&self) {
+        self.pg_ctl(&["start", "-w", "-t", "60"]);
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/postgres");
+        let _ = Command::new("bash")
+            .arg(&script)
+            .arg("stop")
+            .env("INDEXQ_CI_PG_PORT", self.port.to_string())
+            .env("INDEXQ_CI_PG_DIR", &self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
