@@ -174,6 +174,12 @@ pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
 /// `[serve] idle_timeout`: a connection silent this long is closed (60s).
 pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
 
+/// `[serve] metrics_public`: `/metrics` wants a token when tokens are configured.
+pub const SERVE_METRICS_PUBLIC: bool = false;
+
+/// `serve.token[].scope`: a token writes its properties' URLs (and reads them).
+pub const SERVE_TOKEN_SCOPE: crate::config::TokenScope = crate::config::TokenScope::Write;
+
 // [[property]]
 
 /// `property.google.daily_quota`: this property's share of the project's pool.

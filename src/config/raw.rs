@@ -61,6 +61,7 @@ pub(super) struct RawServe {
     pub(super) url_burst: Option<S<u32>>,
     pub(super) max_connections: Option<S<u32>>,
     pub(super) idle_timeout: Option<S<String>>,
+    pub(super) metrics_public: Option<S<bool>>,
     #[serde(default)]
     pub(super) token: Vec<S<RawServeToken>>,
 }
@@ -73,6 +74,7 @@ pub(super) struct RawServeToken {
     pub(super) token_env: Option<S<String>>,
     pub(super) token_file: Option<S<String>>,
     pub(super) properties: Option<S<Vec<S<String>>>>,
+    pub(super) scope: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -4,7 +4,7 @@
 use super::values::written_zero;
 use super::Resolver;
 use crate::config::raw::{RawServe, RawServeToken, S};
-use crate::config::{defaults, ConfigError, Property, RateRule, ServeSettings, ServeToken};
+use crate::config::{defaults, ConfigError, Property, RateRule, ServeSettings, ServeToken, TokenScope};
 use std::time::Duration;
 
 /// The smallest `[serve] max_body` accepted: a few URLs.
@@ -69,7 +69,18 @@ impl Resolver<'_> {
             }
             tokens.push(token);
         }
-        Ok(ServeSettings { listen, max_body, sources_every, requests, urls, max_connections, idle_timeout, tokens })
+        let metrics_public = raw.metrics_public.as_ref().map_or(defaults::SERVE_METRICS_PUBLIC, |v| *v.get_ref());
+        Ok(ServeSettings {
+            listen,
+            max_body,
+            sources_every,
+            requests,
+            urls,
+            max_connections,
+            idle_timeout,
+            metrics_public,
+            tokens,
+        })
     }
 
     /// A count that must be 1 or more.
@@ -118,7 +129,19 @@ impl Resolver<'_> {
             }
             allowed.push(name.get_ref().clone());
         }
-        Ok(ServeToken { id: id.to_string(), secret, properties: allowed })
+        let scope = match &t.scope {
+            None => defaults::SERVE_TOKEN_SCOPE,
+            Some(v) => match v.get_ref().as_str() {
+                "read" => TokenScope::Read,
+                "write" => TokenScope::Write,
+                other => {
+                    return Err(self
+                        .err(v, &format!("{key}.scope"), format!("`{other}` is not a token's scope"))
+                        .hint("write \"read\" (its properties' queue, budgets and metrics) or \"write\" (those, and their URLs)"))
+                }
+            },
+        };
+        Ok(ServeToken { id: id.to_string(), secret, properties: allowed, scope })
     }
 }
 
