@@ -312,6 +312,9 @@ fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_out
         format!("postgres:/{USER}:{PASSWORD}@{HOST}/indexq"),
         format!("{USER}:{PASSWORD}@{HOST}/indexq"),
         format!("//{USER}:{PASSWORD}@{HOST}/indexq"),
+        // libpq's key/value form, which would otherwise be a file named
+        // after the whole string.
+        format!("host={HOST} user={USER} password={PASSWORD} dbname=indexq"),
     ];
     for value in &values {
         for in_env in [false, true] {
@@ -330,6 +333,7 @@ fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_out
                 &["report", "--html", "report.html"],
                 &["ledger", "migrate"],
                 &["queue", "list"],
+                &["serve"],
             ];
             for args in commands {
                 let run = sb.indexq(args).now(NOW);

@@ -327,7 +327,8 @@ fn a_token_writes_its_properties_and_nothing_else() {
     let (status, r, _) = refusal(served.post_json("/v1/urls", Some(SHOP_TOKEN), &ours));
     assert_eq!((status, r.error.as_str()), (403, "forbidden"));
     assert_eq!(r.urls[0].reason, "not_allowed");
-    assert!(r.urls[0].message.contains("token `shop` may not write property `site`"), "{:?}", r.urls);
+    assert!(r.urls[0].message.contains("token `shop` may not write this URL's property"), "{:?}", r.urls);
+    assert!(!r.urls[0].message.contains("`site`"), "a token never learns others' property names: {:?}", r.urls);
     assert_eq!((r.retry_after, r.limit), (None, None), "waiting never fixes a 403");
 
     let doc = admitted(served.post_json("/v1/urls", Some(GHOST_TOKEN), &ours));
