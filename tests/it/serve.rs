@@ -432,7 +432,10 @@ fn sources_read_on_request_with_changed_and_per_property() {
 
     let (status, r, _) =
         refusal(served.post_json("/v1/sources", Some(SHOP_TOKEN), &serde_json::json!({ "property": "site" })));
-    assert_eq!((status, r.error.as_str()), (403, "forbidden"));
+    // Another's property is answered as one that does not exist: a token
+    // never learns which others there are.
+    assert_eq!((status, r.error.as_str()), (422, "unknown_property"));
+    assert_eq!(r.hint.as_deref(), Some("the properties of token `shop`: shop"));
     let (status, r, _) =
         refusal(served.post_json("/v1/sources", Some(GHOST_TOKEN), &serde_json::json!({ "property": "blog" })));
     assert_eq!((status, r.error.as_str()), (422, "unknown_property"));
@@ -842,7 +845,7 @@ fn deploy_hooks_read_the_sources_of_a_production_deploy() {
     assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
     let (status, r, _) =
         refusal(hook("/v1/hooks/netlify?property=shop", webhook(&sb, "netlify-deploy-succeeded.json")));
-    assert_eq!((status, r.error.as_str()), (403, "forbidden"));
+    assert_eq!((status, r.error.as_str()), (422, "unknown_property"), "another's property, as one that is not");
     assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 3);
     wait_accepted_with(&served, GHOST_TOKEN, 2);
     served.stop().code(0);
