@@ -359,6 +359,8 @@ mod tests {
             ("`[bing] sitemaps`", vec![T(BING_SITEMAPS.to_string())]),
             ("`[google] sitemaps`", vec![T(GOOGLE_SITEMAPS.to_string())]),
             ("`property.fetch_hosts`", vec![T(format!("{PROPERTY_FETCH_HOSTS:?}"))]),
+            ("`[[serve.token]] scope`", vec![text(SERVE_TOKEN_SCOPE.as_str())]),
+            ("`[serve] metrics_public`", vec![T(SERVE_METRICS_PUBLIC.to_string())]),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {

@@ -165,6 +165,16 @@ pub enum TokenScope {
     Write,
 }
 
+impl TokenScope {
+    /// As the configuration writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Write => "write",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SitemapSettings {
     /// The most uncompressed bytes read from one sitemap.

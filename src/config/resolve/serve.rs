@@ -192,6 +192,9 @@ mod tests {
         assert!(e.place.ends_with("`serve.token[0].token_env`"), "{}", e.place);
         let e = token("id = \"a b\"\ntoken_env = \"T\"\nproperties = [\"blog\"]\n");
         assert_eq!(e.place, "indexq.toml:5:6: `serve.token[0].id`");
+        let e = token("id = \"a\"\ntoken_env = \"T\"\nproperties = [\"blog\"]\nscope = \"admin\"\n");
+        assert_eq!(e.place, "indexq.toml:8:9: `serve.token[0].scope`");
+        assert!(e.message.contains("`admin` is not a token's scope"), "{}", e.message);
         let e = token("id = \"a\"\ntoken_env = \"T\"\nproperties = []\n");
         assert!(e.place.ends_with("`serve.token[0].properties`"), "{}", e.place);
         let e = error_of(&format!(
