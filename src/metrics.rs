@@ -101,7 +101,7 @@ pub fn gather(
     let configured = budget::groups(settings);
     let mut families = budget_families(settings, ledger, &configured, now)?;
     families.push(queue_family(settings, ledger, &configured, now)?);
-    families.push(attempts_family(ledger, &configured)?);
+    families.push(attempts_family(settings, ledger, &configured)?);
     families.push(inspection_family(settings, ledger)?);
     families.push(sitemap_family(settings, ledger, &configured, now)?);
     families.push(source_family(settings, ledger)?);
@@ -212,7 +212,7 @@ fn queue_family(
 /// Attempts by the class of their answer: every class of every configured
 /// group (a counter starts at 0), and those of groups that have attempts
 /// but are no longer configured.
-fn attempts_family(ledger: &mut dyn Ledger, configured: &[GroupKey]) -> anyhow::Result<Family> {
+fn attempts_family(settings: &Settings, ledger: &mut dyn Ledger, configured: &[GroupKey]) -> anyhow::Result<Family> {
     let mut attempts = Family::new(
         "indexq_attempts_total",
         Kind::Counter,
@@ -220,7 +220,8 @@ fn attempts_family(ledger: &mut dyn Ledger, configured: &[GroupKey]) -> anyhow::
     );
     let mut counts: BTreeMap<GroupKey, BTreeMap<&'static str, u64>> =
         configured.iter().map(|g| (g.clone(), BTreeMap::new())).collect();
-    for (group, class, n) in ledger.outcome_counts()? {
+    // Of settings narrowed to some properties (a `serve` token's), only theirs.
+    for (group, class, n) in ledger.outcome_counts()?.into_iter().filter(|(g, _, _)| settings.sees(&g.property)) {
         counts.entry(group).or_default().insert(class.as_str(), n);
     }
     for (group, classes) in &counts {
@@ -248,7 +249,7 @@ fn inspection_family(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Re
         .filter(|p| p.google.as_ref().is_some_and(|g| g.skip_indexed))
         .map(|p| (p.name.clone(), BTreeMap::new()))
         .collect();
-    for c in ledger.inspections()? {
+    for c in ledger.inspections()?.into_iter().filter(|c| settings.sees(&c.property)) {
         *counts.entry(c.property).or_default().entry(c.class.as_str()).or_default() += c.count;
     }
     for (property, classes) in &counts {

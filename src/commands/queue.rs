@@ -256,6 +256,27 @@ pub(crate) fn document(
     Ok(list_doc(rows, truncated, now, user_tz))
 }
 
+/// `document` of the items of `properties` only (what a `serve` token
+/// sees): each property's listing in turn, within the one limit.
+pub(crate) fn document_of(
+    ledger: &mut dyn Ledger,
+    f: &QueueFilter,
+    properties: &[String],
+    now: chrono::DateTime<chrono::Utc>,
+    user_tz: chrono_tz::Tz,
+) -> anyhow::Result<serde_json::Value> {
+    let (mut rows, mut truncated, mut limit) = (Vec::new(), false, f.limit.unwrap_or(LIST_LIMIT));
+    for property in properties {
+        let f = QueueFilter { property: Some(property.clone()), ..f.clone() };
+        let (_, mut some, more, l) = listed(ledger, &f, now)?;
+        rows.append(&mut some);
+        (truncated, limit) = (truncated || more, l);
+    }
+    truncated |= rows.len() > limit;
+    rows.truncate(limit);
+    Ok(list_doc(rows, truncated, now, user_tz))
+}
+
 fn list(
     ledger: &mut dyn Ledger,
     f: &QueueFilter,

@@ -190,6 +190,11 @@ pub const SERVE_MAX_CONNECTIONS_PER_ADDRESS: u32 = 128;
 /// `[serve] reserved_connections`: connections beyond `max_connections`
 /// kept for `/healthz`, `/readyz` and requests with a valid token.
 pub const SERVE_RESERVED_CONNECTIONS: u32 = 32;
+/// `[serve] metrics_public`: `/metrics` wants a token when tokens are configured.
+pub const SERVE_METRICS_PUBLIC: bool = false;
+
+/// `serve.token[].scope`: a token writes its properties' URLs (and reads them).
+pub const SERVE_TOKEN_SCOPE: crate::config::TokenScope = crate::config::TokenScope::Write;
 
 // [[property]]
 
@@ -379,6 +384,8 @@ mod tests {
                     T(SERVE_RESERVED_CONNECTIONS.to_string()),
                 ],
             ),
+            ("`[[serve.token]] scope`", vec![text(SERVE_TOKEN_SCOPE.as_str())]),
+            ("`[serve] metrics_public`", vec![T(SERVE_METRICS_PUBLIC.to_string())]),
         ];
         let readme = include_str!("../../README.md");
         let cells = |key: &str| -> Vec<String> {

@@ -80,6 +80,14 @@ pub(super) fn ledger_value(value: &str) -> Result<Option<String>, LedgerRefusal>
         hint: PATH_OR_URL_HINT,
     }
     };
+    if is_key_value(value) {
+        return Err(LedgerRefusal {
+            message: "reads as a libpq key/value connection string (`host=… dbname=…`), not a file path (the value \
+                      is not shown: it may hold a password)"
+                .into(),
+            hint: KEY_VALUE_HINT,
+        });
+    }
     if value.contains("://") {
         return Err(not_a_path("a URL that is not postgres://"));
     }
@@ -104,6 +112,27 @@ pub(super) fn ledger_value(value: &str) -> Result<Option<String>, LedgerRefusal>
     }
     Ok(None)
 }
+
+/// Whether `value` names one of libpq's connection keywords `host`,
+/// `dbname`, `user` or `password` in its key/value form (`host=db
+/// user=indexq`, spaces around `=` allowed, any case): such a value is a
+/// connection string meant for PostgreSQL, never a file to create. A path
+/// whose name merely holds such a word (`./user=1.db`, `/srv/host=a/l.db`)
+/// is not: the word must begin the value or follow a space.
+fn is_key_value(value: &str) -> bool {
+    const KEYS: [&str; 4] = ["host", "dbname", "user", "password"];
+    value.match_indices('=').any(|(at, _)| {
+        let before = value[..at].trim_end();
+        let word = before.rsplit(char::is_whitespace).next().unwrap_or_default();
+        KEYS.iter().any(|k| word.eq_ignore_ascii_case(k))
+    })
+}
+
+/// The hint for a ledger value in libpq's key/value form.
+pub(super) const KEY_VALUE_HINT: &str =
+    "write the PostgreSQL ledger as a URL, e.g. postgres://indexq@db:5432/indexq (a Unix socket: \
+     postgres:///indexq?host=/run/postgresql), giving the password with ledger_password_env / \
+     ledger_password_file rather than in the value";
 
 /// The hint for a ledger value that is neither a path nor a URL.
 pub(super) const PATH_OR_URL_HINT: &str =
@@ -196,6 +225,24 @@ mod tests {
         }
         assert_eq!(LedgerLocation::parse("postgres.db"), Ok(LedgerLocation::Sqlite("postgres.db".into())));
         assert!(LedgerLocation::parse("postgres:u:PW@h").is_err());
+    }
+
+    #[test]
+    fn a_key_value_connection_string_is_refused_and_a_path_holding_its_words_is_not() {
+        for refused in [
+            "host=db user=indexq password=PW dbname=indexq",
+            "dbname=indexq",
+            "  HOST = db  port=5432",
+            "port=5432 user=indexq",
+            "sslmode=require password='a b'",
+        ] {
+            let e = ledger_value(refused).expect_err(refused);
+            assert_eq!(e.hint, KEY_VALUE_HINT, "{refused}");
+            assert!(!e.message.contains("PW") && !e.message.contains("indexq"), "{}", e.message);
+        }
+        for path in ["./user=1.db", "/srv/host=a/ledger.db", "ledger.db", "./a b/hostname=x.db", "port=5432.db"] {
+            assert_eq!(ledger_value(path), Ok(None), "{path}");
+        }
     }
 
     #[test]

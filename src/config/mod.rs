@@ -63,6 +63,11 @@ pub struct Settings {
     pub serve: ServeSettings,
     pub notify: NotifySettings,
     pub properties: Vec<Property>,
+    /// The properties these settings were narrowed to (`narrowed`: what a
+    /// `serve` token sees), `None` for the whole configuration. The
+    /// ledger's groups of the other properties are then not "stranded"
+    /// (no longer configured) but out of sight.
+    pub narrowed_to: Option<Vec<String>>,
 }
 
 /// `[notify]`: where what needs a human is sent, once per group and reason
@@ -126,6 +131,9 @@ pub struct ServeSettings {
     pub idle_timeout: Duration,
     /// How slow clients may be, and how many connections one address holds.
     pub connections: ConnectionLimits,
+    /// Whether `/metrics` answers a request without a token when tokens
+    /// are configured (every series then).
+    pub metrics_public: bool,
     /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
     pub tokens: Vec<ServeToken>,
 }
@@ -158,8 +166,30 @@ pub struct RateRule {
 pub struct ServeToken {
     pub id: String,
     pub secret: SecretSource,
-    /// The properties whose URLs it may write.
+    /// The properties whose URLs it may write (or only read), and the
+    /// only ones whose items, budgets and series it sees.
     pub properties: Vec<String>,
+    /// What it may do with them.
+    pub scope: TokenScope,
+}
+
+/// What a `[[serve.token]]` may do with its properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenScope {
+    /// Read their queue, budgets and metrics only.
+    Read,
+    /// Read them, and write their URLs (the default).
+    Write,
+}
+
+impl TokenScope {
+    /// As the configuration writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Write => "write",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -369,6 +399,21 @@ impl Property {
 }
 
 impl Settings {
+    /// These settings with only the properties named in `properties`: what
+    /// reads the configured groups (status, metrics) then tells only theirs.
+    pub fn narrowed(&self, properties: &[String]) -> Settings {
+        let mut narrowed = self.clone();
+        narrowed.properties.retain(|p| properties.contains(&p.name));
+        narrowed.narrowed_to = Some(properties.to_vec());
+        narrowed
+    }
+
+    /// Whether the ledger's items of `property` are within these settings'
+    /// sight (every property, unless `narrowed`).
+    pub fn sees(&self, property: &str) -> bool {
+        self.narrowed_to.as_ref().is_none_or(|own| own.iter().any(|p| p == property))
+    }
+
     /// The property a URL belongs to: the one whose site is the longest prefix.
     pub fn property_for(&self, url: &str) -> Option<&Property> {
         self.properties.iter().filter(|p| p.contains(url)).max_by_key(|p| p.site.as_str().len())

@@ -65,6 +65,7 @@ pub(super) struct RawServe {
     pub(super) min_body_rate: Option<S<u32>>,
     pub(super) max_connections_per_address: Option<S<u32>>,
     pub(super) reserved_connections: Option<S<u32>>,
+    pub(super) metrics_public: Option<S<bool>>,
     #[serde(default)]
     pub(super) token: Vec<S<RawServeToken>>,
 }
@@ -77,6 +78,7 @@ pub(super) struct RawServeToken {
     pub(super) token_env: Option<S<String>>,
     pub(super) token_file: Option<S<String>>,
     pub(super) properties: Option<S<Vec<S<String>>>>,
+    pub(super) scope: Option<S<String>>,
 }
 
 #[derive(Deserialize, Default)]

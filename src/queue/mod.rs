@@ -15,7 +15,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 /// Queue items the configuration no longer sends: their (property, engine,
 /// endpoint) group is in the ledger but not in the configuration (a renamed
-/// property, a respelled endpoint), with their counts.
+/// property, a respelled endpoint), with their counts; of settings
+/// `narrowed` to some properties, only theirs.
 pub fn stranded_groups(
     settings: &Settings,
     ledger: &mut dyn Ledger,
@@ -24,7 +25,7 @@ pub fn stranded_groups(
     let configured = budget::groups(settings);
     let mut stranded = Vec::new();
     for group in ledger.stored_groups()? {
-        if configured.contains(&group) {
+        if configured.contains(&group) || !settings.sees(&group.property) {
             continue;
         }
         let counts = ledger.queue_counts(&group, now)?;

@@ -312,6 +312,9 @@ fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_out
         format!("postgres:/{USER}:{PASSWORD}@{HOST}/indexq"),
         format!("{USER}:{PASSWORD}@{HOST}/indexq"),
         format!("//{USER}:{PASSWORD}@{HOST}/indexq"),
+        // libpq's key/value form, which would otherwise be a file named
+        // after the whole string.
+        format!("host={HOST} user={USER} password={PASSWORD} dbname=indexq"),
     ];
     for value in &values {
         for in_env in [false, true] {
@@ -330,6 +333,7 @@ fn a_mistyped_ledger_url_is_refused_and_its_password_never_becomes_a_name_or_out
                 &["report", "--html", "report.html"],
                 &["ledger", "migrate"],
                 &["queue", "list"],
+                &["serve"],
             ];
             for args in commands {
                 let run = sb.indexq(args).now(NOW);
@@ -433,4 +437,29 @@ fn a_notify_webhook_url_stays_out_of_every_output() {
     for form in [WEBHOOK_TOKEN.to_string(), percent_all(WEBHOOK_TOKEN), hook.clone()] {
         assert_absent(&text, &form, "the webhook");
     }
+}
+
+/// A serve token inside a submitted URL (a webhook's URL pasted with its
+/// `?token=`, as written or percent-encoded) is masked before the URL is
+/// kept: the answer, the queue, every view of the ledger and what the
+/// engine is sent hold `[REDACTED]` where it was, and nothing else of the
+/// URL changes.
+#[test]
+fn a_serve_token_inside_a_submitted_url_is_stored_and_shown_masked() {
+    let sb = crate::serve::with_tokens();
+    let served = crate::serve::serve_with_tokens(&sb, &[]);
+    let plain = sb.url(&format!("/hook?token={GHOST_TOKEN}&page=2"));
+    let encoded = sb.url(&format!("/hook2?t={}", percent_all(SHOP_TOKEN)));
+    let body = serde_json::json!({ "urls": [plain, encoded] });
+    let doc = crate::serve::admitted(served.post_json("/v1/urls", Some(GHOST_TOKEN), &body));
+    let urls: Vec<&str> = doc.results.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls, [sb.url("/hook?token=[REDACTED]&page=2"), sb.url("/hook2?t=[REDACTED]")]);
+    crate::serve::wait_for(&sb, ENDPOINT_PATH, 1);
+    served.stop().code(0);
+    let mut received = sb.received_urls();
+    received.sort();
+    assert_eq!(received, [sb.url("/hook2?t=[REDACTED]"), sb.url("/hook?token=[REDACTED]&page=2")]);
+    let views = every_view(&sb);
+    assert!(views.contains("/hook?token=[REDACTED]&page=2"), "{views}");
+    assert_no_secret(views.as_bytes(), "every view of the ledger");
 }

@@ -342,7 +342,8 @@ fn a_token_writes_its_properties_and_nothing_else() {
     let (status, r, _) = refusal(served.post_json("/v1/urls", Some(SHOP_TOKEN), &ours));
     assert_eq!((status, r.error.as_str()), (403, "forbidden"));
     assert_eq!(r.urls[0].reason, "not_allowed");
-    assert!(r.urls[0].message.contains("token `shop` may not write property `site`"), "{:?}", r.urls);
+    assert!(r.urls[0].message.contains("token `shop` may not write this URL's property"), "{:?}", r.urls);
+    assert!(!r.urls[0].message.contains("`site`"), "a token never learns others' property names: {:?}", r.urls);
     assert_eq!((r.retry_after, r.limit), (None, None), "waiting never fixes a 403");
 
     let doc = admitted(served.post_json("/v1/urls", Some(GHOST_TOKEN), &ours));
@@ -446,7 +447,10 @@ fn sources_read_on_request_with_changed_and_per_property() {
 
     let (status, r, _) =
         refusal(served.post_json("/v1/sources", Some(SHOP_TOKEN), &serde_json::json!({ "property": "site" })));
-    assert_eq!((status, r.error.as_str()), (403, "forbidden"));
+    // Another's property is answered as one that does not exist: a token
+    // never learns which others there are.
+    assert_eq!((status, r.error.as_str()), (422, "unknown_property"));
+    assert_eq!(r.hint.as_deref(), Some("the properties of token `shop`: shop"));
     let (status, r, _) =
         refusal(served.post_json("/v1/sources", Some(GHOST_TOKEN), &serde_json::json!({ "property": "blog" })));
     assert_eq!((status, r.error.as_str()), (422, "unknown_property"));
@@ -859,7 +863,7 @@ fn deploy_hooks_read_the_sources_of_a_production_deploy() {
     assert_eq!((status, r.error.as_str()), (422, "unreadable_payload"));
     let (status, r, _) =
         refusal(hook("/v1/hooks/netlify?property=shop", webhook(&sb, "netlify-deploy-succeeded.json")));
-    assert_eq!((status, r.error.as_str()), (403, "forbidden"));
+    assert_eq!((status, r.error.as_str()), (422, "unknown_property"), "another's property, as one that is not");
     assert_eq!(sb.site.requests_to("GET", "/sitemap.xml").len(), 3);
     wait_accepted_with(&served, GHOST_TOKEN, 2);
     served.stop().code(0);

@@ -5,21 +5,28 @@
 //! answer takes, and every configured token is compared whichever matches.
 //! A token writes only its properties' URLs. With no token configured,
 //! `serve` listens on loopback only and anyone who reaches it may write
-//! every property. Only a token's id is ever said (logs, answers).
+//! every property. A token sees only its own properties' items, budgets
+//! and series, and a token of `scope = "read"` writes nothing. Only a
+//! token's id is ever said (logs, answers); the tokens themselves are
+//! masked wherever they turn up (`redactor`), a submitted URL included.
 
-use crate::config::{ConfigError, ServeToken};
+use crate::config::{ConfigError, ServeToken, TokenScope};
+use crate::redact::Redactor;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// The tokens `serve` takes.
 pub(super) struct Tokens {
     tokens: Vec<Held>,
+    /// Masks every token read.
+    redactor: Redactor,
 }
 
 struct Held {
     id: String,
     digest: [u8; 32],
     properties: Vec<String>,
+    scope: TokenScope,
 }
 
 /// Who a request comes from.
@@ -28,7 +35,7 @@ pub(super) enum Caller {
     /// No token is configured: a loopback client, allowed every property.
     Anyone,
     /// The holder of the token with this id, allowed these properties.
-    Token { id: String, properties: Vec<String> },
+    Token { id: String, properties: Vec<String>, scope: TokenScope },
 }
 
 impl Caller {
@@ -42,9 +49,27 @@ impl Caller {
 
     /// Whether it may write URLs of `property`.
     pub(super) fn may_write(&self, property: &str) -> bool {
+        self.writes() && self.may_read(property)
+    }
+
+    /// Whether it may write at all (a token of `scope = "read"` may not).
+    pub(super) fn writes(&self) -> bool {
         match self {
             Caller::Anyone => true,
-            Caller::Token { properties, .. } => properties.iter().any(|p| p == property),
+            Caller::Token { scope, .. } => *scope == TokenScope::Write,
+        }
+    }
+
+    /// Whether it may see the items, budgets and series of `property`.
+    pub(super) fn may_read(&self, property: &str) -> bool {
+        self.properties().is_none_or(|own| own.iter().any(|p| p == property))
+    }
+
+    /// The properties it sees (`None`: every one).
+    pub(super) fn properties(&self) -> Option<&[String]> {
+        match self {
+            Caller::Anyone => None,
+            Caller::Token { properties, .. } => Some(properties),
         }
     }
 }
@@ -60,9 +85,12 @@ pub(super) enum Unknown {
 
 impl Tokens {
     /// Reads each configured token from where it lives; an error names the
-    /// configuration's key and line, never the value.
+    /// configuration's key and line, never the value. Two entries that read
+    /// the same token are an error naming both: otherwise the last would
+    /// silently take the token and the first's properties would be lost.
     pub(super) fn read(configured: &[ServeToken]) -> Result<Tokens, ConfigError> {
-        let mut tokens = Vec::new();
+        let mut tokens: Vec<Held> = Vec::new();
+        let redactor = Redactor::new();
         for t in configured {
             let secret = t.secret.read()?;
             if secret.expose().len() < 16 {
@@ -72,9 +100,40 @@ impl Tokens {
                     hint: Some("make a long random one, e.g. `openssl rand -hex 32`".into()),
                 });
             }
-            tokens.push(Held { id: t.id.clone(), digest: digest(secret.expose()), properties: t.properties.clone() });
+            let held = Held {
+                id: t.id.clone(),
+                digest: digest(secret.expose()),
+                properties: t.properties.clone(),
+                scope: t.scope,
+            };
+            if let Some((first, place)) = tokens
+                .iter()
+                .zip(configured)
+                .find(|(other, _)| bool::from(other.digest.ct_eq(&held.digest)))
+                .map(|(other, c)| (other.id.clone(), c.secret.place().to_string()))
+            {
+                return Err(ConfigError {
+                    place: t.secret.place().to_string(),
+                    message: format!(
+                        "token `{}` is the same token as `{first}` ({place}; the token is not shown)",
+                        t.id
+                    ),
+                    hint: Some(
+                        "give each [[serve.token]] a token of its own, or list all its properties in one entry".into(),
+                    ),
+                });
+            }
+            redactor.add(secret.expose());
+            tokens.push(held);
         }
-        Ok(Tokens { tokens })
+        Ok(Tokens { tokens, redactor })
+    }
+
+    /// `text` with every configured token masked, in any letter case and
+    /// encoding, and nothing else changed: a URL pasted with its `?token=`
+    /// is taken with the token masked.
+    pub(super) fn mask(&self, text: &str) -> String {
+        self.redactor.mask_known(text)
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -95,7 +154,9 @@ impl Tokens {
                 found = Some(held);
             }
         }
-        found.map(|h| Caller::Token { id: h.id.clone(), properties: h.properties.clone() }).ok_or(Unknown::Wrong)
+        found
+            .map(|h| Caller::Token { id: h.id.clone(), properties: h.properties.clone(), scope: h.scope })
+            .ok_or(Unknown::Wrong)
     }
 }
 
@@ -123,11 +184,19 @@ mod tests {
     use super::*;
 
     fn tokens() -> Tokens {
+        let held = |id: &str, token: &str, property: &str, scope| Held {
+            id: id.into(),
+            digest: digest(token),
+            properties: vec![property.into()],
+            scope,
+        };
         Tokens {
             tokens: vec![
-                Held { id: "ghost".into(), digest: digest("ghost-token-0123456789"), properties: vec!["blog".into()] },
-                Held { id: "ci".into(), digest: digest("ci-token-0123456789abc"), properties: vec!["shop".into()] },
+                held("ghost", "ghost-token-0123456789", "blog", TokenScope::Write),
+                held("ci", "ci-token-0123456789abc", "shop", TokenScope::Write),
+                held("dash", "dash-token-0123456789a", "shop", TokenScope::Read),
             ],
+            redactor: Redactor::new(),
         }
     }
 
@@ -138,6 +207,9 @@ mod tests {
         assert_eq!(ghost.id(), "ghost");
         assert!(ghost.may_write("blog") && !ghost.may_write("shop"));
         assert_eq!(t.caller(Some(b"bearer ci-token-0123456789abc")).unwrap().id(), "ci");
+        let dash = t.caller(Some(b"Bearer dash-token-0123456789a")).unwrap();
+        assert!(dash.may_read("shop") && !dash.may_read("blog"), "a token reads only its own");
+        assert!(!dash.writes() && !dash.may_write("shop"), "a read token writes nothing");
         assert_eq!(t.caller(None), Err(Unknown::Missing));
         assert_eq!(t.caller(Some(b"Basic Z2hvc3Q6eA==")), Err(Unknown::Missing));
         assert_eq!(t.caller(Some(b"Bearer ")), Err(Unknown::Missing));
@@ -147,7 +219,7 @@ mod tests {
 
     #[test]
     fn with_no_token_configured_anyone_writes_everything() {
-        let t = Tokens { tokens: Vec::new() };
+        let t = Tokens { tokens: Vec::new(), redactor: Redactor::new() };
         let caller = t.caller(None).unwrap();
         assert_eq!((caller.id(), caller.may_write("any")), ("-", true));
     }

@@ -175,7 +175,7 @@ async fn published_url(
     post: &GhostPost,
 ) -> Result<(String, String, UrlFrom), Refusal> {
     let kind = post.kind;
-    let Some(url) = post.url.clone() else {
+    let Some(url) = post.url.as_deref().map(|u| state.tokens.mask(u)) else {
         return Err(unreadable("Ghost", format!("no `{kind}.current.url` in the payload")));
     };
     let place = format!("{kind}.current.url");
@@ -235,7 +235,10 @@ fn ghost_property<'s>(
     let settings = &state.settings;
     let named = query_property(uri);
     let property = match &named {
-        Some(name) => settings.property(name).ok_or_else(|| unknown_property(state, name))?,
+        Some(name) => settings
+            .property(name)
+            .filter(|p| caller.may_read(&p.name))
+            .ok_or_else(|| unknown_property(state, caller, name))?,
         None => {
             let of_url = post.url.as_deref().and_then(|u| settings.property_for(u));
             let writable: Vec<&crate::config::Property> =
@@ -406,23 +409,19 @@ fn query_property(uri: &Uri) -> Option<String> {
     })
 }
 
-/// A `?property=` that names no property.
-fn unknown_property(state: &State, name: &str) -> Refusal {
-    let known: Vec<&str> = state.settings.properties.iter().map(|p| p.name.as_str()).collect();
-    Refusal::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorCode::UnknownProperty,
-        format!("no [[property]] is named `{name}`"),
-    )
-    .hint(format!("the configured properties: {}", known.join(", ")))
+/// A `?property=` that names no property, or one the caller may not see
+/// (one answer for both, naming only the caller's own).
+fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
+    super::http::unknown_property(state, caller, name)
 }
 
-/// A property the caller may not write.
+/// A property the caller may not write (named only when the caller may
+/// read it: a token never learns the names of others' properties).
 fn forbidden(caller: &Caller, property: &str) -> Refusal {
     Refusal::new(
         StatusCode::FORBIDDEN,
         ErrorCode::Forbidden,
-        format!("token `{}` may not write property `{property}`", caller.id()),
+        format!("token `{}` may not write {}", caller.id(), super::intake::property_named(caller, property)),
     )
     .hint("use the token of that property, or add the property to this token's `properties`")
 }
@@ -435,7 +434,9 @@ pub(super) async fn read_sources(
     property: Option<String>,
 ) -> Result<SourcesRead, Refusal> {
     let properties = match property {
-        Some(p) if state.settings.property(&p).is_none() => return Err(unknown_property(state, &p)),
+        Some(p) if state.settings.property(&p).is_none() || !caller.may_read(&p) => {
+            return Err(unknown_property(state, caller, &p))
+        }
         Some(p) if !caller.may_write(&p) => return Err(forbidden(caller, &p)),
         Some(p) => Some(vec![p]),
         None => match caller {

@@ -43,7 +43,8 @@ pub(super) fn router(state: Arc<State>) -> Router {
 }
 
 /// In front of every route: the caller (401 without a good token, except
-/// for `/healthz` and `/readyz`), and a log line per request that names
+/// for `/healthz` and `/readyz`, and `/metrics` with `metrics_public`; 403
+/// for a read-only token's `POST`), and a log line per request that names
 /// the token by its id.
 async fn guard(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
@@ -54,10 +55,14 @@ async fn guard(
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let open = matches!(path.as_str(), "/healthz" | "/readyz");
+    // Public metrics are every series, for a request with no token; a wrong
+    // token is still refused (it is a mistake worth telling).
+    let public = path == "/metrics" && state.settings.serve.metrics_public;
     let authorization = presented_token(&request);
     let caller = match state.tokens.caller(authorization.as_deref()) {
         Ok(caller) => Some(caller),
         Err(_) if open => None,
+        Err(Unknown::Missing) if public => None,
         Err(unknown) => {
             let mut response = unauthorized(unknown).into_response();
             limits::headers(&state, &[], response.headers_mut());
@@ -66,6 +71,14 @@ async fn guard(
         }
     };
     let id = caller.as_ref().map_or("-", Caller::id).to_string();
+    if let (Some(caller), true) = (&caller, method == axum::http::Method::POST) {
+        if !caller.writes() {
+            let mut response = read_only(caller).into_response();
+            limits::headers(&state, &[], response.headers_mut());
+            log(&method, &path, response.status(), &id, started);
+            return response;
+        }
+    }
     let mut taken = Vec::new();
     if let (Some(caller), false) = (&caller, open) {
         match commit::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
@@ -120,6 +133,43 @@ fn unauthorized(unknown: Unknown) -> Refusal {
     };
     Refusal::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
         .hint("use the token of a [[serve.token]] of indexq's configuration")
+}
+
+fn read_only(caller: &Caller) -> Refusal {
+    Refusal::new(
+        StatusCode::FORBIDDEN,
+        ErrorCode::Forbidden,
+        format!("token `{}` has scope = \"read\": it reads its properties and writes nothing", caller.id()),
+    )
+    .hint("use a token of scope = \"write\" (the default) for this endpoint")
+}
+
+/// The settings as `caller` sees them: only its properties, or all of
+/// them for anyone (no token configured, or public metrics).
+fn seen_by(state: &State, caller: Option<&Caller>) -> Option<crate::config::Settings> {
+    caller.and_then(Caller::properties).map(|own| state.settings.narrowed(own))
+}
+
+/// A property the caller may not read, or that is not configured: one
+/// answer for both, naming only the caller's own properties.
+pub(super) fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
+    let known: Vec<&str> = match caller.properties() {
+        Some(own) => own.iter().map(String::as_str).collect(),
+        None => state.settings.properties.iter().map(|p| p.name.as_str()).collect(),
+    };
+    let whose = match caller {
+        Caller::Anyone => "the configured properties".to_string(),
+        Caller::Token { id, .. } => format!("the properties of token `{id}`"),
+    };
+    Refusal::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::UnknownProperty,
+        match caller {
+            Caller::Anyone => format!("no [[property]] is named `{name}`"),
+            Caller::Token { id, .. } => format!("token `{id}` has no property `{name}`"),
+        },
+    )
+    .hint(format!("{whose}: {}", known.join(", ")))
 }
 
 #[derive(Serialize)]
@@ -199,10 +249,15 @@ async fn on_ledger<T: Send + 'static>(
     .map_err(|e| Refusal::ledger(&e))
 }
 
-/// `GET /v1/budget`: what `status --json` says.
-async fn get_budget(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
-    let doc = on_ledger(&state, |s, ledger, now| {
-        let (doc, _, _) = crate::commands::status::document(&s.settings, ledger, now, s.user_tz)?;
+/// `GET /v1/budget`: what `status --json` says, of the caller's properties.
+async fn get_budget(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Refusal> {
+    let narrowed = seen_by(&state, Some(&caller));
+    let doc = on_ledger(&state, move |s, ledger, now| {
+        let settings = narrowed.as_ref().unwrap_or(&s.settings);
+        let (doc, _, _) = crate::commands::status::document(settings, ledger, now, s.user_tz)?;
         Ok(serde_json::to_value(doc)?)
     })
     .await?;
@@ -210,15 +265,26 @@ async fn get_budget(axum::extract::State(state): axum::extract::State<Arc<State>
 }
 
 /// `GET /v1/queue`: what `queue list --json` says, with its filters as
-/// query parameters (`state`, `property`, `engine`, `endpoint`, `url`, `limit`).
+/// query parameters (`state`, `property`, `engine`, `endpoint`, `url`, `limit`),
+/// of the caller's properties.
 async fn get_queue(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
+    Extension(caller): Extension<Caller>,
     uri: axum::http::Uri,
 ) -> Result<Response, Refusal> {
     let filter = queue_filter(uri.query().unwrap_or_default())?;
-    let doc =
-        on_ledger(&state, move |s, ledger, now| crate::commands::queue::document(ledger, &filter, now, s.user_tz))
-            .await?;
+    if let Some(asked) = filter.property.as_deref().filter(|p| !caller.may_read(p)) {
+        return Err(unknown_property(&state, &caller, asked));
+    }
+    let own = match filter.property {
+        Some(_) => None,
+        None => caller.properties().map(<[String]>::to_vec),
+    };
+    let doc = on_ledger(&state, move |s, ledger, now| match own {
+        Some(own) => crate::commands::queue::document_of(ledger, &filter, &own, now, s.user_tz),
+        None => crate::commands::queue::document(ledger, &filter, now, s.user_tz),
+    })
+    .await?;
     Ok(Json(doc).into_response())
 }
 
@@ -248,10 +314,16 @@ fn queue_filter(query: &str) -> Result<crate::cli::QueueFilter, Refusal> {
     Ok(f)
 }
 
-/// `GET /metrics`: what `status --format prometheus` says.
-async fn get_metrics(axum::extract::State(state): axum::extract::State<Arc<State>>) -> Result<Response, Refusal> {
-    let text = on_ledger(&state, |s, ledger, now| {
-        let families = crate::metrics::gather(&s.settings, ledger, now, None)?;
+/// `GET /metrics`: what `status --format prometheus` says, of the
+/// caller's properties (every one when public and asked without a token).
+async fn get_metrics(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    caller: Option<Extension<Caller>>,
+) -> Result<Response, Refusal> {
+    let narrowed = seen_by(&state, caller.as_ref().map(|c| &c.0));
+    let text = on_ledger(&state, move |s, ledger, now| {
+        let settings = narrowed.as_ref().unwrap_or(&s.settings);
+        let families = crate::metrics::gather(settings, ledger, now, None)?;
         let mut out = Vec::new();
         crate::metrics::render(&families, &mut out)?;
         Ok(out)

@@ -210,6 +210,9 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
     let mut forbidden = Vec::new();
     let mut taken: Vec<(crate::ingest::StoredUrl, String, String, Position)> = Vec::new();
     for (text, place) in submission.urls {
+        // A serve token in a URL (a webhook's URL pasted with its
+        // `?token=`) is masked before anything reads or keeps the URL.
+        let text = state.tokens.mask(&text);
         let parsed = if text.len() > MAX_URL {
             Err(format!("longer than {MAX_URL} bytes"))
         } else {
@@ -228,7 +231,7 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
             continue;
         };
         if !caller.may_write(&property.name) {
-            let why = format!("token `{}` may not write property `{}`", caller.id(), property.name);
+            let why = format!("token `{}` may not write {}", caller.id(), property_named(caller, &property.name));
             forbidden.push(refused(text, place, RefusedReason::NotAllowed, why));
             continue;
         }
@@ -259,6 +262,16 @@ pub(super) fn check(state: &State, caller: &Caller, submission: Submission) -> R
         return Err(r);
     }
     Ok(Checked { urls: taken, action: submission.action, lastmod: submission.lastmod })
+}
+
+/// A property as a refusal to `caller` names it: by its name when the
+/// caller may read it, else without (a token never learns others' names).
+pub(super) fn property_named(caller: &Caller, property: &str) -> String {
+    if caller.may_read(property) {
+        format!("property `{property}`")
+    } else {
+        "this URL's property".to_string()
+    }
 }
 
 fn refused(url: String, source: Position, reason: RefusedReason, message: String) -> Refused {

@@ -66,6 +66,7 @@ impl Resolver<'_> {
             serve,
             notify,
             properties,
+            narrowed_to: None,
         })
     }
 }

@@ -4,7 +4,9 @@
 use super::values::written_zero;
 use super::Resolver;
 use crate::config::raw::{RawServe, RawServeToken, S};
-use crate::config::{defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken};
+use crate::config::{
+    defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken, TokenScope,
+};
 use std::time::Duration;
 
 /// The smallest `[serve] max_body` accepted: a few URLs.
@@ -70,6 +72,7 @@ impl Resolver<'_> {
             }
             tokens.push(token);
         }
+        let metrics_public = raw.metrics_public.as_ref().map_or(defaults::SERVE_METRICS_PUBLIC, |v| *v.get_ref());
         Ok(ServeSettings {
             listen,
             max_body,
@@ -79,6 +82,7 @@ impl Resolver<'_> {
             max_connections,
             idle_timeout,
             connections,
+            metrics_public,
             tokens,
         })
     }
@@ -152,7 +156,19 @@ impl Resolver<'_> {
             }
             allowed.push(name.get_ref().clone());
         }
-        Ok(ServeToken { id: id.to_string(), secret, properties: allowed })
+        let scope = match &t.scope {
+            None => defaults::SERVE_TOKEN_SCOPE,
+            Some(v) => match v.get_ref().as_str() {
+                "read" => TokenScope::Read,
+                "write" => TokenScope::Write,
+                other => {
+                    return Err(self
+                        .err(v, &format!("{key}.scope"), format!("`{other}` is not a token's scope"))
+                        .hint("write \"read\" (its properties' queue, budgets and metrics) or \"write\" (those, and their URLs)"))
+                }
+            },
+        };
+        Ok(ServeToken { id: id.to_string(), secret, properties: allowed, scope })
     }
 }
 
@@ -203,6 +219,9 @@ mod tests {
         assert!(e.place.ends_with("`serve.token[0].token_env`"), "{}", e.place);
         let e = token("id = \"a b\"\ntoken_env = \"T\"\nproperties = [\"blog\"]\n");
         assert_eq!(e.place, "indexq.toml:5:6: `serve.token[0].id`");
+        let e = token("id = \"a\"\ntoken_env = \"T\"\nproperties = [\"blog\"]\nscope = \"admin\"\n");
+        assert_eq!(e.place, "indexq.toml:8:9: `serve.token[0].scope`");
+        assert!(e.message.contains("`admin` is not a token's scope"), "{}", e.message);
         let e = token("id = \"a\"\ntoken_env = \"T\"\nproperties = []\n");
         assert!(e.place.ends_with("`serve.token[0].properties`"), "{}", e.place);
         let e = error_of(&format!(

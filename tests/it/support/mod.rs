@@ -63,6 +63,8 @@ pub fn seal_network(cmd: &mut Command) -> &mut Command {
 /// in any output, log or ledger byte they leak into (`secrets`).
 pub const GHOST_TOKEN: &str = "ghost-TOKEN-5b1e9c7d3a2f4e6b8c0d";
 pub const SHOP_TOKEN: &str = "shop-TOKEN-9e8d7c6b5a4f3e2d1c0b";
+/// A read-only token of the shop (`scope = "read"`).
+pub const DASH_TOKEN: &str = "dash-TOKEN-4c3b2a1f0e9d8c7b6a5f";
 /// The secret part of the chat webhook's URL (`[notify] webhook`).
 pub const WEBHOOK_TOKEN: &str = "whk-SECRET-4c2a8e6b0d9f1a3c5e7b";
 
@@ -461,6 +463,7 @@ pub fn secrets() -> Vec<String> {
         GOOGLE_REFRESHED_TOKEN.to_string(),
         GHOST_TOKEN.to_string(),
         SHOP_TOKEN.to_string(),
+        DASH_TOKEN.to_string(),
         WEBHOOK_TOKEN.to_string(),
     ];
     // The test PostgreSQL server's password, when the PostgreSQL tests run.
