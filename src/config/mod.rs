@@ -126,6 +126,19 @@ pub struct ServeSettings {
     pub idle_timeout: Duration,
     /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
     pub tokens: Vec<ServeToken>,
+    /// Whether it speaks the IndexNow protocol at `/indexnow`.
+    pub indexnow: bool,
+    /// The signing secrets of the webhooks that must be signed.
+    pub webhooks: ServeWebhooks,
+}
+
+/// `[serve.webhooks]`: each platform whose secret is set has its hooks
+/// signed, and unsigned ones refused.
+#[derive(Debug, Clone, Default)]
+pub struct ServeWebhooks {
+    pub ghost: Option<SecretSource>,
+    pub vercel: Option<SecretSource>,
+    pub netlify: Option<SecretSource>,
 }
 
 /// A rate as GCRA keeps it: `per` units every `period`, `burst` at once.

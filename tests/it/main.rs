@@ -35,6 +35,7 @@ mod redirects;
 mod report;
 mod secrets;
 mod serve;
+mod serve_protocols;
 mod signals;
 mod sitemaps;
 mod soak;

@@ -22,7 +22,11 @@ use std::sync::Arc;
 
 pub(super) fn router(state: Arc<State>) -> Router {
     let max_body = usize::try_from(state.settings.serve.max_body).unwrap_or(usize::MAX);
-    Router::new()
+    let mut router = Router::new();
+    if state.settings.serve.indexnow {
+        router = router.route("/indexnow", get(super::indexnow::get).post(super::indexnow::post));
+    }
+    router
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/urls", post(post_urls))
@@ -54,6 +58,9 @@ async fn guard(
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let open = matches!(path.as_str(), "/healthz" | "/readyz");
+    // IndexNow's requests carry the property's key, not a bearer token:
+    // its routes authenticate them (`indexnow`), and take their limits.
+    let open = open || (path == "/indexnow" && state.settings.serve.indexnow);
     let authorization = presented_token(&request);
     let caller = match state.tokens.caller(authorization.as_deref()) {
         Ok(caller) => Some(caller),

@@ -21,6 +21,7 @@ mod auth;
 mod commit;
 mod hooks;
 mod http;
+mod indexnow;
 mod intake;
 mod limits;
 mod listen;
@@ -66,6 +67,8 @@ struct State {
     sources: mpsc::Sender<SourcesJob>,
     stop: Stop,
     tokens: auth::Tokens,
+    /// Each property's IndexNow key, when `[serve] indexnow = true`.
+    indexnow: indexnow::Keys,
     user_tz: chrono_tz::Tz,
     /// Where each property's URLs go (submit's routing).
     routes: crate::commands::submit::Routes,
@@ -83,6 +86,7 @@ struct SourcesJob {
 pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let listen = args.listen.unwrap_or(settings.serve.listen);
     let tokens = auth::Tokens::read(&settings.serve.tokens)?;
+    let keys = indexnow::Keys::read(&settings)?;
     if tokens.is_empty() && !listen.ip().is_loopback() {
         return Err(ConfigError {
             place: match args.listen {
@@ -99,14 +103,14 @@ pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer
         .into());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(serve(Arc::new(settings), Arc::new(clock), listen, tokens, printer))
+    runtime.block_on(serve(Arc::new(settings), Arc::new(clock), listen, (tokens, keys), printer))
 }
 
 async fn serve(
     settings: Arc<Settings>,
     clock: Arc<Clock>,
     listen: std::net::SocketAddr,
-    tokens: auth::Tokens,
+    (tokens, indexnow): (auth::Tokens, indexnow::Keys),
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let stop = Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
@@ -130,6 +134,7 @@ async fn serve(
         sources,
         stop: stop.clone(),
         tokens,
+        indexnow,
         user_tz: crate::clock::user_timezone(),
         routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),

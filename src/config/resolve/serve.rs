@@ -4,7 +4,7 @@
 use super::values::written_zero;
 use super::Resolver;
 use crate::config::raw::{RawServe, RawServeToken, S};
-use crate::config::{defaults, ConfigError, Property, RateRule, ServeSettings, ServeToken};
+use crate::config::{defaults, ConfigError, Property, RateRule, ServeSettings, ServeToken, ServeWebhooks};
 use std::time::Duration;
 
 /// The smallest `[serve] max_body` accepted: a few URLs.
@@ -69,7 +69,28 @@ impl Resolver<'_> {
             }
             tokens.push(token);
         }
-        Ok(ServeSettings { listen, max_body, sources_every, requests, urls, max_connections, idle_timeout, tokens })
+        let indexnow = raw.indexnow.as_ref().is_some_and(|v| *v.get_ref());
+        let w = &raw.webhooks;
+        let secret = |env: Option<&S<String>>, platform: &str| {
+            self.secret(env, None, &format!("serve.webhooks.{platform}_secret"), &format!("{platform}'s signing secret"))
+        };
+        let webhooks = ServeWebhooks {
+            ghost: secret(w.ghost_secret_env.as_ref(), "ghost")?,
+            vercel: secret(w.vercel_secret_env.as_ref(), "vercel")?,
+            netlify: secret(w.netlify_secret_env.as_ref(), "netlify")?,
+        };
+        Ok(ServeSettings {
+            listen,
+            max_body,
+            sources_every,
+            requests,
+            urls,
+            max_connections,
+            idle_timeout,
+            tokens,
+            indexnow,
+            webhooks,
+        })
     }
 
     /// A count that must be 1 or more.
