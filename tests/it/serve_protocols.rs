@@ -156,3 +156,138 @@ print(submit_url_to_index_now(wrong, one, endpoint=endpoint))
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
+
+const GHOST_SECRET: &str = "ghost-signing-secret-5b1e9c7d";
+const VERCEL_SECRET: &str = "vercel-signing-secret-3a2f4e6b";
+const NETLIFY_SECRET: &str = "netlify-signing-secret-8c0d1e2f";
+
+/// `serve` with every platform's signing secret set, and a bearer token for
+/// the other hooks.
+fn signed_serve(sb: &mut Sandbox) -> Served {
+    sb.extra.push_str(
+        "\n[serve.webhooks]\nghost_secret_env = \"GHOST_SECRET\"\nvercel_secret_env = \"VERCEL_SECRET\"\n\
+         netlify_secret_env = \"NETLIFY_SECRET\"\n\n[[serve.token]]\nid = \"ci\"\ntoken_env = \"CI_TOKEN\"\n\
+         properties = [\"site\"]\n",
+    );
+    sb.write_config();
+    let run = sb.indexq(&["-v", "serve", "--listen", "127.0.0.1:0"]).now(NOW);
+    Served::start_run(
+        run.env("GHOST_SECRET", GHOST_SECRET)
+            .env("VERCEL_SECRET", VERCEL_SECRET)
+            .env("NETLIFY_SECRET", NETLIFY_SECRET)
+            .env("CI_TOKEN", GHOST_TOKEN),
+    )
+}
+
+fn fixture(sb: &Sandbox, name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/webhooks").join(name);
+    std::fs::read_to_string(path).unwrap().replace("{{SITE}}", &sb.site.url())
+}
+
+fn hmac_hex(algorithm: ring::hmac::Algorithm, secret: &str, data: &[u8]) -> String {
+    let key = ring::hmac::Key::new(algorithm, secret.as_bytes());
+    ring::hmac::sign(&key, data).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Ghost's `X-Ghost-Signature` for `body` sent at `ms` (its webhook trigger:
+/// tests/fixtures/webhooks/README.md, "Signatures").
+fn ghost_signature(secret: &str, body: &str, ms: i64) -> String {
+    let mac = hmac_hex(ring::hmac::HMAC_SHA256, secret, format!("{body}{ms}").as_bytes());
+    format!("sha256={mac}, t={ms}")
+}
+
+/// Netlify's `X-Webhook-Signature`: a JWS (HS256), `iss` netlify and the
+/// body's SHA-256.
+fn netlify_signature(secret: &str, body: &str) -> String {
+    use sha2::Digest as _;
+    let sha: String = sha2::Sha256::digest(body.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let claims = serde_json::json!({ "iss": "netlify", "sha256": sha });
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+fn signed_post(served: &Served, path: &str, header: Option<(&str, &str)>, body: &str) -> reqwest::blocking::Response {
+    let mut req = served
+        .client
+        .post(format!("{}{path}", served.base))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some((name, value)) = header {
+        req = req.header(name, value);
+    }
+    req.send().unwrap()
+}
+
+#[test]
+fn a_signed_ghost_hook_is_taken_once_and_an_unsigned_stale_or_forged_one_is_401() {
+    let mut sb = Sandbox::new();
+    let served = signed_serve(&mut sb);
+    let now_ms = chrono::DateTime::parse_from_rfc3339(NOW).unwrap().timestamp_millis();
+    let body = fixture(&sb, "ghost-post.published.json");
+    let path = "/v1/hooks/ghost/post.published";
+    let unauthorized = |response: reqwest::blocking::Response| {
+        let (status, r, _) = refusal(response);
+        assert_eq!((status, r.error.as_str()), (401, "unauthorized"), "{}", r.message);
+        r.message
+    };
+    // Unsigned, even with a good bearer token (in the query, as the old recipe had it).
+    let with_token = format!("{path}?token={GHOST_TOKEN}");
+    assert!(unauthorized(signed_post(&served, &with_token, None, &body)).contains("no signature"));
+    let forged = ghost_signature("not-the-secret", &body, now_ms);
+    assert!(unauthorized(signed_post(&served, path, Some(("X-Ghost-Signature", &forged)), &body)).contains("match"));
+    let stale_ms = now_ms - 6 * 60 * 1000;
+    let stale = ghost_signature(GHOST_SECRET, &body, stale_ms);
+    assert!(unauthorized(signed_post(&served, path, Some(("X-Ghost-Signature", &stale)), &body)).contains("5 minutes"));
+    let other_body = body.replace("webhookz", "webhookz-forged");
+    let good = ghost_signature(GHOST_SECRET, &body, now_ms);
+    assert!(unauthorized(signed_post(&served, path, Some(("X-Ghost-Signature", &good)), &other_body)).contains("match"));
+
+    let doc = admitted(signed_post(&served, path, Some(("X-Ghost-Signature", &good)), &body));
+    assert_eq!(doc.results[0].url, sb.url("/webhookz/"));
+    assert!(unauthorized(signed_post(&served, path, Some(("X-Ghost-Signature", &good)), &body)).contains("replay"));
+    // The other hooks still take the bearer token.
+    let generic = serde_json::json!({ "url": sb.url("/generic") });
+    admitted(served.post_json("/v1/hooks/url", Some(GHOST_TOKEN), &generic));
+    let done = served.stop().code(0);
+    assert!(done.stderr.contains("POST /v1/hooks/ghost/post.published 202 token=ghost-signature"), "{}", done.stderr);
+    for secret in [GHOST_SECRET, GHOST_TOKEN] {
+        assert!(!done.stderr.contains(secret), "a secret in the log: {}", done.stderr);
+    }
+}
+
+#[test]
+fn vercel_and_netlify_hooks_need_their_signature_when_their_secret_is_set() {
+    let mut sb = Sandbox::new();
+    let served = signed_serve(&mut sb);
+    // Preview deploys: answered 200 (ignored) once the signature holds.
+    let vercel = fixture(&sb, "vercel-deployment-succeeded.json").replace("\"target\": \"production\"", "\"target\": null");
+    let netlify = fixture(&sb, "netlify-deploy-succeeded.json")
+        .replace("\"context\": \"production\"", "\"context\": \"deploy-preview\"");
+    let status = |r: reqwest::blocking::Response| r.status().as_u16();
+
+    let signature = hmac_hex(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, VERCEL_SECRET, vercel.as_bytes());
+    let forged = hmac_hex(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, "another", vercel.as_bytes());
+    assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", None, &vercel)), 401);
+    assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &forged)), &vercel)), 401);
+    assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &signature)), &vercel)), 200);
+    assert_eq!(
+        status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &signature)), &vercel)),
+        401,
+        "a replay"
+    );
+
+    let jws = netlify_signature(NETLIFY_SECRET, &netlify);
+    let forged = netlify_signature("another", &netlify);
+    let of_other_body = netlify_signature(NETLIFY_SECRET, "{}");
+    assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", None, &netlify)), 401);
+    for bad in [&forged, &of_other_body, &"not.a.jws".to_string()] {
+        assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", bad)), &netlify)), 401);
+    }
+    assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", &jws)), &netlify)), 200);
+    assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", &jws)), &netlify)), 401);
+    served.stop().code(0);
+}

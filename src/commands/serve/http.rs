@@ -61,8 +61,21 @@ async fn guard(
     // IndexNow's requests carry the property's key, not a bearer token:
     // its routes authenticate them (`indexnow`), and take their limits.
     let open = open || (path == "/indexnow" && state.settings.serve.indexnow);
+    // A hook its platform signs (`[serve.webhooks]`): the signature, not a
+    // token, says who sends it.
+    let (request_, signed) = match super::signed::check(&state, request).await {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            limits::headers(&state, &[], response.headers_mut());
+            log(&method, &path, response.status(), "-", started);
+            return response;
+        }
+    };
+    request = request_;
     let authorization = presented_token(&request);
-    let caller = match state.tokens.caller(authorization.as_deref()) {
+    let signature = signed.as_ref().map(|s| s.signature.clone());
+    let caller = match signed.map(|s| s.caller).ok_or(()).or_else(|()| state.tokens.caller(authorization.as_deref())) {
         Ok(caller) => Some(caller),
         Err(_) if open => None,
         Err(unknown) => {
@@ -90,6 +103,10 @@ async fn guard(
         request.extensions_mut().insert(caller);
     }
     let mut response = next.run(request).await;
+    if let (Some(signature), false) = (&signature, response.status().is_success()) {
+        // Not taken: the platform's retry of it is not a replay.
+        state.signatures.forget(signature);
+    }
     taken.extend(response.extensions_mut().remove::<Taken>());
     limits::headers(&state, &taken, response.headers_mut());
     log(&method, &path, response.status(), &id, started);
