@@ -103,9 +103,7 @@ fn indexnow_requests_with_the_propertys_key_go_to_every_engine_and_others_are_re
 fn indexnow_requests_over_the_intake_limits_are_429_with_retry_after() {
     let sb = indexnow_sandbox("urls_per_minute = 1\nurl_burst = 2\n");
     let served = Served::start(&sb, &[]);
-    let body = |path: &str| {
-        serde_json::json!({"host": host(&sb), "key": KEY, "urlList": [sb.url(path), sb.url(&format!("{path}/2"))]})
-    };
+    let body = |path: &str| serde_json::json!({"host": host(&sb), "key": KEY, "urlList": [sb.url(path), sb.url(&format!("{path}/2"))]});
     admitted(indexnow_post(&served, &body("/a")));
     let (status, r, retry) = refusal(indexnow_post(&served, &body("/b")));
     assert_eq!((status, r.error.as_str(), r.limit.as_deref()), (429, "rate_limited", Some("urls_per_minute")));
@@ -264,7 +262,8 @@ fn vercel_and_netlify_hooks_need_their_signature_when_their_secret_is_set() {
     let mut sb = Sandbox::new();
     let served = signed_serve(&mut sb);
     // Preview deploys: answered 200 (ignored) once the signature holds.
-    let vercel = fixture(&sb, "vercel-deployment-succeeded.json").replace("\"target\": \"production\"", "\"target\": null");
+    let vercel =
+        fixture(&sb, "vercel-deployment-succeeded.json").replace("\"target\": \"production\"", "\"target\": null");
     let netlify = fixture(&sb, "netlify-deploy-succeeded.json")
         .replace("\"context\": \"production\"", "\"context\": \"deploy-preview\"");
     let status = |r: reqwest::blocking::Response| r.status().as_u16();
@@ -273,7 +272,10 @@ fn vercel_and_netlify_hooks_need_their_signature_when_their_secret_is_set() {
     let forged = hmac_hex(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, "another", vercel.as_bytes());
     assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", None, &vercel)), 401);
     assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &forged)), &vercel)), 401);
-    assert_eq!(status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &signature)), &vercel)), 200);
+    assert_eq!(
+        status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &signature)), &vercel)),
+        200
+    );
     assert_eq!(
         status(signed_post(&served, "/v1/hooks/vercel", Some(("x-vercel-signature", &signature)), &vercel)),
         401,
@@ -285,7 +287,10 @@ fn vercel_and_netlify_hooks_need_their_signature_when_their_secret_is_set() {
     let of_other_body = netlify_signature(NETLIFY_SECRET, "{}");
     assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", None, &netlify)), 401);
     for bad in [&forged, &of_other_body, &"not.a.jws".to_string()] {
-        assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", bad)), &netlify)), 401);
+        assert_eq!(
+            status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", bad)), &netlify)),
+            401
+        );
     }
     assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", &jws)), &netlify)), 200);
     assert_eq!(status(signed_post(&served, "/v1/hooks/netlify", Some(("X-Webhook-Signature", &jws)), &netlify)), 401);

@@ -105,7 +105,10 @@ struct PostJson {
 type Took = (StatusCode, Extension<Taken>, Json<Admitted>);
 
 /// `GET /indexnow?url=…&key=…[&keyLocation=…]`: one URL.
-pub(super) async fn get(axum::extract::State(state): axum::extract::State<Arc<State>>, uri: Uri) -> Result<Took, Refusal> {
+pub(super) async fn get(
+    axum::extract::State(state): axum::extract::State<Arc<State>>,
+    uri: Uri,
+) -> Result<Took, Refusal> {
     let (mut url, mut key, mut key_location) = (None, None, None);
     for (name, value) in url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
         match name.as_ref() {
@@ -173,8 +176,9 @@ async fn submit(state: &Arc<State>, asked: Asked) -> Result<Took, Refusal> {
 fn property_of(state: &State, asked: &Asked) -> Result<String, Refusal> {
     let mut found: Option<&str> = None;
     for url in &asked.urls {
-        let parsed = url::Url::parse(url)
-            .map_err(|e| Refusal::bad_request(format!("`{url}` is not a URL: {e}")).hint("send absolute http(s) URLs"))?;
+        let parsed = url::Url::parse(url).map_err(|e| {
+            Refusal::bad_request(format!("`{url}` is not a URL: {e}")).hint("send absolute http(s) URLs")
+        })?;
         if let Some(host) = &asked.host {
             if !parsed.host_str().is_some_and(|h| h.eq_ignore_ascii_case(host.trim())) {
                 return Err(not_on_host(format!("`{url}` is not on host `{host}`")));
