@@ -247,6 +247,14 @@ fn a_signed_ghost_hook_is_taken_once_and_an_unsigned_stale_or_forged_one_is_401(
     let doc = admitted(signed_post(&served, path, Some(("X-Ghost-Signature", &good)), &body));
     assert_eq!(doc.results[0].url, sb.url("/webhookz/"));
     assert!(unauthorized(signed_post(&served, path, Some(("X-Ghost-Signature", &good)), &body)).contains("replay"));
+    // A signed hook that is not taken (a URL of no property: 422) is not
+    // remembered: Ghost's retry of it gets the same answer, not a replay's 401.
+    let elsewhere = body.replace(&sb.site.url(), "https://elsewhere.example");
+    let signed = ghost_signature(GHOST_SECRET, &elsewhere, now_ms);
+    for _ in 0..2 {
+        let (status, r, _) = refusal(signed_post(&served, path, Some(("X-Ghost-Signature", &signed)), &elsewhere));
+        assert_eq!((status, r.error.as_str()), (422, "invalid_urls"), "{}", r.message);
+    }
     // The other hooks still take the bearer token.
     let generic = serde_json::json!({ "url": sb.url("/generic") });
     admitted(served.post_json("/v1/hooks/url", Some(GHOST_TOKEN), &generic));

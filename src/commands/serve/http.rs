@@ -51,7 +51,7 @@ pub(super) fn router(state: Arc<State>) -> Router {
 /// the token by its id.
 async fn guard(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
     let started = std::time::Instant::now();
@@ -63,7 +63,7 @@ async fn guard(
     let open = open || (path == "/indexnow" && state.settings.serve.indexnow);
     // A hook its platform signs (`[serve.webhooks]`): the signature, not a
     // token, says who sends it.
-    let (request_, signed) = match super::signed::check(&state, request).await {
+    let (mut request, signed) = match super::signed::check(&state, request).await {
         Ok(checked) => checked,
         Err(refusal) => {
             let mut response = refusal.into_response();
@@ -72,7 +72,6 @@ async fn guard(
             return response;
         }
     };
-    request = request_;
     let authorization = presented_token(&request);
     let signature = signed.as_ref().map(|s| s.signature.clone());
     let caller = match signed.map(|s| s.caller).ok_or(()).or_else(|()| state.tokens.caller(authorization.as_deref())) {
@@ -91,6 +90,10 @@ async fn guard(
         match commit::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
             Ok(t) => taken.push(t),
             Err(refusal) => {
+                if let Some(signature) = &signature {
+                    // Not taken: the platform's retry of it is not a replay.
+                    state.signatures.forget(signature);
+                }
                 taken.extend(refusal.taken.as_deref().copied());
                 let mut response = refusal.into_response();
                 limits::headers(&state, &taken, response.headers_mut());

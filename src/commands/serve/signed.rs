@@ -341,6 +341,31 @@ mod tests {
     }
 
     #[test]
+    fn a_netlify_jws_holds_the_bodys_digest_from_netlify_and_a_recent_iat() {
+        let now = DateTime::parse_from_rfc3339("2026-12-03T09:00:00Z").unwrap().to_utc();
+        let body = br#"{"state":"ready"}"#;
+        let digest: [u8; 32] = sha2::Sha256::digest(body).into();
+        let jws = |claims: serde_json::Value, secret: &[u8]| {
+            let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+            jsonwebtoken::encode(&header, &claims, &jsonwebtoken::EncodingKey::from_secret(secret)).unwrap()
+        };
+        let sha = hex(&digest);
+        let good = jws(serde_json::json!({"iss": "netlify", "sha256": sha}), SECRET);
+        assert_eq!(netlify(SECRET, &good, body, now), Ok(()));
+        assert_eq!(netlify(SECRET, &good, b"{}", now), Err(Invalid::Mismatch));
+        let other_issuer = jws(serde_json::json!({"iss": "someone", "sha256": sha}), SECRET);
+        assert_eq!(netlify(SECRET, &other_issuer, body, now), Err(Invalid::Mismatch));
+        let forged = jws(serde_json::json!({"iss": "netlify", "sha256": sha}), b"another");
+        assert_eq!(netlify(SECRET, &forged, body, now), Err(Invalid::Mismatch));
+        let old = (now - TimeDelta::minutes(6)).timestamp();
+        let stale = jws(serde_json::json!({"iss": "netlify", "sha256": sha, "iat": old}), SECRET);
+        assert_eq!(netlify(SECRET, &stale, body, now), Err(Invalid::Stale));
+        let recent = jws(serde_json::json!({"iss": "netlify", "sha256": sha, "iat": now.timestamp() - 60}), SECRET);
+        assert_eq!(netlify(SECRET, &recent, body, now), Ok(()));
+        assert_eq!(netlify(SECRET, "not.a.jws", body, now), Err(Invalid::Malformed));
+    }
+
+    #[test]
     fn a_signature_is_taken_once_and_the_oldest_are_forgotten() {
         let mut seen = Seen::default();
         assert!(seen.take("a") && !seen.take("a"));
