@@ -169,6 +169,23 @@ pub fn wait_for(sb: &Sandbox, path: &str, n: usize) {
     );
 }
 
+/// Waits until the mock engine got `n` POSTs to `path` and the worker has
+/// recorded their answers (no item in flight, asked over `GET /v1/queue`):
+/// the engine has an answer before the ledger does.
+pub fn wait_recorded(served: &Served, sb: &Sandbox, path: &str, n: usize) {
+    wait_for(sb, path, n);
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = served.get("/v1/queue?state=in_flight").text().unwrap();
+        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
+        if q.items.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "still in flight: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until the ledger holds `n` accepted items (asked over `GET /v1/queue`).
 pub fn wait_accepted(served: &Served, n: usize) {
     let end = Instant::now() + Duration::from_secs(20);
@@ -674,16 +691,16 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
 
     let doc = hook("post.published", one_post("ghost-post.published.json"));
     assert_eq!(said(&doc), (published.clone(), "payload".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 1);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 1);
     let doc = hook("post.published.edited", one_post("ghost-post.published.edited.json"));
     assert_eq!(said(&doc), (edited.clone(), "payload".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 2);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 2);
     let unpublished = one_post("ghost-post.unpublished.json");
     assert!(unpublished.contains(&sb.url("/p/")), "Ghost's unpublished payload holds the preview");
     let doc = hook("post.unpublished", unpublished);
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "queued");
-    wait_for(&sb, GOOGLE_PUBLISH, 3);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 3);
     let doc = hook("post.deleted", one_post("ghost-post.deleted.json"));
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
@@ -692,7 +709,7 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
     assert_eq!(said(&doc), (sb.url("/testing-post-deleted-webhook/"), "slug".into()));
     let doc = hook("page.deleted", webhook(&sb, "ghost-page.deleted.json"));
     assert_eq!(said(&doc), (sb.url("/testing-page-deleted-webhook/"), "slug".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 5);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 5);
     served.stop().code(0);
 
     let mut told = sb.google_published();
