@@ -136,6 +136,19 @@ pub struct ServeSettings {
     pub metrics_public: bool,
     /// Who may write (`[[serve.token]]`); none: anyone who reaches a loopback address.
     pub tokens: Vec<ServeToken>,
+    /// Whether it speaks the IndexNow protocol at `/indexnow`.
+    pub indexnow: bool,
+    /// The signing secrets of the webhooks that must be signed.
+    pub webhooks: ServeWebhooks,
+}
+
+/// `[serve.webhooks]`: each platform whose secret is set has its hooks
+/// signed, and unsigned ones refused.
+#[derive(Debug, Clone, Default)]
+pub struct ServeWebhooks {
+    pub ghost: Option<SecretSource>,
+    pub vercel: Option<SecretSource>,
+    pub netlify: Option<SecretSource>,
 }
 
 /// `[serve]`'s limits on a connection (`commands::serve::listen`).

@@ -66,8 +66,20 @@ pub(super) struct RawServe {
     pub(super) max_connections_per_address: Option<S<u32>>,
     pub(super) reserved_connections: Option<S<u32>>,
     pub(super) metrics_public: Option<S<bool>>,
+    pub(super) indexnow: Option<S<bool>>,
+    #[serde(default)]
+    pub(super) webhooks: RawServeWebhooks,
     #[serde(default)]
     pub(super) token: Vec<S<RawServeToken>>,
+}
+
+/// `[serve.webhooks]`: where each platform's signing secret lives.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServeWebhooks {
+    pub(super) ghost_secret_env: Option<S<String>>,
+    pub(super) vercel_secret_env: Option<S<String>>,
+    pub(super) netlify_secret_env: Option<S<String>>,
 }
 
 /// One `[[serve.token]]`: who may write to `serve`'s intake, and what.

@@ -337,6 +337,18 @@ pub trait Budget {
     /// plan), decided as `claim` decides it.
     fn plan_claim(&mut self, query: &ClaimQuery) -> Result<ClaimForecast>;
 
+    /// The first `n` due items of `group` at `now` (id and URL), in the
+    /// order its claims take them under `order`: with a forecast, which of
+    /// them go now, which at a paced slot and which when budget frees up
+    /// (read only).
+    fn due_in_order(
+        &mut self,
+        group: &GroupKey,
+        now: DateTime<Utc>,
+        n: usize,
+        order: crate::model::SubmitOrder,
+    ) -> Result<Vec<(i64, String)>>;
+
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage>;
 
     /// The engine says `remaining` units are left in a reported rule's

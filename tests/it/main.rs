@@ -36,6 +36,7 @@ mod report;
 mod secrets;
 mod serve;
 mod serve_limits;
+mod serve_protocols;
 mod serve_tokens;
 mod signals;
 mod sitemaps;

@@ -169,6 +169,23 @@ pub fn wait_for(sb: &Sandbox, path: &str, n: usize) {
     );
 }
 
+/// Waits until the mock engine got `n` POSTs to `path` and the worker has
+/// recorded their answers (no item in flight, asked over `GET /v1/queue`):
+/// the engine has an answer before the ledger does.
+pub fn wait_recorded(served: &Served, sb: &Sandbox, path: &str, n: usize) {
+    wait_for(sb, path, n);
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = served.get("/v1/queue?state=in_flight").text().unwrap();
+        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
+        if q.items.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < end, "still in flight: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until the ledger holds `n` accepted items (asked over `GET /v1/queue`).
 pub fn wait_accepted(served: &Served, n: usize) {
     let end = Instant::now() + Duration::from_secs(20);
@@ -179,21 +196,6 @@ pub fn wait_accepted(served: &Served, n: usize) {
             return;
         }
         assert!(Instant::now() < end, "never {n} accepted: {text}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until no item is in flight (asked over `GET /v1/queue`): the
-/// answers the engine gave are recorded.
-pub fn wait_settled(served: &Served) {
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = served.get("/v1/queue?state=in_flight").text().unwrap();
-        let json::Doc::QueueList(q) = json::check_text(&text) else { panic!("not the queue document: {text}") };
-        if q.items.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < end, "still in flight: {text}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -395,7 +397,13 @@ fn budget_queue_and_metrics_say_what_status_and_queue_list_say() {
     // An engine's quota is never an intake error: the third is queued with the time it goes.
     assert_eq!(doc.queued, 3);
     let planned: Vec<&str> = doc.results.iter().map(|r| r.engines[0].planned_at.as_deref().unwrap()).collect();
-    assert_eq!(planned, ["2026-12-04T00:00:00+00:00"; 3], "two of three fit today's budget: the group goes then");
+    // Each URL says when the worker's own plan sends it: the two that fit
+    // today's budget now, the third when the day reopens.
+    assert_eq!(
+        planned,
+        ["2026-12-03T09:00:00+00:00", "2026-12-03T09:00:00+00:00", "2026-12-04T00:00:00+00:00"],
+        "two of three fit today's budget"
+    );
     wait_for(&sb, ENDPOINT_PATH, 1);
 
     let budget = served.get("/v1/budget");
@@ -687,18 +695,16 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
 
     let doc = hook("post.published", one_post("ghost-post.published.json"));
     assert_eq!(said(&doc), (published.clone(), "payload".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 1);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 1);
     let doc = hook("post.published.edited", one_post("ghost-post.published.edited.json"));
     assert_eq!(said(&doc), (edited.clone(), "payload".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 2);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 2);
     let unpublished = one_post("ghost-post.unpublished.json");
     assert!(unpublished.contains(&sb.url("/p/")), "Ghost's unpublished payload holds the preview");
     let doc = hook("post.unpublished", unpublished);
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "queued");
-    wait_for(&sb, GOOGLE_PUBLISH, 3);
-    // The engine got it; its answer is recorded once nothing is in flight.
-    wait_settled(&served);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 3);
     let doc = hook("post.deleted", one_post("ghost-post.deleted.json"));
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");
@@ -707,7 +713,7 @@ fn ghost_announces_a_posts_public_url_through_its_life() {
     assert_eq!(said(&doc), (sb.url("/testing-post-deleted-webhook/"), "slug".into()));
     let doc = hook("page.deleted", webhook(&sb, "ghost-page.deleted.json"));
     assert_eq!(said(&doc), (sb.url("/testing-page-deleted-webhook/"), "slug".into()));
-    wait_for(&sb, GOOGLE_PUBLISH, 5);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 5);
     served.stop().code(0);
 
     let mut told = sb.google_published();
@@ -762,8 +768,7 @@ fn ghost_announces_a_pages_public_url_through_its_life() {
     let doc = hook("page.unpublished", unpublished);
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "queued");
-    wait_for(&sb, GOOGLE_PUBLISH, 3);
-    wait_settled(&served);
+    wait_recorded(&served, &sb, GOOGLE_PUBLISH, 3);
     let doc = hook("page.deleted", one_page("ghost-page.deleted.json"));
     assert_eq!(said(&doc), (edited.clone(), "remembered".into()));
     assert_eq!(doc.results[0].engines[0].admission, "skipped", "announced as deleted already");

@@ -22,7 +22,11 @@ use std::sync::Arc;
 
 pub(super) fn router(state: Arc<State>) -> Router {
     let max_body = usize::try_from(state.settings.serve.max_body).unwrap_or(usize::MAX);
-    Router::new()
+    let mut router = Router::new();
+    if state.settings.serve.indexnow {
+        router = router.route("/indexnow", get(super::indexnow::get).post(super::indexnow::post));
+    }
+    router
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/v1/urls", post(post_urls))
@@ -48,7 +52,7 @@ pub(super) fn router(state: Arc<State>) -> Router {
 /// the token by its id.
 async fn guard(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
     let started = std::time::Instant::now();
@@ -58,8 +62,23 @@ async fn guard(
     // Public metrics are every series, for a request with no token; a wrong
     // token is still refused (it is a mistake worth telling).
     let public = path == "/metrics" && state.settings.serve.metrics_public;
+    // IndexNow's requests carry the property's key, not a bearer token:
+    // its routes authenticate them (`indexnow`), and take their limits.
+    let open = open || (path == "/indexnow" && state.settings.serve.indexnow);
+    // A hook its platform signs (`[serve.webhooks]`): the signature, not a
+    // token, says who sends it.
+    let (mut request, signed) = match super::signed::check(&state, request).await {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            limits::headers(&state, &[], response.headers_mut());
+            log(&method, &path, response.status(), "-", started);
+            return response;
+        }
+    };
     let authorization = presented_token(&request);
-    let caller = match state.tokens.caller(authorization.as_deref()) {
+    let signature = signed.as_ref().map(|s| s.signature.clone());
+    let caller = match signed.map(|s| s.caller).ok_or(()).or_else(|()| state.tokens.caller(authorization.as_deref())) {
         Ok(caller) => Some(caller),
         Err(_) if open => None,
         Err(Unknown::Missing) if public => None,
@@ -84,6 +103,10 @@ async fn guard(
         match commit::take(&state, caller.id(), Limit::RequestsPerSecond, 1).await {
             Ok(t) => taken.push(t),
             Err(refusal) => {
+                if let Some(signature) = &signature {
+                    // Not taken: the platform's retry of it is not a replay.
+                    state.signatures.forget(signature);
+                }
                 taken.extend(refusal.taken.as_deref().copied());
                 let mut response = refusal.into_response();
                 limits::headers(&state, &taken, response.headers_mut());
@@ -96,6 +119,10 @@ async fn guard(
         request.extensions_mut().insert(caller);
     }
     let mut response = next.run(request).await;
+    if let (Some(signature), false) = (&signature, response.status().is_success()) {
+        // Not taken: the platform's retry of it is not a replay.
+        state.signatures.forget(signature);
+    }
     taken.extend(response.extensions_mut().remove::<Taken>());
     limits::headers(&state, &taken, response.headers_mut());
     log(&method, &path, response.status(), &id, started);

@@ -306,9 +306,36 @@ pub(super) fn admit_all(
 /// in the batch, and a result for an engine it does not go to.
 type Routed = (String, String, std::ops::Range<usize>, Option<ResultEntry>);
 
-/// When each group with URLs queued by a request plans to send them (now,
-/// or when its budget reopens, in whose timezone), if it ever does.
-type Planned<'b> = HashMap<&'b GroupKey, Option<(DateTime<Utc>, chrono_tz::Tz)>>;
+/// When each group with URLs queued by a request plans to send them, per
+/// URL: the plan the worker follows (the ledger's claim forecast over the
+/// group's due items in its claim order).
+type Planned<'b> = HashMap<&'b GroupKey, GroupPlan>;
+
+/// A group's forecast claim: where each due URL stands in it.
+#[derive(Debug, Default)]
+struct GroupPlan {
+    /// The URLs within the budget, and when each goes: now, or at its paced
+    /// slot.
+    within: HashMap<String, DateTime<Utc>>,
+    /// When the others go (the binding rule reopens), in whose timezone; none
+    /// when nothing ever frees up.
+    rest: Option<(DateTime<Utc>, chrono_tz::Tz)>,
+    /// Every due URL goes now.
+    all_now: bool,
+}
+
+impl GroupPlan {
+    /// When the queued `url` is planned to go, in whose timezone.
+    fn at(&self, url: &str, now: DateTime<Utc>, user_tz: chrono_tz::Tz) -> Option<(DateTime<Utc>, chrono_tz::Tz)> {
+        if self.all_now {
+            return Some((now, user_tz));
+        }
+        match self.within.get(url) {
+            Some(at) => Some((*at, user_tz)),
+            None => self.rest,
+        }
+    }
+}
 
 /// Routes and admits the URLs of `requests` (one transaction), and tells
 /// each request what became of each of its URLs.
@@ -352,11 +379,12 @@ fn admit_group(
     let rule_tz = |g: &GroupKey| rules(g).and_then(|r| r.first().map(|r| r.tz));
     let told = submit::tell(ledger, &admitted, now, state.user_tz, &rule_tz)?;
     let planned = planned(state, ledger, now, &admitted)?;
-    Ok(routed.into_iter().map(|urls| answer(urls, &admitted, &told, &planned)).collect())
+    Ok(routed.into_iter().map(|urls| answer(urls, &admitted, &told, &planned, now, state.user_tz)).collect())
 }
 
-/// When each group with queued URLs plans to send them: now if its
-/// forecast claim takes every due item, or when the binding rule reopens.
+/// When each group with queued URLs plans to send each of them: the first
+/// `take` due items of its claim order go now, those up to `paced_until` at
+/// their paced slots, the rest when the binding rule reopens (`retry_at`).
 fn planned<'b>(
     state: &State,
     ledger: &mut dyn crate::ledger::Ledger,
@@ -372,13 +400,26 @@ fn planned<'b>(
         let Some(rules) = rules else { continue };
         let windows = crate::budget::windows(&rules, now);
         let forecast = ledger.plan_claim(&ClaimQuery { windows: &windows, reported: &[], pace: None, now })?;
-        let due = ledger.queue_counts(&item.group, now)?.due;
-        let at = if due as usize <= forecast.take {
-            Some((now, state.user_tz))
-        } else {
-            forecast.retry_at.map(|t| (t, forecast.binding.map_or(state.user_tz, |i| rules[i].tz)))
+        let due = ledger.queue_counts(&item.group, now)?.due as usize;
+        let mut plan = GroupPlan {
+            rest: forecast.retry_at.map(|t| (t, forecast.binding.map_or(state.user_tz, |i| rules[i].tz))),
+            all_now: due <= forecast.take,
+            ..GroupPlan::default()
         };
-        planned.insert(&item.group, at);
+        if !plan.all_now {
+            // Only the places within the budget are read: the rest all go
+            // at `retry_at`.
+            let places = forecast.paced_until.max(forecast.take).min(due);
+            let order = state.settings.submit.order;
+            for (n, (_, url)) in ledger.due_in_order(&item.group, now, places, order)?.into_iter().enumerate() {
+                let at = match forecast.slots {
+                    Some(slots) if n >= forecast.take => slots.at(n),
+                    _ => now,
+                };
+                plan.within.insert(url, at);
+            }
+        }
+        planned.insert(&item.group, plan);
     }
     Ok(planned)
 }
@@ -389,6 +430,8 @@ fn answer(
     admitted: &[(&NewItem, Admission)],
     told: &[Option<(i64, Box<ResultEntry>)>],
     planned: &Planned<'_>,
+    now: DateTime<Utc>,
+    user_tz: chrono_tz::Tz,
 ) -> Admitted {
     let mut queued = 0;
     let mut results = Vec::with_capacity(urls.len());
@@ -430,8 +473,8 @@ fn answer(
                     // Due now: queued (a URL already queued and due is as good).
                     e.admission = AdmissionKind::Queued;
                     queued += 1;
-                    if let Some(Some((at, tz))) = planned.get(&*item.group) {
-                        e.planned_at = Some(rfc3339(*at, *tz));
+                    if let Some((at, tz)) = planned.get(&*item.group).and_then(|p| p.at(&item.url, now, user_tz)) {
+                        e.planned_at = Some(rfc3339(at, tz));
                     }
                 }
             }

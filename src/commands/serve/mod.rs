@@ -21,10 +21,12 @@ mod auth;
 mod commit;
 mod hooks;
 mod http;
+mod indexnow;
 mod intake;
 mod limits;
 mod listen;
 mod refusal;
+mod signed;
 
 use super::ExitStatus;
 use crate::cli::ServeArgs;
@@ -66,6 +68,10 @@ struct State {
     sources: mpsc::Sender<SourcesJob>,
     stop: Stop,
     tokens: auth::Tokens,
+    /// Each property's IndexNow key, when `[serve] indexnow = true`.
+    indexnow: indexnow::Keys,
+    /// The webhooks' signing secrets, and the signatures taken.
+    signatures: signed::Signatures,
     user_tz: chrono_tz::Tz,
     /// Where each property's URLs go (submit's routing).
     routes: crate::commands::submit::Routes,
@@ -83,6 +89,8 @@ struct SourcesJob {
 pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let listen = args.listen.unwrap_or(settings.serve.listen);
     let tokens = auth::Tokens::read(&settings.serve.tokens)?;
+    let keys = indexnow::Keys::read(&settings)?;
+    let signatures = signed::Signatures::read(&settings.serve.webhooks)?;
     if tokens.is_empty() && !listen.ip().is_loopback() {
         return Err(ConfigError {
             place: match args.listen {
@@ -99,14 +107,14 @@ pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer
         .into());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(serve(Arc::new(settings), Arc::new(clock), listen, tokens, printer))
+    runtime.block_on(serve(Arc::new(settings), Arc::new(clock), listen, (tokens, keys, signatures), printer))
 }
 
 async fn serve(
     settings: Arc<Settings>,
     clock: Arc<Clock>,
     listen: std::net::SocketAddr,
-    tokens: auth::Tokens,
+    (tokens, indexnow, signatures): (auth::Tokens, indexnow::Keys, signed::Signatures),
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let stop = Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
@@ -130,6 +138,8 @@ async fn serve(
         sources,
         stop: stop.clone(),
         tokens,
+        indexnow,
+        signatures,
         user_tz: crate::clock::user_timezone(),
         routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),

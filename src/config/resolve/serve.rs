@@ -5,7 +5,7 @@ use super::values::written_zero;
 use super::Resolver;
 use crate::config::raw::{RawServe, RawServeToken, S};
 use crate::config::{
-    defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken, TokenScope,
+    defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken, ServeWebhooks, TokenScope,
 };
 use std::time::Duration;
 
@@ -73,6 +73,21 @@ impl Resolver<'_> {
             tokens.push(token);
         }
         let metrics_public = raw.metrics_public.as_ref().map_or(defaults::SERVE_METRICS_PUBLIC, |v| *v.get_ref());
+        let indexnow = raw.indexnow.as_ref().is_some_and(|v| *v.get_ref());
+        let w = &raw.webhooks;
+        let secret = |env: Option<&S<String>>, platform: &str| {
+            self.secret(
+                env,
+                None,
+                &format!("serve.webhooks.{platform}_secret"),
+                &format!("{platform}'s signing secret"),
+            )
+        };
+        let webhooks = ServeWebhooks {
+            ghost: secret(w.ghost_secret_env.as_ref(), "ghost")?,
+            vercel: secret(w.vercel_secret_env.as_ref(), "vercel")?,
+            netlify: secret(w.netlify_secret_env.as_ref(), "netlify")?,
+        };
         Ok(ServeSettings {
             listen,
             max_body,
@@ -84,6 +99,8 @@ impl Resolver<'_> {
             connections,
             metrics_public,
             tokens,
+            indexnow,
+            webhooks,
         })
     }
 
@@ -199,6 +216,25 @@ mod tests {
         let t = &s.serve.tokens[0];
         assert_eq!((t.id.as_str(), t.properties.as_slice()), ("ghost", &["blog".to_string()][..]));
         assert_eq!(t.secret.place(), "indexq.toml:9:13: `serve.token[0].token_env`");
+    }
+
+    #[test]
+    fn indexnow_and_webhook_secrets_are_read_by_their_place() {
+        let s = parse_str(PROPERTY).unwrap();
+        assert!(!s.serve.indexnow && s.serve.webhooks.ghost.is_none());
+        let text = format!(
+            "{PROPERTY}[serve]\nindexnow = true\n[serve.webhooks]\nghost_secret_env = \"GHOST_SECRET\"\n\
+             netlify_secret_env = \"NETLIFY_SECRET\"\n"
+        );
+        let s = parse_str(&text).unwrap();
+        assert!(s.serve.indexnow);
+        let ghost = s.serve.webhooks.ghost.as_ref().expect("ghost's secret");
+        assert_eq!(ghost.place(), "indexq.toml:7:20: `serve.webhooks.ghost_secret_env`");
+        assert!(s.serve.webhooks.netlify.is_some() && s.serve.webhooks.vercel.is_none());
+        let e = error_of(&format!("{PROPERTY}[serve.webhooks]\nvercel_secret_env = \"$V\"\n"));
+        assert_eq!(e.place, "indexq.toml:5:21: `serve.webhooks.vercel_secret_env`");
+        let e = error_of(&format!("{PROPERTY}[serve.webhooks]\nghost_secret = \"x\"\n"));
+        assert!(e.message.contains("ghost_secret"), "an unknown key: {}", e.message);
     }
 
     #[test]

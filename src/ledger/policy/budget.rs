@@ -103,6 +103,16 @@ impl<B: Backend> Budget for B {
         self.read(|steps| claim::forecast(steps, query))
     }
 
+    fn due_in_order(
+        &mut self,
+        group: &GroupKey,
+        now: DateTime<Utc>,
+        n: usize,
+        order: crate::model::SubmitOrder,
+    ) -> Result<Vec<(i64, String)>> {
+        self.read(|steps| claim::due_in_order(steps, group, now, n, order))
+    }
+
     fn usage(&mut self, rule: &RuleWindow) -> Result<Usage> {
         self.read(|steps| steps.usage(rule))
     }

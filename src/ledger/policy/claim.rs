@@ -497,6 +497,20 @@ pub fn reconcile(
     Ok(done)
 }
 
+/// The first `n` due items of `group` at `now`, in the order its claims
+/// take them (`DueOrder::of`): a forecast's `take` and `paced_until` are
+/// places in this order (`Budget::due_in_order`).
+pub fn due_in_order(
+    steps: &mut (impl ClaimSteps + ?Sized),
+    group: &GroupKey,
+    now: DateTime<Utc>,
+    n: usize,
+    order: SubmitOrder,
+) -> Result<Vec<super::steps::Due>> {
+    let Some(id) = steps.group(group)? else { return Ok(Vec::new()) };
+    steps.next_due(id, now, n, DueOrder::of(group, order))
+}
+
 /// More due items than any queue holds: a forecast of "as many as fit".
 const UNBOUNDED: usize = usize::MAX / 4;
 
