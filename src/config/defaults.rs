@@ -105,7 +105,7 @@ pub const SUBMIT_ORDER: SubmitOrder = SubmitOrder::Newest;
 // [notify]
 
 /// `[notify] timeout`: how long a notification (the command, or the
-/// webhook's answer) may take before it counts as failed (10s).
+/// webhook's answer) may take before it counts as failed.
 pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
 // [retry]
@@ -175,7 +175,7 @@ pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
 pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
 
 /// `[serve] header_timeout`: a request's headers must be whole this long
-/// after their first byte (10s).
+/// after their first byte.
 pub const SERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `[serve] min_body_rate`: the slowest a body may arrive, in bytes a

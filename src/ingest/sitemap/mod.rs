@@ -191,7 +191,8 @@ pub struct Reader {
 impl Reader {
     /// `client`: what fetches (the pins it resolves through are kept for
     /// as long as it is). `cap`: the most uncompressed bytes read from any
-    /// one sitemap (default 50 MiB, the sitemaps.org limit).
+    /// one sitemap (the default, `[sitemap] max_bytes`, is the sitemaps.org
+    /// limit).
     pub fn new(client: FetchClient, cap: u64) -> Reader {
         Reader {
             client,
