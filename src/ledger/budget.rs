@@ -333,6 +333,11 @@ pub trait Budget {
     /// window a block holds stays spent whatever is given back.
     fn finish(&mut self, reservation: &Finish) -> Result<()>;
 
+    /// Records `reservation` as `finish` does, if it is still open; returns
+    /// whether it was. For an answer kept through a lost connection, whose
+    /// `finish` may have been committed before the loss was seen.
+    fn finish_if_open(&mut self, reservation: &Finish) -> Result<bool>;
+
     /// The claim a run would make of a group now (read only: a dry run's
     /// plan), decided as `claim` decides it.
     fn plan_claim(&mut self, query: &ClaimQuery) -> Result<ClaimForecast>;

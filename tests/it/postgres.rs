@@ -267,10 +267,12 @@ fn pg_server_stopped_mid_run() {
     let all = paths(1200, "s");
     let list = sb.urls("urls.txt", &refs(&all));
 
-    let child = sb.indexq(&["--json", "submit", list.to_str().unwrap()]).now(NOW).spawn();
+    // The run may wait 4 s for its ledger (`--max-wait`); it stays away.
+    let child = sb.indexq(&["--json", "submit", "--max-wait", "4s", list.to_str().unwrap()]).now(NOW).spawn();
     assert!(sb.engine.wait_for_requests("POST", BING_SUBMIT, 1, Duration::from_secs(20)), "the first batch is sent");
     proxy.stop();
     let done = pg::wait_at_most(child, Duration::from_secs(30), "the run that lost its database").code(1);
+    assert!(done.stderr.contains("the ledger cannot be reached; the run waits for it"), "{}", done.stderr);
     assert!(done.stderr.contains(&via), "the error names the server ({via}): {}", done.stderr);
     assert!(
         done.stderr.contains("writing 1200 queue item(s) to the ledger, which keeps them for the next run"),
@@ -312,6 +314,49 @@ fn pg_server_stopped_mid_run() {
     // Each URL is accepted exactly once in the ledger: 1,200 items accepted,
     // by accepted requests that carried 1,200 URLs in all.
     let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(later).output().code(0).log_doc();
+    let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
+    assert_eq!(accepted, 1200, "one accepted attempt per URL");
+    pg::assert_no_sqlite(&sb, &[]);
+}
+
+/// A long `submit` whose ledger goes away for a while and comes back
+/// within `--max-wait`: the run waits for it instead of failing, records
+/// the answer it got while the ledger was away, and goes on. Every URL
+/// reaches the engine exactly once, and is accepted once in the ledger.
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn pg_submit_waits_for_its_ledger_within_max_wait() {
+    let pg = pg::server();
+    let mut sb = Sandbox::bing("daily_quota = 5000");
+    sb.bing_quota(10_000, 100_000);
+    // The first batch is slow: its answer comes while the ledger is away.
+    sb.engine.on("POST", BING_SUBMIT, vec![bing_ok().delay(Duration::from_millis(1500)), bing_ok()]);
+    let mut proxy = PgProxy::new(pg.addr());
+    sb.use_pg(pg.ledger().via(&pg.url_via(proxy.addr())).timeout("3s"));
+    let all = paths(1200, "s");
+    let list = sb.urls("urls.txt", &refs(&all));
+
+    let child = sb.indexq(&["--json", "submit", "--max-wait", "60s", list.to_str().unwrap()]).now(NOW).spawn();
+    assert!(sb.engine.wait_for_requests("POST", BING_SUBMIT, 1, Duration::from_secs(20)), "the first batch is sent");
+    proxy.stop();
+    // Away for longer than the first batch takes to answer: the run meets it.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(bing_batches(&sb).len(), 1, "nothing is claimed while the ledger is away");
+    proxy.start();
+    let done = pg::wait_at_most(child, Duration::from_secs(40), "the run whose ledger came back").code(0);
+    assert!(done.stderr.contains("the ledger cannot be reached; the run waits for it"), "{}", done.stderr);
+    assert!(done.stderr.contains("the ledger answers again"), "{}", done.stderr);
+    pg::assert_absent(&done.stderr, &pg.password, "stderr");
+
+    let received = sb.bing_received();
+    let expected: Vec<String> = sorted_unique(&all.iter().map(|p| sb.url(p)).collect::<Vec<_>>());
+    assert_eq!(sorted_unique(&received), expected, "every URL reached the engine");
+    assert_eq!(received.len(), 1200, "none went twice: the answer kept through the loss was recorded");
+    let status = sb.indexq(&["--json", "status"]).now(NOW).output().code(0).status_doc();
+    for (k, v) in [("accepted", 1200), ("due", 0), ("waiting", 0), ("in_flight", 0), ("parked", 0)] {
+        assert_eq!(status.queue.get(k), v, "queue.{k}: {status:#?}");
+    }
+    let log = sb.indexq(&["--json", "log", "--limit", "100000"]).now(NOW).output().code(0).log_doc();
     let accepted: u64 = log.attempts.iter().filter(|a| a.outcome == json::Class::Accepted).map(|a| a.urls).sum();
     assert_eq!(accepted, 1200, "one accepted attempt per URL");
     pg::assert_no_sqlite(&sb, &[]);

@@ -66,6 +66,25 @@ impl Run<'_> {
         Ok(resumed)
     }
 
+    /// After the ledger's connection was lost and is back: the answer kept
+    /// through the loss is recorded unless its commit went in before the
+    /// loss was seen (`Budget::finish_if_open`), then this run's own
+    /// reservations the loss cut short go back to the queue, as a stopped
+    /// run's would. The order matters: the kept answer's reservation is one
+    /// of this run's own.
+    pub(super) fn recover(&mut self, kept: &mut Option<Finish>, printer: &Printer) -> anyhow::Result<()> {
+        let now = crate::commands::follow_ledger_clock(self.ledger.as_mut(), self.clock, true)?.now;
+        if let Some(done) = kept {
+            self.ledger.finish_if_open(done)?;
+            *kept = None;
+        }
+        let reconciled = self.ledger.reconcile_mine(now, &self.owner)?;
+        if reconciled.items > 0 {
+            printer.note(&returned_note(reconciled.items));
+        }
+        Ok(())
+    }
+
     /// The earliest retry among `groups`, and its group.
     pub(super) fn next_due(&mut self, groups: &[GroupKey]) -> anyhow::Result<Option<(DateTime<Utc>, GroupKey)>> {
         let mut next: Option<(DateTime<Utc>, GroupKey)> = None;
@@ -107,33 +126,92 @@ impl<'r, 'a> Sender<'r, 'a> {
 
     /// Sends everything due now; then, while a retry falls due within
     /// `--max-wait`, waits for it and sends again — until the run is stopped.
+    ///
+    /// A database ledger that cannot be reached (a restart, a failover, a
+    /// cut network) ends the run only once `--max-wait` is over: until then
+    /// the run says so once, waits (`schedule::reconnect_after`, the spacing
+    /// of the connection's own tries to reopen) and tries again; back, it
+    /// first records what the loss cut short (`Run::recover`).
     pub(super) async fn send_due(&mut self, printer: &Printer) -> anyhow::Result<()> {
         let wait_until = self.wait_until;
+        // The tries in a row that found the ledger away, and the last error.
+        let mut lost: Option<(u32, anyhow::Error)> = None;
         loop {
-            self.drain().await?;
-            if self.run.stop.requested() {
-                break;
-            }
-            let now = self.run.clock.now();
-            if now >= wait_until {
-                break;
-            }
-            let groups = self.run.sending_groups();
-            let Some((pause, group)) = pause(self.run.next_due(&groups)?, now, wait_until) else { break };
-            tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
-            if pause >= TimeDelta::seconds(1) {
-                let what = self.waiting_for(&group, pause)?;
-                if self.run.progress.visible() {
-                    self.run.progress.waiting(&what);
-                } else {
-                    printer.note(&format!("{what}…"));
+            let pause = match self.send_round(printer, lost.is_some()).await {
+                Ok(pause) => {
+                    if lost.take().is_some() {
+                        printer.warn("the ledger answers again: sending goes on");
+                    }
+                    match pause {
+                        Some(pause) => pause,
+                        None => break,
+                    }
                 }
-            }
+                Err(e) if crate::error::LedgerError::is_lost(&e) => {
+                    let tries = lost.as_ref().map_or(0, |(n, _)| *n).saturating_add(1);
+                    let now = self.run.clock.now();
+                    if self.run.stop.requested() || now >= wait_until {
+                        return Err(e);
+                    }
+                    if tries == 1 {
+                        // The ledger's own words, once: the chain around it
+                        // repeats them.
+                        let why = e.chain().find_map(|c| c.downcast_ref::<crate::error::LedgerError>());
+                        printer.warn(&format!(
+                            "the ledger cannot be reached; the run waits for it until --max-wait is over: {}",
+                            why.map_or_else(|| format!("{e:#}"), ToString::to_string)
+                        ));
+                    }
+                    let backoff =
+                        TimeDelta::from_std(crate::schedule::reconnect_after(tries)).unwrap_or(TimeDelta::MAX);
+                    lost = Some((tries, e));
+                    backoff.min(wait_until - now)
+                }
+                Err(e) => return Err(e),
+            };
             if !self.run.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
                 break;
             }
         }
-        Ok(())
+        // Stopped while the ledger was away: what it could not record is
+        // said as the failure it is.
+        match lost {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One round of `send_due`: what the loss of the ledger cut short
+    /// recorded first (`after_outage`), everything due sent, then how long
+    /// to wait for the next retry within `--max-wait` (`None`: the run is
+    /// done).
+    async fn send_round(&mut self, printer: &Printer, after_outage: bool) -> anyhow::Result<Option<TimeDelta>> {
+        if after_outage {
+            self.run.recover(&mut self.answered, printer)?;
+        }
+        self.drain().await?;
+        let now = self.run.clock.now();
+        if self.run.stop.requested() || now >= self.wait_until {
+            return Ok(None);
+        }
+        let groups = self.run.sending_groups();
+        let Some((pause, group)) = pause(self.run.next_due(&groups)?, now, self.wait_until) else { return Ok(None) };
+        tracing::debug!(seconds = pause.num_seconds(), "waiting for retries due within --max-wait");
+        if pause >= TimeDelta::seconds(1) {
+            let what = self.waiting_for(&group, pause)?;
+            if self.run.progress.visible() {
+                self.run.progress.waiting(&what);
+            } else {
+                printer.note(&format!("{what}…"));
+            }
+        }
+        Ok(Some(pause))
+    }
+
+    /// The answer this sender could not record yet, if any (`serve`'s
+    /// worker keeps it across rounds for `Run::recover`).
+    pub(super) fn take_unrecorded(&mut self) -> Option<Finish> {
+        self.answered.take()
     }
 
     /// What a wait within --max-wait is for: "waiting for IndexNow (host)
@@ -167,8 +245,10 @@ impl<'r, 'a> Sender<'r, 'a> {
         if matches!(more, Ok(true)) {
             return more;
         }
-        let recorded = match self.answered.take() {
-            Some(done) => self.run.ledger.finish(&done),
+        // An answer whose recording fails is kept: after a lost connection,
+        // it is recorded once the ledger is back (`Run::recover`).
+        let recorded = match &self.answered {
+            Some(done) => self.run.ledger.finish(done).map(|()| self.answered = None),
             None => Ok(()),
         };
         let more = more?;
@@ -304,10 +384,13 @@ impl<'r, 'a> Sender<'r, 'a> {
             credential: credential.as_deref(),
             order: self.run.settings.submit.order,
         };
-        let claim = match self.answered.take() {
-            Some(done) => self.run.ledger.finish_and_claim(&done, group, &spec, &self.run.owner, &mut on_deferred)?,
+        // The kept answer is let go only once the transaction that records
+        // it has committed: a failed one keeps it for `Run::recover`.
+        let claim = match &self.answered {
+            Some(done) => self.run.ledger.finish_and_claim(done, group, &spec, &self.run.owner, &mut on_deferred)?,
             None => self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?,
         };
+        self.answered = None;
         match failure {
             Some(err) => Err(err.into()),
             None => Ok((claim, credential)),

@@ -14,7 +14,7 @@ use super::stop::Stop;
 use super::Run;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::ledger::AdmitRule;
+use crate::ledger::{AdmitRule, Finish};
 use crate::model::{EngineKind, Outcome};
 use crate::output::printer::{group_title, Printer};
 use crate::output::results::Results;
@@ -29,6 +29,9 @@ pub(crate) struct Worker<'a> {
     /// What the current round says.
     findings: Findings,
     printer: Printer,
+    /// An answer a round could not record for want of the ledger: recorded
+    /// once it is back (`Run::recover`), so that its URLs are not sent again.
+    unrecorded: Option<Finish>,
 }
 
 /// What a read of the configured sources put in the ledger.
@@ -56,7 +59,7 @@ impl<'a> Worker<'a> {
         let quiet = Printer { json: true, ..*printer };
         let run = Run::new(settings, clock, engines, ledger, &quiet, stop);
         let findings = Findings::new(Results::new(false)?);
-        Ok(Worker { run, findings, printer: *printer })
+        Ok(Worker { run, findings, printer: *printer, unrecorded: None })
     }
 
     /// Once, before the first round: reservations a stopped process left go
@@ -70,17 +73,13 @@ impl<'a> Worker<'a> {
         self.say(now).await
     }
 
-    /// After rounds the ledger's loss cut short: this worker's own
-    /// reservations go back to the queue, as a stopped process's would (a
-    /// claim whose answer could not be recorded is in none of its rounds
-    /// any more, and would stay in flight while the process lives).
+    /// After rounds the ledger's loss cut short: the answer a round could
+    /// not record is recorded (unless its commit went in), then this
+    /// worker's own reservations go back to the queue, as a stopped
+    /// process's would (a claim whose answer is lost is in none of its
+    /// rounds any more, and would stay in flight while the process lives).
     pub(crate) fn reconcile_mine(&mut self) -> anyhow::Result<()> {
-        let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
-        let reconciled = self.run.ledger.reconcile_mine(now, &self.run.owner)?;
-        if reconciled.items > 0 {
-            self.printer.note(&super::send::returned_note(reconciled.items));
-        }
-        Ok(())
+        self.run.recover(&mut self.unrecorded, &self.printer)
     }
 
     /// Sends everything due now, as `submit` does, and says what it came
@@ -91,7 +90,12 @@ impl<'a> Worker<'a> {
         let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         // Nothing is waited for inside a round: the worker sleeps between
         // rounds until the next item falls due.
-        Sender::new(&mut self.run, &mut self.findings, now).drain().await?;
+        let mut sender = Sender::new(&mut self.run, &mut self.findings, now);
+        let drained = sender.drain().await;
+        if let Some(done) = sender.take_unrecorded() {
+            self.unrecorded = Some(done);
+        }
+        drained?;
         self.say(now).await
     }
 

@@ -107,6 +107,20 @@ pub fn finish(steps: &mut (impl Steps + ?Sized), done: &Finish) -> Result<()> {
     steps.end(done.reservation)
 }
 
+/// Records `done` as `finish` does if its reservation is still open, and
+/// says whether it was (`Budget::finish_if_open`). A `finish` cut by a lost
+/// connection may have committed or not; recording it twice would give its
+/// unused units back twice. A reservation that is gone was either recorded
+/// by that cut commit or reconciled by another process: either way the
+/// ledger has decided its items, and the answer is not recorded again.
+pub fn finish_if_open(steps: &mut (impl Steps + ?Sized), done: &Finish) -> Result<bool> {
+    let open = steps.reservations(true)?.iter().any(|(id, _, _)| *id == done.reservation);
+    if open {
+        finish(steps, done)?;
+    }
+    Ok(open)
+}
+
 /// What the engine says is left of a reported window, as a reading
 /// (`Budget::record_report`; a remainder in an answer): the window's limit
 /// becomes `reported_limit` of what the ledger has counted and the units

@@ -99,6 +99,10 @@ impl<B: Backend> Budget for B {
         self.write(|steps| answer::finish(steps, done))
     }
 
+    fn finish_if_open(&mut self, done: &Finish) -> Result<bool> {
+        self.write(|steps| answer::finish_if_open(steps, done))
+    }
+
     fn plan_claim(&mut self, query: &ClaimQuery) -> Result<ClaimForecast> {
         self.read(|steps| claim::forecast(steps, query))
     }

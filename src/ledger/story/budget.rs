@@ -79,8 +79,13 @@ fn refused_and_never_sent_given_back(ledger: &mut impl Ledger, rules: &[RuleWind
         part(4..5, Class::Transient, false, NextStep::RetryAt(soon)),
         part(5..6, Class::Accepted, true, NextStep::Accepted),
     ];
-    ledger.finish(&give_back_finish(claim.reservation.unwrap(), answers, vec![], rules)).unwrap();
+    let done = give_back_finish(claim.reservation.unwrap(), answers, vec![], rules);
+    assert!(ledger.finish_if_open(&done).unwrap(), "an open reservation is recorded");
     assert_eq!(used(ledger, rules), [2, 2, 5], "day and month: 6 - 3 refused - 1 never sent; the minute: 6 - 1");
+    // The same answer again (a commit a lost connection hid): nothing is
+    // given back twice.
+    assert!(!ledger.finish_if_open(&done).unwrap(), "an ended reservation is not recorded again");
+    assert_eq!(used(ledger, rules), [2, 2, 5]);
 }
 
 /// A refusal that spends the day gives its unit back, and the day stays spent.
