@@ -250,7 +250,8 @@ pub(super) async fn blocking<T: Send + 'static>(
 async fn not_found() -> Refusal {
     Refusal::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such endpoint").hint(
         "the endpoints: POST /v1/urls, POST /v1/sources, GET /v1/budget, GET /v1/queue, GET /metrics, GET \
-             /healthz, GET /readyz",
+             /healthz, GET /readyz; the webhooks POST /v1/hooks/url, /v1/hooks/ghost/{event}, /v1/hooks/netlify, \
+             /v1/hooks/vercel, /v1/hooks/cloudflare-pages; GET and POST /indexnow with `[serve] indexnow = true`",
     )
 }
 
