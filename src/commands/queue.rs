@@ -1,11 +1,12 @@
 //! `indexq queue list|retry|drop`: the items in the ledger, and the two
 //! things a person does to them: retry now (parked or waiting) and drop.
 
-use super::{open_ledger_on_clock, ExitStatus};
+use super::ExitStatus;
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::error::UsageError;
+use crate::ledger::open::open_ledger_on_clock;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
 use crate::model::ItemState;
 use crate::model::{EngineKind, GroupKey, Reason};

@@ -8,12 +8,13 @@
 //! last reported of it (read when, submitted, downloaded, pending, errors,
 //! warnings, URLs) or the read that failed.
 
-use super::{open_ledger_on_clock, ExitStatus};
+use super::ExitStatus;
 use crate::budget;
 use crate::cli::{StatusArgs, StatusFormat};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
 use crate::error::UsageError;
+use crate::ledger::open::open_ledger_on_clock;
 use crate::model::QueueCounts;
 use crate::model::{EngineKind, Reason};
 use crate::output::printer::{group_title, rfc3339, when, Printer};

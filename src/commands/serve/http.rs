@@ -216,7 +216,7 @@ async fn readyz(axum::extract::State(state): axum::extract::State<Arc<State>>) -
     let s = state.clone();
     blocking(move || {
         let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
         Ok(())
     })
     .await
@@ -268,7 +268,7 @@ async fn on_ledger<T: Send + 'static>(
     let s = state.clone();
     blocking(move || {
         let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
         let now = s.clock.now();
         read(&s, ledger.as_mut(), now)
     })

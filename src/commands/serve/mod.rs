@@ -118,8 +118,8 @@ async fn serve(
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let stop = Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
-    let mut ledger = super::open_ledger(&settings)?;
-    super::follow_ledger_clock(ledger.as_mut(), &clock, false)?;
+    let mut ledger = crate::ledger::open::open_ledger(&settings)?;
+    crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &clock, false)?;
     let mut worker = Worker::new(&settings, &clock, printer, stop.clone())?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await

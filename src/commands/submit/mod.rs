@@ -113,7 +113,11 @@ pub async fn run(
     let built = build_engines(settings, &selected)?;
     check_args(settings, args, built.is_empty())?;
     let readers = open_inputs(args)?;
-    let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
+    let ledger = if args.dry_run {
+        crate::ledger::open::open_ledger_to_read(settings)?
+    } else {
+        crate::ledger::open::open_ledger(settings)?
+    };
     let mut run = Run::new(settings, clock, built, ledger, printer, stop);
     let mut findings = Findings::new(Results::new(printer.json).context("cannot create the run's temporary results")?);
     let outcome = phases(&mut run, &mut findings, readers, args, printer).await;
@@ -189,7 +193,7 @@ async fn phases(
 ) -> anyhow::Result<ExitStatus> {
     // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
     let local = run.clock.now();
-    let time = super::follow_ledger_clock(run.ledger.as_mut(), run.clock, !args.dry_run)?;
+    let time = crate::ledger::open::follow_ledger_clock(run.ledger.as_mut(), run.clock, !args.dry_run)?;
     for warning in clock_warnings(&time, local, run.user_tz) {
         printer.warn(&warning);
     }

@@ -300,7 +300,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             windows: rules,
             max_items: engine.max_batch(),
             pace: pace.as_ref(),
-            now: crate::commands::now(self.run.clock),
+            now: crate::ledger::open::now(self.run.clock),
             credential: credential.as_deref(),
             order: self.run.settings.submit.order,
         };
