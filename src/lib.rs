@@ -23,6 +23,7 @@ mod metrics;
 mod net;
 mod notify;
 mod output;
+mod pipeline;
 mod queue;
 mod redact;
 mod report;

@@ -374,7 +374,7 @@ async fn post_sources(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<crate::commands::submit::SourcesRead>), Refusal> {
+) -> Result<(StatusCode, Json<crate::pipeline::SourcesRead>), Refusal> {
     if state.stop.requested() {
         return Err(Refusal::shutting_down());
     }

@@ -7,9 +7,9 @@
 //! - `auth`: the bearer tokens (`[[serve.token]]`), compared in constant
 //!   time, each limited to its properties;
 //! - `intake`: a request's URLs read (JSON or one a line), checked and
-//!   admitted with submit's own routing and admission (`submit::Routes`,
-//!   `Ledger::admit`, `submit::tell`) — a `202` once they are in the ledger;
-//! - `worker` (here): submit's run kept up (`submit::Worker`), woken by
+//!   admitted with submit's own routing and admission (`pipeline::Routes`,
+//!   `Ledger::admit`, `pipeline::tell`) — a `202` once they are in the ledger;
+//! - `worker` (here): submit's run kept up (`pipeline::Worker`), woken by
 //!   the intake, at the next due time or window reopening, and every
 //!   `[serve] sources_every`; asleep otherwise.
 //!
@@ -31,10 +31,10 @@ mod signed;
 use super::ExitStatus;
 use crate::cli::ServeArgs;
 use crate::clock::Clock;
-use crate::commands::submit::{SourcesRead, Stop, Worker};
 use crate::config::{ConfigError, Settings};
 use crate::ledger::Ledger;
 use crate::output::printer::{Printer, Verbosity};
+use crate::pipeline::{SourcesRead, Stop, Worker};
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,7 @@ struct State {
     signatures: signed::Signatures,
     user_tz: chrono_tz::Tz,
     /// Where each property's URLs go (submit's routing).
-    routes: crate::commands::submit::Routes,
+    routes: crate::pipeline::Routes,
     /// The Google Cloud project whose pool Google's groups share.
     google_project: Option<String>,
 }
@@ -141,7 +141,7 @@ async fn serve(
         indexnow,
         signatures,
         user_tz: crate::clock::user_timezone(),
-        routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
+        routes: crate::pipeline::Routes::of(&settings, crate::budget::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),
     });
     commit::start(state.clone(), to_commit);

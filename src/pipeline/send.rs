@@ -441,10 +441,10 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
-    use crate::commands::submit::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
     use crate::ledger::ClaimedItem;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
+    use crate::pipeline::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
 
     fn claimed(n: usize) -> Claim {
         let items = (0..n)
