@@ -14,6 +14,7 @@ pub mod model;
 mod budget;
 mod clock;
 mod commands;
+mod documents;
 mod engines;
 mod envfile;
 mod error;
@@ -28,6 +29,7 @@ mod queue;
 mod redact;
 mod report;
 mod schedule;
+mod serve;
 
 pub use commands::run;
 pub use envfile::apply as apply_env_file;

@@ -1,5 +1,6 @@
-//! `indexq serve`: one process with an HTTP intake and the sending worker,
-//! on the same ledger as every other command.
+//! `indexq serve`'s HTTP side: one process with an HTTP intake and the
+//! sending worker, on the same ledger as every other command. The command
+//! (`commands::serve`) hands it the address `--listen` asked for.
 //!
 //! - `http`: the routes, and every answer indexq gives — its refusals each
 //!   with a status, a machine-readable reason and, where waiting helps,
@@ -25,13 +26,13 @@ mod indexnow;
 mod intake;
 mod limits;
 mod listen;
+mod query;
 mod refusal;
 mod signed;
 
-use super::ExitStatus;
-use crate::cli::ServeArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, Settings};
+use crate::error::ExitStatus;
 use crate::ledger::Ledger;
 use crate::output::printer::{Printer, Verbosity};
 use crate::pipeline::{SourcesRead, Stop, Worker};
@@ -86,14 +87,20 @@ struct SourcesJob {
     reply: oneshot::Sender<Result<SourcesRead, String>>,
 }
 
-pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let listen = args.listen.unwrap_or(settings.serve.listen);
+/// Serves until stopped, on `asked` (`--listen`) or else `[serve] listen`.
+pub(crate) fn run(
+    settings: Settings,
+    clock: Clock,
+    asked: Option<std::net::SocketAddr>,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let listen = asked.unwrap_or(settings.serve.listen);
     let tokens = auth::Tokens::read(&settings.serve.tokens)?;
     let keys = indexnow::Keys::read(&settings)?;
     let signatures = signed::Signatures::read(&settings.serve.webhooks)?;
     if tokens.is_empty() && !listen.ip().is_loopback() {
         return Err(ConfigError {
-            place: match args.listen {
+            place: match asked {
                 Some(_) => "--listen".into(),
                 None => format!("{}: `serve.listen`", settings.file.display()),
             },

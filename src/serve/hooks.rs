@@ -412,7 +412,7 @@ fn query_property(uri: &Uri) -> Option<String> {
 /// A `?property=` that names no property, or one the caller may not see
 /// (one answer for both, naming only the caller's own).
 fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
-    super::http::unknown_property(state, caller, name)
+    super::refusal::unknown_property(state, caller, name)
 }
 
 /// A property the caller may not write (named only when the caller may
