@@ -30,6 +30,7 @@ mod redact;
 mod report;
 mod schedule;
 mod serve;
+mod shell;
 
 pub use commands::run;
 pub use envfile::apply as apply_env_file;
