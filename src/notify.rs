@@ -2,7 +2,7 @@
 //! JSON document on its standard input; a chat webhook gets `{"text": …}`,
 //! the shape Slack's, Mattermost's and Discord's Slack-compatible incoming
 //! webhooks take. Which notifications are due, and the ledger's claim on
-//! each, are `submit`'s (`commands/submit/notify.rs`).
+//! each, are `submit`'s (`pipeline/notify.rs`).
 
 use crate::config::{ConfigError, HttpSettings, NotifySettings};
 use crate::redact::Redactor;

@@ -405,7 +405,7 @@ fn key_file_curl(property: &crate::config::Property) -> Option<String> {
         Some(location) => location.clone(),
         None => crate::engines::indexnow::default_key_location(&property.site, key.expose()),
     };
-    Some(super::key::curl_key_file(&location, key.expose(), &table.key))
+    Some(crate::shell::curl_key_file(&location, key.expose(), &table.key))
 }
 
 /// Where the config is, what it uses, and what "today" is in each quota timezone.

@@ -214,7 +214,7 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out)?;
     // Each step names only what exists by then: the key file once step 1
     // has made it, the user's own URLs only as what to give.
-    let key_file = super::key::curl_key_file(
+    let key_file = crate::shell::curl_key_file(
         &default_key_location(site, KEY_PLACEHOLDER),
         KEY_PLACEHOLDER,
         &config::SecretSource::Env { var: "INDEXNOW_KEY".into(), place: String::new() },

@@ -2,10 +2,11 @@
 //! between backends (one machine's SQLite file to a shared PostgreSQL
 //! database, or back).
 
-use super::{open_ledger, ExitStatus};
+use super::ExitStatus;
 use crate::cli::{LedgerAction, LedgerArgs};
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions, Settings};
 use crate::error::UsageError;
+use crate::ledger::open::open_ledger;
 use crate::ledger::CopyError;
 use crate::output::printer::Printer;
 use std::io::Write;

@@ -4,10 +4,11 @@
 //! carried). An attempt of a URL that `queue drop` removed stays, said to
 //! be dropped.
 
-use super::{open_ledger_on_clock, ExitStatus};
+use super::ExitStatus;
 use crate::cli::LogArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
+use crate::ledger::open::open_ledger_on_clock;
 use crate::model::{EngineKind, Reason};
 use crate::output::printer::{rfc3339, Printer};
 use serde::Serialize;

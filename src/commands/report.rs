@@ -4,10 +4,11 @@
 //! budget now, and what is parked with the fix (`crate::report` gathers it and
 //! renders it). Written atomically; `-` writes it to stdout.
 
-use super::{open_ledger_on_clock, ExitStatus};
+use super::ExitStatus;
 use crate::cli::ReportArgs;
 use crate::clock::{self, Clock};
 use crate::config::Settings;
+use crate::ledger::open::open_ledger_on_clock;
 use crate::output::printer::{rfc3339, Printer};
 use crate::report::{self, html};
 use std::io::Write;

@@ -151,7 +151,7 @@ pub struct ServeWebhooks {
     pub netlify: Option<SecretSource>,
 }
 
-/// `[serve]`'s limits on a connection (`commands::serve::listen`).
+/// `[serve]`'s limits on a connection (`serve::listen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// A request's headers must be whole this long after their first byte.

@@ -1,7 +1,7 @@
 //! A run's stop (SIGINT/SIGTERM) as the code that sends sees it: once the
 //! run stops, no request starts and a sleep ends at once; a request in
 //! flight is waited for until the grace deadline, then given up. The signals
-//! themselves are listened to by `submit` (`commands::submit::stop`), which
+//! themselves are listened to by `submit` (`pipeline::stop`), which
 //! holds the sending side.
 
 use std::future::Future;

@@ -17,6 +17,7 @@ mod budget;
 mod copy;
 mod ids;
 mod limits;
+pub mod open;
 mod owner;
 mod policy;
 mod postgres;

@@ -6,8 +6,8 @@
 //! signal exits at once with the same code: the ledger's reservations are
 //! reconciled by the next run.
 
-use crate::commands::ExitStatus;
 use crate::engines::{Halt, Sent};
+use crate::error::ExitStatus;
 use crate::output::summary::Interruption;
 use chrono::{DateTime, Utc};
 use std::io::{self, BufRead, Read};
@@ -318,8 +318,7 @@ mod tests {
         use crate::engines::Answer;
         let t = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
         let mut cut = Cut::default();
-        let accepted =
-            crate::commands::submit::testing::whole(crate::model::Class::Accepted, "ok", &Default::default());
+        let accepted = crate::pipeline::testing::whole(crate::model::Class::Accepted, "ok", &Default::default());
         cut.count(&accepted, t("2026-03-02T10:10:00Z"));
         assert_eq!(cut, Cut::default(), "an answer the stop did not cut counts nothing");
         // Bing's halves: one answered, one in flight at the deadline, one never sent.

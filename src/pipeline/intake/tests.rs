@@ -1,6 +1,6 @@
 use super::*;
-use crate::commands::submit::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER};
 use crate::model::{Class, Reason};
+use crate::pipeline::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER};
 
 #[test]
 fn since_keeps_only_a_lastmod_at_or_after_it() {

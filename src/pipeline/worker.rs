@@ -53,7 +53,7 @@ impl<'a> Worker<'a> {
         stop: Stop,
     ) -> anyhow::Result<Worker<'a>> {
         let engines = super::build_engines(settings, &EngineKind::ALL)?;
-        let ledger = crate::commands::open_ledger(settings)?;
+        let ledger = crate::ledger::open::open_ledger(settings)?;
         // No progress bar, and no per-URL results kept: a long-lived
         // process says each round's counts.
         let quiet = Printer { json: true, ..*printer };
@@ -67,7 +67,7 @@ impl<'a> Worker<'a> {
     /// again, and so do those whose cause a check finds fixed.
     pub(crate) async fn prepare(&mut self) -> anyhow::Result<()> {
         self.fresh()?;
-        let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
+        let now = crate::ledger::open::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         let resumed = self.run.prepare(now, &self.printer).await?;
         self.findings.resumed.extend(resumed);
         self.say(now).await
@@ -87,7 +87,7 @@ impl<'a> Worker<'a> {
     /// gets `[submit] stop_grace` and its answer is recorded.
     pub(crate) async fn drain(&mut self) -> anyhow::Result<()> {
         self.fresh()?;
-        let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
+        let now = crate::ledger::open::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         // Nothing is waited for inside a round: the worker sleeps between
         // rounds until the next item falls due.
         let mut sender = Sender::new(&mut self.run, &mut self.findings, now);
@@ -104,7 +104,7 @@ impl<'a> Worker<'a> {
     /// the ledger when this returns.
     pub(crate) async fn read_sources(&mut self, properties: Option<&[String]>) -> anyhow::Result<SourcesRead> {
         self.fresh()?;
-        let now = crate::commands::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
+        let now = crate::ledger::open::follow_ledger_clock(self.run.ledger.as_mut(), self.run.clock, true)?.now;
         let rule = AdmitRule {
             dedupe: TimeDelta::from_std(self.run.settings.submit.dedupe_window).unwrap_or(TimeDelta::MAX),
             force: false,

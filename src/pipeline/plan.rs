@@ -373,9 +373,9 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::submit::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW};
     use crate::ledger::{Budget, SqliteLedger};
     use crate::model::{Class, Period, RuleWindow};
+    use crate::pipeline::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW};
     use chrono::TimeDelta;
     use chrono_tz::Tz;
 

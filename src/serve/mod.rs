@@ -1,5 +1,6 @@
-//! `indexq serve`: one process with an HTTP intake and the sending worker,
-//! on the same ledger as every other command.
+//! `indexq serve`'s HTTP side: one process with an HTTP intake and the
+//! sending worker, on the same ledger as every other command. The command
+//! (`commands::serve`) hands it the address `--listen` asked for.
 //!
 //! - `http`: the routes, and every answer indexq gives — its refusals each
 //!   with a status, a machine-readable reason and, where waiting helps,
@@ -7,9 +8,9 @@
 //! - `auth`: the bearer tokens (`[[serve.token]]`), compared in constant
 //!   time, each limited to its properties;
 //! - `intake`: a request's URLs read (JSON or one a line), checked and
-//!   admitted with submit's own routing and admission (`submit::Routes`,
-//!   `Ledger::admit`, `submit::tell`) — a `202` once they are in the ledger;
-//! - `worker` (here): submit's run kept up (`submit::Worker`), woken by
+//!   admitted with submit's own routing and admission (`pipeline::Routes`,
+//!   `Ledger::admit`, `pipeline::tell`) — a `202` once they are in the ledger;
+//! - `worker` (here): submit's run kept up (`pipeline::Worker`), woken by
 //!   the intake, at the next due time or window reopening, and every
 //!   `[serve] sources_every`; asleep otherwise.
 //!
@@ -25,16 +26,16 @@ mod indexnow;
 mod intake;
 mod limits;
 mod listen;
+mod query;
 mod refusal;
 mod signed;
 
-use super::ExitStatus;
-use crate::cli::ServeArgs;
 use crate::clock::Clock;
-use crate::commands::submit::{SourcesRead, Stop, Worker};
 use crate::config::{ConfigError, Settings};
+use crate::error::ExitStatus;
 use crate::ledger::Ledger;
 use crate::output::printer::{Printer, Verbosity};
+use crate::pipeline::{SourcesRead, Stop, Worker};
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
@@ -74,7 +75,7 @@ struct State {
     signatures: signed::Signatures,
     user_tz: chrono_tz::Tz,
     /// Where each property's URLs go (submit's routing).
-    routes: crate::commands::submit::Routes,
+    routes: crate::pipeline::Routes,
     /// The Google Cloud project whose pool Google's groups share.
     google_project: Option<String>,
 }
@@ -86,14 +87,20 @@ struct SourcesJob {
     reply: oneshot::Sender<Result<SourcesRead, String>>,
 }
 
-pub fn run(settings: Settings, clock: Clock, args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let listen = args.listen.unwrap_or(settings.serve.listen);
+/// Serves until stopped, on `asked` (`--listen`) or else `[serve] listen`.
+pub(crate) fn run(
+    settings: Settings,
+    clock: Clock,
+    asked: Option<std::net::SocketAddr>,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let listen = asked.unwrap_or(settings.serve.listen);
     let tokens = auth::Tokens::read(&settings.serve.tokens)?;
     let keys = indexnow::Keys::read(&settings)?;
     let signatures = signed::Signatures::read(&settings.serve.webhooks)?;
     if tokens.is_empty() && !listen.ip().is_loopback() {
         return Err(ConfigError {
-            place: match args.listen {
+            place: match asked {
                 Some(_) => "--listen".into(),
                 None => format!("{}: `serve.listen`", settings.file.display()),
             },
@@ -118,8 +125,8 @@ async fn serve(
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
     let stop = Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
-    let mut ledger = super::open_ledger(&settings)?;
-    super::follow_ledger_clock(ledger.as_mut(), &clock, false)?;
+    let mut ledger = crate::ledger::open::open_ledger(&settings)?;
+    crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &clock, false)?;
     let mut worker = Worker::new(&settings, &clock, printer, stop.clone())?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -141,7 +148,7 @@ async fn serve(
         indexnow,
         signatures,
         user_tz: crate::clock::user_timezone(),
-        routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
+        routes: crate::pipeline::Routes::of(&settings, crate::budget::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),
     });
     commit::start(state.clone(), to_commit);

@@ -23,9 +23,9 @@ use super::intake::{Admitted, Submission, UrlFrom};
 use super::limits::Taken;
 use super::refusal::{body_refusal, ErrorCode, Refusal};
 use super::{SourcesJob, State};
-use crate::commands::submit::SourcesRead;
 use crate::ledger::{GhostUrl, Ledger};
 use crate::model::{Action, Position};
+use crate::pipeline::SourcesRead;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::Path;
@@ -412,7 +412,7 @@ fn query_property(uri: &Uri) -> Option<String> {
 /// A `?property=` that names no property, or one the caller may not see
 /// (one answer for both, naming only the caller's own).
 fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
-    super::http::unknown_property(state, caller, name)
+    super::refusal::unknown_property(state, caller, name)
 }
 
 /// A property the caller may not write (named only when the caller may

@@ -1,4 +1,5 @@
-//! `indexq submit`: puts every input URL in the ledger first, then sends all
+//! The run of `indexq submit` (and, kept up, of `serve`'s worker): puts
+//! every input URL in the ledger first, then sends all
 //! due work within budget, group by group (property × engine × target):
 //! claim (reserve before send) → send → classify → schedule → finish.
 //! With `--max-wait`, sleeps for retries that fall due within it. With
@@ -6,7 +7,8 @@
 //! claims it forecasts, `Budget::plan_claim`) and the intake asks it what
 //! would become of each URL.
 //!
-//! This file sets the run up and runs its phases in order. `Run` is what
+//! The command (`commands::submit`) checks the arguments and opens the
+//! inputs and the ledger; this file runs the phases in order. `Run` is what
 //! every phase reads (settings, clock, engines, ledger, the stop), `Findings`
 //! what they leave for the end; each phase is its own type, borrowing both
 //! for as long as it runs, in its own file:
@@ -50,17 +52,16 @@ pub(crate) use intake::{tell, Routes};
 pub(crate) use stop::Stop;
 pub(crate) use worker::{SourcesRead, Worker};
 
-use super::ExitStatus;
 use crate::budget;
 use crate::cli::SubmitArgs;
 use crate::clock::Clock;
-use crate::config::{ConfigError, Settings};
+use crate::config::Settings;
 use crate::engines::{self, Engine};
-use crate::error::UsageError;
+use crate::error::ExitStatus;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
 use crate::model::{EngineKind, GroupKey, Outcome, Reason, RunRecord};
-use crate::output::printer::{Printer, Verbosity};
+use crate::output::printer::Printer;
 use crate::output::progress::Progress;
 use crate::output::results::{ResultEntry, Results};
 use crate::redact::Redactor;
@@ -75,7 +76,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// What every phase of a run reads: the settings, the clock, the engines
 /// and the ledger, and the stop.
-struct Run<'a> {
+pub(crate) struct Run<'a> {
     settings: &'a Settings,
     clock: &'a Clock,
     user_tz: Tz,
@@ -98,23 +99,20 @@ struct Run<'a> {
 const FIRST_RUN_BACKLOG_DAYS: u64 = 7;
 
 /// The input lists of a run, opened, by name.
-type Readers = Vec<(String, crate::ingest::Input)>;
+pub(crate) type Readers = Vec<(String, crate::ingest::Input)>;
 
-pub async fn run(
-    settings: &Settings,
+/// A run of `indexq submit`, once the command has checked its arguments,
+/// opened its inputs and built `run` (`commands::submit`): its phases, then
+/// the metrics and the run's record (`finish`). `began` is when the command
+/// started, for the run's record.
+pub(crate) async fn submit(
+    mut run: Run<'_>,
+    readers: Readers,
     args: &SubmitArgs,
     printer: &Printer,
-    clock: &Clock,
+    began: std::time::Instant,
 ) -> anyhow::Result<ExitStatus> {
-    let began = std::time::Instant::now();
-    // From here on a signal stops the run cleanly (a second one at once).
-    let stop = stop::Stop::listen(settings.submit.stop_grace, printer.verbosity == Verbosity::Quiet);
-    let selected: Vec<EngineKind> = if args.engine.is_empty() { EngineKind::ALL.to_vec() } else { args.engine.clone() };
-    let built = build_engines(settings, &selected)?;
-    check_args(settings, args, built.is_empty())?;
-    let readers = open_inputs(args)?;
-    let ledger = if args.dry_run { super::open_ledger_to_read(settings)? } else { super::open_ledger(settings)? };
-    let mut run = Run::new(settings, clock, built, ledger, printer, stop);
+    let (settings, clock) = (run.settings, run.clock);
     let mut findings = Findings::new(Results::new(printer.json).context("cannot create the run's temporary results")?);
     let outcome = phases(&mut run, &mut findings, readers, args, printer).await;
     // The metrics (`--metrics-file`), and the run's record in the ledger.
@@ -132,51 +130,6 @@ pub async fn run(
     })
 }
 
-/// What must hold before anything is read or sent: an engine to submit
-/// the inputs to (`no_engine`: no property uses any engine selected), and
-/// a metrics file that can be replaced.
-fn check_args(settings: &Settings, args: &SubmitArgs, no_engine: bool) -> anyhow::Result<()> {
-    if no_engine && !(args.inputs.is_empty() && args.sitemap.is_empty()) {
-        return Err(ConfigError {
-            place: settings.file.display().to_string(),
-            message: "no property uses an engine this run can submit to".into(),
-            hint: Some(
-                "add an `indexnow = { key_env = \"INDEXNOW_KEY\" }` table to a [[property]], or check --engine".into(),
-            ),
-        }
-        .into());
-    }
-    // The metrics file must be one that can be replaced, before anything is
-    // read or sent: not a device, a FIFO, a socket or a directory (a
-    // rename would replace it), nor in a folder that does not exist or in
-    // which no file can be made (read-only under a systemd unit).
-    if let Some(path) = args.metrics_file.as_deref() {
-        crate::files::check_writable(path).map_err(|refused| ConfigError {
-            place: format!("--metrics-file {}", path.display()),
-            message: refused.to_string(),
-            hint: Some(
-                "give the path of a regular file, or of a new one in a folder that exists and this user can write \
-                 (indexq does not create folders: make it first), e.g. in the textfile collector's directory: \
-                 --metrics-file /var/lib/prometheus/node-exporter/indexq.prom (under a systemd unit with \
-                 ProtectSystem=strict, also in its ReadWritePaths=; or in its StateDirectory)"
-                    .into(),
-            ),
-        })?;
-    }
-    Ok(())
-}
-
-/// Every input list, opened: each must open before anything is written or sent.
-fn open_inputs(args: &SubmitArgs) -> anyhow::Result<Readers> {
-    let mut readers = Vec::new();
-    for arg in &args.inputs {
-        let source = Source::parse(arg);
-        let reader = source.open().map_err(|e| UsageError(e.to_string()))?;
-        readers.push((source.name(), reader));
-    }
-    Ok(readers)
-}
-
 /// The run's phases in order, on the ledger's clock: before the input is
 /// read, the plan (a dry run) or what a run prepares; the intake; then,
 /// unless a dry run, sending and the engines' sitemap reports; the report.
@@ -189,7 +142,7 @@ async fn phases(
 ) -> anyhow::Result<ExitStatus> {
     // One clock for every window decision (docs/design.md, *One clock*): the ledger's.
     let local = run.clock.now();
-    let time = super::follow_ledger_clock(run.ledger.as_mut(), run.clock, !args.dry_run)?;
+    let time = crate::ledger::open::follow_ledger_clock(run.ledger.as_mut(), run.clock, !args.dry_run)?;
     for warning in clock_warnings(&time, local, run.user_tz) {
         printer.warn(&warning);
     }
@@ -369,7 +322,7 @@ fn clock_warnings(time: &LedgerTime, local: DateTime<Utc>, user_tz: Tz) -> Vec<S
 
 impl<'a> Run<'a> {
     /// A run that sends with `engines` on `ledger`, and stops on `stop`.
-    fn new(
+    pub(crate) fn new(
         settings: &'a Settings,
         clock: &'a Clock,
         engines: BTreeMap<EngineKind, Box<dyn Engine>>,

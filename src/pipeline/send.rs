@@ -73,7 +73,7 @@ impl Run<'_> {
     /// run's would. The order matters: the kept answer's reservation is one
     /// of this run's own.
     pub(super) fn recover(&mut self, kept: &mut Option<Finish>, printer: &Printer) -> anyhow::Result<()> {
-        let now = crate::commands::follow_ledger_clock(self.ledger.as_mut(), self.clock, true)?.now;
+        let now = crate::ledger::open::follow_ledger_clock(self.ledger.as_mut(), self.clock, true)?.now;
         if let Some(done) = kept {
             self.ledger.finish_if_open(done)?;
             *kept = None;
@@ -380,7 +380,7 @@ impl<'r, 'a> Sender<'r, 'a> {
             windows: rules,
             max_items: engine.max_batch(),
             pace: pace.as_ref(),
-            now: crate::commands::now(self.run.clock),
+            now: crate::ledger::open::now(self.run.clock),
             credential: credential.as_deref(),
             order: self.run.settings.submit.order,
         };
@@ -524,10 +524,10 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
-    use crate::commands::submit::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
     use crate::ledger::ClaimedItem;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
+    use crate::pipeline::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
 
     fn claimed(n: usize) -> Claim {
         let items = (0..n)

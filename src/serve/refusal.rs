@@ -3,6 +3,7 @@
 //! `Retry-After`; and the reading of a request's body and media type that
 //! every route shares.
 
+use super::auth::Caller;
 use super::limits::{Limit, Taken};
 use super::State;
 use crate::ledger::RateDecision;
@@ -165,6 +166,28 @@ pub(super) fn body_refusal(rejection: &BytesRejection, state: &State) -> Refusal
         .hint("send the URLs in several requests");
     }
     Refusal::bad_request(format!("the body could not be read: {rejection}"))
+}
+
+/// A property the caller may not read, or that is not configured: one
+/// answer for both, naming only the caller's own properties.
+pub(super) fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
+    let known: Vec<&str> = match caller.properties() {
+        Some(own) => own.iter().map(String::as_str).collect(),
+        None => state.settings.properties.iter().map(|p| p.name.as_str()).collect(),
+    };
+    let whose = match caller {
+        Caller::Anyone => "the configured properties".to_string(),
+        Caller::Token { id, .. } => format!("the properties of token `{id}`"),
+    };
+    Refusal::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::UnknownProperty,
+        match caller {
+            Caller::Anyone => format!("no [[property]] is named `{name}`"),
+            Caller::Token { id, .. } => format!("token `{id}` has no property `{name}`"),
+        },
+    )
+    .hint(format!("{whose}: {}", known.join(", ")))
 }
 
 /// Why a URL of a request was refused.

@@ -126,7 +126,7 @@ fn commit(state: &State, group: Vec<Job>) {
         Ok(ledger) => ledger,
         Err(_) => return fail(group, "the intake's ledger connection failed"),
     };
-    let decided = match ledger.take_rates(&requests, crate::commands::now(&state.clock)) {
+    let decided = match ledger.take_rates(&requests, crate::ledger::open::now(&state.clock)) {
         Ok(decided) => decided,
         Err(e) => return fail(group, &e.to_string()),
     };

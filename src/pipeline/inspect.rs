@@ -228,9 +228,9 @@ fn rule_tz(taken: &Taken, window: &RuleWindow) -> chrono_tz::Tz {
 mod tests {
     use super::*;
     use crate::classify::{RetryAfter, Verdict};
-    use crate::commands::submit::testing::{at, NOW};
     use crate::ledger::ClaimedItem;
     use crate::model::{Period, QuotaReason};
+    use crate::pipeline::testing::{at, NOW};
 
     fn claim(actions: &[Action]) -> Claim {
         let items = actions
@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn taken() -> Taken {
-        let settings = crate::commands::submit::testing::settings("");
+        let settings = crate::pipeline::testing::settings("");
         let mut property = settings.properties[0].clone();
         property.google = Some(crate::config::PropertyGoogle {
             site_url: "sc-domain:site.example".into(),

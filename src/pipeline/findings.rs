@@ -5,7 +5,7 @@
 
 use super::stop::Cut;
 use super::Run;
-use crate::commands::ExitStatus;
+use crate::error::ExitStatus;
 use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
 use crate::output::parked::NoticeKind;
 use crate::output::printer::{Printer, Verbosity};

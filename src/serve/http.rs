@@ -7,7 +7,8 @@ use super::auth::{Caller, Unknown};
 use super::commit::{self, take_urls};
 use super::intake;
 use super::limits::{self, Limit, Taken};
-use super::refusal::{body_refusal, content_type, ErrorCode, Refusal};
+use super::query::QueueQuery;
+use super::refusal::{body_refusal, content_type, unknown_property, ErrorCode, Refusal};
 use super::State;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -177,28 +178,6 @@ fn seen_by(state: &State, caller: Option<&Caller>) -> Option<crate::config::Sett
     caller.and_then(Caller::properties).map(|own| state.settings.narrowed(own))
 }
 
-/// A property the caller may not read, or that is not configured: one
-/// answer for both, naming only the caller's own properties.
-pub(super) fn unknown_property(state: &State, caller: &Caller, name: &str) -> Refusal {
-    let known: Vec<&str> = match caller.properties() {
-        Some(own) => own.iter().map(String::as_str).collect(),
-        None => state.settings.properties.iter().map(|p| p.name.as_str()).collect(),
-    };
-    let whose = match caller {
-        Caller::Anyone => "the configured properties".to_string(),
-        Caller::Token { id, .. } => format!("the properties of token `{id}`"),
-    };
-    Refusal::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorCode::UnknownProperty,
-        match caller {
-            Caller::Anyone => format!("no [[property]] is named `{name}`"),
-            Caller::Token { id, .. } => format!("token `{id}` has no property `{name}`"),
-        },
-    )
-    .hint(format!("{whose}: {}", known.join(", ")))
-}
-
 #[derive(Serialize)]
 struct Health {
     status: &'static str,
@@ -216,7 +195,7 @@ async fn readyz(axum::extract::State(state): axum::extract::State<Arc<State>>) -
     let s = state.clone();
     blocking(move || {
         let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
         Ok(())
     })
     .await
@@ -269,7 +248,7 @@ async fn on_ledger<T: Send + 'static>(
     let s = state.clone();
     blocking(move || {
         let mut ledger = s.ledger.lock().map_err(|_| anyhow::anyhow!("the intake's ledger connection failed"))?;
-        crate::commands::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
+        crate::ledger::open::follow_ledger_clock(ledger.as_mut(), &s.clock, false)?;
         let now = s.clock.now();
         read(&s, ledger.as_mut(), now)
     })
@@ -285,7 +264,7 @@ async fn get_budget(
     let narrowed = seen_by(&state, Some(&caller));
     let doc = on_ledger(&state, move |s, ledger, now| {
         let settings = narrowed.as_ref().unwrap_or(&s.settings);
-        let (doc, _, _) = crate::commands::status::document(settings, ledger, now, s.user_tz)?;
+        let (doc, _, _) = crate::documents::status::document(settings, ledger, now, s.user_tz)?;
         Ok(serde_json::to_value(doc)?)
     })
     .await?;
@@ -300,7 +279,7 @@ async fn get_queue(
     Extension(caller): Extension<Caller>,
     uri: axum::http::Uri,
 ) -> Result<Response, Refusal> {
-    let filter = queue_filter(uri.query().unwrap_or_default())?;
+    let filter = QueueQuery::parse(uri.query().unwrap_or_default())?.filter();
     if let Some(asked) = filter.property.as_deref().filter(|p| !caller.may_read(p)) {
         return Err(unknown_property(&state, &caller, asked));
     }
@@ -309,37 +288,11 @@ async fn get_queue(
         None => caller.properties().map(<[String]>::to_vec),
     };
     let doc = on_ledger(&state, move |s, ledger, now| match own {
-        Some(own) => crate::commands::queue::document_of(ledger, &filter, &own, now, s.user_tz),
-        None => crate::commands::queue::document(ledger, &filter, now, s.user_tz),
+        Some(own) => crate::documents::queue::document_of(ledger, &filter, &own, now, s.user_tz),
+        None => crate::documents::queue::document(ledger, &filter, now, s.user_tz),
     })
     .await?;
     Ok(Json(doc).into_response())
-}
-
-/// `queue list`'s filter from a query string.
-fn queue_filter(query: &str) -> Result<crate::cli::QueueFilter, Refusal> {
-    use clap::ValueEnum as _;
-    let mut f = crate::cli::QueueFilter::default();
-    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-        let bad = |why: String| Refusal::bad_request(format!("`{key}={value}`: {why}"));
-        match key.as_ref() {
-            "state" => {
-                for s in value.split(',') {
-                    f.state.push(crate::cli::StateArg::from_str(s, true).map_err(bad)?);
-                }
-            }
-            "property" => f.property = Some(value.into_owned()),
-            "engine" => f.engine = Some(value.parse().map_err(|e: String| bad(e))?),
-            "endpoint" => f.endpoint = Some(value.into_owned()),
-            "url" => f.url = Some(value.into_owned()),
-            "limit" => f.limit = Some(value.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?),
-            _ => {
-                return Err(Refusal::bad_request(format!("unknown parameter `{key}`"))
-                    .hint("the parameters: state, property, engine, endpoint, url, limit"))
-            }
-        }
-    }
-    Ok(f)
 }
 
 /// `GET /metrics`: what `status --format prometheus` says, of the
@@ -375,7 +328,7 @@ async fn post_sources(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Json<crate::commands::submit::SourcesRead>), Refusal> {
+) -> Result<(StatusCode, Json<crate::pipeline::SourcesRead>), Refusal> {
     if state.stop.requested() {
         return Err(Refusal::shutting_down());
     }

@@ -1,10 +1,10 @@
 use super::*;
 use crate::budget::{Rule, Scope};
 use crate::classify::RetryAfter;
-use crate::commands::submit::testing::{self, at, rule, site_group, Fixture, Scripted, Trial, NOW};
 use crate::engines::{Answer, Batch, Sent};
 use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
 use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
+use crate::pipeline::testing::{self, at, rule, site_group, Fixture, Scripted, Trial, NOW};
 use chrono::TimeDelta;
 
 /// A property's daily rule in Shanghai, its monthly one, and the pool's day.
