@@ -34,13 +34,22 @@ pub use owner::Owner;
 pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
 
-pub use budget::*;
+pub use budget::{
+    Answered, Block, Budget, Claim, ClaimForecast, ClaimQuery, ClaimSpec, ClaimedItem, Finish, InspectionAnswer,
+    Inspections, LedgerTime, Now, Pace, Reconciled, Remainder, Slots, Windows,
+};
 pub use copy::{copy, Copied, CopyError, Rows};
 use copy::{CopyDropped, CopyItem, CopyRequest, CopyUsage};
-pub use limits::*;
-pub use queue::*;
-pub use runs::*;
-use stored::*;
+pub use limits::{Gcra, Limits, RateDecision, RateRequest};
+pub use queue::{
+    Admission, AdmitRule, GhostUrl, Intake, ItemFilter, ItemRow, NewItem, NoticeClaim, Preview, Queue, SitemapReports,
+    StateFilter,
+};
+pub use runs::{AttemptRow, InspectionCount, Runs, SpanCount};
+use stored::{
+    cap_body, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason, Recorded,
+    StoredSitemap,
+};
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{

@@ -2,7 +2,11 @@
 //! `skip_indexed`): what Google says of a URL's index status, and its
 //! refusals.
 
-use super::*;
+use super::{
+    api_not_used, excerpt, google_answered, google_error, google_failure, google_quota_text, google_structured_quota,
+    quota_verdict, service_disabled, AcceptedReason, GoogleError, HttpStatus, MisconfiguredReason, Response,
+    TransientReason, Verdict,
+};
 
 /// What indexq knows about a URL inspection besides the response.
 #[derive(Debug, Clone, Copy)]

@@ -1,7 +1,11 @@
 //! Search Console's sitemaps (`sitemaps.submit`, `get`, `list`): a
 //! submission taken, the reports read, and the refusals.
 
-use super::*;
+use super::{
+    api_not_used, excerpt, google_answered, google_error, google_failure, google_quota_text, google_structured_quota,
+    http_status, quota_verdict, service_disabled, transient_answered, unrecognized_body, AcceptedReason, EngineKind,
+    GoogleError, HttpStatus, MisconfiguredReason, Response, SitemapReading, TransientReason, Verdict,
+};
 
 /// What indexq knows about a Search Console sitemaps request
 /// (`sitemaps.submit`, `get`, `list`) besides the response.

@@ -2,7 +2,12 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
-use super::*;
+use super::{
+    connect, group_id, group_id_or_create, hold_groups, ids, in_transaction, items_named, kept_changes, off_runtime,
+    opt_sec, pg, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
+    GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
+    Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
+};
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.
@@ -535,6 +540,7 @@ fn key_taken(err: &pg::Error) -> bool {
 mod tests {
     use super::*;
     use crate::ledger::story;
+    use crate::ledger::*;
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one inserts it, is not inserted twice: the

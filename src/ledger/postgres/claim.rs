@@ -9,7 +9,10 @@
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
-use super::*;
+use super::{
+    group_id, insert_request, items_named, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient,
+    GroupKey, Now, Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
+};
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use crate::ledger::sql::order_by;
 

@@ -7,7 +7,12 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
-use super::*;
+use super::{
+    ghost_urls, group_id_or_create, hold_groups, ids, pg, retrying, source_documents, source_failures,
+    store_ghost_urls, store_source_documents, store_source_failures, stored, stored_group, stored_opt, stored_reason,
+    url_key, Copied, CopyDropped, CopyItem, CopyRequest, CopyUsage, DateTime, GroupKey, HashMap, LedgerError, PgLedger,
+    Result, Row, Rows, StoredResponse, Transaction, Utc,
+};
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
 use crate::ledger::sql;
 use pg::binary_copy::BinaryCopyInWriter;

@@ -25,7 +25,15 @@
 
 use super::ids::{self, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::*;
+use super::{
+    cap_body, kept_changes, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason,
+    Action, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped, CopyItem,
+    CopyRequest, CopyUsage, DateTime, EngineKind, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake,
+    ItemFilter, ItemRow, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue,
+    QueueCounts, RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs,
+    SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
+    StoredSitemap, TimeDelta, Usage, Utc,
+};
 use ::postgres as pg;
 use pg::error::SqlState;
 use pg::{Client, GenericClient, NoTls, Row, Transaction};
@@ -60,9 +68,12 @@ mod runs;
 mod schema;
 mod sitemaps;
 
-use admit::*;
+use admit::{
+    ghost_urls, look_up, source_documents, source_failures, store_ghost_urls, store_source_documents,
+    store_source_failures, Helper,
+};
 pub use connect::pgpass_password;
-use connect::*;
+use connect::{connect, describe, Conn};
 
 pub use schema::SCHEMA_VERSION;
 
@@ -350,6 +361,8 @@ fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
+    use admit::ITEMS_AT_KEYS;
 
     /// `queue_counts` (kept counts) equals a count of every item, at `now`.
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {

@@ -1,7 +1,10 @@
 //! What runs leave, on PostgreSQL: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
-use super::*;
+use super::{
+    group_id, ids, look_up, stored, stored_group, stored_inspection, stored_reason, url_key, Action, AttemptRow, Class,
+    DateTime, EngineKind, GroupKey, InspectionCount, NewItem, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
+};
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
 
 pub(super) fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {

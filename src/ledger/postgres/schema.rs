@@ -5,7 +5,7 @@
 //! version is the row of `schema_version` in the ledger's schema.
 
 use super::super::ids::{self, url_key};
-use super::super::*;
+use super::super::{stored, Class, LedgerError, Result};
 use super::PgLedger;
 use ::postgres as pg;
 use pg::Transaction;

@@ -3,7 +3,13 @@
 //! hundred rows, as `policy::admit` decides for each; and the sitemaps read
 //! for sources.
 
-use super::*;
+use super::{
+    array, counted, from_ts, group_id, group_id_or_create, ids, insert_rows, kept_changes, opt_ts, params, policy,
+    stored, ts, update_ids, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection,
+    Created, DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
+    OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
+    ToSqlOutput, Utc, Value,
+};
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -782,6 +788,7 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::ledger::story;
+    use crate::ledger::*;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()

@@ -7,7 +7,11 @@
 //! A claim writes no item row: its reservation's runs of ids in
 //! `in_flight` hold what it took (schema 9), and the rows stay queued.
 
-use super::*;
+use super::{
+    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored, stored_opt, ts, update_ids,
+    ClaimedItem, Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result,
+    RuleWindow, Tx, Usage, Utc, Value,
+};
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use crate::ledger::sql::order_by;
 

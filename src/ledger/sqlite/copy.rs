@@ -4,7 +4,13 @@
 //! with multi-row inserts, each table merged with a few set-based
 //! statements (`copy.sql`; the order is `ledger::copy`'s).
 
-use super::*;
+use super::{
+    array, from_ts, ghost_urls, group_id_or_create, ids, insert_rows, next_item_id, opt_ts, params, params_from_iter,
+    recount, source_documents, source_failures, store_ghost_urls, store_source_documents, store_source_failures,
+    stored, stored_group, stored_opt, stored_reason, ts, url_key, Connection, Copied, CopyDropped, CopyItem,
+    CopyRequest, CopyUsage, Created, DateTime, GroupKey, HashMap, OptionalExtension, Result, Rows, SqliteLedger,
+    StoredResponse, Utc, Value,
+};
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest};
 use crate::ledger::sql;
 

@@ -9,7 +9,15 @@
 
 use super::ids::{self, next_key, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::*;
+use super::{
+    cap_body, kept_changes, owner, stored, stored_group, stored_inspection, stored_last_reason, stored_opt,
+    stored_reason, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped,
+    CopyItem, CopyRequest, CopyUsage, DateTime, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake,
+    ItemFilter, ItemRow, ItemState, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue,
+    QueueCounts, RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs,
+    SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
+    StoredSitemap, TimeDelta, Usage, Utc,
+};
 use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
@@ -26,7 +34,10 @@ mod runs;
 mod schema;
 mod sitemaps;
 
-use admit::*;
+use admit::{
+    file_id, ghost_urls, next_item_id, source_documents, source_failures, store_ghost_urls, store_source_documents,
+    store_source_failures, Admitting, Helper,
+};
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
 /// under SQLite's limit of 32,766 parameters).
@@ -501,6 +512,7 @@ fn wait_a_moment(tries: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
     use crate::model::NextStep;
 
     fn t(s: &str) -> DateTime<Utc> {

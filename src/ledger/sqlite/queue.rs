@@ -1,7 +1,12 @@
 //! The queue on SQLite: counts (kept per group), lists, `queue retry` and
 //! `queue drop`, and what is parked.
 
-use super::*;
+use super::{
+    array, counted, from_ts, group_id, insert_rows, opt_ts, params, params_from_iter, policy, recount, stored,
+    stored_group, stored_last_reason, stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter,
+    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, Row,
+    SqliteLedger, StateFilter, Utc, Value,
+};
 use crate::ledger::sql::ITEM_COLUMNS;
 
 pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {

@@ -1,7 +1,11 @@
 //! What runs leave, on SQLite: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
-use super::*;
+use super::{
+    from_ts, ids, ids_of, next_key, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection,
+    stored_reason, ts, url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row,
+    RunRecord, Runs, SpanCount, SqliteLedger, Utc,
+};
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
 
 pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {

@@ -5,7 +5,7 @@
 //! `user_version`.
 
 use super::super::ids::{next_key, url_key};
-use super::super::*;
+use super::super::{stored, stored_opt, Action, Class, ItemState, LedgerError, Result};
 use super::{recount, SqliteLedger};
 use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
@@ -205,6 +205,7 @@ fn copy_attempts_v1(tx: &Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
