@@ -13,10 +13,12 @@
 //! classes and times that the scheduler decided. Its errors (`LedgerError`)
 //! live in `crate::error`, with the others that end a run.
 
+mod batch_groups;
 mod budget;
 mod copy;
-mod ids;
+mod item_ids;
 mod limits;
+mod look_up;
 mod owner;
 mod policy;
 mod postgres;
@@ -27,12 +29,13 @@ mod sqlite;
 mod stored;
 #[cfg(test)]
 mod story;
+mod url_keys;
 
 pub use crate::error::LedgerError;
-pub use ids::url_key;
 pub use owner::Owner;
 pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
+pub use url_keys::url_key;
 
 pub use budget::{
     Answered, Block, Budget, Claim, ClaimForecast, ClaimQuery, ClaimSpec, ClaimedItem, Finish, InspectionAnswer,

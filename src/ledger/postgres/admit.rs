@@ -3,11 +3,12 @@
 //! decides for each; and the sitemaps read for sources.
 
 use super::{
-    connect, group_id, group_id_or_create, hold_groups, ids, in_transaction, items_named, kept_changes, off_runtime,
+    connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
     opt_sec, pg, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
     GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
     Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
 };
+use crate::ledger::{batch_groups, look_up};
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.
@@ -34,10 +35,10 @@ pub(super) const ITEMS_AT_KEYS: &str =
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`), with one statement a group
+/// group, the key it takes (`look_up::resolve`), with one statement a group
 /// and round; an item a reservation lists is in flight (`item_states`).
 /// With `lock`, the rows found are locked, in (group, key) order. With a
-/// `helper` and `ids::SHARED_LOOK_UP` keys or more to read, it reads half
+/// `helper` and `look_up::SHARED_LOOK_UP` keys or more to read, it reads half
 /// of each group's keys at the same time, on a thread of its own (the
 /// server then works on both: a look-up is its statement's work).
 pub(super) fn look_up(
@@ -49,15 +50,15 @@ pub(super) fn look_up(
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
-    ids::resolve(&urls, group_ids, |wanted, found| {
-        let mut by_group = ids::keys_by_group(wanted);
+    look_up::resolve(&urls, group_ids, |wanted, found| {
+        let mut by_group = look_up::keys_by_group(wanted);
         // (A read that locks is the ledger's connection's alone.)
-        let share = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP && !lock;
+        let share = by_group.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
         let Some(client) = helper.as_deref_mut().filter(|_| share).and_then(Helper::client) else {
             return read_keys(tx, &sql, &by_group, found);
         };
         // The helper's half of each group's keys.
-        let theirs: ids::KeysByGroup =
+        let theirs: look_up::KeysByGroup =
             by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
         let (mine, read) = std::thread::scope(|s| {
             let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
@@ -98,8 +99,8 @@ pub(super) fn look_up(
 fn read_keys(
     tx: &mut impl GenericClient,
     sql: &str,
-    by_group: &ids::KeysByGroup,
-    found: &mut ids::Found<'_, Existing>,
+    by_group: &look_up::KeysByGroup,
+    found: &mut look_up::Found<'_, Existing>,
 ) -> Result<()> {
     for (group, keys) in by_group {
         for r in tx.query(sql, &[group, keys])? {
@@ -153,8 +154,8 @@ impl Intake for PgLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
         let (groups, helper) = (&self.groups, &mut self.helper);
         let found = in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            ids::previewed(&group_ids, || look_up(tx, Some(&mut *helper), batch, &group_ids, false))
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            look_up::previewed(&group_ids, || look_up(tx, Some(&mut *helper), batch, &group_ids, false))
         })?;
         Ok(policy::preview(batch, found, rule, now))
     }
@@ -169,7 +170,7 @@ impl Intake for PgLedger {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
         let (group_ids, found) = in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             let found = look_up(tx, Some(&mut *helper), batch, &group_ids, false)?;
             Ok((group_ids, found))
         })?;
@@ -199,7 +200,7 @@ impl Intake for PgLedger {
         let now = sec(now);
         let groups = &self.groups;
         in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             hold_groups(tx, Some(&group_ids))?;
             let found = look_up(tx, None, batch, &group_ids, true)?;
             let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
@@ -433,7 +434,7 @@ fn groups_exist(tx: &mut Transaction<'_>, groups: &[i64]) -> Result<()> {
         return Ok(());
     }
     let found: i64 = tx.query_one("SELECT count(*) FROM groups WHERE id = ANY($1)", &[&wanted])?.get(0);
-    ids::groups_found(found, wanted.len())
+    batch_groups::groups_found(found, wanted.len())
 }
 
 /// Groups a transaction created, with their ids.
@@ -461,7 +462,7 @@ pub(super) fn admit_once(
     let plan = match decided {
         Some(plan) => plan,
         None => {
-            let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
+            let group_ids = batch_groups::group_ids(batch, |g| match ids.get(g) {
                 Some(id) => Ok(*id),
                 None => {
                     let id = group_id_or_create(&mut tx, cache, g)?;
@@ -558,7 +559,7 @@ mod tests {
         a.admit(&batch[..1], now, &rule).unwrap();
         let (group_ids, found) = a
             .with_groups(|tx, groups| {
-                let group_ids = ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+                let group_ids = batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
                 Ok((group_ids.clone(), look_up(tx, None, &batch, &group_ids, false)?))
             })
             .unwrap();
@@ -627,8 +628,9 @@ mod tests {
         batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
         batch.push(item(1, 4_000));
         batch.push(item(1, 4_000));
-        let group_ids =
-            ledger.with_groups(|tx, groups| ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap()))).unwrap();
+        let group_ids = ledger
+            .with_groups(|tx, groups| batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap())))
+            .unwrap();
         let alone = ledger.transaction(|tx| look_up(tx, None, &batch, &group_ids, false)).unwrap();
         let (client, helper) = (&mut ledger.client, &mut ledger.helper);
         let shared = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();

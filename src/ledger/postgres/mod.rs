@@ -23,8 +23,9 @@
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::ids::{self, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
+use super::url_keys::url_key;
+use super::look_up;
 use super::{
     cap_body, kept_changes, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason,
     Action, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped, CopyItem,

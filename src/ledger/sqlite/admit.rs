@@ -4,12 +4,13 @@
 //! for sources.
 
 use super::{
-    array, counted, from_ts, group_id, group_id_or_create, ids, insert_rows, kept_changes, opt_ts, params, policy,
-    stored, ts, update_ids, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection,
-    Created, DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
+    array, counted, from_ts, group_id, group_id_or_create, insert_rows, kept_changes, opt_ts, params, policy, stored,
+    ts, update_ids, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created,
+    DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
     OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
     ToSqlOutput, Utc, Value,
 };
+use crate::ledger::{batch_groups, look_up};
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -22,9 +23,9 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`). Per group, the keys, sorted,
+/// group, the key it takes (`look_up::resolve`). Per group, the keys, sorted,
 /// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` and `ids::SHARED_LOOK_UP`
+/// found, ascending (`read_rows`). With a `helper` and `look_up::SHARED_LOOK_UP`
 /// keys or more to read, each step is shared with it (`shared`).
 pub(super) fn look_up(
     tx: &Connection,
@@ -36,9 +37,9 @@ pub(super) fn look_up(
     // The items reservations hold, read once (usually none), rather than
     // asked a row at a time (`item_states`: a run again 13% slower).
     let held = IdRuns::in_flight(tx)?;
-    ids::resolve(&urls, group_ids, |wanted, found| {
-        let keys = ids::keys_by_group(wanted);
-        let many = keys.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP;
+    look_up::resolve(&urls, group_ids, |wanted, found| {
+        let keys = look_up::keys_by_group(wanted);
+        let many = keys.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
                 // In one read transaction of the helper's, ended whatever happens.
@@ -76,8 +77,8 @@ fn shared(
     tx: &Connection,
     helper: &mut Connection,
     held: &IdRuns,
-    mut keys: ids::KeysByGroup,
-    found: &mut ids::Found<'_, Existing>,
+    mut keys: look_up::KeysByGroup,
+    found: &mut look_up::Found<'_, Existing>,
 ) -> Result<Vec<(i64, i64, String, Existing)>> {
     /// Per group, the (id, key) of the items found.
     type Hits = Vec<(i64, Vec<(i64, i64)>)>;
@@ -327,8 +328,9 @@ fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (Str
 
 impl Intake for SqliteLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
-        let group_ids = ids::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
-        let found = ids::previewed(&group_ids, || look_up(&self.conn, Some(&mut self.helper), batch, &group_ids))?;
+        let group_ids =
+            batch_groups::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
+        let found = look_up::previewed(&group_ids, || look_up(&self.conn, Some(&mut self.helper), batch, &group_ids))?;
         Ok(policy::preview(batch, found, rule, now))
     }
 
@@ -336,7 +338,7 @@ impl Intake for SqliteLedger {
         let groups = &mut self.groups;
         without_foreign_keys(&mut self.conn, |conn| {
             let tx = write(conn)?;
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(&tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(&tx, groups, g)?.unwrap_or(-1)))?;
             let found = look_up(&tx, None, batch, &group_ids)?;
             let mut by_group: HashMap<i64, Vec<i64>> = HashMap::new();
             for (group, id) in policy::announced(&found, &group_ids) {
@@ -588,7 +590,7 @@ fn decide(
 ) -> Result<Decision> {
     let read = conn.transaction()?;
     let version = data_version(&read)?;
-    let group_ids = ids::group_ids(batch, |g| Ok(group_id(&read, groups, g)?.unwrap_or(-1)))?;
+    let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(&read, groups, g)?.unwrap_or(-1)))?;
     let found = look_up(&read, helper, batch, &group_ids)?;
     read.commit()?;
     if group_ids.contains(&-1) {
@@ -627,7 +629,7 @@ fn admit_batch(
     let plan = match decided {
         Some(d) if data_version(tx)? == d.version => d.plan,
         _ => {
-            let group_ids = ids::group_ids(batch, |g| group_id_or_create(tx, groups, &mut created, g))?;
+            let group_ids = batch_groups::group_ids(batch, |g| group_id_or_create(tx, groups, &mut created, g))?;
             let found = look_up(tx, None, batch, &group_ids)?;
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
@@ -781,7 +783,7 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
         return Ok(());
     }
     let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
-    ids::groups_found(found, ids.len())
+    batch_groups::groups_found(found, ids.len())
 }
 
 #[cfg(test)]
@@ -859,9 +861,9 @@ mod tests {
         batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
         batch.push(item(1, 4_000));
         batch.push(item(1, 4_000));
-        assert!(batch.len() >= ids::SHARED_LOOK_UP);
+        assert!(batch.len() >= look_up::SHARED_LOOK_UP);
         let group_ids =
-            ids::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
+            batch_groups::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
         let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
         let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
         assert_eq!(shared, alone);
@@ -891,7 +893,7 @@ mod tests {
         let path = dir.path().join("ledger.db");
         let now = t("2026-12-03T09:00:00Z");
         let rule = story::dedupe_day();
-        let batch = story::items(ids::SHARED_LOOK_UP);
+        let batch = story::items(look_up::SHARED_LOOK_UP);
         let mut ledger = SqliteLedger::open(&path).unwrap();
         ledger.admit(&batch, now, &rule).unwrap();
         for suffix in ["", "-wal", "-shm"] {

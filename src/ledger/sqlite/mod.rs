@@ -7,8 +7,8 @@
 //! updated with a statement per few hundred rows, a claim marks its items
 //! with one statement, and an answer moves every item it names with one.
 
-use super::ids::{self, next_key, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
+use super::url_keys::{next_key, url_key};
 use super::{
     cap_body, kept_changes, owner, stored, stored_group, stored_inspection, stored_last_reason, stored_opt,
     stored_reason, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped,

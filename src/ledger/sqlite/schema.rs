@@ -4,7 +4,7 @@
 //! keys are computed here, so that step is Rust). The version is the file's
 //! `user_version`.
 
-use super::super::ids::{next_key, url_key};
+use super::super::url_keys::{next_key, url_key};
 use super::super::{stored, stored_opt, Action, Class, ItemState, LedgerError, Result};
 use super::{recount, SqliteLedger};
 use rusqlite::{params, Connection, TransactionBehavior};
