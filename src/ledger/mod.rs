@@ -8,13 +8,15 @@
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
 //! the one many machines share, and `open` picks the configured one. Both
 //! store what `policy` decides (admission, the claim, what an answer gives
-//! back) and pass the same `story` tests. The ledger
+//! back) and pass the same conformance suite (`conformance`, tests only). The ledger
 //! knows nothing of HTTP or of how answers are classified: it stores
 //! classes and times that the scheduler decided. Its errors (`LedgerError`)
 //! live in `crate::error`, with the others that end a run.
 
 mod batch_groups;
 mod budget;
+#[cfg(test)]
+mod conformance;
 mod copy;
 mod item_ids;
 mod limits;
@@ -27,8 +29,6 @@ mod runs;
 mod sql;
 mod sqlite;
 mod stored;
-#[cfg(test)]
-mod story;
 mod url_keys;
 
 pub use crate::error::LedgerError;

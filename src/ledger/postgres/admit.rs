@@ -540,7 +540,7 @@ fn key_taken(err: &pg::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::story;
+    use crate::ledger::conformance;
     use crate::ledger::*;
 
     /// A batch decided by reading to be new, then admitted by another
@@ -550,12 +550,12 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
-        let mut a = story::test_postgres();
+        let mut a = conformance::test_postgres();
         let options = PgOptions { schema: a.schema.clone(), ..test_options() };
         let mut b = PgLedger::open(&options).unwrap();
-        let batch = story::items(3);
+        let batch = conformance::items(3);
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let (group_ids, found) = a
             .with_groups(|tx, groups| {
@@ -579,10 +579,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_admission_refuses_an_item_of_a_group_not_in_the_ledger() {
-        let mut ledger = story::test_postgres();
-        let (group, batch) = (story::group(), story::items(3));
+        let mut ledger = conformance::test_postgres();
+        let (group, batch) = (conformance::group(), conformance::items(3));
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let believed = HashMap::from([(group.clone(), 999_999)]);
         let client = ledger.client.as_mut().unwrap();
         let err = admit_once(client, &believed, &batch, now, &rule, None).map(|r| r.0).unwrap_err().to_string();
@@ -600,10 +600,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
-        let mut ledger = story::test_postgres();
-        let item = story::two_groups();
+        let mut ledger = conformance::test_postgres();
+        let item = conformance::two_groups();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
         ledger.admit(&held, now, &rule).unwrap();
         assert!(ledger.helper.client.is_none(), "new groups: nothing to look up, no helper");

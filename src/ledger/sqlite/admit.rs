@@ -789,7 +789,7 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::story;
+    use crate::ledger::conformance;
     use crate::ledger::*;
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -804,9 +804,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let (mut a, mut b) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
-        let batch = story::items(3);
+        let batch = conformance::items(3);
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let Decision::Write(decided) = decide(&mut a.conn, None, &mut a.groups, &batch, now, &rule).unwrap() else {
             panic!("two new URLs are written")
@@ -839,9 +839,9 @@ mod tests {
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        let item = story::two_groups();
+        let item = conformance::two_groups();
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
         ledger.admit(&held, now, &rule).unwrap();
         assert!(ledger.helper.connection.is_none(), "new groups: nothing to look up, no helper");
@@ -892,8 +892,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
-        let batch = story::items(look_up::SHARED_LOOK_UP);
+        let rule = conformance::dedupe_day();
+        let batch = conformance::items(look_up::SHARED_LOOK_UP);
         let mut ledger = SqliteLedger::open(&path).unwrap();
         ledger.admit(&batch, now, &rule).unwrap();
         for suffix in ["", "-wal", "-shm"] {
@@ -929,7 +929,7 @@ mod tests {
         };
         let seen_by_b = || -> i64 { b.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap() };
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.begin_admissions();
         a.admit(&batch(0, 3), now, &rule).unwrap();
         let again = a.admit(&batch(2, 2), now, &rule).unwrap();

@@ -529,7 +529,7 @@ mod tests {
     fn an_unknown_reason_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        super::super::story::story(&mut ledger);
+        super::super::conformance::story(&mut ledger);
         assert!(!ledger.attempts(None, 10).unwrap().is_empty());
         let now = t("2026-12-10T10:00:00Z");
         assert!(!ledger.items(&ItemFilter::default(), now).unwrap().is_empty());
@@ -644,7 +644,7 @@ mod tests {
             items: vec![item.id],
             at,
             class,
-            reason: super::super::story::some_reason(class),
+            reason: super::super::conformance::some_reason(class),
             message: "m".into(),
             response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
             next,
@@ -712,7 +712,13 @@ mod tests {
         let response = StoredResponse { http_status: Some(200), body: None };
         let done = Finish {
             reservation: first.reservation.unwrap(),
-            answers: vec![super::super::story::answer(&first, now, Class::Accepted, response, NextStep::Accepted)],
+            answers: vec![super::super::conformance::answer(
+                &first,
+                now,
+                Class::Accepted,
+                response,
+                NextStep::Accepted,
+            )],
             blocks: vec![],
             reports: vec![],
             windows: vec![],
@@ -832,7 +838,7 @@ mod tests {
     fn kept_counts_follow_every_change() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        super::super::story::story(&mut ledger);
+        super::super::conformance::story(&mut ledger);
         assert_counts(&mut ledger, t("2026-12-10T10:00:00Z"));
 
         let now = t("2026-12-11T09:00:00Z");

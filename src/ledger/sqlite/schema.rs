@@ -286,7 +286,11 @@ mod tests {
         {
             let mut ledger = SqliteLedger::open(&path).unwrap();
             ledger
-                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .admit(
+                    &crate::ledger::conformance::items(2),
+                    t("2026-12-03T09:00:00Z"),
+                    &crate::ledger::conformance::dedupe_day(),
+                )
                 .unwrap();
             ledger.conn.execute_batch("DROP TABLE ghost_urls; DROP TABLE source_failures").unwrap();
             ledger.conn.pragma_update(None, "user_version", 9).unwrap();
@@ -315,7 +319,11 @@ mod tests {
         {
             let mut ledger = SqliteLedger::open(&path).unwrap();
             ledger
-                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .admit(
+                    &crate::ledger::conformance::items(2),
+                    t("2026-12-03T09:00:00Z"),
+                    &crate::ledger::conformance::dedupe_day(),
+                )
                 .unwrap();
             ledger.conn.execute_batch("DROP TABLE source_failures").unwrap();
             ledger.conn.pragma_update(None, "user_version", 10).unwrap();
