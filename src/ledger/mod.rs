@@ -12,6 +12,12 @@
 //! knows nothing of HTTP or of how answers are classified: it stores
 //! classes and times that the scheduler decided. Its errors (`LedgerError`)
 //! live in `crate::error`, with the others that end a run.
+//!
+//! Each backend's schema migrations (`sqlite/schema/` and
+//! `postgres/schema/`, with `SCHEMA_VERSION` in each `schema.rs`) are an
+//! independent history: a number names a step of that backend alone, and
+//! the two backends' files of one number need not mean the same (7 to 9 do
+//! not). A ledger records its own backend's version.
 
 mod batch_groups;
 mod budget;
