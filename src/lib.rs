@@ -11,7 +11,7 @@ pub mod config;
 pub mod ingest;
 pub mod model;
 
-mod budget;
+mod budget_rules;
 mod clock;
 mod commands;
 mod engines;

@@ -141,7 +141,7 @@ async fn serve(
         indexnow,
         signatures,
         user_tz: crate::clock::user_timezone(),
-        routes: crate::commands::submit::Routes::of(&settings, crate::budget::groups(&settings)),
+        routes: crate::commands::submit::Routes::of(&settings, crate::budget_rules::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),
     });
     commit::start(state.clone(), to_commit);

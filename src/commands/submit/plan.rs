@@ -10,7 +10,7 @@
 
 use super::findings::Findings;
 use super::{base_entry, Run};
-use crate::budget;
+use crate::budget_rules;
 use crate::ledger::{
     url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,
 };
@@ -193,10 +193,10 @@ impl Plan {
 impl Plan {
     /// Per group with a daily budget, how long what would be queued takes
     /// at it: the ledger's queue and the URLs this run would add.
-    pub(super) fn backlogs(&self) -> Vec<(GroupKey, budget::Backlog)> {
+    pub(super) fn backlogs(&self) -> Vec<(GroupKey, budget_rules::Backlog)> {
         let backlog = |g: &GroupPlan| {
             let urls = g.queued + g.placed.saturating_sub(g.due) as u64;
-            budget::Backlog::of(urls, g.limits.iter().copied()).map(|b| (g.group.clone(), b))
+            budget_rules::Backlog::of(urls, g.limits.iter().copied()).map(|b| (g.group.clone(), b))
         };
         self.groups.iter().flatten().filter_map(backlog).collect()
     }
@@ -226,7 +226,7 @@ impl Plan {
         let now = run.clock.now();
         for group in run.known_groups() {
             let Some(rules) = run.rules(&group) else { continue };
-            let windows = budget::windows(&rules, now);
+            let windows = budget_rules::windows(&rules, now);
             // What the engine says is left, as the real run would record it.
             let reported = run.reported_quota(&group, &windows, &mut findings.notes).await?;
             let pace = run.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {
