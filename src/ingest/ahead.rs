@@ -9,9 +9,9 @@ const CHUNK: usize = 2048;
 /// of the caller by these and the chunk it fills, 14,336 values at most,
 /// whatever the input's size. The waiting 12,288 are more than `submit`
 /// admits at once (a batch of 10,000), so the next batch is read while the
-/// ledger looks up the one before; with two chunks waiting the reader
-/// stopped after 4,096 and the two took turns (a 50k sitemap with
-/// `--changed`: 98 → 87 ms, docs/performance.md).
+/// ledger looks up the one before. With two chunks waiting, the reader
+/// stopped after 4,096 and the two took turns, which made a sitemap read
+/// with `--changed` slower (docs/performance.md, *Measured choices*).
 const CHUNKS_WAITING: usize = 6;
 
 /// How many values, at most, a reader gives one count of their source's

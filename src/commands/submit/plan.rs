@@ -39,7 +39,7 @@ pub(super) struct Plan {
 
 /// A URL new to the ledger as `Plan::new` holds it: its key, mixed with
 /// its group's number (the key itself in the first group), 8 bytes where a
-/// pair took 16 (a million URLs: a set of 19 MB, not 36). Two URLs of one
+/// pair took 16, so that the set takes about half the memory. Two URLs of one
 /// group with the same key were one item to a dry run already (about one
 /// chance in 10^8 for a million URLs); other groups now take the same odds.
 fn seen(group: usize, key: i64) -> u64 {
@@ -48,13 +48,14 @@ fn seen(group: usize, key: i64) -> u64 {
 
 /// The URLs new to the ledger a dry run has seen, in 256 tables by their
 /// key's top byte (the keys are hashes: the tables fill evenly). One set of
-/// a million grew by copying every entry it held to a table twice its size
-/// (7.5% of a 1M dry run's samples, its old and new tables both held at the
-/// last doubling); a table of 4,000 grows in the cache, one at a time. Each
-/// table is open addressing over the values themselves, probed linearly
-/// from the value's next bits and at most half full: a value is found or
-/// placed with one access to memory, mostly (a general hash set took two,
-/// its control bytes and its slot — a quarter of a 1M dry run's time).
+/// a million grew by copying every entry it held to a table twice its size,
+/// holding the old and new tables both at the last doubling; a table of a
+/// few thousand grows in the cache, one at a time. Each table is open
+/// addressing over the values themselves, probed linearly from the value's
+/// next bits and at most half full, so that a value is found or placed with
+/// one access to memory, mostly; a general hash set takes two, its control
+/// bytes and its slot, and that second access was a large share of a big
+/// dry run (docs/performance.md, *Measured choices*).
 /// 0 marks an empty slot; the value 0 is held apart.
 struct Seen {
     tables: Vec<SeenTable>,

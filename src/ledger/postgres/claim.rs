@@ -113,8 +113,8 @@ macro_rules! due {
 /// The due items of a group. A statement that updates some of them names
 /// them `id = ANY(ARRAY(…))`: the items are then found by their key, where
 /// `id IN (…)` let the planner hash the ids and scan the whole table for
-/// them (a 10,000-item claim on a million items: 520 → 219 ms; the claims
-/// of a 1M submit 25.2 → 18.7 s).
+/// them, which made a claim on a large queue more than twice as slow
+/// (docs/performance.md, *Measured choices*).
 const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
 
 impl ClaimSteps for Tx<'_, '_> {

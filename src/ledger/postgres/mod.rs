@@ -44,12 +44,12 @@ use std::time::Duration;
 /// The rows of `items` whose ids `ids` names, passed as `$1` (a
 /// `bigint[]`), for a statement that updates them. Ids that follow each
 /// other, ascending (an answer to a claim of a queue in order), are read as
-/// the range from the first to the last: one walk along the id index
-/// (10,000 rows: 6 ms, against 14–16 ms searching each). Any others are read
-/// through a subquery, so that the planner, not knowing how many there are,
-/// searches each in the id index: given `id = ANY($1)` it counted the 10,000
-/// ids of an answer, hashed them and scanned the whole table (each answer
-/// of a 1M submit 155–215 ms; by the index, 76–112 ms).
+/// the range from the first to the last, because one walk along the id
+/// index is faster than searching each id. Any others are read through a
+/// subquery, so that the planner, not knowing how many there are, searches
+/// each in the id index: given `id = ANY($1)` it counted the ids of an
+/// answer, hashed them and scanned the whole table, which was slower than
+/// the index (docs/performance.md, *Measured choices*).
 fn items_named(ids: &[i64]) -> &'static str {
     if !ids.is_empty() && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1])) {
         "id BETWEEN ($1::bigint[])[1] AND ($1::bigint[])[cardinality($1::bigint[])]"

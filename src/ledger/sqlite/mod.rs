@@ -222,7 +222,8 @@ impl SqliteLedger {
         };
         configured.map_err(|e| match e {
             LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
-            // (A new ledger's tables take 600 KB: the full disk's own hint.)
+            // (A new ledger's tables are small, so the full disk's own hint
+            // is the right one.)
             e if crate::error::is_disk_full(&e) => open_err("cannot use it".into(), None, Some(e)),
             e => open_err(
                 "cannot use it".into(),
@@ -250,18 +251,18 @@ impl SqliteLedger {
 
     fn configure(&mut self, on_disk: bool) -> Result<()> {
         self.conn.busy_handler(Some(wait_a_moment))?;
-        // Pages stay in memory up to 16 MiB (a 100k ledger's whole file; at
-        // a million items, 32 MiB cost 20 MB more peak memory and saved no
-        // CPU: a page read again comes from the system's cache), and the
-        // write-ahead log is copied back every 40 MiB rather than every 4.
+        // Pages stay in memory up to 16 MiB, about a 100k ledger's whole
+        // file; a larger cache cost memory and saved no CPU, because a page
+        // read again comes from the system's cache (docs/performance.md, *Measured choices*). The write-ahead
+        // log is copied back every 40 MiB rather than every 4.
         //
         // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree
         // of a quarter the pages, each claim and answer walking and writing
-        // fewer of them (docs/performance.md). A ledger's page size is fixed
+        // fewer of them (docs/performance.md, *Measured choices*). A ledger's page size is fixed
         // once its first table is written, so this comes first, and changes
         // nothing in an existing one; and before the cache's size, which
-        // SQLite counts in pages of the size set when it is given (after, a
-        // 16 MiB cache of 4 KiB pages held 64 MiB of 16 KiB ones).
+        // SQLite counts in pages of the size set when it is given: set
+        // after, a cache sized in small pages would hold four times as much.
         if on_disk {
             self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
         }
@@ -394,9 +395,9 @@ fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
 /// Runs `f` with foreign keys off, and turns them on again whatever it
 /// returns. With a foreign key to check, a multi-row statement that writes
 /// a table may stop halfway even with `OR FAIL`, so SQLite journals every
-/// page it touches in a temporary file, to undo that statement alone: for
-/// admission's inserts, most of what a fresh run wrote (185 MB of 243 MB for
-/// 100,000 URLs). `f` checks what the key would (`admit::groups_exist`).
+/// page it touches in a temporary file, to undo that statement alone. For
+/// admission's inserts that journal was most of what a fresh run wrote
+/// (docs/performance.md, *Measured choices*). `f` checks what the key would (`admit::groups_exist`).
 /// The pragma does nothing inside a transaction: `f` begins and ends its
 /// own. (Changing it makes SQLite prepare cached statements again: a few a
 /// batch.)

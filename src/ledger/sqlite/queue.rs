@@ -163,7 +163,8 @@ impl Queue for SqliteLedger {
         // queued); the due rows are counted here, and those runs hold, run
         // by run by id (`+`: no other index; one statement: one snapshot).
         // Not the due rows no run holds, tested a row at a time: with a run
-        // in flight, a million due items took `status` 120 ms against 20–30.
+        // in flight, that made `status` several times slower on a large
+        // queue (docs/performance.md, *Measured choices*).
         let (queued, in_flight, parked, accepted, due, held, held_due) = self
             .conn
             .prepare_cached(
@@ -203,7 +204,7 @@ impl Queue for SqliteLedger {
         // outside), each group's items in the order of its index: no sort.
         // The rows' own state where no run of `in_flight` exists (usually):
         // the state as the view says it, a row at a time, would need a sort
-        // of every match (`--state due --limit 10` over a million: 5 s).
+        // of every match, however small the limit (docs/performance.md, *Measured choices*).
         let state = match and_not_held(&self.conn, None, "i.id")?.is_empty() {
             true => "i.state".to_string(),
             false => format!("(CASE WHEN {} THEN 'in_flight' ELSE i.state END)", held("i.id")),

@@ -89,8 +89,8 @@ impl SqliteLedger {
         }
         tx.commit()?;
         // Schema 7 rebuilt a ledger's items, leaving the old table's pages
-        // free in the file (a million items: 120 MB of a 250 MB file): given
-        // back once. Only the file's size depends on it, so a failure (a
+        // free in the file, about half of it: they are given back once.
+        // Only the file's size depends on it, so a failure (a
         // long-busy ledger) is said and the run goes on.
         if (1..7).contains(&version) {
             if let Err(e) = self.conn.execute_batch("VACUUM") {
