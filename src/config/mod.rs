@@ -25,7 +25,7 @@ use std::time::Duration;
 use url::Url;
 
 pub use error::ConfigError;
-pub use ledger::{check_schema_name, LedgerLocation, LedgerRefusal};
+pub use ledger::{check_schema_name, LedgerLocation};
 pub use secret::{read_bing_key, read_indexnow_key, Secret, SecretSource};
 
 use error::line_col;

@@ -430,7 +430,10 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
         crate::output::printer::group_title(group),
         group.engine.title(),
         if windows.iter().any(|w| w.reported && w.limit.is_some()) {
-            format!(" (with no local daily rule: {} a day, indexq's conservative default)", budget_rules::BING_NEW_SITE_DAILY)
+            format!(
+                " (with no local daily rule: {} a day, indexq's conservative default)",
+                budget_rules::BING_NEW_SITE_DAILY
+            )
         } else {
             String::new()
         }
@@ -571,7 +574,8 @@ mod tests {
     #[test]
     fn a_quota_the_engine_cannot_report_is_a_note_naming_the_fallback() {
         let g = site_group();
-        let mut windows = budget_rules::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
+        let mut windows =
+            budget_rules::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
         assert_eq!(
             unread_quota_note(&g, "HTTP 500", &windows),
             "IndexNow (api.indexnow.org) for site: could not read the quota IndexNow reports (HTTP 500); the local \
