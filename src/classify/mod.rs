@@ -11,12 +11,12 @@
 //! One file per answer that is read, each with its table and the texts of its
 //! rules:
 //!
-//! - `indexnow.rs` ([`indexnow`]): IndexNow, by HTTP status; a 403 is decided
+//! - `indexnow.rs` ([`indexnow()`]): IndexNow, by HTTP status; a 403 is decided
 //!   by the key file check.
 //! - `key_file.rs` ([`key_file()`]): what the key location served when indexq
 //!   fetched it, and the rules for an IndexNow key ([`check_indexnow_key`]).
-//! - `bing.rs` ([`bing`]): Bing Webmaster, by `ErrorCode`.
-//! - `google.rs` ([`google`]): the Google Indexing API and the URL Inspection
+//! - `bing.rs` ([`bing()`]): Bing Webmaster, by `ErrorCode`.
+//! - `google.rs` ([`google()`]): the Google Indexing API and the URL Inspection
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
