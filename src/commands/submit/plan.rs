@@ -46,17 +46,16 @@ fn seen(group: usize, key: i64) -> u64 {
     (key as u64) ^ (group as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The URLs new to the ledger a dry run has seen, in 256 tables by their
-/// key's top byte (the keys are hashes: the tables fill evenly). One set of
-/// a million grew by copying every entry it held to a table twice its size,
-/// holding the old and new tables both at the last doubling; a table of a
-/// few thousand grows in the cache, one at a time. Each table is open
-/// addressing over the values themselves, probed linearly from the value's
-/// next bits and at most half full, so that a value is found or placed with
-/// one access to memory, mostly; a general hash set takes two, its control
-/// bytes and its slot, and that second access was a large share of a big
-/// dry run (docs/performance.md, *Measured choices*).
-/// 0 marks an empty slot; the value 0 is held apart.
+/// The URLs new to the ledger a dry run has seen, in 256 tables by their key's
+/// top byte (the keys are hashes: the tables fill evenly). One set of a million
+/// grew by copying every entry it held to a table twice its size, holding the
+/// old and new tables both at the last doubling; a table of a few thousand
+/// grows in the cache, one at a time. Each table is open addressing over the
+/// values themselves, probed linearly from the value's next bits and at most
+/// half full, so that a value is found or placed with one access to memory,
+/// mostly; a general hash set takes two, its control bytes and its slot, and
+/// that second access was a large share of a big dry run (docs/performance.md,
+/// *Measured choices*). 0 marks an empty slot; the value 0 is held apart.
 struct Seen {
     tables: Vec<SeenTable>,
     zero: bool,

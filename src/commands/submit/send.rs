@@ -275,10 +275,11 @@ impl<'r, 'a> Sender<'r, 'a> {
         let results = &mut self.findings.results;
         let user_tz = self.run.user_tz;
         let wait_until = self.wait_until;
-        // A deferral past the run's wait is final in this run: one result
-        // is made for the claim's deferrals and kept for none of them,
-        // because keeping one per deferred URL held too much memory on a
-        // large queue (docs/performance.md, *Measured choices*). A sitemap's result is told by its own URL.
+        // A deferral past the run's wait is final in this run: one result is
+        // made for the claim's deferrals and kept for none of them, because
+        // keeping one per deferred URL held too much memory on a large queue
+        // (docs/performance.md, *Measured choices*). A sitemap's result is told
+        // by its own URL.
         let mut shared: Option<(DateTime<Utc>, Template)> = None;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
             let tz = deferral_tz(rules, retry_at, user_tz);

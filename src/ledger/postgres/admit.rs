@@ -23,11 +23,11 @@ pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
     })
 }
 
-/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The
-/// keys are read through a subquery, as `items_named` reads ids: joined to
-/// `unnest` of them, the planner hashed the keys and scanned the whole
-/// table while it had no statistics of it, which made the first look-ups
-/// of a large submit slower than reading by key (docs/performance.md, *Measured choices*).
+/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The keys
+/// are read through a subquery, as `items_named` reads ids: joined to `unnest`
+/// of them, the planner hashed the keys and scanned the whole table while it
+/// had no statistics of it, which made the first look-ups of a large submit
+/// slower than reading by key (docs/performance.md, *Measured choices*).
 pub(super) const ITEMS_AT_KEYS: &str =
     "SELECT i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
      FROM item_states i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
@@ -485,10 +485,10 @@ pub(super) fn admit_once(
     let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
     let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
     // A plain `INSERT`, not `ON CONFLICT DO NOTHING`, because PostgreSQL's
-    // speculative insertion checks the key index before each row and writes
-    // a confirmation after it, which made the statement markedly slower
-    // (docs/performance.md, *Measured choices*). A key another runner took meanwhile fails the statement, and
-    // the transaction is decided again.
+    // speculative insertion checks the key index before each row and writes a
+    // confirmation after it, which made the statement markedly slower
+    // (docs/performance.md, *Measured choices*). A key another runner took
+    // meanwhile fails the statement, and the transaction is decided again.
     let inserted = tx.query(
         "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
          SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6

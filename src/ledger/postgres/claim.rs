@@ -110,11 +110,11 @@ macro_rules! due {
     };
 }
 
-/// The due items of a group. A statement that updates some of them names
-/// them `id = ANY(ARRAY(…))`: the items are then found by their key, where
-/// `id IN (…)` let the planner hash the ids and scan the whole table for
-/// them, which made a claim on a large queue more than twice as slow
-/// (docs/performance.md, *Measured choices*).
+/// The due items of a group. A statement that updates some of them names them
+/// `id = ANY(ARRAY(…))`: the items are then found by their key, where `id IN
+/// (…)` let the planner hash the ids and scan the whole table for them, which
+/// made a claim on a large queue more than twice as slow (docs/performance.md,
+/// *Measured choices*).
 const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
 
 impl ClaimSteps for Tx<'_, '_> {

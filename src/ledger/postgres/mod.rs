@@ -41,15 +41,15 @@ use pg::{Client, GenericClient, NoTls, Row, Transaction};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The rows of `items` whose ids `ids` names, passed as `$1` (a
-/// `bigint[]`), for a statement that updates them. Ids that follow each
-/// other, ascending (an answer to a claim of a queue in order), are read as
-/// the range from the first to the last, because one walk along the id
-/// index is faster than searching each id. Any others are read through a
-/// subquery, so that the planner, not knowing how many there are, searches
-/// each in the id index: given `id = ANY($1)` it counted the ids of an
-/// answer, hashed them and scanned the whole table, which was slower than
-/// the index (docs/performance.md, *Measured choices*).
+/// The rows of `items` whose ids `ids` names, passed as `$1` (a `bigint[]`),
+/// for a statement that updates them. Ids that follow each other, ascending (an
+/// answer to a claim of a queue in order), are read as the range from the first
+/// to the last, because one walk along the id index is faster than searching
+/// each id. Any others are read through a subquery, so that the planner, not
+/// knowing how many there are, searches each in the id index: given `id =
+/// ANY($1)` it counted the ids of an answer, hashed them and scanned the whole
+/// table, which was slower than the index (docs/performance.md, *Measured
+/// choices*).
 fn items_named(ids: &[i64]) -> &'static str {
     if !ids.is_empty() && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1])) {
         "id BETWEEN ($1::bigint[])[1] AND ($1::bigint[])[cardinality($1::bigint[])]"

@@ -34,8 +34,8 @@ pub(super) fn look_up(
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
-    // The items reservations hold are read once (usually none), because
-    // asking a row at a time through `item_states` made a run again slower
+    // The items reservations hold are read once (usually none), because asking
+    // a row at a time through `item_states` made a run again slower
     // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
     look_up::resolve(&urls, group_ids, |wanted, found| {
@@ -121,12 +121,12 @@ fn shared(
 }
 
 /// A second connection to the ledger's file that only reads, beside the
-/// ledger's own, for `look_up` (`shared`): opened the first time a look-up
-/// is shared, then kept. None for a ledger in memory, for a file whose
-/// identity cannot be read (not on Unix), or when it cannot be opened: the
-/// ledger's own connection then reads alone. Its page cache is 2 MiB,
-/// because each batch reads its part once and a larger cache gained no time,
-/// only memory (docs/performance.md, *Measured choices*).
+/// ledger's own, for `look_up` (`shared`): opened the first time a look-up is
+/// shared, then kept. None for a ledger in memory, for a file whose identity
+/// cannot be read (not on Unix), or when it cannot be opened: the ledger's own
+/// connection then reads alone. Its page cache is 2 MiB, because each batch
+/// reads its part once and a larger cache gained no time, only memory
+/// (docs/performance.md, *Measured choices*).
 pub(super) struct Helper {
     /// The ledger's path, and the file the ledger opened there (`file_id`).
     file: Option<(PathBuf, FileId)>,
@@ -696,11 +696,11 @@ fn admit_batch(
     Ok((plan.admissions(&ids, now), created))
 }
 
-/// URLs admitted in one transaction, at most, between `begin_admissions`
-/// and `end_admissions`. Each commit writes every page its batches touched,
-/// and the URLs' keys spread over the whole key index, so small commits
-/// write the index many times over (docs/performance.md, *Measured choices*). A bound keeps the write lock
-/// from being held for a whole large input.
+/// URLs admitted in one transaction, at most, between `begin_admissions` and
+/// `end_admissions`. Each commit writes every page its batches touched, and the
+/// URLs' keys spread over the whole key index, so small commits write the index
+/// many times over (docs/performance.md, *Measured choices*). A bound keeps the
+/// write lock from being held for a whole large input.
 const ADMISSIONS_A_COMMIT: usize = 100_000;
 
 /// Admissions sharing write transactions (`Intake::begin_admissions`):

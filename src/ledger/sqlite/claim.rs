@@ -148,10 +148,10 @@ impl ClaimSteps for Tx<'_> {
         order: DueOrder,
         me: &Owner,
     ) -> Result<Option<Taken>> {
-        // Read, then marked by id, because an `UPDATE … RETURNING` keeps
-        // every row it returns in a temporary table before the first is
-        // read, which cost a fresh submit more CPU (docs/performance.md, *Measured choices*). The write lock
-        // holds what was read.
+        // Read, then marked by id, because an `UPDATE … RETURNING` keeps every
+        // row it returns in a temporary table before the first is read, which
+        // cost a fresh submit more CPU (docs/performance.md, *Measured
+        // choices*). The write lock holds what was read.
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
              {} ORDER BY {} LIMIT ?3",

@@ -251,17 +251,18 @@ impl SqliteLedger {
 
     fn configure(&mut self, on_disk: bool) -> Result<()> {
         self.conn.busy_handler(Some(wait_a_moment))?;
-        // Pages stay in memory up to 16 MiB, about a 100k ledger's whole
-        // file; a larger cache cost memory and saved no CPU, because a page
-        // read again comes from the system's cache (docs/performance.md, *Measured choices*). The write-ahead
-        // log is copied back every 40 MiB rather than every 4.
+        // Pages stay in memory up to 16 MiB, about a 100k ledger's whole file;
+        // a larger cache cost memory and saved no CPU, because a page read
+        // again comes from the system's cache (docs/performance.md, *Measured
+        // choices*). The write-ahead log is copied back every 40 MiB rather
+        // than every 4.
         //
-        // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree
-        // of a quarter the pages, each claim and answer walking and writing
-        // fewer of them (docs/performance.md, *Measured choices*). A ledger's page size is fixed
-        // once its first table is written, so this comes first, and changes
-        // nothing in an existing one; and before the cache's size, which
-        // SQLite counts in pages of the size set when it is given: set
+        // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree of
+        // a quarter the pages, each claim and answer walking and writing fewer
+        // of them (docs/performance.md, *Measured choices*). A ledger's page
+        // size is fixed once its first table is written, so this comes first,
+        // and changes nothing in an existing one; and before the cache's size,
+        // which SQLite counts in pages of the size set when it is given: set
         // after, a cache sized in small pages would hold four times as much.
         if on_disk {
             self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
@@ -392,15 +393,14 @@ fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
     Ok(out)
 }
 
-/// Runs `f` with foreign keys off, and turns them on again whatever it
-/// returns. With a foreign key to check, a multi-row statement that writes
-/// a table may stop halfway even with `OR FAIL`, so SQLite journals every
-/// page it touches in a temporary file, to undo that statement alone. For
-/// admission's inserts that journal was most of what a fresh run wrote
-/// (docs/performance.md, *Measured choices*). `f` checks what the key would (`admit::groups_exist`).
-/// The pragma does nothing inside a transaction: `f` begins and ends its
-/// own. (Changing it makes SQLite prepare cached statements again: a few a
-/// batch.)
+/// Runs `f` with foreign keys off, and turns them on again whatever it returns.
+/// With a foreign key to check, a multi-row statement that writes a table may
+/// stop halfway even with `OR FAIL`, so SQLite journals every page it touches
+/// in a temporary file, to undo that statement alone. For admission's inserts
+/// that journal was most of what a fresh run wrote (docs/performance.md,
+/// *Measured choices*). `f` checks what the key would (`admit::groups_exist`).
+/// The pragma does nothing inside a transaction: `f` begins and ends its own.
+/// (Changing it makes SQLite prepare cached statements again: a few a batch.)
 fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
     conn.pragma_update(None, "foreign_keys", false)?;
     let out = f(conn);
