@@ -159,7 +159,7 @@ pub struct SubmitArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address and port to listen on (default: [serve] listen, else 127.0.0.1:8470); port 0 picks a free one.
+    /// The address and port to listen on (default: `[serve] listen`, else 127.0.0.1:8470); port 0 picks a free one.
     /// Anything but loopback needs a [[serve.token]]
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,

@@ -4,11 +4,11 @@
 //! `indexq::report` prints the only fatal error.
 
 use clap::Parser;
-use indexq::cli;
+use indexq::Cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = Cli::parse();
     // Before logging and the runtime start: no other thread reads the
     // environment while it is set.
     if let Some(path) = cli.env_file.as_deref() {

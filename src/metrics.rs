@@ -14,7 +14,7 @@
 //! on counters, a HELP and a TYPE line for every family (also one with no
 //! sample yet).
 
-use crate::budget;
+use crate::budget_rules;
 use crate::config::Settings;
 use crate::ledger::Ledger;
 use crate::model::Class;
@@ -98,7 +98,7 @@ pub fn gather(
     now: DateTime<Utc>,
     this_run: Option<&RunRecord>,
 ) -> anyhow::Result<Vec<Family>> {
-    let configured = budget::groups(settings);
+    let configured = budget_rules::groups(settings);
     let mut families = budget_families(settings, ledger, &configured, now)?;
     families.push(queue_family(settings, ledger, &configured, now)?);
     families.push(attempts_family(settings, ledger, &configured)?);
@@ -152,8 +152,8 @@ fn budget_families(
     );
     let google_project = crate::engines::google::project_id(settings);
     for group in configured {
-        let Some(rules) = budget::group_rules(settings, group, google_project.as_deref()) else { continue };
-        for state in budget::states(&rules, ledger, now)? {
+        let Some(rules) = budget_rules::group_rules(settings, group, google_project.as_deref()) else { continue };
+        for state in budget_rules::states(&rules, ledger, now)? {
             let mut labels = group_labels(group);
             labels.extend([
                 ("rule", state.rule.id.clone()),

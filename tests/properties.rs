@@ -5,12 +5,12 @@
 //! (`ingest::read_lines` has more property tests in src/ingest/list.rs.) Case counts
 //! are modest so the file runs in seconds.
 
-use indexq::classify::{
+use indexq::testing_api::classify::{
     self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
     Verdict,
 };
-use indexq::ingest::sitemap::{Entry, FetchClient, Pins, Problem, Reader};
-use indexq::model::Class;
+use indexq::testing_api::ingest::sitemap::{Entry, FetchClient, Pins, Problem, Reader};
+use indexq::testing_api::model::Class;
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -105,7 +105,7 @@ fn config_line() -> impl Strategy<Value = String> {
 
 fn check_config(source: &str) {
     // Ok or Err: a panic fails the property.
-    if let Err(error) = indexq::config::parse(Path::new("fuzz.toml"), source) {
+    if let Err(error) = indexq::testing_api::config::parse(Path::new("fuzz.toml"), source) {
         assert!(!error.place.is_empty(), "an error without a place for {source:?}");
         assert!(!error.message.is_empty(), "an error without a message for {source:?}");
     }
@@ -173,7 +173,7 @@ proptest! {
                 ListLine::Other(bytes) => {
                     input.extend_from_slice(bytes);
                     nul_lines += usize::from(bytes.contains(&0));
-                    if bytes.len() > indexq::ingest::MAX_URL_BYTES && !bytes.contains(&0) && bytes.trim_ascii().len() > indexq::ingest::MAX_URL_BYTES
+                    if bytes.len() > indexq::testing_api::ingest::MAX_URL_BYTES && !bytes.contains(&0) && bytes.trim_ascii().len() > indexq::testing_api::ingest::MAX_URL_BYTES
                         // A comment may be as long as it likes (the reader skips it).
                         && !bytes.trim_ascii_start().starts_with(b"#")
                     {
@@ -185,9 +185,9 @@ proptest! {
         }
         prop_assume!(nul_lines < 8);
         let mut got = Vec::new();
-        indexq::ingest::read_lines("l.txt", input.as_slice(), |line| got.push(line)).unwrap();
+        indexq::testing_api::ingest::read_lines("l.txt", input.as_slice(), |line| got.push(line)).unwrap();
         for line in &got {
-            prop_assert!(line.text().len() <= 3 * (indexq::ingest::MAX_URL_BYTES + 4), "{}: {} bytes", line.place, line.text().len());
+            prop_assert!(line.text().len() <= 3 * (indexq::testing_api::ingest::MAX_URL_BYTES + 4), "{}: {} bytes", line.place, line.text().len());
         }
         let kept: Vec<String> = got.iter().filter(|l| l.url.as_ref().is_ok_and(|u| u.as_str().len() < 100)).map(|l| l.place.to_string()).collect();
         prop_assert_eq!(kept, good.clone());
@@ -436,7 +436,7 @@ proptest! {
 
         let ctx = GoogleContext {
             url: "https://example.com/page",
-            action: indexq::model::Action::Updated,
+            action: indexq::testing_api::model::Action::Updated,
             client_email: "indexer@project.iam.gserviceaccount.com",
             project_id: "project",
         };

@@ -8,11 +8,11 @@
 //! header value, … and the body last (all decoded lossily as UTF-8).
 #![no_main]
 
-use indexq::classify::{
+use indexq::testing_api::classify::{
     self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
     Verdict,
 };
-use indexq::model::{Action, Class};
+use indexq::testing_api::model::{Action, Class};
 use libfuzzer_sys::fuzz_target;
 
 const KEY: &str = "a1b2c3d4e5f6a7b8";

@@ -1,4 +1,4 @@
-//! `indexq::config::parse` over arbitrary UTF-8: Ok or Err, never a panic; an
+//! `indexq::testing_api::config::parse` over arbitrary UTF-8: Ok or Err, never a panic; an
 //! error always names a place.
 #![no_main]
 
@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(source) = std::str::from_utf8(data) else {
         return;
     };
-    if let Err(error) = indexq::config::parse(Path::new("fuzz.toml"), source) {
+    if let Err(error) = indexq::testing_api::config::parse(Path::new("fuzz.toml"), source) {
         assert!(!error.place.is_empty());
     }
 });

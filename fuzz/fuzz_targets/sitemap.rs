@@ -1,14 +1,14 @@
 //! The sitemap reader over arbitrary bytes (plain XML, gzip, anything): never
 //! panics, and every entry has a non-empty `<loc>` and a place in the file.
 //!
-//! `indexq::ingest::sitemap` has no public synchronous parser (its `parse_sitemap` is
+//! `indexq::testing_api::ingest::sitemap` has no public synchronous parser (its `parse_sitemap` is
 //! private), so this drives the public `Reader::read` on a temporary file. The
 //! HTTP client goes through a proxy on a closed local port, so an index child
 //! that is an http(s) URL fails at once and nothing leaves the machine; a child
 //! that names a local path is read like indexq would (run with stdin closed).
 #![no_main]
 
-use indexq::ingest::sitemap::{FetchClient, Pins, Reader};
+use indexq::testing_api::ingest::sitemap::{FetchClient, Pins, Reader};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let cap = 1 + u64::from(data.first().copied().unwrap_or(0)) * 32;
     let mut reader = Reader::new(h.client.clone(), cap);
     let mut entries = Vec::new();
-    let mut each = |entry: indexq::ingest::sitemap::Entry| entries.push(entry);
+    let mut each = |entry: indexq::testing_api::ingest::sitemap::Entry| entries.push(entry);
     let problems = h.runtime.block_on(reader.read(&source, &mut each));
     for entry in &entries {
         assert!(!entry.loc.is_empty(), "an empty <loc> was passed on: {entry:?}");

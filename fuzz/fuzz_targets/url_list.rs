@@ -1,4 +1,4 @@
-//! `indexq::ingest::read_lines` over arbitrary bytes: never panics, never fails
+//! `indexq::testing_api::ingest::read_lines` over arbitrary bytes: never panics, never fails
 //! on an in-memory reader, and reports every line it keeps with a place.
 #![no_main]
 
@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut lines = 0usize;
-    let result = indexq::ingest::read_lines("fuzz.txt", data, |line| {
+    let result = indexq::testing_api::ingest::read_lines("fuzz.txt", data, |line| {
         assert!(&*line.place.source == "fuzz.txt" && line.place.line.is_some(), "{}", line.place);
         if let Ok(url) = &line.url {
             assert!(url.as_str().starts_with("http://") || url.as_str().starts_with("https://"), "{url}");

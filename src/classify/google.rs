@@ -12,7 +12,7 @@
 //! tables are on [`google`] and [`google_inspection`]. Search Console's
 //! sitemaps (`sitemaps.submit`, `get`, `list`) are read by
 //! [`search_console_submit`], [`search_console_report`] and
-//! [`search_console_list`], their refusals by [`search_console_refusal`].
+//! [`search_console_list`], their refusals by [`search_console_refusal`](sitemaps::search_console_refusal).
 //! This file reads what all of them share and a publish; `inspection` an
 //! inspection, `sitemaps` Search Console's sitemaps, `tests` the tables.
 
@@ -26,9 +26,7 @@ mod sitemaps;
 mod tests;
 
 pub use inspection::{google_inspection, InspectionContext};
-pub use sitemaps::{
-    search_console_list, search_console_refusal, search_console_report, search_console_submit, SitemapsContext,
-};
+pub use sitemaps::{search_console_list, search_console_report, search_console_submit, SitemapsContext};
 
 /// How long indexq waits after a per-minute (or unexplained) Google quota answer without `Retry-After`.
 pub const GOOGLE_SHORT_WAIT: u64 = 60;

@@ -11,12 +11,12 @@
 //! One file per answer that is read, each with its table and the texts of its
 //! rules:
 //!
-//! - `indexnow.rs` ([`indexnow`]): IndexNow, by HTTP status; a 403 is decided
+//! - `indexnow.rs` ([`indexnow()`]): IndexNow, by HTTP status; a 403 is decided
 //!   by the key file check.
 //! - `key_file.rs` ([`key_file()`]): what the key location served when indexq
 //!   fetched it, and the rules for an IndexNow key ([`check_indexnow_key`]).
-//! - `bing.rs` ([`bing`]): Bing Webmaster, by `ErrorCode`.
-//! - `google.rs` ([`google`]): the Google Indexing API and the URL Inspection
+//! - `bing.rs` ([`bing()`]): Bing Webmaster, by `ErrorCode`.
+//! - `google.rs` ([`google()`]): the Google Indexing API and the URL Inspection
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
@@ -50,14 +50,14 @@ mod token;
 #[cfg(test)]
 mod test_support;
 
-pub use bing::{bing, bing_feed, bing_feeds, BingContext, BING_THROTTLE_WAIT};
+pub use bing::{bing, bing_feed, bing_feeds, BingContext};
 pub use google::{
-    google, google_inspection, search_console_list, search_console_refusal, search_console_report,
-    search_console_submit, GoogleContext, InspectionContext, SitemapsContext, GOOGLE_SHORT_WAIT, GOOGLE_SHORT_WAIT_CAP,
+    google, google_inspection, search_console_list, search_console_report, search_console_submit, GoogleContext,
+    InspectionContext, SitemapsContext,
 };
 pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN};
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
-pub use sitemaps::{sitemap_problems, SitemapProblem};
+pub use sitemaps::sitemap_problems;
 pub use token::{google_token, GoogleTokenContext};
 
 use crate::model::Period;

@@ -25,7 +25,7 @@ use std::time::Duration;
 use url::Url;
 
 pub use error::ConfigError;
-pub use ledger::{check_schema_name, LedgerLocation, LedgerRefusal};
+pub use ledger::{check_schema_name, LedgerLocation};
 pub use secret::{read_bing_key, read_indexnow_key, Secret, SecretSource};
 
 use error::line_col;
@@ -388,7 +388,7 @@ impl Property {
     /// The sitemaps the property submits to `engine` (none when its table
     /// for it is missing or says `sitemaps = false`).
     pub fn submitted_sitemaps(&self, engine: crate::model::EngineKind) -> Vec<&str> {
-        use crate::model::EngineKind::*;
+        use crate::model::EngineKind::{Bing, Google, IndexNow};
         let on = match engine {
             IndexNow => false,
             Bing => self.bing.as_ref().is_some_and(|b| b.sitemaps),
@@ -402,7 +402,7 @@ impl Property {
     }
 
     pub fn uses(&self, engine: crate::model::EngineKind) -> bool {
-        use crate::model::EngineKind::*;
+        use crate::model::EngineKind::{Bing, Google, IndexNow};
         match engine {
             IndexNow => self.indexnow.is_some(),
             Bing => self.bing.is_some(),

@@ -9,7 +9,7 @@
 //! last reported of it (read when, submitted, downloaded, pending, errors,
 //! warnings, URLs) or the read that failed.
 
-use crate::budget;
+use crate::budget_rules;
 use crate::clock;
 use crate::config::Settings;
 use crate::model::QueueCounts;
@@ -67,7 +67,7 @@ struct GroupJson {
     /// How long the queued URLs take at the daily budget, where the group
     /// has one and more URLs wait than a day of it covers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    backlog: Option<budget::Backlog>,
+    backlog: Option<budget_rules::Backlog>,
 }
 
 /// Queue items of a group the configuration no longer has.
@@ -191,7 +191,7 @@ pub(crate) fn document(
     parked.extend(crate::queue::parked_notices(settings, &mut *ledger, now)?);
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
-    for group in budget::groups(settings) {
+    for group in budget_rules::groups(settings) {
         group_status(&read, &group, &mut *ledger, &mut doc, &mut human)?;
     }
     stranded_status(settings, &mut *ledger, now, &mut doc, &mut human)?;
@@ -220,7 +220,7 @@ fn group_status(
     human: &mut Vec<u8>,
 ) -> anyhow::Result<()> {
     let (settings, user_tz, now) = (read.settings, read.user_tz, read.now);
-    let Some(rules) = budget::group_rules(settings, group, read.google_project.as_deref()) else { return Ok(()) };
+    let Some(rules) = budget_rules::group_rules(settings, group, read.google_project.as_deref()) else { return Ok(()) };
     let endpoint = group.endpoint().map(str::to_string);
     writeln!(human, "{}", group_title(group))?;
     let pool = match group.engine {
@@ -228,7 +228,7 @@ fn group_status(
         _ => None,
     };
     let mut limits = Vec::new();
-    for state in budget::states(&rules, ledger, now)? {
+    for state in budget_rules::states(&rules, ledger, now)? {
         limits.push((state.rule.period, state.limit));
         let (line, json) = rule_state(group, state, pool, user_tz, now);
         writeln!(human, "  {line}")?;
@@ -236,7 +236,7 @@ fn group_status(
     }
     let counts = ledger.queue_counts(group, now)?;
     let last = queue_status(group, &counts, ledger, user_tz, now, human)?;
-    let backlog = budget::Backlog::of(counts.due + counts.waiting, limits);
+    let backlog = budget_rules::Backlog::of(counts.due + counts.waiting, limits);
     if let Some(b) = backlog {
         writeln!(human, "  backlog: {b}")?;
     }
@@ -337,12 +337,12 @@ fn stranded_status(
 /// the JSON entry. `pool` names the Google project a pool rule is.
 fn rule_state(
     group: &crate::model::GroupKey,
-    state: budget::RuleState,
+    state: budget_rules::RuleState,
     pool: Option<&str>,
     user_tz: chrono_tz::Tz,
     now: chrono::DateTime<chrono::Utc>,
 ) -> (String, BudgetJson) {
-    let budget::RuleState { rule, window, usage, limit, remaining, blocked } = state;
+    let budget_rules::RuleState { rule, window, usage, limit, remaining, blocked } = state;
     let limit_text = limit.map_or("no limit".to_string(), |l| format!("{l}"));
     let (label, source) = match (rule.reported, usage.reported) {
         (true, Some(report)) => (
@@ -355,7 +355,7 @@ fn rule_state(
             "engine",
         ),
         (true, None) => (format!(" as {} reports it (not read yet in this window)", group.engine.title()), "local"),
-        (false, _) if rule.scope == budget::Scope::Pool => match pool {
+        (false, _) if rule.scope == budget_rules::Scope::Pool => match pool {
             Some(project) => (format!(" for project {project} (shared by its properties)"), "local"),
             None => (" (shared by all properties)".to_string(), "local"),
         },
@@ -496,7 +496,7 @@ fn inspections(
         answers: crate::metrics::INSPECTION_CLASSES.iter().map(|c| (c.as_str(), 0)).collect(),
         last_failure: None,
     };
-    for state in budget::states(&budget::inspection_rules(property), ledger, now)? {
+    for state in budget_rules::states(&budget_rules::inspection_rules(property), ledger, now)? {
         let (line, json) = rule_state(group, state, None, user_tz, now);
         writeln!(human, "    {line}")?;
         doc.budgets.push(json);

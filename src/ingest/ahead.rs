@@ -5,22 +5,23 @@
 /// What the reader yields is handed on this many at a time...
 const CHUNK: usize = 2048;
 
-/// ...and at most this many chunks wait to be taken: the reader stays ahead
-/// of the caller by these and the chunk it fills, 14,336 values at most,
-/// whatever the input's size. The waiting 12,288 are more than `submit`
-/// admits at once (a batch of 10,000), so the next batch is read while the
-/// ledger looks up the one before; with two chunks waiting the reader
-/// stopped after 4,096 and the two took turns (a 50k sitemap with
-/// `--changed`: 98 → 87 ms, docs/performance.md).
+/// ...and at most this many chunks wait to be taken: the reader stays ahead of
+/// the caller by these and the chunk it fills, 14,336 values at most, whatever
+/// the input's size. The waiting 12,288 are more than `submit` admits at once
+/// (a batch of 10,000), so the next batch is read while the ledger looks up the
+/// one before. With two chunks waiting, the reader stopped after 4,096 and the
+/// two took turns, which made a sitemap read with `--changed` slower
+/// (docs/performance.md, *Measured choices*).
 const CHUNKS_WAITING: usize = 6;
 
 /// How many values, at most, a reader gives one count of their source's
 /// name (the `Arc<str>` in each value's `Position`): each run of values
 /// takes a name of its own. The reader counts a name up as it makes a
 /// value while the caller, a few thousand values behind, counts down the
-/// values it is done with; on one count for a whole file the two cores took
-/// turns at one cache line for every value (a tenth of a 1M dry run's time
-/// on the caller's thread).
+/// values it is done with. With one count for a whole file, the two cores
+/// took turns at one cache line for every value, which cost a large dry run
+/// a noticeable share of the caller's time (docs/performance.md, *Measured
+/// choices*).
 const NAME_SHARED_BY: usize = 1024;
 
 /// A source's name for the positions of the values a reader makes: a count

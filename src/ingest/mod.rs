@@ -17,7 +17,7 @@ mod list;
 mod normalize;
 pub mod sitemap;
 
-pub use list::{read_lines, Input, Line, Source};
+pub use list::{read_lines, Input, Source};
 pub use normalize::{parse_line, parse_url, stored_form, StoredUrl};
 
 /// The longest URL indexq reads, in bytes: a longer input line (or sitemap

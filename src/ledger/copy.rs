@@ -15,7 +15,7 @@
 //! source that cannot be read its later failure with the earlier `since`)
 //! is each target's SQL.
 
-use super::ids;
+use super::{item_ids, url_keys};
 use super::{GhostUrl, LedgerError, Result};
 use crate::model::{Action, Class, GroupKey, ItemState, Reason, SourceDocument, SourceFailure, StoredResponse};
 use chrono::{DateTime, Utc};
@@ -266,11 +266,11 @@ pub trait Stage {
     /// The target's id of each group (the source's id → a group made if missing).
     fn groups(&mut self, groups: &[(i64, GroupKey)]) -> Result<HashMap<i64, i64>>;
 
-    /// Items, each with its group here and its URL's key (`ids::url_key`).
+    /// Items, each with its group here and its URL's key (`url_keys::url_key`).
     fn stage_items(&mut self, items: &[CopyItem], groups: &HashMap<i64, i64>) -> Result<()>;
 
     /// Each staged item matched to the item of its URL here, at its
-    /// group and key (`ids::url_key`).
+    /// group and key (`url_keys::url_key`).
     fn match_items(&mut self) -> Result<()>;
 
     /// The staged items not matched whose key another URL holds, here or
@@ -416,7 +416,7 @@ impl<'s, S: Stage + ?Sized> Import<'s, S> {
     }
 
     /// The staged items matched, a clash placed as a lookup would find it
-    /// (following `ids::next_key` past keys another URL holds, to the item
+    /// (following `url_keys::next_key` past keys another URL holds, to the item
     /// of its URL or the first key free here and among the staged items —
     /// those placed before it, in the source's order, included), and the
     /// new ones numbered: the requests name them by these ids. They are
@@ -436,7 +436,7 @@ impl<'s, S: Stage + ?Sized> Import<'s, S> {
                     }
                     None => {}
                 }
-                key = ids::next_key(key);
+                key = url_keys::next_key(key);
             };
             unplaced.remove(&c.src);
             self.stage.place(c.src, &placed)?;
@@ -461,7 +461,7 @@ impl<'s, S: Stage + ?Sized> Import<'s, S> {
             }
             items.sort_unstable();
             let (first, last) = (items[0], items[items.len() - 1]);
-            let list = (items.len() > 1).then(|| ids::encode(&items));
+            let list = (items.len() > 1).then(|| item_ids::encode(&items));
             staged.push(StagedRequest { request, group, n: items.len() as i64, first, last, items: list });
         }
         self.stage.stage_requests(&staged)

@@ -8,16 +8,26 @@
 //! finish, reconcile, copy); `sqlite` is its embedded backend and `postgres`
 //! the one many machines share, and `open` picks the configured one. Both
 //! store what `policy` decides (admission, the claim, what an answer gives
-//! back) and pass the same `story` tests. The ledger
+//! back) and pass the same conformance suite (`conformance`, tests only). The ledger
 //! knows nothing of HTTP or of how answers are classified: it stores
 //! classes and times that the scheduler decided. Its errors (`LedgerError`)
 //! live in `crate::error`, with the others that end a run.
+//!
+//! Each backend's schema migrations (`sqlite/schema/` and
+//! `postgres/schema/`, with `SCHEMA_VERSION` in each `schema.rs`) are an
+//! independent history: a number names a step of that backend alone, and
+//! the two backends' files of one number need not mean the same (7 to 9 do
+//! not). A ledger records its own backend's version.
 
+mod batch_groups;
 mod budget;
+#[cfg(test)]
+mod conformance;
 mod copy;
-mod ids;
+mod item_ids;
 mod limits;
 pub mod open;
+mod look_up;
 mod owner;
 mod policy;
 mod postgres;
@@ -26,22 +36,30 @@ mod runs;
 mod sql;
 mod sqlite;
 mod stored;
-#[cfg(test)]
-mod story;
+mod url_keys;
 
 pub use crate::error::LedgerError;
-pub use ids::url_key;
 pub use owner::Owner;
 pub use postgres::{PgLedger, PgOptions, CONNECT_HINT as PG_CONNECT_HINT, SCHEMA_VERSION as PG_SCHEMA_VERSION};
 pub use sqlite::SqliteLedger;
+pub use url_keys::url_key;
 
-pub use budget::*;
+pub use budget::{
+    Answered, Block, Budget, Claim, ClaimForecast, ClaimQuery, ClaimSpec, ClaimedItem, Finish, InspectionAnswer,
+    Inspections, LedgerTime, Now, Pace, Reconciled, Remainder, Slots, Windows,
+};
 pub use copy::{copy, Copied, CopyError, Rows};
 use copy::{CopyDropped, CopyItem, CopyRequest, CopyUsage};
-pub use limits::*;
-pub use queue::*;
-pub use runs::*;
-use stored::*;
+pub use limits::{Gcra, Limits, RateDecision, RateRequest};
+pub use queue::{
+    Admission, AdmitRule, GhostUrl, Intake, ItemFilter, ItemRow, NewItem, NoticeClaim, Preview, Queue, SitemapReports,
+    StateFilter,
+};
+pub use runs::{AttemptRow, InspectionCount, Runs, SpanCount};
+use stored::{
+    cap_body, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason, Recorded,
+    StoredSitemap,
+};
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{

@@ -2,7 +2,7 @@
 //! it stands for (an unknown one is an error naming its table and column),
 //! and a request as it is recorded.
 
-use super::ids;
+use super::item_ids;
 use super::{Answered, InspectionAnswer, InspectionCount, LedgerError, Result};
 use crate::model::{
     Class, GroupKey, NextStep, ReadFailure, Reason, SitemapReading, SitemapState, StoredResponse, TransientReason,
@@ -207,7 +207,7 @@ impl<'a> Recorded<'a> {
     /// and the whole list (none when it is one item).
     pub(super) fn stored_items(&self) -> (i64, i64, Option<Vec<u8>>) {
         let (first, last) = (self.items.iter().min(), self.items.iter().max());
-        let list = (self.items.len() > 1).then(|| ids::encode(self.items));
+        let list = (self.items.len() > 1).then(|| item_ids::encode(self.items));
         (first.copied().unwrap_or(0), last.copied().unwrap_or(0), list)
     }
 }

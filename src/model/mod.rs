@@ -28,7 +28,7 @@ pub use position::Position;
 pub use queue::{ItemState, NextStep, ParkedGroup, QueueCounts, StoredResponse};
 pub use reason::{
     AcceptedReason, BingCode, Check, ClassReason, HttpStatus, KeyPendingReason, LocalReason, MisconfiguredReason,
-    QuotaReason, Reason, TokenError, TokenHttpStatus, TransientReason, UnknownReason,
+    QuotaReason, Reason, TokenError, TokenHttpStatus, TransientReason,
 };
 pub use run::RunRecord;
 pub use sitemap::{ReadFailure, SitemapRead, SitemapReading, SitemapState};

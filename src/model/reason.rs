@@ -241,7 +241,10 @@ impl MisconfiguredReason {
     /// refused credential. Causes in an answer about the URLs themselves
     /// (a 400, a 422, a permission) cannot be checked without sending.
     pub fn check(self) -> Option<Check> {
-        use MisconfiguredReason::*;
+        use MisconfiguredReason::{
+            BadKey, Bing, KeyFileBom, KeyFileHtml, KeyFileMissing, KeyFileStatus, KeyFileUnreachable, KeyFileWrong,
+            SitemapErrors, SitemapNotDownloaded, Token, TokenHttp,
+        };
         match self {
             KeyFileUnreachable | KeyFileMissing | KeyFileStatus | KeyFileWrong | KeyFileBom | KeyFileHtml => {
                 Some(Check::KeyFile)

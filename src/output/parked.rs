@@ -77,7 +77,7 @@ impl ParkedNotice {
     }
 
     /// One line: "needs a human: IndexNow (host) for site: 3 URLs parked
-    /// since … (key_file_missing). <message> Fix: … <who notices>".
+    /// since … (key_file_missing). `<message>` Fix: … `<who notices>`".
     pub fn line(&self, user_tz: Tz) -> String {
         let fix = self.fix.as_deref().map(|f| format!(" Fix: {}", sentence(f))).unwrap_or_default();
         format!("needs a human: {}: {}{fix}{}", self.title(), self.summary(user_tz), self.who())
@@ -91,9 +91,9 @@ impl ParkedNotice {
         }
     }
 
-    /// "3 URLs parked since … (key_file_missing). <message>"; for a
+    /// "3 URLs parked since … (key_file_missing). `<message>`"; for a
     /// sitemap, "its submission parked since …" or, from the engine's
-    /// report, "since … (sitemap_errors). <message>".
+    /// report, "since … (sitemap_errors). `<message>`".
     pub fn summary(&self, user_tz: Tz) -> String {
         let p = &self.parked;
         let since = p.since.map(|t| format!(" since {}", clock::format_local(t, user_tz))).unwrap_or_default();

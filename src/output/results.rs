@@ -225,11 +225,11 @@ impl Results {
         self.record(keys, e, true)
     }
 
-    /// Records (or replaces) the result of an item the run found waiting
-    /// in the ledger as it read its input: kept only when it waits no
-    /// longer than the run (`final_after`) — one due later is not sent in
-    /// this run, so nothing replaces its result (a run over a million
-    /// waiting URLs kept 150 MB of them).
+    /// Records (or replaces) the result of an item the run found waiting in the
+    /// ledger as it read its input: kept only when it waits no longer than the
+    /// run (`final_after`) — one due later is not sent in this run, so nothing
+    /// replaces its result; keeping them all held too much memory on a large
+    /// queue (docs/performance.md, *Measured choices*).
     pub fn put_waiting(&mut self, key: Key, e: &ResultEntry) -> std::io::Result<()> {
         let later = matches!((self.horizon, e.retry), (Some(horizon), Some((retry, _))) if retry > horizon);
         self.record(std::iter::once((key, e.url.as_str(), e.attempts)), e, !later)

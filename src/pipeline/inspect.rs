@@ -9,7 +9,7 @@
 
 use super::findings::Findings;
 use super::Run;
-use crate::budget;
+use crate::budget_rules;
 use crate::engines::Inspected;
 use crate::ledger::{Block, Claim, InspectionAnswer, Inspections};
 use crate::model::{Action, Class, GroupKey, LocalReason, Outcome, Reason, RuleWindow};
@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 /// The inspection units a claim took from its property's budget.
 #[derive(Debug, Clone)]
 pub(super) struct Taken {
-    rules: Vec<budget::Rule>,
+    rules: Vec<budget_rules::Rule>,
     windows: Vec<RuleWindow>,
     /// The claim's `URL_UPDATED` items: what would be inspected.
     wanted: u64,
@@ -48,8 +48,8 @@ impl Run<'_> {
             return Ok(None);
         }
         let Some(property) = self.settings.property(&group.property) else { return Ok(None) };
-        let rules = budget::inspection_rules(property);
-        let windows = budget::windows(&rules, now);
+        let rules = budget_rules::inspection_rules(property);
+        let windows = budget_rules::windows(&rules, now);
         let units = self.ledger.take_units(&windows, wanted, now)?;
         Ok(Some(Taken { rules, windows, wanted, units }))
     }
@@ -129,7 +129,7 @@ impl Run<'_> {
     ) -> anyhow::Result<InspectionNote> {
         let mut said = Vec::new();
         let mut until: Option<(DateTime<Utc>, chrono_tz::Tz)> = None;
-        for state in budget::states(&taken.rules, self.ledger.as_mut(), at)? {
+        for state in budget_rules::states(&taken.rules, self.ledger.as_mut(), at)? {
             let Some(free) = state.usage.available_at(&state.window, at) else { continue };
             let period = state.rule.period.as_str();
             said.push(match (state.blocked, state.limit) {
@@ -150,8 +150,8 @@ impl Run<'_> {
                  property)",
                 group.property,
                 said.join(", "),
-                budget::INSPECTIONS_PER_DAY,
-                budget::INSPECTIONS_PER_MINUTE
+                budget_rules::INSPECTIONS_PER_DAY,
+                budget_rules::INSPECTIONS_PER_MINUTE
             ),
             hint: None,
             http_status: None,
@@ -269,8 +269,8 @@ mod tests {
             indexing: true,
             sitemaps: false,
         });
-        let rules = budget::inspection_rules(&property);
-        let windows = budget::windows(&rules, at(NOW));
+        let rules = budget_rules::inspection_rules(&property);
+        let windows = budget_rules::windows(&rules, at(NOW));
         Taken { rules, windows, wanted: 2, units: 2 }
     }
 

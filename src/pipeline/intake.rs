@@ -14,7 +14,7 @@ use super::findings::Findings;
 use super::plan::Plan;
 use super::stop::UntilStop;
 use super::{base_entry, Run};
-use crate::budget;
+use crate::budget_rules;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
 use crate::engines::{self, indexnow};
@@ -572,7 +572,7 @@ impl Intake<'_, '_> {
         if groups.is_empty() {
             return Ok(());
         }
-        let rule = AdmitRule { changed: true, resend_after: Some(budget::SITEMAP_RESUBMIT_AFTER), ..self.rule };
+        let rule = AdmitRule { changed: true, resend_after: Some(budget_rules::SITEMAP_RESUBMIT_AFTER), ..self.rule };
         let batch: Vec<NewItem> = groups
             .iter()
             .map(|g| NewItem {

@@ -52,7 +52,7 @@ pub(crate) use intake::{tell, Routes};
 pub(crate) use stop::Stop;
 pub(crate) use worker::{SourcesRead, Worker};
 
-use crate::budget;
+use crate::budget_rules;
 use crate::cli::SubmitArgs;
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -347,7 +347,7 @@ impl<'a> Run<'a> {
 impl Run<'_> {
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
-        budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
+        budget_rules::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
     }
 
     /// The groups this run sends to now: those it knows, less those held
@@ -376,11 +376,11 @@ impl Run<'_> {
         for group in empty {
             let Some(rules) = self.rules(group) else { continue };
             let counts = self.ledger.queue_counts(group, now)?;
-            let limits: Vec<_> = budget::states(&rules, self.ledger.as_mut(), now)?
+            let limits: Vec<_> = budget_rules::states(&rules, self.ledger.as_mut(), now)?
                 .into_iter()
                 .map(|s| (s.rule.period, s.limit))
                 .collect();
-            let Some(backlog) = budget::Backlog::of(counts.due + counts.waiting, limits) else { continue };
+            let Some(backlog) = budget_rules::Backlog::of(counts.due + counts.waiting, limits) else { continue };
             if backlog.days > FIRST_RUN_BACKLOG_DAYS {
                 said.push(format!(
                     "{}: this first run queued {} URLs, about {} days at {} a day, old pages and new alike. If most are an \
@@ -400,10 +400,10 @@ impl Run<'_> {
     }
 
     /// The budget rules of a group, with the pool its engine's credentials share.
-    fn rules(&self, group: &GroupKey) -> Option<Vec<budget::Rule>> {
+    fn rules(&self, group: &GroupKey) -> Option<Vec<budget_rules::Rule>> {
         let property = self.settings.property(&group.property)?;
         let pool = self.engines.get(&group.engine).and_then(|e| e.pool());
-        Some(budget::rules_for(self.settings, property, group, pool.as_deref()))
+        Some(budget_rules::rules_for(self.settings, property, group, pool.as_deref()))
     }
 
     /// The timezone of the group's own daily rule.

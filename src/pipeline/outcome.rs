@@ -10,7 +10,7 @@
 
 use super::base_entry;
 use super::findings::Findings;
-use crate::budget;
+use crate::budget_rules;
 use crate::clock::Clock;
 use crate::config::RetrySettings;
 use crate::engines;
@@ -39,7 +39,7 @@ pub(super) struct Recorder<'r> {
 /// One request sent: what was claimed for it and what came back.
 pub(super) struct Delivery<'a> {
     pub group: &'a GroupKey,
-    pub rules: &'a [budget::Rule],
+    pub rules: &'a [budget_rules::Rule],
     /// The windows the claim was counted in.
     pub windows: Vec<RuleWindow>,
     pub claim: &'a Claim,
@@ -117,7 +117,7 @@ impl Recorder<'_> {
     pub(super) fn note_deferrals(
         &mut self,
         group: &GroupKey,
-        rules: &[budget::Rule],
+        rules: &[budget_rules::Rule],
         windows: &[RuleWindow],
         claim: &Claim,
         now: DateTime<Utc>,
@@ -152,7 +152,7 @@ impl Recorder<'_> {
     /// left that frees up then (the latest of the exhausted ones).
     fn binding_rule(
         &mut self,
-        rules: &[budget::Rule],
+        rules: &[budget_rules::Rule],
         windows: &[RuleWindow],
         retry_at: DateTime<Utc>,
     ) -> anyhow::Result<(Tz, RuleWindow, Usage)> {
@@ -203,7 +203,7 @@ fn paced_entry(url: &str, group: &GroupKey, at: DateTime<Utc>, user_tz: Tz, now:
 /// spent, and the remainder recorded bounds the next claim.
 fn quota_blocks(
     group: &GroupKey,
-    rules: &[budget::Rule],
+    rules: &[budget_rules::Rule],
     windows: &[RuleWindow],
     sent: &engines::Sent,
     resend_now: &[bool],
@@ -217,7 +217,7 @@ fn quota_blocks(
     let Some((_, answer)) = quota else { return Vec::new() };
     let mut blocks = Vec::new();
     for (rule, w) in rules.iter().zip(windows) {
-        let pool = rule.scope == budget::Scope::Pool;
+        let pool = rule.scope == budget_rules::Scope::Pool;
         let until = match answer.verdict.retry_after {
             Some(_) if pool => continue,
             Some(ra) => schedule::quota_retry_at(ra, at),
@@ -232,7 +232,7 @@ fn quota_blocks(
 
 /// The timezone a quota retry without `Retry-After` is told in: that of a
 /// rule the answer blocked until its window ends.
-fn quota_tz(rules: &[budget::Rule], windows: &[RuleWindow], blocks: &[Block]) -> Option<Tz> {
+fn quota_tz(rules: &[budget_rules::Rule], windows: &[RuleWindow], blocks: &[Block]) -> Option<Tz> {
     rules
         .iter()
         .zip(windows)

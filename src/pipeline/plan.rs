@@ -10,7 +10,7 @@
 
 use super::findings::Findings;
 use super::{base_entry, Run};
-use crate::budget;
+use crate::budget_rules;
 use crate::ledger::{
     url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,
 };
@@ -39,23 +39,23 @@ pub(super) struct Plan {
 
 /// A URL new to the ledger as `Plan::new` holds it: its key, mixed with
 /// its group's number (the key itself in the first group), 8 bytes where a
-/// pair took 16 (a million URLs: a set of 19 MB, not 36). Two URLs of one
+/// pair took 16, so that the set takes about half the memory. Two URLs of one
 /// group with the same key were one item to a dry run already (about one
 /// chance in 10^8 for a million URLs); other groups now take the same odds.
 fn seen(group: usize, key: i64) -> u64 {
     (key as u64) ^ (group as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The URLs new to the ledger a dry run has seen, in 256 tables by their
-/// key's top byte (the keys are hashes: the tables fill evenly). One set of
-/// a million grew by copying every entry it held to a table twice its size
-/// (7.5% of a 1M dry run's samples, its old and new tables both held at the
-/// last doubling); a table of 4,000 grows in the cache, one at a time. Each
-/// table is open addressing over the values themselves, probed linearly
-/// from the value's next bits and at most half full: a value is found or
-/// placed with one access to memory, mostly (a general hash set took two,
-/// its control bytes and its slot — a quarter of a 1M dry run's time).
-/// 0 marks an empty slot; the value 0 is held apart.
+/// The URLs new to the ledger a dry run has seen, in 256 tables by their key's
+/// top byte (the keys are hashes: the tables fill evenly). One set of a million
+/// grew by copying every entry it held to a table twice its size, holding the
+/// old and new tables both at the last doubling; a table of a few thousand
+/// grows in the cache, one at a time. Each table is open addressing over the
+/// values themselves, probed linearly from the value's next bits and at most
+/// half full, so that a value is found or placed with one access to memory,
+/// mostly; a general hash set takes two, its control bytes and its slot, and
+/// that second access was a large share of a big dry run (docs/performance.md,
+/// *Measured choices*). 0 marks an empty slot; the value 0 is held apart.
 struct Seen {
     tables: Vec<SeenTable>,
     zero: bool,
@@ -193,10 +193,10 @@ impl Plan {
 impl Plan {
     /// Per group with a daily budget, how long what would be queued takes
     /// at it: the ledger's queue and the URLs this run would add.
-    pub(super) fn backlogs(&self) -> Vec<(GroupKey, budget::Backlog)> {
+    pub(super) fn backlogs(&self) -> Vec<(GroupKey, budget_rules::Backlog)> {
         let backlog = |g: &GroupPlan| {
             let urls = g.queued + g.placed.saturating_sub(g.due) as u64;
-            budget::Backlog::of(urls, g.limits.iter().copied()).map(|b| (g.group.clone(), b))
+            budget_rules::Backlog::of(urls, g.limits.iter().copied()).map(|b| (g.group.clone(), b))
         };
         self.groups.iter().flatten().filter_map(backlog).collect()
     }
@@ -226,7 +226,7 @@ impl Plan {
         let now = run.clock.now();
         for group in run.known_groups() {
             let Some(rules) = run.rules(&group) else { continue };
-            let windows = budget::windows(&rules, now);
+            let windows = budget_rules::windows(&rules, now);
             // What the engine says is left, as the real run would record it.
             let reported = run.reported_quota(&group, &windows, &mut findings.notes).await?;
             let pace = run.engines[&group.engine].pace(&group).map(|(key, interval, burst)| Pace {

@@ -11,7 +11,7 @@ use super::findings::Findings;
 use super::inspect;
 use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
 use super::Run;
-use crate::budget;
+use crate::budget_rules;
 use crate::engines;
 use crate::ledger::{Claim, ClaimSpec, Finish, Pace};
 use crate::model::{Channel, Class, GroupKey, RuleWindow};
@@ -264,7 +264,7 @@ impl<'r, 'a> Sender<'r, 'a> {
         }
         let Some(rules) = self.run.rules(group) else { return Ok(false) };
         let now = self.run.clock.now();
-        if !self.read_quota_once(group, &budget::windows(&rules, now)).await? || self.run.stop.requested() {
+        if !self.read_quota_once(group, &budget_rules::windows(&rules, now)).await? || self.run.stop.requested() {
             return Ok(false);
         }
         let (claim, credential) = self.claim(group, &rules, now)?;
@@ -300,7 +300,7 @@ impl<'r, 'a> Sender<'r, 'a> {
     async fn send(
         &mut self,
         group: &GroupKey,
-        rules: &[budget::Rule],
+        rules: &[budget_rules::Rule],
         claim: &Claim,
         batch: &engines::Batch,
     ) -> anyhow::Result<(engines::Sent, String, DateTime<Utc>)> {
@@ -339,7 +339,7 @@ impl<'r, 'a> Sender<'r, 'a> {
     fn claim(
         &mut self,
         group: &GroupKey,
-        rules: &Vec<budget::Rule>,
+        rules: &Vec<budget_rules::Rule>,
         now: DateTime<Utc>,
     ) -> anyhow::Result<(Claim, Option<String>)> {
         let engine = &self.run.engines[&group.engine];
@@ -355,9 +355,10 @@ impl<'r, 'a> Sender<'r, 'a> {
         let results = &mut self.findings.results;
         let user_tz = self.run.user_tz;
         let wait_until = self.wait_until;
-        // A deferral past the run's wait is final in this run: one result
-        // made for the claim's deferrals, kept for none of them (a million
-        // deferred URLs kept 150 MB of results). A sitemap's result is told
+        // A deferral past the run's wait is final in this run: one result is
+        // made for the claim's deferrals and kept for none of them, because
+        // keeping one per deferred URL held too much memory on a large queue
+        // (docs/performance.md, *Measured choices*). A sitemap's result is told
         // by its own URL.
         let mut shared: Option<(DateTime<Utc>, Template)> = None;
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
@@ -470,14 +471,14 @@ fn waiting_text(group: &GroupKey, why: &str, pause: TimeDelta) -> String {
 
 /// The timezone a budget deferral until `retry_at` is told in: that of the
 /// rule whose window ends then, else the user's.
-fn deferral_tz(rules: &[budget::Rule], retry_at: DateTime<Utc>, user_tz: Tz) -> Tz {
+fn deferral_tz(rules: &[budget_rules::Rule], retry_at: DateTime<Utc>, user_tz: Tz) -> Tz {
     let before = retry_at - TimeDelta::milliseconds(1);
     rules.iter().find(|r| r.window(before).resets_at == retry_at).map_or(user_tz, |r| r.tz)
 }
 
 /// The window the progress line counts down: of the rules with a limit,
 /// the one that resets first.
-fn soonest_limited<'w>(rules: &[budget::Rule], windows: &'w [RuleWindow]) -> Option<&'w RuleWindow> {
+fn soonest_limited<'w>(rules: &[budget_rules::Rule], windows: &'w [RuleWindow]) -> Option<&'w RuleWindow> {
     windows.iter().zip(rules).filter(|(_, r)| r.limit.is_some()).map(|(w, _)| w).min_by_key(|w| w.resets_at)
 }
 
@@ -513,7 +514,10 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
         crate::output::printer::group_title(group),
         group.engine.title(),
         if windows.iter().any(|w| w.reported && w.limit.is_some()) {
-            format!(" (with no local daily rule: {} a day, indexq's conservative default)", budget::BING_NEW_SITE_DAILY)
+            format!(
+                " (with no local daily rule: {} a day, indexq's conservative default)",
+                budget_rules::BING_NEW_SITE_DAILY
+            )
         } else {
             String::new()
         }
@@ -523,7 +527,7 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget::Scope;
+    use crate::budget_rules::Scope;
     use crate::ledger::ClaimedItem;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
@@ -602,7 +606,7 @@ mod tests {
             rule("unlimited", Scope::Property, Period::Minute, Tz::UTC, None),
             rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10)),
         ];
-        let windows = budget::windows(&rules, now);
+        let windows = budget_rules::windows(&rules, now);
         assert_eq!(soonest_limited(&rules, &windows).map(|w| w.rule.as_str()), Some("day"));
         assert_eq!(soonest_limited(&rules[1..2], &windows[1..2]), None, "no limit: nothing counts down");
     }
@@ -637,7 +641,7 @@ mod tests {
         let paced = Claim { paced: vec![(9, "https://site.example/9".into(), at(NOW))], ..claimed(2) };
         assert!(!another_batch(&paced, &accepted, 2), "the pace holds the rest");
         // Bing's partial remainder: what is left goes at once, budget or not.
-        let mut reported = budget::windows(&[rule("r", Scope::Property, Period::Day, Tz::UTC, None)], at(NOW));
+        let mut reported = budget_rules::windows(&[rule("r", Scope::Property, Period::Day, Tz::UTC, None)], at(NOW));
         reported[0].reported = true;
         let partial = |left: u64| {
             let mut sent = sent(Class::Quota, "partial_quota");
@@ -654,7 +658,8 @@ mod tests {
     #[test]
     fn a_quota_the_engine_cannot_report_is_a_note_naming_the_fallback() {
         let g = site_group();
-        let mut windows = budget::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
+        let mut windows =
+            budget_rules::windows(&[rule("day", Scope::Property, Period::Day, Tz::UTC, Some(10))], at(NOW));
         assert_eq!(
             unread_quota_note(&g, "HTTP 500", &windows),
             "IndexNow (api.indexnow.org) for site: could not read the quota IndexNow reports (HTTP 500); the local \

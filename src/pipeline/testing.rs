@@ -7,7 +7,7 @@ use super::findings::Findings;
 use super::intake::Intake;
 use super::send::Sender;
 use super::Run;
-use crate::budget::{Rule, Scope};
+use crate::budget_rules::{Rule, Scope};
 use crate::classify::Verdict;
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -33,7 +33,7 @@ pub(super) fn settings(extra: &str) -> Settings {
 
 /// The group of `settings`' property.
 pub(super) fn group(settings: &Settings) -> GroupKey {
-    crate::budget::groups(settings).remove(0)
+    crate::budget_rules::groups(settings).remove(0)
 }
 
 /// The group of `settings("")`.

@@ -6,7 +6,7 @@
 
 mod fixes;
 
-use crate::budget;
+use crate::budget_rules;
 use crate::config::Settings;
 use crate::ledger::Ledger;
 use crate::model::{EngineKind, GroupKey, ParkedGroup, QueueCounts, Reason, SitemapState, SourceFailure};
@@ -22,7 +22,7 @@ pub fn stranded_groups(
     ledger: &mut dyn Ledger,
     now: DateTime<Utc>,
 ) -> crate::ledger::Result<Vec<(GroupKey, QueueCounts)>> {
-    let configured = budget::groups(settings);
+    let configured = budget_rules::groups(settings);
     let mut stranded = Vec::new();
     for group in ledger.stored_groups()? {
         if configured.contains(&group) || !settings.sees(&group.property) {
@@ -60,7 +60,7 @@ pub fn parked_notices(
     ledger: &mut dyn Ledger,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<ParkedNotice>> {
-    let configured = budget::groups(settings);
+    let configured = budget_rules::groups(settings);
     let mut notices = parked_item_notices(settings, ledger)?;
     let states: Vec<SitemapState> =
         ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
@@ -71,7 +71,7 @@ pub fn parked_notices(
 /// The configured properties' sources that cannot be read, as `status`
 /// and `doctor` say them (every one told), before what is parked.
 pub fn source_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
-    let configured = budget::groups(settings);
+    let configured = budget_rules::groups(settings);
     Ok(ledger.source_failures()?.iter().filter_map(|f| source_notice(settings, &configured, f)).collect())
 }
 
@@ -126,7 +126,7 @@ fn source_fix(reason: crate::model::LocalReason) -> String {
 
 /// What is parked in the configured groups, with the fixes (each told).
 pub fn parked_item_notices(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result<Vec<ParkedNotice>> {
-    let configured = budget::groups(settings);
+    let configured = budget_rules::groups(settings);
     Ok(ledger
         .parked()?
         .into_iter()

@@ -10,7 +10,7 @@
 
 pub mod html;
 
-use crate::budget::{self, RuleState, Scope};
+use crate::budget_rules::{self, RuleState, Scope};
 use crate::clock;
 use crate::config::Settings;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};
@@ -94,10 +94,10 @@ impl Day {
 pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, days: u16) -> anyhow::Result<History> {
     let google_project = crate::engines::google::project_id(settings);
     let mut groups = Vec::new();
-    for group in budget::groups(settings) {
-        let Some(rules) = budget::group_rules(settings, &group, google_project.as_deref()) else { continue };
+    for group in budget_rules::groups(settings) {
+        let Some(rules) = budget_rules::group_rules(settings, &group, google_project.as_deref()) else { continue };
         // The group's own daily rules decide its days and their limits.
-        let own: Vec<&budget::Rule> =
+        let own: Vec<&budget_rules::Rule> =
             rules.iter().filter(|r| r.period == Period::Day && r.scope == Scope::Property).collect();
         let tz = own.first().copied().or(rules.first()).map_or(chrono_tz::UTC, |r| r.tz);
         let mut history = Vec::new();
@@ -113,7 +113,7 @@ pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, 
             }
             history.push(day);
         }
-        let states = budget::states(&rules, ledger, now)?;
+        let states = budget_rules::states(&rules, ledger, now)?;
         let queue = ledger.queue_counts(&group, now)?;
         let parked = if queue.parked > 0 { parked(settings, ledger, &group, now)? } else { Vec::new() };
         groups.push(GroupHistory { group, tz, days: history, rules: states, queue, parked });

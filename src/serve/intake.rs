@@ -375,7 +375,7 @@ fn admit_group(
     }
     let admissions = ledger.admit(&batch, now, &rule)?;
     let admitted: Vec<(&NewItem, Admission)> = batch.iter().zip(admissions).collect();
-    let rules = |g: &GroupKey| crate::budget::group_rules(settings, g, state.google_project.as_deref());
+    let rules = |g: &GroupKey| crate::budget_rules::group_rules(settings, g, state.google_project.as_deref());
     let rule_tz = |g: &GroupKey| rules(g).and_then(|r| r.first().map(|r| r.tz));
     let told = pipeline::tell(ledger, &admitted, now, state.user_tz, &rule_tz)?;
     let planned = planned(state, ledger, now, &admitted)?;
@@ -396,9 +396,9 @@ fn planned<'b>(
         if AdmissionKind::of(admission) != AdmissionKind::Queued || planned.contains_key(&*item.group) {
             continue;
         }
-        let rules = crate::budget::group_rules(&state.settings, &item.group, state.google_project.as_deref());
+        let rules = crate::budget_rules::group_rules(&state.settings, &item.group, state.google_project.as_deref());
         let Some(rules) = rules else { continue };
-        let windows = crate::budget::windows(&rules, now);
+        let windows = crate::budget_rules::windows(&rules, now);
         let forecast = ledger.plan_claim(&ClaimQuery { windows: &windows, reported: &[], pace: None, now })?;
         let due = ledger.queue_counts(&item.group, now)?.due as usize;
         let mut plan = GroupPlan {

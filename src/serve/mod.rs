@@ -148,7 +148,7 @@ async fn serve(
         indexnow,
         signatures,
         user_tz: crate::clock::user_timezone(),
-        routes: crate::pipeline::Routes::of(&settings, crate::budget::groups(&settings)),
+        routes: crate::pipeline::Routes::of(&settings, crate::budget_rules::groups(&settings)),
         google_project: crate::engines::google::project_id(&settings),
     });
     commit::start(state.clone(), to_commit);

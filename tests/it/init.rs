@@ -52,11 +52,11 @@ fn init_writes_a_starter_for_the_site_that_doctor_and_a_dry_run_accept() {
     );
     assert!(text.contains("[retry]"), "{text}");
     // It parses as a configuration, and its one property reads the site's sitemap.
-    let settings = indexq::config::parse(&written, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let settings = indexq::testing_api::config::parse(&written, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(settings.properties.len(), 1);
     assert_eq!(
         settings.properties[0].sources,
-        [indexq::config::PropertySource::Sitemap(format!("{site}sitemap.xml"))],
+        [indexq::testing_api::config::PropertySource::Sitemap(format!("{site}sitemap.xml"))],
         "{text}"
     );
 

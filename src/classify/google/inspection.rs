@@ -2,7 +2,11 @@
 //! `skip_indexed`): what Google says of a URL's index status, and its
 //! refusals.
 
-use super::*;
+use super::{
+    api_not_used, excerpt, google_answered, google_error, google_failure, google_quota_text, google_structured_quota,
+    quota_verdict, service_disabled, AcceptedReason, GoogleError, HttpStatus, MisconfiguredReason, Response,
+    TransientReason, Verdict,
+};
 
 /// What indexq knows about a URL inspection besides the response.
 #[derive(Debug, Clone, Copy)]
@@ -25,9 +29,9 @@ pub struct InspectionContext<'a> {
 /// |---|---|---|
 /// | 2xx whose `inspectionResult.indexStatusResult.verdict` is `PASS` | accepted | `already_indexed` |
 /// | other 2xx | accepted | `ok` (not indexed, or nothing said) |
-/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo quota reason or a legacy quota reason, naming a per-day limit | quota | `daily_quota`: window [`Period::Day`] |
-/// | the same, naming a per-minute limit, or none ("Quota exceeded for sc-domain:….") | quota | `rate_limited` / `quota`: window [`Period::Minute`], `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s |
-/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google`] |
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo quota reason or a legacy quota reason, naming a per-day limit | quota | `daily_quota`: window [`Period::Day`](crate::model::Period::Day) |
+/// | the same, naming a per-minute limit, or none ("Quota exceeded for sc-domain:….") | quota | `rate_limited` / `quota`: window [`Period::Minute`](crate::model::Period::Minute), `Retry-After`, else [`GOOGLE_SHORT_WAIT`](super::GOOGLE_SHORT_WAIT) s |
+/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google()`](super::google()) |
 /// | the ErrorInfo reason `SERVICE_DISABLED` (or that status, or `accessNotConfigured`); a 403 without ErrorInfo saying the API "has not been used in project" | misconfigured | `api_disabled` (the Google Search Console API) |
 /// | 403 "You do not own this site, or the inspected URL is not part of this property" or "User does not have sufficient permission for site" | misconfigured | `inspection_not_owner` (with the `sc-domain:` hint for a URL-prefix `site_url`) |
 /// | 401 or `UNAUTHENTICATED` | misconfigured | `unauthenticated` |

@@ -1,7 +1,11 @@
 //! Search Console's sitemaps (`sitemaps.submit`, `get`, `list`): a
 //! submission taken, the reports read, and the refusals.
 
-use super::*;
+use super::{
+    api_not_used, excerpt, google_answered, google_error, google_failure, google_quota_text, google_structured_quota,
+    http_status, quota_verdict, service_disabled, transient_answered, unrecognized_body, AcceptedReason, EngineKind,
+    GoogleError, HttpStatus, MisconfiguredReason, Response, SitemapReading, TransientReason, Verdict,
+};
 
 /// What indexq knows about a Search Console sitemaps request
 /// (`sitemaps.submit`, `get`, `list`) besides the response.
@@ -117,8 +121,8 @@ fn sitemap_resource(v: &serde_json::Value) -> SitemapReading {
 ///
 /// | answer | class | reason |
 /// |---|---|---|
-/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo or legacy quota reason | quota | `daily_quota` when a per-day limit is named; else `rate_limited` / `quota` (a minute: `Retry-After`, else [`GOOGLE_SHORT_WAIT`] s) |
-/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google`] |
+/// | 429, `RESOURCE_EXHAUSTED`, an ErrorInfo or legacy quota reason | quota | `daily_quota` when a per-day limit is named; else `rate_limited` / `quota` (a minute: `Retry-After`, else [`GOOGLE_SHORT_WAIT`](super::GOOGLE_SHORT_WAIT) s) |
+/// | `INTERNAL`, `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`; other 5xx; 408 | transient | as [`google()`](super::google()) |
 /// | ErrorInfo `SERVICE_DISABLED` (or that status, or `accessNotConfigured`); a 403 without ErrorInfo saying the API "has not been used in project" | misconfigured | `api_disabled` (the Google Search Console API) |
 /// | 403 "User does not have sufficient permission for site" (or "You do not own this site") | misconfigured | `not_property_user`: add the service account as an Owner or Full user of that exact property (the `sc-domain:` hint for a URL-prefix `site_url`) |
 /// | 404 | misconfigured | `property_not_found`: no such property in Search Console under that name |

@@ -22,12 +22,13 @@ pub(super) fn parse_rfc822(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc2822(s.trim()).ok().map(|d| d.with_timezone(&Utc))
 }
 
-/// The three forms nearly every generator writes, read by their bytes'
-/// places: `YYYY-MM-DD`, `YYYY-MM-DDThh:mm:ssZ` and
-/// `YYYY-MM-DDThh:mm:ss±hh:mm`. `None` for anything else, or a value that
-/// is not a time: `any_form` reads those (a test requires both to agree on
-/// every value this reads). Splitting by separators took about 1,100
-/// instructions a lastmod (9% of a sitemap's parse); this, under 100.
+/// The three forms nearly every generator writes, read by their bytes' places:
+/// `YYYY-MM-DD`, `YYYY-MM-DDThh:mm:ssZ` and `YYYY-MM-DDThh:mm:ss±hh:mm`. `None`
+/// for anything else, or a value that is not a time: `any_form` reads those (a
+/// test requires both to agree on every value this reads). Splitting by
+/// separators took a noticeable share of a sitemap's parse; reading fixed
+/// places takes a small fraction of that (docs/performance.md, *Measured
+/// choices*).
 fn fixed_form(s: &[u8]) -> Option<DateTime<Utc>> {
     let number = |b: &[u8]| b.iter().try_fold(0u32, |n, &c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')));
     if s.len() < 10 || s[4] != b'-' || s[7] != b'-' {

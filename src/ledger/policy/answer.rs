@@ -163,7 +163,7 @@ pub fn record_inspections(steps: &mut (impl Steps + ?Sized), done: &Inspections)
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::story;
+    use super::super::super::conformance;
     use super::*;
     use crate::model::{NextStep, StoredResponse};
     use chrono::DateTime;
@@ -184,7 +184,7 @@ mod tests {
             items: items.to_vec(),
             at: DateTime::UNIX_EPOCH,
             class,
-            reason: story::some_reason(class),
+            reason: conformance::some_reason(class),
             message: String::new(),
             response: StoredResponse::default(),
             next: NextStep::Accepted,

@@ -216,13 +216,14 @@ impl ClaimPlan {
 
 /// How far a claim counts the due items (`due_cap`), or none when no pace
 /// spaces them and the group's whole queue (its kept count) fits what every
-/// window allows: every due item is then within budget and nothing is
-/// deferred, so the plan is a batch of what is due, and the take counts it
-/// (`claim`). Counting first read the queue's head twice a claim: where a
-/// million due items were counted to a budget of millions, a fifth of a 1M
-/// submit; counted to the batch, on PostgreSQL, a walk past every entry its
-/// answers left in the queue's index until a vacuum (1 → 12 ms a claim over
-/// a 1M submit).
+/// window allows: every due item is then within budget and nothing is deferred,
+/// so the plan is a batch of what is due, and the take counts it (`claim`).
+/// Counting first read the queue's head twice a claim. Where a million due
+/// items were counted to a budget of millions, that second read was a large
+/// share of a large submit; counted to the batch on PostgreSQL, it walked past
+/// every entry the answers left in the queue's index until a vacuum, so each
+/// claim grew slower as the run went on (docs/performance.md, *Measured
+/// choices*).
 fn count_cap(
     steps: &mut (impl ClaimSteps + ?Sized),
     group: i64,
@@ -405,13 +406,13 @@ fn place_the_rest(
     Ok(deferred)
 }
 
-/// The most items one statement defers (`defer_all`). One statement
-/// deferring a million items ran 17 s on PostgreSQL, past the default
-/// `ledger_timeout` (each row a new version with its index entries), and
-/// held SQLite's page cache at twice its size (the 1M submit with a quota
-/// of 10,000 a day: 61 → 45 MB peak RSS at 16 KiB pages); 50,000 is about
-/// a second's work on PostgreSQL here. (3 in a test build: the story
-/// defers 7 in several statements.)
+/// The most items one statement defers (`defer_all`). One statement that
+/// deferred a million items ran past the default `ledger_timeout` on
+/// PostgreSQL, because each row becomes a new version with its index entries,
+/// and it held SQLite's page cache at twice its size. This bound keeps a
+/// statement to about a second's work on PostgreSQL (docs/performance.md,
+/// *Measured choices*). A test build uses 3, so that the conformance suite,
+/// which defers 7 items, defers them in several statements.
 pub const DEFERRED_A_STATEMENT: usize = if cfg!(test) { 3 } else { 50_000 };
 
 /// Every due item of `group` but those `keep` names, due again at `until`, a statement of `DEFERRED_A_STATEMENT` at a time until

@@ -22,12 +22,14 @@ mod rate;
 mod sitemaps;
 mod steps;
 
-pub use admit::*;
-pub use answer::*;
-pub use claim::*;
-pub use rate::*;
-pub use sitemaps::*;
-pub use steps::*;
+pub use admit::{announced, preview, AdmitPlan, Existing};
+pub use answer::reported_limit;
+#[cfg(test)]
+pub use claim::ts_ceil;
+pub use claim::{claim, DueKey, DueOrder};
+pub use rate::{decide_all, rate_keys, Gcra, RateDecision, RateRequest, Tats};
+pub use sitemaps::{sitemap_marks, SitemapMarks};
+pub use steps::{AnswerSteps, Backend, ClaimSteps, Due, Kept, Move, Steps, Taken};
 
 use super::{ItemFilter, StateFilter};
 

@@ -2,7 +2,13 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
-use super::*;
+use super::{
+    connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
+    opt_sec, pg, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
+    GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
+    Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
+};
+use crate::ledger::{batch_groups, look_up};
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.
@@ -17,11 +23,11 @@ pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
     })
 }
 
-/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The
-/// keys are read through a subquery, as `items_named` reads ids: joined to
-/// `unnest` of them, the planner hashed the keys and scanned the whole
-/// table while it had no statistics of it (the first 15 look-ups of a 1M
-/// submit: 17–68 ms each, against 15–25 ms by key).
+/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The keys
+/// are read through a subquery, as `items_named` reads ids: joined to `unnest`
+/// of them, the planner hashed the keys and scanned the whole table while it
+/// had no statistics of it, which made the first look-ups of a large submit
+/// slower than reading by key (docs/performance.md, *Measured choices*).
 pub(super) const ITEMS_AT_KEYS: &str =
     "SELECT i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
      FROM item_states i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
@@ -29,10 +35,10 @@ pub(super) const ITEMS_AT_KEYS: &str =
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`), with one statement a group
+/// group, the key it takes (`look_up::resolve`), with one statement a group
 /// and round; an item a reservation lists is in flight (`item_states`).
 /// With `lock`, the rows found are locked, in (group, key) order. With a
-/// `helper` and `ids::SHARED_LOOK_UP` keys or more to read, it reads half
+/// `helper` and `look_up::SHARED_LOOK_UP` keys or more to read, it reads half
 /// of each group's keys at the same time, on a thread of its own (the
 /// server then works on both: a look-up is its statement's work).
 pub(super) fn look_up(
@@ -44,15 +50,15 @@ pub(super) fn look_up(
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
-    ids::resolve(&urls, group_ids, |wanted, found| {
-        let mut by_group = ids::keys_by_group(wanted);
+    look_up::resolve(&urls, group_ids, |wanted, found| {
+        let mut by_group = look_up::keys_by_group(wanted);
         // (A read that locks is the ledger's connection's alone.)
-        let share = by_group.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP && !lock;
+        let share = by_group.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
         let Some(client) = helper.as_deref_mut().filter(|_| share).and_then(Helper::client) else {
             return read_keys(tx, &sql, &by_group, found);
         };
         // The helper's half of each group's keys.
-        let theirs: ids::KeysByGroup =
+        let theirs: look_up::KeysByGroup =
             by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
         let (mine, read) = std::thread::scope(|s| {
             let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
@@ -93,8 +99,8 @@ pub(super) fn look_up(
 fn read_keys(
     tx: &mut impl GenericClient,
     sql: &str,
-    by_group: &ids::KeysByGroup,
-    found: &mut ids::Found<'_, Existing>,
+    by_group: &look_up::KeysByGroup,
+    found: &mut look_up::Found<'_, Existing>,
 ) -> Result<()> {
     for (group, keys) in by_group {
         for r in tx.query(sql, &[group, keys])? {
@@ -148,8 +154,8 @@ impl Intake for PgLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
         let (groups, helper) = (&self.groups, &mut self.helper);
         let found = in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            ids::previewed(&group_ids, || look_up(tx, Some(&mut *helper), batch, &group_ids, false))
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            look_up::previewed(&group_ids, || look_up(tx, Some(&mut *helper), batch, &group_ids, false))
         })?;
         Ok(policy::preview(batch, found, rule, now))
     }
@@ -164,7 +170,7 @@ impl Intake for PgLedger {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
         let (group_ids, found) = in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             let found = look_up(tx, Some(&mut *helper), batch, &group_ids, false)?;
             Ok((group_ids, found))
         })?;
@@ -194,7 +200,7 @@ impl Intake for PgLedger {
         let now = sec(now);
         let groups = &self.groups;
         in_transaction(&mut self.client, |tx| {
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             hold_groups(tx, Some(&group_ids))?;
             let found = look_up(tx, None, batch, &group_ids, true)?;
             let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
@@ -428,7 +434,7 @@ fn groups_exist(tx: &mut Transaction<'_>, groups: &[i64]) -> Result<()> {
         return Ok(());
     }
     let found: i64 = tx.query_one("SELECT count(*) FROM groups WHERE id = ANY($1)", &[&wanted])?.get(0);
-    ids::groups_found(found, wanted.len())
+    batch_groups::groups_found(found, wanted.len())
 }
 
 /// Groups a transaction created, with their ids.
@@ -456,7 +462,7 @@ pub(super) fn admit_once(
     let plan = match decided {
         Some(plan) => plan,
         None => {
-            let group_ids = ids::group_ids(batch, |g| match ids.get(g) {
+            let group_ids = batch_groups::group_ids(batch, |g| match ids.get(g) {
                 Some(id) => Ok(*id),
                 None => {
                     let id = group_id_or_create(&mut tx, cache, g)?;
@@ -478,10 +484,10 @@ pub(super) fn admit_once(
     let urls: Vec<&str> = fresh.iter().map(|f| batch[f.0].url.as_str()).collect();
     let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
     let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
-    // A plain `INSERT`, not `ON CONFLICT DO NOTHING`: PostgreSQL's
-    // speculative insertion (a check of the key index before each row, a
-    // confirmation written after it) made the statement half as slow again
-    // (100,000 rows: 500 against 318 ms). A key another runner took
+    // A plain `INSERT`, not `ON CONFLICT DO NOTHING`, because PostgreSQL's
+    // speculative insertion checks the key index before each row and writes a
+    // confirmation after it, which made the statement markedly slower
+    // (docs/performance.md, *Measured choices*). A key another runner took
     // meanwhile fails the statement, and the transaction is decided again.
     let inserted = tx.query(
         "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
@@ -534,7 +540,8 @@ fn key_taken(err: &pg::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::story;
+    use crate::ledger::conformance;
+    use crate::ledger::*;
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one inserts it, is not inserted twice: the
@@ -543,16 +550,16 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
-        let mut a = story::test_postgres();
+        let mut a = conformance::test_postgres();
         let options = PgOptions { schema: a.schema.clone(), ..test_options() };
         let mut b = PgLedger::open(&options).unwrap();
-        let batch = story::items(3);
+        let batch = conformance::items(3);
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let (group_ids, found) = a
             .with_groups(|tx, groups| {
-                let group_ids = ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
+                let group_ids = batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
                 Ok((group_ids.clone(), look_up(tx, None, &batch, &group_ids, false)?))
             })
             .unwrap();
@@ -572,10 +579,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_admission_refuses_an_item_of_a_group_not_in_the_ledger() {
-        let mut ledger = story::test_postgres();
-        let (group, batch) = (story::group(), story::items(3));
+        let mut ledger = conformance::test_postgres();
+        let (group, batch) = (conformance::group(), conformance::items(3));
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let believed = HashMap::from([(group.clone(), 999_999)]);
         let client = ledger.client.as_mut().unwrap();
         let err = admit_once(client, &believed, &batch, now, &rule, None).map(|r| r.0).unwrap_err().to_string();
@@ -593,10 +600,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
-        let mut ledger = story::test_postgres();
-        let item = story::two_groups();
+        let mut ledger = conformance::test_postgres();
+        let item = conformance::two_groups();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
         ledger.admit(&held, now, &rule).unwrap();
         assert!(ledger.helper.client.is_none(), "new groups: nothing to look up, no helper");
@@ -621,8 +628,9 @@ mod tests {
         batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
         batch.push(item(1, 4_000));
         batch.push(item(1, 4_000));
-        let group_ids =
-            ledger.with_groups(|tx, groups| ids::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap()))).unwrap();
+        let group_ids = ledger
+            .with_groups(|tx, groups| batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap())))
+            .unwrap();
         let alone = ledger.transaction(|tx| look_up(tx, None, &batch, &group_ids, false)).unwrap();
         let (client, helper) = (&mut ledger.client, &mut ledger.helper);
         let shared = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();

@@ -5,7 +5,10 @@
 //! counted.
 
 use super::claim::add_usage;
-use super::*;
+use super::{
+    insert_request, items_named, opt_sec, sec, Answered, Block, Class, InspectionAnswer, Recorded, Report, Result,
+    RuleWindow, Tx,
+};
 use crate::ledger::policy::{AnswerSteps, Move};
 
 impl AnswerSteps for Tx<'_, '_> {

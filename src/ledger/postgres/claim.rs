@@ -9,7 +9,10 @@
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
-use super::*;
+use super::{
+    group_id, insert_request, items_named, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient,
+    GroupKey, Now, Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
+};
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use crate::ledger::sql::order_by;
 
@@ -107,11 +110,11 @@ macro_rules! due {
     };
 }
 
-/// The due items of a group. A statement that updates some of them names
-/// them `id = ANY(ARRAY(…))`: the items are then found by their key, where
-/// `id IN (…)` let the planner hash the ids and scan the whole table for
-/// them (a 10,000-item claim on a million items: 520 → 219 ms; the claims
-/// of a 1M submit 25.2 → 18.7 s).
+/// The due items of a group. A statement that updates some of them names them
+/// `id = ANY(ARRAY(…))`: the items are then found by their key, where `id IN
+/// (…)` let the planner hash the ids and scan the whole table for them, which
+/// made a claim on a large queue more than twice as slow (docs/performance.md,
+/// *Measured choices*).
 const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
 
 impl ClaimSteps for Tx<'_, '_> {

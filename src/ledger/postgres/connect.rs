@@ -2,7 +2,7 @@
 //! timeouts, UTC), TLS for `sslmode=require`, the pgpass file, and a
 //! driver error said on one line.
 
-use super::*;
+use super::{pg, Client, Duration, LedgerError, NoTls, PgOptions, Result};
 
 /// A connection with the session set up: schema, timeouts, UTC; with
 /// `read_only`, a session whose transactions can write nothing (set when

@@ -7,8 +7,14 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
-use super::*;
+use super::{
+    ghost_urls, group_id_or_create, hold_groups, pg, retrying, source_documents, source_failures, store_ghost_urls,
+    store_source_documents, store_source_failures, stored, stored_group, stored_opt, stored_reason, url_key, Copied,
+    CopyDropped, CopyItem, CopyRequest, CopyUsage, DateTime, GroupKey, HashMap, LedgerError, PgLedger, Result, Row,
+    Rows, StoredResponse, Transaction, Utc,
+};
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
+use crate::ledger::item_ids;
 use crate::ledger::sql;
 use pg::binary_copy::BinaryCopyInWriter;
 use pg::types::{ToSql, Type};
@@ -133,7 +139,7 @@ fn export_requests(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
             message: r.get(5),
             response: StoredResponse { http_status: r.get::<_, Option<i32>>(6).map(|s| s as u16), body: r.get(7) },
             retry_at: r.get(8),
-            items: ids::named(r.get::<_, i32>(9).into(), r.get(10), r.get(11))?,
+            items: item_ids::named(r.get::<_, i32>(9).into(), r.get(10), r.get(11))?,
         })
     })?;
     chunks.finish()

@@ -5,7 +5,7 @@
 //! the server's disk (`synchronous_commit = off`, for it alone): a rule's
 //! state need not survive a crash of the server (as on SQLite, see there).
 
-use super::*;
+use super::{policy, DateTime, Limits, Now, PgLedger, RateDecision, RateRequest, Result, Utc};
 
 impl Limits for PgLedger {
     fn take_rates(&mut self, requests: &[RateRequest], now: Now) -> Result<Vec<Vec<RateDecision>>> {

@@ -23,24 +23,33 @@
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::ids::{self, url_key};
+use super::look_up;
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::*;
+use super::url_keys::url_key;
+use super::{
+    cap_body, kept_changes, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason,
+    Action, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped, CopyItem,
+    CopyRequest, CopyUsage, DateTime, EngineKind, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake,
+    ItemFilter, ItemRow, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue,
+    QueueCounts, RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs,
+    SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
+    StoredSitemap, TimeDelta, Usage, Utc,
+};
 use ::postgres as pg;
 use pg::error::SqlState;
 use pg::{Client, GenericClient, NoTls, Row, Transaction};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The rows of `items` whose ids `ids` names, passed as `$1` (a
-/// `bigint[]`), for a statement that updates them. Ids that follow each
-/// other, ascending (an answer to a claim of a queue in order), are read as
-/// the range from the first to the last: one walk along the id index
-/// (10,000 rows: 6 ms, against 14–16 ms searching each). Any others are read
-/// through a subquery, so that the planner, not knowing how many there are,
-/// searches each in the id index: given `id = ANY($1)` it counted the 10,000
-/// ids of an answer, hashed them and scanned the whole table (each answer
-/// of a 1M submit 155–215 ms; by the index, 76–112 ms).
+/// The rows of `items` whose ids `ids` names, passed as `$1` (a `bigint[]`),
+/// for a statement that updates them. Ids that follow each other, ascending (an
+/// answer to a claim of a queue in order), are read as the range from the first
+/// to the last, because one walk along the id index is faster than searching
+/// each id. Any others are read through a subquery, so that the planner, not
+/// knowing how many there are, searches each in the id index: given `id =
+/// ANY($1)` it counted the ids of an answer, hashed them and scanned the whole
+/// table, which was slower than the index (docs/performance.md, *Measured
+/// choices*).
 fn items_named(ids: &[i64]) -> &'static str {
     if !ids.is_empty() && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1])) {
         "id BETWEEN ($1::bigint[])[1] AND ($1::bigint[])[cardinality($1::bigint[])]"
@@ -60,9 +69,12 @@ mod runs;
 mod schema;
 mod sitemaps;
 
-use admit::*;
+use admit::{
+    ghost_urls, look_up, source_documents, source_failures, store_ghost_urls, store_source_documents,
+    store_source_failures, Helper,
+};
 pub use connect::pgpass_password;
-use connect::*;
+use connect::{connect, describe, Conn};
 
 pub use schema::SCHEMA_VERSION;
 
@@ -350,6 +362,8 @@ fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
+    use admit::ITEMS_AT_KEYS;
 
     /// `queue_counts` (kept counts) equals a count of every item, at `now`.
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
@@ -395,10 +409,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn a_claim_writes_no_item_row() {
-        use super::super::story;
-        let mut ledger = story::test_postgres();
+        use super::super::conformance;
+        let mut ledger = conformance::test_postgres();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        ledger.admit(&story::items(3), now, &story::dedupe_day()).unwrap();
+        ledger.admit(&conformance::items(3), now, &conformance::dedupe_day()).unwrap();
         let versions = |ledger: &mut PgLedger| {
             ledger
                 .transaction(|tx| {
@@ -417,18 +431,18 @@ mod tests {
             order: crate::model::SubmitOrder::Oldest,
         };
         let me = Owner::current();
-        let first = ledger.claim(&story::group(), &spec(2), &me, &mut |_, _, _| {}).unwrap();
+        let first = ledger.claim(&conformance::group(), &spec(2), &me, &mut |_, _, _| {}).unwrap();
         assert_eq!(first.items.len(), 2);
         assert_eq!(versions(&mut ledger), before, "no item row written");
-        let counts = ledger.queue_counts(&story::group(), now).unwrap();
+        let counts = ledger.queue_counts(&conformance::group(), now).unwrap();
         assert_eq!((counts.due, counts.in_flight), (1, 2), "{counts:?}");
         let listed = ledger.items(&ItemFilter { states: vec![StateFilter::InFlight], ..ItemFilter::default() }, now);
         let listed: Vec<i64> = listed.unwrap().iter().map(|i| i.id).collect();
         assert_eq!(listed, first.items.iter().map(|i| i.id).collect::<Vec<_>>());
-        let again = ledger.admit(&story::items(3), now, &story::dedupe_day()).unwrap();
+        let again = ledger.admit(&conformance::items(3), now, &conformance::dedupe_day()).unwrap();
         let in_flight = again.iter().filter(|a| matches!(a, Admission::InFlight { .. })).count();
         assert_eq!(in_flight, 2, "{again:?}");
-        let second = ledger.claim(&story::group(), &spec(10), &me, &mut |_, _, _| {}).unwrap();
+        let second = ledger.claim(&conformance::group(), &spec(10), &me, &mut |_, _, _| {}).unwrap();
         let third_id = second.items.iter().map(|i| i.id).collect::<Vec<_>>();
         assert_eq!(third_id.len(), 1, "only the item no reservation lists");
         assert!(!first.items.iter().any(|i| i.id == third_id[0]));
@@ -451,10 +465,10 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn items_named_by_id_or_key_are_read_by_index() {
-        use super::super::story;
-        let mut ledger = story::test_postgres();
+        use super::super::conformance;
+        let mut ledger = conformance::test_postgres();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        ledger.admit(&story::items(1), now, &story::dedupe_day()).unwrap();
+        ledger.admit(&conformance::items(1), now, &conformance::dedupe_day()).unwrap();
         let plan = ledger
             .transaction(|tx| {
                 tx.execute(
@@ -500,12 +514,12 @@ mod tests {
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn kept_counts_follow_every_change() {
-        let mut ledger = super::super::story::test_postgres();
+        let mut ledger = super::super::conformance::test_postgres();
         let now: DateTime<Utc> = "2026-12-10T10:00:00Z".parse().unwrap();
-        super::super::story::story(&mut ledger);
+        super::super::conformance::story(&mut ledger);
         assert_counts(&mut ledger, now);
         // A copy in (inserts and updates in one statement), twice.
-        let mut copy = super::super::story::test_postgres();
+        let mut copy = super::super::conformance::test_postgres();
         crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();
         assert_counts(&mut copy, now);
         crate::ledger::copy(&mut ledger, &mut copy, true).unwrap();

@@ -3,7 +3,11 @@
 //! reservation lists is in flight, its row still `queued` (`in_flight`,
 //! `item_states`: schema 8); the kept counts count it queued.
 
-use super::*;
+use super::{
+    group_id, hold_groups, pg, policy, sec, stored, stored_group, stored_last_reason, stored_opt, url_key, DateTime,
+    GroupKey, ItemFilter, ItemRow, NoticeClaim, ParkedGroup, PgLedger, Queue, QueueCounts, Reason, Result, Row,
+    StateFilter, Utc,
+};
 use crate::ledger::sql::ITEM_COLUMNS;
 
 pub(super) fn item_row(r: &Row) -> Result<ItemRow> {

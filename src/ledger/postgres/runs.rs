@@ -1,7 +1,11 @@
 //! What runs leave, on PostgreSQL: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
-use super::*;
+use super::{
+    group_id, look_up, stored, stored_group, stored_inspection, stored_reason, url_key, Action, AttemptRow, Class,
+    DateTime, EngineKind, GroupKey, InspectionCount, NewItem, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
+};
+use crate::ledger::item_ids;
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
 
 pub(super) fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {
@@ -88,7 +92,7 @@ impl Runs for PgLedger {
                                  WHERE r.group_id = $1 AND r.first_item <= $2 AND r.last_item >= $2"
                             );
                             for r in tx.query(&sql, &[group, &item])? {
-                                if ids::named(r.get::<_, i32>(1).into(), r.get(13), r.get(14))?.binary_search(&item).is_ok() {
+                                if item_ids::named(r.get::<_, i32>(1).into(), r.get(13), r.get(14))?.binary_search(&item).is_ok() {
                                     out.push((r.get(12), attempt_row(&r, u.to_string(), dropped)?));
                                 }
                             }

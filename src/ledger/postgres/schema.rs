@@ -4,8 +4,8 @@
 //! the URL keys of schema 1's items computed in Rust (`upgrade_to_2`). The
 //! version is the row of `schema_version` in the ledger's schema.
 
-use super::super::ids::{self, url_key};
-use super::super::*;
+use super::super::url_keys::{self, url_key};
+use super::super::{stored, Class, LedgerError, Result};
 use super::PgLedger;
 use ::postgres as pg;
 use pg::Transaction;
@@ -153,7 +153,7 @@ fn upgrade_to_2(tx: &mut Transaction<'_>) -> Result<()> {
         let group: i64 = r.get(1);
         let mut key = url_key(r.get(2));
         while !taken.insert((group, key)) {
-            key = ids::next_key(key);
+            key = url_keys::next_key(key);
         }
         ids.push(r.get::<_, i64>(0));
         keys.push(key);

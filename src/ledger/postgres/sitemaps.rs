@@ -1,7 +1,10 @@
 //! What the engines report of the sitemaps submitted, on PostgreSQL: one
 //! row of `sitemap_reports` per sitemap group.
 
-use super::*;
+use super::{
+    group_id_or_create, opt_sec, policy, sec, stored_group, DateTime, GroupKey, HashMap, PgLedger, Result, SitemapRead,
+    SitemapReports, SitemapState, StoredSitemap, Utc,
+};
 
 impl SitemapReports for PgLedger {
     fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {

@@ -3,7 +3,14 @@
 //! hundred rows, as `policy::admit` decides for each; and the sitemaps read
 //! for sources.
 
-use super::*;
+use super::{
+    array, counted, from_ts, group_id, group_id_or_create, insert_rows, kept_changes, opt_ts, params, policy, stored,
+    ts, update_ids, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created,
+    DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
+    OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
+    ToSqlOutput, Utc, Value,
+};
+use crate::ledger::{batch_groups, look_up};
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -16,9 +23,9 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`ids::resolve`). Per group, the keys, sorted,
+/// group, the key it takes (`look_up::resolve`). Per group, the keys, sorted,
 /// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` and `ids::SHARED_LOOK_UP`
+/// found, ascending (`read_rows`). With a `helper` and `look_up::SHARED_LOOK_UP`
 /// keys or more to read, each step is shared with it (`shared`).
 pub(super) fn look_up(
     tx: &Connection,
@@ -27,12 +34,13 @@ pub(super) fn look_up(
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
-    // The items reservations hold, read once (usually none), rather than
-    // asked a row at a time (`item_states`: a run again 13% slower).
+    // The items reservations hold are read once (usually none), because asking
+    // a row at a time through `item_states` made a run again slower
+    // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
-    ids::resolve(&urls, group_ids, |wanted, found| {
-        let keys = ids::keys_by_group(wanted);
-        let many = keys.values().map(Vec::len).sum::<usize>() >= ids::SHARED_LOOK_UP;
+    look_up::resolve(&urls, group_ids, |wanted, found| {
+        let keys = look_up::keys_by_group(wanted);
+        let many = keys.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
                 // In one read transaction of the helper's, ended whatever happens.
@@ -70,8 +78,8 @@ fn shared(
     tx: &Connection,
     helper: &mut Connection,
     held: &IdRuns,
-    mut keys: ids::KeysByGroup,
-    found: &mut ids::Found<'_, Existing>,
+    mut keys: look_up::KeysByGroup,
+    found: &mut look_up::Found<'_, Existing>,
 ) -> Result<Vec<(i64, i64, String, Existing)>> {
     /// Per group, the (id, key) of the items found.
     type Hits = Vec<(i64, Vec<(i64, i64)>)>;
@@ -113,13 +121,12 @@ fn shared(
 }
 
 /// A second connection to the ledger's file that only reads, beside the
-/// ledger's own, for `look_up` (`shared`): opened the first time a look-up
-/// is shared, then kept. None for a ledger in memory, for a file whose
-/// identity cannot be read (not on Unix), or when it cannot be opened: the
-/// ledger's own connection then reads alone. Its page cache
-/// is 2 MiB: each batch it reads its part once, and a larger cache gained
-/// nothing measurable (a run again over a million URLs: the same time with
-/// 16 MiB, and 15 MB more peak memory).
+/// ledger's own, for `look_up` (`shared`): opened the first time a look-up is
+/// shared, then kept. None for a ledger in memory, for a file whose identity
+/// cannot be read (not on Unix), or when it cannot be opened: the ledger's own
+/// connection then reads alone. Its page cache is 2 MiB, because each batch
+/// reads its part once and a larger cache gained no time, only memory
+/// (docs/performance.md, *Measured choices*).
 pub(super) struct Helper {
     /// The ledger's path, and the file the ledger opened there (`file_id`).
     file: Option<(PathBuf, FileId)>,
@@ -321,8 +328,9 @@ fn stored_changes(tx: &Connection, urls: &[&str]) -> Result<HashMap<String, (Str
 
 impl Intake for SqliteLedger {
     fn preview(&mut self, batch: &[NewItem], rule: &AdmitRule, now: DateTime<Utc>) -> Result<Vec<Preview>> {
-        let group_ids = ids::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
-        let found = ids::previewed(&group_ids, || look_up(&self.conn, Some(&mut self.helper), batch, &group_ids))?;
+        let group_ids =
+            batch_groups::group_ids(batch, |g| Ok(group_id(&self.conn, &mut self.groups, g)?.unwrap_or(-1)))?;
+        let found = look_up::previewed(&group_ids, || look_up(&self.conn, Some(&mut self.helper), batch, &group_ids))?;
         Ok(policy::preview(batch, found, rule, now))
     }
 
@@ -330,7 +338,7 @@ impl Intake for SqliteLedger {
         let groups = &mut self.groups;
         without_foreign_keys(&mut self.conn, |conn| {
             let tx = write(conn)?;
-            let group_ids = ids::group_ids(batch, |g| Ok(group_id(&tx, groups, g)?.unwrap_or(-1)))?;
+            let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(&tx, groups, g)?.unwrap_or(-1)))?;
             let found = look_up(&tx, None, batch, &group_ids)?;
             let mut by_group: HashMap<i64, Vec<i64>> = HashMap::new();
             for (group, id) in policy::announced(&found, &group_ids) {
@@ -582,7 +590,7 @@ fn decide(
 ) -> Result<Decision> {
     let read = conn.transaction()?;
     let version = data_version(&read)?;
-    let group_ids = ids::group_ids(batch, |g| Ok(group_id(&read, groups, g)?.unwrap_or(-1)))?;
+    let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(&read, groups, g)?.unwrap_or(-1)))?;
     let found = look_up(&read, helper, batch, &group_ids)?;
     read.commit()?;
     if group_ids.contains(&-1) {
@@ -621,7 +629,7 @@ fn admit_batch(
     let plan = match decided {
         Some(d) if data_version(tx)? == d.version => d.plan,
         _ => {
-            let group_ids = ids::group_ids(batch, |g| group_id_or_create(tx, groups, &mut created, g))?;
+            let group_ids = batch_groups::group_ids(batch, |g| group_id_or_create(tx, groups, &mut created, g))?;
             let found = look_up(tx, None, batch, &group_ids)?;
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
@@ -688,11 +696,11 @@ fn admit_batch(
     Ok((plan.admissions(&ids, now), created))
 }
 
-/// URLs admitted in one transaction, at most, between `begin_admissions`
-/// and `end_admissions`. Each commit writes every page its batches touched,
-/// and the URLs' keys spread over the whole key index: at a million items,
-/// committing every 10,000 URLs wrote 1.8 GB for a 125 MB ledger. A bound
-/// keeps the write lock from being held for a whole large input.
+/// URLs admitted in one transaction, at most, between `begin_admissions` and
+/// `end_admissions`. Each commit writes every page its batches touched, and the
+/// URLs' keys spread over the whole key index, so small commits write the index
+/// many times over (docs/performance.md, *Measured choices*). A bound keeps the
+/// write lock from being held for a whole large input.
 const ADMISSIONS_A_COMMIT: usize = 100_000;
 
 /// Admissions sharing write transactions (`Intake::begin_admissions`):
@@ -775,13 +783,14 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
         return Ok(());
     }
     let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
-    ids::groups_found(found, ids.len())
+    batch_groups::groups_found(found, ids.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::story;
+    use crate::ledger::conformance;
+    use crate::ledger::*;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -795,9 +804,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let (mut a, mut b) = (SqliteLedger::open(&path).unwrap(), SqliteLedger::open(&path).unwrap());
-        let batch = story::items(3);
+        let batch = conformance::items(3);
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
         let Decision::Write(decided) = decide(&mut a.conn, None, &mut a.groups, &batch, now, &rule).unwrap() else {
             panic!("two new URLs are written")
@@ -830,9 +839,9 @@ mod tests {
     fn a_look_up_shared_with_the_helper_finds_what_one_connection_finds() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        let item = story::two_groups();
+        let item = conformance::two_groups();
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         let held: Vec<NewItem> = (0..3_000).map(|i| item(0, i)).chain((0..2_000).map(|i| item(1, i))).collect();
         ledger.admit(&held, now, &rule).unwrap();
         assert!(ledger.helper.connection.is_none(), "new groups: nothing to look up, no helper");
@@ -852,9 +861,9 @@ mod tests {
         batch.extend((0..1_000).step_by(3).map(|i| item(0, i)));
         batch.push(item(1, 4_000));
         batch.push(item(1, 4_000));
-        assert!(batch.len() >= ids::SHARED_LOOK_UP);
+        assert!(batch.len() >= look_up::SHARED_LOOK_UP);
         let group_ids =
-            ids::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
+            batch_groups::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
         let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
         let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
         assert_eq!(shared, alone);
@@ -883,8 +892,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
-        let batch = story::items(ids::SHARED_LOOK_UP);
+        let rule = conformance::dedupe_day();
+        let batch = conformance::items(look_up::SHARED_LOOK_UP);
         let mut ledger = SqliteLedger::open(&path).unwrap();
         ledger.admit(&batch, now, &rule).unwrap();
         for suffix in ["", "-wal", "-shm"] {
@@ -920,7 +929,7 @@ mod tests {
         };
         let seen_by_b = || -> i64 { b.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap() };
         let now = t("2026-12-03T09:00:00Z");
-        let rule = story::dedupe_day();
+        let rule = conformance::dedupe_day();
         a.begin_admissions();
         a.admit(&batch(0, 3), now, &rule).unwrap();
         let again = a.admit(&batch(2, 2), now, &rule).unwrap();

@@ -4,7 +4,10 @@
 //! left, a block, and inspections counted.
 
 use super::claim::add_usage;
-use super::*;
+use super::{
+    counted, insert_request, params, states_of, ts, update_ids, Answered, Block, Class, IdRuns, InspectionAnswer,
+    ItemState, Recorded, Report, Result, RuleWindow, Tx,
+};
 use crate::ledger::policy::{AnswerSteps, Move};
 
 impl AnswerSteps for Tx<'_> {

@@ -7,7 +7,11 @@
 //! A claim writes no item row: its reservation's runs of ids in
 //! `in_flight` hold what it took (schema 9), and the rows stay queued.
 
-use super::*;
+use super::{
+    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored, stored_opt, ts, update_ids,
+    ClaimedItem, Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result,
+    RuleWindow, Tx, Usage, Utc, Value,
+};
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use crate::ledger::sql::order_by;
 
@@ -144,10 +148,10 @@ impl ClaimSteps for Tx<'_> {
         order: DueOrder,
         me: &Owner,
     ) -> Result<Option<Taken>> {
-        // Read, then marked by id: an `UPDATE … RETURNING` keeps every row
-        // it returns in a temporary table before the first is read (a fresh
-        // 100k submit spent 10% more CPU so). The write lock holds what was
-        // read.
+        // Read, then marked by id, because an `UPDATE … RETURNING` keeps every
+        // row it returns in a temporary table before the first is read, which
+        // cost a fresh submit more CPU (docs/performance.md, *Measured
+        // choices*). The write lock holds what was read.
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
              {} ORDER BY {} LIMIT ?3",

@@ -4,8 +4,15 @@
 //! with multi-row inserts, each table merged with a few set-based
 //! statements (`copy.sql`; the order is `ledger::copy`'s).
 
-use super::*;
+use super::{
+    array, from_ts, ghost_urls, group_id_or_create, insert_rows, next_item_id, opt_ts, params, params_from_iter,
+    recount, source_documents, source_failures, store_ghost_urls, store_source_documents, store_source_failures,
+    stored, stored_group, stored_opt, stored_reason, ts, url_key, Connection, Copied, CopyDropped, CopyItem,
+    CopyRequest, CopyUsage, Created, DateTime, GroupKey, HashMap, OptionalExtension, Result, Rows, SqliteLedger,
+    StoredResponse, Utc, Value,
+};
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest};
+use crate::ledger::item_ids;
 use crate::ledger::sql;
 
 /// The staging tables.
@@ -116,7 +123,7 @@ fn export_requests(tx: &Connection, sink: &mut Sink) -> Result<()> {
             message: r.get(5)?,
             response: StoredResponse { http_status: r.get(6)?, body: r.get(7)? },
             retry_at: opt_ts(r.get(8)?),
-            items: ids::named(r.get(9)?, r.get(10)?, r.get(11)?)?,
+            items: item_ids::named(r.get(9)?, r.get(10)?, r.get(11)?)?,
         })?;
     }
     chunks.finish()

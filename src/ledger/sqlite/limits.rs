@@ -8,7 +8,10 @@
 //! next commit that waits (the URLs') makes it durable with itself. A
 //! request's answer waits for one fsync, not two.
 
-use super::*;
+use super::{
+    params, policy, DateTime, Limits, Now, OptionalExtension, RateDecision, RateRequest, Result, SqliteLedger,
+    TransactionBehavior,
+};
 
 impl Limits for SqliteLedger {
     fn take_rates(&mut self, requests: &[RateRequest], now: Now) -> Result<Vec<Vec<RateDecision>>> {

@@ -7,9 +7,17 @@
 //! updated with a statement per few hundred rows, a claim marks its items
 //! with one statement, and an answer moves every item it names with one.
 
-use super::ids::{self, next_key, url_key};
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::*;
+use super::url_keys::{next_key, url_key};
+use super::{
+    cap_body, kept_changes, owner, stored, stored_group, stored_inspection, stored_last_reason, stored_opt,
+    stored_reason, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped,
+    CopyItem, CopyRequest, CopyUsage, DateTime, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake,
+    ItemFilter, ItemRow, ItemState, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue,
+    QueueCounts, RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs,
+    SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
+    StoredSitemap, TimeDelta, Usage, Utc,
+};
 use rusqlite::types::{ToSqlOutput, Value};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
@@ -26,7 +34,10 @@ mod runs;
 mod schema;
 mod sitemaps;
 
-use admit::*;
+use admit::{
+    file_id, ghost_urls, next_item_id, source_documents, source_failures, store_ghost_urls, store_source_documents,
+    store_source_failures, Admitting, Helper,
+};
 
 /// Rows a multi-row statement takes at a time (5 values a row stay well
 /// under SQLite's limit of 32,766 parameters).
@@ -211,7 +222,8 @@ impl SqliteLedger {
         };
         configured.map_err(|e| match e {
             LedgerError::Newer { found, known } => LedgerError::newer(&path.display().to_string(), found, known),
-            // (A new ledger's tables take 600 KB: the full disk's own hint.)
+            // (A new ledger's tables are small, so the full disk's own hint
+            // is the right one.)
             e if crate::error::is_disk_full(&e) => open_err("cannot use it".into(), None, Some(e)),
             e => open_err(
                 "cannot use it".into(),
@@ -239,18 +251,19 @@ impl SqliteLedger {
 
     fn configure(&mut self, on_disk: bool) -> Result<()> {
         self.conn.busy_handler(Some(wait_a_moment))?;
-        // Pages stay in memory up to 16 MiB (a 100k ledger's whole file; at
-        // a million items, 32 MiB cost 20 MB more peak memory and saved no
-        // CPU: a page read again comes from the system's cache), and the
-        // write-ahead log is copied back every 40 MiB rather than every 4.
+        // Pages stay in memory up to 16 MiB, about a 100k ledger's whole file;
+        // a larger cache cost memory and saved no CPU, because a page read
+        // again comes from the system's cache (docs/performance.md, *Measured
+        // choices*). The write-ahead log is copied back every 40 MiB rather
+        // than every 4.
         //
-        // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree
-        // of a quarter the pages, each claim and answer walking and writing
-        // fewer of them (docs/performance.md). A ledger's page size is fixed
-        // once its first table is written, so this comes first, and changes
-        // nothing in an existing one; and before the cache's size, which
-        // SQLite counts in pages of the size set when it is given (after, a
-        // 16 MiB cache of 4 KiB pages held 64 MiB of 16 KiB ones).
+        // A new ledger's pages are 16 KiB (SQLite's default is 4): a B-tree of
+        // a quarter the pages, each claim and answer walking and writing fewer
+        // of them (docs/performance.md, *Measured choices*). A ledger's page
+        // size is fixed once its first table is written, so this comes first,
+        // and changes nothing in an existing one; and before the cache's size,
+        // which SQLite counts in pages of the size set when it is given: set
+        // after, a cache sized in small pages would hold four times as much.
         if on_disk {
             self.conn.pragma_update(None, "page_size", PAGE_SIZE)?;
         }
@@ -380,15 +393,14 @@ fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
     Ok(out)
 }
 
-/// Runs `f` with foreign keys off, and turns them on again whatever it
-/// returns. With a foreign key to check, a multi-row statement that writes
-/// a table may stop halfway even with `OR FAIL`, so SQLite journals every
-/// page it touches in a temporary file, to undo that statement alone: for
-/// admission's inserts, most of what a fresh run wrote (185 MB of 243 MB for
-/// 100,000 URLs). `f` checks what the key would (`admit::groups_exist`).
-/// The pragma does nothing inside a transaction: `f` begins and ends its
-/// own. (Changing it makes SQLite prepare cached statements again: a few a
-/// batch.)
+/// Runs `f` with foreign keys off, and turns them on again whatever it returns.
+/// With a foreign key to check, a multi-row statement that writes a table may
+/// stop halfway even with `OR FAIL`, so SQLite journals every page it touches
+/// in a temporary file, to undo that statement alone. For admission's inserts
+/// that journal was most of what a fresh run wrote (docs/performance.md,
+/// *Measured choices*). `f` checks what the key would (`admit::groups_exist`).
+/// The pragma does nothing inside a transaction: `f` begins and ends its own.
+/// (Changing it makes SQLite prepare cached statements again: a few a batch.)
 fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
     conn.pragma_update(None, "foreign_keys", false)?;
     let out = f(conn);
@@ -501,6 +513,7 @@ fn wait_a_moment(tries: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
     use crate::model::NextStep;
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -517,7 +530,7 @@ mod tests {
     fn an_unknown_reason_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        super::super::story::story(&mut ledger);
+        super::super::conformance::story(&mut ledger);
         assert!(!ledger.attempts(None, 10).unwrap().is_empty());
         let now = t("2026-12-10T10:00:00Z");
         assert!(!ledger.items(&ItemFilter::default(), now).unwrap().is_empty());
@@ -632,7 +645,7 @@ mod tests {
             items: vec![item.id],
             at,
             class,
-            reason: super::super::story::some_reason(class),
+            reason: super::super::conformance::some_reason(class),
             message: "m".into(),
             response: StoredResponse { http_status: Some(400), body: Some("no".into()) },
             next,
@@ -700,7 +713,13 @@ mod tests {
         let response = StoredResponse { http_status: Some(200), body: None };
         let done = Finish {
             reservation: first.reservation.unwrap(),
-            answers: vec![super::super::story::answer(&first, now, Class::Accepted, response, NextStep::Accepted)],
+            answers: vec![super::super::conformance::answer(
+                &first,
+                now,
+                Class::Accepted,
+                response,
+                NextStep::Accepted,
+            )],
             blocks: vec![],
             reports: vec![],
             windows: vec![],
@@ -820,7 +839,7 @@ mod tests {
     fn kept_counts_follow_every_change() {
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
-        super::super::story::story(&mut ledger);
+        super::super::conformance::story(&mut ledger);
         assert_counts(&mut ledger, t("2026-12-10T10:00:00Z"));
 
         let now = t("2026-12-11T09:00:00Z");

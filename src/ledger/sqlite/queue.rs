@@ -1,7 +1,12 @@
 //! The queue on SQLite: counts (kept per group), lists, `queue retry` and
 //! `queue drop`, and what is parked.
 
-use super::*;
+use super::{
+    array, counted, from_ts, group_id, insert_rows, opt_ts, params, params_from_iter, policy, recount, stored,
+    stored_group, stored_last_reason, stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter,
+    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, Row,
+    SqliteLedger, StateFilter, Utc, Value,
+};
 use crate::ledger::sql::ITEM_COLUMNS;
 
 pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
@@ -155,10 +160,11 @@ impl Queue for SqliteLedger {
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
         let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
         // The counts by state are kept in `groups` (a row in flight counted
-        // queued); the due rows are counted here, and those runs hold, run
-        // by run by id (`+`: no other index; one statement: one snapshot).
-        // Not the due rows no run holds, tested a row at a time: with a run
-        // in flight, a million due items took `status` 120 ms against 20–30.
+        // queued); the due rows are counted here, and those runs hold, run by
+        // run by id (`+`: no other index; one statement: one snapshot). Not the
+        // due rows no run holds, tested a row at a time: with a run in flight,
+        // that made `status` several times slower on a large queue
+        // (docs/performance.md, *Measured choices*).
         let (queued, in_flight, parked, accepted, due, held, held_due) = self
             .conn
             .prepare_cached(
@@ -195,10 +201,11 @@ impl Queue for SqliteLedger {
         let (clause, values) = filter_sql(filter, now, true);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         // Group by group (CROSS JOIN: the groups, few, in their index order
-        // outside), each group's items in the order of its index: no sort.
-        // The rows' own state where no run of `in_flight` exists (usually):
-        // the state as the view says it, a row at a time, would need a sort
-        // of every match (`--state due --limit 10` over a million: 5 s).
+        // outside), each group's items in the order of its index: no sort. The
+        // rows' own state where no run of `in_flight` exists (usually): the
+        // state as the view says it, a row at a time, would need a sort of
+        // every match, however small the limit (docs/performance.md, *Measured
+        // choices*).
         let state = match and_not_held(&self.conn, None, "i.id")?.is_empty() {
             true => "i.state".to_string(),
             false => format!("(CASE WHEN {} THEN 'in_flight' ELSE i.state END)", held("i.id")),

@@ -1,7 +1,12 @@
 //! What runs leave, on SQLite: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
-use super::*;
+use super::{
+    from_ts, ids_of, next_key, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection,
+    stored_reason, ts, url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row,
+    RunRecord, Runs, SpanCount, SqliteLedger, Utc,
+};
+use crate::ledger::item_ids;
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
 
 pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
@@ -99,7 +104,7 @@ impl Runs for SqliteLedger {
                     for (item, dropped) in items {
                         let mut rows = requests.query(params![group, item])?;
                         while let Some(r) = rows.next()? {
-                            let named = ids::named(r.get(1)?, r.get(13)?, r.get(14)?)?;
+                            let named = item_ids::named(r.get(1)?, r.get(13)?, r.get(14)?)?;
                             if named.binary_search(&item).is_ok() {
                                 out.push((r.get(12)?, attempt_row(r, u.to_string(), dropped)?));
                             }

@@ -4,8 +4,8 @@
 //! keys are computed here, so that step is Rust). The version is the file's
 //! `user_version`.
 
-use super::super::ids::{next_key, url_key};
-use super::super::*;
+use super::super::url_keys::{next_key, url_key};
+use super::super::{stored, stored_opt, Action, Class, ItemState, LedgerError, Result};
 use super::{recount, SqliteLedger};
 use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
@@ -89,8 +89,8 @@ impl SqliteLedger {
         }
         tx.commit()?;
         // Schema 7 rebuilt a ledger's items, leaving the old table's pages
-        // free in the file (a million items: 120 MB of a 250 MB file): given
-        // back once. Only the file's size depends on it, so a failure (a
+        // free in the file, about half of it: they are given back once.
+        // Only the file's size depends on it, so a failure (a
         // long-busy ledger) is said and the run goes on.
         if (1..7).contains(&version) {
             if let Err(e) = self.conn.execute_batch("VACUUM") {
@@ -205,6 +205,7 @@ fn copy_attempts_v1(tx: &Connection) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::*;
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -285,7 +286,11 @@ mod tests {
         {
             let mut ledger = SqliteLedger::open(&path).unwrap();
             ledger
-                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .admit(
+                    &crate::ledger::conformance::items(2),
+                    t("2026-12-03T09:00:00Z"),
+                    &crate::ledger::conformance::dedupe_day(),
+                )
                 .unwrap();
             ledger.conn.execute_batch("DROP TABLE ghost_urls; DROP TABLE source_failures").unwrap();
             ledger.conn.pragma_update(None, "user_version", 9).unwrap();
@@ -314,7 +319,11 @@ mod tests {
         {
             let mut ledger = SqliteLedger::open(&path).unwrap();
             ledger
-                .admit(&crate::ledger::story::items(2), t("2026-12-03T09:00:00Z"), &crate::ledger::story::dedupe_day())
+                .admit(
+                    &crate::ledger::conformance::items(2),
+                    t("2026-12-03T09:00:00Z"),
+                    &crate::ledger::conformance::dedupe_day(),
+                )
                 .unwrap();
             ledger.conn.execute_batch("DROP TABLE source_failures").unwrap();
             ledger.conn.pragma_update(None, "user_version", 10).unwrap();

@@ -1,7 +1,10 @@
 //! What the engines report of the sitemaps submitted, on SQLite: one row
 //! of `sitemap_reports` per sitemap group.
 
-use super::*;
+use super::{
+    from_ts, group_id_or_create, opt_ts, params, policy, stored_group, ts, DateTime, GroupKey, HashMap,
+    OptionalExtension, Result, SitemapRead, SitemapReports, SitemapState, SqliteLedger, StoredSitemap, Utc,
+};
 
 impl SitemapReports for SqliteLedger {
     fn record_sitemap_read(&mut self, group: &GroupKey, read: &SitemapRead, at: DateTime<Utc>) -> Result<()> {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::budget::{Rule, Scope};
+use crate::budget_rules::{Rule, Scope};
 use crate::classify::RetryAfter;
 use crate::engines::{Answer, Batch, Sent};
 use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
@@ -67,7 +67,7 @@ fn a_deferral_is_a_deferred_result_with_its_retry() {
 fn a_quota_answer_with_retry_after_blocks_the_groups_own_rules_until_then() {
     let now = at(NOW);
     let (rules, g) = (rules(), site_group());
-    let windows = budget::windows(&rules, now);
+    let windows = budget_rules::windows(&rules, now);
     let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), &[], now);
     let until = now + TimeDelta::seconds(120);
     assert_eq!(blocked(&blocks), [("day", until), ("month", until)]);
@@ -78,7 +78,7 @@ fn a_quota_answer_with_retry_after_blocks_the_groups_own_rules_until_then() {
 fn a_quota_answer_without_retry_after_blocks_the_window_it_named_until_it_ends() {
     let now = at(NOW);
     let (rules, g) = (rules(), site_group());
-    let windows = budget::windows(&rules, now);
+    let windows = budget_rules::windows(&rules, now);
     let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), &[], now);
     assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z"))], "IndexNow's pool is not the answer's");
     assert_eq!(quota_tz(&rules, &windows, &blocks), Some(chrono_tz::Asia::Shanghai));
@@ -110,7 +110,7 @@ fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
     let reached: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.reached)).collect();
     assert_eq!(reached, [(vec![1, 4], true), (vec![2, 3, 5], false), (vec![6], true)]);
     // Through a ledger: the six claimed against every window, then finished.
-    let (now, windows) = (at(NOW), budget::windows(&rules(), at(NOW)));
+    let (now, windows) = (at(NOW), budget_rules::windows(&rules(), at(NOW)));
     let mut ledger = crate::ledger::SqliteLedger::in_memory().unwrap();
     let batch: Vec<_> = items.iter().map(|i| testing::new_item(&g, &i.url)).collect();
     ledger.admit(&batch, now, &testing::admit_rule()).unwrap();
@@ -150,7 +150,7 @@ fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
     let now = at(NOW);
     let mut rules = rules();
     rules.push(Rule { reported: true, ..rule("reported", Scope::Property, Period::Day, Tz::UTC, Some(100)) });
-    let windows = budget::windows(&rules, now);
+    let windows = budget_rules::windows(&rules, now);
     let remainder = |left: u64, urls: usize| {
         let mut a = answer(Class::Quota, "partial_quota");
         a.verdict.reported = Some((Period::Day, left));
@@ -372,7 +372,7 @@ fn used(trial: &mut Trial) -> u64 {
     let run = &mut trial.run;
     let g = site_group();
     let rules = run.rules(&g).unwrap();
-    let window = budget::windows(&rules, run.clock.now()).remove(0);
+    let window = budget_rules::windows(&rules, run.clock.now()).remove(0);
     run.ledger.usage(&window).unwrap().used
 }
 

@@ -21,7 +21,7 @@ CREATE TABLE requests (
     n           integer NOT NULL CHECK (n > 0),
     first_item  bigint NOT NULL,
     last_item   bigint NOT NULL,
-    -- The items' ids, ascending (`ids::encode`); NULL when it names one, `first_item`.
+    -- The items' ids, ascending (`item_ids::encode`); NULL when it names one, `first_item`.
     items       bytea
 );
 

@@ -20,7 +20,7 @@ CREATE TABLE inspections (
 -- An item that a recorded request names, removed by `queue drop`: its
 -- requests stay (the attempt counts never go down), and this row keeps the
 -- URL they were about under the item's id (from the items' sequence, so
--- never another item's). `url_key` is the URL's key (`ids::url_key`), for
+-- never another item's). `url_key` is the URL's key (`url_keys::url_key`), for
 -- `log --url`.
 CREATE TABLE dropped_items (
     id         bigint PRIMARY KEY,

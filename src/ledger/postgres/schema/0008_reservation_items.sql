@@ -1,11 +1,11 @@
--- Schema 8 of the PostgreSQL ledger, over schema 7: a claim writes no item
--- row. The reservation lists the items it took (`items`, ascending, with
--- their `group_id`) and their rows stay `queued`: an item is in flight while
--- a reservation lists it (the view `in_flight`). A claim that set each
--- item's state wrote a new version of every row it took, with its entries
--- in the key, id and in-flight indexes — a third of the server's work in a
--- submit (`bench/queue-shape`, shape D against A: 1.3 s against 2.2 s for
--- 100,000 items claimed and answered).
+-- Schema 8 of the PostgreSQL ledger, over schema 7: a claim writes no item row.
+-- The reservation lists the items it took (`items`, ascending, with their
+-- `group_id`) and their rows stay `queued`: an item is in flight while a
+-- reservation lists it (the view `in_flight`). A claim that set each item's
+-- state wrote a new version of every row it took, with its entries in the key,
+-- id and in-flight indexes, a large share of the server's work in a submit
+-- (`bench/queue-shape`, shapes A and D; docs/performance.md, *Measured
+-- choices*).
 
 ALTER TABLE reservations ADD COLUMN group_id bigint, ADD COLUMN items bigint[] NOT NULL DEFAULT '{}';
 

@@ -21,7 +21,7 @@ CREATE TABLE inspections (
 -- requests stay (the attempt counts never go down), and this row keeps the
 -- URL they were about under the item's id — which no other item is given:
 -- a new item's id follows the largest of both tables. `url_key` is the
--- URL's key (`ids::url_key`), for `log --url`.
+-- URL's key (`url_keys::url_key`), for `log --url`.
 CREATE TABLE dropped_items (
     id         INTEGER PRIMARY KEY,
     group_id   INTEGER NOT NULL REFERENCES groups (id),

@@ -1,10 +1,10 @@
 -- Schema 7, over schema 6: the items table again, its columns, keys and
 -- indexes unchanged, its CHECK constraints written as comparisons joined by
 -- OR. SQLite evaluates a constraint written `col IN ('a', 'b', …)` by
--- building a temporary index of the list for every row a statement writes
--- (measured: a third of a 100k submit's admission, a fifth of its claim and
--- half of its answer); a chain of comparisons admits exactly the same
--- values at no such cost. SQLite cannot change a constraint in place, so
+-- building a temporary index of the list for every row a statement writes,
+-- a large share of a submit's admission, claim and answer
+-- (docs/performance.md, *Measured choices*); a chain of comparisons admits
+-- exactly the same values at no such cost. SQLite cannot change a constraint in place, so
 -- the table is rebuilt and its rows copied as they are.
 
 CREATE TABLE items_v7 (

@@ -1,9 +1,9 @@
--- Schema 9, over schema 8: a claim writes no item row. What a reservation
--- took is the runs of consecutive ids it lists in `in_flight` (one row a
--- run: `first`–`last`, runs never overlap), and the items' rows stay
--- `queued`: an item is in flight while a run holds its id. A claim that
--- set each item's state rewrote every row it took — about a tenth of a
--- fresh submit (docs/performance.md, *What PostgreSQL's schema 8 changed*).
+-- Schema 9, over schema 8: a claim writes no item row. What a reservation took
+-- is the runs of consecutive ids it lists in `in_flight` (one row a run:
+-- `first`–`last`, runs never overlap), and the items' rows stay `queued`: an
+-- item is in flight while a run holds its id. A claim that set each item's
+-- state rewrote every row it took, a share of a fresh submit worth saving
+-- (docs/performance.md, *Measured choices*).
 CREATE TABLE in_flight (
     first          INTEGER PRIMARY KEY,
     last           INTEGER NOT NULL CHECK (last >= first),

@@ -1,10 +1,11 @@
-//! The ledger's life story, told against the `Ledger` trait so that every
-//! backend passes the same test: admit, claim within budget, defer what does
+//! The backends' conformance suite: one sequence of steps told against the
+//! `Ledger` trait (the ledger's life story), so that every backend passes the
+//! same test: admit, claim within budget, defer what does
 //! not fit, finish, block on a quota answer, reconcile a dead owner's
 //! reservation, take an engine's report with a request in flight, give
 //! back what the engine did not count, and keep a sitemap's submissions and
 //! what the engine reports of it. Here the main story and the copy and
-//! clock tests; in `story/` the queue's part (`queue`), the budget's
+//! clock tests; in `conformance/` the queue's part (`queue`), the budget's
 //! (`budget`), what unattended runs keep (`unattended`) and a sitemap's
 //! (`sitemaps`).
 

@@ -13,6 +13,10 @@
 //!
 //! IndexNow rules count per endpoint: each endpoint answers and throttles
 //! on its own (the engines share what they are sent, so one is enough).
+//!
+//! The rules are pure, read from the configuration. The ledger appears here
+//! only where a rule meets its count: `states` reads each rule's usage from
+//! a ledger, and `Vec<Rule>` gives the ledger its windows (`Windows`).
 
 use crate::clock;
 use crate::config::{Property, Settings};

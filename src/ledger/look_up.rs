@@ -1,84 +1,10 @@
-//! The item ids a recorded request names, as one value: ascending, each
-//! the difference from the one before in LEB128 (a batch of 10,000 ids
-//! claimed together takes about 10 KB). Both backends store it as bytes.
+//! Finding a batch's URLs among the items of their groups by key, shared
+//! by both backends' admission and preview: the keys grouped, the steps
+//! past keys another URL holds, and when a look-up is large enough to share
+//! with a helper connection.
 
-use super::{LedgerError, NewItem, Result};
-use crate::model::GroupKey;
-
-/// `ids` (any order, no repeats) as bytes.
-pub fn encode(ids: &[i64]) -> Vec<u8> {
-    let mut sorted = ids.to_vec();
-    sorted.sort_unstable();
-    let mut out = Vec::with_capacity(sorted.len() * 2);
-    let mut last = 0i64;
-    for id in sorted {
-        let mut delta = id.wrapping_sub(last) as u64;
-        last = id;
-        loop {
-            let byte = (delta & 0x7f) as u8;
-            delta >>= 7;
-            if delta == 0 {
-                out.push(byte);
-                break;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    out
-}
-
-/// The ids `encode` wrote, ascending.
-pub fn decode(bytes: &[u8]) -> Result<Vec<i64>> {
-    let mut ids = Vec::new();
-    let (mut last, mut delta, mut shift) = (0i64, 0u64, 0u32);
-    for &byte in bytes {
-        if shift > 63 {
-            return Err(bad());
-        }
-        delta |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            last = last.wrapping_add(delta as i64);
-            ids.push(last);
-            (delta, shift) = (0, 0);
-        } else {
-            shift += 7;
-        }
-    }
-    if shift != 0 {
-        return Err(bad());
-    }
-    Ok(ids)
-}
-
-fn bad() -> LedgerError {
-    LedgerError::Invalid("the ledger's requests.items holds bytes that are not a list of item ids".into())
-}
-
-/// The item ids a request names, from its `n`, `first_item` and `items`
-/// (none when it names one item, `first`).
-pub fn named(n: i64, first: i64, items: Option<Vec<u8>>) -> Result<Vec<i64>> {
-    match items {
-        Some(bytes) => decode(&bytes),
-        None if n == 1 => Ok(vec![first]),
-        None => {
-            Err(LedgerError::Invalid("the ledger's requests.items is missing for a request of several items".into()))
-        }
-    }
-}
-
-/// The integer an item is found by in its group: a 64-bit hash of its URL
-/// (xxh3, stable across versions and machines). Two URLs of one group with
-/// the same key (about one chance in 10^8 for a million URLs) are told
-/// apart by their text: the second takes the next key that is free
-/// (`next_key`), and a lookup follows the same steps.
-pub fn url_key(url: &str) -> i64 {
-    xxhash_rust::xxh3::xxh3_64(url.as_bytes()) as i64
-}
-
-/// The key tried after `key` when it holds another URL.
-pub fn next_key(key: i64) -> i64 {
-    key.wrapping_add(1)
-}
+use super::url_keys::{next_key, url_key};
+use super::Result;
 
 /// The fewest keys a look-up reads for it to be shared with a helper
 /// connection (each backend's `admit::Helper`): a smaller one's reading is
@@ -180,49 +106,9 @@ pub fn previewed<E>(
     Ok(look_up()?.into_iter().map(std::result::Result::ok).collect())
 }
 
-/// Each item's group id, in batch order: `id_of` is asked once per run of
-/// items of one group (a batch is mostly one group).
-pub fn group_ids(batch: &[NewItem], mut id_of: impl FnMut(&GroupKey) -> Result<i64>) -> Result<Vec<i64>> {
-    let mut ids = Vec::with_capacity(batch.len());
-    let mut last: Option<(&GroupKey, i64)> = None;
-    for item in batch {
-        let id = match last {
-            Some((key, id)) if *key == *item.group => id,
-            _ => id_of(&item.group)?,
-        };
-        last = Some((&item.group, id));
-        ids.push(id);
-    }
-    Ok(ids)
-}
-
-/// What a foreign key from items to their group would check, once per
-/// group of a batch: `found` of the `wanted` distinct group ids are in the
-/// ledger. Admission checks it itself on both backends: SQLite's runs with
-/// foreign keys off, PostgreSQL's items have no such key (docs/design.md).
-pub fn groups_found(found: i64, wanted: usize) -> Result<()> {
-    if found as usize != wanted {
-        return Err(LedgerError::Invalid(format!(
-            "a group of the items being admitted is not in the ledger ({found} of {wanted} found)"
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_round_trip_in_order() {
-        for ids in [vec![], vec![1], vec![5, 3, 1_000_000, 2, i64::MAX], (1..=10_000).collect::<Vec<i64>>()] {
-            let mut sorted = ids.clone();
-            sorted.sort_unstable();
-            assert_eq!(decode(&encode(&ids)).unwrap(), sorted);
-        }
-        assert!(encode(&(1..=10_000).collect::<Vec<i64>>()).len() <= 10_000, "one byte an id claimed together");
-        assert!(decode(&[0x80]).is_err(), "a cut value");
-    }
 
     /// A URL whose key another URL holds is found at the next key; a URL
     /// met twice is found twice; a new one takes its own key.
