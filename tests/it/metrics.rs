@@ -595,8 +595,11 @@ fn pg_a_run_that_loses_its_database_still_writes_the_run_metrics() {
     sb.use_pg(server.ledger().via(&server.url_via(proxy.addr())).timeout("3s"));
     let file = sb.dir.path().join("indexq.prom");
     let list = sb.urls("urls.txt", &["/a"]);
-    let child =
-        sb.indexq(&["submit", "--metrics-file", file.to_str().unwrap(), list.to_str().unwrap()]).now(DAYS[0]).spawn();
+    // It may wait 2 s for the ledger to come back (`--max-wait`); it stays away.
+    let child = sb
+        .indexq(&["submit", "--max-wait", "2s", "--metrics-file", file.to_str().unwrap(), list.to_str().unwrap()])
+        .now(DAYS[0])
+        .spawn();
     assert!(sb.engine.wait_for_requests("POST", ENDPOINT_PATH, 1, Duration::from_secs(20)), "the request is sent");
     proxy.stop();
     let done = pg::wait_at_most(child, Duration::from_secs(30), "the run that lost its database").code(1);
