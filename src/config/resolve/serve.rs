@@ -3,7 +3,7 @@
 
 use super::values::written_zero;
 use super::Resolver;
-use crate::config::raw::{RawServe, RawServeToken, S};
+use crate::config::raw::{RawServe, RawServeToken, RawServeWebhooks, S};
 use crate::config::{
     defaults, ConfigError, ConnectionLimits, Property, RateRule, ServeSettings, ServeToken, ServeWebhooks, TokenScope,
 };
@@ -61,33 +61,10 @@ impl Resolver<'_> {
             return Err(self.err(v, "serve.idle_timeout", "a timeout of 0 would close every connection at once"));
         }
         let connections = self.connection_limits(raw)?;
-        let mut tokens: Vec<ServeToken> = Vec::new();
-        for (i, token) in raw.token.iter().enumerate() {
-            let token = self.token(i, token, properties)?;
-            if tokens.iter().any(|t| t.id == token.id) {
-                let v = &raw.token[i].get_ref().id;
-                return Err(self
-                    .err(v, &format!("serve.token[{i}].id"), format!("a second token `{}`", token.id))
-                    .hint("give each token an id of its own: request logs name a token by it"));
-            }
-            tokens.push(token);
-        }
+        let tokens = self.tokens(raw, properties)?;
         let metrics_public = raw.metrics_public.as_ref().map_or(defaults::SERVE_METRICS_PUBLIC, |v| *v.get_ref());
         let indexnow = raw.indexnow.as_ref().is_some_and(|v| *v.get_ref());
-        let w = &raw.webhooks;
-        let secret = |env: Option<&S<String>>, platform: &str| {
-            self.secret(
-                env,
-                None,
-                &format!("serve.webhooks.{platform}_secret"),
-                &format!("{platform}'s signing secret"),
-            )
-        };
-        let webhooks = ServeWebhooks {
-            ghost: secret(w.ghost_secret_env.as_ref(), "ghost")?,
-            vercel: secret(w.vercel_secret_env.as_ref(), "vercel")?,
-            netlify: secret(w.netlify_secret_env.as_ref(), "netlify")?,
-        };
+        let webhooks = self.webhooks(&raw.webhooks)?;
         Ok(ServeSettings {
             listen,
             max_body,
@@ -101,6 +78,39 @@ impl Resolver<'_> {
             tokens,
             indexnow,
             webhooks,
+        })
+    }
+
+    /// `[[serve.token]]`, each id once.
+    fn tokens(&self, raw: &RawServe, properties: &[Property]) -> Result<Vec<ServeToken>, ConfigError> {
+        let mut tokens: Vec<ServeToken> = Vec::new();
+        for (i, token) in raw.token.iter().enumerate() {
+            let token = self.token(i, token, properties)?;
+            if tokens.iter().any(|t| t.id == token.id) {
+                let v = &raw.token[i].get_ref().id;
+                return Err(self
+                    .err(v, &format!("serve.token[{i}].id"), format!("a second token `{}`", token.id))
+                    .hint("give each token an id of its own: request logs name a token by it"));
+            }
+            tokens.push(token);
+        }
+        Ok(tokens)
+    }
+
+    /// `[serve.webhooks]`: the platforms' signing secrets.
+    fn webhooks(&self, w: &RawServeWebhooks) -> Result<ServeWebhooks, ConfigError> {
+        let secret = |env: Option<&S<String>>, platform: &str| {
+            self.secret(
+                env,
+                None,
+                &format!("serve.webhooks.{platform}_secret"),
+                &format!("{platform}'s signing secret"),
+            )
+        };
+        Ok(ServeWebhooks {
+            ghost: secret(w.ghost_secret_env.as_ref(), "ghost")?,
+            vercel: secret(w.vercel_secret_env.as_ref(), "vercel")?,
+            netlify: secret(w.netlify_secret_env.as_ref(), "netlify")?,
         })
     }
 

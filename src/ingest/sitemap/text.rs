@@ -29,36 +29,14 @@ pub(super) fn parse_text(
     let mut not_utf8: Option<(Position, usize)> = None;
     let before = problems.len();
     loop {
-        line.clear();
-        let mut length = 0usize;
-        let mut ended = false;
-        loop {
-            let available = match reader.fill_buf() {
-                Ok(available) => available,
-                Err(e) => {
-                    problems.push(io_problem(name, &e, cap));
-                    return finish(not_utf8, problems);
-                }
-            };
-            if available.is_empty() {
-                break;
+        let length = match read_line(&mut reader, &mut line) {
+            Ok(Some(length)) => length,
+            Ok(None) => break,
+            Err(e) => {
+                problems.push(io_problem(name, &e, cap));
+                return finish(not_utf8, problems);
             }
-            let (take, newline) = match memchr(b'\n', available) {
-                Some(i) => (i, true),
-                None => (available.len(), false),
-            };
-            let room = (MAX_URL_BYTES + 2).saturating_sub(line.len());
-            line.extend_from_slice(&available[..take.min(room)]);
-            length += take;
-            reader.consume(take + usize::from(newline));
-            if newline {
-                ended = true;
-                break;
-            }
-        }
-        if !ended && length == 0 {
-            break;
-        }
+        };
         number += 1;
         let mut bytes = line.as_slice();
         if number == 1 {
@@ -112,6 +90,31 @@ pub(super) fn parse_text(
         problems.push(Problem { place: Position::of(name), message: "empty: no URL in it".to_string() });
     }
     finish(not_utf8, problems);
+}
+
+/// Reads the next line into `line`, kept to a little more than the longest
+/// URL (a longer line is skipped, and its start is all it shows), and
+/// returns the line's whole length without its newline; `None` at the end.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<usize>> {
+    line.clear();
+    let mut length = 0usize;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok((length > 0).then_some(length));
+        }
+        let (take, newline) = match memchr(b'\n', available) {
+            Some(i) => (i, true),
+            None => (available.len(), false),
+        };
+        let room = (MAX_URL_BYTES + 2).saturating_sub(line.len());
+        line.extend_from_slice(&available[..take.min(room)]);
+        length += take;
+        reader.consume(take + usize::from(newline));
+        if newline {
+            return Ok(Some(length));
+        }
+    }
 }
 
 fn finish(not_utf8: Option<(Position, usize)>, problems: &mut Vec<Problem>) {

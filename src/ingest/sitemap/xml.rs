@@ -15,7 +15,7 @@
 //! `alternate` or missing, with `<updated>` (0.3: `<modified>`).
 
 use crate::model::Position;
-use quick_xml::events::{BytesRef, BytesStart, Event};
+use quick_xml::events::{BytesDecl, BytesRef, BytesStart, Event};
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
@@ -409,6 +409,27 @@ impl<'a> Parse<'a> {
 
     /// Adds the text of a character or predefined entity reference; any
     /// other is kept, the first of the text, as unknown.
+    /// Whether the XML declaration's encoding, if it names one, is the one
+    /// the body is read in; if not, a problem says so and nothing more is
+    /// read (returns false).
+    fn declared(&mut self, e: &BytesDecl<'_>, at: (u64, u64)) -> bool {
+        let Some(Ok(declared)) = e.encoding() else { return true };
+        let declared = String::from_utf8_lossy(&declared).into_owned();
+        if declared_encoding_fits(&declared, self.utf16) {
+            return true;
+        }
+        let read_as = match self.utf16 {
+            Some(encoding) => format!("{} (by its byte order)", encoding.name()),
+            None => "UTF-8".to_string(),
+        };
+        let message = format!(
+            "encoded in {declared} (its XML declaration says so), but read as {read_as}: indexq reads sitemaps in \
+             UTF-8, or UTF-16 with a byte-order mark; nothing more of it was read"
+        );
+        self.problem(self.place(at), message);
+        false
+    }
+
     fn push_reference(&mut self, e: &BytesRef<'_>) {
         let resolved = match e.resolve_char_ref() {
             Ok(Some(c)) => Some(c.to_string()),
@@ -479,6 +500,39 @@ impl<'a> Parse<'a> {
     }
 }
 
+/// The body unpacked (gzip) and read by its content: a text sitemap is
+/// parsed here, whole, and gives `None`; XML gives its reader, with the
+/// UTF-16 encoding its bytes showed, if any. A read that fails is a problem.
+fn xml_body(
+    raw: Box<dyn Read + Send>,
+    name: &str,
+    cap: u64,
+    each: &mut dyn FnMut(Entry),
+    problems: &mut Vec<Problem>,
+) -> Option<(Tracked<Box<dyn Read + Send>>, Option<&'static encoding_rs::Encoding>)> {
+    let sniffed = uncompressed(raw, cap).and_then(|r| sniff(Box::new(r)));
+    let (reader, utf16) = match sniffed {
+        Ok(sniffed) => match sniffed.content {
+            Content::Xml { utf16 } => (sniffed.reader, utf16),
+            Content::Text => {
+                parse_text(sniffed.reader, name, cap, each, problems);
+                return None;
+            }
+        },
+        Err(e) => {
+            problems.push(io_problem(name, &e, cap));
+            return None;
+        }
+    };
+    match Tracked::new(reader) {
+        Ok(tracked) => Some((tracked, utf16)),
+        Err(e) => {
+            problems.push(io_problem(name, &e, cap));
+            None
+        }
+    }
+}
+
 /// Parses one sitemap body (plain or gzip; XML or text, by its content) as a
 /// stream: entries go to `each`, index children are returned.
 pub(super) fn parse_sitemap(
@@ -488,26 +542,9 @@ pub(super) fn parse_sitemap(
     each: &mut dyn FnMut(Entry),
     problems: &mut Vec<Problem>,
 ) -> Vec<Child> {
-    let sniffed = uncompressed(raw, cap).and_then(|r| sniff(Box::new(r)));
-    let (reader, utf16) = match sniffed {
-        Ok(sniffed) => match sniffed.content {
-            Content::Xml { utf16 } => (sniffed.reader, utf16),
-            Content::Text => {
-                parse_text(sniffed.reader, name, cap, each, problems);
-                return Vec::new();
-            }
-        },
-        Err(e) => {
-            problems.push(io_problem(name, &e, cap));
-            return Vec::new();
-        }
-    };
-    let tracked = match Tracked::new(reader) {
-        Ok(tracked) => tracked,
-        Err(e) => {
-            problems.push(io_problem(name, &e, cap));
-            return Vec::new();
-        }
+    let (tracked, utf16) = match xml_body(raw, name, cap, each, problems) {
+        Some(body) => body,
+        None => return Vec::new(),
     };
     let mut xml = quick_xml::Reader::from_reader(tracked);
     let mut state = Parse::new(name, each, problems, utf16);
@@ -530,20 +567,8 @@ pub(super) fn parse_sitemap(
                 state.close();
             }
             Ok(Event::Decl(e)) => {
-                if let Some(Ok(declared)) = e.encoding() {
-                    let declared = String::from_utf8_lossy(&declared).into_owned();
-                    if !declared_encoding_fits(&declared, state.utf16) {
-                        let read_as = match state.utf16 {
-                            Some(encoding) => format!("{} (by its byte order)", encoding.name()),
-                            None => "UTF-8".to_string(),
-                        };
-                        let message = format!(
-                            "encoded in {declared} (its XML declaration says so), but read as {read_as}: indexq \
-                             reads sitemaps in UTF-8, or UTF-16 with a byte-order mark; nothing more of it was read"
-                        );
-                        state.problem(state.place(at), message);
-                        break;
-                    }
+                if !state.declared(&e, at) {
+                    break;
                 }
             }
             Ok(Event::End(_)) => state.close(),
