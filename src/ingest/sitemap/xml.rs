@@ -500,6 +500,9 @@ impl<'a> Parse<'a> {
     }
 }
 
+/// A sitemap's body as it is read.
+type Body = Box<dyn Read + Send>;
+
 /// The body unpacked (gzip) and read by its content: a text sitemap is
 /// parsed here, whole, and gives `None`; XML gives its reader, with the
 /// UTF-16 encoding its bytes showed, if any. A read that fails is a problem.
@@ -509,7 +512,7 @@ fn xml_body(
     cap: u64,
     each: &mut dyn FnMut(Entry),
     problems: &mut Vec<Problem>,
-) -> Option<(Tracked<Box<dyn Read + Send>>, Option<&'static encoding_rs::Encoding>)> {
+) -> Option<(Tracked<Body>, Option<&'static encoding_rs::Encoding>)> {
     let sniffed = uncompressed(raw, cap).and_then(|r| sniff(Box::new(r)));
     let (reader, utf16) = match sniffed {
         Ok(sniffed) => match sniffed.content {
