@@ -27,10 +27,10 @@ pub fn ledger_path() -> PathBuf {
 pub const LEDGER_SCHEMA: &str = "indexq";
 
 /// `ledger_lease`: how long a reservation is trusted when its owner cannot
-/// be checked (10m). It must stay longer than [`HTTP_TIMEOUT`].
+/// be checked. It must stay longer than [`HTTP_TIMEOUT`].
 pub const LEDGER_LEASE: Duration = Duration::from_secs(10 * MINUTE);
 
-/// `ledger_timeout`: PostgreSQL's connect, statement and lock timeout (10s).
+/// `ledger_timeout`: PostgreSQL's connect, statement and lock timeout.
 pub const LEDGER_TIMEOUT: Duration = Duration::from_secs(10);
 
 // [indexnow]
@@ -86,17 +86,17 @@ pub const GOOGLE_SITEMAPS: bool = true;
 
 // [submit]
 
-/// `[submit] max_wait`: how long `submit` may sleep for retries due within the run (90s).
+/// `[submit] max_wait`: how long `submit` may sleep for retries due within the run.
 pub const SUBMIT_MAX_WAIT: Duration = Duration::from_secs(90);
 
-/// `[submit] dedupe_window`: an accepted URL is `skipped` within it (24h).
+/// `[submit] dedupe_window`: an accepted URL is `skipped` within it.
 pub const SUBMIT_DEDUPE_WINDOW: Duration = Duration::from_secs(DAY);
 
 /// `[submit] remind`: a group's parked items are said again after this
 /// long (24h: an hourly cron job mails about them once a day).
 pub const SUBMIT_REMIND: Duration = Duration::from_secs(DAY);
 /// `[submit] stop_grace`: after SIGINT/SIGTERM, how long requests in flight
-/// may take to be answered before they are recorded as interrupted (10s).
+/// may take to be answered before they are recorded as interrupted.
 pub const SUBMIT_STOP_GRACE: Duration = Duration::from_secs(10);
 /// `[submit] order`: for an engine with a daily quota, new and changed URLs
 /// first, the newest first (a site's archive never holds back today's page).
@@ -110,27 +110,27 @@ pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
 // [retry]
 
-/// `[retry] transient_first`: the first wait after a `transient` answer (30s).
+/// `[retry] transient_first`: the first wait after a `transient` answer.
 pub const RETRY_TRANSIENT_FIRST: Duration = Duration::from_secs(30);
 
-/// `[retry] transient_cap`: the longest wait between two `transient` retries (6h).
+/// `[retry] transient_cap`: the longest wait between two `transient` retries.
 pub const RETRY_TRANSIENT_CAP: Duration = Duration::from_secs(6 * HOUR);
 
-/// `[retry] transient_deadline`: how long a `transient` URL is retried (3d).
+/// `[retry] transient_deadline`: how long a `transient` URL is retried.
 pub const RETRY_TRANSIENT_DEADLINE: Duration = Duration::from_secs(3 * DAY);
 
-/// `[retry] key_pending_first`: the first wait while the IndexNow key is checked (60s).
+/// `[retry] key_pending_first`: the first wait while the IndexNow key is checked.
 pub const RETRY_KEY_PENDING_FIRST: Duration = Duration::from_secs(MINUTE);
 
-/// `[retry] key_pending_deadline`: how long a `key_pending` URL is retried (24h).
+/// `[retry] key_pending_deadline`: how long a `key_pending` URL is retried.
 pub const RETRY_KEY_PENDING_DEADLINE: Duration = Duration::from_secs(DAY);
 
 // [http]
 
-/// `[http] connect_timeout` (10s).
+/// `[http] connect_timeout`.
 pub const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `[http] timeout`: a whole request (30s). It must stay shorter than [`LEDGER_LEASE`].
+/// `[http] timeout`: a whole request. It must stay shorter than [`LEDGER_LEASE`].
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 // [sitemap]
@@ -144,7 +144,7 @@ pub const SITEMAP_MAX_BYTES: u64 = 50 * 1024 * 1024;
 pub const SITEMAP_READ_INTERVAL: Duration = Duration::from_secs(6 * HOUR);
 
 /// `[sitemap] download_deadline`: how long after a submission the engine
-/// has to download the sitemap before a human is told it has not (3d).
+/// has to download the sitemap before a human is told it has not.
 pub const SITEMAP_DOWNLOAD_DEADLINE: Duration = Duration::from_secs(3 * DAY);
 
 // [serve]
@@ -171,7 +171,7 @@ pub const SERVE_URL_BURST: u32 = 1000;
 /// `[serve] max_connections`: connections open at once (the next waits).
 pub const SERVE_MAX_CONNECTIONS: u32 = 1024;
 
-/// `[serve] idle_timeout`: a connection silent this long is closed (60s).
+/// `[serve] idle_timeout`: a connection silent this long is closed.
 pub const SERVE_IDLE_TIMEOUT: Duration = Duration::from_secs(MINUTE);
 
 /// `[serve] header_timeout`: a request's headers must be whole this long
