@@ -62,7 +62,7 @@ impl Rule {
             Whose::Property(_) => Scope::Property,
             Whose::Pool(_) => Scope::Pool,
         };
-        let reported = id.family == RuleFamily::BingReported;
+        let reported = id.family.reported();
         Rule { period: id.period, scope, reported, tz, limit, id: id.to_string() }
     }
 
@@ -98,6 +98,12 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
         if p.google.as_ref().is_some_and(|g| g.indexing) {
             groups.push(urls(EngineKind::Google, String::new()));
         }
+        if p.baidu.is_some() {
+            groups.push(urls(EngineKind::Baidu, String::new()));
+        }
+        if p.yandex.is_some() {
+            groups.push(urls(EngineKind::Yandex, String::new()));
+        }
         for engine in [EngineKind::Bing, EngineKind::Google] {
             groups
                 .extend(p.submitted_sitemaps(engine).into_iter().map(|s| GroupKey::sitemap(p.name.clone(), engine, s)));
@@ -112,6 +118,16 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
 /// day for an established site) and `GetUrlSubmissionQuota` is the only
 /// source of it — but one low enough for any site.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
+
+/// The least daily push quota Baidu gives a site (its range is 10 to
+/// 100,000): the limit until an answer's `remain` has said what is left,
+/// when no `daily_quota` is configured.
+pub const BAIDU_LEAST_DAILY: u64 = 10;
+
+/// indexq's conservative default for Yandex's recrawl day, until
+/// `/recrawl/quota` or an answer's `quota_remainder` has said what is left,
+/// when no `daily_quota` is configured. Not a figure Yandex documents.
+pub const YANDEX_UNREAD_DAILY: u64 = 10;
 
 /// Google's documented limits on URL inspections, per property.
 pub const INSPECTIONS_PER_DAY: u64 = 2_000;
@@ -155,7 +171,7 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
                 let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
                 rules.push(Rule::new(id(RuleFamily::BingSitemaps, name(), Some(sitemap), Period::Day), tz, None));
             }
-            EngineKind::IndexNow => {}
+            EngineKind::IndexNow | EngineKind::Baidu | EngineKind::Yandex => {}
         }
         return rules;
     }
@@ -193,6 +209,30 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
                 rules.push(Rule::new(id(RuleFamily::Bing, Whose::Pool(None), None, Period::Month), tz, Some(limit)));
             }
         }
+        EngineKind::Baidu => {
+            if let Some(table) = &property.baidu {
+                let fallback = Some(table.daily_quota.unwrap_or(BAIDU_LEAST_DAILY));
+                rules.extend(counted_and_reported(
+                    (RuleFamily::Baidu, RuleFamily::BaiduReported),
+                    name(),
+                    table.quota_timezone,
+                    table.daily_quota,
+                    fallback,
+                ));
+            }
+        }
+        EngineKind::Yandex => {
+            if let Some(table) = &property.yandex {
+                let fallback = Some(table.daily_quota.unwrap_or(YANDEX_UNREAD_DAILY));
+                rules.extend(counted_and_reported(
+                    (RuleFamily::Yandex, RuleFamily::YandexReported),
+                    name(),
+                    table.quota_timezone,
+                    table.daily_quota,
+                    fallback,
+                ));
+            }
+        }
         EngineKind::Google => {
             if let Some(table) = &property.google {
                 let day = id(RuleFamily::Google, name(), None, Period::Day);
@@ -203,6 +243,22 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
     }
     rules
+}
+
+/// A daily quota the engine states in its answers (Baidu's `remain`,
+/// Yandex's `quota_remainder`): the day as indexq counts it, with the
+/// configured limit if any, and the day against what the engine said is
+/// left, with `fallback` until it has said it in the window — a rule of its
+/// own, so that a configured quota stays a ceiling.
+fn counted_and_reported(
+    (counted, reported): (RuleFamily, RuleFamily),
+    whose: Whose,
+    tz: Tz,
+    limit: Option<u64>,
+    fallback: Option<u64>,
+) -> [Rule; 2] {
+    let id = |family| RuleId { family, whose: whose.clone(), target: None, period: Period::Day };
+    [Rule::new(id(counted), tz, limit), Rule::new(id(reported), tz, fallback)]
 }
 
 /// The rules a URL inspection must fit (Google `skip_indexed`).

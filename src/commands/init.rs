@@ -249,7 +249,9 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "[[property]] is a ceiling of your own (IndexNow documents no daily limit; {INDEXNOW_CEILING} URLs")?;
     writeln!(out, "is the most one request carries); [google]'s 200 a day and 380 a minute are Google's")?;
     writeln!(out, "defaults for a new Cloud project.")?;
-    writeln!(out, "Bing and Google are commented out in the file, each with what it needs. Google documents")?;
+    writeln!(out, "Bing, Google, Baidu and Yandex are commented out in the file, each with what it needs")?;
+    writeln!(out, "(Baidu's link push and Yandex's recrawl queue have daily quotas of their own).")?;
+    writeln!(out, "Google documents")?;
     writeln!(out, "its Indexing API for pages with JobPosting or BroadcastEvent (in a VideoObject) structured")?;
     writeln!(out, "data only: other pages it merely receives (the reason `received`).")?;
     writeln!(out, "Your source is a sitemap, so the sitemap channel is there for every page: with")?;

@@ -44,6 +44,14 @@ pub enum RuleFamily {
     BingSitemaps,
     /// URL inspections (Search Console's URL Inspection API).
     GoogleInspect,
+    /// URLs pushed to Baidu, as indexq counts them.
+    Baidu,
+    /// URLs pushed to Baidu, against the `remain` its answers state.
+    BaiduReported,
+    /// URLs sent to Yandex's recrawl queue, as indexq counts them.
+    Yandex,
+    /// URLs sent to Yandex's recrawl queue, against its `quota_remainder`.
+    YandexReported,
 }
 
 impl RuleFamily {
@@ -57,7 +65,17 @@ impl RuleFamily {
             RuleFamily::GoogleSitemaps => "google-sitemaps",
             RuleFamily::BingSitemaps => "bing-sitemaps",
             RuleFamily::GoogleInspect => "google-inspect",
+            RuleFamily::Baidu => "baidu",
+            RuleFamily::BaiduReported => "baidu-reported",
+            RuleFamily::Yandex => "yandex",
+            RuleFamily::YandexReported => "yandex-reported",
         }
+    }
+
+    /// Whether the family counts against what the engine itself says is
+    /// left (its last statement, kept in the ledger, sets the limit).
+    pub fn reported(self) -> bool {
+        matches!(self, RuleFamily::BingReported | RuleFamily::BaiduReported | RuleFamily::YandexReported)
     }
 }
 
@@ -205,6 +223,8 @@ mod tests {
             (id(RuleFamily::Bing, site(), None, Period::Month), "bing:site:month"),
             (id(RuleFamily::Bing, Whose::Pool(None), None, Period::Day), "bing:*:day"),
             (id(RuleFamily::BingReported, site(), None, Period::Day), "bing-reported:site:day"),
+            (id(RuleFamily::BaiduReported, site(), None, Period::Day), "baidu-reported:site:day"),
+            (id(RuleFamily::Yandex, Whose::Pool(None), None, Period::Day), "yandex:*:day"),
             (id(RuleFamily::Google, site(), None, Period::Day), "google:site:day"),
             (id(RuleFamily::GoogleProject, project(), None, Period::Day), "google-project:my-project:day"),
             (

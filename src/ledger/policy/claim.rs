@@ -10,7 +10,7 @@ use super::super::{
     RuleWindow, Slots, Usage,
 };
 use super::steps::{ClaimSteps, Kept, Taken};
-use crate::model::{Channel, EngineKind, GroupKey, Report, SubmitOrder};
+use crate::model::{Channel, GroupKey, Report, SubmitOrder};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Whole seconds, rounded up: a paced item is never due before its slot.
@@ -157,11 +157,7 @@ impl DueOrder {
     /// wait for days; by due time for the others (IndexNow, whose
     /// endpoints set no daily quota, and the sitemaps an engine is told of).
     pub fn of(group: &GroupKey, order: SubmitOrder) -> DueOrder {
-        let daily_quota = match group.engine {
-            EngineKind::IndexNow => false,
-            EngineKind::Bing | EngineKind::Google => true,
-        };
-        match (order, daily_quota && group.channel == Channel::Urls) {
+        match (order, group.engine.daily_quota() && group.channel == Channel::Urls) {
             (SubmitOrder::Newest, true) => DueOrder::NEWEST,
             _ => DueOrder::BY_DUE,
         }
