@@ -119,11 +119,6 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
 /// source of it — but one low enough for any site.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
 
-/// The least daily push quota Baidu gives a site (its range is 10 to
-/// 100,000): the limit until an answer's `remain` has said what is left,
-/// when no `daily_quota` is configured.
-pub const BAIDU_LEAST_DAILY: u64 = 10;
-
 /// indexq's conservative default for Yandex's recrawl day, until
 /// `/recrawl/quota` or an answer's `quota_remainder` has said what is left,
 /// when no `daily_quota` is configured. Not a figure Yandex documents.
@@ -211,7 +206,10 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
         EngineKind::Baidu => {
             if let Some(table) = &property.baidu {
-                let fallback = Some(table.daily_quota.unwrap_or(BAIDU_LEAST_DAILY));
+                // Until an answer has said what is left today, the engine finds
+                // out itself (`engines::baidu`: a first push of Baidu's least
+                // quota), so no fallback holds the rest of the batch back.
+                let fallback = table.daily_quota;
                 rules.extend(counted_and_reported(
                     (RuleFamily::Baidu, RuleFamily::BaiduReported),
                     name(),
