@@ -119,6 +119,12 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
 /// source of it — but one low enough for any site.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
 
+/// The least daily push quota Baidu gives a site (its range is 10 to
+/// 100,000): the first push of a quota day, before an answer's `remain`
+/// has said what is left, so that it cannot be refused whole as `over
+/// quota` while some of the day is left.
+pub const BAIDU_FIRST_PUSH: u64 = 10;
+
 /// indexq's conservative default for Yandex's recrawl day, until
 /// `/recrawl/quota` or an answer's `quota_remainder` has said what is left,
 /// when no `daily_quota` is configured. Not a figure Yandex documents.
@@ -206,10 +212,10 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
         EngineKind::Baidu => {
             if let Some(table) = &property.baidu {
-                // Until an answer has said what is left today, the engine finds
-                // out itself (`engines::baidu`: a first push of Baidu's least
-                // quota), so no fallback holds the rest of the batch back.
-                let fallback = table.daily_quota;
+                // Until an answer has said what is left today, a first push
+                // of Baidu's least quota: it bounds that claim and defers
+                // nothing (`RuleFamily::states_in_answers`).
+                let fallback = Some(BAIDU_FIRST_PUSH);
                 rules.extend(counted_and_reported(
                     (RuleFamily::Baidu, RuleFamily::BaiduReported),
                     name(),

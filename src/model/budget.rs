@@ -77,6 +77,34 @@ impl RuleFamily {
     pub fn reported(self) -> bool {
         matches!(self, RuleFamily::BingReported | RuleFamily::BaiduReported | RuleFamily::YandexReported)
     }
+
+    /// Whether the engine says what is left in its answers to sends (Baidu's
+    /// `remain`, Yandex's `quota_remainder`), not only in a read before
+    /// them (Bing): until it has said so in a window, its rule's fallback
+    /// bounds a claim but defers nothing — the answer to that claim says.
+    pub fn states_in_answers(self) -> bool {
+        matches!(self, RuleFamily::BaiduReported | RuleFamily::YandexReported)
+    }
+
+    /// The family a rule's id (`RuleId`'s text) names, by its first part.
+    pub fn of_rule_id(id: &str) -> Option<RuleFamily> {
+        const ALL: [RuleFamily; 12] = [
+            RuleFamily::IndexNow,
+            RuleFamily::Bing,
+            RuleFamily::BingReported,
+            RuleFamily::Google,
+            RuleFamily::GoogleProject,
+            RuleFamily::GoogleSitemaps,
+            RuleFamily::BingSitemaps,
+            RuleFamily::GoogleInspect,
+            RuleFamily::Baidu,
+            RuleFamily::BaiduReported,
+            RuleFamily::Yandex,
+            RuleFamily::YandexReported,
+        ];
+        let first = id.split(':').next()?;
+        ALL.into_iter().find(|f| f.as_str() == first)
+    }
 }
 
 /// Whose sends a rule counts.
@@ -240,6 +268,9 @@ mod tests {
         ];
         for (text, stored) in texts {
             assert_eq!(text, stored);
+            let family = RuleFamily::of_rule_id(&text).map(RuleFamily::as_str);
+            assert_eq!(family, stored.split(':').next(), "{stored}");
         }
+        assert_eq!(RuleFamily::of_rule_id("nothing:site:day"), None);
     }
 }

@@ -30,9 +30,9 @@ fn pushes_of_at_most_2000_one_url_a_line_with_the_site_and_token_in_the_query() 
     assert_eq!(doc.with_outcome(json::Outcome::Accepted).len(), 4500);
     let pushes = sb.engine.requests_to("POST", BAIDU_PUSH);
     let sizes: Vec<usize> = pushes.iter().map(|r| quota_engines::pushed(r).len()).collect();
-    // Claims of 2,000; the first push of the run is Baidu's least quota,
-    // then each push is no larger than the last `remain`.
-    assert_eq!(sizes, [10, 1990, 2000, 500]);
+    // The first push of the day is Baidu's least quota; its `remain`
+    // bounds the next, each at most 2,000.
+    assert_eq!(sizes, [10, 2000, 2000, 490]);
     let site: String = url::form_urlencoded::byte_serialize(site_param(&sb).as_bytes()).collect();
     for push in &pushes {
         assert_eq!(push.path, format!("{BAIDU_PUSH}?site={site}&token={BAIDU_TOKEN}"));
@@ -45,24 +45,22 @@ fn pushes_of_at_most_2000_one_url_a_line_with_the_site_and_token_in_the_query() 
     assert_eq!(book.left(), 5500);
 }
 
-/// No `daily_quota` and nothing stated yet today: the first push is Baidu's
-/// least quota (10), its answer's `remain` (15) bounds the next push, so
-/// exactly 25 go and no push is refused; the rest, not pushed, waits for
-/// midnight in Shanghai, as do the URLs of the next run that day.
+/// Nothing said yet today: the first push is Baidu's least quota (10), its
+/// answer's `remain` (15) bounds the next, so exactly 25 go and no push is
+/// refused; the rest waits for midnight in Shanghai, as do the URLs of a
+/// later run that day.
 #[test]
 fn remain_bounds_the_rest_of_the_day() {
     let (sb, book) = Sandbox::baidu("", 25);
     let urls = list(&sb, "p", 40);
     let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
-    assert_eq!((doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Quota).len()), (25, 15));
+    assert_eq!((doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Deferred).len()), (25, 15));
     let sizes: Vec<usize> =
         sb.engine.requests_to("POST", BAIDU_PUSH).iter().map(|r| quota_engines::pushed(r).len()).collect();
     assert_eq!(sizes, [10, 15]);
     assert!(book.state().received.iter().all(|(_, ok)| *ok), "no push over what was left");
-    let waiting = doc.with_outcome(json::Outcome::Quota)[0];
-    assert_eq!(waiting.reason, "daily_quota", "{waiting:#?}");
-    assert!(waiting.message.starts_with("not pushed"), "{waiting:#?}");
-    assert_eq!(waiting.retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"), "Baidu's day is China's");
+    let deferred = doc.with_outcome(json::Outcome::Deferred)[0];
+    assert_eq!(deferred.retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"), "Baidu's day is China's");
     // A later run that day: Baidu's statement (0 left) holds its URLs back.
     let more = list(&sb, "q", 2);
     let doc = sb.indexq(&["--json", "submit", "--max-wait", "0", more.to_str().unwrap()]).now(NOW).output().code(0);

@@ -10,7 +10,7 @@ use super::super::{
     RuleWindow, Slots, Usage,
 };
 use super::steps::{ClaimSteps, Kept, Taken};
-use crate::model::{Channel, GroupKey, Report, SubmitOrder};
+use crate::model::{Channel, GroupKey, Report, RuleFamily, SubmitOrder};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Whole seconds, rounded up: a paced item is never due before its slot.
@@ -186,19 +186,32 @@ impl ClaimPlan {
         pacing: Option<&PaceState>,
         now: DateTime<Utc>,
     ) -> ClaimPlan {
-        let budget = rules.iter().zip(usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
+        // A rule whose engine says what is left in its answers, before it
+        // has said so in this window (`RuleFamily::states_in_answers`):
+        // its fallback bounds the take, never what waits — the answer to
+        // this claim says how much more the next may take.
+        let unstated = |(rule, usage): &(&RuleWindow, &Usage)| {
+            rule.reported
+                && usage.reported.is_none()
+                && usage.remaining(rule, now).is_some_and(|left| left > 0)
+                && RuleFamily::of_rule_id(&rule.rule).is_some_and(RuleFamily::states_in_answers)
+        };
+        let remaining = |(rule, usage): (&RuleWindow, &Usage)| usage.remaining(rule, now);
+        let windows = || rules.iter().zip(usages);
+        let budget = windows().filter(|w| !unstated(w)).filter_map(remaining).min();
+        let first = windows().filter(|w| unstated(w)).filter_map(remaining).min();
         // Within budget: `avail`. Of those, the pace lets `take` go now
         // (never more than a batch); the rest of `avail` waits for its slot.
         let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
-        let take = avail.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(avail)));
+        let bounded = first.map_or(avail, |f| (f as usize).min(avail));
+        let take = bounded.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(bounded)));
         let paced_until = match pacing {
-            Some(_) if take < avail.min(max_items) => avail,
+            Some(_) if take < bounded.min(max_items) => bounded,
             _ => take,
         };
         let retry_at = (avail < due_count).then(|| {
-            rules
-                .iter()
-                .zip(usages)
+            windows()
+                .filter(|w| !unstated(w))
                 .filter_map(|(rule, usage)| {
                     let after = Usage { used: usage.used + avail as u64, ..*usage };
                     after.available_at(rule, now)
