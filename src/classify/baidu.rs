@@ -161,3 +161,33 @@ pub fn baidu_refused(resp: &Response, ctx: &BaiduContext) -> Vec<(String, Verdic
     });
     not_same_site.chain(not_valid).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use crate::model::Class;
+
+    fn resp(status: u16, body: &str) -> Response<'_> {
+        Response { status, headers: &[], body }
+    }
+
+    #[test]
+    fn remain_is_reported_and_listed_urls_get_their_own_verdicts() {
+        let body = r#"{"remain":7,"success":1,"not_same_site":["https://a.example/x"],"not_valid":["bad"]}"#;
+        let whole = baidu(&resp(200, body), &BAIDU_CTX);
+        assert_eq!((whole.class(), whole.reported), (Class::Accepted, Some((Period::Day, 7))));
+        let refused = baidu_refused(&resp(200, body), &BAIDU_CTX);
+        let got: Vec<(&str, String)> = refused.iter().map(|(u, v)| (u.as_str(), v.reason().to_string())).collect();
+        assert_eq!(got, [("https://a.example/x", "not_same_site".to_string()), ("bad", "not_valid".to_string())]);
+        assert!(refused.iter().all(|(_, v)| v.hint.is_some()));
+        // A refusal lists nothing, even with the fields.
+        assert!(baidu_refused(&resp(400, body), &BAIDU_CTX).is_empty());
+        // Over quota says 0 is left.
+        let over = baidu(&resp(400, r#"{"error":400,"message":"over quota"}"#), &BAIDU_CTX);
+        assert_eq!((over.class(), over.reported), (Class::Quota, Some((Period::Day, 0))));
+        // A 200 that is not Baidu's JSON states nothing.
+        let html = baidu(&resp(200, "<html>portal</html>"), &BAIDU_CTX);
+        assert_eq!((html.reason().to_string().as_str(), html.reported), ("unrecognized_body", None));
+    }
+}

@@ -424,9 +424,8 @@ mod tests {
             }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
             EngineKind::Baidu => baidu_fixture(&resp),
-            EngineKind::Yandex if fixture.phase.as_deref() == Some("quota") => {
-                yandex_quota(&resp, &YANDEX_CTX).map_or_else(|v| v, |q| Verdict::new(AcceptedReason::Ok, format!("{q:?}")))
-            }
+            EngineKind::Yandex if fixture.phase.as_deref() == Some("quota") => yandex_quota(&resp, &YANDEX_CTX)
+                .map_or_else(|v| v, |q| Verdict::new(AcceptedReason::Ok, format!("{q:?}"))),
             EngineKind::Yandex => yandex(&resp, &YANDEX_CTX),
         }
     }

@@ -147,10 +147,9 @@ fn yandex_refusal(resp: &Response, r: &Refusal, ctx: &YandexContext) -> Verdict 
         _ => {
             let said = excerpt(&format!("{} {}", r.error_code, r.error_message));
             match by_status(resp, ctx) {
-                v if v.class() == crate::model::Class::Misconfigured => Verdict {
-                    message: format!("{answered}: Yandex refused the request ({said})."),
-                    ..v
-                },
+                v if v.class() == crate::model::Class::Misconfigured => {
+                    Verdict { message: format!("{answered}: Yandex refused the request ({said})."), ..v }
+                }
                 v => v,
             }
         }
@@ -168,7 +167,10 @@ fn by_status(resp: &Response, ctx: &YandexContext) -> Verdict {
             let when = retry_after.map(|r| r.to_string()).unwrap_or_default();
             Verdict {
                 retry_after,
-                ..Verdict::new(QuotaReason::RateLimited, format!("{answered}: too many requests. indexq retries {when}."))
+                ..Verdict::new(
+                    QuotaReason::RateLimited,
+                    format!("{answered}: too many requests. indexq retries {when}."),
+                )
             }
         }
         408 => transient(engine, resp, "", TransientReason::RequestTimeout, "the server gave up waiting"),
@@ -205,4 +207,42 @@ pub fn yandex_quota(resp: &Response, ctx: &YandexContext) -> Result<(u64, u64), 
         Some(r) => yandex_refusal(resp, &r, ctx),
         None => by_status(resp, ctx),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use crate::model::Class;
+
+    fn resp(status: u16, body: &str) -> Response<'_> {
+        Response { status, headers: &[], body }
+    }
+
+    #[test]
+    fn codes_before_statuses_and_the_right_user_named() {
+        #[rustfmt::skip]
+        let table: &[(u16, &str, Class, &str)] = &[
+            (202, r#"{"task_id":"t","quota_remainder":3}"#, Class::Accepted, "ok"),
+            (202, "", Class::Accepted, "unrecognized_body"),
+            (409, "", Class::Accepted, "already_added"),
+            (429, r#"{"error_code":"QUOTA_EXCEEDED"}"#, Class::Quota, "QUOTA_EXCEEDED"),
+            (429, "", Class::Quota, "rate_limited"),
+            (400, r#"{"error_code":"INVALID_URL"}"#, Class::Misconfigured, "INVALID_URL"),
+            (404, r#"{"error_code":"HOST_NOT_VERIFIED"}"#, Class::Misconfigured, "HOST_NOT_VERIFIED"),
+            (403, r#"{"error_code":"INVALID_USER_ID","available_user_id":9}"#, Class::Misconfigured, "INVALID_USER_ID"),
+            (403, r#"{"error_code":"SOMETHING_ELSE"}"#, Class::Misconfigured, "http_403"),
+            (401, "", Class::Misconfigured, "http_401"),
+            (503, "", Class::Transient, "server_error"),
+        ];
+        for &(status, body, class, reason) in table {
+            let v = yandex(&resp(status, body), &YANDEX_CTX);
+            assert_eq!((v.class(), v.reason().to_string().as_str()), (class, reason), "{status} {body}");
+        }
+        let ok = yandex(&resp(202, r#"{"task_id":"t","quota_remainder":3}"#), &YANDEX_CTX);
+        assert_eq!(ok.reported, Some((Period::Day, 3)));
+        let user = yandex(&resp(403, r#"{"error_code":"INVALID_USER_ID","available_user_id":9}"#), &YANDEX_CTX);
+        assert!(user.hint.as_deref().unwrap_or_default().contains("the user 9"), "{user:?}");
+        assert_eq!(yandex_quota(&resp(200, r#"{"daily_quota":5,"quota_remainder":2}"#), &YANDEX_CTX), Ok((5, 2)));
+    }
 }

@@ -17,7 +17,6 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use url::Url;
 
-
 /// Baidu's documented limit of URLs per push.
 pub const MAX_BATCH: usize = 2_000;
 
@@ -45,13 +44,7 @@ impl Baidu {
             .iter()
             .filter_map(|p| p.baidu.as_ref().map(|b| (p.name.clone(), b.site.clone())))
             .collect();
-        Ok(Baidu {
-            client,
-            endpoint: settings.baidu.endpoint.clone(),
-            token,
-            sites,
-            redactor: redactor.clone(),
-        })
+        Ok(Baidu { client, endpoint: settings.baidu.endpoint.clone(), token, sites, redactor: redactor.clone() })
     }
 
     /// `{endpoint}/urls?site=SITE&token=TOKEN`. Never format this URL unredacted.
@@ -66,11 +59,8 @@ impl Baidu {
     /// One push of `urls`: the answer to it, and the verdicts of the URLs
     /// it lists as not taken, each with its index in `urls`.
     async fn push(&self, site: &str, urls: &[String]) -> (Answer, Vec<(usize, Answer)>) {
-        let request = self
-            .client
-            .post(self.url(site))
-            .header(reqwest::header::CONTENT_TYPE, "text/plain")
-            .body(urls.join("\n"));
+        let request =
+            self.client.post(self.url(site)).header(reqwest::header::CONTENT_TYPE, "text/plain").body(urls.join("\n"));
         tracing::debug!(site, urls = urls.len(), "POST Baidu urls");
         let r = match exchange(request).await {
             Err(e) => return (network_answer(&e, &self.redactor), Vec::new()),

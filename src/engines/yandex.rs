@@ -163,14 +163,17 @@ impl Yandex {
                 let ctx = YandexContext { user_id: &user_id, host_id: "?" };
                 let hosts: Hosts = self.read(self.url(&format!("user/{user_id}/hosts")), &ctx).await?;
                 let origin = site.site.origin();
-                let found = hosts.hosts.into_iter().find(|h| Url::parse(&h.ascii_host_url).is_ok_and(|u| u.origin() == origin));
+                let found =
+                    hosts.hosts.into_iter().find(|h| Url::parse(&h.ascii_host_url).is_ok_and(|u| u.origin() == origin));
                 let origin = origin.ascii_serialization();
                 match found {
                     None => {
                         return Err((
                             Verdict::misconfigured(
                                 MisconfiguredReason::HostNotVerified,
-                                format!("Yandex lists no site {origin} among the hosts of this token's user {user_id}."),
+                                format!(
+                                    "Yandex lists no site {origin} among the hosts of this token's user {user_id}."
+                                ),
                                 format!(
                                     "Add and verify {origin} in Yandex Webmaster for the user of the OAuth token, \
                                      or set the property's `yandex.host_id` to the host as Yandex lists it \
@@ -243,7 +246,8 @@ impl Yandex {
             Err(e) => network_answer(&e, &self.redactor),
             Ok(r) => {
                 let r = r.redacted(&self.redactor);
-                let verdict = classify::yandex(&r.response(), &YandexContext { user_id: &t.user_id, host_id: &t.host_id });
+                let verdict =
+                    classify::yandex(&r.response(), &YandexContext { user_id: &t.user_id, host_id: &t.host_id });
                 Answer::received(verdict, &r, &self.redactor)
             }
         }

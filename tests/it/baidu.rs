@@ -54,7 +54,10 @@ fn remain_bounds_the_rest_of_the_day() {
     let (sb, book) = Sandbox::baidu("", 25);
     let urls = list(&sb, "p", 40);
     let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
-    assert_eq!((doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Deferred).len()), (25, 15));
+    assert_eq!(
+        (doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Deferred).len()),
+        (25, 15)
+    );
     let sizes: Vec<usize> =
         sb.engine.requests_to("POST", BAIDU_PUSH).iter().map(|r| quota_engines::pushed(r).len()).collect();
     assert_eq!(sizes, [10, 15]);
@@ -135,10 +138,8 @@ fn not_same_site_and_not_valid_urls_are_parked_with_their_reason() {
 /// while they hold.
 #[test]
 fn site_error_and_token_not_valid_say_their_fix() {
-    let cases = [
-        (400, "site error", "site_error", "Verify"),
-        (401, "token is not valid", "token_not_valid", "push tool page"),
-    ];
+    let cases =
+        [(400, "site error", "site_error", "Verify"), (401, "token is not valid", "token_not_valid", "push tool page")];
     for (status, message, reason, fix) in cases {
         let (sb, _book) = Sandbox::baidu("daily_quota = 100", 100);
         let body = format!(r#"{{"error":{status},"message":"{message}"}}"#);

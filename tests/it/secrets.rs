@@ -493,7 +493,9 @@ fn the_baidu_and_yandex_tokens_quoted_by_their_engines_never_show() {
     assert!(text.contains("[REDACTED]"), "{text}");
     let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
     assert!(ledger.contains("token is not valid: /urls?site="), "the body is stored");
-    for (what, form) in [("the token", BAIDU_TOKEN.to_string()), ("the token percent-encoded", percent_all(BAIDU_TOKEN))] {
+    for (what, form) in
+        [("the token", BAIDU_TOKEN.to_string()), ("the token percent-encoded", percent_all(BAIDU_TOKEN))]
+    {
         assert_absent(&text, &form, what);
         assert_absent(&ledger, &form, what);
     }
@@ -504,7 +506,8 @@ fn the_baidu_and_yandex_tokens_quoted_by_their_engines_never_show() {
         let header = req.header("authorization").unwrap_or_default().to_string();
         let token = header.strip_prefix("OAuth ").unwrap_or(&header).to_string();
         let message = format!("Bad token. Headers: Authorization: {header} ({})", json_all(&token));
-        MockResponse::status(403).json(&serde_json::json!({ "error_code": "FORBIDDEN", "error_message": message }).to_string())
+        MockResponse::status(403)
+            .json(&serde_json::json!({ "error_code": "FORBIDDEN", "error_message": message }).to_string())
     });
     let urls = sb.urls("urls.txt", &["/a"]);
     let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
@@ -517,7 +520,9 @@ fn the_baidu_and_yandex_tokens_quoted_by_their_engines_never_show() {
     assert!(text.contains("[REDACTED]"), "{text}");
     let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
     assert!(ledger.contains("Bad token. Headers"), "the body is stored");
-    for (what, form) in [("the token", YANDEX_TOKEN.to_string()), ("the token percent-encoded", percent_all(YANDEX_TOKEN))] {
+    for (what, form) in
+        [("the token", YANDEX_TOKEN.to_string()), ("the token percent-encoded", percent_all(YANDEX_TOKEN))]
+    {
         assert_absent(&text, &form, what);
         assert_absent(&ledger, &form, what);
     }

@@ -44,7 +44,10 @@ fn quota_remainder_bounds_the_day() {
     let (sb, book) = Sandbox::yandex("", 100, 4);
     let urls = list(&sb, "p", 6);
     let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(0).submit_doc();
-    assert_eq!((doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Deferred).len()), (4, 2));
+    assert_eq!(
+        (doc.with_outcome(json::Outcome::Accepted).len(), doc.with_outcome(json::Outcome::Deferred).len()),
+        (4, 2)
+    );
     assert!(book.state().received.iter().all(|(_, ok)| *ok), "nothing sent over what was left");
     let deferred = doc.with_outcome(json::Outcome::Deferred)[0];
     assert_eq!(deferred.retry_at.as_deref(), Some("2026-12-04T00:00:00+03:00"), "Moscow's day (assumed)");
@@ -76,7 +79,8 @@ fn quota_exceeded_waits_for_midnight_in_moscow() {
 
     let b = book.clone();
     sb.engine.respond_with("POST", &queue, move |r| quota_engines::yandex_answer(&b, r));
-    let doc = sb.indexq(&["--json", "submit", "--max-wait", "0"]).now("2026-12-03T20:59:00Z").output().code(0).submit_doc();
+    let doc =
+        sb.indexq(&["--json", "submit", "--max-wait", "0"]).now("2026-12-03T20:59:00Z").output().code(0).submit_doc();
     assert!(doc.with_outcome(json::Outcome::Accepted).is_empty(), "23:59 in Moscow is still the spent day");
     let doc = sb.indexq(&["--json", "submit"]).now("2026-12-03T21:00:00Z").output().code(0).submit_doc();
     assert_eq!(doc.with_outcome(json::Outcome::Accepted).len(), 3);
@@ -138,7 +142,10 @@ fn host_not_verified_says_its_fix_and_spends_nothing() {
     let doc = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3).submit_doc();
     let r = doc.result_for(&sb.url("/p1"));
     assert_eq!((r.outcome, r.reason.as_str()), (json::Outcome::Misconfigured, "HOST_NOT_VERIFIED"), "{r:#?}");
-    assert!(sb.engine.requests_to("GET", &format!("/v4/user/{YANDEX_USER}/hosts")).is_empty(), "host_id is used as set");
+    assert!(
+        sb.engine.requests_to("GET", &format!("/v4/user/{YANDEX_USER}/hosts")).is_empty(),
+        "host_id is used as set"
+    );
 }
 
 /// `INVALID_USER_ID`: the fix names the user Yandex says the token is

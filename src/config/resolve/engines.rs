@@ -61,12 +61,7 @@ impl Resolver<'_> {
     /// `[baidu]`: the push token's source and the endpoint.
     pub(super) fn baidu(&self, raw: &RawBaidu) -> Result<BaiduSettings, ConfigError> {
         Ok(BaiduSettings {
-            token: self.secret(
-                raw.token_env.as_ref(),
-                raw.token_file.as_ref(),
-                "baidu.token",
-                "Baidu's push token",
-            )?,
+            token: self.secret(raw.token_env.as_ref(), raw.token_file.as_ref(), "baidu.token", "Baidu's push token")?,
             endpoint: self.endpoint(raw.endpoint.as_ref(), "baidu.endpoint", defaults::BAIDU_ENDPOINT)?,
         })
     }

@@ -51,7 +51,13 @@ impl Resolver<'_> {
         let http = self.http(&raw.http)?;
         self.check_lease(&raw, ledger_options.lease, http.timeout)?;
         let sitemap = self.sitemap(&raw.sitemap)?;
-        let engines = property::EngineTables { indexnow: &indexnow, bing: &bing, google: &google, baidu: &baidu, yandex: &yandex };
+        let engines = property::EngineTables {
+            indexnow: &indexnow,
+            bing: &bing,
+            google: &google,
+            baidu: &baidu,
+            yandex: &yandex,
+        };
         let properties = self.properties(&raw.property, &engines)?;
         let serve = self.serve(&raw.serve, &properties)?;
         let notify = self.notify(&raw.notify)?;

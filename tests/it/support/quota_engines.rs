@@ -115,7 +115,11 @@ pub fn yandex_answer(book: &Book, request: &Request) -> MockResponse {
 /// one verified host (the site), the quota read and the recrawl queue, all
 /// against `book` with a daily quota of `daily`.
 pub fn mock_yandex(engine: &MockServer, site: &MockServer, book: &Book, daily: u64) {
-    engine.on("GET", YANDEX_USER_PATH, vec![MockResponse::status(200).json(&format!(r#"{{"user_id":{YANDEX_USER}}}"#))]);
+    engine.on(
+        "GET",
+        YANDEX_USER_PATH,
+        vec![MockResponse::status(200).json(&format!(r#"{{"user_id":{YANDEX_USER}}}"#))],
+    );
     let hosts = format!(
         r#"{{"hosts":[{{"host_id":"{id}","ascii_host_url":"{url}/","unicode_host_url":"{url}/","verified":true,"main_mirror":null}}]}}"#,
         id = yandex_host_id(site),
