@@ -227,7 +227,8 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
         EngineKind::Yandex => {
             if let Some(table) = &property.yandex {
-                let fallback = Some(table.daily_quota.unwrap_or(YANDEX_UNREAD_DAILY));
+                // As Bing's: the default only without a ceiling of the user's.
+                let fallback = table.daily_quota.is_none().then_some(YANDEX_UNREAD_DAILY);
                 rules.extend(counted_and_reported(
                     (RuleFamily::Yandex, RuleFamily::YandexReported),
                     name(),
@@ -382,6 +383,12 @@ sources = ["https://site.example/sitemap.xml"]
 indexnow = { key_env = "K" }
 bing = { daily_quota = 20, monthly_quota = 300 }
 google = {}
+baidu = {}
+yandex = { daily_quota = 20 }
+[baidu]
+token_env = "T"
+[yandex]
+token_env = "Y"
 "#;
         let s = crate::config::parse(Path::new("t.toml"), text).unwrap();
         let p = &s.properties[0];
@@ -410,6 +417,28 @@ google = {}
         let google = ids(GroupKey::urls("site", EngineKind::Google, ""), Some("proj"));
         let expected = [("google:site:day", property, false), ("google-project:proj:day", pool, false)];
         assert_eq!(google, expected.map(|(id, scope, reported)| (id.to_string(), scope, reported)));
+        // Baidu and Yandex: the day as counted (the property's ceiling) and as
+        // the engine states it, each in the engine's timezone, with their fallbacks.
+        let limits = |engine| -> Vec<(String, bool, Option<u64>, Tz)> {
+            let group = GroupKey::urls("site", engine, "");
+            rules_for(&s, p, &group, None).into_iter().map(|r| (r.id, r.reported, r.limit, r.tz)).collect()
+        };
+        let shanghai = chrono_tz::Asia::Shanghai;
+        assert_eq!(
+            limits(EngineKind::Baidu),
+            [
+                ("baidu:site:day".to_string(), false, None, shanghai),
+                ("baidu-reported:site:day".to_string(), true, Some(BAIDU_FIRST_PUSH), shanghai)
+            ]
+        );
+        let moscow = chrono_tz::Europe::Moscow;
+        assert_eq!(
+            limits(EngineKind::Yandex),
+            [
+                ("yandex:site:day".to_string(), false, Some(20), moscow),
+                ("yandex-reported:site:day".to_string(), true, None, moscow)
+            ]
+        );
         let unknown = ids(GroupKey::urls("site", EngineKind::Google, ""), None);
         assert_eq!(unknown[1].0, "google-project:unknown:day");
 

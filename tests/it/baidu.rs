@@ -77,6 +77,14 @@ fn remain_bounds_the_rest_of_the_day() {
     assert_eq!(reported.len(), 1, "{status:#?}");
     assert_eq!((reported[0].engine, reported[0].used, reported[0].remaining), (json::Engine::Baidu, 25, Some(0)));
     assert_eq!(reported[0].resets_at, "2026-12-04T00:00:00+08:00");
+    // The metrics and the report list the engine.
+    let metrics = sb.indexq(&["status", "--format", "prometheus"]).now(NOW).output().code(0).stdout;
+    assert!(
+        metrics.lines().any(|l| l.contains("engine=\"baidu\"") && l.contains("baidu-reported:site:day")),
+        "{metrics}"
+    );
+    let page = sb.indexq(&["report", "--html", "-", "--days", "2"]).now(NOW).output().code(0).stdout;
+    assert!(page.contains("Baidu"), "the report names Baidu");
 }
 
 /// `over quota`: the pushed URLs are `quota` until midnight China time and

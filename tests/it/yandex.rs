@@ -55,6 +55,14 @@ fn quota_remainder_bounds_the_day() {
     let reported: Vec<_> = status.budgets.iter().filter(|b| b.source == json::Source::Engine).collect();
     assert_eq!(reported.len(), 1, "{status:#?}");
     assert_eq!((reported[0].engine, reported[0].used, reported[0].remaining), (json::Engine::Yandex, 4, Some(0)));
+    // The metrics and the report list the engine.
+    let metrics = sb.indexq(&["status", "--format", "prometheus"]).now(NOW).output().code(0).stdout;
+    assert!(
+        metrics.lines().any(|l| l.contains("engine=\"yandex\"") && l.contains("yandex-reported:site:day")),
+        "{metrics}"
+    );
+    let page = sb.indexq(&["report", "--html", "-", "--days", "2"]).now(NOW).output().code(0).stdout;
+    assert!(page.contains("Yandex"), "the report names Yandex");
 }
 
 /// The quota read says some are left, the queue answers 429

@@ -556,3 +556,44 @@ pub fn forecast(steps: &mut (impl ClaimSteps + ?Sized), query: &ClaimQuery) -> R
         slots,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Period;
+
+    fn window(rule: &str, limit: Option<u64>, now: DateTime<Utc>) -> RuleWindow {
+        RuleWindow {
+            rule: rule.into(),
+            period: Period::Day,
+            window: "2026-12-03".into(),
+            limit,
+            reported: true,
+            resets_at: now + TimeDelta::hours(7),
+        }
+    }
+
+    /// Before the engine has said what is left in the window, a rule whose
+    /// engine says it in its answers (Baidu) bounds the take by its
+    /// fallback and defers nothing; Bing's, whose engine said nothing,
+    /// defers the rest to the window's end; once said, Baidu's does too.
+    #[test]
+    fn an_unstated_rule_of_an_engine_that_answers_with_it_defers_nothing() {
+        let now = DateTime::from_timestamp(1_796_288_400, 0).unwrap();
+        let baidu = [window("baidu-reported:site:day", Some(10), now)];
+        let plan = ClaimPlan::new(&baidu, &[Usage::default()], 40, 2000, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (10, 40, None));
+        let bing = [window("bing-reported:site:day", Some(10), now)];
+        let plan = ClaimPlan::new(&bing, &[Usage::default()], 40, 500, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (10, 10, Some(bing[0].resets_at)));
+        let said = Usage { used: 10, reported: Some(Report { at: now, remaining: 15, limit: 25 }), ..Usage::default() };
+        let plan = ClaimPlan::new(&baidu, &[said], 30, 2000, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (15, 15, Some(baidu[0].resets_at)));
+        // A counted ceiling still defers what it cannot cover.
+        let both = [window("baidu:site:day", Some(12), now), window("baidu-reported:site:day", Some(10), now)];
+        let both = [RuleWindow { reported: false, ..both[0].clone() }, both[1].clone()];
+        let plan = ClaimPlan::new(&both, &[Usage::default(), Usage::default()], 40, 2000, None, now);
+        assert_eq!((plan.take, plan.within), (10, 12));
+        assert_eq!(plan.retry_at, Some(both[0].resets_at));
+    }
+}
