@@ -301,6 +301,10 @@ mod tests {
         assert!(text.contains("name = \"blog.example.org\"\n"), "{text}");
         assert!(text.contains("site = \"https://blog.example.org/\""), "{text}");
         assert!(text.contains("\"sc-domain:blog.example.org\""), "{text}");
+        // Baidu and Yandex are offered, commented out, with their tables.
+        for line in ["# [baidu]", "# baidu = { daily_quota = 10 }", "# [yandex]", "# yandex = { daily_quota = 20 }"] {
+            assert!(text.lines().any(|l| l.starts_with(line)), "`{line}` is offered:\n{text}");
+        }
         // Every other line of the example is there as it was, in its order.
         let kept: Vec<&str> = EXAMPLE
             .lines()
