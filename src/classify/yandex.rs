@@ -23,6 +23,7 @@ pub struct YandexContext<'a> {
 /// 202 `{"task_id", "quota_remainder"}`.
 #[derive(Deserialize)]
 struct Queued {
+    // Never read, but required: a 202 without it is not Yandex's answer.
     #[allow(dead_code)]
     task_id: String,
     quota_remainder: u64,
