@@ -66,7 +66,7 @@ impl Rule {
             Whose::Property(_) => Scope::Property,
             Whose::Pool(_) => Scope::Pool,
         };
-        let reported = id.family == RuleFamily::BingReported;
+        let reported = id.family.reported();
         Rule { period: id.period, scope, reported, tz, limit, id: id.to_string() }
     }
 
@@ -102,6 +102,12 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
         if p.google.as_ref().is_some_and(|g| g.indexing) {
             groups.push(urls(EngineKind::Google, String::new()));
         }
+        if p.baidu.is_some() {
+            groups.push(urls(EngineKind::Baidu, String::new()));
+        }
+        if p.yandex.is_some() {
+            groups.push(urls(EngineKind::Yandex, String::new()));
+        }
         for engine in [EngineKind::Bing, EngineKind::Google] {
             groups
                 .extend(p.submitted_sitemaps(engine).into_iter().map(|s| GroupKey::sitemap(p.name.clone(), engine, s)));
@@ -116,6 +122,17 @@ pub fn groups(settings: &Settings) -> Vec<GroupKey> {
 /// day for an established site) and `GetUrlSubmissionQuota` is the only
 /// source of it — but one low enough for any site.
 pub const BING_NEW_SITE_DAILY: u64 = 10;
+
+/// The least daily push quota Baidu gives a site (its range is 10 to
+/// 100,000): the first push of a quota day, before an answer's `remain`
+/// has said what is left, so that it cannot be refused whole as `over
+/// quota` while some of the day is left.
+pub const BAIDU_FIRST_PUSH: u64 = 10;
+
+/// indexq's conservative default for Yandex's recrawl day, until
+/// `/recrawl/quota` or an answer's `quota_remainder` has said what is left,
+/// when no `daily_quota` is configured. Not a figure Yandex documents.
+pub const YANDEX_UNREAD_DAILY: u64 = 10;
 
 /// Google's documented limits on URL inspections, per property.
 pub const INSPECTIONS_PER_DAY: u64 = 2_000;
@@ -159,7 +176,7 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
                 let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
                 rules.push(Rule::new(id(RuleFamily::BingSitemaps, name(), Some(sitemap), Period::Day), tz, None));
             }
-            EngineKind::IndexNow => {}
+            EngineKind::IndexNow | EngineKind::Baidu | EngineKind::Yandex => {}
         }
         return rules;
     }
@@ -197,6 +214,34 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
                 rules.push(Rule::new(id(RuleFamily::Bing, Whose::Pool(None), None, Period::Month), tz, Some(limit)));
             }
         }
+        EngineKind::Baidu => {
+            if let Some(table) = &property.baidu {
+                // Until an answer has said what is left today, a first push
+                // of Baidu's least quota: it bounds that claim and defers
+                // nothing (`RuleFamily::states_in_answers`).
+                let fallback = Some(BAIDU_FIRST_PUSH);
+                rules.extend(counted_and_reported(
+                    (RuleFamily::Baidu, RuleFamily::BaiduReported),
+                    name(),
+                    table.quota_timezone,
+                    table.daily_quota,
+                    fallback,
+                ));
+            }
+        }
+        EngineKind::Yandex => {
+            if let Some(table) = &property.yandex {
+                // As Bing's: the default only without a ceiling of the user's.
+                let fallback = table.daily_quota.is_none().then_some(YANDEX_UNREAD_DAILY);
+                rules.extend(counted_and_reported(
+                    (RuleFamily::Yandex, RuleFamily::YandexReported),
+                    name(),
+                    table.quota_timezone,
+                    table.daily_quota,
+                    fallback,
+                ));
+            }
+        }
         EngineKind::Google => {
             if let Some(table) = &property.google {
                 let day = id(RuleFamily::Google, name(), None, Period::Day);
@@ -207,6 +252,22 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
     }
     rules
+}
+
+/// A daily quota the engine states in its answers (Baidu's `remain`,
+/// Yandex's `quota_remainder`): the day as indexq counts it, with the
+/// configured limit if any, and the day against what the engine said is
+/// left, with `fallback` until it has said it in the window — a rule of its
+/// own, so that a configured quota stays a ceiling.
+fn counted_and_reported(
+    (counted, reported): (RuleFamily, RuleFamily),
+    whose: Whose,
+    tz: Tz,
+    limit: Option<u64>,
+    fallback: Option<u64>,
+) -> [Rule; 2] {
+    let id = |family| RuleId { family, whose: whose.clone(), target: None, period: Period::Day };
+    [Rule::new(id(counted), tz, limit), Rule::new(id(reported), tz, fallback)]
 }
 
 /// The rules a URL inspection must fit (Google `skip_indexed`).
@@ -326,6 +387,12 @@ sources = ["https://site.example/sitemap.xml"]
 indexnow = { key_env = "K" }
 bing = { daily_quota = 20, monthly_quota = 300 }
 google = {}
+baidu = {}
+yandex = { daily_quota = 20 }
+[baidu]
+token_env = "T"
+[yandex]
+token_env = "Y"
 "#;
         let s = crate::config::parse(Path::new("t.toml"), text).unwrap();
         let p = &s.properties[0];
@@ -354,6 +421,28 @@ google = {}
         let google = ids(GroupKey::urls("site", EngineKind::Google, ""), Some("proj"));
         let expected = [("google:site:day", property, false), ("google-project:proj:day", pool, false)];
         assert_eq!(google, expected.map(|(id, scope, reported)| (id.to_string(), scope, reported)));
+        // Baidu and Yandex: the day as counted (the property's ceiling) and as
+        // the engine states it, each in the engine's timezone, with their fallbacks.
+        let limits = |engine| -> Vec<(String, bool, Option<u64>, Tz)> {
+            let group = GroupKey::urls("site", engine, "");
+            rules_for(&s, p, &group, None).into_iter().map(|r| (r.id, r.reported, r.limit, r.tz)).collect()
+        };
+        let shanghai = chrono_tz::Asia::Shanghai;
+        assert_eq!(
+            limits(EngineKind::Baidu),
+            [
+                ("baidu:site:day".to_string(), false, None, shanghai),
+                ("baidu-reported:site:day".to_string(), true, Some(BAIDU_FIRST_PUSH), shanghai)
+            ]
+        );
+        let moscow = chrono_tz::Europe::Moscow;
+        assert_eq!(
+            limits(EngineKind::Yandex),
+            [
+                ("yandex:site:day".to_string(), false, Some(20), moscow),
+                ("yandex-reported:site:day".to_string(), true, None, moscow)
+            ]
+        );
         let unknown = ids(GroupKey::urls("site", EngineKind::Google, ""), None);
         assert_eq!(unknown[1].0, "google-project:unknown:day");
 

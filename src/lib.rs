@@ -106,8 +106,9 @@ pub mod testing_api {
     /// The classifiers of the engines' answers.
     pub mod classify {
         pub use crate::classify::{
-            bing, google, google_inspection, google_token, indexnow, BingContext, GoogleContext, GoogleTokenContext,
-            IndexNowContext, InspectionContext, KeyFileCheck, Response, Verdict,
+            baidu, bing, google, google_inspection, google_token, indexnow, yandex, BaiduContext, BingContext,
+            GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response, Verdict,
+            YandexContext,
         };
     }
 

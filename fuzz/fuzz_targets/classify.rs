@@ -1,5 +1,6 @@
 //! Every classifier (`indexnow`, `bing`, `google`, `google_inspection`,
-//! `google_token`) over an
+//! `google_token`, `baidu` with the URLs it lists, `yandex` and its quota
+//! read) over an
 //! arbitrary status, headers and body: one of the five classes, never a panic,
 //! a hint on every `misconfigured` verdict and never the IndexNow key in a text.
 //!
@@ -9,8 +10,8 @@
 #![no_main]
 
 use indexq::testing_api::classify::{
-    self, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response,
-    Verdict,
+    self, BaiduContext, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext,
+    KeyFileCheck, Response, Verdict, YandexContext,
 };
 use indexq::testing_api::model::{Action, Class};
 use libfuzzer_sys::fuzz_target;
@@ -42,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     let headers: Vec<(String, String)> =
         parts.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default())).collect();
     let resp = Response { status, headers: &headers, body: &body };
-    let verdict = match choice % 5 {
+    let verdict = match choice % 7 {
         0 => {
             // The key file check reuses the headers' first value as the served body.
             let served = headers.first().map(|(_, v)| v.clone()).unwrap_or_default();
@@ -76,12 +77,26 @@ fuzz_target!(|data: &[u8]| {
             };
             classify::google_inspection(&resp, &ctx)
         }
-        _ => {
+        4 => {
             let ctx = GoogleTokenContext {
                 client_email: "indexer@project.iam.gserviceaccount.com",
                 key_id: "0123456789abcdef",
             };
             classify::google_token(&resp, &ctx)
+        }
+        5 => {
+            let ctx = BaiduContext { site: "https://example.com" };
+            for (_, verdict) in classify::baidu_refused(&resp, &ctx) {
+                check(&verdict);
+            }
+            classify::baidu(&resp, &ctx)
+        }
+        _ => {
+            let ctx = YandexContext { user_id: "1", host_id: "https:example.com:443" };
+            if let Err(verdict) = classify::yandex_quota(&resp, &ctx) {
+                check(&verdict);
+            }
+            classify::yandex(&resp, &ctx)
         }
     };
     check(&verdict);

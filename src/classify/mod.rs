@@ -20,6 +20,10 @@
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
+//! - `baidu.rs` ([`baidu`]): Baidu's link push, by `error` and `message`;
+//!   the URLs a success did not take ([`baidu_refused`]).
+//! - `yandex.rs` ([`yandex`]): Yandex Webmaster's recrawl queue and its
+//!   quota read, by `error_code`.
 //! - `sitemaps.rs` ([`sitemap_problems`]): what an engine's report on a
 //!   sitemap submitted to it (Search Console's `sitemaps.get`, Bing's
 //!   `GetFeeds`, read by `google.rs` and `bing.rs`) says a human must look
@@ -40,16 +44,19 @@
 //! [`crate::redact::mask`], the one masking function of the crate. [`network`]
 //! has no key to hide: its `detail` must already be redacted by the caller.
 
+mod baidu;
 mod bing;
 mod google;
 mod indexnow;
 mod key_file;
 mod sitemaps;
 mod token;
+mod yandex;
 
 #[cfg(test)]
 mod test_support;
 
+pub use baidu::{baidu, baidu_refused, BaiduContext};
 pub use bing::{bing, bing_feed, bing_feeds, BingContext};
 pub use google::{
     google, google_inspection, search_console_list, search_console_report, search_console_submit, GoogleContext,
@@ -59,6 +66,7 @@ pub use indexnow::{indexnow, key_never_accepted, IndexNowContext, USER_FORBIDDEN
 pub use key_file::{check_indexnow_key, key_file, KeyFileCheck, KEY_LENGTH, KEY_SCHEMA};
 pub use sitemaps::sitemap_problems;
 pub use token::{google_token, GoogleTokenContext};
+pub use yandex::{yandex, yandex_quota, YandexContext};
 
 use crate::model::Period;
 use crate::model::{AcceptedReason, Class, ClassReason, EngineKind, MisconfiguredReason, Reason, TransientReason};
@@ -415,7 +423,18 @@ mod tests {
                 google_inspection(&resp, &INSPECTION_CTX)
             }
             EngineKind::Google => google(&resp, &GOOGLE_CTX),
+            EngineKind::Baidu => baidu_fixture(&resp),
+            EngineKind::Yandex if fixture.phase.as_deref() == Some("quota") => yandex_quota(&resp, &YANDEX_CTX)
+                .map_or_else(|v| v, |q| Verdict::new(AcceptedReason::Ok, format!("{q:?}"))),
+            EngineKind::Yandex => yandex(&resp, &YANDEX_CTX),
         }
+    }
+
+    /// A push's verdict, or, when the push was taken but some URLs were
+    /// not, the first of theirs: what a fixture of a listed URL expects.
+    fn baidu_fixture(resp: &Response) -> Verdict {
+        let whole = baidu(resp, &BAIDU_CTX);
+        baidu_refused(resp, &BAIDU_CTX).into_iter().next().map_or(whole, |(_, v)| v)
     }
 
     /// A report read (`accepted`, `ok`), or the verdict on what kept it
@@ -493,6 +512,11 @@ mod tests {
             "found {indexnow_count} IndexNow fixtures in {FIXTURES} and {SHARED_FIXTURES}, \
              expected at least {MIN_INDEXNOW_FIXTURES}"
         );
+        // Every engine's answers are held to their fixtures: a new engine's
+        // fixtures are loaded like the rest (issue 47: Baidu, Yandex).
+        for engine in EngineKind::ALL {
+            assert!(classified.get(&engine).is_some_and(|n| *n >= 3), "too few {engine} fixtures: {classified:?}");
+        }
         assert!(failures.is_empty(), "fixtures failed:\n{}", failures.join("\n"));
     }
 

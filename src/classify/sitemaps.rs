@@ -35,7 +35,7 @@ fn report_place(engine: EngineKind) -> &'static str {
     match engine {
         EngineKind::Google => "Search Console (Indexing → Sitemaps)",
         EngineKind::Bing => "Bing Webmaster Tools (Sitemaps)",
-        EngineKind::IndexNow => "the engine",
+        EngineKind::IndexNow | EngineKind::Baidu | EngineKind::Yandex => "the engine",
     }
 }
 

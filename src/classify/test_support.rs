@@ -6,6 +6,8 @@ use super::*;
 pub const KEY: &str = "3f8a1c9e7b2d4f6a8c0e1b3d5f7a9c2e";
 
 pub const BING_CTX: BingContext<'static> = BingContext { site_url: "https://example.com/" };
+pub const BAIDU_CTX: BaiduContext<'static> = BaiduContext { site: "https://example.com" };
+pub const YANDEX_CTX: YandexContext<'static> = YandexContext { user_id: "1", host_id: "https:example.com:443" };
 pub const GOOGLE_CTX: GoogleContext<'static> = GoogleContext {
     url: "https://example.com/a",
     action: crate::model::Action::Updated,

@@ -2,7 +2,9 @@
 //! credentials without spending any submission quota, and says for each
 //! problem what to do. IndexNow: each property's key file is fetched and
 //! compared (no submission). Bing: `GetUrlSubmissionQuota` (spends nothing).
-//! Google: the key file is parsed and a token obtained (no publish); for a
+//! Baidu: the push token is read (Baidu has no call that spends nothing).
+//! Yandex: the user and host are found and `recrawl/quota` read (spends
+//! nothing). Google: the key file is parsed and a token obtained (no publish); for a
 //! property with `skip_indexed`, its site's URL is inspected once (one of
 //! the property's URL inspections, no publish) to see whether the service
 //! account may inspect the property. For a property that submits its
@@ -14,7 +16,7 @@
 use super::ExitStatus;
 use crate::clock::{self, Clock};
 use crate::config::{LedgerLocation, Settings};
-use crate::engines::{self, bing::Bing, google::Google, indexnow::IndexNow, Engine};
+use crate::engines::{self, baidu::Baidu, bing::Bing, google::Google, indexnow::IndexNow, yandex::Yandex, Engine};
 use crate::ledger::{Ledger, Owner, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
 use crate::model::Period;
@@ -79,7 +81,13 @@ pub async fn run(settings: &Settings, printer: &Printer, clock: &Clock) -> anyho
         checks.extend(bing_checks(settings, client.clone(), &mut redactor).await);
     }
     if uses(EngineKind::Google) {
-        checks.extend(google_checks(settings, client, &mut redactor).await);
+        checks.extend(google_checks(settings, client.clone(), &mut redactor).await);
+    }
+    if uses(EngineKind::Baidu) {
+        checks.push(baidu_check(settings, client.clone(), &mut redactor));
+    }
+    if uses(EngineKind::Yandex) {
+        checks.extend(yandex_checks(settings, client, &mut redactor).await);
     }
 
     let all_ok = checks.iter().all(|c| c.ok);
@@ -200,6 +208,48 @@ async fn bing_checks(settings: &Settings, client: reqwest::Client, redactor: &mu
         let sitemaps: Vec<String> = p.submitted_sitemaps(EngineKind::Bing).into_iter().map(str::to_string).collect();
         let reads = engine.read_feeds(site_url, &sitemaps).await;
         checks.push(sitemaps_check(EngineKind::Bing, site_url, &reads).about(&p.name, EngineKind::Bing));
+    }
+    checks
+}
+
+/// Baidu: the push token is read. Baidu offers no call that checks a token
+/// or reads the quota without pushing, and its answer to a push of nothing
+/// it would take is neither documented nor captured, so nothing is sent:
+/// the first push's `remain` says what is left.
+fn baidu_check(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Check {
+    match Baidu::new(settings, client, redactor) {
+        Err(e) => Check::problem("baidu_token", e.to_string(), e.hint.unwrap_or_default()),
+        Ok(_) => Check::ok(
+            "baidu_token",
+            "the push token is read; Baidu has no call that checks it or reads the quota without pushing, so              the first push's answer (`remain`) says what is left"
+                .into(),
+        ),
+    }
+}
+
+/// Yandex: each property's user and host found (the host verified) and its
+/// recrawl quota read (`GET …/recrawl/quota`, spends nothing).
+async fn yandex_checks(settings: &Settings, client: reqwest::Client, redactor: &mut Redactor) -> Vec<Check> {
+    let engine = match Yandex::new(settings, client, redactor) {
+        Err(e) => return vec![Check::problem("yandex_token", e.to_string(), e.hint.unwrap_or_default())],
+        Ok(engine) => engine,
+    };
+    let mut checks = Vec::new();
+    for p in settings.properties.iter().filter(|p| p.yandex.is_some()) {
+        let check = match engine.quota(&p.name).await {
+            Ok((daily, left)) => Check::ok(
+                "yandex_quota",
+                format!("the token works and the host is verified: {left} of {daily} recrawls left today"),
+            ),
+            Err(verdict) => Check::problem(
+                "yandex_quota",
+                format!("Yandex's recrawl quota could not be read: {}", verdict.message),
+                verdict.hint.unwrap_or_else(|| {
+                    "check `[yandex]`'s token and `endpoint`, and that the site is verified in Yandex Webmaster".into()
+                }),
+            ),
+        };
+        checks.push(check.about(&p.name, EngineKind::Yandex));
     }
     checks
 }
@@ -417,6 +467,8 @@ fn config_check(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Chec
             ("indexnow", p.indexnow.as_ref().map(|t| t.quota_timezone)),
             ("bing", p.bing.as_ref().map(|t| t.quota_timezone)),
             ("google", p.google.as_ref().map(|t| t.quota_timezone)),
+            ("baidu", p.baidu.as_ref().map(|t| t.quota_timezone)),
+            ("yandex", p.yandex.as_ref().map(|t| t.quota_timezone)),
         ];
         for (name, tz) in tables {
             let Some(tz) = tz else { continue };

@@ -249,7 +249,9 @@ fn write_human(out: &mut impl Write, path: &Path, site: &Url, placeholder: bool)
     writeln!(out, "[[property]] is a ceiling of your own (IndexNow documents no daily limit; {INDEXNOW_CEILING} URLs")?;
     writeln!(out, "is the most one request carries); [google]'s 200 a day and 380 a minute are Google's")?;
     writeln!(out, "defaults for a new Cloud project.")?;
-    writeln!(out, "Bing and Google are commented out in the file, each with what it needs. Google documents")?;
+    writeln!(out, "Bing, Google, Baidu and Yandex are commented out in the file, each with what it needs")?;
+    writeln!(out, "(Baidu's link push and Yandex's recrawl queue have daily quotas of their own).")?;
+    writeln!(out, "Google documents")?;
     writeln!(out, "its Indexing API for pages with JobPosting or BroadcastEvent (in a VideoObject) structured")?;
     writeln!(out, "data only: other pages it merely receives (the reason `received`).")?;
     writeln!(out, "Your source is a sitemap, so the sitemap channel is there for every page: with")?;
@@ -299,6 +301,10 @@ mod tests {
         assert!(text.contains("name = \"blog.example.org\"\n"), "{text}");
         assert!(text.contains("site = \"https://blog.example.org/\""), "{text}");
         assert!(text.contains("\"sc-domain:blog.example.org\""), "{text}");
+        // Baidu and Yandex are offered, commented out, with their tables.
+        for line in ["# [baidu]", "# baidu = { daily_quota = 10 }", "# [yandex]", "# yandex = { daily_quota = 20 }"] {
+            assert!(text.lines().any(|l| l.starts_with(line)), "`{line}` is offered:\n{text}");
+        }
         // Every other line of the example is there as it was, in its order.
         let kept: Vec<&str> = EXAMPLE
             .lines()

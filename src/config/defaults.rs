@@ -61,6 +61,26 @@ pub const BING_QUOTA_TIMEZONE: Tz = Tz::UTC;
 /// sitemaps are submitted to Bing (`SubmitFeed`) when they change.
 pub const BING_SITEMAPS: bool = true;
 
+// [baidu]
+
+/// `[baidu] endpoint`: Baidu's link push (普通收录 API 提交). Baidu's push
+/// tool page gives the address as http://, and the same host answers on
+/// https, which keeps the token in the query string off the wire.
+pub const BAIDU_ENDPOINT: &str = "https://data.zz.baidu.com";
+
+/// When Baidu's push quota day begins: midnight China time (not a key).
+pub const BAIDU_QUOTA_TIMEZONE: Tz = chrono_tz::Asia::Shanghai;
+
+// [yandex]
+
+/// `[yandex] endpoint`: the Yandex Webmaster API.
+pub const YANDEX_ENDPOINT: &str = "https://api.webmaster.yandex.net";
+
+/// When Yandex's recrawl quota day begins (not a key). Its reference does
+/// not say; Moscow time is assumed, and every answer's `quota_remainder`
+/// corrects the count whatever the day's true edge.
+pub const YANDEX_QUOTA_TIMEZONE: Tz = chrono_tz::Europe::Moscow;
+
 // [google]
 
 /// `[google] endpoint`: the Indexing API.

@@ -56,6 +56,8 @@ pub struct Settings {
     pub indexnow: IndexNowSettings,
     pub bing: BingSettings,
     pub google: GoogleSettings,
+    pub baidu: BaiduSettings,
+    pub yandex: YandexSettings,
     pub submit: SubmitSettings,
     pub retry: RetrySettings,
     pub http: HttpSettings,
@@ -235,6 +237,22 @@ pub struct BingSettings {
     pub sitemaps: bool,
 }
 
+/// `[baidu]`: what every property pushing to Baidu shares.
+#[derive(Debug, Clone)]
+pub struct BaiduSettings {
+    /// The push token (`token_env` / `token_file`).
+    pub token: Option<SecretSource>,
+    pub endpoint: Url,
+}
+
+/// `[yandex]`: what every property using Yandex's recrawl queue shares.
+#[derive(Debug, Clone)]
+pub struct YandexSettings {
+    /// The OAuth token (`token_env` / `token_file`).
+    pub token: Option<SecretSource>,
+    pub endpoint: Url,
+}
+
 #[derive(Debug, Clone)]
 pub struct GoogleSettings {
     /// The service-account key file; `$GOOGLE_APPLICATION_CREDENTIALS` when unset.
@@ -286,6 +304,8 @@ pub struct Property {
     pub indexnow: Option<PropertyIndexNow>,
     pub bing: Option<PropertyBing>,
     pub google: Option<PropertyGoogle>,
+    pub baidu: Option<PropertyBaidu>,
+    pub yandex: Option<PropertyYandex>,
     /// Where its URLs come from when `submit` is given no input.
     pub sources: Vec<PropertySource>,
     /// Hosts its sitemaps may fetch from beyond its site's and its
@@ -348,6 +368,28 @@ pub struct PropertyGoogle {
     pub sitemaps: bool,
 }
 
+/// A property's `baidu` table.
+#[derive(Debug, Clone)]
+pub struct PropertyBaidu {
+    /// The `site` parameter of the push: the property's scheme and host
+    /// unless `baidu.site` says otherwise.
+    pub site: String,
+    pub daily_quota: Option<u64>,
+    /// Always Asia/Shanghai: Baidu's quota day.
+    pub quota_timezone: Tz,
+}
+
+/// A property's `yandex` table.
+#[derive(Debug, Clone)]
+pub struct PropertyYandex {
+    /// The host id as Yandex writes it (`https:example.com:443`), when set;
+    /// otherwise found in the user's hosts by the property's site.
+    pub host_id: Option<String>,
+    pub daily_quota: Option<u64>,
+    /// Europe/Moscow (assumed; see `defaults::YANDEX_QUOTA_TIMEZONE`).
+    pub quota_timezone: Tz,
+}
+
 impl Property {
     /// The hosts its sources may fetch from: its site's, its remote
     /// sources' own, and its `fetch_hosts` — each the configuration's word.
@@ -388,11 +430,13 @@ impl Property {
     /// The sitemaps the property submits to `engine` (none when its table
     /// for it is missing or says `sitemaps = false`).
     pub fn submitted_sitemaps(&self, engine: crate::model::EngineKind) -> Vec<&str> {
-        use crate::model::EngineKind::{Bing, Google, IndexNow};
+        use crate::model::EngineKind::{Baidu, Bing, Google, IndexNow, Yandex};
         let on = match engine {
             IndexNow => false,
             Bing => self.bing.as_ref().is_some_and(|b| b.sitemaps),
             Google => self.google.as_ref().is_some_and(|g| g.sitemaps),
+            // Neither takes a sitemap by an API.
+            Baidu | Yandex => false,
         };
         if on {
             self.remote_sitemaps()
@@ -402,11 +446,13 @@ impl Property {
     }
 
     pub fn uses(&self, engine: crate::model::EngineKind) -> bool {
-        use crate::model::EngineKind::{Bing, Google, IndexNow};
+        use crate::model::EngineKind::{Baidu, Bing, Google, IndexNow, Yandex};
         match engine {
             IndexNow => self.indexnow.is_some(),
             Bing => self.bing.is_some(),
             Google => self.google.is_some(),
+            Baidu => self.baidu.is_some(),
+            Yandex => self.yandex.is_some(),
         }
     }
 }

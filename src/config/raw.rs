@@ -23,6 +23,10 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) google: RawGoogle,
     #[serde(default)]
+    pub(super) baidu: RawBaidu,
+    #[serde(default)]
+    pub(super) yandex: RawYandex,
+    #[serde(default)]
     pub(super) submit: RawSubmit,
     #[serde(default)]
     pub(super) retry: RawRetry,
@@ -125,6 +129,24 @@ pub(super) struct RawGoogle {
     pub(super) sitemaps: Option<bool>,
 }
 
+/// `[baidu]`: the link push's token and endpoint.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBaidu {
+    pub(super) token_env: Option<S<String>>,
+    pub(super) token_file: Option<S<String>>,
+    pub(super) endpoint: Option<S<String>>,
+}
+
+/// `[yandex]`: the Webmaster API's OAuth token and endpoint.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawYandex {
+    pub(super) token_env: Option<S<String>>,
+    pub(super) token_file: Option<S<String>>,
+    pub(super) endpoint: Option<S<String>>,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSubmit {
@@ -169,6 +191,8 @@ pub(super) struct RawProperty {
     pub(super) indexnow: Option<S<RawPropIndexNow>>,
     pub(super) bing: Option<S<RawPropBing>>,
     pub(super) google: Option<S<RawPropGoogle>>,
+    pub(super) baidu: Option<S<RawPropBaidu>>,
+    pub(super) yandex: Option<S<RawPropYandex>>,
     pub(super) sources: Option<Vec<S<RawSource>>>,
     pub(super) fetch_hosts: Option<Vec<S<String>>>,
 }
@@ -219,4 +243,18 @@ pub(super) struct RawPropGoogle {
     pub(super) quota_timezone: Option<S<String>>,
     pub(super) indexing: Option<bool>,
     pub(super) sitemaps: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPropBaidu {
+    pub(super) site: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPropYandex {
+    pub(super) host_id: Option<S<String>>,
+    pub(super) daily_quota: Option<u64>,
 }

@@ -3,10 +3,12 @@
 //! implements the same small `Engine` trait; engines know nothing of the
 //! ledger, budgets or retries — the submit command plans, engines send.
 
+pub mod baidu;
 pub mod bing;
 pub mod google;
 mod halt;
 pub mod indexnow;
+pub mod yandex;
 
 pub use halt::Halt;
 
@@ -196,6 +198,25 @@ pub trait Engine: Send + Sync {
     async fn check(&self, _group: &GroupKey, _check: Check) -> Option<Result<String, String>> {
         None
     }
+}
+
+/// The engine of `kind`, its credentials read (a missing or unreadable one
+/// is a configuration error) and added to `redactor`: the one place an
+/// engine kind is matched to its file.
+pub fn build(
+    kind: crate::model::EngineKind,
+    settings: &crate::config::Settings,
+    client: reqwest::Client,
+    redactor: &mut Redactor,
+) -> Result<Box<dyn Engine>, crate::config::ConfigError> {
+    use crate::model::EngineKind;
+    Ok(match kind {
+        EngineKind::IndexNow => Box::new(indexnow::IndexNow::new(settings, client, redactor)?),
+        EngineKind::Bing => Box::new(bing::Bing::new(settings, client, redactor)?),
+        EngineKind::Google => Box::new(google::Google::new(settings, client, redactor)?),
+        EngineKind::Baidu => Box::new(baidu::Baidu::new(settings, client, redactor)?),
+        EngineKind::Yandex => Box::new(yandex::Yandex::new(settings, client, redactor)?),
+    })
 }
 
 /// The HTTP client every engine uses: rustls, connect and total timeouts,

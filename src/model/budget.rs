@@ -44,6 +44,14 @@ pub enum RuleFamily {
     BingSitemaps,
     /// URL inspections (Search Console's URL Inspection API).
     GoogleInspect,
+    /// URLs pushed to Baidu, as indexq counts them.
+    Baidu,
+    /// URLs pushed to Baidu, against the `remain` its answers state.
+    BaiduReported,
+    /// URLs sent to Yandex's recrawl queue, as indexq counts them.
+    Yandex,
+    /// URLs sent to Yandex's recrawl queue, against its `quota_remainder`.
+    YandexReported,
 }
 
 impl RuleFamily {
@@ -57,7 +65,45 @@ impl RuleFamily {
             RuleFamily::GoogleSitemaps => "google-sitemaps",
             RuleFamily::BingSitemaps => "bing-sitemaps",
             RuleFamily::GoogleInspect => "google-inspect",
+            RuleFamily::Baidu => "baidu",
+            RuleFamily::BaiduReported => "baidu-reported",
+            RuleFamily::Yandex => "yandex",
+            RuleFamily::YandexReported => "yandex-reported",
         }
+    }
+
+    /// Whether the family counts against what the engine itself says is
+    /// left (its last statement, kept in the ledger, sets the limit).
+    pub fn reported(self) -> bool {
+        matches!(self, RuleFamily::BingReported | RuleFamily::BaiduReported | RuleFamily::YandexReported)
+    }
+
+    /// Whether the engine says what is left in its answers to sends (Baidu's
+    /// `remain`, Yandex's `quota_remainder`), not only in a read before
+    /// them (Bing): until it has said so in a window, its rule's fallback
+    /// bounds a claim but defers nothing — the answer to that claim says.
+    pub fn states_in_answers(self) -> bool {
+        matches!(self, RuleFamily::BaiduReported | RuleFamily::YandexReported)
+    }
+
+    /// The family a rule's id (`RuleId`'s text) names, by its first part.
+    pub fn of_rule_id(id: &str) -> Option<RuleFamily> {
+        const ALL: [RuleFamily; 12] = [
+            RuleFamily::IndexNow,
+            RuleFamily::Bing,
+            RuleFamily::BingReported,
+            RuleFamily::Google,
+            RuleFamily::GoogleProject,
+            RuleFamily::GoogleSitemaps,
+            RuleFamily::BingSitemaps,
+            RuleFamily::GoogleInspect,
+            RuleFamily::Baidu,
+            RuleFamily::BaiduReported,
+            RuleFamily::Yandex,
+            RuleFamily::YandexReported,
+        ];
+        let first = id.split(':').next()?;
+        ALL.into_iter().find(|f| f.as_str() == first)
     }
 }
 
@@ -205,6 +251,8 @@ mod tests {
             (id(RuleFamily::Bing, site(), None, Period::Month), "bing:site:month"),
             (id(RuleFamily::Bing, Whose::Pool(None), None, Period::Day), "bing:*:day"),
             (id(RuleFamily::BingReported, site(), None, Period::Day), "bing-reported:site:day"),
+            (id(RuleFamily::BaiduReported, site(), None, Period::Day), "baidu-reported:site:day"),
+            (id(RuleFamily::Yandex, Whose::Pool(None), None, Period::Day), "yandex:*:day"),
             (id(RuleFamily::Google, site(), None, Period::Day), "google:site:day"),
             (id(RuleFamily::GoogleProject, project(), None, Period::Day), "google-project:my-project:day"),
             (
@@ -220,6 +268,9 @@ mod tests {
         ];
         for (text, stored) in texts {
             assert_eq!(text, stored);
+            let family = RuleFamily::of_rule_id(&text).map(RuleFamily::as_str);
+            assert_eq!(family, stored.split(':').next(), "{stored}");
         }
+        assert_eq!(RuleFamily::of_rule_id("nothing:site:day"), None);
     }
 }

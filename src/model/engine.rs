@@ -12,25 +12,44 @@ pub enum EngineKind {
     IndexNow,
     Bing,
     Google,
+    /// Baidu's link push (普通收录 API 提交).
+    Baidu,
+    /// Yandex Webmaster's recrawl queue.
+    Yandex,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 3] = [EngineKind::IndexNow, EngineKind::Bing, EngineKind::Google];
+    pub const ALL: [EngineKind; 5] =
+        [EngineKind::IndexNow, EngineKind::Bing, EngineKind::Google, EngineKind::Baidu, EngineKind::Yandex];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::IndexNow => "indexnow",
             EngineKind::Bing => "bing",
             EngineKind::Google => "google",
+            EngineKind::Baidu => "baidu",
+            EngineKind::Yandex => "yandex",
         }
     }
 
-    /// The name a person reads ("IndexNow", "Bing", "Google").
+    /// Whether the engine sets a daily quota on URLs: then `[submit] order`
+    /// (newest first) and the baseline apply to it. IndexNow's endpoints set
+    /// none.
+    pub fn daily_quota(self) -> bool {
+        match self {
+            EngineKind::IndexNow => false,
+            EngineKind::Bing | EngineKind::Google | EngineKind::Baidu | EngineKind::Yandex => true,
+        }
+    }
+
+    /// The name a person reads ("IndexNow", "Bing", "Google", "Baidu", "Yandex").
     pub fn title(self) -> &'static str {
         match self {
             EngineKind::IndexNow => "IndexNow",
             EngineKind::Bing => "Bing",
             EngineKind::Google => "Google",
+            EngineKind::Baidu => "Baidu",
+            EngineKind::Yandex => "Yandex",
         }
     }
 }
@@ -48,7 +67,9 @@ impl FromStr for EngineKind {
             "indexnow" => Ok(EngineKind::IndexNow),
             "bing" => Ok(EngineKind::Bing),
             "google" => Ok(EngineKind::Google),
-            other => Err(format!("unknown engine `{other}` (expected indexnow, bing or google)")),
+            "baidu" => Ok(EngineKind::Baidu),
+            "yandex" => Ok(EngineKind::Yandex),
+            other => Err(format!("unknown engine `{other}` (expected indexnow, bing, google, baidu or yandex)")),
         }
     }
 }

@@ -68,7 +68,8 @@ macro_rules! reason_enum {
 pub enum Check {
     /// The IndexNow key file: fetched and compared with the key.
     KeyFile,
-    /// Bing's API key: Bing's quota read with it.
+    /// Bing's API key: Bing's quota read with it; Yandex's OAuth token,
+    /// its user and its host: Yandex's recrawl quota read with them.
     ApiKey,
     /// Google's service-account key: an access token asked for.
     Token,
@@ -116,6 +117,10 @@ reason_enum! {
         /// sent (`latestUpdate`, `latestRemove`): received, nothing said of
         /// acting on it (pages the Indexing API is not documented for).
         Received = "received",
+        /// Yandex's recrawl queue answered 409: the URL was already added
+        /// for reindexing (its reference: "The URL was already added for
+        /// reindexing"), so the crawl asked for is coming.
+        AlreadyAdded = "already_added",
         ;
         /// Bing's 12 `AlreadyExists`.
         Bing(BingCode),
@@ -135,6 +140,11 @@ reason_enum! {
         /// named, and it said how much is left (Bing's "Quota remaining for
         /// today: 10, Submitted: 32"): that much goes again at once.
         PartialQuota = "partial_quota",
+        /// Baidu's `{"error": 400, "message": "over quota"}`: today's push
+        /// quota is used.
+        OverQuota = "over_quota",
+        /// Yandex's 429 `QUOTA_EXCEEDED`: the host's daily recrawl quota is used.
+        QuotaExceeded = "QUOTA_EXCEEDED",
         ;
         /// Bing's 4 `ThrottleUser`, 5 `ThrottleHost`.
         Bing(BingCode),
@@ -227,6 +237,22 @@ reason_enum! {
         /// `key_pending` past its deadline, IndexNow's answer being 403
         /// `UserForbiddedToAccessSite` (the scheduler).
         UserForbidden = "user_forbidden",
+        /// Baidu's `site error`: the site is not verified in 搜索资源平台
+        /// for this token (or `baidu.site` names it otherwise).
+        SiteError = "site_error",
+        /// Baidu's 401 `token is not valid`.
+        TokenNotValid = "token_not_valid",
+        /// A URL Baidu listed in `not_same_site`: not of the pushed site.
+        NotSameSite = "not_same_site",
+        /// A URL Baidu listed in `not_valid`: one it does not take.
+        NotValid = "not_valid",
+        /// Yandex's 400 `INVALID_URL`: "Wrong URL was passed".
+        YandexInvalidUrl = "INVALID_URL",
+        /// Yandex's 404 `HOST_NOT_VERIFIED`: site management rights are not
+        /// verified (or the host is not in the user's list).
+        HostNotVerified = "HOST_NOT_VERIFIED",
+        /// Yandex's 403 `INVALID_USER_ID`: the token's user is another.
+        InvalidUserId = "INVALID_USER_ID",
         ;
         Http(HttpStatus),
         TokenHttp(TokenHttpStatus),
@@ -242,14 +268,14 @@ impl MisconfiguredReason {
     /// (a 400, a 422, a permission) cannot be checked without sending.
     pub fn check(self) -> Option<Check> {
         use MisconfiguredReason::{
-            BadKey, Bing, KeyFileBom, KeyFileHtml, KeyFileMissing, KeyFileStatus, KeyFileUnreachable, KeyFileWrong,
-            SitemapErrors, SitemapNotDownloaded, Token, TokenHttp,
+            BadKey, Bing, HostNotVerified, InvalidUserId, KeyFileBom, KeyFileHtml, KeyFileMissing, KeyFileStatus,
+            KeyFileUnreachable, KeyFileWrong, SitemapErrors, SitemapNotDownloaded, Token, TokenHttp,
         };
         match self {
             KeyFileUnreachable | KeyFileMissing | KeyFileStatus | KeyFileWrong | KeyFileBom | KeyFileHtml => {
                 Some(Check::KeyFile)
             }
-            Bing(BingCode::InvalidApiKey) => Some(Check::ApiKey),
+            Bing(BingCode::InvalidApiKey) | HostNotVerified | InvalidUserId => Some(Check::ApiKey),
             Token(_) | TokenHttp(_) | BadKey => Some(Check::Token),
             SitemapErrors | SitemapNotDownloaded => Some(Check::SitemapReport),
             _ => None,

@@ -277,20 +277,7 @@ pub(crate) fn build_engines(
         if !settings.properties.iter().any(|p| p.uses(*kind)) {
             continue;
         }
-        match kind {
-            EngineKind::IndexNow => {
-                built.insert(
-                    *kind,
-                    Box::new(engines::indexnow::IndexNow::new(settings, client.clone(), &mut redactor)?),
-                );
-            }
-            EngineKind::Bing => {
-                built.insert(*kind, Box::new(engines::bing::Bing::new(settings, client.clone(), &mut redactor)?));
-            }
-            EngineKind::Google => {
-                built.insert(*kind, Box::new(engines::google::Google::new(settings, client.clone(), &mut redactor)?));
-            }
-        }
+        built.insert(*kind, engines::build(*kind, settings, client.clone(), &mut redactor)?);
     }
     Ok(built)
 }

@@ -493,8 +493,9 @@ fn request(claim: &Claim, inspect: Vec<bool>, now: DateTime<Utc>) -> engines::Ba
     }
 }
 
-/// Whether another batch of the group may go now: this one was full, and
-/// nothing (the pace, a quota answer) said to stop — or every quota answer
+/// Whether another batch of the group may go now: this one was full, or
+/// its answer said what is left of a reported window, and nothing (the
+/// pace, a quota answer) said to stop — or every quota answer
 /// was a partial remainder its request explains (`outcome::resends_now`):
 /// what is left goes at once, the next claim bounded by it. A claim that
 /// deferred what the budget cannot cover left due what it can: the next
@@ -504,7 +505,13 @@ fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool 
     if quota.peek().is_some() {
         return quota.all(|i| resends_now(sent, i, &claim.windows));
     }
-    claim.paced.is_empty() && claim.items.len() == max_batch
+    // An answer that says what is left of a reported window (Baidu's
+    // `remain`) sets the budget the claim was bounded by: the next claim
+    // takes what it covers, or defers what it does not.
+    let said = sent.answers.iter().any(|a| {
+        a.verdict.reported.is_some_and(|(period, _)| claim.windows.iter().any(|w| w.reported && w.period == period))
+    });
+    claim.paced.is_empty() && (claim.items.len() == max_batch || said)
 }
 
 /// The report's note when the engine cannot say what is left of its quota.
@@ -653,6 +660,14 @@ mod tests {
         assert!(another_batch(&three, &partial(2), 500), "2 of the 3 go again now");
         assert!(!another_batch(&three, &partial(3), 500), "a remainder its request does not explain");
         assert!(!another_batch(&three, &partial(0), 500), "the window is spent");
+        // Baidu's `remain` in an accepted answer: the next claim takes what
+        // it covers, or defers the rest.
+        let mut stated = sent(Class::Accepted, "ok");
+        stated.answers[0].verdict.reported = Some((Period::Day, 5));
+        let bounded = Claim { windows: three.windows.clone(), ..claimed(1) };
+        assert!(another_batch(&bounded, &stated, 2000), "5 more are left");
+        stated.answers[0].verdict.reported = Some((Period::Month, 5));
+        assert!(!another_batch(&bounded, &stated, 2000), "no window of that period is reported");
     }
 
     #[test]

@@ -113,6 +113,29 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
             verdicts.extend(statuses.iter().map(|&s| classify::google_token(&answer(s, ""), &token)));
             verdicts
         }
+        EngineKind::Baidu => {
+            let baidu = classify::BaiduContext { site: &ctx.site_url };
+            // Baidu's refusals are its messages, and a success lists the URLs it did not take.
+            let messages = ["site error", "token is not valid", "only 2000 urls are allowed once", "empty content"];
+            let mut verdicts: Vec<_> = messages
+                .iter()
+                .map(|m| classify::baidu(&answer(400, &format!(r#"{{"error":400,"message":"{m}"}}"#)), &baidu))
+                .collect();
+            let listed = r#"{"remain":1,"success":0,"not_same_site":["u"],"not_valid":["u"]}"#;
+            verdicts.extend(classify::baidu_refused(&answer(200, listed), &baidu).into_iter().map(|(_, v)| v));
+            verdicts.extend(statuses.iter().map(|&s| classify::baidu(&answer(s, ""), &baidu)));
+            verdicts
+        }
+        EngineKind::Yandex => {
+            let yandex = classify::YandexContext { user_id: "of the token", host_id: &ctx.site_url };
+            let codes = [(400, "INVALID_URL"), (403, "INVALID_USER_ID"), (404, "HOST_NOT_VERIFIED")];
+            let mut verdicts: Vec<_> = codes
+                .iter()
+                .map(|(s, c)| classify::yandex(&answer(*s, &format!(r#"{{"error_code":"{c}"}}"#)), &yandex))
+                .collect();
+            verdicts.extend(statuses.iter().map(|&s| classify::yandex(&answer(s, ""), &yandex)));
+            verdicts
+        }
     };
     verdicts.into_iter().find(|v| v.reason() == reason).and_then(|v| v.hint)
 }

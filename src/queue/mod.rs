@@ -198,6 +198,13 @@ fn fix_context(settings: &Settings, group: &GroupKey) -> fixes::Context {
         EngineKind::Bing => {
             ctx.site_url = property.bing.as_ref().map_or(property.site.to_string(), |b| b.site_url.clone());
         }
+        EngineKind::Baidu => {
+            ctx.site_url = property.baidu.as_ref().map_or(property.site.to_string(), |b| b.site.clone());
+        }
+        EngineKind::Yandex => {
+            let host = property.yandex.as_ref().and_then(|y| y.host_id.clone());
+            ctx.site_url = host.unwrap_or_else(|| property.site.to_string());
+        }
         EngineKind::Google => {
             let account = crate::engines::google::key_file_path(settings)
                 .ok()

@@ -469,3 +469,27 @@ fn a_bing_key_a_url_must_encode_is_refused_without_the_value() {
     assert_config_error(&sb, &done, &place_of(&sb, "\"bing.key\""), "bing.api_key_file");
     assert!(!done.stderr.contains("Bing+Key"), "{}", done.stderr);
 }
+
+/// Baidu and Yandex (issue 47): a property's table without its engine's
+/// token, and a Yandex host id not written as Yandex writes one, each name
+/// their key and line and say the fix; a token missing from the
+/// environment names the variable. Nothing is sent.
+#[test]
+fn baidu_and_yandex_tables_name_their_mistakes() {
+    let (sb, _book) = Sandbox::baidu("", 10);
+    edit_config(&sb, "token_env = \"BAIDU_TOKEN\"\n", "");
+    let done = sb.indexq(&["submit", "--dry-run"]).now(NOW).output().code(2);
+    assert_config_error(&sb, &done, &place_of(&sb, "{  }"), "property[0].baidu");
+    assert!(done.stderr.contains("token_env = \"BAIDU_PUSH_TOKEN\""), "the fix:\n{}", done.stderr);
+
+    let (sb, _book) = Sandbox::yandex("host_id = \"example.com\"", 10, 10);
+    let done = sb.indexq(&["submit", "--dry-run"]).now(NOW).output().code(2);
+    assert_config_error(&sb, &done, &place_of(&sb, "\"example.com\""), "property[0].yandex.host_id");
+    assert!(done.stderr.contains("https:example.com:443"), "the fix:\n{}", done.stderr);
+
+    let (sb, _book) = Sandbox::yandex("", 10, 10);
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["submit", urls.to_str().unwrap()]).now(NOW).env_remove("YANDEX_TOKEN").output().code(2);
+    assert!(done.stderr.contains("YANDEX_TOKEN"), "{}", done.stderr);
+    assert_nothing_sent(&sb);
+}

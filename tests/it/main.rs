@@ -4,6 +4,7 @@
 mod support;
 
 mod action;
+mod baidu;
 mod bing;
 mod budget;
 mod classification;
@@ -43,3 +44,4 @@ mod sitemaps;
 mod soak;
 mod sources;
 mod unattended;
+mod yandex;

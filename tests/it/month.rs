@@ -28,6 +28,10 @@
 //! with a 300-post archive and a post each morning, Google at 11 a day,
 //! `order = "newest"` (the default). Each post is accepted the day it
 //! appears, and the archive drains in the 10 left each day.
+//!
+//! A third (`a_month_of_every_quota_engine_side_by_side`, issue 47): all
+//! five engines on one site, Baidu and Yandex each keeping its books by its
+//! own midnight, none ever asked for more than it has left.
 #![cfg(unix)]
 
 use crate::signals::Running;
@@ -495,4 +499,147 @@ fn a_month_of_new_posts_ahead_of_an_archive() {
     let end = (day_start(DAYS) + Span::hours(22)).to_rfc3339();
     let status = sb.indexq(&["--json", "status"]).now(&end).output().code(0).status_doc();
     assert_eq!((status.queue.due, status.queue.waiting, status.queue.accepted), (0, 0, 330), "{status:#?}");
+}
+
+/// What the quota engines of `a_month_of_every_quota_engine_side_by_side`
+/// received: (engine, when, URL, taken).
+type Received = Arc<Mutex<Vec<(&'static str, DateTime<Utc>, String, bool)>>>;
+
+/// How many URLs `engine` took on the quota day (in `tz`) of `now`.
+fn taken_on_day(received: &Received, engine: &str, tz: chrono_tz::Tz, now: DateTime<Utc>) -> usize {
+    let day = now.with_timezone(&tz).date_naive();
+    let received = received.lock().unwrap();
+    received.iter().filter(|(e, at, _, ok)| *e == engine && *ok && at.with_timezone(&tz).date_naive() == day).count()
+}
+
+/// A month of a site whose sitemap lists a 40-page archive and gains 3
+/// pages each day at 06:00 UTC, submitted hourly to all five engines at
+/// once: IndexNow (10 a day of the property's own), Bing (10 a day, as it
+/// reports), Google (11 a day), Baidu (10 pushes a day, its day China's)
+/// and Yandex (5 recrawls a day, its day Moscow's). Baidu and Yandex keep
+/// their books by their own midnights (16:00 and 21:00 UTC), and each
+/// says what is left in every answer (`remain`, `quota_remainder`).
+/// Neither is ever asked for more than it has left — no `over quota`, no
+/// `QUOTA_EXCEEDED` — no engine's day gets more than its quota, no URL is
+/// taken twice by one engine, and each day's new pages go first (newest
+/// first) at Baidu and Yandex, within a day of appearing.
+#[test]
+fn a_month_of_every_quota_engine_side_by_side() {
+    const BAIDU: usize = 10;
+    const YANDEX: usize = 5;
+    const GOOGLE: usize = 11;
+    let shanghai = chrono_tz::Asia::Shanghai;
+    let moscow = chrono_tz::Europe::Moscow;
+    let mut sb = Sandbox::google(&format!("daily_quota = {GOOGLE}, sitemaps = false"));
+    sb.google_extra = "requests_per_minute = 6000\n".into();
+    sb.indexnow = true;
+    sb.indexnow_extra = format!(", daily_quota = {QUOTA}");
+    sb.bing = Some(format!("daily_quota = {QUOTA}, sitemaps = false"));
+    sb.baidu = Some(String::new());
+    sb.yandex = Some(String::new());
+    let sitemap = Sitemap::serve(&sb.site, "/sitemap.xml");
+    let first = NaiveDate::from_ymd_opt(2025, 1, 1).unwrap();
+    for i in 0..40 {
+        sitemap.add(&format!("/archive/{i}"), Some(&(first + Span::days(i)).to_string()));
+    }
+    sb.property_extra = format!("sources = [\"{}\"]\n", sb.url("/sitemap.xml"));
+    sb.extra.push_str("\n[submit]\nmax_wait = \"0s\"\n");
+    sb.write_config();
+
+    let now: Arc<Mutex<DateTime<Utc>>> = Arc::new(Mutex::new(day_start(1)));
+    let received: Received = Arc::default();
+    // Bing: 10 a day (UTC), said by its quota read.
+    let (n, r) = (Arc::clone(&now), Arc::clone(&received));
+    sb.engine.respond_with("GET", BING_QUOTA, move |_| {
+        let left = QUOTA - taken_on_day(&r, "bing", chrono_tz::UTC, *n.lock().unwrap());
+        MockResponse::status(200).json(&format!(r#"{{"d":{{"DailyQuota":{left},"MonthlyQuota":9999}}}}"#))
+    });
+    let (n, r) = (Arc::clone(&now), Arc::clone(&received));
+    sb.engine.respond_with("POST", BING_SUBMIT, move |req| {
+        let at = *n.lock().unwrap();
+        let urls = url_list(req);
+        let ok = urls.len() <= QUOTA - taken_on_day(&r, "bing", chrono_tz::UTC, at);
+        r.lock().unwrap().extend(urls.into_iter().map(|u| ("bing", at, u, ok)));
+        MockResponse::status(if ok { 200 } else { 400 }).json(r#"{"d":null}"#)
+    });
+    // Baidu: 10 a day (Shanghai); a push larger than what is left is refused whole.
+    let (n, r) = (Arc::clone(&now), Arc::clone(&received));
+    sb.engine.respond_with("POST", BAIDU_PUSH, move |req| {
+        let at = *n.lock().unwrap();
+        let urls = crate::support::quota_engines::pushed(req);
+        let left = BAIDU - taken_on_day(&r, "baidu", shanghai, at);
+        let ok = urls.len() <= left;
+        let count = urls.len();
+        r.lock().unwrap().extend(urls.into_iter().map(|u| ("baidu", at, u, ok)));
+        if !ok {
+            return MockResponse::status(400).json(r#"{"error":400,"message":"over quota"}"#);
+        }
+        MockResponse::status(200).json(&format!(r#"{{"remain":{},"success":{count}}}"#, left - count))
+    });
+    // Yandex: 5 a day (Moscow), read by `recrawl/quota` and said in each answer.
+    crate::support::quota_engines::mock_yandex(&sb.engine, &sb.site, &Book::new(0), YANDEX as u64);
+    let (n, r) = (Arc::clone(&now), Arc::clone(&received));
+    sb.engine.respond_with("GET", &yandex_recrawl_path(&sb.site, "quota"), move |_| {
+        let left = YANDEX - taken_on_day(&r, "yandex", moscow, *n.lock().unwrap());
+        MockResponse::status(200).json(&format!(r#"{{"daily_quota":{YANDEX},"quota_remainder":{left}}}"#))
+    });
+    let (n, r) = (Arc::clone(&now), Arc::clone(&received));
+    sb.engine.respond_with("POST", &yandex_recrawl_path(&sb.site, "queue"), move |req| {
+        let at = *n.lock().unwrap();
+        let url = req.json()["url"].as_str().unwrap_or_default().to_string();
+        let left = YANDEX - taken_on_day(&r, "yandex", moscow, at);
+        r.lock().unwrap().push(("yandex", at, url, left > 0));
+        if left == 0 {
+            return MockResponse::status(429).json(r#"{"error_code":"QUOTA_EXCEEDED","error_message":"some string"}"#);
+        }
+        MockResponse::status(202).json(&format!(r#"{{"task_id":"t","quota_remainder":{}}}"#, left - 1))
+    });
+
+    let mut appeared: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+    for day in 1..=DAYS {
+        for hour in 0..24 {
+            let at = day_start(day) + Span::hours(hour);
+            *now.lock().unwrap() = at;
+            if hour == 6 {
+                for page in 1..=3 {
+                    let path = format!("/new/{day}-{page}");
+                    sitemap.add(&path, Some(&at.to_rfc3339()));
+                    appeared.insert(sb.url(&path), at);
+                }
+            }
+            sb.indexq(&["-q", "submit"]).now(&at.to_rfc3339()).output().code(0);
+        }
+    }
+
+    let received = received.lock().unwrap();
+    let quotas: [(&str, usize, chrono_tz::Tz); 3] =
+        [("bing", QUOTA, chrono_tz::UTC), ("baidu", BAIDU, shanghai), ("yandex", YANDEX, moscow)];
+    for (engine, quota, tz) in quotas {
+        let refused: Vec<_> = received.iter().filter(|(e, _, _, ok)| *e == engine && !ok).collect();
+        assert!(refused.is_empty(), "{engine} was asked for more than it had left: {refused:?}");
+        let mut per_day: BTreeMap<NaiveDate, usize> = BTreeMap::new();
+        for (_, at, _, _) in received.iter().filter(|(e, ..)| *e == engine) {
+            *per_day.entry(at.with_timezone(&tz).date_naive()).or_default() += 1;
+        }
+        assert!(per_day.values().all(|&n| n <= quota), "{engine}: {per_day:?}");
+        let mut urls: Vec<&String> = received.iter().filter(|(e, ..)| *e == engine).map(|r| &r.2).collect();
+        let total = urls.len();
+        urls.sort();
+        urls.dedup();
+        assert_eq!(urls.len(), total, "{engine}: a URL taken twice");
+    }
+    // Newest first: each new page went to Baidu and Yandex within a day.
+    for (url, at) in &appeared {
+        for engine in ["baidu", "yandex"] {
+            let taken = received.iter().find(|(e, _, u, ok)| *e == engine && u == url && *ok).map(|r| r.1);
+            assert!(taken.is_some_and(|t| t - *at < Span::hours(24)), "{engine}: {url} (from {at}) taken {taken:?}");
+        }
+    }
+    // Baidu's 10 a day took the archive too once the new pages had gone.
+    let baidu = received.iter().filter(|(e, ..)| *e == "baidu").count();
+    assert_eq!(baidu, 40 + appeared.len(), "Baidu took every page within the month");
+    let google = sb.google_published().len();
+    assert!(google > 0 && google <= GOOGLE * DAYS as usize, "{google}");
+    let indexnow = sb.indexnow_received().len();
+    assert!(indexnow > 0, "IndexNow ran beside them");
 }

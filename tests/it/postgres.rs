@@ -746,3 +746,25 @@ fn ledger_copy_refuses_a_bad_schema_name_and_itself() {
     assert!(!done.stderr.contains("Typo-Pw-3x9"), "{}", done.stderr);
     assert!(!sb.dir.path().join("postgres:indexq:Typo-Pw-3x9@db").exists(), "no file was created");
 }
+
+/// Baidu on PostgreSQL (issue 47): the first push of the day is Baidu's
+/// least quota, its `remain` bounds the next, and the rest waits for
+/// midnight in Shanghai — as on SQLite (`baidu::remain_bounds_the_rest_of_the_day`).
+#[test]
+#[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+fn pg_baidu_remain_bounds_the_day() {
+    let pg = pg::server();
+    let (mut sb, book) = Sandbox::baidu("", 25);
+    sb.use_pg(pg.ledger());
+    let urls = sb.urls("urls.txt", &refs(&paths(40, "b")));
+    let doc = sb.indexq(&["--json", "submit", "--max-wait", "0", urls.to_str().unwrap()]).now(NOW).output().code(0);
+    let doc = doc.submit_doc();
+    assert_eq!(doc.with_outcome(json::Outcome::Accepted).len(), 25);
+    let deferred = doc.with_outcome(json::Outcome::Deferred);
+    assert_eq!(deferred.len(), 15);
+    assert_eq!(deferred[0].retry_at.as_deref(), Some("2026-12-04T00:00:00+08:00"));
+    let sizes: Vec<usize> =
+        sb.engine.requests_to("POST", BAIDU_PUSH).iter().map(|r| quota_engines::pushed(r).len()).collect();
+    assert_eq!(sizes, [10, 15]);
+    assert!(book.state().received.iter().all(|(_, ok)| *ok));
+}

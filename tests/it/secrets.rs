@@ -6,7 +6,8 @@
 //! ledger URL mistyped so that it is no URL keeps its password out of
 //! every output and of every file or folder name. (The
 //! suite-wide check in `support` looks too; these tests also say what they
-//! expect in its place, so they cannot pass by storing nothing.)
+//! expect in its place, so they cannot pass by storing nothing.) Baidu's
+//! push token and Yandex's OAuth token, quoted back, are tried too.
 
 use crate::support::mock::{MockResponse, Request};
 use crate::support::*;
@@ -462,4 +463,67 @@ fn a_serve_token_inside_a_submitted_url_is_stored_and_shown_masked() {
     let views = every_view(&sb);
     assert!(views.contains("/hook?token=[REDACTED]&page=2"), "{views}");
     assert_no_secret(views.as_bytes(), "every view of the ledger");
+}
+
+/// Baidu's push token travels in the query string and Yandex's OAuth token
+/// in the `Authorization` header (issue 47): engines that quote them back —
+/// the request's target, the header, the token upper-cased and
+/// percent-encoded — leave neither in any output or the ledger, where the
+/// bodies are kept masked.
+#[test]
+fn the_baidu_and_yandex_tokens_quoted_by_their_engines_never_show() {
+    // Baidu: `token is not valid`, quoting the push's own target.
+    let (sb, _book) = Sandbox::baidu("", 10);
+    sb.engine.respond_with("POST", BAIDU_PUSH, |req| {
+        let token = req.path.split("token=").nth(1).unwrap_or_default().to_string();
+        let message =
+            format!("token is not valid: {} ({}, {})", req.path, token.to_ascii_uppercase(), percent_all(&token));
+        MockResponse::status(401).json(&serde_json::json!({ "error": 401, "message": message }).to_string())
+    });
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let [push] = sb.engine.requests_to("POST", BAIDU_PUSH).try_into().unwrap();
+    assert!(push.path.ends_with(&format!("token={BAIDU_TOKEN}")), "the token went in the query string");
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    let doctor = sb.indexq(&["-v", "doctor"]).now(NOW).output();
+    text.push_str(&doctor.stdout);
+    text.push_str(&doctor.stderr);
+    assert!(text.contains("token is not valid: /urls?site="), "the body is shown:\n{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("token is not valid: /urls?site="), "the body is stored");
+    for (what, form) in
+        [("the token", BAIDU_TOKEN.to_string()), ("the token percent-encoded", percent_all(BAIDU_TOKEN))]
+    {
+        assert_absent(&text, &form, what);
+        assert_absent(&ledger, &form, what);
+    }
+
+    // Yandex: the recrawl queue answers 403, quoting the Authorization header.
+    let (sb, _book) = Sandbox::yandex("", 10, 10);
+    sb.engine.respond_with("POST", &yandex_recrawl_path(&sb.site, "queue"), |req| {
+        let header = req.header("authorization").unwrap_or_default().to_string();
+        let token = header.strip_prefix("OAuth ").unwrap_or(&header).to_string();
+        let message = format!("Bad token. Headers: Authorization: {header} ({})", json_all(&token));
+        MockResponse::status(403)
+            .json(&serde_json::json!({ "error_code": "FORBIDDEN", "error_message": message }).to_string())
+    });
+    let urls = sb.urls("urls.txt", &["/a"]);
+    let done = sb.indexq(&["--json", "submit", urls.to_str().unwrap()]).now(NOW).output().code(3);
+    let mut text = format!("{}{}", done.stdout, done.stderr);
+    text.push_str(&every_view(&sb));
+    let doctor = sb.indexq(&["-v", "doctor"]).now(NOW).output();
+    text.push_str(&doctor.stdout);
+    text.push_str(&doctor.stderr);
+    assert!(text.contains("Bad token. Headers: Authorization: OAuth "), "the body is shown:\n{text}");
+    assert!(text.contains("[REDACTED]"), "{text}");
+    let ledger = String::from_utf8_lossy(&ledger_bytes(&sb.ledger())).into_owned();
+    assert!(ledger.contains("Bad token. Headers"), "the body is stored");
+    for (what, form) in
+        [("the token", YANDEX_TOKEN.to_string()), ("the token percent-encoded", percent_all(YANDEX_TOKEN))]
+    {
+        assert_absent(&text, &form, what);
+        assert_absent(&ledger, &form, what);
+    }
 }

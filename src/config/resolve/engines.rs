@@ -4,8 +4,10 @@
 use url::Url;
 
 use super::Resolver;
-use crate::config::raw::{RawBing, RawGoogle, RawIndexNow};
-use crate::config::{defaults, BingSettings, ConfigError, GoogleSettings, IndexNowSettings};
+use crate::config::raw::{RawBaidu, RawBing, RawGoogle, RawIndexNow, RawYandex};
+use crate::config::{
+    defaults, BaiduSettings, BingSettings, ConfigError, GoogleSettings, IndexNowSettings, YandexSettings,
+};
 
 impl Resolver<'_> {
     /// `[indexnow]`: its endpoints (each listed once) and the shared pool.
@@ -53,6 +55,27 @@ impl Resolver<'_> {
             daily_quota: raw.daily_quota,
             monthly_quota: raw.monthly_quota,
             sitemaps: raw.sitemaps.unwrap_or(defaults::BING_SITEMAPS),
+        })
+    }
+
+    /// `[baidu]`: the push token's source and the endpoint.
+    pub(super) fn baidu(&self, raw: &RawBaidu) -> Result<BaiduSettings, ConfigError> {
+        Ok(BaiduSettings {
+            token: self.secret(raw.token_env.as_ref(), raw.token_file.as_ref(), "baidu.token", "Baidu's push token")?,
+            endpoint: self.endpoint(raw.endpoint.as_ref(), "baidu.endpoint", defaults::BAIDU_ENDPOINT)?,
+        })
+    }
+
+    /// `[yandex]`: the OAuth token's source and the endpoint.
+    pub(super) fn yandex(&self, raw: &RawYandex) -> Result<YandexSettings, ConfigError> {
+        Ok(YandexSettings {
+            token: self.secret(
+                raw.token_env.as_ref(),
+                raw.token_file.as_ref(),
+                "yandex.token",
+                "the Yandex OAuth token",
+            )?,
+            endpoint: self.endpoint(raw.endpoint.as_ref(), "yandex.endpoint", defaults::YANDEX_ENDPOINT)?,
         })
     }
 

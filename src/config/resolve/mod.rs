@@ -44,12 +44,21 @@ impl Resolver<'_> {
         let indexnow = self.indexnow(&raw.indexnow)?;
         let bing = self.bing(&raw.bing)?;
         let google = self.google(&raw.google)?;
+        let baidu = self.baidu(&raw.baidu)?;
+        let yandex = self.yandex(&raw.yandex)?;
         let submit = self.submit(&raw.submit)?;
         let retry = self.retry(&raw.retry)?;
         let http = self.http(&raw.http)?;
         self.check_lease(&raw, ledger_options.lease, http.timeout)?;
         let sitemap = self.sitemap(&raw.sitemap)?;
-        let properties = self.properties(&raw.property, &indexnow, &bing, &google)?;
+        let engines = property::EngineTables {
+            indexnow: &indexnow,
+            bing: &bing,
+            google: &google,
+            baidu: &baidu,
+            yandex: &yandex,
+        };
+        let properties = self.properties(&raw.property, &engines)?;
         let serve = self.serve(&raw.serve, &properties)?;
         let notify = self.notify(&raw.notify)?;
         Ok(Settings {
@@ -59,6 +68,8 @@ impl Resolver<'_> {
             indexnow,
             bing,
             google,
+            baidu,
+            yandex,
             submit,
             retry,
             http,

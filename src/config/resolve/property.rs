@@ -6,21 +6,31 @@ use toml::Spanned;
 use url::Url;
 
 use super::Resolver;
-use crate::config::raw::{RawPropBing, RawPropGoogle, RawPropIndexNow, RawProperty, RawSource, S};
-use crate::config::{
-    defaults, BingSettings, ConfigError, GoogleSettings, IndexNowSettings, Property, PropertyBing, PropertyGoogle,
-    PropertyIndexNow, PropertySource,
+use crate::config::raw::{
+    RawPropBaidu, RawPropBing, RawPropGoogle, RawPropIndexNow, RawPropYandex, RawProperty, RawSource, S,
 };
+use crate::config::{
+    defaults, BaiduSettings, BingSettings, ConfigError, GoogleSettings, IndexNowSettings, Property, PropertyBaidu,
+    PropertyBing, PropertyGoogle, PropertyIndexNow, PropertySource, PropertyYandex, YandexSettings,
+};
+
+/// The engine tables a property's own tables read.
+pub(super) struct EngineTables<'a> {
+    pub(super) indexnow: &'a IndexNowSettings,
+    pub(super) bing: &'a BingSettings,
+    pub(super) google: &'a GoogleSettings,
+    pub(super) baidu: &'a BaiduSettings,
+    pub(super) yandex: &'a YandexSettings,
+}
 
 impl Resolver<'_> {
     /// Every `[[property]]`, in order; names and sites are each used once.
     pub(super) fn properties(
         &self,
         raw: &[S<RawProperty>],
-        indexnow: &IndexNowSettings,
-        bing: &BingSettings,
-        google: &GoogleSettings,
+        engines: &EngineTables,
     ) -> Result<Vec<Property>, ConfigError> {
+        let EngineTables { indexnow, bing, google, baidu, yandex } = *engines;
         let mut properties: Vec<Property> = Vec::new();
         for (i, p) in raw.iter().enumerate() {
             let prefix = format!("property[{i}]");
@@ -53,6 +63,8 @@ impl Resolver<'_> {
                 indexnow: rp.indexnow.as_ref().map(|t| self.property_indexnow(t, &prefix, indexnow)).transpose()?,
                 bing: rp.bing.as_ref().map(|t| self.property_bing(t, &prefix, &site, bing)).transpose()?,
                 google: rp.google.as_ref().map(|t| self.property_google(t, &prefix, &site, google)).transpose()?,
+                baidu: rp.baidu.as_ref().map(|t| self.property_baidu(t, &prefix, &site, baidu)).transpose()?,
+                yandex: rp.yandex.as_ref().map(|t| self.property_yandex(t, &prefix, yandex)).transpose()?,
                 sources: self.sources(rp.sources.as_deref().unwrap_or_default(), &prefix)?,
                 fetch_hosts: self.fetch_hosts(rp.fetch_hosts.as_deref().unwrap_or_default(), &prefix)?,
                 name,
@@ -181,6 +193,64 @@ impl Resolver<'_> {
             )?,
             sitemaps: table.sitemaps.unwrap_or(bing.sitemaps),
         })
+    }
+
+    /// `property.baidu`: needs `[baidu]`'s token; the `site` Baidu knows
+    /// the property by (its scheme and host unless set).
+    fn property_baidu(
+        &self,
+        t: &Spanned<RawPropBaidu>,
+        prefix: &str,
+        site: &Url,
+        baidu: &BaiduSettings,
+    ) -> Result<PropertyBaidu, ConfigError> {
+        let table = t.get_ref();
+        if baidu.token.is_none() {
+            return Err(self
+                .err(t, &format!("{prefix}.baidu"), "this property uses Baidu but [baidu] has no token_env or token_file")
+                .hint("add token_env = \"BAIDU_PUSH_TOKEN\" to [baidu] and export the token from 搜索资源平台's push tool page (普通收录 → API 提交)"));
+        }
+        let own = match site.port() {
+            Some(port) => format!("{}://{}:{port}", site.scheme(), site.host_str().unwrap_or_default()),
+            None => format!("{}://{}", site.scheme(), site.host_str().unwrap_or_default()),
+        };
+        let site = match &table.site {
+            None => own,
+            Some(v) if v.get_ref().trim().is_empty() => {
+                return Err(self.err(v, &format!("{prefix}.baidu.site"), "the site is empty"))
+            }
+            Some(v) => v.get_ref().trim().to_string(),
+        };
+        Ok(PropertyBaidu { site, daily_quota: table.daily_quota, quota_timezone: defaults::BAIDU_QUOTA_TIMEZONE })
+    }
+
+    /// `property.yandex`: needs `[yandex]`'s token; the host id, if set.
+    fn property_yandex(
+        &self,
+        t: &Spanned<RawPropYandex>,
+        prefix: &str,
+        yandex: &YandexSettings,
+    ) -> Result<PropertyYandex, ConfigError> {
+        let table = t.get_ref();
+        if yandex.token.is_none() {
+            return Err(self
+                .err(t, &format!("{prefix}.yandex"), "this property uses Yandex but [yandex] has no token_env or token_file")
+                .hint("add token_env = \"YANDEX_OAUTH_TOKEN\" to [yandex] and export an OAuth token of the Webmaster API (https://oauth.yandex.com)"));
+        }
+        let host_id = match &table.host_id {
+            None => None,
+            Some(v) => {
+                let id = v.get_ref().trim();
+                // Yandex writes a host id as `scheme:host:port`.
+                if id.split(':').count() != 3 || !(id.starts_with("https:") || id.starts_with("http:")) {
+                    return Err(self
+                        .err(v, &format!("{prefix}.yandex.host_id"), format!("`{id}` is not a Yandex host id"))
+                        .hint("write it as Yandex does, e.g. \"https:example.com:443\", or leave it out to find it by the site"));
+                }
+                Some(id.to_string())
+            }
+        };
+        Ok(PropertyYandex { host_id, daily_quota: table.daily_quota, quota_timezone: defaults::YANDEX_QUOTA_TIMEZONE })
     }
 
     /// `property.google`: the site as Search Console knows it, this property's share.

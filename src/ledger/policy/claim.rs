@@ -10,7 +10,7 @@ use super::super::{
     RuleWindow, Slots, Usage,
 };
 use super::steps::{ClaimSteps, Kept, Taken};
-use crate::model::{Channel, EngineKind, GroupKey, Report, SubmitOrder};
+use crate::model::{Channel, GroupKey, Report, RuleFamily, SubmitOrder};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Whole seconds, rounded up: a paced item is never due before its slot.
@@ -157,11 +157,7 @@ impl DueOrder {
     /// wait for days; by due time for the others (IndexNow, whose
     /// endpoints set no daily quota, and the sitemaps an engine is told of).
     pub fn of(group: &GroupKey, order: SubmitOrder) -> DueOrder {
-        let daily_quota = match group.engine {
-            EngineKind::IndexNow => false,
-            EngineKind::Bing | EngineKind::Google => true,
-        };
-        match (order, daily_quota && group.channel == Channel::Urls) {
+        match (order, group.engine.daily_quota() && group.channel == Channel::Urls) {
             (SubmitOrder::Newest, true) => DueOrder::NEWEST,
             _ => DueOrder::BY_DUE,
         }
@@ -190,19 +186,32 @@ impl ClaimPlan {
         pacing: Option<&PaceState>,
         now: DateTime<Utc>,
     ) -> ClaimPlan {
-        let budget = rules.iter().zip(usages).filter_map(|(rule, usage)| usage.remaining(rule, now)).min();
+        // A rule whose engine says what is left in its answers, before it
+        // has said so in this window (`RuleFamily::states_in_answers`):
+        // its fallback bounds the take, never what waits — the answer to
+        // this claim says how much more the next may take.
+        let unstated = |(rule, usage): &(&RuleWindow, &Usage)| {
+            rule.reported
+                && usage.reported.is_none()
+                && usage.remaining(rule, now).is_some_and(|left| left > 0)
+                && RuleFamily::of_rule_id(&rule.rule).is_some_and(RuleFamily::states_in_answers)
+        };
+        let remaining = |(rule, usage): (&RuleWindow, &Usage)| usage.remaining(rule, now);
+        let windows = || rules.iter().zip(usages);
+        let budget = windows().filter(|w| !unstated(w)).filter_map(remaining).min();
+        let first = windows().filter(|w| unstated(w)).filter_map(remaining).min();
         // Within budget: `avail`. Of those, the pace lets `take` go now
         // (never more than a batch); the rest of `avail` waits for its slot.
         let avail = budget.map_or(due_count, |b| (b as usize).min(due_count));
-        let take = avail.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(avail)));
+        let bounded = first.map_or(avail, |f| (f as usize).min(avail));
+        let take = bounded.min(max_items).min(pacing.map_or(usize::MAX, |p| p.fitting(bounded)));
         let paced_until = match pacing {
-            Some(_) if take < avail.min(max_items) => avail,
+            Some(_) if take < bounded.min(max_items) => bounded,
             _ => take,
         };
         let retry_at = (avail < due_count).then(|| {
-            rules
-                .iter()
-                .zip(usages)
+            windows()
+                .filter(|w| !unstated(w))
                 .filter_map(|(rule, usage)| {
                     let after = Usage { used: usage.used + avail as u64, ..*usage };
                     after.available_at(rule, now)
@@ -547,4 +556,45 @@ pub fn forecast(steps: &mut (impl ClaimSteps + ?Sized), query: &ClaimQuery) -> R
         usages,
         slots,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Period;
+
+    fn window(rule: &str, limit: Option<u64>, now: DateTime<Utc>) -> RuleWindow {
+        RuleWindow {
+            rule: rule.into(),
+            period: Period::Day,
+            window: "2026-12-03".into(),
+            limit,
+            reported: true,
+            resets_at: now + TimeDelta::hours(7),
+        }
+    }
+
+    /// Before the engine has said what is left in the window, a rule whose
+    /// engine says it in its answers (Baidu) bounds the take by its
+    /// fallback and defers nothing; Bing's, whose engine said nothing,
+    /// defers the rest to the window's end; once said, Baidu's does too.
+    #[test]
+    fn an_unstated_rule_of_an_engine_that_answers_with_it_defers_nothing() {
+        let now = DateTime::from_timestamp(1_796_288_400, 0).unwrap();
+        let baidu = [window("baidu-reported:site:day", Some(10), now)];
+        let plan = ClaimPlan::new(&baidu, &[Usage::default()], 40, 2000, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (10, 40, None));
+        let bing = [window("bing-reported:site:day", Some(10), now)];
+        let plan = ClaimPlan::new(&bing, &[Usage::default()], 40, 500, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (10, 10, Some(bing[0].resets_at)));
+        let said = Usage { used: 10, reported: Some(Report { at: now, remaining: 15, limit: 25 }), ..Usage::default() };
+        let plan = ClaimPlan::new(&baidu, &[said], 30, 2000, None, now);
+        assert_eq!((plan.take, plan.within, plan.retry_at), (15, 15, Some(baidu[0].resets_at)));
+        // A counted ceiling still defers what it cannot cover.
+        let both = [window("baidu:site:day", Some(12), now), window("baidu-reported:site:day", Some(10), now)];
+        let both = [RuleWindow { reported: false, ..both[0].clone() }, both[1].clone()];
+        let plan = ClaimPlan::new(&both, &[Usage::default(), Usage::default()], 40, 2000, None, now);
+        assert_eq!((plan.take, plan.within), (10, 12));
+        assert_eq!(plan.retry_at, Some(both[0].resets_at));
+    }
 }

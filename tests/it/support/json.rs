@@ -74,7 +74,7 @@ macro_rules! closed_set {
 
 closed_set! {
     /// A search engine.
-    Engine { IndexNow = "indexnow", Bing = "bing", Google = "google" }
+    Engine { IndexNow = "indexnow", Bing = "bing", Google = "google", Baidu = "baidu", Yandex = "yandex" }
 }
 
 closed_set! {

@@ -9,10 +9,15 @@
 pub mod json;
 pub mod mock;
 pub mod pg;
+pub mod quota_engines;
 pub mod scenario;
 pub mod sitemap;
 
 use mock::{MockResponse, MockServer};
+pub use quota_engines::{
+    mock_baidu, mock_yandex, yandex_host_id, yandex_recrawl_path, Book, BAIDU_PUSH, BAIDU_TOKEN, YANDEX_TOKEN,
+    YANDEX_USER,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -147,6 +152,12 @@ pub struct Sandbox {
     pub google: Option<String>,
     /// Extra lines for the `[google]` section (e.g. `requests_per_minute = 30`).
     pub google_extra: String,
+    /// The property's `baidu = { ... }` table contents, if it uses Baidu
+    /// (`[baidu]` then points at the mock engine).
+    pub baidu: Option<String>,
+    /// The property's `yandex = { ... }` table contents, if it uses Yandex
+    /// (`[yandex]` then points at the mock engine).
+    pub yandex: Option<String>,
     /// A PostgreSQL ledger instead of the SQLite file (`Sandbox::use_pg`):
     /// its keys head the config, and runs get its password and no
     /// `$INDEXQ_LEDGER`.
@@ -175,8 +186,34 @@ impl Sandbox {
             property_extra: String::new(),
             google: None,
             google_extra: String::new(),
+            baidu: None,
+            yandex: None,
             pg: None,
         }
+    }
+
+    /// A sandbox whose property uses only Baidu, with `table` as its
+    /// `baidu` table; the mock push has `left` for today (`Book`).
+    pub fn baidu(table: &str, left: u64) -> (Sandbox, Book) {
+        let mut sb = Sandbox::new();
+        sb.indexnow = false;
+        sb.baidu = Some(table.to_string());
+        let book = Book::new(left);
+        mock_baidu(&sb.engine, &book);
+        sb.write_config();
+        (sb, book)
+    }
+
+    /// A sandbox whose property uses only Yandex, with `table` as its
+    /// `yandex` table; the mock has `left` of `daily` for today (`Book`).
+    pub fn yandex(table: &str, daily: u64, left: u64) -> (Sandbox, Book) {
+        let mut sb = Sandbox::new();
+        sb.indexnow = false;
+        sb.yandex = Some(table.to_string());
+        let book = Book::new(left);
+        mock_yandex(&sb.engine, &sb.site, &book, daily);
+        sb.write_config();
+        (sb, book)
     }
 
     /// A sandbox whose property uses only Google, with `table` as its
@@ -308,6 +345,12 @@ impl Sandbox {
                 self.google_extra
             ));
         }
+        if self.baidu.is_some() {
+            text.push_str(&format!("[baidu]\ntoken_env = \"BAIDU_TOKEN\"\nendpoint = \"{}\"\n\n", self.engine.url()));
+        }
+        if self.yandex.is_some() {
+            text.push_str(&format!("[yandex]\ntoken_env = \"YANDEX_TOKEN\"\nendpoint = \"{}\"\n\n", self.engine.url()));
+        }
         text.push_str(&format!("[[property]]\nname = \"site\"\nsite = \"{}\"\n", self.site_url()));
         text.push_str(&self.property_extra);
         if self.indexnow {
@@ -322,6 +365,12 @@ impl Sandbox {
         }
         if let Some(google) = &self.google {
             text.push_str(&format!("google = {{ {google} }}\n"));
+        }
+        if let Some(baidu) = &self.baidu {
+            text.push_str(&format!("baidu = {{ {baidu} }}\n"));
+        }
+        if let Some(yandex) = &self.yandex {
+            text.push_str(&format!("yandex = {{ {yandex} }}\n"));
         }
         text.push_str(&self.more_properties);
         let path = self.config_path();
@@ -357,6 +406,8 @@ impl Sandbox {
             .env("INDEXQ_CONFIG", self.config_path())
             .env("INDEXNOW_KEY", KEY)
             .env("BING_KEY", BING_KEY)
+            .env("BAIDU_TOKEN", BAIDU_TOKEN)
+            .env("YANDEX_TOKEN", YANDEX_TOKEN)
             .env("TZ", "UTC")
             .stdin(Stdio::null());
         seal_network(&mut cmd);
@@ -459,6 +510,8 @@ pub fn secrets() -> Vec<String> {
     let mut secrets = vec![
         KEY.to_string(),
         BING_KEY.to_string(),
+        BAIDU_TOKEN.to_string(),
+        YANDEX_TOKEN.to_string(),
         GOOGLE_ACCESS_TOKEN.to_string(),
         GOOGLE_REFRESHED_TOKEN.to_string(),
         GHOST_TOKEN.to_string(),
