@@ -106,9 +106,9 @@ pub mod testing_api {
     /// The classifiers of the engines' answers.
     pub mod classify {
         pub use crate::classify::{
-            baidu, bing, google, google_inspection, google_token, indexnow, yandex, BaiduContext, BingContext,
-            GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext, KeyFileCheck, Response, Verdict,
-            YandexContext,
+            baidu, baidu_refused, bing, google, google_inspection, google_token, indexnow, yandex, yandex_quota,
+            BaiduContext, BingContext, GoogleContext, GoogleTokenContext, IndexNowContext, InspectionContext,
+            KeyFileCheck, Response, Verdict, YandexContext,
         };
     }
 
