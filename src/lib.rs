@@ -29,6 +29,7 @@ mod queue;
 mod redact;
 mod report;
 mod schedule;
+mod seen;
 mod serve;
 mod shell;
 
