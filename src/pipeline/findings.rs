@@ -3,6 +3,12 @@
 //! cut), and at the end the report itself — on stdout, as JSON or for a
 //! person — and the exit status `--fail-on` makes of it.
 
+mod deferrals;
+
+pub(super) use deferrals::{ClaimContext, Deferred};
+#[cfg(test)]
+pub(super) use deferrals::{budget_entry, paced_entry};
+
 use super::stop::Cut;
 use super::Run;
 use crate::error::ExitStatus;

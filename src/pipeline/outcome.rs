@@ -1,7 +1,7 @@
 //! Outcomes: what an engine's answer becomes — the scheduler's decision per
 //! item, one ledger record per answer and decision (`finish`), the blocks a
-//! quota answer puts on the budget, and each item's result; the results of
-//! items a claim deferred (budget, pace) and the budgets the report names.
+//! quota answer puts on the budget, and each item's result. What a claim
+//! deferred (budget, pace) is the findings' (`findings::deferrals`).
 //! The sender borrows a `Recorder` for each claim. Nothing here sends or
 //! reads input; `findings` writes the report at the end. A request the run's
 //! stop cut (`stop`) is recorded here too, on the same path: unanswered, it
@@ -11,26 +11,23 @@
 use super::base_entry;
 use super::findings::Findings;
 use crate::budget;
-use crate::clock::Clock;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Ledger, Remainder};
+use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
-    AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
-    RuleWindow, Usage,
+    AcceptedReason, Class, EngineKind, GroupKey, MisconfiguredReason, NextStep, Outcome, Reason,
+    RuleWindow,
 };
 use crate::output::results::{Key, ResultEntry};
-use crate::output::summary::Deferral;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::collections::HashMap;
 
-/// What the answers to a claim, and what it deferred, are recorded with:
-/// the ledger, the retry settings, and the report that gets the results.
+/// What the answers to a claim are recorded with: the retry settings, and
+/// the findings that get the results (the ledger records the `Finish`
+/// returned, with the group's next claim).
 pub(super) struct Recorder<'r> {
-    pub(super) ledger: &'r mut dyn Ledger,
-    pub(super) clock: &'r Clock,
     pub(super) retry: &'r RetrySettings,
     pub(super) user_tz: Tz,
     pub(super) findings: &'r mut Findings,
@@ -111,88 +108,6 @@ impl Recorder<'_> {
             accepted_credential: d.credential.filter(|_| d.sent.answers.iter().any(accepted)),
         })
     }
-
-    /// Results and the human report's notes for the items a claim deferred:
-    /// past the budget (until the window reopens) or past the pace.
-    pub(super) fn note_deferrals(
-        &mut self,
-        group: &GroupKey,
-        rules: &[budget::Rule],
-        windows: &[RuleWindow],
-        claim: &Claim,
-        now: DateTime<Utc>,
-    ) -> anyhow::Result<()> {
-        if let Some(retry_at) = claim.retry_at {
-            let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
-            self.findings.deferrals.push(Deferral {
-                group: group.clone(),
-                rule_tz: tz,
-                used: usage.used,
-                limit: usage.limit(&window),
-                retry_at,
-                blocked: usage.blocked_until.is_some_and(|t| t > now),
-            });
-        } else if let Some(i) =
-            self.findings.deferrals.iter().rposition(|d| &d.group == group && !claim.items.is_empty())
-        {
-            // A later claim took what the budget still covered after a
-            // deferral: the note says how much is used now.
-            let (_, window, usage) = self.binding_rule(rules, windows, self.findings.deferrals[i].retry_at)?;
-            let deferral = &mut self.findings.deferrals[i];
-            (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
-        }
-        for (id, url, at) in &claim.paced {
-            let e = paced_entry(url, group, *at, self.user_tz, now);
-            self.findings.entry(*id, e)?;
-        }
-        Ok(())
-    }
-
-    /// The rule that holds the budget until `retry_at`: one with nothing
-    /// left that frees up then (the latest of the exhausted ones).
-    fn binding_rule(
-        &mut self,
-        rules: &[budget::Rule],
-        windows: &[RuleWindow],
-        retry_at: DateTime<Utc>,
-    ) -> anyhow::Result<(Tz, RuleWindow, Usage)> {
-        let now = self.clock.now();
-        let mut fallback = None;
-        for (rule, window) in rules.iter().zip(windows) {
-            let usage = self.ledger.usage(window)?;
-            if usage.available_at(window, now) == Some(retry_at) {
-                return Ok((rule.tz, window.clone(), usage));
-            }
-            fallback.get_or_insert((rule.tz, window.clone(), usage));
-        }
-        fallback.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
-    }
-}
-
-/// The result of a URL the budget has no room for until `retry_at` (told
-/// in `tz`, the timezone of the rule that reopens then).
-pub(super) fn budget_entry(
-    url: &str,
-    group: &GroupKey,
-    retry_at: DateTime<Utc>,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Budget);
-    e.message = format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
-    e.set_retry(retry_at, tz, now);
-    e
-}
-
-/// The result of a URL within budget that the pace sends at its slot `at`.
-fn paced_entry(url: &str, group: &GroupKey, at: DateTime<Utc>, user_tz: Tz, now: DateTime<Utc>) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Paced);
-    e.message = format!(
-        "within budget, but {} requests are paced to the configured rate; it goes at its slot",
-        group.engine.title()
-    );
-    e.set_retry(at, user_tz, now);
-    e
 }
 
 /// What a quota answer blocks, and until when: with `Retry-After`, the

@@ -7,18 +7,16 @@
 //! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
 //! ledger's.
 
-use super::findings::Findings;
+use super::findings::{ClaimContext, Deferred, Findings};
 use super::inspect;
-use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
+use super::outcome::{resends_now, Delivery, Recorder};
 use super::Run;
 use crate::budget;
 use crate::engines;
 use crate::ledger::{Claim, ClaimSpec, Finish, Pace};
-use crate::model::{Channel, Class, GroupKey, RuleWindow};
+use crate::model::{Class, GroupKey, RuleWindow};
 use crate::output::printer::Printer;
-use crate::output::results::{Key, Template};
 use chrono::{DateTime, TimeDelta, Utc};
-use chrono_tz::Tz;
 use std::collections::HashSet;
 
 /// The shortest sleep for a retry: an item due now that the drain could not
@@ -270,7 +268,8 @@ impl<'r, 'a> Sender<'r, 'a> {
         let (claim, credential) = self.claim(group, &rules, now)?;
         // From here on, the instant and the windows the claim was counted in
         // (`claim.now`, `claim.windows`).
-        self.recorder().note_deferrals(group, &rules, &claim.windows, &claim, claim.now)?;
+        let context = self.claim_context(group, &rules, claim.now);
+        self.findings.claimed(self.run.ledger.as_mut(), self.run.clock, &context, &claim.windows, &claim)?;
         let Some(reservation) = claim.reservation else { return Ok(false) };
         let (batch, inspections) = self.batch(group, &claim, claim.now)?;
         let (sent, fingerprint, at) = self.send(group, &rules, &claim, &batch).await?;
@@ -334,8 +333,7 @@ impl<'r, 'a> Sender<'r, 'a> {
 
     /// Claims a batch of `group` within its budget and pace (the ledger
     /// reserves it), with the credential it goes with; each URL the budget
-    /// has no room for is a `deferred` result, in the timezone of the rule
-    /// that reopens then.
+    /// has no room for is handed to the findings (`Deferred`).
     fn claim(
         &mut self,
         group: &GroupKey,
@@ -351,30 +349,12 @@ impl<'r, 'a> Sender<'r, 'a> {
             burst,
             horizon: self.wait_until.max(now),
         });
-        let mut failure = None;
-        let results = &mut self.findings.results;
-        let user_tz = self.run.user_tz;
-        let wait_until = self.wait_until;
-        // A deferral past the run's wait is final in this run: one result
-        // made for the claim's deferrals, kept for none of them (a million
-        // deferred URLs kept 150 MB of results). A sitemap's result is told
-        // by its own URL.
-        let mut shared: Option<(DateTime<Utc>, Template)> = None;
+        // Each URL the budget defers is handed to the findings as it comes:
+        // the report's rows are theirs to make.
+        let context = self.claim_context(group, rules, now);
+        let mut deferrals = self.findings.claim_deferrals(context);
         let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
-            let tz = deferral_tz(rules, retry_at, user_tz);
-            let put = match retry_at > wait_until && group.channel == Channel::Urls {
-                true => match &shared {
-                    Some((at, template)) if *at == retry_at => results.put_like_over(template, Key::Item(id), url),
-                    _ => results.template(&budget_entry(url, group, retry_at, tz, now)).and_then(|template| {
-                        let (_, template) = shared.insert((retry_at, template));
-                        results.put_like_over(template, Key::Item(id), url)
-                    }),
-                },
-                false => results.put(Key::Item(id), &budget_entry(url, group, retry_at, tz, now)),
-            };
-            if let Err(err) = put {
-                failure.get_or_insert(err);
-            }
+            deferrals.deferred(Deferred { id, url, retry_at });
         };
         let spec = ClaimSpec {
             windows: rules,
@@ -391,17 +371,18 @@ impl<'r, 'a> Sender<'r, 'a> {
             None => self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?,
         };
         self.answered = None;
-        match failure {
-            Some(err) => Err(err.into()),
-            None => Ok((claim, credential)),
-        }
+        deferrals.finish()?;
+        Ok((claim, credential))
+    }
+
+    /// What the findings tell a claim of `group` against.
+    fn claim_context<'c>(&self, group: &'c GroupKey, rules: &'c [budget::Rule], now: DateTime<Utc>) -> ClaimContext<'c> {
+        ClaimContext { group, rules, user_tz: self.run.user_tz, wait_until: self.wait_until, now }
     }
 
     /// What an answer becomes, recorded in the ledger and the report.
     fn recorder(&mut self) -> Recorder<'_> {
         Recorder {
-            ledger: self.run.ledger.as_mut(),
-            clock: self.run.clock,
             retry: &self.run.settings.retry,
             user_tz: self.run.user_tz,
             findings: self.findings,
@@ -468,13 +449,6 @@ fn waiting_text(group: &GroupKey, why: &str, pause: TimeDelta) -> String {
     )
 }
 
-/// The timezone a budget deferral until `retry_at` is told in: that of the
-/// rule whose window ends then, else the user's.
-fn deferral_tz(rules: &[budget::Rule], retry_at: DateTime<Utc>, user_tz: Tz) -> Tz {
-    let before = retry_at - TimeDelta::milliseconds(1);
-    rules.iter().find(|r| r.window(before).resets_at == retry_at).map_or(user_tz, |r| r.tz)
-}
-
 /// The window the progress line counts down: of the rules with a limit,
 /// the one that resets first.
 fn soonest_limited<'w>(rules: &[budget::Rule], windows: &'w [RuleWindow]) -> Option<&'w RuleWindow> {
@@ -524,6 +498,7 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
+    use chrono_tz::Tz;
     use crate::ledger::ClaimedItem;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
@@ -578,20 +553,6 @@ mod tests {
             waiting_text(&g, "", TimeDelta::minutes(2)),
             "waiting for IndexNow (api.indexnow.org) for site — retry in 2 min"
         );
-    }
-
-    #[test]
-    fn a_budget_deferral_is_told_in_the_timezone_of_the_rule_that_reopens_then() {
-        let shanghai = chrono_tz::Asia::Shanghai;
-        let paris = chrono_tz::Europe::Paris;
-        let rules = [
-            rule("day", Scope::Property, Period::Day, shanghai, Some(10)),
-            rule("month", Scope::Property, Period::Month, Tz::UTC, Some(100)),
-        ];
-        // Midnight in Shanghai ends its day; the month ends at midnight UTC.
-        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:00:00Z"), paris), shanghai);
-        assert_eq!(deferral_tz(&rules, at("2026-04-01T00:00:00Z"), paris), Tz::UTC);
-        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:30:00Z"), paris), paris, "no rule ends then");
     }
 
     #[test]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::pipeline::findings::{budget_entry, paced_entry};
 use crate::budget::{Rule, Scope};
 use crate::classify::RetryAfter;
 use crate::engines::{Answer, Batch, Sent};
