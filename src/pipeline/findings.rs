@@ -5,11 +5,11 @@
 
 mod deferrals;
 
-pub(super) use deferrals::{ClaimContext, Deferred};
 #[cfg(test)]
 pub(super) use deferrals::{budget_entry, paced_entry};
+pub(super) use deferrals::{ClaimContext, Deferred};
 
-use super::stop::Cut;
+use super::stop::StopCut;
 use super::Run;
 use crate::error::ExitStatus;
 use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
@@ -44,7 +44,7 @@ pub(super) struct Findings {
     /// not "indexed" or "not indexed": said once per run.
     pub(super) inspection_notes: Vec<InspectionNote>,
     /// What the stop (SIGINT/SIGTERM) cut.
-    pub(super) cut: Cut,
+    pub(super) cut: StopCut,
     /// Input URLs read so far.
     pub(super) read: u64,
     /// Queue items (URL, property, engine, target) this run wrote to the ledger.
@@ -76,7 +76,7 @@ impl Findings {
             resumed: Vec::new(),
             source_failures: Vec::new(),
             inspection_notes: Vec::new(),
-            cut: Cut::default(),
+            cut: StopCut::default(),
             read: 0,
             admitted: 0,
             announced: BTreeMap::new(),

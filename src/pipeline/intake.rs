@@ -12,7 +12,7 @@
 
 use super::findings::Findings;
 use super::plan::Plan;
-use super::stop::UntilStop;
+use super::stop::UntilStopped;
 use super::{base_entry, Run};
 use crate::budget;
 use crate::cli::SubmitArgs;
@@ -59,7 +59,7 @@ fn sitemap_reader(settings: &crate::config::Settings) -> anyhow::Result<sitemap:
 /// of each URL, a dry run's plan (asked instead of the ledger), where each
 /// property's URLs go, the batch being filled, the rule for URLs accepted
 /// before, and the plan's counts.
-pub(super) struct Intake<'r, 'a> {
+pub(super) struct Admitting<'r, 'a> {
     run: &'r mut Run<'a>,
     findings: &'r mut Findings,
     /// A dry run's: what admission would make of each URL is asked of it,
@@ -99,7 +99,7 @@ struct Skipped {
     template: Template,
 }
 
-impl<'r, 'a> Intake<'r, 'a> {
+impl<'r, 'a> Admitting<'r, 'a> {
     /// An intake for `run` that routes each property's URLs to the run's
     /// groups of URLs (a sitemap group takes its sitemap, `read_sources`)
     /// and admits them by `rule` — or, given a `plan`, asks it.
@@ -109,9 +109,9 @@ impl<'r, 'a> Intake<'r, 'a> {
         plan: Option<&'r mut Plan>,
         rule: AdmitRule,
         since: Option<DateTime<Utc>>,
-    ) -> Intake<'r, 'a> {
+    ) -> Admitting<'r, 'a> {
         let routes = Routes::of(run.settings, run.known_groups());
-        Intake {
+        Admitting {
             run,
             findings,
             plan,
@@ -137,7 +137,7 @@ impl<'r, 'a> Intake<'r, 'a> {
         findings: &'r mut Findings,
         plan: Option<&'r mut Plan>,
         args: &SubmitArgs,
-    ) -> Intake<'r, 'a> {
+    ) -> Admitting<'r, 'a> {
         // A baseline records what is new or changed since (the `--changed`
         // rule), which is what later runs of the sources compare with.
         let rule = AdmitRule {
@@ -146,7 +146,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             changed: args.changed || args.baseline,
             resend_after: None,
         };
-        let mut intake = Intake::new(run, findings, plan, rule, args.since);
+        let mut intake = Admitting::new(run, findings, plan, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
         intake.hint_no_sources = true;
         intake.baseline = args.baseline;
@@ -249,7 +249,7 @@ impl Routes {
     }
 }
 
-impl Intake<'_, '_> {
+impl Admitting<'_, '_> {
     /// Reads every input into the ledger: the URL lists (opened already),
     /// then the sitemaps — or, given neither, the configured sources.
     pub(super) async fn read_inputs(
@@ -489,7 +489,7 @@ impl Intake<'_, '_> {
     /// read when the run is stopped).
     fn ingest_list(&mut self, name: &str, reader: crate::ingest::Input, printer: &Printer) -> anyhow::Result<()> {
         let mut error = None;
-        let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
+        let mut reader = UntilStopped::new(reader, self.run.stop.stop_signal().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
                 if let Err(e) = self.take_url(line.text.as_deref(), &line.place, line.url, None, printer) {
@@ -521,7 +521,7 @@ impl Intake<'_, '_> {
     ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<(sitemap::Failure, String)>)> {
         let mut error = None;
         let mut latest: Option<DateTime<Utc>> = None;
-        let halt = self.run.stop.halt().clone();
+        let stop_signal = self.run.stop.stop_signal().clone();
         let mut take = |entry: sitemap::Entry| {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
@@ -533,7 +533,7 @@ impl Intake<'_, '_> {
         };
         let problems = tokio::select! {
             problems = reader.read(source, &mut take) => Some(problems),
-            () = halt.stopped() => None,
+            () = stop_signal.stopped() => None,
         };
         let Some(problems) = problems else {
             self.findings.cut.input_cut = true;
@@ -707,7 +707,7 @@ impl Intake<'_, '_> {
     }
 
     /// Says what the report needs to of the admitted URLs, in their order
-    /// (`tell`; a skipped URL of a group of URLs by `skip`): a quota wait in
+    /// (`admission_results`; a skipped URL of a group of URLs by `skip`): a quota wait in
     /// the timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let shared = |item: &NewItem, a: &Admission| {
@@ -727,7 +727,8 @@ impl Intake<'_, '_> {
             tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
-        let mut told = tell(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
+        let mut told =
+            admission_results(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
         // The last skipped URL's text, made again only for another instant
         // (the URLs of a batch were accepted at one).
         let mut text: Option<(TimeDelta, bool, (LocalReason, String))> = None;
@@ -803,20 +804,20 @@ struct SitemapSource<'s> {
 /// from its item, waiting for a later attempt, parked or in flight. A quota
 /// wait is told in the timezone of its group's rule (`rule_tz`), any other
 /// in `user_tz`. `submit` and `serve` tell admissions through here.
-pub(crate) fn tell(
+pub(crate) fn admission_results(
     ledger: &mut dyn crate::ledger::Ledger,
     admitted: &[(&NewItem, Admission)],
     now: DateTime<Utc>,
     user_tz: Tz,
     rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
-) -> anyhow::Result<Vec<ToldNow>> {
-    let mut told_now: Vec<ToldNow> = Vec::with_capacity(admitted.len());
+) -> anyhow::Result<Vec<ResultNow>> {
+    let mut results: Vec<ResultNow> = Vec::with_capacity(admitted.len());
     let mut look_up = Vec::new();
     for (n, (item, admission)) in admitted.iter().enumerate() {
-        told_now.push(match told(item, admission.clone(), now) {
-            Told::Nothing => None,
-            Told::Result(id, e) => Some((id, e)),
-            Told::FromRow(id) => {
+        results.push(match admission_result(item, admission.clone(), now) {
+            AdmissionResult::Nothing => None,
+            AdmissionResult::Result(id, e) => Some((id, e)),
+            AdmissionResult::FromRow(id) => {
                 look_up.push((id, n));
                 None
             }
@@ -831,10 +832,10 @@ pub(crate) fn tell(
         let id = row.id;
         let e = Box::new(row_entry(row, user_tz, rule_tz, now));
         for &n in places.get(&id).into_iter().flatten() {
-            told_now[n] = Some((id, e.clone()));
+            results[n] = Some((id, e.clone()));
         }
     }
-    Ok(told_now)
+    Ok(results)
 }
 
 /// The folder each property's IndexNow key vouches for, when its key
@@ -931,12 +932,12 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
     }
 }
 
-/// What `tell` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
-type ToldNow = Option<(i64, Box<ResultEntry>)>;
+/// What `admission_results` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
+type ResultNow = Option<(i64, Box<ResultEntry>)>;
 
 /// What the report says of an admitted URL now.
 #[derive(Debug)]
-enum Told {
+enum AdmissionResult {
     /// Nothing yet: it is due, and this run sends it (or plans it).
     Nothing,
     /// Its result: accepted before and not sent again.
@@ -955,20 +956,22 @@ fn skipped_text(ago: TimeDelta, unchanged: bool) -> (LocalReason, String) {
     }
 }
 
-fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
+fn admission_result(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> AdmissionResult {
     match admission {
-        Admission::Queued { .. } => Told::Nothing,
+        Admission::Queued { .. } => AdmissionResult::Nothing,
         Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => {
-            Told::FromRow(id)
+            AdmissionResult::FromRow(id)
         }
-        Admission::AlreadyQueued { .. } => Told::Nothing,
+        Admission::AlreadyQueued { .. } => AdmissionResult::Nothing,
         Admission::Skipped { id, accepted_at, unchanged } => {
             let (reason, message) = skipped_text(now - accepted_at, unchanged);
             let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
             e.message = message;
-            Told::Result(id, Box::new(e))
+            AdmissionResult::Result(id, Box::new(e))
         }
-        Admission::Parked { id } | Admission::InFlight { id } | Admission::Requeued { id, .. } => Told::FromRow(id),
+        Admission::Parked { id } | Admission::InFlight { id } | Admission::Requeued { id, .. } => {
+            AdmissionResult::FromRow(id)
+        }
     }
 }
 

@@ -12,23 +12,24 @@
 //! every phase reads (settings, clock, engines, ledger, the stop), `Findings`
 //! what they leave for the end; each phase is its own type, borrowing both
 //! for as long as it runs, in its own file:
-//! - `intake` (`Intake`): the inputs (URL lists, sitemaps) into the ledger,
+//! - `intake` (`Admitting`): the inputs (URL lists, sitemaps) into the ledger,
 //!   and what the report says of each URL read (invalid, skipped, waiting,
 //!   counted as new or changed);
 //! - `send` (`Sender`): due items claimed in batches within budget and
 //!   pace, sent to the engines, and the waits for retries within
 //!   `--max-wait`;
 //! - `outcome` (`Recorder`): an engine's answer made into ledger records
-//!   and results, and what a claim deferred;
-//! - `findings` (`Findings`): what the phases leave, and at the end the report
-//!   and the exit status;
+//!   and results;
+//! - `findings` (`Findings`): what the phases leave (a claim's deferrals
+//!   handed over as events, `findings::deferrals`), and at the end the
+//!   report and the exit status;
 //! - `plan` (`Plan`): the dry run's plan, by reading the ledger;
 //! - `parked`: what needs a human across runs — fixes noticed by
 //!   themselves before sending, and each parked group said (once per
 //!   `[submit] remind`) at the end.
 //! - `inspect`: Google's URL inspections before publishing (`skip_indexed`):
 //!   what a claim may inspect, and what the inspections came to;
-//! - `sitemaps`: after sending, the engines' reports on the sitemaps
+//! - `sitemap_reports`: after sending, the engines' reports on the sitemaps
 //!   submitted to them, read when due (`[sitemap] read_interval`, and after
 //!   each submission) and kept in the ledger;
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
@@ -42,13 +43,13 @@ mod outcome;
 mod parked;
 mod plan;
 mod send;
-mod sitemaps;
+mod sitemap_reports;
 mod stop;
 #[cfg(test)]
 mod testing;
 mod worker;
 
-pub(crate) use intake::{tell, Routes};
+pub(crate) use intake::{admission_results, Routes};
 pub(crate) use stop::Stop;
 pub(crate) use worker::{SourcesRead, Worker};
 
@@ -69,7 +70,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use findings::{Ending, Findings};
-use intake::Intake;
+use intake::Admitting;
 use plan::Plan;
 use send::Sender;
 use std::collections::{BTreeMap, HashMap};
@@ -165,7 +166,7 @@ async fn phases(
         run.ledger.begin_admissions();
     }
     let empty = if plan.is_none() && !args.baseline { run.empty_groups(started)? } else { Vec::new() };
-    let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
+    let mut intake = Admitting::of_args(run, findings, plan.as_mut(), args);
     let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     let admitted = run.ledger.end_admissions();

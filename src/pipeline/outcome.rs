@@ -15,8 +15,7 @@ use crate::config::RetrySettings;
 use crate::engines;
 use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
-    AcceptedReason, Class, EngineKind, GroupKey, MisconfiguredReason, NextStep, Outcome, Reason,
-    RuleWindow,
+    AcceptedReason, Class, EngineKind, GroupKey, MisconfiguredReason, NextStep, Outcome, Reason, RuleWindow,
 };
 use crate::output::results::{Key, ResultEntry};
 use crate::schedule::{self, Decision, History, Inputs};

@@ -18,8 +18,8 @@ use crate::model::GroupKey;
 use crate::model::{LocalReason, Outcome};
 use crate::output::results::Template;
 use crate::output::summary::Deferral;
-use chrono::{DateTime, Utc};
 use crate::seen::Seen;
+use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 

@@ -167,7 +167,7 @@ impl<'r, 'a> Sender<'r, 'a> {
                 }
                 Err(e) => return Err(e),
             };
-            if !self.run.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
+            if !self.run.stop.stop_signal().sleep(pause.to_std().unwrap_or_default()).await {
                 break;
             }
         }
@@ -312,7 +312,7 @@ impl<'r, 'a> Sender<'r, 'a> {
         let planned = batch.urls.len() as u64;
         self.run.progress.sending(&title, 0, planned, remaining);
         let engine = &self.run.engines[&group.engine];
-        let sent = engine.send(group, batch, self.run.stop.halt()).await;
+        let sent = engine.send(group, batch, self.run.stop.stop_signal()).await;
         let fingerprint = engine.fingerprint(group);
         self.run.progress.sending(&title, planned, planned, remaining);
         Ok((sent, fingerprint, self.run.clock.now()))
@@ -322,10 +322,10 @@ impl<'r, 'a> Sender<'r, 'a> {
     /// the run is stopped meanwhile; returns whether it was not.
     async fn read_quota_once(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<bool> {
         if self.reported.insert(group.clone()) {
-            let halt = self.run.stop.halt().clone();
+            let stop_signal = self.run.stop.stop_signal().clone();
             tokio::select! {
                 read = self.read_reported_quota(group, windows) => read?,
-                () = halt.stopped() => return Ok(false),
+                () = stop_signal.stopped() => return Ok(false),
             }
         }
         Ok(true)
@@ -376,17 +376,18 @@ impl<'r, 'a> Sender<'r, 'a> {
     }
 
     /// What the findings tell a claim of `group` against.
-    fn claim_context<'c>(&self, group: &'c GroupKey, rules: &'c [budget::Rule], now: DateTime<Utc>) -> ClaimContext<'c> {
+    fn claim_context<'c>(
+        &self,
+        group: &'c GroupKey,
+        rules: &'c [budget::Rule],
+        now: DateTime<Utc>,
+    ) -> ClaimContext<'c> {
         ClaimContext { group, rules, user_tz: self.run.user_tz, wait_until: self.wait_until, now }
     }
 
     /// What an answer becomes, recorded in the ledger and the report.
     fn recorder(&mut self) -> Recorder<'_> {
-        Recorder {
-            retry: &self.run.settings.retry,
-            user_tz: self.run.user_tz,
-            findings: self.findings,
-        }
+        Recorder { retry: &self.run.settings.retry, user_tz: self.run.user_tz, findings: self.findings }
     }
 
     /// What goes in the request: the claimed URLs, their actions, their
@@ -398,9 +399,9 @@ impl<'r, 'a> Sender<'r, 'a> {
         group: &GroupKey,
         claim: &Claim,
         now: DateTime<Utc>,
-    ) -> anyhow::Result<(engines::Batch, Option<inspect::Taken>)> {
+    ) -> anyhow::Result<(engines::Batch, Option<inspect::InspectionUnits>)> {
         let taken = self.run.take_inspections(group, claim, now)?;
-        let inspect = inspect::marks(claim, inspect::Taken::units(taken.as_ref()));
+        let inspect = inspect::marks(claim, inspect::InspectionUnits::units(taken.as_ref()));
         Ok((request(claim, inspect, now), taken))
     }
 
@@ -498,11 +499,11 @@ fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> Str
 mod tests {
     use super::*;
     use crate::budget::Scope;
-    use chrono_tz::Tz;
     use crate::ledger::ClaimedItem;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
     use crate::pipeline::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
+    use chrono_tz::Tz;
 
     fn claimed(n: usize) -> Claim {
         let items = (0..n)

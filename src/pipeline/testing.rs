@@ -4,14 +4,14 @@
 //! servers), and its results read back as JSON.
 
 use super::findings::Findings;
-use super::intake::Intake;
+use super::intake::Admitting;
 use super::send::Sender;
 use super::Run;
 use crate::budget::{Rule, Scope};
 use crate::classify::Verdict;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::engines::{Answer, Batch, Engine, Halt, Sent};
+use crate::engines::{Answer, Batch, Engine, Sent, StopSignal};
 use crate::ledger::{AdmitRule, ItemFilter, ItemRow, NewItem, Owner, SqliteLedger};
 use crate::model::{Action, Class, EngineKind, GroupKey, Period, Reason, StoredResponse};
 use crate::output::printer::{Printer, Verbosity};
@@ -94,7 +94,7 @@ impl Engine for Scripted {
         None
     }
 
-    async fn send(&self, _group: &GroupKey, batch: &Batch, _halt: &Halt) -> Sent {
+    async fn send(&self, _group: &GroupKey, batch: &Batch, _stop_signal: &StopSignal) -> Sent {
         self.batches.lock().expect("not poisoned").push(batch.urls.clone());
         (self.answer)(batch)
     }
@@ -176,8 +176,8 @@ impl<'a> Trial<'a> {
     }
 
     /// Its intake, admitting by `rule` (and `--since`).
-    pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake<'_, 'a> {
-        Intake::new(&mut self.run, &mut self.findings, None, rule, since)
+    pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Admitting<'_, 'a> {
+        Admitting::new(&mut self.run, &mut self.findings, None, rule, since)
     }
 }
 

@@ -289,7 +289,8 @@ fn each_refusal_has_its_status_reason_and_per_url_reasons() {
     assert_eq!((status, r.error.as_str()), (404, "not_found"));
     // The hint names every endpoint, the webhooks and the IndexNow protocol's too.
     let hint = r.hint.unwrap_or_default();
-    for endpoint in ["POST /v1/urls", "/v1/hooks/ghost/{event}", "/v1/hooks/cloudflare-pages", "GET and POST /indexnow"] {
+    for endpoint in ["POST /v1/urls", "/v1/hooks/ghost/{event}", "/v1/hooks/cloudflare-pages", "GET and POST /indexnow"]
+    {
         assert!(hint.contains(endpoint), "{endpoint} in {hint}");
     }
     let (status, r, _) = refusal(served.get("/v1/urls"));

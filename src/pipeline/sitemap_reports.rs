@@ -43,8 +43,8 @@ impl Run<'_> {
                 break;
             }
             let Some(engine_impl) = self.engines.get(&engine) else { continue };
-            let halt = self.stop.halt().clone();
-            let Some(reads) = halt.within_grace(engine_impl.sitemap_reports(&property, &sitemaps)).await else {
+            let stop_signal = self.stop.stop_signal().clone();
+            let Some(reads) = stop_signal.within_grace(engine_impl.sitemap_reports(&property, &sitemaps)).await else {
                 break;
             };
             let at = self.clock.now();
