@@ -11,6 +11,7 @@ pub mod config;
 pub mod ingest;
 pub mod model;
 
+mod attention;
 mod budget;
 mod clock;
 mod commands;
@@ -25,7 +26,6 @@ mod net;
 mod notify;
 mod output;
 mod pipeline;
-mod queue;
 mod redact;
 mod report;
 mod schedule;

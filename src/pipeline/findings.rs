@@ -12,8 +12,8 @@ pub(super) use deferrals::{ClaimContext, Deferred};
 use super::stop::StopCut;
 use super::Run;
 use crate::error::ExitStatus;
+use crate::model::NoticeKind;
 use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
-use crate::output::parked::NoticeKind;
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::{Key, ResultEntry, Results};
 use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
@@ -64,6 +64,17 @@ pub(super) struct Ending<'e> {
 }
 
 impl Findings {
+    /// What the run met that its reminders weigh (`attention`).
+    pub(super) fn sightings(&self) -> crate::attention::Sightings<'_> {
+        crate::attention::Sightings {
+            parked_now: &self.parked_now,
+            sitemap_problems_now: &self.sitemap_problems_now,
+            inspection_notes: &self.inspection_notes,
+            results: &self.results,
+            source_failures: &self.source_failures,
+        }
+    }
+
     /// A report with nothing said yet, its results kept in `results`.
     pub(super) fn new(results: Results) -> Findings {
         Findings {

@@ -24,9 +24,10 @@
 //!   handed over as events, `findings::deferrals`), and at the end the
 //!   report and the exit status;
 //! - `plan` (`Plan`): the dry run's plan, by reading the ledger;
-//! - `parked`: what needs a human across runs — fixes noticed by
-//!   themselves before sending, and each parked group said (once per
-//!   `[submit] remind`) at the end.
+//! - what needs a human across runs (fixes noticed by themselves before
+//!   sending, each parked group said once per `[submit] remind` at the
+//!   end) is `attention`'s: the run hands it its groups and what it met
+//!   (`Run::attention`, `Findings::sightings`).
 //! - `inspect`: Google's URL inspections before publishing (`skip_indexed`):
 //!   what a claim may inspect, and what the inspections came to;
 //! - `sitemap_reports`: after sending, the engines' reports on the sitemaps
@@ -40,7 +41,6 @@ mod inspect;
 mod intake;
 mod notify;
 mod outcome;
-mod parked;
 mod plan;
 mod send;
 mod sitemap_reports;
@@ -346,6 +346,30 @@ impl<'a> Run<'a> {
 }
 
 impl Run<'_> {
+    /// The run's groups as `attention` checks and reminds them.
+    fn attention(&mut self) -> crate::attention::RunGroups<'_> {
+        let known = self.known_groups();
+        crate::attention::RunGroups {
+            settings: self.settings,
+            ledger: self.ledger.as_mut(),
+            known,
+            held: &mut self.held,
+        }
+    }
+
+    /// What needs a human at the end of the run (`attention::run_notices`),
+    /// each told if this run met it or its reminder is due at `started`;
+    /// with `keep` (not a dry run), the ledger keeps when they were told.
+    fn parked_notices(
+        &mut self,
+        findings: &Findings,
+        started: DateTime<Utc>,
+        keep: bool,
+    ) -> anyhow::Result<Vec<crate::model::ParkedNotice>> {
+        let now = self.clock.now();
+        crate::attention::run_notices(self.attention(), &findings.sightings(), now, started, keep)
+    }
+
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
         budget::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()

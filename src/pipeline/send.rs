@@ -56,11 +56,17 @@ impl Run<'_> {
                 resumed.push(format!(
                     "{}: the configuration changed: {} go again.",
                     crate::output::printer::group_title(&group),
-                    super::parked::urls_parked(n)
+                    crate::attention::urls_parked(n)
                 ));
             }
         }
-        resumed.extend(self.notice_fixes(now).await?);
+        let groups = crate::attention::RunGroups {
+            known: self.known_groups(),
+            settings: self.settings,
+            ledger: self.ledger.as_mut(),
+            held: &mut self.held,
+        };
+        resumed.extend(crate::attention::notice_fixes(groups, &self.engines, now).await?);
         Ok(resumed)
     }
 
