@@ -3,8 +3,10 @@
 //! cut), and at the end the report itself — on stdout, as JSON or for a
 //! person — and the exit status `--fail-on` makes of it.
 
+pub(super) mod admitted;
 mod deferrals;
 
+pub(crate) use admitted::admission_results;
 #[cfg(test)]
 pub(super) use deferrals::{budget_entry, paced_entry};
 pub(super) use deferrals::{ClaimContext, Deferred};

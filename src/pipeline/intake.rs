@@ -5,25 +5,27 @@
 //! decides whether it is queued, and this file what the report says of it:
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
-//! one already waiting, parked or in flight. A dry run's intake asks its
-//! `Plan` instead of writing. Once the run is stopped (`stop`), reading ends — a list at
+//! one already waiting, parked or in flight. What admission makes of a
+//! batch is asked of the admission seam (`admission::Admit`): the ledger's
+//! writing in a run, the `Plan` in a dry run. Once the run is stopped (`stop`), reading ends — a list at
 //! the end of the line being read, a sitemap at once — and what was read
 //! still goes to the ledger. Nothing here sends or classifies.
 
+use super::admission::{Admit, Seat};
+use super::findings::admitted::{admission_results, skipped_text};
 use super::findings::Findings;
-use super::plan::Plan;
+use super::routes::Routes;
 use super::stop::UntilStopped;
 use super::{base_entry, Run};
 use crate::budget;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
-use crate::engines::{self, indexnow};
+use crate::engines;
 use crate::ingest::{self, sitemap, StoredUrl};
-use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
+use crate::ledger::{Admission, AdmitRule, NewItem};
 use crate::model::lastmod::InFuture;
 use crate::model::{
-    Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
-    SourceDocument, SourceFailure,
+    Action, Channel, DocumentKind, EngineKind, GroupKey, LocalReason, Outcome, Position, SourceDocument, SourceFailure,
 };
 use crate::output::printer::Printer;
 use crate::output::results::{Key, ResultEntry, Template};
@@ -56,15 +58,16 @@ fn sitemap_reader(settings: &crate::config::Settings) -> anyhow::Result<sitemap:
 }
 
 /// The intake phase: the run it reads for, the report that says what came
-/// of each URL, a dry run's plan (asked instead of the ledger), where each
+/// of each URL, the admission it asks (the ledger's writing, or a dry
+/// run's plan), where each
 /// property's URLs go, the batch being filled, the rule for URLs accepted
 /// before, and the plan's counts.
 pub(super) struct Admitting<'r, 'a> {
     run: &'r mut Run<'a>,
     findings: &'r mut Findings,
-    /// A dry run's: what admission would make of each URL is asked of it,
-    /// and nothing is written.
-    plan: Option<&'r mut Plan>,
+    /// What admission makes of each URL: written to the ledger, or (a dry
+    /// run) planned.
+    admission: &'r mut dyn Admit,
     routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
@@ -102,11 +105,11 @@ struct Skipped {
 impl<'r, 'a> Admitting<'r, 'a> {
     /// An intake for `run` that routes each property's URLs to the run's
     /// groups of URLs (a sitemap group takes its sitemap, `read_sources`)
-    /// and admits them by `rule` — or, given a `plan`, asks it.
+    /// and admits them by `rule` through `admission`.
     pub(super) fn new(
         run: &'r mut Run<'a>,
         findings: &'r mut Findings,
-        plan: Option<&'r mut Plan>,
+        admission: &'r mut dyn Admit,
         rule: AdmitRule,
         since: Option<DateTime<Utc>>,
     ) -> Admitting<'r, 'a> {
@@ -114,7 +117,7 @@ impl<'r, 'a> Admitting<'r, 'a> {
         Admitting {
             run,
             findings,
-            plan,
+            admission,
             routes,
             only: None,
             hint_no_sources: false,
@@ -135,7 +138,7 @@ impl<'r, 'a> Admitting<'r, 'a> {
     pub(super) fn of_args(
         run: &'r mut Run<'a>,
         findings: &'r mut Findings,
-        plan: Option<&'r mut Plan>,
+        admission: &'r mut dyn Admit,
         args: &SubmitArgs,
     ) -> Admitting<'r, 'a> {
         // A baseline records what is new or changed since (the `--changed`
@@ -146,106 +149,11 @@ impl<'r, 'a> Admitting<'r, 'a> {
             changed: args.changed || args.baseline,
             resend_after: None,
         };
-        let mut intake = Admitting::new(run, findings, plan, rule, args.since);
+        let mut intake = Admitting::new(run, findings, admission, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
         intake.hint_no_sources = true;
         intake.baseline = args.baseline;
         intake
-    }
-}
-
-/// Where an input URL goes: each engine and target of its property, and
-/// for IndexNow only within its key location's folder. `submit` and
-/// `serve` route every URL through here.
-pub(crate) struct Routes {
-    routes: FxHashMap<String, Vec<Arc<GroupKey>>>,
-    /// Each property's timezone, which its items take (`NewItem::zone`).
-    zones: FxHashMap<String, Tz>,
-    /// Per property whose IndexNow key location is below its host's root:
-    /// the folder the key vouches for (`engines::indexnow::key_scope`), and
-    /// how it is shown.
-    key_scopes: FxHashMap<String, (url::Url, String)>,
-}
-
-impl Routes {
-    fn new(
-        groups: Vec<GroupKey>,
-        key_scopes: FxHashMap<String, (url::Url, String)>,
-        zones: FxHashMap<String, Tz>,
-    ) -> Routes {
-        let mut routes: FxHashMap<String, Vec<Arc<GroupKey>>> = FxHashMap::default();
-        for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
-            routes.entry(group.property.clone()).or_default().push(Arc::new(group));
-        }
-        Routes { routes, key_scopes, zones }
-    }
-
-    /// The routes of `groups`, with each property's key scope and
-    /// timezone read from `settings`.
-    pub(crate) fn of(settings: &crate::config::Settings, groups: Vec<GroupKey>) -> Routes {
-        let zones = settings.properties.iter().map(|p| (p.name.clone(), p.timezone)).collect();
-        Routes::new(groups, key_scopes(settings), zones)
-    }
-
-    /// Whether URLs of `property` go anywhere.
-    pub(crate) fn routes_property(&self, property: &str) -> bool {
-        self.routes.contains_key(property)
-    }
-
-    /// The timezone of `property` (every configured property has its own;
-    /// one not configured has no groups either).
-    pub(crate) fn zone(&self, property: &str) -> Tz {
-        self.zones.get(property).copied().unwrap_or(Tz::UTC)
-    }
-
-    /// Routes `url` (of `property`, read as `text` at `place`; `None`: as
-    /// its own text) to each group
-    /// of its property, adding a queue item per group to `batch`; returns
-    /// the `invalid` result of a URL outside its IndexNow key location's
-    /// folder (not sent to IndexNow; its other engines still get it).
-    pub(crate) fn route(
-        &self,
-        property: &str,
-        url: StoredUrl,
-        item: (Action, Option<DateTime<Utc>>),
-        (text, place): (Option<&str>, &Position),
-        batch: &mut Vec<NewItem>,
-    ) -> Option<ResultEntry> {
-        let (action, lastmod) = item;
-        // IndexNow takes only the URLs under the key location's folder: the
-        // others are not sent to it (one result, whatever the endpoints), and
-        // still go to the property's other engines.
-        let scope = self
-            .key_scopes
-            .get(property)
-            .filter(|(scope, _)| !indexnow::in_key_scope(scope, url.host_str(), url.path()));
-        let groups = self.routes.get(property).map_or(&[][..], Vec::as_slice);
-        let zone = self.zone(property);
-        let to_indexnow = groups.iter().any(|g| g.engine == EngineKind::IndexNow);
-        let to_others = groups.iter().any(|g| g.engine != EngineKind::IndexNow);
-        let outside = scope.filter(|_| to_indexnow).map(|(_, scope)| {
-            let others = if to_others { " (its other engines still get it)" } else { "" };
-            let why = format!(
-                "outside {scope}, the folder of the IndexNow key location of property `{property}`: IndexNow takes \
-                 only URLs under it, so it is not sent to IndexNow{others}"
-            );
-            let mut e = invalid(text.unwrap_or(url.as_str()), place, LocalReason::OutsideKeyLocation, why);
-            (e.property, e.engine) = (Some(property.to_string()), Some(EngineKind::IndexNow));
-            e.hint = Some(
-                "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
-                 of the host), or move it to a folder that holds every URL you submit"
-                    .into(),
-            );
-            e
-        });
-        let mut to = groups.iter().filter(|g| g.engine != EngineKind::IndexNow || scope.is_none()).peekable();
-        // The last item takes the URL's text, the others a copy.
-        let mut url = Some(String::from(url));
-        while let Some(group) = to.next() {
-            let url = if to.peek().is_some() { url.clone() } else { url.take() }.unwrap_or_default();
-            batch.push(NewItem { url, group: Arc::clone(group), action, lastmod, zone });
-        }
-        outside
     }
 }
 
@@ -374,8 +282,8 @@ impl Admitting<'_, '_> {
     }
 
     /// What a read of a property's source came to (`failed`: the reason
-    /// and message of a read that failed as a whole), kept in the ledger
-    /// (not by a dry run): a failure for the reminders (`Findings::source_failures`,
+    /// and message of a read that failed as a whole), kept by the admission
+    /// (in the ledger; a dry run keeps nothing): a failure for the reminders (`Findings::source_failures`,
     /// said once per `[submit] remind`), a read that works again for one
     /// `resumed:` line.
     fn source_read(
@@ -396,21 +304,11 @@ impl Admitting<'_, '_> {
                     failed_at: now,
                     reminded_at: None,
                 };
-                let kept = match self.plan {
-                    Some(_) => {
-                        let mut kept = self.run.ledger.source_failures()?.into_iter();
-                        let before = kept.find(|f| f.property == property && f.source == source);
-                        match before {
-                            Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
-                            None => failure,
-                        }
-                    }
-                    None => self.run.ledger.record_source_failure(&failure)?,
-                };
+                let kept = self.admission.source_failed(self.run.ledger.as_mut(), failure)?;
                 self.findings.source_failures.push(kept);
             }
-            None if self.plan.is_none() => {
-                if let Some(was) = self.run.ledger.clear_source_failure(property, source)? {
+            None => {
+                if let Some(was) = self.admission.source_read(self.run.ledger.as_mut(), property, source)? {
                     self.findings.resumed.push(format!(
                         "the source {source} of {property} reads again (it could not be read since {}, {}).",
                         crate::clock::format_local(was.since, self.run.user_tz),
@@ -418,7 +316,6 @@ impl Admitting<'_, '_> {
                     ));
                 }
             }
-            None => {}
         }
         Ok(())
     }
@@ -467,13 +364,15 @@ impl Admitting<'_, '_> {
             fetched.into_iter().filter(|f| f.clean).map(|f| document(f, routes, now)).collect();
         // Kept once its URLs are in the ledger; a run that
         // keeps nothing reckons the changes as a run would.
-        let kept = if self.plan.is_none() && self.since.is_none() && !documents.is_empty() {
-            self.run.ledger.record_source_documents(&documents)?
-        } else {
+        let recorded = match self.since.is_none() && !documents.is_empty() {
+            true => self.admission.keep_documents(self.run.ledger.as_mut(), &documents)?,
+            false => None,
+        };
+        let kept = recorded.unwrap_or_else(|| {
             crate::model::kept_changes(&documents, |url| {
                 stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
             })
-        };
+        });
         let groups: Vec<GroupKey> = sitemap_groups
             .iter()
             .filter(|g| g.property == property && g.target == *sitemap)
@@ -583,22 +482,8 @@ impl Admitting<'_, '_> {
                 zone: self.routes.zone(&g.property),
             })
             .collect();
-        match self.plan.as_deref_mut() {
-            Some(plan) => {
-                for (item, admission) in
-                    batch.iter().zip(plan.admissions(self.run.ledger.as_mut(), &batch, &rule, now)?)
-                {
-                    if matches!(admission, Some(Admission::Queued { .. })) {
-                        plan.place(item, now, self.findings, self.run.user_tz)?;
-                    }
-                }
-            }
-            None => {
-                self.run.ledger.admit(&batch, now, &rule)?;
-                self.findings.admitted += batch.len() as u64;
-            }
-        }
-        Ok(())
+        let seat = Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+        self.admission.admit_sitemap(seat, &batch, &rule, now)
     }
 
     /// Takes one input URL: an invalid one is reported (once: on stderr as
@@ -658,39 +543,22 @@ impl Admitting<'_, '_> {
         self.admit(&batch, self.run.clock.now())
     }
 
-    /// `--baseline`: what the batch left queued recorded as announced, one
-    /// transaction a group (the count is said per engine).
-    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
-        for chunk in batch.chunk_by(|a, b| Arc::ptr_eq(&a.group, &b.group) || a.group == b.group) {
-            let n = self.run.ledger.announce(chunk, now)?;
-            *self.findings.announced.entry(chunk[0].group.engine).or_default() += n;
-        }
-        Ok(())
-    }
-
-    /// Writes a batch to the ledger (a dry run: plans it), counts what it
-    /// made of each URL and says what the report needs to.
+    /// Admits a batch (written to the ledger, or a dry run's plan), counts
+    /// what it made of each URL and says what the report needs to.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions: Vec<Option<Admission>> = match self.plan.as_deref_mut() {
-            Some(plan) => plan.admissions(self.run.ledger.as_mut(), batch, &self.rule, now)?,
-            None => {
-                let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
-                self.findings.admitted += batch.len() as u64;
-                if self.baseline {
-                    self.announce(batch, now)?;
-                }
-                admissions.into_iter().map(Some).collect()
-            }
-        };
+        let seat = Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+        let admissions = self.admission.admit(seat, batch, &self.rule, now)?;
         let mut admitted = Vec::with_capacity(batch.len());
         for (item, admission) in batch.iter().zip(admissions) {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
-            if let (Some(plan), Admission::Queued { .. }) = (self.plan.as_deref_mut(), &admission) {
-                plan.place(item, now, self.findings, self.run.user_tz)?;
+            if matches!(admission, Admission::Queued { .. }) {
+                let seat =
+                    Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+                self.admission.queued(seat, item, now)?;
             }
             count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
@@ -798,65 +666,6 @@ struct SitemapSource<'s> {
     routes: &'s str,
 }
 
-/// What the report says of each admitted URL (each item with what the
-/// ledger made of it), in their order: nothing for one due now; else its
-/// item's id and its result — accepted before and not sent again, or, read
-/// from its item, waiting for a later attempt, parked or in flight. A quota
-/// wait is told in the timezone of its group's rule (`rule_tz`), any other
-/// in `user_tz`. `submit` and `serve` tell admissions through here.
-pub(crate) fn admission_results(
-    ledger: &mut dyn crate::ledger::Ledger,
-    admitted: &[(&NewItem, Admission)],
-    now: DateTime<Utc>,
-    user_tz: Tz,
-    rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
-) -> anyhow::Result<Vec<ResultNow>> {
-    let mut results: Vec<ResultNow> = Vec::with_capacity(admitted.len());
-    let mut look_up = Vec::new();
-    for (n, (item, admission)) in admitted.iter().enumerate() {
-        results.push(match admission_result(item, admission.clone(), now) {
-            AdmissionResult::Nothing => None,
-            AdmissionResult::Result(id, e) => Some((id, e)),
-            AdmissionResult::FromRow(id) => {
-                look_up.push((id, n));
-                None
-            }
-        });
-    }
-    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
-        m.entry(*id).or_default().push(*n);
-        m
-    });
-    let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
-    for row in ledger.items_by_id(&ids)? {
-        let id = row.id;
-        let e = Box::new(row_entry(row, user_tz, rule_tz, now));
-        for &n in places.get(&id).into_iter().flatten() {
-            results[n] = Some((id, e.clone()));
-        }
-    }
-    Ok(results)
-}
-
-/// The folder each property's IndexNow key vouches for, when its key
-/// location is below its host's root (the key itself masked, should a
-/// folder be named after it).
-fn key_scopes(settings: &crate::config::Settings) -> FxHashMap<String, (url::Url, String)> {
-    let mut scopes = FxHashMap::default();
-    for property in &settings.properties {
-        let Some(table) = &property.indexnow else { continue };
-        let Some(scope) = table.key_location.as_ref().and_then(|l| indexnow::key_scope(&property.site, l)) else {
-            continue;
-        };
-        let shown = match crate::config::read_indexnow_key(table) {
-            Ok(key) => crate::redact::mask(scope.as_str(), key.expose()),
-            Err(_) => scope.to_string(),
-        };
-        scopes.insert(property.name.clone(), (scope, shown));
-    }
-    scopes
-}
-
 /// Whether a run reads the configured sources: given no input, unless
 /// `--no-sources`.
 fn reads_sources(args: &SubmitArgs) -> bool {
@@ -930,92 +739,6 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
         | Admission::Parked { .. }
         | Admission::InFlight { .. } => {}
     }
-}
-
-/// What `admission_results` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
-type ResultNow = Option<(i64, Box<ResultEntry>)>;
-
-/// What the report says of an admitted URL now.
-#[derive(Debug)]
-enum AdmissionResult {
-    /// Nothing yet: it is due, and this run sends it (or plans it).
-    Nothing,
-    /// Its result: accepted before and not sent again.
-    Result(i64, Box<ResultEntry>),
-    /// Its result is its ledger item's state: waiting for a later attempt,
-    /// parked, or in flight.
-    FromRow(i64),
-}
-
-/// Why a URL accepted `ago` is skipped, and the message that says so.
-fn skipped_text(ago: TimeDelta, unchanged: bool) -> (LocalReason, String) {
-    let ago = crate::clock::humanize(ago);
-    match unchanged {
-        true => (LocalReason::Unchanged, format!("not changed since it was accepted {ago} ago (no later lastmod)")),
-        false => (LocalReason::AlreadyAccepted, format!("accepted {ago} ago")),
-    }
-}
-
-fn admission_result(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> AdmissionResult {
-    match admission {
-        Admission::Queued { .. } => AdmissionResult::Nothing,
-        Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => {
-            AdmissionResult::FromRow(id)
-        }
-        Admission::AlreadyQueued { .. } => AdmissionResult::Nothing,
-        Admission::Skipped { id, accepted_at, unchanged } => {
-            let (reason, message) = skipped_text(now - accepted_at, unchanged);
-            let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
-            e.message = message;
-            AdmissionResult::Result(id, Box::new(e))
-        }
-        Admission::Parked { id } | Admission::InFlight { id } | Admission::Requeued { id, .. } => {
-            AdmissionResult::FromRow(id)
-        }
-    }
-}
-
-/// The result of a URL whose item the ledger holds already: parked (with
-/// the answer that parked it), in flight in another run, or waiting for its
-/// next attempt. A quota wait is told in the timezone of the group's rule
-/// (`rule_tz`), any other in the user's.
-fn row_entry(
-    row: ItemRow,
-    user_tz: Tz,
-    rule_tz: impl FnOnce(&GroupKey) -> Option<Tz>,
-    now: DateTime<Utc>,
-) -> ResultEntry {
-    let (outcome, reason) = match row.state {
-        ItemState::Parked => (Outcome::Misconfigured, row.last_reason.unwrap_or(LocalReason::Parked.into())),
-        ItemState::InFlight => (Outcome::Deferred, LocalReason::InFlight.into()),
-        _ => (Outcome::Deferred, row.last_reason.unwrap_or(LocalReason::Queued.into())),
-    };
-    let mut e = base_entry(&row.url, &row.group, outcome, reason);
-    e.attempts = row.attempts;
-    e.http_status = row.last_http_status;
-    match row.state {
-        ItemState::Parked => {
-            e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
-            e.hint = Some(
-                "fix the configuration (parked items are retried when it changes) or run `indexq queue retry`".into(),
-            );
-        }
-        ItemState::InFlight => {
-            e.message = "another indexq run is sending it right now".into();
-        }
-        _ => {
-            // A quota wait is told in the quota's own timezone.
-            let tz = match row.last_class {
-                Some(Class::Quota) | None => rule_tz(&row.group).unwrap_or(user_tz),
-                _ => user_tz,
-            };
-            e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
-            if let Some(t) = row.next_attempt_at {
-                e.set_retry(t, tz, now);
-            }
-        }
-    }
-    e
 }
 
 /// The result of an input line that never became a queue item.

@@ -36,12 +36,14 @@
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
 //!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
+mod admission;
 mod findings;
 mod inspect;
 mod intake;
 mod notify;
 mod outcome;
 mod plan;
+mod routes;
 mod send;
 mod sitemap_reports;
 mod stop;
@@ -49,7 +51,8 @@ mod stop;
 mod testing;
 mod worker;
 
-pub(crate) use intake::{admission_results, Routes};
+pub(crate) use findings::admission_results;
+pub(crate) use routes::Routes;
 pub(crate) use stop::Stop;
 pub(crate) use worker::{SourcesRead, Worker};
 
@@ -166,7 +169,12 @@ async fn phases(
         run.ledger.begin_admissions();
     }
     let empty = if plan.is_none() && !args.baseline { run.empty_groups(started)? } else { Vec::new() };
-    let mut intake = Admitting::of_args(run, findings, plan.as_mut(), args);
+    let mut writing = admission::Writing { baseline: args.baseline };
+    let admission: &mut dyn admission::Admit = match plan.as_mut() {
+        Some(plan) => plan,
+        None => &mut writing,
+    };
+    let mut intake = Admitting::of_args(run, findings, admission, args);
     let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     let admitted = run.ledger.end_admissions();

@@ -1,20 +1,23 @@
 //! `submit --dry-run`: the plan, by reading. The input is read and
-//! normalised as a real run reads it, and the intake asks a `Plan` instead
-//! of writing: the ledger says what admission would make of each URL
+//! normalised as a real run reads it, and the intake's admission seam
+//! (`admission::Admit`) is this `Plan` instead of the ledger's writing: the
+//! ledger says what admission would make of each URL
 //! (`ledger::Intake::preview`); nothing is written. A URL new to the ledger
-//! seen twice is one item (a set of (group, key) pairs in memory). Each group's due items — the ledger's, then this run's new and
-//! changed URLs — go now while the budget and the pace allow (the claim the
-//! ledger forecasts over the group's windows, usage and pace as they are
-//! now, as many claims in a row would take them: `Budget::plan_claim`); the
-//! rest would wait for their paced slot, or until the budget frees up.
+//! seen twice is one item (a set of (group, key) pairs in memory). Each
+//! group's due items — the ledger's, then this run's new and changed URLs —
+//! go now while the budget and the pace allow (the claim the ledger
+//! forecasts over the group's windows, usage and pace as they are now, as
+//! many claims in a row would take them: `Budget::plan_claim`); the rest
+//! would wait for their paced slot, or until the budget frees up.
 
+use super::admission::{Admit, Seat};
 use super::findings::Findings;
 use super::{base_entry, Run};
 use crate::budget;
 use crate::ledger::{
     url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,
 };
-use crate::model::GroupKey;
+use crate::model::{GroupKey, SourceDocument, SourceFailure};
 use crate::model::{LocalReason, Outcome};
 use crate::output::results::Template;
 use crate::output::summary::Deferral;
@@ -272,6 +275,65 @@ impl Plan {
             }
         };
         findings.line(e)
+    }
+}
+
+/// The dry run's side of the admission seam: the ledger is asked, never
+/// written; a URL queued is placed in its group's plan, and a source's
+/// read is reckoned from what the ledger keeps.
+impl Admit for Plan {
+    fn admit(
+        &mut self,
+        seat: Seat<'_>,
+        batch: &[NewItem],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Vec<Option<Admission>>> {
+        self.admissions(seat.ledger, batch, rule, now)
+    }
+
+    fn queued(&mut self, seat: Seat<'_>, item: &NewItem, now: DateTime<Utc>) -> anyhow::Result<()> {
+        self.place(item, now, seat.findings, seat.user_tz)
+    }
+
+    fn admit_sitemap(
+        &mut self,
+        seat: Seat<'_>,
+        batch: &[NewItem],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        for (item, admission) in batch.iter().zip(self.admissions(seat.ledger, batch, rule, now)?) {
+            if matches!(admission, Some(Admission::Queued { .. })) {
+                self.place(item, now, seat.findings, seat.user_tz)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn source_failed(&mut self, ledger: &mut dyn Ledger, failure: SourceFailure) -> anyhow::Result<SourceFailure> {
+        let mut kept = ledger.source_failures()?.into_iter();
+        Ok(match kept.find(|f| f.property == failure.property && f.source == failure.source) {
+            Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
+            None => failure,
+        })
+    }
+
+    fn source_read(
+        &mut self,
+        _ledger: &mut dyn Ledger,
+        _property: &str,
+        _source: &str,
+    ) -> anyhow::Result<Option<SourceFailure>> {
+        Ok(None)
+    }
+
+    fn keep_documents(
+        &mut self,
+        _ledger: &mut dyn Ledger,
+        _documents: &[SourceDocument],
+    ) -> anyhow::Result<Option<Vec<SourceDocument>>> {
+        Ok(None)
     }
 }
 

@@ -3,6 +3,7 @@
 //! integration tests in `tests/it` run the real engines against mock
 //! servers), and its results read back as JSON.
 
+use super::admission::Writing;
 use super::findings::Findings;
 use super::intake::Admitting;
 use super::send::Sender;
@@ -136,7 +137,8 @@ impl Fixture {
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
             held: Default::default(),
         };
-        Trial { run, findings: Findings::new(Results::new(true).expect("a temporary file")) }
+        let findings = Findings::new(Results::new(true).expect("a temporary file"));
+        Trial { run, findings, writing: Writing { baseline: false } }
     }
 
     /// A run as `run` makes it, whose ledger holds `n` due URLs of the
@@ -166,6 +168,8 @@ impl Fixture {
 pub(super) struct Trial<'a> {
     pub run: Run<'a>,
     pub findings: Findings,
+    /// The admission its intake writes with.
+    writing: Writing,
 }
 
 impl<'a> Trial<'a> {
@@ -177,7 +181,7 @@ impl<'a> Trial<'a> {
 
     /// Its intake, admitting by `rule` (and `--since`).
     pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Admitting<'_, 'a> {
-        Admitting::new(&mut self.run, &mut self.findings, None, rule, since)
+        Admitting::new(&mut self.run, &mut self.findings, &mut self.writing, rule, since)
     }
 }
 

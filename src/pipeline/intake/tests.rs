@@ -1,5 +1,7 @@
 use super::*;
-use crate::model::{Class, Reason};
+use crate::ledger::ItemRow;
+use crate::model::{Class, ItemState, Reason};
+use crate::pipeline::findings::admitted::{admission_result, row_entry, AdmissionResult};
 use crate::pipeline::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER};
 
 #[test]
