@@ -96,6 +96,40 @@ impl Findings {
         }
     }
 
+    /// A request the run's stop cut: what it counts of it (answered or
+    /// not, given back at `lease_end`).
+    pub(super) fn interrupted(&mut self, sent: &crate::engines::Sent, lease_end: DateTime<Utc>) {
+        self.cut.count(sent, lease_end);
+    }
+
+    /// A request answered: each claimed item's result (`results`, by
+    /// `result_of` in the items' order), put once for each run of items
+    /// that share it (a batch with one answer: one result for 10,000).
+    pub(super) fn answered(
+        &mut self,
+        items: &[crate::ledger::ClaimedItem],
+        results: &[ResultEntry],
+        result_of: &[usize],
+    ) -> anyhow::Result<()> {
+        let mut at = 0;
+        while at < items.len() {
+            let result = result_of[at];
+            let n = result_of[at..].iter().take_while(|r| **r == result).count();
+            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
+            self.entries(keys, &results[result])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Items of `group` an answer parked, for these reasons: the reminders
+    /// tell such a group in this run.
+    pub(super) fn parked(&mut self, group: &GroupKey, reasons: impl Iterator<Item = Reason>) {
+        for reason in reasons {
+            self.parked_now.insert((group.clone(), reason.to_string()));
+        }
+    }
+
     /// Records the result of a ledger item.
     pub(super) fn entry(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
         Ok(self.results.put(Key::Item(id), &entry)?)
@@ -194,6 +228,28 @@ impl Findings {
             Some(signal) => signal.exit_status(),
             None => exit_status(ending.fail_on, &summary, reminded),
         })
+    }
+}
+
+/// A result for `url` in `group`, with nothing said yet: where every row
+/// of the report starts.
+pub(super) fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
+    ResultEntry {
+        url: url.to_string(),
+        property: Some(group.property.clone()),
+        engine: Some(group.engine),
+        endpoint: group.endpoint().map(str::to_string),
+        channel: group.sitemap_url().map(|_| crate::model::Channel::Sitemaps),
+        outcome,
+        reason: reason.into(),
+        message: String::new(),
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: None,
+        retry: None,
     }
 }
 

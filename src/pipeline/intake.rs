@@ -13,10 +13,11 @@
 
 use super::admission::{Admit, Seat};
 use super::findings::admitted::{admission_results, skipped_text};
+use super::findings::base_entry;
 use super::findings::Findings;
 use super::routes::Routes;
 use super::stop::UntilStopped;
-use super::{base_entry, Run};
+use super::Run;
 use crate::budget;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;

@@ -64,10 +64,10 @@ use crate::engines::{self, Engine};
 use crate::error::ExitStatus;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
-use crate::model::{EngineKind, GroupKey, Outcome, Reason, RunRecord};
+use crate::model::{EngineKind, GroupKey, Reason, RunRecord};
 use crate::output::printer::Printer;
 use crate::output::progress::Progress;
-use crate::output::results::{ResultEntry, Results};
+use crate::output::results::Results;
 use crate::redact::Redactor;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -442,27 +442,6 @@ impl Run<'_> {
     /// The timezone of the group's own daily rule.
     fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
         self.rules(group)?.first().map(|r| r.tz)
-    }
-}
-
-/// A result for `url` in `group`, with nothing said yet.
-fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
-    ResultEntry {
-        url: url.to_string(),
-        property: Some(group.property.clone()),
-        engine: Some(group.engine),
-        endpoint: group.endpoint().map(str::to_string),
-        channel: group.sitemap_url().map(|_| crate::model::Channel::Sitemaps),
-        outcome,
-        reason: reason.into(),
-        message: String::new(),
-        hint: None,
-        http_status: None,
-        retry_at: None,
-        retry_after_secs: None,
-        attempts: 0,
-        source: None,
-        retry: None,
     }
 }
 

@@ -8,8 +8,7 @@
 //! stays counted and goes again once its reservation's lease has ended;
 //! unsent, its budget is given back.
 
-use super::base_entry;
-use super::findings::Findings;
+use super::findings::{base_entry, Findings};
 use crate::budget;
 use crate::config::RetrySettings;
 use crate::engines;
@@ -17,7 +16,7 @@ use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
     AcceptedReason, Class, EngineKind, GroupKey, MisconfiguredReason, NextStep, Outcome, Reason, RuleWindow,
 };
-use crate::output::results::{Key, ResultEntry};
+use crate::output::results::ResultEntry;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -65,7 +64,6 @@ impl Recorder<'_> {
         // with the claim): a request the stop left unanswered is not sent
         // again before (the engine may have it).
         let lease_end = d.claim.lease_until.unwrap_or(d.claim.now);
-        self.findings.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
             key_first_used: d.key_first_used,
@@ -77,23 +75,16 @@ impl Recorder<'_> {
             lease_end,
             resend_now: &resend_now,
         };
-        let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
-        // Each result once for the run of items that share it, in the
-        // items' order (a batch with one answer: one result for 10,000).
-        let (items, mut at) = (&d.claim.items, 0);
-        while at < items.len() {
-            let result = settled.result_of[at];
-            let n = settled.result_of[at..].iter().take_while(|r| **r == result).count();
-            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
-            self.findings.entries(keys, &settled.results[result])?;
-            at += n;
-        }
-        for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
-            self.findings.parked_now.insert((d.group.clone(), a.reason.to_string()));
-        }
         // What the engine did not count goes back in `finish`, decided by
         // the ledger's policy from each answer's class and whether it left.
         let reports = remainders(d.sent, &d.windows, d.at);
+        let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
+        // What the findings are handed: what the stop cut, each item's
+        // result, and the reasons this answer parked the group for.
+        self.findings.interrupted(d.sent, lease_end);
+        self.findings.answered(&d.claim.items, &settled.results, &settled.result_of)?;
+        let parked = settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. }));
+        self.findings.parked(d.group, parked.map(|a| a.reason));
         // An answer that is not the engine's own (`unrecognized_body`) says
         // nothing of the key: it does not count as the key accepted.
         let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
@@ -152,6 +143,20 @@ fn quota_tz(rules: &[budget::Rule], windows: &[RuleWindow], blocks: &[Block]) ->
         .zip(windows)
         .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
         .map(|(r, _)| r.tz)
+}
+
+/// Whether another batch of the group may go now: this one was full, and
+/// nothing (the pace, a quota answer) said to stop — or every quota answer
+/// was a partial remainder its request explains (`resends_now`):
+/// what is left goes at once, the next claim bounded by it. A claim that
+/// deferred what the budget cannot cover left due what it can: the next
+/// claim takes that (or nothing, the budget spent).
+pub(super) fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
+    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class() == Class::Quota).peekable();
+    if quota.peek().is_some() {
+        return quota.all(|i| resends_now(sent, i, &claim.windows));
+    }
+    claim.paced.is_empty() && claim.items.len() == max_batch
 }
 
 /// Whether the `index`-th answer of `sent` is a partial remainder that its

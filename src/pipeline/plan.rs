@@ -11,8 +11,9 @@
 //! would wait for their paced slot, or until the budget frees up.
 
 use super::admission::{Admit, Seat};
+use super::findings::base_entry;
 use super::findings::Findings;
-use super::{base_entry, Run};
+use super::Run;
 use crate::budget;
 use crate::ledger::{
     url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,

@@ -4,10 +4,10 @@
 //! flight). The intake and `serve` hand over what admission made of each
 //! URL; the rows are made on the findings' side.
 
+use super::base_entry;
 use crate::ledger::{Admission, ItemRow, Ledger, NewItem};
 use crate::model::{Class, GroupKey, ItemState, LocalReason, Outcome};
 use crate::output::results::ResultEntry;
-use crate::pipeline::base_entry;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use rustc_hash::FxHashMap;

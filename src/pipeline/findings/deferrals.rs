@@ -5,6 +5,7 @@
 //! run: one result is made for every URL deferred to one instant and kept
 //! for none of them, so a million deferred URLs do not each keep a result.
 
+use super::base_entry;
 use super::Findings;
 use crate::budget;
 use crate::clock::Clock;
@@ -12,7 +13,6 @@ use crate::ledger::{Claim, Ledger};
 use crate::model::{Channel, GroupKey, LocalReason, Outcome, RuleWindow, Usage};
 use crate::output::results::{Key, ResultEntry, Results, Template};
 use crate::output::summary::Deferral;
-use crate::pipeline::base_entry;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 
@@ -27,6 +27,7 @@ pub(in crate::pipeline) struct Deferred<'u> {
 /// What one claim of a group is told against: its rules (the timezone a
 /// deferral is told in is that of the rule that reopens then), the user's
 /// timezone, the end of the run's wait and the claim's instant.
+#[derive(Clone, Copy)]
 pub(in crate::pipeline) struct ClaimContext<'c> {
     pub(in crate::pipeline) group: &'c GroupKey,
     pub(in crate::pipeline) rules: &'c [budget::Rule],
