@@ -15,7 +15,7 @@ use super::stop::StopCut;
 use super::Run;
 use crate::error::ExitStatus;
 use crate::model::NoticeKind;
-use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
+use crate::model::{AcceptedReason, EngineKind, GroupKey, LocalReason, Outcome, Position, Reason};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::{Key, ResultEntry, Results};
 use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
@@ -249,6 +249,27 @@ pub(super) fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: 
         retry_after_secs: None,
         attempts: 0,
         source: None,
+        retry: None,
+    }
+}
+
+/// The result of an input line that never became a queue item.
+pub(super) fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
+    ResultEntry {
+        url: text.to_string(),
+        property: None,
+        engine: None,
+        endpoint: None,
+        channel: None,
+        outcome: Outcome::Invalid,
+        reason: reason.into(),
+        message,
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: Some(place.clone()),
         retry: None,
     }
 }

@@ -13,8 +13,8 @@
 
 use super::admission::{Admit, Seat};
 use super::findings::admitted::{admission_results, skipped_text};
-use super::findings::base_entry;
 use super::findings::Findings;
+use super::findings::{base_entry, invalid};
 use super::routes::Routes;
 use super::stop::UntilStopped;
 use super::Run;
@@ -29,7 +29,7 @@ use crate::model::{
     Action, Channel, DocumentKind, EngineKind, GroupKey, LocalReason, Outcome, Position, SourceDocument, SourceFailure,
 };
 use crate::output::printer::Printer;
-use crate::output::results::{Key, ResultEntry, Template};
+use crate::output::results::{Key, Template};
 use crate::output::summary::PlanCounts;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -739,27 +739,6 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
         | Admission::Skipped { unchanged: false, .. }
         | Admission::Parked { .. }
         | Admission::InFlight { .. } => {}
-    }
-}
-
-/// The result of an input line that never became a queue item.
-pub(crate) fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
-    ResultEntry {
-        url: text.to_string(),
-        property: None,
-        engine: None,
-        endpoint: None,
-        channel: None,
-        outcome: Outcome::Invalid,
-        reason: reason.into(),
-        message,
-        hint: None,
-        http_status: None,
-        retry_at: None,
-        retry_after_secs: None,
-        attempts: 0,
-        source: Some(place.clone()),
-        retry: None,
     }
 }
 

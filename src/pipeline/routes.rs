@@ -2,7 +2,7 @@
 //! for IndexNow only within its key location's folder. `submit`'s intake
 //! and `serve` route every URL through here.
 
-use super::intake::invalid;
+use super::findings::invalid;
 use crate::engines::indexnow;
 use crate::ingest::StoredUrl;
 use crate::ledger::NewItem;
