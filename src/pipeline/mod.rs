@@ -92,7 +92,7 @@ pub(crate) struct Run<'a> {
     /// SIGINT/SIGTERM: whether the run stops.
     stop: stop::Stop,
     /// Groups parked for a cause indexq checks by itself whose check failed
-    /// again before sending (`notice_fixes`), with that cause: nothing of
+    /// again before sending (`attention::notice_fixes`), with that cause: nothing of
     /// theirs is claimed, since the check already predicts the answer. Their
     /// new URLs wait with the parked ones and are counted in their reminder.
     held: HashMap<GroupKey, Reason>,

@@ -4,7 +4,7 @@
 //! submitted since its last read, or last read `[sitemap] read_interval`
 //! ago), one read per property and engine, each kept in the ledger with
 //! since when its problems hold. What the reports say a human must look at
-//! is said at the end of the run, with what is parked (`parked`).
+//! is said at the end of the run, with what is parked (`attention`).
 
 use super::Run;
 use crate::model::{EngineKind, GroupKey};
