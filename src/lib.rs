@@ -20,9 +20,10 @@
 //!   answer.
 //! - [`report`], [`metrics`]: `indexq report`'s days and HTML page, and
 //!   the Prometheus text.
-//! - [`queue`]: the queue as every command tells it beyond its counts (items
-//!   stranded under groups no longer configured, parked items with their
-//!   fix).
+//! - [`attention`]: what needs a human, in one place: items stranded
+//!   under groups no longer configured, what is parked with its fix, the
+//!   sources that cannot be read, the sitemap reports' problems, and when a
+//!   run tells each again.
 //! - [`budget_rules`]: the budget rules of each group and their windows,
 //!   read from the configuration, and their usage as a ledger counts it.
 //! - [`ledger`]: the only place that knows SQL. The `Ledger` trait, its
@@ -48,6 +49,7 @@
 //!   hint and retry. It knows no HTTP client, clock or ledger.
 //! - [`clock`]: time, windows across timezones and DST, durations.
 //! - [`model`]: the domain every part speaks in, with no I/O.
+//! - [`seen`]: the set of URLs a dry run has seen.
 //! - [`files`], [`net`], [`redact`]: files written whole for others to
 //!   read, the network address rules, and secrets masked in every output.
 //!
@@ -63,6 +65,7 @@
 // with `--document-private-items` (`.ci/run`), where those links resolve.
 #![allow(rustdoc::private_intra_doc_links)]
 
+pub(crate) mod attention;
 pub(crate) mod budget_rules;
 pub(crate) mod classify;
 pub(crate) mod cli;
@@ -82,10 +85,10 @@ pub(crate) mod net;
 pub(crate) mod notify;
 pub(crate) mod output;
 pub(crate) mod pipeline;
-pub(crate) mod queue;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod schedule;
+pub(crate) mod seen;
 pub(crate) mod serve;
 pub(crate) mod shell;
 

@@ -191,7 +191,7 @@ fn queue_family(
     for group in configured {
         queued.push((group.clone(), ledger.queue_counts(group, now)?));
     }
-    queued.extend(crate::queue::stranded_groups(settings, ledger, now)?);
+    queued.extend(crate::attention::stranded_groups(settings, ledger, now)?);
     for (group, counts) in &queued {
         let states = [
             ("due", counts.due),
@@ -276,7 +276,7 @@ fn sitemap_family(
         "What an engine's report on a sitemap submitted to it says a human must look at (1 per sitemap, engine and reason); absent when all is well",
     );
     let states: Vec<_> = ledger.sitemap_states()?.into_iter().filter(|s| configured.contains(&s.group)).collect();
-    for notice in crate::queue::sitemap_notices(settings, &states, now) {
+    for notice in crate::attention::sitemap_notices(settings, &states, now) {
         let group = &notice.parked.group;
         let labels = vec![
             ("property", group.property.clone()),
@@ -297,7 +297,7 @@ fn source_family(settings: &Settings, ledger: &mut dyn Ledger) -> anyhow::Result
         Kind::Gauge,
         "A property's source that could not be read when last read (1 per property, source and reason); absent when all read",
     );
-    for notice in crate::queue::source_notices(settings, ledger)? {
+    for notice in crate::attention::source_notices(settings, ledger)? {
         let labels = vec![
             ("property", notice.parked.group.property.clone()),
             ("source", notice.parked.url.clone()),

@@ -20,9 +20,9 @@
 //!   API, by HTTP status and google.rpc.Status.
 //! - `token.rs` ([`google_token`]): Google's OAuth2 token endpoint, by the
 //!   RFC 6749 §5.2 error code.
-//! - `baidu.rs` ([`baidu`]): Baidu's link push, by `error` and `message`;
+//! - `baidu.rs` ([`baidu()`]): Baidu's link push, by `error` and `message`;
 //!   the URLs a success did not take ([`baidu_refused`]).
-//! - `yandex.rs` ([`yandex`]): Yandex Webmaster's recrawl queue and its
+//! - `yandex.rs` ([`yandex()`]): Yandex Webmaster's recrawl queue and its
 //!   quota read, by `error_code`.
 //! - `sitemaps.rs` ([`sitemap_problems`]): what an engine's report on a
 //!   sitemap submitted to it (Search Console's `sitemaps.get`, Bing's

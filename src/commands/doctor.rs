@@ -19,9 +19,9 @@ use crate::config::{LedgerLocation, Settings};
 use crate::engines::{self, baidu::Baidu, bing::Bing, google::Google, indexnow::IndexNow, yandex::Yandex, Engine};
 use crate::ledger::{Ledger, Owner, PG_SCHEMA_VERSION};
 use crate::model::GroupKey;
+use crate::model::NoticeKind;
 use crate::model::Period;
 use crate::model::{Class, EngineKind, SitemapRead};
-use crate::output::parked::NoticeKind;
 use crate::output::printer::Printer;
 use crate::redact::Redactor;
 use serde::Serialize;
@@ -562,7 +562,7 @@ fn ledger_checks(settings: &Settings, now: chrono::DateTime<chrono::Utc>) -> Vec
 /// The properties' sources that cannot be read: a problem each, with since
 /// when, the reason and the fix (from a ledger of schema 11 on).
 fn source_checks(settings: &Settings, ledger: &mut dyn Ledger, checks: &mut Vec<Check>) {
-    match crate::queue::source_notices(settings, ledger) {
+    match crate::attention::source_notices(settings, ledger) {
         Ok(notices) => {
             let user_tz = crate::clock::user_timezone();
             for notice in notices {
@@ -589,9 +589,9 @@ fn parked_checks(
     checks: &mut Vec<Check>,
 ) {
     let notices = if sitemaps {
-        crate::queue::parked_notices(settings, ledger, now)
+        crate::attention::parked_notices(settings, ledger, now)
     } else {
-        crate::queue::parked_item_notices(settings, ledger)
+        crate::attention::parked_item_notices(settings, ledger)
     };
     match notices {
         Ok(notices) => {
@@ -636,7 +636,7 @@ fn stranded_checks(
     now: chrono::DateTime<chrono::Utc>,
     checks: &mut Vec<Check>,
 ) {
-    match crate::queue::stranded_groups(settings, ledger, now) {
+    match crate::attention::stranded_groups(settings, ledger, now) {
         Ok(stranded) => {
             for (group, counts) in stranded {
                 checks.push(Check::problem(
@@ -648,7 +648,7 @@ fn stranded_checks(
                         counts.parked,
                         counts.in_flight
                     ),
-                    crate::queue::stranded_hint(&group),
+                    crate::attention::stranded_hint(&group),
                 ));
             }
         }

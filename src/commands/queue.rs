@@ -5,7 +5,7 @@ use super::ExitStatus;
 use crate::cli::{QueueAction, QueueArgs, QueueFilter, StateArg};
 use crate::clock::{self, Clock};
 use crate::config::Settings;
-use crate::documents::queue::{list_doc, listed};
+use crate::documents::queue_list::{list_doc, listed};
 use crate::error::UsageError;
 use crate::ledger::open::open_ledger_on_clock;
 use crate::ledger::{ItemFilter, Ledger, StateFilter};

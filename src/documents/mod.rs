@@ -3,5 +3,5 @@
 //! read the ledger and build the document; the commands print it and
 //! `serve` sends it, so neither driver imports the other.
 
-pub mod queue;
+pub mod queue_list;
 pub mod status;

@@ -166,7 +166,7 @@ pub(crate) fn document(
     ledger: &mut dyn crate::ledger::Ledger,
     now: chrono::DateTime<chrono::Utc>,
     user_tz: chrono_tz::Tz,
-) -> anyhow::Result<(impl Serialize, Vec<u8>, Vec<crate::output::parked::ParkedNotice>)> {
+) -> anyhow::Result<(impl Serialize, Vec<u8>, Vec<crate::model::ParkedNotice>)> {
     let mut doc = StatusJson {
         now: rfc3339(now, user_tz),
         timezone: user_tz.name().to_string(),
@@ -187,8 +187,8 @@ pub(crate) fn document(
         now,
     };
     // A source that cannot be read first: nothing new of its property comes in meanwhile.
-    let mut parked = crate::queue::source_notices(settings, &mut *ledger)?;
-    parked.extend(crate::queue::parked_notices(settings, &mut *ledger, now)?);
+    let mut parked = crate::attention::source_notices(settings, &mut *ledger)?;
+    parked.extend(crate::attention::parked_notices(settings, &mut *ledger, now)?);
     doc.parked = parked.iter().map(|p| p.json(user_tz)).collect();
     let mut human = Vec::new();
     for group in budget_rules::groups(settings) {
@@ -312,8 +312,8 @@ fn stranded_status(
     doc: &mut StatusJson,
     human: &mut Vec<u8>,
 ) -> anyhow::Result<()> {
-    for (group, counts) in crate::queue::stranded_groups(settings, ledger, now)? {
-        let hint = crate::queue::stranded_hint(&group);
+    for (group, counts) in crate::attention::stranded_groups(settings, ledger, now)? {
+        let hint = crate::attention::stranded_hint(&group);
         writeln!(
             human,
             "{} — not configured any more: {} queued, {} parked, {} in flight\n  hint: {hint}",

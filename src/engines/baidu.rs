@@ -8,7 +8,7 @@
 //! until one has said it in a quota day, a claim takes Baidu's least quota
 //! (`budget::BAIDU_FIRST_PUSH`) and the answer bounds the next.
 
-use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Sent};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Sent, StopSignal};
 use crate::classify::{self, BaiduContext};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::GroupKey;
@@ -97,15 +97,15 @@ impl Engine for Baidu {
         None
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent {
         let urls = &batch.urls;
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Baidu", &group.property, urls.len());
         };
-        if halt.stopping() {
+        if stop_signal.stopping() {
             return Sent::whole(Answer::not_sent_on_stop(), urls.len());
         }
-        let Some((whole, refused)) = halt.within_grace(self.push(site, urls)).await else {
+        let Some((whole, refused)) = stop_signal.within_grace(self.push(site, urls)).await else {
             return Sent::whole(Answer::unanswered_on_stop(), urls.len());
         };
         let mut sent = Sent::whole(whole, urls.len());

@@ -8,7 +8,7 @@
 //! "feedUrl"}`, spending none of the URL quota), and `GetFeeds` says what
 //! Bing made of the site's sitemaps.
 
-use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Sent};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Sent, StopSignal};
 use crate::classify::{self, BingContext};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::Period;
@@ -165,7 +165,7 @@ impl Engine for Bing {
         None
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent {
         let urls = &batch.urls;
         let Some(site_url) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Bing", &group.property, urls.len());
@@ -174,10 +174,10 @@ impl Engine for Bing {
             // One sitemap a group: each submitted on its own, in order.
             let mut sent = Sent { answers: Vec::new(), per_url: Vec::new() };
             for feed in urls {
-                let answer = if halt.stopping() {
+                let answer = if stop_signal.stopping() {
                     Answer::not_sent_on_stop()
                 } else {
-                    let answer = halt.within_grace(self.submit_feed(site_url, feed)).await;
+                    let answer = stop_signal.within_grace(self.submit_feed(site_url, feed)).await;
                     answer.unwrap_or_else(Answer::unanswered_on_stop)
                 };
                 sent.per_url.push(sent.answers.len());
@@ -191,10 +191,10 @@ impl Engine for Bing {
         let mut sent = Sent { answers: Vec::new(), per_url: vec![0; urls.len()] };
         let mut pending = vec![(0, urls.len())];
         while let Some((lo, hi)) = pending.pop() {
-            let answer = if halt.stopping() {
+            let answer = if stop_signal.stopping() {
                 Answer::not_sent_on_stop()
             } else {
-                let answer = halt.within_grace(self.post(site_url, &urls[lo..hi])).await;
+                let answer = stop_signal.within_grace(self.post(site_url, &urls[lo..hi])).await;
                 answer.unwrap_or_else(Answer::unanswered_on_stop)
             };
             if answer.verdict.reason().bing_code() == Some(BingCode::InvalidUrl) && hi - lo > 1 {

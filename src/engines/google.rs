@@ -19,7 +19,7 @@
 //! and `sitemaps.list` (`doctor`) what the property has. The token asks for
 //! the scopes the properties' channels need (`scopes`).
 
-use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Inspected, Sent};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Inspected, Sent, StopSignal};
 use crate::classify::{self, GoogleContext, GoogleTokenContext, InspectionContext, SitemapsContext, Verdict};
 use crate::config::{ConfigError, Settings};
 use crate::model::{AcceptedReason, Class, MisconfiguredReason, Reason, TransientReason};
@@ -599,13 +599,13 @@ impl Engine for Google {
         self.with_inspections(&group.property, |p| std::mem::take(&mut p.made))
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent {
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("Google", &group.property, batch.urls.len());
         };
         // A refused key refuses every URL: ask for the token once, up front.
         // (Nothing is published before it: a stop meanwhile sends nothing.)
-        let token = if halt.stopping() { None } else { halt.within_grace(self.token(false)).await };
+        let token = if stop_signal.stopping() { None } else { stop_signal.within_grace(self.token(false)).await };
         match token {
             None => return Sent::whole(Answer::not_sent_on_stop(), batch.urls.len()),
             Some(Err(answer)) => return Sent::whole(answer, batch.urls.len()),
@@ -615,10 +615,10 @@ impl Engine for Google {
             // One sitemap a group: each submitted on its own, in order.
             let mut sent = Sent { answers: Vec::new(), per_url: Vec::new() };
             for url in &batch.urls {
-                let answer = if halt.stopping() {
+                let answer = if stop_signal.stopping() {
                     Answer::not_sent_on_stop()
                 } else {
-                    let answer = halt.within_grace(self.submit_sitemap(&site.site_url, url)).await;
+                    let answer = stop_signal.within_grace(self.submit_sitemap(&site.site_url, url)).await;
                     answer.unwrap_or_else(Answer::unanswered_on_stop)
                 };
                 sent.per_url.push(sent.answers.len());
@@ -638,10 +638,10 @@ impl Engine for Google {
                 let property = group.property.as_str();
                 Box::pin(async move {
                     // A slot the run's stop comes before is not used.
-                    if !halt.sleep(delay.saturating_sub(started.elapsed())).await {
+                    if !stop_signal.sleep(delay.saturating_sub(started.elapsed())).await {
                         return (i, Answer::not_sent_on_stop());
                     }
-                    let answer = halt.within_grace(self.publish(property, site, url, action, inspect)).await;
+                    let answer = stop_signal.within_grace(self.publish(property, site, url, action, inspect)).await;
                     (i, answer.unwrap_or_else(Answer::unanswered_on_stop))
                 }) as BoxFuture<'_, (usize, Answer)>
             })

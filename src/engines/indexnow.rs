@@ -3,7 +3,7 @@
 //! fetches the key location itself and lets `classify` decide between
 //! `key_pending` and `misconfigured`.
 
-use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Sent};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Sent, StopSignal};
 use crate::classify::{self, IndexNowContext, KeyFileCheck};
 use crate::config::{self, ConfigError, Settings};
 use crate::error::error_chain;
@@ -135,15 +135,15 @@ impl Engine for IndexNow {
         Some(format!("indexnow:{}", digest(&[site.key.expose(), &site.host])))
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent {
         let urls = &batch.urls;
         let Some(site) = self.sites.get(&group.property) else {
             return Sent::unconfigured("IndexNow", &group.property, urls.len());
         };
-        if halt.stopping() {
+        if stop_signal.stopping() {
             return Sent::whole(Answer::not_sent_on_stop(), urls.len());
         }
-        let answer = halt.within_grace(self.post(group, site, urls)).await;
+        let answer = stop_signal.within_grace(self.post(group, site, urls)).await;
         Sent::whole(answer.unwrap_or_else(Answer::unanswered_on_stop), urls.len())
     }
 

@@ -6,11 +6,11 @@
 pub mod baidu;
 pub mod bing;
 pub mod google;
-mod halt;
 pub mod indexnow;
+mod stop_signal;
 pub mod yandex;
 
-pub use halt::Halt;
+pub use stop_signal::StopSignal;
 
 use crate::classify::{self, NetworkFailure, Response, Verdict};
 use crate::config::HttpSettings;
@@ -151,10 +151,10 @@ pub trait Engine: Send + Sync {
     fn credential(&self, group: &GroupKey) -> Option<String>;
 
     /// Sends a batch (all of `group`) and classifies what came back. Once
-    /// `halt` says the run stops, no request starts (`Answer::not_sent_on_stop`)
+    /// `stop_signal` says the run stops, no request starts (`Answer::not_sent_on_stop`)
     /// and one in flight is waited for only until the grace deadline
     /// (`Answer::unanswered_on_stop`).
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent;
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent;
 
     /// The engine's shared rate, if it has one: the pace key, one send per
     /// interval, and the burst allowed ahead of it.

@@ -6,7 +6,7 @@
 //! site; both are read once a run. `GET …/recrawl/quota` says what is left
 //! without spending any, and every answer's `quota_remainder` says it again.
 
-use super::{digest, exchange, network_answer, Answer, Batch, Engine, Halt, Received, Sent};
+use super::{digest, exchange, network_answer, Answer, Batch, Engine, Received, Sent, StopSignal};
 use crate::classify::{self, Verdict, YandexContext};
 use crate::config::{ConfigError, Secret, Settings};
 use crate::model::{Check, GroupKey, MisconfiguredReason, Period, StoredResponse, TransientReason};
@@ -269,17 +269,20 @@ impl Engine for Yandex {
         None
     }
 
-    async fn send(&self, group: &GroupKey, batch: &Batch, halt: &Halt) -> Sent {
+    async fn send(&self, group: &GroupKey, batch: &Batch, stop_signal: &StopSignal) -> Sent {
         let urls = &batch.urls;
         if !self.sites.contains_key(&group.property) {
             return Sent::unconfigured("Yandex", &group.property, urls.len());
         }
         let mut sent = Sent { answers: Vec::new(), per_url: Vec::new() };
         for url in urls {
-            let answer = if halt.stopping() {
+            let answer = if stop_signal.stopping() {
                 Answer::not_sent_on_stop()
             } else {
-                halt.within_grace(self.recrawl(&group.property, url)).await.unwrap_or_else(Answer::unanswered_on_stop)
+                stop_signal
+                    .within_grace(self.recrawl(&group.property, url))
+                    .await
+                    .unwrap_or_else(Answer::unanswered_on_stop)
             };
             sent.per_url.push(sent.answers.len());
             sent.answers.push(answer);

@@ -10,8 +10,8 @@
 //!   `Results` as human text and as the `--json` document (README, *Output
 //!   and exit codes*). (`indexq report`'s HTML page is `crate::report`.)
 //! - `progress`: the progress bar on a terminal.
-//! - `parked`: what needs a human (parked groups), as `submit`, `status`
-//!   and `doctor` say it.
+//! - `parked`: the words of what needs a human (the notices `attention`
+//!   finds), as `submit`, `status` and `doctor` say it.
 //! - `escape`: control characters in human text, shown escaped (the
 //!   `Printer`'s writers, the final error, `-v`'s log lines).
 

@@ -1,5 +1,5 @@
-//! What needs a human, said the same way by `submit`, `status` and
-//! `doctor`: per group and reason, how many URLs are parked and since when,
+//! What needs a human (`attention` finds it), said the same way by
+//! `submit`, `status` and `doctor`: per group and reason, how many URLs are parked and since when,
 //! why, the fix, and whether indexq notices the fix by itself or needs
 //! `indexq queue retry`; and, in the same words, what an engine's report
 //! on a sitemap submitted to it says a human must look at (its errors, no
@@ -7,70 +7,11 @@
 
 use super::printer::{group_title, rfc3339};
 use crate::clock;
-use crate::model::{Check, ParkedGroup};
-use chrono::{DateTime, Utc};
+use crate::model::{NoticeKind, ParkedNotice};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-/// What a notice is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoticeKind {
-    /// Parked items: waiting will not get them through.
-    Parked,
-    /// What an engine reports of a sitemap submitted to it (its `parked`
-    /// group is the sitemap's, with one URL, the sitemap's): indexq reads the
-    /// report again by itself and stops saying it once it is resolved.
-    SitemapReport,
-    /// Google refused a run's URL inspections (`skip_indexed`) for a reason
-    /// waiting will not fix: the URLs were published without inspection,
-    /// and each run asks again until a human fixes the property or access.
-    Inspection,
-    /// URLs outside the folder of the IndexNow key location: IndexNow never
-    /// gets them until the key location (or the site) changes.
-    KeyScope,
-    /// A property's source (`sources`) that cannot be read (its `parked`
-    /// group is one of the property's, its `url` the source, its reason a
-    /// `source_*` one): indexq reads it again on every run that reads the
-    /// sources and says `resumed:` once it reads.
-    Source,
-}
-
-impl NoticeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoticeKind::Parked => "parked",
-            NoticeKind::SitemapReport => "sitemap_report",
-            NoticeKind::Inspection => "inspection",
-            NoticeKind::KeyScope => "key_scope",
-            NoticeKind::Source => "source",
-        }
-    }
-}
-
-/// One parked group, with what a person needs to act on it.
-#[derive(Debug, Clone)]
-pub struct ParkedNotice {
-    pub kind: NoticeKind,
-    pub parked: ParkedGroup,
-    /// The fix, in the words the answer gave it.
-    pub fix: Option<String>,
-    /// Whether this run parked some of them.
-    pub fresh: bool,
-    /// Whether this run said so (a run says it when the group was parked
-    /// in it, or when its reminder is due).
-    pub told: bool,
-}
-
 impl ParkedNotice {
-    /// What indexq checks on each run to notice the fix by itself.
-    pub fn check(&self) -> Option<Check> {
-        match self.kind {
-            NoticeKind::SitemapReport => Some(Check::SitemapReport),
-            NoticeKind::Parked => self.parked.reason.and_then(|r| r.check()),
-            NoticeKind::Inspection | NoticeKind::KeyScope | NoticeKind::Source => None,
-        }
-    }
-
     /// The command that sends them again once fixed.
     pub fn retry_command(&self) -> String {
         format!("indexq queue retry --state parked {}", super::printer::group_selector(&self.parked.group))
@@ -203,11 +144,6 @@ pub struct ParkedJson {
     pub told: bool,
 }
 
-/// Whether a group's reminder is due at `now` (every `remind`).
-pub fn reminder_due(parked: &ParkedGroup, now: DateTime<Utc>, remind: chrono::TimeDelta) -> bool {
-    parked.reminded_at.is_none_or(|at| now >= at + remind)
-}
-
 /// A text as a sentence: ends with a full stop.
 fn sentence(text: &str) -> String {
     let text = text.trim();
@@ -221,8 +157,7 @@ fn sentence(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EngineKind, GroupKey, MisconfiguredReason, Reason};
-    use chrono::TimeDelta;
+    use crate::model::{EngineKind, GroupKey, MisconfiguredReason, ParkedGroup, Reason};
 
     fn parked(reason: Reason, reminded_at: Option<&str>) -> ParkedGroup {
         ParkedGroup {
@@ -267,16 +202,5 @@ mod tests {
             ),
             "{line}"
         );
-    }
-
-    #[test]
-    fn a_reminder_is_due_once_per_interval() {
-        let now: DateTime<Utc> = "2026-12-04T09:00:00Z".parse().unwrap();
-        let day = TimeDelta::hours(24);
-        let reason: Reason = MisconfiguredReason::KeyFileMissing.into();
-        assert!(reminder_due(&parked(reason, None), now, day), "never said: due");
-        assert!(reminder_due(&parked(reason, Some("2026-12-03T09:00:00Z")), now, day), "a day ago: due");
-        assert!(!reminder_due(&parked(reason, Some("2026-12-03T09:00:01Z")), now, day));
-        assert!(reminder_due(&parked(reason, Some("2026-12-04T09:00:00Z")), now, TimeDelta::zero()), "0: every run");
     }
 }

@@ -6,10 +6,10 @@
 //! `Results` (never the other way round). Rendering is generic over
 //! `io::Write`, so tests can render into a `Vec<u8>`.
 
-use super::parked::ParkedNotice;
 use super::printer::{self, group_title, rfc3339};
 use super::results::Results;
 use crate::model::GroupKey;
+use crate::model::ParkedNotice;
 use crate::model::{AcceptedReason, EngineKind, LocalReason, Outcome, Reason};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;

@@ -3,11 +3,19 @@
 //! cut), and at the end the report itself — on stdout, as JSON or for a
 //! person — and the exit status `--fail-on` makes of it.
 
-use super::stop::Cut;
+pub(super) mod admitted;
+mod deferrals;
+
+pub(crate) use admitted::admission_results;
+#[cfg(test)]
+pub(super) use deferrals::{budget_entry, paced_entry};
+pub(super) use deferrals::{ClaimContext, Deferred};
+
+use super::stop::StopCut;
 use super::Run;
 use crate::error::ExitStatus;
-use crate::model::{AcceptedReason, EngineKind, GroupKey, Outcome, Reason};
-use crate::output::parked::NoticeKind;
+use crate::model::NoticeKind;
+use crate::model::{AcceptedReason, EngineKind, GroupKey, LocalReason, Outcome, Position, Reason};
 use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::{Key, ResultEntry, Results};
 use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
@@ -38,7 +46,7 @@ pub(super) struct Findings {
     /// not "indexed" or "not indexed": said once per run.
     pub(super) inspection_notes: Vec<InspectionNote>,
     /// What the stop (SIGINT/SIGTERM) cut.
-    pub(super) cut: Cut,
+    pub(super) cut: StopCut,
     /// Input URLs read so far.
     pub(super) read: u64,
     /// Queue items (URL, property, engine, target) this run wrote to the ledger.
@@ -58,6 +66,17 @@ pub(super) struct Ending<'e> {
 }
 
 impl Findings {
+    /// What the run met that its reminders weigh (`attention`).
+    pub(super) fn sightings(&self) -> crate::attention::Sightings<'_> {
+        crate::attention::Sightings {
+            parked_now: &self.parked_now,
+            sitemap_problems_now: &self.sitemap_problems_now,
+            inspection_notes: &self.inspection_notes,
+            results: &self.results,
+            source_failures: &self.source_failures,
+        }
+    }
+
     /// A report with nothing said yet, its results kept in `results`.
     pub(super) fn new(results: Results) -> Findings {
         Findings {
@@ -70,10 +89,44 @@ impl Findings {
             resumed: Vec::new(),
             source_failures: Vec::new(),
             inspection_notes: Vec::new(),
-            cut: Cut::default(),
+            cut: StopCut::default(),
             read: 0,
             admitted: 0,
             announced: BTreeMap::new(),
+        }
+    }
+
+    /// A request the run's stop cut: what it counts of it (answered or
+    /// not, given back at `lease_end`).
+    pub(super) fn interrupted(&mut self, sent: &crate::engines::Sent, lease_end: DateTime<Utc>) {
+        self.cut.count(sent, lease_end);
+    }
+
+    /// A request answered: each claimed item's result (`results`, by
+    /// `result_of` in the items' order), put once for each run of items
+    /// that share it (a batch with one answer: one result for 10,000).
+    pub(super) fn answered(
+        &mut self,
+        items: &[crate::ledger::ClaimedItem],
+        results: &[ResultEntry],
+        result_of: &[usize],
+    ) -> anyhow::Result<()> {
+        let mut at = 0;
+        while at < items.len() {
+            let result = result_of[at];
+            let n = result_of[at..].iter().take_while(|r| **r == result).count();
+            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
+            self.entries(keys, &results[result])?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Items of `group` an answer parked, for these reasons: the reminders
+    /// tell such a group in this run.
+    pub(super) fn parked(&mut self, group: &GroupKey, reasons: impl Iterator<Item = Reason>) {
+        for reason in reasons {
+            self.parked_now.insert((group.clone(), reason.to_string()));
         }
     }
 
@@ -175,6 +228,49 @@ impl Findings {
             Some(signal) => signal.exit_status(),
             None => exit_status(ending.fail_on, &summary, reminded),
         })
+    }
+}
+
+/// A result for `url` in `group`, with nothing said yet: where every row
+/// of the report starts.
+pub(super) fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
+    ResultEntry {
+        url: url.to_string(),
+        property: Some(group.property.clone()),
+        engine: Some(group.engine),
+        endpoint: group.endpoint().map(str::to_string),
+        channel: group.sitemap_url().map(|_| crate::model::Channel::Sitemaps),
+        outcome,
+        reason: reason.into(),
+        message: String::new(),
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: None,
+        retry: None,
+    }
+}
+
+/// The result of an input line that never became a queue item.
+pub(super) fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
+    ResultEntry {
+        url: text.to_string(),
+        property: None,
+        engine: None,
+        endpoint: None,
+        channel: None,
+        outcome: Outcome::Invalid,
+        reason: reason.into(),
+        message,
+        hint: None,
+        http_status: None,
+        retry_at: None,
+        retry_after_secs: None,
+        attempts: 0,
+        source: Some(place.clone()),
+        retry: None,
     }
 }
 

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 
 /// The inspection units a claim took from its property's budget.
 #[derive(Debug, Clone)]
-pub(super) struct Taken {
+pub(super) struct InspectionUnits {
     rules: Vec<budget_rules::Rule>,
     windows: Vec<RuleWindow>,
     /// The claim's `URL_UPDATED` items: what would be inspected.
@@ -27,8 +27,8 @@ pub(super) struct Taken {
     units: u64,
 }
 
-impl Taken {
-    pub(super) fn units(taken: Option<&Taken>) -> u64 {
+impl InspectionUnits {
+    pub(super) fn units(taken: Option<&InspectionUnits>) -> u64 {
         taken.map_or(0, |t| t.units)
     }
 }
@@ -42,7 +42,7 @@ impl Run<'_> {
         group: &GroupKey,
         claim: &Claim,
         now: DateTime<Utc>,
-    ) -> anyhow::Result<Option<Taken>> {
+    ) -> anyhow::Result<Option<InspectionUnits>> {
         let wanted = claim.items.iter().filter(|i| i.action == Action::Updated).count() as u64;
         if wanted == 0 || !self.engines[&group.engine].inspects(group) {
             return Ok(None);
@@ -51,7 +51,7 @@ impl Run<'_> {
         let rules = budget_rules::inspection_rules(property);
         let windows = budget_rules::windows(&rules, now);
         let units = self.ledger.take_units(&windows, wanted, now)?;
-        Ok(Some(Taken { rules, windows, wanted, units }))
+        Ok(Some(InspectionUnits { rules, windows, wanted, units }))
     }
 
     /// Records what the inspections of a request came to: the answers
@@ -62,7 +62,7 @@ impl Run<'_> {
         &mut self,
         findings: &mut Findings,
         group: &GroupKey,
-        taken: Option<Taken>,
+        taken: Option<InspectionUnits>,
         at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         let Some(taken) = taken else { return Ok(()) };
@@ -123,7 +123,7 @@ impl Run<'_> {
     fn budget_note(
         &mut self,
         group: &GroupKey,
-        taken: &Taken,
+        taken: &InspectionUnits,
         uninspected: u64,
         at: DateTime<Utc>,
     ) -> anyhow::Result<InspectionNote> {
@@ -199,7 +199,7 @@ pub(super) fn marks(claim: &Claim, units: u64) -> Vec<bool> {
 /// What a quota answer to an inspection blocks: the inspection rule of the
 /// window it names (the day's until the day ends; a minute's, or one it did
 /// not name, until `Retry-After` or a minute), never the publish budget.
-fn inspection_blocks(taken: &Taken, inspected: &[Inspected], at: DateTime<Utc>) -> Vec<Block> {
+fn inspection_blocks(taken: &InspectionUnits, inspected: &[Inspected], at: DateTime<Utc>) -> Vec<Block> {
     let Some(quota) = inspected.iter().find(|i| i.asked && i.verdict.class() == Class::Quota) else {
         return Vec::new();
     };
@@ -220,7 +220,7 @@ fn inspection_blocks(taken: &Taken, inspected: &[Inspected], at: DateTime<Utc>) 
 }
 
 /// The timezone of the inspection rule of `window`.
-fn rule_tz(taken: &Taken, window: &RuleWindow) -> chrono_tz::Tz {
+fn rule_tz(taken: &InspectionUnits, window: &RuleWindow) -> chrono_tz::Tz {
     taken.rules.iter().find(|r| r.id == window.rule).map_or(chrono_tz::UTC, |r| r.tz)
 }
 
@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(marks(&c, 0), [false; 5]);
     }
 
-    fn taken() -> Taken {
+    fn taken() -> InspectionUnits {
         let settings = crate::pipeline::testing::settings("");
         let mut property = settings.properties[0].clone();
         property.google = Some(crate::config::PropertyGoogle {
@@ -271,7 +271,7 @@ mod tests {
         });
         let rules = budget_rules::inspection_rules(&property);
         let windows = budget_rules::windows(&rules, at(NOW));
-        Taken { rules, windows, wanted: 2, units: 2 }
+        InspectionUnits { rules, windows, wanted: 2, units: 2 }
     }
 
     fn quota(window: Period, retry_after: Option<RetryAfter>) -> Inspected {

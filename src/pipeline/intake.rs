@@ -5,28 +5,31 @@
 //! decides whether it is queued, and this file what the report says of it:
 //! an `invalid` line, a URL left out by `--since`, one counted as new,
 //! changed or unchanged (`--changed`), one skipped as accepted before, or
-//! one already waiting, parked or in flight. A dry run's intake asks its
-//! `Plan` instead of writing. Once the run is stopped (`stop`), reading ends — a list at
+//! one already waiting, parked or in flight. What admission makes of a
+//! batch is asked of the admission seam (`admission::Admit`): the ledger's
+//! writing in a run, the `Plan` in a dry run. Once the run is stopped (`stop`), reading ends — a list at
 //! the end of the line being read, a sitemap at once — and what was read
 //! still goes to the ledger. Nothing here sends or classifies.
 
+use super::admission::{Admit, Seat};
+use super::findings::admitted::{admission_results, skipped_text};
 use super::findings::Findings;
-use super::plan::Plan;
-use super::stop::UntilStop;
-use super::{base_entry, Run};
+use super::findings::{base_entry, invalid};
+use super::routes::Routes;
+use super::stop::UntilStopped;
+use super::Run;
 use crate::budget_rules;
 use crate::cli::SubmitArgs;
 use crate::config::PropertySource;
-use crate::engines::{self, indexnow};
+use crate::engines;
 use crate::ingest::{self, sitemap, StoredUrl};
-use crate::ledger::{Admission, AdmitRule, ItemRow, NewItem};
+use crate::ledger::{Admission, AdmitRule, NewItem};
 use crate::model::lastmod::InFuture;
 use crate::model::{
-    Action, Channel, Class, DocumentKind, EngineKind, GroupKey, ItemState, LocalReason, Outcome, Position,
-    SourceDocument, SourceFailure,
+    Action, Channel, DocumentKind, EngineKind, GroupKey, LocalReason, Outcome, Position, SourceDocument, SourceFailure,
 };
 use crate::output::printer::Printer;
-use crate::output::results::{Key, ResultEntry, Template};
+use crate::output::results::{Key, Template};
 use crate::output::summary::PlanCounts;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -56,15 +59,16 @@ fn sitemap_reader(settings: &crate::config::Settings) -> anyhow::Result<sitemap:
 }
 
 /// The intake phase: the run it reads for, the report that says what came
-/// of each URL, a dry run's plan (asked instead of the ledger), where each
+/// of each URL, the admission it asks (the ledger's writing, or a dry
+/// run's plan), where each
 /// property's URLs go, the batch being filled, the rule for URLs accepted
 /// before, and the plan's counts.
-pub(super) struct Intake<'r, 'a> {
+pub(super) struct Admitting<'r, 'a> {
     run: &'r mut Run<'a>,
     findings: &'r mut Findings,
-    /// A dry run's: what admission would make of each URL is asked of it,
-    /// and nothing is written.
-    plan: Option<&'r mut Plan>,
+    /// What admission makes of each URL: written to the ledger, or (a dry
+    /// run) planned.
+    admission: &'r mut dyn Admit,
     routes: Routes,
     /// Only these properties' sources (`serve`'s `POST /v1/sources`).
     pub(super) only: Option<Vec<String>>,
@@ -99,22 +103,22 @@ struct Skipped {
     template: Template,
 }
 
-impl<'r, 'a> Intake<'r, 'a> {
+impl<'r, 'a> Admitting<'r, 'a> {
     /// An intake for `run` that routes each property's URLs to the run's
     /// groups of URLs (a sitemap group takes its sitemap, `read_sources`)
-    /// and admits them by `rule` — or, given a `plan`, asks it.
+    /// and admits them by `rule` through `admission`.
     pub(super) fn new(
         run: &'r mut Run<'a>,
         findings: &'r mut Findings,
-        plan: Option<&'r mut Plan>,
+        admission: &'r mut dyn Admit,
         rule: AdmitRule,
         since: Option<DateTime<Utc>>,
-    ) -> Intake<'r, 'a> {
+    ) -> Admitting<'r, 'a> {
         let routes = Routes::of(run.settings, run.known_groups());
-        Intake {
+        Admitting {
             run,
             findings,
-            plan,
+            admission,
             routes,
             only: None,
             hint_no_sources: false,
@@ -135,9 +139,9 @@ impl<'r, 'a> Intake<'r, 'a> {
     pub(super) fn of_args(
         run: &'r mut Run<'a>,
         findings: &'r mut Findings,
-        plan: Option<&'r mut Plan>,
+        admission: &'r mut dyn Admit,
         args: &SubmitArgs,
-    ) -> Intake<'r, 'a> {
+    ) -> Admitting<'r, 'a> {
         // A baseline records what is new or changed since (the `--changed`
         // rule), which is what later runs of the sources compare with.
         let rule = AdmitRule {
@@ -146,7 +150,7 @@ impl<'r, 'a> Intake<'r, 'a> {
             changed: args.changed || args.baseline,
             resend_after: None,
         };
-        let mut intake = Intake::new(run, findings, plan, rule, args.since);
+        let mut intake = Admitting::new(run, findings, admission, rule, args.since);
         intake.action = if args.deleted { Action::Deleted } else { Action::Updated };
         intake.hint_no_sources = true;
         intake.baseline = args.baseline;
@@ -154,102 +158,7 @@ impl<'r, 'a> Intake<'r, 'a> {
     }
 }
 
-/// Where an input URL goes: each engine and target of its property, and
-/// for IndexNow only within its key location's folder. `submit` and
-/// `serve` route every URL through here.
-pub(crate) struct Routes {
-    routes: FxHashMap<String, Vec<Arc<GroupKey>>>,
-    /// Each property's timezone, which its items take (`NewItem::zone`).
-    zones: FxHashMap<String, Tz>,
-    /// Per property whose IndexNow key location is below its host's root:
-    /// the folder the key vouches for (`engines::indexnow::key_scope`), and
-    /// how it is shown.
-    key_scopes: FxHashMap<String, (url::Url, String)>,
-}
-
-impl Routes {
-    fn new(
-        groups: Vec<GroupKey>,
-        key_scopes: FxHashMap<String, (url::Url, String)>,
-        zones: FxHashMap<String, Tz>,
-    ) -> Routes {
-        let mut routes: FxHashMap<String, Vec<Arc<GroupKey>>> = FxHashMap::default();
-        for group in groups.into_iter().filter(|g| g.channel == Channel::Urls) {
-            routes.entry(group.property.clone()).or_default().push(Arc::new(group));
-        }
-        Routes { routes, key_scopes, zones }
-    }
-
-    /// The routes of `groups`, with each property's key scope and
-    /// timezone read from `settings`.
-    pub(crate) fn of(settings: &crate::config::Settings, groups: Vec<GroupKey>) -> Routes {
-        let zones = settings.properties.iter().map(|p| (p.name.clone(), p.timezone)).collect();
-        Routes::new(groups, key_scopes(settings), zones)
-    }
-
-    /// Whether URLs of `property` go anywhere.
-    pub(crate) fn routes_property(&self, property: &str) -> bool {
-        self.routes.contains_key(property)
-    }
-
-    /// The timezone of `property` (every configured property has its own;
-    /// one not configured has no groups either).
-    pub(crate) fn zone(&self, property: &str) -> Tz {
-        self.zones.get(property).copied().unwrap_or(Tz::UTC)
-    }
-
-    /// Routes `url` (of `property`, read as `text` at `place`; `None`: as
-    /// its own text) to each group
-    /// of its property, adding a queue item per group to `batch`; returns
-    /// the `invalid` result of a URL outside its IndexNow key location's
-    /// folder (not sent to IndexNow; its other engines still get it).
-    pub(crate) fn route(
-        &self,
-        property: &str,
-        url: StoredUrl,
-        item: (Action, Option<DateTime<Utc>>),
-        (text, place): (Option<&str>, &Position),
-        batch: &mut Vec<NewItem>,
-    ) -> Option<ResultEntry> {
-        let (action, lastmod) = item;
-        // IndexNow takes only the URLs under the key location's folder: the
-        // others are not sent to it (one result, whatever the endpoints), and
-        // still go to the property's other engines.
-        let scope = self
-            .key_scopes
-            .get(property)
-            .filter(|(scope, _)| !indexnow::in_key_scope(scope, url.host_str(), url.path()));
-        let groups = self.routes.get(property).map_or(&[][..], Vec::as_slice);
-        let zone = self.zone(property);
-        let to_indexnow = groups.iter().any(|g| g.engine == EngineKind::IndexNow);
-        let to_others = groups.iter().any(|g| g.engine != EngineKind::IndexNow);
-        let outside = scope.filter(|_| to_indexnow).map(|(_, scope)| {
-            let others = if to_others { " (its other engines still get it)" } else { "" };
-            let why = format!(
-                "outside {scope}, the folder of the IndexNow key location of property `{property}`: IndexNow takes \
-                 only URLs under it, so it is not sent to IndexNow{others}"
-            );
-            let mut e = invalid(text.unwrap_or(url.as_str()), place, LocalReason::OutsideKeyLocation, why);
-            (e.property, e.engine) = (Some(property.to_string()), Some(EngineKind::IndexNow));
-            e.hint = Some(
-                "serve the key file at the site's root and remove `key_location` (the root vouches for every URL \
-                 of the host), or move it to a folder that holds every URL you submit"
-                    .into(),
-            );
-            e
-        });
-        let mut to = groups.iter().filter(|g| g.engine != EngineKind::IndexNow || scope.is_none()).peekable();
-        // The last item takes the URL's text, the others a copy.
-        let mut url = Some(String::from(url));
-        while let Some(group) = to.next() {
-            let url = if to.peek().is_some() { url.clone() } else { url.take() }.unwrap_or_default();
-            batch.push(NewItem { url, group: Arc::clone(group), action, lastmod, zone });
-        }
-        outside
-    }
-}
-
-impl Intake<'_, '_> {
+impl Admitting<'_, '_> {
     /// Reads every input into the ledger: the URL lists (opened already),
     /// then the sitemaps — or, given neither, the configured sources.
     pub(super) async fn read_inputs(
@@ -374,8 +283,8 @@ impl Intake<'_, '_> {
     }
 
     /// What a read of a property's source came to (`failed`: the reason
-    /// and message of a read that failed as a whole), kept in the ledger
-    /// (not by a dry run): a failure for the reminders (`Findings::source_failures`,
+    /// and message of a read that failed as a whole), kept by the admission
+    /// (in the ledger; a dry run keeps nothing): a failure for the reminders (`Findings::source_failures`,
     /// said once per `[submit] remind`), a read that works again for one
     /// `resumed:` line.
     fn source_read(
@@ -396,21 +305,11 @@ impl Intake<'_, '_> {
                     failed_at: now,
                     reminded_at: None,
                 };
-                let kept = match self.plan {
-                    Some(_) => {
-                        let mut kept = self.run.ledger.source_failures()?.into_iter();
-                        let before = kept.find(|f| f.property == property && f.source == source);
-                        match before {
-                            Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
-                            None => failure,
-                        }
-                    }
-                    None => self.run.ledger.record_source_failure(&failure)?,
-                };
+                let kept = self.admission.source_failed(self.run.ledger.as_mut(), failure)?;
                 self.findings.source_failures.push(kept);
             }
-            None if self.plan.is_none() => {
-                if let Some(was) = self.run.ledger.clear_source_failure(property, source)? {
+            None => {
+                if let Some(was) = self.admission.source_read(self.run.ledger.as_mut(), property, source)? {
                     self.findings.resumed.push(format!(
                         "the source {source} of {property} reads again (it could not be read since {}, {}).",
                         crate::clock::format_local(was.since, self.run.user_tz),
@@ -418,7 +317,6 @@ impl Intake<'_, '_> {
                     ));
                 }
             }
-            None => {}
         }
         Ok(())
     }
@@ -467,13 +365,15 @@ impl Intake<'_, '_> {
             fetched.into_iter().filter(|f| f.clean).map(|f| document(f, routes, now)).collect();
         // Kept once its URLs are in the ledger; a run that
         // keeps nothing reckons the changes as a run would.
-        let kept = if self.plan.is_none() && self.since.is_none() && !documents.is_empty() {
-            self.run.ledger.record_source_documents(&documents)?
-        } else {
+        let recorded = match self.since.is_none() && !documents.is_empty() {
+            true => self.admission.keep_documents(self.run.ledger.as_mut(), &documents)?,
+            false => None,
+        };
+        let kept = recorded.unwrap_or_else(|| {
             crate::model::kept_changes(&documents, |url| {
                 stored.iter().find(|d| d.url == url).map(|d| (d.digest.as_str(), d.changed_at))
             })
-        };
+        });
         let groups: Vec<GroupKey> = sitemap_groups
             .iter()
             .filter(|g| g.property == property && g.target == *sitemap)
@@ -489,7 +389,7 @@ impl Intake<'_, '_> {
     /// read when the run is stopped).
     fn ingest_list(&mut self, name: &str, reader: crate::ingest::Input, printer: &Printer) -> anyhow::Result<()> {
         let mut error = None;
-        let mut reader = UntilStop::new(reader, self.run.stop.halt().clone());
+        let mut reader = UntilStopped::new(reader, self.run.stop.stop_signal().clone());
         let read = ingest::read_lines(name, &mut reader, |line| {
             if error.is_none() {
                 if let Err(e) = self.take_url(line.text.as_deref(), &line.place, line.url, None, printer) {
@@ -521,7 +421,7 @@ impl Intake<'_, '_> {
     ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<(sitemap::Failure, String)>)> {
         let mut error = None;
         let mut latest: Option<DateTime<Utc>> = None;
-        let halt = self.run.stop.halt().clone();
+        let stop_signal = self.run.stop.stop_signal().clone();
         let mut take = |entry: sitemap::Entry| {
             latest = latest.max(entry.lastmod);
             if error.is_none() {
@@ -533,7 +433,7 @@ impl Intake<'_, '_> {
         };
         let problems = tokio::select! {
             problems = reader.read(source, &mut take) => Some(problems),
-            () = halt.stopped() => None,
+            () = stop_signal.stopped() => None,
         };
         let Some(problems) = problems else {
             self.findings.cut.input_cut = true;
@@ -583,22 +483,8 @@ impl Intake<'_, '_> {
                 zone: self.routes.zone(&g.property),
             })
             .collect();
-        match self.plan.as_deref_mut() {
-            Some(plan) => {
-                for (item, admission) in
-                    batch.iter().zip(plan.admissions(self.run.ledger.as_mut(), &batch, &rule, now)?)
-                {
-                    if matches!(admission, Some(Admission::Queued { .. })) {
-                        plan.place(item, now, self.findings, self.run.user_tz)?;
-                    }
-                }
-            }
-            None => {
-                self.run.ledger.admit(&batch, now, &rule)?;
-                self.findings.admitted += batch.len() as u64;
-            }
-        }
-        Ok(())
+        let seat = Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+        self.admission.admit_sitemap(seat, &batch, &rule, now)
     }
 
     /// Takes one input URL: an invalid one is reported (once: on stderr as
@@ -658,39 +544,22 @@ impl Intake<'_, '_> {
         self.admit(&batch, self.run.clock.now())
     }
 
-    /// `--baseline`: what the batch left queued recorded as announced, one
-    /// transaction a group (the count is said per engine).
-    fn announce(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
-        for chunk in batch.chunk_by(|a, b| Arc::ptr_eq(&a.group, &b.group) || a.group == b.group) {
-            let n = self.run.ledger.announce(chunk, now)?;
-            *self.findings.announced.entry(chunk[0].group.engine).or_default() += n;
-        }
-        Ok(())
-    }
-
-    /// Writes a batch to the ledger (a dry run: plans it), counts what it
-    /// made of each URL and says what the report needs to.
+    /// Admits a batch (written to the ledger, or a dry run's plan), counts
+    /// what it made of each URL and says what the report needs to.
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>) -> anyhow::Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let admissions: Vec<Option<Admission>> = match self.plan.as_deref_mut() {
-            Some(plan) => plan.admissions(self.run.ledger.as_mut(), batch, &self.rule, now)?,
-            None => {
-                let admissions = self.run.ledger.admit(batch, now, &self.rule)?;
-                self.findings.admitted += batch.len() as u64;
-                if self.baseline {
-                    self.announce(batch, now)?;
-                }
-                admissions.into_iter().map(Some).collect()
-            }
-        };
+        let seat = Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+        let admissions = self.admission.admit(seat, batch, &self.rule, now)?;
         let mut admitted = Vec::with_capacity(batch.len());
         for (item, admission) in batch.iter().zip(admissions) {
             // A URL a dry run met before in this run: the same item.
             let Some(admission) = admission else { continue };
-            if let (Some(plan), Admission::Queued { .. }) = (self.plan.as_deref_mut(), &admission) {
-                plan.place(item, now, self.findings, self.run.user_tz)?;
+            if matches!(admission, Admission::Queued { .. }) {
+                let seat =
+                    Seat { ledger: self.run.ledger.as_mut(), findings: self.findings, user_tz: self.run.user_tz };
+                self.admission.queued(seat, item, now)?;
             }
             count(self.counts.entry(item.group.engine).or_default(), &admission);
             admitted.push((item, admission));
@@ -707,7 +576,7 @@ impl Intake<'_, '_> {
     }
 
     /// Says what the report needs to of the admitted URLs, in their order
-    /// (`tell`; a skipped URL of a group of URLs by `skip`): a quota wait in
+    /// (`admission_results`; a skipped URL of a group of URLs by `skip`): a quota wait in
     /// the timezone of its group's rule.
     fn tell_admitted(&mut self, admitted: &[(&NewItem, Admission)], now: DateTime<Utc>) -> anyhow::Result<()> {
         let shared = |item: &NewItem, a: &Admission| {
@@ -727,7 +596,8 @@ impl Intake<'_, '_> {
             tzs.entry(&item.group).or_insert_with(|| self.run.rule_timezone(&item.group));
         }
         let rule_tz = |g: &GroupKey| tzs.get(g).copied().flatten();
-        let mut told = tell(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
+        let mut told =
+            admission_results(self.run.ledger.as_mut(), &others, now, self.run.user_tz, &rule_tz)?.into_iter();
         // The last skipped URL's text, made again only for another instant
         // (the URLs of a batch were accepted at one).
         let mut text: Option<(TimeDelta, bool, (LocalReason, String))> = None;
@@ -795,65 +665,6 @@ struct SitemapSource<'s> {
     property: &'s str,
     sitemap: &'s str,
     routes: &'s str,
-}
-
-/// What the report says of each admitted URL (each item with what the
-/// ledger made of it), in their order: nothing for one due now; else its
-/// item's id and its result — accepted before and not sent again, or, read
-/// from its item, waiting for a later attempt, parked or in flight. A quota
-/// wait is told in the timezone of its group's rule (`rule_tz`), any other
-/// in `user_tz`. `submit` and `serve` tell admissions through here.
-pub(crate) fn tell(
-    ledger: &mut dyn crate::ledger::Ledger,
-    admitted: &[(&NewItem, Admission)],
-    now: DateTime<Utc>,
-    user_tz: Tz,
-    rule_tz: &dyn Fn(&GroupKey) -> Option<Tz>,
-) -> anyhow::Result<Vec<ToldNow>> {
-    let mut told_now: Vec<ToldNow> = Vec::with_capacity(admitted.len());
-    let mut look_up = Vec::new();
-    for (n, (item, admission)) in admitted.iter().enumerate() {
-        told_now.push(match told(item, admission.clone(), now) {
-            Told::Nothing => None,
-            Told::Result(id, e) => Some((id, e)),
-            Told::FromRow(id) => {
-                look_up.push((id, n));
-                None
-            }
-        });
-    }
-    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
-        m.entry(*id).or_default().push(*n);
-        m
-    });
-    let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
-    for row in ledger.items_by_id(&ids)? {
-        let id = row.id;
-        let e = Box::new(row_entry(row, user_tz, rule_tz, now));
-        for &n in places.get(&id).into_iter().flatten() {
-            told_now[n] = Some((id, e.clone()));
-        }
-    }
-    Ok(told_now)
-}
-
-/// The folder each property's IndexNow key vouches for, when its key
-/// location is below its host's root (the key itself masked, should a
-/// folder be named after it).
-fn key_scopes(settings: &crate::config::Settings) -> FxHashMap<String, (url::Url, String)> {
-    let mut scopes = FxHashMap::default();
-    for property in &settings.properties {
-        let Some(table) = &property.indexnow else { continue };
-        let Some(scope) = table.key_location.as_ref().and_then(|l| indexnow::key_scope(&property.site, l)) else {
-            continue;
-        };
-        let shown = match crate::config::read_indexnow_key(table) {
-            Ok(key) => crate::redact::mask(scope.as_str(), key.expose()),
-            Err(_) => scope.to_string(),
-        };
-        scopes.insert(property.name.clone(), (scope, shown));
-    }
-    scopes
 }
 
 /// Whether a run reads the configured sources: given no input, unless
@@ -928,111 +739,6 @@ fn count(counts: &mut PlanCounts, admission: &Admission) {
         | Admission::Skipped { unchanged: false, .. }
         | Admission::Parked { .. }
         | Admission::InFlight { .. } => {}
-    }
-}
-
-/// What `tell` says of a URL: nothing (due now), or its item's id and result (boxed: 16 bytes a URL due now).
-type ToldNow = Option<(i64, Box<ResultEntry>)>;
-
-/// What the report says of an admitted URL now.
-#[derive(Debug)]
-enum Told {
-    /// Nothing yet: it is due, and this run sends it (or plans it).
-    Nothing,
-    /// Its result: accepted before and not sent again.
-    Result(i64, Box<ResultEntry>),
-    /// Its result is its ledger item's state: waiting for a later attempt,
-    /// parked, or in flight.
-    FromRow(i64),
-}
-
-/// Why a URL accepted `ago` is skipped, and the message that says so.
-fn skipped_text(ago: TimeDelta, unchanged: bool) -> (LocalReason, String) {
-    let ago = crate::clock::humanize(ago);
-    match unchanged {
-        true => (LocalReason::Unchanged, format!("not changed since it was accepted {ago} ago (no later lastmod)")),
-        false => (LocalReason::AlreadyAccepted, format!("accepted {ago} ago")),
-    }
-}
-
-fn told(item: &NewItem, admission: Admission, now: DateTime<Utc>) -> Told {
-    match admission {
-        Admission::Queued { .. } => Told::Nothing,
-        Admission::AlreadyQueued { id, next_attempt_at } if next_attempt_at.is_some_and(|t| t > now) => {
-            Told::FromRow(id)
-        }
-        Admission::AlreadyQueued { .. } => Told::Nothing,
-        Admission::Skipped { id, accepted_at, unchanged } => {
-            let (reason, message) = skipped_text(now - accepted_at, unchanged);
-            let mut e = base_entry(&item.url, &item.group, Outcome::Skipped, reason);
-            e.message = message;
-            Told::Result(id, Box::new(e))
-        }
-        Admission::Parked { id } | Admission::InFlight { id } | Admission::Requeued { id, .. } => Told::FromRow(id),
-    }
-}
-
-/// The result of a URL whose item the ledger holds already: parked (with
-/// the answer that parked it), in flight in another run, or waiting for its
-/// next attempt. A quota wait is told in the timezone of the group's rule
-/// (`rule_tz`), any other in the user's.
-fn row_entry(
-    row: ItemRow,
-    user_tz: Tz,
-    rule_tz: impl FnOnce(&GroupKey) -> Option<Tz>,
-    now: DateTime<Utc>,
-) -> ResultEntry {
-    let (outcome, reason) = match row.state {
-        ItemState::Parked => (Outcome::Misconfigured, row.last_reason.unwrap_or(LocalReason::Parked.into())),
-        ItemState::InFlight => (Outcome::Deferred, LocalReason::InFlight.into()),
-        _ => (Outcome::Deferred, row.last_reason.unwrap_or(LocalReason::Queued.into())),
-    };
-    let mut e = base_entry(&row.url, &row.group, outcome, reason);
-    e.attempts = row.attempts;
-    e.http_status = row.last_http_status;
-    match row.state {
-        ItemState::Parked => {
-            e.message = row.last_message.unwrap_or_else(|| "parked by an earlier run".into());
-            e.hint = Some(
-                "fix the configuration (parked items are retried when it changes) or run `indexq queue retry`".into(),
-            );
-        }
-        ItemState::InFlight => {
-            e.message = "another indexq run is sending it right now".into();
-        }
-        _ => {
-            // A quota wait is told in the quota's own timezone.
-            let tz = match row.last_class {
-                Some(Class::Quota) | None => rule_tz(&row.group).unwrap_or(user_tz),
-                _ => user_tz,
-            };
-            e.message = row.last_message.unwrap_or_else(|| "waiting in the queue".into());
-            if let Some(t) = row.next_attempt_at {
-                e.set_retry(t, tz, now);
-            }
-        }
-    }
-    e
-}
-
-/// The result of an input line that never became a queue item.
-pub(crate) fn invalid(text: &str, place: &Position, reason: LocalReason, message: String) -> ResultEntry {
-    ResultEntry {
-        url: text.to_string(),
-        property: None,
-        engine: None,
-        endpoint: None,
-        channel: None,
-        outcome: Outcome::Invalid,
-        reason: reason.into(),
-        message,
-        hint: None,
-        http_status: None,
-        retry_at: None,
-        retry_after_secs: None,
-        attempts: 0,
-        source: Some(place.clone()),
-        retry: None,
     }
 }
 

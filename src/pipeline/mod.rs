@@ -12,43 +12,47 @@
 //! every phase reads (settings, clock, engines, ledger, the stop), `Findings`
 //! what they leave for the end; each phase is its own type, borrowing both
 //! for as long as it runs, in its own file:
-//! - `intake` (`Intake`): the inputs (URL lists, sitemaps) into the ledger,
+//! - `intake` (`Admitting`): the inputs (URL lists, sitemaps) into the ledger,
 //!   and what the report says of each URL read (invalid, skipped, waiting,
 //!   counted as new or changed);
 //! - `send` (`Sender`): due items claimed in batches within budget and
 //!   pace, sent to the engines, and the waits for retries within
 //!   `--max-wait`;
 //! - `outcome` (`Recorder`): an engine's answer made into ledger records
-//!   and results, and what a claim deferred;
-//! - `findings` (`Findings`): what the phases leave, and at the end the report
-//!   and the exit status;
+//!   and results;
+//! - `findings` (`Findings`): what the phases leave (a claim's deferrals
+//!   handed over as events, `findings::deferrals`), and at the end the
+//!   report and the exit status;
 //! - `plan` (`Plan`): the dry run's plan, by reading the ledger;
-//! - `parked`: what needs a human across runs — fixes noticed by
-//!   themselves before sending, and each parked group said (once per
-//!   `[submit] remind`) at the end.
+//! - what needs a human across runs (fixes noticed by themselves before
+//!   sending, each parked group said once per `[submit] remind` at the
+//!   end) is `attention`'s: the run hands it its groups and what it met
+//!   (`Run::attention`, `Findings::sightings`).
 //! - `inspect`: Google's URL inspections before publishing (`skip_indexed`):
 //!   what a claim may inspect, and what the inspections came to;
-//! - `sitemaps`: after sending, the engines' reports on the sitemaps
+//! - `sitemap_reports`: after sending, the engines' reports on the sitemaps
 //!   submitted to them, read when due (`[sitemap] read_interval`, and after
 //!   each submission) and kept in the ledger;
 //! - `stop`: SIGINT/SIGTERM — nothing more is claimed or read, requests in
 //!   flight get `[submit] stop_grace`, and the run reports and exits 130/143.
 
+mod admission;
 mod findings;
 mod inspect;
 mod intake;
 mod notify;
 mod outcome;
-mod parked;
 mod plan;
+mod routes;
 mod send;
-mod sitemaps;
+mod sitemap_reports;
 mod stop;
 #[cfg(test)]
 mod testing;
 mod worker;
 
-pub(crate) use intake::{tell, Routes};
+pub(crate) use findings::admission_results;
+pub(crate) use routes::Routes;
 pub(crate) use stop::Stop;
 pub(crate) use worker::{SourcesRead, Worker};
 
@@ -60,16 +64,16 @@ use crate::engines::{self, Engine};
 use crate::error::ExitStatus;
 use crate::ingest::Source;
 use crate::ledger::{Ledger, LedgerError, LedgerTime, Owner};
-use crate::model::{EngineKind, GroupKey, Outcome, Reason, RunRecord};
+use crate::model::{EngineKind, GroupKey, Reason, RunRecord};
 use crate::output::printer::Printer;
 use crate::output::progress::Progress;
-use crate::output::results::{ResultEntry, Results};
+use crate::output::results::Results;
 use crate::redact::Redactor;
 use anyhow::Context as _;
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
 use findings::{Ending, Findings};
-use intake::Intake;
+use intake::Admitting;
 use plan::Plan;
 use send::Sender;
 use std::collections::{BTreeMap, HashMap};
@@ -88,7 +92,7 @@ pub(crate) struct Run<'a> {
     /// SIGINT/SIGTERM: whether the run stops.
     stop: stop::Stop,
     /// Groups parked for a cause indexq checks by itself whose check failed
-    /// again before sending (`notice_fixes`), with that cause: nothing of
+    /// again before sending (`attention::notice_fixes`), with that cause: nothing of
     /// theirs is claimed, since the check already predicts the answer. Their
     /// new URLs wait with the parked ones and are counted in their reminder.
     held: HashMap<GroupKey, Reason>,
@@ -165,7 +169,12 @@ async fn phases(
         run.ledger.begin_admissions();
     }
     let empty = if plan.is_none() && !args.baseline { run.empty_groups(started)? } else { Vec::new() };
-    let mut intake = Intake::of_args(run, findings, plan.as_mut(), args);
+    let mut writing = admission::Writing { baseline: args.baseline };
+    let admission: &mut dyn admission::Admit = match plan.as_mut() {
+        Some(plan) => plan,
+        None => &mut writing,
+    };
+    let mut intake = Admitting::of_args(run, findings, admission, args);
     let read = intake.read_inputs(readers, args, printer).await;
     let (counts, before_since) = (std::mem::take(&mut intake.counts), intake.before_since);
     let admitted = run.ledger.end_admissions();
@@ -332,6 +341,30 @@ impl<'a> Run<'a> {
 }
 
 impl Run<'_> {
+    /// The run's groups as `attention` checks and reminds them.
+    fn attention(&mut self) -> crate::attention::RunGroups<'_> {
+        let known = self.known_groups();
+        crate::attention::RunGroups {
+            settings: self.settings,
+            ledger: self.ledger.as_mut(),
+            known,
+            held: &mut self.held,
+        }
+    }
+
+    /// What needs a human at the end of the run (`attention::run_notices`),
+    /// each told if this run met it or its reminder is due at `started`;
+    /// with `keep` (not a dry run), the ledger keeps when they were told.
+    fn parked_notices(
+        &mut self,
+        findings: &Findings,
+        started: DateTime<Utc>,
+        keep: bool,
+    ) -> anyhow::Result<Vec<crate::model::ParkedNotice>> {
+        let now = self.clock.now();
+        crate::attention::run_notices(self.attention(), &findings.sightings(), now, started, keep)
+    }
+
     /// Every (property, engine, target) this run can send to.
     fn known_groups(&self) -> Vec<GroupKey> {
         budget_rules::groups(self.settings).into_iter().filter(|g| self.engines.contains_key(&g.engine)).collect()
@@ -396,27 +429,6 @@ impl Run<'_> {
     /// The timezone of the group's own daily rule.
     fn rule_timezone(&self, group: &GroupKey) -> Option<Tz> {
         self.rules(group)?.first().map(|r| r.tz)
-    }
-}
-
-/// A result for `url` in `group`, with nothing said yet.
-fn base_entry(url: &str, group: &GroupKey, outcome: Outcome, reason: impl Into<Reason>) -> ResultEntry {
-    ResultEntry {
-        url: url.to_string(),
-        property: Some(group.property.clone()),
-        engine: Some(group.engine),
-        endpoint: group.endpoint().map(str::to_string),
-        channel: group.sitemap_url().map(|_| crate::model::Channel::Sitemaps),
-        outcome,
-        reason: reason.into(),
-        message: String::new(),
-        hint: None,
-        http_status: None,
-        retry_at: None,
-        retry_after_secs: None,
-        attempts: 0,
-        source: None,
-        retry: None,
     }
 }
 

@@ -9,8 +9,8 @@
 
 use super::Run;
 use crate::model::GroupKey;
+use crate::model::{NoticeKind, ParkedNotice};
 use crate::notify::{Event, Notifier};
-use crate::output::parked::{NoticeKind, ParkedNotice};
 use crate::output::printer::{group_title, rfc3339};
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashSet;

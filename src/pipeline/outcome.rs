@@ -1,36 +1,31 @@
 //! Outcomes: what an engine's answer becomes — the scheduler's decision per
 //! item, one ledger record per answer and decision (`finish`), the blocks a
-//! quota answer puts on the budget, and each item's result; the results of
-//! items a claim deferred (budget, pace) and the budgets the report names.
+//! quota answer puts on the budget, and each item's result. What a claim
+//! deferred (budget, pace) is the findings' (`findings::deferrals`).
 //! The sender borrows a `Recorder` for each claim. Nothing here sends or
 //! reads input; `findings` writes the report at the end. A request the run's
 //! stop cut (`stop`) is recorded here too, on the same path: unanswered, it
 //! stays counted and goes again once its reservation's lease has ended;
 //! unsent, its budget is given back.
 
-use super::base_entry;
-use super::findings::Findings;
+use super::findings::{base_entry, Findings};
 use crate::budget_rules;
-use crate::clock::Clock;
 use crate::config::RetrySettings;
 use crate::engines;
-use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Ledger, Remainder};
+use crate::ledger::{Answered, Block, Claim, ClaimedItem, Finish, Remainder};
 use crate::model::{
-    AcceptedReason, Class, EngineKind, GroupKey, LocalReason, MisconfiguredReason, NextStep, Outcome, Reason,
-    RuleWindow, Usage,
+    AcceptedReason, Class, EngineKind, GroupKey, MisconfiguredReason, NextStep, Outcome, Reason, RuleWindow,
 };
-use crate::output::results::{Key, ResultEntry};
-use crate::output::summary::Deferral;
+use crate::output::results::ResultEntry;
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::collections::HashMap;
 
-/// What the answers to a claim, and what it deferred, are recorded with:
-/// the ledger, the retry settings, and the report that gets the results.
+/// What the answers to a claim are recorded with: the retry settings, and
+/// the findings that get the results (the ledger records the `Finish`
+/// returned, with the group's next claim).
 pub(super) struct Recorder<'r> {
-    pub(super) ledger: &'r mut dyn Ledger,
-    pub(super) clock: &'r Clock,
     pub(super) retry: &'r RetrySettings,
     pub(super) user_tz: Tz,
     pub(super) findings: &'r mut Findings,
@@ -69,7 +64,6 @@ impl Recorder<'_> {
         // with the claim): a request the stop left unanswered is not sent
         // again before (the engine may have it).
         let lease_end = d.claim.lease_until.unwrap_or(d.claim.now);
-        self.findings.cut.count(d.sent, lease_end);
         let context = Settle {
             at: d.at,
             key_first_used: d.key_first_used,
@@ -81,23 +75,16 @@ impl Recorder<'_> {
             lease_end,
             resend_now: &resend_now,
         };
-        let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
-        // Each result once for the run of items that share it, in the
-        // items' order (a batch with one answer: one result for 10,000).
-        let (items, mut at) = (&d.claim.items, 0);
-        while at < items.len() {
-            let result = settled.result_of[at];
-            let n = settled.result_of[at..].iter().take_while(|r| **r == result).count();
-            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
-            self.findings.entries(keys, &settled.results[result])?;
-            at += n;
-        }
-        for a in settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. })) {
-            self.findings.parked_now.insert((d.group.clone(), a.reason.to_string()));
-        }
         // What the engine did not count goes back in `finish`, decided by
         // the ledger's policy from each answer's class and whether it left.
         let reports = remainders(d.sent, &d.windows, d.at);
+        let settled = settle(d.group, &d.claim.items, d.sent, &context, rand::random::<f64>);
+        // What the findings are handed: what the stop cut, each item's
+        // result, and the reasons this answer parked the group for.
+        self.findings.interrupted(d.sent, lease_end);
+        self.findings.answered(&d.claim.items, &settled.results, &settled.result_of)?;
+        let parked = settled.answered.iter().filter(|a| matches!(a.next, NextStep::Park { .. }));
+        self.findings.parked(d.group, parked.map(|a| a.reason));
         // An answer that is not the engine's own (`unrecognized_body`) says
         // nothing of the key: it does not count as the key accepted.
         let unrecognized = Reason::from(AcceptedReason::UnrecognizedBody);
@@ -111,88 +98,6 @@ impl Recorder<'_> {
             accepted_credential: d.credential.filter(|_| d.sent.answers.iter().any(accepted)),
         })
     }
-
-    /// Results and the human report's notes for the items a claim deferred:
-    /// past the budget (until the window reopens) or past the pace.
-    pub(super) fn note_deferrals(
-        &mut self,
-        group: &GroupKey,
-        rules: &[budget_rules::Rule],
-        windows: &[RuleWindow],
-        claim: &Claim,
-        now: DateTime<Utc>,
-    ) -> anyhow::Result<()> {
-        if let Some(retry_at) = claim.retry_at {
-            let (tz, window, usage) = self.binding_rule(rules, windows, retry_at)?;
-            self.findings.deferrals.push(Deferral {
-                group: group.clone(),
-                rule_tz: tz,
-                used: usage.used,
-                limit: usage.limit(&window),
-                retry_at,
-                blocked: usage.blocked_until.is_some_and(|t| t > now),
-            });
-        } else if let Some(i) =
-            self.findings.deferrals.iter().rposition(|d| &d.group == group && !claim.items.is_empty())
-        {
-            // A later claim took what the budget still covered after a
-            // deferral: the note says how much is used now.
-            let (_, window, usage) = self.binding_rule(rules, windows, self.findings.deferrals[i].retry_at)?;
-            let deferral = &mut self.findings.deferrals[i];
-            (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
-        }
-        for (id, url, at) in &claim.paced {
-            let e = paced_entry(url, group, *at, self.user_tz, now);
-            self.findings.entry(*id, e)?;
-        }
-        Ok(())
-    }
-
-    /// The rule that holds the budget until `retry_at`: one with nothing
-    /// left that frees up then (the latest of the exhausted ones).
-    fn binding_rule(
-        &mut self,
-        rules: &[budget_rules::Rule],
-        windows: &[RuleWindow],
-        retry_at: DateTime<Utc>,
-    ) -> anyhow::Result<(Tz, RuleWindow, Usage)> {
-        let now = self.clock.now();
-        let mut fallback = None;
-        for (rule, window) in rules.iter().zip(windows) {
-            let usage = self.ledger.usage(window)?;
-            if usage.available_at(window, now) == Some(retry_at) {
-                return Ok((rule.tz, window.clone(), usage));
-            }
-            fallback.get_or_insert((rule.tz, window.clone(), usage));
-        }
-        fallback.ok_or_else(|| anyhow::anyhow!("a budget deferral without a rule"))
-    }
-}
-
-/// The result of a URL the budget has no room for until `retry_at` (told
-/// in `tz`, the timezone of the rule that reopens then).
-pub(super) fn budget_entry(
-    url: &str,
-    group: &GroupKey,
-    retry_at: DateTime<Utc>,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Budget);
-    e.message = format!("the {} budget for {} is spent until its window reopens", group.engine.title(), group.property);
-    e.set_retry(retry_at, tz, now);
-    e
-}
-
-/// The result of a URL within budget that the pace sends at its slot `at`.
-fn paced_entry(url: &str, group: &GroupKey, at: DateTime<Utc>, user_tz: Tz, now: DateTime<Utc>) -> ResultEntry {
-    let mut e = base_entry(url, group, Outcome::Deferred, LocalReason::Paced);
-    e.message = format!(
-        "within budget, but {} requests are paced to the configured rate; it goes at its slot",
-        group.engine.title()
-    );
-    e.set_retry(at, user_tz, now);
-    e
 }
 
 /// What a quota answer blocks, and until when: with `Retry-After`, the
@@ -238,6 +143,27 @@ fn quota_tz(rules: &[budget_rules::Rule], windows: &[RuleWindow], blocks: &[Bloc
         .zip(windows)
         .find(|(_, w)| blocks.iter().any(|b| b.rule.rule == w.rule && b.until == w.resets_at))
         .map(|(r, _)| r.tz)
+}
+
+/// Whether another batch of the group may go now: this one was full, or
+/// its answer said what is left of a reported window, and nothing (the
+/// pace, a quota answer) said to stop — or every quota answer
+/// was a partial remainder its request explains (`resends_now`):
+/// what is left goes at once, the next claim bounded by it. A claim that
+/// deferred what the budget cannot cover left due what it can: the next
+/// claim takes that (or nothing, the budget spent).
+pub(super) fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
+    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class() == Class::Quota).peekable();
+    if quota.peek().is_some() {
+        return quota.all(|i| resends_now(sent, i, &claim.windows));
+    }
+    // An answer that says what is left of a reported window (Baidu's
+    // `remain`) sets the budget the claim was bounded by: the next claim
+    // takes what it covers, or defers what it does not.
+    let said = sent.answers.iter().any(|a| {
+        a.verdict.reported.is_some_and(|(period, _)| claim.windows.iter().any(|w| w.reported && w.period == period))
+    });
+    claim.paced.is_empty() && (claim.items.len() == max_batch || said)
 }
 
 /// Whether the `index`-th answer of `sent` is a partial remainder that its

@@ -1,23 +1,28 @@
 //! `submit --dry-run`: the plan, by reading. The input is read and
-//! normalised as a real run reads it, and the intake asks a `Plan` instead
-//! of writing: the ledger says what admission would make of each URL
+//! normalised as a real run reads it, and the intake's admission seam
+//! (`admission::Admit`) is this `Plan` instead of the ledger's writing: the
+//! ledger says what admission would make of each URL
 //! (`ledger::Intake::preview`); nothing is written. A URL new to the ledger
-//! seen twice is one item (a set of (group, key) pairs in memory). Each group's due items — the ledger's, then this run's new and
-//! changed URLs — go now while the budget and the pace allow (the claim the
-//! ledger forecasts over the group's windows, usage and pace as they are
-//! now, as many claims in a row would take them: `Budget::plan_claim`); the
-//! rest would wait for their paced slot, or until the budget frees up.
+//! seen twice is one item (a set of (group, key) pairs in memory). Each
+//! group's due items — the ledger's, then this run's new and changed URLs —
+//! go now while the budget and the pace allow (the claim the ledger
+//! forecasts over the group's windows, usage and pace as they are now, as
+//! many claims in a row would take them: `Budget::plan_claim`); the rest
+//! would wait for their paced slot, or until the budget frees up.
 
+use super::admission::{Admit, Seat};
+use super::findings::base_entry;
 use super::findings::Findings;
-use super::{base_entry, Run};
+use super::Run;
 use crate::budget_rules;
 use crate::ledger::{
     url_key, Admission, AdmitRule, ClaimForecast, ClaimQuery, ItemFilter, Ledger, NewItem, Pace, Preview, StateFilter,
 };
-use crate::model::GroupKey;
+use crate::model::{GroupKey, SourceDocument, SourceFailure};
 use crate::model::{LocalReason, Outcome};
 use crate::output::results::Template;
 use crate::output::summary::Deferral;
+use crate::seen::Seen;
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
@@ -44,102 +49,6 @@ pub(super) struct Plan {
 /// chance in 10^8 for a million URLs); other groups now take the same odds.
 fn seen(group: usize, key: i64) -> u64 {
     (key as u64) ^ (group as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-/// The URLs new to the ledger a dry run has seen, in 256 tables by their key's
-/// top byte (the keys are hashes: the tables fill evenly). One set of a million
-/// grew by copying every entry it held to a table twice its size, holding the
-/// old and new tables both at the last doubling; a table of a few thousand
-/// grows in the cache, one at a time. Each table is open addressing over the
-/// values themselves, probed linearly from the value's next bits and at most
-/// half full, so that a value is found or placed with one access to memory,
-/// mostly; a general hash set takes two, its control bytes and its slot, and
-/// that second access was a large share of a big dry run (docs/performance.md,
-/// *Measured choices*). 0 marks an empty slot; the value 0 is held apart.
-struct Seen {
-    tables: Vec<SeenTable>,
-    zero: bool,
-}
-
-#[derive(Clone)]
-struct SeenTable {
-    slots: Vec<u64>,
-    len: usize,
-}
-
-/// Each table's first size, in slots (a power of two).
-const SEEN_FIRST_SLOTS: usize = 16;
-
-impl Default for Seen {
-    fn default() -> Seen {
-        let table = SeenTable { slots: vec![0; SEEN_FIRST_SLOTS], len: 0 };
-        Seen { tables: vec![table; 256], zero: false }
-    }
-}
-
-impl Seen {
-    /// Whether `seen` is new (it is then held).
-    fn insert(&mut self, seen: u64) -> bool {
-        if seen == 0 {
-            return !std::mem::replace(&mut self.zero, true);
-        }
-        let table = &mut self.tables[(seen >> 56) as usize];
-        if !table.insert(seen) {
-            return false;
-        }
-        if table.len * 2 > table.slots.len() {
-            table.grow();
-        }
-        true
-    }
-
-    /// Reads the slot where each value's probe starts, so that the inserts
-    /// after find it in the cache: these reads do not wait for each other,
-    /// where each insert waited for its own (a batch's slots are spread
-    /// over all the tables: a read from memory each).
-    fn warm(&self, values: &[u64]) {
-        let mut any = 0;
-        for &value in values {
-            let table = &self.tables[(value >> 56) as usize];
-            any ^= table.slots[table.start(value)];
-        }
-        std::hint::black_box(any);
-    }
-}
-
-impl SeenTable {
-    /// The slot `value`'s probe starts at: its bits after the top byte.
-    fn start(&self, value: u64) -> usize {
-        (value << 8 >> 32) as usize & (self.slots.len() - 1)
-    }
-
-    /// Whether `value` (not 0) is new here (it is then held). The table
-    /// has a free slot: it is never more than half full.
-    fn insert(&mut self, value: u64) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut i = self.start(value);
-        loop {
-            match self.slots[i] {
-                0 => {
-                    self.slots[i] = value;
-                    self.len += 1;
-                    return true;
-                }
-                v if v == value => return false,
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    /// Twice the slots, every value placed again.
-    fn grow(&mut self) {
-        let larger = vec![0; self.slots.len() * 2];
-        let old = std::mem::replace(&mut self.slots, larger);
-        self.len = 0;
-        for value in old.into_iter().filter(|v| *v != 0) {
-            self.insert(value);
-        }
-    }
 }
 
 /// One group's plan: the claim over an unbounded queue at the run's start,
@@ -370,6 +279,65 @@ impl Plan {
     }
 }
 
+/// The dry run's side of the admission seam: the ledger is asked, never
+/// written; a URL queued is placed in its group's plan, and a source's
+/// read is reckoned from what the ledger keeps.
+impl Admit for Plan {
+    fn admit(
+        &mut self,
+        seat: Seat<'_>,
+        batch: &[NewItem],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Vec<Option<Admission>>> {
+        self.admissions(seat.ledger, batch, rule, now)
+    }
+
+    fn queued(&mut self, seat: Seat<'_>, item: &NewItem, now: DateTime<Utc>) -> anyhow::Result<()> {
+        self.place(item, now, seat.findings, seat.user_tz)
+    }
+
+    fn admit_sitemap(
+        &mut self,
+        seat: Seat<'_>,
+        batch: &[NewItem],
+        rule: &AdmitRule,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        for (item, admission) in batch.iter().zip(self.admissions(seat.ledger, batch, rule, now)?) {
+            if matches!(admission, Some(Admission::Queued { .. })) {
+                self.place(item, now, seat.findings, seat.user_tz)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn source_failed(&mut self, ledger: &mut dyn Ledger, failure: SourceFailure) -> anyhow::Result<SourceFailure> {
+        let mut kept = ledger.source_failures()?.into_iter();
+        Ok(match kept.find(|f| f.property == failure.property && f.source == failure.source) {
+            Some(b) => SourceFailure { since: b.since, reminded_at: b.reminded_at, ..failure },
+            None => failure,
+        })
+    }
+
+    fn source_read(
+        &mut self,
+        _ledger: &mut dyn Ledger,
+        _property: &str,
+        _source: &str,
+    ) -> anyhow::Result<Option<SourceFailure>> {
+        Ok(None)
+    }
+
+    fn keep_documents(
+        &mut self,
+        _ledger: &mut dyn Ledger,
+        _documents: &[SourceDocument],
+    ) -> anyhow::Result<Option<Vec<SourceDocument>>> {
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,25 +346,6 @@ mod tests {
     use crate::pipeline::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW};
     use chrono::TimeDelta;
     use chrono_tz::Tz;
-
-    /// Each value is new once, whichever of the sets it falls in.
-    #[test]
-    fn seen_holds_each_value_once() {
-        let mut seen = Seen::default();
-        let values: Vec<u64> = (0..5_000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
-        assert!(values.iter().all(|v| seen.insert(*v)), "new the first time");
-        assert!(values.iter().all(|v| !seen.insert(*v)), "held the second");
-        assert!(seen.tables.iter().filter(|t| t.len > 0).count() > 200, "spread over the tables");
-        // Values of one table that start their probe at one slot, through
-        // its growth: each held once, told apart by its low bits.
-        let mut seen = Seen::default();
-        let same_start: Vec<u64> = (1..200u64).map(|k| 0x01AB_CDEF_0000_0000 | k).collect();
-        assert!(same_start.iter().all(|v| seen.insert(*v)));
-        assert!(same_start.iter().all(|v| !seen.insert(*v)));
-        assert!(!seen.insert(0x01AB_CDEF_0000_0001) && seen.insert(0x01AB_CDEF_0000_0000));
-        assert_eq!(seen.tables[1].len, 200);
-        assert!(seen.tables[1].slots.len() >= 400, "at most half full");
-    }
 
     fn deferral(g: &GroupKey) -> Deferral {
         Deferral {

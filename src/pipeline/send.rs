@@ -3,22 +3,22 @@
 //! to its engine; then, within `--max-wait`, sleeps until the next retry
 //! falls due and sends again. Before the input is read, reservations left
 //! by a run that stopped go back to the queue. Once the run is stopped (a
-//! signal, `stop`), nothing more is claimed and a wait ends at once. What an
-//! answer becomes is `outcome`'s; the claim itself (budget, pace) is the
-//! ledger's.
+//! signal, `stop`), nothing more is claimed and a wait ends at once. A
+//! batch goes one way, a file a step: the decision (`claim`: the quota
+//! read and the ledger's claim), the request (`request`), what the answer
+//! becomes (`outcome`), the report's part handed to the findings.
+
+mod claim;
+mod request;
 
 use super::findings::Findings;
-use super::inspect;
-use super::outcome::{budget_entry, resends_now, Delivery, Recorder};
+use super::outcome::{self, Delivery, Recorder};
 use super::Run;
-use crate::budget_rules;
-use crate::engines;
-use crate::ledger::{Claim, ClaimSpec, Finish, Pace};
-use crate::model::{Channel, Class, GroupKey, RuleWindow};
+use crate::ledger::Finish;
+use crate::model::GroupKey;
 use crate::output::printer::Printer;
-use crate::output::results::{Key, Template};
 use chrono::{DateTime, TimeDelta, Utc};
-use chrono_tz::Tz;
+use request::Request;
 use std::collections::HashSet;
 
 /// The shortest sleep for a retry: an item due now that the drain could not
@@ -58,11 +58,17 @@ impl Run<'_> {
                 resumed.push(format!(
                     "{}: the configuration changed: {} go again.",
                     crate::output::printer::group_title(&group),
-                    super::parked::urls_parked(n)
+                    crate::attention::urls_parked(n)
                 ));
             }
         }
-        resumed.extend(self.notice_fixes(now).await?);
+        let groups = crate::attention::RunGroups {
+            known: self.known_groups(),
+            settings: self.settings,
+            ledger: self.ledger.as_mut(),
+            held: &mut self.held,
+        };
+        resumed.extend(crate::attention::notice_fixes(groups, &self.engines, now).await?);
         Ok(resumed)
     }
 
@@ -96,24 +102,6 @@ impl Run<'_> {
             }
         }
         Ok(next)
-    }
-
-    /// What the engine says is left of its quota, per period (none for an
-    /// engine that does not say); when it cannot say, a note for the report.
-    pub(super) async fn reported_quota(
-        &self,
-        group: &GroupKey,
-        windows: &[RuleWindow],
-        notes: &mut Vec<String>,
-    ) -> anyhow::Result<Vec<(crate::model::Period, u64)>> {
-        let Some(answer) = self.engines[&group.engine].reported_quota(group).await else { return Ok(Vec::new()) };
-        match answer {
-            Ok(left) => Ok(left),
-            Err(why) => {
-                notes.push(unread_quota_note(group, &why, windows));
-                Ok(Vec::new())
-            }
-        }
     }
 }
 
@@ -169,7 +157,7 @@ impl<'r, 'a> Sender<'r, 'a> {
                 }
                 Err(e) => return Err(e),
             };
-            if !self.run.stop.halt().sleep(pause.to_std().unwrap_or_default()).await {
+            if !self.run.stop.stop_signal().sleep(pause.to_std().unwrap_or_default()).await {
                 break;
             }
         }
@@ -256,26 +244,21 @@ impl<'r, 'a> Sender<'r, 'a> {
         Ok(more)
     }
 
-    /// `send_batch`'s claim and request. A stopped run claims nothing (and
-    /// a quota read it waits for is let go).
+    /// `send_batch`'s claim and request, one way: decide (`claim::decide`),
+    /// send (`request::send_claimed`), record (`outcome`), with the report's part handed to
+    /// the findings on the way. A stopped run claims nothing.
     async fn claim_and_send(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
         if self.run.stop.requested() {
             return Ok(false);
         }
         let Some(rules) = self.run.rules(group) else { return Ok(false) };
-        let now = self.run.clock.now();
-        if !self.read_quota_once(group, &budget_rules::windows(&rules, now)).await? || self.run.stop.requested() {
-            return Ok(false);
-        }
-        let (claim, credential) = self.claim(group, &rules, now)?;
-        // From here on, the instant and the windows the claim was counted in
-        // (`claim.now`, `claim.windows`).
-        self.recorder().note_deferrals(group, &rules, &claim.windows, &claim, claim.now)?;
+        let Some((claim, credential)) = claim::decide(self, group, &rules).await? else { return Ok(false) };
         let Some(reservation) = claim.reservation else { return Ok(false) };
-        let (batch, inspections) = self.batch(group, &claim, claim.now)?;
-        let (sent, fingerprint, at) = self.send(group, &rules, &claim, &batch).await?;
-        let more = another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
-        let done = self.recorder().record(Delivery {
+        let Request { sent, fingerprint, at, inspections } = request::send_claimed(self, group, &rules, &claim).await?;
+        let more = outcome::another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
+        let mut recorder =
+            Recorder { retry: &self.run.settings.retry, user_tz: self.run.user_tz, findings: self.findings };
+        let done = recorder.record(Delivery {
             group,
             rules: &rules,
             windows: claim.windows.clone(),
@@ -292,149 +275,6 @@ impl<'r, 'a> Sender<'r, 'a> {
         self.answered = Some(done);
         self.run.record_inspections(self.findings, group, inspections, at)?;
         Ok(more)
-    }
-
-    /// Sends a claimed batch, the progress line counting it down; returns
-    /// what came back, the configuration it was sent with (a parked item
-    /// waits for a change of it) and when the answer came.
-    async fn send(
-        &mut self,
-        group: &GroupKey,
-        rules: &[budget_rules::Rule],
-        claim: &Claim,
-        batch: &engines::Batch,
-    ) -> anyhow::Result<(engines::Sent, String, DateTime<Utc>)> {
-        let title = crate::output::printer::group_title(group);
-        tracing::info!(group = %title, urls = batch.urls.len(), "sending");
-        let remaining = match soonest_limited(rules, &claim.windows) {
-            Some(w) => self.run.ledger.usage(w)?.remaining(w, claim.now),
-            None => None,
-        };
-        let planned = batch.urls.len() as u64;
-        self.run.progress.sending(&title, 0, planned, remaining);
-        let engine = &self.run.engines[&group.engine];
-        let sent = engine.send(group, batch, self.run.stop.halt()).await;
-        let fingerprint = engine.fingerprint(group);
-        self.run.progress.sending(&title, planned, planned, remaining);
-        Ok((sent, fingerprint, self.run.clock.now()))
-    }
-
-    /// Asks the engine what is left of its quota, once per group, unless
-    /// the run is stopped meanwhile; returns whether it was not.
-    async fn read_quota_once(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<bool> {
-        if self.reported.insert(group.clone()) {
-            let halt = self.run.stop.halt().clone();
-            tokio::select! {
-                read = self.read_reported_quota(group, windows) => read?,
-                () = halt.stopped() => return Ok(false),
-            }
-        }
-        Ok(true)
-    }
-
-    /// Claims a batch of `group` within its budget and pace (the ledger
-    /// reserves it), with the credential it goes with; each URL the budget
-    /// has no room for is a `deferred` result, in the timezone of the rule
-    /// that reopens then.
-    fn claim(
-        &mut self,
-        group: &GroupKey,
-        rules: &Vec<budget_rules::Rule>,
-        now: DateTime<Utc>,
-    ) -> anyhow::Result<(Claim, Option<String>)> {
-        let engine = &self.run.engines[&group.engine];
-        // Its first use is recorded with the claim (`key_pending`'s clock).
-        let credential = engine.credential(group);
-        let pace = engine.pace(group).map(|(key, interval, burst)| Pace {
-            key,
-            interval,
-            burst,
-            horizon: self.wait_until.max(now),
-        });
-        let mut failure = None;
-        let results = &mut self.findings.results;
-        let user_tz = self.run.user_tz;
-        let wait_until = self.wait_until;
-        // A deferral past the run's wait is final in this run: one result is
-        // made for the claim's deferrals and kept for none of them, because
-        // keeping one per deferred URL held too much memory on a large queue
-        // (docs/performance.md, *Measured choices*). A sitemap's result is told
-        // by its own URL.
-        let mut shared: Option<(DateTime<Utc>, Template)> = None;
-        let mut on_deferred = |id: i64, url: &str, retry_at: DateTime<Utc>| {
-            let tz = deferral_tz(rules, retry_at, user_tz);
-            let put = match retry_at > wait_until && group.channel == Channel::Urls {
-                true => match &shared {
-                    Some((at, template)) if *at == retry_at => results.put_like_over(template, Key::Item(id), url),
-                    _ => results.template(&budget_entry(url, group, retry_at, tz, now)).and_then(|template| {
-                        let (_, template) = shared.insert((retry_at, template));
-                        results.put_like_over(template, Key::Item(id), url)
-                    }),
-                },
-                false => results.put(Key::Item(id), &budget_entry(url, group, retry_at, tz, now)),
-            };
-            if let Err(err) = put {
-                failure.get_or_insert(err);
-            }
-        };
-        let spec = ClaimSpec {
-            windows: rules,
-            max_items: engine.max_batch(),
-            pace: pace.as_ref(),
-            now: crate::ledger::open::now(self.run.clock),
-            credential: credential.as_deref(),
-            order: self.run.settings.submit.order,
-        };
-        // The kept answer is let go only once the transaction that records
-        // it has committed: a failed one keeps it for `Run::recover`.
-        let claim = match &self.answered {
-            Some(done) => self.run.ledger.finish_and_claim(done, group, &spec, &self.run.owner, &mut on_deferred)?,
-            None => self.run.ledger.claim(group, &spec, &self.run.owner, &mut on_deferred)?,
-        };
-        self.answered = None;
-        match failure {
-            Some(err) => Err(err.into()),
-            None => Ok((claim, credential)),
-        }
-    }
-
-    /// What an answer becomes, recorded in the ledger and the report.
-    fn recorder(&mut self) -> Recorder<'_> {
-        Recorder {
-            ledger: self.run.ledger.as_mut(),
-            clock: self.run.clock,
-            retry: &self.run.settings.retry,
-            user_tz: self.run.user_tz,
-            findings: self.findings,
-        }
-    }
-
-    /// What goes in the request: the claimed URLs, their actions, their
-    /// paced delays, and which may be inspected first (`URL_UPDATED` only,
-    /// within the inspection budget; one that does not fit just publishes),
-    /// with the inspection units taken.
-    fn batch(
-        &mut self,
-        group: &GroupKey,
-        claim: &Claim,
-        now: DateTime<Utc>,
-    ) -> anyhow::Result<(engines::Batch, Option<inspect::Taken>)> {
-        let taken = self.run.take_inspections(group, claim, now)?;
-        let inspect = inspect::marks(claim, inspect::Taken::units(taken.as_ref()));
-        Ok((request(claim, inspect, now), taken))
-    }
-
-    /// Asks the engine what is left of its quota (once per group and run)
-    /// and records it in the ledger; if it cannot say, the local rules
-    /// decide, and the report says so.
-    async fn read_reported_quota(&mut self, group: &GroupKey, windows: &[RuleWindow]) -> anyhow::Result<()> {
-        let now = self.run.clock.now();
-        for (period, remaining) in self.run.reported_quota(group, windows, &mut self.findings.notes).await? {
-            for w in windows.iter().filter(|w| w.reported && w.period == period) {
-                self.run.ledger.record_report(w, remaining, now)?;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -469,76 +309,20 @@ fn waiting_text(group: &GroupKey, why: &str, pause: TimeDelta) -> String {
     )
 }
 
-/// The timezone a budget deferral until `retry_at` is told in: that of the
-/// rule whose window ends then, else the user's.
-fn deferral_tz(rules: &[budget_rules::Rule], retry_at: DateTime<Utc>, user_tz: Tz) -> Tz {
-    let before = retry_at - TimeDelta::milliseconds(1);
-    rules.iter().find(|r| r.window(before).resets_at == retry_at).map_or(user_tz, |r| r.tz)
-}
-
-/// The window the progress line counts down: of the rules with a limit,
-/// the one that resets first.
-fn soonest_limited<'w>(rules: &[budget_rules::Rule], windows: &'w [RuleWindow]) -> Option<&'w RuleWindow> {
-    windows.iter().zip(rules).filter(|(_, r)| r.limit.is_some()).map(|(w, _)| w).min_by_key(|w| w.resets_at)
-}
-
-/// The request for a claim: its URLs and actions, each URL's delay to its
-/// paced slot, and which may be inspected first.
-fn request(claim: &Claim, inspect: Vec<bool>, now: DateTime<Utc>) -> engines::Batch {
-    engines::Batch {
-        urls: claim.items.iter().map(|i| i.url.clone()).collect(),
-        actions: claim.items.iter().map(|i| i.action).collect(),
-        delays: claim.slots.iter().map(|t| (*t - now).to_std().unwrap_or_default()).collect(),
-        inspect,
-    }
-}
-
-/// Whether another batch of the group may go now: this one was full, or
-/// its answer said what is left of a reported window, and nothing (the
-/// pace, a quota answer) said to stop — or every quota answer
-/// was a partial remainder its request explains (`outcome::resends_now`):
-/// what is left goes at once, the next claim bounded by it. A claim that
-/// deferred what the budget cannot cover left due what it can: the next
-/// claim takes that (or nothing, the budget spent).
-fn another_batch(claim: &Claim, sent: &engines::Sent, max_batch: usize) -> bool {
-    let mut quota = (0..sent.answers.len()).filter(|&i| sent.answers[i].verdict.class() == Class::Quota).peekable();
-    if quota.peek().is_some() {
-        return quota.all(|i| resends_now(sent, i, &claim.windows));
-    }
-    // An answer that says what is left of a reported window (Baidu's
-    // `remain`) sets the budget the claim was bounded by: the next claim
-    // takes what it covers, or defers what it does not.
-    let said = sent.answers.iter().any(|a| {
-        a.verdict.reported.is_some_and(|(period, _)| claim.windows.iter().any(|w| w.reported && w.period == period))
-    });
-    claim.paced.is_empty() && (claim.items.len() == max_batch || said)
-}
-
-/// The report's note when the engine cannot say what is left of its quota.
-fn unread_quota_note(group: &GroupKey, why: &str, windows: &[RuleWindow]) -> String {
-    format!(
-        "{}: could not read the quota {} reports ({why}); the local ledger decides this run{}.",
-        crate::output::printer::group_title(group),
-        group.engine.title(),
-        if windows.iter().any(|w| w.reported && w.limit.is_some()) {
-            format!(
-                " (with no local daily rule: {} a day, indexq's conservative default)",
-                budget_rules::BING_NEW_SITE_DAILY
-            )
-        } else {
-            String::new()
-        }
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use super::claim::unread_quota_note;
+    use super::request::{request, soonest_limited};
     use super::*;
-    use crate::budget_rules::Scope;
-    use crate::ledger::ClaimedItem;
+    use crate::budget_rules::{self, Scope};
+    use crate::engines;
+    use crate::ledger::{Claim, ClaimedItem};
+    use crate::model::Class;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
+    use crate::pipeline::outcome::another_batch;
     use crate::pipeline::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
+    use chrono_tz::Tz;
 
     fn claimed(n: usize) -> Claim {
         let items = (0..n)
@@ -589,20 +373,6 @@ mod tests {
             waiting_text(&g, "", TimeDelta::minutes(2)),
             "waiting for IndexNow (api.indexnow.org) for site — retry in 2 min"
         );
-    }
-
-    #[test]
-    fn a_budget_deferral_is_told_in_the_timezone_of_the_rule_that_reopens_then() {
-        let shanghai = chrono_tz::Asia::Shanghai;
-        let paris = chrono_tz::Europe::Paris;
-        let rules = [
-            rule("day", Scope::Property, Period::Day, shanghai, Some(10)),
-            rule("month", Scope::Property, Period::Month, Tz::UTC, Some(100)),
-        ];
-        // Midnight in Shanghai ends its day; the month ends at midnight UTC.
-        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:00:00Z"), paris), shanghai);
-        assert_eq!(deferral_tz(&rules, at("2026-04-01T00:00:00Z"), paris), Tz::UTC);
-        assert_eq!(deferral_tz(&rules, at("2026-03-02T16:30:00Z"), paris), paris, "no rule ends then");
     }
 
     #[test]

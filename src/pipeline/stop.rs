@@ -2,11 +2,11 @@
 //! stops the run: nothing more is claimed or read (a list at the end of the
 //! line being read), a sleep within `--max-wait` ends, and requests in
 //! flight get `[submit] stop_grace` to be answered (the engines see this as
-//! an `engines::Halt`); then the run reports and exits 130 or 143. A second
+//! an `engines::StopSignal`); then the run reports and exits 130 or 143. A second
 //! signal exits at once with the same code: the ledger's reservations are
 //! reconciled by the next run.
 
-use crate::engines::{Halt, Sent};
+use crate::engines::{Sent, StopSignal};
 use crate::error::ExitStatus;
 use crate::output::summary::Interruption;
 use chrono::{DateTime, Utc};
@@ -42,12 +42,12 @@ impl Signal {
     }
 }
 
-/// A run's stop: the signal that came (if one did), and the `Halt` that
+/// A run's stop: the signal that came (if one did), and the `StopSignal` that
 /// every phase and engine reads.
 #[derive(Clone)]
 pub(crate) struct Stop {
     shared: Arc<Shared>,
-    halt: Halt,
+    stop_signal: StopSignal,
 }
 
 struct Shared {
@@ -59,8 +59,8 @@ struct Shared {
 impl Stop {
     /// A stop that only `trigger` sets off (the listener's, and the tests').
     pub(super) fn new(grace: Duration) -> Stop {
-        let (deadline, halt) = Halt::channel();
-        Stop { shared: Arc::new(Shared { signal: OnceLock::new(), deadline, grace }), halt }
+        let (deadline, stop_signal) = StopSignal::channel();
+        Stop { shared: Arc::new(Shared { signal: OnceLock::new(), deadline, grace }), stop_signal }
     }
 
     /// A stop set off by SIGINT or SIGTERM (Windows: Ctrl-C), listened to
@@ -120,11 +120,11 @@ impl Stop {
     }
 
     pub(crate) fn requested(&self) -> bool {
-        self.halt.stopping()
+        self.stop_signal.stopping()
     }
 
-    pub(crate) fn halt(&self) -> &Halt {
-        &self.halt
+    pub(crate) fn stop_signal(&self) -> &StopSignal {
+        &self.stop_signal
     }
 
     pub(super) fn grace(&self) -> Duration {
@@ -136,7 +136,7 @@ impl Stop {
 /// and URLs left unsent (from the answers the engines made of the stop),
 /// and whether an input was left unread.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct Cut {
+pub(super) struct StopCut {
     pub unanswered_requests: u64,
     pub unanswered_urls: u64,
     pub unsent_urls: u64,
@@ -145,7 +145,7 @@ pub(super) struct Cut {
     pub input_cut: bool,
 }
 
-impl Cut {
+impl StopCut {
     /// Counts what the stop cut of a request's answers; the unanswered go
     /// again at `retry_at`.
     pub(super) fn count(&mut self, sent: &Sent, retry_at: DateTime<Utc>) {
@@ -240,27 +240,27 @@ impl Signals {
 /// stops: every line handed on is whole (and goes to the ledger), and the
 /// rest of the input is not read. `cut`: it ended so (the rest may be
 /// empty: whether it is is not asked, as that could wait for stdin).
-pub(super) struct UntilStop<R> {
+pub(super) struct UntilStopped<R> {
     inner: R,
-    halt: Halt,
+    stop_signal: StopSignal,
     /// Whether the last byte handed on ended a line (or none was).
     at_line_start: bool,
     ended: bool,
     pub(super) cut: bool,
 }
 
-impl<R: BufRead> UntilStop<R> {
-    pub(super) fn new(inner: R, halt: Halt) -> UntilStop<R> {
-        UntilStop { inner, halt, at_line_start: true, ended: false, cut: false }
+impl<R: BufRead> UntilStopped<R> {
+    pub(super) fn new(inner: R, stop_signal: StopSignal) -> UntilStopped<R> {
+        UntilStopped { inner, stop_signal, at_line_start: true, ended: false, cut: false }
     }
 }
 
-impl<R: BufRead> Read for UntilStop<R> {
+impl<R: BufRead> Read for UntilStopped<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         if self.ended || out.is_empty() {
             return Ok(0);
         }
-        if !self.halt.stopping() {
+        if !self.stop_signal.stopping() {
             // As the input itself reads (a large read bypasses its buffer).
             let n = self.inner.read(out)?;
             if n > 0 {
@@ -310,17 +310,17 @@ mod tests {
         assert_eq!(stop.signal(), Some(Signal::Terminate));
         assert!(!stop.trigger(Signal::Interrupt), "a second signal does not stop it again");
         assert_eq!(stop.signal(), Some(Signal::Terminate), "the first signal is the run's");
-        assert!(!stop.halt().sleep(Duration::from_secs(60)).await, "a sleep ends at once");
+        assert!(!stop.stop_signal().sleep(Duration::from_secs(60)).await, "a sleep ends at once");
     }
 
     #[test]
     fn the_cut_counts_unanswered_requests_and_unsent_urls() {
         use crate::engines::Answer;
         let t = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
-        let mut cut = Cut::default();
+        let mut cut = StopCut::default();
         let accepted = crate::pipeline::testing::whole(crate::model::Class::Accepted, "ok", &Default::default());
         cut.count(&accepted, t("2026-03-02T10:10:00Z"));
-        assert_eq!(cut, Cut::default(), "an answer the stop did not cut counts nothing");
+        assert_eq!(cut, StopCut::default(), "an answer the stop did not cut counts nothing");
         // Bing's halves: one answered, one in flight at the deadline, one never sent.
         let sent = Sent {
             answers: vec![accepted.answers[0].clone(), Answer::unanswered_on_stop(), Answer::not_sent_on_stop()],
@@ -328,7 +328,7 @@ mod tests {
         };
         cut.count(&sent, t("2026-03-02T10:10:00Z"));
         cut.count(&Sent::whole(Answer::unanswered_on_stop(), 2), t("2026-03-02T10:11:00Z"));
-        let expected = Cut {
+        let expected = StopCut {
             unanswered_requests: 2,
             unanswered_urls: 5,
             unsent_urls: 1,
@@ -350,12 +350,12 @@ mod tests {
         );
     }
 
-    /// Reads `input` through `UntilStop` in reads of `chunk` bytes (from a
+    /// Reads `input` through `UntilStopped` in reads of `chunk` bytes (from a
     /// buffer of as many), the run
     /// stopping after `before` bytes were handed on.
     fn read_stopping(input: &[u8], chunk: usize, before: usize) -> (String, bool) {
         let stop = Stop::new(Duration::ZERO);
-        let mut reader = UntilStop::new(std::io::BufReader::with_capacity(chunk, input), stop.halt().clone());
+        let mut reader = UntilStopped::new(std::io::BufReader::with_capacity(chunk, input), stop.stop_signal().clone());
         let mut got = Vec::new();
         let mut buf = vec![0; chunk];
         loop {

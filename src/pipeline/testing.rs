@@ -3,15 +3,16 @@
 //! integration tests in `tests/it` run the real engines against mock
 //! servers), and its results read back as JSON.
 
+use super::admission::Writing;
 use super::findings::Findings;
-use super::intake::Intake;
+use super::intake::Admitting;
 use super::send::Sender;
 use super::Run;
 use crate::budget_rules::{Rule, Scope};
 use crate::classify::Verdict;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::engines::{Answer, Batch, Engine, Halt, Sent};
+use crate::engines::{Answer, Batch, Engine, Sent, StopSignal};
 use crate::ledger::{AdmitRule, ItemFilter, ItemRow, NewItem, Owner, SqliteLedger};
 use crate::model::{Action, Class, EngineKind, GroupKey, Period, Reason, StoredResponse};
 use crate::output::printer::{Printer, Verbosity};
@@ -94,7 +95,7 @@ impl Engine for Scripted {
         None
     }
 
-    async fn send(&self, _group: &GroupKey, batch: &Batch, _halt: &Halt) -> Sent {
+    async fn send(&self, _group: &GroupKey, batch: &Batch, _stop_signal: &StopSignal) -> Sent {
         self.batches.lock().expect("not poisoned").push(batch.urls.clone());
         (self.answer)(batch)
     }
@@ -136,7 +137,8 @@ impl Fixture {
             stop: super::stop::Stop::new(self.settings.submit.stop_grace),
             held: Default::default(),
         };
-        Trial { run, findings: Findings::new(Results::new(true).expect("a temporary file")) }
+        let findings = Findings::new(Results::new(true).expect("a temporary file"));
+        Trial { run, findings, writing: Writing { baseline: false } }
     }
 
     /// A run as `run` makes it, whose ledger holds `n` due URLs of the
@@ -166,6 +168,8 @@ impl Fixture {
 pub(super) struct Trial<'a> {
     pub run: Run<'a>,
     pub findings: Findings,
+    /// The admission its intake writes with.
+    writing: Writing,
 }
 
 impl<'a> Trial<'a> {
@@ -176,8 +180,8 @@ impl<'a> Trial<'a> {
     }
 
     /// Its intake, admitting by `rule` (and `--since`).
-    pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Intake<'_, 'a> {
-        Intake::new(&mut self.run, &mut self.findings, None, rule, since)
+    pub(super) fn intake(&mut self, rule: AdmitRule, since: Option<DateTime<Utc>>) -> Admitting<'_, 'a> {
+        Admitting::new(&mut self.run, &mut self.findings, &mut self.writing, rule, since)
     }
 }
 

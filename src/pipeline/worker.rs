@@ -8,7 +8,7 @@
 //! `send` and `outcome`, the same code `submit` runs.
 
 use super::findings::Findings;
-use super::intake::Intake;
+use super::intake::Admitting;
 use super::send::Sender;
 use super::stop::Stop;
 use super::Run;
@@ -111,7 +111,8 @@ impl<'a> Worker<'a> {
             changed: true,
             resend_after: None,
         };
-        let mut intake = Intake::new(&mut self.run, &mut self.findings, None, rule, None);
+        let mut writing = super::admission::Writing { baseline: false };
+        let mut intake = Admitting::new(&mut self.run, &mut self.findings, &mut writing, rule, None);
         intake.only = properties.map(<[String]>::to_vec);
         intake.read_sources(&self.printer).await?;
         intake.say_in_future(&self.printer);

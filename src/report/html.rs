@@ -384,7 +384,7 @@ fn stranded(h: &mut String, history: &History) {
             q.due + q.waiting,
             q.parked,
             q.in_flight,
-            esc(&crate::queue::stranded_hint(group))
+            esc(&crate::attention::stranded_hint(group))
         );
     }
     h.push_str("</ul>\n</section>\n");

@@ -136,7 +136,7 @@ pub fn gather(settings: &Settings, ledger: &mut dyn Ledger, now: DateTime<Utc>, 
             }
         }
     }
-    let stranded = crate::queue::stranded_groups(settings, ledger, now)?;
+    let stranded = crate::attention::stranded_groups(settings, ledger, now)?;
     Ok(History { now, days, groups, last_run: ledger.last_run(false)?, last_success: ledger.last_run(true)?, stranded })
 }
 
@@ -181,7 +181,7 @@ fn parked(
                 }
             }
             None => by_reason.push(Parked {
-                hint: crate::queue::fix(settings, group, reason, &item.url),
+                hint: crate::attention::fix(settings, group, reason, &item.url),
                 reason,
                 count: 1,
                 message: item.last_message.unwrap_or_default(),

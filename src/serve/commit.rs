@@ -9,7 +9,7 @@
 
 use super::auth::Caller;
 use super::intake::{self, Admitted, Checked};
-use super::limits::{Limit, Taken};
+use super::limits::{Charged, Limit};
 use super::refusal::{self, Refusal};
 use super::State;
 use crate::ledger::{RateDecision, RateRequest};
@@ -34,7 +34,7 @@ pub(super) enum Job {
 /// What became of a request's URLs.
 pub(super) enum Admit {
     /// The URL rule allowed them (its decision), and the ledger has them.
-    Taken(RateDecision, Admitted),
+    Charged(RateDecision, Admitted),
     /// The URL rule refused them; nothing was written.
     Refused(RateDecision),
 }
@@ -42,7 +42,7 @@ pub(super) enum Admit {
 /// Takes `cost` units of `caller`'s `limit` (through the group commit):
 /// refused, a `429` (or a `413` for more units than the burst lets through
 /// at all).
-pub(super) async fn take(state: &Arc<State>, caller: &str, limit: Limit, cost: u32) -> Result<Taken, Refusal> {
+pub(super) async fn take(state: &Arc<State>, caller: &str, limit: Limit, cost: u32) -> Result<Charged, Refusal> {
     let (reply, answer) = tokio::sync::oneshot::channel();
     let job = Job::Take { caller: caller.to_string(), limit, cost, reply };
     if state.commits.send(job).is_err() {
@@ -63,7 +63,7 @@ pub(super) async fn take_urls(
     state: &Arc<State>,
     caller: &Caller,
     submission: intake::Submission,
-) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+) -> Result<(StatusCode, Extension<Charged>, Json<intake::Admitted>), Refusal> {
     let checked = intake::check(state, caller, submission)?;
     let urls = u32::try_from(checked.len()).unwrap_or(u32::MAX);
     let (reply, answer) = tokio::sync::oneshot::channel();
@@ -71,7 +71,7 @@ pub(super) async fn take_urls(
         return Err(Refusal::shutting_down());
     }
     let (decision, admitted) = match answer.await {
-        Ok(Ok(Admit::Taken(decision, admitted))) => (decision, admitted),
+        Ok(Ok(Admit::Charged(decision, admitted))) => (decision, admitted),
         Ok(Ok(Admit::Refused(decision))) => {
             return Err(refusal::answer_for(state, caller.id(), Limit::UrlsPerMinute, urls, decision)
                 .expect_err("a refused decision is a refusal"));
@@ -80,7 +80,7 @@ pub(super) async fn take_urls(
         Err(_) => return Err(Refusal::shutting_down()),
     };
     state.wake.notify_one();
-    let taken = Taken { limit: Limit::UrlsPerMinute, decision };
+    let taken = Charged { limit: Limit::UrlsPerMinute, decision };
     Ok((StatusCode::ACCEPTED, Extension(taken), Json(admitted)))
 }
 
@@ -152,7 +152,7 @@ fn commit(state: &State, group: Vec<Job>) {
     match intake::admit_all(state, ledger.as_mut(), state.clock.now(), admit) {
         Ok(admitted) => {
             for ((reply, decision), admitted) in waiting.into_iter().zip(admitted) {
-                let _ = reply.send(Ok(Admit::Taken(decision, admitted)));
+                let _ = reply.send(Ok(Admit::Charged(decision, admitted)));
             }
         }
         Err(e) => {

@@ -20,7 +20,7 @@
 use super::auth::Caller;
 use super::commit::take_urls;
 use super::intake::{Admitted, Submission, UrlFrom};
-use super::limits::Taken;
+use super::limits::Charged;
 use super::refusal::{body_refusal, ErrorCode, Refusal};
 use super::{SourcesJob, State};
 use crate::ledger::{GhostUrl, Ledger};
@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 type St = axum::extract::State<Arc<State>>;
 
 /// A hook's answer when it took URLs.
-type Took = (StatusCode, Extension<Taken>, Json<Admitted>);
+type Took = (StatusCode, Extension<Charged>, Json<Admitted>);
 
 /// The JSON of a hook's body.
 fn json_body(state: &State, body: Result<Bytes, BytesRejection>, what: &str) -> Result<Value, Refusal> {

@@ -6,7 +6,7 @@
 use super::auth::{Caller, Unknown};
 use super::commit::{self, take_urls};
 use super::intake;
-use super::limits::{self, Limit, Taken};
+use super::limits::{self, Charged, Limit};
 use super::query::QueueQuery;
 use super::refusal::{body_refusal, content_type, unknown_property, ErrorCode, Refusal};
 use super::State;
@@ -124,7 +124,7 @@ async fn guard(
         // Not taken: the platform's retry of it is not a replay.
         state.signatures.forget(signature);
     }
-    taken.extend(response.extensions_mut().remove::<Taken>());
+    taken.extend(response.extensions_mut().remove::<Charged>());
     limits::headers(&state, &taken, response.headers_mut());
     log(&method, &path, response.status(), &id, started);
     response
@@ -210,7 +210,7 @@ async fn post_urls(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<(StatusCode, Extension<Taken>, Json<intake::Admitted>), Refusal> {
+) -> Result<(StatusCode, Extension<Charged>, Json<intake::Admitted>), Refusal> {
     if state.stop.requested() {
         return Err(Refusal::shutting_down());
     }
@@ -288,8 +288,8 @@ async fn get_queue(
         None => caller.properties().map(<[String]>::to_vec),
     };
     let doc = on_ledger(&state, move |s, ledger, now| match own {
-        Some(own) => crate::documents::queue::document_of(ledger, &filter, &own, now, s.user_tz),
-        None => crate::documents::queue::document(ledger, &filter, now, s.user_tz),
+        Some(own) => crate::documents::queue_list::document_of(ledger, &filter, &own, now, s.user_tz),
+        None => crate::documents::queue_list::document(ledger, &filter, now, s.user_tz),
     })
     .await?;
     Ok(Json(doc).into_response())

@@ -22,7 +22,7 @@
 use super::auth::Caller;
 use super::commit::{self, take_urls};
 use super::intake::{Admitted, Submission};
-use super::limits::{Limit, Taken};
+use super::limits::{Charged, Limit};
 use super::refusal::{body_refusal, ErrorCode, Refusal};
 use super::State;
 use crate::config::ConfigError;
@@ -102,7 +102,7 @@ struct PostJson {
     url_list: Vec<String>,
 }
 
-type Took = (StatusCode, Extension<Taken>, Json<Admitted>);
+type Took = (StatusCode, Extension<Charged>, Json<Admitted>);
 
 /// `GET /indexnow?url=…&key=…[&keyLocation=…]`: one URL.
 pub(super) async fn get(

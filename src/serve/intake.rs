@@ -4,7 +4,7 @@
 //! none or of no property makes the request a `422`, one of a property the
 //! token may not write a `403`, and then nothing is written. Otherwise each
 //! URL is routed and admitted by submit's own code (`pipeline::Routes`,
-//! `Ledger::admit` in one transaction, `pipeline::tell`), and the `202` says
+//! `Ledger::admit` in one transaction, `pipeline::admission_results`), and the `202` says
 //! what the ledger made of it per engine: queued (and when it is planned to
 //! go, from the ledger's claim forecast over the group's budget), waiting,
 //! skipped, parked or in flight — an engine's quota is never an intake
@@ -377,7 +377,7 @@ fn admit_group(
     let admitted: Vec<(&NewItem, Admission)> = batch.iter().zip(admissions).collect();
     let rules = |g: &GroupKey| crate::budget_rules::group_rules(settings, g, state.google_project.as_deref());
     let rule_tz = |g: &GroupKey| rules(g).and_then(|r| r.first().map(|r| r.tz));
-    let told = pipeline::tell(ledger, &admitted, now, state.user_tz, &rule_tz)?;
+    let told = pipeline::admission_results(ledger, &admitted, now, state.user_tz, &rule_tz)?;
     let planned = planned(state, ledger, now, &admitted)?;
     Ok(routed.into_iter().map(|urls| answer(urls, &admitted, &told, &planned, now, state.user_tz)).collect())
 }

@@ -45,14 +45,14 @@ impl Limit {
 
 /// What a rule made of a request, for its answer's headers.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Taken {
+pub(super) struct Charged {
     pub limit: Limit,
     pub decision: RateDecision,
 }
 
 /// The RateLimit header fields (draft-ietf-httpapi-ratelimit-headers):
 /// every rule's policy, and what is left of those this request took.
-pub(super) fn headers(state: &State, taken: &[Taken], headers: &mut HeaderMap) {
+pub(super) fn headers(state: &State, taken: &[Charged], headers: &mut HeaderMap) {
     let policy: Vec<String> = [Limit::RequestsPerSecond, Limit::UrlsPerMinute]
         .iter()
         .map(|l| {

@@ -9,7 +9,7 @@
 //!   time, each limited to its properties;
 //! - `intake`: a request's URLs read (JSON or one a line), checked and
 //!   admitted with submit's own routing and admission (`pipeline::Routes`,
-//!   `Ledger::admit`, `pipeline::tell`) — a `202` once they are in the ledger;
+//!   `Ledger::admit`, `pipeline::admission_results`) — a `202` once they are in the ledger;
 //! - `worker` (here): submit's run kept up (`pipeline::Worker`), woken by
 //!   the intake, at the next due time or window reopening, and every
 //!   `[serve] sources_every`; asleep otherwise.
@@ -205,7 +205,7 @@ async fn work(
     mut jobs: mpsc::Receiver<SourcesJob>,
     settings: &Settings,
 ) -> anyhow::Result<()> {
-    let halt = state.stop.halt().clone();
+    let stop_signal = state.stop.stop_signal().clone();
     let every = settings.serve.sources_every;
     let mut sources_at: Option<DateTime<Utc>> = every.map(|_| worker.now());
     // The first round prepares at once.
@@ -248,7 +248,7 @@ async fn work(
                     let _ = job.reply.send(read);
                 }
             }
-            () = halt.stopped() => break,
+            () = stop_signal.stopped() => break,
         }
     }
     Ok(())

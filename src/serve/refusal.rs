@@ -4,7 +4,7 @@
 //! every route shares.
 
 use super::auth::Caller;
-use super::limits::{Limit, Taken};
+use super::limits::{Charged, Limit};
 use super::State;
 use crate::ledger::RateDecision;
 use crate::model::Position;
@@ -74,7 +74,7 @@ pub(super) struct Refusal {
     pub limit: Option<&'static str>,
     /// What a rate rule made of the request, for the RateLimit fields.
     #[serde(skip)]
-    pub taken: Option<Box<Taken>>,
+    pub taken: Option<Box<Charged>>,
     /// Per URL: why it was refused (`invalid_urls`, `forbidden`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub urls: Vec<Refused>,
@@ -218,8 +218,8 @@ pub(super) fn answer_for(
     limit: Limit,
     cost: u32,
     decision: RateDecision,
-) -> Result<Taken, Refusal> {
-    let taken = Taken { limit, decision };
+) -> Result<Charged, Refusal> {
+    let taken = Charged { limit, decision };
     if decision.allowed {
         return Ok(taken);
     }

@@ -1,5 +1,7 @@
 use super::*;
-use crate::model::{Class, Reason};
+use crate::ledger::ItemRow;
+use crate::model::{Class, ItemState, Reason};
+use crate::pipeline::findings::admitted::{admission_result, row_entry, AdmissionResult};
 use crate::pipeline::testing::{self, admit_rule, at, new_item, site_group, Fixture, Scripted, NOW, PRINTER};
 
 #[test]
@@ -61,10 +63,10 @@ fn the_plan_counts_new_changed_and_unchanged_urls() {
 fn a_due_url_says_nothing_and_one_waiting_parked_or_in_flight_is_told_from_its_row() {
     let now = at(NOW);
     let url = new_item(&site_group(), "https://site.example/a");
-    let told_of = |a| match told(&url, a, now) {
-        Told::Nothing => "nothing".to_string(),
-        Told::FromRow(id) => format!("row {id}"),
-        Told::Result(id, e) => format!("result {id} {}", e.reason),
+    let told_of = |a| match admission_result(&url, a, now) {
+        AdmissionResult::Nothing => "nothing".to_string(),
+        AdmissionResult::FromRow(id) => format!("row {id}"),
+        AdmissionResult::Result(id, e) => format!("result {id} {}", e.reason),
     };
     assert_eq!(told_of(Admission::Queued { fresh: true }), "nothing");
     assert_eq!(told_of(Admission::Queued { fresh: false }), "nothing");
@@ -81,7 +83,9 @@ fn a_url_accepted_before_is_skipped_as_unchanged_or_already_accepted() {
     let now = at(NOW);
     let url = new_item(&site_group(), "https://site.example/a");
     let accepted_at = now - TimeDelta::hours(3);
-    let Told::Result(id, e) = told(&url, Admission::Skipped { id: 4, accepted_at, unchanged: true }, now) else {
+    let AdmissionResult::Result(id, e) =
+        admission_result(&url, Admission::Skipped { id: 4, accepted_at, unchanged: true }, now)
+    else {
         panic!("a skipped URL has its result now")
     };
     assert_eq!((id, e.outcome, e.reason.to_string().as_str()), (4, Outcome::Skipped, "unchanged"));
@@ -90,7 +94,9 @@ fn a_url_accepted_before_is_skipped_as_unchanged_or_already_accepted() {
         (e.url.as_str(), e.property.as_deref(), e.engine),
         (url.url.as_str(), Some("site"), Some(url.group.engine))
     );
-    let Told::Result(_, e) = told(&url, Admission::Skipped { id: 4, accepted_at, unchanged: false }, now) else {
+    let AdmissionResult::Result(_, e) =
+        admission_result(&url, Admission::Skipped { id: 4, accepted_at, unchanged: false }, now)
+    else {
         panic!("a skipped URL has its result now")
     };
     assert_eq!(
@@ -170,7 +176,7 @@ fn an_invalid_line_keeps_its_position() {
     assert_eq!(&*e.source.unwrap().source, "https://e.com:8080/s.xml", "the sitemap, a port and all");
 }
 
-fn read_list(intake: &mut Intake, text: &'static str) {
+fn read_list(intake: &mut Admitting, text: &'static str) {
     intake.ingest_list("urls.txt", Box::new(std::io::Cursor::new(text)), &PRINTER).expect("the list is read");
 }
 
@@ -229,7 +235,7 @@ async fn an_accepted_url_read_again_is_skipped_and_with_changed_counted_unchange
     run.sender().send_due(&PRINTER).await.unwrap();
     assert_eq!(testing::items(&mut run)[0].state, ItemState::Accepted);
 
-    let counts = |i: &Intake| {
+    let counts = |i: &Admitting| {
         let c = i.counts[&EngineKind::IndexNow];
         (c.new, c.changed, c.unchanged)
     };

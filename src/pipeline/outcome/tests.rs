@@ -4,6 +4,7 @@ use crate::classify::RetryAfter;
 use crate::engines::{Answer, Batch, Sent};
 use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
 use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
+use crate::pipeline::findings::{budget_entry, paced_entry};
 use crate::pipeline::testing::{self, at, rule, site_group, Fixture, Scripted, Trial, NOW};
 use chrono::TimeDelta;
 

@@ -4,7 +4,7 @@
 //! submitted since its last read, or last read `[sitemap] read_interval`
 //! ago), one read per property and engine, each kept in the ledger with
 //! since when its problems hold. What the reports say a human must look at
-//! is said at the end of the run, with what is parked (`parked`).
+//! is said at the end of the run, with what is parked (`attention`).
 
 use super::Run;
 use crate::model::{EngineKind, GroupKey};
@@ -43,8 +43,8 @@ impl Run<'_> {
                 break;
             }
             let Some(engine_impl) = self.engines.get(&engine) else { continue };
-            let halt = self.stop.halt().clone();
-            let Some(reads) = halt.within_grace(engine_impl.sitemap_reports(&property, &sitemaps)).await else {
+            let stop_signal = self.stop.stop_signal().clone();
+            let Some(reads) = stop_signal.within_grace(engine_impl.sitemap_reports(&property, &sitemaps)).await else {
                 break;
             };
             let at = self.clock.now();

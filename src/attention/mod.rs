@@ -1,16 +1,23 @@
-//! The queue as every command tells it, beyond its counts: items stranded
-//! under a group the configuration no longer has, and what is parked — what
-//! needs a human — per group and reason, with the fix in the words the
-//! engine's answer gives it (`fixes`). `submit`'s reminders, `status`,
-//! `doctor`, the metrics and the HTML report all read them from here.
+//! What needs a human, in one place: detection (items stranded under a
+//! group the configuration no longer has, and what is parked per group and
+//! reason, with the fix in the words the engine's answer gives it:
+//! `fixes`), and a run's side of it (`reminders`: the fix checks made
+//! before sending, and when each notice is told again). `submit`'s
+//! reminders, `status`, `doctor`, the metrics and the HTML report all read
+//! them from here; `output::parked` only words them, and the notices
+//! themselves are the domain's (`model::ParkedNotice`).
 
 mod fixes;
+mod reminders;
+
+pub(crate) use reminders::{notice_fixes, run_notices, urls_parked, RunGroups, Sightings};
 
 use crate::budget_rules;
 use crate::config::Settings;
 use crate::ledger::Ledger;
-use crate::model::{EngineKind, GroupKey, ParkedGroup, QueueCounts, Reason, SitemapState, SourceFailure};
-use crate::output::parked::{NoticeKind, ParkedNotice};
+use crate::model::{
+    EngineKind, GroupKey, NoticeKind, ParkedGroup, ParkedNotice, QueueCounts, Reason, SitemapState, SourceFailure,
+};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Queue items the configuration no longer sends: their (property, engine,

@@ -12,19 +12,19 @@ use tokio::time::Instant;
 /// The receiving side of a run's stop: `None` while the run goes on, then
 /// the instant the grace for requests in flight ends.
 #[derive(Debug, Clone)]
-pub struct Halt(watch::Receiver<Option<Instant>>);
+pub struct StopSignal(watch::Receiver<Option<Instant>>);
 
-impl Halt {
-    /// A halt and the sender that stops it (`send(Some(deadline))`).
-    pub fn channel() -> (watch::Sender<Option<Instant>>, Halt) {
+impl StopSignal {
+    /// A stop_signal and the sender that stops it (`send(Some(deadline))`).
+    pub fn channel() -> (watch::Sender<Option<Instant>>, StopSignal) {
         let (tx, rx) = watch::channel(None);
-        (tx, Halt(rx))
+        (tx, StopSignal(rx))
     }
 
-    /// A halt that never stops.
+    /// A stop_signal that never stops.
     #[cfg(test)]
-    pub fn never() -> Halt {
-        Halt::channel().1
+    pub fn never() -> StopSignal {
+        StopSignal::channel().1
     }
 
     /// Whether the run stops: nothing new starts.
@@ -80,42 +80,42 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     #[tokio::test]
-    async fn a_halt_that_never_stops_lets_everything_run() {
-        let halt = Halt::never();
-        assert!(!halt.stopping());
+    async fn a_stop_signal_that_never_comes_lets_everything_run() {
+        let stop_signal = StopSignal::never();
+        assert!(!stop_signal.stopping());
         let started = Instant::now();
-        assert!(halt.sleep(20 * MS).await, "the whole sleep");
+        assert!(stop_signal.sleep(20 * MS).await, "the whole sleep");
         assert!(started.elapsed() >= 20 * MS);
         let slow = async {
             tokio::time::sleep(20 * MS).await;
             7
         };
-        assert_eq!(halt.within_grace(slow).await, Some(7));
+        assert_eq!(stop_signal.within_grace(slow).await, Some(7));
     }
 
     #[tokio::test]
     async fn a_stop_ends_sleeps_at_once_and_work_at_the_grace_deadline() {
-        let (tx, halt) = Halt::channel();
+        let (tx, stop_signal) = StopSignal::channel();
         let started = Instant::now();
         let stopper = tokio::spawn(async move {
             tokio::time::sleep(50 * MS).await;
             tx.send_replace(Some(Instant::now() + 300 * MS));
             tx
         });
-        assert!(!halt.sleep(Duration::from_secs(60)).await, "the sleep ends at the stop");
+        assert!(!stop_signal.sleep(Duration::from_secs(60)).await, "the sleep ends at the stop");
         let stopped = started.elapsed();
         assert!(stopped >= 50 * MS && stopped < Duration::from_secs(30), "{stopped:?}");
-        assert!(halt.stopping());
-        assert!(!halt.sleep(Duration::from_secs(60)).await, "once stopped, no sleep at all");
+        assert!(stop_signal.stopping());
+        assert!(!stop_signal.sleep(Duration::from_secs(60)).await, "once stopped, no sleep at all");
 
         // Work that ends within the grace is waited for...
         let quick = async {
             tokio::time::sleep(10 * MS).await;
             "answer"
         };
-        assert_eq!(halt.within_grace(quick).await, Some("answer"));
+        assert_eq!(stop_signal.within_grace(quick).await, Some("answer"));
         // ...work that does not is given up at the deadline.
-        assert_eq!(halt.within_grace(std::future::pending::<()>()).await, None);
+        assert_eq!(stop_signal.within_grace(std::future::pending::<()>()).await, None);
         let given_up = started.elapsed();
         assert!(given_up >= 350 * MS && given_up < Duration::from_secs(30), "{given_up:?}");
         drop(stopper.await);
