@@ -160,26 +160,10 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         target: target.map(str::to_string),
         period,
     };
-    let mut rules = Vec::new();
     if let Some(sitemap) = group.sitemap_url() {
-        // A sitemap's own day, counted (its spacing is the admission's: one
-        // submission a day at most), and for Search Console the service
-        // account's per-minute limit, shared by every sitemap it submits.
-        match group.engine {
-            EngineKind::Google => {
-                let tz = property.google.as_ref().map_or(settings.google.quota_timezone, |g| g.quota_timezone);
-                rules.push(Rule::new(id(RuleFamily::GoogleSitemaps, name(), Some(sitemap), Period::Day), tz, None));
-                let minute = id(RuleFamily::GoogleSitemaps, project(), None, Period::Minute);
-                rules.push(Rule::new(minute, settings.google.quota_timezone, Some(SEARCH_CONSOLE_PER_MINUTE)));
-            }
-            EngineKind::Bing => {
-                let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
-                rules.push(Rule::new(id(RuleFamily::BingSitemaps, name(), Some(sitemap), Period::Day), tz, None));
-            }
-            EngineKind::IndexNow | EngineKind::Baidu | EngineKind::Yandex => {}
-        }
-        return rules;
+        return sitemap_rules(settings, property, group, sitemap, pool);
     }
+    let mut rules = Vec::new();
     match group.engine {
         EngineKind::IndexNow => {
             let endpoint = Some(group.target.as_str());
@@ -252,6 +236,37 @@ pub fn rules_for(settings: &Settings, property: &Property, group: &GroupKey, poo
         }
     }
     rules
+}
+
+/// A sitemap's own day, counted (its spacing is the admission's: one
+/// submission a day at most), and for Search Console the service account's
+/// per-minute limit, shared by every sitemap it submits.
+fn sitemap_rules(
+    settings: &Settings,
+    property: &Property,
+    group: &GroupKey,
+    sitemap: &str,
+    pool: Option<&str>,
+) -> Vec<Rule> {
+    let name = Whose::Property(property.name.clone());
+    let day = |family| RuleId { family, whose: name.clone(), target: Some(sitemap.to_string()), period: Period::Day };
+    match group.engine {
+        EngineKind::Google => {
+            let tz = property.google.as_ref().map_or(settings.google.quota_timezone, |g| g.quota_timezone);
+            let project = Whose::Pool(Some(pool.unwrap_or("unknown").to_string()));
+            let minute =
+                RuleId { family: RuleFamily::GoogleSitemaps, whose: project, target: None, period: Period::Minute };
+            vec![
+                Rule::new(day(RuleFamily::GoogleSitemaps), tz, None),
+                Rule::new(minute, settings.google.quota_timezone, Some(SEARCH_CONSOLE_PER_MINUTE)),
+            ]
+        }
+        EngineKind::Bing => {
+            let tz = property.bing.as_ref().map_or(settings.bing.quota_timezone, |b| b.quota_timezone);
+            vec![Rule::new(day(RuleFamily::BingSitemaps), tz, None)]
+        }
+        EngineKind::IndexNow | EngineKind::Baidu | EngineKind::Yandex => Vec::new(),
+    }
 }
 
 /// A daily quota the engine states in its answers (Baidu's `remain`,

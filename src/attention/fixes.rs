@@ -54,90 +54,104 @@ pub fn hint(engine: EngineKind, reason: Reason, url: &str, ctx: &Context) -> Opt
         _ => None,
     };
     let statuses: Vec<u16> = named.into_iter().chain([400, 401, 403, 404, 413, 422, 301]).collect();
-    let verdicts: Vec<classify::Verdict> = match engine {
-        EngineKind::IndexNow => {
-            let with = |check| IndexNowContext { key: SOME_KEY, key_location: &ctx.key_location, key_file: check };
-            let mut verdicts: Vec<_> =
-                statuses.iter().map(|&s| classify::indexnow(&answer(s, ""), &with(None))).collect();
-            // A refused key location is named by the answer's `details[].target`, as IndexNow sends it.
-            let key_location = r#"{"errorCode":"InvalidRequestParameters","details":[{"target":"keyLocation"}]}"#;
-            verdicts.push(classify::indexnow(&answer(400, key_location), &with(None)));
-            let checks = [
-                KeyFileCheck::Failed { error: String::new() },
-                KeyFileCheck::Fetched { status: 404, body: String::new() },
-                KeyFileCheck::Fetched { status: 500, body: String::new() },
-                KeyFileCheck::Fetched { status: 200, body: format!("\u{FEFF}{SOME_KEY}") },
-                KeyFileCheck::Fetched { status: 200, body: format!("<html>{SOME_KEY}</html>") },
-                KeyFileCheck::Fetched { status: 200, body: "another key".into() },
-            ];
-            verdicts.extend(checks.iter().map(|c| classify::key_file(SOME_KEY, &ctx.key_location, c)));
-            verdicts
-        }
-        EngineKind::Bing => {
-            let bing = BingContext { site_url: &ctx.site_url };
-            // Bing's reasons are its ErrorCode names: try every code.
-            let mut verdicts: Vec<_> = (0..=20)
-                .chain([99])
-                .map(|code| {
-                    let body = format!(r#"{{"ErrorCode":{code},"Message":"ERROR!!!"}}"#);
-                    classify::bing(&answer(400, &body), &bing)
-                })
-                .collect();
-            verdicts.extend(statuses.iter().map(|&s| classify::bing(&answer(s, ""), &bing)));
-            verdicts
-        }
-        EngineKind::Google => {
-            let google = GoogleContext {
-                url,
-                action: crate::model::Action::Updated,
-                client_email: &ctx.client_email,
-                project_id: &ctx.project_id,
-            };
-            let error = |code: u16, status: &str, message: &str| {
-                format!(r#"{{"error":{{"code":{code},"message":"{message}","status":"{status}"}}}}"#)
-            };
-            // A disabled API is named by its ErrorInfo reason, as Google sends it.
-            let disabled = r#"{"error":{"code":403,"message":"Web Search Indexing API has not been used.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"SERVICE_DISABLED"}]}}"#;
-            let bodies = [
-                (403, disabled.to_string()),
-                (403, error(403, "PERMISSION_DENIED", "Failed to verify the URL ownership.")),
-                (403, error(403, "PERMISSION_DENIED", "Permission denied.")),
-                (401, error(401, "UNAUTHENTICATED", "Invalid credentials.")),
-                (400, error(400, "INVALID_ARGUMENT", "Invalid argument.")),
-            ];
-            let mut verdicts: Vec<_> = bodies.iter().map(|(s, b)| classify::google(&answer(*s, b), &google)).collect();
-            verdicts.extend(statuses.iter().map(|&s| classify::google(&answer(s, ""), &google)));
-            let token = GoogleTokenContext { client_email: &ctx.client_email, key_id: &ctx.key_id };
-            let body = format!(r#"{{"error":"{reason}"}}"#);
-            verdicts.push(classify::google_token(&answer(400, &body), &token));
-            verdicts.extend(statuses.iter().map(|&s| classify::google_token(&answer(s, ""), &token)));
-            verdicts
-        }
-        EngineKind::Baidu => {
-            let baidu = classify::BaiduContext { site: &ctx.site_url };
-            // Baidu's refusals are its messages, and a success lists the URLs it did not take.
-            let messages = ["site error", "token is not valid", "only 2000 urls are allowed once", "empty content"];
-            let mut verdicts: Vec<_> = messages
-                .iter()
-                .map(|m| classify::baidu(&answer(400, &format!(r#"{{"error":400,"message":"{m}"}}"#)), &baidu))
-                .collect();
-            let listed = r#"{"remain":1,"success":0,"not_same_site":["u"],"not_valid":["u"]}"#;
-            verdicts.extend(classify::baidu_refused(&answer(200, listed), &baidu).into_iter().map(|(_, v)| v));
-            verdicts.extend(statuses.iter().map(|&s| classify::baidu(&answer(s, ""), &baidu)));
-            verdicts
-        }
-        EngineKind::Yandex => {
-            let yandex = classify::YandexContext { user_id: "of the token", host_id: &ctx.site_url };
-            let codes = [(400, "INVALID_URL"), (403, "INVALID_USER_ID"), (404, "HOST_NOT_VERIFIED")];
-            let mut verdicts: Vec<_> = codes
-                .iter()
-                .map(|(s, c)| classify::yandex(&answer(*s, &format!(r#"{{"error_code":"{c}"}}"#)), &yandex))
-                .collect();
-            verdicts.extend(statuses.iter().map(|&s| classify::yandex(&answer(s, ""), &yandex)));
-            verdicts
-        }
+    let verdicts = match engine {
+        EngineKind::IndexNow => indexnow_verdicts(&statuses, ctx),
+        EngineKind::Bing => bing_verdicts(&statuses, ctx),
+        EngineKind::Google => google_verdicts(&statuses, url, reason, ctx),
+        EngineKind::Baidu => baidu_verdicts(&statuses, ctx),
+        EngineKind::Yandex => yandex_verdicts(&statuses, ctx),
     };
     verdicts.into_iter().find(|v| v.reason() == reason).and_then(|v| v.hint)
+}
+
+/// IndexNow's answers and the key file checks that carry a misconfigured reason.
+fn indexnow_verdicts(statuses: &[u16], ctx: &Context) -> Vec<classify::Verdict> {
+    let with = |check| IndexNowContext { key: SOME_KEY, key_location: &ctx.key_location, key_file: check };
+    let mut verdicts: Vec<_> = statuses.iter().map(|&s| classify::indexnow(&answer(s, ""), &with(None))).collect();
+    // A refused key location is named by the answer's `details[].target`, as IndexNow sends it.
+    let key_location = r#"{"errorCode":"InvalidRequestParameters","details":[{"target":"keyLocation"}]}"#;
+    verdicts.push(classify::indexnow(&answer(400, key_location), &with(None)));
+    let checks = [
+        KeyFileCheck::Failed { error: String::new() },
+        KeyFileCheck::Fetched { status: 404, body: String::new() },
+        KeyFileCheck::Fetched { status: 500, body: String::new() },
+        KeyFileCheck::Fetched { status: 200, body: format!("\u{FEFF}{SOME_KEY}") },
+        KeyFileCheck::Fetched { status: 200, body: format!("<html>{SOME_KEY}</html>") },
+        KeyFileCheck::Fetched { status: 200, body: "another key".into() },
+    ];
+    verdicts.extend(checks.iter().map(|c| classify::key_file(SOME_KEY, &ctx.key_location, c)));
+    verdicts
+}
+
+/// Bing's answers: every `ErrorCode`, and the statuses.
+fn bing_verdicts(statuses: &[u16], ctx: &Context) -> Vec<classify::Verdict> {
+    let bing = BingContext { site_url: &ctx.site_url };
+    // Bing's reasons are its ErrorCode names: try every code.
+    let mut verdicts: Vec<_> = (0..=20)
+        .chain([99])
+        .map(|code| {
+            let body = format!(r#"{{"ErrorCode":{code},"Message":"ERROR!!!"}}"#);
+            classify::bing(&answer(400, &body), &bing)
+        })
+        .collect();
+    verdicts.extend(statuses.iter().map(|&s| classify::bing(&answer(s, ""), &bing)));
+    verdicts
+}
+
+/// Google's answers, the Indexing API's and its token endpoint's.
+fn google_verdicts(statuses: &[u16], url: &str, reason: Reason, ctx: &Context) -> Vec<classify::Verdict> {
+    let google = GoogleContext {
+        url,
+        action: crate::model::Action::Updated,
+        client_email: &ctx.client_email,
+        project_id: &ctx.project_id,
+    };
+    let error = |code: u16, status: &str, message: &str| {
+        format!(r#"{{"error":{{"code":{code},"message":"{message}","status":"{status}"}}}}"#)
+    };
+    // A disabled API is named by its ErrorInfo reason, as Google sends it.
+    let disabled = r#"{"error":{"code":403,"message":"Web Search Indexing API has not been used.","status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"SERVICE_DISABLED"}]}}"#;
+    let bodies = [
+        (403, disabled.to_string()),
+        (403, error(403, "PERMISSION_DENIED", "Failed to verify the URL ownership.")),
+        (403, error(403, "PERMISSION_DENIED", "Permission denied.")),
+        (401, error(401, "UNAUTHENTICATED", "Invalid credentials.")),
+        (400, error(400, "INVALID_ARGUMENT", "Invalid argument.")),
+    ];
+    let mut verdicts: Vec<_> = bodies.iter().map(|(s, b)| classify::google(&answer(*s, b), &google)).collect();
+    verdicts.extend(statuses.iter().map(|&s| classify::google(&answer(s, ""), &google)));
+    let token = GoogleTokenContext { client_email: &ctx.client_email, key_id: &ctx.key_id };
+    let body = format!(r#"{{"error":"{reason}"}}"#);
+    verdicts.push(classify::google_token(&answer(400, &body), &token));
+    verdicts.extend(statuses.iter().map(|&s| classify::google_token(&answer(s, ""), &token)));
+    verdicts
+}
+
+/// Baidu's refusals by their messages, and the URLs a success did not take.
+fn baidu_verdicts(statuses: &[u16], ctx: &Context) -> Vec<classify::Verdict> {
+    let baidu = classify::BaiduContext { site: &ctx.site_url };
+    // Baidu's refusals are its messages, and a success lists the URLs it did not take.
+    let messages = ["site error", "token is not valid", "only 2000 urls are allowed once", "empty content"];
+    let mut verdicts: Vec<_> = messages
+        .iter()
+        .map(|m| classify::baidu(&answer(400, &format!(r#"{{"error":400,"message":"{m}"}}"#)), &baidu))
+        .collect();
+    let listed = r#"{"remain":1,"success":0,"not_same_site":["u"],"not_valid":["u"]}"#;
+    verdicts.extend(classify::baidu_refused(&answer(200, listed), &baidu).into_iter().map(|(_, v)| v));
+    verdicts.extend(statuses.iter().map(|&s| classify::baidu(&answer(s, ""), &baidu)));
+    verdicts
+}
+
+/// Yandex's refusals by their `error_code`, and the statuses.
+fn yandex_verdicts(statuses: &[u16], ctx: &Context) -> Vec<classify::Verdict> {
+    let yandex = classify::YandexContext { user_id: "of the token", host_id: &ctx.site_url };
+    let codes = [(400, "INVALID_URL"), (403, "INVALID_USER_ID"), (404, "HOST_NOT_VERIFIED")];
+    let mut verdicts: Vec<_> = codes
+        .iter()
+        .map(|(s, c)| classify::yandex(&answer(*s, &format!(r#"{{"error_code":"{c}"}}"#)), &yandex))
+        .collect();
+    verdicts.extend(statuses.iter().map(|&s| classify::yandex(&answer(s, ""), &yandex)));
+    verdicts
 }
 
 fn answer(status: u16, body: &str) -> Response<'_> {
