@@ -524,6 +524,40 @@ mod tests {
         GroupKey::urls(property, engine, format!("https://{property}/endpoint"))
     }
 
+    /// Without a run of `in_flight`, each state is read on its own; the
+    /// listing keeps its order (group, state by name, due time, id) and its
+    /// limit, and a row in flight of its own (one a copy brought) is listed.
+    #[test]
+    fn a_listing_reads_state_by_state_in_its_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-03T10:00:00Z");
+        let rule = AdmitRule { dedupe: chrono::TimeDelta::hours(24), force: false, changed: false, resend_after: None };
+        ledger.admit(&super::super::conformance::items(5), now, &rule).unwrap();
+        let set = |sql: &str| ledger.conn.execute(sql, []).unwrap();
+        set("UPDATE items SET state = 'in_flight' WHERE url LIKE '%/3'");
+        set("UPDATE items SET state = 'parked' WHERE url LIKE '%/1'");
+        set("UPDATE items SET state = 'accepted' WHERE url LIKE '%/4'");
+        let later = ts(now + chrono::TimeDelta::hours(1));
+        ledger.conn.execute("UPDATE items SET next_attempt_at = ?1 WHERE url LIKE '%/0'", [later]).unwrap();
+        // The kept counts, as a copy leaves them.
+        recount(&ledger.conn).unwrap();
+        let listed = |ledger: &mut SqliteLedger, states: Vec<StateFilter>, limit: Option<usize>| -> Vec<String> {
+            let filter = ItemFilter { states, limit, ..Default::default() };
+            ledger
+                .items(&filter, now)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.url.rsplit('/').next().unwrap().to_string())
+                .collect()
+        };
+        let default = vec![StateFilter::Due, StateFilter::Waiting, StateFilter::InFlight, StateFilter::Parked];
+        assert_eq!(listed(&mut ledger, default.clone(), None), ["3", "1", "2", "0"]);
+        assert_eq!(listed(&mut ledger, default, Some(3)), ["3", "1", "2"]);
+        assert_eq!(listed(&mut ledger, vec![StateFilter::Waiting], None), ["0"]);
+        assert_eq!(listed(&mut ledger, vec![StateFilter::Due, StateFilter::Accepted], None), ["4", "2"]);
+    }
+
     /// A reason read back that this indexq does not know as one of its
     /// request's class is an error naming it, never a default.
     #[test]

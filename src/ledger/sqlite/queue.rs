@@ -103,6 +103,85 @@ pub(super) fn and_not_held(conn: &Connection, group: Option<i64>, id: &str) -> R
     Ok(if any { format!(" AND NOT {}", held(id)) } else { String::new() })
 }
 
+/// `Queue::items` where no run of `in_flight` holds any item (usually): a
+/// row's state is then its own, and each state asked for is read on its
+/// own, group by group, in the listing's order (group, state, due time,
+/// id), so that the queued items come in the order of their partial index
+/// and the parked ones from theirs, and a small `--limit` reads a few
+/// rows. One statement for every state would test every row of a group,
+/// a million accepted ones included, however small the limit.
+fn items_by_state(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+    let mut limit = filter.limit.unwrap_or(usize::MAX);
+    let mut out = Vec::new();
+    for (group, state, clause) in states_asked(conn, filter, now)? {
+        if limit == 0 {
+            break;
+        }
+        let by_url = if filter.url.is_some() { " AND i.url = ?3" } else { "" };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {ITEM_COLUMNS} FROM items i CROSS JOIN groups g ON g.id = i.group_id
+                 LEFT JOIN requests r ON r.id = i.last_request_id
+             WHERE i.group_id = ?1 AND i.state = ?2{clause}{by_url}
+             ORDER BY i.next_attempt_at, i.id LIMIT ?4"
+        ))?;
+        let mut values = vec![Value::Integer(group), Value::Text(state.into())];
+        values.push(filter.url.clone().map_or(Value::Null, Value::Text));
+        values.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+        let mut rows = stmt.query(params_from_iter(values))?;
+        while let Some(r) = rows.next()? {
+            out.push(item_row(r)?);
+            limit -= 1;
+        }
+    }
+    Ok(out)
+}
+
+/// The reads `items_by_state` makes, in the listing's order: each group
+/// the filter names (by property, engine and target), and in it each state
+/// asked for (in the order of their names, as the listing sorts them) with
+/// its test on the due time.
+fn states_asked(
+    conn: &Connection,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<(i64, &'static str, String)>> {
+    let asked = |f: StateFilter| filter.states.contains(&f);
+    let queued = match (asked(StateFilter::Due), asked(StateFilter::Waiting)) {
+        (true, true) => Some(String::new()),
+        (true, false) => Some(format!(" AND i.next_attempt_at <= {}", ts(now))),
+        (false, true) => Some(format!(" AND i.next_attempt_at > {}", ts(now))),
+        (false, false) => None,
+    };
+    let states: Vec<(&'static str, String)> = [
+        ("accepted", asked(StateFilter::Accepted).then(String::new)),
+        ("in_flight", asked(StateFilter::InFlight).then(String::new)),
+        ("parked", asked(StateFilter::Parked).then(String::new)),
+        ("queued", queued),
+    ]
+    .into_iter()
+    .filter_map(|(state, clause)| clause.map(|c| (state, c)))
+    .collect();
+    // A row of its own `in_flight` state (one a copy brought in flight) has
+    // no index to find it by: its group is read for it only where the kept
+    // count says it holds one.
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, in_flight > 0 FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
+             AND (?3 IS NULL OR target = ?3)
+         ORDER BY property, engine, target",
+    )?;
+    let engine = filter.engine.map(|e| e.as_str().to_string());
+    let groups = stmt.query_map(params![filter.property, engine, filter.target], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))
+    })?;
+    let mut asked = Vec::new();
+    for group in groups {
+        let (group, in_flight) = group?;
+        let wanted = states.iter().filter(|(state, _)| *state != "in_flight" || in_flight);
+        asked.extend(wanted.map(|(state, clause)| (group, *state, clause.clone())));
+    }
+    Ok(asked)
+}
+
 impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let (tx, groups) = self.begin_with_groups()?;
@@ -198,6 +277,9 @@ impl Queue for SqliteLedger {
     }
 
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+        if !filter.states.is_empty() && and_not_held(&self.conn, None, "i.id")?.is_empty() {
+            return items_by_state(&self.conn, filter, now);
+        }
         let (clause, values) = filter_sql(filter, now, true);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         // Group by group (CROSS JOIN: the groups, few, in their index order
