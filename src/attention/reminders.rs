@@ -239,15 +239,7 @@ mod tests {
     use crate::model::MisconfiguredReason;
 
     fn parked(reason: Reason, reminded_at: Option<&str>) -> ParkedGroup {
-        ParkedGroup {
-            group: GroupKey::urls("site", EngineKind::IndexNow, "https://api.indexnow.org/indexnow"),
-            reason: Some(reason),
-            count: 3,
-            since: Some("2026-12-03T09:00:00Z".parse().unwrap()),
-            url: "https://site.example/a".into(),
-            message: Some("the key file answers 404".into()),
-            reminded_at: reminded_at.map(|t| t.parse().unwrap()),
-        }
+        ParkedGroup::example(reason, reminded_at)
     }
 
     #[test]

@@ -92,4 +92,20 @@ impl ParkedGroup {
     pub fn reminder_key(&self) -> String {
         self.reason.map_or_else(|| super::LocalReason::Parked.to_string(), |r| r.to_string())
     }
+
+    /// Three parked URLs of an IndexNow group since 2026-12-03 09:00 UTC,
+    /// for `reason`, last reminded at `reminded_at`: the reminders' and
+    /// their wording's tests share it.
+    #[cfg(test)]
+    pub fn example(reason: Reason, reminded_at: Option<&str>) -> ParkedGroup {
+        ParkedGroup {
+            group: GroupKey::urls("site", super::EngineKind::IndexNow, "https://api.indexnow.org/indexnow"),
+            reason: Some(reason),
+            count: 3,
+            since: Some("2026-12-03T09:00:00Z".parse().unwrap()),
+            url: "https://site.example/a".into(),
+            message: Some("the key file answers 404".into()),
+            reminded_at: reminded_at.map(|t| t.parse().unwrap()),
+        }
+    }
 }
