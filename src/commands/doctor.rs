@@ -221,7 +221,8 @@ fn baidu_check(settings: &Settings, client: reqwest::Client, redactor: &mut Reda
         Err(e) => Check::problem("baidu_token", e.to_string(), e.hint.unwrap_or_default()),
         Ok(_) => Check::ok(
             "baidu_token",
-            "the push token is read; Baidu has no call that checks it or reads the quota without pushing, so              the first push's answer (`remain`) says what is left"
+            "the push token is read; Baidu has no call that checks it or reads the quota without pushing, so \
+             the first push's answer (`remain`) says what is left"
                 .into(),
         ),
     }

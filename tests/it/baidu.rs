@@ -172,6 +172,7 @@ fn doctor_reads_the_token_and_pushes_nothing() {
     let doc = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0).doctor_doc();
     let check = doc.checks.iter().find(|c| c.check == "baidu_token").expect("a Baidu check");
     assert!(check.ok, "{check:#?}");
+    assert!(check.message.contains("without pushing, so the first push's answer"), "{check:#?}");
     assert!(sb.engine.requests_to("POST", BAIDU_PUSH).is_empty());
     let config = doc.checks.iter().find(|c| c.check == "config").unwrap();
     assert!(config.message.contains("baidu"), "{config:#?}");
