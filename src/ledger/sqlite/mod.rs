@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 mod admit;
 mod answer;
+mod batches;
 mod claim;
 mod copy;
 mod limits;

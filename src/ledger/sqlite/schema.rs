@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 11;
+pub(super) const SCHEMA_VERSION: i64 = 12;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -42,6 +42,10 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 /// Schema 11, over schema 10: the sources that cannot be read, since when,
 /// and when a run last said so.
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
+/// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
+/// its branch — the batches, spans and hash runs, filled from the items
+/// (`batches::fill_from_items`), which stay until every reader has moved.
+const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -83,6 +87,10 @@ impl SqliteLedger {
         }
         if version < 11 {
             tx.execute_batch(SCHEMA_11)?;
+        }
+        if version < 12 {
+            tx.execute_batch(SCHEMA_12)?;
+            super::batches::fill_from_items(&tx)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -211,6 +219,10 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// Takes schema 12's tables out of a ledger made by this binary, to
+    /// make it one of an older schema.
+    const UNDO_12: &str = "DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;";
+
     /// A ledger written by an indexq of schema version 1 gets the run
     /// records on open, and keeps what it had.
     #[test]
@@ -292,7 +304,7 @@ mod tests {
                     &crate::ledger::conformance::dedupe_day(),
                 )
                 .unwrap();
-            ledger.conn.execute_batch("DROP TABLE ghost_urls; DROP TABLE source_failures").unwrap();
+            ledger.conn.execute_batch(&format!("{UNDO_12} DROP TABLE ghost_urls; DROP TABLE source_failures")).unwrap();
             ledger.conn.pragma_update(None, "user_version", 9).unwrap();
         }
         let mut ledger = SqliteLedger::open(&path).unwrap();
@@ -325,11 +337,11 @@ mod tests {
                     &crate::ledger::conformance::dedupe_day(),
                 )
                 .unwrap();
-            ledger.conn.execute_batch("DROP TABLE source_failures").unwrap();
+            ledger.conn.execute_batch(&format!("{UNDO_12} DROP TABLE source_failures")).unwrap();
             ledger.conn.pragma_update(None, "user_version", 10).unwrap();
         }
         let mut ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 11);
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
         assert_eq!(ledger.stored_groups().unwrap().len(), 1);
         assert!(ledger.source_failures().unwrap().is_empty());
         let failure = SourceFailure {

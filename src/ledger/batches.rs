@@ -1,0 +1,303 @@
+//! A ledger per batch (issue 48; docs/design.md, *A ledger per batch*: the
+//! plan being built on this branch). What both backends store of an
+//! admitted batch, as blobs: its URLs' 128-bit hashes sorted with each
+//! one's place in the batch (`sorted`), its texts (`texts`), and the
+//! lastmods and actions where any is not the default; and the sorted pages
+//! that tiers of merged hashes are kept in. Pure: the backends read and
+//! write the blobs, this says what is in them.
+//!
+//! A hash is written big-endian, so that a blob's bytes sort as its hashes
+//! do and a page's first hash can key a B-tree as bytes; places, ends and
+//! ids little-endian.
+// The readers of texts, lastmods and actions come with admission's and
+// `queue list`'s move to the batches, next on this branch; until then the
+// tests are their only callers.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use super::{LedgerError, Result};
+
+/// The most items a batch row holds (an admission's batch).
+pub const BATCH: usize = 10_000;
+/// How many runs of one tier are merged into one run of the next.
+pub const FANOUT: usize = 8;
+/// The most entries in one page of a merged run.
+pub const PAGE: usize = 1_000;
+/// One entry of a batch's `sorted` blob: the hash and its place.
+const PLACED: usize = 20;
+/// One entry of a merged run's page: the hash and its item's id.
+const ENTRY: usize = 24;
+
+/// The hash a URL is known by in its group: xxh3-128 of its stored text.
+/// Two URLs whose first 64 bits agree are told apart by the rest: nothing
+/// keys on the first half alone.
+pub fn url_hash(url: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(url.as_bytes())
+}
+
+/// One URL of a batch, in id order: its text, its lastmod (seconds) and
+/// whether it is a deletion.
+pub struct BatchItem<'a> {
+    pub url: &'a str,
+    pub lastmod: Option<i64>,
+    pub deleted: bool,
+}
+
+/// A batch's blobs, as stored. `lastmods` and `actions` are `None` when
+/// every item has none and every item is an update.
+#[derive(Debug, PartialEq)]
+pub struct BatchBlobs {
+    pub sorted: Vec<u8>,
+    pub texts: Vec<u8>,
+    pub lastmods: Option<Vec<u8>>,
+    pub actions: Option<Vec<u8>>,
+}
+
+/// A lastmod's absence in the `lastmods` blob (no stored time is this).
+const NO_LASTMOD: i64 = i64::MIN;
+
+/// The blobs of `items`, a batch in id order. Two URLs of the batch with
+/// one hash are refused, naming both (the caller gives distinct URLs: a
+/// shared hash is a collision, which the ledger cannot store as two).
+pub fn encode(items: &[BatchItem<'_>]) -> Result<BatchBlobs> {
+    if items.len() > BATCH {
+        return Err(LedgerError::Invalid(format!("a batch of {} items (at most {BATCH})", items.len())));
+    }
+    let mut hashes: Vec<(u128, u32)> =
+        items.iter().enumerate().map(|(place, item)| (url_hash(item.url), place as u32)).collect();
+    hashes.sort_unstable();
+    if let Some(w) = hashes.windows(2).find(|w| w[0].0 == w[1].0) {
+        let (a, b) = (items[w[0].1 as usize].url, items[w[1].1 as usize].url);
+        return Err(LedgerError::Invalid(format!("the URLs {a} and {b} share a 128-bit hash")));
+    }
+    let mut sorted = Vec::with_capacity(hashes.len() * PLACED);
+    for (hash, place) in &hashes {
+        sorted.extend_from_slice(&hash.to_be_bytes());
+        sorted.extend_from_slice(&place.to_le_bytes());
+    }
+    let bytes: usize = items.iter().map(|i| i.url.len()).sum();
+    let mut texts = Vec::with_capacity(items.len() * 4 + bytes);
+    let mut end = 0u32;
+    for item in items {
+        end += item.url.len() as u32;
+        texts.extend_from_slice(&end.to_le_bytes());
+    }
+    for item in items {
+        texts.extend_from_slice(item.url.as_bytes());
+    }
+    let lastmods = items
+        .iter()
+        .any(|i| i.lastmod.is_some())
+        .then(|| items.iter().flat_map(|i| i.lastmod.unwrap_or(NO_LASTMOD).to_le_bytes()).collect());
+    let actions = items.iter().any(|i| i.deleted).then(|| items.iter().map(|i| u8::from(i.deleted)).collect());
+    Ok(BatchBlobs { sorted, texts, lastmods, actions })
+}
+
+fn malformed(column: &str) -> LedgerError {
+    LedgerError::Invalid(format!("batches.{column}: a damaged blob"))
+}
+
+fn hash_at(blob: &[u8], size: usize, at: usize) -> u128 {
+    u128::from_be_bytes(blob[at * size..at * size + 16].try_into().expect("16 bytes"))
+}
+
+/// Binary search of `hash` among a blob's entries of `size` bytes.
+fn search(blob: &[u8], size: usize, hash: u128) -> Option<usize> {
+    let (mut lo, mut hi) = (0, blob.len() / size);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match hash_at(blob, size, mid).cmp(&hash) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Some(mid),
+        }
+    }
+    None
+}
+
+/// The place in its batch of the URL of `hash`, if the batch's `sorted`
+/// blob holds it.
+pub fn find(sorted: &[u8], hash: u128) -> Result<Option<u32>> {
+    if sorted.len() % PLACED != 0 {
+        return Err(malformed("sorted"));
+    }
+    Ok(search(sorted, PLACED, hash)
+        .map(|at| u32::from_le_bytes(sorted[at * PLACED + 16..at * PLACED + 20].try_into().expect("4 bytes"))))
+}
+
+/// The text of the item at `place` of a batch of `n` items.
+pub fn text(texts: &[u8], n: usize, place: u32) -> Result<&str> {
+    let place = place as usize;
+    let end_at = |k: usize| -> Result<usize> {
+        let bytes = texts.get(k * 4..k * 4 + 4).ok_or_else(|| malformed("texts"))?;
+        Ok(u32::from_le_bytes(bytes.try_into().expect("4 bytes")) as usize)
+    };
+    if place >= n {
+        return Err(malformed("texts"));
+    }
+    let start = if place == 0 { 0 } else { end_at(place - 1)? };
+    let end = end_at(place)?;
+    let bytes = texts.get(n * 4 + start..n * 4 + end).ok_or_else(|| malformed("texts"))?;
+    std::str::from_utf8(bytes).map_err(|_| malformed("texts"))
+}
+
+/// The lastmod of the item at `place`, from the batch's `lastmods` blob.
+pub fn lastmod(lastmods: Option<&[u8]>, place: u32) -> Result<Option<i64>> {
+    let Some(blob) = lastmods else { return Ok(None) };
+    let at = place as usize * 8;
+    let bytes = blob.get(at..at + 8).ok_or_else(|| malformed("lastmods"))?;
+    let value = i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    Ok((value != NO_LASTMOD).then_some(value))
+}
+
+/// Whether the item at `place` is a deletion, from the `actions` blob.
+pub fn deleted(actions: Option<&[u8]>, place: u32) -> Result<bool> {
+    let Some(blob) = actions else { return Ok(false) };
+    match blob.get(place as usize) {
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        _ => Err(malformed("actions")),
+    }
+}
+
+/// A batch's entries as (hash, id), its first item's id being `first_id`.
+pub fn batch_entries(first_id: i64, sorted: &[u8]) -> Result<Vec<(u128, i64)>> {
+    if sorted.len() % PLACED != 0 {
+        return Err(malformed("sorted"));
+    }
+    Ok(sorted
+        .chunks(PLACED)
+        .map(|e| {
+            let place = u32::from_le_bytes(e[16..20].try_into().expect("4 bytes"));
+            (u128::from_be_bytes(e[..16].try_into().expect("16 bytes")), first_id + i64::from(place))
+        })
+        .collect())
+}
+
+/// A page's entries as (hash, id).
+pub fn page_entries(page: &[u8]) -> Result<Vec<(u128, i64)>> {
+    if page.len() % ENTRY != 0 {
+        return Err(LedgerError::Invalid("hash_pages.entries: a damaged blob".into()));
+    }
+    Ok(page
+        .chunks(ENTRY)
+        .map(|e| {
+            (
+                u128::from_be_bytes(e[..16].try_into().expect("16 bytes")),
+                i64::from_le_bytes(e[16..24].try_into().expect("8 bytes")),
+            )
+        })
+        .collect())
+}
+
+/// The id of `hash` in a page of a merged run, if the page holds it.
+pub fn find_in_page(page: &[u8], hash: u128) -> Result<Option<i64>> {
+    if page.len() % ENTRY != 0 {
+        return Err(LedgerError::Invalid("hash_pages.entries: a damaged blob".into()));
+    }
+    Ok(search(page, ENTRY, hash)
+        .map(|at| i64::from_le_bytes(page[at * ENTRY + 16..at * ENTRY + 24].try_into().expect("8 bytes"))))
+}
+
+/// One page of a merged run: its first hash (the key it is found by) and
+/// its entries.
+pub struct Page {
+    pub first_hash: [u8; 16],
+    pub entries: Vec<u8>,
+}
+
+/// The runs being merged, their entries together, as the pages of one
+/// run: sorted, `PAGE` entries a page. Two items of a group with one hash
+/// are refused, naming both ids: a group's runs never share a hash.
+pub fn merge(mut entries: Vec<(u128, i64)>) -> Result<Vec<Page>> {
+    entries.sort_unstable();
+    if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(LedgerError::Invalid(format!("the items {} and {} share a 128-bit URL hash", w[0].1, w[1].1)));
+    }
+    Ok(entries
+        .chunks(PAGE)
+        .map(|page| {
+            let mut blob = Vec::with_capacity(page.len() * ENTRY);
+            for (hash, id) in page {
+                blob.extend_from_slice(&hash.to_be_bytes());
+                blob.extend_from_slice(&id.to_le_bytes());
+            }
+            Page { first_hash: page[0].0.to_be_bytes(), entries: blob }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(url: &str) -> BatchItem<'_> {
+        BatchItem { url, lastmod: None, deleted: false }
+    }
+
+    #[test]
+    fn a_batch_finds_each_of_its_urls_and_no_other() {
+        let urls: Vec<String> = (0..300).map(|i| format!("https://site.example/post/{i}")).collect();
+        let items: Vec<BatchItem> = urls.iter().map(|u| item(u)).collect();
+        let blobs = encode(&items).unwrap();
+        assert_eq!((blobs.lastmods.as_ref(), blobs.actions.as_ref()), (None, None));
+        for (place, url) in urls.iter().enumerate() {
+            let found = find(&blobs.sorted, url_hash(url)).unwrap();
+            assert_eq!(found, Some(place as u32), "{url}");
+            assert_eq!(text(&blobs.texts, urls.len(), place as u32).unwrap(), url);
+        }
+        assert_eq!(find(&blobs.sorted, url_hash("https://site.example/post/300")).unwrap(), None);
+    }
+
+    #[test]
+    fn lastmods_and_deletions_are_kept_by_place() {
+        let items = [
+            BatchItem { url: "https://site.example/a", lastmod: Some(1_700_000_000), deleted: false },
+            BatchItem { url: "https://site.example/b", lastmod: None, deleted: true },
+        ];
+        let blobs = encode(&items).unwrap();
+        assert_eq!(lastmod(blobs.lastmods.as_deref(), 0).unwrap(), Some(1_700_000_000));
+        assert_eq!(lastmod(blobs.lastmods.as_deref(), 1).unwrap(), None);
+        assert!(!deleted(blobs.actions.as_deref(), 0).unwrap());
+        assert!(deleted(blobs.actions.as_deref(), 1).unwrap());
+    }
+
+    #[test]
+    fn a_url_twice_in_a_batch_is_refused_naming_it() {
+        let err = encode(&[item("https://site.example/a"), item("https://site.example/a")]).unwrap_err();
+        assert!(err.to_string().contains("https://site.example/a"), "{err}");
+    }
+
+    /// Two hashes whose first halves agree are two entries, each found by
+    /// its whole hash; a third with that first half is found by neither.
+    #[test]
+    fn hashes_whose_first_halves_collide_are_told_apart() {
+        let high = 0x0123_4567_89ab_cdefu128 << 64;
+        let pages = merge(vec![(high | 2, 20), (high | 1, 10), (5, 5)]).unwrap();
+        assert_eq!(pages.len(), 1);
+        assert_eq!(find_in_page(&pages[0].entries, high | 1).unwrap(), Some(10));
+        assert_eq!(find_in_page(&pages[0].entries, high | 2).unwrap(), Some(20));
+        assert_eq!(find_in_page(&pages[0].entries, high | 3).unwrap(), None);
+        assert_eq!(pages[0].first_hash, 5u128.to_be_bytes());
+    }
+
+    #[test]
+    fn a_merge_pages_its_entries_in_hash_order_and_refuses_a_shared_hash() {
+        let entries: Vec<(u128, i64)> = (0..2_500).map(|i| (url_hash(&format!("u{i}")), i)).collect();
+        let pages = merge(entries.clone()).unwrap();
+        assert_eq!(pages.iter().map(|p| p.entries.len() / ENTRY).collect::<Vec<_>>(), [1_000, 1_000, 500]);
+        assert!(pages.windows(2).all(|w| w[0].first_hash < w[1].first_hash));
+        let back: Vec<(u128, i64)> = pages.iter().flat_map(|p| page_entries(&p.entries).unwrap()).collect();
+        let mut sorted = entries.clone();
+        sorted.sort_unstable();
+        assert_eq!(back, sorted);
+        let err = merge(vec![(7, 1), (7, 2)]).err().expect("a shared hash is refused");
+        assert!(err.to_string().contains("items 1 and 2"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_blob_is_an_error_naming_its_column() {
+        assert!(find(&[0; 19], 1).unwrap_err().to_string().contains("batches.sorted"));
+        assert!(text(&[1, 0, 0, 0], 1, 0).unwrap_err().to_string().contains("batches.texts"));
+        assert!(deleted(Some(&[2]), 0).unwrap_err().to_string().contains("batches.actions"));
+    }
+}

@@ -1,0 +1,67 @@
+-- Schema 12, over schema 11: a ledger per batch (issue 48; docs/design.md,
+-- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
+-- migration fills these tables from the items, which stay, and nothing
+-- else writes or reads them yet. The released schema 12 will drop the
+-- items once every reader has moved.
+
+-- An admitted batch of one group: the items `first_id` to
+-- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
+-- place (`sorted`), their texts (`texts`), their lastmods and actions where
+-- any is not the default (else NULL). Written once, never updated; the
+-- blobs' layout is `ledger/batches.rs`'s. Times are seconds since
+-- 1970-01-01 UTC.
+CREATE TABLE batches (
+    first_id   INTEGER PRIMARY KEY,
+    group_id   INTEGER NOT NULL REFERENCES groups (id),
+    n          INTEGER NOT NULL CHECK (n > 0),
+    created_at INTEGER NOT NULL,
+    sorted     BLOB NOT NULL,
+    texts      BLOB NOT NULL,
+    lastmods   BLOB,
+    actions    BLOB
+);
+
+-- The state of the items `first` to `last`, all alike: what the items'
+-- columns of the same names hold today. Spans never overlap; an item whose
+-- fate differs from its run's has a span of its own.
+CREATE TABLE spans (
+    first              INTEGER PRIMARY KEY,
+    last               INTEGER NOT NULL CHECK (last >= first),
+    group_id           INTEGER NOT NULL,
+    state              TEXT NOT NULL
+                       CHECK (state = 'queued' OR state = 'in_flight' OR state = 'accepted' OR state = 'parked'),
+    next_attempt_at    INTEGER,
+    enqueued_at        INTEGER NOT NULL,
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    last_class         TEXT CHECK (last_class = 'accepted' OR last_class = 'quota' OR last_class = 'transient'
+                                   OR last_class = 'key_pending' OR last_class = 'misconfigured'),
+    streak             INTEGER NOT NULL DEFAULT 0,
+    streak_started_at  INTEGER,
+    accepted_at        INTEGER,
+    parked_fingerprint TEXT,
+    last_request_id    INTEGER
+);
+CREATE INDEX spans_queued ON spans (group_id, next_attempt_at) WHERE state = 'queued';
+CREATE INDEX spans_parked ON spans (group_id) WHERE state = 'parked';
+
+-- The sorted runs of a group's hashes, by tier: a run of tier 0 is a
+-- batch's own `sorted` blob (`batch`), a run of a higher tier is its pages
+-- in `hash_pages`. `FANOUT` runs of a tier are merged into one of the next.
+CREATE TABLE hash_runs (
+    run      INTEGER PRIMARY KEY,
+    group_id INTEGER NOT NULL,
+    tier     INTEGER NOT NULL CHECK (tier >= 0),
+    n        INTEGER NOT NULL CHECK (n > 0),
+    batch    INTEGER REFERENCES batches (first_id),
+    CHECK ((tier = 0) = (batch IS NOT NULL))
+);
+CREATE INDEX hash_runs_group ON hash_runs (group_id, tier);
+
+-- A page of a merged run: its first hash (16 bytes, big-endian) and its
+-- sorted (hash, id) entries.
+CREATE TABLE hash_pages (
+    run        INTEGER NOT NULL,
+    first_hash BLOB NOT NULL,
+    entries    BLOB NOT NULL,
+    PRIMARY KEY (run, first_hash)
+) WITHOUT ROWID;
