@@ -207,13 +207,28 @@ pub struct Page {
 
 /// The runs being merged, their entries together, as the pages of one
 /// run: sorted, `PAGE` entries a page. Two items of a group with one hash
-/// are refused, naming both ids: a group's runs never share a hash.
-pub fn merge(mut entries: Vec<(u128, i64)>) -> Result<Vec<Page>> {
+/// are one URL admitted twice (dropped, then submitted again: `same_url`
+/// says so), and the newer id is kept; else two URLs share the hash, and
+/// the merge is refused naming both ids.
+pub fn merge(mut entries: Vec<(u128, i64)>, mut same_url: impl FnMut(i64, i64) -> Result<bool>) -> Result<Vec<Page>> {
     entries.sort_unstable();
-    if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(LedgerError::Invalid(format!("the items {} and {} share a 128-bit URL hash", w[0].1, w[1].1)));
+    let mut kept: Vec<(u128, i64)> = Vec::with_capacity(entries.len());
+    for (hash, id) in entries {
+        match kept.last_mut() {
+            Some(last) if last.0 == hash => {
+                if !same_url(last.1, id)? {
+                    return Err(LedgerError::Invalid(format!(
+                        "the items {} and {id} share a 128-bit URL hash",
+                        last.1
+                    )));
+                }
+                // Sorted by (hash, id): this one is the newer.
+                last.1 = id;
+            }
+            _ => kept.push((hash, id)),
+        }
     }
-    Ok(entries
+    Ok(kept
         .chunks(PAGE)
         .map(|page| {
             let mut blob = Vec::with_capacity(page.len() * ENTRY);
@@ -272,7 +287,7 @@ mod tests {
     #[test]
     fn hashes_whose_first_halves_collide_are_told_apart() {
         let high = 0x0123_4567_89ab_cdefu128 << 64;
-        let pages = merge(vec![(high | 2, 20), (high | 1, 10), (5, 5)]).unwrap();
+        let pages = merge(vec![(high | 2, 20), (high | 1, 10), (5, 5)], |_, _| unreachable!()).unwrap();
         assert_eq!(pages.len(), 1);
         assert_eq!(find_in_page(&pages[0].entries, high | 1).unwrap(), Some(10));
         assert_eq!(find_in_page(&pages[0].entries, high | 2).unwrap(), Some(20));
@@ -281,17 +296,20 @@ mod tests {
     }
 
     #[test]
-    fn a_merge_pages_its_entries_in_hash_order_and_refuses_a_shared_hash() {
+    fn a_merge_pages_its_entries_in_hash_order_keeps_the_newer_of_one_url_and_refuses_a_shared_hash() {
         let entries: Vec<(u128, i64)> = (0..2_500).map(|i| (url_hash(&format!("u{i}")), i)).collect();
-        let pages = merge(entries.clone()).unwrap();
+        let pages = merge(entries.clone(), |_, _| unreachable!()).unwrap();
         assert_eq!(pages.iter().map(|p| p.entries.len() / ENTRY).collect::<Vec<_>>(), [1_000, 1_000, 500]);
         assert!(pages.windows(2).all(|w| w[0].first_hash < w[1].first_hash));
         let back: Vec<(u128, i64)> = pages.iter().flat_map(|p| page_entries(&p.entries).unwrap()).collect();
         let mut sorted = entries.clone();
         sorted.sort_unstable();
         assert_eq!(back, sorted);
-        let err = merge(vec![(7, 1), (7, 2)]).err().expect("a shared hash is refused");
+        let err = merge(vec![(7, 1), (7, 2)], |_, _| Ok(false)).err().expect("a shared hash is refused");
         assert!(err.to_string().contains("items 1 and 2"), "{err}");
+        // One URL admitted twice (dropped, then submitted again): the newer kept.
+        let pages = merge(vec![(7, 2), (7, 1), (9, 3)], |a, b| Ok((a, b) == (1, 2))).unwrap();
+        assert_eq!(page_entries(&pages[0].entries).unwrap(), [(7, 2), (9, 3)]);
     }
 
     #[test]

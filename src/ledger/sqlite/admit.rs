@@ -10,7 +10,9 @@ use super::{
     OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
     ToSqlOutput, Utc, Value,
 };
+use crate::ledger::batches::BatchItem;
 use crate::ledger::{batch_groups, look_up};
+use crate::model::Action;
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -634,9 +636,15 @@ fn admit_batch(
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
     };
-    // New items take the ids after the last.
+    // New items take the ids after the last, each group's in a run of its
+    // own (input order within it), so that each run is one batch row.
     let first_id = next_item_id(tx)?;
-    let ids: Vec<i64> = (first_id..).take(plan.inserts.len()).collect();
+    let mut order: Vec<usize> = (0..plan.inserts.len()).collect();
+    order.sort_by_key(|&k| plan.inserts[k].1);
+    let mut ids = vec![0; plan.inserts.len()];
+    for (j, &k) in order.iter().enumerate() {
+        ids[k] = first_id + j as i64;
+    }
     let mut inserted: HashMap<i64, u64> = HashMap::new();
     let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
     for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
@@ -692,6 +700,23 @@ fn admit_batch(
     )?;
     for (group, n) in inserted {
         counted(tx, group, None, Some(ItemState::Queued), n)?;
+    }
+    // Issue 48, on its branch: each group's new items as batch rows too.
+    let mut start = 0;
+    while start < order.len() {
+        let group = plan.inserts[order[start]].1;
+        let end = order[start..].iter().position(|&k| plan.inserts[k].1 != group).map_or(order.len(), |p| start + p);
+        for chunk in order[start..end].chunks(super::super::batches::BATCH) {
+            let items: Vec<BatchItem> = chunk
+                .iter()
+                .map(|&k| {
+                    let item = &batch[plan.inserts[k].0];
+                    BatchItem { url: &item.url, lastmod: item.lastmod.map(ts), deleted: item.action == Action::Deleted }
+                })
+                .collect();
+            super::batches::write_batch(tx, group, ids[chunk[0]], ts(now), &items)?;
+        }
+        start = end;
     }
     Ok((plan.admissions(&ids, now), created))
 }
