@@ -189,6 +189,14 @@ pub fn page_entries(page: &[u8]) -> Result<Vec<(u128, i64)>> {
         .collect())
 }
 
+/// The first hash of a page of a merged run (the key it is found by).
+pub fn first_hash(page: &[u8]) -> Result<u128> {
+    match page.get(..16) {
+        Some(bytes) if page.len() % ENTRY == 0 => Ok(u128::from_be_bytes(bytes.try_into().expect("16 bytes"))),
+        _ => Err(LedgerError::Invalid("hash_pages.entries: a damaged blob".into())),
+    }
+}
+
 /// The id of `hash` in a page of a merged run, if the page holds it.
 pub fn find_in_page(page: &[u8], hash: u128) -> Result<Option<i64>> {
     if page.len() % ENTRY != 0 {

@@ -106,44 +106,69 @@ fn run_entries(tx: &Connection, run: i64, batch: Option<i64>) -> Result<Vec<(u12
 }
 
 /// The id of each of `hashes` in `group`, if the group holds it: in every
-/// run of the group, a batch's blob searched, a merged run's page that
-/// could hold the hash found by its key and searched. The newest runs are
-/// read first (the lower tiers, the later runs of a tier), so a URL
-/// admitted again after a drop is found at its newer id.
+/// run of the group, a batch's blob searched; a merged run's page that
+/// could hold a hash found by its key and searched, or, when the hashes
+/// still sought are many against the run's pages, the run's pages read in
+/// order beside the sorted hashes (a seek a hash would read each page many
+/// times). The newest runs are read first (the lower tiers, the later runs
+/// of a tier), so a URL admitted again after a drop is found at its newer
+/// id.
 // Admission's look-up moves here next on this branch; the tests call it now.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
-    let runs: Vec<(i64, Option<i64>)> = conn
-        .prepare_cached("SELECT run, batch FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
-        .query_map([group], |r| Ok((r.get(0)?, r.get(1)?)))?
+    let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
+    by_hash.sort_unstable_by_key(|&k| hashes[k]);
+    let runs: Vec<(i64, i64, Option<i64>)> = conn
+        .prepare_cached("SELECT run, n, batch FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
+        .query_map([group], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut sorted_of = conn.prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?;
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
     )?;
-    for (run, batch) in runs {
-        if found.iter().all(Option::is_some) {
+    let mut pages_of = conn.prepare_cached("SELECT entries FROM hash_pages WHERE run = ?1 ORDER BY first_hash")?;
+    for (run, n, batch) in runs {
+        // The hashes still sought, in hash order.
+        let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
+        if open.is_empty() {
             break;
         }
         match batch {
             Some(first_id) => {
                 let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
-                for (k, hash) in hashes.iter().enumerate() {
-                    if found[k].is_none() {
-                        found[k] = batches::find(&sorted, *hash)?.map(|place| first_id + i64::from(place));
+                for k in open {
+                    found[k] = batches::find(&sorted, hashes[k])?.map(|place| first_id + i64::from(place));
+                }
+            }
+            None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+                for k in open {
+                    let key = hashes[k].to_be_bytes();
+                    let page: Option<Vec<u8>> = page_at.query_row(params![run, &key[..]], |r| r.get(0)).optional()?;
+                    if let Some(page) = page {
+                        found[k] = batches::find_in_page(&page, hashes[k])?;
                     }
                 }
             }
             None => {
-                for (k, hash) in hashes.iter().enumerate() {
-                    if found[k].is_some() {
-                        continue;
+                // Each hash is searched in the last page starting at or
+                // before it: the page read before the first that starts
+                // after it.
+                let mut rows = pages_of.query([run])?;
+                let mut page: Option<Vec<u8>> = None;
+                let mut next = 0;
+                loop {
+                    let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0)).transpose()?;
+                    let bound = following.as_deref().map(batches::first_hash).transpose()?;
+                    while next < open.len() && bound.is_none_or(|b| hashes[open[next]] < b) {
+                        if let Some(page) = &page {
+                            found[open[next]] = batches::find_in_page(page, hashes[open[next]])?;
+                        }
+                        next += 1;
                     }
-                    let key = hash.to_be_bytes();
-                    let page: Option<Vec<u8>> = page_at.query_row(params![run, &key[..]], |r| r.get(0)).optional()?;
-                    if let Some(page) = page {
-                        found[k] = batches::find_in_page(&page, *hash)?;
+                    match following {
+                        Some(p) => page = Some(p),
+                        None => break,
                     }
                 }
             }
@@ -167,9 +192,10 @@ pub(super) fn fill_from_items(tx: &Connection) -> Result<()> {
         "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))?;
     // The batch being gathered: its group, first id, and (url, lastmod, deleted).
-    let mut batch: Option<(i64, i64, Vec<(String, Option<i64>, bool)>)> = None;
+    type Gathered = (i64, i64, Vec<(String, Option<i64>, bool)>);
+    let mut batch: Option<Gathered> = None;
     let mut span: Option<(i64, i64, i64, Vec<Value>)> = None;
-    let write = |batch: &(i64, i64, Vec<(String, Option<i64>, bool)>)| -> Result<()> {
+    let write = |batch: &Gathered| -> Result<()> {
         let (group, first, items) = batch;
         let items: Vec<BatchItem> = items
             .iter()
@@ -312,7 +338,8 @@ mod tests {
         assert_eq!(cuts, [(1, 29), (31, 10), (41, 25)]);
         let spans: i64 = conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap();
         assert_eq!(spans, 7, "1-4, 5-14, 15-19, 20, 21-29, 31-40, 41-65");
-        let (texts, n, lastmods, actions): (Vec<u8>, i64, Option<Vec<u8>>, Option<Vec<u8>>) = conn
+        type Stored = (Vec<u8>, i64, Option<Vec<u8>>, Option<Vec<u8>>);
+        let (texts, n, lastmods, actions): Stored = conn
             .query_row("SELECT texts, n, lastmods, actions FROM batches WHERE first_id = 1", [], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
@@ -390,8 +417,25 @@ mod tests {
         assert_eq!(tiers, [(0, 1), (2, 1)]);
         let hashes: Vec<u128> =
             urls.iter().map(|u| url_hash(u)).chain([url_hash("https://site.example/new")]).collect();
-        let found = find_ids(conn, 1, &hashes).unwrap();
         let expected: Vec<Option<i64>> = (1..=urls.len() as i64).map(Some).chain([None]).collect();
-        assert_eq!(found, expected);
+        // Read page by page (many hashes), and a seek a hash (few).
+        assert_eq!(find_ids(conn, 1, &hashes).unwrap(), expected);
+        for (hash, id) in hashes.iter().zip(&expected) {
+            assert_eq!(find_ids(conn, 1, &[*hash]).unwrap(), [*id]);
+        }
+        // A run of more pages than four hashes sought: each found by a seek.
+        conn.execute_batch("INSERT INTO groups (id, property, engine, target) VALUES (2, 'p', 'bing', 't')").unwrap();
+        let urls: Vec<String> = (0..FANOUT * 600).map(|i| format!("https://site.example/{i}")).collect();
+        for (b, batch) in urls.chunks(600).enumerate() {
+            let items: Vec<BatchItem> =
+                batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+            write_batch(conn, 2, 10_000 + 600 * b as i64, 0, &items).unwrap();
+        }
+        let pages: i64 = conn.query_row("SELECT count(*) FROM hash_pages", [], |r| r.get(0)).unwrap();
+        assert_eq!(pages, 1 + 5, "one page of group 1's run, five of group 2's");
+        for (k, url) in urls.iter().enumerate().step_by(97) {
+            assert_eq!(find_ids(conn, 2, &[url_hash(url)]).unwrap(), [Some(10_000 + k as i64)], "{url}");
+        }
+        assert_eq!(find_ids(conn, 2, &[url_hash("https://site.example/new")]).unwrap(), [None]);
     }
 }
