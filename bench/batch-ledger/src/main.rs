@@ -107,18 +107,23 @@ fn next_id(conn: &Connection, shape: Shape) -> Result<i64> {
 
 /// Admits `urls` into group 1 as `submit` does: looked up batch by batch,
 /// the new ones inserted, a commit every `COMMIT_EVERY`.
-fn admit(conn: &Connection, shape: Shape, urls: &[String]) -> Result<usize> {
+fn admit(conn: &Connection, shape: Shape, held: bool, urls: &[String]) -> Result<usize> {
     if shape == Shape::Batches {
         // Admissions need no fsync of their own (design: claims keep FULL).
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
     let mut id = next_id(conn, shape)?;
     let mut admitted = 0;
+    // `held`: the group's hashes read once and kept in memory while the
+    // admissions hold the write lock (nothing else can add to them).
+    // A small input looks up as `batches` does: loading every hash of a
+    // big ledger for a few URLs would cost more than their seeks.
+    let mut memo = if held && urls.len() >= 4_096 { Some(Memo::load(conn)?) } else { None };
     conn.execute_batch("BEGIN")?;
     for (n, chunk) in urls.chunks(BATCH).enumerate() {
         let new = match shape {
             Shape::Items => admit_items(conn, chunk, id)?,
-            Shape::Batches => admit_batch(conn, chunk, id)?,
+            Shape::Batches => admit_batch(conn, chunk, id, memo.as_mut())?,
         };
         id += new as i64;
         admitted += new;
@@ -275,11 +280,93 @@ fn settled(conn: &Connection, ids: &mut [i64]) -> Result<usize> {
     Ok(settled)
 }
 
-fn admit_batch(conn: &Connection, chunk: &[String], first: i64) -> Result<usize> {
+/// A group's hashes in memory: the ones read or merged (sorted), and the
+/// ones added since (sorted), merged when they are an eighth of the rest.
+struct Memo {
+    hashes: Vec<(u64, u64, i64)>,
+    fresh: Vec<(u64, u64, i64)>,
+}
+
+fn split(h: u128) -> (u64, u64) {
+    ((h >> 64) as u64, h as u64)
+}
+
+impl Memo {
+    fn load(conn: &Connection) -> Result<Memo> {
+        let mut hashes = Vec::new();
+        let mut level0 = conn.prepare(
+            "SELECT b.first_id, b.sorted FROM level0 l JOIN batches b ON b.first_id = l.first_id WHERE l.group_id = 1",
+        )?;
+        let mut rows = level0.query([])?;
+        while let Some(r) = rows.next()? {
+            let first: i64 = r.get(0)?;
+            for e in r.get_ref(1)?.as_blob()?.chunks(PLACED) {
+                let (hi, lo) = split(hash_of(e));
+                hashes.push((hi, lo, first + u32::from_le_bytes(e[16..20].try_into().unwrap()) as i64));
+            }
+        }
+        let mut pages = conn.prepare("SELECT p.entries FROM hash_runs r JOIN hash_pages p ON p.run = r.run WHERE r.group_id = 1")?;
+        let mut rows = pages.query([])?;
+        while let Some(r) = rows.next()? {
+            for e in r.get_ref(0)?.as_blob()?.chunks(ENTRY) {
+                let (hi, lo) = split(hash_of(e));
+                hashes.push((hi, lo, i64::from_le_bytes(e[16..24].try_into().unwrap())));
+            }
+        }
+        hashes.sort_unstable();
+        Ok(Memo { hashes, fresh: Vec::new() })
+    }
+
+    /// The ids of `queries` (sorted), each list walked once from where
+    /// the previous query ended (a galloping search): sorted queries read
+    /// the memory in order instead of a binary search's random steps.
+    fn find_sorted(&self, queries: &[u128]) -> Vec<Option<i64>> {
+        let mut found = vec![None; queries.len()];
+        for v in [&self.hashes, &self.fresh] {
+            let mut from = 0;
+            for (k, q) in queries.iter().enumerate() {
+                let key = split(*q);
+                // Gallop: double the step until past the key, then search.
+                let mut step = 1;
+                let mut hi = from;
+                while hi < v.len() && (v[hi].0, v[hi].1) < key {
+                    from = hi;
+                    hi += step;
+                    step *= 2;
+                }
+                let hi = hi.min(v.len());
+                let at = from + v[from..hi].partition_point(|e| (e.0, e.1) < key);
+                if at < v.len() && (v[at].0, v[at].1) == key {
+                    found[k] = found[k].or(Some(v[at].2));
+                }
+                from = at;
+            }
+        }
+        found
+    }
+
+    fn add(&mut self, entries: impl Iterator<Item = (u128, i64)>) {
+        self.fresh.extend(entries.map(|(h, id)| {
+            let (hi, lo) = split(h);
+            (hi, lo, id)
+        }));
+        if self.fresh.len() * 8 > self.hashes.len() {
+            self.hashes.append(&mut self.fresh);
+            self.hashes.sort_unstable();
+        } else {
+            self.fresh.sort_unstable();
+        }
+    }
+}
+
+fn admit_batch(conn: &Connection, chunk: &[String], first: i64, memo: Option<&mut Memo>) -> Result<usize> {
     let mut hashes: Vec<(u128, usize)> = chunk.iter().enumerate().map(|(k, u)| (xxh3_128(u.as_bytes()), k)).collect();
     hashes.sort_unstable();
     let sorted: Vec<u128> = hashes.iter().map(|h| h.0).collect();
-    let found = look_up(conn, &sorted)?;
+    let found = match &memo {
+        Some(m) => m.find_sorted(&sorted),
+        None => look_up(conn, &sorted)?,
+    };
     let mut ids: Vec<i64> = found.iter().flatten().copied().collect();
     let hits = ids.len();
     let quiet = settled(conn, &mut ids)?;
@@ -312,6 +399,9 @@ fn admit_batch(conn: &Connection, chunk: &[String], first: i64) -> Result<usize>
         .execute(params![first, first + n - 1, NOW])?;
     conn.prepare_cached("INSERT INTO level0 VALUES (?1, 1)")?.execute([first])?;
     merge(conn)?;
+    if let Some(m) = memo {
+        m.add(hashes.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|((h, k), _)| (*h, first + place[*k] as i64)));
+    }
     Ok(order.len())
 }
 
@@ -549,7 +639,7 @@ fn io_and_rss() -> (u64, u64) {
 }
 
 /// One row of one shape, in this process: prints `ms bytes rss urls`.
-fn run(shape: Shape, row: &str, db: &str) -> Result<()> {
+fn run(shape: Shape, held: bool, row: &str, db: &str) -> Result<()> {
     let start = Instant::now();
     let conn = open(db)?;
     conn.execute_batch(COMMON)?;
@@ -565,7 +655,7 @@ fn run(shape: Shape, row: &str, db: &str) -> Result<()> {
         migrate(&conn)?
     } else {
         conn.execute_batch(if shape == Shape::Items { ITEMS } else { BATCHES })?;
-        admit(&conn, shape, &urls)?;
+        admit(&conn, shape, held, &urls)?;
         send_all(&conn, shape)?
     };
     drop(conn);
@@ -610,14 +700,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The shapes measured: today's, per-batch, and per-batch with the
+/// group's hashes held in memory while admissions hold the write lock.
+const SHAPES: [&str; 3] = ["items", "batches", "held"];
+
 fn compare(rounds: usize, dir: &str) {
     let rows = ["fresh-100k", "again-100k", "fresh-1m", "small"];
-    // Per row: per round, (items, batches); and the migration per round.
-    let mut got: Vec<Vec<(Figures, Figures)>> = vec![Vec::new(); rows.len()];
+    // Per row: per round, each shape's figures; and the migration per round.
+    let mut got: Vec<Vec<[Figures; 3]>> = vec![Vec::new(); rows.len()];
     let mut migrated: Vec<(Figures, f64)> = Vec::new();
     for round in 0..rounds {
         let db = |shape: &str, size: &str| format!("{dir}/{shape}-{size}.db");
-        for shape in ["items", "batches"] {
+        for shape in SHAPES {
             for size in ["100k", "1m"] {
                 for ext in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{ext}", db(shape, size)));
@@ -626,34 +720,39 @@ fn compare(rounds: usize, dir: &str) {
         }
         for (r, row) in rows.iter().enumerate() {
             let size = if row.ends_with("100k") { "100k" } else { "1m" };
-            // Alternate which shape goes first, round by round.
-            let order = if round % 2 == 0 { ["items", "batches"] } else { ["batches", "items"] };
-            let mut pair = [Figures::default(); 2];
-            for shape in order {
-                let f = child(shape, row, &db(shape, size), dir);
-                pair[usize::from(shape == "batches")] = f;
+            // Rotate which shape goes first, round by round.
+            let mut figures = [Figures::default(); 3];
+            for k in 0..SHAPES.len() {
+                let s = (k + round) % SHAPES.len();
+                figures[s] = child(SHAPES[s], row, &db(SHAPES[s], size), dir);
             }
-            got[r].push((pair[0], pair[1]));
+            got[r].push(figures);
         }
         // Today's 1M ledger (the small row added 25) into the new shape.
         let m = child("batches", "migrate", &db("items", "1m"), dir);
-        migrated.push((m, m.ms / got[2][round].0.ms));
+        migrated.push((m, m.ms / got[2][round][0].ms));
         eprintln!("round {} done", round + 1);
     }
-    println!("| row | time, per-batch / today (median of per-round ratios) | MB written, today → per-batch | fsyncs, today → per-batch | peak RSS MB, today → per-batch | per-batch, ms |");
+    println!("| row | time / today's: per-batch, held | MB written: today's, per-batch, held | fsyncs: today's, per-batch, held | peak RSS MB: today's, per-batch, held | ms: per-batch, held |");
     println!("|---|---|---|---|---|---|");
     for (r, row) in rows.iter().enumerate() {
-        let ratio = median(got[r].iter().map(|(a, b)| b.ms / a.ms).collect());
-        let m = |f: fn(&(Figures, Figures)) -> f64| median(got[r].iter().map(f).collect());
+        let ratio = |s: usize| median(got[r].iter().map(|f| f[s].ms / f[0].ms).collect());
+        let m = |s: usize, f: fn(&Figures) -> f64| median(got[r].iter().map(|g| f(&g[s])).collect());
         println!(
-            "| {row} | {ratio:.2}× | {:.1} → {:.1} | {:.0} → {:.0} | {:.0} → {:.0} | {:.1} |",
-            m(|p| p.0.bytes) / 1e6,
-            m(|p| p.1.bytes) / 1e6,
-            m(|p| p.0.fsyncs),
-            m(|p| p.1.fsyncs),
-            m(|p| p.0.rss) / 1e3,
-            m(|p| p.1.rss) / 1e3,
-            m(|p| p.1.ms),
+            "| {row} | {:.2}×, {:.2}× | {:.1}, {:.1}, {:.1} | {:.0}, {:.0}, {:.0} | {:.0}, {:.0}, {:.0} | {:.1}, {:.1} |",
+            ratio(1),
+            ratio(2),
+            m(0, |f| f.bytes) / 1e6,
+            m(1, |f| f.bytes) / 1e6,
+            m(2, |f| f.bytes) / 1e6,
+            m(0, |f| f.fsyncs),
+            m(1, |f| f.fsyncs),
+            m(2, |f| f.fsyncs),
+            m(0, |f| f.rss) / 1e3,
+            m(1, |f| f.rss) / 1e3,
+            m(2, |f| f.rss) / 1e3,
+            m(1, |f| f.ms),
+            m(2, |f| f.ms),
         );
     }
     println!(
@@ -671,7 +770,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("run") => {
             let shape = if args[1] == "items" { Shape::Items } else { Shape::Batches };
-            run(shape, &args[2], &args[3])
+            run(shape, args[1] == "held", &args[2], &args[3])
         }
         Some("compare") => {
             let rounds = args.get(1).map_or(3, |r| r.parse().expect("ROUNDS is a number"));
@@ -681,7 +780,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: batch-ledger compare [ROUNDS] [DIR] | batch-ledger run items|batches ROW DB");
+            eprintln!("usage: batch-ledger compare [ROUNDS] [DIR] | batch-ledger run items|batches|held ROW DB");
             std::process::exit(2)
         }
     }
