@@ -20,8 +20,11 @@ const BATCH: usize = 10_000;
 const COMMIT_EVERY: usize = 100_000;
 /// The pinned clock of every run, and the dedupe window.
 const NOW: i64 = 1_800_000_000;
-/// Sorted runs of one tier merged into one run of the next.
-const FANOUT: usize = 8;
+/// Sorted runs of one tier merged into one run of the next (8, or
+/// `$FANOUT`).
+fn fanout() -> usize {
+    std::env::var("FANOUT").ok().and_then(|f| f.parse().ok()).unwrap_or(8)
+}
 /// Entries (hash, id) in one blob of `hash_pages`.
 const PAGE: usize = 1_000;
 /// One entry of a tier's page: the 128-bit hash and the item's id.
@@ -405,7 +408,7 @@ fn admit_batch(conn: &Connection, chunk: &[String], first: i64, memo: Option<&mu
     Ok(order.len())
 }
 
-/// Merges `FANOUT` runs of a tier into one of the next (level 0: the
+/// Merges `fanout()` runs of a tier into one of the next (level 0: the
 /// batches' own sorted blobs), as long as a tier holds that many.
 fn merge(conn: &Connection) -> Result<()> {
     let mut tier = 0;
@@ -420,7 +423,7 @@ fn merge(conn: &Connection) -> Result<()> {
                 .query_map([tier], |r| r.get(0))?
                 .collect::<Result<_>>()?
         };
-        if members.len() < FANOUT {
+        if members.len() < fanout() {
             return Ok(());
         }
         for &m in &members {
