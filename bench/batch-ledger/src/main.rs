@@ -133,7 +133,7 @@ fn admit(conn: &Connection, shape: Shape, held: bool, urls: &[String]) -> Result
         if new > 0 {
             conn.execute("UPDATE groups SET queued = queued + ?1 WHERE id = 1", [new as i64])?;
         }
-        if (n + 1) * BATCH % COMMIT_EVERY == 0 {
+        if ((n + 1) * BATCH).is_multiple_of(COMMIT_EVERY) {
             conn.execute_batch("COMMIT; BEGIN")?;
         }
     }
@@ -221,7 +221,8 @@ fn look_up(conn: &Connection, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
         if open.is_empty() {
             break;
         }
-        let id_at = |blob: &[u8], at: usize| i64::from_le_bytes(blob[at * ENTRY + 16..at * ENTRY + 24].try_into().unwrap());
+        let id_at =
+            |blob: &[u8], at: usize| i64::from_le_bytes(blob[at * ENTRY + 16..at * ENTRY + 24].try_into().unwrap());
         if open.len() * 4 < (n as usize).div_ceil(PAGE) {
             for k in open {
                 let key = hashes[k].to_be_bytes();
@@ -308,7 +309,8 @@ impl Memo {
                 hashes.push((hi, lo, first + u32::from_le_bytes(e[16..20].try_into().unwrap()) as i64));
             }
         }
-        let mut pages = conn.prepare("SELECT p.entries FROM hash_runs r JOIN hash_pages p ON p.run = r.run WHERE r.group_id = 1")?;
+        let mut pages =
+            conn.prepare("SELECT p.entries FROM hash_runs r JOIN hash_pages p ON p.run = r.run WHERE r.group_id = 1")?;
         let mut rows = pages.query([])?;
         while let Some(r) = rows.next()? {
             for e in r.get_ref(0)?.as_blob()?.chunks(ENTRY) {
@@ -398,8 +400,10 @@ fn admit_batch(conn: &Connection, chunk: &[String], first: i64, memo: Option<&mu
     let n = order.len() as i64;
     conn.prepare_cached("INSERT INTO batches VALUES (?1, 1, ?2, ?3, ?4, ?5)")?
         .execute(params![first, n, NOW, blob, ends])?;
-    conn.prepare_cached("INSERT INTO spans (first, last, group_id, state, next_attempt_at) VALUES (?1, ?2, 1, 'queued', ?3)")?
-        .execute(params![first, first + n - 1, NOW])?;
+    conn.prepare_cached(
+        "INSERT INTO spans (first, last, group_id, state, next_attempt_at) VALUES (?1, ?2, 1, 'queued', ?3)",
+    )?
+    .execute(params![first, first + n - 1, NOW])?;
     conn.prepare_cached("INSERT INTO level0 VALUES (?1, 1)")?.execute([first])?;
     merge(conn)?;
     if let Some(m) = memo {
@@ -428,7 +432,8 @@ fn merge(conn: &Connection) -> Result<()> {
         }
         for &m in &members {
             if tier == 0 {
-                let blob: Vec<u8> = conn.query_row("SELECT sorted FROM batches WHERE first_id = ?1", [m], |r| r.get(0))?;
+                let blob: Vec<u8> =
+                    conn.query_row("SELECT sorted FROM batches WHERE first_id = ?1", [m], |r| r.get(0))?;
                 for e in blob.chunks(PLACED) {
                     entries.push((hash_of(e), m + u32::from_le_bytes(e[16..20].try_into().unwrap()) as i64));
                 }
@@ -545,10 +550,7 @@ fn answer(conn: &Connection, shape: Shape, reservation: i64, first: i64, last: i
     conn.execute(sql, params![first, last, NOW, request])?;
     conn.execute("DELETE FROM in_flight WHERE reservation_id = ?1", [reservation])?;
     conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
-    conn.execute(
-        "UPDATE groups SET queued = queued - ?1, accepted = accepted + ?1 WHERE id = 1",
-        [last - first + 1],
-    )?;
+    conn.execute("UPDATE groups SET queued = queued - ?1, accepted = accepted + ?1 WHERE id = 1", [last - first + 1])?;
     Ok(())
 }
 
@@ -622,8 +624,13 @@ fn write_batch(conn: &Connection, batch: &[(i64, String)]) -> Result<()> {
         blob.extend_from_slice(&h.to_be_bytes());
         blob.extend_from_slice(&p.to_le_bytes());
     }
-    conn.prepare_cached("INSERT INTO batches VALUES (?1, 1, ?2, ?3, ?4, ?5)")?
-        .execute(params![first, batch.len() as i64, NOW, blob, ends])?;
+    conn.prepare_cached("INSERT INTO batches VALUES (?1, 1, ?2, ?3, ?4, ?5)")?.execute(params![
+        first,
+        batch.len() as i64,
+        NOW,
+        blob,
+        ends
+    ])?;
     conn.prepare_cached("INSERT INTO level0 VALUES (?1, 1)")?.execute([first])?;
     merge(conn)
 }
@@ -777,7 +784,8 @@ fn main() -> Result<()> {
         }
         Some("compare") => {
             let rounds = args.get(1).map_or(3, |r| r.parse().expect("ROUNDS is a number"));
-            let dir = args.get(2).cloned().unwrap_or_else(|| std::env::temp_dir().join("batch-ledger").display().to_string());
+            let dir =
+                args.get(2).cloned().unwrap_or_else(|| std::env::temp_dir().join("batch-ledger").display().to_string());
             std::fs::create_dir_all(&dir).expect("DIR can be made");
             compare(rounds, &dir);
             Ok(())
