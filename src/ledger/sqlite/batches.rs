@@ -181,13 +181,16 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
 const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
     accepted_at, parked_fingerprint, last_request_id";
 
-/// Schema 11's items into schema 12's batches, runs and spans, in the
-/// migration's transaction: batches cut at every change of group, every
-/// gap in the ids and every `BATCH` items; spans at every change of group,
-/// gap or state column. The items stay (see `schema/0012_batches.sql`).
-pub(super) fn fill_from_items(tx: &Connection) -> Result<()> {
-    let mut read =
-        tx.prepare(&format!("SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items ORDER BY id"))?;
+/// The items from `from_id` on as batches and their runs, and with
+/// `spans` their spans, in the caller's transaction: batches cut at every
+/// change of group, every gap in the ids and every `BATCH` items; spans at
+/// every change of group, gap or state column. Schema 11's items into
+/// schema 12 (all, with spans), and the items a copy wrote (its new ones,
+/// no spans: see `schema/0012_batches.sql`). The items stay.
+pub(super) fn fill_from_items(tx: &Connection, from_id: i64, spans: bool) -> Result<()> {
+    let mut read = tx.prepare(&format!(
+        "SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items WHERE id >= ?1 ORDER BY id"
+    ))?;
     let mut put_span = tx.prepare(&format!(
         "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))?;
@@ -204,7 +207,7 @@ pub(super) fn fill_from_items(tx: &Connection) -> Result<()> {
         // A migrated batch was made now; the items keep their enqueued_at.
         write_batch(tx, *group, *first, chrono::Utc::now().timestamp(), &items)
     };
-    let mut rows = read.query([])?;
+    let mut rows = read.query([from_id])?;
     while let Some(r) = rows.next()? {
         let (id, group, url): (i64, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
         let action: String = r.get(3)?;
@@ -224,6 +227,9 @@ pub(super) fn fill_from_items(tx: &Connection) -> Result<()> {
                     write(&done)?;
                 }
             }
+        }
+        if !spans {
+            continue;
         }
         match &mut span {
             Some((g, _, last, s)) if *g == group && *last + 1 == id && *s == state => *last = id,
@@ -390,6 +396,35 @@ mod tests {
             ledger.admit(&batch, now, &dedupe_day()).unwrap();
         }
         assert_batches_hold_every_item(&ledger.conn);
+    }
+
+    /// A copy into a SQLite ledger that holds items already writes its new
+    /// items as batch rows, each group's one run of ids; copied again, it
+    /// writes none.
+    #[test]
+    fn a_copy_writes_its_new_items_as_batches() {
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let mut from = SqliteLedger::in_memory().unwrap();
+        let batch: Vec<_> = (0..30).map(|i| item(i % 2, i)).collect();
+        from.admit(&batch, now, &dedupe_day()).unwrap();
+        let mut to = SqliteLedger::in_memory().unwrap();
+        to.admit(&[item(0, 0), item(1, 100)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        assert_batches_hold_every_item(&to.conn);
+        let sizes: Vec<i64> = to
+            .conn
+            .prepare("SELECT n FROM batches ORDER BY first_id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|n| n.unwrap())
+            .collect();
+        assert_eq!(sizes, [1, 1, 14, 15], "the two admitted, then group a's 14 new, group b's 15");
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        let rows: i64 = to.conn.query_row("SELECT count(*) FROM batches", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 4);
+        assert_batches_hold_every_item(&to.conn);
     }
 
     /// Batches enough to fill two tiers: each tier's runs merged into one

@@ -277,7 +277,9 @@ impl copy::Stage for Staging<'_> {
     }
 
     fn number_items(&mut self) -> Result<()> {
-        // After the last item's or dropped item's id, in the source's order.
+        // After the last item's or dropped item's id, in the source's order
+        // (a copy keeps the items' order; its batch rows are cut wherever
+        // the source's ids change group).
         self.conn.execute(
             "UPDATE copy_items SET dst = ?1 + n.k - 1, written = 1, fresh = 1
              FROM (SELECT src, row_number() OVER (ORDER BY src) AS k FROM copy_items WHERE dst IS NULL) AS n
@@ -304,6 +306,12 @@ impl copy::Stage for Staging<'_> {
             [],
         )?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
+        // Issue 48, on its branch: the new items as batch rows too.
+        let first: Option<i64> =
+            self.conn.query_row("SELECT MIN(dst) FROM copy_items WHERE fresh", [], |r| r.get(0))?;
+        if let Some(first) = first {
+            super::batches::fill_from_items(self.conn, first, false)?;
+        }
         Ok((updated + inserted) as u64)
     }
 

@@ -90,7 +90,7 @@ impl SqliteLedger {
         }
         if version < 12 {
             tx.execute_batch(SCHEMA_12)?;
-            super::batches::fill_from_items(&tx)?;
+            super::batches::fill_from_items(&tx, 0, true)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
