@@ -427,6 +427,48 @@ mod tests {
         assert_batches_hold_every_item(&to.conn);
     }
 
+    /// A million items of schema 11 (every thousandth queued, the rest
+    /// accepted) migrate in one transaction into 100 batches and 2,000
+    /// spans, each item found by its hash. Run by hand to time it
+    /// (`cargo test --lib a_million_items -- --ignored --nocapture`): a
+    /// debug build's SQLite is unoptimised, so a release build takes less.
+    #[test]
+    #[ignore = "a million items: run by hand to time the migration"]
+    fn a_million_items_of_schema_11_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let ledger = SqliteLedger::open(&path).unwrap();
+            ledger
+                .conn
+                .execute_batch(
+                    "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
+                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+                     INSERT INTO items (id, group_id, url_key, url, state, enqueued_at, attempts, last_class,
+                         accepted_at)
+                     SELECT i, 1, i, 'https://www.site.example/articles/' || i || '/a-title-of-some-length',
+                         CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'accepted' END, 1, 1, 'accepted', 2
+                     FROM n;
+                     DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
+                     PRAGMA user_version = 11;",
+                )
+                .unwrap();
+        }
+        let start = std::time::Instant::now();
+        let ledger = SqliteLedger::open(&path).unwrap();
+        eprintln!("a million items migrated in {:.2} s", start.elapsed().as_secs_f64());
+        let conn = &ledger.conn;
+        let (batches, items): (i64, i64) =
+            conn.query_row("SELECT count(*), sum(n) FROM batches", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        assert_eq!((batches, items), (100, 1_000_000));
+        let spans: i64 = conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap();
+        assert_eq!(spans, 2_000);
+        for i in (1..=1_000_000).step_by(99_991) {
+            let url = format!("https://www.site.example/articles/{i}/a-title-of-some-length");
+            assert_eq!(find_ids(conn, 1, &[url_hash(&url)]).unwrap(), [Some(i)]);
+        }
+    }
+
     /// Batches enough to fill two tiers: each tier's runs merged into one
     /// of the next, every URL still found, and a URL never admitted not.
     #[test]
