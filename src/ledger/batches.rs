@@ -213,40 +213,71 @@ pub struct Page {
     pub entries: Vec<u8>,
 }
 
-/// The runs being merged, their entries together, as the pages of one
-/// run: sorted, `PAGE` entries a page. Two items of a group with one hash
-/// are one URL admitted twice (dropped, then submitted again: `same_url`
-/// says so), and the newer id is kept; else two URLs share the hash, and
-/// the merge is refused naming both ids.
-pub fn merge(mut entries: Vec<(u128, i64)>, mut same_url: impl FnMut(i64, i64) -> Result<bool>) -> Result<Vec<Page>> {
-    entries.sort_unstable();
-    let mut kept: Vec<(u128, i64)> = Vec::with_capacity(entries.len());
-    for (hash, id) in entries {
-        match kept.last_mut() {
-            Some(last) if last.0 == hash => {
-                if !same_url(last.1, id)? {
-                    return Err(LedgerError::Invalid(format!(
-                        "the items {} and {id} share a 128-bit URL hash",
-                        last.1
-                    )));
+/// Writes a merged run's entries, given in (hash, id) order, as pages of
+/// `PAGE` entries, a page at a time (a merge holds no more than one). Two
+/// entries of one hash are one URL admitted twice (dropped, then submitted
+/// again: `same_url` says so), and the newer id is kept; else two URLs
+/// share the hash, and the merge is refused naming both ids.
+#[derive(Default)]
+pub struct Pager {
+    /// The last entry pushed, held until the next shows its hash differs.
+    pending: Option<(u128, i64)>,
+    page: Vec<(u128, i64)>,
+    /// Entries written to pages so far.
+    pub written: u64,
+}
+
+impl Pager {
+    /// Takes the next entry; gives a page when one is full.
+    pub fn push(
+        &mut self,
+        (hash, id): (u128, i64),
+        same_url: &mut impl FnMut(i64, i64) -> Result<bool>,
+    ) -> Result<Option<Page>> {
+        match self.pending {
+            Some((held, older)) if held == hash => {
+                if !same_url(older, id)? {
+                    return Err(LedgerError::Invalid(format!("the items {older} and {id} share a 128-bit URL hash")));
                 }
-                // Sorted by (hash, id): this one is the newer.
-                last.1 = id;
+                self.pending = Some((hash, id.max(older)));
+                Ok(None)
             }
-            _ => kept.push((hash, id)),
+            _ => Ok(self.pending.replace((hash, id)).and_then(|e| self.add(e))),
         }
     }
-    Ok(kept
-        .chunks(PAGE)
-        .map(|page| {
-            let mut blob = Vec::with_capacity(page.len() * ENTRY);
-            for (hash, id) in page {
-                blob.extend_from_slice(&hash.to_be_bytes());
-                blob.extend_from_slice(&id.to_le_bytes());
-            }
-            Page { first_hash: page[0].0.to_be_bytes(), entries: blob }
-        })
-        .collect())
+
+    fn add(&mut self, entry: (u128, i64)) -> Option<Page> {
+        self.page.push(entry);
+        self.written += 1;
+        (self.page.len() == PAGE).then(|| page_of(&std::mem::take(&mut self.page)))
+    }
+
+    /// The last page, if any entry is left.
+    pub fn finish(mut self) -> Option<Page> {
+        let full = self.pending.take().and_then(|e| self.add(e));
+        full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)))
+    }
+}
+
+fn page_of(entries: &[(u128, i64)]) -> Page {
+    let mut blob = Vec::with_capacity(entries.len() * ENTRY);
+    for (hash, id) in entries {
+        blob.extend_from_slice(&hash.to_be_bytes());
+        blob.extend_from_slice(&id.to_le_bytes());
+    }
+    Page { first_hash: entries[0].0.to_be_bytes(), entries: blob }
+}
+
+/// `entries` (any order) as the pages of one run, through a `Pager`.
+pub fn merge(mut entries: Vec<(u128, i64)>, mut same_url: impl FnMut(i64, i64) -> Result<bool>) -> Result<Vec<Page>> {
+    entries.sort_unstable();
+    let mut pager = Pager::default();
+    let mut pages = Vec::new();
+    for entry in entries {
+        pages.extend(pager.push(entry, &mut same_url)?);
+    }
+    pages.extend(pager.finish());
+    Ok(pages)
 }
 
 #[cfg(test)]
@@ -318,6 +349,18 @@ mod tests {
         // One URL admitted twice (dropped, then submitted again): the newer kept.
         let pages = merge(vec![(7, 2), (7, 1), (9, 3)], |a, b| Ok((a, b) == (1, 2))).unwrap();
         assert_eq!(page_entries(&pages[0].entries).unwrap(), [(7, 2), (9, 3)]);
+    }
+
+    /// One URL met twice across where a page would end: the page waits
+    /// for it, and holds it once, at its newer id.
+    #[test]
+    fn a_url_met_twice_at_a_page_boundary_is_written_once() {
+        let mut entries: Vec<(u128, i64)> = (0..PAGE as u128).map(|h| (h, h as i64)).collect();
+        entries.push((PAGE as u128 - 1, 5_000));
+        let pages = merge(entries, |a, b| Ok((a, b) == (PAGE as i64 - 1, 5_000))).unwrap();
+        assert_eq!(pages.len(), 1);
+        let back = page_entries(&pages[0].entries).unwrap();
+        assert_eq!((back.len(), back[PAGE - 1]), (PAGE, (PAGE as u128 - 1, 5_000)));
     }
 
     #[test]
