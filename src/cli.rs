@@ -143,7 +143,7 @@ pub struct SubmitArgs {
     pub since: Option<chrono::DateTime<chrono::Utc>>,
 
     /// How long this run may sleep for short retries (key_pending, Retry-After) or for a PostgreSQL ledger that
-    /// went away; e.g. 0, 90s, 5m
+    /// went away (a duration, as in the configuration; 0 waits for nothing)
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_wait: Option<Duration>,
 
