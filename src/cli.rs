@@ -142,7 +142,8 @@ pub struct SubmitArgs {
     #[arg(long, value_name = "DATE", value_parser = parse_since)]
     pub since: Option<chrono::DateTime<chrono::Utc>>,
 
-    /// How long this run may sleep for short retries (key_pending, Retry-After); e.g. 0, 90s, 5m
+    /// How long this run may sleep for short retries (key_pending, Retry-After) or for a PostgreSQL ledger that
+    /// went away (a duration, as in the configuration; 0 waits for nothing)
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub max_wait: Option<Duration>,
 

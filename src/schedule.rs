@@ -27,12 +27,33 @@ pub const MIN_RETRY: TimeDelta = TimeDelta::seconds(1);
 pub enum Decision {
     Accepted,
     RetryAt(DateTime<Utc>),
-    /// Parked; `reason` and `message` replace the answer's when the
-    /// scheduler itself gave up (`gave_up`, `key_never_accepted`).
+    /// Parked; `gave_up` says why when the scheduler itself gave up, and
+    /// then replaces the answer's reason.
     Park {
-        reason: Option<MisconfiguredReason>,
-        message: Option<String>,
+        gave_up: Option<GaveUp>,
     },
+}
+
+/// Why the scheduler gave up on an item: what its record says instead of
+/// the engine's answer (worded by whoever reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GaveUp {
+    /// Transient failures, `attempts` in a row, for `failing_for`
+    /// (`retry.transient_deadline` or more).
+    Failing { failing_for: TimeDelta, attempts: u32 },
+    /// The key refused for `since_first_use` after its first use
+    /// (`retry.key_pending_deadline` or more).
+    KeyNeverAccepted { since_first_use: TimeDelta },
+}
+
+impl GaveUp {
+    /// The reason an item the scheduler gave up on is parked for.
+    pub fn reason(self) -> MisconfiguredReason {
+        match self {
+            GaveUp::Failing { .. } => MisconfiguredReason::GaveUp,
+            GaveUp::KeyNeverAccepted { .. } => MisconfiguredReason::KeyNeverAccepted,
+        }
+    }
 }
 
 /// What the scheduler needs of an item's past.
@@ -100,6 +121,14 @@ pub fn reconnect_after(failures: u32) -> std::time::Duration {
     doubled(first, failures, delta(RECONNECT_CAP)).to_std().unwrap_or(RECONNECT_CAP)
 }
 
+/// The next step of an item whose request the run's stop cut: sent and not
+/// answered (`reached`), it goes again once its reservation's lease has
+/// ended (`lease_end`), as a reconciled one would (the engine may have it,
+/// so not sooner); never sent, it is due at once.
+pub fn after_stop(reached: bool, now: DateTime<Utc>, lease_end: DateTime<Utc>) -> Decision {
+    Decision::RetryAt(if reached { lease_end.max(now) } else { now })
+}
+
 /// Decides the next step. `jitter` is a uniform sample in [0, 1).
 pub fn decide(input: &Inputs, jitter: f64) -> Decision {
     let now = input.now;
@@ -110,7 +139,7 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
     let s = input.settings;
     match input.class {
         Class::Accepted => Decision::Accepted,
-        Class::Misconfigured => Decision::Park { reason: None, message: None },
+        Class::Misconfigured => Decision::Park { gave_up: None },
         Class::Quota => match input.retry_after {
             Some(ra) => Decision::RetryAt(quota_retry_at(ra, now)),
             None => {
@@ -122,11 +151,7 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
             let deadline = delta(s.transient_deadline);
             if now - started >= deadline {
                 return Decision::Park {
-                    reason: Some(MisconfiguredReason::GaveUp),
-                    message: Some(format!(
-                        "gave up after {} of failures ({streak} attempts); the engine or the network kept failing",
-                        crate::clock::humanize(now - started)
-                    )),
+                    gave_up: Some(GaveUp::Failing { failing_for: now - started, attempts: streak }),
                 };
             }
             let cap = delta(s.transient_cap);
@@ -145,11 +170,7 @@ pub fn decide(input: &Inputs, jitter: f64) -> Decision {
             let give_up_at = first_used + delta(s.key_pending_deadline);
             if now >= give_up_at {
                 return Decision::Park {
-                    reason: Some(MisconfiguredReason::KeyNeverAccepted),
-                    message: Some(format!(
-                        "the engine still refuses the key {} after its first use, although the key file is served correctly",
-                        crate::clock::humanize(now - first_used)
-                    )),
+                    gave_up: Some(GaveUp::KeyNeverAccepted { since_first_use: now - first_used }),
                 };
             }
             let wait = doubled(delta(s.key_pending_first), streak, TimeDelta::MAX).max(MIN_RETRY);
@@ -260,7 +281,7 @@ mod tests {
             streak_started_at: Some(now() - TimeDelta::days(3)),
         };
         match run(Class::Transient, None, h, 0.5) {
-            Decision::Park { reason, .. } => assert_eq!(reason, Some(MisconfiguredReason::GaveUp)),
+            Decision::Park { gave_up } => assert_eq!(gave_up.map(GaveUp::reason), Some(MisconfiguredReason::GaveUp)),
             other => panic!("expected park, got {other:?}"),
         }
         // Another class in between starts a new streak.
@@ -292,14 +313,16 @@ mod tests {
         let first = now() - TimeDelta::hours(23) - TimeDelta::minutes(59);
         assert_eq!(decide(&input(12, first), 0.5), Decision::RetryAt(first + TimeDelta::hours(24)));
         match decide(&input(13, now() - TimeDelta::hours(24)), 0.5) {
-            Decision::Park { reason, .. } => assert_eq!(reason, Some(MisconfiguredReason::KeyNeverAccepted)),
+            Decision::Park { gave_up } => {
+                assert_eq!(gave_up.map(GaveUp::reason), Some(MisconfiguredReason::KeyNeverAccepted))
+            }
             other => panic!("expected park, got {other:?}"),
         }
     }
 
     #[test]
     fn misconfigured_parks_and_accepted_is_done() {
-        assert_eq!(run(Class::Misconfigured, None, fresh(), 0.5), Decision::Park { reason: None, message: None });
+        assert_eq!(run(Class::Misconfigured, None, fresh(), 0.5), Decision::Park { gave_up: None });
         assert_eq!(run(Class::Accepted, None, fresh(), 0.5), Decision::Accepted);
     }
 }

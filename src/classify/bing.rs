@@ -156,8 +156,8 @@ fn bing_quota_verdict(resp: &Response, q: QuotaMessage, answered: &str, site: &s
 /// | 200 with Bing's JSON (`{"d": …}`) without an error | accepted | `ok` |
 /// | 200 with any other body (empty, HTML, other JSON, cut off) | accepted | `unrecognized_body` (the body is kept) |
 /// | a quota message ("Quota remaining for today: 0", "exceeded your daily url submission quota") under a generic code (0 `None`, 2 `UnknownError`, 8 `InvalidParameter`, or an undocumented one) | quota | `daily_quota` / `monthly_quota` (the window is spent; 0 left is reported) |
-/// | "Quota remaining for today: N, Submitted: M" (or "this month"), N > 0, under a generic code | quota | `partial_quota`: N is reported; N < M (or no M): no wait, that many go again at once; else `Retry-After`, else 60 s |
-/// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else 60 s |
+/// | "Quota remaining for today: N, Submitted: M" (or "this month"), N > 0, under a generic code | quota | `partial_quota`: N is reported; N < M (or no M): no wait, that many go again at once; else `Retry-After`, else [`BING_THROTTLE_WAIT`] |
+/// | ErrorCode 4 `ThrottleUser`, 5 `ThrottleHost`, HTTP 429 | quota | `ThrottleUser` / `ThrottleHost` / `rate_limited`; `Retry-After`, else [`BING_THROTTLE_WAIT`] |
 /// | ErrorCode 1 `InternalError`, 15 `UnexpectedState`, HTTP 5xx (JSON or not), 408 | transient | the code's name, or `server_error` |
 /// | ErrorCode 12 `AlreadyExists` | accepted | `AlreadyExists` |
 /// | every other ErrorCode (a quota message under it included), any other 4xx | misconfigured | the code's name (`InvalidApiKey`, `NotAuthorized`, …) or `http_<status>` |

@@ -58,7 +58,7 @@ fn refusal(body: &str) -> Option<Refusal> {
 /// | 202 with any other body | accepted | `unrecognized_body` |
 /// | 409 (the URL was already added for reindexing) | accepted | `already_added` |
 /// | 429 `QUOTA_EXCEEDED` | quota | `QUOTA_EXCEEDED`: 0 left today (reported) |
-/// | any other 429 | quota | `rate_limited`; `Retry-After`, else 60 s |
+/// | any other 429 | quota | `rate_limited`; `Retry-After`, else [`YANDEX_THROTTLE_WAIT`] |
 /// | 400 `INVALID_URL` | misconfigured | `INVALID_URL` |
 /// | 403 `INVALID_USER_ID` | misconfigured | `INVALID_USER_ID` (the hint names `available_user_id`) |
 /// | 404 `HOST_NOT_VERIFIED` | misconfigured | `HOST_NOT_VERIFIED` |

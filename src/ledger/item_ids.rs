@@ -1,6 +1,6 @@
 //! The item ids a recorded request names, as one value: ascending, each
 //! the difference from the one before in LEB128 (a batch of 10,000 ids
-//! claimed together takes about 10 KB). Both backends store it as bytes.
+//! claimed together stays a few kilobytes). Both backends store it as bytes.
 
 use super::{LedgerError, Result};
 

@@ -20,6 +20,7 @@ use crate::output::printer::{Printer, Verbosity};
 use crate::output::results::{Key, ResultEntry, Results};
 use crate::output::summary::{Deferral, InspectionNote, PlanCounts, Summary, Waiting};
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use std::collections::{BTreeMap, HashSet};
 
 /// What the phases leave for the report.
@@ -103,21 +104,30 @@ impl Findings {
     }
 
     /// A request answered: each claimed item's result (`results`, by
-    /// `result_of` in the items' order), put once for each run of items
-    /// that share it (a batch with one answer: one result for 10,000).
+    /// `result_of` in the items' order, numbered in the order their first
+    /// items come), made into a report row once and put once for each run
+    /// of items that share it (a batch with one answer: one row for 10,000).
     pub(super) fn answered(
         &mut self,
+        group: &GroupKey,
         items: &[crate::ledger::ClaimedItem],
-        results: &[ResultEntry],
+        results: &[AnswerResult],
         result_of: &[usize],
+        at: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        let mut at = 0;
-        while at < items.len() {
-            let result = result_of[at];
-            let n = result_of[at..].iter().take_while(|r| **r == result).count();
-            let keys = items[at..at + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
-            self.entries(keys, &results[result])?;
-            at += n;
+        let mut rows: Vec<ResultEntry> = Vec::with_capacity(results.len());
+        for (item, &result) in items.iter().zip(result_of) {
+            if result == rows.len() {
+                rows.push(answer_row(&item.url, group, item.attempts + 1, &results[result], at));
+            }
+        }
+        let mut first = 0;
+        while first < items.len() {
+            let result = result_of[first];
+            let n = result_of[first..].iter().take_while(|r| **r == result).count();
+            let keys = items[first..first + n].iter().map(|i| (Key::Item(i.id), i.url.as_str(), i.attempts + 1));
+            self.results.put_all(keys, &rows[result])?;
+            first += n;
         }
         Ok(())
     }
@@ -131,18 +141,8 @@ impl Findings {
     }
 
     /// Records the result of a ledger item.
-    pub(super) fn entry(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
+    pub(super) fn put_item(&mut self, id: i64, entry: ResultEntry) -> anyhow::Result<()> {
         Ok(self.results.put(Key::Item(id), &entry)?)
-    }
-
-    /// Records one result for many ledger items (`Results::put_all`): each
-    /// key with its URL and attempts.
-    pub(super) fn entries<'u>(
-        &mut self,
-        keys: impl IntoIterator<Item = (Key, &'u str, u32)>,
-        entry: &ResultEntry,
-    ) -> anyhow::Result<()> {
-        Ok(self.results.put_all(keys, entry)?)
     }
 
     /// Records the result of an item found in the ledger as the input is
@@ -229,6 +229,40 @@ impl Findings {
             None => exit_status(ending.fail_on, &summary, reminded),
         })
     }
+}
+
+/// What an engine's answer and its decision came to for the items of one
+/// history (`outcome`), as the report says it: the same for each item but
+/// for its URL and attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct AnswerResult {
+    pub outcome: Outcome,
+    pub reason: Reason,
+    pub message: String,
+    pub hint: Option<String>,
+    pub http_status: Option<u16>,
+    /// When the items go again, and the timezone that is told in.
+    pub retry: Option<(DateTime<Utc>, Tz)>,
+}
+
+/// The report's row of an answered item: `url`, at its `attempts`th
+/// attempt, with what its answer came to, answered `at`.
+pub(super) fn answer_row(
+    url: &str,
+    group: &GroupKey,
+    attempts: u32,
+    r: &AnswerResult,
+    at: DateTime<Utc>,
+) -> ResultEntry {
+    let mut e = base_entry(url, group, r.outcome, r.reason);
+    e.message = r.message.clone();
+    e.hint = r.hint.clone();
+    e.http_status = r.http_status;
+    e.attempts = attempts;
+    if let Some((t, tz)) = r.retry {
+        e.set_retry(t, tz, at);
+    }
+    e
 }
 
 /// A result for `url` in `group`, with nothing said yet: where every row

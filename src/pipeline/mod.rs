@@ -18,8 +18,11 @@
 //! - `send` (`Sender`): due items claimed in batches within budget and
 //!   pace, sent to the engines, and the waits for retries within
 //!   `--max-wait`;
-//! - `outcome` (`Recorder`): an engine's answer made into ledger records
-//!   and results;
+//! - `next_steps`: what an engine's answers decide (another batch, quota
+//!   blocks, each item's next step by the scheduler), before anything is
+//!   recorded;
+//! - `outcome` (`Recorder`): the answers and their decisions made into
+//!   ledger records and results;
 //! - `findings` (`Findings`): what the phases leave (a claim's deferrals
 //!   handed over as events, `findings::deferrals`), and at the end the
 //!   report and the exit status;
@@ -40,6 +43,7 @@ mod admission;
 mod findings;
 mod inspect;
 mod intake;
+mod next_steps;
 mod notify;
 mod outcome;
 mod plan;

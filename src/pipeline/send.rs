@@ -12,7 +12,8 @@ mod claim;
 mod request;
 
 use super::findings::Findings;
-use super::outcome::{self, Delivery, Recorder};
+use super::next_steps;
+use super::outcome::{Delivery, Recorder};
 use super::Run;
 use crate::ledger::Finish;
 use crate::model::GroupKey;
@@ -245,7 +246,8 @@ impl<'r, 'a> Sender<'r, 'a> {
     }
 
     /// `send_batch`'s claim and request, one way: decide (`claim::decide`),
-    /// send (`request::send_claimed`), record (`outcome`), with the report's part handed to
+    /// send (`request::send_claimed`), decide what the answers mean
+    /// (`next_steps`), record (`outcome`), with the report's part handed to
     /// the findings on the way. A stopped run claims nothing.
     async fn claim_and_send(&mut self, group: &GroupKey) -> anyhow::Result<bool> {
         if self.run.stop.requested() {
@@ -255,21 +257,20 @@ impl<'r, 'a> Sender<'r, 'a> {
         let Some((claim, credential)) = claim::decide(self, group, &rules).await? else { return Ok(false) };
         let Some(reservation) = claim.reservation else { return Ok(false) };
         let Request { sent, fingerprint, at, inspections } = request::send_claimed(self, group, &rules, &claim).await?;
-        let more = outcome::another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
-        let mut recorder =
-            Recorder { retry: &self.run.settings.retry, user_tz: self.run.user_tz, findings: self.findings };
-        let done = recorder.record(Delivery {
+        let more = next_steps::another_batch(&claim, &sent, self.run.engines[&group.engine].max_batch());
+        let answers = next_steps::Answers {
             group,
             rules: &rules,
-            windows: claim.windows.clone(),
             claim: &claim,
-            reservation,
             sent: &sent,
             at,
-            credential,
-            key_first_used: claim.key_first_used,
-            fingerprint: &fingerprint,
-        })?;
+            retry: &self.run.settings.retry,
+        };
+        let steps = next_steps::after(&answers, rand::random::<f64>);
+        let mut recorder = Recorder { user_tz: self.run.user_tz, findings: self.findings };
+        let delivery =
+            Delivery { group, claim: &claim, reservation, sent: &sent, at, credential, fingerprint: &fingerprint };
+        let done = recorder.record(delivery, steps)?;
         // Recorded with the next claim, before its request goes, or by
         // `send_batch` when none comes.
         self.answered = Some(done);
@@ -320,7 +321,7 @@ mod tests {
     use crate::model::Class;
     use crate::model::Period;
     use crate::model::{Action, ItemState};
-    use crate::pipeline::outcome::another_batch;
+    use crate::pipeline::next_steps::another_batch;
     use crate::pipeline::testing::{self, at, rule, site_group, whole, Fixture, Scripted, NOW};
     use chrono_tz::Tz;
 

@@ -227,3 +227,57 @@ pub(super) fn results(trial: &mut Trial) -> Vec<(String, String, String)> {
         .expect("the results read back");
     out
 }
+
+/// The next steps after `sent` answered `items` of `group`, claimed at
+/// `NOW` against `rules`' windows with a lease until ten minutes later,
+/// with the default retry settings.
+pub(super) fn next_steps_after(
+    group: &GroupKey,
+    rules: &[Rule],
+    items: &[crate::ledger::ClaimedItem],
+    sent: &Sent,
+    jitter: impl FnMut() -> f64,
+) -> super::next_steps::NextSteps {
+    let (now, settings) = (at(NOW), settings(""));
+    let claim = crate::ledger::Claim {
+        now,
+        windows: crate::budget_rules::windows(rules, now),
+        items: items.to_vec(),
+        lease_until: Some(now + TimeDelta::minutes(10)),
+        ..crate::ledger::Claim::default()
+    };
+    let answers = super::next_steps::Answers { group, rules, claim: &claim, sent, at: now, retry: &settings.retry };
+    super::next_steps::after(&answers, jitter)
+}
+
+/// A property's daily rule in Shanghai, its monthly one, and the pool's day.
+pub(super) fn three_rules() -> Vec<Rule> {
+    vec![
+        rule("day", Scope::Property, Period::Day, chrono_tz::Asia::Shanghai, Some(10)),
+        rule("month", Scope::Property, Period::Month, Tz::UTC, Some(10)),
+        rule("pool", Scope::Pool, Period::Day, chrono_tz::America::Los_Angeles, Some(10)),
+    ]
+}
+
+/// An engine's answer of `class` and `reason`: HTTP 200 if accepted, else 429.
+pub(super) fn answer(class: Class, reason: &str) -> Answer {
+    Answer {
+        verdict: verdict(class, reason),
+        response: StoredResponse { http_status: Some(if class == Class::Accepted { 200 } else { 429 }), body: None },
+        reached: true,
+        skipped: false,
+    }
+}
+
+/// A quota answer to one URL, with its `Retry-After` and the window it names.
+pub(super) fn quota(retry_after: Option<crate::classify::RetryAfter>, window: Period) -> Sent {
+    let mut a = answer(Class::Quota, "rate_limited");
+    a.verdict.retry_after = retry_after;
+    a.verdict.quota_window = window;
+    Sent::whole(a, 1)
+}
+
+/// Each block's rule and until when.
+pub(super) fn blocked(blocks: &[crate::ledger::Block]) -> Vec<(&str, DateTime<Utc>)> {
+    blocks.iter().map(|b| (b.rule.rule.as_str(), b.until)).collect()
+}

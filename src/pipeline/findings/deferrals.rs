@@ -86,7 +86,7 @@ impl Findings {
             (deferral.used, deferral.limit) = (usage.used, usage.limit(&window));
         }
         for (id, url, at) in &claim.paced {
-            self.entry(*id, paced_entry(url, group, *at, context.user_tz, now))?;
+            self.put_item(*id, paced_entry(url, group, *at, context.user_tz, now))?;
         }
         Ok(())
     }

@@ -1,37 +1,17 @@
 use super::*;
-use crate::budget_rules::{Rule, Scope};
+use crate::budget_rules::{self, Rule, Scope};
 use crate::classify::RetryAfter;
 use crate::engines::{Answer, Batch, Sent};
 use crate::ledger::{Budget, ClaimSpec, Intake, Now, Owner};
-use crate::model::{Action, ItemState, MisconfiguredReason, Period, StoredResponse};
+use crate::model::{Action, ItemState, MisconfiguredReason, Period};
+use crate::output::results::ResultEntry;
+use crate::pipeline::findings::answer_row;
 use crate::pipeline::findings::{budget_entry, paced_entry};
-use crate::pipeline::testing::{self, at, rule, site_group, Fixture, Scripted, Trial, NOW};
+use crate::pipeline::next_steps::resends_now;
+use crate::pipeline::testing::{
+    self, answer, at, blocked, quota, rule, site_group, three_rules, Fixture, Scripted, Trial, NOW,
+};
 use chrono::TimeDelta;
-
-/// A property's daily rule in Shanghai, its monthly one, and the pool's day.
-fn rules() -> Vec<Rule> {
-    vec![
-        rule("day", Scope::Property, Period::Day, chrono_tz::Asia::Shanghai, Some(10)),
-        rule("month", Scope::Property, Period::Month, Tz::UTC, Some(10)),
-        rule("pool", Scope::Pool, Period::Day, chrono_tz::America::Los_Angeles, Some(10)),
-    ]
-}
-
-fn answer(class: Class, reason: &str) -> Answer {
-    Answer {
-        verdict: testing::verdict(class, reason),
-        response: StoredResponse { http_status: Some(if class == Class::Accepted { 200 } else { 429 }), body: None },
-        reached: true,
-        skipped: false,
-    }
-}
-
-fn quota(retry_after: Option<RetryAfter>, window: Period) -> Sent {
-    let mut a = answer(Class::Quota, "rate_limited");
-    a.verdict.retry_after = retry_after;
-    a.verdict.quota_window = window;
-    Sent::whole(a, 1)
-}
 
 fn item(id: i64, last_class: Option<Class>, streak: u32) -> ClaimedItem {
     ClaimedItem {
@@ -45,8 +25,50 @@ fn item(id: i64, last_class: Option<Class>, streak: u32) -> ClaimedItem {
     }
 }
 
-fn blocked(blocks: &[Block]) -> Vec<(&str, DateTime<Utc>)> {
-    blocks.iter().map(|b| (b.rule.rule.as_str(), b.until)).collect()
+/// What the tests read of a request settled: the ledger's records, and
+/// each decision's report row with each item's (`result_of`).
+struct Case {
+    answered: Vec<Answered>,
+    results: Vec<ResultEntry>,
+    result_of: Vec<usize>,
+}
+
+/// `sent` answering `items` of `g` under `rules` at `NOW`, settled as the
+/// sender does for a user in Paris; `quota_tz`: the timezone a quota retry
+/// without `Retry-After` is told in.
+fn settle_sent(
+    rules: &[Rule],
+    g: &GroupKey,
+    items: &[ClaimedItem],
+    sent: &Sent,
+    quota_tz: Option<Tz>,
+    jitter: impl FnMut() -> f64,
+) -> Case {
+    let steps = testing::next_steps_after(g, rules, items, sent, jitter);
+    let context = Settle { at: at(NOW), user_tz: chrono_tz::Europe::Paris, quota_tz, fingerprint: "fp" };
+    let settled = settle(items, sent, &steps, &context);
+    let mut results = Vec::new();
+    for (item, &decided) in items.iter().zip(&steps.decision_of) {
+        if decided == results.len() {
+            results.push(answer_row(&item.url, g, item.attempts + 1, &settled.results[decided], at(NOW)));
+        }
+    }
+    Case { answered: settled.answered, results, result_of: steps.decision_of }
+}
+
+/// What the ledger records of `answer` to `item` with `decision`, and the
+/// item's report row.
+fn item_result(
+    g: &GroupKey,
+    item: &ClaimedItem,
+    answer: &Answer,
+    decision: Decision,
+    now: DateTime<Utc>,
+    retry_tz: Tz,
+    fingerprint: &str,
+) -> (Recorded, ResultEntry) {
+    let (recorded, result) = answer_result(answer, &decision, retry_tz, fingerprint);
+    (recorded, answer_row(&item.url, g, item.attempts + 1, &result, now))
 }
 
 #[test]
@@ -64,42 +86,12 @@ fn a_deferral_is_a_deferred_result_with_its_retry() {
     assert_eq!((e.retry_at.as_deref(), e.retry_after_secs), (Some("2026-03-02T10:00:30+00:00"), Some(30)));
 }
 
-#[test]
-fn a_quota_answer_with_retry_after_blocks_the_groups_own_rules_until_then() {
-    let now = at(NOW);
-    let (rules, g) = (rules(), site_group());
-    let windows = budget_rules::windows(&rules, now);
-    let blocks = quota_blocks(&g, &rules, &windows, &quota(Some(RetryAfter::Seconds(120)), Period::Day), &[], now);
-    let until = now + TimeDelta::seconds(120);
-    assert_eq!(blocked(&blocks), [("day", until), ("month", until)]);
-    assert_eq!(quota_tz(&rules, &windows, &blocks), None, "the retry is not a window's end");
-}
-
-#[test]
-fn a_quota_answer_without_retry_after_blocks_the_window_it_named_until_it_ends() {
-    let now = at(NOW);
-    let (rules, g) = (rules(), site_group());
-    let windows = budget_rules::windows(&rules, now);
-    let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Day), &[], now);
-    assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z"))], "IndexNow's pool is not the answer's");
-    assert_eq!(quota_tz(&rules, &windows, &blocks), Some(chrono_tz::Asia::Shanghai));
-    let blocks = quota_blocks(&g, &rules, &windows, &quota(None, Period::Month), &[], now);
-    assert_eq!(blocked(&blocks), [("month", at("2026-04-01T00:00:00Z"))]);
-    assert_eq!(quota_tz(&rules, &windows, &blocks), Some(Tz::UTC));
-    // Google's daily quota is the Cloud project's: the pool is spent too.
-    let google = GroupKey { engine: EngineKind::Google, target: String::new(), ..g.clone() };
-    let blocks = quota_blocks(&google, &rules, &windows, &quota(None, Period::Day), &[], now);
-    assert_eq!(blocked(&blocks), [("day", at("2026-03-02T16:00:00Z")), ("pool", at("2026-03-03T08:00:00Z"))]);
-    let accepted = Sent::whole(answer(Class::Accepted, "ok"), 1);
-    assert!(quota_blocks(&g, &rules, &windows, &accepted, &[], now).is_empty(), "no quota answer, no block");
-}
-
 /// The ledger gives back what the answers say was not counted (its
 /// policy decides it from each record's class and whether its request
 /// left): each record says whether its request left.
 #[test]
 fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     let mut unreached = answer(Class::Transient, "connect");
     unreached.reached = false;
     let sent = Sent {
@@ -107,11 +99,11 @@ fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
         per_url: vec![0, 1, 1, 0, 1, 2],
     };
     let items: Vec<ClaimedItem> = (1..=6).map(|id| item(id, None, 0)).collect();
-    let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+    let settled = settle_sent(&three_rules(), &g, &items, &sent, None, || 0.5);
     let reached: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.reached)).collect();
     assert_eq!(reached, [(vec![1, 4], true), (vec![2, 3, 5], false), (vec![6], true)]);
     // Through a ledger: the six claimed against every window, then finished.
-    let (now, windows) = (at(NOW), budget_rules::windows(&rules(), at(NOW)));
+    let (now, windows) = (at(NOW), budget_rules::windows(&three_rules(), at(NOW)));
     let mut ledger = crate::ledger::SqliteLedger::in_memory().unwrap();
     let batch: Vec<_> = items.iter().map(|i| testing::new_item(&g, &i.url)).collect();
     ledger.admit(&batch, now, &testing::admit_rule()).unwrap();
@@ -147,9 +139,9 @@ fn each_record_says_whether_its_request_left_for_the_ledger_to_give_back() {
 /// blocked as any quota answer; an unexplained remainder waits.
 #[test]
 fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     let now = at(NOW);
-    let mut rules = rules();
+    let mut rules = three_rules();
     rules.push(Rule { reported: true, ..rule("reported", Scope::Property, Period::Day, Tz::UTC, Some(100)) });
     let windows = budget_rules::windows(&rules, now);
     let remainder = |left: u64, urls: usize| {
@@ -165,9 +157,10 @@ fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
     let mut told = remainder(10, 32);
     told.answers[0].verdict.retry_after = Some(RetryAfter::Seconds(60));
     assert!(!resends_now(&told, 0, &windows), "the engine said when");
-    assert!(quota_blocks(&g, &rules, &windows, &partial, &[true], now).is_empty());
+    let no_items = || panic!("no items, no jitter");
+    assert!(testing::next_steps_after(&g, &rules, &[], &partial, no_items).blocks.is_empty());
     let spent = remainder(0, 32);
-    assert_eq!(blocked(&quota_blocks(&g, &rules, &windows, &spent, &[false], now))[0].0, "day");
+    assert_eq!(blocked(&testing::next_steps_after(&g, &rules, &[], &spent, no_items).blocks)[0].0, "day");
     let reports = remainders(&partial, &windows, now);
     let reports: Vec<_> = reports.iter().map(|r| (r.window.rule.as_str(), r.remaining, r.at)).collect();
     assert_eq!(reports, [("reported", 10, now)], "only the reported window of the day");
@@ -175,46 +168,17 @@ fn a_partial_remainder_its_request_explains_goes_again_at_once_within_it() {
     // The items are due again now, without the scheduler's wait.
     let items: Vec<ClaimedItem> = (1..=3).map(|id| item(id, None, 0)).collect();
     let three = remainder(2, 3);
-    let context = Settle { resend_now: &[true], ..context(&settings, None) };
-    let settled = settle(&g, &items, &three, &context, || panic!("no jitter"));
+    let settled = settle_sent(&rules, &g, &items, &three, None, || panic!("no jitter"));
     assert_eq!(settled.answered[0].next, NextStep::RetryAt(now));
     assert_eq!(settled.results[settled.result_of[0]].reason.to_string(), "partial_quota");
 }
 
-fn context<'a>(settings: &'a crate::config::Settings, quota_tz: Option<Tz>) -> Settle<'a> {
-    Settle {
-        at: at(NOW),
-        key_first_used: None,
-        quota_reset: Some(at("2026-03-02T16:00:00Z")),
-        retry: &settings.retry,
-        user_tz: chrono_tz::Europe::Paris,
-        quota_tz,
-        fingerprint: "fp",
-        lease_end: at(NOW) + TimeDelta::minutes(10),
-        resend_now: &[],
-    }
-}
-
-#[test]
-fn a_request_the_stop_cut_waits_for_its_lease_if_sent_and_is_due_at_once_if_not() {
-    let (now, lease_end) = (at(NOW), at(NOW) + TimeDelta::minutes(10));
-    let unanswered = Answer::unanswered_on_stop();
-    assert_eq!(stop_decision(&unanswered, now, lease_end), Some(Decision::RetryAt(lease_end)));
-    let late = now + TimeDelta::minutes(11);
-    assert_eq!(stop_decision(&unanswered, late, lease_end), Some(Decision::RetryAt(late)), "never in the past");
-    assert_eq!(stop_decision(&Answer::not_sent_on_stop(), now, lease_end), Some(Decision::RetryAt(now)));
-    for (class, reason) in [(Class::Accepted, "ok"), (Class::Transient, "server_error"), (Class::Quota, "rate_limited")]
-    {
-        assert_eq!(stop_decision(&answer(class, reason), now, lease_end), None, "the scheduler's");
-    }
-}
-
 #[test]
 fn a_request_the_stop_cut_is_recorded_as_interrupted_past_the_scheduler() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     let items = [item(1, None, 0), item(2, Some(Class::Transient), 2), item(3, None, 0)];
     let sent = Sent { answers: vec![Answer::unanswered_on_stop(), Answer::not_sent_on_stop()], per_url: vec![0, 0, 1] };
-    let settled = settle(&g, &items, &sent, &context(&settings, None), || panic!("no jitter: no backoff"));
+    let settled = settle_sent(&three_rules(), &g, &items, &sent, None, || panic!("no jitter: no backoff"));
     let lease_end = at(NOW) + TimeDelta::minutes(10);
     let records: Vec<_> =
         settled.answered.iter().map(|a| (a.items.clone(), a.class, a.reason.to_string(), a.next.clone())).collect();
@@ -235,11 +199,11 @@ fn a_request_the_stop_cut_is_recorded_as_interrupted_past_the_scheduler() {
 
 #[test]
 fn items_with_one_answer_and_history_share_one_decision_and_one_record() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     let items = [item(1, None, 0), item(2, Some(Class::Transient), 2), item(3, None, 0)];
     let sent = Sent::whole(answer(Class::Accepted, "ok"), 3);
     let mut draws = 0;
-    let settled = settle(&g, &items, &sent, &context(&settings, None), || {
+    let settled = settle_sent(&three_rules(), &g, &items, &sent, None, || {
         draws += 1;
         0.5
     });
@@ -256,14 +220,14 @@ fn items_with_one_answer_and_history_share_one_decision_and_one_record() {
 
 #[test]
 fn each_answer_and_next_step_is_its_own_record() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     // Per URL: the first and third accepted, the second refused.
     let sent = Sent {
         answers: vec![answer(Class::Accepted, "ok"), answer(Class::Misconfigured, "forbidden")],
         per_url: vec![0, 1, 0],
     };
     let items = [item(1, None, 0), item(2, None, 0), item(3, None, 0)];
-    let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+    let settled = settle_sent(&three_rules(), &g, &items, &sent, None, || 0.5);
     let records: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.class, a.next.clone())).collect();
     assert_eq!(
         records,
@@ -276,13 +240,13 @@ fn each_answer_and_next_step_is_its_own_record() {
     let mut other = answer(Class::Accepted, "ok");
     other.response.body = Some("{}".into());
     let sent = Sent { answers: vec![answer(Class::Accepted, "ok"), other], per_url: vec![0, 1] };
-    let settled = settle(&g, &items[..2], &sent, &context(&settings, None), || 0.5);
+    let settled = settle_sent(&three_rules(), &g, &items[..2], &sent, None, || 0.5);
     let records: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.response.body.clone())).collect();
     assert_eq!(records, [(vec![1], None), (vec![2], Some("{}".into()))]);
     // One transient answer: items with another history retry at another time.
     let sent = Sent::whole(answer(Class::Transient, "server_error"), 2);
     let items = [item(1, None, 0), item(2, Some(Class::Transient), 2)];
-    let settled = settle(&g, &items, &sent, &context(&settings, None), || 0.5);
+    let settled = settle_sent(&three_rules(), &g, &items, &sent, None, || 0.5);
     let next: Vec<_> = settled.answered.iter().map(|a| (a.items.clone(), a.next.clone())).collect();
     let backoff = |secs| NextStep::RetryAt(at(NOW) + TimeDelta::seconds(secs));
     assert_eq!(next, [(vec![1], backoff(15)), (vec![2], backoff(60))], "30 s, then 2 min, times the jitter");
@@ -290,10 +254,10 @@ fn each_answer_and_next_step_is_its_own_record() {
 
 #[test]
 fn a_quota_retry_is_told_in_the_quotas_timezone_and_others_in_the_users() {
-    let (settings, g) = (testing::settings(""), site_group());
+    let g = site_group();
     let shanghai = Some(chrono_tz::Asia::Shanghai);
     let retry_at = |sent: &Sent, quota_tz| {
-        let settled = settle(&g, &[item(1, None, 0)], sent, &context(&settings, quota_tz), || 0.5);
+        let settled = settle_sent(&three_rules(), &g, &[item(1, None, 0)], sent, quota_tz, || 0.5);
         settled.results[settled.result_of[0]].retry_at.clone().unwrap()
     };
     assert_eq!(retry_at(&quota(None, Period::Day), shanghai), "2026-03-03T00:00:00+08:00");
@@ -325,7 +289,7 @@ fn an_item_result_carries_the_answer_and_the_decision() {
 
     let mut refused = answer(Class::Misconfigured, "forbidden");
     refused.verdict.hint = Some("check the key".into());
-    let park = Decision::Park { reason: None, message: None };
+    let park = Decision::Park { gave_up: None };
     let (r, e) = item_result(&g, &it, &refused, park, now, tz, "fp");
     assert_eq!((r.class, r.next), (Class::Misconfigured, NextStep::Park { fingerprint: "fp".into() }));
     assert_eq!(
@@ -338,8 +302,13 @@ fn an_item_result_carries_the_answer_and_the_decision() {
 fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint() {
     let (now, g, tz) = (at(NOW), site_group(), Tz::UTC);
     let it = item(1, Some(Class::Transient), 2);
-    let gave_up =
-        |reason: MisconfiguredReason| Decision::Park { reason: Some(reason), message: Some("gave up".into()) };
+    let gave_up = |reason: MisconfiguredReason| {
+        let gave_up = match reason {
+            MisconfiguredReason::KeyNeverAccepted => GaveUp::KeyNeverAccepted { since_first_use: TimeDelta::days(1) },
+            _ => GaveUp::Failing { failing_for: TimeDelta::days(3), attempts: 12 },
+        };
+        Decision::Park { gave_up: Some(gave_up) }
+    };
     let (r, e) = item_result(
         &g,
         &it,
@@ -350,7 +319,11 @@ fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint(
         "fp",
     );
     assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "gave_up"));
-    assert_eq!(e.message, "gave up (last answer: the engine said server_error)");
+    assert_eq!(
+        e.message,
+        "gave up after 3 d of failures (12 attempts); the engine or the network kept failing (last answer: the \
+         engine said server_error)"
+    );
     assert_eq!(e.hint.as_deref(), Some("check the endpoint and the network, then `indexq queue retry`"));
     assert_eq!((r.class, r.reason.to_string().as_str(), r.message), (Class::Misconfigured, "gave_up", e.message));
     let key = answer(Class::KeyPending, "key_pending");
@@ -363,7 +336,14 @@ fn an_item_the_scheduler_gave_up_on_is_misconfigured_with_its_reason_and_a_hint(
     let (r, e) = item_result(&g, &it, &forbidden, gave_up(MisconfiguredReason::KeyNeverAccepted), now, tz, "fp");
     assert_eq!((e.outcome, e.reason.to_string().as_str()), (Outcome::Misconfigured, "user_forbidden"));
     assert_eq!((r.class, r.reason.to_string().as_str()), (Class::Misconfigured, "user_forbidden"));
-    assert!(e.message.starts_with("gave up: IndexNow says UserForbiddedToAccessSite, and the causes"), "{}", e.message);
+    assert!(
+        e.message.starts_with(
+            "the engine still refuses the key 1 d after its first use, although the key file is served correctly: \
+             IndexNow says UserForbiddedToAccessSite, and the causes"
+        ),
+        "{}",
+        e.message
+    );
     assert!(!e.message.contains("last answer"), "{}", e.message);
     let hint = e.hint.unwrap();
     assert!(hint.starts_with("1) verify the site in Bing Webmaster Tools"), "{hint}");
