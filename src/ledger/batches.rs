@@ -92,6 +92,25 @@ pub fn encode(items: &[BatchItem<'_>]) -> Result<BatchBlobs> {
     Ok(BatchBlobs { sorted, texts, lastmods, actions })
 }
 
+/// Where items in id order, given as (group, id), are cut into batch rows:
+/// at every change of group, every gap in the ids and every `BATCH` items.
+/// Each range is one batch row: one group's consecutive ids.
+pub fn cuts(items: &[(i64, i64)]) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for k in 1..=items.len() {
+        let cut = k == items.len()
+            || k - start == BATCH
+            || items[k].0 != items[start].0
+            || items[k].1 != items[k - 1].1 + 1;
+        if cut {
+            runs.push(start..k);
+            start = k;
+        }
+    }
+    runs
+}
+
 fn malformed(column: &str) -> LedgerError {
     LedgerError::Invalid(format!("batches.{column}: a damaged blob"))
 }
@@ -300,6 +319,17 @@ mod tests {
             assert_eq!(text(&blobs.texts, urls.len(), place as u32).unwrap(), url);
         }
         assert_eq!(find(&blobs.sorted, url_hash("https://site.example/post/300")).unwrap(), None);
+    }
+
+    /// A run of ids is cut where its group changes, where an id is
+    /// skipped (another writer took it) and at `BATCH` items.
+    #[test]
+    fn items_are_cut_into_batches_at_groups_gaps_and_the_batch_size() {
+        assert_eq!(cuts(&[]), []);
+        let items = [(1, 10), (1, 11), (2, 12), (2, 13), (2, 15), (1, 16)];
+        assert_eq!(cuts(&items), [0..2, 2..4, 4..5, 5..6]);
+        let long: Vec<(i64, i64)> = (0..BATCH as i64 * 2 + 1).map(|id| (7, id)).collect();
+        assert_eq!(cuts(&long), [0..BATCH, BATCH..2 * BATCH, 2 * BATCH..2 * BATCH + 1]);
     }
 
     #[test]

@@ -261,7 +261,7 @@ fn pg_fixture_upgraded(schema: Schema) -> (pg::PgServer, pg::PgLedger, Sandbox) 
     let mut sb = sandbox(schema, &ledger.config_lines());
     sb.pg = Some(ledger.clone());
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 11"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 12"), "{}", done.stdout);
     (server, ledger, sb)
 }
 

@@ -8,7 +8,9 @@ use super::{
     GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
     Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
 };
+use crate::ledger::batches::BatchItem;
 use crate::ledger::{batch_groups, look_up};
+use super::Action;
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.
@@ -489,12 +491,14 @@ pub(super) fn admit_once(
     // confirmation after it, which made the statement markedly slower
     // (docs/performance.md, *Measured choices*). A key another runner took
     // meanwhile fails the statement, and the transaction is decided again.
+    // The ids are taken in the order of the rows, each group's in a run of
+    // its own (input order within it), so that each run is one batch row.
     let inserted = tx.query(
         "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
          SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
          FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
              AS t (group_id, url_key, url, action, lastmod, n)
-         ORDER BY t.n
+         ORDER BY t.group_id, t.n
          RETURNING group_id, url_key, id",
         &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
     );
@@ -505,6 +509,20 @@ pub(super) fn admit_once(
         Err(e) => return Err(e.into()),
     };
     let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
+    // Issue 48, on its branch: each group's new items as batch rows too,
+    // cut wherever another runner took an id between two of this
+    // statement's (a sequence's ids are not held for one statement).
+    let mut written: Vec<(i64, i64, BatchItem)> = fresh
+        .iter()
+        .zip(&new_ids)
+        .map(|((index, group, _), id)| {
+            let item = &batch[*index];
+            let lastmod = opt_sec(item.lastmod).map(|t| t.timestamp());
+            (*group, *id, BatchItem { url: &item.url, lastmod, deleted: item.action == Action::Deleted })
+        })
+        .collect();
+    written.sort_unstable_by_key(|(_, id, _)| *id);
+    super::batches::write_new_items(&mut tx, &written, now)?;
     for ((_, action, due), ids) in &plan.requeued {
         tx.execute(
             &format!(

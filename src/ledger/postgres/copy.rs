@@ -326,7 +326,9 @@ impl copy::Stage for Staging<'_, '_> {
         Ok(())
     }
 
-    /// From the items' sequence, in the source's order.
+    /// From the items' sequence, in the source's order (a copy keeps the
+    /// items' order; its batch rows are cut wherever the ids change group,
+    /// or skip one another runner took meanwhile).
     fn number_items(&mut self) -> Result<()> {
         self.tx.execute(
             "UPDATE copy_items c SET dst = n.id, written = true, fresh = true
@@ -351,6 +353,10 @@ impl copy::Stage for Staging<'_, '_> {
             &[],
         )?;
         let inserted = self.tx.execute(sql::INSERT_FRESH_ITEMS, &[])?;
+        // Issue 48, on its branch: the new items as batch rows too.
+        if inserted > 0 {
+            super::batches::fill_from_items(self.tx, super::batches::Fill::Copied)?;
+        }
         Ok(updated + inserted)
     }
 

@@ -60,6 +60,7 @@ fn items_named(ids: &[i64]) -> &'static str {
 
 mod admit;
 mod answer;
+mod batches;
 mod claim;
 mod connect;
 mod copy;

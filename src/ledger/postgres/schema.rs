@@ -12,7 +12,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -44,6 +44,10 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 /// Schema 11, over schema 10: the sources that cannot be read, since when,
 /// and when a run last said so.
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
+/// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
+/// its branch — the batches, spans and hash runs, filled from the items
+/// (`batches::fill_from_items`), which stay until every reader has moved.
+const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -95,6 +99,10 @@ impl PgLedger {
             }
             if version < 11 {
                 tx.batch_execute(SCHEMA_11)?;
+            }
+            if version < 12 {
+                tx.batch_execute(SCHEMA_12)?;
+                super::batches::fill_from_items(tx, super::batches::Fill::Migration)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

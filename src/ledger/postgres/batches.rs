@@ -1,0 +1,419 @@
+//! A ledger per batch on PostgreSQL (issue 48; docs/design.md, *A ledger
+//! per batch*: being built on this branch). Schema 12's tables, as
+//! `sqlite/batches.rs` keeps them on SQLite: a batch row written with its
+//! run of tier 0, the runs of a tier merged into the next, a look-up of
+//! hashes through them, and the migration that fills them from schema
+//! 11's items. The blobs' layout is `ledger/batches.rs`'s alone. The items
+//! stay authoritative: admission and `ledger copy` write their new items
+//! as batch rows too, and only the tests read them yet.
+
+use super::super::batches::{self, BatchItem, FANOUT};
+use super::super::{LedgerError, Result};
+use super::{pg, DateTime, GenericClient, Transaction, Utc};
+use pg::fallible_iterator::FallibleIterator;
+use pg::Statement;
+
+/// Writes the batch `items` of `group`, ids from `first_id`, and merges
+/// its group's runs as far as a tier is full.
+pub(super) fn write_batch(
+    tx: &mut impl GenericClient,
+    group: i64,
+    first_id: i64,
+    created_at: DateTime<Utc>,
+    items: &[BatchItem<'_>],
+) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let blobs = batches::encode(items)?;
+    let n = items.len() as i32;
+    tx.execute(
+        "INSERT INTO batches (first_id, group_id, n, created_at, sorted, texts, lastmods, actions)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        &[&first_id, &group, &n, &created_at, &blobs.sorted, &blobs.texts, &blobs.lastmods, &blobs.actions],
+    )?;
+    tx.execute(
+        "INSERT INTO hash_runs (group_id, tier, n, batch) VALUES ($1, 0, $2, $3)",
+        &[&group, &i64::from(n), &first_id],
+    )?;
+    merge_tiers(tx, group)
+}
+
+/// While a tier of `group` holds `FANOUT` runs, merges them into one run
+/// of the next tier: their entries read in order, a batch's blob or a
+/// run's page at a time, and written once, as pages, a page at a time.
+fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
+    use std::cmp::Reverse;
+    for tier in 0i32.. {
+        let runs: Vec<(i64, Option<i64>)> = tx
+            .query("SELECT run, batch FROM hash_runs WHERE group_id = $1 AND tier = $2 ORDER BY run", &[&group, &tier])?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        if runs.len() < FANOUT {
+            return Ok(());
+        }
+        let next_page = tx.prepare(
+            "SELECT first_hash, entries FROM hash_pages WHERE run = $1 AND first_hash > $2
+             ORDER BY first_hash LIMIT 1",
+        )?;
+        let batch_of = tx.prepare(TEXTS_OF)?;
+        let mut cursors = Vec::with_capacity(runs.len());
+        for (run, batch) in &runs {
+            cursors.push(RunCursor::open(tx, *run, *batch)?);
+        }
+        let mut heads = std::collections::BinaryHeap::new();
+        for (k, cursor) in cursors.iter_mut().enumerate() {
+            if let Some(entry) = cursor.next(tx, &next_page)? {
+                heads.push(Reverse((entry, k)));
+            }
+        }
+        let run: i64 = tx
+            .query_one(
+                "INSERT INTO hash_runs (group_id, tier, n) VALUES ($1, $2, 1) RETURNING run",
+                &[&group, &(tier + 1)],
+            )?
+            .get(0);
+        let put = tx.prepare("INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)")?;
+        let mut pager = batches::Pager::default();
+        while let Some(Reverse((entry, k))) = heads.pop() {
+            let page = pager.push(entry, &mut |a, b| Ok(text_of(tx, &batch_of, a)? == text_of(tx, &batch_of, b)?))?;
+            if let Some(page) = page {
+                tx.execute(&put, &[&run, &&page.first_hash[..], &page.entries])?;
+            }
+            if let Some(next) = cursors[k].next(tx, &next_page)? {
+                heads.push(Reverse((next, k)));
+            }
+        }
+        let written = pager.written;
+        if let Some(page) = pager.finish() {
+            tx.execute(&put, &[&run, &&page.first_hash[..], &page.entries])?;
+        }
+        tx.execute("UPDATE hash_runs SET n = $2 WHERE run = $1", &[&run, &(written.max(1) as i64)])?;
+        let old: Vec<i64> = runs.iter().map(|(run, _)| *run).collect();
+        tx.execute("DELETE FROM hash_pages WHERE run = ANY($1)", &[&old])?;
+        tx.execute("DELETE FROM hash_runs WHERE run = ANY($1)", &[&old])?;
+    }
+    unreachable!("tiers are counted up until one is not full")
+}
+
+/// A run's entries in hash order: a batch's blob (20 bytes an entry, read
+/// whole), or a merged run's pages, read one at a time by key.
+enum RunCursor {
+    Batch(std::vec::IntoIter<(u128, i64)>),
+    Pages { run: i64, after: Vec<u8>, page: std::vec::IntoIter<(u128, i64)> },
+}
+
+impl RunCursor {
+    fn open(tx: &mut impl GenericClient, run: i64, batch: Option<i64>) -> Result<RunCursor> {
+        Ok(match batch {
+            Some(first_id) => {
+                let sorted: Vec<u8> =
+                    tx.query_one("SELECT sorted FROM batches WHERE first_id = $1", &[&first_id])?.get(0);
+                RunCursor::Batch(batches::batch_entries(first_id, &sorted)?.into_iter())
+            }
+            None => RunCursor::Pages { run, after: Vec::new(), page: Vec::new().into_iter() },
+        })
+    }
+
+    /// The next entry; `next_page` selects a run's first page whose key is
+    /// past the one given (an empty `bytea` sorts before every key).
+    fn next(&mut self, tx: &mut impl GenericClient, next_page: &Statement) -> Result<Option<(u128, i64)>> {
+        match self {
+            RunCursor::Batch(entries) => Ok(entries.next()),
+            RunCursor::Pages { run, after, page } => loop {
+                if let Some(entry) = page.next() {
+                    return Ok(Some(entry));
+                }
+                let Some(row) = tx.query_opt(next_page, &[&*run, &&after[..]])? else { return Ok(None) };
+                *after = row.get(0);
+                *page = batches::page_entries(row.get(1))?.into_iter();
+            },
+        }
+    }
+}
+
+/// The batch that may hold an item: the last starting at or before it.
+const TEXTS_OF: &str = "SELECT first_id, n, texts FROM batches WHERE first_id <= $1 ORDER BY first_id DESC LIMIT 1";
+
+/// The URL of item `id`, from its batch's texts (`batch_of`: `TEXTS_OF`).
+fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result<String> {
+    let row = tx
+        .query_opt(batch_of, &[&id])?
+        .filter(|r| id < r.get::<_, i64>(0) + i64::from(r.get::<_, i32>(1)))
+        .ok_or_else(|| LedgerError::Invalid(format!("hash_runs: item {id} is in no batch")))?;
+    let (first_id, n): (i64, i32) = (row.get(0), row.get(1));
+    Ok(batches::text(row.get(2), n as usize, (id - first_id) as u32)?.to_string())
+}
+
+/// The id of each of `hashes` in `group`, if the group holds it: in every
+/// run of the group, a batch's blob searched; a merged run's page that
+/// could hold a hash found by its key and searched, or, when the hashes
+/// still sought are many against the run's pages, the run's pages read in
+/// order beside the sorted hashes (a seek a hash would read each page many
+/// times). The newest runs are read first (the lower tiers, the later runs
+/// of a tier), so a URL admitted again after a drop is found at its newer
+/// id.
+// Admission's look-up moves here next on this branch; the tests call it now.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
+    let mut found = vec![None; hashes.len()];
+    let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
+    by_hash.sort_unstable_by_key(|&k| hashes[k]);
+    let runs: Vec<(i64, i64, Option<i64>)> = tx
+        .query("SELECT run, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC", &[&group])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let sorted_of = tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?;
+    let page_at = tx.prepare(
+        "SELECT entries FROM hash_pages WHERE run = $1 AND first_hash <= $2 ORDER BY first_hash DESC LIMIT 1",
+    )?;
+    let pages_of = tx.prepare("SELECT entries FROM hash_pages WHERE run = $1 ORDER BY first_hash")?;
+    for (run, n, batch) in runs {
+        // The hashes still sought, in hash order.
+        let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
+        if open.is_empty() {
+            break;
+        }
+        match batch {
+            Some(first_id) => {
+                let row = tx.query_one(&sorted_of, &[&first_id])?;
+                let sorted: &[u8] = row.get(0);
+                for k in open {
+                    found[k] = batches::find(sorted, hashes[k])?.map(|place| first_id + i64::from(place));
+                }
+            }
+            None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+                for k in open {
+                    let key = hashes[k].to_be_bytes();
+                    if let Some(row) = tx.query_opt(&page_at, &[&run, &&key[..]])? {
+                        found[k] = batches::find_in_page(row.get(0), hashes[k])?;
+                    }
+                }
+            }
+            None => {
+                // Each hash is searched in the last page starting at or
+                // before it: the page read before the first that starts
+                // after it. The pages come one at a time, as the server
+                // sends them.
+                let mut rows = tx.query_raw(&pages_of, [&run])?;
+                let mut page: Option<Vec<u8>> = None;
+                let mut next = 0;
+                loop {
+                    let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0));
+                    let bound = following.as_deref().map(batches::first_hash).transpose()?;
+                    while next < open.len() && bound.is_none_or(|b| hashes[open[next]] < b) {
+                        if let Some(page) = &page {
+                            found[open[next]] = batches::find_in_page(page, hashes[open[next]])?;
+                        }
+                        next += 1;
+                    }
+                    match following {
+                        Some(p) => page = Some(p),
+                        None => break,
+                    }
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Writes the batch rows of `items`, the new items of one admission in id
+/// order as (group, id, item): one batch row a run (`batches::cuts`).
+pub(super) fn write_new_items(
+    tx: &mut impl GenericClient,
+    items: &[(i64, i64, BatchItem<'_>)],
+    created_at: DateTime<Utc>,
+) -> Result<()> {
+    let keys: Vec<(i64, i64)> = items.iter().map(|(group, id, _)| (*group, *id)).collect();
+    for run in batches::cuts(&keys) {
+        let (group, first_id) = keys[run.start];
+        let batch: Vec<BatchItem> = items[run]
+            .iter()
+            .map(|(_, _, i)| BatchItem { url: i.url, lastmod: i.lastmod, deleted: i.deleted })
+            .collect();
+        write_batch(tx, group, first_id, created_at, &batch)?;
+    }
+    Ok(())
+}
+
+/// Which items `fill_from_items` reads.
+pub(super) enum Fill {
+    /// Every item, and their spans: schema 11's items into schema 12.
+    Migration,
+    /// The items a copy inserted (its staging table's fresh rows), no
+    /// spans: nothing keeps spans after the migration yet (see
+    /// `schema/0012_batches.sql`).
+    Copied,
+}
+
+/// A span's state columns, in `spans`' order after `last`.
+const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
+    accepted_at, parked_fingerprint, last_request_id";
+
+/// The state columns of an item (`SPAN_COLUMNS`), as `spans` keeps them.
+#[derive(PartialEq)]
+struct SpanState {
+    state: String,
+    next_attempt_at: Option<DateTime<Utc>>,
+    enqueued_at: DateTime<Utc>,
+    attempts: i32,
+    last_class: Option<String>,
+    streak: i32,
+    streak_started_at: Option<DateTime<Utc>>,
+    accepted_at: Option<DateTime<Utc>>,
+    parked_fingerprint: Option<String>,
+    last_request_id: Option<i64>,
+}
+
+impl SpanState {
+    fn of(r: &pg::Row, at: usize) -> SpanState {
+        SpanState {
+            state: r.get(at),
+            next_attempt_at: r.get(at + 1),
+            enqueued_at: r.get(at + 2),
+            attempts: r.get(at + 3),
+            last_class: r.get(at + 4),
+            streak: r.get(at + 5),
+            streak_started_at: r.get(at + 6),
+            accepted_at: r.get(at + 7),
+            parked_fingerprint: r.get(at + 8),
+            last_request_id: r.get(at + 9),
+        }
+    }
+}
+
+/// Spans gathered to be written with one statement.
+#[derive(Default)]
+struct SpanRows(Vec<(i64, i64, i64, SpanState)>);
+
+impl SpanRows {
+    /// Spans written a statement at a time.
+    const A_STATEMENT: usize = 10_000;
+
+    fn push(&mut self, tx: &mut Transaction<'_>, span: (i64, i64, i64, SpanState)) -> Result<()> {
+        self.0.push(span);
+        if self.0.len() == Self::A_STATEMENT {
+            self.flush(tx)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, tx: &mut Transaction<'_>) -> Result<()> {
+        let spans = std::mem::take(&mut self.0);
+        if spans.is_empty() {
+            return Ok(());
+        }
+        let column = |f: fn(&(i64, i64, i64, SpanState)) -> i64| spans.iter().map(f).collect::<Vec<i64>>();
+        let (groups, firsts, lasts) = (column(|s| s.0), column(|s| s.1), column(|s| s.2));
+        let states: Vec<&str> = spans.iter().map(|s| s.3.state.as_str()).collect();
+        let due: Vec<Option<DateTime<Utc>>> = spans.iter().map(|s| s.3.next_attempt_at).collect();
+        let enqueued: Vec<DateTime<Utc>> = spans.iter().map(|s| s.3.enqueued_at).collect();
+        let attempts: Vec<i32> = spans.iter().map(|s| s.3.attempts).collect();
+        let classes: Vec<Option<&str>> = spans.iter().map(|s| s.3.last_class.as_deref()).collect();
+        let streaks: Vec<i32> = spans.iter().map(|s| s.3.streak).collect();
+        let streak_started: Vec<Option<DateTime<Utc>>> = spans.iter().map(|s| s.3.streak_started_at).collect();
+        let accepted: Vec<Option<DateTime<Utc>>> = spans.iter().map(|s| s.3.accepted_at).collect();
+        let fingerprints: Vec<Option<&str>> = spans.iter().map(|s| s.3.parked_fingerprint.as_deref()).collect();
+        let requests: Vec<Option<i64>> = spans.iter().map(|s| s.3.last_request_id).collect();
+        tx.execute(
+            &format!(
+                "INSERT INTO spans (group_id, first, last, {SPAN_COLUMNS})
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[],
+                     $6::timestamptz[], $7::integer[], $8::text[], $9::integer[], $10::timestamptz[],
+                     $11::timestamptz[], $12::text[], $13::bigint[])"
+            ),
+            &[
+                &groups,
+                &firsts,
+                &lasts,
+                &states,
+                &due,
+                &enqueued,
+                &attempts,
+                &classes,
+                &streaks,
+                &streak_started,
+                &accepted,
+                &fingerprints,
+                &requests,
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+/// The items `fill` names as batches and their runs (and, for the
+/// migration, their spans), in the caller's transaction: read in id order
+/// through a cursor, batches cut at every change of group, every gap in
+/// the ids and every `BATCH` items; spans at every change of group, gap or
+/// state column. The items stay. As SQLite's `fill_from_items`.
+pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()> {
+    let read = match fill {
+        Fill::Migration => format!("SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items ORDER BY id"),
+        Fill::Copied => "SELECT id, group_id, url, action, lastmod FROM items
+                         WHERE id IN (SELECT dst FROM copy_items WHERE fresh) ORDER BY id"
+            .into(),
+    };
+    let cursor = tx.bind(read.as_str(), &[])?;
+    // The batch being gathered: its group, first id, and (url, lastmod, deleted).
+    type Gathered = (i64, i64, Vec<(String, Option<i64>, bool)>);
+    let mut batch: Option<Gathered> = None;
+    let mut span: Option<(i64, i64, i64, SpanState)> = None;
+    let mut spans = SpanRows::default();
+    let created_at = super::sec(Utc::now());
+    let write = |tx: &mut Transaction<'_>, (group, first, items): &Gathered| -> Result<()> {
+        let items: Vec<BatchItem> = items
+            .iter()
+            .map(|(url, lastmod, deleted)| BatchItem { url, lastmod: *lastmod, deleted: *deleted })
+            .collect();
+        write_batch(tx, *group, *first, created_at, &items)
+    };
+    loop {
+        let rows = tx.query_portal(&cursor, batches::BATCH as i32)?;
+        if rows.is_empty() {
+            break;
+        }
+        for r in &rows {
+            let (id, group, url): (i64, i64, String) = (r.get(0), r.get(1), r.get(2));
+            let deleted = match r.get::<_, &str>(3) {
+                "updated" => false,
+                "deleted" => true,
+                other => return Err(LedgerError::Invalid(format!("items.action: {other}"))),
+            };
+            let lastmod = r.get::<_, Option<DateTime<Utc>>>(4).map(|t| t.timestamp());
+            let follows = |g: i64, first: i64, len: usize| g == group && first + len as i64 == id;
+            match &mut batch {
+                Some((g, first, items)) if items.len() < batches::BATCH && follows(*g, *first, items.len()) => {
+                    items.push((url, lastmod, deleted));
+                }
+                _ => {
+                    if let Some(done) = batch.replace((group, id, vec![(url, lastmod, deleted)])) {
+                        write(tx, &done)?;
+                    }
+                }
+            }
+            if matches!(fill, Fill::Copied) {
+                continue;
+            }
+            let state = SpanState::of(r, 5);
+            match &mut span {
+                Some((g, _, last, s)) if *g == group && *last + 1 == id && *s == state => *last = id,
+                _ => {
+                    if let Some(done) = span.replace((group, id, id, state)) {
+                        spans.push(tx, done)?;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(done) = batch {
+        write(tx, &done)?;
+    }
+    if let Some(done) = span {
+        spans.push(tx, done)?;
+    }
+    spans.flush(tx)
+}

@@ -1,0 +1,77 @@
+-- Schema 12 of the PostgreSQL ledger, over schema 11: a ledger per batch
+-- (issue 48; docs/design.md, *A ledger per batch*), the tables of SQLite's
+-- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
+-- builds it: the migration fills these tables from the items, which stay,
+-- admission and `ledger copy` write their new items as batch rows too, and
+-- nothing reads them yet but the look-up of hashes (`batches.rs`). The
+-- released schema 12 will drop the items once every reader has moved.
+
+-- An admitted batch of one group: the items `first_id` to
+-- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
+-- place (`sorted`), their texts (`texts`), their lastmods (seconds since
+-- 1970-01-01 UTC) and actions where any is not the default (else NULL).
+-- Written once, never updated; the blobs' layout is `ledger/batches.rs`'s.
+CREATE TABLE batches (
+    first_id   bigint PRIMARY KEY,
+    group_id   bigint NOT NULL REFERENCES groups (id),
+    n          integer NOT NULL CHECK (n > 0),
+    created_at timestamptz NOT NULL,
+    sorted     bytea NOT NULL,
+    texts      bytea NOT NULL,
+    lastmods   bytea,
+    actions    bytea
+);
+-- The blobs are stored as they are, out of the row, not compressed: the
+-- server would otherwise compress each as the row is inserted, the cost
+-- schema 9 removed from the reservations' lists. A blob is written once
+-- and read whole.
+ALTER TABLE batches ALTER COLUMN sorted SET STORAGE EXTERNAL,
+    ALTER COLUMN texts SET STORAGE EXTERNAL,
+    ALTER COLUMN lastmods SET STORAGE EXTERNAL,
+    ALTER COLUMN actions SET STORAGE EXTERNAL;
+
+-- The state of the items `first` to `last` of a group, all alike: what the
+-- items' columns of the same names hold today. Spans never overlap; an
+-- item whose fate differs from its run's has a span of its own.
+CREATE TABLE spans (
+    group_id           bigint NOT NULL,
+    first              bigint NOT NULL,
+    last               bigint NOT NULL CHECK (last >= first),
+    state              text NOT NULL CHECK (state IN ('queued', 'in_flight', 'accepted', 'parked')),
+    next_attempt_at    timestamptz,
+    enqueued_at        timestamptz NOT NULL,
+    attempts           integer NOT NULL DEFAULT 0,
+    last_class         text CHECK (last_class IN ('accepted', 'quota', 'transient', 'key_pending', 'misconfigured')),
+    streak             integer NOT NULL DEFAULT 0,
+    streak_started_at  timestamptz,
+    accepted_at        timestamptz,
+    parked_fingerprint text,
+    last_request_id    bigint,
+    PRIMARY KEY (group_id, first)
+);
+CREATE INDEX spans_queued ON spans (group_id, next_attempt_at) WHERE state = 'queued';
+CREATE INDEX spans_parked ON spans (group_id) WHERE state = 'parked';
+
+-- The sorted runs of a group's hashes, by tier: a run of tier 0 is a
+-- batch's own `sorted` blob (`batch`), a run of a higher tier is its pages
+-- in `hash_pages`. `FANOUT` runs of a tier are merged into one of the next.
+CREATE TABLE hash_runs (
+    run      bigserial PRIMARY KEY,
+    group_id bigint NOT NULL,
+    tier     integer NOT NULL CHECK (tier >= 0),
+    n        bigint NOT NULL CHECK (n > 0),
+    batch    bigint REFERENCES batches (first_id),
+    CHECK ((tier = 0) = (batch IS NOT NULL))
+);
+CREATE INDEX hash_runs_group ON hash_runs (group_id, tier);
+
+-- A page of a merged run: its first hash (16 bytes, big-endian, so that
+-- `bytea`'s order is the hashes') and its sorted (hash, id) entries,
+-- stored as they are for the batches' reason.
+CREATE TABLE hash_pages (
+    run        bigint NOT NULL,
+    first_hash bytea NOT NULL,
+    entries    bytea NOT NULL,
+    PRIMARY KEY (run, first_hash)
+);
+ALTER TABLE hash_pages ALTER COLUMN entries SET STORAGE EXTERNAL;
