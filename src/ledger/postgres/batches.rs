@@ -417,3 +417,259 @@ pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()
     }
     spans.flush(tx)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::batches::url_hash;
+    use super::super::{PgLedger, PgOptions};
+    use super::*;
+    use crate::ledger::conformance::{dedupe_day, test_postgres, two_groups};
+    use crate::ledger::{Intake, ItemFilter, Queue};
+
+    fn t(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// Every item of the ledger as (id, group, url, state), by id.
+    fn items_of(ledger: &mut PgLedger) -> Vec<(i64, i64, String, String)> {
+        ledger
+            .transaction(|tx| {
+                Ok(tx
+                    .query("SELECT id, group_id, url, state FROM items ORDER BY id", &[])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                    .collect())
+            })
+            .unwrap()
+    }
+
+    /// Every item of the ledger is found by its URL's hash in its group, at
+    /// its id; a URL never admitted is not.
+    fn assert_batches_hold_every_item(ledger: &mut PgLedger) {
+        let items = items_of(ledger);
+        assert!(!items.is_empty());
+        ledger
+            .transaction(|tx| {
+                for (id, group, url, _) in &items {
+                    assert_eq!(find_ids(tx, *group, &[url_hash(url)])?, [Some(*id)], "{url} of group {group}");
+                }
+                let groups: Vec<i64> = tx.query("SELECT id FROM groups", &[])?.iter().map(|r| r.get(0)).collect();
+                for group in groups {
+                    assert_eq!(find_ids(tx, group, &[url_hash("https://site.example/never")])?, [None]);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// One statement's numbers, by row.
+    fn numbers(ledger: &mut PgLedger, sql: &'static str) -> Vec<i64> {
+        ledger.transaction(|tx| Ok(tx.query(sql, &[])?.iter().map(|r| r.get(0)).collect())).unwrap()
+    }
+
+    /// Admission writes each group's new items as batch rows, in runs of
+    /// ids of their own even when the input mixes the groups; every item is
+    /// found by its URL's hash (many hashes at once too), an unknown hash
+    /// is not, and a URL dropped and submitted again is found at its new
+    /// id, through merges.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_admission_writes_each_groups_new_items_as_batches() {
+        let mut ledger = test_postgres();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        for round in 0..FANOUT * 2 {
+            let batch: Vec<_> = (0..20).map(|i| item(i % 2, round * 20 + i)).collect();
+            ledger.admit(&batch, now, &dedupe_day()).unwrap();
+        }
+        let sizes = numbers(&mut ledger, "SELECT n::bigint FROM batches ORDER BY first_id");
+        assert_eq!(sizes, vec![10; 2 * FANOUT * 2], "one batch row a group an admission");
+        let tiers = numbers(&mut ledger, "SELECT tier::bigint FROM hash_runs ORDER BY group_id, tier");
+        assert_eq!(tiers, [1, 1, 1, 1], "each group's 16 batches merged into two runs of tier 1");
+        assert_batches_hold_every_item(&mut ledger);
+        let items = items_of(&mut ledger);
+        let (groups, hashes): (Vec<i64>, Vec<u128>) = items.iter().map(|(_, g, url, _)| (*g, url_hash(url))).unzip();
+        let ids: Vec<Option<i64>> = items.iter().map(|(id, ..)| Some(*id)).collect();
+        let group_a = groups[0];
+        let of_a = |v: &[Option<i64>]| -> Vec<Option<i64>> {
+            v.iter().zip(&groups).filter(|(_, g)| **g == group_a).map(|(x, _)| *x).collect()
+        };
+        let hashes_a: Vec<u128> = hashes.iter().zip(&groups).filter(|(_, g)| **g == group_a).map(|(h, _)| *h).collect();
+        let found = ledger.transaction(|tx| find_ids(tx, group_a, &hashes_a)).unwrap();
+        assert_eq!(found, of_a(&ids), "many hashes at once: each run's pages read in order");
+        let filter = ItemFilter { url: Some("https://site.example/4".into()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        ledger.admit(&[item(0, 4)], now, &dedupe_day()).unwrap();
+        for round in 0..FANOUT * 2 {
+            let batch: Vec<_> = (0..20).map(|i| item(i % 2, 1_000 + round * 20 + i)).collect();
+            ledger.admit(&batch, now, &dedupe_day()).unwrap();
+        }
+        let again = items_of(&mut ledger);
+        let newer = again.iter().find(|i| i.2 == "https://site.example/4").unwrap().0;
+        assert!(newer > items.iter().map(|i| i.0).max().unwrap(), "submitted again, it has a new id");
+        assert_batches_hold_every_item(&mut ledger);
+    }
+
+    /// A ledger of schema 11 (items of two groups, some accepted, one
+    /// parked, one with a lastmod and one a deletion, a gap left by an
+    /// item gone) gets schema 12 on open: every item found by its URL's
+    /// hash in its own group only, its span in its state, its text,
+    /// lastmod and action in its batch; the items kept.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_version_11_ledger_is_migrated_into_batches_and_spans() {
+        let mut ledger = test_postgres();
+        let item = two_groups();
+        let mut items: Vec<_> = (0..40).map(|i| item(0, i)).collect();
+        items.extend((0..25).map(|i| item(1, i)));
+        ledger.admit(&items, t("2026-12-03T09:00:00Z"), &dedupe_day()).unwrap();
+        ledger
+            .transaction(|tx| {
+                Ok(tx.batch_execute(
+                    "UPDATE items SET state = 'accepted', accepted_at = now(), attempts = 1, last_class = 'accepted'
+                         WHERE id BETWEEN 5 AND 14;
+                     UPDATE items SET state = 'parked', parked_fingerprint = 'fp' WHERE id = 20;
+                     UPDATE items SET lastmod = to_timestamp(1700000000) WHERE id = 21;
+                     UPDATE items SET action = 'deleted' WHERE id = 22;
+                     DELETE FROM items WHERE id = 30;
+                     DROP TABLE hash_pages, hash_runs, spans, batches;
+                     DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
+                )?)
+            })
+            .unwrap();
+        let options = PgOptions {
+            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
+            schema: ledger.schema.clone(),
+            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+            timeout: std::time::Duration::from_secs(10),
+            lease: crate::ledger::owner::LEASE,
+        };
+        drop(ledger);
+        let mut ledger = PgLedger::open(&options).unwrap();
+        assert_eq!(ledger.stored_version().unwrap(), Some(12));
+        let items = items_of(&mut ledger);
+        assert_eq!(items.len(), 64, "the items stay");
+        assert_batches_hold_every_item(&mut ledger);
+        let other_group_finds_none = ledger
+            .transaction(|tx| {
+                for (id, group, url, state) in &items {
+                    let other: i64 = tx.query_one("SELECT id FROM groups WHERE id <> $1", &[group])?.get(0);
+                    assert_ne!(find_ids(tx, other, &[url_hash(url)])?[0], Some(*id), "{url}: its own group's only");
+                    let span: Option<String> = tx
+                        .query_opt(
+                            "SELECT state FROM spans WHERE group_id = $1 AND first <= $2 AND last >= $2",
+                            &[group, id],
+                        )?
+                        .map(|r| r.get(0));
+                    assert_eq!(span.as_deref(), Some(state.as_str()), "item {id}");
+                }
+                let gone: i64 = tx.query_one("SELECT count(*) FROM spans WHERE first <= 30 AND last >= 30", &[])?.get(0);
+                Ok(gone == 0)
+            })
+            .unwrap();
+        assert!(other_group_finds_none, "no span holds an item gone");
+        // The gap and the change of group cut the batches; the states cut the spans.
+        let cuts = numbers(&mut ledger, "SELECT first_id * 100 + n FROM batches ORDER BY first_id");
+        assert_eq!(cuts, [129, 3110, 4125], "1 (29), 31 (10), 41 (25)");
+        let spans = numbers(&mut ledger, "SELECT first * 100 + last FROM spans ORDER BY first");
+        assert_eq!(spans, [104, 514, 1519, 2020, 2129, 3140, 4165]);
+        let url_21 = items.iter().find(|i| i.0 == 21).unwrap().2.clone();
+        ledger
+            .transaction(|tx| {
+                let r = tx.query_one("SELECT texts, n, lastmods, actions FROM batches WHERE first_id = 1", &[])?;
+                let (texts, n): (&[u8], i32) = (r.get(0), r.get(1));
+                let (lastmods, actions): (Option<&[u8]>, Option<&[u8]>) = (r.get(2), r.get(3));
+                assert_eq!(batches::text(texts, n as usize, 20)?, url_21);
+                assert_eq!(batches::lastmod(lastmods, 20)?, Some(1_700_000_000));
+                assert!(batches::deleted(actions, 21)?);
+                assert!(!batches::deleted(actions, 20)?);
+                let storage: Vec<String> = tx
+                    .query(
+                        "SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'batches'::regclass
+                         AND attname IN ('sorted', 'texts', 'lastmods', 'actions')",
+                        &[],
+                    )?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                assert_eq!(storage, ["e"; 4], "the blobs stored as they are (external, uncompressed)");
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// A copy into a PostgreSQL ledger that holds items already writes its
+    /// new items as batch rows, each group's one run of ids; copied again,
+    /// it writes none.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_copy_writes_its_new_items_as_batches() {
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let mut from = test_postgres();
+        let batch: Vec<_> = (0..30).map(|i| item(i % 2, i)).collect();
+        from.admit(&batch, now, &dedupe_day()).unwrap();
+        let mut to = test_postgres();
+        to.admit(&[item(0, 0), item(1, 100)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        assert_batches_hold_every_item(&mut to);
+        let sizes = numbers(&mut to, "SELECT n::bigint FROM batches ORDER BY first_id");
+        assert_eq!(sizes, [1, 1, 14, 15], "the two admitted, then group a's 14 new, group b's 15");
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        assert_eq!(numbers(&mut to, "SELECT count(*) FROM batches"), [4]);
+        assert_batches_hold_every_item(&mut to);
+    }
+
+    /// Batches enough to fill two tiers: each tier's runs merged into one
+    /// of the next, every URL still found (a seek a hash, and the pages in
+    /// order), and a URL never admitted not.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_full_tiers_are_merged_and_every_url_is_still_found() {
+        let mut ledger = test_postgres();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger
+            .transaction(|tx| {
+                tx.batch_execute(
+                    "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't'),
+                         (2, 'p', 'bing', 't')",
+                )?;
+                let urls: Vec<String> =
+                    (0..FANOUT * FANOUT * 3 + 3).map(|i| format!("https://site.example/{i}")).collect();
+                for (b, batch) in urls.chunks(3).enumerate() {
+                    let items: Vec<BatchItem> =
+                        batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                    write_batch(tx, 1, 1 + 3 * b as i64, now, &items)?;
+                }
+                let tiers: Vec<(i32, i64)> = tx
+                    .query("SELECT tier, count(*) FROM hash_runs GROUP BY tier ORDER BY tier", &[])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                // 195 URLs in 65 batches of 3: one run of tier 2 (64 batches), one batch.
+                assert_eq!(tiers, [(0, 1), (2, 1)]);
+                let hashes: Vec<u128> =
+                    urls.iter().map(|u| url_hash(u)).chain([url_hash("https://site.example/new")]).collect();
+                let expected: Vec<Option<i64>> = (1..=urls.len() as i64).map(Some).chain([None]).collect();
+                assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+                for (hash, id) in hashes.iter().zip(&expected) {
+                    assert_eq!(find_ids(tx, 1, &[*hash])?, [*id]);
+                }
+                // A run of more pages than four hashes sought: each found by a seek.
+                let urls: Vec<String> = (0..FANOUT * 600).map(|i| format!("https://site.example/{i}")).collect();
+                for (b, batch) in urls.chunks(600).enumerate() {
+                    let items: Vec<BatchItem> =
+                        batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                    write_batch(tx, 2, 10_000 + 600 * b as i64, now, &items)?;
+                }
+                let pages: i64 = tx.query_one("SELECT count(*) FROM hash_pages", &[])?.get(0);
+                assert_eq!(pages, 1 + 5, "one page of group 1's run, five of group 2's");
+                for (k, url) in urls.iter().enumerate().step_by(97) {
+                    assert_eq!(find_ids(tx, 2, &[url_hash(url)])?, [Some(10_000 + k as i64)], "{url}");
+                }
+                assert_eq!(find_ids(tx, 2, &[url_hash("https://site.example/new")])?, [None]);
+                Ok(())
+            })
+            .unwrap();
+    }
+}
