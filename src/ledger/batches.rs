@@ -99,10 +99,8 @@ pub fn cuts(items: &[(i64, i64)]) -> Vec<std::ops::Range<usize>> {
     let mut runs = Vec::new();
     let mut start = 0;
     for k in 1..=items.len() {
-        let cut = k == items.len()
-            || k - start == BATCH
-            || items[k].0 != items[start].0
-            || items[k].1 != items[k - 1].1 + 1;
+        let cut =
+            k == items.len() || k - start == BATCH || items[k].0 != items[start].0 || items[k].1 != items[k - 1].1 + 1;
         if cut {
             runs.push(start..k);
             start = k;

@@ -2,6 +2,7 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
+use super::Action;
 use super::{
     connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
     opt_sec, pg, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
@@ -10,7 +11,6 @@ use super::{
 };
 use crate::ledger::batches::BatchItem;
 use crate::ledger::{batch_groups, look_up};
-use super::Action;
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.

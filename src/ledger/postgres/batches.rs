@@ -45,8 +45,14 @@ pub(super) fn write_batch(
 fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
     use std::cmp::Reverse;
     for tier in 0i32.. {
+        // Locked, in order: another runner merging the same runs waits
+        // for this one, then finds them gone (and merges none of them
+        // again into a run of its own).
         let runs: Vec<(i64, Option<i64>)> = tx
-            .query("SELECT run, batch FROM hash_runs WHERE group_id = $1 AND tier = $2 ORDER BY run", &[&group, &tier])?
+            .query(
+                "SELECT run, batch FROM hash_runs WHERE group_id = $1 AND tier = $2 ORDER BY run FOR UPDATE",
+                &[&group, &tier],
+            )?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
@@ -563,7 +569,8 @@ mod tests {
                         .map(|r| r.get(0));
                     assert_eq!(span.as_deref(), Some(state.as_str()), "item {id}");
                 }
-                let gone: i64 = tx.query_one("SELECT count(*) FROM spans WHERE first <= 30 AND last >= 30", &[])?.get(0);
+                let gone: i64 =
+                    tx.query_one("SELECT count(*) FROM spans WHERE first <= 30 AND last >= 30", &[])?.get(0);
                 Ok(gone == 0)
             })
             .unwrap();
