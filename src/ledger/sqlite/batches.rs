@@ -557,6 +557,7 @@ mod tests {
         assert_eq!(cuts, [(1, 29), (31, 10), (41, 25)]);
         let spans: i64 = conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap();
         assert_eq!(spans, 7, "1-4, 5-14, 15-19, 20, 21-29, 31-40, 41-65");
+        spans_agree(conn).unwrap();
         type Stored = (Vec<u8>, i64, Option<Vec<u8>>, Option<Vec<u8>>);
         let (texts, n, lastmods, actions): Stored = conn
             .query_row("SELECT texts, n, lastmods, actions FROM batches WHERE first_id = 1", [], |r| {
@@ -571,8 +572,9 @@ mod tests {
     }
 
     /// Every item of the ledger is found by its URL's hash in its group, at
-    /// its id.
+    /// its id, and the spans agree with the items.
     fn assert_batches_hold_every_item(conn: &Connection) {
+        spans_agree(conn).unwrap();
         let items: Vec<(i64, i64, String)> = conn
             .prepare("SELECT id, group_id, url FROM items ORDER BY id")
             .unwrap()
@@ -609,6 +611,73 @@ mod tests {
             ledger.admit(&batch, now, &dedupe_day()).unwrap();
         }
         assert_batches_hold_every_item(&ledger.conn);
+    }
+
+    /// The spans of a run of ids set again after each of a long sequence of
+    /// writes (a run of ids of two groups moved to one of a few states, or
+    /// deleted): the spans agree with the items after each, and no two
+    /// adjacent spans are alike (each write merges what it made alike).
+    /// A change that the spans were not told of is found.
+    #[test]
+    fn spans_follow_every_write_of_a_run_of_items() {
+        use crate::ledger::{ItemFilter, Queue};
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        // Ids 1-60 of group a, then 61-90 of group b.
+        ledger.admit(&(0..60).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let conn = &ledger.conn;
+        let count = |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
+        assert_eq!(count(conn), 2, "an admission's new items of a group are one span");
+        spans_agree(conn).unwrap();
+        let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
+        let adjacent_alike = format!(
+            "SELECT count(*) FROM spans a JOIN spans b ON b.first = a.last + 1 AND a.group_id = b.group_id AND {}",
+            alike.join(" AND ")
+        );
+        let states = [
+            "state = 'queued', next_attempt_at = 5, attempts = attempts + 1, last_class = 'transient'",
+            "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'",
+            "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL",
+            "state = 'queued', next_attempt_at = 5, streak = 0, streak_started_at = NULL",
+        ];
+        let mut seed: u64 = 48;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for step in 0..300 {
+            let first = 1 + next(90) as i64;
+            let last = (first + next(12) as i64).min(90);
+            match next(20) {
+                // Items dropped one at a time, so that most stay.
+                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
+                k => conn
+                    .execute(
+                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", states[k as usize % states.len()]),
+                        [first, last],
+                    )
+                    .unwrap(),
+            };
+            set_spans(conn, first, last).unwrap();
+            if let Err(e) = spans_agree(conn) {
+                panic!("step {step}, ids {first}-{last}: {e}");
+            }
+            let alike: i64 = conn.query_row(&adjacent_alike, [], |r| r.get(0)).unwrap();
+            assert_eq!(alike, 0, "step {step}: adjacent spans alike");
+        }
+        let items: i64 = conn.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert!(items > 60 && count(conn) > 10, "{items} items, {} spans", count(conn));
+        // A write the spans are not told of, then one through the ledger.
+        conn.execute("UPDATE items SET attempts = attempts + 1 WHERE id = (SELECT max(id) FROM items)", []).unwrap();
+        assert!(spans_agree(conn).unwrap_err().to_string().contains("differs from its span"));
+        let last: i64 = conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
+        set_spans(conn, last, last).unwrap();
+        let filter = ItemFilter { url: Some("https://site.example/1".into()), ..Default::default() };
+        ledger.drop_items(&filter, now).unwrap();
+        ledger.retry(&ItemFilter::default(), now).unwrap();
+        spans_agree(&ledger.conn).unwrap();
     }
 
     /// A copy into a SQLite ledger that holds items already writes its new
