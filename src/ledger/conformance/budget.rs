@@ -441,7 +441,9 @@ fn postgres_counts_inspections() {
 #[test]
 fn sqlite_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    counted_to_a_batch_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
+    counted_to_a_batch_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]
@@ -454,7 +456,9 @@ fn postgres_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
 #[test]
 fn sqlite_records_an_answer_with_the_next_claim() {
     let dir = tempfile::tempdir().unwrap();
-    answered_with_the_next_claim_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
+    answered_with_the_next_claim_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]
@@ -467,7 +471,9 @@ fn postgres_records_an_answer_with_the_next_claim() {
 #[test]
 fn sqlite_defers_every_item_past_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    deferred_at_large_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
+    deferred_at_large_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]

@@ -628,7 +628,8 @@ mod tests {
         ledger.admit(&(0..60).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         let conn = &ledger.conn;
-        let count = |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
+        let count =
+            |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
         assert_eq!(count(conn), 2, "an admission's new items of a group are one span");
         spans_agree(conn).unwrap();
         let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
