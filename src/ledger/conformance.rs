@@ -539,7 +539,7 @@ fn changed_since_acceptance(ledger: &mut impl Ledger) {
 #[test]
 fn sqlite_tells_the_story() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ledger = super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+    let mut ledger = super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap();
     story(&mut ledger);
 }
 
@@ -575,7 +575,7 @@ fn postgres_tells_the_story() {
 fn a_copy_between_backends_is_exact_and_idempotent() {
     let mut pg = test_postgres();
     let dir = tempfile::tempdir().unwrap();
-    let mut sqlite = super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
+    let mut sqlite = super::SqliteLedger::open_checking_spans(&dir.path().join("from.db")).unwrap();
     story(&mut sqlite);
     drop_story(&mut sqlite);
     let original = dump(&mut sqlite);
@@ -590,7 +590,7 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
     assert_eq!((first.items, again.items), (original.items.len() as u64, original.items.len() as u64 - in_flight));
     assert_eq!(dump(&mut pg), original, "a second copy changes nothing");
 
-    let mut back = super::SqliteLedger::open(&dir.path().join("back.db")).unwrap();
+    let mut back = super::SqliteLedger::open_checking_spans(&dir.path().join("back.db")).unwrap();
     copy(&mut pg, &mut back, true).unwrap();
     assert_eq!(dump(&mut back), original, "PostgreSQL -> SQLite");
 }
@@ -630,7 +630,7 @@ fn postgres_decides_with_the_server_clock() {
 #[test]
 fn sqlite_decides_with_this_machine_clock_floored_by_the_latest_seen() {
     let dir = tempfile::tempdir().unwrap();
-    let mut ledger = super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+    let mut ledger = super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap();
     let at = t("2026-12-04T00:10:00Z");
     assert_eq!(ledger.now(Now::pinned(at), true).unwrap(), LedgerTime { now: at, latest: None, clock: at });
     let back = at - TimeDelta::minutes(15);
@@ -682,7 +682,7 @@ fn intake_limit_story(ledger: &mut impl Ledger) {
 #[test]
 fn sqlite_keeps_the_intake_limits() {
     let dir = tempfile::tempdir().unwrap();
-    intake_limit_story(&mut super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    intake_limit_story(&mut super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]

@@ -402,7 +402,7 @@ pub fn inspection_story(ledger: &mut impl Ledger) {
 #[test]
 fn sqlite_gives_back_what_the_engine_did_not_count() {
     let dir = tempfile::tempdir().unwrap();
-    give_back_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    give_back_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]
@@ -415,7 +415,7 @@ fn postgres_gives_back_what_the_engine_did_not_count() {
 #[test]
 fn sqlite_trusts_a_paced_claim_until_its_last_slot() {
     let dir = tempfile::tempdir().unwrap();
-    paced_lease_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    paced_lease_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]
@@ -428,7 +428,7 @@ fn postgres_trusts_a_paced_claim_until_its_last_slot() {
 #[test]
 fn sqlite_counts_inspections() {
     let dir = tempfile::tempdir().unwrap();
-    inspection_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    inspection_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]
@@ -441,7 +441,9 @@ fn postgres_counts_inspections() {
 #[test]
 fn sqlite_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    counted_to_a_batch_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    counted_to_a_batch_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]
@@ -454,7 +456,9 @@ fn postgres_counts_due_items_to_a_batch_when_the_queue_fits_the_budget() {
 #[test]
 fn sqlite_records_an_answer_with_the_next_claim() {
     let dir = tempfile::tempdir().unwrap();
-    answered_with_the_next_claim_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    answered_with_the_next_claim_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]
@@ -467,7 +471,9 @@ fn postgres_records_an_answer_with_the_next_claim() {
 #[test]
 fn sqlite_defers_every_item_past_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    deferred_at_large_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    deferred_at_large_story(
+        &mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap(),
+    );
 }
 
 #[test]

@@ -151,7 +151,7 @@ pub fn order_story(ledger: &mut impl Ledger) {
 #[test]
 fn sqlite_keeps_the_order() {
     let dir = tempfile::tempdir().unwrap();
-    order_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    order_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]

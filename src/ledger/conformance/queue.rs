@@ -398,7 +398,7 @@ fn the_last_run_and_the_last_that_succeeded(ledger: &mut impl Ledger) {
 #[test]
 fn sqlite_runs_the_queue_commands() {
     let dir = tempfile::tempdir().unwrap();
-    queue_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    queue_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]
@@ -411,7 +411,7 @@ fn postgres_runs_the_queue_commands() {
 #[test]
 fn sqlite_keeps_the_history_of_dropped_items() {
     let dir = tempfile::tempdir().unwrap();
-    drop_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    drop_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]
@@ -426,12 +426,12 @@ fn postgres_keeps_the_history_of_dropped_items() {
 #[test]
 fn sqlite_copies_the_history_of_dropped_items() {
     let dir = tempfile::tempdir().unwrap();
-    let mut from = super::super::SqliteLedger::open(&dir.path().join("from.db")).unwrap();
+    let mut from = super::super::SqliteLedger::open_checking_spans(&dir.path().join("from.db")).unwrap();
     story(&mut from);
     drop_story(&mut from);
     let original = dump(&mut from);
     assert!(!original.dropped.is_empty() && original.requests.iter().any(|r| !r.3.is_empty()));
-    let mut to = super::super::SqliteLedger::open(&dir.path().join("to.db")).unwrap();
+    let mut to = super::super::SqliteLedger::open_checking_spans(&dir.path().join("to.db")).unwrap();
     copy(&mut from, &mut to, true).unwrap();
     assert_eq!(dump(&mut to), original);
     assert_eq!(copy(&mut from, &mut to, true).unwrap().attempts, 0, "no attempt is added twice");
@@ -451,7 +451,7 @@ fn sqlite_copies_the_history_of_dropped_items() {
 #[test]
 fn sqlite_counts_history_and_runs() {
     let dir = tempfile::tempdir().unwrap();
-    history_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    history_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]

@@ -175,7 +175,7 @@ fn a_body_first_changed(ledger: &mut impl Ledger, now: DateTime<Utc>) {
 #[test]
 fn sqlite_keeps_the_sitemaps_submitted() {
     let dir = tempfile::tempdir().unwrap();
-    sitemap_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    sitemap_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]

@@ -206,7 +206,7 @@ pub fn ghost_urls_kept(ledger: &mut impl Ledger, now: DateTime<Utc>, later: Date
 #[test]
 fn sqlite_keeps_what_unattended_runs_need() {
     let dir = tempfile::tempdir().unwrap();
-    unattended_story(&mut super::super::SqliteLedger::open(&dir.path().join("ledger.db")).unwrap());
+    unattended_story(&mut super::super::SqliteLedger::open_checking_spans(&dir.path().join("ledger.db")).unwrap());
 }
 
 #[test]

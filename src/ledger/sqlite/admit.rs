@@ -350,17 +350,19 @@ impl Intake for SqliteLedger {
             for (group, mut ids) in by_group {
                 ids.sort_unstable();
                 ids.dedup();
+                let runs = IdRuns::of(&ids);
                 let n = update_ids(
                     &tx,
                     "UPDATE OR FAIL items SET state = 'accepted', accepted_at = ?1, last_class = 'accepted',
                          next_attempt_at = NULL, streak = 0, streak_started_at = NULL WHERE state = 'queued' AND",
                     params![ts(now)],
-                    &IdRuns::of(&ids),
+                    &runs,
                 )?;
+                super::batches::set_spans_of(&tx, &runs)?;
                 counted(&tx, group, Some(ItemState::Queued), Some(ItemState::Accepted), n as u64)?;
                 recorded += n as u64;
             }
-            tx.commit()?;
+            super::commit(tx)?;
             Ok(recorded)
         })
     }
@@ -388,7 +390,7 @@ impl Intake for SqliteLedger {
         without_foreign_keys(&mut self.conn, |conn| {
             let tx = write(conn)?;
             let (admissions, created) = admit_batch(&tx, groups, batch, now, rule, decided)?;
-            tx.commit()?;
+            super::commit(tx)?;
             groups.extend(created);
             Ok(admissions)
         })
@@ -415,7 +417,7 @@ impl Intake for SqliteLedger {
         let stored = stored_changes(&tx, &urls)?;
         let documents = kept_changes(documents, |url| stored.get(url).map(|(d, at)| (d.as_str(), *at)));
         store_source_documents(&tx, &documents, false)?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(documents)
     }
 
@@ -428,7 +430,7 @@ impl Intake for SqliteLedger {
     fn record_ghost_url(&mut self, url: &GhostUrl) -> Result<()> {
         let tx = self.begin()?;
         store_ghost_urls(&tx, std::slice::from_ref(url))?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 
@@ -440,7 +442,7 @@ impl Intake for SqliteLedger {
         let tx = self.begin()?;
         store_source_failures(&tx, std::slice::from_ref(failure))?;
         let kept = source_failures(&tx, Some((&failure.property, &failure.source)))?;
-        tx.commit()?;
+        super::commit(tx)?;
         kept.into_iter().next().ok_or_else(|| LedgerError::Invalid("a source failure just kept is not there".into()))
     }
 
@@ -453,7 +455,7 @@ impl Intake for SqliteLedger {
         if kept.is_some() {
             tx.execute("DELETE FROM source_failures WHERE property = ?1 AND source = ?2", params![property, source])?;
         }
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(kept)
     }
 
@@ -466,7 +468,7 @@ impl Intake for SqliteLedger {
                 stmt.execute(params![property, source, ts(at)])?;
             }
         }
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 }
@@ -675,13 +677,15 @@ fn admit_batch(
     )?;
     for ((group, action, due), ids) in &plan.requeued {
         // Only accepted items are queued again.
+        let runs = IdRuns::of(ids);
         let n = update_ids(
             tx,
             "UPDATE OR FAIL items SET state = 'queued', action = ?1, next_attempt_at = ?3, enqueued_at = ?2,
                  streak = 0, streak_started_at = NULL WHERE",
             params![action.as_str(), ts(now), ts(*due)],
-            &IdRuns::of(ids),
+            &runs,
         )?;
+        super::batches::set_spans_of(tx, &runs)?;
         counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
     }
     let updates: Vec<Value> = plan
@@ -716,6 +720,8 @@ fn admit_batch(
                 .collect();
             super::batches::write_batch(tx, group, ids[chunk[0]], ts(now), &items)?;
         }
+        // The group's new ids are one run, all alike: one span.
+        super::batches::new_queued_span(tx, group, ids[order[start]], ids[order[end - 1]], ts(now))?;
         start = end;
     }
     Ok((plan.admissions(&ids, now), created))
@@ -776,6 +782,7 @@ impl SqliteLedger {
     /// Commits the admissions of the held transaction, if one is open.
     pub(super) fn settle(&mut self) -> Result<()> {
         let Some(admitting) = self.admitting.as_mut().filter(|a| a.open) else { return Ok(()) };
+        super::check_spans(&self.conn);
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             self.abandon();
             return Err(e.into());

@@ -23,6 +23,7 @@ impl AnswerSteps for Tx<'_> {
             false => vec![(ItemState::Queued, answer.items.len() as u64)],
         };
         self.answered.extend(&answer.items);
+        let ids = IdRuns::of(&answer.items);
         // `OR FAIL`: no statement journal (a broken constraint rolls the
         // whole transaction back; see `admit_batch`).
         update_ids(
@@ -38,8 +39,9 @@ impl AnswerSteps for Tx<'_> {
                  parked_fingerprint = ?5, last_request_id = ?6
              WHERE",
             params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
-            &IdRuns::of(&answer.items),
+            &ids,
         )?;
+        super::batches::set_spans_of(conn, &ids)?;
         for (from, n) in before {
             counted(conn, group, Some(from), Some(to.to), n)?;
         }

@@ -1,9 +1,10 @@
 //! A ledger per batch on SQLite (issue 48; docs/design.md, *A ledger per
 //! batch*: being built on this branch). Schema 12's tables: a batch row
 //! written with its run of tier 0, the runs of a tier merged into the
-//! next, a look-up of hashes through them, and the migration that fills
-//! them from schema 11's items. Nothing outside the migration and these
-//! tests calls them yet: admission still writes and reads the items.
+//! next, a look-up of hashes through them, the migration that fills them
+//! from schema 11's items, and the spans kept equal to the items by every
+//! write of them (`set_spans`, `new_queued_span`). Nothing reads them yet
+//! outside these tests: the items stay authoritative.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -223,13 +224,13 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
 const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
     accepted_at, parked_fingerprint, last_request_id";
 
-/// The items from `from_id` on as batches and their runs, and with
-/// `spans` their spans, in the caller's transaction: batches cut at every
+/// The items from `from_id` on as batches and their runs, and their
+/// spans, in the caller's transaction: batches cut at every
 /// change of group, every gap in the ids and every `BATCH` items; spans at
 /// every change of group, gap or state column. Schema 11's items into
-/// schema 12 (all, with spans), and the items a copy wrote (its new ones,
-/// no spans: see `schema/0012_batches.sql`). The items stay.
-pub(super) fn fill_from_items(tx: &Connection, from_id: i64, spans: bool) -> Result<()> {
+/// schema 12 (all), and the items a copy added (its new ones, whose ids
+/// follow every other item's). The items stay.
+pub(super) fn fill_from_items(tx: &Connection, from_id: i64) -> Result<()> {
     let mut read = tx.prepare(&format!(
         "SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items WHERE id >= ?1 ORDER BY id"
     ))?;
@@ -270,9 +271,6 @@ pub(super) fn fill_from_items(tx: &Connection, from_id: i64, spans: bool) -> Res
                 }
             }
         }
-        if !spans {
-            continue;
-        }
         match &mut span {
             Some((g, _, last, s)) if *g == group && *last + 1 == id && *s == state => *last = id,
             _ => {
@@ -292,6 +290,179 @@ pub(super) fn fill_from_items(tx: &Connection, from_id: i64, spans: bool) -> Res
             .execute(rusqlite::params_from_iter([Value::from(first), last.into(), g.into()].into_iter().chain(s)))?;
     }
     Ok(())
+}
+
+/// The spans of the items `first` to `last` made to agree with the items
+/// again, after a write that changed, created or deleted some of them: the
+/// spans that reach past either end are cut there (their pieces outside
+/// kept), those inside go, and the items of the run, read back, are
+/// written as spans (a span at every gap in the ids, change of group or
+/// change of a span column); then the new spans are merged with their
+/// neighbours where they are alike. Reading the items back keeps this one
+/// rule for every kind of write, whatever its statement did to each row.
+pub(super) fn set_spans(tx: &Connection, first: i64, last: i64) -> Result<()> {
+    // The span that starts before the run and reaches into it: its piece
+    // past the run (if it reaches that far) copied, itself cut before it.
+    let before: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT first, last FROM spans WHERE first < ?1 ORDER BY first DESC LIMIT 1")?
+        .query_row([first], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some((start, end)) = before.filter(|&(_, end)| end >= first) {
+        if end > last {
+            copy_span(tx, start, last + 1, end)?;
+        }
+        tx.prepare_cached("UPDATE spans SET last = ?2 WHERE first = ?1")?.execute([start, first - 1])?;
+    }
+    // The last span that starts in the run and reaches past it: its piece
+    // past the run copied (the span itself goes below).
+    let inside: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT first, last FROM spans WHERE first BETWEEN ?1 AND ?2 ORDER BY first DESC LIMIT 1")?
+        .query_row([first, last], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some((start, end)) = inside.filter(|&(_, end)| end > last) {
+        copy_span(tx, start, last + 1, end)?;
+    }
+    tx.prepare_cached("DELETE FROM spans WHERE first BETWEEN ?1 AND ?2")?.execute([first, last])?;
+    let mut read = tx.prepare_cached(&format!(
+        "SELECT id, group_id, {SPAN_COLUMNS} FROM items WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+    ))?;
+    let mut rows = read.query([first, last])?;
+    let mut span: Option<(i64, i64, i64, Vec<Value>)> = None;
+    while let Some(r) = rows.next()? {
+        let (id, group): (i64, i64) = (r.get(0)?, r.get(1)?);
+        let columns = (2..12).map(|k| r.get::<_, Value>(k)).collect::<rusqlite::Result<Vec<Value>>>()?;
+        match &mut span {
+            Some((g, _, end, s)) if *g == group && *end + 1 == id && *s == columns => *end = id,
+            _ => {
+                if let Some(done) = span.replace((group, id, id, columns)) {
+                    put_span(tx, done)?;
+                }
+            }
+        }
+    }
+    if let Some(done) = span {
+        put_span(tx, done)?;
+    }
+    merge_at(tx, first)?;
+    merge_at(tx, last + 1)
+}
+
+/// `set_spans` for each run of `ids`.
+pub(super) fn set_spans_of(tx: &Connection, ids: &super::IdRuns) -> Result<()> {
+    for &(first, last) in &ids.0 {
+        set_spans(tx, first, last)?;
+    }
+    Ok(())
+}
+
+/// `set_spans` for the runs of `ids` (distinct, in any order).
+pub(super) fn set_spans_of_ids(tx: &Connection, ids: &[i64]) -> Result<()> {
+    set_spans_of(tx, &super::IdRuns::of(ids))
+}
+
+/// The span of an admission's new items of `group`, `first` to `last`,
+/// as its statement wrote them (queued, due at once, every other column
+/// its default), merged with the span before it if that is alike (the
+/// group's previous admission in the same second).
+pub(super) fn new_queued_span(tx: &Connection, group: i64, first: i64, last: i64, now: i64) -> Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS})
+         VALUES (?1, ?2, ?3, 'queued', ?4, ?4, 0, NULL, 0, NULL, NULL, NULL, NULL)"
+    ))?
+    .execute([first, last, group, now])?;
+    merge_at(tx, first)
+}
+
+/// A span of `group`, `first` to `last`, with `columns` (`SPAN_COLUMNS`).
+fn put_span(tx: &Connection, (group, first, last, columns): (i64, i64, i64, Vec<Value>)) -> Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    ))?
+    .execute(rusqlite::params_from_iter([Value::from(first), last.into(), group.into()].into_iter().chain(columns)))?;
+    Ok(())
+}
+
+/// The span starting at `from` given the group and columns of the one
+/// starting at `like`, to `to`.
+fn copy_span(tx: &Connection, like: i64, from: i64, to: i64) -> Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS})
+         SELECT ?2, ?3, group_id, {SPAN_COLUMNS} FROM spans WHERE first = ?1"
+    ))?
+    .execute([like, from, to])?;
+    Ok(())
+}
+
+/// The span ending at `at - 1` and the one starting at `at`, made one if
+/// both are there, of one group, with equal columns (`IS`: a NULL equals a
+/// NULL).
+fn merge_at(tx: &Connection, at: i64) -> Result<()> {
+    let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
+    let left: Option<(i64, i64)> = tx
+        .prepare_cached(&format!(
+            "SELECT a.first, b.last FROM spans a JOIN spans b ON b.first = ?1
+             WHERE a.first = (SELECT max(first) FROM spans WHERE first < ?1) AND a.last = ?1 - 1
+               AND a.group_id = b.group_id AND {}",
+            alike.join(" AND ")
+        ))?
+        .query_row([at], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let Some((start, end)) = left {
+        tx.prepare_cached("DELETE FROM spans WHERE first = ?1")?.execute([at])?;
+        tx.prepare_cached("UPDATE spans SET last = ?2 WHERE first = ?1")?.execute([start, end])?;
+    }
+    Ok(())
+}
+
+/// Whether the spans agree with the items: every item in one span whose
+/// group and columns equal its own, no span reaching an id that is no item,
+/// no two spans overlapping. An error names the first disagreement.
+#[cfg(test)]
+pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
+    let disagree = |what: String| Err(LedgerError::Invalid(format!("spans: {what}")));
+    let overlap: Option<(i64, i64)> = conn
+        .query_row(
+            "SELECT a.first, b.first FROM spans a JOIN spans b
+                 ON b.first = (SELECT min(first) FROM spans WHERE first > a.first)
+             WHERE b.first <= a.last LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((a, b)) = overlap {
+        return disagree(format!("the span at {a} overlaps the one at {b}"));
+    }
+    let holes: Option<(i64, i64, i64)> = conn
+        .query_row(
+            "SELECT s.first, s.last, (SELECT count(*) FROM items WHERE id BETWEEN s.first AND s.last) AS n
+             FROM spans s WHERE n <> s.last - s.first + 1 LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    if let Some((first, last, n)) = holes {
+        return disagree(format!("the span {first}-{last} holds {n} items"));
+    }
+    let alike = SPAN_COLUMNS.split(',').map(|c| format!("s.{0} IS i.{0}", c.trim())).collect::<Vec<_>>();
+    let unlike: Option<(i64, Option<i64>)> = conn
+        .query_row(
+            &format!(
+                "SELECT i.id, s.first FROM items i
+                 LEFT JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id
+                 WHERE s.first IS NULL OR s.group_id IS NOT i.group_id OR NOT ({})
+                 ORDER BY i.id LIMIT 1",
+                alike.join(" AND ")
+            ),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    match unlike {
+        Some((id, None)) => disagree(format!("item {id} is in no span")),
+        Some((id, Some(first))) => disagree(format!("item {id} differs from its span at {first}")),
+        None => Ok(()),
+    }
 }
 
 /// The state column of the span holding `id`, if one does.
@@ -386,6 +557,7 @@ mod tests {
         assert_eq!(cuts, [(1, 29), (31, 10), (41, 25)]);
         let spans: i64 = conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap();
         assert_eq!(spans, 7, "1-4, 5-14, 15-19, 20, 21-29, 31-40, 41-65");
+        spans_agree(conn).unwrap();
         type Stored = (Vec<u8>, i64, Option<Vec<u8>>, Option<Vec<u8>>);
         let (texts, n, lastmods, actions): Stored = conn
             .query_row("SELECT texts, n, lastmods, actions FROM batches WHERE first_id = 1", [], |r| {
@@ -400,8 +572,9 @@ mod tests {
     }
 
     /// Every item of the ledger is found by its URL's hash in its group, at
-    /// its id.
+    /// its id, and the spans agree with the items.
     fn assert_batches_hold_every_item(conn: &Connection) {
+        spans_agree(conn).unwrap();
         let items: Vec<(i64, i64, String)> = conn
             .prepare("SELECT id, group_id, url FROM items ORDER BY id")
             .unwrap()
@@ -438,6 +611,74 @@ mod tests {
             ledger.admit(&batch, now, &dedupe_day()).unwrap();
         }
         assert_batches_hold_every_item(&ledger.conn);
+    }
+
+    /// The spans of a run of ids set again after each of a long sequence of
+    /// writes (a run of ids of two groups moved to one of a few states, or
+    /// deleted): the spans agree with the items after each, and no two
+    /// adjacent spans are alike (each write merges what it made alike).
+    /// A change that the spans were not told of is found.
+    #[test]
+    fn spans_follow_every_write_of_a_run_of_items() {
+        use crate::ledger::{ItemFilter, Queue};
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        // Ids 1-60 of group a, then 61-90 of group b.
+        ledger.admit(&(0..60).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let conn = &ledger.conn;
+        let count =
+            |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
+        assert_eq!(count(conn), 2, "an admission's new items of a group are one span");
+        spans_agree(conn).unwrap();
+        let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
+        let adjacent_alike = format!(
+            "SELECT count(*) FROM spans a JOIN spans b ON b.first = a.last + 1 AND a.group_id = b.group_id AND {}",
+            alike.join(" AND ")
+        );
+        let states = [
+            "state = 'queued', next_attempt_at = 5, attempts = attempts + 1, last_class = 'transient'",
+            "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'",
+            "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL",
+            "state = 'queued', next_attempt_at = 5, streak = 0, streak_started_at = NULL",
+        ];
+        let mut seed: u64 = 48;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for step in 0..300 {
+            let first = 1 + next(90) as i64;
+            let last = (first + next(12) as i64).min(90);
+            match next(20) {
+                // Items dropped one at a time, so that most stay.
+                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
+                k => conn
+                    .execute(
+                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", states[k as usize % states.len()]),
+                        [first, last],
+                    )
+                    .unwrap(),
+            };
+            set_spans(conn, first, last).unwrap();
+            if let Err(e) = spans_agree(conn) {
+                panic!("step {step}, ids {first}-{last}: {e}");
+            }
+            let alike: i64 = conn.query_row(&adjacent_alike, [], |r| r.get(0)).unwrap();
+            assert_eq!(alike, 0, "step {step}: adjacent spans alike");
+        }
+        let items: i64 = conn.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        assert!(items > 60 && count(conn) > 10, "{items} items, {} spans", count(conn));
+        // A write the spans are not told of, then one through the ledger.
+        conn.execute("UPDATE items SET attempts = attempts + 1 WHERE id = (SELECT max(id) FROM items)", []).unwrap();
+        assert!(spans_agree(conn).unwrap_err().to_string().contains("differs from its span"));
+        let last: i64 = conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
+        set_spans(conn, last, last).unwrap();
+        let filter = ItemFilter { url: Some("https://site.example/1".into()), ..Default::default() };
+        ledger.drop_items(&filter, now).unwrap();
+        ledger.retry(&ItemFilter::default(), now).unwrap();
+        spans_agree(&ledger.conn).unwrap();
     }
 
     /// A copy into a SQLite ledger that holds items already writes its new

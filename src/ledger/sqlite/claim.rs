@@ -237,7 +237,9 @@ impl ClaimSteps for Tx<'_> {
                     self.due(group)?
                 ))?;
                 let rows = stmt.query_map(params![group, ts(now), ts(until), array(ids), limit], |r| r.get(0))?;
-                return Ok(rows.collect::<rusqlite::Result<_>>()?);
+                let deferred: Vec<i64> = rows.collect::<rusqlite::Result<_>>()?;
+                super::batches::set_spans_of_ids(self.conn, &deferred)?;
+                return Ok(deferred);
             }
         };
         let mut stmt = self.conn.prepare_cached(&format!(
@@ -248,7 +250,9 @@ impl ClaimSteps for Tx<'_> {
         ))?;
         let (after_at, after_id) = (after.map(|a| ts(a.0)), after.map_or(0, |a| a.1));
         let rows = stmt.query_map(params![group, ts(now), ts(until), after_at, after_id, limit], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let deferred: Vec<i64> = rows.collect::<rusqlite::Result<_>>()?;
+        super::batches::set_spans_of_ids(self.conn, &deferred)?;
+        Ok(deferred)
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
@@ -264,7 +268,8 @@ impl ClaimSteps for Tx<'_> {
             moved.iter().flat_map(|(id, at)| [Value::Integer(*id), Value::Integer(ts(*at))]).collect();
         let (head, tail) = ("UPDATE items SET next_attempt_at = v.column2 FROM (", ") AS v WHERE items.id = v.column1");
         insert_rows(self.conn, head, tail, 2, &values)?;
-        Ok(())
+        let ids: Vec<i64> = moved.iter().map(|(id, _)| *id).collect();
+        super::batches::set_spans_of_ids(self.conn, &ids)
     }
 
     /// The write lock is held: what `window` read still holds, and the
@@ -313,15 +318,16 @@ impl ClaimSteps for Tx<'_> {
     /// Their rows, queued all along, due now.
     fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
+        let ids = IdRuns::of(items);
         update_ids(
             self.conn,
             "UPDATE OR FAIL items SET next_attempt_at = ?1, attempts = attempts + 1, last_class = 'transient',
                  last_request_id = ?2
              WHERE state = 'queued' AND",
             params![ts(now), request],
-            &IdRuns::of(items),
+            &ids,
         )?;
-        Ok(())
+        super::batches::set_spans_of(self.conn, &ids)
     }
 
     /// The reservation and its runs.

@@ -35,7 +35,7 @@ impl Rows for SqliteLedger {
         export_dropped(&tx, sink)?;
         export_requests(&tx, sink)?;
         export_rest(&tx, sink)?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 
@@ -48,7 +48,7 @@ impl Rows for SqliteLedger {
         let copied = import.finish()?;
         let created = std::mem::take(&mut staging.created);
         tx.execute_batch("DROP TABLE temp.copy_items; DROP TABLE temp.copy_dropped; DROP TABLE temp.copy_requests;")?;
-        tx.commit()?;
+        super::commit(tx)?;
         self.groups.extend(created);
         Ok(copied)
     }
@@ -290,8 +290,9 @@ impl copy::Stage for Staging<'_> {
     }
 
     fn write_items(&mut self) -> Result<u64> {
-        let updated = self.conn.execute(
-            &format!(
+        let updated: Vec<i64> = self
+            .conn
+            .prepare(&format!(
                 "UPDATE items SET state = c.state, action = c.action, lastmod = c.lastmod,
                  next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
                  last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
@@ -300,19 +301,22 @@ impl copy::Stage for Staging<'_> {
              FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
                    LEFT JOIN copy_requests r ON r.src = copy_items.last_request
                    WHERE copy_items.written AND NOT copy_items.fresh) AS c
-             WHERE items.id = c.dst AND items.state <> 'in_flight' AND NOT {}",
+             WHERE items.id = c.dst AND items.state <> 'in_flight' AND NOT {}
+             RETURNING items.id",
                 super::queue::held("items.id")
-            ),
-            [],
-        )?;
+            ))?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        super::batches::set_spans_of_ids(self.conn, &updated)?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
-        // Issue 48, on its branch: the new items as batch rows too.
+        // Issue 48, on its branch: the new items as batch rows and spans
+        // too (they take the ids after every other item's).
         let first: Option<i64> =
             self.conn.query_row("SELECT MIN(dst) FROM copy_items WHERE fresh", [], |r| r.get(0))?;
         if let Some(first) = first {
-            super::batches::fill_from_items(self.conn, first, false)?;
+            super::batches::fill_from_items(self.conn, first)?;
         }
-        Ok((updated + inserted) as u64)
+        Ok((updated.len() + inserted) as u64)
     }
 
     fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {

@@ -46,7 +46,7 @@ impl SqliteLedger {
                 }
             }
         }
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(decided)
     }
 }

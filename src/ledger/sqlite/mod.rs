@@ -235,6 +235,15 @@ impl SqliteLedger {
         Ok(ledger)
     }
 
+    /// `open`, and from now on every commit of this thread's SQLite
+    /// ledgers checks that the spans agree with the items (the conformance
+    /// suite's ledgers; issue 48).
+    #[cfg(test)]
+    pub fn open_checking_spans(path: &Path) -> Result<SqliteLedger> {
+        CHECK_SPANS.with(|c| c.set(true));
+        SqliteLedger::open(path)
+    }
+
     /// An empty ledger in memory, for a dry run where there is no ledger
     /// file yet: nothing it holds survives the run.
     pub fn in_memory() -> Result<SqliteLedger> {
@@ -334,7 +343,7 @@ impl Backend for SqliteLedger {
     fn write<T: Send>(&mut self, mut f: impl FnMut(&mut dyn Steps) -> Result<T> + Send) -> Result<T> {
         let (tx, groups) = self.begin_with_groups()?;
         let value = f(&mut Tx { conn: &tx, groups, answered: HashSet::new() })?;
-        tx.commit()?;
+        commit(tx)?;
         Ok(value)
     }
 
@@ -411,6 +420,33 @@ fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection
 
 fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// Commits `tx`. In a test that asked for it (`SqliteLedger::open_checking_spans`),
+/// the spans are checked against the items first (issue 48: they shadow the
+/// items at every commit).
+fn commit(tx: Transaction<'_>) -> Result<()> {
+    check_spans(&tx);
+    Ok(tx.commit()?)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Whether this thread's commits check the spans (`open_checking_spans`).
+    static CHECK_SPANS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Panics, in a test that asked for it, if the spans disagree with the
+/// items in `conn`'s transaction.
+fn check_spans(conn: &Connection) {
+    #[cfg(test)]
+    if CHECK_SPANS.with(|c| c.get()) {
+        if let Err(e) = batches::spans_agree(conn) {
+            panic!("at a commit, {e}");
+        }
+    }
+    #[cfg(not(test))]
+    let _ = conn;
 }
 
 /// Groups a transaction made, with their ids: cached once it commits.

@@ -186,14 +186,18 @@ impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let (tx, groups) = self.begin_with_groups()?;
         let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
-        let n = tx.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL
-             WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
-            params![group, fingerprint, ts(now)],
-        )?;
+        let ids: Vec<i64> = tx
+            .prepare(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2 RETURNING id",
+            )?
+            .query_map(params![group, fingerprint, ts(now)], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        super::batches::set_spans_of_ids(&tx, &ids)?;
+        let n = ids.len();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(n as u64)
     }
 
@@ -330,16 +334,18 @@ impl Queue for SqliteLedger {
         values.push(Value::Integer(ts(now)));
         let n = values.len();
         let tx = self.begin()?;
-        let changed = tx.execute(
-            &format!(
+        let ids: Vec<i64> = tx
+            .prepare(&format!(
                 "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL WHERE {clause}"
-            ),
-            params_from_iter(values),
-        )?;
+                     parked_fingerprint = NULL WHERE {clause} RETURNING id"
+            ))?
+            .query_map(params_from_iter(values), |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        super::batches::set_spans_of_ids(&tx, &ids)?;
+        let changed = ids.len();
         // A person's command, rare: the kept counts counted again.
         recount(&tx)?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(changed as u64)
     }
 
@@ -352,6 +358,7 @@ impl Queue for SqliteLedger {
         // A drop removes items, not history: their requests stay, and an
         // item a request names (it has a last one) keeps its URL and id.
         let mut kept = Vec::new();
+        let mut ids = Vec::new();
         {
             let mut stmt = tx.prepare(&format!(
                 "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
@@ -359,6 +366,7 @@ impl Queue for SqliteLedger {
             let mut rows = stmt.query(params_from_iter(values))?;
             while let Some(r) = rows.next()? {
                 dropped += 1;
+                ids.push(r.get::<_, i64>(0)?);
                 let state = stored("items", "state", &r.get::<_, String>(2)?)?;
                 *gone.entry((r.get(1)?, state)).or_default() += 1;
                 if r.get(4)? {
@@ -372,6 +380,7 @@ impl Queue for SqliteLedger {
                 }
             }
         }
+        super::batches::set_spans_of_ids(&tx, &ids)?;
         for ((group, state), n) in gone {
             counted(&tx, group, Some(state), None, n)?;
         }
@@ -386,7 +395,7 @@ impl Queue for SqliteLedger {
             4,
             &kept,
         )?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(dropped)
     }
 
@@ -394,15 +403,20 @@ impl Queue for SqliteLedger {
         let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
         let (tx, groups) = self.begin_with_groups()?;
         let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
-        let n = tx.execute(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL
-             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
-                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
-            params![group, texts, ts(now)],
-        )?;
+        let ids: Vec<i64> = tx
+            .prepare(
+                "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                     parked_fingerprint = NULL
+                 WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))
+                 RETURNING id",
+            )?
+            .query_map(params![group, texts, ts(now)], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        super::batches::set_spans_of_ids(&tx, &ids)?;
+        let n = ids.len();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(n as u64)
     }
 
@@ -465,7 +479,7 @@ impl Queue for SqliteLedger {
                 params![group, reason, ts(at)],
             )?;
         }
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 
@@ -507,7 +521,7 @@ impl Queue for SqliteLedger {
                 |r| r.get::<_, i64>(0),
             )
             .optional()?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(won.map(|at| NoticeClaim { at: from_ts(at), previous: previous.map(from_ts) }))
     }
 
@@ -534,7 +548,7 @@ impl Queue for SqliteLedger {
             "DELETE FROM reminders WHERE group_id = ?1 AND reason = ?2 AND reminded_at = ?3",
             params![group, key, ts(at)],
         )?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(n == 1)
     }
 
@@ -563,7 +577,7 @@ impl Queue for SqliteLedger {
             )?,
             (None, None) => 0,
         };
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 }

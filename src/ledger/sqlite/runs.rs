@@ -188,7 +188,7 @@ impl Runs for SqliteLedger {
             "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
             params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
         )?;
-        tx.commit()?;
+        super::commit(tx)?;
         Ok(())
     }
 

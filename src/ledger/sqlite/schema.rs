@@ -90,12 +90,12 @@ impl SqliteLedger {
         }
         if version < 12 {
             tx.execute_batch(SCHEMA_12)?;
-            super::batches::fill_from_items(&tx, 0, true)?;
+            super::batches::fill_from_items(&tx, 0)?;
         }
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
-        tx.commit()?;
+        super::commit(tx)?;
         // Schema 7 rebuilt a ledger's items, leaving the old table's pages
         // free in the file, about half of it: they are given back once.
         // Only the file's size depends on it, so a failure (a

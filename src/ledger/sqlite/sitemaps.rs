@@ -71,7 +71,7 @@ impl SitemapReports for SqliteLedger {
                 )?;
             }
         }
-        tx.commit()?;
+        super::commit(tx)?;
         self.groups.extend(created);
         Ok(())
     }

@@ -1,8 +1,10 @@
 -- Schema 12, over schema 11: a ledger per batch (issue 48; docs/design.md,
 -- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
--- migration fills these tables from the items, which stay, and nothing
--- else writes or reads them yet. The released schema 12 will drop the
--- items once every reader has moved.
+-- migration fills these tables from the items, which stay; admission and
+-- copies write their new items' batch rows, and every write of the items
+-- keeps the spans equal to them (`sqlite/batches.rs`); nothing reads them
+-- yet. The released schema 12 will drop the items once every reader has
+-- moved.
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
