@@ -190,8 +190,9 @@ impl Intake for PgLedger {
         let cache = &self.groups;
         let conn = &mut self.client;
         let (out, created) = off_runtime(|| {
+            let check = conn.checks_spans();
             let client = conn.live()?;
-            retrying(|| admit_once(client, cache, batch, now, rule, decided.take()))
+            retrying(|| admit_once(client, cache, batch, now, rule, decided.take(), check))
         })?;
         self.groups.extend(created);
         Ok(out)
@@ -208,13 +209,18 @@ impl Intake for PgLedger {
             let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
             ids.sort_unstable();
             ids.dedup();
-            let n = tx.execute(
-                "UPDATE items SET state = 'accepted', accepted_at = $2, last_class = 'accepted',
-                     next_attempt_at = NULL, streak = 0, streak_started_at = NULL
-                 WHERE id = ANY($1) AND state = 'queued'",
-                &[&ids, &now],
-            )?;
-            Ok(n)
+            let written: Vec<(i64, i64)> = tx
+                .query(
+                    "UPDATE items SET state = 'accepted', accepted_at = $2, last_class = 'accepted',
+                         next_attempt_at = NULL, streak = 0, streak_started_at = NULL
+                     WHERE id = ANY($1) AND state = 'queued' RETURNING group_id, id",
+                    &[&ids, &now],
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            super::batches::set_spans(tx, &written)?;
+            Ok(written.len() as u64)
         })
     }
 
@@ -458,6 +464,7 @@ pub(super) fn admit_once(
     now: DateTime<Utc>,
     rule: &AdmitRule,
     decided: Option<AdmitPlan>,
+    check: bool,
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
@@ -523,7 +530,15 @@ pub(super) fn admit_once(
         .collect();
     written.sort_unstable_by_key(|(_, id, _)| *id);
     super::batches::write_new_items(&mut tx, &written, now)?;
-    for ((_, action, due), ids) in &plan.requeued {
+    // Issue 48, on its branch: the spans of every group written, locked
+    // at once in group order (see `batches::lock_spans`), then the new
+    // items' spans as written, the requeued read back.
+    let mut span_groups: Vec<i64> = groups.clone();
+    span_groups.extend(plan.requeued.iter().map(|((group, ..), _)| *group));
+    super::batches::lock_spans(&mut tx, &span_groups)?;
+    let new: Vec<(i64, i64)> = written.iter().map(|(group, id, _)| (*group, *id)).collect();
+    super::batches::new_queued_spans(&mut tx, &new, now)?;
+    for ((group, action, due), ids) in &plan.requeued {
         tx.execute(
             &format!(
                 "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
@@ -532,6 +547,7 @@ pub(super) fn admit_once(
             ),
             &[ids, &action.as_str(), &now, &sec(*due)],
         )?;
+        super::batches::set_spans_of_group(&mut tx, *group, ids)?;
     }
     if !plan.updates.is_empty() {
         let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
@@ -544,7 +560,7 @@ pub(super) fn admit_once(
         )?;
     }
     let out = plan.admissions(&new_ids, now);
-    tx.commit()?;
+    super::commit(tx, check)?;
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
     Ok((out, created))
 }
@@ -585,7 +601,7 @@ mod tests {
         assert_eq!((plan.inserts.len(), plan.requeued.len(), plan.updates.len()), (2, 0, 0));
         b.admit(&batch, now, &rule).unwrap();
         let client = a.client.as_mut().unwrap();
-        let stale = admit_once(client, &HashMap::new(), &batch, now, &rule, Some(plan));
+        let stale = admit_once(client, &HashMap::new(), &batch, now, &rule, Some(plan), true);
         assert!(matches!(stale, Err(LedgerError::Retry)), "{:?}", stale.map(|r| r.0));
         let admitted = a.admit(&batch, now, &rule).unwrap();
         assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");
@@ -603,7 +619,7 @@ mod tests {
         let rule = conformance::dedupe_day();
         let believed = HashMap::from([(group.clone(), 999_999)]);
         let client = ledger.client.as_mut().unwrap();
-        let err = admit_once(client, &believed, &batch, now, &rule, None).map(|r| r.0).unwrap_err().to_string();
+        let err = admit_once(client, &believed, &batch, now, &rule, None, true).map(|r| r.0).unwrap_err().to_string();
         assert!(err.contains("not in the ledger"), "{err}");
         let items: i64 = client.query_one("SELECT count(*) FROM items", &[]).unwrap().get(0);
         assert_eq!(items, 0, "nothing of the refused batch is kept");

@@ -40,7 +40,7 @@ impl AnswerSteps for Tx<'_, '_> {
                 &request,
             ],
         )?;
-        Ok(())
+        super::batches::set_spans_of_group(self.tx, group, &answer.items)
     }
 
     fn give_back(&mut self, window: &RuleWindow, units: u64) -> Result<()> {

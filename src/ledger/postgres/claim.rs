@@ -294,7 +294,9 @@ impl ClaimSteps for Tx<'_, '_> {
                     ),
                     &[&group, &sec(now), &sec(until), ids, &limit],
                 )?;
-                return Ok(rows.iter().map(|r| r.get(0)).collect());
+                let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                super::batches::set_spans_of_group(self.tx, group, &deferred)?;
+                return Ok(deferred);
             }
         };
         let (after_at, after_id) = (after.map(|a| a.0), after.map_or(0, |a| a.1));
@@ -307,7 +309,9 @@ impl ClaimSteps for Tx<'_, '_> {
             ),
             &[&group, &sec(now), &sec(until), &after_at, &after_id, &limit],
         )?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        super::batches::set_spans_of_group(self.tx, group, &deferred)?;
+        Ok(deferred)
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
@@ -321,12 +325,18 @@ impl ClaimSteps for Tx<'_, '_> {
 
     fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {
         let (ids, at): (Vec<i64>, Vec<DateTime<Utc>>) = moved.iter().copied().unzip();
-        self.tx.execute(
-            "UPDATE items SET next_attempt_at = moved.at FROM unnest($1::bigint[], $2::timestamptz[]) AS moved (id, at)
-             WHERE items.id = moved.id",
-            &[&ids, &at],
-        )?;
-        Ok(())
+        let moved: Vec<(i64, i64)> = self
+            .tx
+            .query(
+                "UPDATE items SET next_attempt_at = moved.at
+                 FROM unnest($1::bigint[], $2::timestamptz[]) AS moved (id, at)
+                 WHERE items.id = moved.id RETURNING items.group_id, items.id",
+                &[&ids, &at],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        super::batches::set_spans(self.tx, &moved)
     }
 
     fn charge(&mut self, rules: &[RuleWindow], units: u64, now: DateTime<Utc>) -> Result<bool> {
@@ -384,7 +394,7 @@ impl ClaimSteps for Tx<'_, '_> {
             ),
             &[&items, &now, &request],
         )?;
-        Ok(())
+        super::batches::set_spans_of_group(self.tx, group, items)
     }
 
     fn end(&mut self, reservation: i64) -> Result<()> {

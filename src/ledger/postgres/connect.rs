@@ -64,11 +64,29 @@ pub(super) struct Conn {
     /// Since the connection was found lost: the failed tries to reopen it,
     /// and the earliest moment of the next.
     lost: Option<(u32, std::time::Instant)>,
+    /// Whether every commit checks the spans against the items first (a
+    /// test's ledger that asked for it: `PgLedger::check_spans`).
+    #[cfg(test)]
+    pub(super) check_spans: bool,
 }
 
 impl Conn {
     pub(super) fn new(client: Client, options: &PgOptions) -> Conn {
-        Conn { client: Some(client), options: options.clone(), lost: None }
+        Conn {
+            client: Some(client),
+            options: options.clone(),
+            lost: None,
+            #[cfg(test)]
+            check_spans: false,
+        }
+    }
+
+    /// Whether its commits check the spans (never outside the tests).
+    pub(super) fn checks_spans(&self) -> bool {
+        #[cfg(test)]
+        return self.check_spans;
+        #[cfg(not(test))]
+        false
     }
 
     /// The connection, reopened first if the server closed it. Blocks (it

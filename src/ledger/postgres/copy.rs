@@ -63,13 +63,14 @@ impl PgLedger {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(LedgerError::Invalid("a ledger copy runs outside the async runtime".into()));
         }
+        let check = self.client.checks_spans();
         let client = self.client.live()?;
         retrying(|| {
             let mut tx = client.transaction()?;
             tx.batch_execute(first)?;
             tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0")?;
             let value = f(&mut tx)?;
-            tx.commit()?;
+            super::commit(tx, check)?;
             Ok(value)
         })
     }
@@ -341,23 +342,35 @@ impl copy::Stage for Staging<'_, '_> {
     }
 
     fn write_items(&mut self) -> Result<u64> {
-        let updated = self.tx.execute(
-            "UPDATE items i SET state = c.state, action = c.action, lastmod = c.lastmod,
-                 next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
-                 last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
-                 accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
-                 last_request_id = COALESCE(r.dst, i.last_request_id)
-             FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
-             WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'
-                 AND i.id NOT IN (SELECT id FROM in_flight)",
-            &[],
-        )?;
+        let updated: Vec<(i64, i64)> = self
+            .tx
+            .query(
+                "UPDATE items i SET state = c.state, action = c.action, lastmod = c.lastmod,
+                     next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
+                     last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
+                     accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
+                     last_request_id = COALESCE(r.dst, i.last_request_id)
+                 FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
+                 WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'
+                     AND i.id NOT IN (SELECT id FROM in_flight)
+                 RETURNING i.group_id, i.id",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
         let inserted = self.tx.execute(sql::INSERT_FRESH_ITEMS, &[])?;
-        // Issue 48, on its branch: the new items as batch rows too.
+        // Issue 48, on its branch: the new items as batch rows too, and
+        // the spans of every item written, new or not, read back from
+        // their rows.
+        let mut written = updated.clone();
         if inserted > 0 {
             super::batches::fill_from_items(self.tx, super::batches::Fill::Copied)?;
+            let fresh = self.tx.query("SELECT grp, dst FROM copy_items WHERE fresh", &[])?;
+            written.extend(fresh.iter().map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1))));
         }
-        Ok(updated + inserted)
+        super::batches::set_spans(self.tx, &written)?;
+        Ok(updated.len() as u64 + inserted)
     }
 
     fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {

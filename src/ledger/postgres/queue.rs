@@ -76,12 +76,19 @@ impl Queue for PgLedger {
         let now = sec(now);
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            Ok(tx.execute(
-                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL
-                 WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2",
-                &[&group, &fingerprint, &now],
-            )?)
+            let ids: Vec<i64> = tx
+                .query(
+                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL
+                     WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2
+                     RETURNING id",
+                    &[&group, &fingerprint, &now],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            super::batches::set_spans_of_group(tx, group, &ids)?;
+            Ok(ids.len() as u64)
         })
     }
 
@@ -183,14 +190,21 @@ impl Queue for PgLedger {
         let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
-            Ok(tx.execute(
-                &format!(
-                    "UPDATE items AS u SET state = 'queued', next_attempt_at = $1, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL
-                     FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}"
-                ),
-                &refs(&values),
-            )?)
+            let written: Vec<(i64, i64)> = tx
+                .query(
+                    &format!(
+                        "UPDATE items AS u SET state = 'queued', next_attempt_at = $1, streak = 0,
+                             streak_started_at = NULL, parked_fingerprint = NULL
+                         FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}
+                         RETURNING u.group_id, u.id"
+                    ),
+                    &refs(&values),
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            super::batches::set_spans(tx, &written)?;
+            Ok(written.len() as u64)
         })
     }
 
@@ -207,6 +221,8 @@ impl Queue for PgLedger {
                 ),
                 &refs(&values),
             )?;
+            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
+            super::batches::set_spans(tx, &gone)?;
             // A drop removes items, not history: their requests stay, and an
             // item a request names (it has a last one) keeps its URL and id.
             let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -232,13 +248,20 @@ impl Queue for PgLedger {
         let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            Ok(tx.execute(
-                "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL
-                 WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
-                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))",
-                &[&group, &texts, &now],
-            )?)
+            let ids: Vec<i64> = tx
+                .query(
+                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
+                         parked_fingerprint = NULL
+                     WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
+                         SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))
+                     RETURNING id",
+                    &[&group, &texts, &now],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            super::batches::set_spans_of_group(tx, group, &ids)?;
+            Ok(ids.len() as u64)
         })
     }
 
