@@ -586,7 +586,8 @@ pub(super) fn spans_agree(tx: &mut impl GenericClient) -> Result<()> {
         let (first, last, n): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
         return disagree(format!("the span {first}-{last} holds {n} items"));
     }
-    let alike = SPAN_COLUMNS.split(',').map(|c| format!("s.{0} IS NOT DISTINCT FROM i.{0}", c.trim())).collect::<Vec<_>>();
+    let alike =
+        SPAN_COLUMNS.split(',').map(|c| format!("s.{0} IS NOT DISTINCT FROM i.{0}", c.trim())).collect::<Vec<_>>();
     let unlike = tx.query_opt(
         &format!(
             "SELECT i.id, s.first FROM items i LEFT JOIN LATERAL (
