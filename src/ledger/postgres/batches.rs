@@ -2,10 +2,12 @@
 //! per batch*: being built on this branch). Schema 12's tables, as
 //! `sqlite/batches.rs` keeps them on SQLite: a batch row written with its
 //! run of tier 0, the runs of a tier merged into the next, a look-up of
-//! hashes through them, and the migration that fills them from schema
-//! 11's items. The blobs' layout is `ledger/batches.rs`'s alone. The items
-//! stay authoritative: admission and `ledger copy` write their new items
-//! as batch rows too, and only the tests read them yet.
+//! hashes through them, the migration that fills them from schema 11's
+//! items, and the spans kept equal to the items by every write of them
+//! (`set_spans`, `new_queued_spans`). The blobs' layout is
+//! `ledger/batches.rs`'s alone. The items stay authoritative: admission
+//! and `ledger copy` write their new items as batch rows too, and only the
+//! tests read these tables yet.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
