@@ -8,7 +8,7 @@
 //! with one statement, and an answer moves every item it names with one.
 
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::url_keys::{next_key, url_key};
+use super::url_keys::url_key;
 use super::{
     cap_body, kept_changes, owner, stored, stored_group, stored_inspection, stored_last_reason, stored_opt,
     stored_reason, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped,
@@ -30,6 +30,7 @@ mod batches;
 mod claim;
 mod copy;
 mod limits;
+mod listing;
 mod queue;
 mod runs;
 mod schema;
