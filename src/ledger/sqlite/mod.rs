@@ -578,8 +578,10 @@ mod tests {
         set("UPDATE items SET state = 'accepted' WHERE url LIKE '%/4'");
         let later = ts(now + chrono::TimeDelta::hours(1));
         ledger.conn.execute("UPDATE items SET next_attempt_at = ?1 WHERE url LIKE '%/0'", [later]).unwrap();
-        // The kept counts, as a copy leaves them.
+        // The kept counts and the spans, as a copy leaves them.
         recount(&ledger.conn).unwrap();
+        let last: i64 = ledger.conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
+        super::batches::set_spans(&ledger.conn, 1, last).unwrap();
         let listed = |ledger: &mut SqliteLedger, states: Vec<StateFilter>, limit: Option<usize>| -> Vec<String> {
             let filter = ItemFilter { states, limit, ..Default::default() };
             ledger
