@@ -257,20 +257,22 @@ fn rows_of(conn: &Connection, groups: &[(i64, bool, GroupKey)], listed: Vec<(usi
     let mut texts = Texts::default();
     type Request = (Option<String>, Option<String>, Option<u16>, Option<String>);
     let mut requests: HashMap<i64, Request> = HashMap::new();
-    let mut request_of = conn.prepare_cached("SELECT reason, message, http_status, class FROM requests WHERE id = ?1")?;
+    let mut request_of =
+        conn.prepare_cached("SELECT reason, message, http_status, class FROM requests WHERE id = ?1")?;
     let mut out = Vec::new();
     for (k, p) in listed {
         let (reason, message, status, class) = match p.request {
-            Some(id) => {
-                if !requests.contains_key(&id) {
-                    let request = request_of
-                        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                        .optional()?
-                        .unwrap_or_default();
-                    requests.insert(id, request);
-                }
-                requests[&id].clone()
-            }
+            Some(id) => match requests.entry(id) {
+                std::collections::hash_map::Entry::Occupied(known) => known.get().clone(),
+                std::collections::hash_map::Entry::Vacant(new) => new
+                    .insert(
+                        request_of
+                            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                            .optional()?
+                            .unwrap_or_default(),
+                    )
+                    .clone(),
+            },
             None => Default::default(),
         };
         let state = stored("items", "state", p.shown)?;
@@ -285,7 +287,7 @@ fn rows_of(conn: &Connection, groups: &[(i64, bool, GroupKey)], listed: Vec<(usi
                 next_attempt_at: p.due.map(super::from_ts),
                 attempts: p.attempts,
                 last_class,
-                last_reason: last_reason.clone(),
+                last_reason,
                 last_message: message.clone(),
                 last_http_status: status,
                 accepted_at: p.accepted_at.map(super::from_ts),
@@ -403,10 +405,12 @@ mod tests {
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
         for filter in filters {
-            let from_spans: Vec<String> = ledger.items(&filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
+            let from_spans: Vec<String> =
+                ledger.items(&filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
             let from_rows: Vec<String> =
                 items_from_rows(&ledger.conn, &filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
-            if let Some(k) = (0..from_spans.len().max(from_rows.len())).find(|&k| from_spans.get(k) != from_rows.get(k)) {
+            if let Some(k) = (0..from_spans.len().max(from_rows.len())).find(|&k| from_spans.get(k) != from_rows.get(k))
+            {
                 panic!(
                     "step {step}, {filter:?}: {} rows against {}, first differing at {k}:\n{:?}\n{:?}",
                     from_spans.len(),
@@ -438,7 +442,10 @@ mod tests {
         assert_eq!(listed[60].url, "https://site.example/60", "the second batch of a follows the first");
         let n = now.timestamp();
         let states = [
-            format!("state = 'queued', next_attempt_at = {}, attempts = attempts + 1, last_class = 'transient'", n + 60),
+            format!(
+                "state = 'queued', next_attempt_at = {}, attempts = attempts + 1, last_class = 'transient'",
+                n + 60
+            ),
             format!("state = 'queued', next_attempt_at = {}, last_request_id = 999", n - 60),
             "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'".into(),
             "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL".into(),
@@ -473,8 +480,10 @@ mod tests {
             if step % 3 == 0 {
                 let runs = [(first, last), (first + 20, first + 26)];
                 for (run, (a, b)) in runs.into_iter().enumerate() {
-                    let group: Option<i64> =
-                        conn.query_row("SELECT group_id FROM items WHERE id = ?1", [a], |r| r.get(0)).optional().unwrap();
+                    let group: Option<i64> = conn
+                        .query_row("SELECT group_id FROM items WHERE id = ?1", [a], |r| r.get(0))
+                        .optional()
+                        .unwrap();
                     if let Some(group) = group.filter(|_| b <= 115) {
                         conn.execute(
                             "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, ?3, ?4)",

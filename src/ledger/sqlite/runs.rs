@@ -2,9 +2,9 @@
 //! them, their counts, and the record of `submit` runs.
 
 use super::{
-    from_ts, ids_of, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection,
-    stored_reason, ts, url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row,
-    RunRecord, Runs, SpanCount, SqliteLedger, Utc,
+    from_ts, ids_of, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection, stored_reason, ts,
+    url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row, RunRecord, Runs,
+    SpanCount, SqliteLedger, Utc,
 };
 use crate::ledger::item_ids;
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
