@@ -8,7 +8,7 @@
 //! with one statement, and an answer moves every item it names with one.
 
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
-use super::url_keys::{next_key, url_key};
+use super::url_keys::url_key;
 use super::{
     cap_body, kept_changes, owner, stored, stored_group, stored_inspection, stored_last_reason, stored_opt,
     stored_reason, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped,
@@ -30,6 +30,7 @@ mod batches;
 mod claim;
 mod copy;
 mod limits;
+mod listing;
 mod queue;
 mod runs;
 mod schema;
@@ -577,8 +578,10 @@ mod tests {
         set("UPDATE items SET state = 'accepted' WHERE url LIKE '%/4'");
         let later = ts(now + chrono::TimeDelta::hours(1));
         ledger.conn.execute("UPDATE items SET next_attempt_at = ?1 WHERE url LIKE '%/0'", [later]).unwrap();
-        // The kept counts, as a copy leaves them.
+        // The kept counts and the spans, as a copy leaves them.
         recount(&ledger.conn).unwrap();
+        let last: i64 = ledger.conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
+        super::batches::set_spans(&ledger.conn, 1, last).unwrap();
         let listed = |ledger: &mut SqliteLedger, states: Vec<StateFilter>, limit: Option<usize>| -> Vec<String> {
             let filter = ItemFilter { states, limit, ..Default::default() };
             ledger

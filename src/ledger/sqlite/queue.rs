@@ -83,6 +83,16 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) 
     (clauses.join(" AND "), values)
 }
 
+/// `filter_sql` over the items alone, a URL given as its ids: its hash
+/// looked up in each group the filter names (`listing::live_ids_of_url`),
+/// not a test of every row's text.
+fn filter_by_ids(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<(String, Vec<Value>)> {
+    let Some(url) = &filter.url else { return Ok(filter_sql(filter, now, false)) };
+    let ids: Vec<String> = super::listing::live_ids_of_url(conn, filter, url)?.iter().map(i64::to_string).collect();
+    let (clause, values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now, false);
+    Ok((format!("{clause} AND id IN ({})", ids.join(", ")), values))
+}
+
 /// Whether a run of `in_flight` holds the item whose id is `id` (SQL): the
 /// run with the greatest `first` at or before it reaches it (runs never
 /// overlap). The view `item_states` asks the same.
@@ -110,6 +120,7 @@ pub(super) fn and_not_held(conn: &Connection, group: Option<i64>, id: &str) -> R
 /// and the parked ones from theirs, and a small `--limit` reads a few
 /// rows. One statement for every state would test every row of a group,
 /// a million accepted ones included, however small the limit.
+#[cfg(test)]
 fn items_by_state(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
     let mut limit = filter.limit.unwrap_or(usize::MAX);
     let mut out = Vec::new();
@@ -140,6 +151,7 @@ fn items_by_state(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) ->
 /// the filter names (by property, engine and target), and in it each state
 /// asked for (in the order of their names, as the listing sorts them) with
 /// its test on the due time.
+#[cfg(test)]
 fn states_asked(
     conn: &Connection,
     filter: &ItemFilter,
@@ -280,36 +292,10 @@ impl Queue for SqliteLedger {
         })
     }
 
+    /// From the spans and the batches (`listing.rs`); the items' own
+    /// listing is kept as the tests' reference (`items_from_rows`).
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        if !filter.states.is_empty() && and_not_held(&self.conn, None, "i.id")?.is_empty() {
-            return items_by_state(&self.conn, filter, now);
-        }
-        let (clause, values) = filter_sql(filter, now, true);
-        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        // Group by group (CROSS JOIN: the groups, few, in their index order
-        // outside), each group's items in the order of its index: no sort. The
-        // rows' own state where no run of `in_flight` exists (usually): the
-        // state as the view says it, a row at a time, would need a sort of
-        // every match, however small the limit (docs/performance.md, *Measured
-        // choices*).
-        let state = match and_not_held(&self.conn, None, "i.id")?.is_empty() {
-            true => "i.state".to_string(),
-            false => format!("(CASE WHEN {} THEN 'in_flight' ELSE i.state END)", held("i.id")),
-        };
-        let columns = ITEM_COLUMNS.replacen("i.state", &state, 1);
-        let sql = format!(
-            "SELECT {columns} FROM groups g CROSS JOIN items i ON i.group_id = g.id
-                 LEFT JOIN requests r ON r.id = i.last_request_id
-             WHERE {clause}
-             ORDER BY g.property, g.engine, g.target, {state}, i.next_attempt_at, i.id{limit}"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut rows = stmt.query(params_from_iter(values))?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(item_row(r)?);
-        }
-        Ok(out)
+        super::listing::items(&self.conn, filter, now)
     }
 
     /// One statement, in the order of `ids` (the array is the outer loop):
@@ -330,10 +316,10 @@ impl Queue for SqliteLedger {
 
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::retry_states(filter);
-        let (clause, mut values) = filter_sql(&filter, now, false);
+        let tx = self.begin()?;
+        let (clause, mut values) = filter_by_ids(&tx, &filter, now)?;
         values.push(Value::Integer(ts(now)));
         let n = values.len();
-        let tx = self.begin()?;
         let ids: Vec<i64> = tx
             .prepare(&format!(
                 "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
@@ -351,8 +337,8 @@ impl Queue for SqliteLedger {
 
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::drop_states(filter);
-        let (clause, values) = filter_sql(&filter, now, false);
         let tx = self.begin()?;
+        let (clause, values) = filter_by_ids(&tx, &filter, now)?;
         let mut dropped = 0;
         let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
         // A drop removes items, not history: their requests stay, and an
@@ -580,4 +566,39 @@ impl Queue for SqliteLedger {
         super::commit(tx)?;
         Ok(())
     }
+}
+
+/// `Queue::items` as read from the item rows before schema 12's spans:
+/// what the listing from the spans must equal, in the tests.
+#[cfg(test)]
+pub(super) fn items_from_rows(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+    if !filter.states.is_empty() && and_not_held(conn, None, "i.id")?.is_empty() {
+        return items_by_state(conn, filter, now);
+    }
+    let (clause, values) = filter_sql(filter, now, true);
+    let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+    // Group by group (CROSS JOIN: the groups, few, in their index order
+    // outside), each group's items in the order of its index: no sort. The
+    // rows' own state where no run of `in_flight` exists (usually): the
+    // state as the view says it, a row at a time, would need a sort of
+    // every match, however small the limit (docs/performance.md, *Measured
+    // choices*).
+    let state = match and_not_held(conn, None, "i.id")?.is_empty() {
+        true => "i.state".to_string(),
+        false => format!("(CASE WHEN {} THEN 'in_flight' ELSE i.state END)", held("i.id")),
+    };
+    let columns = ITEM_COLUMNS.replacen("i.state", &state, 1);
+    let sql = format!(
+        "SELECT {columns} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+             LEFT JOIN requests r ON r.id = i.last_request_id
+         WHERE {clause}
+         ORDER BY g.property, g.engine, g.target, {state}, i.next_attempt_at, i.id{limit}"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query(params_from_iter(values))?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(item_row(r)?);
+    }
+    Ok(out)
 }

@@ -2,9 +2,9 @@
 //! them, their counts, and the record of `submit` runs.
 
 use super::{
-    from_ts, ids_of, next_key, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection,
-    stored_reason, ts, url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row,
-    RunRecord, Runs, SpanCount, SqliteLedger, Utc,
+    from_ts, ids_of, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection, stored_reason, ts,
+    url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row, RunRecord, Runs,
+    SpanCount, SqliteLedger, Utc,
 };
 use crate::ledger::item_ids;
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
@@ -75,11 +75,12 @@ impl Runs for SqliteLedger {
         let mut out: Vec<(i64, AttemptRow)> = Vec::new();
         match url {
             Some(u) => {
-                // The URL's item in each group and its items `queue drop`
-                // removed, then the requests that name each.
+                // The URL's id in each group, by its hash (an item still,
+                // or dropped), and the older ids `queue drop` removed that
+                // `dropped_items` names (a URL dropped and submitted again
+                // is found by its hash at its newer id only), then the
+                // requests that name each.
                 let groups: Vec<i64> = ids_of(&mut self.conn.prepare("SELECT id FROM groups")?, [])?;
-                let mut find =
-                    self.conn.prepare_cached("SELECT id, url FROM items WHERE group_id = ?1 AND url_key = ?2")?;
                 let mut gone = self.conn.prepare_cached(
                     "SELECT id FROM dropped_items WHERE group_id = ?1 AND url_key = ?2 AND url = ?3 ORDER BY id",
                 )?;
@@ -88,19 +89,10 @@ impl Runs for SqliteLedger {
                      WHERE r.group_id = ?1 AND r.first_item <= ?2 AND r.last_item >= ?2"
                 ))?;
                 for group in groups {
-                    let mut key = url_key(u);
-                    let item = loop {
-                        match find
-                            .query_row(params![group, key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-                            .optional()?
-                        {
-                            Some((id, found)) if found == u => break Some(id),
-                            Some(_) => key = next_key(key),
-                            None => break None,
-                        }
-                    };
+                    let found = super::listing::id_of_url(&self.conn, group, u)?;
                     let dropped = ids_of(&mut gone, params![group, url_key(u), u])?;
-                    let items = item.map(|id| (id, false)).into_iter().chain(dropped.into_iter().map(|id| (id, true)));
+                    let older = dropped.into_iter().filter(|id| found.is_none_or(|(newest, _)| *id != newest));
+                    let items = found.map(|(id, live)| (id, !live)).into_iter().chain(older.map(|id| (id, true)));
                     for (item, dropped) in items {
                         let mut rows = requests.query(params![group, item])?;
                         while let Some(r) = rows.next()? {
