@@ -10,9 +10,10 @@ use super::{
     OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
     ToSqlOutput, Utc, Value,
 };
-use crate::ledger::batches::BatchItem;
+use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
 use crate::model::Action;
+use rustc_hash::FxHashMap;
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -25,10 +26,14 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`look_up::resolve`). Per group, the keys, sorted,
-/// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` and `look_up::SHARED_LOOK_UP`
-/// keys or more to read, each step is shared with it (`shared`).
+/// group, the key it takes (`look_up::resolve`). First by hash (`by_hash`):
+/// per group, the URLs' 128-bit hashes through the group's hash runs
+/// (`batches::find_ids`), then the rows of the ids found, by primary key,
+/// ascending. The URLs not found (new, or dropped: an id found with no item
+/// row) are then looked up by key (`by_key`), which gives each new URL the
+/// key it takes. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or
+/// keys or more to read, each step is shared with it (`shared_by_hash`,
+/// `shared`).
 pub(super) fn look_up(
     tx: &Connection,
     mut helper: Option<&mut Helper>,
@@ -40,25 +45,157 @@ pub(super) fn look_up(
     // a row at a time through `item_states` made a run again slower
     // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
-    look_up::resolve(&urls, group_ids, |wanted, found| {
+    let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+    let wanted = look_up::hashes_by_group(&hashes, group_ids);
+    let many = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
+    let found = match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
+        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &urls, &wanted))?,
+        None => {
+            let mut found = FxHashMap::default();
+            for (group, hashes) in &wanted {
+                let hits = by_hash(tx, *group, hashes)?;
+                rows_by_id(tx, &hits, &held, &urls, &mut |at, e| {
+                    found.insert(at, e);
+                })?;
+            }
+            found
+        }
+    };
+    look_up::resolve_by_hash(&urls, group_ids, &hashes, &found, |urls, groups| by_key(tx, helper, &held, urls, groups))
+}
+
+/// `f` in a read transaction of the helper's, ended whatever happens.
+fn in_read<T>(helper: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    helper.execute_batch("BEGIN")?;
+    let out = f(helper);
+    if !helper.is_autocommit() {
+        helper.execute_batch("COMMIT")?;
+    }
+    out
+}
+
+/// An item found by hash: its id, and the group, hash and place in the
+/// batch of the first URL that has the hash.
+type HashHit = (i64, i64, u128, usize);
+
+/// The items of `group` at `hashes` (`look_up::HashesByGroup`'s, sorted),
+/// through its hash runs, by id.
+fn by_hash(conn: &Connection, group: i64, hashes: &[(u128, usize)]) -> Result<Vec<HashHit>> {
+    let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
+    let ids = super::batches::find_ids(conn, group, &sought)?;
+    let mut hits: Vec<HashHit> =
+        ids.into_iter().zip(hashes).filter_map(|(id, &(hash, place))| Some((id?, group, hash, place))).collect();
+    hits.sort_unstable();
+    Ok(hits)
+}
+
+/// The rows of `hits` (by id) whose URL is the batch's (`urls`) at the
+/// hit's place, each to `sink` with its (group, hash), 10,000 at a time,
+/// ascending (`read_ids`). An id with no row is a URL dropped: not found. A
+/// row whose URL is another (a 128-bit collision, which the runs would
+/// otherwise hide) is not found either: the key look-up then tells the two
+/// apart. An item a reservation holds (`held`) is in flight.
+fn rows_by_id(
+    conn: &Connection,
+    hits: &[HashHit],
+    held: &IdRuns,
+    urls: &[&str],
+    sink: &mut dyn FnMut((i64, u128), Existing),
+) -> Result<()> {
+    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    read_ids(conn, &ids, held, &mut |k, url, e| {
+        let (_, group, hash, place) = hits[k];
+        if urls[place] == url {
+            sink((group, hash), e);
+        }
+    })
+}
+
+/// `look_up`'s look-up by hash on two connections at once, the ledger's
+/// (`tx`, on this thread) and the helper's (on a thread of its own): each
+/// looks up the lower or upper half of each group's sorted hashes (so each
+/// reads its half of a merged run's pages), then reads the lower or upper
+/// half of the ids found. Each connection reads its own snapshot: `decide`
+/// says why that is sound.
+fn shared_by_hash(
+    tx: &Connection,
+    helper: &mut Connection,
+    held: &IdRuns,
+    urls: &[&str],
+    wanted: &look_up::HashesByGroup,
+) -> Result<FxHashMap<(i64, u128), Existing>> {
+    let halves: Vec<(i64, &[(u128, usize)], &[(u128, usize)])> = wanted
+        .iter()
+        .map(|(group, hashes)| (*group, hashes.split_at(hashes.len() / 2)))
+        .map(|(g, (a, b))| (g, a, b))
+        .collect();
+    let (mut hits, their_hits) = std::thread::scope(|s| {
+        let helper = &mut *helper;
+        let halves = &halves;
+        let theirs = s.spawn(move || -> Result<Vec<HashHit>> {
+            let mut hits = Vec::new();
+            for (group, _, theirs) in halves {
+                hits.extend(by_hash(helper, *group, theirs)?);
+            }
+            Ok(hits)
+        });
+        let mut mine = Vec::new();
+        let read = halves
+            .iter()
+            .try_for_each(|(group, ours, _)| Ok::<_, LedgerError>(mine.extend(by_hash(tx, *group, ours)?)));
+        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read?;
+        Ok::<_, LedgerError>((mine, theirs?))
+    })?;
+    hits.extend(their_hits);
+    hits.sort_unstable();
+    let their_ids = hits.split_off(hits.len() / 2);
+    let mut found = FxHashMap::default();
+    found.reserve(hits.len() + their_ids.len());
+    std::thread::scope(|s| {
+        let helper = &mut *helper;
+        let their_ids = &their_ids;
+        let theirs = s.spawn(move || -> Result<Vec<((i64, u128), Existing)>> {
+            let mut out = Vec::new();
+            rows_by_id(helper, their_ids, held, urls, &mut |at, e| out.push((at, e)))?;
+            Ok(out)
+        });
+        let mine = rows_by_id(tx, &hits, held, urls, &mut |at, e| {
+            found.insert(at, e);
+        });
+        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        mine?;
+        found.extend(theirs?);
+        Ok(found)
+    })
+}
+
+/// The items of `urls` (in the groups `group_ids`, same order) by key, and
+/// the keys the new ones take (`look_up::resolve`): per group, the keys,
+/// sorted, against the (group, key) index (`key_hits`), then the rows of the
+/// ids found, ascending (`read_rows`). With a `helper` and
+/// `look_up::SHARED_LOOK_UP` keys or more to read, each step is shared with
+/// it (`shared`).
+fn by_key(
+    tx: &Connection,
+    mut helper: Option<&mut Helper>,
+    held: &IdRuns,
+    urls: &[&str],
+    group_ids: &[i64],
+) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    look_up::resolve(urls, group_ids, |wanted, found| {
         let keys = look_up::keys_by_group(wanted);
         let many = keys.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
-                // In one read transaction of the helper's, ended whatever happens.
-                helper.execute_batch("BEGIN")?;
-                let theirs = shared(tx, helper, &held, keys, found);
-                if !helper.is_autocommit() {
-                    helper.execute_batch("COMMIT")?;
-                }
-                for (group, key, url, e) in theirs? {
+                for (group, key, url, e) in in_read(helper, |helper| shared(tx, helper, held, keys, found))? {
                     found((group, key), &url, e);
                 }
             }
             None => {
                 for (group, keys) in &keys {
                     let hits = key_hits(tx, *group, keys)?;
-                    read_rows(tx, &hits, &held, &mut |key, url, e| found((*group, key), url, e))?;
+                    read_rows(tx, &hits, held, &mut |key, url, e| found((*group, key), url, e))?;
                 }
             }
         }
@@ -214,33 +351,40 @@ fn key_hits(conn: &Connection, group: i64, keys: &[i64]) -> Result<Vec<(i64, i64
 }
 
 /// The rows of `hits` (id, key; by id), each to `sink` with its key and
-/// URL, 10,000 at a time, ascending — where they follow each other (a list
-/// read again in the order it was first read), each row is the table's
-/// next, not a new descent. An item a reservation holds (`held`) is in
-/// flight.
+/// URL (`read_ids`).
 fn read_rows(
     conn: &Connection,
     hits: &[(i64, i64)],
     held: &IdRuns,
     sink: &mut dyn FnMut(i64, &str, Existing),
 ) -> Result<()> {
+    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    read_ids(conn, &ids, held, &mut |k, url, e| sink(hits[k].1, url, e))
+}
+
+/// The rows of `ids` (ascending), each to `sink` with its place in `ids`
+/// and its URL, 10,000 at a time, ascending — where they follow each other
+/// (a list read again in the order it was first read), each row is the
+/// table's next, not a new descent. An id with no row is skipped. An item
+/// a reservation holds (`held`) is in flight.
+fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(usize, &str, Existing)) -> Result<()> {
     let mut by_id = conn.prepare_cached(
         "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
          FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
-    for chunk in hits.chunks(10_000) {
-        let ids: Vec<i64> = chunk.iter().map(|h| h.0).collect();
-        let mut rows = by_id.query([array(&ids)])?;
-        let mut hit = chunk.iter();
+    for (c, chunk) in ids.chunks(10_000).enumerate() {
+        let mut rows = by_id.query([array(chunk)])?;
+        let mut at = 0;
         while let Some(r) = rows.next()? {
             let id: i64 = r.get(0)?;
             // The rows come in the order of `ids` (the array is the outer loop).
-            let Some(&(_, key)) = hit.find(|h| h.0 == id) else { continue };
+            let Some(k) = chunk[at..].iter().position(|&i| i == id).map(|p| at + p) else { continue };
+            at = k + 1;
             let mut existing = existing_row(r, 0)?;
             if existing.state == ItemState::Queued && held.holds(existing.id) {
                 existing.state = ItemState::InFlight;
             }
-            sink(key, row_text(r, 1)?, existing);
+            sink(c * 10_000 + k, row_text(r, 1)?, existing);
         }
     }
     Ok(())

@@ -3,8 +3,9 @@
 //! written with its run of tier 0, the runs of a tier merged into the
 //! next, a look-up of hashes through them, the migration that fills them
 //! from schema 11's items, and the spans kept equal to the items by every
-//! write of them (`set_spans`, `new_queued_span`). Nothing reads them yet
-//! outside these tests: the items stay authoritative.
+//! write of them (`set_spans`, `new_queued_span`). Admission finds the URLs
+//! it holds through the runs (`find_ids`), then reads their items by id;
+//! nothing else reads these tables yet: the items stay authoritative.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -155,9 +156,10 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// order beside the sorted hashes (a seek a hash would read each page many
 /// times). The newest runs are read first (the lower tiers, the later runs
 /// of a tier), so a URL admitted again after a drop is found at its newer
-/// id.
-// Admission's look-up moves here next on this branch; the tests call it now.
-#[cfg_attr(not(test), allow(dead_code))]
+/// id. Read in order, a run's pages are only those from the one that could
+/// hold the lowest hash sought to the one that could hold the highest, so
+/// that two connections each looking up half of a batch's sorted hashes
+/// (admission's helper) read half of the pages each.
 pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
@@ -170,7 +172,11 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
     )?;
-    let mut pages_of = conn.prepare_cached("SELECT entries FROM hash_pages WHERE run = ?1 ORDER BY first_hash")?;
+    let mut pages_of = conn.prepare_cached(
+        "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?3 AND first_hash >= coalesce(
+             (SELECT max(first_hash) FROM hash_pages WHERE run = ?1 AND first_hash <= ?2), x'')
+         ORDER BY first_hash",
+    )?;
     for (run, n, batch) in runs {
         // The hashes still sought, in hash order.
         let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
@@ -197,7 +203,8 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
                 // Each hash is searched in the last page starting at or
                 // before it: the page read before the first that starts
                 // after it.
-                let mut rows = pages_of.query([run])?;
+                let (lowest, highest) = (hashes[open[0]].to_be_bytes(), hashes[open[open.len() - 1]].to_be_bytes());
+                let mut rows = pages_of.query(params![run, &lowest[..], &highest[..]])?;
                 let mut page: Option<Vec<u8>> = None;
                 let mut next = 0;
                 loop {
