@@ -1057,6 +1057,44 @@ mod tests {
         assert_eq!(plan(with_helper.unwrap()), plan(without.unwrap()));
     }
 
+    /// Admission finds what it holds by hash through the runs, then reads
+    /// it by id, alone and shared with the helper alike: an item whose key
+    /// no longer leads to it is found all the same; a URL dropped is new
+    /// again at its own key; an id found whose row holds another URL (as a
+    /// 128-bit collision would) is not that URL's, which then takes the
+    /// next key (the other URL holds its own).
+    #[test]
+    fn a_look_up_finds_items_by_hash_and_reads_them_by_id() {
+        use crate::ledger::url_keys::{next_key, url_key};
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-03T09:00:00Z");
+        let rule = conformance::dedupe_day();
+        let batch = conformance::items(look_up::SHARED_LOOK_UP + 100);
+        ledger.admit(&batch, now, &rule).unwrap();
+        // Ids follow the input: batch[k] is item k + 1.
+        ledger
+            .conn
+            .execute_batch(
+                "UPDATE items SET url_key = url_key + 1000000007 WHERE id IN (10, 3000);
+                 UPDATE items SET url = url || '?another' WHERE id = 30;",
+            )
+            .unwrap();
+        let filter = ItemFilter { url: Some(batch[19].url.clone()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        let group_ids =
+            batch_groups::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
+        let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
+        let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
+        assert!(matches!(ledger.helper.connection, Some(Some(_))), "shared with the helper");
+        assert_eq!(shared, alone);
+        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|key| *key);
+        assert_eq!((id(9), id(2999), id(0), id(batch.len() - 1)), (Ok(10), Ok(3000), Ok(1), Ok(batch.len() as i64)));
+        assert_eq!(id(19), Err(url_key(&batch[19].url)), "dropped: new at its key");
+        assert_eq!(id(29), Err(next_key(url_key(&batch[29].url))), "its key holds another URL");
+        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 2);
+    }
+
     /// A ledger moved aside while a run goes on, another ledger made at its
     /// path, is still the one the run's look-up reads: the helper is not
     /// opened on the other file (where this ledger's queued URLs are

@@ -811,4 +811,33 @@ mod tests {
         }
         assert_eq!(find_ids(conn, 2, &[url_hash("https://site.example/new")]).unwrap(), [None]);
     }
+    /// A merged run read in order for part of its hashes (a half of a
+    /// batch's, as admission's two connections each look up): only the
+    /// pages between its lowest and highest hash, and every hash of the
+    /// part found, in whichever page, a hash between two pages too.
+    #[test]
+    fn part_of_a_runs_hashes_is_found_reading_its_pages_in_order() {
+        let ledger = SqliteLedger::in_memory().unwrap();
+        let conn = &ledger.conn;
+        conn.execute_batch("INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't')")
+            .unwrap();
+        let urls: Vec<String> = (0..FANOUT * 600).map(|i| format!("https://site.example/{i}")).collect();
+        for (b, batch) in urls.chunks(600).enumerate() {
+            let items: Vec<BatchItem> =
+                batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+            write_batch(conn, 1, 1 + 600 * b as i64, 0, &items).unwrap();
+        }
+        let pages: i64 = conn.query_row("SELECT count(*) FROM hash_pages", [], |r| r.get(0)).unwrap();
+        assert_eq!(pages, 5);
+        let mut by_hash: Vec<(u128, i64)> = urls.iter().zip(1..).map(|(u, id)| (url_hash(u), id)).collect();
+        by_hash.sort_unstable();
+        let half = by_hash.len() / 2;
+        for part in [&by_hash[..half], &by_hash[half..], &by_hash[1_100..1_130], &by_hash[999..1_001]] {
+            let hashes: Vec<u128> = part.iter().map(|h| h.0).collect();
+            let expected: Vec<Option<i64>> = part.iter().map(|h| Some(h.1)).collect();
+            assert_eq!(find_ids(conn, 1, &hashes).unwrap(), expected);
+        }
+        // Hashes sought beyond both ends of the run are not found.
+        assert_eq!(find_ids(conn, 1, &[0, 1, u128::MAX - 1, u128::MAX]).unwrap(), [None; 4]);
+    }
 }
