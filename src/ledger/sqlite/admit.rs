@@ -1,5 +1,6 @@
-//! Admission on SQLite: a batch of URLs looked up by (group, key) a few
-//! thousand at a time, and written with a multi-row statement per few
+//! Admission on SQLite: a batch of URLs looked up by hash through their
+//! groups' hash runs and then by id (those not found, by (group, key)), a
+//! few thousand at a time, and written with a multi-row statement per few
 //! hundred rows, as `policy::admit` decides for each; and the sitemaps read
 //! for sources.
 
@@ -124,28 +125,21 @@ fn shared_by_hash(
     urls: &[&str],
     wanted: &look_up::HashesByGroup,
 ) -> Result<FxHashMap<(i64, u128), Existing>> {
-    let halves: Vec<(i64, &[(u128, usize)], &[(u128, usize)])> = wanted
-        .iter()
-        .map(|(group, hashes)| (*group, hashes.split_at(hashes.len() / 2)))
-        .map(|(g, (a, b))| (g, a, b))
-        .collect();
+    // Each group's hashes in the lower half (`upper` false) or the upper.
+    let read = |conn: &Connection, upper: bool| -> Result<Vec<HashHit>> {
+        let mut hits = Vec::new();
+        for (group, hashes) in wanted {
+            let (lower, higher) = hashes.split_at(hashes.len() / 2);
+            hits.extend(by_hash(conn, *group, if upper { higher } else { lower })?);
+        }
+        Ok(hits)
+    };
     let (mut hits, their_hits) = std::thread::scope(|s| {
         let helper = &mut *helper;
-        let halves = &halves;
-        let theirs = s.spawn(move || -> Result<Vec<HashHit>> {
-            let mut hits = Vec::new();
-            for (group, _, theirs) in halves {
-                hits.extend(by_hash(helper, *group, theirs)?);
-            }
-            Ok(hits)
-        });
-        let mut mine = Vec::new();
-        let read = halves
-            .iter()
-            .try_for_each(|(group, ours, _)| Ok::<_, LedgerError>(mine.extend(by_hash(tx, *group, ours)?)));
+        let theirs = s.spawn(move || read(helper, true));
+        let mine = read(tx, false);
         let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        read?;
-        Ok::<_, LedgerError>((mine, theirs?))
+        Ok::<_, LedgerError>((mine?, theirs?))
     })?;
     hits.extend(their_hits);
     hits.sort_unstable();
@@ -260,7 +254,7 @@ fn shared(
 }
 
 /// A second connection to the ledger's file that only reads, beside the
-/// ledger's own, for `look_up` (`shared`): opened the first time a look-up is
+/// ledger's own, for `look_up` (`shared_by_hash`, `shared`): opened the first time a look-up is
 /// shared, then kept. None for a ledger in memory, for a file whose identity
 /// cannot be read (not on Unix), or when it cannot be opened: the ledger's own
 /// connection then reads alone. Its page cache is 2 MiB, because each batch
@@ -722,8 +716,8 @@ enum Decision {
 /// lock is taken), with the ledger's `data_version`; a large batch's items
 /// read half in the `helper`'s own read transaction, begun after this one
 /// (`look_up`). Mixing the two snapshots is sound: each URL's item is read
-/// as the ledger held it at some moment of the decision (an item's key and
-/// id never change), so a decision that writes nothing is as true as one
+/// as the ledger held it at some moment of the decision (an item's key,
+/// id and hash never change), so a decision that writes nothing is as true as one
 /// made on a single snapshot that moment; and one that writes is applied
 /// only if no other connection has committed since `data_version` was read
 /// (`admit_batch`) — the helper commits nothing, so both snapshots were
