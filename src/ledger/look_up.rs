@@ -1,7 +1,9 @@
-//! Finding a batch's URLs among the items of their groups by key, shared
-//! by both backends' admission and preview: the keys grouped, the steps
-//! past keys another URL holds, and when a look-up is large enough to share
-//! with a helper connection.
+//! Finding a batch's URLs among the items of their groups, shared by both
+//! backends' admission and preview: by the URLs' 128-bit hashes through a
+//! group's hash runs first (issue 48, on its branch), then the URLs not
+//! found by key, which gives a new URL the key it takes; the keys grouped,
+//! the steps past keys another URL holds, and when a look-up is large
+//! enough to share with a helper connection.
 
 use super::url_keys::{next_key, url_key};
 use super::Result;
@@ -92,6 +94,58 @@ pub fn resolve<E: Clone>(
     Ok(out.into_iter().map(|o| o.expect("every URL was resolved")).collect())
 }
 
+/// The hashes to look up by group, each group's sorted and distinct, each
+/// with the place in the batch of the first URL that has it; a group the
+/// ledger has never seen (-1) holds nothing, and is left out.
+pub type HashesByGroup = std::collections::BTreeMap<i64, Vec<(u128, usize)>>;
+
+/// `HashesByGroup` of a batch whose URLs' hashes are `hashes`, in the
+/// groups `groups` (same order).
+pub fn hashes_by_group(hashes: &[u128], groups: &[i64]) -> HashesByGroup {
+    let mut by_group = HashesByGroup::new();
+    for (place, (&hash, &group)) in hashes.iter().zip(groups).enumerate().filter(|(_, (_, g))| **g >= 0) {
+        by_group.entry(group).or_default().push((hash, place));
+    }
+    for hashes in by_group.values_mut() {
+        // Sorted by hash, then place: the first of equal hashes is the first URL.
+        hashes.sort_unstable();
+        hashes.dedup_by_key(|(hash, _)| *hash);
+    }
+    by_group
+}
+
+/// The items found by hash (`found`: what the caller read of the item at
+/// each (group, hash), whose text it compared with the batch's URL), each
+/// URL's; the URLs not found are looked up by key (`by_key`, given those
+/// URLs and their groups, as `resolve` answers): a URL whose hash no run
+/// holds, or whose id found has no item any more (a URL dropped). A URL
+/// the key look-up finds anyway is found: the items are what the ledger
+/// holds while the runs are being built beside them.
+pub fn resolve_by_hash<E: Clone>(
+    urls: &[&str],
+    groups: &[i64],
+    hashes: &[u128],
+    found: &rustc_hash::FxHashMap<(i64, u128), E>,
+    by_key: impl FnOnce(&[&str], &[i64]) -> Result<Vec<std::result::Result<E, i64>>>,
+) -> Result<Vec<std::result::Result<E, i64>>> {
+    let mut out: Vec<Option<std::result::Result<E, i64>>> = vec![None; urls.len()];
+    let mut rest = Vec::new();
+    for (i, slot) in out.iter_mut().enumerate() {
+        match found.get(&(groups[i], hashes[i])) {
+            Some(e) => *slot = Some(Ok(e.clone())),
+            None => rest.push(i),
+        }
+    }
+    if !rest.is_empty() {
+        let rest_urls: Vec<&str> = rest.iter().map(|&i| urls[i]).collect();
+        let rest_groups: Vec<i64> = rest.iter().map(|&i| groups[i]).collect();
+        for (i, resolved) in rest.into_iter().zip(by_key(&rest_urls, &rest_groups)?) {
+            out[i] = Some(resolved);
+        }
+    }
+    Ok(out.into_iter().map(|o| o.expect("every URL was resolved")).collect())
+}
+
 /// What a preview finds of each URL of a batch in the groups `group_ids`
 /// (`-1`: a group the ledger has never seen): its item, or `None`. A batch
 /// of unseen groups alone (an empty ledger's) holds none of them and is not
@@ -125,6 +179,32 @@ mod tests {
         })
         .unwrap();
         assert_eq!(found, [Ok(7), Err(b), Ok(7)]);
+    }
+
+    /// Each group's hashes sorted and distinct, with the first URL's place;
+    /// a group never seen left out.
+    #[test]
+    fn hashes_are_grouped_sorted_and_distinct() {
+        let by_group = hashes_by_group(&[9, 4, 9, 4, 7, 1], &[2, 2, 2, 5, -1, 2]);
+        let expected: HashesByGroup = [(2, vec![(1, 5), (4, 1), (9, 0)]), (5, vec![(4, 3)])].into();
+        assert_eq!(by_group, expected);
+    }
+
+    /// The URLs found by hash are not looked up by key; the others are, in
+    /// batch order, a URL twice both times, and their answers put back in
+    /// place.
+    #[test]
+    fn urls_not_found_by_hash_are_looked_up_by_key() {
+        let urls = ["a", "b", "c", "b", "d"];
+        let found: rustc_hash::FxHashMap<(i64, u128), u8> = [((1, 10), 7), ((2, 30), 8)].into_iter().collect();
+        let resolved = resolve_by_hash(&urls, &[1, 1, 2, 1, 2], &[10, 20, 30, 20, 40], &found, |urls, groups| {
+            assert_eq!((urls, groups), (&["b", "b", "d"][..], &[1, 1, 2][..]));
+            Ok(vec![Err(5), Err(5), Ok(9)])
+        })
+        .unwrap();
+        assert_eq!(resolved, [Ok(7), Err(5), Ok(8), Err(5), Ok(9)]);
+        let all = resolve_by_hash(&urls[..1], &[1], &[10], &found, |_, _| panic!("looked up by key")).unwrap();
+        assert_eq!(all, [Ok(7)]);
     }
 
     /// A batch of groups the ledger has never seen is not looked up; any

@@ -1,5 +1,6 @@
-//! Admission on SQLite: a batch of URLs looked up by (group, key) a few
-//! thousand at a time, and written with a multi-row statement per few
+//! Admission on SQLite: a batch of URLs looked up by hash through their
+//! groups' hash runs and then by id (those not found, by (group, key)), a
+//! few thousand at a time, and written with a multi-row statement per few
 //! hundred rows, as `policy::admit` decides for each; and the sitemaps read
 //! for sources.
 
@@ -10,9 +11,10 @@ use super::{
     OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
     ToSqlOutput, Utc, Value,
 };
-use crate::ledger::batches::BatchItem;
+use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
 use crate::model::Action;
+use rustc_hash::FxHashMap;
 
 /// The id the next new item takes: after every item's and every dropped
 /// item's, so that an id a request names is never another URL's (the
@@ -25,10 +27,14 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`look_up::resolve`). Per group, the keys, sorted,
-/// against the (group, key) index (`key_hits`), then the rows of the ids
-/// found, ascending (`read_rows`). With a `helper` and `look_up::SHARED_LOOK_UP`
-/// keys or more to read, each step is shared with it (`shared`).
+/// group, the key it takes (`look_up::resolve`). First by hash (`by_hash`):
+/// per group, the URLs' 128-bit hashes through the group's hash runs
+/// (`batches::find_ids`), then the rows of the ids found, by primary key,
+/// ascending. The URLs not found (new, or dropped: an id found with no item
+/// row) are then looked up by key (`by_key`), which gives each new URL the
+/// key it takes. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or
+/// keys or more to read, each step is shared with it (`shared_by_hash`,
+/// `shared`).
 pub(super) fn look_up(
     tx: &Connection,
     mut helper: Option<&mut Helper>,
@@ -40,25 +46,150 @@ pub(super) fn look_up(
     // a row at a time through `item_states` made a run again slower
     // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
-    look_up::resolve(&urls, group_ids, |wanted, found| {
+    let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+    let wanted = look_up::hashes_by_group(&hashes, group_ids);
+    let many = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
+    let found = match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
+        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &urls, &wanted))?,
+        None => {
+            let mut found = FxHashMap::default();
+            for (group, hashes) in &wanted {
+                let hits = by_hash(tx, *group, hashes)?;
+                rows_by_id(tx, &hits, &held, &urls, &mut |at, e| {
+                    found.insert(at, e);
+                })?;
+            }
+            found
+        }
+    };
+    look_up::resolve_by_hash(&urls, group_ids, &hashes, &found, |urls, groups| by_key(tx, helper, &held, urls, groups))
+}
+
+/// `f` in a read transaction of the helper's, ended whatever happens.
+fn in_read<T>(helper: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    helper.execute_batch("BEGIN")?;
+    let out = f(helper);
+    if !helper.is_autocommit() {
+        helper.execute_batch("COMMIT")?;
+    }
+    out
+}
+
+/// An item found by hash: its id, and the group, hash and place in the
+/// batch of the first URL that has the hash.
+type HashHit = (i64, i64, u128, usize);
+
+/// The items of `group` at `hashes` (`look_up::HashesByGroup`'s, sorted),
+/// through its hash runs, by id.
+fn by_hash(conn: &Connection, group: i64, hashes: &[(u128, usize)]) -> Result<Vec<HashHit>> {
+    let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
+    let ids = super::batches::find_ids(conn, group, &sought)?;
+    let mut hits: Vec<HashHit> =
+        ids.into_iter().zip(hashes).filter_map(|(id, &(hash, place))| Some((id?, group, hash, place))).collect();
+    hits.sort_unstable();
+    Ok(hits)
+}
+
+/// The rows of `hits` (by id) whose URL is the batch's (`urls`) at the
+/// hit's place, each to `sink` with its (group, hash), 10,000 at a time,
+/// ascending (`read_ids`). An id with no row is a URL dropped: not found. A
+/// row whose URL is another (a 128-bit collision, which the runs would
+/// otherwise hide) is not found either: the key look-up then tells the two
+/// apart. An item a reservation holds (`held`) is in flight.
+fn rows_by_id(
+    conn: &Connection,
+    hits: &[HashHit],
+    held: &IdRuns,
+    urls: &[&str],
+    sink: &mut dyn FnMut((i64, u128), Existing),
+) -> Result<()> {
+    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    read_ids(conn, &ids, held, &mut |k, url, e| {
+        let (_, group, hash, place) = hits[k];
+        if urls[place] == url {
+            sink((group, hash), e);
+        }
+    })
+}
+
+/// `look_up`'s look-up by hash on two connections at once, the ledger's
+/// (`tx`, on this thread) and the helper's (on a thread of its own): each
+/// looks up the lower or upper half of each group's sorted hashes (so each
+/// reads its half of a merged run's pages), then reads the lower or upper
+/// half of the ids found. Each connection reads its own snapshot: `decide`
+/// says why that is sound.
+fn shared_by_hash(
+    tx: &Connection,
+    helper: &mut Connection,
+    held: &IdRuns,
+    urls: &[&str],
+    wanted: &look_up::HashesByGroup,
+) -> Result<FxHashMap<(i64, u128), Existing>> {
+    // Each group's hashes in the lower half (`upper` false) or the upper.
+    let read = |conn: &Connection, upper: bool| -> Result<Vec<HashHit>> {
+        let mut hits = Vec::new();
+        for (group, hashes) in wanted {
+            let (lower, higher) = hashes.split_at(hashes.len() / 2);
+            hits.extend(by_hash(conn, *group, if upper { higher } else { lower })?);
+        }
+        Ok(hits)
+    };
+    let (mut hits, their_hits) = std::thread::scope(|s| {
+        let helper = &mut *helper;
+        let theirs = s.spawn(move || read(helper, true));
+        let mine = read(tx, false);
+        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok::<_, LedgerError>((mine?, theirs?))
+    })?;
+    hits.extend(their_hits);
+    hits.sort_unstable();
+    let their_ids = hits.split_off(hits.len() / 2);
+    let mut found = FxHashMap::default();
+    found.reserve(hits.len() + their_ids.len());
+    std::thread::scope(|s| {
+        let helper = &mut *helper;
+        let their_ids = &their_ids;
+        let theirs = s.spawn(move || -> Result<Vec<((i64, u128), Existing)>> {
+            let mut out = Vec::new();
+            rows_by_id(helper, their_ids, held, urls, &mut |at, e| out.push((at, e)))?;
+            Ok(out)
+        });
+        let mine = rows_by_id(tx, &hits, held, urls, &mut |at, e| {
+            found.insert(at, e);
+        });
+        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        mine?;
+        found.extend(theirs?);
+        Ok(found)
+    })
+}
+
+/// The items of `urls` (in the groups `group_ids`, same order) by key, and
+/// the keys the new ones take (`look_up::resolve`): per group, the keys,
+/// sorted, against the (group, key) index (`key_hits`), then the rows of the
+/// ids found, ascending (`read_rows`). With a `helper` and
+/// `look_up::SHARED_LOOK_UP` keys or more to read, each step is shared with
+/// it (`shared`).
+fn by_key(
+    tx: &Connection,
+    mut helper: Option<&mut Helper>,
+    held: &IdRuns,
+    urls: &[&str],
+    group_ids: &[i64],
+) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    look_up::resolve(urls, group_ids, |wanted, found| {
         let keys = look_up::keys_by_group(wanted);
         let many = keys.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
         match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
             Some(helper) => {
-                // In one read transaction of the helper's, ended whatever happens.
-                helper.execute_batch("BEGIN")?;
-                let theirs = shared(tx, helper, &held, keys, found);
-                if !helper.is_autocommit() {
-                    helper.execute_batch("COMMIT")?;
-                }
-                for (group, key, url, e) in theirs? {
+                for (group, key, url, e) in in_read(helper, |helper| shared(tx, helper, held, keys, found))? {
                     found((group, key), &url, e);
                 }
             }
             None => {
                 for (group, keys) in &keys {
                     let hits = key_hits(tx, *group, keys)?;
-                    read_rows(tx, &hits, &held, &mut |key, url, e| found((*group, key), url, e))?;
+                    read_rows(tx, &hits, held, &mut |key, url, e| found((*group, key), url, e))?;
                 }
             }
         }
@@ -123,7 +254,7 @@ fn shared(
 }
 
 /// A second connection to the ledger's file that only reads, beside the
-/// ledger's own, for `look_up` (`shared`): opened the first time a look-up is
+/// ledger's own, for `look_up` (`shared_by_hash`, `shared`): opened the first time a look-up is
 /// shared, then kept. None for a ledger in memory, for a file whose identity
 /// cannot be read (not on Unix), or when it cannot be opened: the ledger's own
 /// connection then reads alone. Its page cache is 2 MiB, because each batch
@@ -214,33 +345,40 @@ fn key_hits(conn: &Connection, group: i64, keys: &[i64]) -> Result<Vec<(i64, i64
 }
 
 /// The rows of `hits` (id, key; by id), each to `sink` with its key and
-/// URL, 10,000 at a time, ascending — where they follow each other (a list
-/// read again in the order it was first read), each row is the table's
-/// next, not a new descent. An item a reservation holds (`held`) is in
-/// flight.
+/// URL (`read_ids`).
 fn read_rows(
     conn: &Connection,
     hits: &[(i64, i64)],
     held: &IdRuns,
     sink: &mut dyn FnMut(i64, &str, Existing),
 ) -> Result<()> {
+    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+    read_ids(conn, &ids, held, &mut |k, url, e| sink(hits[k].1, url, e))
+}
+
+/// The rows of `ids` (ascending), each to `sink` with its place in `ids`
+/// and its URL, 10,000 at a time, ascending — where they follow each other
+/// (a list read again in the order it was first read), each row is the
+/// table's next, not a new descent. An id with no row is skipped. An item
+/// a reservation holds (`held`) is in flight.
+fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(usize, &str, Existing)) -> Result<()> {
     let mut by_id = conn.prepare_cached(
         "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
          FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
-    for chunk in hits.chunks(10_000) {
-        let ids: Vec<i64> = chunk.iter().map(|h| h.0).collect();
-        let mut rows = by_id.query([array(&ids)])?;
-        let mut hit = chunk.iter();
+    for (c, chunk) in ids.chunks(10_000).enumerate() {
+        let mut rows = by_id.query([array(chunk)])?;
+        let mut at = 0;
         while let Some(r) = rows.next()? {
             let id: i64 = r.get(0)?;
             // The rows come in the order of `ids` (the array is the outer loop).
-            let Some(&(_, key)) = hit.find(|h| h.0 == id) else { continue };
+            let Some(k) = chunk[at..].iter().position(|&i| i == id).map(|p| at + p) else { continue };
+            at = k + 1;
             let mut existing = existing_row(r, 0)?;
             if existing.state == ItemState::Queued && held.holds(existing.id) {
                 existing.state = ItemState::InFlight;
             }
-            sink(key, row_text(r, 1)?, existing);
+            sink(c * 10_000 + k, row_text(r, 1)?, existing);
         }
     }
     Ok(())
@@ -578,8 +716,8 @@ enum Decision {
 /// lock is taken), with the ledger's `data_version`; a large batch's items
 /// read half in the `helper`'s own read transaction, begun after this one
 /// (`look_up`). Mixing the two snapshots is sound: each URL's item is read
-/// as the ledger held it at some moment of the decision (an item's key and
-/// id never change), so a decision that writes nothing is as true as one
+/// as the ledger held it at some moment of the decision (an item's key,
+/// id and hash never change), so a decision that writes nothing is as true as one
 /// made on a single snapshot that moment; and one that writes is applied
 /// only if no other connection has committed since `data_version` was read
 /// (`admit_batch`) — the helper commits nothing, so both snapshots were
@@ -911,6 +1049,44 @@ mod tests {
         let with_helper = decide(&mut ledger.conn, Some(&mut ledger.helper), &mut ledger.groups, &batch, now, &rule);
         let without = decide(&mut ledger.conn, None, &mut ledger.groups, &batch, now, &rule);
         assert_eq!(plan(with_helper.unwrap()), plan(without.unwrap()));
+    }
+
+    /// Admission finds what it holds by hash through the runs, then reads
+    /// it by id, alone and shared with the helper alike: an item whose key
+    /// no longer leads to it is found all the same; a URL dropped is new
+    /// again at its own key; an id found whose row holds another URL (as a
+    /// 128-bit collision would) is not that URL's, which then takes the
+    /// next key (the other URL holds its own).
+    #[test]
+    fn a_look_up_finds_items_by_hash_and_reads_them_by_id() {
+        use crate::ledger::url_keys::{next_key, url_key};
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        let now = t("2026-12-03T09:00:00Z");
+        let rule = conformance::dedupe_day();
+        let batch = conformance::items(look_up::SHARED_LOOK_UP + 100);
+        ledger.admit(&batch, now, &rule).unwrap();
+        // Ids follow the input: batch[k] is item k + 1.
+        ledger
+            .conn
+            .execute_batch(
+                "UPDATE items SET url_key = url_key + 1000000007 WHERE id IN (10, 3000);
+                 UPDATE items SET url = url || '?another' WHERE id = 30;",
+            )
+            .unwrap();
+        let filter = ItemFilter { url: Some(batch[19].url.clone()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        let group_ids =
+            batch_groups::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
+        let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
+        let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
+        assert!(matches!(ledger.helper.connection, Some(Some(_))), "shared with the helper");
+        assert_eq!(shared, alone);
+        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|key| *key);
+        assert_eq!((id(9), id(2999), id(0), id(batch.len() - 1)), (Ok(10), Ok(3000), Ok(1), Ok(batch.len() as i64)));
+        assert_eq!(id(19), Err(url_key(&batch[19].url)), "dropped: new at its key");
+        assert_eq!(id(29), Err(next_key(url_key(&batch[29].url))), "its key holds another URL");
+        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 2);
     }
 
     /// A ledger moved aside while a run goes on, another ledger made at its

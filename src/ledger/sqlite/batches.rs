@@ -3,8 +3,9 @@
 //! written with its run of tier 0, the runs of a tier merged into the
 //! next, a look-up of hashes through them, the migration that fills them
 //! from schema 11's items, and the spans kept equal to the items by every
-//! write of them (`set_spans`, `new_queued_span`). Nothing reads them yet
-//! outside these tests: the items stay authoritative.
+//! write of them (`set_spans`, `new_queued_span`). Admission finds the URLs
+//! it holds through the runs (`find_ids`), then reads their items by id;
+//! nothing else reads these tables yet: the items stay authoritative.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -155,9 +156,10 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// order beside the sorted hashes (a seek a hash would read each page many
 /// times). The newest runs are read first (the lower tiers, the later runs
 /// of a tier), so a URL admitted again after a drop is found at its newer
-/// id.
-// Admission's look-up moves here next on this branch; the tests call it now.
-#[cfg_attr(not(test), allow(dead_code))]
+/// id. Read in order, a run's pages are only those from the one that could
+/// hold the lowest hash sought to the one that could hold the highest, so
+/// that two connections each looking up half of a batch's sorted hashes
+/// (admission's helper) read half of the pages each.
 pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
@@ -170,7 +172,11 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
     )?;
-    let mut pages_of = conn.prepare_cached("SELECT entries FROM hash_pages WHERE run = ?1 ORDER BY first_hash")?;
+    let mut pages_of = conn.prepare_cached(
+        "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?3 AND first_hash >= coalesce(
+             (SELECT max(first_hash) FROM hash_pages WHERE run = ?1 AND first_hash <= ?2), x'')
+         ORDER BY first_hash",
+    )?;
     for (run, n, batch) in runs {
         // The hashes still sought, in hash order.
         let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
@@ -197,7 +203,8 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
                 // Each hash is searched in the last page starting at or
                 // before it: the page read before the first that starts
                 // after it.
-                let mut rows = pages_of.query([run])?;
+                let (lowest, highest) = (hashes[open[0]].to_be_bytes(), hashes[open[open.len() - 1]].to_be_bytes());
+                let mut rows = pages_of.query(params![run, &lowest[..], &highest[..]])?;
                 let mut page: Option<Vec<u8>> = None;
                 let mut next = 0;
                 loop {
@@ -803,5 +810,34 @@ mod tests {
             assert_eq!(find_ids(conn, 2, &[url_hash(url)]).unwrap(), [Some(10_000 + k as i64)], "{url}");
         }
         assert_eq!(find_ids(conn, 2, &[url_hash("https://site.example/new")]).unwrap(), [None]);
+    }
+    /// A merged run read in order for part of its hashes (a half of a
+    /// batch's, as admission's two connections each look up): only the
+    /// pages between its lowest and highest hash, and every hash of the
+    /// part found, in whichever page, a hash between two pages too.
+    #[test]
+    fn part_of_a_runs_hashes_is_found_reading_its_pages_in_order() {
+        let ledger = SqliteLedger::in_memory().unwrap();
+        let conn = &ledger.conn;
+        conn.execute_batch("INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't')")
+            .unwrap();
+        let urls: Vec<String> = (0..FANOUT * 600).map(|i| format!("https://site.example/{i}")).collect();
+        for (b, batch) in urls.chunks(600).enumerate() {
+            let items: Vec<BatchItem> =
+                batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+            write_batch(conn, 1, 1 + 600 * b as i64, 0, &items).unwrap();
+        }
+        let pages: i64 = conn.query_row("SELECT count(*) FROM hash_pages", [], |r| r.get(0)).unwrap();
+        assert_eq!(pages, 5);
+        let mut by_hash: Vec<(u128, i64)> = urls.iter().zip(1..).map(|(u, id)| (url_hash(u), id)).collect();
+        by_hash.sort_unstable();
+        let half = by_hash.len() / 2;
+        for part in [&by_hash[..half], &by_hash[half..], &by_hash[1_100..1_130], &by_hash[999..1_001]] {
+            let hashes: Vec<u128> = part.iter().map(|h| h.0).collect();
+            let expected: Vec<Option<i64>> = part.iter().map(|h| Some(h.1)).collect();
+            assert_eq!(find_ids(conn, 1, &hashes).unwrap(), expected);
+        }
+        // Hashes sought beyond both ends of the run are not found.
+        assert_eq!(find_ids(conn, 1, &[0, 1, u128::MAX - 1, u128::MAX]).unwrap(), [None; 4]);
     }
 }
