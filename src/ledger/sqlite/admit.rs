@@ -16,12 +16,14 @@ use crate::ledger::{batch_groups, look_up};
 use crate::model::Action;
 use rustc_hash::FxHashMap;
 
-/// The id the next new item takes: after every item's and every dropped
-/// item's, so that an id a request names is never another URL's (the
-/// write lock is held).
+/// The id the next new item takes: after every item's, every dropped
+/// item's and every batch's, so that an id a request or a batch row names
+/// is never another URL's (the write lock is held). A dropped item no
+/// request named keeps no `dropped_items` row, but its batch row keeps its
+/// id.
 pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
-    let sql =
-        "SELECT MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT MAX(id) FROM dropped_items), 0)) + 1";
+    let sql = "SELECT MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT MAX(id) FROM dropped_items), 0),
+                      COALESCE((SELECT first_id + n - 1 FROM batches ORDER BY first_id DESC LIMIT 1), 0)) + 1";
     Ok(tx.query_row(sql, [], |r| r.get(0))?)
 }
 

@@ -513,8 +513,7 @@ mod tests {
         ledger.admit(&(0..5).map(|i| item(i % 2, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         ledger.admit(&[item(1, 0)], now, &dedupe_day()).unwrap();
         // An item after them, so that the ids dropped below are not the
-        // highest (admission takes the highest item's id plus one, and the
-        // batch row of a dropped highest id would be written twice).
+        // highest (`a_dropped_highest_id_is_not_taken_again` tests that).
         ledger.admit(&[item(0, 9)], now, &dedupe_day()).unwrap();
         let group = |p: &str| -> i64 {
             ledger.conn.query_row("SELECT id FROM groups WHERE property = ?1", [p], |r| r.get(0)).unwrap()
@@ -540,5 +539,21 @@ mod tests {
         assert_eq!(ledger.drop_items(&by_url(99), now).unwrap(), 0, "never admitted");
         let left: Vec<i64> = ledger.items(&ItemFilter::default(), now).unwrap().iter().map(|r| r.id).collect();
         assert_eq!(left, [2, 3, 7, 8, 4]);
+    }
+
+    /// The highest id dropped with no request naming it (so no
+    /// `dropped_items` row keeps it) is not given to the next new item:
+    /// its batch row still names it.
+    #[test]
+    fn a_dropped_highest_id_is_not_taken_again() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger.admit(&[item(0, 0), item(0, 1)], now, &dedupe_day()).unwrap();
+        let filter = ItemFilter { url: Some("https://site.example/1".into()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        ledger.admit(&[item(0, 2)], now, &dedupe_day()).unwrap();
+        let ids: Vec<i64> = ledger.items(&ItemFilter::default(), now).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 3], "id 2 stays the dropped URL's");
     }
 }
