@@ -15,6 +15,12 @@ use crate::support::mock::{MockResponse, MockServer};
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The fixtures' URLs name one fixed port (they were written by an older
+/// binary against it): the tests that serve it take turns, or two of them
+/// running at once would fail to bind it.
+static FIXTURE_PORT: Mutex<()> = Mutex::new(());
 
 const NOW: &str = "2026-12-04T10:00:00Z";
 
@@ -203,7 +209,8 @@ fn the_claim_in_flight_is_shown_and_sent_again_once(schema: Schema, sb: &Sandbox
         assert_eq!(views[part], expected[part], "{part} after the upgrade");
     }
     assert_eq!(views["status"]["queue"]["in_flight"], 4, "{:#}", views["status"]);
-    // The endpoints the fixture's URLs name, served here.
+    // The endpoints the fixture's URLs name, served here, one test at a time.
+    let _port = FIXTURE_PORT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let engine = MockServer::start_on(47392);
     let key = "0123456789abcdef0123456789abcdef";
     engine.on("GET", &format!("/{key}.txt"), vec![MockResponse::status(200).body(key)]);
