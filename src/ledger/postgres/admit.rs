@@ -9,8 +9,9 @@ use super::{
     GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
     Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
 };
-use crate::ledger::batches::BatchItem;
+use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
+use rustc_hash::FxHashMap;
 
 /// `Existing` from columns `id, state, action, lastmod, accepted_at,
 /// next_attempt_at` starting at `at`.
@@ -35,14 +36,31 @@ pub(super) const ITEMS_AT_KEYS: &str =
      FROM item_states i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
      ORDER BY i.url_key";
 
+/// The items of group `$1` with the ids `$2` (a `bigint[]`, found by hash
+/// through the group's hash runs), by id, read through a subquery as
+/// `ITEMS_AT_KEYS` reads its keys (the same reason).
+pub(super) const ITEMS_AT_IDS: &str =
+    "SELECT i.id, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
+     FROM item_states i WHERE i.group_id = $1 AND i.id = ANY(ARRAY(SELECT unnest($2::bigint[])))
+     ORDER BY i.id";
+
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`look_up::resolve`), with one statement a group
-/// and round; an item a reservation lists is in flight (`item_states`).
-/// With `lock`, the rows found are locked, in (group, key) order. With a
-/// `helper` and `look_up::SHARED_LOOK_UP` keys or more to read, it reads half
-/// of each group's keys at the same time, on a thread of its own (the
-/// server then works on both: a look-up is its statement's work).
+/// group, the key it takes (`look_up::resolve`); an item a reservation
+/// lists is in flight (`item_states`). First by hash, as SQLite's
+/// admission does: per group, the URLs' 128-bit hashes through the group's
+/// hash runs (`batches::find_ids`), then the rows of the ids found, by id
+/// (`ITEMS_AT_IDS`). The URLs not found (new, or dropped: an id found with
+/// no item row) are then looked up by key (`by_key`), which gives each new
+/// URL the key it takes, and also finds a URL whose hash a run did not
+/// show this statement (a merge committed between reading a group's runs
+/// and their pages): the items are still what the ledger holds. With
+/// `lock`, the rows found are locked, by hash in id order, then by key in
+/// (group, key) order; two runners locking overlapping batches in those
+/// two orders may deadlock, which the server detects and `retrying` runs
+/// again. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or keys or
+/// more to read, and no lock, each step reads half of each group's on the
+/// helper, on a thread of its own (`shared_by_hash`).
 pub(super) fn look_up(
     tx: &mut impl GenericClient,
     mut helper: Option<&mut Helper>,
@@ -51,8 +69,142 @@ pub(super) fn look_up(
     lock: bool,
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
+    let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+    let wanted = look_up::hashes_by_group(&hashes, group_ids);
+    let sql = format!("{ITEMS_AT_IDS}{}", if lock { " FOR UPDATE OF i" } else { "" });
+    // (A read that locks is the ledger's connection's alone.)
+    let share = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
+    let found = match helper.as_deref_mut().filter(|_| share).and_then(Helper::client) {
+        Some(client) => match shared_by_hash(tx, client, &urls, &wanted) {
+            Ok(found) => found,
+            Err(Lost(found, e)) => {
+                tracing::debug!("the look-up's second connection failed, reading on one: {e}");
+                if let Some(helper) = helper.as_deref_mut() {
+                    helper.client = Some(None);
+                }
+                found
+            }
+        },
+        None => {
+            let mut found = FxHashMap::default();
+            by_hash(tx, &sql, &urls, &wanted, &mut found).map(|()| found)
+        }
+    };
+    let found = found?;
+    look_up::resolve_by_hash(&urls, group_ids, &hashes, &found, |urls, groups| by_key(tx, helper, urls, groups, lock))
+}
+
+/// What the look-up by hash found, keyed by (group, hash).
+type ByHash = FxHashMap<(i64, u128), Existing>;
+
+/// The items of each group of `wanted` at its hashes (`look_up::HashesByGroup`'s),
+/// through the group's hash runs, then read by id (`sql`: `ITEMS_AT_IDS`,
+/// perhaps locking), each into `found` under its (group, hash) when its URL
+/// is the batch's (`urls`) at the hash's place. An id with no row is a URL
+/// dropped: not found. A row whose URL is another (a 128-bit collision,
+/// which the runs would otherwise hide) is not found either: the key
+/// look-up then tells the two apart.
+fn by_hash(
+    tx: &mut impl GenericClient,
+    sql: &str,
+    urls: &[&str],
+    wanted: &look_up::HashesByGroup,
+    found: &mut ByHash,
+) -> Result<()> {
+    for (group, hashes) in wanted {
+        let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
+        let ids = super::batches::find_ids(tx, *group, &sought)?;
+        // The (hash, place) of each id found.
+        let mut hits: Vec<(i64, u128, usize)> =
+            ids.into_iter().zip(hashes).filter_map(|(id, &(hash, place))| Some((id?, hash, place))).collect();
+        if hits.is_empty() {
+            continue;
+        }
+        hits.sort_unstable();
+        let wanted_ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
+        for chunk in wanted_ids.chunks(10_000) {
+            for r in tx.query(sql, &[group, &chunk])? {
+                let id: i64 = r.get(0);
+                let Ok(k) = hits.binary_search_by_key(&id, |h| h.0) else { continue };
+                let (_, hash, place) = hits[k];
+                if urls[place] == r.get::<_, &str>(1) {
+                    found.insert((*group, hash), existing_row(&r, 2)?);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A shared look-up by hash whose helper failed (its connection lost):
+/// what the ledger's connection then found alone, having read the
+/// helper's half too, and the helper's error.
+struct Lost(Result<ByHash>, LedgerError);
+
+/// `look_up`'s look-up by hash on two connections at once, the ledger's
+/// (`tx`, on this thread) and the helper's (`client`, on a thread of its
+/// own): each looks up the lower or upper half of each group's sorted
+/// hashes (so each reads its half of a merged run's pages) and reads the
+/// rows of the ids it found. A statement of each reads at its own
+/// snapshot, as any statement of the ledger's own connection does
+/// (`Helper` says why that is sound). `Ok(Err(_))`: the ledger's own read
+/// failed; `Err(Lost)`: the helper's did, and its half was read here.
+fn shared_by_hash(
+    tx: &mut impl GenericClient,
+    client: &mut Client,
+    urls: &[&str],
+    wanted: &look_up::HashesByGroup,
+) -> std::result::Result<Result<ByHash>, Lost> {
+    let halves = |upper: bool| -> look_up::HashesByGroup {
+        wanted
+            .iter()
+            .map(|(group, hashes)| {
+                let (lower, higher) = hashes.split_at(hashes.len() / 2);
+                (*group, if upper { higher } else { lower }.to_vec())
+            })
+            .collect()
+    };
+    let (mine, theirs) = (halves(false), halves(true));
+    let mut found = ByHash::default();
+    let (read, their_read) = std::thread::scope(|s| {
+        let their_read = s.spawn(|| {
+            let mut out = ByHash::default();
+            by_hash(client, ITEMS_AT_IDS, urls, &theirs, &mut out).map(|()| out)
+        });
+        let read = by_hash(tx, ITEMS_AT_IDS, urls, &mine, &mut found);
+        (read, their_read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    if let Err(e) = read {
+        return Ok(Err(e));
+    }
+    match their_read {
+        Ok(their_found) => {
+            found.extend(their_found);
+            Ok(Ok(found))
+        }
+        Err(e) => {
+            let read = by_hash(tx, ITEMS_AT_IDS, urls, &theirs, &mut found).map(|()| found);
+            Err(Lost(read, e))
+        }
+    }
+}
+
+/// The items of `urls` (in the groups `group_ids`, same order) by key, and
+/// the keys the new ones take (`look_up::resolve`), with one statement a
+/// group and round. With `lock`, the rows found are locked, in (group,
+/// key) order. With a `helper` and `look_up::SHARED_LOOK_UP` keys or more
+/// to read, it reads half of each group's keys at the same time, on a
+/// thread of its own (the server then works on both: a look-up is its
+/// statement's work).
+fn by_key(
+    tx: &mut impl GenericClient,
+    mut helper: Option<&mut Helper>,
+    urls: &[&str],
+    group_ids: &[i64],
+    lock: bool,
+) -> Result<Vec<std::result::Result<Existing, i64>>> {
     let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
-    look_up::resolve(&urls, group_ids, |wanted, found| {
+    look_up::resolve(urls, group_ids, |wanted, found| {
         let mut by_group = look_up::keys_by_group(wanted);
         // (A read that locks is the ledger's connection's alone.)
         let share = by_group.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
@@ -685,6 +837,70 @@ mod tests {
         let lost = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();
         assert_eq!(lost, alone);
         assert!(matches!(ledger.helper.client, Some(None)), "no helper after it failed");
+    }
+
+    /// Admission finds what it holds by hash through the runs, then reads
+    /// it by id, alone, shared with the helper and locked alike: an item
+    /// whose key no longer leads to it is found all the same; a URL
+    /// dropped is new again at its own key, and once submitted again is
+    /// found at its new id; an id found whose row holds another URL (as a
+    /// 128-bit collision would) is not that URL's, which then takes the
+    /// next key (the other URL holds its own).
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_look_up_finds_items_by_hash_and_reads_them_by_id() {
+        use crate::ledger::url_keys::{next_key, url_key};
+        let mut ledger = conformance::test_postgres();
+        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
+        let rule = conformance::dedupe_day();
+        let batch = conformance::items(look_up::SHARED_LOOK_UP + 100);
+        ledger.admit(&batch, now, &rule).unwrap();
+        let id_of = |ledger: &mut PgLedger, k: usize| -> i64 {
+            let url = batch[k].url.clone();
+            ledger.transaction(|tx| Ok(tx.query_one("SELECT id FROM items WHERE url = $1", &[&url])?.get(0))).unwrap()
+        };
+        let (ids, last) = ([0, 9, 2999].map(|k| id_of(&mut ledger, k)), id_of(&mut ledger, batch.len() - 1));
+        let moved = [batch[9].url.clone(), batch[2999].url.clone()];
+        let other = batch[29].url.clone();
+        ledger
+            .transaction(|tx| {
+                tx.execute(
+                    "UPDATE items SET url_key = url_key # 6148914691236517205 WHERE url = ANY($1)",
+                    &[&&moved[..]],
+                )?;
+                Ok(tx.execute("UPDATE items SET url = url || '?another' WHERE url = $1", &[&other])?)
+            })
+            .unwrap();
+        let filter = ItemFilter { url: Some(batch[19].url.clone()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        let group_ids = ledger
+            .with_groups(|tx, groups| batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap())))
+            .unwrap();
+        let alone = ledger.transaction(|tx| look_up(tx, None, &batch, &group_ids, false)).unwrap();
+        let locked = ledger.transaction(|tx| look_up(tx, None, &batch, &group_ids, true)).unwrap();
+        let (client, helper) = (&mut ledger.client, &mut ledger.helper);
+        let shared = in_transaction(client, |tx| look_up(tx, Some(&mut *helper), &batch, &group_ids, false)).unwrap();
+        assert!(matches!(ledger.helper.client, Some(Some(_))), "shared with the helper");
+        assert_eq!(shared, alone);
+        assert_eq!(locked, alone);
+        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|key| *key);
+        assert_eq!((id(0), id(9), id(2999), id(batch.len() - 1)), (Ok(ids[0]), Ok(ids[1]), Ok(ids[2]), Ok(last)));
+        assert_eq!(id(19), Err(url_key(&batch[19].url)), "dropped: new at its key");
+        assert_eq!(id(29), Err(next_key(url_key(&batch[29].url))), "its key holds another URL");
+        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 2);
+        // Submitted again, the dropped URL is found by hash at its new id.
+        ledger.admit(&batch[19..20], now, &rule).unwrap();
+        let again = id_of(&mut ledger, 19);
+        assert!(again > last, "a new id: {again}");
+        let found = ledger.transaction(|tx| look_up(tx, None, &batch[19..20], &group_ids[19..20], false)).unwrap();
+        assert_eq!(found[0].as_ref().map(|e| e.id), Ok(again));
+        let found = ledger.transaction(|tx| {
+            let wanted = look_up::hashes_by_group(&[url_hash(&batch[19].url)], &group_ids[19..20]);
+            let mut found = FxHashMap::default();
+            by_hash(tx, ITEMS_AT_IDS, &[&batch[19].url], &wanted, &mut found)?;
+            Ok(found.into_values().map(|e| e.id).collect::<Vec<_>>())
+        });
+        assert_eq!(found.unwrap(), [again], "by hash, not by key");
     }
 
     fn test_options() -> PgOptions {

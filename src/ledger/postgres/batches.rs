@@ -162,8 +162,6 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
 /// times). The newest runs are read first (the lower tiers, the later runs
 /// of a tier), so a URL admitted again after a drop is found at its newer
 /// id.
-// Admission's look-up moves here next on this branch; the tests call it now.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
