@@ -64,9 +64,12 @@ use stored::{
 
 use crate::config::{ConfigError, LedgerLocation, LedgerOptions};
 use crate::model::{
-    kept_changes, Action, Class, EngineKind, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow,
-    RunRecord, SitemapRead, SitemapState, SourceDocument, SourceFailure, StoredResponse, Usage,
+    kept_changes, Action, Class, GroupKey, ItemState, ParkedGroup, QueueCounts, Reason, Report, RuleWindow, RunRecord,
+    SitemapRead, SitemapState, SourceDocument, SourceFailure, StoredResponse, Usage,
 };
+// The tests of the backends' modules name engines through `crate::ledger::*`.
+#[cfg(test)]
+use crate::model::EngineKind;
 use chrono::{DateTime, TimeDelta, Utc};
 use postgres::pgpass_password;
 

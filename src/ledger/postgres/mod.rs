@@ -23,17 +23,16 @@
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
 
-use super::look_up;
 use super::policy::{self, AdmitPlan, Backend, Existing, Steps};
 use super::url_keys::url_key;
 use super::{
     cap_body, kept_changes, stored, stored_group, stored_inspection, stored_last_reason, stored_opt, stored_reason,
     Action, Admission, AdmitRule, Answered, AttemptRow, Block, ClaimedItem, Class, Copied, CopyDropped, CopyItem,
-    CopyRequest, CopyUsage, DateTime, EngineKind, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake,
-    ItemFilter, ItemRow, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue,
-    QueueCounts, RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs,
-    SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
-    StoredSitemap, TimeDelta, Usage, Utc,
+    CopyRequest, CopyUsage, DateTime, GhostUrl, GroupKey, InspectionAnswer, InspectionCount, Intake, ItemFilter,
+    ItemRow, LedgerError, Limits, NewItem, NoticeClaim, Now, Owner, ParkedGroup, Preview, Queue, QueueCounts,
+    RateDecision, RateRequest, Reason, Recorded, Report, Result, Rows, RuleWindow, RunRecord, Runs, SitemapRead,
+    SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse, StoredSitemap,
+    TimeDelta, Usage, Utc,
 };
 use ::postgres as pg;
 use pg::error::SqlState;
@@ -65,14 +64,15 @@ mod claim;
 mod connect;
 mod copy;
 mod limits;
+mod listing;
 mod queue;
 mod runs;
 mod schema;
 mod sitemaps;
 
 use admit::{
-    ghost_urls, look_up, source_documents, source_failures, store_ghost_urls, store_source_documents,
-    store_source_failures, Helper,
+    ghost_urls, source_documents, source_failures, store_ghost_urls, store_source_documents, store_source_failures,
+    Helper,
 };
 pub use connect::pgpass_password;
 use connect::{connect, describe, Conn};

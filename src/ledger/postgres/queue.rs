@@ -67,6 +67,21 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Pa
     (clauses.join(" AND "), values)
 }
 
+/// `filter_sql`, a URL given as its ids: its hash looked up in each group
+/// the filter names (`listing::live_ids_of_url`), not a test of every
+/// row's text.
+fn filter_by_ids(
+    tx: &mut impl super::GenericClient,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<(String, Params)> {
+    let Some(url) = &filter.url else { return Ok(filter_sql(filter, now)) };
+    let ids = super::listing::live_ids_of_url(tx, filter, url)?;
+    let (clause, mut values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now);
+    values.push(Box::new(ids));
+    Ok((format!("{clause} AND i.id = ANY(${})", values.len()), values))
+}
+
 pub(super) fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
     values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
 }
@@ -162,15 +177,17 @@ impl Queue for PgLedger {
     }
 
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let (clause, values) = filter_sql(filter, now);
         let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let sql = format!(
-            "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
+        self.transaction(|tx| {
+            let (clause, values) = filter_by_ids(tx, filter, now)?;
+            let sql = format!(
+                "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
                  LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
              ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
                  i.next_attempt_at NULLS FIRST, i.id{limit}"
-        );
-        self.transaction(|tx| tx.query(&sql, &refs(&values))?.iter().map(item_row).collect())
+            );
+            tx.query(&sql, &refs(&values))?.iter().map(item_row).collect()
+        })
     }
 
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
@@ -187,9 +204,9 @@ impl Queue for PgLedger {
 
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::retry_states(filter);
-        let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
+            let (clause, values) = filter_by_ids(tx, &filter, now)?;
             let written: Vec<(i64, i64)> = tx
                 .query(
                     &format!(
@@ -210,9 +227,9 @@ impl Queue for PgLedger {
 
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::drop_states(filter);
-        let (clause, values) = filter_sql(&filter, now);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
+            let (clause, values) = filter_by_ids(tx, &filter, now)?;
             let rows = tx.query(
                 &format!(
                     "DELETE FROM items AS d USING item_states i JOIN groups g ON g.id = i.group_id

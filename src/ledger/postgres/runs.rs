@@ -2,8 +2,8 @@
 //! them, their counts, and the record of `submit` runs.
 
 use super::{
-    group_id, look_up, stored, stored_group, stored_inspection, stored_reason, url_key, Action, AttemptRow, Class,
-    DateTime, EngineKind, GroupKey, InspectionCount, NewItem, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
+    group_id, stored, stored_group, stored_inspection, stored_reason, url_key, AttemptRow, Class, DateTime, GroupKey,
+    InspectionCount, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
 };
 use crate::ledger::item_ids;
 use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
@@ -62,20 +62,14 @@ impl Runs for PgLedger {
             let mut out: Vec<(i64, AttemptRow)> = Vec::new();
             match url {
                 Some(u) => {
-                    // The URL's item in each group and its items `queue drop`
-                    // removed, then the requests that name each.
+                    // The URL's newest id in each group by its hash, an item
+                    // still or dropped (`listing::id_of_url`), and its older
+                    // ids `dropped_items` names (a URL dropped and submitted
+                    // again is found by its hash at its newer id only), then
+                    // the requests that name each.
                     let groups: Vec<i64> = tx.query("SELECT id FROM groups", &[])?.iter().map(|r| r.get(0)).collect();
-                    let batch: Vec<NewItem> = groups
-                        .iter()
-                        .map(|_| NewItem {
-                            url: u.to_string(),
-                            group: GroupKey::urls("", EngineKind::IndexNow, "").into(),
-                            action: Action::Updated,
-                            lastmod: None, zone: chrono_tz::Tz::UTC,
-                        })
-                        .collect();
-                    let found = look_up(tx, None, &batch, &groups, false)?;
-                    for (group, found) in groups.iter().zip(found) {
+                    for group in &groups {
+                        let found = super::listing::id_of_url(tx, *group, u)?;
                         let gone: Vec<i64> = tx
                             .query(
                                 "SELECT id FROM dropped_items WHERE group_id = $1 AND url_key = $2 AND url = $3 ORDER BY id",
@@ -84,8 +78,9 @@ impl Runs for PgLedger {
                             .iter()
                             .map(|r| r.get(0))
                             .collect();
-                        let item = found.ok().map(|item| (item.id, false));
-                        for (item, dropped) in item.into_iter().chain(gone.into_iter().map(|id| (id, true))) {
+                        let older = gone.into_iter().filter(|id| found.is_none_or(|(newest, _)| *id != newest));
+                        let items = found.map(|(id, live)| (id, !live)).into_iter().chain(older.map(|id| (id, true)));
+                        for (item, dropped) in items {
                             let sql = format!(
                                 "SELECT {REQUEST_COLUMNS}, r.id, r.first_item, r.items FROM requests r
                                      JOIN groups g ON g.id = r.group_id
