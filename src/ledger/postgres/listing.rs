@@ -6,6 +6,8 @@
 //! (`batches::set_spans`), so what is read is what the items say.
 
 use super::super::batches::url_hash;
+#[cfg(test)]
+use super::PgLedger;
 use super::{GenericClient, ItemFilter, Result};
 
 /// The id `url` (as stored) has in `group`, if the group ever held it,
@@ -48,4 +50,91 @@ pub(super) fn live_ids_of_url(tx: &mut impl GenericClient, filter: &ItemFilter, 
         }
     }
     Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::conformance::{dedupe_day, test_postgres, two_groups};
+    use crate::ledger::{Intake, Queue, Runs};
+    use chrono::{DateTime, Utc};
+
+    /// A URL's id by its hash in each group, an item still, then dropped
+    /// (found, not live), then submitted again (its newer id, live); the
+    /// ids `queue retry --url` and `queue drop --url` act on follow, and
+    /// `queue list --url` lists the item by them. A URL no group ever held
+    /// has none.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_urls_ids_by_hash_dropped_and_submitted_again() {
+        let mut ledger = test_postgres();
+        let item = two_groups();
+        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
+        let batch: Vec<_> = (0..50).map(|i| item(0, i)).chain((0..50).map(|i| item(1, i))).collect();
+        ledger.admit(&batch, now, &dedupe_day()).unwrap();
+        let url = batch[7].url.clone();
+        let in_both = url == batch[57].url;
+        let ids = |ledger: &mut PgLedger| -> (Vec<Option<(i64, bool)>>, Vec<i64>) {
+            let url = url.clone();
+            ledger
+                .transaction(|tx| {
+                    let groups: Vec<i64> =
+                        tx.query("SELECT id FROM groups ORDER BY id", &[])?.iter().map(|r| r.get(0)).collect();
+                    let each = groups.iter().map(|g| id_of_url(tx, *g, &url)).collect::<Result<Vec<_>>>()?;
+                    Ok((each, live_ids_of_url(tx, &ItemFilter::default(), &url)?))
+                })
+                .unwrap()
+        };
+        let item_id = |ledger: &mut PgLedger| -> Vec<i64> {
+            let url = url.clone();
+            ledger
+                .transaction(|tx| {
+                    Ok(tx
+                        .query("SELECT id FROM items WHERE url = $1 ORDER BY id", &[&url])?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect())
+                })
+                .unwrap()
+        };
+        let held = item_id(&mut ledger);
+        let (each, live) = ids(&mut ledger);
+        assert_eq!(live, held, "in_both: {in_both}");
+        assert_eq!(each.iter().flatten().map(|(id, _)| *id).collect::<Vec<_>>(), held);
+        assert!(each.iter().flatten().all(|(_, live)| *live));
+        let filter = ItemFilter { url: Some(url.clone()), ..Default::default() };
+        let listed: Vec<i64> = ledger.items(&filter, now).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(listed, held);
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), held.len() as u64);
+        let (each, live) = ids(&mut ledger);
+        assert!(live.is_empty());
+        assert_eq!(
+            each.iter().flatten().map(|(id, live)| (*id, *live)).collect::<Vec<_>>(),
+            held.iter().map(|id| (*id, false)).collect::<Vec<_>>(),
+            "dropped: found, not live"
+        );
+        assert!(ledger.items(&filter, now).unwrap().is_empty());
+        assert_eq!(ledger.retry(&filter, now).unwrap(), 0);
+        let again: Vec<_> = batch.iter().filter(|i| i.url == url).cloned().collect();
+        ledger.admit(&again, now, &dedupe_day()).unwrap();
+        let newer = item_id(&mut ledger);
+        assert!(newer.iter().zip(&held).all(|(new, old)| new > old), "{newer:?} after {held:?}");
+        let (each, live) = ids(&mut ledger);
+        assert_eq!(live, newer);
+        assert!(each.iter().flatten().all(|(_, live)| *live));
+        let listed: Vec<i64> = ledger.items(&filter, now).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(listed, newer);
+        // `log --url` reads the same ids: no request names any, so none.
+        assert!(ledger.attempts(Some(&url), 10).unwrap().is_empty());
+        let (each, live) = {
+            let other = "https://nowhere.example/never".to_string();
+            ledger
+                .transaction(|tx| {
+                    let g: i64 = tx.query_one("SELECT min(id) FROM groups", &[])?.get(0);
+                    Ok((id_of_url(tx, g, &other)?, live_ids_of_url(tx, &ItemFilter::default(), &other)?))
+                })
+                .unwrap()
+        };
+        assert_eq!((each, live), (None, vec![]));
+    }
 }
