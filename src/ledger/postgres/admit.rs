@@ -77,7 +77,8 @@ pub(super) fn look_up(
     let found = match helper.as_deref_mut().filter(|_| share).and_then(Helper::client) {
         Some(client) => match shared_by_hash(tx, client, &urls, &wanted) {
             Ok(found) => found,
-            Err(Lost(found, e)) => {
+            Err(lost) => {
+                let Lost(found, e) = *lost;
                 tracing::debug!("the look-up's second connection failed, reading on one: {e}");
                 if let Some(helper) = helper.as_deref_mut() {
                     helper.client = Some(None);
@@ -154,7 +155,7 @@ fn shared_by_hash(
     client: &mut Client,
     urls: &[&str],
     wanted: &look_up::HashesByGroup,
-) -> std::result::Result<Result<ByHash>, Lost> {
+) -> std::result::Result<Result<ByHash>, Box<Lost>> {
     let halves = |upper: bool| -> look_up::HashesByGroup {
         wanted
             .iter()
@@ -184,7 +185,7 @@ fn shared_by_hash(
         }
         Err(e) => {
             let read = by_hash(tx, ITEMS_AT_IDS, urls, &theirs, &mut found).map(|()| found);
-            Err(Lost(read, e))
+            Err(Box::new(Lost(read, e)))
         }
     }
 }
