@@ -1097,6 +1097,40 @@ mod tests {
         assert_batches_hold_every_item(&to.conn);
     }
 
+    /// A copy that updates an item the target holds already (its lastmod
+    /// and action from the source) keeps them in `item_changes`, the
+    /// target's batch row having the values it was admitted with; copied
+    /// back to the values of its batch row, the row goes.
+    #[test]
+    fn a_copy_that_updates_an_item_keeps_its_change() {
+        use crate::model::Action;
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let lastmod = t("2026-11-01T00:00:00Z");
+        let changed = NewItem { lastmod: Some(lastmod), action: Action::Deleted, ..item(0, 0) };
+        let mut from = SqliteLedger::in_memory().unwrap();
+        from.admit(&[changed, item(0, 1)], now, &dedupe_day()).unwrap();
+        let mut to = SqliteLedger::in_memory().unwrap();
+        to.admit(&[item(0, 0)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        changes_agree(&to.conn).unwrap();
+        let rows: Vec<(i64, Option<i64>, String)> = to
+            .conn
+            .prepare("SELECT id, lastmod, action FROM item_changes")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        assert_eq!(rows, [(1, Some(lastmod.timestamp()), "deleted".to_string())]);
+        let mut back = SqliteLedger::in_memory().unwrap();
+        back.admit(&[item(0, 0)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut back, &mut to, true).unwrap();
+        changes_agree(&to.conn).unwrap();
+        let left: i64 = to.conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "the item's values are its batch row's again");
+    }
+
     /// A million items of schema 11 (every thousandth queued, the rest
     /// accepted) migrate in one transaction into 100 batches and 2,000
     /// spans, each item found by its hash. Run by hand to time it
