@@ -432,9 +432,11 @@ pub(super) type Values = (Option<i64>, Action);
 /// reading them walks no overflow page of the texts).
 struct BatchValues<'c> {
     read: rusqlite::CachedStatement<'c>,
-    /// The batch row last read: first id, n, lastmods, actions.
-    row: Option<(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>)>,
+    row: Option<ValuesRow>,
 }
+
+/// A batch row's first id, n, lastmods and actions (the row last read).
+type ValuesRow = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
 impl<'c> BatchValues<'c> {
     fn new(conn: &'c Connection) -> Result<BatchValues<'c>> {
@@ -753,8 +755,11 @@ mod tests {
                         (2, 1, 2, 'https://site.example/2', 'queued', 0, NULL, 'updated');",
         )
         .unwrap();
-        let items = ["https://site.example/1", "https://site.example/2"]
-            .map(|url| BatchItem { url, lastmod: None, deleted: false });
+        let items = ["https://site.example/1", "https://site.example/2"].map(|url| BatchItem {
+            url,
+            lastmod: None,
+            deleted: false,
+        });
         write_batch(conn, 1, 1, 0, &items).unwrap();
         set_changes(conn, i64::MIN, i64::MAX).unwrap();
         let rows: Vec<(i64, Option<i64>, String)> = conn
@@ -891,11 +896,8 @@ mod tests {
         let mut ledger = SqliteLedger::in_memory().unwrap();
         let item = two_groups();
         let now = t("2026-12-03T09:00:00Z");
-        let with = |i: usize, lastmod: Option<&str>, action: Action| NewItem {
-            lastmod: lastmod.map(t),
-            action,
-            ..item(0, i)
-        };
+        let with =
+            |i: usize, lastmod: Option<&str>, action: Action| NewItem { lastmod: lastmod.map(t), action, ..item(0, i) };
         let admit = |ledger: &mut SqliteLedger, items: &[NewItem], at| {
             ledger.admit(items, at, &dedupe_day()).unwrap();
             changes_agree(&ledger.conn).unwrap();
@@ -912,24 +914,23 @@ mod tests {
         };
         let (early, late) = ("2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z");
         // Ids 1-4: 1 with a lastmod, the rest without.
-        let first: Vec<NewItem> =
-            (0..4).map(|i| with(i, (i == 0).then_some(early), Action::Updated)).collect();
+        let first: Vec<NewItem> = (0..4).map(|i| with(i, (i == 0).then_some(early), Action::Updated)).collect();
         admit(&mut ledger, &first, now);
         assert_eq!(changes(&ledger), []);
         // A new lastmod for 1 and 2, a deletion for 3 (all still queued).
         admit(
             &mut ledger,
-            &[with(0, Some(late), Action::Updated), with(1, Some(late), Action::Updated), with(2, None, Action::Deleted)],
+            &[
+                with(0, Some(late), Action::Updated),
+                with(1, Some(late), Action::Updated),
+                with(2, None, Action::Deleted),
+            ],
             now,
         );
         let late_s = t(late).timestamp();
         assert_eq!(
             changes(&ledger),
-            [
-                (1, Some(late_s), "updated".into()),
-                (2, Some(late_s), "updated".into()),
-                (3, None, "deleted".into())
-            ]
+            [(1, Some(late_s), "updated".into()), (2, Some(late_s), "updated".into()), (3, None, "deleted".into())]
         );
         // 1's lastmod back to its batch row's, 3 an update again: their rows go.
         admit(&mut ledger, &[with(0, Some(early), Action::Updated), with(2, None, Action::Updated)], now);
@@ -937,9 +938,10 @@ mod tests {
         // 4 accepted, then requeued as a deletion after the dedupe window.
         ledger
             .conn
-            .execute("UPDATE items SET state = 'accepted', accepted_at = ?1, next_attempt_at = NULL WHERE id = 4", [
-                now.timestamp(),
-            ])
+            .execute(
+                "UPDATE items SET state = 'accepted', accepted_at = ?1, next_attempt_at = NULL WHERE id = 4",
+                [now.timestamp()],
+            )
             .unwrap();
         set_spans(&ledger.conn, 4, 4).unwrap();
         admit(&mut ledger, &[with(3, None, Action::Deleted)], now + chrono::TimeDelta::days(2));

@@ -225,7 +225,8 @@ mod tests {
 
     /// Takes schema 12's tables out of a ledger made by this binary, to
     /// make it one of an older schema.
-    const UNDO_12: &str = "DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;";
+    const UNDO_12: &str =
+        "DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;";
 
     /// A ledger written by an indexq of schema version 1 gets the run
     /// records on open, and keeps what it had.
