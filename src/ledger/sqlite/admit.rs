@@ -842,6 +842,14 @@ fn admit_batch(
         3,
         &updates,
     )?;
+    // Issue 48, on its branch: the requeued and updated items' lastmods
+    // and actions where they now differ from their batch rows'. An id both
+    // requeued and updated is one run of its own, set once.
+    let mut changed: Vec<i64> = plan.requeued.values().flatten().copied().collect();
+    changed.extend(plan.updates.iter().map(|(id, ..)| *id));
+    changed.sort_unstable();
+    changed.dedup();
+    super::batches::set_changes_of_ids(tx, &changed)?;
     for (group, n) in inserted {
         counted(tx, group, None, Some(ItemState::Queued), n)?;
     }

@@ -9,6 +9,7 @@
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
+use crate::model::Action;
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -422,6 +423,152 @@ fn merge_at(tx: &Connection, at: i64) -> Result<()> {
     Ok(())
 }
 
+/// An item's lastmod (seconds since 1970-01-01 UTC) and action.
+pub(super) type Values = (Option<i64>, Action);
+
+/// The lastmods and actions the batch rows hold, for ids asked in
+/// ascending order: each batch row is read once for all its ids, and only
+/// its small blobs (they come before `sorted` and `texts` in the row, so
+/// reading them walks no overflow page of the texts).
+struct BatchValues<'c> {
+    read: rusqlite::CachedStatement<'c>,
+    row: Option<ValuesRow>,
+}
+
+/// A batch row's first id, n, lastmods and actions (the row last read).
+type ValuesRow = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+impl<'c> BatchValues<'c> {
+    fn new(conn: &'c Connection) -> Result<BatchValues<'c>> {
+        let read = conn.prepare_cached(
+            "SELECT first_id, n, lastmods, actions FROM batches WHERE first_id <= ?1 ORDER BY first_id DESC LIMIT 1",
+        )?;
+        Ok(BatchValues { read, row: None })
+    }
+
+    /// What the batch row holding `id` says of it; `None` if no batch
+    /// row holds it.
+    fn of(&mut self, id: i64) -> Result<Option<Values>> {
+        if !matches!(&self.row, Some((first, n, ..)) if (*first..first + n).contains(&id)) {
+            self.row = self
+                .read
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()?
+                .filter(|(first, n, ..)| id < first + n);
+        }
+        let Some((first, _, lastmods, actions)) = &self.row else { return Ok(None) };
+        let place = (id - first) as u32;
+        let action = if batches::deleted(actions.as_deref(), place)? { Action::Deleted } else { Action::Updated };
+        Ok(Some((batches::lastmod(lastmods.as_deref(), place)?, action)))
+    }
+}
+
+/// Each of `ids`' lastmod and action (in the order given): its row of
+/// `item_changes` if it has one, else what its batch row says, each batch
+/// row read once for all its ids; `None` for an id no batch row holds.
+// Its first readers come with the move of admission and the claim off the
+// items, next on this branch; until then `changes_agree` is its caller.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) fn lastmod_and_action(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+    let mut out = vec![None; ids.len()];
+    let mut changed = std::collections::HashMap::new();
+    {
+        let mut read = conn.prepare_cached("SELECT id, lastmod, action FROM item_changes WHERE id IN rarray(?1)")?;
+        let mut rows = read.query([super::array(ids)])?;
+        while let Some(r) = rows.next()? {
+            let action: Action = super::stored("item_changes", "action", &r.get::<_, String>(2)?)?;
+            changed.insert(r.get::<_, i64>(0)?, (r.get::<_, Option<i64>>(1)?, action));
+        }
+    }
+    let mut by_id: Vec<usize> = (0..ids.len()).collect();
+    by_id.sort_unstable_by_key(|&k| ids[k]);
+    let mut batch = BatchValues::new(conn)?;
+    for k in by_id {
+        out[k] = match changed.get(&ids[k]) {
+            Some(values) => Some(*values),
+            None => batch.of(ids[k])?,
+        };
+    }
+    Ok(out)
+}
+
+/// The changes of the items `first` to `last` made to agree with the
+/// items again, after a write that may have changed their lastmod or
+/// action, or dropped them: their rows of `item_changes` go, and each item
+/// of the run whose lastmod or action differs from what its batch row says
+/// gets one with its own. An item in no batch row (none is, once schema 12
+/// is applied) gets one too, so that the reader still finds its values.
+/// Reading the items back keeps one rule for every kind of write, as
+/// `set_spans` does.
+pub(super) fn set_changes(tx: &Connection, first: i64, last: i64) -> Result<()> {
+    tx.prepare_cached("DELETE FROM item_changes WHERE id BETWEEN ?1 AND ?2")?.execute([first, last])?;
+    let mut read = tx.prepare_cached("SELECT id, lastmod, action FROM items WHERE id BETWEEN ?1 AND ?2 ORDER BY id")?;
+    let mut put = tx.prepare_cached("INSERT OR FAIL INTO item_changes (id, lastmod, action) VALUES (?1, ?2, ?3)")?;
+    let mut batch = BatchValues::new(tx)?;
+    let mut rows = read.query([first, last])?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        let item: Values = (r.get(1)?, super::stored("items", "action", &r.get::<_, String>(2)?)?);
+        if batch.of(id)? != Some(item) {
+            put.execute(params![id, item.0, item.1.as_str()])?;
+        }
+    }
+    Ok(())
+}
+
+/// `set_changes` for the runs of `ids` (distinct, in any order).
+pub(super) fn set_changes_of_ids(tx: &Connection, ids: &[i64]) -> Result<()> {
+    for &(first, last) in &super::IdRuns::of(ids).0 {
+        set_changes(tx, first, last)?;
+    }
+    Ok(())
+}
+
+/// Whether `item_changes` and the batch rows agree with the items: every
+/// item's lastmod and action what `lastmod_and_action` reads, and every
+/// row of `item_changes` an item's whose values differ from its batch
+/// row's (none left behind by a drop, none that agrees again). An error
+/// names the first disagreement.
+#[cfg(test)]
+pub(super) fn changes_agree(conn: &Connection) -> Result<()> {
+    let disagree = |what: String| Err(LedgerError::Invalid(format!("item_changes: {what}")));
+    let items: Vec<(i64, Values)> = conn
+        .prepare("SELECT id, lastmod, action FROM items ORDER BY id")?
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get::<_, String>(2)?))))?
+        .map(|row| {
+            let (id, (lastmod, action)) = row?;
+            Ok((id, (lastmod, super::stored("items", "action", &action)?)))
+        })
+        .collect::<Result<_>>()?;
+    let ids: Vec<i64> = items.iter().map(|(id, _)| *id).collect();
+    for ((id, item), said) in items.iter().zip(lastmod_and_action(conn, &ids)?) {
+        if said != Some(*item) {
+            return disagree(format!("item {id} holds {item:?}, the batches and changes say {said:?}"));
+        }
+    }
+    let changes: Vec<(i64, Values, bool)> = conn
+        .prepare(
+            "SELECT c.id, c.lastmod, c.action, EXISTS (SELECT 1 FROM items i WHERE i.id = c.id)
+             FROM item_changes c ORDER BY c.id",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get::<_, String>(2)?), r.get(3)?)))?
+        .map(|row| {
+            let (id, (lastmod, action), item) = row?;
+            Ok((id, (lastmod, super::stored("item_changes", "action", &action)?), item))
+        })
+        .collect::<Result<_>>()?;
+    let mut batch = BatchValues::new(conn)?;
+    for (id, change, item) in changes {
+        if !item {
+            return disagree(format!("a change of {id}, which is no item"));
+        }
+        if batch.of(id)? == Some(change) {
+            return disagree(format!("the change of item {id} equals its batch row's values"));
+        }
+    }
+    Ok(())
+}
+
 /// Whether the spans agree with the items: every item in one span whose
 /// group and columns equal its own, no span reaching an id that is no item,
 /// no two spans overlapping. An error names the first disagreement.
@@ -490,7 +637,7 @@ mod tests {
     use super::super::SqliteLedger;
     use super::*;
     use crate::ledger::conformance::{dedupe_day, two_groups};
-    use crate::ledger::Intake;
+    use crate::ledger::{Intake, NewItem};
     use chrono::{DateTime, Utc};
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -521,7 +668,7 @@ mod tests {
                      UPDATE items SET lastmod = 1700000000 WHERE id = 21;
                      UPDATE items SET action = 'deleted' WHERE id = 22;
                      DELETE FROM items WHERE id = 30;
-                     DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
+                     DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
                      PRAGMA user_version = 11;",
                 )
                 .unwrap();
@@ -576,6 +723,54 @@ mod tests {
         assert_eq!(batches::lastmod(lastmods.as_deref(), 20).unwrap(), Some(1_700_000_000));
         assert!(batches::deleted(actions.as_deref(), 21).unwrap());
         assert!(!batches::deleted(actions.as_deref(), 20).unwrap());
+        // The batch rows hold every item's lastmod and action: no change.
+        let changes: i64 = conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+        assert_eq!(changes, 0);
+        changes_agree(conn).unwrap();
+        assert_eq!(
+            lastmod_and_action(conn, &[22, 21, 30, 1]).unwrap(),
+            [
+                Some((None, Action::Deleted)),
+                Some((Some(1_700_000_000), Action::Updated)),
+                None,
+                Some((None, Action::Updated))
+            ]
+        );
+    }
+
+    /// `set_changes` over every id, as the migration from schema 11 runs it
+    /// after writing the batch rows: an item whose lastmod or action
+    /// differs from what its batch row says gets a row of `item_changes`,
+    /// the others none. (The migration writes each batch row from its items,
+    /// so through it no item differs: the batch row here is written from
+    /// other values by hand to stand for one that would.)
+    #[test]
+    fn set_changes_over_every_id_keeps_an_item_unlike_its_batch_row() {
+        let ledger = SqliteLedger::in_memory().unwrap();
+        let conn = &ledger.conn;
+        conn.execute_batch(
+            "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
+             INSERT INTO items (id, group_id, url_key, url, state, enqueued_at, lastmod, action)
+                 VALUES (1, 1, 1, 'https://site.example/1', 'queued', 0, 5, 'deleted'),
+                        (2, 1, 2, 'https://site.example/2', 'queued', 0, NULL, 'updated');",
+        )
+        .unwrap();
+        let items = ["https://site.example/1", "https://site.example/2"].map(|url| BatchItem {
+            url,
+            lastmod: None,
+            deleted: false,
+        });
+        write_batch(conn, 1, 1, 0, &items).unwrap();
+        set_changes(conn, i64::MIN, i64::MAX).unwrap();
+        let rows: Vec<(i64, Option<i64>, String)> = conn
+            .prepare("SELECT id, lastmod, action FROM item_changes")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        assert_eq!(rows, [(1, Some(5), "deleted".to_string())]);
+        changes_agree(conn).unwrap();
     }
 
     /// Every item of the ledger is found by its URL's hash in its group, at
@@ -688,6 +883,193 @@ mod tests {
         spans_agree(&ledger.conn).unwrap();
     }
 
+    /// The lastmods and actions of items written through the ledger (a new
+    /// lastmod of a queued item, one back to what its batch row says, a
+    /// queued item's deletion, an accepted item requeued as a deletion
+    /// after the dedupe window, a drop): `item_changes` holds an item's
+    /// values exactly while they differ from its batch row's, and the
+    /// reader says each item's.
+    #[test]
+    fn item_changes_follow_every_write_of_a_lastmod_or_an_action() {
+        use crate::ledger::{ItemFilter, Queue};
+        use crate::model::Action;
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let with =
+            |i: usize, lastmod: Option<&str>, action: Action| NewItem { lastmod: lastmod.map(t), action, ..item(0, i) };
+        let admit = |ledger: &mut SqliteLedger, items: &[NewItem], at| {
+            ledger.admit(items, at, &dedupe_day()).unwrap();
+            changes_agree(&ledger.conn).unwrap();
+        };
+        let changes = |ledger: &SqliteLedger| -> Vec<(i64, Option<i64>, String)> {
+            ledger
+                .conn
+                .prepare("SELECT id, lastmod, action FROM item_changes ORDER BY id")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .map(|c| c.unwrap())
+                .collect()
+        };
+        let (early, late) = ("2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z");
+        // Ids 1-4: 1 with a lastmod, the rest without.
+        let first: Vec<NewItem> = (0..4).map(|i| with(i, (i == 0).then_some(early), Action::Updated)).collect();
+        admit(&mut ledger, &first, now);
+        assert_eq!(changes(&ledger), []);
+        // A new lastmod for 1 and 2, a deletion for 3 (all still queued).
+        admit(
+            &mut ledger,
+            &[
+                with(0, Some(late), Action::Updated),
+                with(1, Some(late), Action::Updated),
+                with(2, None, Action::Deleted),
+            ],
+            now,
+        );
+        let late_s = t(late).timestamp();
+        assert_eq!(
+            changes(&ledger),
+            [(1, Some(late_s), "updated".into()), (2, Some(late_s), "updated".into()), (3, None, "deleted".into())]
+        );
+        // 1's lastmod back to its batch row's, 3 an update again: their rows go.
+        admit(&mut ledger, &[with(0, Some(early), Action::Updated), with(2, None, Action::Updated)], now);
+        assert_eq!(changes(&ledger), [(2, Some(late_s), "updated".into())]);
+        // 4 accepted, then requeued as a deletion after the dedupe window.
+        ledger
+            .conn
+            .execute(
+                "UPDATE items SET state = 'accepted', accepted_at = ?1, next_attempt_at = NULL WHERE id = 4",
+                [now.timestamp()],
+            )
+            .unwrap();
+        set_spans(&ledger.conn, 4, 4).unwrap();
+        admit(&mut ledger, &[with(3, None, Action::Deleted)], now + chrono::TimeDelta::days(2));
+        assert_eq!(changes(&ledger), [(2, Some(late_s), "updated".into()), (4, None, "deleted".into())]);
+        let said = lastmod_and_action(&ledger.conn, &[4, 3, 2, 1]).unwrap();
+        let early_s = t(early).timestamp();
+        assert_eq!(
+            said,
+            [
+                Some((None, Action::Deleted)),
+                Some((None, Action::Updated)),
+                Some((Some(late_s), Action::Updated)),
+                Some((Some(early_s), Action::Updated))
+            ]
+        );
+        // A drop takes its items' rows with them.
+        let filter = ItemFilter { url: Some("https://site.example/1".into()), ..Default::default() };
+        assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        assert_eq!(changes(&ledger), [(4, None, "deleted".into())]);
+        changes_agree(&ledger.conn).unwrap();
+    }
+
+    /// Random writes of lastmods and actions to runs of ids of two groups
+    /// (and drops), each followed by `set_changes` of its run: after each,
+    /// the batches and changes say every item's values, and `item_changes`
+    /// holds a row for exactly the items that differ from their batch row.
+    #[test]
+    fn item_changes_follow_random_writes_of_runs() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger.admit(&(0..40).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let conn = &ledger.conn;
+        let writes = [
+            "lastmod = 100",
+            "lastmod = NULL",
+            "action = 'deleted'",
+            "action = 'updated'",
+            "lastmod = 200, action = 'deleted'",
+            "lastmod = NULL, action = 'updated'",
+        ];
+        let mut seed: u64 = 4_848;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut most = 0;
+        for step in 0..300 {
+            let first = 1 + next(70) as i64;
+            let last = (first + next(10) as i64).min(70);
+            match next(25) {
+                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
+                k => conn
+                    .execute(
+                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", writes[k as usize % writes.len()]),
+                        [first, last],
+                    )
+                    .unwrap(),
+            };
+            set_changes(conn, first, last).unwrap();
+            if let Err(e) = changes_agree(conn) {
+                panic!("step {step}, ids {first}-{last}: {e}");
+            }
+            let (rows, differ): (i64, i64) = conn
+                .query_row(
+                    "SELECT (SELECT count(*) FROM item_changes),
+                            (SELECT count(*) FROM items WHERE lastmod IS NOT NULL OR action <> 'updated')",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(rows, differ, "step {step}: a row for each item that differs from its batch");
+            most = most.max(rows);
+        }
+        assert!(most > 10, "the writes made changes: at most {most} rows");
+    }
+
+    /// `changes_agree` finds each way the changes can disagree: an item
+    /// written without `set_changes`, a change left behind by a dropped
+    /// item, a change equal to its batch row's values, a batch row's
+    /// blob written wrong.
+    #[test]
+    fn changes_agree_finds_each_disagreement() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger.admit(&(0..5).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let conn = &ledger.conn;
+        changes_agree(conn).unwrap();
+        let fails = |sql: &str, undo: &str, says: &str| {
+            conn.execute_batch(sql).unwrap();
+            let err = changes_agree(conn).expect_err(sql).to_string();
+            assert!(err.contains(says), "{sql}: {err}");
+            conn.execute_batch(undo).unwrap();
+            changes_agree(conn).unwrap();
+        };
+        fails(
+            "UPDATE items SET lastmod = 7 WHERE id = 2",
+            "UPDATE items SET lastmod = NULL WHERE id = 2",
+            "item 2 holds (Some(7), Updated), the batches and changes say Some((None, Updated))",
+        );
+        fails(
+            "UPDATE items SET action = 'deleted' WHERE id = 3",
+            "UPDATE items SET action = 'updated' WHERE id = 3",
+            "item 3 holds",
+        );
+        fails(
+            "INSERT INTO item_changes (id, lastmod, action) VALUES (99, 1, 'deleted')",
+            "DELETE FROM item_changes",
+            "a change of 99, which is no item",
+        );
+        fails(
+            "INSERT INTO item_changes (id, lastmod, action) VALUES (4, NULL, 'updated')",
+            "DELETE FROM item_changes",
+            "the change of item 4 equals its batch row's values",
+        );
+        fails(
+            "UPDATE batches SET actions = x'0000000100'",
+            "UPDATE batches SET actions = NULL",
+            "item 4 holds (None, Updated), the batches and changes say Some((None, Deleted))",
+        );
+        // A change written by `set_changes` makes the first agree again.
+        conn.execute("UPDATE items SET lastmod = 7 WHERE id = 2", []).unwrap();
+        set_changes(conn, 2, 2).unwrap();
+        changes_agree(conn).unwrap();
+    }
+
     /// A copy into a SQLite ledger that holds items already writes its new
     /// items as batch rows, each group's one run of ids; copied again, it
     /// writes none.
@@ -717,6 +1099,40 @@ mod tests {
         assert_batches_hold_every_item(&to.conn);
     }
 
+    /// A copy that updates an item the target holds already (its lastmod
+    /// and action from the source) keeps them in `item_changes`, the
+    /// target's batch row having the values it was admitted with; copied
+    /// back to the values of its batch row, the row goes.
+    #[test]
+    fn a_copy_that_updates_an_item_keeps_its_change() {
+        use crate::model::Action;
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let lastmod = t("2026-11-01T00:00:00Z");
+        let changed = NewItem { lastmod: Some(lastmod), action: Action::Deleted, ..item(0, 0) };
+        let mut from = SqliteLedger::in_memory().unwrap();
+        from.admit(&[changed, item(0, 1)], now, &dedupe_day()).unwrap();
+        let mut to = SqliteLedger::in_memory().unwrap();
+        to.admit(&[item(0, 0)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut from, &mut to, true).unwrap();
+        changes_agree(&to.conn).unwrap();
+        let rows: Vec<(i64, Option<i64>, String)> = to
+            .conn
+            .prepare("SELECT id, lastmod, action FROM item_changes")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(|c| c.unwrap())
+            .collect();
+        assert_eq!(rows, [(1, Some(lastmod.timestamp()), "deleted".to_string())]);
+        let mut back = SqliteLedger::in_memory().unwrap();
+        back.admit(&[item(0, 0)], now, &dedupe_day()).unwrap();
+        crate::ledger::copy(&mut back, &mut to, true).unwrap();
+        changes_agree(&to.conn).unwrap();
+        let left: i64 = to.conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "the item's values are its batch row's again");
+    }
+
     /// A million items of schema 11 (every thousandth queued, the rest
     /// accepted) migrate in one transaction into 100 batches and 2,000
     /// spans, each item found by its hash. Run by hand to time it
@@ -739,7 +1155,7 @@ mod tests {
                      SELECT i, 1, i, 'https://www.site.example/articles/' || i || '/a-title-of-some-length',
                          CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'accepted' END, 1, 1, 'accepted', 2
                      FROM n;
-                     DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
+                     DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
                      PRAGMA user_version = 11;",
                 )
                 .unwrap();

@@ -308,6 +308,7 @@ impl copy::Stage for Staging<'_> {
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         super::batches::set_spans_of_ids(self.conn, &updated)?;
+        super::batches::set_changes_of_ids(self.conn, &updated)?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
         // Issue 48, on its branch: the new items as batch rows and spans
         // too (they take the ids after every other item's).

@@ -88,9 +88,9 @@ fn split(span: &Piece, runs: &[(i64, i64)]) -> Vec<(i64, i64, bool)> {
 /// (queued, parked), in the listing's order, so a small `--limit` reads a
 /// few spans; the pieces a run of `in_flight` holds are listed in flight.
 /// Each listed id's URL is read from its batch row, each batch row once.
-/// A batch's lastmods and actions go stale after a later change of them on
-/// this branch (no `item_changes` table yet), but the listing shows
-/// neither, so it reads no item row at all.
+/// The listing shows no lastmod or action (which `item_changes` holds
+/// where they differ from the batch's, `batches::lastmod_and_action`), so
+/// it reads no item row at all.
 pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
     let now = ts(now);
     let limit = filter.limit.unwrap_or(usize::MAX);

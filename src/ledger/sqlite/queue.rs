@@ -367,6 +367,8 @@ impl Queue for SqliteLedger {
             }
         }
         super::batches::set_spans_of_ids(&tx, &ids)?;
+        // Their rows of `item_changes` go with them.
+        super::batches::set_changes_of_ids(&tx, &ids)?;
         for ((group, state), n) in gone {
             counted(&tx, group, Some(state), None, n)?;
         }

@@ -2,25 +2,40 @@
 -- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
 -- migration fills these tables from the items, which stay; admission and
 -- copies write their new items' batch rows, and every write of the items
--- keeps the spans equal to them (`sqlite/batches.rs`); nothing reads them
--- yet. The released schema 12 will drop the items once every reader has
--- moved.
+-- keeps the spans and the item changes equal to them (`sqlite/batches.rs`).
+-- The released schema 12 will drop the items once every reader has moved.
 
 -- An admitted batch of one group: the items `first_id` to
--- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
--- place (`sorted`), their texts (`texts`), their lastmods and actions where
--- any is not the default (else NULL). Written once, never updated; the
--- blobs' layout is `ledger/batches.rs`'s. Times are seconds since
--- 1970-01-01 UTC.
+-- `first_id + n - 1`, their lastmods and actions where any is not the
+-- default (else NULL) as admitted, their URLs' 128-bit hashes sorted with
+-- each one's place (`sorted`) and their texts (`texts`). Written once,
+-- never updated; the blobs' layout is `ledger/batches.rs`'s. Times are
+-- seconds since 1970-01-01 UTC. The lastmods and actions come before the
+-- big blobs because a row's columns are one payload, spilled into a chain
+-- of overflow pages: a column after `texts` is reached only by reading
+-- every page of the chain before it, and `item_changes`' readers want the
+-- small blobs alone.
 CREATE TABLE batches (
     first_id   INTEGER PRIMARY KEY,
     group_id   INTEGER NOT NULL REFERENCES groups (id),
     n          INTEGER NOT NULL CHECK (n > 0),
     created_at INTEGER NOT NULL,
-    sorted     BLOB NOT NULL,
-    texts      BLOB NOT NULL,
     lastmods   BLOB,
-    actions    BLOB
+    actions    BLOB,
+    sorted     BLOB NOT NULL,
+    texts      BLOB NOT NULL
+);
+
+-- An item's lastmod and action where they differ from what its batch row
+-- says (a requeue with another action, a new lastmod, `ledger copy`
+-- updating an item): the item's current values, read before the batch's.
+-- Kept by every write of them (`sqlite/batches.rs`, `set_changes`): a row
+-- is written when the values differ from the batch's and deleted when they
+-- agree again or the item is dropped, so most items have none.
+CREATE TABLE item_changes (
+    id      INTEGER PRIMARY KEY,
+    lastmod INTEGER,
+    action  TEXT NOT NULL CHECK (action = 'updated' OR action = 'deleted')
 );
 
 -- The state of the items `first` to `last`, all alike: what the items'
