@@ -82,6 +82,25 @@ fn filter_by_ids(
     Ok((format!("{clause} AND i.id = ANY(${})", values.len()), values))
 }
 
+/// The listing from the item rows, which `listing::items` replaced: kept
+/// for its test, which compares the two.
+#[cfg(test)]
+pub(super) fn items_from_rows(
+    tx: &mut impl super::GenericClient,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<ItemRow>> {
+    let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+    let (clause, values) = filter_by_ids(tx, filter, now)?;
+    let sql = format!(
+        "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
+         LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
+         ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
+             i.next_attempt_at NULLS FIRST, i.id{limit}"
+    );
+    tx.query(&sql, &refs(&values))?.iter().map(item_row).collect()
+}
+
 pub(super) fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
     values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
 }
@@ -176,17 +195,12 @@ impl Queue for PgLedger {
         })
     }
 
+    /// From the spans and batch rows (`listing::items`; issue 48), read in
+    /// one snapshot so that its statements see one ledger.
     fn items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
-        let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
         self.transaction(|tx| {
-            let (clause, values) = filter_by_ids(tx, filter, now)?;
-            let sql = format!(
-                "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
-                 LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
-             ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
-                 i.next_attempt_at NULLS FIRST, i.id{limit}"
-            );
-            tx.query(&sql, &refs(&values))?.iter().map(item_row).collect()
+            tx.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+            super::listing::items(tx, filter, now)
         })
     }
 

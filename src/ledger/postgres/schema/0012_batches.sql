@@ -52,6 +52,9 @@ CREATE TABLE spans (
 );
 CREATE INDEX spans_queued ON spans (group_id, next_attempt_at) WHERE state = 'queued';
 CREATE INDEX spans_parked ON spans (group_id) WHERE state = 'parked';
+-- Spans in flight of their own state (a copy brings items so): rare, and
+-- `queue list` reads them without reading the group's other spans.
+CREATE INDEX spans_in_flight ON spans (group_id) WHERE state = 'in_flight';
 
 -- The sorted runs of a group's hashes, by tier: a run of tier 0 is a
 -- batch's own `sorted` blob (`batch`), a run of a higher tier is its pages
