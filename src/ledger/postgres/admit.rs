@@ -712,6 +712,11 @@ pub(super) fn admit_once(
             &[&updated, &actions, &lastmods],
         )?;
     }
+    // Issue 48, on its branch: the changes of every item whose action or
+    // lastmod this admission may have set (requeued or updated), at once.
+    let changed: Vec<i64> =
+        plan.requeued.iter().flat_map(|(_, ids)| ids.iter().copied()).chain(plan.updates.iter().map(|u| u.0)).collect();
+    super::batches::set_changes(&mut tx, &changed)?;
     let out = plan.admissions(&new_ids, now);
     super::commit(tx, check)?;
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();

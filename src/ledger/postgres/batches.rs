@@ -11,7 +11,7 @@
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
-use super::{pg, DateTime, GenericClient, Transaction, Utc};
+use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
 use pg::Statement;
 
@@ -561,6 +561,135 @@ pub(super) fn new_queued_spans(tx: &mut impl GenericClient, new: &[(i64, i64)], 
     rewrite(tx, parts, &[&groups, &ids, &now])
 }
 
+/// An item's lastmod (seconds since 1970-01-01 UTC) and action.
+pub(super) type Values = (Option<i64>, Action);
+
+/// What the batch rows say of each of `ids` (in the order given): its
+/// lastmod and action as admitted, `None` for an id no batch row holds.
+/// One statement reads each batch row holding any of them once, and only
+/// its small blobs.
+fn batch_values(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+    let rows = tx.query(
+        "SELECT b.first_id, b.n, b.lastmods, b.actions FROM batches b
+         WHERE b.first_id IN (
+             SELECT (SELECT max(first_id) FROM batches WHERE first_id <= w.id) FROM unnest($1::bigint[]) AS w (id)
+         )
+         ORDER BY b.first_id",
+        &[&ids],
+    )?;
+    let held: std::collections::BTreeMap<i64, (i64, Option<Vec<u8>>, Option<Vec<u8>>)> =
+        rows.iter().map(|r| (r.get::<_, i64>(0), (i64::from(r.get::<_, i32>(1)), r.get(2), r.get(3)))).collect();
+    ids.iter()
+        .map(|&id| {
+            let Some((first, (n, lastmods, actions))) = held.range(..=id).next_back() else { return Ok(None) };
+            if id >= first + n {
+                return Ok(None);
+            }
+            let place = (id - first) as u32;
+            let action = if batches::deleted(actions.as_deref(), place)? { Action::Deleted } else { Action::Updated };
+            Ok(Some((batches::lastmod(lastmods.as_deref(), place)?, action)))
+        })
+        .collect()
+}
+
+/// Each of `ids`' lastmod and action (in the order given): its row of
+/// `item_changes` if it has one, else what its batch row says, each batch
+/// row read once for all its ids; `None` for an id no batch row holds. As
+/// SQLite's.
+// Its first readers come with the move of admission and the claim off the
+// items, as on SQLite; until then `changes_agree` is its caller.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) fn lastmod_and_action(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+    let mut changed = std::collections::HashMap::new();
+    for r in tx.query("SELECT id, lastmod, action FROM item_changes WHERE id = ANY($1)", &[&ids])? {
+        let lastmod: Option<DateTime<Utc>> = r.get(1);
+        let action: Action = super::stored("item_changes", "action", r.get(2))?;
+        changed.insert(r.get::<_, i64>(0), (lastmod.map(|t| t.timestamp()), action));
+    }
+    let batch = batch_values(tx, ids)?;
+    Ok(ids.iter().zip(batch).map(|(id, said)| changed.get(id).copied().or(said)).collect())
+}
+
+/// The changes of the items `ids` (any order, repeats allowed) made to
+/// agree with the items again, after a write that may have changed their
+/// lastmod or action, or dropped them: their rows of `item_changes` go,
+/// and each of them still an item whose lastmod or action differs from
+/// what its batch row says gets one with its own (an item in no batch row
+/// too, so that the reader still finds its values). A constant number of
+/// statements for any number of ids: the rows deleted at once, the items
+/// and their batch rows read back at once, the differing written at once.
+/// Reading the items back keeps one rule for every kind of write, as
+/// `set_spans` does; as SQLite's `set_changes`.
+pub(super) fn set_changes(tx: &mut impl GenericClient, ids: &[i64]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    tx.execute("DELETE FROM item_changes WHERE id = ANY($1)", &[&ids])?;
+    let items = tx.query("SELECT id, lastmod, action FROM items WHERE id = ANY($1) ORDER BY id", &[&ids])?;
+    let held: Vec<i64> = items.iter().map(|r| r.get(0)).collect();
+    let batch = batch_values(tx, &held)?;
+    let (mut put, mut lastmods, mut actions) = (Vec::new(), Vec::new(), Vec::new());
+    for (r, said) in items.iter().zip(batch) {
+        let lastmod: Option<DateTime<Utc>> = r.get(1);
+        let action: Action = super::stored("items", "action", r.get(2))?;
+        if said != Some((lastmod.map(|t| t.timestamp()), action)) {
+            put.push(r.get::<_, i64>(0));
+            lastmods.push(lastmod);
+            actions.push(action.as_str());
+        }
+    }
+    if !put.is_empty() {
+        tx.execute(
+            "INSERT INTO item_changes (id, lastmod, action)
+             SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[])",
+            &[&put, &lastmods, &actions],
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether `item_changes` and the batch rows agree with the items: every
+/// item's lastmod and action what `lastmod_and_action` reads, and every
+/// row of `item_changes` an item's whose values differ from its batch
+/// row's (none left behind by a drop, none that agrees again). An error
+/// names the first disagreement. As SQLite's.
+#[cfg(test)]
+pub(super) fn changes_agree(tx: &mut impl GenericClient) -> Result<()> {
+    let disagree = |what: String| Err(LedgerError::Invalid(format!("item_changes: {what}")));
+    let items = tx.query("SELECT id, lastmod, action FROM items ORDER BY id", &[])?;
+    let ids: Vec<i64> = items.iter().map(|r| r.get(0)).collect();
+    let said = lastmod_and_action(tx, &ids)?;
+    for (r, said) in items.iter().zip(said) {
+        let lastmod: Option<DateTime<Utc>> = r.get(1);
+        let item: Values = (lastmod.map(|t| t.timestamp()), super::stored("items", "action", r.get(2))?);
+        if said != Some(item) {
+            return disagree(format!(
+                "item {} holds {item:?}, the batches and changes say {said:?}",
+                r.get::<_, i64>(0)
+            ));
+        }
+    }
+    let changes = tx.query(
+        "SELECT c.id, c.lastmod, c.action, EXISTS (SELECT 1 FROM items i WHERE i.id = c.id)
+         FROM item_changes c ORDER BY c.id",
+        &[],
+    )?;
+    let ids: Vec<i64> = changes.iter().map(|r| r.get(0)).collect();
+    let batch = batch_values(tx, &ids)?;
+    for (r, said) in changes.iter().zip(batch) {
+        let id: i64 = r.get(0);
+        if !r.get::<_, bool>(3) {
+            return disagree(format!("a change of {id}, which is no item"));
+        }
+        let lastmod: Option<DateTime<Utc>> = r.get(1);
+        let change: Values = (lastmod.map(|t| t.timestamp()), super::stored("item_changes", "action", r.get(2))?);
+        if said == Some(change) {
+            return disagree(format!("the change of item {id} equals its batch row's values"));
+        }
+    }
+    Ok(())
+}
+
 /// Whether the spans agree with the items: every item in one span of its
 /// group whose columns equal its own, no span reaching an id that is no
 /// item of its group, no two spans overlapping (the ids are one sequence
@@ -721,7 +850,7 @@ mod tests {
                      UPDATE items SET lastmod = to_timestamp(1700000000) WHERE id = 21;
                      UPDATE items SET action = 'deleted' WHERE id = 22;
                      DELETE FROM items WHERE id = 30;
-                     DROP TABLE hash_pages, hash_runs, spans, batches;
+                     DROP TABLE item_changes, hash_pages, hash_runs, spans, batches;
                      DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
                 )?)
             })
@@ -739,6 +868,9 @@ mod tests {
         let items = items_of(&mut ledger);
         assert_eq!(items.len(), 64, "the items stay");
         assert_batches_hold_every_item(&mut ledger);
+        // Each batch row is written from its items' current values, so no
+        // item differs from it: no change row is due, and none is written.
+        ledger.transaction(|tx| changes_agree(tx)).unwrap();
         let other_group_finds_none = ledger
             .transaction(|tx| {
                 for (id, group, url, state) in &items {
@@ -918,6 +1050,116 @@ mod tests {
     /// A copy into a PostgreSQL ledger that holds items already writes its
     /// new items as batch rows, each group's one run of ids; copied again,
     /// it writes none.
+    /// `changes_agree` finds each way the changes can disagree: an item
+    /// written without `set_changes` (by lastmod, by action), a change
+    /// left behind by a dropped item, a change equal to its batch row's
+    /// values, a batch row's blob written wrong; `set_changes` makes the
+    /// first agree again.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_changes_agree_finds_each_disagreement() {
+        let mut ledger = test_postgres();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger.admit(&(0..5).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let broken = |ledger: &mut PgLedger, sql: &'static str| {
+            ledger
+                .transaction(|tx| {
+                    tx.batch_execute(&format!("SAVEPOINT s; {sql}"))?;
+                    let err = changes_agree(tx).map_err(|e| e.to_string()).unwrap_err();
+                    tx.batch_execute("ROLLBACK TO SAVEPOINT s")?;
+                    Ok(err)
+                })
+                .unwrap()
+        };
+        let lastmod = broken(&mut ledger, "UPDATE items SET lastmod = to_timestamp(7) WHERE id = 2");
+        assert!(
+            lastmod.contains("item 2 holds (Some(7), Updated), the batches and changes say Some((None, Updated))"),
+            "{lastmod}"
+        );
+        let action = broken(&mut ledger, "UPDATE items SET action = 'deleted' WHERE id = 3");
+        assert!(action.contains("item 3 holds"), "{action}");
+        let dropped =
+            broken(&mut ledger, "INSERT INTO item_changes (id, lastmod, action) VALUES (99, now(), 'deleted')");
+        assert!(dropped.contains("a change of 99, which is no item"), "{dropped}");
+        let alike = broken(&mut ledger, "INSERT INTO item_changes (id, lastmod, action) VALUES (4, NULL, 'updated')");
+        assert!(alike.contains("the change of item 4 equals its batch row's values"), "{alike}");
+        let blob = broken(&mut ledger, "UPDATE batches SET actions = '\\x0000000100'");
+        assert!(
+            blob.contains("item 4 holds (None, Updated), the batches and changes say Some((None, Deleted))"),
+            "{blob}"
+        );
+        ledger
+            .transaction(|tx| {
+                tx.execute("UPDATE items SET lastmod = to_timestamp(7) WHERE id = 2", &[])?;
+                set_changes(tx, &[2])?;
+                changes_agree(tx)?;
+                assert_eq!(
+                    lastmod_and_action(tx, &[2, 1, 77])?,
+                    [Some((Some(7), Action::Updated)), Some((None, Action::Updated)), None]
+                );
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// After each of 300 random writes of lastmods and actions to runs of
+    /// two groups' items, and drops, `set_changes` of the written ids
+    /// leaves a change row exactly for each item that differs from its
+    /// batch row.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_item_changes_follow_every_write_of_a_lastmod_or_an_action() {
+        let mut ledger = test_postgres_unchecked();
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        ledger.admit(&(0..40).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..40).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let writes = [
+            "lastmod = to_timestamp(1700000000)",
+            "lastmod = NULL",
+            "action = 'deleted'",
+            "action = 'updated'",
+            "action = 'deleted', lastmod = to_timestamp(1800000000)",
+        ];
+        let mut seed: u64 = 4_849;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let steps: Vec<(i64, i64, u64)> = (0..300)
+            .map(|_| {
+                let first = 1 + next(80) as i64;
+                (first, (first + next(8) as i64).min(80), next(30))
+            })
+            .collect();
+        let most = ledger
+            .transaction(|tx| {
+                let mut most = 0i64;
+                for (step, &(first, last, kind)) in steps.iter().enumerate() {
+                    let rows = match kind {
+                        0 => tx.query("DELETE FROM items WHERE id = $1 RETURNING id", &[&first])?,
+                        k => tx.query(
+                            &format!(
+                                "UPDATE items SET {} WHERE id BETWEEN $1 AND $2 RETURNING id",
+                                writes[k as usize % writes.len()]
+                            ),
+                            &[&first, &last],
+                        )?,
+                    };
+                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                    set_changes(tx, &ids)?;
+                    if let Err(e) = changes_agree(tx) {
+                        panic!("step {step}, ids {first}-{last}: {e}");
+                    }
+                    most = most.max(tx.query_one("SELECT count(*) FROM item_changes", &[])?.get(0));
+                }
+                Ok(most)
+            })
+            .unwrap();
+        assert!(most > 10, "the writes made changes: at most {most} rows");
+    }
+
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_copy_writes_its_new_items_as_batches() {

@@ -370,6 +370,10 @@ impl copy::Stage for Staging<'_, '_> {
             written.extend(fresh.iter().map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1))));
         }
         super::batches::set_spans(self.tx, &written)?;
+        // The updated items' lastmods and actions (the new items' batch
+        // rows were written from their current values).
+        let updated_ids: Vec<i64> = updated.iter().map(|(_, id)| *id).collect();
+        super::batches::set_changes(self.tx, &updated_ids)?;
         Ok(updated.len() as u64 + inserted)
     }
 

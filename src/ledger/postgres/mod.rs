@@ -258,7 +258,7 @@ fn in_transaction<T: Send>(
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {
-        if let Err(e) = batches::spans_agree(&mut tx) {
+        if let Err(e) = batches::spans_agree(&mut tx).and_then(|()| batches::changes_agree(&mut tx)) {
             panic!("at a commit, {e}");
         }
     }

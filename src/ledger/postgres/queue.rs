@@ -254,6 +254,8 @@ impl Queue for PgLedger {
             )?;
             let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
             super::batches::set_spans(tx, &gone)?;
+            let gone_ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
+            super::batches::set_changes(tx, &gone_ids)?;
             // A drop removes items, not history: their requests stay, and an
             // item a request names (it has a last one) keeps its URL and id.
             let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -31,6 +31,19 @@ ALTER TABLE batches ALTER COLUMN sorted SET STORAGE EXTERNAL,
     ALTER COLUMN lastmods SET STORAGE EXTERNAL,
     ALTER COLUMN actions SET STORAGE EXTERNAL;
 
+-- An item's lastmod and action where they differ from what its batch row
+-- says (a requeue with another action, a new lastmod, `ledger copy`
+-- updating an item): the item's current values, read before the batch's.
+-- Kept by every write of them (`postgres/batches.rs`, `set_changes`): a
+-- row is written when the values differ from the batch's and deleted when
+-- they agree again or the item is dropped, so most items have none. As
+-- SQLite's `item_changes`, its lastmod a time like the items'.
+CREATE TABLE item_changes (
+    id      bigint PRIMARY KEY,
+    lastmod timestamptz,
+    action  text NOT NULL CHECK (action IN ('updated', 'deleted'))
+);
+
 -- The state of the items `first` to `last` of a group, all alike: what the
 -- items' columns of the same names hold today. Spans never overlap; an
 -- item whose fate differs from its run's has a span of its own.
