@@ -3,11 +3,12 @@
 //! `sqlite/batches.rs` keeps them on SQLite: a batch row written with its
 //! run of tier 0, the runs of a tier merged into the next, a look-up of
 //! hashes through them, the migration that fills them from schema 11's
-//! items, and the spans kept equal to the items by every write of them
-//! (`set_spans`, `new_queued_spans`). The blobs' layout is
-//! `ledger/batches.rs`'s alone. The items stay authoritative: admission
-//! and `ledger copy` write their new items as batch rows too, and only the
-//! tests read these tables yet.
+//! items, the spans kept equal to the items by every write of them
+//! (`set_spans`, `new_queued_spans`), and the items' lastmods and actions
+//! that differ from their batch row's kept in `item_changes`
+//! (`set_changes`). The blobs' layout is `ledger/batches.rs`'s alone. The
+//! items stay authoritative: admission and `ledger copy` write their new
+//! items as batch rows too; the look-up of hashes and `listing` read them.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};

@@ -1,9 +1,11 @@
-//! Which items a URL names, read from schema 12's hash runs and spans
-//! (issue 48; docs/design.md, *A ledger per batch*) instead of the items'
-//! texts, as SQLite's `listing` does: a URL becomes its id in a group by
-//! its hash (`batches::find_ids`), and the id is an item still where a
-//! span holds it. The spans agree with the items at every commit
-//! (`batches::set_spans`), so what is read is what the items say.
+//! What `queue list` shows and which items a URL names, read from schema
+//! 12's batches, hash runs and spans (issue 48; docs/design.md, *A ledger
+//! per batch*) instead of the items, as SQLite's `listing` does: the spans
+//! by state give the ids and every state column, each id's URL comes from
+//! its batch's texts, and a URL becomes its id in a group by its hash
+//! (`batches::find_ids`), an item still where a span holds it. The spans
+//! agree with the items at every commit (`batches::set_spans`), so what is
+//! read is what the items say.
 
 use super::super::batches::{self as layout, url_hash};
 #[cfg(test)]

@@ -252,9 +252,9 @@ fn in_transaction<T: Send>(
 }
 
 /// Commits `tx`; with `check` (a test's ledger that asked for it:
-/// `PgLedger::check_spans`), the spans are checked against the items
-/// first, and a disagreement panics (issue 48: they shadow the items at
-/// every commit).
+/// `PgLedger::check_spans`), the spans and the item changes are checked
+/// against the items first, and a disagreement panics (issue 48: they
+/// shadow the items at every commit).
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {

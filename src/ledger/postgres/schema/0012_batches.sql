@@ -3,8 +3,9 @@
 -- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
 -- builds it: the migration fills these tables from the items, which stay,
 -- admission and `ledger copy` write their new items as batch rows too,
--- every write of the items keeps the spans equal to them (`batches.rs`,
--- `set_spans`), and nothing reads them yet but the look-up of hashes. The
+-- every write of the items keeps the spans and the item changes equal to
+-- them (`batches.rs`, `set_spans`, `set_changes`), and the look-up of
+-- hashes, `queue list` and a URL's ids read them. The
 -- released schema 12 will drop the items once every reader has moved.
 
 -- An admitted batch of one group: the items `first_id` to
