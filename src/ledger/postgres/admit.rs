@@ -715,7 +715,7 @@ pub(super) fn admit_once(
     // Issue 48, on its branch: the changes of every item whose action or
     // lastmod this admission may have set (requeued or updated), at once.
     let changed: Vec<i64> =
-        plan.requeued.iter().flat_map(|(_, ids)| ids.iter().copied()).chain(plan.updates.iter().map(|u| u.0)).collect();
+        plan.requeued.values().flat_map(|ids| ids.iter().copied()).chain(plan.updates.iter().map(|u| u.0)).collect();
     super::batches::set_changes(&mut tx, &changed)?;
     let out = plan.admissions(&new_ids, now);
     super::commit(tx, check)?;

@@ -565,6 +565,9 @@ pub(super) fn new_queued_spans(tx: &mut impl GenericClient, new: &[(i64, i64)], 
 /// An item's lastmod (seconds since 1970-01-01 UTC) and action.
 pub(super) type Values = (Option<i64>, Action);
 
+/// A batch row's `n`, `lastmods` and `actions`, by its first id.
+type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// What the batch rows say of each of `ids` (in the order given): its
 /// lastmod and action as admitted, `None` for an id no batch row holds.
 /// One statement reads each batch row holding any of them once, and only
@@ -578,7 +581,7 @@ fn batch_values(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<V
          ORDER BY b.first_id",
         &[&ids],
     )?;
-    let held: std::collections::BTreeMap<i64, (i64, Option<Vec<u8>>, Option<Vec<u8>>)> =
+    let held: std::collections::BTreeMap<i64, BatchBlobs> =
         rows.iter().map(|r| (r.get::<_, i64>(0), (i64::from(r.get::<_, i32>(1)), r.get(2), r.get(3)))).collect();
     ids.iter()
         .map(|&id| {
