@@ -7,14 +7,14 @@
 //! A claim writes no item row: its reservation's runs of ids in
 //! `in_flight` hold what it took (schema 9), and the rows stay queued.
 
-use super::{
-    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored_opt, ts, update_ids,
-    ClaimedItem, Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result,
-    RuleWindow, Tx, Usage, Utc, Value,
-};
-use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use super::super::batches as layout;
 use super::LedgerError;
+use super::{
+    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored_opt, ts, update_ids, ClaimedItem,
+    Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx,
+    Usage, Utc, Value,
+};
+use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 
 pub(super) fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<i64> =
@@ -107,7 +107,8 @@ impl DueRun {
 /// The due spans of a group in (due time, first id) order: the order of
 /// the partial index `spans_queued` (its entries end with the row id, the
 /// span's first), so a walk of it reads no more spans than it uses.
-const DUE_SPANS: &str = "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at, enqueued_at
+const DUE_SPANS: &str =
+    "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at, enqueued_at
      FROM spans WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
      ORDER BY next_attempt_at, first";
 
@@ -117,7 +118,7 @@ const DUE_SPANS: &str = "SELECT first, last, next_attempt_at, attempts, last_cla
 /// `in_flight` holds. The spans agree with the items at every commit
 /// (`batches::set_spans`), so these are the items' due rows.
 fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
-    let held = held_runs(conn)?;
+    let held = held_runs(conn, group)?;
     let mut out: Vec<DueRun> = Vec::new();
     let mut count = 0usize;
     if n == 0 {
@@ -151,7 +152,7 @@ fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<
 /// sorted and cut at `n`. So the cost grows with the due spans and the due
 /// items that have a lastmod, not with the due items that have none.
 fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
-    let held = held_runs(conn)?;
+    let held = held_runs(conn, group)?;
     let mut spans = Vec::new();
     {
         let mut stmt = conn.prepare_cached(DUE_SPANS)?;
@@ -163,7 +164,7 @@ fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<D
     // Each run with its key: retries first, by due time; then the newest
     // lastmod (the queued time where there is none); then by id, which the
     // runs' first ids give since no two runs overlap.
-    let mut keyed: Vec<((bool, Option<i64>, std::cmp::Reverse<i64>, i64), DueRun)> = Vec::new();
+    let mut keyed: Vec<(NewestKey, DueRun)> = Vec::new();
     for span in spans {
         let retry = span.retry();
         for (key, first, last) in newest_keys(conn, span.first, span.last, span.enqueued_at)? {
@@ -171,7 +172,7 @@ fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<D
             keyed.push(((!retry, retry.then_some(span.due), std::cmp::Reverse(key), first), run));
         }
     }
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    keyed.sort_unstable_by_key(|(key, _)| *key);
     let mut out = Vec::new();
     let mut count = 0usize;
     for (_, mut run) in keyed {
@@ -187,6 +188,10 @@ fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<D
     }
     Ok(out)
 }
+
+/// A run's place in the order "newest": not a retry (retries first), a
+/// retry's due time, its key reversed (the newest first), its first id.
+type NewestKey = (bool, Option<i64>, std::cmp::Reverse<i64>, i64);
 
 /// Items `first` to `last` (of one span, queued at `enqueued`) cut into
 /// runs of one key of the order "newest": an item's lastmod (its row of
@@ -226,7 +231,8 @@ fn newest_keys(conn: &Connection, first: i64, last: i64, enqueued: i64) -> Resul
             push(enqueued, from, to);
         } else {
             let blob: Option<Vec<u8>> = if has_lastmods {
-                conn.prepare_cached("SELECT lastmods FROM batches WHERE first_id = ?1")?.query_row([batch], |r| r.get(0))?
+                conn.prepare_cached("SELECT lastmods FROM batches WHERE first_id = ?1")?
+                    .query_row([batch], |r| r.get(0))?
             } else {
                 None
             };
@@ -270,12 +276,12 @@ fn due_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<DueRun> {
     })
 }
 
-/// Every run of `in_flight`, by first id: few (a claim's runs). An id is
-/// held whatever the group its run names, as `queue::held` tests it.
-fn held_runs(conn: &Connection) -> Result<Vec<(i64, i64)>> {
+/// The runs of `in_flight` that hold items of `group`, by first id: few
+/// (its claims' runs). A claim's runs hold its group's items alone.
+fn held_runs(conn: &Connection, group: i64) -> Result<Vec<(i64, i64)>> {
     Ok(conn
-        .prepare_cached("SELECT first, last FROM in_flight ORDER BY first")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .prepare_cached("SELECT first, last FROM in_flight WHERE group_id = ?1 ORDER BY first")?
+        .query_map([group], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?)
 }
 
@@ -565,5 +571,107 @@ impl ClaimSteps for Tx<'_> {
             .prepare_cached("SELECT first_used_at FROM credentials WHERE fingerprint = ?1")?
             .query_row([fingerprint], |r| r.get(0))?;
         Ok(from_ts(first))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::batches::{set_changes, set_spans, spans_agree};
+    use super::super::SqliteLedger;
+    use super::*;
+    use crate::ledger::conformance::{dedupe_day, two_groups};
+    use crate::ledger::sql::order_by;
+    use crate::ledger::Intake;
+
+    /// The ids the items' rows give in `order` (the reading this replaces).
+    fn due_from_rows(conn: &Connection, group: i64, now: i64, n: usize, order: DueOrder) -> Vec<i64> {
+        let held = super::super::queue::and_not_held(conn, Some(group), "items.id").unwrap();
+        let sql = format!("SELECT id {DUE}{held} ORDER BY {} LIMIT ?3", order_by(order));
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let rows = stmt.query_map(params![group, now, n as i64], |r| r.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    /// The due items from the spans, in both orders and at several sizes,
+    /// are the items' due rows in the same order, through random writes
+    /// of runs that split spans, send items back as retries, give items
+    /// lastmods of their own, and hold some in flight; one of the batches
+    /// has lastmods, the others none.
+    #[test]
+    fn the_due_items_from_spans_are_the_rows_due_in_each_order() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = DateTime::parse_from_rfc3339("2026-12-03T09:00:00Z").unwrap().with_timezone(&Utc);
+        let n = now.timestamp();
+        ledger.admit(&(0..60).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let dated: Vec<_> = (60..85)
+            .map(|i| {
+                let mut it = item(0, i);
+                it.lastmod = Some(now - chrono::TimeDelta::hours(((i * 7) % 11) as i64));
+                it
+            })
+            .collect();
+        ledger.admit(&dated, now, &dedupe_day()).unwrap();
+        let has_lastmods: i64 =
+            ledger.conn.query_row("SELECT count(*) FROM batches WHERE lastmods IS NOT NULL", [], |r| r.get(0)).unwrap();
+        assert_eq!(has_lastmods, 1, "the third batch holds its lastmods");
+        let writes = [
+            format!(
+                "state = 'queued', next_attempt_at = {}, attempts = attempts + 1, last_class = 'transient'",
+                n - 30
+            ),
+            format!("state = 'queued', next_attempt_at = {}, last_class = 'quota', streak = 2", n - 90),
+            format!("lastmod = {}", n - 5_000),
+            format!("lastmod = {}", n + 3_600),
+            "lastmod = NULL".into(),
+            "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'".into(),
+            format!("state = 'queued', next_attempt_at = {}", n + 60),
+            format!("state = 'queued', next_attempt_at = {}, last_class = 'accepted'", n - 60),
+        ];
+        let mut seed: u64 = 4_849;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut compared = 0;
+        for step in 0..=150 {
+            let conn = &ledger.conn;
+            if step > 0 {
+                let first = 1 + next(115) as i64;
+                let last = (first + next(12) as i64).min(115);
+                let write = &writes[next(writes.len() as u64) as usize];
+                conn.execute(&format!("UPDATE items SET {write} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
+                set_spans(conn, first, last).unwrap();
+                set_changes(conn, first, last).unwrap();
+                spans_agree(conn).unwrap();
+                conn.execute("DELETE FROM in_flight", []).unwrap();
+                // A run of one group's items, as a claim's runs are.
+                let group_of = |id: i64| -> Option<i64> {
+                    conn.query_row("SELECT group_id FROM items WHERE id = ?1", [id], |r| r.get(0)).optional().unwrap()
+                };
+                if let (0, Some(group), true) = (step % 3, group_of(first), group_of(first) == group_of(last)) {
+                    conn.execute(
+                        "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, 1, ?3)",
+                        [first, last, group],
+                    )
+                    .unwrap();
+                }
+            }
+            for group in [1, 2] {
+                for order in [DueOrder::BY_DUE, DueOrder::NEWEST] {
+                    for size in [1, 3, 7, 40, 1_000] {
+                        let runs = due_runs(conn, group, n, size, order).unwrap();
+                        let from_spans: Vec<i64> = runs.iter().flat_map(DueRun::ids).collect();
+                        let from_rows = due_from_rows(conn, group, n, size, order);
+                        assert_eq!(from_spans, from_rows, "step {step}, group {group}, {order:?}, {size}");
+                        compared += from_rows.len();
+                    }
+                }
+                let count: usize = due_by_time(conn, group, n, usize::MAX).unwrap().iter().map(DueRun::len).sum();
+                assert_eq!(count, due_from_rows(conn, group, n, usize::MAX >> 1, DueOrder::BY_DUE).len());
+            }
+        }
+        assert!(compared > 10_000, "due items were compared: {compared}");
     }
 }
