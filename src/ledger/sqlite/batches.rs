@@ -466,9 +466,6 @@ impl<'c> BatchValues<'c> {
 /// Each of `ids`' lastmod and action (in the order given): its row of
 /// `item_changes` if it has one, else what its batch row says, each batch
 /// row read once for all its ids; `None` for an id no batch row holds.
-// Its first readers come with the move of admission and the claim off the
-// items, next on this branch; until then `changes_agree` is its caller.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(super) fn lastmod_and_action(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<Values>>> {
     let mut out = vec![None; ids.len()];
     let mut changed = std::collections::HashMap::new();

@@ -7,13 +7,14 @@
 //! A claim writes no item row: its reservation's runs of ids in
 //! `in_flight` hold what it took (schema 9), and the rows stay queued.
 
+use super::super::batches as layout;
+use super::LedgerError;
 use super::{
-    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored, stored_opt, ts, update_ids,
-    ClaimedItem, Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result,
-    RuleWindow, Tx, Usage, Utc, Value,
+    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored_opt, ts, update_ids, ClaimedItem,
+    Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx,
+    Usage, Utc, Value,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
-use crate::ledger::sql::order_by;
 
 pub(super) fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<i64> =
@@ -62,8 +63,8 @@ pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Resul
     Ok(())
 }
 
-/// The due items of a group, in the order they go, but for those in flight
-/// (`Tx::due`).
+/// The due items of a group, but for those in flight (`Tx::due`): what
+/// the deferrals write to, by the items' rows.
 const DUE: &str = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
 
 impl Tx<'_> {
@@ -71,6 +72,234 @@ impl Tx<'_> {
     fn due(&self, group: i64) -> Result<String> {
         Ok(format!("{DUE}{}", super::queue::and_not_held(self.conn, Some(group), "items.id")?))
     }
+}
+
+/// Consecutive due ids `first` to `last` of one queued span, none of them
+/// in flight, with the span's columns a claim reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DueRun {
+    first: i64,
+    last: i64,
+    due: i64,
+    attempts: u32,
+    last_class: Option<String>,
+    streak: u32,
+    streak_started_at: Option<i64>,
+    enqueued_at: i64,
+}
+
+impl DueRun {
+    fn len(&self) -> usize {
+        (self.last - self.first + 1) as usize
+    }
+
+    /// Whether an engine's answer (or an interrupted request) sent its
+    /// items back: `DueKey::RetriesFirst`.
+    fn retry(&self) -> bool {
+        self.last_class.as_deref().is_some_and(|c| c != "accepted")
+    }
+
+    fn ids(&self) -> std::ops::RangeInclusive<i64> {
+        self.first..=self.last
+    }
+}
+
+/// The due spans of a group in (due time, first id) order: the order of
+/// the partial index `spans_queued` (its entries end with the row id, the
+/// span's first), so a walk of it reads no more spans than it uses.
+const DUE_SPANS: &str =
+    "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at, enqueued_at
+     FROM spans WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2
+     ORDER BY next_attempt_at, first";
+
+/// The due runs of `group` at `now` in the order by due time and id
+/// (`DueOrder::BY_DUE`), until they hold `n` ids (the last run cut there):
+/// the queued spans in their index's order, less the ids a run of
+/// `in_flight` holds. The spans agree with the items at every commit
+/// (`batches::set_spans`), so these are the items' due rows.
+fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
+    let held = held_runs(conn, group)?;
+    let mut out: Vec<DueRun> = Vec::new();
+    let mut count = 0usize;
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut stmt = conn.prepare_cached(DUE_SPANS)?;
+    let mut rows = stmt.query(params![group, now])?;
+    while let Some(r) = rows.next()? {
+        let span = due_run(r)?;
+        for mut part in free_parts(&span, &held) {
+            let room = n - count;
+            if part.len() >= room {
+                part.last = part.first + room as i64 - 1;
+                out.push(part);
+                return Ok(out);
+            }
+            count += part.len();
+            out.push(part);
+        }
+    }
+    Ok(out)
+}
+
+/// The due runs of `group` at `now` in the order "newest" takes them
+/// (`DueOrder::NEWEST`), until they hold `n` ids. Unlike the order by due
+/// time, no index holds this order (the items' rows were sorted too, every
+/// due row of the group read for it): every due span is read, and each is
+/// cut into runs of one sort key — a run of a batch with no lastmods and
+/// no `item_changes` is one key (the span's queued time) however long,
+/// an item with a lastmod of its own a run of its own. The runs are then
+/// sorted and cut at `n`. So the cost grows with the due spans and the due
+/// items that have a lastmod, not with the due items that have none.
+fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
+    let held = held_runs(conn, group)?;
+    let mut spans = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached(DUE_SPANS)?;
+        let mut rows = stmt.query(params![group, now])?;
+        while let Some(r) = rows.next()? {
+            spans.extend(free_parts(&due_run(r)?, &held));
+        }
+    }
+    // Each run with its key: retries first, by due time; then the newest
+    // lastmod (the queued time where there is none); then by id, which the
+    // runs' first ids give since no two runs overlap.
+    let mut keyed: Vec<(NewestKey, DueRun)> = Vec::new();
+    for span in spans {
+        let retry = span.retry();
+        for (key, first, last) in newest_keys(conn, span.first, span.last, span.enqueued_at)? {
+            let run = DueRun { first, last, ..span.clone() };
+            keyed.push(((!retry, retry.then_some(span.due), std::cmp::Reverse(key), first), run));
+        }
+    }
+    keyed.sort_unstable_by_key(|(key, _)| *key);
+    let mut out = Vec::new();
+    let mut count = 0usize;
+    for (_, mut run) in keyed {
+        if count >= n {
+            break;
+        }
+        let room = n - count;
+        if run.len() > room {
+            run.last = run.first + room as i64 - 1;
+        }
+        count += run.len();
+        out.push(run);
+    }
+    Ok(out)
+}
+
+/// A run's place in the order "newest": not a retry (retries first), a
+/// retry's due time, its key reversed (the newest first), its first id.
+type NewestKey = (bool, Option<i64>, std::cmp::Reverse<i64>, i64);
+
+/// Items `first` to `last` (of one span, queued at `enqueued`) cut into
+/// runs of one key of the order "newest": an item's lastmod (its row of
+/// `item_changes`, else its batch row's), or `enqueued` where it has none.
+/// A batch row with no lastmods and no changed item among the ids is one
+/// run; else each item is read, and neighbours of one key are one run.
+fn newest_keys(conn: &Connection, first: i64, last: i64, enqueued: i64) -> Result<Vec<(i64, i64, i64)>> {
+    let changed: std::collections::BTreeMap<i64, Option<i64>> = conn
+        .prepare_cached("SELECT id, lastmod FROM item_changes WHERE id BETWEEN ?1 AND ?2")?
+        .query_map([first, last], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    // The batch rows over the ids: the one holding `first`, and those after
+    // it up to `last`. Whether a row has lastmods is read from its record
+    // header, not its blob.
+    let rows: Vec<(i64, i64, bool)> = conn
+        .prepare_cached(
+            "SELECT first_id, n, lastmods IS NOT NULL FROM batches
+             WHERE first_id >= COALESCE((SELECT first_id FROM batches WHERE first_id <= ?1
+                                         ORDER BY first_id DESC LIMIT 1), ?1)
+               AND first_id <= ?2
+             ORDER BY first_id",
+        )?
+        .query_map([first, last], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out: Vec<(i64, i64, i64)> = Vec::new();
+    let mut push = |key: i64, from: i64, to: i64| match out.last_mut() {
+        Some((k, _, end)) if *k == key && *end + 1 == from => *end = to,
+        _ => out.push((key, from, to)),
+    };
+    let mut at = first;
+    for (batch, n, has_lastmods) in rows {
+        let (from, to) = (at.max(batch), last.min(batch + n - 1));
+        if from != at || to < from {
+            break;
+        }
+        if !has_lastmods && changed.range(from..=to).next().is_none() {
+            push(enqueued, from, to);
+        } else {
+            let blob: Option<Vec<u8>> = if has_lastmods {
+                conn.prepare_cached("SELECT lastmods FROM batches WHERE first_id = ?1")?
+                    .query_row([batch], |r| r.get(0))?
+            } else {
+                None
+            };
+            for id in from..=to {
+                let lastmod = match changed.get(&id) {
+                    Some(lastmod) => *lastmod,
+                    None => layout::lastmod(blob.as_deref(), (id - batch) as u32)?,
+                };
+                push(lastmod.unwrap_or(enqueued), id, id);
+            }
+        }
+        at = to + 1;
+    }
+    if at <= last {
+        return Err(LedgerError::Invalid(format!("spans: item {at} is in no batch")));
+    }
+    Ok(out)
+}
+
+/// The due runs of `group` at `now` in `order`, until they hold `n` ids.
+fn due_runs(conn: &Connection, group: i64, now: i64, n: usize, order: DueOrder) -> Result<Vec<DueRun>> {
+    if order.by_due() {
+        due_by_time(conn, group, now, n)
+    } else if order == DueOrder::NEWEST {
+        due_newest(conn, group, now, n)
+    } else {
+        Err(LedgerError::Invalid(format!("claim: no reading of the spans in the order {order:?}")))
+    }
+}
+
+fn due_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<DueRun> {
+    Ok(DueRun {
+        first: r.get(0)?,
+        last: r.get(1)?,
+        due: r.get(2)?,
+        attempts: r.get(3)?,
+        last_class: r.get(4)?,
+        streak: r.get(5)?,
+        streak_started_at: r.get(6)?,
+        enqueued_at: r.get(7)?,
+    })
+}
+
+/// The runs of `in_flight` that hold items of `group`, by first id: few
+/// (its claims' runs). A claim's runs hold its group's items alone.
+fn held_runs(conn: &Connection, group: i64) -> Result<Vec<(i64, i64)>> {
+    Ok(conn
+        .prepare_cached("SELECT first, last FROM in_flight WHERE group_id = ?1 ORDER BY first")?
+        .query_map([group], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The parts of `span` no run of `held` (sorted, never overlapping) holds,
+/// in id order.
+fn free_parts(span: &DueRun, held: &[(i64, i64)]) -> Vec<DueRun> {
+    let mut parts = Vec::new();
+    let mut at = span.first;
+    for &(first, last) in held.iter().filter(|&&(first, last)| last >= span.first && first <= span.last) {
+        if first > at {
+            parts.push(DueRun { first: at, last: first - 1, ..span.clone() });
+        }
+        at = at.max(last + 1);
+    }
+    if at <= span.last {
+        parts.push(DueRun { first: at, last: span.last, ..span.clone() });
+    }
+    parts
 }
 
 impl ClaimSteps for Tx<'_> {
@@ -124,9 +353,7 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize> {
-        let sql = format!("SELECT COUNT(*) FROM (SELECT 1 {} LIMIT ?3)", self.due(group)?);
-        let n: i64 = self.conn.query_row(&sql, params![group, ts(now), cap as i64], |r| r.get(0))?;
-        Ok(n.max(0) as usize)
+        Ok(due_by_time(self.conn, group, ts(now), cap)?.iter().map(DueRun::len).sum())
     }
 
     /// The kept count of queued rows, less those in flight (still queued rows).
@@ -148,31 +375,32 @@ impl ClaimSteps for Tx<'_> {
         order: DueOrder,
         me: &Owner,
     ) -> Result<Option<Taken>> {
-        // Read, then marked by id, because an `UPDATE … RETURNING` keeps every
-        // row it returns in a temporary table before the first is read, which
-        // cost a fresh submit more CPU (docs/performance.md, *Measured
-        // choices*). The write lock holds what was read.
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
-             {} ORDER BY {} LIMIT ?3",
-            self.due(group)?,
-            order_by(order)
-        ))?;
-        let mut rows = stmt.query(params![group, ts(now), n as i64])?;
-        let mut taken = Vec::with_capacity(n);
-        while let Some(r) = rows.next()? {
-            let class: Option<String> = r.get(3)?;
-            let action: String = r.get(6)?;
-            let item = ClaimedItem {
-                id: r.get(0)?,
-                url: r.get(1)?,
-                action: stored("items", "action", &action)?,
-                attempts: r.get(2)?,
-                last_class: stored_opt("items", "last_class", class.as_deref())?,
-                streak: r.get(4)?,
-                streak_started_at: opt_ts(r.get(5)?),
-            };
-            taken.push((opt_ts(r.get(7)?), item));
+        // The due runs from the spans, each id's URL from its batch row
+        // (each row read once) and its action through `item_changes` and
+        // the batch rows; no item row is read. The write lock holds what
+        // was read.
+        let runs = due_runs(self.conn, group, ts(now), n, order)?;
+        let ids: Vec<i64> = runs.iter().flat_map(DueRun::ids).collect();
+        let values = super::batches::lastmod_and_action(self.conn, &ids)?;
+        let mut texts = super::listing::Texts::default();
+        let mut taken = Vec::with_capacity(ids.len());
+        let mut values = ids.iter().zip(values);
+        for run in &runs {
+            let last_class = stored_opt("spans", "last_class", run.last_class.as_deref())?;
+            for (&id, value) in values.by_ref().take(run.len()) {
+                let (_, action) =
+                    value.ok_or_else(|| LedgerError::Invalid(format!("spans: item {id} is in no batch")))?;
+                let item = ClaimedItem {
+                    id,
+                    url: texts.url(self.conn, id)?,
+                    action,
+                    attempts: run.attempts,
+                    last_class,
+                    streak: run.streak,
+                    streak_started_at: opt_ts(run.streak_started_at),
+                };
+                taken.push((Some(from_ts(run.due)), item));
+            }
         }
         if taken.is_empty() {
             return Ok(None);
@@ -198,23 +426,18 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT id, url {} ORDER BY {} LIMIT ?3",
-            self.due(group)?,
-            order_by(order)
-        ))?;
-        let rows = stmt.query_map(params![group, ts(now), n as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut texts = super::listing::Texts::default();
+        let mut out = Vec::with_capacity(n);
+        for id in due_runs(self.conn, group, ts(now), n, order)?.iter().flat_map(DueRun::ids) {
+            out.push((id, texts.url(self.conn, id)?));
+        }
+        Ok(out)
     }
 
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT next_attempt_at, id {} ORDER BY next_attempt_at, id LIMIT 1 OFFSET ?3",
-            self.due(group)?
-        ))?;
-        let offset = i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX);
-        let place = stmt.query_row(params![group, ts(now), offset], |r| Ok((from_ts(r.get(0)?), r.get(1)?)));
-        Ok(place.optional()?)
+        let runs = due_by_time(self.conn, group, ts(now), n.max(1))?;
+        let count: usize = runs.iter().map(DueRun::len).sum();
+        Ok(runs.last().filter(|_| count == n.max(1)).map(|run| (from_ts(run.due), run.last)))
     }
 
     fn defer_due(
@@ -348,5 +571,107 @@ impl ClaimSteps for Tx<'_> {
             .prepare_cached("SELECT first_used_at FROM credentials WHERE fingerprint = ?1")?
             .query_row([fingerprint], |r| r.get(0))?;
         Ok(from_ts(first))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::batches::{set_changes, set_spans, spans_agree};
+    use super::super::SqliteLedger;
+    use super::*;
+    use crate::ledger::conformance::{dedupe_day, two_groups};
+    use crate::ledger::sql::order_by;
+    use crate::ledger::Intake;
+
+    /// The ids the items' rows give in `order` (the reading this replaces).
+    fn due_from_rows(conn: &Connection, group: i64, now: i64, n: usize, order: DueOrder) -> Vec<i64> {
+        let held = super::super::queue::and_not_held(conn, Some(group), "items.id").unwrap();
+        let sql = format!("SELECT id {DUE}{held} ORDER BY {} LIMIT ?3", order_by(order));
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let rows = stmt.query_map(params![group, now, n as i64], |r| r.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    /// The due items from the spans, in both orders and at several sizes,
+    /// are the items' due rows in the same order, through random writes
+    /// of runs that split spans, send items back as retries, give items
+    /// lastmods of their own, and hold some in flight; one of the batches
+    /// has lastmods, the others none.
+    #[test]
+    fn the_due_items_from_spans_are_the_rows_due_in_each_order() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = DateTime::parse_from_rfc3339("2026-12-03T09:00:00Z").unwrap().with_timezone(&Utc);
+        let n = now.timestamp();
+        ledger.admit(&(0..60).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let dated: Vec<_> = (60..85)
+            .map(|i| {
+                let mut it = item(0, i);
+                it.lastmod = Some(now - chrono::TimeDelta::hours(((i * 7) % 11) as i64));
+                it
+            })
+            .collect();
+        ledger.admit(&dated, now, &dedupe_day()).unwrap();
+        let has_lastmods: i64 =
+            ledger.conn.query_row("SELECT count(*) FROM batches WHERE lastmods IS NOT NULL", [], |r| r.get(0)).unwrap();
+        assert_eq!(has_lastmods, 1, "the third batch holds its lastmods");
+        let writes = [
+            format!(
+                "state = 'queued', next_attempt_at = {}, attempts = attempts + 1, last_class = 'transient'",
+                n - 30
+            ),
+            format!("state = 'queued', next_attempt_at = {}, last_class = 'quota', streak = 2", n - 90),
+            format!("lastmod = {}", n - 5_000),
+            format!("lastmod = {}", n + 3_600),
+            "lastmod = NULL".into(),
+            "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'".into(),
+            format!("state = 'queued', next_attempt_at = {}", n + 60),
+            format!("state = 'queued', next_attempt_at = {}, last_class = 'accepted'", n - 60),
+        ];
+        let mut seed: u64 = 4_849;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut compared = 0;
+        for step in 0..=150 {
+            let conn = &ledger.conn;
+            if step > 0 {
+                let first = 1 + next(115) as i64;
+                let last = (first + next(12) as i64).min(115);
+                let write = &writes[next(writes.len() as u64) as usize];
+                conn.execute(&format!("UPDATE items SET {write} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
+                set_spans(conn, first, last).unwrap();
+                set_changes(conn, first, last).unwrap();
+                spans_agree(conn).unwrap();
+                conn.execute("DELETE FROM in_flight", []).unwrap();
+                // A run of one group's items, as a claim's runs are.
+                let group_of = |id: i64| -> Option<i64> {
+                    conn.query_row("SELECT group_id FROM items WHERE id = ?1", [id], |r| r.get(0)).optional().unwrap()
+                };
+                if let (0, Some(group), true) = (step % 3, group_of(first), group_of(first) == group_of(last)) {
+                    conn.execute(
+                        "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, 1, ?3)",
+                        [first, last, group],
+                    )
+                    .unwrap();
+                }
+            }
+            for group in [1, 2] {
+                for order in [DueOrder::BY_DUE, DueOrder::NEWEST] {
+                    for size in [1, 3, 7, 40, 1_000] {
+                        let runs = due_runs(conn, group, n, size, order).unwrap();
+                        let from_spans: Vec<i64> = runs.iter().flat_map(DueRun::ids).collect();
+                        let from_rows = due_from_rows(conn, group, n, size, order);
+                        assert_eq!(from_spans, from_rows, "step {step}, group {group}, {order:?}, {size}");
+                        compared += from_rows.len();
+                    }
+                }
+                let count: usize = due_by_time(conn, group, n, usize::MAX).unwrap().iter().map(DueRun::len).sum();
+                assert_eq!(count, due_from_rows(conn, group, n, usize::MAX >> 1, DueOrder::BY_DUE).len());
+            }
+        }
+        assert!(compared > 10_000, "due items were compared: {compared}");
     }
 }

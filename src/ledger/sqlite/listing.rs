@@ -300,10 +300,10 @@ fn rows_of(conn: &Connection, groups: &[(i64, bool, GroupKey)], listed: Vec<(usi
 /// The batch rows' texts read so far, by first id: each row read once
 /// however many of its ids are listed.
 #[derive(Default)]
-struct Texts(BTreeMap<i64, (i64, Vec<u8>)>);
+pub(super) struct Texts(BTreeMap<i64, (i64, Vec<u8>)>);
 
 impl Texts {
-    fn url(&mut self, conn: &Connection, id: i64) -> Result<String> {
+    pub(super) fn url(&mut self, conn: &Connection, id: i64) -> Result<String> {
         let held = self.0.range(..=id).next_back().filter(|(first, (n, _))| id < *first + n).map(|(first, _)| *first);
         let first = match held {
             Some(first) => first,
