@@ -301,6 +301,9 @@ fn note_assertion(req: &Request) {
     }
 }
 
+/// How long a mock server waits for a fixed port another socket holds.
+const FIXED_PORT_WAIT: Duration = Duration::from_secs(30);
+
 impl MockServer {
     /// Binds 127.0.0.1:0 and serves each connection on its own thread.
     pub fn start() -> MockServer {
@@ -308,9 +311,20 @@ impl MockServer {
     }
 
     /// Binds 127.0.0.1:`port` (a ledger fixture's, which its URLs name).
+    /// A fixed port lies in the kernel's range of ephemeral ports, so
+    /// another test's connection may hold it for a moment: the bind is
+    /// tried again until `FIXED_PORT_WAIT` is over.
     pub fn start_on(port: u16) -> MockServer {
-        let listener = TcpListener::bind(("127.0.0.1", port))
-            .unwrap_or_else(|e| panic!("mock server: bind 127.0.0.1:{port}: {e}"));
+        let deadline = Instant::now() + FIXED_PORT_WAIT;
+        let listener = loop {
+            match TcpListener::bind(("127.0.0.1", port)) {
+                Ok(listener) => break listener,
+                Err(e) if port != 0 && e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("mock server: bind 127.0.0.1:{port}: {e}"),
+            }
+        };
         let addr = listener.local_addr().expect("mock server: local_addr");
         let shared = Arc::new(Shared {
             stopped: AtomicBool::new(false),
