@@ -148,61 +148,159 @@ fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<
 /// due row of the group read for it): every due span is read, and each is
 /// cut into runs of one sort key — a run of a batch with no lastmods and
 /// no `item_changes` is one key (the span's queued time) however long,
-/// an item with a lastmod of its own a run of its own. The runs are then
-/// sorted and cut at `n`. So the cost grows with the due spans and the due
-/// items that have a lastmod, not with the due items that have none.
+/// an item with a lastmod of its own a run of its own. Only the best runs
+/// that hold `n` ids are kept while reading (`Best`), so the memory a
+/// claim needs grows with `n`, not with the due items; the time still
+/// grows with the due spans and the due items that have a lastmod.
 fn due_newest(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
     let held = held_runs(conn, group)?;
-    let mut spans = Vec::new();
-    {
-        let mut stmt = conn.prepare_cached(DUE_SPANS)?;
-        let mut rows = stmt.query(params![group, now])?;
-        while let Some(r) = rows.next()? {
-            spans.extend(free_parts(&due_run(r)?, &held));
+    let mut best = Best::new(n);
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // The lastmods of the batch read last: the spans of a batch mostly
+    // come one after the other, so its blob is read once for all of them
+    // and dropped before the next batch's is read.
+    let mut lastmods = Lastmods::default();
+    let mut stmt = conn.prepare_cached(DUE_SPANS)?;
+    let mut rows = stmt.query(params![group, now])?;
+    while let Some(r) = rows.next()? {
+        for span in free_parts(&due_run(r)?, &held) {
+            let retry = span.retry();
+            newest_keys(conn, &span, &mut lastmods, |key, first, last| {
+                // Retries first, by due time; then the newest lastmod (the
+                // queued time where there is none); then by id, which the
+                // runs' first ids give since no two runs overlap.
+                let rank = (!retry, retry.then_some(span.due), std::cmp::Reverse(key), first);
+                if best.wants(&rank) {
+                    best.keep(rank, DueRun { first, last, ..span.clone() });
+                }
+            })?;
         }
     }
-    // Each run with its key: retries first, by due time; then the newest
-    // lastmod (the queued time where there is none); then by id, which the
-    // runs' first ids give since no two runs overlap.
-    let mut keyed: Vec<(NewestKey, DueRun)> = Vec::new();
-    for span in spans {
-        let retry = span.retry();
-        for (key, first, last) in newest_keys(conn, span.first, span.last, span.enqueued_at)? {
-            let run = DueRun { first, last, ..span.clone() };
-            keyed.push(((!retry, retry.then_some(span.due), std::cmp::Reverse(key), first), run));
-        }
-    }
-    keyed.sort_unstable_by_key(|(key, _)| *key);
-    let mut out = Vec::new();
-    let mut count = 0usize;
-    for (_, mut run) in keyed {
-        if count >= n {
-            break;
-        }
-        let room = n - count;
-        if run.len() > room {
-            run.last = run.first + room as i64 - 1;
-        }
-        count += run.len();
-        out.push(run);
-    }
-    Ok(out)
+    Ok(best.into_runs())
 }
 
 /// A run's place in the order "newest": not a retry (retries first), a
 /// retry's due time, its key reversed (the newest first), its first id.
+/// No two runs share a first id, so no two runs share a place.
 type NewestKey = (bool, Option<i64>, std::cmp::Reverse<i64>, i64);
 
-/// Items `first` to `last` (of one span, queued at `enqueued`) cut into
-/// runs of one key of the order "newest": an item's lastmod (its row of
-/// `item_changes`, else its batch row's), or `enqueued` where it has none.
-/// A batch row with no lastmods and no changed item among the ids is one
-/// run; else each item is read, and neighbours of one key are one run.
-fn newest_keys(conn: &Connection, first: i64, last: i64, enqueued: i64) -> Result<Vec<(i64, i64, i64)>> {
-    let changed: std::collections::BTreeMap<i64, Option<i64>> = conn
-        .prepare_cached("SELECT id, lastmod FROM item_changes WHERE id BETWEEN ?1 AND ?2")?
-        .query_map([first, last], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+/// A run with its place, ordered by its place alone (the heap's order).
+struct Ranked(NewestKey, DueRun);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+/// The first runs in the order "newest" among those offered, until they
+/// hold `n` ids: a heap with the last of them on top, which goes as soon
+/// as the others hold `n` ids without it. So it keeps at most `n` runs
+/// (each holds an id), each cut to `n` ids (no run can give more).
+struct Best {
+    n: usize,
+    heap: std::collections::BinaryHeap<Ranked>,
+    /// The ids the runs of `heap` hold.
+    held: usize,
+}
+
+impl Best {
+    fn new(n: usize) -> Self {
+        Best { n, heap: std::collections::BinaryHeap::new(), held: 0 }
+    }
+
+    /// Whether a run at `rank` would be kept: while the runs kept hold
+    /// fewer than `n` ids, any is; after that, one before the last kept.
+    /// A run it would not keep need not be built.
+    fn wants(&self, rank: &NewestKey) -> bool {
+        self.n > 0 && (self.held < self.n || self.heap.peek().is_some_and(|last| *rank < last.0))
+    }
+
+    fn keep(&mut self, rank: NewestKey, mut run: DueRun) {
+        if self.n == 0 {
+            return;
+        }
+        if run.len() > self.n {
+            run.last = run.first + self.n as i64 - 1;
+        }
+        self.held += run.len();
+        self.heap.push(Ranked(rank, run));
+        while let Some(last) = self.heap.peek() {
+            if self.held - last.1.len() < self.n {
+                break;
+            }
+            self.held -= last.1.len();
+            self.heap.pop();
+        }
+    }
+
+    /// The runs kept in their order, the last cut where they reach `n` ids.
+    fn into_runs(self) -> Vec<DueRun> {
+        let mut out = Vec::with_capacity(self.heap.len());
+        let mut count = 0usize;
+        for Ranked(_, mut run) in self.heap.into_sorted_vec() {
+            if count >= self.n {
+                break;
+            }
+            let room = self.n - count;
+            if run.len() > room {
+                run.last = run.first + room as i64 - 1;
+            }
+            count += run.len();
+            out.push(run);
+        }
+        out
+    }
+}
+
+/// The `lastmods` blob of one batch row, the one read last (none before
+/// the first read): reading another's drops it first.
+#[derive(Default)]
+struct Lastmods(Option<(i64, Option<Vec<u8>>)>);
+
+impl Lastmods {
+    fn of(&mut self, conn: &Connection, batch: i64) -> Result<Option<&[u8]>> {
+        if self.0.as_ref().is_none_or(|(read, _)| *read != batch) {
+            self.0 = None;
+            let blob: Option<Vec<u8>> = conn
+                .prepare_cached("SELECT lastmods FROM batches WHERE first_id = ?1")?
+                .query_row([batch], |r| r.get(0))?;
+            self.0 = Some((batch, blob));
+        }
+        Ok(self.0.as_ref().and_then(|(_, blob)| blob.as_deref()))
+    }
+}
+
+/// The ids of `span` cut into runs of one key of the order "newest", each
+/// given to `each` as (key, first, last) in id order: an item's lastmod
+/// (its row of `item_changes`, else its batch row's), or the span's queued
+/// time where it has none. A batch row with no lastmods and no changed
+/// item among the ids is one run; else each item is read, and neighbours
+/// of one key are one run. The changed items are read in id order beside
+/// the ids, never gathered.
+fn newest_keys(
+    conn: &Connection,
+    span: &DueRun,
+    lastmods: &mut Lastmods,
+    mut each: impl FnMut(i64, i64, i64),
+) -> Result<()> {
+    let (first, last, enqueued) = (span.first, span.last, span.enqueued_at);
     // The batch rows over the ids: the one holding `first`, and those after
     // it up to `last`. Whether a row has lastmods is read from its record
     // header, not its blob.
@@ -216,30 +314,43 @@ fn newest_keys(conn: &Connection, first: i64, last: i64, enqueued: i64) -> Resul
         )?
         .query_map([first, last], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let mut out: Vec<(i64, i64, i64)> = Vec::new();
-    let mut push = |key: i64, from: i64, to: i64| match out.last_mut() {
+    // The run being built, given on when the next id's key differs.
+    let mut run: Option<(i64, i64, i64)> = None;
+    let mut push = |key: i64, from: i64, to: i64| match run.as_mut() {
         Some((k, _, end)) if *k == key && *end + 1 == from => *end = to,
-        _ => out.push((key, from, to)),
+        _ => {
+            if let Some((k, start, end)) = run.replace((key, from, to)) {
+                each(k, start, end);
+            }
+        }
     };
+    let mut changes =
+        conn.prepare_cached("SELECT id, lastmod FROM item_changes WHERE id BETWEEN ?1 AND ?2 ORDER BY id")?;
     let mut at = first;
     for (batch, n, has_lastmods) in rows {
         let (from, to) = (at.max(batch), last.min(batch + n - 1));
         if from != at || to < from {
             break;
         }
-        if !has_lastmods && changed.range(from..=to).next().is_none() {
+        let mut changed = changes.query([from, to])?;
+        let mut change: Option<(i64, Option<i64>)> = match changed.next()? {
+            Some(r) => Some((r.get(0)?, r.get(1)?)),
+            None => None,
+        };
+        if !has_lastmods && change.is_none() {
             push(enqueued, from, to);
         } else {
-            let blob: Option<Vec<u8>> = if has_lastmods {
-                conn.prepare_cached("SELECT lastmods FROM batches WHERE first_id = ?1")?
-                    .query_row([batch], |r| r.get(0))?
-            } else {
-                None
-            };
+            let blob = if has_lastmods { lastmods.of(conn, batch)? } else { None };
             for id in from..=to {
-                let lastmod = match changed.get(&id) {
-                    Some(lastmod) => *lastmod,
-                    None => layout::lastmod(blob.as_deref(), (id - batch) as u32)?,
+                let lastmod = match change {
+                    Some((changed_id, lastmod)) if changed_id == id => {
+                        change = match changed.next()? {
+                            Some(r) => Some((r.get(0)?, r.get(1)?)),
+                            None => None,
+                        };
+                        lastmod
+                    }
+                    _ => layout::lastmod(blob, (id - batch) as u32)?,
                 };
                 push(lastmod.unwrap_or(enqueued), id, id);
             }
@@ -249,7 +360,10 @@ fn newest_keys(conn: &Connection, first: i64, last: i64, enqueued: i64) -> Resul
     if at <= last {
         return Err(LedgerError::Invalid(format!("spans: item {at} is in no batch")));
     }
-    Ok(out)
+    if let Some((key, start, end)) = run {
+        each(key, start, end);
+    }
+    Ok(())
 }
 
 /// The due runs of `group` at `now` in `order`, until they hold `n` ids.
@@ -673,5 +787,109 @@ mod tests {
             }
         }
         assert!(compared > 10_000, "due items were compared: {compared}");
+    }
+
+    /// A small `n` against many runs, most of them ties of key (lastmods
+    /// shared by many items, and equal to another batch's queued time),
+    /// with retries of one due time and items held in flight: the runs
+    /// kept are the items' own `ORDER BY`, at every `n` from 1 up.
+    #[test]
+    fn a_small_n_against_many_runs_of_tied_keys_is_the_rows_order() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let item = two_groups();
+        let now = DateTime::parse_from_rfc3339("2026-12-03T09:00:00Z").unwrap().with_timezone(&Utc);
+        let hour = chrono::TimeDelta::hours(1);
+        let n = now.timestamp();
+        // Queued an hour before the dated batch: its key ties the lastmods
+        // of an hour before `now`.
+        ledger.admit(&(0..100).map(|i| item(0, i)).collect::<Vec<_>>(), now - hour, &dedupe_day()).unwrap();
+        let dated: Vec<_> = (100..400)
+            .map(|i| {
+                let mut it = item(0, i);
+                it.lastmod = (i % 7 != 0).then(|| now - hour * (i % 4) as i32);
+                it
+            })
+            .collect();
+        ledger.admit(&dated, now, &dedupe_day()).unwrap();
+        let conn = &ledger.conn;
+        let writes = [
+            (
+                format!("next_attempt_at = {}, attempts = 1, last_class = 'transient'", n - 30),
+                [(20, 25), (150, 160), (301, 301), (350, 352)],
+            ),
+            (format!("lastmod = {}", n - 7_200), [(40, 41), (200, 204), (260, 260), (390, 400)]),
+            ("lastmod = NULL".to_string(), [(60, 60), (230, 233), (10, 10), (370, 371)]),
+        ];
+        for (write, runs) in &writes {
+            for &(first, last) in runs {
+                conn.execute(&format!("UPDATE items SET {write} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
+                set_spans(conn, first, last).unwrap();
+                set_changes(conn, first, last).unwrap();
+            }
+        }
+        spans_agree(conn).unwrap();
+        let changes: i64 = conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+        assert!(changes > 10, "items have lastmods of their own: {changes}");
+        for held in [None, Some((120, 180))] {
+            conn.execute("DELETE FROM in_flight", []).unwrap();
+            if let Some((first, last)) = held {
+                conn.execute(
+                    "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, 1, 1)",
+                    [first, last],
+                )
+                .unwrap();
+            }
+            let all = due_from_rows(conn, 1, n, 1_000, DueOrder::NEWEST);
+            assert!(all.len() > 300, "due: {}", all.len());
+            for size in (1..=60).chain([150, 299, 400, 1_000]) {
+                let runs = due_runs(conn, 1, n, size, DueOrder::NEWEST).unwrap();
+                let from_spans: Vec<i64> = runs.iter().flat_map(DueRun::ids).collect();
+                assert_eq!(from_spans, due_from_rows(conn, 1, n, size, DueOrder::NEWEST), "{held:?}, {size}");
+                assert_eq!(from_spans[..], all[..size.min(all.len())], "{held:?}, {size}");
+            }
+        }
+    }
+
+    /// `Best` keeps at most `n` runs whatever it is offered, and gives the
+    /// first `n` ids of all the runs sorted by place and cut there.
+    #[test]
+    fn the_best_runs_stay_at_most_n_and_are_the_sorted_first() {
+        let mut seed: u64 = 48;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let span = DueRun {
+            first: 0,
+            last: 0,
+            due: 0,
+            attempts: 0,
+            last_class: None,
+            streak: 0,
+            streak_started_at: None,
+            enqueued_at: 0,
+        };
+        for n in [1, 2, 5, 17, 100] {
+            let mut best = Best::new(n);
+            let mut all = Vec::new();
+            let mut first = 0;
+            for _ in 0..2_000 {
+                let long = next(4) == 0;
+                let len = 1 + next(if long { 300 } else { 3 }) as i64;
+                let retry = next(5) == 0;
+                let rank = (!retry, retry.then(|| next(3) as i64), std::cmp::Reverse(next(6) as i64), first);
+                let run = DueRun { first, last: first + len - 1, ..span.clone() };
+                all.push((rank, run.clone()));
+                if best.wants(&rank) {
+                    best.keep(rank, run);
+                }
+                assert!(best.heap.len() <= n, "{n}: {} runs kept", best.heap.len());
+                first += len + next(2) as i64;
+            }
+            all.sort_by_key(|(rank, _)| *rank);
+            let expected: Vec<i64> = all.iter().flat_map(|(_, run)| run.ids()).take(n).collect();
+            let kept: Vec<i64> = best.into_runs().iter().flat_map(DueRun::ids).collect();
+            assert_eq!(kept, expected, "{n}");
+        }
     }
 }
