@@ -35,6 +35,7 @@ mod queue;
 mod runs;
 mod schema;
 mod sitemaps;
+mod spans;
 
 use admit::{
     file_id, ghost_urls, next_item_id, source_documents, source_failures, store_ghost_urls, store_source_documents,
