@@ -365,9 +365,9 @@ fn read_rows(
 /// a reservation holds (`held`) is in flight.
 fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(usize, &str, Existing)) -> Result<()> {
     let mut by_id = conn.prepare_cached(
-        "SELECT i.id, i.url, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-         FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
+        "SELECT i.id, i.url, i.action, i.lastmod FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
     )?;
+    let mut spans = super::spans::Cursor::new(conn)?;
     for (c, chunk) in ids.chunks(10_000).enumerate() {
         let mut rows = by_id.query([array(chunk)])?;
         let mut at = 0;
@@ -376,7 +376,17 @@ fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(
             // The rows come in the order of `ids` (the array is the outer loop).
             let Some(k) = chunk[at..].iter().position(|&i| i == id).map(|p| at + p) else { continue };
             at = k + 1;
-            let mut existing = existing_row(r, 0)?;
+            let Some(span) = spans.at(id)? else {
+                return Err(LedgerError::Invalid(format!("spans: item {id} is in no span")));
+            };
+            let mut existing = Existing {
+                id,
+                state: stored("spans", "state", &span.state)?,
+                action: stored("items", "action", row_text(r, 2)?)?,
+                lastmod: opt_ts(r.get(3)?),
+                accepted_at: opt_ts(span.accepted_at),
+                next_attempt_at: opt_ts(span.next_attempt_at),
+            };
             if existing.state == ItemState::Queued && held.holds(existing.id) {
                 existing.state = ItemState::InFlight;
             }
@@ -384,19 +394,6 @@ fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(
         }
     }
     Ok(())
-}
-
-/// `Existing` from columns `id, url, state, action, lastmod, accepted_at,
-/// next_attempt_at` starting at `at` (the url is skipped).
-pub(super) fn existing_row(r: &Row<'_>, at: usize) -> Result<Existing> {
-    Ok(Existing {
-        id: r.get(at)?,
-        state: stored("items", "state", row_text(r, at + 2)?)?,
-        action: stored("items", "action", row_text(r, at + 3)?)?,
-        lastmod: opt_ts(r.get(at + 4)?),
-        accepted_at: opt_ts(r.get(at + 5)?),
-        next_attempt_at: opt_ts(r.get(at + 6)?),
-    })
 }
 
 /// The text of column `i`, borrowed from the row.
@@ -498,7 +495,14 @@ impl Intake for SqliteLedger {
                     params![ts(now)],
                     &runs,
                 )?;
-                super::batches::set_spans_of(&tx, &runs)?;
+                super::spans::write(
+                    &tx,
+                    "state = 'accepted', accepted_at = ?1, last_class = 'accepted', next_attempt_at = NULL,
+                     streak = 0, streak_started_at = NULL",
+                    "state = 'queued'",
+                    params![ts(now)],
+                    &runs,
+                )?;
                 counted(&tx, group, Some(ItemState::Queued), Some(ItemState::Accepted), n as u64)?;
                 recorded += n as u64;
             }
@@ -825,7 +829,13 @@ fn admit_batch(
             params![action.as_str(), ts(now), ts(*due)],
             &runs,
         )?;
-        super::batches::set_spans_of(tx, &runs)?;
+        super::spans::write(
+            tx,
+            "state = 'queued', next_attempt_at = ?2, enqueued_at = ?1, streak = 0, streak_started_at = NULL",
+            "",
+            params![ts(now), ts(*due)],
+            &runs,
+        )?;
         counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
     }
     let updates: Vec<Value> = plan

@@ -41,7 +41,20 @@ impl AnswerSteps for Tx<'_> {
             params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
             &ids,
         )?;
-        super::batches::set_spans_of(conn, &ids)?;
+        super::spans::write(
+            conn,
+            "state = ?1, next_attempt_at = ?2,
+             attempts = attempts + 1,
+             streak = CASE WHEN last_class IS ?3 THEN streak + 1 ELSE 1 END,
+             streak_started_at = CASE WHEN last_class IS ?3 AND streak_started_at IS NOT NULL
+                                      THEN streak_started_at ELSE ?4 END,
+             last_class = ?3,
+             accepted_at = CASE WHEN ?1 = 'accepted' THEN ?4 ELSE accepted_at END,
+             parked_fingerprint = ?5, last_request_id = ?6",
+            "",
+            params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
+            &ids,
+        )?;
         for (from, n) in before {
             counted(conn, group, Some(from), Some(to.to), n)?;
         }

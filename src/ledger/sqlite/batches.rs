@@ -650,31 +650,28 @@ mod tests {
     fn a_version_11_ledger_is_migrated_into_batches_and_spans() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
-        let item = two_groups();
-        {
-            let mut ledger = SqliteLedger::open(&path).unwrap();
-            let mut items: Vec<_> = (0..40).map(|i| item(0, i)).collect();
-            items.extend((0..25).map(|i| item(1, i)));
-            ledger.admit(&items, t("2026-12-03T09:00:00Z"), &dedupe_day()).unwrap();
-            ledger
-                .conn
-                .execute_batch(
-                    "UPDATE items SET state = 'accepted', accepted_at = 1, attempts = 1, last_class = 'accepted'
-                         WHERE id BETWEEN 5 AND 14;
-                     UPDATE items SET state = 'parked', parked_fingerprint = 'fp' WHERE id = 20;
-                     UPDATE items SET lastmod = 1700000000 WHERE id = 21;
-                     UPDATE items SET action = 'deleted' WHERE id = 22;
-                     DELETE FROM items WHERE id = 30;
-                     DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
-                     PRAGMA user_version = 11;",
-                )
-                .unwrap();
-        }
+        super::super::schema::new_schema(&path, 11)
+            .execute_batch(
+                "INSERT INTO groups (id, property, engine, target) VALUES (1, 'a', 'indexnow', 'https://engine.example/'),
+                     (2, 'b', 'indexnow', 'https://engine.example/');
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 65)
+                 INSERT INTO items (id, group_id, url_key, url, state, next_attempt_at, enqueued_at)
+                 SELECT i, CASE WHEN i <= 40 THEN 1 ELSE 2 END, i,
+                     'https://site.example/' || CASE WHEN i <= 40 THEN i - 1 ELSE i - 41 END, 'queued', 7, 7
+                 FROM n;
+                 UPDATE items SET state = 'accepted', accepted_at = 1, attempts = 1, last_class = 'accepted'
+                     WHERE id BETWEEN 5 AND 14;
+                 UPDATE items SET state = 'parked', parked_fingerprint = 'fp' WHERE id = 20;
+                 UPDATE items SET lastmod = 1700000000 WHERE id = 21;
+                 UPDATE items SET action = 'deleted' WHERE id = 22;
+                 DELETE FROM items WHERE id = 30;",
+            )
+            .unwrap();
         let ledger = SqliteLedger::open(&path).unwrap();
         assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 12);
         let conn = &ledger.conn;
         let items: Vec<(i64, i64, String, String)> = conn
-            .prepare("SELECT id, group_id, url, state FROM items ORDER BY id")
+            .prepare("SELECT id, group_id, url, state FROM item_rows ORDER BY id")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
@@ -1140,23 +1137,17 @@ mod tests {
     fn a_million_items_of_schema_11_migrate() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
-        {
-            let ledger = SqliteLedger::open(&path).unwrap();
-            ledger
-                .conn
-                .execute_batch(
-                    "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
-                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
-                     INSERT INTO items (id, group_id, url_key, url, state, enqueued_at, attempts, last_class,
-                         accepted_at)
-                     SELECT i, 1, i, 'https://www.site.example/articles/' || i || '/a-title-of-some-length',
-                         CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'accepted' END, 1, 1, 'accepted', 2
-                     FROM n;
-                     DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;
-                     PRAGMA user_version = 11;",
-                )
-                .unwrap();
-        }
+        super::super::schema::new_schema(&path, 11)
+            .execute_batch(
+                "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+                 INSERT INTO items (id, group_id, url_key, url, state, enqueued_at, attempts, last_class,
+                     accepted_at)
+                 SELECT i, 1, i, 'https://www.site.example/articles/' || i || '/a-title-of-some-length',
+                     CASE WHEN i % 1000 = 0 THEN 'queued' ELSE 'accepted' END, 1, 1, 'accepted', 2
+                 FROM n;",
+            )
+            .unwrap();
         let start = std::time::Instant::now();
         let ledger = SqliteLedger::open(&path).unwrap();
         let peak = std::fs::read_to_string("/proc/self/status")

@@ -562,33 +562,43 @@ impl ClaimSteps for Tx<'_> {
         keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let after = match keep {
-            Kept::None => None,
-            Kept::After(place) => Some(*place),
-            Kept::Except(ids) => {
-                let mut stmt = self.conn.prepare_cached(&format!(
-                    "UPDATE items SET next_attempt_at = ?3
-                     WHERE id IN (SELECT id {} AND id NOT IN (SELECT value FROM rarray(?4)) LIMIT ?5)
-                     RETURNING id",
-                    self.due(group)?
-                ))?;
-                let rows = stmt.query_map(params![group, ts(now), ts(until), array(ids), limit], |r| r.get(0))?;
-                let deferred: Vec<i64> = rows.collect::<rusqlite::Result<_>>()?;
-                super::batches::set_spans_of_ids(self.conn, &deferred)?;
-                return Ok(deferred);
-            }
+        // Every due run of the group, less the ids a reservation holds, in
+        // the order by due time; those `keep` names left out.
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        let except: std::collections::HashSet<i64> = match keep {
+            Kept::Except(ids) => ids.iter().copied().collect(),
+            _ => Default::default(),
         };
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE items SET next_attempt_at = ?3
-             WHERE id IN (SELECT id {} AND (?4 IS NULL OR (next_attempt_at, id) > (?4, ?5)) LIMIT ?6)
-             RETURNING id",
-            self.due(group)?
-        ))?;
-        let (after_at, after_id) = (after.map(|a| ts(a.0)), after.map_or(0, |a| a.1));
-        let rows = stmt.query_map(params![group, ts(now), ts(until), after_at, after_id, limit], |r| r.get(0))?;
-        let deferred: Vec<i64> = rows.collect::<rusqlite::Result<_>>()?;
-        super::batches::set_spans_of_ids(self.conn, &deferred)?;
+        let mut room = limit;
+        'runs: for run in due_by_time(self.conn, group, ts(now), usize::MAX)? {
+            let from = match keep {
+                Kept::After((at, id)) => match run.due.cmp(&ts(*at)) {
+                    std::cmp::Ordering::Less => continue,
+                    std::cmp::Ordering::Equal => run.first.max(id + 1),
+                    std::cmp::Ordering::Greater => run.first,
+                },
+                _ => run.first,
+            };
+            for id in from..=run.last {
+                if room == 0 {
+                    break 'runs;
+                }
+                if except.contains(&id) {
+                    continue;
+                }
+                match runs.last_mut() {
+                    Some(last) if last.1 + 1 == id => last.1 = id,
+                    _ => runs.push((id, id)),
+                }
+                room -= 1;
+            }
+        }
+        let runs = IdRuns(runs);
+        super::spans::write(self.conn, "next_attempt_at = ?1", "", params![ts(until)], &runs)?;
+        let deferred = runs.ids();
+        self.conn
+            .prepare_cached("UPDATE items SET next_attempt_at = ?1 WHERE id IN rarray(?2)")?
+            .execute(params![ts(until), array(&deferred)])?;
         Ok(deferred)
     }
 
@@ -605,8 +615,21 @@ impl ClaimSteps for Tx<'_> {
             moved.iter().flat_map(|(id, at)| [Value::Integer(*id), Value::Integer(ts(*at))]).collect();
         let (head, tail) = ("UPDATE items SET next_attempt_at = v.column2 FROM (", ") AS v WHERE items.id = v.column1");
         insert_rows(self.conn, head, tail, 2, &values)?;
-        let ids: Vec<i64> = moved.iter().map(|(id, _)| *id).collect();
-        super::batches::set_spans_of_ids(self.conn, &ids)
+        // Consecutive ids moved to one time are one run of one write.
+        let mut moved: Vec<(i64, i64)> = moved.iter().map(|(id, at)| (*id, ts(*at))).collect();
+        moved.sort_unstable();
+        let mut k = 0;
+        while k < moved.len() {
+            let (first, at) = moved[k];
+            let mut last = first;
+            while k + 1 < moved.len() && moved[k + 1] == (last + 1, at) {
+                k += 1;
+                last += 1;
+            }
+            k += 1;
+            super::spans::write(self.conn, "next_attempt_at = ?1", "", params![at], &IdRuns(vec![(first, last)]))?;
+        }
+        Ok(())
     }
 
     /// The write lock is held: what `window` read still holds, and the
@@ -664,7 +687,14 @@ impl ClaimSteps for Tx<'_> {
             params![ts(now), request],
             &ids,
         )?;
-        super::batches::set_spans_of(self.conn, &ids)
+        super::spans::write(
+            self.conn,
+            "next_attempt_at = ?1, attempts = attempts + 1, last_class = 'transient', last_request_id = ?2",
+            "state = 'queued'",
+            params![ts(now), request],
+            &ids,
+        )?;
+        Ok(())
     }
 
     /// The reservation and its runs.

@@ -307,7 +307,19 @@ impl copy::Stage for Staging<'_> {
             ))?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        super::batches::set_spans_of_ids(self.conn, &updated)?;
+        super::spans::write_apart(
+            self.conn,
+            &updated,
+            "UPDATE OR FAIL spans SET state = c.state, next_attempt_at = c.next_attempt_at,
+                 enqueued_at = c.enqueued_at, attempts = c.attempts, last_class = c.last_class, streak = c.streak,
+                 streak_started_at = c.streak_started_at, accepted_at = c.accepted_at,
+                 parked_fingerprint = c.parked_fingerprint,
+                 last_request_id = COALESCE(c.request, spans.last_request_id)
+             FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
+                   LEFT JOIN copy_requests r ON r.src = copy_items.last_request) AS c
+             WHERE spans.first = c.dst AND c.dst IN rarray(?1)",
+            &[&array(&updated)],
+        )?;
         super::batches::set_changes_of_ids(self.conn, &updated)?;
         let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
         // Issue 48, on its branch: the new items as batch rows and spans

@@ -355,14 +355,19 @@ impl Backend for SqliteLedger {
     }
 }
 
-/// The kept counts of every group, counted again.
+/// The kept counts of every group, counted again: each span's length,
+/// summed by group and state (the spans hold every item once).
 fn recount(tx: &Connection) -> Result<()> {
     tx.execute_batch(
         "UPDATE groups SET
-             queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
-             in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
-             parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
-             accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
+             queued = (SELECT COALESCE(SUM(last - first + 1), 0) FROM spans
+                       WHERE group_id = groups.id AND state = 'queued'),
+             in_flight = (SELECT COALESCE(SUM(last - first + 1), 0) FROM spans
+                          WHERE group_id = groups.id AND state = 'in_flight'),
+             parked = (SELECT COALESCE(SUM(last - first + 1), 0) FROM spans
+                       WHERE group_id = groups.id AND state = 'parked'),
+             accepted = (SELECT COALESCE(SUM(last - first + 1), 0) FROM spans
+                         WHERE group_id = groups.id AND state = 'accepted');",
     )?;
     Ok(())
 }
@@ -395,15 +400,21 @@ fn counted(tx: &Connection, group: i64, from: Option<ItemState>, to: Option<Item
 }
 
 /// The states of the items `ids`, counted (before a statement moves them
-/// all to another state).
+/// all to another state): each id's span's, read a run at a time.
 fn states_of(tx: &Connection, ids: &[i64]) -> Result<Vec<(ItemState, u64)>> {
-    let mut stmt = tx.prepare_cached("SELECT state, COUNT(*) FROM items WHERE id IN rarray(?1) GROUP BY state")?;
-    let mut rows = stmt.query([array(ids)])?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        out.push((stored("items", "state", &r.get::<_, String>(0)?)?, r.get::<_, i64>(1)?.max(0) as u64));
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let mut spans = spans::Cursor::new(tx)?;
+    let mut counts: Vec<(ItemState, u64)> = Vec::new();
+    for id in sorted {
+        let Some(span) = spans.at(id)? else { continue };
+        let state: ItemState = stored("spans", "state", &span.state)?;
+        match counts.iter_mut().find(|(s, _)| *s == state) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((state, 1)),
+        }
     }
-    Ok(out)
+    Ok(counts)
 }
 
 /// Runs `f` with foreign keys off, and turns them on again whatever it returns.

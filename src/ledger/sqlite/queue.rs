@@ -198,16 +198,19 @@ impl Queue for SqliteLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let (tx, groups) = self.begin_with_groups()?;
         let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
-        let ids: Vec<i64> = tx
-            .prepare(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL
-                 WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2 RETURNING id",
-            )?
-            .query_map(params![group, fingerprint, ts(now)], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        super::batches::set_spans_of_ids(&tx, &ids)?;
-        let n = ids.len();
+        let written = super::spans::write_where(
+            &tx,
+            "state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL",
+            "group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
+            params![group, fingerprint, ts(now)],
+        )?;
+        tx.prepare(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
+        )?
+        .execute(params![group, fingerprint, ts(now)])?;
+        let n: i64 = written.iter().map(|(first, last)| last - first + 1).sum();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
         super::commit(tx)?;
         Ok(n as u64)
@@ -317,17 +320,23 @@ impl Queue for SqliteLedger {
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::retry_states(filter);
         let tx = self.begin()?;
-        let (clause, mut values) = filter_by_ids(&tx, &filter, now)?;
-        values.push(Value::Integer(ts(now)));
-        let n = values.len();
+        let (clause, values) = filter_by_ids(&tx, &filter, now)?;
         let ids: Vec<i64> = tx
-            .prepare(&format!(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?{n}, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL WHERE {clause} RETURNING id"
-            ))?
+            .prepare(&format!("SELECT id FROM item_rows AS items WHERE {clause} ORDER BY id"))?
             .query_map(params_from_iter(values), |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        super::batches::set_spans_of_ids(&tx, &ids)?;
+        super::spans::write(
+            &tx,
+            "state = 'queued', next_attempt_at = ?1, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL",
+            "",
+            params![ts(now)],
+            &super::IdRuns::of(&ids),
+        )?;
+        tx.prepare_cached(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?1, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL WHERE id IN rarray(?2)",
+        )?
+        .execute(params![ts(now), array(&ids)])?;
         let changed = ids.len();
         // A person's command, rare: the kept counts counted again.
         recount(&tx)?;
@@ -347,7 +356,8 @@ impl Queue for SqliteLedger {
         let mut ids = Vec::new();
         {
             let mut stmt = tx.prepare(&format!(
-                "DELETE FROM items WHERE {clause} RETURNING id, group_id, state, url, last_request_id IS NOT NULL"
+                "SELECT id, group_id, state, url, last_request_id IS NOT NULL FROM item_rows AS items WHERE {clause}
+                 ORDER BY id"
             ))?;
             let mut rows = stmt.query(params_from_iter(values))?;
             while let Some(r) = rows.next()? {
@@ -366,7 +376,8 @@ impl Queue for SqliteLedger {
                 }
             }
         }
-        super::batches::set_spans_of_ids(&tx, &ids)?;
+        super::spans::delete(&tx, &super::IdRuns::of(&ids))?;
+        tx.prepare_cached("DELETE FROM items WHERE id IN rarray(?1)")?.execute([array(&ids)])?;
         // Their rows of `item_changes` go with them.
         super::batches::set_changes_of_ids(&tx, &ids)?;
         for ((group, state), n) in gone {
@@ -391,18 +402,21 @@ impl Queue for SqliteLedger {
         let texts: Rc<Vec<Value>> = Rc::new(reasons.iter().map(|r| Value::Text(r.to_string())).collect());
         let (tx, groups) = self.begin_with_groups()?;
         let Some(group) = group_id(&tx, groups, group)? else { return Ok(0) };
-        let ids: Vec<i64> = tx
-            .prepare(
-                "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                     parked_fingerprint = NULL
-                 WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
-                     SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))
-                 RETURNING id",
-            )?
-            .query_map(params![group, texts, ts(now)], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        super::batches::set_spans_of_ids(&tx, &ids)?;
-        let n = ids.len();
+        let written = super::spans::write_where(
+            &tx,
+            "state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL",
+            "group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
+            params![group, texts.clone(), ts(now)],
+        )?;
+        tx.prepare(
+            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
+                 parked_fingerprint = NULL
+             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
+                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
+        )?
+        .execute(params![group, texts, ts(now)])?;
+        let n: i64 = written.iter().map(|(first, last)| last - first + 1).sum();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
         super::commit(tx)?;
         Ok(n as u64)

@@ -6,7 +6,7 @@
 
 use super::super::url_keys::{next_key, url_key};
 use super::super::{stored, stored_opt, Action, Class, ItemState, LedgerError, Result};
-use super::{recount, SqliteLedger};
+use super::SqliteLedger;
 use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
@@ -55,47 +55,7 @@ impl SqliteLedger {
         if version > SCHEMA_VERSION {
             return Err(LedgerError::Newer { found: version, known: SCHEMA_VERSION });
         }
-        if version < 1 {
-            tx.execute_batch(SCHEMA_1)?;
-        }
-        if version < 2 {
-            upgrade_to_2(&tx)?;
-        }
-        if version < 3 {
-            tx.execute_batch(SCHEMA_3)?;
-        }
-        if version < 4 {
-            tx.execute_batch(SCHEMA_4)?;
-        }
-        if version < 5 {
-            tx.execute_batch(SCHEMA_5)?;
-        }
-        if version < 6 {
-            tx.execute_batch(SCHEMA_6)?;
-        }
-        if version < 7 {
-            tx.execute_batch(SCHEMA_7)?;
-        }
-        if version < 8 {
-            tx.execute_batch(SCHEMA_8)?;
-        }
-        if version < 9 {
-            tx.execute_batch(SCHEMA_9)?;
-        }
-        if version < 10 {
-            tx.execute_batch(SCHEMA_10)?;
-        }
-        if version < 11 {
-            tx.execute_batch(SCHEMA_11)?;
-        }
-        if version < 12 {
-            tx.execute_batch(SCHEMA_12)?;
-            super::batches::fill_from_items(&tx, 0)?;
-            // Every item's lastmod and action went into its batch row just
-            // now, so this finds none to keep apart; it is the rule that
-            // holds the table equal to the items from the first commit on.
-            super::batches::set_changes(&tx, i64::MIN, i64::MAX)?;
-        }
+        upgrade(&tx, version, SCHEMA_VERSION)?;
         if version < SCHEMA_VERSION {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
@@ -113,6 +73,66 @@ impl SqliteLedger {
     }
 }
 
+/// The steps from schema `version` up to schema `upto`, in `tx`.
+fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
+        if version < 1 && upto >= 1 {
+            tx.execute_batch(SCHEMA_1)?;
+        }
+        if version < 2 && upto >= 2 {
+            upgrade_to_2(tx)?;
+        }
+        if version < 3 && upto >= 3 {
+            tx.execute_batch(SCHEMA_3)?;
+        }
+        if version < 4 && upto >= 4 {
+            tx.execute_batch(SCHEMA_4)?;
+        }
+        if version < 5 && upto >= 5 {
+            tx.execute_batch(SCHEMA_5)?;
+        }
+        if version < 6 && upto >= 6 {
+            tx.execute_batch(SCHEMA_6)?;
+        }
+        if version < 7 && upto >= 7 {
+            tx.execute_batch(SCHEMA_7)?;
+        }
+        if version < 8 && upto >= 8 {
+            tx.execute_batch(SCHEMA_8)?;
+        }
+        if version < 9 && upto >= 9 {
+            tx.execute_batch(SCHEMA_9)?;
+        }
+        if version < 10 && upto >= 10 {
+            tx.execute_batch(SCHEMA_10)?;
+        }
+        if version < 11 && upto >= 11 {
+            tx.execute_batch(SCHEMA_11)?;
+        }
+        if version < 12 && upto >= 12 {
+            tx.execute_batch(SCHEMA_12)?;
+            super::batches::fill_from_items(tx, 0)?;
+            // Every item's lastmod and action went into its batch row just
+            // now, so this finds none to keep apart; it is the rule that
+            // holds the table equal to the items from the first commit on.
+            super::batches::set_changes(tx, i64::MIN, i64::MAX)?;
+        }
+    Ok(())
+}
+
+/// A new ledger of schema `version` (11 at most) at `path`: the tests' way
+/// to make a ledger of a schema before this branch's, its items in the
+/// shape of that schema.
+#[cfg(test)]
+pub(super) fn new_schema(path: &std::path::Path, version: i64) -> Connection {
+    let mut conn = Connection::open(path).unwrap();
+    rusqlite::vtab::array::load_module(&conn).unwrap();
+    let tx = conn.transaction().unwrap();
+    upgrade(&tx, 0, version).unwrap();
+    tx.pragma_update(None, "user_version", version).unwrap();
+    tx.commit().unwrap();
+    conn
+}
+
 /// Schema 1 → 2: items get their URL key, each attempt becomes a recorded
 /// request naming its item, and each item points at its last one.
 fn upgrade_to_2(tx: &Connection) -> Result<()> {
@@ -121,7 +141,15 @@ fn upgrade_to_2(tx: &Connection) -> Result<()> {
     copy_items_v1(tx)?;
     copy_attempts_v1(tx)?;
     tx.execute_batch(after)?;
-    recount(tx)
+    // The kept counts of schema 2, from its items' own states.
+    tx.execute_batch(
+        "UPDATE groups SET
+             queued = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'queued'),
+             in_flight = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'in_flight'),
+             parked = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'parked'),
+             accepted = (SELECT COUNT(*) FROM items WHERE group_id = groups.id AND state = 'accepted');",
+    )?;
+    Ok(())
 }
 
 /// Schema 1's items into schema 2's, each with its URL key (a URL whose key
@@ -223,10 +251,13 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// Takes schema 12's tables out of a ledger made by this binary, to
-    /// make it one of an older schema.
-    const UNDO_12: &str =
-        "DROP TABLE item_changes; DROP TABLE hash_pages; DROP TABLE hash_runs; DROP TABLE spans; DROP TABLE batches;";
+
+    /// A group and two items of it, in the items' shape of schemas 7 to 11.
+    const ITEMS_OF_SCHEMA_11: &str =
+        "INSERT INTO groups (id, property, engine, target) VALUES (1, 'site', 'indexnow', 'https://engine.example/');
+         INSERT INTO items (id, group_id, url_key, url, state, next_attempt_at, enqueued_at)
+             VALUES (1, 1, 1, 'https://site.example/0', 'queued', 1, 1),
+                    (2, 1, 2, 'https://site.example/1', 'accepted', NULL, 1);";
 
     /// A ledger written by an indexq of schema version 1 gets the run
     /// records on open, and keeps what it had.
@@ -300,18 +331,7 @@ mod tests {
     fn a_version_9_ledger_is_migrated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
-        {
-            let mut ledger = SqliteLedger::open(&path).unwrap();
-            ledger
-                .admit(
-                    &crate::ledger::conformance::items(2),
-                    t("2026-12-03T09:00:00Z"),
-                    &crate::ledger::conformance::dedupe_day(),
-                )
-                .unwrap();
-            ledger.conn.execute_batch(&format!("{UNDO_12} DROP TABLE ghost_urls; DROP TABLE source_failures")).unwrap();
-            ledger.conn.pragma_update(None, "user_version", 9).unwrap();
-        }
+        new_schema(&path, 9).execute_batch(ITEMS_OF_SCHEMA_11).unwrap();
         let mut ledger = SqliteLedger::open(&path).unwrap();
         assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
         assert_eq!(ledger.stored_groups().unwrap().len(), 1);
@@ -333,18 +353,7 @@ mod tests {
     fn a_version_10_ledger_is_migrated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
-        {
-            let mut ledger = SqliteLedger::open(&path).unwrap();
-            ledger
-                .admit(
-                    &crate::ledger::conformance::items(2),
-                    t("2026-12-03T09:00:00Z"),
-                    &crate::ledger::conformance::dedupe_day(),
-                )
-                .unwrap();
-            ledger.conn.execute_batch(&format!("{UNDO_12} DROP TABLE source_failures")).unwrap();
-            ledger.conn.pragma_update(None, "user_version", 10).unwrap();
-        }
+        new_schema(&path, 10).execute_batch(ITEMS_OF_SCHEMA_11).unwrap();
         let mut ledger = SqliteLedger::open(&path).unwrap();
         assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), SCHEMA_VERSION);
         assert_eq!(ledger.stored_groups().unwrap().len(), 1);

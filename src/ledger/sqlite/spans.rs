@@ -124,6 +124,23 @@ pub(super) fn write_where(tx: &Connection, set: &str, filter: &str, params: &[&d
     Ok(written)
 }
 
+/// Runs `update` (an `UPDATE spans … WHERE` that names the spans by their
+/// first id, one of `ids`) with each of `ids` (distinct, ascending) in a
+/// span of its own: for writes whose values differ item by item. The
+/// spans are cut around each id first and merged over each run of them
+/// after.
+pub(super) fn write_apart(tx: &Connection, ids: &[i64], update: &str, params: &[&dyn ToSql]) -> Result<()> {
+    for &id in ids {
+        cut_at(tx, id)?;
+        cut_at(tx, id + 1)?;
+    }
+    tx.prepare_cached(update)?.execute(params)?;
+    for &(first, last) in &IdRuns::of(ids).0 {
+        merge_over(tx, first, last)?;
+    }
+    Ok(())
+}
+
 /// Deletes the spans of each run of `ids`, cut at the run's ends first.
 pub(super) fn delete(tx: &Connection, ids: &IdRuns) -> Result<()> {
     for &(first, last) in &ids.0 {
@@ -148,40 +165,45 @@ pub(super) fn insert(tx: &Connection, group: i64, first: i64, last: i64, columns
     merge_over(tx, first, last)
 }
 
-/// The state of each of `ids` (distinct, ascending), as the span holding
-/// it says; `None` for an id no span holds. The spans are read a run of
-/// ids at a time: one seek for the span holding a run's first id, then the
-/// spans in order.
-pub(super) fn states(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<SpanState>>> {
-    let mut out = Vec::with_capacity(ids.len());
-    let mut span: Option<(i64, SpanState)> = None;
-    let mut at = conn.prepare_cached(&format!(
-        "SELECT last, group_id, {SPAN_COLUMNS} FROM spans
-         WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1) AND last >= ?1"
-    ))?;
-    for &id in ids {
-        if !matches!(&span, Some((last, s)) if s.first <= id && id <= *last) {
-            span = at
-                .query_row([id], |r| {
-                    let last: i64 = r.get(0)?;
-                    Ok((last, SpanState::read(r, 1)?))
-                })
-                .optional()?
-                .map(|(last, mut s)| {
-                    s.first = id;
-                    (last, s)
-                });
-        }
-        out.push(span.as_ref().map(|(_, s)| s.clone()));
+/// The span holding each id asked, read by run: an id in the span last
+/// read is answered from it, another one seeks the span holding it (ids
+/// asked in ascending order read each span once).
+pub(super) struct Cursor<'c> {
+    seek: rusqlite::CachedStatement<'c>,
+    span: Option<(i64, i64, SpanState)>,
+}
+
+impl<'c> Cursor<'c> {
+    pub(super) fn new(conn: &'c Connection) -> Result<Cursor<'c>> {
+        let seek = conn.prepare_cached(&format!(
+            "SELECT first, last, group_id, {SPAN_COLUMNS} FROM spans
+             WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1) AND last >= ?1"
+        ))?;
+        Ok(Cursor { seek, span: None })
     }
-    Ok(out)
+
+    /// The group and state of the span holding `id`; `None` if none does.
+    pub(super) fn at(&mut self, id: i64) -> Result<Option<&SpanState>> {
+        if !matches!(&self.span, Some((first, last, _)) if *first <= id && id <= *last) {
+            self.span = self
+                .seek
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, SpanState::read(r, 2)?)))
+                .optional()?;
+        }
+        Ok(self.span.as_ref().map(|(_, _, s)| s))
+    }
+}
+
+/// The state of each of `ids`, as the span holding it says; `None` for an
+/// id no span holds.
+pub(super) fn states(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<SpanState>>> {
+    let mut cursor = Cursor::new(conn)?;
+    ids.iter().map(|&id| Ok(cursor.at(id)?.cloned())).collect()
 }
 
 /// A span's group and state columns, as `states` reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct SpanState {
-    /// The first id asked that the span holds (not the span's own first).
-    first: i64,
     pub group: i64,
     pub state: String,
     pub next_attempt_at: Option<i64>,
@@ -198,7 +220,6 @@ pub(super) struct SpanState {
 impl SpanState {
     fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SpanState> {
         Ok(SpanState {
-            first: 0,
             group: r.get(at)?,
             state: r.get(at + 1)?,
             next_attempt_at: r.get(at + 2)?,

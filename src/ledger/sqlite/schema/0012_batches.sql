@@ -82,3 +82,24 @@ CREATE TABLE hash_pages (
     entries    BLOB NOT NULL,
     PRIMARY KEY (run, first_hash)
 ) WITHOUT ROWID;
+
+-- The items with their state, each joined to the span holding it: what
+-- the items' rows held before the spans did, for the readers that want a
+-- row an item (`ledger copy`, `queue retry` and `queue drop`'s filters,
+-- the tests' oracles). A span is found by one seek on its key.
+CREATE VIEW item_rows AS
+SELECT i.id, i.group_id, i.url_key, i.url, s.state, i.action, i.lastmod, s.next_attempt_at, s.enqueued_at,
+       s.attempts, s.last_class, s.streak, s.streak_started_at, s.accepted_at, s.parked_fingerprint,
+       s.last_request_id
+FROM items i JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id;
+
+-- Schema 9's view of the items with their state, a queued item a run of
+-- `in_flight` holds shown in flight, now over `item_rows`.
+DROP VIEW item_states;
+CREATE VIEW item_states AS
+SELECT i.id, i.group_id, i.url_key, i.url,
+       CASE WHEN (SELECT f.last FROM in_flight f WHERE f.first <= i.id ORDER BY f.first DESC LIMIT 1) >= i.id
+            THEN 'in_flight' ELSE i.state END AS state,
+       i.action, i.lastmod, i.next_attempt_at, i.enqueued_at, i.attempts, i.last_class, i.streak,
+       i.streak_started_at, i.accepted_at, i.parked_fingerprint, i.last_request_id
+FROM item_rows i;
