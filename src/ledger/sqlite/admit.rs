@@ -488,14 +488,7 @@ impl Intake for SqliteLedger {
                 ids.sort_unstable();
                 ids.dedup();
                 let runs = IdRuns::of(&ids);
-                let n = update_ids(
-                    &tx,
-                    "UPDATE OR FAIL items SET state = 'accepted', accepted_at = ?1, last_class = 'accepted',
-                         next_attempt_at = NULL, streak = 0, streak_started_at = NULL WHERE state = 'queued' AND",
-                    params![ts(now)],
-                    &runs,
-                )?;
-                super::spans::write(
+                let n = super::spans::write(
                     &tx,
                     "state = 'accepted', accepted_at = ?1, last_class = 'accepted', next_attempt_at = NULL,
                      streak = 0, streak_started_at = NULL",
@@ -503,8 +496,8 @@ impl Intake for SqliteLedger {
                     params![ts(now)],
                     &runs,
                 )?;
-                counted(&tx, group, Some(ItemState::Queued), Some(ItemState::Accepted), n as u64)?;
-                recorded += n as u64;
+                counted(&tx, group, Some(ItemState::Queued), Some(ItemState::Accepted), n)?;
+                recorded += n;
             }
             super::commit(tx)?;
             Ok(recorded)
@@ -810,10 +803,8 @@ fn admit_batch(
     insert_rows(
         tx,
         &format!(
-            "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod, state, next_attempt_at,
-                 enqueued_at)
-             SELECT column1, column2, column3, column4, column5, column6, 'queued', {0}, {0} FROM (",
-            ts(now)
+            "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod)
+             SELECT column1, column2, column3, column4, column5, column6 FROM ("
         ),
         ")",
         6,
@@ -822,21 +813,15 @@ fn admit_batch(
     for ((group, action, due), ids) in &plan.requeued {
         // Only accepted items are queued again.
         let runs = IdRuns::of(ids);
-        let n = update_ids(
-            tx,
-            "UPDATE OR FAIL items SET state = 'queued', action = ?1, next_attempt_at = ?3, enqueued_at = ?2,
-                 streak = 0, streak_started_at = NULL WHERE",
-            params![action.as_str(), ts(now), ts(*due)],
-            &runs,
-        )?;
-        super::spans::write(
+        update_ids(tx, "UPDATE OR FAIL items SET action = ?1 WHERE", params![action.as_str()], &runs)?;
+        let n = super::spans::write(
             tx,
             "state = 'queued', next_attempt_at = ?2, enqueued_at = ?1, streak = 0, streak_started_at = NULL",
             "",
             params![ts(now), ts(*due)],
             &runs,
         )?;
-        counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n as u64)?;
+        counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n)?;
     }
     let updates: Vec<Value> = plan
         .updates

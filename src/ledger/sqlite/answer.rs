@@ -5,7 +5,7 @@
 
 use super::claim::add_usage;
 use super::{
-    counted, insert_request, params, states_of, ts, update_ids, Answered, Block, Class, IdRuns, InspectionAnswer,
+    counted, insert_request, params, states_of, ts, Answered, Block, Class, IdRuns, InspectionAnswer,
     ItemState, Recorded, Report, Result, RuleWindow, Tx,
 };
 use crate::ledger::policy::{AnswerSteps, Move};
@@ -26,21 +26,6 @@ impl AnswerSteps for Tx<'_> {
         let ids = IdRuns::of(&answer.items);
         // `OR FAIL`: no statement journal (a broken constraint rolls the
         // whole transaction back; see `admit_batch`).
-        update_ids(
-            conn,
-            "UPDATE OR FAIL items SET
-                 state = ?1, next_attempt_at = ?2,
-                 attempts = attempts + 1,
-                 streak = CASE WHEN last_class IS ?3 THEN streak + 1 ELSE 1 END,
-                 streak_started_at = CASE WHEN last_class IS ?3 AND streak_started_at IS NOT NULL
-                                          THEN streak_started_at ELSE ?4 END,
-                 last_class = ?3,
-                 accepted_at = CASE WHEN ?1 = 'accepted' THEN ?4 ELSE accepted_at END,
-                 parked_fingerprint = ?5, last_request_id = ?6
-             WHERE",
-            params![to.to.as_str(), to.due.map(ts), answer.class.as_str(), ts(answer.at), to.fingerprint, request],
-            &ids,
-        )?;
         super::spans::write(
             conn,
             "state = ?1, next_attempt_at = ?2,

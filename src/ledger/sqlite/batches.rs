@@ -2,10 +2,11 @@
 //! batch*: being built on this branch). Schema 12's tables: a batch row
 //! written with its run of tier 0, the runs of a tier merged into the
 //! next, a look-up of hashes through them, the migration that fills them
-//! from schema 11's items, and the spans kept equal to the items by every
-//! write of them (`set_spans`, `new_queued_span`). Admission finds the URLs
-//! it holds through the runs (`find_ids`), then reads their items by id;
-//! nothing else reads these tables yet: the items stay authoritative.
+//! from schema 11's items (`fill_from`), an admission's new items as a
+//! queued span (`new_queued_span`; every other write of state is
+//! `spans.rs`'s), and the item changes. Admission finds the URLs it holds
+//! through the runs (`find_ids`), then reads their items by id and their
+//! state by span.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -228,20 +229,23 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
     Ok(found)
 }
 
-/// The columns a span keeps, in `spans`' order after `group_id`.
-const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
-    accepted_at, parked_fingerprint, last_request_id";
+use super::spans::SPAN_COLUMNS;
 
-/// The items from `from_id` on as batches and their runs, and their
-/// spans, in the caller's transaction: batches cut at every
-/// change of group, every gap in the ids and every `BATCH` items; spans at
-/// every change of group, gap or state column. Schema 11's items into
-/// schema 12 (all), and the items a copy added (its new ones, whose ids
-/// follow every other item's). The items stay.
-pub(super) fn fill_from_items(tx: &Connection, from_id: i64) -> Result<()> {
-    let mut read = tx.prepare(&format!(
-        "SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items WHERE id >= ?1 ORDER BY id"
-    ))?;
+/// Schema 11's items from `?1` on, in id order, as `fill_from` reads them.
+pub(super) const ITEMS_OF_SCHEMA_11: &str = "SELECT id, group_id, url, action, lastmod, state, next_attempt_at,
+     enqueued_at, attempts, last_class, streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id
+     FROM items WHERE id >= ?1 ORDER BY id";
+
+/// The items `source` reads from `from_id` on (a statement of `?1` whose
+/// columns are the id, group, URL, action, lastmod and `SPAN_COLUMNS`, in
+/// id order) as batches and their runs, and their spans, in the caller's
+/// transaction: batches cut at every change of group, every gap in the ids
+/// and every `BATCH` items; spans at every change of group, gap or state
+/// column. Schema 11's items into schema 12 (all, `ITEMS_OF_SCHEMA_11`),
+/// and the items a copy added (its new ones, whose ids follow every other
+/// item's, with their state from the staged rows).
+pub(super) fn fill_from(tx: &Connection, source: &str, from_id: i64) -> Result<()> {
+    let mut read = tx.prepare(source)?;
     let mut put_span = tx.prepare(&format!(
         "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))?;
@@ -297,75 +301,8 @@ pub(super) fn fill_from_items(tx: &Connection, from_id: i64) -> Result<()> {
         put_span
             .execute(rusqlite::params_from_iter([Value::from(first), last.into(), g.into()].into_iter().chain(s)))?;
     }
-    Ok(())
-}
-
-/// The spans of the items `first` to `last` made to agree with the items
-/// again, after a write that changed, created or deleted some of them: the
-/// spans that reach past either end are cut there (their pieces outside
-/// kept), those inside go, and the items of the run, read back, are
-/// written as spans (a span at every gap in the ids, change of group or
-/// change of a span column); then the new spans are merged with their
-/// neighbours where they are alike. Reading the items back keeps this one
-/// rule for every kind of write, whatever its statement did to each row.
-pub(super) fn set_spans(tx: &Connection, first: i64, last: i64) -> Result<()> {
-    // The span that starts before the run and reaches into it: its piece
-    // past the run (if it reaches that far) copied, itself cut before it.
-    let before: Option<(i64, i64)> = tx
-        .prepare_cached("SELECT first, last FROM spans WHERE first < ?1 ORDER BY first DESC LIMIT 1")?
-        .query_row([first], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((start, end)) = before.filter(|&(_, end)| end >= first) {
-        if end > last {
-            copy_span(tx, start, last + 1, end)?;
-        }
-        tx.prepare_cached("UPDATE spans SET last = ?2 WHERE first = ?1")?.execute([start, first - 1])?;
-    }
-    // The last span that starts in the run and reaches past it: its piece
-    // past the run copied (the span itself goes below).
-    let inside: Option<(i64, i64)> = tx
-        .prepare_cached("SELECT first, last FROM spans WHERE first BETWEEN ?1 AND ?2 ORDER BY first DESC LIMIT 1")?
-        .query_row([first, last], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((start, end)) = inside.filter(|&(_, end)| end > last) {
-        copy_span(tx, start, last + 1, end)?;
-    }
-    tx.prepare_cached("DELETE FROM spans WHERE first BETWEEN ?1 AND ?2")?.execute([first, last])?;
-    let mut read = tx.prepare_cached(&format!(
-        "SELECT id, group_id, {SPAN_COLUMNS} FROM items WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-    ))?;
-    let mut rows = read.query([first, last])?;
-    let mut span: Option<(i64, i64, i64, Vec<Value>)> = None;
-    while let Some(r) = rows.next()? {
-        let (id, group): (i64, i64) = (r.get(0)?, r.get(1)?);
-        let columns = (2..12).map(|k| r.get::<_, Value>(k)).collect::<rusqlite::Result<Vec<Value>>>()?;
-        match &mut span {
-            Some((g, _, end, s)) if *g == group && *end + 1 == id && *s == columns => *end = id,
-            _ => {
-                if let Some(done) = span.replace((group, id, id, columns)) {
-                    put_span(tx, done)?;
-                }
-            }
-        }
-    }
-    if let Some(done) = span {
-        put_span(tx, done)?;
-    }
-    merge_at(tx, first)?;
-    merge_at(tx, last + 1)
-}
-
-/// `set_spans` for each run of `ids`.
-pub(super) fn set_spans_of(tx: &Connection, ids: &super::IdRuns) -> Result<()> {
-    for &(first, last) in &ids.0 {
-        set_spans(tx, first, last)?;
-    }
-    Ok(())
-}
-
-/// `set_spans` for the runs of `ids` (distinct, in any order).
-pub(super) fn set_spans_of_ids(tx: &Connection, ids: &[i64]) -> Result<()> {
-    set_spans_of(tx, &super::IdRuns::of(ids))
+    // The first span written may be like the group's span before it.
+    super::spans::merge_over(tx, from_id, from_id)
 }
 
 /// The span of an admission's new items of `group`, `first` to `last`,
@@ -378,49 +315,7 @@ pub(super) fn new_queued_span(tx: &Connection, group: i64, first: i64, last: i64
          VALUES (?1, ?2, ?3, 'queued', ?4, ?4, 0, NULL, 0, NULL, NULL, NULL, NULL)"
     ))?
     .execute([first, last, group, now])?;
-    merge_at(tx, first)
-}
-
-/// A span of `group`, `first` to `last`, with `columns` (`SPAN_COLUMNS`).
-fn put_span(tx: &Connection, (group, first, last, columns): (i64, i64, i64, Vec<Value>)) -> Result<()> {
-    tx.prepare_cached(&format!(
-        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-    ))?
-    .execute(rusqlite::params_from_iter([Value::from(first), last.into(), group.into()].into_iter().chain(columns)))?;
-    Ok(())
-}
-
-/// The span starting at `from` given the group and columns of the one
-/// starting at `like`, to `to`.
-fn copy_span(tx: &Connection, like: i64, from: i64, to: i64) -> Result<()> {
-    tx.prepare_cached(&format!(
-        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS})
-         SELECT ?2, ?3, group_id, {SPAN_COLUMNS} FROM spans WHERE first = ?1"
-    ))?
-    .execute([like, from, to])?;
-    Ok(())
-}
-
-/// The span ending at `at - 1` and the one starting at `at`, made one if
-/// both are there, of one group, with equal columns (`IS`: a NULL equals a
-/// NULL).
-fn merge_at(tx: &Connection, at: i64) -> Result<()> {
-    let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
-    let left: Option<(i64, i64)> = tx
-        .prepare_cached(&format!(
-            "SELECT a.first, b.last FROM spans a JOIN spans b ON b.first = ?1
-             WHERE a.first = (SELECT max(first) FROM spans WHERE first < ?1) AND a.last = ?1 - 1
-               AND a.group_id = b.group_id AND {}",
-            alike.join(" AND ")
-        ))?
-        .query_row([at], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((start, end)) = left {
-        tx.prepare_cached("DELETE FROM spans WHERE first = ?1")?.execute([at])?;
-        tx.prepare_cached("UPDATE spans SET last = ?2 WHERE first = ?1")?.execute([start, end])?;
-    }
-    Ok(())
+    super::spans::merge_over(tx, first, last)
 }
 
 /// An item's lastmod (seconds since 1970-01-01 UTC) and action.
@@ -495,8 +390,7 @@ pub(super) fn lastmod_and_action(conn: &Connection, ids: &[i64]) -> Result<Vec<O
 /// of the run whose lastmod or action differs from what its batch row says
 /// gets one with its own. An item in no batch row (none is, once schema 12
 /// is applied) gets one too, so that the reader still finds its values.
-/// Reading the items back keeps one rule for every kind of write, as
-/// `set_spans` does.
+/// Reading the items back keeps one rule for every kind of write.
 pub(super) fn set_changes(tx: &Connection, first: i64, last: i64) -> Result<()> {
     tx.prepare_cached("DELETE FROM item_changes WHERE id BETWEEN ?1 AND ?2")?.execute([first, last])?;
     let mut read = tx.prepare_cached("SELECT id, lastmod, action FROM items WHERE id BETWEEN ?1 AND ?2 ORDER BY id")?;
@@ -566,9 +460,10 @@ pub(super) fn changes_agree(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Whether the spans agree with the items: every item in one span whose
-/// group and columns equal its own, no span reaching an id that is no item,
-/// no two spans overlapping. An error names the first disagreement.
+/// Whether the spans keep their rules against the items: every item in
+/// exactly one span, of the item's group; no span over an id that is no
+/// item; no two spans overlapping; no two adjacent spans of one group
+/// alike (a NULL equal to a NULL). An error names the first broken rule.
 #[cfg(test)]
 pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
     let disagree = |what: String| Err(LedgerError::Invalid(format!("spans: {what}")));
@@ -595,23 +490,35 @@ pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
     if let Some((first, last, n)) = holes {
         return disagree(format!("the span {first}-{last} holds {n} items"));
     }
-    let alike = SPAN_COLUMNS.split(',').map(|c| format!("s.{0} IS i.{0}", c.trim())).collect::<Vec<_>>();
-    let unlike: Option<(i64, Option<i64>)> = conn
+    let outside: Option<(i64, Option<i64>)> = conn
+        .query_row(
+            "SELECT i.id, s.first FROM items i
+             LEFT JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id
+             WHERE s.first IS NULL OR s.group_id IS NOT i.group_id
+             ORDER BY i.id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    match outside {
+        Some((id, None)) => return disagree(format!("item {id} is in no span")),
+        Some((id, Some(first))) => return disagree(format!("item {id} is in the span at {first} of another group")),
+        None => {}
+    }
+    let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
+    let twins: Option<(i64, i64)> = conn
         .query_row(
             &format!(
-                "SELECT i.id, s.first FROM items i
-                 LEFT JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id
-                 WHERE s.first IS NULL OR s.group_id IS NOT i.group_id OR NOT ({})
-                 ORDER BY i.id LIMIT 1",
+                "SELECT a.first, b.first FROM spans a JOIN spans b ON b.first = a.last + 1
+                 WHERE a.group_id = b.group_id AND {} LIMIT 1",
                 alike.join(" AND ")
             ),
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    match unlike {
-        Some((id, None)) => disagree(format!("item {id} is in no span")),
-        Some((id, Some(first))) => disagree(format!("item {id} differs from its span at {first}")),
+    match twins {
+        Some((a, b)) => disagree(format!("the adjacent spans at {a} and {b} are alike")),
         None => Ok(()),
     }
 }
@@ -744,9 +651,9 @@ mod tests {
         let conn = &ledger.conn;
         conn.execute_batch(
             "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
-             INSERT INTO items (id, group_id, url_key, url, state, enqueued_at, lastmod, action)
-                 VALUES (1, 1, 1, 'https://site.example/1', 'queued', 0, 5, 'deleted'),
-                        (2, 1, 2, 'https://site.example/2', 'queued', 0, NULL, 'updated');",
+             INSERT INTO items (id, group_id, url_key, url, lastmod, action)
+                 VALUES (1, 1, 1, 'https://site.example/1', 5, 'deleted'),
+                        (2, 1, 2, 'https://site.example/2', NULL, 'updated');",
         )
         .unwrap();
         let items = ["https://site.example/1", "https://site.example/2"].map(|url| BatchItem {
@@ -809,13 +716,16 @@ mod tests {
         assert_batches_hold_every_item(&ledger.conn);
     }
 
-    /// The spans of a run of ids set again after each of a long sequence of
-    /// writes (a run of ids of two groups moved to one of a few states, or
-    /// deleted): the spans agree with the items after each, and no two
-    /// adjacent spans are alike (each write merges what it made alike).
-    /// A change that the spans were not told of is found.
+    /// A long sequence of writes of random runs of ids of two groups (moved
+    /// to one of a few states by the spans' one primitive, or deleted),
+    /// each also made to a per-item copy of the items with their state (the
+    /// rows the items held before the spans did): after each, every item's
+    /// state read through its span equals its row's in the copy, and the
+    /// spans keep their rules (`spans_agree`, which also finds two adjacent
+    /// spans alike).
     #[test]
     fn spans_follow_every_write_of_a_run_of_items() {
+        use super::super::spans;
         use crate::ledger::{ItemFilter, Queue};
         let mut ledger = SqliteLedger::in_memory().unwrap();
         let item = two_groups();
@@ -828,16 +738,19 @@ mod tests {
             |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
         assert_eq!(count(conn), 2, "an admission's new items of a group are one span");
         spans_agree(conn).unwrap();
-        let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
-        let adjacent_alike = format!(
-            "SELECT count(*) FROM spans a JOIN spans b ON b.first = a.last + 1 AND a.group_id = b.group_id AND {}",
-            alike.join(" AND ")
+        conn.execute_batch("CREATE TEMP TABLE model AS SELECT * FROM item_rows").unwrap();
+        let same = SPAN_COLUMNS.split(',').map(|c| format!("m.{0} IS i.{0}", c.trim())).collect::<Vec<_>>();
+        let differ = format!(
+            "SELECT m.id FROM model m LEFT JOIN item_rows i ON i.id = m.id
+             WHERE i.id IS NULL OR m.group_id IS NOT i.group_id OR NOT ({}) ORDER BY m.id LIMIT 1",
+            same.join(" AND ")
         );
         let states = [
             "state = 'queued', next_attempt_at = 5, attempts = attempts + 1, last_class = 'transient'",
             "state = 'accepted', accepted_at = 7, next_attempt_at = NULL, last_class = 'accepted'",
             "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL",
             "state = 'queued', next_attempt_at = 5, streak = 0, streak_started_at = NULL",
+            "streak = CASE WHEN last_class IS 'transient' THEN streak + 1 ELSE 1 END, last_class = 'transient'",
         ];
         let mut seed: u64 = 48;
         let mut next = |n: u64| {
@@ -847,34 +760,79 @@ mod tests {
         for step in 0..300 {
             let first = 1 + next(90) as i64;
             let last = (first + next(12) as i64).min(90);
+            let run = super::super::IdRuns(vec![(first, last)]);
             match next(20) {
                 // Items dropped one at a time, so that most stay.
-                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
-                k => conn
-                    .execute(
-                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", states[k as usize % states.len()]),
-                        [first, last],
-                    )
-                    .unwrap(),
+                0 => {
+                    let one = super::super::IdRuns(vec![(first, first)]);
+                    spans::delete(conn, &one).unwrap();
+                    conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap();
+                    conn.execute("DELETE FROM model WHERE id = ?1", [first]).unwrap();
+                }
+                k => {
+                    let set = states[k as usize % states.len()];
+                    let n = spans::write(conn, set, "", &[], &run).unwrap();
+                    let m = conn
+                        .execute(&format!("UPDATE model SET {set} WHERE id BETWEEN ?1 AND ?2"), [first, last])
+                        .unwrap();
+                    assert_eq!(n, m as u64, "step {step}: the ids written");
+                }
             };
-            set_spans(conn, first, last).unwrap();
             if let Err(e) = spans_agree(conn) {
                 panic!("step {step}, ids {first}-{last}: {e}");
             }
-            let alike: i64 = conn.query_row(&adjacent_alike, [], |r| r.get(0)).unwrap();
-            assert_eq!(alike, 0, "step {step}: adjacent spans alike");
+            let wrong: Option<i64> = conn.query_row(&differ, [], |r| r.get(0)).optional().unwrap();
+            assert_eq!(wrong, None, "step {step}, ids {first}-{last}: an item's span differs from its row");
         }
-        let items: i64 = conn.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).unwrap();
+        let (items, model): (i64, i64) = conn
+            .query_row("SELECT (SELECT count(*) FROM item_rows), (SELECT count(*) FROM model)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(items, model);
         assert!(items > 60 && count(conn) > 10, "{items} items, {} spans", count(conn));
-        // A write the spans are not told of, then one through the ledger.
-        conn.execute("UPDATE items SET attempts = attempts + 1 WHERE id = (SELECT max(id) FROM items)", []).unwrap();
-        assert!(spans_agree(conn).unwrap_err().to_string().contains("differs from its span"));
-        let last: i64 = conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
-        set_spans(conn, last, last).unwrap();
+        // A write of the copy the spans were not told of is found.
+        conn.execute("UPDATE model SET attempts = attempts + 1 WHERE id = (SELECT max(id) FROM model)", []).unwrap();
+        assert!(conn.query_row(&differ, [], |r| r.get::<_, i64>(0)).optional().unwrap().is_some());
+        conn.execute_batch("DROP TABLE temp.model").unwrap();
         let filter = ItemFilter { url: Some("https://site.example/1".into()), ..Default::default() };
         ledger.drop_items(&filter, now).unwrap();
         ledger.retry(&ItemFilter::default(), now).unwrap();
         spans_agree(&ledger.conn).unwrap();
+    }
+
+    /// Each of the spans' rules, broken by hand in a ledger whose spans
+    /// keep them, is found: an item in no span, an item in a span of
+    /// another group, a span over an id that is no item, two spans that
+    /// overlap, two adjacent spans of a group alike.
+    #[test]
+    fn spans_agree_finds_each_broken_rule() {
+        let item = two_groups();
+        let now = t("2026-12-03T09:00:00Z");
+        let broken = |sql: &str| -> String {
+            let mut ledger = SqliteLedger::in_memory().unwrap();
+            // Ids 1-10 of group a (1-3 queued, 4 parked, 5-10 queued), 11-15 of group b.
+            ledger.admit(&(0..10).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+            ledger.admit(&(0..5).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+            super::super::spans::set_state(&ledger.conn, 4, 4, "state = 'parked'").unwrap();
+            spans_agree(&ledger.conn).unwrap();
+            ledger.conn.execute_batch(sql).unwrap();
+            spans_agree(&ledger.conn).unwrap_err().to_string()
+        };
+        let e = broken("DELETE FROM spans WHERE first = 4");
+        assert!(e.contains("item 4 is in no span"), "{e}");
+        let e = broken("UPDATE spans SET group_id = (SELECT group_id FROM spans WHERE first = 11) WHERE first = 4");
+        assert!(e.contains("item 4 is in the span at 4 of another group"), "{e}");
+        let e = broken("DELETE FROM items WHERE id = 7");
+        assert!(e.contains("the span 5-10 holds 5 items"), "{e}");
+        let e = broken("UPDATE spans SET last = 4 WHERE first = 1");
+        assert!(e.contains("the span at 1 overlaps the one at 4"), "{e}");
+        let e = broken(
+            "UPDATE spans SET last = 7 WHERE first = 5;
+             INSERT INTO spans SELECT 8, 10, group_id, state, next_attempt_at, enqueued_at, attempts, last_class,
+                 streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id FROM spans WHERE first = 5",
+        );
+        assert!(e.contains("the adjacent spans at 5 and 8 are alike"), "{e}");
     }
 
     /// The lastmods and actions of items written through the ledger (a new
@@ -930,14 +888,8 @@ mod tests {
         admit(&mut ledger, &[with(0, Some(early), Action::Updated), with(2, None, Action::Updated)], now);
         assert_eq!(changes(&ledger), [(2, Some(late_s), "updated".into())]);
         // 4 accepted, then requeued as a deletion after the dedupe window.
-        ledger
-            .conn
-            .execute(
-                "UPDATE items SET state = 'accepted', accepted_at = ?1, next_attempt_at = NULL WHERE id = 4",
-                [now.timestamp()],
-            )
-            .unwrap();
-        set_spans(&ledger.conn, 4, 4).unwrap();
+        let accepted = format!("state = 'accepted', accepted_at = {}, next_attempt_at = NULL", now.timestamp());
+        super::super::spans::set_state(&ledger.conn, 4, 4, &accepted).unwrap();
         admit(&mut ledger, &[with(3, None, Action::Deleted)], now + chrono::TimeDelta::days(2));
         assert_eq!(changes(&ledger), [(2, Some(late_s), "updated".into()), (4, None, "deleted".into())]);
         let said = lastmod_and_action(&ledger.conn, &[4, 3, 2, 1]).unwrap();

@@ -10,9 +10,9 @@
 use super::super::batches as layout;
 use super::LedgerError;
 use super::{
-    array, from_ts, group_id, insert_request, insert_rows, opt_ts, params, stored_opt, ts, update_ids, ClaimedItem,
+    array, from_ts, group_id, insert_request, opt_ts, params, stored_opt, ts, ClaimedItem,
     Connection, DateTime, GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx,
-    Usage, Utc, Value,
+    Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 
@@ -63,24 +63,13 @@ pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Resul
     Ok(())
 }
 
-/// The due items of a group, but for those in flight (`Tx::due`): what
-/// the deferrals write to, by the items' rows.
-const DUE: &str = "FROM items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
-
-impl Tx<'_> {
-    /// The due items of `group`: `DUE`, less those a run of `in_flight` holds.
-    fn due(&self, group: i64) -> Result<String> {
-        Ok(format!("{DUE}{}", super::queue::and_not_held(self.conn, Some(group), "items.id")?))
-    }
-}
-
 /// Consecutive due ids `first` to `last` of one queued span, none of them
 /// in flight, with the span's columns a claim reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct DueRun {
+pub(super) struct DueRun {
     first: i64,
     last: i64,
-    due: i64,
+    pub(super) due: i64,
     attempts: u32,
     last_class: Option<String>,
     streak: u32,
@@ -115,9 +104,8 @@ const DUE_SPANS: &str =
 /// The due runs of `group` at `now` in the order by due time and id
 /// (`DueOrder::BY_DUE`), until they hold `n` ids (the last run cut there):
 /// the queued spans in their index's order, less the ids a run of
-/// `in_flight` holds. The spans agree with the items at every commit
-/// (`batches::set_spans`), so these are the items' due rows.
-fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
+/// `in_flight` holds.
+pub(super) fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> Result<Vec<DueRun>> {
     let held = held_runs(conn, group)?;
     let mut out: Vec<DueRun> = Vec::new();
     let mut count = 0usize;
@@ -595,11 +583,7 @@ impl ClaimSteps for Tx<'_> {
         }
         let runs = IdRuns(runs);
         super::spans::write(self.conn, "next_attempt_at = ?1", "", params![ts(until)], &runs)?;
-        let deferred = runs.ids();
-        self.conn
-            .prepare_cached("UPDATE items SET next_attempt_at = ?1 WHERE id IN rarray(?2)")?
-            .execute(params![ts(until), array(&deferred)])?;
-        Ok(deferred)
+        Ok(runs.ids())
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
@@ -611,10 +595,6 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {
-        let values: Vec<Value> =
-            moved.iter().flat_map(|(id, at)| [Value::Integer(*id), Value::Integer(ts(*at))]).collect();
-        let (head, tail) = ("UPDATE items SET next_attempt_at = v.column2 FROM (", ") AS v WHERE items.id = v.column1");
-        insert_rows(self.conn, head, tail, 2, &values)?;
         // Consecutive ids moved to one time are one run of one write.
         let mut moved: Vec<(i64, i64)> = moved.iter().map(|(id, at)| (*id, ts(*at))).collect();
         moved.sort_unstable();
@@ -679,14 +659,6 @@ impl ClaimSteps for Tx<'_> {
     fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
         let ids = IdRuns::of(items);
-        update_ids(
-            self.conn,
-            "UPDATE OR FAIL items SET next_attempt_at = ?1, attempts = attempts + 1, last_class = 'transient',
-                 last_request_id = ?2
-             WHERE state = 'queued' AND",
-            params![ts(now), request],
-            &ids,
-        )?;
         super::spans::write(
             self.conn,
             "next_attempt_at = ?1, attempts = attempts + 1, last_class = 'transient', last_request_id = ?2",
@@ -720,14 +692,30 @@ impl ClaimSteps for Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::batches::{set_changes, set_spans, spans_agree};
+    use super::super::batches::{set_changes, spans_agree};
     use super::super::SqliteLedger;
     use super::*;
     use crate::ledger::conformance::{dedupe_day, two_groups};
     use crate::ledger::sql::order_by;
     use crate::ledger::Intake;
 
-    /// The ids the items' rows give in `order` (the reading this replaces).
+    /// The due items of a group, but for those in flight: each item with
+    /// its state, read through its span (`item_rows`), as a row.
+    const DUE: &str = "FROM item_rows AS items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
+
+    /// A test's write of `set` to the ids `first` to `last`: a lastmod to
+    /// the items (and their changes), anything else to the spans.
+    fn write(conn: &Connection, set: &str, first: i64, last: i64) {
+        if set.starts_with("lastmod") {
+            conn.execute(&format!("UPDATE items SET {set} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
+            set_changes(conn, first, last).unwrap();
+        } else {
+            super::super::spans::set_state(conn, first, last, set).unwrap();
+        }
+    }
+
+    /// The ids the items' rows give in `order` (the reading this replaces):
+    /// each item read with its span's state, sorted and filtered per item.
     fn due_from_rows(conn: &Connection, group: i64, now: i64, n: usize, order: DueOrder) -> Vec<i64> {
         let held = super::super::queue::and_not_held(conn, Some(group), "items.id").unwrap();
         let sql = format!("SELECT id {DUE}{held} ORDER BY {} LIMIT ?3", order_by(order));
@@ -785,9 +773,7 @@ mod tests {
                 let first = 1 + next(115) as i64;
                 let last = (first + next(12) as i64).min(115);
                 let write = &writes[next(writes.len() as u64) as usize];
-                conn.execute(&format!("UPDATE items SET {write} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
-                set_spans(conn, first, last).unwrap();
-                set_changes(conn, first, last).unwrap();
+                super::tests::write(conn, write, first, last);
                 spans_agree(conn).unwrap();
                 conn.execute("DELETE FROM in_flight", []).unwrap();
                 // A run of one group's items, as a claim's runs are.
@@ -852,9 +838,7 @@ mod tests {
         ];
         for (write, runs) in &writes {
             for &(first, last) in runs {
-                conn.execute(&format!("UPDATE items SET {write} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
-                set_spans(conn, first, last).unwrap();
-                set_changes(conn, first, last).unwrap();
+                super::tests::write(conn, write, first, last);
             }
         }
         spans_agree(conn).unwrap();

@@ -13,7 +13,6 @@ use super::{
 };
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest};
 use crate::ledger::item_ids;
-use crate::ledger::sql;
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
@@ -63,6 +62,21 @@ fn export_groups(tx: &Connection, sink: &mut Sink) -> Result<()> {
     }
     sink(Chunk::Groups(groups))
 }
+
+/// `ledger copy`: the staged items new to the target, inserted with the
+/// ids staging gave them (their state goes to the spans: `FRESH_ITEMS`).
+/// SQLite's own: PostgreSQL's items still hold their state.
+const INSERT_FRESH_ITEMS: &str = "INSERT INTO items (id, group_id, url_key, url, action, lastmod)
+     SELECT c.dst, c.grp, c.url_key, c.url, c.action, c.lastmod FROM copy_items c WHERE c.fresh ORDER BY c.dst";
+
+/// The staged items new to the target from `?1` on, with their state and
+/// the target's ids of their last requests, as `batches::fill_from` reads
+/// them.
+const FRESH_ITEMS: &str = "SELECT c.dst, c.grp, c.url, c.action, c.lastmod, c.state, c.next_attempt_at,
+         c.enqueued_at, c.attempts, c.last_class, c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint,
+         r.dst
+     FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
+     WHERE c.fresh AND c.dst >= ?1 ORDER BY c.dst";
 
 fn export_items(tx: &Connection, sink: &mut Sink) -> Result<()> {
     let mut stmt = tx.prepare(
@@ -290,23 +304,24 @@ impl copy::Stage for Staging<'_> {
     }
 
     fn write_items(&mut self) -> Result<u64> {
+        // The items the copy writes: those it matched, but for those in
+        // flight (in the target's own state, or held by a reservation).
         let updated: Vec<i64> = self
             .conn
             .prepare(&format!(
-                "UPDATE items SET state = c.state, action = c.action, lastmod = c.lastmod,
-                 next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
-                 last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
-                 accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
-                 last_request_id = COALESCE(c.request, items.last_request_id)
-             FROM (SELECT copy_items.*, r.dst AS request FROM copy_items
-                   LEFT JOIN copy_requests r ON r.src = copy_items.last_request
-                   WHERE copy_items.written AND NOT copy_items.fresh) AS c
-             WHERE items.id = c.dst AND items.state <> 'in_flight' AND NOT {}
-             RETURNING items.id",
-                super::queue::held("items.id")
+                "SELECT c.dst FROM copy_items c JOIN item_rows i ON i.id = c.dst
+                 WHERE c.written AND NOT c.fresh AND i.state <> 'in_flight' AND NOT {}
+                 ORDER BY c.dst",
+                super::queue::held("i.id")
             ))?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
+        self.conn
+            .prepare(
+                "UPDATE items SET action = c.action, lastmod = c.lastmod FROM copy_items c
+                 WHERE items.id = c.dst AND c.dst IN rarray(?1)",
+            )?
+            .execute([array(&updated)])?;
         super::spans::write_apart(
             self.conn,
             &updated,
@@ -321,13 +336,13 @@ impl copy::Stage for Staging<'_> {
             &[&array(&updated)],
         )?;
         super::batches::set_changes_of_ids(self.conn, &updated)?;
-        let inserted = self.conn.execute(sql::INSERT_FRESH_ITEMS, [])?;
+        let inserted = self.conn.execute(INSERT_FRESH_ITEMS, [])?;
         // Issue 48, on its branch: the new items as batch rows and spans
         // too (they take the ids after every other item's).
         let first: Option<i64> =
             self.conn.query_row("SELECT MIN(dst) FROM copy_items WHERE fresh", [], |r| r.get(0))?;
         if let Some(first) = first {
-            super::batches::fill_from_items(self.conn, first)?;
+            super::batches::fill_from(self.conn, FRESH_ITEMS, first)?;
         }
         Ok((updated.len() + inserted) as u64)
     }

@@ -365,7 +365,7 @@ pub(super) fn live_ids_of_url(conn: &Connection, filter: &ItemFilter, url: &str)
 
 #[cfg(test)]
 mod tests {
-    use super::super::batches::{set_spans, spans_agree};
+    use super::super::batches::spans_agree;
     use super::super::queue::items_from_rows;
     use super::super::SqliteLedger;
     use super::*;
@@ -462,15 +462,14 @@ mod tests {
             let last = (first + next(10) as i64).min(115);
             let conn = &ledger.conn;
             match next(25) {
-                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
-                k => conn
-                    .execute(
-                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", states[k as usize % states.len()]),
-                        [first, last],
-                    )
-                    .unwrap(),
+                0 => {
+                    super::super::spans::delete(conn, &super::super::IdRuns(vec![(first, first)])).unwrap();
+                    conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap();
+                }
+                k => {
+                    super::super::spans::set_state(conn, first, last, &states[k as usize % states.len()]).unwrap();
+                }
             };
-            set_spans(conn, first, last).unwrap();
             spans_agree(conn).unwrap();
             // The kept counts, which a write through the ledger keeps.
             super::super::recount(conn).unwrap();

@@ -585,16 +585,19 @@ mod tests {
         let now = t("2026-12-03T10:00:00Z");
         let rule = AdmitRule { dedupe: chrono::TimeDelta::hours(24), force: false, changed: false, resend_after: None };
         ledger.admit(&super::super::conformance::items(5), now, &rule).unwrap();
-        let set = |sql: &str| ledger.conn.execute(sql, []).unwrap();
-        set("UPDATE items SET state = 'in_flight' WHERE url LIKE '%/3'");
-        set("UPDATE items SET state = 'parked' WHERE url LIKE '%/1'");
-        set("UPDATE items SET state = 'accepted' WHERE url LIKE '%/4'");
-        let later = ts(now + chrono::TimeDelta::hours(1));
-        ledger.conn.execute("UPDATE items SET next_attempt_at = ?1 WHERE url LIKE '%/0'", [later]).unwrap();
-        // The kept counts and the spans, as a copy leaves them.
+        let set = |ending: &str, sql: &str| {
+            let id: i64 = ledger
+                .conn
+                .query_row("SELECT id FROM items WHERE url LIKE '%/' || ?1", [ending], |r| r.get(0))
+                .unwrap();
+            spans::set_state(&ledger.conn, id, id, sql).unwrap();
+        };
+        set("3", "state = 'in_flight'");
+        set("1", "state = 'parked'");
+        set("4", "state = 'accepted'");
+        set("0", &format!("next_attempt_at = {}", ts(now + chrono::TimeDelta::hours(1))));
+        // The kept counts, as a copy leaves them.
         recount(&ledger.conn).unwrap();
-        let last: i64 = ledger.conn.query_row("SELECT max(id) FROM items", [], |r| r.get(0)).unwrap();
-        super::batches::set_spans(&ledger.conn, 1, last).unwrap();
         let listed = |ledger: &mut SqliteLedger, states: Vec<StateFilter>, limit: Option<usize>| -> Vec<String> {
             let filter = ItemFilter { states, limit, ..Default::default() };
             ledger
@@ -673,13 +676,14 @@ mod tests {
     /// The kept counts equal a count of the rows by their state, and
     /// `queue_counts` a count of every item as readers see it, at `now`.
     fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
-        // The kept counts themselves: the rows by their own state.
+        // The kept counts themselves: the items by their own state, each
+        // item read through its span.
         let kept = "SELECT id, queued, in_flight, parked, accepted FROM groups ORDER BY id";
         let counted = "SELECT g.id,
-                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued'),
-                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'in_flight'),
-                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'parked'),
-                (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'accepted')
+                (SELECT COUNT(*) FROM item_rows WHERE group_id = g.id AND state = 'queued'),
+                (SELECT COUNT(*) FROM item_rows WHERE group_id = g.id AND state = 'in_flight'),
+                (SELECT COUNT(*) FROM item_rows WHERE group_id = g.id AND state = 'parked'),
+                (SELECT COUNT(*) FROM item_rows WHERE group_id = g.id AND state = 'accepted')
             FROM groups g ORDER BY g.id";
         let rows = |sql: &str| -> Vec<[i64; 5]> {
             let mut stmt = ledger.conn.prepare(sql).unwrap();
@@ -860,7 +864,7 @@ mod tests {
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().collect::<rusqlite::Result<_>>().unwrap()
         };
         assert_eq!(states(&ledger, "item_states").iter().filter(|(_, s)| s == "in_flight").count(), 4);
-        assert_eq!(states(&ledger, "items").iter().filter(|(_, s)| s == "in_flight").count(), 0);
+        assert_eq!(states(&ledger, "item_rows").iter().filter(|(_, s)| s == "in_flight").count(), 0);
         let done = ledger.reconcile(t("2026-12-04T10:00:00Z"), &Owner::current()).unwrap();
         assert_eq!((done.reservations, done.items), (1, 4));
         let expected: Vec<(i64, String)> =

@@ -102,6 +102,7 @@ pub(super) fn held(id: &str) -> String {
     )
 }
 
+#[cfg(test)]
 /// ` AND NOT held(id)` where a run of `in_flight` holds items of `group`
 /// (any group, with `None`), else nothing: a test a row, spared where no
 /// reservation holds any (usually).
@@ -130,7 +131,7 @@ fn items_by_state(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) ->
         }
         let by_url = if filter.url.is_some() { " AND i.url = ?3" } else { "" };
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {ITEM_COLUMNS} FROM items i CROSS JOIN groups g ON g.id = i.group_id
+            "SELECT {ITEM_COLUMNS} FROM item_rows i CROSS JOIN groups g ON g.id = i.group_id
                  LEFT JOIN requests r ON r.id = i.last_request_id
              WHERE i.group_id = ?1 AND i.state = ?2{clause}{by_url}
              ORDER BY i.next_attempt_at, i.id LIMIT ?4"
@@ -204,12 +205,6 @@ impl Queue for SqliteLedger {
             "group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
             params![group, fingerprint, ts(now)],
         )?;
-        tx.prepare(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL
-             WHERE group_id = ?1 AND state = 'parked' AND parked_fingerprint IS NOT ?2",
-        )?
-        .execute(params![group, fingerprint, ts(now)])?;
         let n: i64 = written.iter().map(|(first, last)| last - first + 1).sum();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
         super::commit(tx)?;
@@ -228,49 +223,55 @@ impl Queue for SqliteLedger {
         Ok(groups)
     }
 
+    /// The groups with a due item no reservation holds: each group's first
+    /// due span through the partial index, less what `in_flight` holds.
     fn due_groups(&mut self, now: DateTime<Utc>) -> Result<Vec<GroupKey>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT property, engine, target, channel FROM groups g
-             WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1{})
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, property, engine, target, channel FROM groups g
+             WHERE EXISTS (SELECT 1 FROM spans WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?1)
              ORDER BY property, engine, target",
-            and_not_held(&self.conn, None, "items.id")?
-        ))?;
+        )?;
         let mut rows = stmt.query([ts(now)])?;
         let mut groups = Vec::new();
         while let Some(r) = rows.next()? {
-            groups.push(stored_group(r.get(0)?, &r.get::<_, String>(1)?, r.get(2)?, &r.get::<_, String>(3)?)?);
+            let group: i64 = r.get(0)?;
+            if !super::claim::due_by_time(&self.conn, group, ts(now), 1)?.is_empty() {
+                groups.push(stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?);
+            }
         }
         Ok(groups)
     }
 
+    /// The due time of the group's queued span that is due first, less
+    /// what `in_flight` holds.
     fn next_due(&mut self, group: &GroupKey) -> Result<Option<DateTime<Utc>>> {
         let Some(group) = self.existing_group(group)? else { return Ok(None) };
-        let t: Option<i64> = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT MIN(next_attempt_at) FROM items WHERE group_id = ?1 AND state = 'queued'{}",
-                and_not_held(&self.conn, Some(group), "items.id")?
-            ))?
-            .query_row([group], |r| r.get(0))?;
-        Ok(opt_ts(t))
+        let first = super::claim::due_by_time(&self.conn, group, i64::MAX, 1)?;
+        Ok(first.first().map(|run| from_ts(run.due)))
     }
 
     fn queue_counts(&mut self, group: &GroupKey, now: DateTime<Utc>) -> Result<QueueCounts> {
         let Some(group) = self.existing_group(group)? else { return Ok(QueueCounts::default()) };
-        // The counts by state are kept in `groups` (a row in flight counted
-        // queued); the due rows are counted here, and those runs hold, run by
-        // run by id (`+`: no other index; one statement: one snapshot). Not the
-        // due rows no run holds, tested a row at a time: with a run in flight,
-        // that made `status` several times slower on a large queue
+        // The counts by state are kept in `groups` (an item in flight counted
+        // queued); the due items are counted here from the due spans, and
+        // those runs hold, run by run, from the spans each overlaps (`+`: no
+        // other index; one statement: one snapshot). Not the due items no
+        // run holds, tested one at a time: with a run in flight, that made
+        // `status` several times slower on a large queue
         // (docs/performance.md, *Measured choices*).
         let (queued, in_flight, parked, accepted, due, held, held_due) = self
             .conn
             .prepare_cached(
                 "SELECT queued, in_flight, parked, accepted,
-                     (SELECT COUNT(*) FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2),
+                     (SELECT COALESCE(SUM(last - first + 1), 0) FROM spans
+                      WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= ?2),
                      (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = g.id),
-                     (SELECT COUNT(*) FROM in_flight f CROSS JOIN items i ON i.id BETWEEN f.first AND f.last
-                      WHERE f.group_id = g.id AND +i.state = 'queued' AND +i.next_attempt_at <= ?2)
+                     (SELECT COALESCE(SUM(min(f.last, s.last) - max(f.first, s.first) + 1), 0)
+                      FROM in_flight f CROSS JOIN spans s
+                          ON s.first BETWEEN coalesce((SELECT max(first) FROM spans WHERE first <= f.first), f.first)
+                                         AND f.last
+                      WHERE f.group_id = g.id AND s.last >= f.first AND +s.state = 'queued'
+                          AND +s.next_attempt_at <= ?2)
                  FROM groups g WHERE id = ?1",
             )?
             .query_row(params![group, ts(now)], |r| {
@@ -332,11 +333,6 @@ impl Queue for SqliteLedger {
             params![ts(now)],
             &super::IdRuns::of(&ids),
         )?;
-        tx.prepare_cached(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?1, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL WHERE id IN rarray(?2)",
-        )?
-        .execute(params![ts(now), array(&ids)])?;
         let changed = ids.len();
         // A person's command, rare: the kept counts counted again.
         recount(&tx)?;
@@ -407,15 +403,8 @@ impl Queue for SqliteLedger {
             "state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL",
             "group_id = ?1 AND state = 'parked' AND last_request_id IN (
                  SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
-            params![group, texts.clone(), ts(now)],
+            params![group, texts, ts(now)],
         )?;
-        tx.prepare(
-            "UPDATE items SET state = 'queued', next_attempt_at = ?3, streak = 0, streak_started_at = NULL,
-                 parked_fingerprint = NULL
-             WHERE group_id = ?1 AND state = 'parked' AND last_request_id IN (
-                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason IN rarray(?2))",
-        )?
-        .execute(params![group, texts, ts(now)])?;
         let n: i64 = written.iter().map(|(first, last)| last - first + 1).sum();
         counted(&tx, group, Some(ItemState::Parked), Some(ItemState::Queued), n as u64)?;
         super::commit(tx)?;
@@ -428,11 +417,11 @@ impl Queue for SqliteLedger {
         let mut stmt = self.conn.prepare(
             "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
                     min(i.url), m.reminded_at, g.channel
-             FROM items i JOIN groups g ON g.id = i.group_id
-             LEFT JOIN requests r ON r.id = i.last_request_id
-             LEFT JOIN reminders m ON m.group_id = i.group_id AND m.reason = coalesce(r.reason, 'parked')
-             WHERE i.state = 'parked'
-             GROUP BY i.group_id, r.class, r.reason
+             FROM spans s CROSS JOIN items i ON i.id BETWEEN s.first AND s.last JOIN groups g ON g.id = s.group_id
+             LEFT JOIN requests r ON r.id = s.last_request_id
+             LEFT JOIN reminders m ON m.group_id = s.group_id AND m.reason = coalesce(r.reason, 'parked')
+             WHERE s.state = 'parked'
+             GROUP BY s.group_id, r.class, r.reason
              ORDER BY g.property, g.engine, g.target, r.reason",
         )?;
         let mut rows = stmt.query([])?;
@@ -605,7 +594,7 @@ pub(super) fn items_from_rows(conn: &Connection, filter: &ItemFilter, now: DateT
     };
     let columns = ITEM_COLUMNS.replacen("i.state", &state, 1);
     let sql = format!(
-        "SELECT {columns} FROM groups g CROSS JOIN items i ON i.group_id = g.id
+        "SELECT {columns} FROM groups g CROSS JOIN item_rows i ON i.group_id = g.id
              LEFT JOIN requests r ON r.id = i.last_request_id
          WHERE {clause}
          ORDER BY g.property, g.engine, g.target, {state}, i.next_attempt_at, i.id{limit}"

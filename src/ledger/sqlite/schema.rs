@@ -44,8 +44,11 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 /// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
 /// its branch — the batches, spans and hash runs, filled from the items
-/// (`batches::fill_from_items`), which stay until every reader has moved.
+/// (`batches::fill_from`); then `SCHEMA_12_ITEMS`.
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
+/// Schema 12's second step, once the spans are filled from the items: the
+/// items without their state columns.
+const SCHEMA_12_ITEMS: &str = include_str!("schema/0012_items.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -110,11 +113,12 @@ fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
         }
         if version < 12 && upto >= 12 {
             tx.execute_batch(SCHEMA_12)?;
-            super::batches::fill_from_items(tx, 0)?;
+            super::batches::fill_from(tx, super::batches::ITEMS_OF_SCHEMA_11, 0)?;
             // Every item's lastmod and action went into its batch row just
             // now, so this finds none to keep apart; it is the rule that
             // holds the table equal to the items from the first commit on.
             super::batches::set_changes(tx, i64::MIN, i64::MAX)?;
+            tx.execute_batch(SCHEMA_12_ITEMS)?;
         }
     Ok(())
 }
@@ -378,15 +382,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
         let conn = &ledger.conn;
-        let table: String =
-            conn.query_row("SELECT sql FROM sqlite_schema WHERE name = 'items'", [], |r| r.get(0)).unwrap();
-        assert!(table.contains("CHECK (state = 'queued'") && !table.contains(" IN ("), "{table}");
+        // The items check their action; their state is the spans' (schema
+        // 12), which check it the same way.
+        for (table, check) in [("items", "CHECK (action = 'updated'"), ("spans", "CHECK (state = 'queued'")] {
+            let sql: String =
+                conn.query_row("SELECT sql FROM sqlite_schema WHERE name = ?1", [table], |r| r.get(0)).unwrap();
+            assert!(sql.contains(check) && !sql.contains(" IN ("), "{sql}");
+        }
         conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
         let insert = |state: &str, action: &str, class: Option<&str>| {
+            let id: i64 = conn.query_row("SELECT COUNT(*) + 1 FROM items", [], |r| r.get(0))?;
             conn.execute(
-                "INSERT INTO items (group_id, url_key, url, state, action, enqueued_at, last_class)
-                 VALUES (1, (SELECT COUNT(*) FROM items), 'https://site.example/', ?1, ?2, 0, ?3)",
-                params![state, action, class],
+                "INSERT INTO items (id, group_id, url_key, url, action) VALUES (?1, 1, ?1, 'https://site.example/', ?2)",
+                params![id, action],
+            )?;
+            conn.execute(
+                "INSERT INTO spans (first, last, group_id, state, enqueued_at, last_class) VALUES (?1, ?1, 1, ?2, 0, ?3)",
+                params![id, state, class],
             )
         };
         insert("queued", "updated", None).unwrap();

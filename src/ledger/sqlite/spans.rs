@@ -151,20 +151,6 @@ pub(super) fn delete(tx: &Connection, ids: &IdRuns) -> Result<()> {
     Ok(())
 }
 
-/// A span of `group`, `first` to `last`, with `columns` (`SPAN_COLUMNS`),
-/// merged with its neighbours where alike.
-#[allow(dead_code)]
-pub(super) fn insert(tx: &Connection, group: i64, first: i64, last: i64, columns: &[Value]) -> Result<()> {
-    let marks = (4..4 + SPAN_WIDTH).map(|k| format!("?{k}")).collect::<Vec<_>>().join(", ");
-    tx.prepare_cached(&format!(
-        "INSERT OR FAIL INTO spans (first, last, group_id, {SPAN_COLUMNS}) VALUES (?1, ?2, ?3, {marks})"
-    ))?
-    .execute(rusqlite::params_from_iter(
-        [Value::from(first), last.into(), group.into()].into_iter().chain(columns.iter().cloned()),
-    ))?;
-    merge_over(tx, first, last)
-}
-
 /// The span holding each id asked, read by run: an id in the span last
 /// read is answered from it, another one seeks the span holding it (ids
 /// asked in ascending order read each span once).
@@ -196,6 +182,7 @@ impl<'c> Cursor<'c> {
 
 /// The state of each of `ids`, as the span holding it says; `None` for an
 /// id no span holds.
+#[cfg(test)]
 pub(super) fn states(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<SpanState>>> {
     let mut cursor = Cursor::new(conn)?;
     ids.iter().map(|&id| Ok(cursor.at(id)?.cloned())).collect()
@@ -238,7 +225,6 @@ impl SpanState {
 /// Sets `set` on the spans of `first` to `last` (a test's way to put
 /// items in a state, by the one primitive every write uses).
 #[cfg(test)]
-#[allow(dead_code)]
 pub(super) fn set_state(conn: &Connection, first: i64, last: i64, set: &str) -> Result<u64> {
     write(conn, set, "", &[], &IdRuns(vec![(first, last)]))
 }

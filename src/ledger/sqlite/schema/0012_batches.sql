@@ -1,9 +1,10 @@
 -- Schema 12, over schema 11: a ledger per batch (issue 48; docs/design.md,
 -- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
--- migration fills these tables from the items, which stay; admission and
--- copies write their new items' batch rows, and every write of the items
--- keeps the spans and the item changes equal to them (`sqlite/batches.rs`).
--- The released schema 12 will drop the items once every reader has moved.
+-- migration fills these tables from the items; admission and copies write
+-- their new items' batch rows. The spans hold the items' state from here
+-- on (`0012_items.sql` takes it off the items); every write of state is a
+-- write of spans (`sqlite/spans.rs`). The released schema 12 will drop the
+-- items once every reader of their texts has moved to the batch rows.
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their lastmods and actions where any is not the
@@ -38,8 +39,10 @@ CREATE TABLE item_changes (
     action  TEXT NOT NULL CHECK (action = 'updated' OR action = 'deleted')
 );
 
--- The state of the items `first` to `last`, all alike: what the items'
--- columns of the same names hold today. Spans never overlap; an item whose
+-- The state of the items `first` to `last`, all alike: what schema 11's
+-- items held in the columns of the same names. Every item is in one span
+-- of its own group; spans never overlap, never reach an id that is no
+-- item, and two adjacent spans of one group are never alike. An item whose
 -- fate differs from its run's has a span of its own.
 CREATE TABLE spans (
     first              INTEGER PRIMARY KEY,
@@ -83,23 +86,3 @@ CREATE TABLE hash_pages (
     PRIMARY KEY (run, first_hash)
 ) WITHOUT ROWID;
 
--- The items with their state, each joined to the span holding it: what
--- the items' rows held before the spans did, for the readers that want a
--- row an item (`ledger copy`, `queue retry` and `queue drop`'s filters,
--- the tests' oracles). A span is found by one seek on its key.
-CREATE VIEW item_rows AS
-SELECT i.id, i.group_id, i.url_key, i.url, s.state, i.action, i.lastmod, s.next_attempt_at, s.enqueued_at,
-       s.attempts, s.last_class, s.streak, s.streak_started_at, s.accepted_at, s.parked_fingerprint,
-       s.last_request_id
-FROM items i JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id;
-
--- Schema 9's view of the items with their state, a queued item a run of
--- `in_flight` holds shown in flight, now over `item_rows`.
-DROP VIEW item_states;
-CREATE VIEW item_states AS
-SELECT i.id, i.group_id, i.url_key, i.url,
-       CASE WHEN (SELECT f.last FROM in_flight f WHERE f.first <= i.id ORDER BY f.first DESC LIMIT 1) >= i.id
-            THEN 'in_flight' ELSE i.state END AS state,
-       i.action, i.lastmod, i.next_attempt_at, i.enqueued_at, i.attempts, i.last_class, i.streak,
-       i.streak_started_at, i.accepted_at, i.parked_fingerprint, i.last_request_id
-FROM item_rows i;
