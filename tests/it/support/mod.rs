@@ -744,10 +744,14 @@ pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
             )
             .unwrap();
         let mut item = tx
+            .prepare("INSERT INTO items (id, group_id, url_key, url, action) VALUES (?1, ?2, ?3, ?4, 'updated')")
+            .unwrap();
+        // The items' state, one span a request's items (schema 12).
+        let mut span = tx
             .prepare(
-                "INSERT INTO items (id, group_id, url_key, url, state, action, enqueued_at, attempts, last_class,
-                     streak, streak_started_at, accepted_at, last_request_id)
-                 VALUES (?1, ?2, ?3, ?4, 'accepted', 'updated', ?5, 1, 'accepted', 1, ?5, ?5, ?6)",
+                "INSERT INTO spans (first, last, group_id, state, enqueued_at, attempts, last_class, streak,
+                     streak_started_at, accepted_at, last_request_id)
+                 VALUES (?1, ?2, ?3, 'accepted', ?4, 1, 'accepted', 1, ?4, ?4, ?5)",
             )
             .unwrap();
         for lo in (first..first + n).step_by(10_000) {
@@ -767,8 +771,9 @@ pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
             for id in lo..=hi {
                 let url = format!("{site}/big/{id}");
                 let key = xxhash_rust::xxh3::xxh3_64(url.as_bytes()) as i64;
-                item.execute(rusqlite::params![id, group, key, url, at, request_id]).unwrap();
+                item.execute(rusqlite::params![id, group, key, url]).unwrap();
             }
+            span.execute(rusqlite::params![lo, hi, group, at, request_id]).unwrap();
         }
     }
     tx.execute("UPDATE groups SET accepted = accepted + ?1 WHERE id = ?2", [n, group]).unwrap();
