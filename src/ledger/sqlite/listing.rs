@@ -420,6 +420,23 @@ mod tests {
                 );
             }
         }
+        // Every item by id, in an order that is not the ids' (the last
+        // first, then the others ascending, one asked twice), from the
+        // spans by run against the rows.
+        let mut every = items_from_rows(&ledger.conn, &ItemFilter::default(), now).unwrap();
+        every.sort_by_key(|r| r.id);
+        if let Some(last) = every.pop() {
+            every.insert(0, last);
+        }
+        if let Some(again) = every.get(1).cloned() {
+            every.push(again);
+        }
+        let ids: Vec<i64> = every.iter().map(|r| r.id).collect();
+        let by_id: Vec<String> = ledger.items_by_id(&ids).unwrap().iter().map(|r| format!("{r:?}")).collect();
+        let from_rows: Vec<String> = every.iter().map(|r| format!("{r:?}")).collect();
+        if let Some(k) = (0..by_id.len().max(from_rows.len())).find(|&k| by_id.get(k) != from_rows.get(k)) {
+            panic!("step {step}, items by id, first differing at {k}:\n{:?}\n{:?}", by_id.get(k), from_rows.get(k));
+        }
     }
 
     /// `queue list` from the spans and batches lists what the items'

@@ -7,8 +7,11 @@ use super::{
     ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, Row,
     SqliteLedger, StateFilter, Utc, Value,
 };
+#[cfg(test)]
 use crate::ledger::sql::ITEM_COLUMNS;
 
+/// An item's row as `ITEM_COLUMNS` reads it (the tests' oracles).
+#[cfg(test)]
 pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
     let engine: String = r.get(3)?;
     let state: String = r.get(5)?;
@@ -302,18 +305,66 @@ impl Queue for SqliteLedger {
         super::listing::items(&self.conn, filter, now)
     }
 
-    /// One statement, in the order of `ids` (the array is the outer loop):
-    /// a statement per id was a read transaction per id outside a write —
-    /// two file locks each, most of a run again over a million queued URLs.
+    /// One statement for the items, in the order of `ids` (the array is
+    /// the outer loop): a statement per id was a read transaction per id
+    /// outside a write — two file locks each, most of a run again over a
+    /// million queued URLs. Each item's state from its span, read by run
+    /// (`spans::Cursor`: ids that follow each other in one span read it
+    /// once), its last request read once for all the items it names.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {ITEM_COLUMNS} FROM rarray(?1) AS k CROSS JOIN item_states i ON i.id = k.value
-                 CROSS JOIN groups g ON g.id = i.group_id LEFT JOIN requests r ON r.id = i.last_request_id"
-        ))?;
+        let conn = &self.conn;
+        let held = super::IdRuns::in_flight(conn)?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT i.id, i.url, g.property, g.engine, g.target, g.channel
+             FROM rarray(?1) AS k CROSS JOIN items i ON i.id = k.value CROSS JOIN groups g ON g.id = i.group_id",
+        )?;
+        let mut request_of =
+            conn.prepare_cached("SELECT reason, message, http_status, class FROM requests WHERE id = ?1")?;
+        type Request = (Option<String>, Option<String>, Option<u16>, Option<String>);
+        let mut request: Option<(i64, Request)> = None;
+        let mut spans = super::spans::Cursor::new(conn)?;
         let mut rows = stmt.query([array(ids)])?;
         let mut out = Vec::with_capacity(ids.len());
         while let Some(r) = rows.next()? {
-            out.push(item_row(r)?);
+            let id: i64 = r.get(0)?;
+            let engine: String = r.get(3)?;
+            let group = stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(5)?)?;
+            let Some(span) = spans.at(id)? else {
+                return Err(super::LedgerError::Invalid(format!("spans: item {id} is in no span")));
+            };
+            // An item a run of `in_flight` holds is in flight, whatever
+            // its span says (as the view `item_states` shows it).
+            let state = match held.holds(id) {
+                true => ItemState::InFlight,
+                false => stored("spans", "state", &span.state)?,
+            };
+            let (reason, message, status, class) = match span.last_request_id {
+                Some(at) if request.as_ref().is_some_and(|(known, _)| *known == at) => {
+                    request.as_ref().map(|(_, read)| read.clone()).unwrap_or_default()
+                }
+                Some(at) => {
+                    let read: Request = request_of
+                        .query_row([at], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                        .optional()?
+                        .unwrap_or_default();
+                    request = Some((at, read.clone()));
+                    read
+                }
+                None => Default::default(),
+            };
+            out.push(ItemRow {
+                id,
+                url: r.get(1)?,
+                group,
+                state,
+                next_attempt_at: opt_ts(span.next_attempt_at),
+                attempts: span.attempts as u32,
+                last_class: stored_opt("spans", "last_class", span.last_class.as_deref())?,
+                last_reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                last_message: message,
+                last_http_status: status,
+                accepted_at: opt_ts(span.accepted_at),
+            });
         }
         Ok(out)
     }
