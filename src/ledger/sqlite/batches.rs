@@ -585,6 +585,22 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .unwrap();
         assert_eq!(items.len(), 64, "the items stay");
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('items') ORDER BY cid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(columns, ["id", "group_id", "url_key", "url", "action", "lastmod"], "their state is the spans'");
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_index_list('items') ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(indexes, ["sqlite_autoindex_items_1"], "the (group, key) key alone");
         let groups: Vec<i64> = conn
             .prepare("SELECT id FROM groups ORDER BY id")
             .unwrap()

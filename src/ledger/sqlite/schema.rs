@@ -63,11 +63,11 @@ impl SqliteLedger {
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         }
         super::commit(tx)?;
-        // Schema 7 rebuilt a ledger's items, leaving the old table's pages
-        // free in the file, about half of it: they are given back once.
-        // Only the file's size depends on it, so a failure (a
+        // Schemas 7 and 12 rebuilt a ledger's items, leaving the old table's
+        // pages free in the file, about half of it: they are given back
+        // once. Only the file's size depends on it, so a failure (a
         // long-busy ledger) is said and the run goes on.
-        if (1..7).contains(&version) {
+        if (1..12).contains(&version) {
             if let Err(e) = self.conn.execute_batch("VACUUM") {
                 tracing::warn!("the ledger's schema is up to date, but its freed pages were not given back: {e}");
             }
