@@ -802,10 +802,8 @@ fn admit_batch(
     groups_exist(tx, &inserted.keys().copied().collect::<Vec<i64>>())?;
     insert_rows(
         tx,
-        &format!(
-            "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod)
-             SELECT column1, column2, column3, column4, column5, column6 FROM ("
-        ),
+        "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod)
+         SELECT column1, column2, column3, column4, column5, column6 FROM (",
         ")",
         6,
         &inserts,

@@ -5,8 +5,8 @@
 
 use super::claim::add_usage;
 use super::{
-    counted, insert_request, params, states_of, ts, Answered, Block, Class, IdRuns, InspectionAnswer,
-    ItemState, Recorded, Report, Result, RuleWindow, Tx,
+    counted, insert_request, params, states_of, ts, Answered, Block, Class, IdRuns, InspectionAnswer, ItemState,
+    Recorded, Report, Result, RuleWindow, Tx,
 };
 use crate::ledger::policy::{AnswerSteps, Move};
 

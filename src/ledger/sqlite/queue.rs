@@ -4,7 +4,7 @@
 use super::{
     array, counted, from_ts, group_id, insert_rows, opt_ts, params, params_from_iter, policy, recount, stored,
     stored_group, stored_last_reason, stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter,
-    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, Row,
+    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result,
     SqliteLedger, StateFilter, Utc, Value,
 };
 #[cfg(test)]
@@ -12,7 +12,7 @@ use crate::ledger::sql::ITEM_COLUMNS;
 
 /// An item's row as `ITEM_COLUMNS` reads it (the tests' oracles).
 #[cfg(test)]
-pub(super) fn item_row(r: &Row<'_>) -> Result<ItemRow> {
+pub(super) fn item_row(r: &super::Row<'_>) -> Result<ItemRow> {
     let engine: String = r.get(3)?;
     let state: String = r.get(5)?;
     let last_class: Option<String> = r.get(8)?;

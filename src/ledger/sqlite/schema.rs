@@ -78,48 +78,48 @@ impl SqliteLedger {
 
 /// The steps from schema `version` up to schema `upto`, in `tx`.
 fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
-        if version < 1 && upto >= 1 {
-            tx.execute_batch(SCHEMA_1)?;
-        }
-        if version < 2 && upto >= 2 {
-            upgrade_to_2(tx)?;
-        }
-        if version < 3 && upto >= 3 {
-            tx.execute_batch(SCHEMA_3)?;
-        }
-        if version < 4 && upto >= 4 {
-            tx.execute_batch(SCHEMA_4)?;
-        }
-        if version < 5 && upto >= 5 {
-            tx.execute_batch(SCHEMA_5)?;
-        }
-        if version < 6 && upto >= 6 {
-            tx.execute_batch(SCHEMA_6)?;
-        }
-        if version < 7 && upto >= 7 {
-            tx.execute_batch(SCHEMA_7)?;
-        }
-        if version < 8 && upto >= 8 {
-            tx.execute_batch(SCHEMA_8)?;
-        }
-        if version < 9 && upto >= 9 {
-            tx.execute_batch(SCHEMA_9)?;
-        }
-        if version < 10 && upto >= 10 {
-            tx.execute_batch(SCHEMA_10)?;
-        }
-        if version < 11 && upto >= 11 {
-            tx.execute_batch(SCHEMA_11)?;
-        }
-        if version < 12 && upto >= 12 {
-            tx.execute_batch(SCHEMA_12)?;
-            super::batches::fill_from(tx, super::batches::ITEMS_OF_SCHEMA_11, 0)?;
-            // Every item's lastmod and action went into its batch row just
-            // now, so this finds none to keep apart; it is the rule that
-            // holds the table equal to the items from the first commit on.
-            super::batches::set_changes(tx, i64::MIN, i64::MAX)?;
-            tx.execute_batch(SCHEMA_12_ITEMS)?;
-        }
+    if version < 1 && upto >= 1 {
+        tx.execute_batch(SCHEMA_1)?;
+    }
+    if version < 2 && upto >= 2 {
+        upgrade_to_2(tx)?;
+    }
+    if version < 3 && upto >= 3 {
+        tx.execute_batch(SCHEMA_3)?;
+    }
+    if version < 4 && upto >= 4 {
+        tx.execute_batch(SCHEMA_4)?;
+    }
+    if version < 5 && upto >= 5 {
+        tx.execute_batch(SCHEMA_5)?;
+    }
+    if version < 6 && upto >= 6 {
+        tx.execute_batch(SCHEMA_6)?;
+    }
+    if version < 7 && upto >= 7 {
+        tx.execute_batch(SCHEMA_7)?;
+    }
+    if version < 8 && upto >= 8 {
+        tx.execute_batch(SCHEMA_8)?;
+    }
+    if version < 9 && upto >= 9 {
+        tx.execute_batch(SCHEMA_9)?;
+    }
+    if version < 10 && upto >= 10 {
+        tx.execute_batch(SCHEMA_10)?;
+    }
+    if version < 11 && upto >= 11 {
+        tx.execute_batch(SCHEMA_11)?;
+    }
+    if version < 12 && upto >= 12 {
+        tx.execute_batch(SCHEMA_12)?;
+        super::batches::fill_from(tx, super::batches::ITEMS_OF_SCHEMA_11, 0)?;
+        // Every item's lastmod and action went into its batch row just
+        // now, so this finds none to keep apart; it is the rule that
+        // holds the table equal to the items from the first commit on.
+        super::batches::set_changes(tx, i64::MIN, i64::MAX)?;
+        tx.execute_batch(SCHEMA_12_ITEMS)?;
+    }
     Ok(())
 }
 
@@ -254,7 +254,6 @@ mod tests {
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
     }
-
 
     /// A group and two items of it, in the items' shape of schemas 7 to 11.
     const ITEMS_OF_SCHEMA_11: &str =

@@ -171,10 +171,7 @@ impl<'c> Cursor<'c> {
     /// The group and state of the span holding `id`; `None` if none does.
     pub(super) fn at(&mut self, id: i64) -> Result<Option<&SpanState>> {
         if !matches!(&self.span, Some((first, last, _)) if *first <= id && id <= *last) {
-            self.span = self
-                .seek
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, SpanState::read(r, 2)?)))
-                .optional()?;
+            self.span = self.seek.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, SpanState::read(r, 2)?))).optional()?;
         }
         Ok(self.span.as_ref().map(|(_, _, s)| s))
     }
