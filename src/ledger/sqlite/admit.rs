@@ -32,7 +32,7 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 /// group, the key it takes (`look_up::resolve`). First by hash (`by_hash`):
 /// per group, the URLs' 128-bit hashes through the group's hash runs
 /// (`batches::find_ids`), then the rows of the ids found, by primary key,
-/// ascending. The URLs not found (new, or dropped: an id found with no item
+/// ascending, and their state from their spans, read by run. The URLs not found (new, or dropped: an id found with no item
 /// row) are then looked up by key (`by_key`), which gives each new URL the
 /// key it takes. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or
 /// keys or more to read, each step is shared with it (`shared_by_hash`,
@@ -361,8 +361,9 @@ fn read_rows(
 /// The rows of `ids` (ascending), each to `sink` with its place in `ids`
 /// and its URL, 10,000 at a time, ascending — where they follow each other
 /// (a list read again in the order it was first read), each row is the
-/// table's next, not a new descent. An id with no row is skipped. An item
-/// a reservation holds (`held`) is in flight.
+/// table's next, not a new descent. An id with no row is skipped. Each
+/// item's state is its span's (`spans::Cursor`: a span read once for the
+/// ids it holds); an item a reservation holds (`held`) is in flight.
 fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(usize, &str, Existing)) -> Result<()> {
     let mut by_id = conn.prepare_cached(
         "SELECT i.id, i.url, i.action, i.lastmod FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",

@@ -17,7 +17,7 @@ impl AnswerSteps for Tx<'_> {
         let request = insert_request(conn, &Recorded::answer(group, answer))?;
         // Items answered before in this transaction (Bing's halves of a
         // batch) are counted from the state they are in; the others were
-        // claimed by this reservation, their rows still queued.
+        // claimed by this reservation, their spans still queued.
         let before = match answer.items.iter().any(|id| self.answered.contains(id)) {
             true => states_of(conn, &answer.items)?,
             false => vec![(ItemState::Queued, answer.items.len() as u64)],

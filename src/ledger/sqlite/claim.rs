@@ -4,8 +4,11 @@
 //! runs in policy's transaction (`BEGIN IMMEDIATE`: the write lock is held,
 //! so what is read stays so until it commits).
 //!
-//! A claim writes no item row: its reservation's runs of ids in
-//! `in_flight` hold what it took (schema 9), and the rows stay queued.
+//! A claim writes no span: its reservation's runs of ids in `in_flight`
+//! hold what it took (schema 9), and the spans stay queued. Every other
+//! write of state here (deferrals, moves of due times, reconcile) is a
+//! write of spans (`spans.rs`); the due items are read from the queued
+//! spans, never an item row.
 
 use super::super::batches as layout;
 use super::LedgerError;
@@ -132,7 +135,7 @@ pub(super) fn due_by_time(conn: &Connection, group: i64, now: i64, n: usize) -> 
 /// The due runs of `group` at `now` in the order "newest" takes them
 /// (`DueOrder::NEWEST`), until they hold `n` ids. Unlike the order by due
 /// time, no index holds this order (the items' rows were sorted too, every
-/// due row of the group read for it): every due span is read, and each is
+/// due row of the group read for it, before schema 12): every due span is read, and each is
 /// cut into runs of one sort key — a run of a batch with no lastmods and
 /// no `item_changes` is one key (the span's queued time) however long,
 /// an item with a lastmod of its own a run of its own. Only the best runs
@@ -654,7 +657,7 @@ impl ClaimSteps for Tx<'_> {
         Ok(Some((group, runs.iter().flat_map(|&(first, last, _)| first..=last).collect())))
     }
 
-    /// Their rows, queued all along, due now.
+    /// Their spans, queued all along, due now.
     fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let request = insert_request(self.conn, &Recorded::interrupted(group, now, items))?;
         let ids = IdRuns::of(items);

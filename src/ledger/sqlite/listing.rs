@@ -2,9 +2,8 @@
 //! 12's batches and spans (issue 48; docs/design.md, *A ledger per batch*)
 //! instead of the items: the spans by state give the ids and every state
 //! column, each id's URL comes from its batch's texts, and a URL becomes
-//! its id by its hash (`batches::find_ids`). The spans agree with the
-//! items at every commit (`batches::set_spans`), so what is read is what
-//! the items say.
+//! its id by its hash (`batches::find_ids`). The spans hold the items'
+//! state (schema 12), so what is read is the ledger's.
 
 use super::super::batches::{self as layout, url_hash};
 use super::{

@@ -624,8 +624,9 @@ impl Queue for SqliteLedger {
     }
 }
 
-/// `Queue::items` as read from the item rows before schema 12's spans:
-/// what the listing from the spans must equal, in the tests.
+/// `Queue::items` as read from the item rows before schema 12's spans,
+/// each item now joined to its span (`item_rows`) and sorted and filtered
+/// per item: what the listing from the spans must equal, in the tests.
 #[cfg(test)]
 pub(super) fn items_from_rows(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
     if !filter.states.is_empty() && and_not_held(conn, None, "i.id")?.is_empty() {
