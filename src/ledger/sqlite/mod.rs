@@ -874,8 +874,9 @@ mod tests {
         assert_counts(&mut ledger, t("2026-12-04T10:00:00Z"));
     }
 
-    /// A claim writes no item row (schema 9): the rows it takes are not
-    /// updated (a trigger would see it), and are in flight by their
+    /// A claim writes no item row (schema 9) and no span (schema 12): what
+    /// it takes is not written (a trigger would see it, as it sees the
+    /// reconcile's write of their span), and is in flight by their
     /// reservation's runs — counted and listed so, and taken by no other
     /// claim — until a reconcile (or an answer) moves them.
     #[test]
@@ -890,7 +891,10 @@ mod tests {
             .conn
             .execute_batch(
                 "CREATE TEMP TABLE touched (id INTEGER);
-                 CREATE TEMP TRIGGER touched AFTER UPDATE ON main.items BEGIN INSERT INTO touched VALUES (new.id); END;",
+                 CREATE TEMP TRIGGER touched AFTER UPDATE ON main.items BEGIN INSERT INTO touched VALUES (new.id); END;
+                 CREATE TEMP TRIGGER span_cut AFTER INSERT ON main.spans BEGIN INSERT INTO touched VALUES (new.first); END;
+                 CREATE TEMP TRIGGER span_set AFTER UPDATE ON main.spans BEGIN INSERT INTO touched VALUES (new.first); END;
+                 CREATE TEMP TRIGGER span_gone AFTER DELETE ON main.spans BEGIN INSERT INTO touched VALUES (old.first); END;",
             )
             .unwrap();
         let me = Owner::current();
@@ -906,7 +910,7 @@ mod tests {
         let first = ledger.claim(&b, &spec(3), &dead, &mut |_, _, _| {}).unwrap();
         assert_eq!(first.items.len(), 3);
         let touched: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM touched", [], |r| r.get(0)).unwrap();
-        assert_eq!(touched, 0, "no item row written");
+        assert_eq!(touched, 0, "no item row or span written");
         let counts = ledger.queue_counts(&b, now).unwrap();
         assert_eq!((counts.due, counts.in_flight), (2, 3), "{counts:?}");
         let listed = ledger.items(&ItemFilter { states: vec![StateFilter::InFlight], ..ItemFilter::default() }, now);
@@ -921,7 +925,11 @@ mod tests {
         assert_eq!(second.items.len(), 2, "only the items no reservation holds");
         assert!(second.items.iter().all(|i| !first.items.iter().any(|f| f.id == i.id)));
         // The dead owner's three go back to the queue.
+        let touched: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM touched", [], |r| r.get(0)).unwrap();
+        assert_eq!(touched, 0, "no item row or span written by either claim");
         assert_eq!(ledger.reconcile(now, &me).unwrap().items, 3);
+        let touched: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM touched", [], |r| r.get(0)).unwrap();
+        assert!(touched > 0, "a reconcile writes their span, which the triggers see");
         let runs: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM in_flight", [], |r| r.get(0)).unwrap();
         assert_eq!(runs, 1, "the second claim's run");
         assert_counts(&mut ledger, now);
