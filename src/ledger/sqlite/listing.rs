@@ -404,6 +404,11 @@ mod tests {
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
         for filter in filters {
+            // The ids `queue retry` and `queue drop` would act on: from the
+            // spans (no URL) against each item joined to its span.
+            let by_spans = super::super::queue::runs_of_filter(&ledger.conn, &filter, now).unwrap().ids();
+            let by_rows = super::super::queue::ids_of_filter(&ledger.conn, &filter, now).unwrap().ids();
+            assert_eq!(by_spans, by_rows, "step {step}, {filter:?}: the ids a filter names");
             let from_spans: Vec<String> =
                 ledger.items(&filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
             let from_rows: Vec<String> =

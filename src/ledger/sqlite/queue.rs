@@ -96,6 +96,84 @@ fn filter_by_ids(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> 
     Ok((format!("{clause} AND id IN ({})", ids.join(", ")), values))
 }
 
+/// The ids `filter` names at `now`, as runs: each item joined to its span
+/// and tested (`item_rows`), the URL given as its ids (`filter_by_ids`).
+pub(super) fn ids_of_filter(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<super::IdRuns> {
+    let (clause, values) = filter_by_ids(conn, filter, now)?;
+    let ids: Vec<i64> = conn
+        .prepare(&format!("SELECT id FROM item_rows AS items WHERE {clause} ORDER BY id"))?
+        .query_map(params_from_iter(values), |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(super::IdRuns::of(&ids))
+}
+
+/// The ids a filter with no URL names at `now`, as runs, from the spans
+/// alone: each group the filter names, the spans of each state it asks
+/// for (through the partial indexes for queued and parked spans), a
+/// queued span less the ids a run of `in_flight` holds (those are in
+/// flight, which a filter of queued states does not name). A filter that
+/// names items in flight (a queued item held, or a span of its own state)
+/// is read per item instead (`ids_of_filter`).
+pub(super) fn runs_of_filter(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<super::IdRuns> {
+    if filter.url.is_some() || filter.states.is_empty() || filter.states.contains(&StateFilter::InFlight) {
+        return ids_of_filter(conn, filter, now);
+    }
+    let held = super::IdRuns::in_flight(conn)?;
+    let engine = filter.engine.map(|e| e.as_str().to_string());
+    let groups: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
+                 AND (?3 IS NULL OR target = ?3)",
+        )?
+        .query_map(params![filter.property, engine, filter.target], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let asked = |f: StateFilter| filter.states.contains(&f);
+    let queued = match (asked(StateFilter::Due), asked(StateFilter::Waiting)) {
+        (true, true) => Some("state = 'queued'".to_string()),
+        (true, false) => Some(format!("state = 'queued' AND next_attempt_at <= {}", ts(now))),
+        (false, true) => Some(format!("state = 'queued' AND next_attempt_at > {}", ts(now))),
+        (false, false) => None,
+    };
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for group in groups {
+        if let Some(queued) = &queued {
+            let mut stmt =
+                conn.prepare_cached(&format!("SELECT first, last FROM spans WHERE group_id = ?1 AND {queued}"))?;
+            for span in stmt.query_map([group], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
+                let (first, last) = span?;
+                runs.extend(free_of(first, last, &held));
+            }
+        }
+        for (state, name) in [(StateFilter::Parked, "parked"), (StateFilter::Accepted, "accepted")] {
+            if asked(state) {
+                let mut stmt =
+                    conn.prepare_cached("SELECT first, last FROM spans WHERE group_id = ?1 AND state = ?2")?;
+                for span in stmt.query_map(params![group, name], |r| Ok((r.get(0)?, r.get(1)?)))? {
+                    runs.push(span?);
+                }
+            }
+        }
+    }
+    runs.sort_unstable();
+    Ok(super::IdRuns(runs))
+}
+
+/// The parts of the ids `first` to `last` that no run of `held` holds.
+fn free_of(first: i64, last: i64, held: &super::IdRuns) -> Vec<(i64, i64)> {
+    let mut parts = Vec::new();
+    let mut at = first;
+    for &(a, b) in held.0.iter().filter(|&&(a, b)| b >= first && a <= last) {
+        if a > at {
+            parts.push((at, a - 1));
+        }
+        at = at.max(b + 1);
+    }
+    if at <= last {
+        parts.push((at, last));
+    }
+    parts
+}
+
 /// Whether a run of `in_flight` holds the item whose id is `id` (SQL): the
 /// run with the greatest `first` at or before it reaches it (runs never
 /// overlap). The view `item_states` asks the same.
@@ -372,23 +450,21 @@ impl Queue for SqliteLedger {
     fn retry(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::retry_states(filter);
         let tx = self.begin()?;
-        let (clause, values) = filter_by_ids(&tx, &filter, now)?;
-        let ids: Vec<i64> = tx
-            .prepare(&format!("SELECT id FROM item_rows AS items WHERE {clause} ORDER BY id"))?
-            .query_map(params_from_iter(values), |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        super::spans::write(
+        let runs = match filter.url {
+            None => runs_of_filter(&tx, &filter, now)?,
+            Some(_) => ids_of_filter(&tx, &filter, now)?,
+        };
+        let changed = super::spans::write(
             &tx,
             "state = 'queued', next_attempt_at = ?1, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL",
             "",
             params![ts(now)],
-            &super::IdRuns::of(&ids),
+            &runs,
         )?;
-        let changed = ids.len();
         // A person's command, rare: the kept counts counted again.
         recount(&tx)?;
         super::commit(tx)?;
-        Ok(changed as u64)
+        Ok(changed)
     }
 
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
