@@ -257,7 +257,7 @@ pub(super) enum Fill {
 }
 
 /// A span's state columns, in `spans`' order after `last`.
-const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
+pub(super) const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
     accepted_at, parked_fingerprint, last_request_id";
 
 /// The state columns of an item (`SPAN_COLUMNS`), as `spans` keeps them.
@@ -446,7 +446,7 @@ pub(super) fn lock_spans(tx: &mut impl GenericClient, groups: &[i64]) -> Result<
 
 /// `SPAN_COLUMNS`' columns of the row `lag` reads before this one, each
 /// equal to this row's (a NULL equal to a NULL), as SQL.
-fn alike_before() -> String {
+pub(super) fn alike_before() -> String {
     SPAN_COLUMNS
         .split(',')
         .map(|c| format!("lag({0}) OVER w IS NOT DISTINCT FROM {0}", c.trim()))

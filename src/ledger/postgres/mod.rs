@@ -69,6 +69,7 @@ mod queue;
 mod runs;
 mod schema;
 mod sitemaps;
+mod spans;
 
 use admit::{
     ghost_urls, source_documents, source_failures, store_ghost_urls, store_source_documents, store_source_failures,
