@@ -2,6 +2,7 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
+use super::spans::{shifted, write_spans, Runs};
 use super::Action;
 use super::{
     connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
@@ -359,21 +360,16 @@ impl Intake for PgLedger {
             let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             hold_groups(tx, Some(&group_ids))?;
             let found = look_up(tx, None, batch, &group_ids, true)?;
-            let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
+            let named = policy::announced(&found, &group_ids);
+            let mut ids: Vec<i64> = named.iter().map(|(_, id)| *id).collect();
             ids.sort_unstable();
             ids.dedup();
-            let written: Vec<(i64, i64)> = tx
-                .query(
-                    "UPDATE items SET state = 'accepted', accepted_at = $2, last_class = 'accepted',
-                         next_attempt_at = NULL, streak = 0, streak_started_at = NULL
-                     WHERE id = ANY($1) AND state = 'queued' RETURNING group_id, id",
-                    &[&ids, &now],
-                )?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            super::batches::set_spans(tx, &written)?;
-            Ok(written.len() as u64)
+            tx.execute(
+                &format!("UPDATE items SET {} WHERE id = ANY($1) AND state = 'queued'", shifted(ANNOUNCED, -2)),
+                &[&ids, &now],
+            )?;
+            let written = write_spans(tx, &Runs::of(&named), ANNOUNCED, "state = 'queued'", &[&now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 
@@ -693,14 +689,10 @@ pub(super) fn admit_once(
     super::batches::new_queued_spans(&mut tx, &new, now)?;
     for ((group, action, due), ids) in &plan.requeued {
         tx.execute(
-            &format!(
-                "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
-                 streak_started_at = NULL WHERE {}",
-                items_named(ids)
-            ),
+            &format!("UPDATE items SET action = $2, {} WHERE {}", shifted(REQUEUED, -1), items_named(ids)),
             &[ids, &action.as_str(), &now, &sec(*due)],
         )?;
-        super::batches::set_spans_of_group(&mut tx, *group, ids)?;
+        write_spans(&mut tx, &Runs::of_group(*group, ids), REQUEUED, "true", &[&now, &sec(*due)])?;
     }
     if !plan.updates.is_empty() {
         let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
@@ -722,6 +714,14 @@ pub(super) fn admit_once(
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
     Ok((out, created))
 }
+
+/// An announced item's state, over a span's columns: accepted at `$4`.
+const ANNOUNCED: &str = "state = 'accepted', accepted_at = $4, last_class = 'accepted', next_attempt_at = NULL,
+     streak = 0, streak_started_at = NULL";
+
+/// A requeued item's state, over a span's columns: queued at `$4`, due at
+/// `$5`.
+const REQUEUED: &str = "state = 'queued', next_attempt_at = $5, enqueued_at = $4, streak = 0, streak_started_at = NULL";
 
 /// Whether `err` is an insert's item meeting another item of the same
 /// (group, key): the `items_key` constraint.

@@ -257,7 +257,8 @@ pub(super) enum Fill {
 }
 
 /// A span's state columns, in `spans`' order after `last`.
-pub(super) const SPAN_COLUMNS: &str = "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
+pub(super) const SPAN_COLUMNS: &str =
+    "state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
     accepted_at, parked_fingerprint, last_request_id";
 
 /// The state columns of an item (`SPAN_COLUMNS`), as `spans` keeps them.
@@ -519,30 +520,21 @@ fn rewrite(tx: &mut impl GenericClient, parts: &str, params: &[&(dyn pg::types::
     Ok(())
 }
 
-/// The spans of the items `written` names, as (group, id) in any order,
-/// made to agree with the items again after a write that changed, created
-/// or deleted them (`rewrite`): the items of each run read back, in the
-/// same statement, and cut into spans with window functions. Reading them
-/// back keeps one rule for every kind of write, whatever its statement
-/// did to each row; an answer to a batch of 10,000 is one run, one
-/// statement. As SQLite's `set_spans`.
-pub(super) fn set_spans(tx: &mut impl GenericClient, written: &[(i64, i64)]) -> Result<()> {
-    if written.is_empty() {
+/// The spans of a copy's new items (`copy_items`' fresh rows, `fresh` as
+/// (group, id)): the staged columns of each, the last request mapped to
+/// the target's, cut at a gap, a change of group or of a column, and
+/// merged with a neighbour that is alike. Not read back from the items.
+pub(super) fn copied_spans(tx: &mut impl GenericClient, fresh: &[(i64, i64)]) -> Result<()> {
+    if fresh.is_empty() {
         return Ok(());
     }
-    let (groups, ids): (Vec<i64>, Vec<i64>) = written.iter().copied().unzip();
+    let (groups, ids): (Vec<i64>, Vec<i64>) = fresh.iter().copied().unzip();
     lock_spans(tx, &groups)?;
-    let parts = format!(
-        "SELECT i.group_id, i.id, i.id, {} FROM r JOIN items i ON i.id BETWEEN r.f AND r.l AND i.group_id = r.g",
-        SPAN_COLUMNS.split(',').map(|c| format!("i.{}", c.trim())).collect::<Vec<_>>().join(", ")
-    );
-    rewrite(tx, &parts, &[&groups, &ids])
-}
-
-/// `set_spans` for `ids` (any order), all of `group`.
-pub(super) fn set_spans_of_group(tx: &mut impl GenericClient, group: i64, ids: &[i64]) -> Result<()> {
-    let written: Vec<(i64, i64)> = ids.iter().map(|id| (group, *id)).collect();
-    set_spans(tx, &written)
+    let parts = "SELECT c.grp, c.dst, c.dst, c.state, c.next_attempt_at, c.enqueued_at, c.attempts, c.last_class,
+                     c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, q.dst
+                 FROM r JOIN copy_items c ON c.fresh AND c.grp = r.g AND c.dst BETWEEN r.f AND r.l
+                     LEFT JOIN copy_requests q ON q.src = c.last_request";
+    rewrite(tx, parts, &[&groups, &ids])
 }
 
 /// The spans of an admission's new items, (group, id) in any order, as
@@ -987,7 +979,10 @@ mod tests {
                         )?,
                     };
                     let written: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-                    set_spans(tx, &written)?;
+                    match kind {
+                        0 => super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&written))?,
+                        k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
+                    }
                     if let Err(e) = spans_agree(tx) {
                         panic!("step {step}, ids {first}-{last}: {e}");
                     }

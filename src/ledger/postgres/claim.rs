@@ -9,6 +9,7 @@
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
+use super::spans::{shifted, write_spans, Runs};
 use super::{
     group_id, insert_request, items_named, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient,
     GroupKey, Now, Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
@@ -116,6 +117,15 @@ macro_rules! due {
 /// made a claim on a large queue more than twice as slow (docs/performance.md,
 /// *Measured choices*).
 const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
+
+/// A claim's deferral of due items, over a span's columns: `$4` the time
+/// they are due again.
+const DEFERRED: &str = "next_attempt_at = $4";
+
+/// Items a killed run held, queued all along, due again now (`$4`), an
+/// attempt counted against the request `$5` that records it.
+const INTERRUPTED: &str =
+    "next_attempt_at = $4, attempts = attempts + 1, last_class = 'transient', last_request_id = $5";
 
 impl ClaimSteps for Tx<'_, '_> {
     /// The database server's clock, shifted like this machine's by
@@ -295,7 +305,7 @@ impl ClaimSteps for Tx<'_, '_> {
                     &[&group, &sec(now), &sec(until), ids, &limit],
                 )?;
                 let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                super::batches::set_spans_of_group(self.tx, group, &deferred)?;
+                write_spans(self.tx, &Runs::of_group(group, &deferred), DEFERRED, "true", &[&sec(until)])?;
                 return Ok(deferred);
             }
         };
@@ -310,7 +320,7 @@ impl ClaimSteps for Tx<'_, '_> {
             &[&group, &sec(now), &sec(until), &after_at, &after_id, &limit],
         )?;
         let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        super::batches::set_spans_of_group(self.tx, group, &deferred)?;
+        write_spans(self.tx, &Runs::of_group(group, &deferred), DEFERRED, "true", &[&sec(until)])?;
         Ok(deferred)
     }
 
@@ -336,7 +346,16 @@ impl ClaimSteps for Tx<'_, '_> {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        super::batches::set_spans(self.tx, &moved)
+        // Each moved id its own run, its span given its own due time.
+        write_spans(
+            self.tx,
+            &Runs::each(&moved),
+            "next_attempt_at = (SELECT at FROM unnest($4::bigint[], $5::timestamptz[]) AS m (id, at)
+                                WHERE m.id = spans.first)",
+            "true",
+            &[&ids, &at],
+        )?;
+        Ok(())
     }
 
     fn charge(&mut self, rules: &[RuleWindow], units: u64, now: DateTime<Utc>) -> Result<bool> {
@@ -386,15 +405,11 @@ impl ClaimSteps for Tx<'_, '_> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
         self.tx.execute(
-            &format!(
-                "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
-                 last_request_id = $3
-                 WHERE state = 'queued' AND {}",
-                items_named(items)
-            ),
+            &format!("UPDATE items SET {} WHERE state = 'queued' AND {}", shifted(INTERRUPTED, -2), items_named(items)),
             &[&items, &now, &request],
         )?;
-        super::batches::set_spans_of_group(self.tx, group, items)
+        write_spans(self.tx, &Runs::of_group(group, items), INTERRUPTED, "state = 'queued'", &[&now, &request])?;
+        Ok(())
     }
 
     fn end(&mut self, reservation: i64) -> Result<()> {

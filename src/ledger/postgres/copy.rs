@@ -7,6 +7,7 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
+use super::spans::{write_spans, Runs};
 use super::{
     ghost_urls, group_id_or_create, hold_groups, pg, retrying, source_documents, source_failures, store_ghost_urls,
     store_source_documents, store_source_failures, stored, stored_group, stored_opt, stored_reason, url_key, Copied,
@@ -21,6 +22,16 @@ use pg::types::{ToSql, Type};
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
+
+/// An item updated by a copy, over its span's columns (the span of this
+/// one item, `spans.first`): the staged values, its last request the
+/// target's id of the source's, or its own where the source names none
+/// the copy brought.
+const COPIED: &str = "(state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
+         accepted_at, parked_fingerprint, last_request_id) =
+     (SELECT c.state, c.next_attempt_at, c.enqueued_at, c.attempts, c.last_class, c.streak, c.streak_started_at,
+             c.accepted_at, c.parked_fingerprint, COALESCE(r.dst, spans.last_request_id)
+      FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request WHERE c.dst = spans.first)";
 
 impl Rows for PgLedger {
     fn schema_version(&mut self) -> Result<i64> {
@@ -341,6 +352,9 @@ impl copy::Stage for Staging<'_, '_> {
         Ok(())
     }
 
+    /// The items the source holds and the target too: their staged
+    /// values written over the target's, the last request mapped to the
+    /// target's (`COPIED` over their spans).
     fn write_items(&mut self) -> Result<u64> {
         let updated: Vec<(i64, i64)> = self
             .tx
@@ -360,16 +374,20 @@ impl copy::Stage for Staging<'_, '_> {
             .map(|r| (r.get(0), r.get(1)))
             .collect();
         let inserted = self.tx.execute(sql::INSERT_FRESH_ITEMS, &[])?;
-        // Issue 48, on its branch: the new items as batch rows too, and
-        // the spans of every item written, new or not, read back from
-        // their rows.
-        let mut written = updated.clone();
+        // Issue 48, on its branch: the updated items' spans given the
+        // staged values, each item a run of its own; the new items as
+        // batch rows and spans of their staged values.
+        write_spans(self.tx, &Runs::each(&updated), COPIED, "true", &[])?;
         if inserted > 0 {
             super::batches::fill_from_items(self.tx, super::batches::Fill::Copied)?;
-            let fresh = self.tx.query("SELECT grp, dst FROM copy_items WHERE fresh", &[])?;
-            written.extend(fresh.iter().map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1))));
+            let fresh: Vec<(i64, i64)> = self
+                .tx
+                .query("SELECT grp, dst FROM copy_items WHERE fresh", &[])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            super::batches::copied_spans(self.tx, &fresh)?;
         }
-        super::batches::set_spans(self.tx, &written)?;
         // The updated items' lastmods and actions (the new items' batch
         // rows were written from their current values).
         let updated_ids: Vec<i64> = updated.iter().map(|(_, id)| *id).collect();

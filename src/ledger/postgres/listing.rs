@@ -508,7 +508,10 @@ mod tests {
                         )?,
                     };
                     let written: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-                    super::super::batches::set_spans(tx, &written)?;
+                    match kind {
+                        0 => super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&written))?,
+                        k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
+                    }
                     super::super::batches::spans_agree(tx)?;
                     // Reservations over a third of the steps, some listing
                     // ids of two spans or two groups' batches.

@@ -3,6 +3,7 @@
 //! reservation lists is in flight, its row still `queued` (`in_flight`,
 //! `item_states`: schema 8); the kept counts count it queued.
 
+use super::spans::{delete_spans, shifted, write_spans, write_whole_spans, Runs};
 use super::{
     group_id, hold_groups, pg, policy, sec, stored, stored_group, stored_last_reason, stored_opt, url_key, DateTime,
     GroupKey, ItemFilter, ItemRow, NoticeClaim, ParkedGroup, PgLedger, Queue, QueueCounts, Reason, Result, Row,
@@ -105,24 +106,24 @@ pub(super) fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
     values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
 }
 
+/// Parked items queued again, over a span's columns: due at `$3`.
+const UNPARKED: &str =
+    "state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL";
+
+/// Items queued again by `queue retry`, over a span's columns: due at
+/// `$4`.
+const RETRIED: &str =
+    "state = 'queued', next_attempt_at = $4, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL";
+
 impl Queue for PgLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let now = sec(now);
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            let ids: Vec<i64> = tx
-                .query(
-                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL
-                     WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2
-                     RETURNING id",
-                    &[&group, &fingerprint, &now],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            super::batches::set_spans_of_group(tx, group, &ids)?;
-            Ok(ids.len() as u64)
+            let filter = "group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2";
+            tx.execute(&format!("UPDATE items SET {UNPARKED} WHERE {filter}"), &[&group, &fingerprint, &now])?;
+            let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &fingerprint, &now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 
@@ -224,17 +225,17 @@ impl Queue for PgLedger {
             let written: Vec<(i64, i64)> = tx
                 .query(
                     &format!(
-                        "UPDATE items AS u SET state = 'queued', next_attempt_at = $1, streak = 0,
-                             streak_started_at = NULL, parked_fingerprint = NULL
+                        "UPDATE items AS u SET {}
                          FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}
-                         RETURNING u.group_id, u.id"
+                         RETURNING u.group_id, u.id",
+                        shifted(RETRIED, -3)
                     ),
                     &refs(&values),
                 )?
                 .iter()
                 .map(|r| (r.get(0), r.get(1)))
                 .collect();
-            super::batches::set_spans(tx, &written)?;
+            write_spans(tx, &Runs::of(&written), RETRIED, "true", &[&sec(now)])?;
             Ok(written.len() as u64)
         })
     }
@@ -253,7 +254,7 @@ impl Queue for PgLedger {
                 &refs(&values),
             )?;
             let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
-            super::batches::set_spans(tx, &gone)?;
+            delete_spans(tx, &Runs::of(&gone))?;
             let gone_ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
             super::batches::set_changes(tx, &gone_ids)?;
             // A drop removes items, not history: their requests stay, and an
@@ -281,20 +282,11 @@ impl Queue for PgLedger {
         let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            let ids: Vec<i64> = tx
-                .query(
-                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL
-                     WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
-                         SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))
-                     RETURNING id",
-                    &[&group, &texts, &now],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            super::batches::set_spans_of_group(tx, group, &ids)?;
-            Ok(ids.len() as u64)
+            let filter = "group_id = $1 AND state = 'parked' AND last_request_id IN (
+                SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))";
+            tx.execute(&format!("UPDATE items SET {UNPARKED} WHERE {filter}"), &[&group, &texts, &now])?;
+            let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &texts, &now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 

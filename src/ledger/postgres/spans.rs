@@ -15,7 +15,7 @@ use super::{pg, GenericClient, Result};
 type Param<'a> = &'a (dyn pg::types::ToSql + Sync);
 
 /// Runs of consecutive ids, each of one group, as three parallel arrays,
-/// in (group, first id) order; no two runs overlap or touch.
+/// in (group, first id) order; no two runs overlap (`each`'s may touch).
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Runs {
     groups: Vec<i64>,
@@ -47,6 +47,20 @@ impl Runs {
     /// The runs of `ids` (any order), all of `group`.
     pub(super) fn of_group(group: i64, ids: &[i64]) -> Runs {
         Runs::of(&ids.iter().map(|id| (group, *id)).collect::<Vec<_>>())
+    }
+
+    /// Each of the (group, id) pairs `ids` a run of its own (they may
+    /// touch): for a write that gives each item a value of its own, whose
+    /// `SET` then finds the item's value by `spans.first`.
+    pub(super) fn each(ids: &[(i64, i64)]) -> Runs {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        Runs {
+            groups: ids.iter().map(|p| p.0).collect(),
+            firsts: ids.iter().map(|p| p.1).collect(),
+            lasts: ids.iter().map(|p| p.1).collect(),
+        }
     }
 
     /// The runs of spans as (group, first, last), which may touch: those
@@ -241,6 +255,43 @@ pub(super) fn delete_spans(tx: &mut impl GenericClient, runs: &Runs) -> Result<(
     Ok(())
 }
 
+/// `sql` with each parameter `$n` renumbered `$(n + by)`: a write's `SET`,
+/// written for `write_spans` (from `$4`), as its items' statement numbers
+/// it. Until the items lose their state columns, such a statement still
+/// runs beside the spans'.
+pub(super) fn shifted(sql: &str, by: i32) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '$' {
+            let mut n = String::new();
+            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                n.push(*d);
+                chars.next();
+            }
+            if let Ok(k) = n.parse::<i32>() {
+                out.push_str(&(k + by).to_string());
+            }
+        }
+    }
+    out
+}
+
+/// For tests: the items `first` to `last` (whatever their groups) given
+/// the state `set` (a `SET` list over a span's columns, no parameters)
+/// through `write_spans`, as `UPDATE items SET … WHERE id BETWEEN` did.
+#[cfg(test)]
+pub(super) fn set_state(tx: &mut impl GenericClient, first: i64, last: i64, set: &str) -> Result<()> {
+    let named: Vec<(i64, i64)> = tx
+        .query("SELECT group_id, id FROM items WHERE id BETWEEN $1 AND $2", &[&first, &last])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    write_spans(tx, &Runs::of(&named), set, "true", &[])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +304,14 @@ mod tests {
         assert!(Runs::of(&[]).is_empty());
         let spans = Runs::of_spans(&[(1, 5, 9), (1, 1, 4), (1, 11, 12), (2, 1, 1)]);
         assert_eq!(spans, Runs { groups: vec![1, 1, 2], firsts: vec![1, 11, 1], lasts: vec![9, 12, 1] });
+    }
+
+    #[test]
+    fn a_set_is_renumbered_for_the_items_statement() {
+        assert_eq!(
+            shifted("a = $4, b = CASE WHEN $10 THEN $5 END, c = 'x$'", -2),
+            "a = $2, b = CASE WHEN $8 THEN $3 END, c = 'x$'"
+        );
     }
 
     /// The primitive agrees with the items' own statements: 300 writes of
@@ -299,10 +358,19 @@ mod tests {
                  last_class = 'accepted'",
                 "true",
             ),
-            ("state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL", "true"),
-            ("state = 'queued', next_attempt_at = '2026-12-03T09:00:05Z', streak = 0, streak_started_at = NULL", "true"),
+            (
+                "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL",
+                "true",
+            ),
+            (
+                "state = 'queued', next_attempt_at = '2026-12-03T09:00:05Z', streak = 0, streak_started_at = NULL",
+                "true",
+            ),
             ("attempts = attempts + 1, last_request_id = 7", "state = 'queued'"),
-            ("state = 'queued', parked_fingerprint = NULL, next_attempt_at = '2026-12-03T09:00:05Z'", "state = 'parked'"),
+            (
+                "state = 'queued', parked_fingerprint = NULL, next_attempt_at = '2026-12-03T09:00:05Z'",
+                "state = 'parked'",
+            ),
         ];
         let mut seed: u64 = 4812;
         let mut next = |n: u64| {
