@@ -2,7 +2,7 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
-use super::spans::{shifted, write_spans, Runs};
+use super::spans::{write_spans, Runs};
 use super::Action;
 use super::{
     connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
     Ok(Existing {
         id: r.get(at),
-        state: stored("items", "state", r.get(at + 1))?,
+        state: stored("spans", "state", r.get(at + 1))?,
         action: stored("items", "action", r.get(at + 2))?,
         lastmod: r.get(at + 3),
         accepted_at: r.get(at + 4),
@@ -361,13 +361,6 @@ impl Intake for PgLedger {
             hold_groups(tx, Some(&group_ids))?;
             let found = look_up(tx, None, batch, &group_ids, true)?;
             let named = policy::announced(&found, &group_ids);
-            let mut ids: Vec<i64> = named.iter().map(|(_, id)| *id).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            tx.execute(
-                &format!("UPDATE items SET {} WHERE id = ANY($1) AND state = 'queued'", shifted(ANNOUNCED, -2)),
-                &[&ids, &now],
-            )?;
             let written = write_spans(tx, &Runs::of(&named), ANNOUNCED, "state = 'queued'", &[&now])?;
             Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
@@ -650,13 +643,13 @@ pub(super) fn admit_once(
     // The ids are taken in the order of the rows, each group's in a run of
     // its own (input order within it), so that each run is one batch row.
     let inserted = tx.query(
-        "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
-         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
+        "INSERT INTO items (group_id, url_key, url, action, lastmod)
+         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod
          FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
              AS t (group_id, url_key, url, action, lastmod, n)
          ORDER BY t.group_id, t.n
          RETURNING group_id, url_key, id",
-        &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
+        &[&groups, &keys, &urls, &new_actions, &new_lastmods],
     );
     let inserted: HashMap<(i64, i64), i64> = match inserted {
         Ok(rows) => rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect(),
@@ -688,10 +681,7 @@ pub(super) fn admit_once(
     let new: Vec<(i64, i64)> = written.iter().map(|(group, id, _)| (*group, *id)).collect();
     super::batches::new_queued_spans(&mut tx, &new, now)?;
     for ((group, action, due), ids) in &plan.requeued {
-        tx.execute(
-            &format!("UPDATE items SET action = $2, {} WHERE {}", shifted(REQUEUED, -1), items_named(ids)),
-            &[ids, &action.as_str(), &now, &sec(*due)],
-        )?;
+        tx.execute(&format!("UPDATE items SET action = $2 WHERE {}", items_named(ids)), &[ids, &action.as_str()])?;
         write_spans(&mut tx, &Runs::of_group(*group, ids), REQUEUED, "true", &[&now, &sec(*due)])?;
     }
     if !plan.updates.is_empty() {

@@ -5,15 +5,14 @@
 //! counted.
 
 use super::claim::add_usage;
-use super::spans::{shifted, write_spans, Runs};
+use super::spans::{write_spans, Runs};
 use super::{
-    insert_request, items_named, opt_sec, sec, Answered, Block, Class, InspectionAnswer, Recorded, Report, Result,
-    RuleWindow, Tx,
+    insert_request, opt_sec, sec, Answered, Block, Class, InspectionAnswer, Recorded, Report, Result, RuleWindow, Tx,
 };
 use crate::ledger::policy::{AnswerSteps, Move};
 use ::postgres::types::ToSql;
 
-/// An answer's move of its items, over a span's columns (or an item's):
+/// An answer's move of its items, over a span's columns:
 /// `$4` the new state, `$5` its due time, `$6` the answer's class, `$7`
 /// its time, `$8` the fingerprint a parked item keeps, `$9` the request.
 const ANSWERED: &str = "state = $4, next_attempt_at = $5,
@@ -31,12 +30,6 @@ impl AnswerSteps for Tx<'_, '_> {
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
         let params: [&(dyn ToSql + Sync); 6] =
             [&to.to.as_str(), &opt_sec(to.due), &answer.class.as_str(), &sec(answer.at), &to.fingerprint, &request];
-        let mut with_ids: Vec<&(dyn ToSql + Sync)> = vec![&answer.items];
-        with_ids.extend_from_slice(&params);
-        self.tx.execute(
-            &format!("UPDATE items SET {} WHERE {}", shifted(ANSWERED, -2), items_named(&answer.items)),
-            &with_ids,
-        )?;
         write_spans(self.tx, &Runs::of_group(group, &answer.items), ANSWERED, "true", &params)?;
         Ok(())
     }

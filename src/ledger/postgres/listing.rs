@@ -306,8 +306,8 @@ fn rows_of(
     let mut out = Vec::new();
     for (k, p) in listed {
         let (reason, message, status, class) = p.request.and_then(|id| requests.get(&id).cloned()).unwrap_or_default();
-        let state = stored("items", "state", p.shown)?;
-        let last_class = stored_opt("items", "last_class", p.last_class.as_deref())?;
+        let state = stored("spans", "state", p.shown)?;
+        let last_class = stored_opt("spans", "last_class", p.last_class.as_deref())?;
         let last_reason = stored_last_reason(class.as_deref(), reason.as_deref())?;
         for id in p.first..=p.last {
             out.push(ItemRow {
@@ -497,19 +497,12 @@ mod tests {
                 assert_lists_agree(tx, &urls, now, 0);
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     let step = step + 1;
-                    let rows = match kind {
-                        0 => tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?,
-                        k => tx.query(
-                            &format!(
-                                "UPDATE items SET {} WHERE id BETWEEN $1 AND $2 RETURNING group_id, id",
-                                states[k as usize % states.len()]
-                            ),
-                            &[&first, &last],
-                        )?,
-                    };
-                    let written: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
                     match kind {
-                        0 => super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&written))?,
+                        0 => {
+                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
+                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
+                        }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
                     }
                     super::super::batches::spans_agree(tx)?;

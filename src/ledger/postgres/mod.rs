@@ -500,8 +500,8 @@ mod tests {
         let plan = ledger
             .transaction(|tx| {
                 tx.execute(
-                    "INSERT INTO items (group_id, url_key, url, state, next_attempt_at, enqueued_at)
-                     SELECT (SELECT min(id) FROM groups), n, 'https://example.com/' || n, 'queued', $1, $1
+                    "INSERT INTO items (group_id, url_key, url, lastmod)
+                     SELECT (SELECT min(id) FROM groups), n, 'https://example.com/' || n, $1
                      FROM generate_series(1, 50000) AS n",
                     &[&now],
                 )?;
@@ -522,8 +522,7 @@ mod tests {
                             .join("\n"),
                     )
                 };
-                let update =
-                    |ids: &[i64]| format!("UPDATE items SET attempts = attempts + 1 WHERE {}", items_named(ids));
+                let update = |ids: &[i64]| format!("UPDATE items SET action = 'updated' WHERE {}", items_named(ids));
                 Ok([
                     explain(tx, &update(&scattered), &[&scattered])?,
                     explain(tx, &update(&run), &[&run])?,

@@ -3,7 +3,7 @@
 //! reservation lists is in flight, its row still `queued` (`in_flight`,
 //! `item_states`: schema 8); the kept counts count it queued.
 
-use super::spans::{delete_spans, shifted, write_spans, write_whole_spans, Runs};
+use super::spans::{delete_spans, due_count, write_spans, write_whole_spans, Runs};
 use super::{
     group_id, hold_groups, pg, policy, sec, stored, stored_group, stored_last_reason, stored_opt, url_key, DateTime,
     GroupKey, ItemFilter, ItemRow, NoticeClaim, ParkedGroup, PgLedger, Queue, QueueCounts, Reason, Result, Row,
@@ -16,10 +16,10 @@ pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
         id: r.get(0),
         url: r.get(1),
         group: stored_group(r.get(2), r.get(3), r.get(4), r.get(14))?,
-        state: stored("items", "state", r.get(5))?,
+        state: stored("spans", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
-        last_class: stored_opt("items", "last_class", r.get(8))?,
+        last_class: stored_opt("spans", "last_class", r.get(8))?,
         last_reason: stored_last_reason(r.get(13), r.get(9))?,
         last_message: r.get(10),
         last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
@@ -121,7 +121,6 @@ impl Queue for PgLedger {
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
             let filter = "group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2";
-            tx.execute(&format!("UPDATE items SET {UNPARKED} WHERE {filter}"), &[&group, &fingerprint, &now])?;
             let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &fingerprint, &now])?;
             Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
@@ -140,10 +139,11 @@ impl Queue for PgLedger {
         let now = sec(now);
         self.transaction(|tx| {
             tx.query(
-                "SELECT property, engine, target, channel FROM groups g
-                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1
-                               AND id NOT IN (SELECT id FROM in_flight))
-                 ORDER BY property, engine, target",
+                &format!(
+                    "SELECT property, engine, target, channel FROM groups g WHERE {} > 0
+                     ORDER BY property, engine, target",
+                    due_count("g.id", "$1")
+                ),
                 &[&now],
             )?
             .iter()
@@ -156,12 +156,16 @@ impl Queue for PgLedger {
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             Ok(tx
-                .query_one(
-                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'
-                         AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)",
+                .query_opt(
+                    // The first queued span, by due time, that holds an id
+                    // no reservation lists.
+                    "SELECT s.next_attempt_at FROM spans s WHERE s.group_id = $1 AND s.state = 'queued'
+                         AND s.last - s.first + 1 > (
+                             SELECT count(*) FROM in_flight f WHERE f.group_id = $1 AND f.id BETWEEN s.first AND s.last)
+                     ORDER BY s.next_attempt_at LIMIT 1",
                     &[&group],
                 )?
-                .get(0))
+                .and_then(|r| r.get(0)))
         })
     }
 
@@ -173,14 +177,16 @@ impl Queue for PgLedger {
             // queued); only the due items and those in flight are counted
             // (one statement: one snapshot).
             let r = tx.query_one(
-                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
-                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-                             AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)),
-                        (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)
-                 FROM group_counts WHERE group_id = $1",
+                &format!(
+                    "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
+                            {},
+                            (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)
+                     FROM group_counts WHERE group_id = $1",
+                    due_count("$1", "$2")
+                ),
                 &[&group, &now],
             )?;
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
@@ -225,10 +231,7 @@ impl Queue for PgLedger {
             let written: Vec<(i64, i64)> = tx
                 .query(
                     &format!(
-                        "UPDATE items AS u SET {}
-                         FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}
-                         RETURNING u.group_id, u.id",
-                        shifted(RETRIED, -3)
+                        "SELECT i.group_id, i.id FROM item_states i JOIN groups g ON g.id = i.group_id WHERE {clause}"
                     ),
                     &refs(&values),
                 )?
@@ -249,7 +252,7 @@ impl Queue for PgLedger {
                 &format!(
                     "DELETE FROM items AS d USING item_states i JOIN groups g ON g.id = i.group_id
                      WHERE d.id = i.id AND {clause}
-                     RETURNING d.id, d.group_id, d.url, d.last_request_id IS NOT NULL"
+                     RETURNING d.id, d.group_id, d.url, i.last_request_id IS NOT NULL"
                 ),
                 &refs(&values),
             )?;
@@ -284,7 +287,6 @@ impl Queue for PgLedger {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
             let filter = "group_id = $1 AND state = 'parked' AND last_request_id IN (
                 SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))";
-            tx.execute(&format!("UPDATE items SET {UNPARKED} WHERE {filter}"), &[&group, &texts, &now])?;
             let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &texts, &now])?;
             Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
@@ -294,14 +296,19 @@ impl Queue for PgLedger {
         self.transaction(|tx| {
             // Per group and last answer: how many, since when, the latest
             // answer's URL and message, and the reminder kept under its reason.
+            // The parked spans (`spans_parked`), each counted by its length,
+            // the least URL of its items read by their ids.
             let rows = tx.query(
                 "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
                         m.reminded_at, g.channel
-                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
-                              max(r.id) AS latest, min(i.url) AS url
-                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
-                       WHERE i.state = 'parked'
-                       GROUP BY i.group_id, r.class, r.reason) p
+                 FROM (SELECT s.group_id, r.class, r.reason, sum(s.last - s.first + 1)::bigint AS n,
+                              min(r.at) AS since, max(r.id) AS latest, min(u.url) AS url
+                       FROM spans s LEFT JOIN requests r ON r.id = s.last_request_id
+                           CROSS JOIN LATERAL (
+                               SELECT min(url) AS url FROM items WHERE group_id = s.group_id AND id BETWEEN s.first AND s.last
+                           ) AS u
+                       WHERE s.state = 'parked'
+                       GROUP BY s.group_id, r.class, r.reason) p
                  JOIN groups g ON g.id = p.group_id
                  LEFT JOIN requests r ON r.id = p.latest
                  LEFT JOIN items fi ON fi.id = r.first_item
