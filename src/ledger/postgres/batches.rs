@@ -3,12 +3,12 @@
 //! `sqlite/batches.rs` keeps them on SQLite: a batch row written with its
 //! run of tier 0, the runs of a tier merged into the next, a look-up of
 //! hashes through them, the migration that fills them from schema 11's
-//! items, the spans kept equal to the items by every write of them
-//! (`set_spans`, `new_queued_spans`), and the items' lastmods and actions
-//! that differ from their batch row's kept in `item_changes`
+//! items, the spans of new items (`new_queued_spans`, `copied_spans`; every
+//! other write of state is `spans.rs`'s), and the items' lastmods and
+//! actions that differ from their batch row's kept in `item_changes`
 //! (`set_changes`). The blobs' layout is `ledger/batches.rs`'s alone. The
-//! items stay authoritative: admission and `ledger copy` write their new
-//! items as batch rows too; the look-up of hashes and `listing` read them.
+//! spans are the items' state (the items hold none since schema 12); the
+//! items still hold their URLs, keys, lastmods and actions.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -251,8 +251,8 @@ pub(super) enum Fill {
     /// Every item, and their spans: schema 11's items into schema 12.
     Migration,
     /// The items a copy inserted (its staging table's fresh rows), no
-    /// spans: the copy sets those with the rest of what it wrote
-    /// (`set_spans`).
+    /// spans: the copy writes those from its staged values
+    /// (`copied_spans`).
     Copied,
 }
 
@@ -465,7 +465,8 @@ pub(super) fn alike_before() -> String {
 /// group with equal columns are then written as one span. So a span is cut
 /// at a run's ends (its outside pieces kept), the spans inside go, the
 /// run's parts are cut at a gap or a change of a column, and a new span is
-/// merged with a neighbour that is alike, as SQLite's `set_spans` does.
+/// merged with a neighbour that is alike. Its callers write new items'
+/// spans (`new_queued_spans`, `copied_spans`).
 fn rewrite(tx: &mut impl GenericClient, parts: &str, params: &[&(dyn pg::types::ToSql + Sync)]) -> Result<()> {
     let alike = alike_before();
     tx.execute(
@@ -614,8 +615,8 @@ pub(super) fn lastmod_and_action(tx: &mut impl GenericClient, ids: &[i64]) -> Re
 /// too, so that the reader still finds its values). A constant number of
 /// statements for any number of ids: the rows deleted at once, the items
 /// and their batch rows read back at once, the differing written at once.
-/// Reading the items back keeps one rule for every kind of write, as
-/// `set_spans` does; as SQLite's `set_changes`.
+/// Reading the items back keeps one rule for every kind of write; as
+/// SQLite's `set_changes`.
 pub(super) fn set_changes(tx: &mut impl GenericClient, ids: &[i64]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());

@@ -1,8 +1,8 @@
 //! A claim's steps on PostgreSQL (`policy::ClaimSteps`): the clock (the
 //! server's), the windows, the group's queue and the pace held with `FOR
-//! UPDATE` (policy takes windows in one order), due items taken, moved or
-//! deferred with a statement each — items another transaction holds
-//! skipped (`SKIP LOCKED`), never waited for — the units counted with a
+//! UPDATE` (policy takes windows in one order), due items read from the
+//! group's due spans (`walk_due`, holding the group's spans) and taken,
+//! moved or deferred as writes of spans, the units counted with a
 //! conditional upsert per window, and the reservations reconciled.
 //!
 //! A claim writes no item row: its reservation lists the items it took

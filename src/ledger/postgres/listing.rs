@@ -4,8 +4,7 @@
 //! by state give the ids and every state column, each id's URL comes from
 //! its batch's texts, and a URL becomes its id in a group by its hash
 //! (`batches::find_ids`), an item still where a span holds it. The spans
-//! agree with the items at every commit (`batches::set_spans`), so what is
-//! read is what the items say.
+//! are the items' state (schema 12 took it off the items).
 
 use super::super::batches::{self as layout, url_hash};
 #[cfg(test)]

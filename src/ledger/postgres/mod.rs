@@ -6,8 +6,10 @@
 //!   conditional upsert per rule and window (`... DO UPDATE ... WHERE used +
 //!   n <= limit RETURNING used`): if any of them finds no room, nothing is
 //!   taken and nothing is sent.
-//! - Queue items are claimed with `FOR UPDATE SKIP LOCKED`, so runners
-//!   draining one queue never take the same item.
+//! - A claim holds its group's row (`FOR NO KEY UPDATE`) and its spans
+//!   (`lock_spans`) while it reads the due spans, and lists what it took in
+//!   its reservation, so runners draining one queue never take the same
+//!   item.
 //! - A reservation carries its owner (host, pid, start time) and a lease; an
 //!   owner on another host is trusted until its lease ends.
 //! - Migrations run under an advisory lock; the connection has connect,
@@ -169,8 +171,8 @@ impl PgLedger {
         })
     }
 
-    /// From now on, every commit of this ledger checks that the spans
-    /// agree with the items (the conformance suite's ledgers; issue 48).
+    /// From now on, every commit of this ledger checks the spans' rules
+    /// against the item rows (the conformance suite's ledgers; issue 48).
     #[cfg(test)]
     pub fn check_spans(mut self) -> PgLedger {
         self.client.check_spans = true;
@@ -253,9 +255,8 @@ fn in_transaction<T: Send>(
 }
 
 /// Commits `tx`; with `check` (a test's ledger that asked for it:
-/// `PgLedger::check_spans`), the spans and the item changes are checked
-/// against the items first, and a disagreement panics (issue 48: they
-/// shadow the items at every commit).
+/// `PgLedger::check_spans`), the spans' rules and the item changes are
+/// checked against the item rows first, and a break panics (issue 48).
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {

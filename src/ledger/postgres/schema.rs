@@ -18,7 +18,6 @@ pub const SCHEMA_VERSION: i64 = 12;
 pub(super) const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` fills the URL keys.
 const SCHEMA_2: &str = include_str!("schema/0002_requests.sql");
-const FILL_SPANS: &str = "-- (the migration fills the batches and spans from the items here)";
 const FILL_KEYS: &str = "-- (upgrade_to_2 fills the URL keys here)";
 /// Schema 3, over schema 2: the sitemaps read for sources, and reminders.
 const SCHEMA_3: &str = include_str!("schema/0003_sources.sql");
@@ -47,8 +46,11 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 /// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
 /// its branch — the batches, spans and hash runs, filled from the items
-/// (`batches::fill_from_items`), which stay until every reader has moved.
+/// (`batches::fill_from_items`) where `FILL_SPANS` marks, then the items'
+/// state columns taken off (the spans are their state).
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
+/// Where schema 12's script is cut for the spans to be filled.
+const FILL_SPANS: &str = "-- (the migration fills the batches and spans from the items here)";
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {

@@ -1,12 +1,15 @@
 -- Schema 12 of the PostgreSQL ledger, over schema 11: a ledger per batch
 -- (issue 48; docs/design.md, *A ledger per batch*), the tables of SQLite's
 -- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
--- builds it: the migration fills these tables from the items, which stay,
+-- builds it: the migration fills these tables from the items, then takes
+-- the items' state columns off (below): the spans are the items' state,
+-- written by every write of it (`spans.rs`) and read by every reader. The
+-- items keep their ids, groups, keys, URLs, lastmods and actions;
 -- admission and `ledger copy` write their new items as batch rows too,
--- every write of the items keeps the spans and the item changes equal to
--- them (`batches.rs`, `set_spans`, `set_changes`), and the look-up of
--- hashes, `queue list` and a URL's ids read them. The
--- released schema 12 will drop the items once every reader has moved.
+-- every write of a lastmod or an action keeps `item_changes`
+-- (`batches.rs`, `set_changes`), and the look-up of hashes, `queue list`
+-- and a URL's ids read them. The released schema 12 will drop the items
+-- once every reader has moved.
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
