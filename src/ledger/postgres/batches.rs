@@ -959,6 +959,53 @@ mod tests {
             .unwrap();
     }
 
+    /// A million items of schema 11 (one group, a hundred runs of
+    /// different states) migrate into batches and spans, and lose their
+    /// state columns, in one transaction; how long it takes is printed.
+    /// Run by hand (`--ignored --nocapture`): it writes a million rows.
+    #[test]
+    #[ignore = "a million rows: run by hand with INDEXQ_TEST_PG"]
+    fn postgres_a_million_items_of_schema_11_migrate() {
+        let mut ledger = test_postgres_unchecked();
+        ledger.admit(&[two_groups()(0, 0)], t("2026-12-03T09:00:00Z"), &dedupe_day()).unwrap();
+        ledger
+            .transaction(|tx| {
+                back_to_11(tx)?;
+                Ok(tx.batch_execute(
+                    "INSERT INTO items (group_id, url_key, url, state, attempts)
+                     SELECT (SELECT min(id) FROM groups), n, 'https://site.example/big/' || n,
+                         CASE WHEN n / 10000 % 2 = 0 THEN 'queued' ELSE 'accepted' END, n / 10000 % 3
+                     FROM generate_series(1, 1000000) AS n;
+                     DROP TABLE item_changes, hash_pages, hash_runs, spans, batches;
+                     DROP FUNCTION count_spans();
+                     DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
+                )?)
+            })
+            .unwrap();
+        let options = PgOptions {
+            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
+            schema: ledger.schema.clone(),
+            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+            timeout: std::time::Duration::from_secs(600),
+            lease: crate::ledger::owner::LEASE,
+        };
+        drop(ledger);
+        let started = std::time::Instant::now();
+        let mut ledger = PgLedger::open(&options).unwrap();
+        println!("a million items of schema 11 migrated in {:?}", started.elapsed());
+        assert_eq!(ledger.stored_version().unwrap(), Some(12));
+        let spans = numbers(&mut ledger, "SELECT count(*) FROM spans");
+        assert!(spans[0] >= 100, "{spans:?}");
+        let held = numbers(&mut ledger, "SELECT sum(last - first + 1)::bigint FROM spans");
+        assert_eq!(held, [1_000_001]);
+        let columns = numbers(
+            &mut ledger,
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = 'items' AND column_name = 'state'",
+        );
+        assert_eq!(columns, [0], "the items lost their state columns");
+    }
+
     /// The spans written by a long sequence of writes (a run of ids of two
     /// groups, their ids interleaved in places, moved to one of a few
     /// states through `write_spans`, or an item deleted with its span):
