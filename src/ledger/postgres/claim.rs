@@ -1,7 +1,7 @@
 //! A claim's steps on PostgreSQL (`policy::ClaimSteps`): the clock (the
 //! server's), the windows, the group's queue and the pace held with `FOR
 //! UPDATE` (policy takes windows in one order), due items read from the
-//! group's due spans (`walk_due`, holding the group's spans) and taken,
+//! group's due spans (`walk_due`) and taken,
 //! moved or deferred as writes of spans, the units counted with a
 //! conditional upsert per window, and the reservations reconciled.
 //!
@@ -9,7 +9,6 @@
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
-use super::batches::lock_spans;
 use super::spans::{due_count, write_spans, Runs};
 use super::LedgerError;
 use super::{
@@ -131,8 +130,15 @@ fn held(tx: &mut impl GenericClient, group: i64) -> Result<HashSet<i64>> {
 /// ids ascending, less those `held` lists; from the place `from` on if
 /// given (due at or after it). `visit` is given each item and its span
 /// and says whether to go on. Spans never overlap, so (due, first id,
-/// id) is the order (due, id). The group's spans are held
-/// (`lock_spans`) so that no writer rewrites them between two pages.
+/// id) is the order (due, id). The group's spans are not held: the
+/// claim's hold on its group's row keeps out every writer of its spans
+/// but the answers, which move only ids a reservation lists (skipped
+/// here), yet cut and merge the spans around them between two pages. A
+/// span cut so starts again past the place the walk reached, its ids
+/// given before: each id is given once (`seen`). A span merged with one
+/// given before keeps that one's first id and is not read again. Holding
+/// the spans instead would make every answer of the group wait for the
+/// claim's commit.
 fn walk_due(
     tx: &mut impl GenericClient,
     group: i64,
@@ -141,7 +147,7 @@ fn walk_due(
     held: &HashSet<i64>,
     mut visit: impl FnMut(&DueSpan, i64) -> bool,
 ) -> Result<()> {
-    lock_spans(tx, &[group])?;
+    let mut seen = HashSet::new();
     let page = tx.prepare(
         "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at FROM spans
          WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
@@ -166,7 +172,7 @@ fn walk_due(
             };
             after = (span.due, span.first);
             for id in span.first..=span.last {
-                if !held.contains(&id) && !visit(&span, id) {
+                if !held.contains(&id) && seen.insert(id) && !visit(&span, id) {
                     return Ok(());
                 }
             }

@@ -6,10 +6,9 @@
 //!   conditional upsert per rule and window (`... DO UPDATE ... WHERE used +
 //!   n <= limit RETURNING used`): if any of them finds no room, nothing is
 //!   taken and nothing is sent.
-//! - A claim holds its group's row (`FOR NO KEY UPDATE`) and its spans
-//!   (`lock_spans`) while it reads the due spans, and lists what it took in
-//!   its reservation, so runners draining one queue never take the same
-//!   item.
+//! - A claim holds its group's row (`FOR NO KEY UPDATE`) while it reads
+//!   the due spans, and lists what it took in its reservation, so runners
+//!   draining one queue never take the same item.
 //! - A reservation carries its owner (host, pid, start time) and a lease; an
 //!   owner on another host is trusted until its lease ends.
 //! - Migrations run under an advisory lock; the connection has connect,
