@@ -432,6 +432,24 @@ mod tests {
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
         for filter in filters {
+            // What `queue retry` and `queue drop` act on with this filter:
+            // runs read from the spans, against the item rows selected so.
+            if filter.limit.is_none() {
+                for chosen in
+                    [crate::ledger::policy::retry_states(&filter), crate::ledger::policy::drop_states(&filter)]
+                {
+                    let mut from_spans: Vec<i64> = super::super::queue::selected_runs(tx, &chosen, now)
+                        .unwrap()
+                        .iter()
+                        .flat_map(|&(_, f, l, _)| f..=l)
+                        .collect();
+                    from_spans.sort_unstable();
+                    let mut from_rows: Vec<i64> =
+                        super::super::queue::items_from_rows(tx, &chosen, now).unwrap().iter().map(|r| r.id).collect();
+                    from_rows.sort_unstable();
+                    assert_eq!(from_spans, from_rows, "step {step}, {chosen:?}");
+                }
+            }
             let from_spans: Vec<String> = items(tx, &filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
             let from_rows: Vec<String> = super::super::queue::items_from_rows(tx, &filter, now)
                 .unwrap()

@@ -71,6 +71,7 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Pa
 /// `filter_sql`, a URL given as its ids: its hash looked up in each group
 /// the filter names (`listing::live_ids_of_url`), not a test of every
 /// row's text.
+#[cfg(test)]
 fn filter_by_ids(
     tx: &mut impl super::GenericClient,
     filter: &ItemFilter,
@@ -81,6 +82,72 @@ fn filter_by_ids(
     let (clause, mut values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now);
     values.push(Box::new(ids));
     Ok((format!("{clause} AND i.id = ANY(${})", values.len()), values))
+}
+
+/// A run of items a filter selects, all of one span: its group, first and
+/// last ids, and the span's last request.
+pub(super) type Selected = (i64, i64, i64, Option<i64>);
+
+/// The items `filter` selects, as runs of ids, read from the spans
+/// (`filter_sql`'s clause over `spans i JOIN groups g`: the queued and
+/// parked spans through their partial indexes), each span whole unless a
+/// reservation lists some of its ids (cut around them) or the filter
+/// names a URL (its ids alone). For `queue retry` and `queue drop`, whose
+/// states are never in flight: an id a reservation lists is never
+/// selected. No item row is read.
+pub(super) fn selected_runs(
+    tx: &mut impl super::GenericClient,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<Selected>> {
+    debug_assert!(!filter.states.is_empty() && !filter.states.contains(&StateFilter::InFlight));
+    let url_ids = match &filter.url {
+        Some(url) => Some(super::listing::live_ids_of_url(tx, filter, url)?),
+        None => None,
+    };
+    let (mut clause, mut values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now);
+    if let Some(ids) = &url_ids {
+        values.push(Box::new(ids.clone()));
+        clause = format!(
+            "{clause} AND EXISTS (SELECT 1 FROM unnest(${}::bigint[]) AS u (id) WHERE u.id BETWEEN i.first AND i.last)",
+            values.len()
+        );
+    }
+    let spans = tx.query(
+        &format!(
+            "SELECT i.group_id, i.first, i.last, i.last_request_id FROM spans i JOIN groups g ON g.id = i.group_id
+             WHERE {clause}"
+        ),
+        &refs(&values),
+    )?;
+    let held: std::collections::BTreeSet<i64> =
+        tx.query("SELECT id FROM in_flight", &[])?.iter().map(|r| r.get(0)).collect();
+    let mut named: Vec<i64> = url_ids.unwrap_or_default();
+    named.sort_unstable();
+    let mut runs = Vec::new();
+    for s in &spans {
+        let (group, first, last, request): Selected = (s.get(0), s.get(1), s.get(2), s.get(3));
+        // The span's ids the filter names: all of them, or the URL's.
+        let mut pieces: Vec<(i64, i64)> = match filter.url {
+            Some(_) => named.iter().filter(|id| (first..=last).contains(*id)).map(|id| (*id, *id)).collect(),
+            None => vec![(first, last)],
+        };
+        // Cut around the ids in flight.
+        let mut kept = Vec::new();
+        for (mut from, to) in pieces.drain(..) {
+            for &id in held.range(from..=to) {
+                if id > from {
+                    kept.push((from, id - 1));
+                }
+                from = id + 1;
+            }
+            if from <= to {
+                kept.push((from, to));
+            }
+        }
+        runs.extend(kept.into_iter().map(|(f, l)| (group, f, l, request)));
+    }
+    Ok(runs)
 }
 
 /// The listing from the item rows, which `listing::items` replaced: kept
@@ -227,19 +294,10 @@ impl Queue for PgLedger {
         let filter = policy::retry_states(filter);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
-            let (clause, values) = filter_by_ids(tx, &filter, now)?;
-            let written: Vec<(i64, i64)> = tx
-                .query(
-                    &format!(
-                        "SELECT i.group_id, i.id FROM item_states i JOIN groups g ON g.id = i.group_id WHERE {clause}"
-                    ),
-                    &refs(&values),
-                )?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            write_spans(tx, &Runs::of(&written), RETRIED, "true", &[&sec(now)])?;
-            Ok(written.len() as u64)
+            let selected = selected_runs(tx, &filter, now)?;
+            let runs: Vec<(i64, i64, i64)> = selected.iter().map(|&(g, f, l, _)| (g, f, l)).collect();
+            write_spans(tx, &Runs::of_spans(&runs), RETRIED, "true", &[&sec(now)])?;
+            Ok(runs.iter().map(|(_, f, l)| (l - f + 1) as u64).sum())
         })
     }
 
@@ -247,17 +305,20 @@ impl Queue for PgLedger {
         let filter = policy::drop_states(filter);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
-            let (clause, values) = filter_by_ids(tx, &filter, now)?;
+            let selected = selected_runs(tx, &filter, now)?;
+            let column = |f: fn(&Selected) -> i64| selected.iter().map(f).collect::<Vec<i64>>();
+            let (groups, firsts, lasts) = (column(|s| s.0), column(|s| s.1), column(|s| s.2));
+            let requests: Vec<Option<i64>> = selected.iter().map(|s| s.3).collect();
             let rows = tx.query(
-                &format!(
-                    "DELETE FROM items AS d USING item_states i JOIN groups g ON g.id = i.group_id
-                     WHERE d.id = i.id AND {clause}
-                     RETURNING d.id, d.group_id, d.url, i.last_request_id IS NOT NULL"
-                ),
-                &refs(&values),
+                "DELETE FROM items AS d
+                 USING unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS r (g, f, l, request)
+                 WHERE d.group_id = r.g AND d.id BETWEEN r.f AND r.l
+                 RETURNING d.id, d.group_id, d.url, r.request IS NOT NULL",
+                &[&groups, &firsts, &lasts, &requests],
             )?;
+            let runs: Vec<(i64, i64, i64)> = selected.iter().map(|&(g, f, l, _)| (g, f, l)).collect();
+            delete_spans(tx, &Runs::of_spans(&runs))?;
             let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
-            delete_spans(tx, &Runs::of(&gone))?;
             let gone_ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
             super::batches::set_changes(tx, &gone_ids)?;
             // A drop removes items, not history: their requests stay, and an

@@ -65,7 +65,7 @@ impl Runs {
 
     /// The runs of spans as (group, first, last), which may touch: those
     /// that do are joined.
-    fn of_spans(spans: &[(i64, i64, i64)]) -> Runs {
+    pub(super) fn of_spans(spans: &[(i64, i64, i64)]) -> Runs {
         let mut spans = spans.to_vec();
         spans.sort_unstable();
         let mut runs = Runs::default();
