@@ -2,6 +2,7 @@
 //! updated with a statement each over arrays (`unnest`), as `policy::admit`
 //! decides for each; and the sitemaps read for sources.
 
+use super::spans::{write_spans, Runs};
 use super::Action;
 use super::{
     connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
@@ -13,35 +14,76 @@ use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
 use rustc_hash::FxHashMap;
 
-/// `Existing` from columns `id, state, action, lastmod, accepted_at,
-/// next_attempt_at` starting at `at`.
-pub(super) fn existing_row(r: &Row, at: usize) -> Result<Existing> {
-    Ok(Existing {
-        id: r.get(at),
-        state: stored("items", "state", r.get(at + 1))?,
-        action: stored("items", "action", r.get(at + 2))?,
-        lastmod: r.get(at + 3),
-        accepted_at: r.get(at + 4),
-        next_attempt_at: r.get(at + 5),
-    })
+/// What admission decides on of an item's state: its state (in flight
+/// where a reservation lists it), accepted at, due at.
+type StateOf = (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// The items of `rows` (of group `group`; columns `id, action, lastmod`
+/// from `at`) as `Existing`, in their order, each with its state from the
+/// span holding it. The spans are read by run, not an item at a time: the
+/// group's spans from the one holding the least id to the greatest id,
+/// in one statement through their key, then matched to the ids in order;
+/// the ids the group's reservations list among them in a second.
+pub(super) fn existing_rows(tx: &mut impl GenericClient, group: i64, rows: &[Row], at: usize) -> Result<Vec<Existing>> {
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(at)).collect();
+    ids.sort_unstable();
+    let (Some(&least), Some(&most)) = (ids.first(), ids.last()) else { return Ok(Vec::new()) };
+    let spans = tx.query(
+        "SELECT first, last, state, accepted_at, next_attempt_at FROM spans
+         WHERE group_id = $1 AND first <= $3
+             AND first >= COALESCE((SELECT max(first) FROM spans WHERE group_id = $1 AND first <= $2), $2)
+         ORDER BY first",
+        &[&group, &least, &most],
+    )?;
+    let held: std::collections::HashSet<i64> = tx
+        .query("SELECT id FROM in_flight WHERE group_id = $1 AND id BETWEEN $2 AND $3", &[&group, &least, &most])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut states: HashMap<i64, StateOf> = HashMap::with_capacity(ids.len());
+    let mut k = 0;
+    for id in ids {
+        while k < spans.len() && spans[k].get::<_, i64>(1) < id {
+            k += 1;
+        }
+        let Some(span) = spans.get(k).filter(|s| s.get::<_, i64>(0) <= id) else {
+            return Err(LedgerError::Invalid(format!("spans: item {id} is in no span of its group")));
+        };
+        let state = if held.contains(&id) { "in_flight".to_string() } else { span.get(2) };
+        states.insert(id, (state, span.get(3), span.get(4)));
+    }
+    rows.iter()
+        .map(|r| {
+            let id: i64 = r.get(at);
+            let (state, accepted_at, next_attempt_at) = &states[&id];
+            Ok(Existing {
+                id,
+                state: stored("spans", "state", state)?,
+                action: stored("items", "action", r.get(at + 1))?,
+                lastmod: r.get(at + 2),
+                accepted_at: *accepted_at,
+                next_attempt_at: *next_attempt_at,
+            })
+        })
+        .collect()
 }
 
-/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key. The keys
+/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key: their
+/// key, URL, then `existing_rows`' columns. The keys
 /// are read through a subquery, as `items_named` reads ids: joined to `unnest`
 /// of them, the planner hashed the keys and scanned the whole table while it
 /// had no statistics of it, which made the first look-ups of a large submit
 /// slower than reading by key (docs/performance.md, *Measured choices*).
-pub(super) const ITEMS_AT_KEYS: &str =
-    "SELECT i.url_key, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-     FROM item_states i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
+pub(super) const ITEMS_AT_KEYS: &str = "SELECT i.url_key, i.url, i.id, i.action, i.lastmod
+     FROM items i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
      ORDER BY i.url_key";
 
 /// The items of group `$1` with the ids `$2` (a `bigint[]`, found by hash
 /// through the group's hash runs), by id, read through a subquery as
-/// `ITEMS_AT_KEYS` reads its keys (the same reason).
-pub(super) const ITEMS_AT_IDS: &str =
-    "SELECT i.id, i.url, i.id, i.state, i.action, i.lastmod, i.accepted_at, i.next_attempt_at
-     FROM item_states i WHERE i.group_id = $1 AND i.id = ANY(ARRAY(SELECT unnest($2::bigint[])))
+/// `ITEMS_AT_KEYS` reads its keys (the same reason), with the same
+/// columns.
+pub(super) const ITEMS_AT_IDS: &str = "SELECT i.id, i.url, i.id, i.action, i.lastmod
+     FROM items i WHERE i.group_id = $1 AND i.id = ANY(ARRAY(SELECT unnest($2::bigint[])))
      ORDER BY i.id";
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
@@ -68,6 +110,14 @@ pub(super) fn look_up(
     group_ids: &[i64],
     lock: bool,
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    if lock {
+        // The items' state is their spans': a look-up that decides to
+        // write holds its groups' spans until it commits, so that no
+        // answer moves them between its read and its write (the rows it
+        // locks hold no state any more).
+        let groups: Vec<i64> = group_ids.iter().copied().filter(|g| *g >= 0).collect();
+        super::batches::lock_spans(tx, &groups)?;
+    }
     let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
     let wanted = look_up::hashes_by_group(&hashes, group_ids);
@@ -124,12 +174,13 @@ fn by_hash(
         hits.sort_unstable();
         let wanted_ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
         for chunk in wanted_ids.chunks(10_000) {
-            for r in tx.query(sql, &[group, &chunk])? {
+            let rows = tx.query(sql, &[group, &chunk])?;
+            for (r, existing) in rows.iter().zip(existing_rows(tx, *group, &rows, 2)?) {
                 let id: i64 = r.get(0);
                 let Ok(k) = hits.binary_search_by_key(&id, |h| h.0) else { continue };
                 let (_, hash, place) = hits[k];
                 if urls[place] == r.get::<_, &str>(1) {
-                    found.insert((*group, hash), existing_row(&r, 2)?);
+                    found.insert((*group, hash), existing);
                 }
             }
         }
@@ -219,8 +270,9 @@ fn by_key(
             let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
                 let mut out = Vec::new();
                 for (group, keys) in &theirs {
-                    for r in client.query(ITEMS_AT_KEYS, &[group, keys])? {
-                        out.push((*group, r.get(0), r.get(1), existing_row(&r, 2)?));
+                    let rows = client.query(ITEMS_AT_KEYS, &[group, keys])?;
+                    for (r, existing) in rows.iter().zip(existing_rows(client, *group, &rows, 2)?) {
+                        out.push((*group, r.get(0), r.get(1), existing));
                     }
                 }
                 Ok(out)
@@ -258,8 +310,9 @@ fn read_keys(
     found: &mut look_up::Found<'_, Existing>,
 ) -> Result<()> {
     for (group, keys) in by_group {
-        for r in tx.query(sql, &[group, keys])? {
-            found((*group, r.get(0)), r.get::<_, &str>(1), existing_row(&r, 2)?);
+        let rows = tx.query(sql, &[group, keys])?;
+        for (r, existing) in rows.iter().zip(existing_rows(tx, *group, &rows, 2)?) {
+            found((*group, r.get(0)), r.get::<_, &str>(1), existing);
         }
     }
     Ok(())
@@ -359,21 +412,9 @@ impl Intake for PgLedger {
             let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             hold_groups(tx, Some(&group_ids))?;
             let found = look_up(tx, None, batch, &group_ids, true)?;
-            let mut ids: Vec<i64> = policy::announced(&found, &group_ids).into_iter().map(|(_, id)| id).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            let written: Vec<(i64, i64)> = tx
-                .query(
-                    "UPDATE items SET state = 'accepted', accepted_at = $2, last_class = 'accepted',
-                         next_attempt_at = NULL, streak = 0, streak_started_at = NULL
-                     WHERE id = ANY($1) AND state = 'queued' RETURNING group_id, id",
-                    &[&ids, &now],
-                )?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            super::batches::set_spans(tx, &written)?;
-            Ok(written.len() as u64)
+            let named = policy::announced(&found, &group_ids);
+            let written = write_spans(tx, &Runs::of(&named), ANNOUNCED, "state = 'queued'", &[&now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 
@@ -654,13 +695,13 @@ pub(super) fn admit_once(
     // The ids are taken in the order of the rows, each group's in a run of
     // its own (input order within it), so that each run is one batch row.
     let inserted = tx.query(
-        "INSERT INTO items (group_id, url_key, url, action, lastmod, state, next_attempt_at, enqueued_at)
-         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod, 'queued', $6, $6
+        "INSERT INTO items (group_id, url_key, url, action, lastmod)
+         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod
          FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
              AS t (group_id, url_key, url, action, lastmod, n)
          ORDER BY t.group_id, t.n
          RETURNING group_id, url_key, id",
-        &[&groups, &keys, &urls, &new_actions, &new_lastmods, &now],
+        &[&groups, &keys, &urls, &new_actions, &new_lastmods],
     );
     let inserted: HashMap<(i64, i64), i64> = match inserted {
         Ok(rows) => rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect(),
@@ -692,15 +733,8 @@ pub(super) fn admit_once(
     let new: Vec<(i64, i64)> = written.iter().map(|(group, id, _)| (*group, *id)).collect();
     super::batches::new_queued_spans(&mut tx, &new, now)?;
     for ((group, action, due), ids) in &plan.requeued {
-        tx.execute(
-            &format!(
-                "UPDATE items SET state = 'queued', action = $2, next_attempt_at = $4, enqueued_at = $3, streak = 0,
-                 streak_started_at = NULL WHERE {}",
-                items_named(ids)
-            ),
-            &[ids, &action.as_str(), &now, &sec(*due)],
-        )?;
-        super::batches::set_spans_of_group(&mut tx, *group, ids)?;
+        tx.execute(&format!("UPDATE items SET action = $2 WHERE {}", items_named(ids)), &[ids, &action.as_str()])?;
+        write_spans(&mut tx, &Runs::of_group(*group, ids), REQUEUED, "true", &[&now, &sec(*due)])?;
     }
     if !plan.updates.is_empty() {
         let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
@@ -722,6 +756,14 @@ pub(super) fn admit_once(
     let created = ids.into_iter().filter(|(key, _)| !cache.contains_key(key)).collect();
     Ok((out, created))
 }
+
+/// An announced item's state, over a span's columns: accepted at `$4`.
+const ANNOUNCED: &str = "state = 'accepted', accepted_at = $4, last_class = 'accepted', next_attempt_at = NULL,
+     streak = 0, streak_started_at = NULL";
+
+/// A requeued item's state, over a span's columns: queued at `$4`, due at
+/// `$5`.
+const REQUEUED: &str = "state = 'queued', next_attempt_at = $5, enqueued_at = $4, streak = 0, streak_started_at = NULL";
 
 /// Whether `err` is an insert's item meeting another item of the same
 /// (group, key): the `items_key` constraint.

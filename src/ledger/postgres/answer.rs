@@ -5,42 +5,33 @@
 //! counted.
 
 use super::claim::add_usage;
+use super::spans::{write_spans, Runs};
 use super::{
-    insert_request, items_named, opt_sec, sec, Answered, Block, Class, InspectionAnswer, Recorded, Report, Result,
-    RuleWindow, Tx,
+    insert_request, opt_sec, sec, Answered, Block, Class, InspectionAnswer, Recorded, Report, Result, RuleWindow, Tx,
 };
 use crate::ledger::policy::{AnswerSteps, Move};
+use ::postgres::types::ToSql;
+
+/// An answer's move of its items, over a span's columns:
+/// `$4` the new state, `$5` its due time, `$6` the answer's class, `$7`
+/// its time, `$8` the fingerprint a parked item keeps, `$9` the request.
+const ANSWERED: &str = "state = $4, next_attempt_at = $5,
+     attempts = attempts + 1,
+     streak = CASE WHEN last_class IS NOT DISTINCT FROM $6 THEN streak + 1 ELSE 1 END,
+     streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $6 AND streak_started_at IS NOT NULL
+                              THEN streak_started_at ELSE $7 END,
+     last_class = $6,
+     accepted_at = CASE WHEN $4 = 'accepted' THEN $7 ELSE accepted_at END,
+     parked_fingerprint = $8, last_request_id = $9";
 
 impl AnswerSteps for Tx<'_, '_> {
     fn answer(&mut self, answer: &Answered, to: &Move) -> Result<()> {
         let group: i64 = self.tx.query_one("SELECT group_id FROM items WHERE id = $1", &[&answer.items[0]])?.get(0);
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
-        self.tx.execute(
-            &format!(
-                "UPDATE items SET
-                 state = $2, next_attempt_at = $3,
-                 attempts = attempts + 1,
-                 streak = CASE WHEN last_class IS NOT DISTINCT FROM $4 THEN streak + 1 ELSE 1 END,
-                 streak_started_at = CASE WHEN last_class IS NOT DISTINCT FROM $4
-                                               AND streak_started_at IS NOT NULL
-                                          THEN streak_started_at ELSE $5 END,
-                 last_class = $4,
-                 accepted_at = CASE WHEN $2 = 'accepted' THEN $5 ELSE accepted_at END,
-                 parked_fingerprint = $6, last_request_id = $7
-                 WHERE {}",
-                items_named(&answer.items)
-            ),
-            &[
-                &answer.items,
-                &to.to.as_str(),
-                &opt_sec(to.due),
-                &answer.class.as_str(),
-                &sec(answer.at),
-                &to.fingerprint,
-                &request,
-            ],
-        )?;
-        super::batches::set_spans_of_group(self.tx, group, &answer.items)
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&to.to.as_str(), &opt_sec(to.due), &answer.class.as_str(), &sec(answer.at), &to.fingerprint, &request];
+        write_spans(self.tx, &Runs::of_group(group, &answer.items), ANSWERED, "true", &params)?;
+        Ok(())
     }
 
     fn give_back(&mut self, window: &RuleWindow, units: u64) -> Result<()> {

@@ -1,20 +1,23 @@
 //! A claim's steps on PostgreSQL (`policy::ClaimSteps`): the clock (the
 //! server's), the windows, the group's queue and the pace held with `FOR
-//! UPDATE` (policy takes windows in one order), due items taken, moved or
-//! deferred with a statement each — items another transaction holds
-//! skipped (`SKIP LOCKED`), never waited for — the units counted with a
+//! UPDATE` (policy takes windows in one order), due items read from the
+//! group's due spans (`walk_due`) and taken,
+//! moved or deferred as writes of spans, the units counted with a
 //! conditional upsert per window, and the reservations reconciled.
 //!
 //! A claim writes no item row: its reservation lists the items it took
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
+use super::spans::{due_count, write_spans, Runs};
+use super::LedgerError;
 use super::{
-    group_id, insert_request, items_named, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient,
-    GroupKey, Now, Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
+    group_id, insert_request, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient, GroupKey, Now,
+    Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 use crate::ledger::sql::order_by;
+use std::collections::{HashMap, HashSet};
 
 pub(super) fn usage_in(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<DateTime<Utc>> =
@@ -101,21 +104,143 @@ pub(super) fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Res
     Ok(())
 }
 
-/// Which items of group `$1` are due at `$2`: queued, due, and listed by no
-/// reservation of the group (the queue is held: `hold_queue`).
-macro_rules! due {
-    () => {
-        "group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-         AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)"
-    };
+/// A due span of a group as the claim reads it: its ids and the columns a
+/// claimed item takes from it.
+struct DueSpan {
+    first: i64,
+    last: i64,
+    due: DateTime<Utc>,
+    attempts: i32,
+    last_class: Option<String>,
+    streak: i32,
+    streak_started_at: Option<DateTime<Utc>>,
 }
 
-/// The due items of a group. A statement that updates some of them names them
-/// `id = ANY(ARRAY(…))`: the items are then found by their key, where `id IN
-/// (…)` let the planner hash the ids and scan the whole table for them, which
-/// made a claim on a large queue more than twice as slow (docs/performance.md,
-/// *Measured choices*).
-const DUE: &str = concat!("SELECT id FROM items WHERE ", due!());
+/// Due spans read a page at a time.
+const DUE_PAGE: i64 = 200;
+
+/// The ids of group `group` that a reservation lists (in flight).
+fn held(tx: &mut impl GenericClient, group: i64) -> Result<HashSet<i64>> {
+    Ok(tx.query("SELECT id FROM in_flight WHERE group_id = $1", &[&group])?.iter().map(|r| r.get(0)).collect())
+}
+
+/// Walks the due items of `group` at `now` in the order by due time, then
+/// id (`DueOrder::BY_DUE`): the queued spans due by `now` through
+/// `spans_queued` in (due, first id) order, a page at a time, each span's
+/// ids ascending, less those `held` lists; from the place `from` on if
+/// given (due at or after it). `visit` is given each item and its span
+/// and says whether to go on. Spans never overlap, so (due, first id,
+/// id) is the order (due, id). The group's spans are not held: the
+/// claim's hold on its group's row keeps out every writer of its spans
+/// but the answers, which move only ids a reservation lists (skipped
+/// here), yet cut and merge the spans around them between two pages. A
+/// span cut so starts again past the place the walk reached, its ids
+/// given before: each id is given once (`seen`). A span merged with one
+/// given before keeps that one's first id and is not read again. Holding
+/// the spans instead would make every answer of the group wait for the
+/// claim's commit.
+fn walk_due(
+    tx: &mut impl GenericClient,
+    group: i64,
+    now: DateTime<Utc>,
+    from: Option<DateTime<Utc>>,
+    held: &HashSet<i64>,
+    mut visit: impl FnMut(&DueSpan, i64) -> bool,
+) -> Result<()> {
+    let mut seen = HashSet::new();
+    let page = tx.prepare(
+        "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at FROM spans
+         WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+             AND (next_attempt_at, first) > ($3, $4)
+         ORDER BY next_attempt_at, first LIMIT $5",
+    )?;
+    // Before any due time (the first day of year 1, which the server's
+    // times hold, where chrono's least time is out of their range).
+    let start = DateTime::<Utc>::from_timestamp(-62_135_596_800, 0).unwrap_or(now);
+    let mut after: (DateTime<Utc>, i64) = (from.unwrap_or(start), i64::MIN);
+    loop {
+        let rows = tx.query(&page, &[&group, &now, &after.0, &after.1, &DUE_PAGE])?;
+        for r in &rows {
+            let span = DueSpan {
+                first: r.get(0),
+                last: r.get(1),
+                due: r.get(2),
+                attempts: r.get(3),
+                last_class: r.get(4),
+                streak: r.get(5),
+                streak_started_at: r.get(6),
+            };
+            after = (span.due, span.first);
+            for id in span.first..=span.last {
+                if !held.contains(&id) && seen.insert(id) && !visit(&span, id) {
+                    return Ok(());
+                }
+            }
+        }
+        if (rows.len() as i64) < DUE_PAGE {
+            return Ok(());
+        }
+    }
+}
+
+/// The first `n` due items of `group` at `now` in the order "newest"
+/// (`order`, `order_by`): every due item of the group, each with its
+/// span's columns and its own lastmod, sorted by the server. No index
+/// gives this order (the items' did not either).
+const DUE_IN_ORDER: &str = "SELECT id, attempts, last_class, streak, streak_started_at, next_attempt_at FROM (
+         SELECT x.id, s.attempts, s.last_class, s.streak, s.streak_started_at, s.next_attempt_at, s.enqueued_at,
+             i.lastmod
+         FROM spans s CROSS JOIN LATERAL generate_series(s.first, s.last) AS x (id) JOIN items i ON i.id = x.id
+         WHERE s.group_id = $1 AND s.state = 'queued' AND s.next_attempt_at <= $2
+             AND x.id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)
+     ) AS due ORDER BY {} LIMIT $3";
+
+/// The first `n` due items of `group` at `now` in `order`, each as its id,
+/// due time and the span's columns a claim gives it.
+fn first_due(
+    tx: &mut impl GenericClient,
+    group: i64,
+    now: DateTime<Utc>,
+    n: usize,
+    order: DueOrder,
+) -> Result<Vec<(i64, DueColumns)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if order.by_due() {
+        let held = held(tx, group)?;
+        let mut due = Vec::with_capacity(n.min(10_000));
+        walk_due(tx, group, now, None, &held, |s, id| {
+            due.push((id, (s.due, s.attempts, s.last_class.clone(), s.streak, s.streak_started_at)));
+            due.len() < n
+        })?;
+        return Ok(due);
+    }
+    let rows = tx.query(&DUE_IN_ORDER.replace("{}", &order_by(order)), &[&group, &now, &(n as i64)])?;
+    Ok(rows.iter().map(|r| (r.get(0), (r.get(5), r.get(1), r.get(2), r.get(3), r.get(4)))).collect())
+}
+
+/// What a claimed item takes from its span: due time, attempts, last
+/// class, streak and its start.
+type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>>);
+
+/// The URL and action of each of `ids`, by id.
+fn urls_and_actions(tx: &mut impl GenericClient, ids: &[i64]) -> Result<HashMap<i64, (String, String)>> {
+    Ok(tx
+        .query("SELECT id, url, action FROM items WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))", &[&ids])?
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect())
+}
+
+/// A claim's deferral of due items, over a span's columns: `$4` the time
+/// they are due again.
+const DEFERRED: &str = "next_attempt_at = $4";
+
+/// Items a killed run held, queued all along, due again now (`$4`), an
+/// attempt counted against the request `$5` that records it.
+const INTERRUPTED: &str =
+    "next_attempt_at = $4, attempts = attempts + 1, last_class = 'transient', last_request_id = $5";
 
 impl ClaimSteps for Tx<'_, '_> {
     /// The database server's clock, shifted like this machine's by
@@ -179,9 +304,8 @@ impl ClaimSteps for Tx<'_, '_> {
     }
 
     fn count_due(&mut self, group: i64, now: DateTime<Utc>, cap: usize) -> Result<usize> {
-        let sql = format!("SELECT COUNT(*) FROM ({DUE} LIMIT $3) AS due");
-        let n: i64 = self.tx.query_one(&sql, &[&group, &sec(now), &(cap as i64)])?.get(0);
-        Ok(n.max(0) as usize)
+        let n: i64 = self.tx.query_one(&format!("SELECT {}", due_count("$1", "$2")), &[&group, &sec(now)])?.get(0);
+        Ok((n.max(0) as usize).min(cap))
     }
 
     /// The kept count of queued rows, less those in flight (still queued rows).
@@ -208,23 +332,12 @@ impl ClaimSteps for Tx<'_, '_> {
         me: &Owner,
     ) -> Result<Option<Taken>> {
         let now = sec(now);
-        let rows = self.tx.query(
-            &format!(
-                concat!(
-                    "SELECT id, url, attempts, last_class, streak, streak_started_at, action, next_attempt_at
-                     FROM items WHERE ",
-                    due!(),
-                    " ORDER BY {} LIMIT $3 FOR UPDATE SKIP LOCKED"
-                ),
-                order_by(order)
-            ),
-            &[&group, &now, &(n as i64)],
-        )?;
-        if rows.is_empty() {
-            // Other transactions hold every due item: nothing to send.
+        let due = first_due(self.tx, group, now, n, order)?;
+        if due.is_empty() {
             return Ok(None);
         }
-        let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        let mut ids: Vec<i64> = due.iter().map(|d| d.0).collect();
+        let mut texts = urls_and_actions(self.tx, &ids)?;
         ids.sort_unstable();
         let reservation: i64 = self
             .tx
@@ -234,43 +347,44 @@ impl ClaimSteps for Tx<'_, '_> {
                 &[&me.host, &(me.pid as i64), &(me.started as i64), &now, &group, &ids],
             )?
             .get(0);
-        let mut taken = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let item = ClaimedItem {
-                id: r.get(0),
-                url: r.get(1),
-                action: stored("items", "action", r.get(6))?,
-                attempts: r.get::<_, i32>(2) as u32,
-                last_class: stored_opt("items", "last_class", r.get(3))?,
-                streak: r.get::<_, i32>(4) as u32,
-                streak_started_at: r.get(5),
+        let mut taken = Vec::with_capacity(due.len());
+        for (id, (at, attempts, last_class, streak, streak_started_at)) in due {
+            let Some((url, action)) = texts.remove(&id) else {
+                return Err(LedgerError::Invalid(format!("spans: the due item {id} has no item row")));
             };
-            taken.push((r.get(7), item));
+            let item = ClaimedItem {
+                id,
+                url,
+                action: stored("items", "action", &action)?,
+                attempts: attempts as u32,
+                last_class: stored_opt("spans", "last_class", last_class.as_deref())?,
+                streak: streak as u32,
+                streak_started_at,
+            };
+            taken.push((Some(at), item));
         }
         Ok(Some(Taken { reservation, items: taken }))
     }
 
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>> {
-        let rows = self.tx.query(
-            &format!(
-                concat!("SELECT id, url FROM items WHERE ", due!(), " ORDER BY {} LIMIT $3 FOR UPDATE SKIP LOCKED"),
-                order_by(order)
-            ),
-            &[&group, &sec(now), &(n as i64)],
-        )?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        let due = first_due(self.tx, group, sec(now), n, order)?;
+        let ids: Vec<i64> = due.iter().map(|d| d.0).collect();
+        let mut texts = urls_and_actions(self.tx, &ids)?;
+        Ok(ids.iter().filter_map(|id| texts.remove(id).map(|(url, _)| (*id, url))).collect())
     }
 
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {
-        let row = self.tx.query_opt(
-            concat!(
-                "SELECT next_attempt_at, id FROM items WHERE ",
-                due!(),
-                " ORDER BY next_attempt_at, id OFFSET $3 LIMIT 1"
-            ),
-            &[&group, &sec(now), &i64::try_from(n.saturating_sub(1)).unwrap_or(i64::MAX)],
-        )?;
-        Ok(row.map(|r| (r.get(0), r.get(1))))
+        let held = held(self.tx, group)?;
+        let (mut seen, mut nth) = (0, None);
+        walk_due(self.tx, group, sec(now), None, &held, |s, id| {
+            seen += 1;
+            if seen >= n.max(1) {
+                nth = Some((s.due, id));
+                return false;
+            }
+            true
+        })?;
+        Ok(nth)
     }
 
     fn defer_due(
@@ -281,36 +395,27 @@ impl ClaimSteps for Tx<'_, '_> {
         keep: &Kept,
         limit: usize,
     ) -> Result<Vec<i64>> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let after = match keep {
-            Kept::None => None,
-            Kept::After(place) => Some(*place),
-            Kept::Except(ids) => {
-                let rows = self.tx.query(
-                    &format!(
-                        "UPDATE items SET next_attempt_at = $3
-                         WHERE id = ANY(ARRAY({DUE} AND NOT (id = ANY($4)) LIMIT $5 FOR UPDATE SKIP LOCKED))
-                         RETURNING id"
-                    ),
-                    &[&group, &sec(now), &sec(until), ids, &limit],
-                )?;
-                let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                super::batches::set_spans_of_group(self.tx, group, &deferred)?;
-                return Ok(deferred);
-            }
+        // The due items past what is kept, `limit` of them, in the
+        // order by due time (any would do: the claim defers them all,
+        // `limit` a statement).
+        let held = held(self.tx, group)?;
+        let mut deferred = Vec::new();
+        let (from, except) = match keep {
+            Kept::None => (None, None),
+            Kept::After(place) => (Some(place.0), None),
+            Kept::Except(ids) => (None, Some(ids.iter().copied().collect::<HashSet<i64>>())),
         };
-        let (after_at, after_id) = (after.map(|a| a.0), after.map_or(0, |a| a.1));
-        let rows = self.tx.query(
-            &format!(
-                "UPDATE items SET next_attempt_at = $3
-                 WHERE id = ANY(ARRAY({DUE} AND ($4::timestamptz IS NULL OR (next_attempt_at, id) > ($4, $5))
-                     LIMIT $6 FOR UPDATE SKIP LOCKED))
-                 RETURNING id"
-            ),
-            &[&group, &sec(now), &sec(until), &after_at, &after_id, &limit],
-        )?;
-        let deferred: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-        super::batches::set_spans_of_group(self.tx, group, &deferred)?;
+        walk_due(self.tx, group, sec(now), from, &held, |s, id| {
+            let kept = match keep {
+                Kept::After((at, after)) => (s.due, id) <= (*at, *after),
+                _ => except.as_ref().is_some_and(|e| e.contains(&id)),
+            };
+            if !kept {
+                deferred.push(id);
+            }
+            deferred.len() < limit
+        })?;
+        write_spans(self.tx, &Runs::of_group(group, &deferred), DEFERRED, "true", &[&sec(until)])?;
         Ok(deferred)
     }
 
@@ -327,16 +432,20 @@ impl ClaimSteps for Tx<'_, '_> {
         let (ids, at): (Vec<i64>, Vec<DateTime<Utc>>) = moved.iter().copied().unzip();
         let moved: Vec<(i64, i64)> = self
             .tx
-            .query(
-                "UPDATE items SET next_attempt_at = moved.at
-                 FROM unnest($1::bigint[], $2::timestamptz[]) AS moved (id, at)
-                 WHERE items.id = moved.id RETURNING items.group_id, items.id",
-                &[&ids, &at],
-            )?
+            .query("SELECT group_id, id FROM items WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))", &[&ids])?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        super::batches::set_spans(self.tx, &moved)
+        // Each moved id its own run, its span given its own due time.
+        write_spans(
+            self.tx,
+            &Runs::each(&moved),
+            "next_attempt_at = (SELECT at FROM unnest($4::bigint[], $5::timestamptz[]) AS m (id, at)
+                                WHERE m.id = spans.first)",
+            "true",
+            &[&ids, &at],
+        )?;
+        Ok(())
     }
 
     fn charge(&mut self, rules: &[RuleWindow], units: u64, now: DateTime<Utc>) -> Result<bool> {
@@ -385,16 +494,8 @@ impl ClaimSteps for Tx<'_, '_> {
     fn interrupted(&mut self, group: i64, items: &[i64], now: DateTime<Utc>) -> Result<()> {
         let now = sec(now);
         let request = insert_request(self.tx, &Recorded::interrupted(group, now, items))?;
-        self.tx.execute(
-            &format!(
-                "UPDATE items SET next_attempt_at = $2, attempts = attempts + 1, last_class = 'transient',
-                 last_request_id = $3
-                 WHERE state = 'queued' AND {}",
-                items_named(items)
-            ),
-            &[&items, &now, &request],
-        )?;
-        super::batches::set_spans_of_group(self.tx, group, items)
+        write_spans(self.tx, &Runs::of_group(group, items), INTERRUPTED, "state = 'queued'", &[&now, &request])?;
+        Ok(())
     }
 
     fn end(&mut self, reservation: i64) -> Result<()> {

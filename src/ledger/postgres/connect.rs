@@ -64,7 +64,7 @@ pub(super) struct Conn {
     /// Since the connection was found lost: the failed tries to reopen it,
     /// and the earliest moment of the next.
     lost: Option<(u32, std::time::Instant)>,
-    /// Whether every commit checks the spans against the items first (a
+    /// Whether every commit checks the spans' rules first (a
     /// test's ledger that asked for it: `PgLedger::check_spans`).
     #[cfg(test)]
     pub(super) check_spans: bool,

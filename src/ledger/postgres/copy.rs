@@ -7,6 +7,7 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
+use super::spans::{write_spans, Runs};
 use super::{
     ghost_urls, group_id_or_create, hold_groups, pg, retrying, source_documents, source_failures, store_ghost_urls,
     store_source_documents, store_source_failures, stored, stored_group, stored_opt, stored_reason, url_key, Copied,
@@ -15,12 +16,28 @@ use super::{
 };
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
 use crate::ledger::item_ids;
-use crate::ledger::sql;
 use pg::binary_copy::BinaryCopyInWriter;
 use pg::types::{ToSql, Type};
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
+
+/// `ledger copy`: the staged items new to the target, inserted with the
+/// ids staging gave them; their state goes to their spans
+/// (`batches::copied_spans`). `sql::INSERT_FRESH_ITEMS` without the state
+/// columns, which PostgreSQL's items no longer hold.
+const INSERT_FRESH_ITEMS: &str = "INSERT INTO items (id, group_id, url_key, url, action, lastmod)
+     SELECT c.dst, c.grp, c.url_key, c.url, c.action, c.lastmod FROM copy_items c WHERE c.fresh ORDER BY c.dst";
+
+/// An item updated by a copy, over its span's columns (the span of this
+/// one item, `spans.first`): the staged values, its last request the
+/// target's id of the source's, or its own where the source names none
+/// the copy brought.
+const COPIED: &str = "(state, next_attempt_at, enqueued_at, attempts, last_class, streak, streak_started_at,
+         accepted_at, parked_fingerprint, last_request_id) =
+     (SELECT c.state, c.next_attempt_at, c.enqueued_at, c.attempts, c.last_class, c.streak, c.streak_started_at,
+             c.accepted_at, c.parked_fingerprint, COALESCE(r.dst, spans.last_request_id)
+      FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request WHERE c.dst = spans.first)";
 
 impl Rows for PgLedger {
     fn schema_version(&mut self) -> Result<i64> {
@@ -98,13 +115,13 @@ fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
             id: r.get(0),
             group: r.get(1),
             url: r.get(2),
-            state: stored("items", "state", r.get(3))?,
+            state: stored("spans", "state", r.get(3))?,
             action: stored("items", "action", r.get(4))?,
             lastmod: r.get(5),
             next_attempt_at: r.get(6),
             enqueued_at: r.get(7),
             attempts: r.get::<_, i32>(8) as u32,
-            last_class: stored_opt("items", "last_class", r.get(9))?,
+            last_class: stored_opt("spans", "last_class", r.get(9))?,
             streak: r.get::<_, i32>(10) as u32,
             streak_started_at: r.get(11),
             accepted_at: r.get(12),
@@ -341,35 +358,38 @@ impl copy::Stage for Staging<'_, '_> {
         Ok(())
     }
 
+    /// The items the source holds and the target too: their staged
+    /// values written over the target's, the last request mapped to the
+    /// target's (`COPIED` over their spans).
     fn write_items(&mut self) -> Result<u64> {
         let updated: Vec<(i64, i64)> = self
             .tx
             .query(
-                "UPDATE items i SET state = c.state, action = c.action, lastmod = c.lastmod,
-                     next_attempt_at = c.next_attempt_at, enqueued_at = c.enqueued_at, attempts = c.attempts,
-                     last_class = c.last_class, streak = c.streak, streak_started_at = c.streak_started_at,
-                     accepted_at = c.accepted_at, parked_fingerprint = c.parked_fingerprint,
-                     last_request_id = COALESCE(r.dst, i.last_request_id)
-                 FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
-                 WHERE i.id = c.dst AND c.written AND NOT c.fresh AND i.state <> 'in_flight'
-                     AND i.id NOT IN (SELECT id FROM in_flight)
+                "UPDATE items i SET action = c.action, lastmod = c.lastmod
+                 FROM copy_items c
+                 WHERE i.id = c.dst AND c.written AND NOT c.fresh
+                     AND NOT EXISTS (SELECT 1 FROM item_states s WHERE s.id = i.id AND s.state = 'in_flight')
                  RETURNING i.group_id, i.id",
                 &[],
             )?
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        let inserted = self.tx.execute(sql::INSERT_FRESH_ITEMS, &[])?;
-        // Issue 48, on its branch: the new items as batch rows too, and
-        // the spans of every item written, new or not, read back from
-        // their rows.
-        let mut written = updated.clone();
+        let inserted = self.tx.execute(INSERT_FRESH_ITEMS, &[])?;
+        // Issue 48, on its branch: the updated items' spans given the
+        // staged values, each item a run of its own; the new items as
+        // batch rows and spans of their staged values.
+        write_spans(self.tx, &Runs::each(&updated), COPIED, "true", &[])?;
         if inserted > 0 {
             super::batches::fill_from_items(self.tx, super::batches::Fill::Copied)?;
-            let fresh = self.tx.query("SELECT grp, dst FROM copy_items WHERE fresh", &[])?;
-            written.extend(fresh.iter().map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1))));
+            let fresh: Vec<(i64, i64)> = self
+                .tx
+                .query("SELECT grp, dst FROM copy_items WHERE fresh", &[])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            super::batches::copied_spans(self.tx, &fresh)?;
         }
-        super::batches::set_spans(self.tx, &written)?;
         // The updated items' lastmods and actions (the new items' batch
         // rows were written from their current values).
         let updated_ids: Vec<i64> = updated.iter().map(|(_, id)| *id).collect();

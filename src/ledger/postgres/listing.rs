@@ -4,8 +4,7 @@
 //! by state give the ids and every state column, each id's URL comes from
 //! its batch's texts, and a URL becomes its id in a group by its hash
 //! (`batches::find_ids`), an item still where a span holds it. The spans
-//! agree with the items at every commit (`batches::set_spans`), so what is
-//! read is what the items say.
+//! are the items' state (schema 12 took it off the items).
 
 use super::super::batches::{self as layout, url_hash};
 #[cfg(test)]
@@ -306,8 +305,8 @@ fn rows_of(
     let mut out = Vec::new();
     for (k, p) in listed {
         let (reason, message, status, class) = p.request.and_then(|id| requests.get(&id).cloned()).unwrap_or_default();
-        let state = stored("items", "state", p.shown)?;
-        let last_class = stored_opt("items", "last_class", p.last_class.as_deref())?;
+        let state = stored("spans", "state", p.shown)?;
+        let last_class = stored_opt("spans", "last_class", p.last_class.as_deref())?;
         let last_reason = stored_last_reason(class.as_deref(), reason.as_deref())?;
         for id in p.first..=p.last {
             out.push(ItemRow {
@@ -433,6 +432,24 @@ mod tests {
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
         for filter in filters {
+            // What `queue retry` and `queue drop` act on with this filter:
+            // runs read from the spans, against the item rows selected so.
+            if filter.limit.is_none() {
+                for chosen in
+                    [crate::ledger::policy::retry_states(&filter), crate::ledger::policy::drop_states(&filter)]
+                {
+                    let mut from_spans: Vec<i64> = super::super::queue::selected_runs(tx, &chosen, now)
+                        .unwrap()
+                        .iter()
+                        .flat_map(|&(_, f, l, _)| f..=l)
+                        .collect();
+                    from_spans.sort_unstable();
+                    let mut from_rows: Vec<i64> =
+                        super::super::queue::items_from_rows(tx, &chosen, now).unwrap().iter().map(|r| r.id).collect();
+                    from_rows.sort_unstable();
+                    assert_eq!(from_spans, from_rows, "step {step}, {chosen:?}");
+                }
+            }
             let from_spans: Vec<String> = items(tx, &filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
             let from_rows: Vec<String> = super::super::queue::items_from_rows(tx, &filter, now)
                 .unwrap()
@@ -497,18 +514,14 @@ mod tests {
                 assert_lists_agree(tx, &urls, now, 0);
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     let step = step + 1;
-                    let rows = match kind {
-                        0 => tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?,
-                        k => tx.query(
-                            &format!(
-                                "UPDATE items SET {} WHERE id BETWEEN $1 AND $2 RETURNING group_id, id",
-                                states[k as usize % states.len()]
-                            ),
-                            &[&first, &last],
-                        )?,
-                    };
-                    let written: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-                    super::super::batches::set_spans(tx, &written)?;
+                    match kind {
+                        0 => {
+                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
+                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
+                        }
+                        k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
+                    }
                     super::super::batches::spans_agree(tx)?;
                     // Reservations over a third of the steps, some listing
                     // ids of two spans or two groups' batches.

@@ -3,6 +3,7 @@
 //! reservation lists is in flight, its row still `queued` (`in_flight`,
 //! `item_states`: schema 8); the kept counts count it queued.
 
+use super::spans::{delete_spans, due_count, write_spans, write_whole_spans, Runs};
 use super::{
     group_id, hold_groups, pg, policy, sec, stored, stored_group, stored_last_reason, stored_opt, url_key, DateTime,
     GroupKey, ItemFilter, ItemRow, NoticeClaim, ParkedGroup, PgLedger, Queue, QueueCounts, Reason, Result, Row,
@@ -15,10 +16,10 @@ pub(super) fn item_row(r: &Row) -> Result<ItemRow> {
         id: r.get(0),
         url: r.get(1),
         group: stored_group(r.get(2), r.get(3), r.get(4), r.get(14))?,
-        state: stored("items", "state", r.get(5))?,
+        state: stored("spans", "state", r.get(5))?,
         next_attempt_at: r.get(6),
         attempts: r.get::<_, i32>(7) as u32,
-        last_class: stored_opt("items", "last_class", r.get(8))?,
+        last_class: stored_opt("spans", "last_class", r.get(8))?,
         last_reason: stored_last_reason(r.get(13), r.get(9))?,
         last_message: r.get(10),
         last_http_status: r.get::<_, Option<i32>>(11).map(|s| s as u16),
@@ -70,6 +71,7 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Pa
 /// `filter_sql`, a URL given as its ids: its hash looked up in each group
 /// the filter names (`listing::live_ids_of_url`), not a test of every
 /// row's text.
+#[cfg(test)]
 fn filter_by_ids(
     tx: &mut impl super::GenericClient,
     filter: &ItemFilter,
@@ -80,6 +82,72 @@ fn filter_by_ids(
     let (clause, mut values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now);
     values.push(Box::new(ids));
     Ok((format!("{clause} AND i.id = ANY(${})", values.len()), values))
+}
+
+/// A run of items a filter selects, all of one span: its group, first and
+/// last ids, and the span's last request.
+pub(super) type Selected = (i64, i64, i64, Option<i64>);
+
+/// The items `filter` selects, as runs of ids, read from the spans
+/// (`filter_sql`'s clause over `spans i JOIN groups g`: the queued and
+/// parked spans through their partial indexes), each span whole unless a
+/// reservation lists some of its ids (cut around them) or the filter
+/// names a URL (its ids alone). For `queue retry` and `queue drop`, whose
+/// states are never in flight: an id a reservation lists is never
+/// selected. No item row is read.
+pub(super) fn selected_runs(
+    tx: &mut impl super::GenericClient,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<Selected>> {
+    debug_assert!(!filter.states.is_empty() && !filter.states.contains(&StateFilter::InFlight));
+    let url_ids = match &filter.url {
+        Some(url) => Some(super::listing::live_ids_of_url(tx, filter, url)?),
+        None => None,
+    };
+    let (mut clause, mut values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now);
+    if let Some(ids) = &url_ids {
+        values.push(Box::new(ids.clone()));
+        clause = format!(
+            "{clause} AND EXISTS (SELECT 1 FROM unnest(${}::bigint[]) AS u (id) WHERE u.id BETWEEN i.first AND i.last)",
+            values.len()
+        );
+    }
+    let spans = tx.query(
+        &format!(
+            "SELECT i.group_id, i.first, i.last, i.last_request_id FROM spans i JOIN groups g ON g.id = i.group_id
+             WHERE {clause}"
+        ),
+        &refs(&values),
+    )?;
+    let held: std::collections::BTreeSet<i64> =
+        tx.query("SELECT id FROM in_flight", &[])?.iter().map(|r| r.get(0)).collect();
+    let mut named: Vec<i64> = url_ids.unwrap_or_default();
+    named.sort_unstable();
+    let mut runs = Vec::new();
+    for s in &spans {
+        let (group, first, last, request): Selected = (s.get(0), s.get(1), s.get(2), s.get(3));
+        // The span's ids the filter names: all of them, or the URL's.
+        let mut pieces: Vec<(i64, i64)> = match filter.url {
+            Some(_) => named.iter().filter(|id| (first..=last).contains(*id)).map(|id| (*id, *id)).collect(),
+            None => vec![(first, last)],
+        };
+        // Cut around the ids in flight.
+        let mut kept = Vec::new();
+        for (mut from, to) in pieces.drain(..) {
+            for &id in held.range(from..=to) {
+                if id > from {
+                    kept.push((from, id - 1));
+                }
+                from = id + 1;
+            }
+            if from <= to {
+                kept.push((from, to));
+            }
+        }
+        runs.extend(kept.into_iter().map(|(f, l)| (group, f, l, request)));
+    }
+    Ok(runs)
 }
 
 /// The listing from the item rows, which `listing::items` replaced: kept
@@ -105,24 +173,23 @@ pub(super) fn refs(values: &Params) -> Vec<&(dyn pg::types::ToSql + Sync)> {
     values.iter().map(|v| v.as_ref() as &(dyn pg::types::ToSql + Sync)).collect()
 }
 
+/// Parked items queued again, over a span's columns: due at `$3`.
+const UNPARKED: &str =
+    "state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL";
+
+/// Items queued again by `queue retry`, over a span's columns: due at
+/// `$4`.
+const RETRIED: &str =
+    "state = 'queued', next_attempt_at = $4, streak = 0, streak_started_at = NULL, parked_fingerprint = NULL";
+
 impl Queue for PgLedger {
     fn unpark_changed(&mut self, group: &GroupKey, fingerprint: &str, now: DateTime<Utc>) -> Result<u64> {
         let now = sec(now);
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            let ids: Vec<i64> = tx
-                .query(
-                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL
-                     WHERE group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2
-                     RETURNING id",
-                    &[&group, &fingerprint, &now],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            super::batches::set_spans_of_group(tx, group, &ids)?;
-            Ok(ids.len() as u64)
+            let filter = "group_id = $1 AND state = 'parked' AND parked_fingerprint IS DISTINCT FROM $2";
+            let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &fingerprint, &now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 
@@ -139,10 +206,11 @@ impl Queue for PgLedger {
         let now = sec(now);
         self.transaction(|tx| {
             tx.query(
-                "SELECT property, engine, target, channel FROM groups g
-                 WHERE EXISTS (SELECT 1 FROM items WHERE group_id = g.id AND state = 'queued' AND next_attempt_at <= $1
-                               AND id NOT IN (SELECT id FROM in_flight))
-                 ORDER BY property, engine, target",
+                &format!(
+                    "SELECT property, engine, target, channel FROM groups g WHERE {} > 0
+                     ORDER BY property, engine, target",
+                    due_count("g.id", "$1")
+                ),
                 &[&now],
             )?
             .iter()
@@ -155,12 +223,16 @@ impl Queue for PgLedger {
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(None) };
             Ok(tx
-                .query_one(
-                    "SELECT MIN(next_attempt_at) FROM items WHERE group_id = $1 AND state = 'queued'
-                         AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)",
+                .query_opt(
+                    // The first queued span, by due time, that holds an id
+                    // no reservation lists.
+                    "SELECT s.next_attempt_at FROM spans s WHERE s.group_id = $1 AND s.state = 'queued'
+                         AND s.last - s.first + 1 > (
+                             SELECT count(*) FROM in_flight f WHERE f.group_id = $1 AND f.id BETWEEN s.first AND s.last)
+                     ORDER BY s.next_attempt_at LIMIT 1",
                     &[&group],
                 )?
-                .get(0))
+                .and_then(|r| r.get(0)))
         })
     }
 
@@ -172,14 +244,16 @@ impl Queue for PgLedger {
             // queued); only the due items and those in flight are counted
             // (one statement: one snapshot).
             let r = tx.query_one(
-                "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
-                        COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
-                        (SELECT COUNT(*) FROM items WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
-                             AND id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)),
-                        (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)
-                 FROM group_counts WHERE group_id = $1",
+                &format!(
+                    "SELECT COALESCE(SUM(n) FILTER (WHERE state = 'queued'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'parked'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'in_flight'), 0)::bigint,
+                            COALESCE(SUM(n) FILTER (WHERE state = 'accepted'), 0)::bigint,
+                            {},
+                            (SELECT COUNT(*) FROM in_flight WHERE group_id = $1)
+                     FROM group_counts WHERE group_id = $1",
+                    due_count("$1", "$2")
+                ),
                 &[&group, &now],
             )?;
             let n = |i: usize| r.get::<_, i64>(i).max(0) as u64;
@@ -220,22 +294,10 @@ impl Queue for PgLedger {
         let filter = policy::retry_states(filter);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
-            let (clause, values) = filter_by_ids(tx, &filter, now)?;
-            let written: Vec<(i64, i64)> = tx
-                .query(
-                    &format!(
-                        "UPDATE items AS u SET state = 'queued', next_attempt_at = $1, streak = 0,
-                             streak_started_at = NULL, parked_fingerprint = NULL
-                         FROM item_states i JOIN groups g ON g.id = i.group_id WHERE u.id = i.id AND {clause}
-                         RETURNING u.group_id, u.id"
-                    ),
-                    &refs(&values),
-                )?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            super::batches::set_spans(tx, &written)?;
-            Ok(written.len() as u64)
+            let selected = selected_runs(tx, &filter, now)?;
+            let runs: Vec<(i64, i64, i64)> = selected.iter().map(|&(g, f, l, _)| (g, f, l)).collect();
+            write_spans(tx, &Runs::of_spans(&runs), RETRIED, "true", &[&sec(now)])?;
+            Ok(runs.iter().map(|(_, f, l)| (l - f + 1) as u64).sum())
         })
     }
 
@@ -243,17 +305,20 @@ impl Queue for PgLedger {
         let filter = policy::drop_states(filter);
         self.transaction(|tx| {
             hold_groups(tx, None)?;
-            let (clause, values) = filter_by_ids(tx, &filter, now)?;
+            let selected = selected_runs(tx, &filter, now)?;
+            let column = |f: fn(&Selected) -> i64| selected.iter().map(f).collect::<Vec<i64>>();
+            let (groups, firsts, lasts) = (column(|s| s.0), column(|s| s.1), column(|s| s.2));
+            let requests: Vec<Option<i64>> = selected.iter().map(|s| s.3).collect();
             let rows = tx.query(
-                &format!(
-                    "DELETE FROM items AS d USING item_states i JOIN groups g ON g.id = i.group_id
-                     WHERE d.id = i.id AND {clause}
-                     RETURNING d.id, d.group_id, d.url, d.last_request_id IS NOT NULL"
-                ),
-                &refs(&values),
+                "DELETE FROM items AS d
+                 USING unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS r (g, f, l, request)
+                 WHERE d.group_id = r.g AND d.id BETWEEN r.f AND r.l
+                 RETURNING d.id, d.group_id, d.url, r.request IS NOT NULL",
+                &[&groups, &firsts, &lasts, &requests],
             )?;
+            let runs: Vec<(i64, i64, i64)> = selected.iter().map(|&(g, f, l, _)| (g, f, l)).collect();
+            delete_spans(tx, &Runs::of_spans(&runs))?;
             let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
-            super::batches::set_spans(tx, &gone)?;
             let gone_ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
             super::batches::set_changes(tx, &gone_ids)?;
             // A drop removes items, not history: their requests stay, and an
@@ -281,20 +346,10 @@ impl Queue for PgLedger {
         let texts: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
         self.with_groups(|tx, groups| {
             let Some(group) = group_id(tx, groups, group)? else { return Ok(0) };
-            let ids: Vec<i64> = tx
-                .query(
-                    "UPDATE items SET state = 'queued', next_attempt_at = $3, streak = 0, streak_started_at = NULL,
-                         parked_fingerprint = NULL
-                     WHERE group_id = $1 AND state = 'parked' AND last_request_id IN (
-                         SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))
-                     RETURNING id",
-                    &[&group, &texts, &now],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            super::batches::set_spans_of_group(tx, group, &ids)?;
-            Ok(ids.len() as u64)
+            let filter = "group_id = $1 AND state = 'parked' AND last_request_id IN (
+                SELECT id FROM requests WHERE class = 'misconfigured' AND reason = ANY($2))";
+            let written = write_whole_spans(tx, &[group], UNPARKED, filter, &[&group, &texts, &now])?;
+            Ok(written.iter().map(|(_, first, last)| (last - first + 1) as u64).sum())
         })
     }
 
@@ -302,14 +357,19 @@ impl Queue for PgLedger {
         self.transaction(|tx| {
             // Per group and last answer: how many, since when, the latest
             // answer's URL and message, and the reminder kept under its reason.
+            // The parked spans (`spans_parked`), each counted by its length,
+            // the least URL of its items read by their ids.
             let rows = tx.query(
                 "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
                         m.reminded_at, g.channel
-                 FROM (SELECT i.group_id, r.class, r.reason, count(*) AS n, min(r.at) AS since,
-                              max(r.id) AS latest, min(i.url) AS url
-                       FROM items i LEFT JOIN requests r ON r.id = i.last_request_id
-                       WHERE i.state = 'parked'
-                       GROUP BY i.group_id, r.class, r.reason) p
+                 FROM (SELECT s.group_id, r.class, r.reason, sum(s.last - s.first + 1)::bigint AS n,
+                              min(r.at) AS since, max(r.id) AS latest, min(u.url) AS url
+                       FROM spans s LEFT JOIN requests r ON r.id = s.last_request_id
+                           CROSS JOIN LATERAL (
+                               SELECT min(url) AS url FROM items WHERE group_id = s.group_id AND id BETWEEN s.first AND s.last
+                           ) AS u
+                       WHERE s.state = 'parked'
+                       GROUP BY s.group_id, r.class, r.reason) p
                  JOIN groups g ON g.id = p.group_id
                  LEFT JOIN requests r ON r.id = p.latest
                  LEFT JOIN items fi ON fi.id = r.first_item

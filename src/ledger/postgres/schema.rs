@@ -15,7 +15,7 @@ use std::collections::HashSet;
 pub const SCHEMA_VERSION: i64 = 12;
 
 /// Schema 1, the first migration of every ledger.
-const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
+pub(super) const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 /// Schema 2, over schema 1: SQL before and after `upgrade_to_2` fills the URL keys.
 const SCHEMA_2: &str = include_str!("schema/0002_requests.sql");
 const FILL_KEYS: &str = "-- (upgrade_to_2 fills the URL keys here)";
@@ -34,7 +34,7 @@ const SCHEMA_6: &str = include_str!("schema/0006_serve.sql");
 const SCHEMA_7: &str = include_str!("schema/0007_items_groups.sql");
 /// Schema 8, over schema 7: a reservation lists the items it took (a claim
 /// writes no item row); the views of what is in flight.
-const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
+pub(super) const SCHEMA_8: &str = include_str!("schema/0008_reservation_items.sql");
 /// Schema 9, over schema 8: a reservation's list of items stored as it is,
 /// not compressed.
 const SCHEMA_9: &str = include_str!("schema/0009_reservation_storage.sql");
@@ -46,8 +46,11 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 /// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
 /// its branch — the batches, spans and hash runs, filled from the items
-/// (`batches::fill_from_items`), which stay until every reader has moved.
+/// (`batches::fill_from_items`) where `FILL_SPANS` marks, then the items'
+/// state columns taken off (the spans are their state).
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
+/// Where schema 12's script is cut for the spans to be filled.
+const FILL_SPANS: &str = "-- (the migration fills the batches and spans from the items here)";
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -101,8 +104,11 @@ impl PgLedger {
                 tx.batch_execute(SCHEMA_11)?;
             }
             if version < 12 {
-                tx.batch_execute(SCHEMA_12)?;
+                let (before, after) =
+                    SCHEMA_12.split_once(FILL_SPANS).expect("the schema-12 script marks where the spans are filled");
+                tx.batch_execute(before)?;
                 super::batches::fill_from_items(tx, super::batches::Fill::Migration)?;
+                tx.batch_execute(after)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;

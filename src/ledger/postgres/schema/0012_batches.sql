@@ -1,12 +1,15 @@
 -- Schema 12 of the PostgreSQL ledger, over schema 11: a ledger per batch
 -- (issue 48; docs/design.md, *A ledger per batch*), the tables of SQLite's
 -- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
--- builds it: the migration fills these tables from the items, which stay,
+-- builds it: the migration fills these tables from the items, then takes
+-- the items' state columns off (below): the spans are the items' state,
+-- written by every write of it (`spans.rs`) and read by every reader. The
+-- items keep their ids, groups, keys, URLs, lastmods and actions;
 -- admission and `ledger copy` write their new items as batch rows too,
--- every write of the items keeps the spans and the item changes equal to
--- them (`batches.rs`, `set_spans`, `set_changes`), and the look-up of
--- hashes, `queue list` and a URL's ids read them. The
--- released schema 12 will drop the items once every reader has moved.
+-- every write of a lastmod or an action keeps `item_changes`
+-- (`batches.rs`, `set_changes`), and the look-up of hashes, `queue list`
+-- and a URL's ids read them. The released schema 12 will drop the items
+-- once every reader has moved.
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
@@ -93,3 +96,68 @@ CREATE TABLE hash_pages (
     PRIMARY KEY (run, first_hash)
 );
 ALTER TABLE hash_pages ALTER COLUMN entries SET STORAGE EXTERNAL;
+
+-- (the migration fills the batches and spans from the items here)
+
+-- The spans are the items' state from here on: every write of state writes
+-- spans (`spans.rs`), every read reads them, and the items keep their
+-- identity and content alone (id, group, key, URL, action, lastmod).
+-- Dropping a column marks it dropped without rewriting the table, so a
+-- million items lose theirs at once; the indexes and checks on them go
+-- with them.
+DROP VIEW item_states;
+DROP TRIGGER items_inserted ON items;
+DROP TRIGGER items_updated ON items;
+DROP TRIGGER items_deleted ON items;
+DROP FUNCTION count_items();
+ALTER TABLE items DROP COLUMN state, DROP COLUMN next_attempt_at, DROP COLUMN enqueued_at,
+    DROP COLUMN attempts, DROP COLUMN last_class, DROP COLUMN streak, DROP COLUMN streak_started_at,
+    DROP COLUMN accepted_at, DROP COLUMN parked_fingerprint, DROP COLUMN last_request_id;
+
+-- The kept counts by group and state now follow the spans, by their
+-- lengths, with schema 1's statement triggers' rule: a statement writes
+-- only the counts it changes, in key order. A cut or a merge deletes and
+-- inserts spans of one state and length in all, so its two triggers
+-- change no count in the end.
+CREATE FUNCTION count_spans() RETURNS trigger LANGUAGE plpgsql AS $count$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, sum(last - first + 1) FROM new_spans GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, -sum(last - first + 1) FROM old_spans GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    ELSE
+        INSERT INTO group_counts AS c (group_id, state, n)
+        SELECT group_id, state, sum(d) FROM (
+            SELECT group_id, state, -(last - first + 1) AS d FROM old_spans
+            UNION ALL SELECT group_id, state, last - first + 1 FROM new_spans
+        ) AS changes GROUP BY 1, 2 HAVING sum(d) <> 0 ORDER BY 1, 2
+        ON CONFLICT (group_id, state) DO UPDATE SET n = c.n + excluded.n;
+    END IF;
+    RETURN NULL;
+END
+$count$;
+CREATE TRIGGER spans_inserted AFTER INSERT ON spans REFERENCING NEW TABLE AS new_spans
+    FOR EACH STATEMENT EXECUTE FUNCTION count_spans();
+CREATE TRIGGER spans_updated AFTER UPDATE ON spans REFERENCING OLD TABLE AS old_spans NEW TABLE AS new_spans
+    FOR EACH STATEMENT EXECUTE FUNCTION count_spans();
+CREATE TRIGGER spans_deleted AFTER DELETE ON spans REFERENCING OLD TABLE AS old_spans
+    FOR EACH STATEMENT EXECUTE FUNCTION count_spans();
+
+-- The items with their state, for the rare readers that want item rows
+-- (`queue list`'s test oracle, `ledger copy`, a look-up of found ids):
+-- each item joined to the span holding it (the one of its group that
+-- starts last at or before it), in flight where a reservation lists it.
+-- The hot paths read spans by run instead.
+CREATE VIEW item_states AS
+SELECT i.id, i.url, i.group_id,
+       CASE WHEN i.id IN (SELECT id FROM in_flight) THEN 'in_flight' ELSE s.state END AS state,
+       i.action, i.lastmod, s.next_attempt_at, s.enqueued_at, s.attempts, s.last_class, s.streak,
+       s.streak_started_at, s.accepted_at, s.parked_fingerprint, i.url_key, s.last_request_id
+FROM items i CROSS JOIN LATERAL (
+    SELECT * FROM spans WHERE group_id = i.group_id AND first <= i.id ORDER BY first DESC LIMIT 1
+) AS s
+WHERE s.last >= i.id;
