@@ -6,11 +6,10 @@
 //! and the sitemaps read for sources.
 
 use super::{
-    array, counted, from_ts, group_id, group_id_or_create, kept_changes, opt_ts, params, policy, stored,
-    ts, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created,
-    DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
-    OptionalExtension, Path, PathBuf, Preview, Rc, Result, SourceDocument, SourceFailure, SqliteLedger,
-    Utc, Value,
+    array, counted, from_ts, group_id, group_id_or_create, kept_changes, opt_ts, params, policy, stored, ts,
+    wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created, DateTime,
+    Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem, OptionalExtension, Path,
+    PathBuf, Preview, Rc, Result, SourceDocument, SourceFailure, SqliteLedger, Utc, Value,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
@@ -42,7 +41,7 @@ pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
 /// with it (`shared_by_hash`).
 pub(super) fn look_up(
     tx: &Connection,
-    mut helper: Option<&mut Helper>,
+    helper: Option<&mut Helper>,
     batch: &[NewItem],
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
@@ -53,7 +52,7 @@ pub(super) fn look_up(
     let hashes: Vec<u128> = batch.iter().map(|i| url_hash(&i.url)).collect();
     let wanted = look_up::hashes_by_group(&hashes, group_ids);
     let many = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
-    let found = match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
+    let found = match helper.filter(|_| many).and_then(Helper::connection) {
         Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &wanted))?,
         None => {
             let mut found = FxHashMap::default();

@@ -1031,7 +1031,8 @@ mod tests {
             (Some(Some(200)), Some(Action::Deleted)),
             (Some(None), Some(Action::Updated)),
         ];
-        let mut model: std::collections::BTreeMap<i64, Values> = (1..=70).map(|id| (id, (None, Action::Updated))).collect();
+        let mut model: std::collections::BTreeMap<i64, Values> =
+            (1..=70).map(|id| (id, (None, Action::Updated))).collect();
         let mut seed: u64 = 4_848;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);

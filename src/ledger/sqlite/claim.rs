@@ -13,8 +13,8 @@
 use super::super::batches as layout;
 use super::LedgerError;
 use super::{
-    from_ts, group_id, insert_request, opt_ts, params, stored_opt, ts, ClaimedItem, Connection, DateTime,
-    GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx, Usage, Utc,
+    from_ts, group_id, insert_request, opt_ts, params, stored_opt, ts, ClaimedItem, Connection, DateTime, GroupKey,
+    IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 

@@ -82,10 +82,8 @@ const EXPORT_CHUNK: usize = 10_000;
 /// items' view showed it), each URL from its batch row's texts.
 fn export_items(tx: &Connection, sink: &mut Sink) -> Result<()> {
     let held = super::IdRuns::in_flight(tx)?;
-    let mut stmt = tx.prepare(&format!(
-        "SELECT first, last, group_id, {} FROM spans ORDER BY first",
-        super::spans::SPAN_COLUMNS
-    ))?;
+    let mut stmt =
+        tx.prepare(&format!("SELECT first, last, group_id, {} FROM spans ORDER BY first", super::spans::SPAN_COLUMNS))?;
     let mut rows = stmt.query([])?;
     let mut chunks = Chunker::new(sink, Chunk::Items);
     let mut texts = super::listing::Texts::default();
@@ -287,7 +285,8 @@ impl copy::Stage for Staging<'_> {
             .prepare("SELECT DISTINCT grp FROM copy_items ORDER BY grp")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        let mut staged = conn.prepare("SELECT src, url FROM copy_items WHERE grp = ?1 AND src > ?2 ORDER BY src LIMIT 10000")?;
+        let mut staged =
+            conn.prepare("SELECT src, url FROM copy_items WHERE grp = ?1 AND src > ?2 ORDER BY src LIMIT 10000")?;
         let mut spans = super::spans::Cursor::new(conn)?;
         for group in groups {
             let mut after = i64::MIN;
@@ -396,7 +395,9 @@ impl copy::Stage for Staging<'_> {
         // The new items as batch rows and spans (they take the ids after
         // every other item's), cut where the source's order changes group.
         let (first, inserted): (Option<i64>, i64) =
-            self.conn.query_row("SELECT MIN(dst), COUNT(*) FROM copy_items WHERE fresh", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            self.conn.query_row("SELECT MIN(dst), COUNT(*) FROM copy_items WHERE fresh", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         if let Some(first) = first {
             super::batches::fill_from(self.conn, FRESH_ITEMS, first)?;
         }

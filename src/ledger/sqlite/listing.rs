@@ -496,7 +496,8 @@ mod tests {
             if step % 3 == 0 {
                 let runs = [(first, last), (first + 20, first + 26)];
                 for (run, (a, b)) in runs.into_iter().enumerate() {
-                    let group: Option<i64> = super::super::spans::states(conn, &[a]).unwrap()[0].as_ref().map(|s| s.group);
+                    let group: Option<i64> =
+                        super::super::spans::states(conn, &[a]).unwrap()[0].as_ref().map(|s| s.group);
                     if let Some(group) = group.filter(|_| b <= 115) {
                         conn.execute(
                             "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, ?3, ?4)",

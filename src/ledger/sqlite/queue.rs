@@ -2,10 +2,9 @@
 //! `queue drop`, and what is parked.
 
 use super::{
-    counted, from_ts, group_id, insert_rows, opt_ts, params, policy, recount, stored,
-    stored_group, stored_last_reason, stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter,
-    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result,
-    SqliteLedger, StateFilter, Utc, Value,
+    counted, from_ts, group_id, insert_rows, opt_ts, params, policy, recount, stored, stored_group, stored_last_reason,
+    stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter, ItemRow, ItemState, NoticeClaim,
+    OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, SqliteLedger, StateFilter, Utc, Value,
 };
 #[cfg(test)]
 use crate::ledger::sql::ITEM_COLUMNS;
@@ -149,7 +148,6 @@ pub(super) fn named(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
             keep(r.get(0)?, r.get(1)?, &super::spans::SpanState::read(r, 2)?);
         }
     }
-    drop(keep);
     out.sort_unstable_by_key(|n| n.first);
     Ok(out)
 }
@@ -643,11 +641,10 @@ impl Queue for SqliteLedger {
         for (mut p, request, (group, class, reason)) in parked {
             let mut url = None;
             if let Some(request) = request {
-                let (message, first): (String, Option<i64>) = conn.query_row(
-                    "SELECT message, first_item FROM requests WHERE id = ?1",
-                    [request],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
+                let (message, first): (String, Option<i64>) =
+                    conn.query_row("SELECT message, first_item FROM requests WHERE id = ?1", [request], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?;
                 p.message = Some(message);
                 if let Some(id) = first.filter(|&id| super::spans::holds(conn, id).unwrap_or(false)) {
                     url = Some(texts.url(conn, id)?);

@@ -1,15 +1,15 @@
 //! What runs leave, on SQLite: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
+use super::listing::Texts;
 use super::{
     from_ts, ids_of, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection, stored_reason, ts,
     url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row, RunRecord, Runs,
     SpanCount, SqliteLedger, Utc,
 };
-use super::listing::Texts;
-use rusqlite::Connection;
 use crate::ledger::item_ids;
 use crate::ledger::sql::REQUEST_COLUMNS;
+use rusqlite::Connection;
 
 /// A request's first item if `queue drop` removed it: joined after
 /// `requests r`, for `FIRST_URL`. (The shared `sql::FIRST_ITEM` joins the

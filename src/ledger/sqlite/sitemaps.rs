@@ -106,29 +106,29 @@ impl SitemapReports for SqliteLedger {
             let id: i64 = r.get(0)?;
             let (first, last): (i64, i64) = (r.get(24)?, r.get(25)?);
             for item in first..=last {
-            let row = StoredSitemap {
-                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?,
-                item: if held.holds(item) { "in_flight".to_string() } else { r.get(5)? },
-                submitted_at: opt_ts(r.get(6)?),
-                read_at: opt_ts(r.get(7)?),
-                read_ok_at: opt_ts(r.get(8)?),
-                listed: r.get(9)?,
-                submitted: opt_ts(r.get(10)?),
-                downloaded: opt_ts(r.get(11)?),
-                pending: r.get(12)?,
-                errors: r.get(13)?,
-                warnings: r.get(14)?,
-                urls: r.get(15)?,
-                status: r.get(16)?,
-                errors_since: opt_ts(r.get(17)?),
-                failure_class: r.get(18)?,
-                failure_reason: r.get(19)?,
-                failure_message: r.get(20)?,
-                failure_hint: r.get(21)?,
-                failure_status: r.get(22)?,
-                failure_since: opt_ts(r.get(23)?),
-            };
-            out.push(row.state(reminded.remove(&id).unwrap_or_default())?);
+                let row = StoredSitemap {
+                    group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?,
+                    item: if held.holds(item) { "in_flight".to_string() } else { r.get(5)? },
+                    submitted_at: opt_ts(r.get(6)?),
+                    read_at: opt_ts(r.get(7)?),
+                    read_ok_at: opt_ts(r.get(8)?),
+                    listed: r.get(9)?,
+                    submitted: opt_ts(r.get(10)?),
+                    downloaded: opt_ts(r.get(11)?),
+                    pending: r.get(12)?,
+                    errors: r.get(13)?,
+                    warnings: r.get(14)?,
+                    urls: r.get(15)?,
+                    status: r.get(16)?,
+                    errors_since: opt_ts(r.get(17)?),
+                    failure_class: r.get(18)?,
+                    failure_reason: r.get(19)?,
+                    failure_message: r.get(20)?,
+                    failure_hint: r.get(21)?,
+                    failure_status: r.get(22)?,
+                    failure_since: opt_ts(r.get(23)?),
+                };
+                out.push(row.state(reminded.remove(&id).unwrap_or_default())?);
             }
         }
         Ok(out)
