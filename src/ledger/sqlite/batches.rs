@@ -2,11 +2,12 @@
 //! batch*: being built on this branch). Schema 12's tables: a batch row
 //! written with its run of tier 0, the runs of a tier merged into the
 //! next, a look-up of hashes through them, the migration that fills them
-//! from schema 11's items (`fill_from`), an admission's new items as a
-//! queued span (`new_queued_span`; every other write of state is
-//! `spans.rs`'s), and the item changes. Admission finds the URLs it holds
-//! through the runs (`find_ids`), then reads their items by id and their
-//! state by span.
+//! from schema 11's items (`fill_from`) before the items are dropped, an
+//! admission's new items as a queued span (`new_queued_span`; every other
+//! write of state is `spans.rs`'s), and the item changes. A URL is kept
+//! once, in its batch row: admission finds the URLs it holds through the
+//! runs (`find_ids`), then reads their state by span and their lastmod
+//! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -726,6 +727,34 @@ mod tests {
                 Some((None, Action::Updated))
             ]
         );
+    }
+
+    /// A new ledger of schema 12 has no items table, and no view, index,
+    /// trigger or key that reads or names one, before and after an admission
+    /// (which writes batch rows and spans alone).
+    #[test]
+    fn a_new_ledger_holds_no_items_table() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let named = |ledger: &SqliteLedger| -> Vec<String> {
+            ledger
+                .conn
+                .prepare(
+                    "SELECT name FROM main.sqlite_master
+                     WHERE name = 'items' OR tbl_name = 'items' OR sql LIKE '%FROM items%' OR sql LIKE '%JOIN items%'
+                         OR sql LIKE '%ON items%' OR sql LIKE '%REFERENCES items%'
+                     ORDER BY name",
+                )
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(named(&ledger), Vec::<String>::new());
+        ledger.admit(&[two_groups()(0, 1)], t("2026-12-03T09:00:00Z"), &dedupe_day()).unwrap();
+        assert_eq!(named(&ledger), Vec::<String>::new());
+        let rows: i64 = ledger.conn.query_row("SELECT count(*) FROM batches", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "the URL is in its batch row");
     }
 
     /// `changes_from_items` over every id, as the migration from schema 11

@@ -701,7 +701,8 @@ mod tests {
     use crate::ledger::Intake;
 
     /// The due items of a group, but for those in flight: each item with
-    /// its state, read through its span (`item_rows`), as a row.
+    /// its state, read through its span, as a row (`item_rows`: the
+    /// ledger expanded into rows, `batches::expand_items`).
     const DUE: &str = "FROM item_rows AS items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
 
     /// A test's write of `set` to the ids `first` to `last`: a lastmod

@@ -1,9 +1,8 @@
 //! What `queue list` shows and which items a URL names, read from schema
-//! 12's batches and spans (issue 48; docs/design.md, *A ledger per batch*)
-//! instead of the items: the spans by state give the ids and every state
-//! column, each id's URL comes from its batch's texts, and a URL becomes
-//! its id by its hash (`batches::find_ids`). The spans hold the items'
-//! state (schema 12), so what is read is the ledger's.
+//! 12's batches and spans (issue 48; docs/design.md, *A ledger per batch*;
+//! schema 12 has no items table): the spans by state give the ids and
+//! every state column, each id's URL comes from its batch's texts, and a
+//! URL becomes its id by its hash (`batches::find_ids`).
 
 use super::super::batches::{self as layout, url_hash};
 use super::{

@@ -207,9 +207,8 @@ impl SqliteLedger {
     }
 
     /// `open`, and from now on every commit of this thread's SQLite
-    /// ledgers checks that the spans keep their rules against the items,
-    /// and that the batch rows with the item changes agree with the items
-    /// (the conformance suite's ledgers; issue 48).
+    /// ledgers checks that the spans and the item changes keep their rules
+    /// against the batch rows (the conformance suite's ledgers; issue 48).
     #[cfg(test)]
     pub fn open_checking_spans(path: &Path) -> Result<SqliteLedger> {
         CHECK_SPANS.with(|c| c.set(true));
@@ -406,8 +405,8 @@ fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
 }
 
 /// Commits `tx`. In a test that asked for it (`SqliteLedger::open_checking_spans`),
-/// the spans' rules and the item changes are checked against the items
-/// first (issue 48: `batches::spans_agree`, `changes_agree`).
+/// the spans' rules and the item changes' are checked against the batch
+/// rows first (issue 48: `batches::spans_agree`, `changes_agree`).
 fn commit(tx: Transaction<'_>) -> Result<()> {
     check_spans(&tx);
     Ok(tx.commit()?)
@@ -419,9 +418,8 @@ thread_local! {
     static CHECK_SPANS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Panics, in a test that asked for it, if the spans break a rule, or the
-/// batch rows and item changes disagree with the items, in `conn`'s
-/// transaction.
+/// Panics, in a test that asked for it, if the spans or the item changes
+/// break a rule against the batch rows, in `conn`'s transaction.
 fn check_spans(conn: &Connection) {
     #[cfg(test)]
     if CHECK_SPANS.with(|c| c.get()) {

@@ -34,7 +34,9 @@ pub(super) fn item_row(r: &super::Row<'_>) -> Result<ItemRow> {
 }
 
 /// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
-/// `items` alone or (`joined`) over `groups g CROSS JOIN items i`.
+/// per-item rows alone or (`joined`) over `groups g CROSS JOIN items i`:
+/// the tests' oracle over the ledger expanded into rows
+/// (`batches::expand_items`).
 /// A queued row a run of `in_flight` holds is in flight (`held`): the
 /// clauses hold over the rows and over the view alike.
 #[cfg(test)]
@@ -449,12 +451,14 @@ impl Queue for SqliteLedger {
         super::listing::items(&self.conn, filter, now)
     }
 
-    /// One statement for the items, in the order of `ids` (the array is
-    /// the outer loop): a statement per id was a read transaction per id
-    /// outside a write — two file locks each, most of a run again over a
-    /// million queued URLs. Each item's state from its span, read by run
+    /// The items of `ids`, in their order, in the caller's one read (a
+    /// statement per id was a read transaction per id outside a write —
+    /// two file locks each, most of a run again over a million queued
+    /// URLs). Each item's state and group from its span, read by run
     /// (`spans::Cursor`: ids that follow each other in one span read it
-    /// once), its last request read once for all the items it names.
+    /// once), its URL from its batch row's texts (`listing::Texts`: a row
+    /// read once for its ids), its last request read once for all the
+    /// items it names. An id no span holds is no item, and left out.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
         let conn = &self.conn;
         let held = super::IdRuns::in_flight(conn)?;
