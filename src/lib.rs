@@ -134,4 +134,10 @@ pub mod testing_api {
     pub mod model {
         pub use crate::model::{Action, Class};
     }
+
+    /// A batch row's blobs, as the ledger lays them out (the integration
+    /// tests' ledgers of a site's size are written with them).
+    pub mod batches {
+        pub use crate::ledger::batches::{encode, text, BatchBlobs, BatchItem};
+    }
 }

@@ -20,7 +20,7 @@
 //! not). A ledger records its own backend's version.
 
 mod batch_groups;
-mod batches;
+pub(crate) mod batches;
 mod budget;
 #[cfg(test)]
 mod conformance;

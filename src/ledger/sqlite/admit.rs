@@ -1,70 +1,84 @@
 //! Admission on SQLite: a batch of URLs looked up by hash through their
-//! groups' hash runs and then by id (those not found, by (group, key)), a
-//! few thousand at a time, and written with a multi-row statement per few
-//! hundred rows, as `policy::admit` decides for each; and the sitemaps read
-//! for sources.
+//! groups' hash runs, the ids found read from their spans and batch rows,
+//! and written as `policy::admit` decides for each — each group's new URLs
+//! as batch rows and a span, the others' state through the spans and their
+//! lastmods and actions in `item_changes` (schema 12 writes no row a URL);
+//! and the sitemaps read for sources.
 
 use super::{
-    array, counted, from_ts, group_id, group_id_or_create, insert_rows, kept_changes, opt_ts, params, policy, stored,
-    ts, update_ids, wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created,
-    DateTime, Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem,
-    OptionalExtension, Path, PathBuf, Preview, Rc, Result, Row, SourceDocument, SourceFailure, SqliteLedger,
-    ToSqlOutput, Utc, Value,
+    array, counted, from_ts, group_id, group_id_or_create, kept_changes, opt_ts, params, policy, stored, ts,
+    wait_a_moment, without_foreign_keys, write, Admission, AdmitPlan, AdmitRule, Connection, Created, DateTime,
+    Existing, GhostUrl, GroupKey, HashMap, IdRuns, Intake, ItemState, LedgerError, NewItem, OptionalExtension, Path,
+    PathBuf, Preview, Rc, Result, SourceDocument, SourceFailure, SqliteLedger, Utc, Value,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
 use crate::model::Action;
 use rustc_hash::FxHashMap;
 
-/// The id the next new item takes: after every item's, every dropped
-/// item's and every batch's, so that an id a request or a batch row names
-/// is never another URL's (the write lock is held). A dropped item no
-/// request named keeps no `dropped_items` row, but its batch row keeps its
-/// id.
+/// The id the next new item takes: after every batch row's ids and every
+/// dropped item's, so that an id a request or a batch row names is never
+/// another URL's (the write lock is held). Every item is in a batch row
+/// (schema 12); a dropped item keeps its batch row, and one dropped before
+/// schema 12 that a request named keeps its `dropped_items` row.
 pub(super) fn next_item_id(tx: &Connection) -> Result<i64> {
-    let sql = "SELECT MAX(COALESCE((SELECT MAX(id) FROM items), 0), COALESCE((SELECT MAX(id) FROM dropped_items), 0),
+    let sql = "SELECT MAX(COALESCE((SELECT MAX(id) FROM dropped_items), 0),
                       COALESCE((SELECT first_id + n - 1 FROM batches ORDER BY first_id DESC LIMIT 1), 0)) + 1";
     Ok(tx.query_row(sql, [], |r| r.get(0))?)
 }
 
 /// What the ledger holds of each URL of `batch` (whose items are in the
-/// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`look_up::resolve`). First by hash (`by_hash`):
-/// per group, the URLs' 128-bit hashes through the group's hash runs
-/// (`batches::find_ids`), then the rows of the ids found, by primary key,
-/// ascending, and their state from their spans, read by run. The URLs not found (new, or dropped: an id found with no item
-/// row) are then looked up by key (`by_key`), which gives each new URL the
-/// key it takes. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or
-/// keys or more to read, each step is shared with it (`shared_by_hash`,
-/// `shared`).
+/// groups `group_ids`, same order): `Ok` with the item, or `Err` for a URL
+/// new to its group, with the place in the batch of its first URL of the
+/// same group and hash (what tells the batch's new URLs apart: the same URL
+/// twice is one new item). Per group, the URLs' 128-bit hashes through the
+/// group's hash runs (`batches::find_ids`); an id found is the URL's item
+/// if a span holds it (else it was dropped, and the URL is new again), its
+/// state read from its span (by run) and its lastmod and action from
+/// `batches::lastmod_and_action`. A hit is not compared with its text
+/// (docs/design.md, *Collisions*). With a `helper` and
+/// `look_up::SHARED_LOOK_UP` hashes or more to read, the reading is shared
+/// with it (`shared_by_hash`).
 pub(super) fn look_up(
     tx: &Connection,
-    mut helper: Option<&mut Helper>,
+    helper: Option<&mut Helper>,
     batch: &[NewItem],
     group_ids: &[i64],
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
-    let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
     // The items reservations hold are read once (usually none), because asking
     // a row at a time through `item_states` made a run again slower
     // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
-    let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+    let hashes: Vec<u128> = batch.iter().map(|i| url_hash(&i.url)).collect();
     let wanted = look_up::hashes_by_group(&hashes, group_ids);
     let many = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
-    let found = match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
-        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &urls, &wanted))?,
+    let found = match helper.filter(|_| many).and_then(Helper::connection) {
+        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &wanted))?,
         None => {
             let mut found = FxHashMap::default();
             for (group, hashes) in &wanted {
                 let hits = by_hash(tx, *group, hashes)?;
-                rows_by_id(tx, &hits, &held, &urls, &mut |at, e| {
+                known(tx, &hits, &held, &mut |at, e| {
                     found.insert(at, e);
                 })?;
             }
             found
         }
     };
-    look_up::resolve_by_hash(&urls, group_ids, &hashes, &found, |urls, groups| by_key(tx, helper, &held, urls, groups))
+    let mut first: FxHashMap<(i64, u128), usize> = FxHashMap::default();
+    let mut out = Vec::with_capacity(batch.len());
+    for (i, (&group, &hash)) in group_ids.iter().zip(&hashes).enumerate() {
+        let place = *first.entry((group, hash)).or_insert(i);
+        if batch[place].url != batch[i].url {
+            let (a, b) = (&batch[place].url, &batch[i].url);
+            return Err(LedgerError::Invalid(format!("the URLs {a} and {b} share a 128-bit hash")));
+        }
+        out.push(match found.get(&(group, hash)) {
+            Some(e) => Ok(e.clone()),
+            None => Err(place as i64),
+        });
+    }
+    Ok(out)
 }
 
 /// `f` in a read transaction of the helper's, ended whatever happens.
@@ -77,54 +91,72 @@ fn in_read<T>(helper: &mut Connection, f: impl FnOnce(&mut Connection) -> Result
     out
 }
 
-/// An item found by hash: its id, and the group, hash and place in the
-/// batch of the first URL that has the hash.
-type HashHit = (i64, i64, u128, usize);
+/// An id found by hash: the id, and the group and hash it was found at.
+type HashHit = (i64, i64, u128);
 
-/// The items of `group` at `hashes` (`look_up::HashesByGroup`'s, sorted),
+/// The ids of `group` at `hashes` (`look_up::HashesByGroup`'s, sorted),
 /// through its hash runs, by id.
 fn by_hash(conn: &Connection, group: i64, hashes: &[(u128, usize)]) -> Result<Vec<HashHit>> {
     let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
     let ids = super::batches::find_ids(conn, group, &sought)?;
     let mut hits: Vec<HashHit> =
-        ids.into_iter().zip(hashes).filter_map(|(id, &(hash, place))| Some((id?, group, hash, place))).collect();
+        ids.into_iter().zip(hashes).filter_map(|(id, &(hash, _))| Some((id?, group, hash))).collect();
     hits.sort_unstable();
     Ok(hits)
 }
 
-/// The rows of `hits` (by id) whose URL is the batch's (`urls`) at the
-/// hit's place, each to `sink` with its (group, hash), 10,000 at a time,
-/// ascending (`read_ids`). An id with no row is a URL dropped: not found. A
-/// row whose URL is another (a 128-bit collision, which the runs would
-/// otherwise hide) is not found either: the key look-up then tells the two
-/// apart. An item a reservation holds (`held`) is in flight.
-fn rows_by_id(
+/// The items of `hits` (ascending by id), each to `sink` with its (group,
+/// hash), 10,000 at a time: an id a span holds is an item, its state its
+/// span's (`spans::Cursor`: a span read once for the ids it holds), its
+/// lastmod and action `batches::lastmod_and_action`'s (each batch row read
+/// once for its ids). An id no span holds was dropped: not found. An item
+/// a reservation holds (`held`) is in flight.
+fn known(
     conn: &Connection,
     hits: &[HashHit],
     held: &IdRuns,
-    urls: &[&str],
     sink: &mut dyn FnMut((i64, u128), Existing),
 ) -> Result<()> {
-    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
-    read_ids(conn, &ids, held, &mut |k, url, e| {
-        let (_, group, hash, place) = hits[k];
-        if urls[place] == url {
-            sink((group, hash), e);
+    let mut spans = super::spans::Cursor::new(conn)?;
+    for chunk in hits.chunks(10_000) {
+        let mut live = Vec::with_capacity(chunk.len());
+        for &(id, group, hash) in chunk {
+            if let Some(span) = spans.at(id)? {
+                live.push((id, group, hash, span.clone()));
+            }
         }
-    })
+        let ids: Vec<i64> = live.iter().map(|l| l.0).collect();
+        for ((id, group, hash, span), values) in live.into_iter().zip(super::batches::lastmod_and_action(conn, &ids)?) {
+            let Some((lastmod, action)) = values else {
+                return Err(LedgerError::Invalid(format!("batches: item {id} is in no batch")));
+            };
+            let mut existing = Existing {
+                id,
+                state: stored("spans", "state", &span.state)?,
+                action,
+                lastmod: opt_ts(lastmod),
+                accepted_at: opt_ts(span.accepted_at),
+                next_attempt_at: opt_ts(span.next_attempt_at),
+            };
+            if existing.state == ItemState::Queued && held.holds(id) {
+                existing.state = ItemState::InFlight;
+            }
+            sink((group, hash), existing);
+        }
+    }
+    Ok(())
 }
 
-/// `look_up`'s look-up by hash on two connections at once, the ledger's
-/// (`tx`, on this thread) and the helper's (on a thread of its own): each
-/// looks up the lower or upper half of each group's sorted hashes (so each
-/// reads its half of a merged run's pages), then reads the lower or upper
-/// half of the ids found. Each connection reads its own snapshot: `decide`
-/// says why that is sound.
+/// `look_up`'s reading on two connections at once, the ledger's (`tx`, on
+/// this thread) and the helper's (on a thread of its own): each looks up
+/// the lower or upper half of each group's sorted hashes (so each reads
+/// its half of a merged run's pages), then reads the spans and values of
+/// the lower or upper half of the ids found. Each connection reads its own
+/// snapshot: `decide` says why that is sound.
 fn shared_by_hash(
     tx: &Connection,
     helper: &mut Connection,
     held: &IdRuns,
-    urls: &[&str],
     wanted: &look_up::HashesByGroup,
 ) -> Result<FxHashMap<(i64, u128), Existing>> {
     // Each group's hashes in the lower half (`upper` false) or the upper.
@@ -153,105 +185,16 @@ fn shared_by_hash(
         let their_ids = &their_ids;
         let theirs = s.spawn(move || -> Result<Vec<((i64, u128), Existing)>> {
             let mut out = Vec::new();
-            rows_by_id(helper, their_ids, held, urls, &mut |at, e| out.push((at, e)))?;
+            known(helper, their_ids, held, &mut |at, e| out.push((at, e)))?;
             Ok(out)
         });
-        let mine = rows_by_id(tx, &hits, held, urls, &mut |at, e| {
+        let mine = known(tx, &hits, held, &mut |at, e| {
             found.insert(at, e);
         });
         let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         mine?;
         found.extend(theirs?);
         Ok(found)
-    })
-}
-
-/// The items of `urls` (in the groups `group_ids`, same order) by key, and
-/// the keys the new ones take (`look_up::resolve`): per group, the keys,
-/// sorted, against the (group, key) index (`key_hits`), then the rows of the
-/// ids found, ascending (`read_rows`). With a `helper` and
-/// `look_up::SHARED_LOOK_UP` keys or more to read, each step is shared with
-/// it (`shared`).
-fn by_key(
-    tx: &Connection,
-    mut helper: Option<&mut Helper>,
-    held: &IdRuns,
-    urls: &[&str],
-    group_ids: &[i64],
-) -> Result<Vec<std::result::Result<Existing, i64>>> {
-    look_up::resolve(urls, group_ids, |wanted, found| {
-        let keys = look_up::keys_by_group(wanted);
-        let many = keys.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
-        match helper.as_deref_mut().filter(|_| many).and_then(Helper::connection) {
-            Some(helper) => {
-                for (group, key, url, e) in in_read(helper, |helper| shared(tx, helper, held, keys, found))? {
-                    found((group, key), &url, e);
-                }
-            }
-            None => {
-                for (group, keys) in &keys {
-                    let hits = key_hits(tx, *group, keys)?;
-                    read_rows(tx, &hits, held, &mut |key, url, e| found((*group, key), url, e))?;
-                }
-            }
-        }
-        Ok(())
-    })
-}
-
-/// `look_up` on two connections at once, the ledger's (`tx`, on this
-/// thread) and the helper's (on a thread of its own): each reads half of
-/// each group's keys, then half of the ids found — each its own part of
-/// the key index, then of the table. The rows read here go to `found`;
-/// the helper's are returned (group, key, URL, item).
-///
-/// Each connection reads its own snapshot, the helper's taken after the
-/// ledger's: `decide` shares its look-up, and says why mixing the two is
-/// sound there; a dry run (`preview`) writes nothing, and its statements
-/// each read their own snapshot anyway.
-fn shared(
-    tx: &Connection,
-    helper: &mut Connection,
-    held: &IdRuns,
-    mut keys: look_up::KeysByGroup,
-    found: &mut look_up::Found<'_, Existing>,
-) -> Result<Vec<(i64, i64, String, Existing)>> {
-    /// Per group, the (id, key) of the items found.
-    type Hits = Vec<(i64, Vec<(i64, i64)>)>;
-    let their_keys: Vec<(i64, Vec<i64>)> =
-        keys.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
-    let (mut hits, their_hits) = std::thread::scope(|s| {
-        let helper = &mut *helper;
-        let theirs = s.spawn(move || -> Result<Vec<Vec<(i64, i64)>>> {
-            their_keys.iter().map(|(group, keys)| key_hits(helper, *group, keys)).collect()
-        });
-        let mine: Result<Hits> = keys.iter().map(|(group, keys)| Ok((*group, key_hits(tx, *group, keys)?))).collect();
-        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        Ok::<_, LedgerError>((mine?, theirs?))
-    })?;
-    let their_ids: Hits = hits
-        .iter_mut()
-        .zip(their_hits)
-        .map(|((group, hits), theirs)| {
-            hits.extend(theirs);
-            hits.sort_unstable();
-            (*group, hits.split_off(hits.len() / 2))
-        })
-        .collect();
-    std::thread::scope(|s| {
-        let helper = &mut *helper;
-        let theirs = s.spawn(move || -> Result<Vec<(i64, i64, String, Existing)>> {
-            let mut out = Vec::new();
-            for (group, hits) in &their_ids {
-                read_rows(helper, hits, held, &mut |key, url, e| out.push((*group, key, url.to_string(), e)))?;
-            }
-            Ok(out)
-        });
-        let mine = hits
-            .iter()
-            .try_for_each(|(group, hits)| read_rows(tx, hits, held, &mut |key, url, e| found((*group, key), url, e)));
-        let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        mine.and(theirs)
     })
 }
 
@@ -327,81 +270,6 @@ impl Helper {
             })
             .as_mut()
     }
-}
-
-/// (id, key) of the items of `group` at `keys` (sorted, distinct), by id:
-/// the keys against the (group, key) index alone, 10,000 at a time (it
-/// holds each item's id: one descent a URL, none in the table).
-fn key_hits(conn: &Connection, group: i64, keys: &[i64]) -> Result<Vec<(i64, i64)>> {
-    let mut by_key = conn.prepare_cached(
-        "SELECT i.id, k.value FROM rarray(?2) AS k CROSS JOIN items AS i ON i.group_id = ?1 AND i.url_key = k.value",
-    )?;
-    let mut hits = Vec::new();
-    for chunk in keys.chunks(10_000) {
-        for hit in by_key.query_map(params![group, array(chunk)], |r| Ok((r.get(0)?, r.get(1)?)))? {
-            hits.push(hit?);
-        }
-    }
-    hits.sort_unstable();
-    Ok(hits)
-}
-
-/// The rows of `hits` (id, key; by id), each to `sink` with its key and
-/// URL (`read_ids`).
-fn read_rows(
-    conn: &Connection,
-    hits: &[(i64, i64)],
-    held: &IdRuns,
-    sink: &mut dyn FnMut(i64, &str, Existing),
-) -> Result<()> {
-    let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
-    read_ids(conn, &ids, held, &mut |k, url, e| sink(hits[k].1, url, e))
-}
-
-/// The rows of `ids` (ascending), each to `sink` with its place in `ids`
-/// and its URL, 10,000 at a time, ascending — where they follow each other
-/// (a list read again in the order it was first read), each row is the
-/// table's next, not a new descent. An id with no row is skipped. Each
-/// item's state is its span's (`spans::Cursor`: a span read once for the
-/// ids it holds); an item a reservation holds (`held`) is in flight.
-fn read_ids(conn: &Connection, ids: &[i64], held: &IdRuns, sink: &mut dyn FnMut(usize, &str, Existing)) -> Result<()> {
-    let mut by_id = conn.prepare_cached(
-        "SELECT i.id, i.url, i.action, i.lastmod FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value",
-    )?;
-    let mut spans = super::spans::Cursor::new(conn)?;
-    for (c, chunk) in ids.chunks(10_000).enumerate() {
-        let mut rows = by_id.query([array(chunk)])?;
-        let mut at = 0;
-        while let Some(r) = rows.next()? {
-            let id: i64 = r.get(0)?;
-            // The rows come in the order of `ids` (the array is the outer loop).
-            let Some(k) = chunk[at..].iter().position(|&i| i == id).map(|p| at + p) else { continue };
-            at = k + 1;
-            let Some(span) = spans.at(id)? else {
-                return Err(LedgerError::Invalid(format!("spans: item {id} is in no span")));
-            };
-            let mut existing = Existing {
-                id,
-                state: stored("spans", "state", &span.state)?,
-                action: stored("items", "action", row_text(r, 2)?)?,
-                lastmod: opt_ts(r.get(3)?),
-                accepted_at: opt_ts(span.accepted_at),
-                next_attempt_at: opt_ts(span.next_attempt_at),
-            };
-            if existing.state == ItemState::Queued && held.holds(existing.id) {
-                existing.state = ItemState::InFlight;
-            }
-            sink(c * 10_000 + k, row_text(r, 1)?, existing);
-        }
-    }
-    Ok(())
-}
-
-/// The text of column `i`, borrowed from the row.
-fn row_text<'r>(r: &'r Row<'_>, i: usize) -> Result<&'r str> {
-    r.get_ref(i)?
-        .as_str()
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)).into())
 }
 
 /// The sitemaps read for sources, by URL.
@@ -716,8 +584,8 @@ enum Decision {
 /// lock is taken), with the ledger's `data_version`; a large batch's items
 /// read half in the `helper`'s own read transaction, begun after this one
 /// (`look_up`). Mixing the two snapshots is sound: each URL's item is read
-/// as the ledger held it at some moment of the decision (an item's key,
-/// id and hash never change), so a decision that writes nothing is as true as one
+/// as the ledger held it at some moment of the decision (an item's id
+/// and hash never change), so a decision that writes nothing is as true as one
 /// made on a single snapshot that moment; and one that writes is applied
 /// only if no other connection has committed since `data_version` was read
 /// (`admit_batch`) — the helper commits nothing, so both snapshots were
@@ -753,12 +621,11 @@ fn data_version(conn: &Connection) -> Result<i64> {
 /// One batch's admission, in one write transaction (foreign keys off: see
 /// `without_foreign_keys`): what was `decided` by reading if nothing has
 /// changed since, else decided again — the groups, a lookup of every URL,
-/// `policy::admit` for each; then the new items (a multi-row `INSERT OR
-/// FAIL` per few hundred rows), the requeued (an `UPDATE OR FAIL` per action
-/// and due time) and the updated. `OR FAIL`: a statement that meets a broken
-/// constraint stops where it is, and the error rolls the whole transaction
-/// back (nothing inside it catches one), so SQLite needs no statement
-/// journal to undo that statement alone.
+/// `policy::admit` for each; then the requeued (a write of spans per
+/// action and due time) and the updated (their lastmods and actions in
+/// `item_changes`), and the new items as batch rows and spans. An error
+/// rolls the whole transaction back (nothing inside it catches one), so
+/// SQLite needs no statement journal to undo a statement alone.
 fn admit_batch(
     tx: &Connection,
     groups: &mut HashMap<GroupKey, i64>,
@@ -786,33 +653,19 @@ fn admit_batch(
         ids[k] = first_id + j as i64;
     }
     let mut inserted: HashMap<i64, u64> = HashMap::new();
-    let mut inserts = Vec::with_capacity(plan.inserts.len() * 6);
-    for ((index, group, key), id) in plan.inserts.iter().zip(&ids) {
-        let item = &batch[*index];
+    for (_, group, _) in &plan.inserts {
         *inserted.entry(*group).or_default() += 1;
-        // The texts borrowed, not copied: two allocations a row less.
-        inserts.extend([
-            ToSqlOutput::from(*id),
-            ToSqlOutput::from(*group),
-            ToSqlOutput::from(*key),
-            ToSqlOutput::from(item.url.as_str()),
-            ToSqlOutput::from(item.action.as_str()),
-            ToSqlOutput::Owned(item.lastmod.map(ts).into()),
-        ]);
     }
     groups_exist(tx, &inserted.keys().copied().collect::<Vec<i64>>())?;
-    insert_rows(
-        tx,
-        "INSERT OR FAIL INTO items (id, group_id, url_key, url, action, lastmod)
-         SELECT column1, column2, column3, column4, column5, column6 FROM (",
-        ")",
-        6,
-        &inserts,
-    )?;
+    // The lastmods and actions the requeued and updated items now have,
+    // written to `item_changes` where they differ from their batch rows'
+    // (`batches::set_changes`): a requeued item takes its new action and
+    // keeps its lastmod; an update sets both, after a requeue of the same
+    // id (as the items' two statements did in that order).
+    let mut values: std::collections::BTreeMap<i64, super::batches::Values> = Default::default();
     for ((group, action, due), ids) in &plan.requeued {
         // Only accepted items are queued again.
         let runs = IdRuns::of(ids);
-        update_ids(tx, "UPDATE OR FAIL items SET action = ?1 WHERE", params![action.as_str()], &runs)?;
         let n = super::spans::write(
             tx,
             "state = 'queued', next_attempt_at = ?2, enqueued_at = ?1, streak = 0, streak_started_at = NULL",
@@ -821,33 +674,22 @@ fn admit_batch(
             &runs,
         )?;
         counted(tx, *group, Some(ItemState::Accepted), Some(ItemState::Queued), n)?;
+        for (id, had) in ids.iter().zip(super::batches::lastmod_and_action(tx, ids)?) {
+            let Some((lastmod, _)) = had else {
+                return Err(LedgerError::Invalid(format!("batches: item {id} is in no batch")));
+            };
+            values.insert(*id, (lastmod, *action));
+        }
     }
-    let updates: Vec<Value> = plan
-        .updates
-        .iter()
-        .flat_map(|(id, action, lastmod)| {
-            [Value::Integer(*id), Value::Text(action.as_str().into()), lastmod.map(ts).into()]
-        })
-        .collect();
-    insert_rows(
-        tx,
-        "UPDATE OR FAIL items SET action = v.column2, lastmod = v.column3 FROM (",
-        ") AS v WHERE items.id = v.column1",
-        3,
-        &updates,
-    )?;
-    // Issue 48, on its branch: the requeued and updated items' lastmods
-    // and actions where they now differ from their batch rows'. An id both
-    // requeued and updated is one run of its own, set once.
-    let mut changed: Vec<i64> = plan.requeued.values().flatten().copied().collect();
-    changed.extend(plan.updates.iter().map(|(id, ..)| *id));
-    changed.sort_unstable();
-    changed.dedup();
-    super::batches::set_changes_of_ids(tx, &changed)?;
+    for (id, action, lastmod) in &plan.updates {
+        values.insert(*id, (lastmod.map(ts), *action));
+    }
+    super::batches::set_changes(tx, &values.into_iter().collect::<Vec<_>>())?;
     for (group, n) in inserted {
         counted(tx, group, None, Some(ItemState::Queued), n)?;
     }
-    // Issue 48, on its branch: each group's new items as batch rows too.
+    // Each group's new items as batch rows (their URLs are written there
+    // alone), and one queued span a group.
     let mut start = 0;
     while start < order.len() {
         let group = plan.inserts[order[start]].1;
@@ -995,7 +837,7 @@ mod tests {
         })
         .unwrap();
         assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");
-        let items: i64 = a.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+        let items: i64 = a.conn.query_row("SELECT SUM(last - first + 1) FROM spans", [], |r| r.get(0)).unwrap();
         assert_eq!(items, 3);
         // Nothing changed since: a batch that writes nothing takes no lock.
         let Decision::Done(again) = decide(&mut a.conn, None, &mut a.groups, &batch, now, &rule).unwrap() else {
@@ -1056,41 +898,44 @@ mod tests {
     }
 
     /// Admission finds what it holds by hash through the runs, then reads
-    /// it by id, alone and shared with the helper alike: an item whose key
-    /// no longer leads to it is found all the same; a URL dropped is new
-    /// again at its own key; an id found whose row holds another URL (as a
-    /// 128-bit collision would) is not that URL's, which then takes the
-    /// next key (the other URL holds its own).
+    /// each id's state from its span and its lastmod and action from its
+    /// changes or batch row, alone and shared with the helper alike: an
+    /// item with a change of its own is read with it, one in a span of its
+    /// own in that span's state; a URL dropped is new again (no span holds
+    /// its id), told apart from the batch's other new URLs by the place of
+    /// its first occurrence, which a second occurrence shares.
     #[test]
     fn a_look_up_finds_items_by_hash_and_reads_them_by_id() {
-        use crate::ledger::url_keys::{next_key, url_key};
         let dir = tempfile::tempdir().unwrap();
         let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
         let now = t("2026-12-03T09:00:00Z");
         let rule = conformance::dedupe_day();
-        let batch = conformance::items(look_up::SHARED_LOOK_UP + 100);
+        let mut batch = conformance::items(look_up::SHARED_LOOK_UP + 100);
         ledger.admit(&batch, now, &rule).unwrap();
         // Ids follow the input: batch[k] is item k + 1.
-        ledger
-            .conn
-            .execute_batch(
-                "UPDATE items SET url_key = url_key + 1000000007 WHERE id IN (10, 3000);
-                 UPDATE items SET url = url || '?another' WHERE id = 30;",
-            )
-            .unwrap();
+        super::super::batches::set_changes(&ledger.conn, &[(30, (Some(5), Action::Deleted))]).unwrap();
+        let accepted = format!("state = 'accepted', accepted_at = {}, next_attempt_at = NULL", ts(now));
+        super::super::spans::set_state(&ledger.conn, 3000, 3000, &accepted).unwrap();
         let filter = ItemFilter { url: Some(batch[19].url.clone()), ..Default::default() };
         assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
+        batch.push(batch[19].clone());
         let group_ids =
             batch_groups::group_ids(&batch, |g| Ok(group_id(&ledger.conn, &mut ledger.groups, g)?.unwrap())).unwrap();
         let alone = look_up(&ledger.conn, None, &batch, &group_ids).unwrap();
         let shared = look_up(&ledger.conn, Some(&mut ledger.helper), &batch, &group_ids).unwrap();
         assert!(matches!(ledger.helper.connection, Some(Some(_))), "shared with the helper");
         assert_eq!(shared, alone);
-        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|key| *key);
-        assert_eq!((id(9), id(2999), id(0), id(batch.len() - 1)), (Ok(10), Ok(3000), Ok(1), Ok(batch.len() as i64)));
-        assert_eq!(id(19), Err(url_key(&batch[19].url)), "dropped: new at its key");
-        assert_eq!(id(29), Err(next_key(url_key(&batch[29].url))), "its key holds another URL");
+        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|place| *place);
+        let last = batch.len() - 2;
+        assert_eq!((id(9), id(2999), id(0), id(last)), (Ok(10), Ok(3000), Ok(1), Ok(last as i64 + 1)));
+        assert_eq!(id(19), Err(19), "dropped: new again");
+        assert_eq!(id(batch.len() - 1), Err(19), "the same new URL twice: one new item");
         assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 2);
+        let found = |k: usize| alone[k].as_ref().unwrap();
+        assert_eq!((found(29).lastmod, found(29).action), (opt_ts(Some(5)), Action::Deleted), "its change");
+        assert_eq!((found(28).lastmod, found(28).action), (None, Action::Updated), "its batch row's");
+        assert_eq!((found(2999).state, found(2999).accepted_at), (ItemState::Accepted, Some(now)), "its own span");
+        assert_eq!(found(2998).state, ItemState::Queued);
     }
 
     /// A ledger moved aside while a run goes on, another ledger made at its
@@ -1139,7 +984,9 @@ mod tests {
                 })
                 .collect()
         };
-        let seen_by_b = || -> i64 { b.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap() };
+        let seen_by_b = || -> i64 {
+            b.conn.query_row("SELECT COALESCE(SUM(last - first + 1), 0) FROM spans", [], |r| r.get(0)).unwrap()
+        };
         let now = t("2026-12-03T09:00:00Z");
         let rule = conformance::dedupe_day();
         a.begin_admissions();

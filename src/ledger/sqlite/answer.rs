@@ -13,7 +13,11 @@ use crate::ledger::policy::{AnswerSteps, Move};
 impl AnswerSteps for Tx<'_> {
     fn answer(&mut self, answer: &Answered, to: &Move) -> Result<()> {
         let conn = self.conn;
-        let group: i64 = conn.query_row("SELECT group_id FROM items WHERE id = ?1", [answer.items[0]], |r| r.get(0))?;
+        // The group from the batch row holding the first item: a batch row
+        // is never removed, so an answered item always has one.
+        let group: i64 = conn
+            .prepare_cached("SELECT group_id FROM batches WHERE first_id <= ?1 ORDER BY first_id DESC LIMIT 1")?
+            .query_row([answer.items[0]], |r| r.get(0))?;
         let request = insert_request(conn, &Recorded::answer(group, answer))?;
         // Items answered before in this transaction (Bing's halves of a
         // batch) are counted from the state they are in; the others were

@@ -2,11 +2,12 @@
 //! batch*: being built on this branch). Schema 12's tables: a batch row
 //! written with its run of tier 0, the runs of a tier merged into the
 //! next, a look-up of hashes through them, the migration that fills them
-//! from schema 11's items (`fill_from`), an admission's new items as a
-//! queued span (`new_queued_span`; every other write of state is
-//! `spans.rs`'s), and the item changes. Admission finds the URLs it holds
-//! through the runs (`find_ids`), then reads their items by id and their
-//! state by span.
+//! from schema 11's items (`fill_from`) before the items are dropped, an
+//! admission's new items as a queued span (`new_queued_span`; every other
+//! write of state is `spans.rs`'s), and the item changes. A URL is kept
+//! once, in its batch row: admission finds the URLs it holds through the
+//! runs (`find_ids`), then reads their state by span and their lastmod
+//! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::{LedgerError, Result};
@@ -384,14 +385,46 @@ pub(super) fn lastmod_and_action(conn: &Connection, ids: &[i64]) -> Result<Vec<O
     Ok(out)
 }
 
-/// The changes of the items `first` to `last` made to agree with the
+/// Writes the lastmods and actions `values` (by id) to `item_changes`: an
+/// item's row where its values differ from what its batch row says, none
+/// where they agree (a row it had is deleted). The writer gives the values
+/// it decided; nothing is read back but the batch rows.
+pub(super) fn set_changes(tx: &Connection, values: &[(i64, Values)]) -> Result<()> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by_key(|(id, _)| *id);
+    let mut put = tx.prepare_cached(
+        "INSERT INTO item_changes (id, lastmod, action) VALUES (?1, ?2, ?3)
+         ON CONFLICT (id) DO UPDATE SET lastmod = excluded.lastmod, action = excluded.action",
+    )?;
+    let mut clear = tx.prepare_cached("DELETE FROM item_changes WHERE id = ?1")?;
+    let mut batch = BatchValues::new(tx)?;
+    for (id, item) in sorted {
+        match batch.of(id)? == Some(item) {
+            true => clear.execute([id])?,
+            false => put.execute(params![id, item.0, item.1.as_str()])?,
+        };
+    }
+    Ok(())
+}
+
+/// The rows of `item_changes` of the runs of `ids` deleted (items dropped).
+pub(super) fn clear_changes(tx: &Connection, ids: &super::IdRuns) -> Result<()> {
+    let mut clear = tx.prepare_cached("DELETE FROM item_changes WHERE id BETWEEN ?1 AND ?2")?;
+    for &(first, last) in &ids.0 {
+        clear.execute([first, last])?;
+    }
+    Ok(())
+}
+
+/// The changes of schema 11's items `first` to `last` (the migration's,
+/// while the items are still there) made to agree with the
 /// items again, after a write that may have changed their lastmod or
 /// action, or dropped them: their rows of `item_changes` go, and each item
 /// of the run whose lastmod or action differs from what its batch row says
 /// gets one with its own. An item in no batch row (none is, once schema 12
 /// is applied) gets one too, so that the reader still finds its values.
 /// Reading the items back keeps one rule for every kind of write.
-pub(super) fn set_changes(tx: &Connection, first: i64, last: i64) -> Result<()> {
+pub(super) fn changes_from_items(tx: &Connection, first: i64, last: i64) -> Result<()> {
     tx.prepare_cached("DELETE FROM item_changes WHERE id BETWEEN ?1 AND ?2")?.execute([first, last])?;
     let mut read = tx.prepare_cached("SELECT id, lastmod, action FROM items WHERE id BETWEEN ?1 AND ?2 ORDER BY id")?;
     let mut put = tx.prepare_cached("INSERT OR FAIL INTO item_changes (id, lastmod, action) VALUES (?1, ?2, ?3)")?;
@@ -407,51 +440,26 @@ pub(super) fn set_changes(tx: &Connection, first: i64, last: i64) -> Result<()> 
     Ok(())
 }
 
-/// `set_changes` for the runs of `ids` (distinct, in any order).
-pub(super) fn set_changes_of_ids(tx: &Connection, ids: &[i64]) -> Result<()> {
-    for &(first, last) in &super::IdRuns::of(ids).0 {
-        set_changes(tx, first, last)?;
-    }
-    Ok(())
-}
-
-/// Whether `item_changes` and the batch rows agree with the items: every
-/// item's lastmod and action what `lastmod_and_action` reads, and every
-/// row of `item_changes` an item's whose values differ from its batch
-/// row's (none left behind by a drop, none that agrees again). An error
-/// names the first disagreement.
+/// Whether `item_changes` keeps its rules against the spans and the batch
+/// rows: no row of an id no span holds (a drop deletes its item's), none
+/// equal to its batch row's values (a write that makes them agree again
+/// deletes it). An error names the first broken rule. (An item's values
+/// themselves cannot be checked against another record: there is none.)
 #[cfg(test)]
 pub(super) fn changes_agree(conn: &Connection) -> Result<()> {
     let disagree = |what: String| Err(LedgerError::Invalid(format!("item_changes: {what}")));
-    let items: Vec<(i64, Values)> = conn
-        .prepare("SELECT id, lastmod, action FROM items ORDER BY id")?
+    let changes: Vec<(i64, Values)> = conn
+        .prepare("SELECT id, lastmod, action FROM item_changes ORDER BY id")?
         .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get::<_, String>(2)?))))?
         .map(|row| {
             let (id, (lastmod, action)) = row?;
-            Ok((id, (lastmod, super::stored("items", "action", &action)?)))
-        })
-        .collect::<Result<_>>()?;
-    let ids: Vec<i64> = items.iter().map(|(id, _)| *id).collect();
-    for ((id, item), said) in items.iter().zip(lastmod_and_action(conn, &ids)?) {
-        if said != Some(*item) {
-            return disagree(format!("item {id} holds {item:?}, the batches and changes say {said:?}"));
-        }
-    }
-    let changes: Vec<(i64, Values, bool)> = conn
-        .prepare(
-            "SELECT c.id, c.lastmod, c.action, EXISTS (SELECT 1 FROM items i WHERE i.id = c.id)
-             FROM item_changes c ORDER BY c.id",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get::<_, String>(2)?), r.get(3)?)))?
-        .map(|row| {
-            let (id, (lastmod, action), item) = row?;
-            Ok((id, (lastmod, super::stored("item_changes", "action", &action)?), item))
+            Ok((id, (lastmod, super::stored("item_changes", "action", &action)?)))
         })
         .collect::<Result<_>>()?;
     let mut batch = BatchValues::new(conn)?;
-    for (id, change, item) in changes {
-        if !item {
-            return disagree(format!("a change of {id}, which is no item"));
+    for (id, change) in changes {
+        if !super::spans::holds(conn, id)? {
+            return disagree(format!("a change of {id}, which no span holds"));
         }
         if batch.of(id)? == Some(change) {
             return disagree(format!("the change of item {id} equals its batch row's values"));
@@ -460,10 +468,14 @@ pub(super) fn changes_agree(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Whether the spans keep their rules against the items: every item in
-/// exactly one span, of the item's group; no span over an id that is no
-/// item; no two spans overlapping; no two adjacent spans of one group
-/// alike (a NULL equal to a NULL). An error names the first broken rule.
+/// Whether the spans keep their rules against the batch rows: every id of
+/// a span in a batch row of the span's group (a span may reach over
+/// several: adjacent spans alike are merged); no two spans overlapping; no
+/// two adjacent spans of one group alike (a NULL equal to a NULL); no id
+/// `dropped_items` names in a span. (That every id of a batch row is in a
+/// span, dropped or never taken cannot be checked: an item dropped that no
+/// request named leaves no record, as an id never taken leaves none.) An
+/// error names the first broken rule.
 #[cfg(test)]
 pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
     let disagree = |what: String| Err(LedgerError::Invalid(format!("spans: {what}")));
@@ -479,31 +491,38 @@ pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
     if let Some((a, b)) = overlap {
         return disagree(format!("the span at {a} overlaps the one at {b}"));
     }
-    let holes: Option<(i64, i64, i64)> = conn
+    // The batch rows from the one holding the span's first id up to its
+    // last, of the span's group, must cover every id of it: a span may
+    // reach over several batch rows of its group (adjacent spans alike are
+    // merged, whichever admission wrote them), never over another group's
+    // row or an id no row holds.
+    let outside: Option<(i64, i64)> = conn
         .query_row(
-            "SELECT s.first, s.last, (SELECT count(*) FROM items WHERE id BETWEEN s.first AND s.last) AS n
-             FROM spans s WHERE n <> s.last - s.first + 1 LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    if let Some((first, last, n)) = holes {
-        return disagree(format!("the span {first}-{last} holds {n} items"));
-    }
-    let outside: Option<(i64, Option<i64>)> = conn
-        .query_row(
-            "SELECT i.id, s.first FROM items i
-             LEFT JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= i.id) AND s.last >= i.id
-             WHERE s.first IS NULL OR s.group_id IS NOT i.group_id
-             ORDER BY i.id LIMIT 1",
+            "SELECT s.first, s.last FROM spans s
+             WHERE (SELECT COALESCE(sum(min(s.last, b.first_id + b.n - 1) - max(s.first, b.first_id) + 1), 0)
+                    FROM batches b
+                    WHERE b.first_id >= COALESCE((SELECT max(first_id) FROM batches WHERE first_id <= s.first), s.first)
+                        AND b.first_id <= s.last AND b.first_id + b.n > s.first AND b.group_id = s.group_id)
+                   <> s.last - s.first + 1
+             ORDER BY s.first LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    match outside {
-        Some((id, None)) => return disagree(format!("item {id} is in no span")),
-        Some((id, Some(first))) => return disagree(format!("item {id} is in the span at {first} of another group")),
-        None => {}
+    if let Some((first, last)) = outside {
+        return disagree(format!("the span {first}-{last} is not inside its group's batch rows"));
+    }
+    let dropped: Option<(i64, i64)> = conn
+        .query_row(
+            "SELECT d.id, s.first FROM dropped_items d
+             JOIN spans s ON s.first = (SELECT max(first) FROM spans WHERE first <= d.id) AND s.last >= d.id
+             ORDER BY d.id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((id, first)) = dropped {
+        return disagree(format!("the dropped item {id} is in the span at {first}"));
     }
     let alike = SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS b.{0}", c.trim())).collect::<Vec<_>>();
     let twins: Option<(i64, i64)> = conn
@@ -521,6 +540,68 @@ pub(super) fn spans_agree(conn: &Connection) -> Result<()> {
         Some((a, b)) => disagree(format!("the adjacent spans at {a} and {b} are alike")),
         None => Ok(()),
     }
+}
+
+/// The tests' expansion of the ledger into per-item rows: a `TEMP` table
+/// `item_rows` with the columns schema 11's items had, one row an item a
+/// span holds, its URL from its batch row, its lastmod and action from
+/// `lastmod_and_action`, its key computed (`url_keys::url_key`), and a
+/// `TEMP` view `item_states` over it (a queued item a run of `in_flight`
+/// holds shown in flight), so that the oracles written against the items
+/// run with only the table's name changed. Made again at each call (the
+/// ledger as it is now).
+#[cfg(test)]
+pub(super) fn expand_items(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "DROP VIEW IF EXISTS temp.item_states;
+         DROP TABLE IF EXISTS temp.item_rows;
+         CREATE TEMP TABLE item_rows (
+             id INTEGER PRIMARY KEY, group_id INTEGER NOT NULL, url_key INTEGER NOT NULL, url TEXT NOT NULL,
+             state TEXT NOT NULL, action TEXT NOT NULL, lastmod INTEGER, next_attempt_at INTEGER,
+             enqueued_at INTEGER NOT NULL, attempts INTEGER NOT NULL, last_class TEXT, streak INTEGER NOT NULL,
+             streak_started_at INTEGER, accepted_at INTEGER, parked_fingerprint TEXT, last_request_id INTEGER);
+         CREATE TEMP VIEW item_states AS
+         SELECT i.id, i.group_id, i.url_key, i.url,
+                CASE WHEN (SELECT f.last FROM in_flight f WHERE f.first <= i.id ORDER BY f.first DESC LIMIT 1) >= i.id
+                     THEN 'in_flight' ELSE i.state END AS state,
+                i.action, i.lastmod, i.next_attempt_at, i.enqueued_at, i.attempts, i.last_class, i.streak,
+                i.streak_started_at, i.accepted_at, i.parked_fingerprint, i.last_request_id
+         FROM temp.item_rows i;",
+    )?;
+    let spans: Vec<(i64, i64, super::spans::SpanState)> = conn
+        .prepare(&format!("SELECT first, last, group_id, {SPAN_COLUMNS} FROM spans ORDER BY first"))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, super::spans::SpanState::read(r, 2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut put = conn.prepare(
+        "INSERT INTO temp.item_rows VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    let mut texts = super::listing::Texts::default();
+    for (first, last, s) in spans {
+        let ids: Vec<i64> = (first..=last).collect();
+        for (id, values) in ids.iter().zip(lastmod_and_action(conn, &ids)?) {
+            let (lastmod, action) = values.expect("every item a span holds is in a batch row");
+            let url = texts.url(conn, *id)?;
+            put.execute(params![
+                id,
+                s.group,
+                crate::ledger::url_keys::url_key(&url),
+                url,
+                s.state,
+                action.as_str(),
+                lastmod,
+                s.next_attempt_at,
+                s.enqueued_at,
+                s.attempts,
+                s.last_class,
+                s.streak,
+                s.streak_started_at,
+                s.accepted_at,
+                s.parked_fingerprint,
+                s.last_request_id
+            ])?;
+        }
+    }
+    Ok(())
 }
 
 /// The state column of the span holding `id`, if one does.
@@ -552,7 +633,7 @@ mod tests {
     /// parked, one with a lastmod and one a deletion, a gap left by an
     /// item gone) gets schema 12 on open: every item found by its URL's
     /// hash in its own group only, its span in its state, its text,
-    /// lastmod and action in its batch; the items kept.
+    /// lastmod and action in its batch; the items table gone.
     #[test]
     fn a_version_11_ledger_is_migrated_into_batches_and_spans() {
         let dir = tempfile::tempdir().unwrap();
@@ -577,6 +658,7 @@ mod tests {
         let ledger = SqliteLedger::open(&path).unwrap();
         assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 12);
         let conn = &ledger.conn;
+        expand_items(conn).unwrap();
         let items: Vec<(i64, i64, String, String)> = conn
             .prepare("SELECT id, group_id, url, state FROM item_rows ORDER BY id")
             .unwrap()
@@ -584,23 +666,15 @@ mod tests {
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
-        assert_eq!(items.len(), 64, "the items stay");
-        let columns: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_table_info('items') ORDER BY cid")
+        assert_eq!(items.len(), 64, "every item is in the batches and spans");
+        let named: Vec<String> = conn
+            .prepare("SELECT name FROM main.sqlite_master WHERE name LIKE 'item%' ORDER BY name")
             .unwrap()
             .query_map([], |r| r.get(0))
             .unwrap()
             .collect::<rusqlite::Result<_>>()
             .unwrap();
-        assert_eq!(columns, ["id", "group_id", "url_key", "url", "action", "lastmod"], "their state is the spans'");
-        let indexes: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_index_list('items') ORDER BY name")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        assert_eq!(indexes, ["sqlite_autoindex_items_1"], "the (group, key) key alone");
+        assert_eq!(named, ["item_changes"], "no items table, no view or index over it");
         let groups: Vec<i64> = conn
             .prepare("SELECT id FROM groups ORDER BY id")
             .unwrap()
@@ -655,18 +729,49 @@ mod tests {
         );
     }
 
-    /// `set_changes` over every id, as the migration from schema 11 runs it
-    /// after writing the batch rows: an item whose lastmod or action
+    /// A new ledger of schema 12 has no items table, and no view, index,
+    /// trigger or key that reads or names one, before and after an admission
+    /// (which writes batch rows and spans alone).
+    #[test]
+    fn a_new_ledger_holds_no_items_table() {
+        let mut ledger = SqliteLedger::in_memory().unwrap();
+        let named = |ledger: &SqliteLedger| -> Vec<String> {
+            ledger
+                .conn
+                .prepare(
+                    "SELECT name FROM main.sqlite_master
+                     WHERE name = 'items' OR tbl_name = 'items' OR sql LIKE '%FROM items%' OR sql LIKE '%JOIN items%'
+                         OR sql LIKE '%ON items%' OR sql LIKE '%REFERENCES items%'
+                     ORDER BY name",
+                )
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        assert_eq!(named(&ledger), Vec::<String>::new());
+        ledger.admit(&[two_groups()(0, 1)], t("2026-12-03T09:00:00Z"), &dedupe_day()).unwrap();
+        assert_eq!(named(&ledger), Vec::<String>::new());
+        let rows: i64 = ledger.conn.query_row("SELECT count(*) FROM batches", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "the URL is in its batch row");
+    }
+
+    /// `changes_from_items` over every id, as the migration from schema 11
+    /// runs it after writing the batch rows: an item whose lastmod or action
     /// differs from what its batch row says gets a row of `item_changes`,
     /// the others none. (The migration writes each batch row from its items,
     /// so through it no item differs: the batch row here is written from
-    /// other values by hand to stand for one that would.)
+    /// other values by hand to stand for one that would, and a temporary
+    /// table for schema 11's items, which schema 12 drops.)
     #[test]
     fn set_changes_over_every_id_keeps_an_item_unlike_its_batch_row() {
         let ledger = SqliteLedger::in_memory().unwrap();
         let conn = &ledger.conn;
         conn.execute_batch(
             "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't');
+             CREATE TEMP TABLE items (id INTEGER PRIMARY KEY, group_id INTEGER, url_key INTEGER, url TEXT,
+                 lastmod INTEGER, action TEXT);
              INSERT INTO items (id, group_id, url_key, url, lastmod, action)
                  VALUES (1, 1, 1, 'https://site.example/1', 5, 'deleted'),
                         (2, 1, 2, 'https://site.example/2', NULL, 'updated');",
@@ -678,7 +783,8 @@ mod tests {
             deleted: false,
         });
         write_batch(conn, 1, 1, 0, &items).unwrap();
-        set_changes(conn, i64::MIN, i64::MAX).unwrap();
+        new_queued_span(conn, 1, 1, 2, 0).unwrap();
+        changes_from_items(conn, i64::MIN, i64::MAX).unwrap();
         let rows: Vec<(i64, Option<i64>, String)> = conn
             .prepare("SELECT id, lastmod, action FROM item_changes")
             .unwrap()
@@ -694,8 +800,9 @@ mod tests {
     /// its id, and the spans agree with the items.
     fn assert_batches_hold_every_item(conn: &Connection) {
         spans_agree(conn).unwrap();
+        expand_items(conn).unwrap();
         let items: Vec<(i64, i64, String)> = conn
-            .prepare("SELECT id, group_id, url FROM items ORDER BY id")
+            .prepare("SELECT id, group_id, url FROM item_rows ORDER BY id")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
@@ -754,6 +861,7 @@ mod tests {
             |conn: &Connection| -> i64 { conn.query_row("SELECT count(*) FROM spans", [], |r| r.get(0)).unwrap() };
         assert_eq!(count(conn), 2, "an admission's new items of a group are one span");
         spans_agree(conn).unwrap();
+        expand_items(conn).unwrap();
         conn.execute_batch("CREATE TEMP TABLE model AS SELECT * FROM item_rows").unwrap();
         let same = SPAN_COLUMNS.split(',').map(|c| format!("m.{0} IS i.{0}", c.trim())).collect::<Vec<_>>();
         let differ = format!(
@@ -782,7 +890,6 @@ mod tests {
                 0 => {
                     let one = super::super::IdRuns(vec![(first, first)]);
                     spans::delete(conn, &one).unwrap();
-                    conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap();
                     conn.execute("DELETE FROM model WHERE id = ?1", [first]).unwrap();
                 }
                 k => {
@@ -797,6 +904,7 @@ mod tests {
             if let Err(e) = spans_agree(conn) {
                 panic!("step {step}, ids {first}-{last}: {e}");
             }
+            expand_items(conn).unwrap();
             let wrong: Option<i64> = conn.query_row(&differ, [], |r| r.get(0)).optional().unwrap();
             assert_eq!(wrong, None, "step {step}, ids {first}-{last}: an item's span differs from its row");
         }
@@ -818,9 +926,9 @@ mod tests {
     }
 
     /// Each of the spans' rules, broken by hand in a ledger whose spans
-    /// keep them, is found: an item in no span, an item in a span of
-    /// another group, a span over an id that is no item, two spans that
-    /// overlap, two adjacent spans of a group alike.
+    /// keep them, is found: a span in another group's batch row, a span
+    /// over ids no batch row holds, an id `dropped_items` names in a span,
+    /// two spans that overlap, two adjacent spans of a group alike.
     #[test]
     fn spans_agree_finds_each_broken_rule() {
         let item = two_groups();
@@ -835,12 +943,15 @@ mod tests {
             ledger.conn.execute_batch(sql).unwrap();
             spans_agree(&ledger.conn).unwrap_err().to_string()
         };
-        let e = broken("DELETE FROM spans WHERE first = 4");
-        assert!(e.contains("item 4 is in no span"), "{e}");
         let e = broken("UPDATE spans SET group_id = (SELECT group_id FROM spans WHERE first = 11) WHERE first = 4");
-        assert!(e.contains("item 4 is in the span at 4 of another group"), "{e}");
-        let e = broken("DELETE FROM items WHERE id = 7");
-        assert!(e.contains("the span 5-10 holds 5 items"), "{e}");
+        assert!(e.contains("the span 4-4 is not inside its group's batch rows"), "{e}");
+        let e = broken("UPDATE spans SET last = 20 WHERE first = 11");
+        assert!(e.contains("the span 11-20 is not inside its group's batch rows"), "{e}");
+        let e = broken(
+            "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
+             SELECT 7, group_id, 0, 'https://site.example/6', 0 FROM spans WHERE first = 5",
+        );
+        assert!(e.contains("the dropped item 7 is in the span at 5"), "{e}");
         let e = broken("UPDATE spans SET last = 4 WHERE first = 1");
         assert!(e.contains("the span at 1 overlaps the one at 4"), "{e}");
         let e = broken(
@@ -927,9 +1038,11 @@ mod tests {
     }
 
     /// Random writes of lastmods and actions to runs of ids of two groups
-    /// (and drops), each followed by `set_changes` of its run: after each,
-    /// the batches and changes say every item's values, and `item_changes`
-    /// holds a row for exactly the items that differ from their batch row.
+    /// through `set_changes` (and drops of single items, their changes
+    /// cleared), each also made to a model of every item's values: after
+    /// each, `lastmod_and_action` says every item's values as the model
+    /// does, and `item_changes` holds a row for exactly the items that
+    /// differ from their batch row (all admitted with no lastmod, updated).
     #[test]
     fn item_changes_follow_random_writes_of_runs() {
         let mut ledger = SqliteLedger::in_memory().unwrap();
@@ -938,14 +1051,17 @@ mod tests {
         ledger.admit(&(0..40).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         ledger.admit(&(0..30).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         let conn = &ledger.conn;
-        let writes = [
-            "lastmod = 100",
-            "lastmod = NULL",
-            "action = 'deleted'",
-            "action = 'updated'",
-            "lastmod = 200, action = 'deleted'",
-            "lastmod = NULL, action = 'updated'",
+        type Write = (Option<Option<i64>>, Option<Action>);
+        let writes: [Write; 6] = [
+            (Some(Some(100)), None),
+            (Some(None), None),
+            (None, Some(Action::Deleted)),
+            (None, Some(Action::Updated)),
+            (Some(Some(200)), Some(Action::Deleted)),
+            (Some(None), Some(Action::Updated)),
         ];
+        let mut model: std::collections::BTreeMap<i64, Values> =
+            (1..=70).map(|id| (id, (None, Action::Updated))).collect();
         let mut seed: u64 = 4_848;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
@@ -956,36 +1072,41 @@ mod tests {
             let first = 1 + next(70) as i64;
             let last = (first + next(10) as i64).min(70);
             match next(25) {
-                0 => conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap(),
-                k => conn
-                    .execute(
-                        &format!("UPDATE items SET {} WHERE id BETWEEN ?1 AND ?2", writes[k as usize % writes.len()]),
-                        [first, last],
-                    )
-                    .unwrap(),
+                0 => {
+                    let one = super::super::IdRuns(vec![(first, first)]);
+                    super::super::spans::delete(conn, &one).unwrap();
+                    clear_changes(conn, &one).unwrap();
+                    model.remove(&first);
+                }
+                k => {
+                    let (lastmod, action) = writes[k as usize % writes.len()];
+                    let mut values = Vec::new();
+                    for id in first..=last {
+                        if let Some(had) = model.get_mut(&id) {
+                            *had = (lastmod.unwrap_or(had.0), action.unwrap_or(had.1));
+                            values.push((id, *had));
+                        }
+                    }
+                    set_changes(conn, &values).unwrap();
+                }
             };
-            set_changes(conn, first, last).unwrap();
             if let Err(e) = changes_agree(conn) {
                 panic!("step {step}, ids {first}-{last}: {e}");
             }
-            let (rows, differ): (i64, i64) = conn
-                .query_row(
-                    "SELECT (SELECT count(*) FROM item_changes),
-                            (SELECT count(*) FROM items WHERE lastmod IS NOT NULL OR action <> 'updated')",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .unwrap();
+            let ids: Vec<i64> = model.keys().copied().collect();
+            let said: Vec<Values> = lastmod_and_action(conn, &ids).unwrap().into_iter().map(Option::unwrap).collect();
+            assert_eq!(said, model.values().copied().collect::<Vec<_>>(), "step {step}");
+            let rows: usize = conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+            let differ = model.values().filter(|v| **v != (None, Action::Updated)).count();
             assert_eq!(rows, differ, "step {step}: a row for each item that differs from its batch");
             most = most.max(rows);
         }
         assert!(most > 10, "the writes made changes: at most {most} rows");
     }
 
-    /// `changes_agree` finds each way the changes can disagree: an item
-    /// written without `set_changes`, a change left behind by a dropped
-    /// item, a change equal to its batch row's values, a batch row's
-    /// blob written wrong.
+    /// `changes_agree` finds each way the changes can break their rules: a
+    /// change of an id no span holds (left behind by a drop, or never
+    /// taken), a change equal to its batch row's values.
     #[test]
     fn changes_agree_finds_each_disagreement() {
         let mut ledger = SqliteLedger::in_memory().unwrap();
@@ -1002,34 +1123,21 @@ mod tests {
             changes_agree(conn).unwrap();
         };
         fails(
-            "UPDATE items SET lastmod = 7 WHERE id = 2",
-            "UPDATE items SET lastmod = NULL WHERE id = 2",
-            "item 2 holds (Some(7), Updated), the batches and changes say Some((None, Updated))",
-        );
-        fails(
-            "UPDATE items SET action = 'deleted' WHERE id = 3",
-            "UPDATE items SET action = 'updated' WHERE id = 3",
-            "item 3 holds",
-        );
-        fails(
             "INSERT INTO item_changes (id, lastmod, action) VALUES (99, 1, 'deleted')",
             "DELETE FROM item_changes",
-            "a change of 99, which is no item",
+            "a change of 99, which no span holds",
         );
         fails(
             "INSERT INTO item_changes (id, lastmod, action) VALUES (4, NULL, 'updated')",
             "DELETE FROM item_changes",
             "the change of item 4 equals its batch row's values",
         );
-        fails(
-            "UPDATE batches SET actions = x'0000000100'",
-            "UPDATE batches SET actions = NULL",
-            "item 4 holds (None, Updated), the batches and changes say Some((None, Deleted))",
-        );
-        // A change written by `set_changes` makes the first agree again.
-        conn.execute("UPDATE items SET lastmod = 7 WHERE id = 2", []).unwrap();
-        set_changes(conn, 2, 2).unwrap();
+        // A change written by `set_changes` agrees.
+        set_changes(conn, &[(2, (Some(7), Action::Updated))]).unwrap();
         changes_agree(conn).unwrap();
+        set_changes(conn, &[(2, (None, Action::Updated))]).unwrap();
+        let rows: i64 = conn.query_row("SELECT count(*) FROM item_changes", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 0, "values that agree with the batch row again keep no row");
     }
 
     /// A copy into a SQLite ledger that holds items already writes its new

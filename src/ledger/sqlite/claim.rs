@@ -13,8 +13,8 @@
 use super::super::batches as layout;
 use super::LedgerError;
 use super::{
-    array, from_ts, group_id, insert_request, opt_ts, params, stored_opt, ts, ClaimedItem, Connection, DateTime,
-    GroupKey, IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx, Usage, Utc,
+    from_ts, group_id, insert_request, opt_ts, params, stored_opt, ts, ClaimedItem, Connection, DateTime, GroupKey,
+    IdRuns, Now, OptionalExtension, Owner, Recorded, Report, Result, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 
@@ -589,11 +589,10 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT i.id, i.url FROM rarray(?1) AS k CROSS JOIN items AS i ON i.id = k.value")?;
-        let rows = stmt.query_map([array(ids)], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        // Each URL from its batch row's texts, each row read once for the
+        // ids it holds (a claim's ids are runs of a few batches).
+        let mut texts = super::listing::Texts::default();
+        ids.iter().map(|&id| Ok((id, texts.url(self.conn, id)?))).collect()
     }
 
     fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {
@@ -694,7 +693,7 @@ impl ClaimSteps for Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::batches::{set_changes, spans_agree};
+    use super::super::batches::{expand_items, lastmod_and_action, set_changes, spans_agree};
     use super::super::SqliteLedger;
     use super::*;
     use crate::ledger::conformance::{dedupe_day, two_groups};
@@ -702,15 +701,23 @@ mod tests {
     use crate::ledger::Intake;
 
     /// The due items of a group, but for those in flight: each item with
-    /// its state, read through its span (`item_rows`), as a row.
+    /// its state, read through its span, as a row (`item_rows`: the
+    /// ledger expanded into rows, `batches::expand_items`).
     const DUE: &str = "FROM item_rows AS items WHERE group_id = ?1 AND state = 'queued' AND next_attempt_at <= ?2";
 
-    /// A test's write of `set` to the ids `first` to `last`: a lastmod to
-    /// the items (and their changes), anything else to the spans.
+    /// A test's write of `set` to the ids `first` to `last`: a lastmod
+    /// (`lastmod = N` or `lastmod = NULL`) to the items' changes (`set_changes`,
+    /// each item keeping its action), anything else to the spans.
     fn write(conn: &Connection, set: &str, first: i64, last: i64) {
-        if set.starts_with("lastmod") {
-            conn.execute(&format!("UPDATE items SET {set} WHERE id BETWEEN ?1 AND ?2"), [first, last]).unwrap();
-            set_changes(conn, first, last).unwrap();
+        if let Some(value) = set.strip_prefix("lastmod = ") {
+            let lastmod: Option<i64> = value.parse().ok();
+            let ids: Vec<i64> = (first..=last).collect();
+            let values: Vec<_> = ids
+                .iter()
+                .zip(lastmod_and_action(conn, &ids).unwrap())
+                .filter_map(|(id, had)| Some((*id, (lastmod, had?.1))))
+                .collect();
+            set_changes(conn, &values).unwrap();
         } else {
             super::super::spans::set_state(conn, first, last, set).unwrap();
         }
@@ -719,6 +726,7 @@ mod tests {
     /// The ids the items' rows give in `order` (the reading this replaces):
     /// each item read with its span's state, sorted and filtered per item.
     fn due_from_rows(conn: &Connection, group: i64, now: i64, n: usize, order: DueOrder) -> Vec<i64> {
+        expand_items(conn).unwrap();
         let held = super::super::queue::and_not_held(conn, Some(group), "items.id").unwrap();
         let sql = format!("SELECT id {DUE}{held} ORDER BY {} LIMIT ?3", order_by(order));
         let mut stmt = conn.prepare(&sql).unwrap();
@@ -780,7 +788,7 @@ mod tests {
                 conn.execute("DELETE FROM in_flight", []).unwrap();
                 // A run of one group's items, as a claim's runs are.
                 let group_of = |id: i64| -> Option<i64> {
-                    conn.query_row("SELECT group_id FROM items WHERE id = ?1", [id], |r| r.get(0)).optional().unwrap()
+                    super::super::spans::states(conn, &[id]).unwrap()[0].as_ref().map(|s| s.group)
                 };
                 if let (0, Some(group), true) = (step % 3, group_of(first), group_of(first) == group_of(last)) {
                     conn.execute(

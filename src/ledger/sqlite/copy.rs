@@ -63,12 +63,6 @@ fn export_groups(tx: &Connection, sink: &mut Sink) -> Result<()> {
     sink(Chunk::Groups(groups))
 }
 
-/// `ledger copy`: the staged items new to the target, inserted with the
-/// ids staging gave them (their state goes to the spans: `FRESH_ITEMS`).
-/// SQLite's own: PostgreSQL's items still hold their state.
-const INSERT_FRESH_ITEMS: &str = "INSERT INTO items (id, group_id, url_key, url, action, lastmod)
-     SELECT c.dst, c.grp, c.url_key, c.url, c.action, c.lastmod FROM copy_items c WHERE c.fresh ORDER BY c.dst";
-
 /// The staged items new to the target from `?1` on, with their state and
 /// the target's ids of their last requests, as `batches::fill_from` reads
 /// them.
@@ -78,34 +72,67 @@ const FRESH_ITEMS: &str = "SELECT c.dst, c.grp, c.url, c.action, c.lastmod, c.st
      FROM copy_items c LEFT JOIN copy_requests r ON r.src = c.last_request
      WHERE c.fresh AND c.dst >= ?1 ORDER BY c.dst";
 
+/// How many ids `export_items` reads at a time: its memory is a chunk's
+/// items and the batch rows they fall in.
+const EXPORT_CHUNK: usize = 10_000;
+
+/// The items as spans × batch texts × `batches::lastmod_and_action`, in id
+/// order, `EXPORT_CHUNK` ids at a time: each span's state columns for its
+/// ids (a queued item a run of `in_flight` holds shown in flight, as the
+/// items' view showed it), each URL from its batch row's texts.
 fn export_items(tx: &Connection, sink: &mut Sink) -> Result<()> {
-    let mut stmt = tx.prepare(
-        "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class, streak,
-             streak_started_at, accepted_at, parked_fingerprint, last_request_id
-         FROM item_states ORDER BY id",
-    )?;
+    let held = super::IdRuns::in_flight(tx)?;
+    let mut stmt =
+        tx.prepare(&format!("SELECT first, last, group_id, {} FROM spans ORDER BY first", super::spans::SPAN_COLUMNS))?;
     let mut rows = stmt.query([])?;
     let mut chunks = Chunker::new(sink, Chunk::Items);
+    let mut texts = super::listing::Texts::default();
+    let mut pending: Vec<(i64, std::rc::Rc<super::spans::SpanState>)> = Vec::with_capacity(EXPORT_CHUNK);
+    let mut flush = |pending: &mut Vec<(i64, std::rc::Rc<super::spans::SpanState>)>,
+                     chunks: &mut Chunker<'_, '_, CopyItem>|
+     -> Result<()> {
+        let ids: Vec<i64> = pending.iter().map(|(id, _)| *id).collect();
+        for ((id, span), values) in pending.drain(..).zip(super::batches::lastmod_and_action(tx, &ids)?) {
+            let Some((lastmod, action)) = values else {
+                return Err(super::LedgerError::Invalid(format!("batches: item {id} is in no batch")));
+            };
+            let state = match held.holds(id) {
+                true => super::ItemState::InFlight,
+                false => stored("spans", "state", &span.state)?,
+            };
+            chunks.push(CopyItem {
+                id,
+                group: span.group,
+                url: texts.url(tx, id)?,
+                state,
+                action,
+                lastmod: opt_ts(lastmod),
+                next_attempt_at: opt_ts(span.next_attempt_at),
+                enqueued_at: from_ts(span.enqueued_at),
+                attempts: span.attempts as u32,
+                last_class: stored_opt("spans", "last_class", span.last_class.as_deref())?,
+                streak: span.streak as u32,
+                streak_started_at: opt_ts(span.streak_started_at),
+                accepted_at: opt_ts(span.accepted_at),
+                parked_fingerprint: span.parked_fingerprint.clone(),
+                last_request: span.last_request_id,
+            })?;
+        }
+        // The batch rows read so far are let go with their chunk.
+        texts = super::listing::Texts::default();
+        Ok(())
+    };
     while let Some(r) = rows.next()? {
-        let (state, action, class): (String, String, Option<String>) = (r.get(3)?, r.get(4)?, r.get(9)?);
-        chunks.push(CopyItem {
-            id: r.get(0)?,
-            group: r.get(1)?,
-            url: r.get(2)?,
-            state: stored("items", "state", &state)?,
-            action: stored("items", "action", &action)?,
-            lastmod: opt_ts(r.get(5)?),
-            next_attempt_at: opt_ts(r.get(6)?),
-            enqueued_at: from_ts(r.get(7)?),
-            attempts: r.get(8)?,
-            last_class: stored_opt("items", "last_class", class.as_deref())?,
-            streak: r.get(10)?,
-            streak_started_at: opt_ts(r.get(11)?),
-            accepted_at: opt_ts(r.get(12)?),
-            parked_fingerprint: r.get(13)?,
-            last_request: r.get(14)?,
-        })?;
+        let (first, last): (i64, i64) = (r.get(0)?, r.get(1)?);
+        let span = std::rc::Rc::new(super::spans::SpanState::read(r, 2)?);
+        for id in first..=last {
+            pending.push((id, span.clone()));
+            if pending.len() == EXPORT_CHUNK {
+                flush(&mut pending, &mut chunks)?;
+            }
+        }
     }
+    flush(&mut pending, &mut chunks)?;
     chunks.finish()
 }
 
@@ -246,38 +273,66 @@ impl copy::Stage for Staging<'_> {
         Ok(())
     }
 
+    /// Each staged item matched to the target's item of the same URL in
+    /// its group by hash (`batches::find_ids`, a span holding the id found),
+    /// a group's staged items 10,000 at a time: given the source's state
+    /// unless the target's is in flight (its own, or held by a run of
+    /// `in_flight`).
     fn match_items(&mut self) -> Result<()> {
-        self.conn.execute_batch(
-            "CREATE INDEX temp.copy_items_key ON copy_items (grp, url_key);
-             UPDATE copy_items SET dst = i.id, written = i.state <> 'in_flight' FROM item_states AS i
-             WHERE i.group_id = copy_items.grp AND i.url_key = copy_items.url_key AND i.url = copy_items.url;",
-        )?;
+        let conn = self.conn;
+        let held = super::IdRuns::in_flight(conn)?;
+        let groups: Vec<i64> = conn
+            .prepare("SELECT DISTINCT grp FROM copy_items ORDER BY grp")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut staged =
+            conn.prepare("SELECT src, url FROM copy_items WHERE grp = ?1 AND src > ?2 ORDER BY src LIMIT 10000")?;
+        let mut spans = super::spans::Cursor::new(conn)?;
+        for group in groups {
+            let mut after = i64::MIN;
+            loop {
+                let chunk: Vec<(i64, String)> = staged
+                    .query_map([group, after], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let Some(last) = chunk.last() else { break };
+                after = last.0;
+                let mut hashes: Vec<(u128, i64)> =
+                    chunk.iter().map(|(src, url)| (crate::ledger::batches::url_hash(url), *src)).collect();
+                hashes.sort_unstable();
+                let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
+                let mut matched = Vec::new();
+                for ((_, src), id) in hashes.iter().zip(super::batches::find_ids(conn, group, &sought)?) {
+                    let Some(id) = id else { continue };
+                    let Some(span) = spans.at(id)? else { continue };
+                    let in_flight = span.state == "in_flight" || held.holds(id);
+                    matched.extend([Value::Integer(*src), Value::Integer(id), Value::Integer(i64::from(!in_flight))]);
+                }
+                insert_rows(
+                    conn,
+                    "UPDATE copy_items SET dst = v.column2, written = v.column3 FROM (",
+                    ") AS v WHERE copy_items.src = v.column1",
+                    3,
+                    &matched,
+                )?;
+            }
+        }
         Ok(())
     }
 
+    /// None: a URL is matched by its hash, and two URLs of one group cannot
+    /// hold one place (schema 12 keys nothing on `url_key`).
     fn clashes(&mut self) -> Result<Vec<Clash>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT src, grp, url_key, url FROM copy_items c WHERE dst IS NULL
-                 AND (EXISTS (SELECT 1 FROM items i WHERE i.group_id = c.grp AND i.url_key = c.url_key)
-                      OR EXISTS (SELECT 1 FROM copy_items o
-                                 WHERE o.grp = c.grp AND o.url_key = c.url_key AND o.src <> c.src AND o.dst IS NULL))
-             ORDER BY src",
-        )?;
-        let rows =
-            stmt.query_map([], |r| Ok(Clash { src: r.get(0)?, group: r.get(1)?, key: r.get(2)?, url: r.get(3)? }))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(Vec::new())
     }
 
-    fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
-        let sql = "SELECT id, url, state = 'in_flight' FROM item_states WHERE group_id = ?1 AND url_key = ?2";
-        Ok(self.conn.query_row(sql, [group, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?)
+    /// None: no clash asks (`clashes`).
+    fn held(&mut self, _group: i64, _key: i64) -> Result<Option<(i64, String, bool)>> {
+        Ok(None)
     }
 
-    fn staged(&mut self, group: i64, key: i64) -> Result<Vec<i64>> {
-        let sql = "SELECT src FROM copy_items WHERE grp = ?1 AND url_key = ?2 AND dst IS NULL";
-        let mut stmt = self.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map([group, key], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    /// None: no clash asks (`clashes`).
+    fn staged(&mut self, _group: i64, _key: i64) -> Result<Vec<i64>> {
+        Ok(Vec::new())
     }
 
     fn place(&mut self, src: i64, placed: &Placed) -> Result<()> {
@@ -306,22 +361,24 @@ impl copy::Stage for Staging<'_> {
     fn write_items(&mut self) -> Result<u64> {
         // The items the copy writes: those it matched, but for those in
         // flight (in the target's own state, or held by a reservation).
-        let updated: Vec<i64> = self
+        let held = super::IdRuns::in_flight(self.conn)?;
+        let matched: Vec<(i64, String, Option<i64>)> = self
             .conn
-            .prepare(&format!(
-                "SELECT c.dst FROM copy_items c JOIN item_rows i ON i.id = c.dst
-                 WHERE c.written AND NOT c.fresh AND i.state <> 'in_flight' AND NOT {}
-                 ORDER BY c.dst",
-                super::queue::held("i.id")
-            ))?
-            .query_map([], |r| r.get(0))?
+            .prepare("SELECT dst, action, lastmod FROM copy_items WHERE written AND NOT fresh ORDER BY dst")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        self.conn
-            .prepare(
-                "UPDATE items SET action = c.action, lastmod = c.lastmod FROM copy_items c
-                 WHERE items.id = c.dst AND c.dst IN rarray(?1)",
-            )?
-            .execute([array(&updated)])?;
+        let mut spans = super::spans::Cursor::new(self.conn)?;
+        let mut updated = Vec::with_capacity(matched.len());
+        let mut values = Vec::with_capacity(matched.len());
+        for (id, action, lastmod) in matched {
+            if held.holds(id) || spans.at(id)?.is_none_or(|s| s.state == "in_flight") {
+                continue;
+            }
+            updated.push(id);
+            values.push((id, (lastmod, stored("copy_items", "action", &action)?)));
+        }
+        drop(spans);
+        super::batches::set_changes(self.conn, &values)?;
         super::spans::write_apart(
             self.conn,
             &updated,
@@ -335,16 +392,16 @@ impl copy::Stage for Staging<'_> {
              WHERE spans.first = c.dst AND c.dst IN rarray(?1)",
             &[&array(&updated)],
         )?;
-        super::batches::set_changes_of_ids(self.conn, &updated)?;
-        let inserted = self.conn.execute(INSERT_FRESH_ITEMS, [])?;
-        // Issue 48, on its branch: the new items as batch rows and spans
-        // too (they take the ids after every other item's).
-        let first: Option<i64> =
-            self.conn.query_row("SELECT MIN(dst) FROM copy_items WHERE fresh", [], |r| r.get(0))?;
+        // The new items as batch rows and spans (they take the ids after
+        // every other item's), cut where the source's order changes group.
+        let (first, inserted): (Option<i64>, i64) =
+            self.conn.query_row("SELECT MIN(dst), COUNT(*) FROM copy_items WHERE fresh", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         if let Some(first) = first {
             super::batches::fill_from(self.conn, FRESH_ITEMS, first)?;
         }
-        Ok((updated.len() + inserted) as u64)
+        Ok(updated.len() as u64 + inserted as u64)
     }
 
     fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {

@@ -1,9 +1,8 @@
 //! What `queue list` shows and which items a URL names, read from schema
-//! 12's batches and spans (issue 48; docs/design.md, *A ledger per batch*)
-//! instead of the items: the spans by state give the ids and every state
-//! column, each id's URL comes from its batch's texts, and a URL becomes
-//! its id by its hash (`batches::find_ids`). The spans hold the items'
-//! state (schema 12), so what is read is the ledger's.
+//! 12's batches and spans (issue 48; docs/design.md, *A ledger per batch*;
+//! schema 12 has no items table): the spans by state give the ids and
+//! every state column, each id's URL comes from its batch's texts, and a
+//! URL becomes its id by its hash (`batches::find_ids`).
 
 use super::super::batches::{self as layout, url_hash};
 use super::{
@@ -51,7 +50,7 @@ fn piece(r: &rusqlite::Row<'_>) -> rusqlite::Result<Piece> {
 /// Whether an item of state `own` (held by a run of `in_flight` or not),
 /// due at `due`, is one `filter` asks for: the tests `queue.rs`'s
 /// `filter_sql` makes of an item row.
-fn asked(filter: &ItemFilter, own: &str, held: bool, due: Option<i64>, now: i64) -> bool {
+pub(super) fn asked(filter: &ItemFilter, own: &str, held: bool, due: Option<i64>, now: i64) -> bool {
     filter.states.is_empty()
         || filter.states.iter().any(|s| match s {
             StateFilter::Due => own == "queued" && !held && due.is_some_and(|d| d <= now),
@@ -62,20 +61,21 @@ fn asked(filter: &ItemFilter, own: &str, held: bool, due: Option<i64>, now: i64)
         })
 }
 
-/// The parts of `span` that the runs of `in_flight` (sorted, never
-/// overlapping) hold (`true`) or do not (`false`), in id order.
-fn split(span: &Piece, runs: &[(i64, i64)]) -> Vec<(i64, i64, bool)> {
+/// The parts of the ids `from` to `to` (a span's) that the runs of
+/// `in_flight` (sorted, never overlapping) hold (`true`) or do not
+/// (`false`), in id order.
+pub(super) fn split(from: i64, to: i64, runs: &[(i64, i64)]) -> Vec<(i64, i64, bool)> {
     let mut parts = Vec::new();
-    let mut at = span.first;
-    for &(first, last) in runs.iter().filter(|&&(first, last)| last >= span.first && first <= span.last) {
+    let mut at = from;
+    for &(first, last) in runs.iter().filter(|&&(first, last)| last >= from && first <= to) {
         if first > at {
             parts.push((at, first - 1, false));
         }
-        parts.push((first.max(at), last.min(span.last), true));
+        parts.push((first.max(at), last.min(to), true));
         at = last + 1;
     }
-    if at <= span.last {
-        parts.push((at, span.last, false));
+    if at <= to {
+        parts.push((at, to, false));
     }
     parts
 }
@@ -183,7 +183,7 @@ pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
                     }
                 }
                 for span in spans {
-                    for (first, last, is_held) in split(&span, runs) {
+                    for (first, last, is_held) in split(span.first, span.last, runs) {
                         if (is_held || span.own == "in_flight") && asked(filter, &span.own, is_held, span.due, now) {
                             pieces.push(Piece { first, last, shown, ..span.clone() });
                         }
@@ -201,7 +201,7 @@ pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
                 }
                 let mut take = |span: Piece| -> usize {
                     let mut taken = 0;
-                    for (first, last, is_held) in split(&span, runs) {
+                    for (first, last, is_held) in split(span.first, span.last, runs) {
                         if !is_held && asked(filter, &span.own, false, span.due, now) {
                             taken += (last - first + 1) as usize;
                             pieces.push(Piece { first, last, shown, ..span.clone() });
@@ -332,13 +332,7 @@ impl Texts {
 /// `dropped_items` still names those.
 pub(super) fn id_of_url(conn: &Connection, group: i64, url: &str) -> Result<Option<(i64, bool)>> {
     let Some(id) = super::batches::find_ids(conn, group, &[url_hash(url)])?[0] else { return Ok(None) };
-    let live: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM spans WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1)
-                 AND last >= ?1)",
-        )?
-        .query_row([id], |r| r.get(0))?;
-    Ok(Some((id, live)))
+    Ok(Some((id, super::spans::holds(conn, id)?)))
 }
 
 /// The ids `url` (as stored) has in the groups `filter` names (by
@@ -407,8 +401,10 @@ mod tests {
             // The ids `queue retry` and `queue drop` would act on: from the
             // spans (no URL) against each item joined to its span.
             let by_spans = super::super::queue::runs_of_filter(&ledger.conn, &filter, now).unwrap().ids();
-            let by_rows = super::super::queue::ids_of_filter(&ledger.conn, &filter, now).unwrap().ids();
+            let by_parts = super::super::queue::ids_of_filter(&ledger.conn, &filter, now).unwrap().ids();
+            let by_rows = super::super::queue::ids_from_rows(&ledger.conn, &filter, now).unwrap().ids();
             assert_eq!(by_spans, by_rows, "step {step}, {filter:?}: the ids a filter names");
+            assert_eq!(by_parts, by_rows, "step {step}, {filter:?}: the ids a filter names, split by span");
             let from_spans: Vec<String> =
                 ledger.items(&filter, now).unwrap().iter().map(|r| format!("{r:?}")).collect();
             let from_rows: Vec<String> =
@@ -485,7 +481,6 @@ mod tests {
             match next(25) {
                 0 => {
                     super::super::spans::delete(conn, &super::super::IdRuns(vec![(first, first)])).unwrap();
-                    conn.execute("DELETE FROM items WHERE id = ?1", [first]).unwrap();
                 }
                 k => {
                     super::super::spans::set_state(conn, first, last, &states[k as usize % states.len()]).unwrap();
@@ -500,10 +495,8 @@ mod tests {
             if step % 3 == 0 {
                 let runs = [(first, last), (first + 20, first + 26)];
                 for (run, (a, b)) in runs.into_iter().enumerate() {
-                    let group: Option<i64> = conn
-                        .query_row("SELECT group_id FROM items WHERE id = ?1", [a], |r| r.get(0))
-                        .optional()
-                        .unwrap();
+                    let group: Option<i64> =
+                        super::super::spans::states(conn, &[a]).unwrap()[0].as_ref().map(|s| s.group);
                     if let Some(group) = group.filter(|_| b <= 115) {
                         conn.execute(
                             "INSERT INTO in_flight (first, last, reservation_id, group_id) VALUES (?1, ?2, ?3, ?4)",

@@ -18,7 +18,7 @@ use super::{
     SitemapRead, SitemapReports, SitemapState, SourceDocument, SourceFailure, SpanCount, StateFilter, StoredResponse,
     StoredSitemap, TimeDelta, Usage, Utc,
 };
-use rusqlite::types::{ToSqlOutput, Value};
+use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -82,32 +82,6 @@ fn array<T: Into<Value> + Copy>(values: &[T]) -> Rc<Vec<Value>> {
     Rc::new(values.iter().map(|v| (*v).into()).collect())
 }
 
-/// Runs an `UPDATE` of the items `ids`: `sql` ends in `WHERE` and takes
-/// `params` as `?1`…; the ids follow. Where they fall in a few runs of
-/// consecutive ids (a batch claimed, answered or queued again together), a
-/// statement a run, `id BETWEEN`, which SQLite does in one pass over the
-/// rows; else one over the list, `id IN rarray`, which SQLite first copies
-/// into a temporary index and the rows' ids into a temporary table, then
-/// seeks each row again.
-fn update_ids(tx: &Connection, sql: &str, params: &[&dyn ToSql], ids: &IdRuns) -> Result<usize> {
-    let next = params.len() + 1;
-    if ids.0.len() > ids.len() / RUN_LENGTH + 1 {
-        let list = array(&ids.ids());
-        let all: Vec<&dyn ToSql> = params.iter().copied().chain([&list as &dyn ToSql]).collect();
-        return Ok(tx.prepare_cached(&format!("{sql} id IN rarray(?{next})"))?.execute(&*all)?);
-    }
-    let mut stmt = tx.prepare_cached(&format!("{sql} id BETWEEN ?{next} AND ?{}", next + 1))?;
-    let mut changed = 0;
-    for (first, last) in &ids.0 {
-        let all: Vec<&dyn ToSql> = params.iter().copied().chain([first as &dyn ToSql, last]).collect();
-        changed += stmt.execute(&*all)?;
-    }
-    Ok(changed)
-}
-
-/// The average run, in ids, below which `update_ids` takes the list whole.
-const RUN_LENGTH: usize = 4;
-
 /// Ids as runs of consecutive ids, `(first, last)`, ascending (as a
 /// reservation holds its items: a row of `in_flight` a run).
 #[derive(Debug, PartialEq)]
@@ -126,11 +100,6 @@ impl IdRuns {
             }
         }
         IdRuns(runs)
-    }
-
-    /// How many ids the runs hold.
-    fn len(&self) -> usize {
-        self.0.iter().map(|(first, last)| (last - first + 1) as usize).sum()
     }
 
     /// The ids, ascending.
@@ -238,9 +207,8 @@ impl SqliteLedger {
     }
 
     /// `open`, and from now on every commit of this thread's SQLite
-    /// ledgers checks that the spans keep their rules against the items,
-    /// and that the batch rows with the item changes agree with the items
-    /// (the conformance suite's ledgers; issue 48).
+    /// ledgers checks that the spans and the item changes keep their rules
+    /// against the batch rows (the conformance suite's ledgers; issue 48).
     #[cfg(test)]
     pub fn open_checking_spans(path: &Path) -> Result<SqliteLedger> {
         CHECK_SPANS.with(|c| c.set(true));
@@ -437,8 +405,8 @@ fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
 }
 
 /// Commits `tx`. In a test that asked for it (`SqliteLedger::open_checking_spans`),
-/// the spans' rules and the item changes are checked against the items
-/// first (issue 48: `batches::spans_agree`, `changes_agree`).
+/// the spans' rules and the item changes' are checked against the batch
+/// rows first (issue 48: `batches::spans_agree`, `changes_agree`).
 fn commit(tx: Transaction<'_>) -> Result<()> {
     check_spans(&tx);
     Ok(tx.commit()?)
@@ -450,9 +418,8 @@ thread_local! {
     static CHECK_SPANS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Panics, in a test that asked for it, if the spans break a rule, or the
-/// batch rows and item changes disagree with the items, in `conn`'s
-/// transaction.
+/// Panics, in a test that asked for it, if the spans or the item changes
+/// break a rule against the batch rows, in `conn`'s transaction.
 fn check_spans(conn: &Connection) {
     #[cfg(test)]
     if CHECK_SPANS.with(|c| c.get()) {
@@ -586,10 +553,11 @@ mod tests {
         let now = t("2026-12-03T10:00:00Z");
         let rule = AdmitRule { dedupe: chrono::TimeDelta::hours(24), force: false, changed: false, resend_after: None };
         ledger.admit(&super::super::conformance::items(5), now, &rule).unwrap();
+        super::batches::expand_items(&ledger.conn).unwrap();
         let set = |ending: &str, sql: &str| {
             let id: i64 = ledger
                 .conn
-                .query_row("SELECT id FROM items WHERE url LIKE '%/' || ?1", [ending], |r| r.get(0))
+                .query_row("SELECT id FROM item_rows WHERE url LIKE '%/' || ?1", [ending], |r| r.get(0))
                 .unwrap();
             spans::set_state(&ledger.conn, id, id, sql).unwrap();
         };
@@ -635,31 +603,12 @@ mod tests {
         }
     }
 
-    /// `update_ids` changes exactly the ids it is given, whether they fall
-    /// in a few runs (a statement a run) or in many (one over the list):
-    /// an id beside or between two runs is left as it was.
+    /// Ids become their runs of consecutive ids, whatever their order.
     #[test]
-    fn an_update_of_ids_changes_those_ids_alone_by_runs_or_by_list() {
-        let conn = Connection::open_in_memory().unwrap();
-        rusqlite::vtab::array::load_module(&conn).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL DEFAULT 0);
-             WITH RECURSIVE n (id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM n WHERE id < 30)
-             INSERT INTO t (id) SELECT id FROM n;",
-        )
-        .unwrap();
-        let changed_ids = |ids: &[i64], v: i64| -> (usize, Vec<i64>) {
-            let n = update_ids(&conn, "UPDATE t SET v = ?1 WHERE", &[&v], &IdRuns::of(ids)).unwrap();
-            let mut stmt = conn.prepare("SELECT id FROM t WHERE v = ?1 ORDER BY id").unwrap();
-            (n, stmt.query_map([v], |r| r.get(0)).unwrap().collect::<rusqlite::Result<_>>().unwrap())
-        };
-        // Two runs (given out of order): a statement each.
+    fn ids_become_their_runs() {
         assert_eq!(IdRuns::of(&[12, 3, 4, 5, 10, 11]), IdRuns(vec![(3, 5), (10, 12)]));
-        assert_eq!(changed_ids(&[12, 3, 4, 5, 10, 11], 7), (6, vec![3, 4, 5, 10, 11, 12]));
-        // Runs of one: the list.
         assert_eq!(IdRuns::of(&[9, 1, 3, 5, 7]).0.len(), 5);
-        assert_eq!(changed_ids(&[9, 1, 3, 5, 7], 8), (5, vec![1, 3, 5, 7, 9]));
-        assert_eq!(changed_ids(&[], 9), (0, vec![]));
+        assert_eq!(IdRuns::of(&[]), IdRuns(vec![]));
     }
 
     fn new_items(group: &GroupKey, range: std::ops::Range<usize>) -> Vec<NewItem> {
@@ -678,7 +627,8 @@ mod tests {
     /// `queue_counts` a count of every item as readers see it, at `now`.
     fn assert_counts(ledger: &mut SqliteLedger, now: DateTime<Utc>) {
         // The kept counts themselves: the items by their own state, each
-        // item read through its span.
+        // item read through its span (the ledger expanded into rows).
+        super::batches::expand_items(&ledger.conn).unwrap();
         let kept = "SELECT id, queued, in_flight, parked, accepted FROM groups ORDER BY id";
         let counted = "SELECT g.id,
                 (SELECT COUNT(*) FROM item_rows WHERE group_id = g.id AND state = 'queued'),
@@ -777,8 +727,11 @@ mod tests {
         let err = ledger.admit(&new_items(&b, 0..3), now, &rule).unwrap_err().to_string();
         assert!(err.contains("not in the ledger"), "{err}");
         assert_eq!(foreign_keys(&ledger), 1);
-        let items: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+        super::batches::expand_items(&ledger.conn).unwrap();
+        let items: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM item_rows", [], |r| r.get(0)).unwrap();
         assert_eq!(items, 3, "nothing of the refused batch is kept");
+        let rows: i64 = ledger.conn.query_row("SELECT COUNT(*) FROM batches", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 1, "no batch row of the refused batch");
     }
 
     /// An answer to be recorded with the next claim whose claim fails is
@@ -861,6 +814,7 @@ mod tests {
         assert_eq!(one(&ledger, runs).as_deref(), Some("2-2,4-4,6-6,8-8"));
         assert_eq!(one(&ledger, "SELECT MAX(name) FROM sqlite_master WHERE name = 'items_in_flight'"), None);
         let states = |l: &SqliteLedger, table: &str| -> Vec<(i64, String)> {
+            super::batches::expand_items(&l.conn).unwrap();
             let mut stmt = l.conn.prepare(&format!("SELECT id, state FROM {table} ORDER BY id")).unwrap();
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().collect::<rusqlite::Result<_>>().unwrap()
         };
@@ -891,7 +845,8 @@ mod tests {
             .conn
             .execute_batch(
                 "CREATE TEMP TABLE touched (id INTEGER);
-                 CREATE TEMP TRIGGER touched AFTER UPDATE ON main.items BEGIN INSERT INTO touched VALUES (new.id); END;
+                 CREATE TEMP TRIGGER touched AFTER INSERT ON main.item_changes BEGIN INSERT INTO touched VALUES (new.id); END;
+                 CREATE TEMP TRIGGER batch AFTER INSERT ON main.batches BEGIN INSERT INTO touched VALUES (new.first_id); END;
                  CREATE TEMP TRIGGER span_cut AFTER INSERT ON main.spans BEGIN INSERT INTO touched VALUES (new.first); END;
                  CREATE TEMP TRIGGER span_set AFTER UPDATE ON main.spans BEGIN INSERT INTO touched VALUES (new.first); END;
                  CREATE TEMP TRIGGER span_gone AFTER DELETE ON main.spans BEGIN INSERT INTO touched VALUES (old.first); END;",

@@ -2,10 +2,9 @@
 //! `queue drop`, and what is parked.
 
 use super::{
-    array, counted, from_ts, group_id, insert_rows, opt_ts, params, params_from_iter, policy, recount, stored,
-    stored_group, stored_last_reason, stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter,
-    ItemRow, ItemState, NoticeClaim, OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result,
-    SqliteLedger, StateFilter, Utc, Value,
+    counted, from_ts, group_id, insert_rows, opt_ts, params, policy, recount, stored, stored_group, stored_last_reason,
+    stored_opt, ts, url_key, Connection, DateTime, GroupKey, HashMap, ItemFilter, ItemRow, ItemState, NoticeClaim,
+    OptionalExtension, ParkedGroup, Queue, QueueCounts, Rc, Reason, Result, SqliteLedger, StateFilter, Utc, Value,
 };
 #[cfg(test)]
 use crate::ledger::sql::ITEM_COLUMNS;
@@ -35,9 +34,12 @@ pub(super) fn item_row(r: &super::Row<'_>) -> Result<ItemRow> {
 }
 
 /// A WHERE clause and its parameters for an `ItemFilter` at `now`, over
-/// `items` alone or (`joined`) over `groups g CROSS JOIN items i`.
+/// per-item rows alone or (`joined`) over `groups g CROSS JOIN items i`:
+/// the tests' oracle over the ledger expanded into rows
+/// (`batches::expand_items`).
 /// A queued row a run of `in_flight` holds is in flight (`held`): the
 /// clauses hold over the rows and over the view alike.
+#[cfg(test)]
 pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) -> (String, Vec<Value>) {
     let mut clauses = vec!["1 = 1".to_string()];
     let mut values = Vec::new();
@@ -86,25 +88,90 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>, joined: bool) 
     (clauses.join(" AND "), values)
 }
 
-/// `filter_sql` over the items alone, a URL given as its ids: its hash
-/// looked up in each group the filter names (`listing::live_ids_of_url`),
-/// not a test of every row's text.
-fn filter_by_ids(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<(String, Vec<Value>)> {
-    let Some(url) = &filter.url else { return Ok(filter_sql(filter, now, false)) };
-    let ids: Vec<String> = super::listing::live_ids_of_url(conn, filter, url)?.iter().map(i64::to_string).collect();
-    let (clause, values) = filter_sql(&ItemFilter { url: None, ..filter.clone() }, now, false);
-    Ok((format!("{clause} AND id IN ({})", ids.join(", ")), values))
+/// A run of items a filter names: ids `first` to `last` of one span of
+/// `group`, in its own state `state`, with a last request or not.
+pub(super) struct Named {
+    pub first: i64,
+    pub last: i64,
+    pub group: i64,
+    pub state: String,
+    pub answered: bool,
 }
 
-/// The ids `filter` names at `now`, as runs: each item joined to its span
-/// and tested (`item_rows`), the URL given as its ids (`filter_by_ids`).
-pub(super) fn ids_of_filter(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<super::IdRuns> {
-    let (clause, values) = filter_by_ids(conn, filter, now)?;
+/// The runs of items `filter` names at `now`, in id order, from the spans
+/// (schema 12 has no row an item): a URL given, its live ids by its hash
+/// in each group the filter names (`listing::live_ids_of_url`) and each
+/// one's span; else every span of those groups, each split where a run of
+/// `in_flight` holds part of it (a queued item held is in flight). Each
+/// part is tested as `filter_sql` tests an item's row (`listing::asked`).
+pub(super) fn named(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<Named>> {
+    let held = super::IdRuns::in_flight(conn)?;
+    let now = ts(now);
+    let mut out = Vec::new();
+    let mut keep = |first: i64, last: i64, span: &super::spans::SpanState| {
+        for (a, b, is_held) in super::listing::split(first, last, &held.0) {
+            if super::listing::asked(filter, &span.state, is_held, span.next_attempt_at, now) {
+                out.push(Named {
+                    first: a,
+                    last: b,
+                    group: span.group,
+                    state: span.state.clone(),
+                    answered: span.last_request_id.is_some(),
+                });
+            }
+        }
+    };
+    if let Some(url) = &filter.url {
+        let mut ids = super::listing::live_ids_of_url(conn, filter, url)?;
+        ids.sort_unstable();
+        let mut spans = super::spans::Cursor::new(conn)?;
+        for id in ids {
+            if let Some(span) = spans.at(id)? {
+                keep(id, id, span);
+            }
+        }
+        return Ok(out);
+    }
+    let engine = filter.engine.map(|e| e.as_str().to_string());
+    let groups: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
+                 AND (?3 IS NULL OR target = ?3)",
+        )?
+        .query_map(params![filter.property, engine, filter.target], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT first, last, group_id, {} FROM spans WHERE group_id = ?1",
+        super::spans::SPAN_COLUMNS
+    ))?;
+    for group in groups {
+        let mut rows = stmt.query([group])?;
+        while let Some(r) = rows.next()? {
+            keep(r.get(0)?, r.get(1)?, &super::spans::SpanState::read(r, 2)?);
+        }
+    }
+    out.sort_unstable_by_key(|n| n.first);
+    Ok(out)
+}
+
+/// The ids `filter` names at `now` as the items' rows gave them (the
+/// tests' oracle): the ledger expanded into per-item rows
+/// (`batches::expand_items`), each tested by `filter_sql`, the URL by its
+/// text.
+#[cfg(test)]
+pub(super) fn ids_from_rows(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<super::IdRuns> {
+    super::batches::expand_items(conn)?;
+    let (clause, values) = filter_sql(filter, now, false);
     let ids: Vec<i64> = conn
         .prepare(&format!("SELECT id FROM item_rows AS items WHERE {clause} ORDER BY id"))?
-        .query_map(params_from_iter(values), |r| r.get(0))?
+        .query_map(rusqlite::params_from_iter(values), |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     Ok(super::IdRuns::of(&ids))
+}
+
+/// The ids `filter` names at `now`, as runs (`named`).
+pub(super) fn ids_of_filter(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<super::IdRuns> {
+    Ok(super::IdRuns(named(conn, filter, now)?.iter().map(|n| (n.first, n.last)).collect()))
 }
 
 /// The ids a filter with no URL names at `now`, as runs, from the spans
@@ -177,6 +244,7 @@ fn free_of(first: i64, last: i64, held: &super::IdRuns) -> Vec<(i64, i64)> {
 /// Whether a run of `in_flight` holds the item whose id is `id` (SQL): the
 /// run with the greatest `first` at or before it reaches it (runs never
 /// overlap). The view `item_states` asks the same.
+#[cfg(test)]
 pub(super) fn held(id: &str) -> String {
     format!(
         "(COALESCE((SELECT f.last FROM in_flight f WHERE f.first <= {id} ORDER BY f.first DESC LIMIT 1), 0) >= {id})"
@@ -220,7 +288,7 @@ fn items_by_state(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) ->
         let mut values = vec![Value::Integer(group), Value::Text(state.into())];
         values.push(filter.url.clone().map_or(Value::Null, Value::Text));
         values.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
-        let mut rows = stmt.query(params_from_iter(values))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
         while let Some(r) = rows.next()? {
             out.push(item_row(r)?);
             limit -= 1;
@@ -383,32 +451,39 @@ impl Queue for SqliteLedger {
         super::listing::items(&self.conn, filter, now)
     }
 
-    /// One statement for the items, in the order of `ids` (the array is
-    /// the outer loop): a statement per id was a read transaction per id
-    /// outside a write — two file locks each, most of a run again over a
-    /// million queued URLs. Each item's state from its span, read by run
+    /// The items of `ids`, in their order, in the caller's one read (a
+    /// statement per id was a read transaction per id outside a write —
+    /// two file locks each, most of a run again over a million queued
+    /// URLs). Each item's state and group from its span, read by run
     /// (`spans::Cursor`: ids that follow each other in one span read it
-    /// once), its last request read once for all the items it names.
+    /// once), its URL from its batch row's texts (`listing::Texts`: a row
+    /// read once for its ids), its last request read once for all the
+    /// items it names. An id no span holds is no item, and left out.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
         let conn = &self.conn;
         let held = super::IdRuns::in_flight(conn)?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT i.id, i.url, g.property, g.engine, g.target, g.channel
-             FROM rarray(?1) AS k CROSS JOIN items i ON i.id = k.value CROSS JOIN groups g ON g.id = i.group_id",
-        )?;
+        let mut group_of = conn.prepare_cached("SELECT property, engine, target, channel FROM groups WHERE id = ?1")?;
+        let mut groups: HashMap<i64, GroupKey> = HashMap::new();
         let mut request_of =
             conn.prepare_cached("SELECT reason, message, http_status, class FROM requests WHERE id = ?1")?;
         type Request = (Option<String>, Option<String>, Option<u16>, Option<String>);
         let mut request: Option<(i64, Request)> = None;
         let mut spans = super::spans::Cursor::new(conn)?;
-        let mut rows = stmt.query([array(ids)])?;
+        let mut texts = super::listing::Texts::default();
         let mut out = Vec::with_capacity(ids.len());
-        while let Some(r) = rows.next()? {
-            let id: i64 = r.get(0)?;
-            let engine: String = r.get(3)?;
-            let group = stored_group(r.get(2)?, &engine, r.get(4)?, &r.get::<_, String>(5)?)?;
-            let Some(span) = spans.at(id)? else {
-                return Err(super::LedgerError::Invalid(format!("spans: item {id} is in no span")));
+        for &id in ids {
+            // An id no span holds is no item (dropped, or never taken).
+            let Some(span) = spans.at(id)?.cloned() else { continue };
+            let group = match groups.get(&span.group) {
+                Some(group) => group.clone(),
+                None => {
+                    let group = group_of.query_row([span.group], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get::<_, String>(3)?))
+                    })?;
+                    let group = stored_group(group.0, &group.1, group.2, &group.3)?;
+                    groups.insert(span.group, group.clone());
+                    group
+                }
             };
             // An item a run of `in_flight` holds is in flight, whatever
             // its span says (as the view `item_states` shows it).
@@ -432,7 +507,7 @@ impl Queue for SqliteLedger {
             };
             out.push(ItemRow {
                 id,
-                url: r.get(1)?,
+                url: texts.url(conn, id)?,
                 group,
                 state,
                 next_attempt_at: opt_ts(span.next_attempt_at),
@@ -470,39 +545,31 @@ impl Queue for SqliteLedger {
     fn drop_items(&mut self, filter: &ItemFilter, now: DateTime<Utc>) -> Result<u64> {
         let filter = policy::drop_states(filter);
         let tx = self.begin()?;
-        let (clause, values) = filter_by_ids(&tx, &filter, now)?;
+        let named = named(&tx, &filter, now)?;
         let mut dropped = 0;
         let mut gone: HashMap<(i64, ItemState), u64> = HashMap::new();
         // A drop removes items, not history: their requests stay, and an
-        // item a request names (it has a last one) keeps its URL and id.
+        // item a request names (it has a last one) keeps its URL and id,
+        // the URL read from its batch row.
         let mut kept = Vec::new();
         let mut ids = Vec::new();
-        {
-            let mut stmt = tx.prepare(&format!(
-                "SELECT id, group_id, state, url, last_request_id IS NOT NULL FROM item_rows AS items WHERE {clause}
-                 ORDER BY id"
-            ))?;
-            let mut rows = stmt.query(params_from_iter(values))?;
-            while let Some(r) = rows.next()? {
-                dropped += 1;
-                ids.push(r.get::<_, i64>(0)?);
-                let state = stored("items", "state", &r.get::<_, String>(2)?)?;
-                *gone.entry((r.get(1)?, state)).or_default() += 1;
-                if r.get(4)? {
-                    let url: String = r.get(3)?;
-                    kept.extend([
-                        Value::Integer(r.get(0)?),
-                        Value::Integer(r.get(1)?),
-                        url_key(&url).into(),
-                        url.into(),
-                    ]);
+        let mut texts = super::listing::Texts::default();
+        for n in &named {
+            let len = (n.last - n.first + 1) as u64;
+            dropped += len;
+            ids.extend(n.first..=n.last);
+            *gone.entry((n.group, stored("spans", "state", &n.state)?)).or_default() += len;
+            if n.answered {
+                for id in n.first..=n.last {
+                    let url = texts.url(&tx, id)?;
+                    kept.extend([Value::Integer(id), Value::Integer(n.group), url_key(&url).into(), url.into()]);
                 }
             }
         }
-        super::spans::delete(&tx, &super::IdRuns::of(&ids))?;
-        tx.prepare_cached("DELETE FROM items WHERE id IN rarray(?1)")?.execute([array(&ids)])?;
+        let runs = super::IdRuns::of(&ids);
+        super::spans::delete(&tx, &runs)?;
         // Their rows of `item_changes` go with them.
-        super::batches::set_changes_of_ids(&tx, &ids)?;
+        super::batches::clear_changes(&tx, &runs)?;
         for ((group, state), n) in gone {
             counted(&tx, group, Some(state), None, n)?;
         }
@@ -542,9 +609,9 @@ impl Queue for SqliteLedger {
         // Per group and last answer: how many, since when, the latest answer
         // (then its URL and message), and the reminder kept under its reason.
         let mut stmt = self.conn.prepare(
-            "SELECT g.property, g.engine, g.target, r.class, r.reason, count(*), min(r.at), max(r.id),
-                    min(i.url), m.reminded_at, g.channel
-             FROM spans s CROSS JOIN items i ON i.id BETWEEN s.first AND s.last JOIN groups g ON g.id = s.group_id
+            "SELECT g.property, g.engine, g.target, r.class, r.reason, sum(s.last - s.first + 1), min(r.at), max(r.id),
+                    s.group_id, m.reminded_at, g.channel
+             FROM spans s JOIN groups g ON g.id = s.group_id
              LEFT JOIN requests r ON r.id = s.last_request_id
              LEFT JOIN reminders m ON m.group_id = s.group_id AND m.reason = coalesce(r.reason, 'parked')
              WHERE s.state = 'parked'
@@ -562,26 +629,50 @@ impl Queue for SqliteLedger {
                     reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
                     count: r.get::<_, i64>(5)? as u64,
                     since: opt_ts(r.get(6)?),
-                    url: r.get(8)?,
+                    url: String::new(),
                     message: None,
                     reminded_at: opt_ts(r.get(9)?),
                 },
                 r.get::<_, Option<i64>>(7)?,
+                (r.get::<_, i64>(8)?, class, reason),
             ));
         }
         drop(rows);
         drop(stmt);
+        let conn = &self.conn;
+        let mut texts = super::listing::Texts::default();
         let mut out = Vec::with_capacity(parked.len());
-        for (mut p, request) in parked {
+        for (mut p, request, (group, class, reason)) in parked {
+            let mut url = None;
             if let Some(request) = request {
-                let (message, url): (String, Option<String>) = self.conn.query_row(
-                    "SELECT r.message, i.url FROM requests r LEFT JOIN items i ON i.id = r.first_item WHERE r.id = ?1",
-                    [request],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
+                let (message, first): (String, Option<i64>) =
+                    conn.query_row("SELECT message, first_item FROM requests WHERE id = ?1", [request], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?;
                 p.message = Some(message);
-                p.url = url.unwrap_or(p.url);
+                if let Some(id) = first.filter(|&id| super::spans::holds(conn, id).unwrap_or(false)) {
+                    url = Some(texts.url(conn, id)?);
+                }
             }
+            // With no live first item of a request to show, the least URL
+            // of the parked items of the kind (as `min(url)` read it from
+            // the items' rows), from their batch rows' texts.
+            if url.is_none() {
+                let mut spans = conn.prepare_cached(
+                    "SELECT s.first, s.last FROM spans s LEFT JOIN requests r ON r.id = s.last_request_id
+                     WHERE s.group_id = ?1 AND s.state = 'parked' AND r.class IS ?2 AND r.reason IS ?3",
+                )?;
+                let runs: Vec<(i64, i64)> = spans
+                    .query_map(params![group, class, reason], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for id in runs.into_iter().flat_map(|(first, last)| first..=last) {
+                    let text = texts.url(conn, id)?;
+                    if url.as_ref().is_none_or(|least| text < *least) {
+                        url = Some(text);
+                    }
+                }
+            }
+            p.url = url.unwrap_or_default();
             out.push(p);
         }
         Ok(out)
@@ -705,6 +796,7 @@ impl Queue for SqliteLedger {
 /// per item: what the listing from the spans must equal, in the tests.
 #[cfg(test)]
 pub(super) fn items_from_rows(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+    super::batches::expand_items(conn)?;
     if !filter.states.is_empty() && and_not_held(conn, None, "i.id")?.is_empty() {
         return items_by_state(conn, filter, now);
     }
@@ -728,7 +820,7 @@ pub(super) fn items_from_rows(conn: &Connection, filter: &ItemFilter, now: DateT
          ORDER BY g.property, g.engine, g.target, {state}, i.next_attempt_at, i.id{limit}"
     );
     let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query(params_from_iter(values))?;
+    let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
         out.push(item_row(r)?);

@@ -1,13 +1,37 @@
 //! What runs leave, on SQLite: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
+use super::listing::Texts;
 use super::{
     from_ts, ids_of, opt_ts, params, params_from_iter, stored, stored_group, stored_inspection, stored_reason, ts,
     url_key, AttemptRow, Class, DateTime, GroupKey, InspectionCount, OptionalExtension, Result, Row, RunRecord, Runs,
     SpanCount, SqliteLedger, Utc,
 };
 use crate::ledger::item_ids;
-use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
+use crate::ledger::sql::REQUEST_COLUMNS;
+use rusqlite::Connection;
+
+/// A request's first item if `queue drop` removed it: joined after
+/// `requests r`, for `FIRST_URL`. (The shared `sql::FIRST_ITEM` joins the
+/// items, which schema 12 no longer has: a live item's URL is in its batch
+/// row, read by `first_url`.)
+const FIRST_ITEM: &str = "LEFT JOIN dropped_items d ON d.id = r.first_item";
+
+/// The dropped URL (if any) and the id of a request's first item: two
+/// columns, read by `first_url`.
+const FIRST_URL: &str = "d.url, r.first_item";
+
+/// The URL of a request's first item and whether `queue drop` removed it,
+/// from the two columns of `FIRST_URL` at `at`: an item a span holds is
+/// live, its URL in its batch row; any other was dropped, its URL the one
+/// `dropped_items` kept (none if it kept none).
+fn first_url(conn: &Connection, texts: &mut Texts, r: &Row<'_>, at: usize) -> Result<(String, bool)> {
+    let kept: Option<String> = r.get(at)?;
+    match r.get::<_, Option<i64>>(at + 1)? {
+        Some(id) if super::spans::holds(conn, id)? => Ok((texts.url(conn, id)?, false)),
+        _ => Ok((kept.unwrap_or_default(), true)),
+    }
+}
 
 pub(super) fn attempt_row(r: &Row<'_>, url: String, dropped: bool) -> Result<AttemptRow> {
     let engine: String = r.get(3)?;
@@ -66,7 +90,10 @@ impl Runs for SqliteLedger {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([group])?;
         match rows.next()? {
-            Some(r) => Ok(Some(attempt_row(r, r.get(12)?, r.get(13)?)?)),
+            Some(r) => {
+                let (url, dropped) = first_url(&self.conn, &mut Texts::default(), r, 12)?;
+                Ok(Some(attempt_row(r, url, dropped)?))
+            }
             None => Ok(None),
         }
     }
@@ -113,8 +140,10 @@ impl Runs for SqliteLedger {
                      ORDER BY r.at DESC, r.id DESC LIMIT ?1"
                 ))?;
                 let mut rows = stmt.query([limit as i64])?;
+                let mut texts = Texts::default();
                 while let Some(r) = rows.next()? {
-                    out.push((r.get(14)?, attempt_row(r, r.get(12)?, r.get(13)?)?));
+                    let (url, dropped) = first_url(&self.conn, &mut texts, r, 12)?;
+                    out.push((r.get(14)?, attempt_row(r, url, dropped)?));
                 }
             }
         }

@@ -46,8 +46,8 @@ const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 /// its branch — the batches, spans and hash runs, filled from the items
 /// (`batches::fill_from`); then `SCHEMA_12_ITEMS`.
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
-/// Schema 12's second step, once the spans are filled from the items: the
-/// items without their state columns.
+/// Schema 12's second step, once the batches, spans and changes are filled
+/// from the items: the items dropped.
 const SCHEMA_12_ITEMS: &str = include_str!("schema/0012_items.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
@@ -116,8 +116,8 @@ fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
         super::batches::fill_from(tx, super::batches::ITEMS_OF_SCHEMA_11, 0)?;
         // Every item's lastmod and action went into its batch row just
         // now, so this finds none to keep apart; it is the rule that
-        // holds the table equal to the items from the first commit on.
-        super::batches::set_changes(tx, i64::MIN, i64::MAX)?;
+        // holds the table equal to the items before they go.
+        super::batches::changes_from_items(tx, i64::MIN, i64::MAX)?;
         tx.execute_batch(SCHEMA_12_ITEMS)?;
     }
     Ok(())
@@ -381,20 +381,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
         let conn = &ledger.conn;
-        // The items check their action; their state is the spans' (schema
-        // 12), which check it the same way.
-        for (table, check) in [("items", "CHECK (action = 'updated'"), ("spans", "CHECK (state = 'queued'")] {
+        // An item's action is checked where it is kept apart from its batch
+        // row (`item_changes`); its state is the spans' (schema 12), which
+        // check it the same way.
+        for (table, check) in [("item_changes", "CHECK (action = 'updated'"), ("spans", "CHECK (state = 'queued'")] {
             let sql: String =
                 conn.query_row("SELECT sql FROM sqlite_schema WHERE name = ?1", [table], |r| r.get(0)).unwrap();
             assert!(sql.contains(check) && !sql.contains(" IN ("), "{sql}");
         }
         conn.execute("INSERT INTO groups (property, engine, target) VALUES ('site', 'bing', '')", []).unwrap();
         let insert = |state: &str, action: &str, class: Option<&str>| {
-            let id: i64 = conn.query_row("SELECT COUNT(*) + 1 FROM items", [], |r| r.get(0))?;
-            conn.execute(
-                "INSERT INTO items (id, group_id, url_key, url, action) VALUES (?1, 1, ?1, 'https://site.example/', ?2)",
-                params![id, action],
-            )?;
+            let id: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM item_changes", [], |r| r.get(0))?;
+            conn.execute("INSERT INTO item_changes (id, lastmod, action) VALUES (?1, NULL, ?2)", params![id, action])?;
             conn.execute(
                 "INSERT INTO spans (first, last, group_id, state, enqueued_at, last_class) VALUES (?1, ?1, 1, ?2, 0, ?3)",
                 params![id, state, class],

@@ -88,42 +88,48 @@ impl SitemapReports for SqliteLedger {
                 reminded.entry(r.get(0)?).or_default().push((r.get(1)?, from_ts(r.get(2)?)));
             }
         }
+        // Each item of a sitemap group (one, usually) from its span, a
+        // queued one a run of `in_flight` holds shown in flight.
+        let held = super::IdRuns::in_flight(&self.conn)?;
         let mut stmt = self.conn.prepare(
             "SELECT g.id, g.property, g.engine, g.target, g.channel, i.state, i.accepted_at, s.read_at, s.read_ok_at,
                  s.listed, s.submitted, s.downloaded, s.pending, s.errors, s.warnings, s.urls, s.status,
                  s.errors_since, s.failure_class, s.failure_reason, s.failure_message, s.failure_hint,
-                 s.failure_status, s.failure_since
-             FROM groups g JOIN item_states i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
+                 s.failure_status, s.failure_since, i.first, i.last
+             FROM groups g JOIN spans i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
              WHERE g.channel = 'sitemaps'
-             ORDER BY g.property, g.engine, g.target, i.id",
+             ORDER BY g.property, g.engine, g.target, i.first",
         )?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let id: i64 = r.get(0)?;
-            let row = StoredSitemap {
-                group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?,
-                item: r.get(5)?,
-                submitted_at: opt_ts(r.get(6)?),
-                read_at: opt_ts(r.get(7)?),
-                read_ok_at: opt_ts(r.get(8)?),
-                listed: r.get(9)?,
-                submitted: opt_ts(r.get(10)?),
-                downloaded: opt_ts(r.get(11)?),
-                pending: r.get(12)?,
-                errors: r.get(13)?,
-                warnings: r.get(14)?,
-                urls: r.get(15)?,
-                status: r.get(16)?,
-                errors_since: opt_ts(r.get(17)?),
-                failure_class: r.get(18)?,
-                failure_reason: r.get(19)?,
-                failure_message: r.get(20)?,
-                failure_hint: r.get(21)?,
-                failure_status: r.get(22)?,
-                failure_since: opt_ts(r.get(23)?),
-            };
-            out.push(row.state(reminded.remove(&id).unwrap_or_default())?);
+            let (first, last): (i64, i64) = (r.get(24)?, r.get(25)?);
+            for item in first..=last {
+                let row = StoredSitemap {
+                    group: stored_group(r.get(1)?, &r.get::<_, String>(2)?, r.get(3)?, &r.get::<_, String>(4)?)?,
+                    item: if held.holds(item) { "in_flight".to_string() } else { r.get(5)? },
+                    submitted_at: opt_ts(r.get(6)?),
+                    read_at: opt_ts(r.get(7)?),
+                    read_ok_at: opt_ts(r.get(8)?),
+                    listed: r.get(9)?,
+                    submitted: opt_ts(r.get(10)?),
+                    downloaded: opt_ts(r.get(11)?),
+                    pending: r.get(12)?,
+                    errors: r.get(13)?,
+                    warnings: r.get(14)?,
+                    urls: r.get(15)?,
+                    status: r.get(16)?,
+                    errors_since: opt_ts(r.get(17)?),
+                    failure_class: r.get(18)?,
+                    failure_reason: r.get(19)?,
+                    failure_message: r.get(20)?,
+                    failure_hint: r.get(21)?,
+                    failure_status: r.get(22)?,
+                    failure_since: opt_ts(r.get(23)?),
+                };
+                out.push(row.state(reminded.remove(&id).unwrap_or_default())?);
+            }
         }
         Ok(out)
     }

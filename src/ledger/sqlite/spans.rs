@@ -185,6 +185,17 @@ pub(super) fn states(conn: &Connection, ids: &[i64]) -> Result<Vec<Option<SpanSt
     ids.iter().map(|&id| Ok(cursor.at(id)?.cloned())).collect()
 }
 
+/// Whether a span holds item `id` (an item no span holds was dropped, or
+/// never taken): one seek on the spans' key.
+pub(super) fn holds(conn: &Connection, id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM spans WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1)
+                 AND last >= ?1)",
+        )?
+        .query_row([id], |r| r.get(0))?)
+}
+
 /// A span's group and state columns, as `states` reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct SpanState {
@@ -202,7 +213,7 @@ pub(super) struct SpanState {
 }
 
 impl SpanState {
-    fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SpanState> {
+    pub(super) fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<SpanState> {
         Ok(SpanState {
             group: r.get(at)?,
             state: r.get(at + 1)?,

@@ -725,16 +725,21 @@ pub fn ledger_bytes(path: &Path) -> Vec<u8> {
 
 /// Adds `n` accepted items to the SQLite ledger at `path`, in the group of
 /// its first item, as submits of 10,000 URLs a request would have left them
-/// (`SITE/big/N`, each pointing at its request): a ledger of a site's size,
+/// (`SITE/big/N`, each pointing at its request): a batch row, its tier-0
+/// hash run and a span a request (schema 12), a ledger of a site's size
 /// made in seconds. Returns how many items the ledger then holds.
 pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
+    use indexq::testing_api::batches::{encode, text, BatchItem};
     let mut conn = rusqlite::Connection::open(path).unwrap();
     let tx = conn.transaction().unwrap();
-    let (group, url): (i64, String) = tx
-        .query_row("SELECT group_id, url FROM items ORDER BY id LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+    let (group, texts, count): (i64, Vec<u8>, i64) = tx
+        .query_row("SELECT group_id, texts, n FROM batches ORDER BY first_id LIMIT 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .unwrap();
+    let url = text(&texts, count as usize, 0).unwrap().to_string();
     let site = url.rsplit_once('/').unwrap().0.to_string();
-    let first: i64 = tx.query_row("SELECT MAX(id) + 1 FROM items", [], |r| r.get(0)).unwrap();
+    let first: i64 = tx.query_row("SELECT MAX(first_id + n - 1) + 1 FROM batches", [], |r| r.get(0)).unwrap();
     {
         let mut request = tx
             .prepare(
@@ -743,10 +748,14 @@ pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
                  VALUES (?1, ?2, 'accepted', 'ok', 'accepted', 200, ?3, ?4, ?5, ?6)",
             )
             .unwrap();
-        let mut item = tx
-            .prepare("INSERT INTO items (id, group_id, url_key, url, action) VALUES (?1, ?2, ?3, ?4, 'updated')")
+        let mut batch = tx
+            .prepare(
+                "INSERT INTO batches (first_id, group_id, n, created_at, sorted, texts, lastmods, actions)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL)",
+            )
             .unwrap();
-        // The items' state, one span a request's items (schema 12).
+        let mut run = tx.prepare("INSERT INTO hash_runs (group_id, tier, n, batch) VALUES (?1, 0, ?2, ?3)").unwrap();
+        // The items' state, one span a request's items.
         let mut span = tx
             .prepare(
                 "INSERT INTO spans (first, last, group_id, state, enqueued_at, attempts, last_class, streak,
@@ -768,16 +777,17 @@ pub fn add_accepted_items(path: &Path, n: i64, at: i64) -> i64 {
             let list = (hi > lo).then_some(ids);
             request.execute(rusqlite::params![group, at, hi - lo + 1, lo, hi, list]).unwrap();
             let request_id = tx.last_insert_rowid();
-            for id in lo..=hi {
-                let url = format!("{site}/big/{id}");
-                let key = xxhash_rust::xxh3::xxh3_64(url.as_bytes()) as i64;
-                item.execute(rusqlite::params![id, group, key, url]).unwrap();
-            }
+            let urls: Vec<String> = (lo..=hi).map(|id| format!("{site}/big/{id}")).collect();
+            let items: Vec<BatchItem> =
+                urls.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+            let blobs = encode(&items).unwrap();
+            batch.execute(rusqlite::params![lo, group, hi - lo + 1, at, blobs.sorted, blobs.texts]).unwrap();
+            run.execute(rusqlite::params![group, hi - lo + 1, lo]).unwrap();
             span.execute(rusqlite::params![lo, hi, group, at, request_id]).unwrap();
         }
     }
     tx.execute("UPDATE groups SET accepted = accepted + ?1 WHERE id = ?2", [n, group]).unwrap();
-    let total = tx.query_row("SELECT COUNT(*) FROM items", [], |r| r.get(0)).unwrap();
+    let total = tx.query_row("SELECT SUM(last - first + 1) FROM spans", [], |r| r.get(0)).unwrap();
     tx.commit().unwrap();
     total
 }

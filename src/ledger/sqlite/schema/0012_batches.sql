@@ -1,10 +1,9 @@
 -- Schema 12, over schema 11: a ledger per batch (issue 48; docs/design.md,
 -- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
--- migration fills these tables from the items; admission and copies write
--- their new items' batch rows. The spans hold the items' state from here
--- on (`0012_items.sql` takes it off the items); every write of state is a
--- write of spans (`sqlite/spans.rs`). The released schema 12 will drop the
--- items once every reader of their texts has moved to the batch rows.
+-- migration fills these tables from the items, then drops the items
+-- (`0012_items.sql`); admission and copies write their new items as batch
+-- rows and spans. The spans hold the items' state; every write of state is
+-- a write of spans (`sqlite/spans.rs`).
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their lastmods and actions where any is not the
