@@ -189,8 +189,9 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
         match batch {
             Some(first_id) => {
                 let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
+                let mut places = batches::Places::new(&sorted)?;
                 for k in open {
-                    found[k] = batches::find(&sorted, hashes[k])?.map(|place| first_id + i64::from(place));
+                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
                 }
             }
             None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
@@ -213,9 +214,10 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
                 loop {
                     let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0)).transpose()?;
                     let bound = following.as_deref().map(batches::first_hash).transpose()?;
+                    let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
                     while next < open.len() && bound.is_none_or(|b| hashes[open[next]] < b) {
-                        if let Some(page) = &page {
-                            found[open[next]] = batches::find_in_page(page, hashes[open[next]])?;
+                        if let Some(ids) = &mut ids {
+                            found[open[next]] = ids.find(hashes[open[next]]);
                         }
                         next += 1;
                     }
