@@ -6,14 +6,13 @@
 //! (`batches::find_ids`), an item still where a span holds it. The spans
 //! are the items' state (schema 12 took it off the items).
 
-use super::super::batches::{self as layout, url_hash};
+use super::super::batches::url_hash;
 #[cfg(test)]
 use super::PgLedger;
 use super::{
     pg, sec, stored, stored_group, stored_last_reason, stored_opt, DateTime, GenericClient, GroupKey, HashMap,
-    ItemFilter, ItemRow, LedgerError, Result, StateFilter, Utc,
+    ItemFilter, ItemRow, Result, StateFilter, Utc,
 };
-use std::collections::BTreeMap;
 
 /// The states in the listing's order (by name, as it sorts them).
 const STATES: [&str; 4] = ["accepted", "in_flight", "parked", "queued"];
@@ -301,7 +300,7 @@ fn rows_of(
             .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4))))
             .collect()
     };
-    let mut texts = Texts::default();
+    let mut texts = super::rows::Texts::default();
     let mut out = Vec::new();
     for (k, p) in listed {
         let (reason, message, status, class) = p.request.and_then(|id| requests.get(&id).cloned()).unwrap_or_default();
@@ -325,34 +324,6 @@ fn rows_of(
         }
     }
     Ok(out)
-}
-
-/// The batch rows' texts read so far, by first id: each row read once
-/// however many of its ids are listed.
-#[derive(Default)]
-struct Texts(BTreeMap<i64, (i64, Vec<u8>)>);
-
-impl Texts {
-    fn url(&mut self, tx: &mut impl GenericClient, id: i64) -> Result<String> {
-        let held = self.0.range(..=id).next_back().filter(|(first, (n, _))| id < *first + n).map(|(first, _)| *first);
-        let first = match held {
-            Some(first) => first,
-            None => {
-                let row = tx
-                    .query_opt(
-                        "SELECT first_id, n, texts FROM batches WHERE first_id <= $1 ORDER BY first_id DESC LIMIT 1",
-                        &[&id],
-                    )?
-                    .filter(|r| id < r.get::<_, i64>(0) + i64::from(r.get::<_, i32>(1)))
-                    .ok_or_else(|| LedgerError::Invalid(format!("spans: item {id} is in no batch")))?;
-                let first: i64 = row.get(0);
-                self.0.insert(first, (i64::from(row.get::<_, i32>(1)), row.get(2)));
-                first
-            }
-        };
-        let (n, texts) = &self.0[&first];
-        Ok(layout::text(texts, *n as usize, (id - first) as u32)?.to_string())
-    }
 }
 
 /// The id `url` (as stored) has in `group`, if the group ever held it,

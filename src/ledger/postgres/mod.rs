@@ -41,23 +41,6 @@ use pg::{Client, GenericClient, NoTls, Row, Transaction};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The rows of `items` whose ids `ids` names, passed as `$1` (a `bigint[]`),
-/// for a statement that updates them. Ids that follow each other, ascending (an
-/// answer to a claim of a queue in order), are read as the range from the first
-/// to the last, because one walk along the id index is faster than searching
-/// each id. Any others are read through a subquery, so that the planner, not
-/// knowing how many there are, searches each in the id index: given `id =
-/// ANY($1)` it counted the ids of an answer, hashed them and scanned the whole
-/// table, which was slower than the index (docs/performance.md, *Measured
-/// choices*).
-fn items_named(ids: &[i64]) -> &'static str {
-    if !ids.is_empty() && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1])) {
-        "id BETWEEN ($1::bigint[])[1] AND ($1::bigint[])[cardinality($1::bigint[])]"
-    } else {
-        "id = ANY(ARRAY(SELECT unnest($1::bigint[])))"
-    }
-}
-
 mod admit;
 mod answer;
 mod batches;
@@ -67,6 +50,7 @@ mod copy;
 mod limits;
 mod listing;
 mod queue;
+mod rows;
 mod runs;
 mod schema;
 mod sitemaps;
@@ -390,7 +374,6 @@ fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
 mod tests {
     use super::*;
     use crate::ledger::*;
-    use admit::ITEMS_AT_KEYS;
 
     /// `queue_counts` (kept counts) equals a count of every item, at `now`.
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
@@ -474,68 +457,6 @@ mod tests {
         assert_eq!(third_id.len(), 1, "only the item no reservation lists");
         assert!(!first.items.iter().any(|i| i.id == third_id[0]));
         assert_counts(&mut ledger, now);
-    }
-
-    /// Ids read as a range only where they are exactly the range: each
-    /// following the one before, ascending.
-    #[test]
-    fn items_named_by_a_range_only_where_they_are_one() {
-        let range = |ids: &[i64]| items_named(ids).starts_with("id BETWEEN");
-        assert!(range(&[5, 6, 7]) && range(&[9]) && range(&[i64::MAX - 1, i64::MAX]));
-        assert!(!range(&[]) && !range(&[5, 7]) && !range(&[6, 5]) && !range(&[5, 5, 6]));
-    }
-
-    /// A statement naming 10,000 items by id (an answer's: ids that follow
-    /// each other, or not) or by key (a look-up's) reads them through an
-    /// index, never the whole table, even on a table the planner has no
-    /// statistics of yet (a submit's first minute).
-    #[test]
-    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
-    fn items_named_by_id_or_key_are_read_by_index() {
-        use super::super::conformance;
-        // Its items are written by its own statement, with no spans.
-        let mut ledger = conformance::test_postgres_unchecked();
-        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        ledger.admit(&conformance::items(1), now, &conformance::dedupe_day()).unwrap();
-        let plan = ledger
-            .transaction(|tx| {
-                tx.execute(
-                    "INSERT INTO items (group_id, url_key, url, lastmod)
-                     SELECT (SELECT min(id) FROM groups), n, 'https://example.com/' || n, $1
-                     FROM generate_series(1, 50000) AS n",
-                    &[&now],
-                )?;
-                let rows =
-                    tx.query("SELECT group_id, id, url_key FROM items ORDER BY id LIMIT 10000 OFFSET 20000", &[])?;
-                let group: i64 = rows[0].get(0);
-                let run: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
-                // Every other id of the run: ids that do not follow each other.
-                let scattered: Vec<i64> = run.iter().copied().step_by(2).collect();
-                let keys: Vec<i64> = rows.iter().map(|r| r.get(2)).collect();
-                // Each line cut short: a filter would list the 10,000 values.
-                let explain = |tx: &mut Transaction, sql: &str, params: &[&(dyn pg::types::ToSql + Sync)]| {
-                    let rows = tx.query(&format!("EXPLAIN {sql}"), params)?;
-                    Ok::<_, LedgerError>(
-                        rows.iter()
-                            .map(|r| r.get::<_, String>(0).chars().take(100).collect::<String>())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                    )
-                };
-                let update = |ids: &[i64]| format!("UPDATE items SET action = 'updated' WHERE {}", items_named(ids));
-                Ok([
-                    explain(tx, &update(&scattered), &[&scattered])?,
-                    explain(tx, &update(&run), &[&run])?,
-                    explain(tx, ITEMS_AT_KEYS, &[&group, &keys])?,
-                ])
-            })
-            .unwrap();
-        // Each value searched in the index, or the run walked along it; none
-        // filtered from a wider read.
-        for (plan, searched) in plan.iter().zip(["(id = ANY", "(id >= ", "url_key = ANY"]) {
-            assert!(plan.lines().any(|l| l.contains("Index Cond:") && l.contains(searched)), "{plan}");
-            assert!(!plan.contains("Seq Scan on items"), "{plan}");
-        }
     }
 
     #[test]
