@@ -663,8 +663,9 @@ pub(super) fn changes_agree(tx: &mut impl GenericClient) -> Result<()> {
 }
 
 /// Whether the spans keep their rules against the batch rows: no two spans
-/// overlap (the ids are one sequence over every group); every span lies
-/// inside one batch row of its group; no two adjacent spans of a group are
+/// overlap (the ids are one sequence over every group); every id of a
+/// span is in a batch row of its group (a span may reach over several of
+/// the group's rows that follow each other: alike neighbours are merged); no two adjacent spans of a group are
 /// alike (`IS NOT DISTINCT FROM` every state column). Not checked: that
 /// every id of a batch row is in a span, dropped or never taken — a drop
 /// of an item no request names leaves no row in `dropped_items`, so an id
@@ -682,16 +683,18 @@ pub(super) fn spans_agree(tx: &mut impl GenericClient) -> Result<()> {
         return disagree(format!("the span at {} overlaps the one at {}", r.get::<_, i64>(0), r.get::<_, i64>(1)));
     }
     let outside = tx.query_opt(
-        "SELECT s.first, s.last FROM spans s LEFT JOIN LATERAL (
-             SELECT first_id, n, group_id FROM batches WHERE first_id <= s.first ORDER BY first_id DESC LIMIT 1
-         ) b ON true
-         WHERE b.first_id IS NULL OR b.group_id <> s.group_id OR s.last >= b.first_id + b.n
+        "SELECT s.first, s.last FROM spans s CROSS JOIN LATERAL (
+             SELECT COALESCE(sum(LEAST(s.last, b.first_id + b.n - 1) - GREATEST(s.first, b.first_id) + 1), 0) AS held
+             FROM batches b
+             WHERE b.group_id = s.group_id AND b.first_id <= s.last AND b.first_id + b.n - 1 >= s.first
+         ) c
+         WHERE c.held <> s.last - s.first + 1
          ORDER BY s.first LIMIT 1",
         &[],
     )?;
     if let Some(r) = outside {
         let (first, last): (i64, i64) = (r.get(0), r.get(1));
-        return disagree(format!("the span {first}-{last} is in no batch row of its group"));
+        return disagree(format!("the span {first}-{last} holds ids no batch row of its group holds"));
     }
     let alike =
         SPAN_COLUMNS.split(',').map(|c| format!("a.{0} IS NOT DISTINCT FROM b.{0}", c.trim())).collect::<Vec<_>>();
