@@ -5,10 +5,10 @@
 use super::spans::{write_spans, Runs};
 use super::Action;
 use super::{
-    connect, group_id, group_id_or_create, hold_groups, in_transaction, kept_changes, off_runtime,
-    opt_sec, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
-    GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
-    SourceDocument, SourceFailure, Transaction, Utc,
+    connect, group_id, group_id_or_create, hold_groups, in_transaction, kept_changes, off_runtime, opt_sec, policy,
+    retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing, GenericClient, GhostUrl,
+    GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result, SourceDocument,
+    SourceFailure, Transaction, Utc,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
@@ -110,7 +110,7 @@ pub(super) fn look_up(
             Err(lost) => {
                 let Lost(found, e) = *lost;
                 tracing::debug!("the look-up's second connection failed, reading on one: {e}");
-                if let Some(helper) = helper.as_deref_mut() {
+                if let Some(helper) = helper {
                     helper.client = Some(None);
                 }
                 found

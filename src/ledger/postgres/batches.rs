@@ -361,8 +361,7 @@ impl SpanRows {
 pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()> {
     let read = match fill {
         Fill::Migration => format!("SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items ORDER BY id"),
-        Fill::Copied => "SELECT dst, grp, url, action, lastmod FROM copy_items WHERE fresh ORDER BY dst"
-            .into(),
+        Fill::Copied => "SELECT dst, grp, url, action, lastmod FROM copy_items WHERE fresh ORDER BY dst".into(),
     };
     let cursor = tx.bind(read.as_str(), &[])?;
     // The batch being gathered: its group, first id, and (url, lastmod, deleted).

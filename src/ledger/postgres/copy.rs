@@ -14,12 +14,12 @@ use super::{
     CopyDropped, CopyItem, CopyRequest, CopyUsage, DateTime, GroupKey, HashMap, LedgerError, PgLedger, Result, Row,
     Rows, StoredResponse, Transaction, Utc,
 };
-use std::collections::HashSet;
-use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
 use crate::ledger::batches::url_hash;
+use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
 use crate::ledger::{item_ids, look_up};
 use pg::binary_copy::BinaryCopyInWriter;
 use pg::types::{ToSql, Type};
+use std::collections::HashSet;
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
@@ -105,8 +105,11 @@ fn each_row(tx: &mut Transaction<'_>, sql: &str, size: usize, mut f: impl FnMut(
 /// (at most 10,000 items).
 fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::new(sink, Chunk::Items);
-    let batches: Vec<(i64, i32)> =
-        tx.query("SELECT first_id, n FROM batches ORDER BY first_id", &[])?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let batches: Vec<(i64, i32)> = tx
+        .query("SELECT first_id, n FROM batches ORDER BY first_id", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
     for (first, n) in batches {
         let ids: Vec<i64> = (first..first + i64::from(n)).collect();
         for i in super::rows::expand(tx, &ids)? {
@@ -309,10 +312,9 @@ impl copy::Stage for Staging<'_, '_> {
     fn match_items(&mut self) -> Result<()> {
         let mut after = i64::MIN;
         loop {
-            let rows = self.tx.query(
-                "SELECT src, grp, url FROM copy_items WHERE src > $1 ORDER BY src LIMIT 10000",
-                &[&after],
-            )?;
+            let rows = self
+                .tx
+                .query("SELECT src, grp, url FROM copy_items WHERE src > $1 ORDER BY src LIMIT 10000", &[&after])?;
             let Some(last) = rows.last() else { return Ok(()) };
             after = last.get(0);
             let srcs: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
@@ -324,13 +326,11 @@ impl copy::Stage for Staging<'_, '_> {
                 let found = super::batches::find_ids(self.tx, group, &sought)?;
                 let hits: Vec<(u128, i64)> =
                     wanted.iter().zip(found).filter_map(|(&(hash, _), id)| Some((hash, id?))).collect();
-                let live: HashSet<i64> = super::rows::held_by_spans(
-                    self.tx,
-                    &hits.iter().map(|h| h.1).collect::<Vec<_>>(),
-                )?
-                .into_iter()
-                .map(|(_, id)| id)
-                .collect();
+                let live: HashSet<i64> =
+                    super::rows::held_by_spans(self.tx, &hits.iter().map(|h| h.1).collect::<Vec<_>>())?
+                        .into_iter()
+                        .map(|(_, id)| id)
+                        .collect();
                 let by_hash: HashMap<u128, i64> = hits.into_iter().filter(|(_, id)| live.contains(id)).collect();
                 for (k, (&g, hash)) in groups.iter().zip(&hashes).enumerate() {
                     if g == group {
