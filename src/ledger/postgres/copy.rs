@@ -308,7 +308,9 @@ impl copy::Stage for Staging<'_, '_> {
     /// By hash: each staged URL's hash through its group's runs
     /// (`batches::find_ids`), an item of the target where a span holds
     /// the id found (`rows::held_by_spans`), given the source's state
-    /// unless a reservation lists it. Read 10,000 staged items at a time.
+    /// unless it is in flight (a reservation lists it, or its span is in
+    /// flight: a copy brings items so), as `item_states` said. Read
+    /// 10,000 staged items at a time.
     fn match_items(&mut self) -> Result<()> {
         let mut after = i64::MIN;
         loop {
@@ -342,7 +344,10 @@ impl copy::Stage for Staging<'_, '_> {
                 }
             }
             self.tx.execute(
-                "UPDATE copy_items c SET dst = m.id, written = m.id NOT IN (SELECT id FROM in_flight)
+                "UPDATE copy_items c SET dst = m.id,
+                     written = m.id NOT IN (SELECT id FROM in_flight) AND NOT EXISTS (
+                         SELECT 1 FROM spans s
+                         WHERE s.group_id = c.grp AND s.state = 'in_flight' AND m.id BETWEEN s.first AND s.last)
                  FROM unnest($1::bigint[], $2::bigint[]) AS m (src, id) WHERE c.src = m.src",
                 &[&matched, &ids],
             )?;
