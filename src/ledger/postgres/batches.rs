@@ -727,8 +727,9 @@ mod tests {
     fn items_of(ledger: &mut PgLedger) -> Vec<(i64, i64, String, String)> {
         ledger
             .transaction(|tx| {
+                super::super::rows::fill_item_rows(tx, "item_rows")?;
                 Ok(tx
-                    .query("SELECT id, group_id, url, state FROM item_states ORDER BY id", &[])?
+                    .query("SELECT id, group_id, url, state FROM item_rows ORDER BY id", &[])?
                     .iter()
                     .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
                     .collect())
@@ -767,18 +768,40 @@ mod tests {
             let end = to.map_or(script.len(), |to| start + script[start..].find(to).expect("the script holds it"));
             &script[start..end]
         };
+        // Schema 11's items, made again from the spans, batch rows and
+        // changes (`rows::fill_item_rows`), numbered by their own sequence
+        // again.
+        super::super::rows::fill_item_rows(tx, "item_rows")?;
         tx.batch_execute(
-            "DROP VIEW item_states;
-             DROP TRIGGER spans_inserted ON spans; DROP TRIGGER spans_updated ON spans;
+            "DROP TRIGGER spans_inserted ON spans; DROP TRIGGER spans_updated ON spans;
              DROP TRIGGER spans_deleted ON spans;
-             ALTER TABLE items ADD COLUMN state text NOT NULL DEFAULT 'queued'
+             CREATE TABLE items (
+                 id bigserial PRIMARY KEY,
+                 url text NOT NULL,
+                 group_id bigint NOT NULL,
+                 state text NOT NULL DEFAULT 'queued'
                      CHECK (state IN ('queued', 'in_flight', 'accepted', 'parked')),
-                 ADD COLUMN next_attempt_at timestamptz DEFAULT '2026-12-03T09:00:00Z',
-                 ADD COLUMN enqueued_at timestamptz NOT NULL DEFAULT '2026-12-03T09:00:00Z',
-                 ADD COLUMN attempts integer NOT NULL DEFAULT 0, ADD COLUMN last_class text,
-                 ADD COLUMN streak integer NOT NULL DEFAULT 0, ADD COLUMN streak_started_at timestamptz,
-                 ADD COLUMN accepted_at timestamptz, ADD COLUMN parked_fingerprint text,
-                 ADD COLUMN last_request_id bigint;",
+                 action text NOT NULL DEFAULT 'updated' CHECK (action IN ('updated', 'deleted')),
+                 lastmod timestamptz,
+                 next_attempt_at timestamptz DEFAULT '2026-12-03T09:00:00Z',
+                 enqueued_at timestamptz NOT NULL DEFAULT '2026-12-03T09:00:00Z',
+                 attempts integer NOT NULL DEFAULT 0,
+                 last_class text,
+                 streak integer NOT NULL DEFAULT 0,
+                 streak_started_at timestamptz,
+                 accepted_at timestamptz,
+                 parked_fingerprint text,
+                 url_key bigint NOT NULL,
+                 last_request_id bigint,
+                 CONSTRAINT items_key UNIQUE (group_id, url_key)
+             );
+             INSERT INTO items (id, url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
+                     last_class, streak, streak_started_at, accepted_at, parked_fingerprint, url_key, last_request_id)
+                 SELECT id, url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
+                     last_class, streak, streak_started_at, accepted_at, parked_fingerprint, url_key, last_request_id
+                 FROM item_rows;
+             SELECT setval(pg_get_serial_sequence('items', 'id'), (SELECT last_value FROM item_ids));
+             DROP SEQUENCE item_ids;",
         )?;
         tx.batch_execute(between(SCHEMA_1, "CREATE FUNCTION count_items()", Some("CREATE TABLE responses")))?;
         tx.batch_execute(between(SCHEMA_8, "CREATE VIEW item_states", None))?;
@@ -874,7 +897,7 @@ mod tests {
         let mut ledger = PgLedger::open(&options).unwrap();
         assert_eq!(ledger.stored_version().unwrap(), Some(12));
         let items = items_of(&mut ledger);
-        assert_eq!(items.len(), 64, "the items stay");
+        assert_eq!(items.len(), 64, "every item found after");
         assert_batches_hold_every_item(&mut ledger);
         // Each batch row is written from its items' current values, so no
         // item differs from it: no change row is due, and none is written.
@@ -1029,8 +1052,8 @@ mod tests {
                     match kind {
                         // Items dropped one at a time, so that most stay.
                         0 => {
-                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
-                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
+                            let gone: Vec<(i64, i64)> = rows;
                             super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
                         }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
@@ -1044,7 +1067,7 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let items = numbers(&mut ledger, "SELECT count(*) FROM items")[0];
+        let items = numbers(&mut ledger, "SELECT sum(last - first + 1)::bigint FROM spans")[0];
         let spans = numbers(&mut ledger, "SELECT count(*) FROM spans")[0];
         assert!(items > 80 && spans > 20, "{items} items, {spans} spans");
         // Through the ledger: a drop, a retry of every item, and an
@@ -1081,14 +1104,12 @@ mod tests {
         };
         let overlap = broken(&mut ledger, "UPDATE spans SET last = 11 WHERE first = 1");
         assert!(overlap.contains("overlaps the one at 11"), "{overlap}");
-        let hole = broken(&mut ledger, "DELETE FROM items WHERE id = 4");
-        assert!(hole.contains("the span 1-10 holds 9 items"), "{hole}");
-        let lost = broken(&mut ledger, "DELETE FROM spans WHERE first = 11");
-        assert!(lost.contains("item 11 is in no span"), "{lost}");
-        // The span of group b's items given to group a: items of neither
-        // group in it, and group b's in none.
+        // A span reaching past its batch row, and one given to the other
+        // group: ids no batch row of its group holds.
+        let past = broken(&mut ledger, "UPDATE spans SET last = 25 WHERE first = 11");
+        assert!(past.contains("the span 11-25 holds ids no batch row of its group holds"), "{past}");
         let other = broken(&mut ledger, "UPDATE spans SET group_id = (SELECT min(id) FROM groups) WHERE first = 11");
-        assert!(other.contains("the span 11-20 holds 0 items"), "{other}");
+        assert!(other.contains("the span 11-20 holds ids no batch row of its group holds"), "{other}");
         let twins = broken(
             &mut ledger,
             "INSERT INTO spans SELECT group_id, 6, 10, state, next_attempt_at, enqueued_at, attempts, last_class,
@@ -1125,26 +1146,27 @@ mod tests {
                 })
                 .unwrap()
         };
-        let lastmod = broken(&mut ledger, "UPDATE items SET lastmod = to_timestamp(7) WHERE id = 2");
-        assert!(
-            lastmod.contains("item 2 holds (Some(7), Updated), the batches and changes say Some((None, Updated))"),
-            "{lastmod}"
-        );
-        let action = broken(&mut ledger, "UPDATE items SET action = 'deleted' WHERE id = 3");
-        assert!(action.contains("item 3 holds"), "{action}");
         let dropped =
             broken(&mut ledger, "INSERT INTO item_changes (id, lastmod, action) VALUES (99, now(), 'deleted')");
         assert!(dropped.contains("a change of 99, which is no item"), "{dropped}");
         let alike = broken(&mut ledger, "INSERT INTO item_changes (id, lastmod, action) VALUES (4, NULL, 'updated')");
         assert!(alike.contains("the change of item 4 equals its batch row's values"), "{alike}");
-        let blob = broken(&mut ledger, "UPDATE batches SET actions = '\\x0000000100'");
-        assert!(
-            blob.contains("item 4 holds (None, Updated), the batches and changes say Some((None, Deleted))"),
-            "{blob}"
+        // A change left behind by an item dropped (its span gone).
+        let gone = broken(
+            &mut ledger,
+            "INSERT INTO item_changes (id, lastmod, action) VALUES (2, to_timestamp(7), 'updated');
+             DELETE FROM spans",
         );
+        assert!(gone.contains("a change of 2, which is no item"), "{gone}");
+        // A batch row's blob that says what the change says.
+        let blob = broken(
+            &mut ledger,
+            "INSERT INTO item_changes (id, lastmod, action) VALUES (4, NULL, 'deleted');
+             UPDATE batches SET actions = '\\x0000000100'",
+        );
+        assert!(blob.contains("the change of item 4 equals its batch row's values"), "{blob}");
         ledger
             .transaction(|tx| {
-                tx.execute("UPDATE items SET lastmod = to_timestamp(7) WHERE id = 2", &[])?;
                 set_changes(tx, &[(2, (Some(7), Action::Updated))])?;
                 changes_agree(tx)?;
                 assert_eq!(
@@ -1175,6 +1197,7 @@ mod tests {
             "action = 'updated'",
             "action = 'deleted', lastmod = to_timestamp(1800000000)",
         ];
+        let k_of = |kind: u64| kind as usize % writes.len();
         let mut seed: u64 = 4_849;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
@@ -1188,23 +1211,51 @@ mod tests {
             .collect();
         let most = ledger
             .transaction(|tx| {
+                // The oracle: the items' rows, written as the items were.
+                super::super::rows::fill_item_rows(tx, "item_rows")?;
                 let mut most = 0i64;
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
-                    let rows = match kind {
-                        0 => tx.query("DELETE FROM items WHERE id = $1 RETURNING id", &[&first])?,
-                        k => tx.query(
+                    if kind == 0 {
+                        // A drop, as `queue drop` makes it: the span and
+                        // the change row go.
+                        let gone = super::super::rows::held_by_spans(tx, &[first])?;
+                        super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
+                        tx.execute("DELETE FROM item_changes WHERE id = $1", &[&first])?;
+                        tx.execute("DELETE FROM item_rows WHERE id = $1", &[&first])?;
+                    } else {
+                        let rows = tx.query(
                             &format!(
-                                "UPDATE items SET {} WHERE id BETWEEN $1 AND $2 RETURNING id",
-                                writes[k as usize % writes.len()]
+                                "UPDATE item_rows SET {} WHERE id BETWEEN $1 AND $2 RETURNING id, lastmod, action",
+                                writes[k_of(kind)]
                             ),
                             &[&first, &last],
-                        )?,
-                    };
-                    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                    let values: Vec<(i64, Values)> = ids.iter().map(|id| (*id, (None, Action::Updated))).collect();
-                    set_changes(tx, &values)?;
+                        )?;
+                        let values = rows
+                            .iter()
+                            .map(|r| {
+                                let lastmod: Option<DateTime<Utc>> = r.get(1);
+                                Ok((
+                                    r.get(0),
+                                    (
+                                        lastmod.map(|t| t.timestamp()),
+                                        super::super::stored("items", "action", r.get(2))?,
+                                    ),
+                                ))
+                            })
+                            .collect::<Result<Vec<(i64, Values)>>>()?;
+                        set_changes(tx, &values)?;
+                    }
                     if let Err(e) = changes_agree(tx) {
                         panic!("step {step}, ids {first}-{last}: {e}");
+                    }
+                    // Every item's values what the reader says.
+                    let oracle = tx.query("SELECT id, lastmod, action FROM item_rows ORDER BY id", &[])?;
+                    let ids: Vec<i64> = oracle.iter().map(|r| r.get(0)).collect();
+                    for (r, said) in oracle.iter().zip(lastmod_and_action(tx, &ids)?) {
+                        let lastmod: Option<DateTime<Utc>> = r.get(1);
+                        let item: Values =
+                            (lastmod.map(|t| t.timestamp()), super::super::stored("items", "action", r.get(2))?);
+                        assert_eq!(said, Some(item), "step {step}: item {}", r.get::<_, i64>(0));
                     }
                     most = most.max(tx.query_one("SELECT count(*) FROM item_changes", &[])?.get(0));
                 }

@@ -402,6 +402,8 @@ mod tests {
         }
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
+        // The item rows, made again once for every filter.
+        super::super::rows::fill_item_rows(tx, "item_rows").unwrap();
         for filter in filters {
             // What `queue retry` and `queue drop` act on with this filter:
             // runs read from the spans, against the item rows selected so.
@@ -480,15 +482,15 @@ mod tests {
             .collect();
         ledger
             .transaction(|tx| {
-                let n: i64 = tx.query_one("SELECT count(*) FROM items", &[])?.get(0);
+                let n: i64 = tx.query_one("SELECT sum(last - first + 1)::bigint FROM spans", &[])?.get(0);
                 assert_eq!(n, 115);
                 assert_lists_agree(tx, &urls, now, 0);
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     let step = step + 1;
                     match kind {
                         0 => {
-                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
-                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
+                            let gone: Vec<(i64, i64)> = rows;
                             super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
                         }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
@@ -503,7 +505,8 @@ mod tests {
                             tx.execute(
                                 "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, group_id,
                                      items)
-                                 VALUES ('h', 1, 1, now(), now(), 1, (SELECT group_id FROM items WHERE id = $1), $2)",
+                                 VALUES ('h', 1, 1, now(), now(), 1, (SELECT group_id FROM batches WHERE first_id <= $1
+                                     ORDER BY first_id DESC LIMIT 1), $2)",
                                 &[&a, &ids],
                             )?;
                         }
@@ -549,8 +552,9 @@ mod tests {
             let url = url.clone();
             ledger
                 .transaction(|tx| {
+                    super::super::rows::fill_item_rows(tx, "item_rows")?;
                     Ok(tx
-                        .query("SELECT id FROM items WHERE url = $1 ORDER BY id", &[&url])?
+                        .query("SELECT id FROM item_rows WHERE url = $1 ORDER BY id", &[&url])?
                         .iter()
                         .map(|r| r.get(0))
                         .collect())

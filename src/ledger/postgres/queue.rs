@@ -151,7 +151,9 @@ pub(super) fn selected_runs(
 }
 
 /// The listing from the item rows, which `listing::items` replaced: kept
-/// for its test, which compares the two.
+/// for its test, which compares the two, over the rows the test made
+/// again from the spans, batch rows and changes (`rows::fill_item_rows`
+/// into `item_rows`, in this transaction).
 #[cfg(test)]
 pub(super) fn items_from_rows(
     tx: &mut impl super::GenericClient,
@@ -161,7 +163,7 @@ pub(super) fn items_from_rows(
     let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
     let (clause, values) = filter_by_ids(tx, filter, now)?;
     let sql = format!(
-        "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
+        "SELECT {ITEM_COLUMNS} FROM item_rows i JOIN groups g ON g.id = i.group_id
          LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
          ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
              i.next_attempt_at NULLS FIRST, i.id{limit}"

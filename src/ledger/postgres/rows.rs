@@ -226,7 +226,6 @@ impl Arrays {
 
 /// Every id a span holds, ascending.
 #[cfg(test)]
-#[allow(dead_code)] // The tests' oracles move to it next (docs/design.md).
 pub(super) fn every_id(tx: &mut impl GenericClient) -> Result<Vec<i64>> {
     Ok(tx
         .query(
@@ -239,23 +238,32 @@ pub(super) fn every_id(tx: &mut impl GenericClient) -> Result<Vec<i64>> {
 }
 
 /// The tests' expansion of the ledger into item rows: a `TEMP` table
-/// `table` (dropped at commit) with schema 11's `item_states` columns
+/// `table` (dropped at commit; emptied and filled again by a second call) with schema 11's `item_states` columns
 /// (`url_key` computed from the URL), filled from the spans, batch rows
 /// and changes, so that an oracle written against the item rows runs with
 /// only the table's name changed.
 #[cfg(test)]
-#[allow(dead_code)] // The tests' oracles move to it next (docs/design.md).
 pub(super) fn fill_item_rows(tx: &mut impl GenericClient, table: &str) -> Result<()> {
     let ids = every_id(tx)?;
     let items = expand(tx, &ids)?;
     let keys: Vec<i64> = items.iter().map(|i| super::super::url_keys::url_key(&i.url)).collect();
     let arrays = Arrays::of(items);
-    tx.batch_execute(&format!("DROP TABLE IF EXISTS pg_temp.{table}"))?;
+    // Made once a transaction and emptied after: a table made again at
+    // every call holds a lock more each time until the commit.
+    tx.batch_execute(&format!(
+        "CREATE TEMP TABLE IF NOT EXISTS {table} (
+             id bigint, url text, group_id bigint, state text, action text, lastmod timestamptz,
+             next_attempt_at timestamptz, enqueued_at timestamptz, attempts integer, last_class text,
+             streak integer, streak_started_at timestamptz, accepted_at timestamptz, parked_fingerprint text,
+             url_key bigint, last_request_id bigint
+         ) ON COMMIT DROP;
+         DELETE FROM {table};"
+    ))?;
     let mut params = arrays.params();
     params.push(&keys);
     tx.execute(
         &format!(
-            "CREATE TEMP TABLE {table} ON COMMIT DROP AS
+            "INSERT INTO {table}
              SELECT i.id, i.url, i.group_id, i.state, i.action, i.lastmod, i.next_attempt_at, i.enqueued_at,
                  i.attempts, i.last_class, i.streak, i.streak_started_at, i.accepted_at, i.parked_fingerprint,
                  k.url_key, i.last_request_id
