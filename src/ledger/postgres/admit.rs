@@ -1,6 +1,7 @@
-//! Admission on PostgreSQL: a batch of URLs looked up, inserted and
-//! updated with a statement each over arrays (`unnest`), as `policy::admit`
-//! decides for each; and the sitemaps read for sources.
+//! Admission on PostgreSQL: a batch of URLs looked up by hash (schema 12:
+//! no table of items), its new items written as batch rows and spans, the
+//! requeued and updated as writes of spans and `item_changes`, as
+//! `policy::admit` decides for each; and the sitemaps read for sources.
 
 use super::spans::{write_spans, Runs};
 use super::Action;
@@ -218,8 +219,9 @@ fn shared_by_hash(
 /// ledger's own connection then reads alone. A statement of each reads
 /// at its own snapshot, as any statement of the ledger's own connection
 /// does (`READ COMMITTED`): a look-up that decides to write more than new
-/// items is decided again with its rows locked, and new items inserted
-/// by another runner meanwhile conflict (`admit_once`).
+/// items is decided again with its groups' spans held, and one that only
+/// writes new items looks their hashes up again under that hold
+/// (`admit_once`).
 pub(super) struct Helper {
     options: PgOptions,
     /// `Some(None)`: it could not connect.
@@ -264,10 +266,11 @@ impl Intake for PgLedger {
 
     /// Decided first by reading, no row locked: a batch that writes nothing
     /// (a run again over URLs accepted within the dedupe window) ends there,
-    /// with no `FOR UPDATE` and nothing written. A batch that only inserts
-    /// new items inserts them as decided (a URL another runner admitted
-    /// meanwhile conflicts: the batch is then decided again, locked); any
-    /// other is decided again with its rows locked (`admit_once`).
+    /// with nothing held and nothing written. A batch that only writes
+    /// new items writes them as decided (a URL another runner admitted
+    /// meanwhile is found again under the hold of its group's spans: the
+    /// batch is then decided again, held); any other is decided again with
+    /// its groups' spans held (`admit_once`).
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
@@ -537,13 +540,15 @@ fn groups_exist(tx: &mut Transaction<'_>, groups: &[i64]) -> Result<()> {
 pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
 
 /// One attempt at admitting a batch, in one transaction: the groups (held
-/// `FOR SHARE`: no claim of them commits meanwhile), a
-/// lookup of every URL (its rows locked, in (group, key) order, so that two
-/// runners admitting overlapping lists wait for each other, never
-/// deadlock), `policy::admit` for each, then one statement for the new
-/// items, one per action for the requeued, one for the updated — or, with
-/// `decided` (a plan read unlocked that only inserts), its new items alone.
-/// A URL another runner inserted meanwhile runs the whole transaction
+/// `FOR SHARE`: no claim of them commits meanwhile), their spans held
+/// (`batches::lock_spans`, in group order, so that two runners admitting
+/// into one group wait for each other), a look-up of every URL by hash,
+/// `policy::admit` for each, then the new items' ids from the sequence
+/// `item_ids`, their batch rows and queued spans, the requeued items'
+/// spans, and the changes of lastmods and actions (`set_changes`) — or,
+/// with `decided` (a plan read with nothing held that only writes new items), its
+/// new items alone, once their hashes are looked up again under the hold:
+/// a URL another runner admitted meanwhile runs the whole transaction
 /// again, undecided.
 pub(super) fn admit_once(
     client: &mut Client,
@@ -666,9 +671,9 @@ mod tests {
     use crate::ledger::*;
 
     /// A batch decided by reading to be new, then admitted by another
-    /// runner before this one inserts it, is not inserted twice: the
-    /// insert-only attempt asks to be run again, and the next attempt (with
-    /// its rows locked) finds them queued.
+    /// runner before this one writes it, is not written twice: the
+    /// attempt that only writes new items asks to be run again, and the
+    /// next attempt (its spans held) finds them queued.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {

@@ -250,7 +250,7 @@ pub(super) fn write_new_items(
 pub(super) enum Fill {
     /// Every item, and their spans: schema 11's items into schema 12.
     Migration,
-    /// The items a copy inserted (its staging table's fresh rows), no
+    /// The items a copy adds (its staging table's fresh rows), no
     /// spans: the copy writes those from its staged values
     /// (`copied_spans`).
     Copied,
@@ -357,7 +357,8 @@ impl SpanRows {
 /// migration, their spans), in the caller's transaction: read in id order
 /// through a cursor, batches cut at every change of group, every gap in
 /// the ids and every `BATCH` items; spans at every change of group, gap or
-/// state column. The items stay. As SQLite's `fill_from_items`.
+/// state column. As SQLite's `fill_from_items`; the migration drops the
+/// items after.
 pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()> {
     let read = match fill {
         Fill::Migration => format!("SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items ORDER BY id"),

@@ -16,10 +16,11 @@
 //!   never hangs it; the connection is reopened by the next (`Conn`).
 //!
 //! - The decisions are `policy`'s; this file stores them with set-based
-//!   statements over arrays (`unnest`): a batch of URLs is looked up with a
-//!   statement a group (a long batch on two connections), inserted and
-//!   updated with a statement each, a claim lists its items in the one row of
-//!   its reservation, and an answer moves every item it names with one.
+//!   statements over arrays (`unnest`): a batch of URLs is looked up by hash
+//!   a group (a long batch on two connections), its new items written as
+//!   batch rows and spans (schema 12 keeps no table of items), a claim lists
+//!   its items in the one row of its reservation, and an answer moves every
+//!   item it names with one write of spans.
 //!
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
@@ -155,7 +156,8 @@ impl PgLedger {
     }
 
     /// From now on, every commit of this ledger checks the spans' rules
-    /// against the item rows (the conformance suite's ledgers; issue 48).
+    /// against the batch rows, and the item changes (the conformance
+    /// suite's ledgers; issue 48).
     #[cfg(test)]
     pub fn check_spans(mut self) -> PgLedger {
         self.client.check_spans = true;
@@ -239,7 +241,8 @@ fn in_transaction<T: Send>(
 
 /// Commits `tx`; with `check` (a test's ledger that asked for it:
 /// `PgLedger::check_spans`), the spans' rules and the item changes are
-/// checked against the item rows first, and a break panics (issue 48).
+/// checked first (`batches::spans_agree`, `changes_agree`), and a break
+/// panics (issue 48).
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {
