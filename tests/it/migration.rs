@@ -267,29 +267,35 @@ fn pg_fixture_upgraded(schema: Schema) -> (pg::PgServer, pg::PgLedger, Sandbox) 
     assert!(out.status.success(), "loading the dump: {}", String::from_utf8_lossy(&out.stderr));
     let mut sb = sandbox(schema, &ledger.config_lines());
     sb.pg = Some(ledger.clone());
+    let s = ledger.schema.clone();
+    let items = server.psql(&format!("SELECT count(*) FROM {s}.items"));
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
     assert!(done.stdout.contains("schema version 12"), "{}", done.stdout);
     // Schema 12 (provisional, issue 48) fills the batches and the spans
-    // from the items, each item in one of each.
-    let s = &ledger.schema;
+    // from the items, each item in one of each, then drops the items.
     let filled = server.psql(&format!(
-        "SELECT (SELECT count(*) FROM {s}.items) || ' ' || (SELECT coalesce(sum(n), 0) FROM {s}.batches) || ' '
+        "SELECT {items} || ' ' || (SELECT coalesce(sum(n), 0) FROM {s}.batches) || ' '
              || (SELECT coalesce(sum(last - first + 1), 0) FROM {s}.spans)"
     ));
     let counts: Vec<&str> = filled.split(' ').collect();
     assert!(counts.len() == 3 && counts[0] != "0", "items, batched, in spans: {filled}");
     assert!(counts.iter().all(|n| *n == counts[0]), "items, batched, in spans: {filled}");
+    let gone = server.psql(&format!("SELECT to_regclass('{s}.items') IS NULL"));
+    assert_eq!(gone, "t", "no items table in a ledger of schema 12");
     (server, ledger, sb)
 }
 
 fn pg_upgrades_in_place(schema: Schema) {
     let (server, ledger, sb) = pg_fixture_upgraded(schema);
     assert_upgraded(schema, &sb);
-    // Schema 7 has no foreign key from items to their group: admission
-    // checks the groups itself (an item of a group not in the ledger is
-    // refused: `ledger::ids::groups_found`).
+    // Schema 7 took the foreign key from items to their group, and schema
+    // 12 the items themselves: admission checks the groups itself (an item
+    // of a group not in the ledger is refused: `ledger::ids::groups_found`);
+    // no table names a group by a foreign key from an item.
     let keys = server.psql(&format!(
-        "SELECT count(*) FROM pg_constraint WHERE conrelid = '{}.items'::regclass AND contype = 'f'",
+        "SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+             JOIN pg_namespace n ON n.oid = t.relnamespace
+         WHERE n.nspname = '{}' AND t.relname IN ('spans', 'item_changes') AND c.contype = 'f'",
         ledger.schema
     ));
     assert_eq!(keys, "0");

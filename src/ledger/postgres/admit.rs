@@ -1,14 +1,15 @@
-//! Admission on PostgreSQL: a batch of URLs looked up, inserted and
-//! updated with a statement each over arrays (`unnest`), as `policy::admit`
-//! decides for each; and the sitemaps read for sources.
+//! Admission on PostgreSQL: a batch of URLs looked up by hash (schema 12:
+//! no table of items), its new items written as batch rows and spans, the
+//! requeued and updated as writes of spans and `item_changes`, as
+//! `policy::admit` decides for each; and the sitemaps read for sources.
 
 use super::spans::{write_spans, Runs};
 use super::Action;
 use super::{
-    connect, group_id, group_id_or_create, hold_groups, in_transaction, items_named, kept_changes, off_runtime,
-    opt_sec, pg, policy, retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
-    GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
-    Row, SourceDocument, SourceFailure, SqlState, Transaction, Utc,
+    connect, group_id, group_id_or_create, hold_groups, in_transaction, kept_changes, off_runtime, opt_sec, policy,
+    retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing, GenericClient, GhostUrl,
+    GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result, SourceDocument,
+    SourceFailure, Transaction, Utc,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
@@ -18,16 +19,18 @@ use rustc_hash::FxHashMap;
 /// where a reservation lists it), accepted at, due at.
 type StateOf = (String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 
-/// The items of `rows` (of group `group`; columns `id, action, lastmod`
-/// from `at`) as `Existing`, in their order, each with its state from the
-/// span holding it. The spans are read by run, not an item at a time: the
-/// group's spans from the one holding the least id to the greatest id,
+/// The items `ids` of group `group` (found by hash), as `Existing`, in the
+/// order given; `None` for an id no span holds (a URL dropped: new again).
+/// The state of each from its span, read by run, not an item at a time:
+/// the group's spans from the one holding the least id to the greatest id,
 /// in one statement through their key, then matched to the ids in order;
-/// the ids the group's reservations list among them in a second.
-pub(super) fn existing_rows(tx: &mut impl GenericClient, group: i64, rows: &[Row], at: usize) -> Result<Vec<Existing>> {
-    let mut ids: Vec<i64> = rows.iter().map(|r| r.get(at)).collect();
-    ids.sort_unstable();
-    let (Some(&least), Some(&most)) = (ids.first(), ids.last()) else { return Ok(Vec::new()) };
+/// the ids the group's reservations list among them in a second. The
+/// lastmod and action of each from `item_changes` or its batch row
+/// (`batches::lastmod_and_action`).
+pub(super) fn existing_of(tx: &mut impl GenericClient, group: i64, ids: &[i64]) -> Result<Vec<Option<Existing>>> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    let (Some(&least), Some(&most)) = (sorted.first(), sorted.last()) else { return Ok(Vec::new()) };
     let spans = tx.query(
         "SELECT first, last, state, accepted_at, next_attempt_at FROM spans
          WHERE group_id = $1 AND first <= $3
@@ -42,67 +45,51 @@ pub(super) fn existing_rows(tx: &mut impl GenericClient, group: i64, rows: &[Row
         .collect();
     let mut states: HashMap<i64, StateOf> = HashMap::with_capacity(ids.len());
     let mut k = 0;
-    for id in ids {
+    for id in sorted {
         while k < spans.len() && spans[k].get::<_, i64>(1) < id {
             k += 1;
         }
-        let Some(span) = spans.get(k).filter(|s| s.get::<_, i64>(0) <= id) else {
-            return Err(LedgerError::Invalid(format!("spans: item {id} is in no span of its group")));
-        };
+        let Some(span) = spans.get(k).filter(|s| s.get::<_, i64>(0) <= id) else { continue };
         let state = if held.contains(&id) { "in_flight".to_string() } else { span.get(2) };
         states.insert(id, (state, span.get(3), span.get(4)));
     }
-    rows.iter()
-        .map(|r| {
-            let id: i64 = r.get(at);
-            let (state, accepted_at, next_attempt_at) = &states[&id];
-            Ok(Existing {
-                id,
+    let live: Vec<i64> = ids.iter().copied().filter(|id| states.contains_key(id)).collect();
+    let mut values: HashMap<i64, super::batches::Values> = HashMap::with_capacity(live.len());
+    for (id, v) in live.iter().zip(super::batches::lastmod_and_action(tx, &live)?) {
+        let v = v.ok_or_else(|| LedgerError::Invalid(format!("batches: item {id} is in no batch")))?;
+        values.insert(*id, v);
+    }
+    ids.iter()
+        .map(|id| {
+            let Some((state, accepted_at, next_attempt_at)) = states.get(id) else { return Ok(None) };
+            let (lastmod, action) = values[id];
+            Ok(Some(Existing {
+                id: *id,
                 state: stored("spans", "state", state)?,
-                action: stored("items", "action", r.get(at + 1))?,
-                lastmod: r.get(at + 2),
+                action,
+                lastmod: lastmod.and_then(|t| DateTime::from_timestamp(t, 0)),
                 accepted_at: *accepted_at,
                 next_attempt_at: *next_attempt_at,
-            })
+            }))
         })
         .collect()
 }
 
-/// The items of group `$1` at the keys `$2` (a `bigint[]`), by key: their
-/// key, URL, then `existing_rows`' columns. The keys
-/// are read through a subquery, as `items_named` reads ids: joined to `unnest`
-/// of them, the planner hashed the keys and scanned the whole table while it
-/// had no statistics of it, which made the first look-ups of a large submit
-/// slower than reading by key (docs/performance.md, *Measured choices*).
-pub(super) const ITEMS_AT_KEYS: &str = "SELECT i.url_key, i.url, i.id, i.action, i.lastmod
-     FROM items i WHERE i.group_id = $1 AND i.url_key = ANY(ARRAY(SELECT unnest($2::bigint[])))
-     ORDER BY i.url_key";
-
-/// The items of group `$1` with the ids `$2` (a `bigint[]`, found by hash
-/// through the group's hash runs), by id, read through a subquery as
-/// `ITEMS_AT_KEYS` reads its keys (the same reason), with the same
-/// columns.
-pub(super) const ITEMS_AT_IDS: &str = "SELECT i.id, i.url, i.id, i.action, i.lastmod
-     FROM items i WHERE i.group_id = $1 AND i.id = ANY(ARRAY(SELECT unnest($2::bigint[])))
-     ORDER BY i.id";
-
 /// What the ledger holds of each URL of `batch` (whose items are in the
 /// groups `group_ids`, same order): the item, or, for a URL new to its
-/// group, the key it takes (`look_up::resolve`); an item a reservation
-/// lists is in flight (`item_states`). First by hash, as SQLite's
-/// admission does: per group, the URLs' 128-bit hashes through the group's
-/// hash runs (`batches::find_ids`), then the rows of the ids found, by id
-/// (`ITEMS_AT_IDS`). The URLs not found (new, or dropped: an id found with
-/// no item row) are then looked up by key (`by_key`), which gives each new
-/// URL the key it takes, and also finds a URL whose hash a run did not
-/// show this statement (a merge committed between reading a group's runs
-/// and their pages): the items are still what the ledger holds. With
-/// `lock`, the rows found are locked, by hash in id order, then by key in
-/// (group, key) order; two runners locking overlapping batches in those
-/// two orders may deadlock, which the server detects and `retrying` runs
-/// again. With a `helper` and `look_up::SHARED_LOOK_UP` hashes or keys or
-/// more to read, and no lock, each step reads half of each group's on the
-/// helper, on a thread of its own (`shared_by_hash`).
+/// group, the place in the batch of its first sight in that group (so that
+/// the same URL twice is one new item). By hash alone (issue 48; the
+/// design's *Collisions*: a hit is not compared with its text): per group,
+/// the URLs' 128-bit hashes through the group's hash runs
+/// (`batches::find_ids`), then the state of the ids found from their
+/// spans (`existing_of`); an id no span holds was dropped, and its URL is
+/// new again. With `lock`, the groups' spans are held first
+/// (`batches::lock_spans`, in group order) until the transaction ends:
+/// no answer moves them, and no other admission of these groups writes
+/// new items, between this read and the writes. With a `helper` and
+/// `look_up::SHARED_LOOK_UP` hashes or more to read, and no lock, half of
+/// each group's hashes are read on the helper, on a thread of its own
+/// (`shared_by_hash`).
 pub(super) fn look_up(
     tx: &mut impl GenericClient,
     mut helper: Option<&mut Helper>,
@@ -111,26 +98,20 @@ pub(super) fn look_up(
     lock: bool,
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
     if lock {
-        // The items' state is their spans': a look-up that decides to
-        // write holds its groups' spans until it commits, so that no
-        // answer moves them between its read and its write (the rows it
-        // locks hold no state any more).
         let groups: Vec<i64> = group_ids.iter().copied().filter(|g| *g >= 0).collect();
         super::batches::lock_spans(tx, &groups)?;
     }
-    let urls: Vec<&str> = batch.iter().map(|i| i.url.as_str()).collect();
-    let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+    let hashes: Vec<u128> = batch.iter().map(|i| url_hash(&i.url)).collect();
     let wanted = look_up::hashes_by_group(&hashes, group_ids);
-    let sql = format!("{ITEMS_AT_IDS}{}", if lock { " FOR UPDATE OF i" } else { "" });
     // (A read that locks is the ledger's connection's alone.)
     let share = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
     let found = match helper.as_deref_mut().filter(|_| share).and_then(Helper::client) {
-        Some(client) => match shared_by_hash(tx, client, &urls, &wanted) {
+        Some(client) => match shared_by_hash(tx, client, &wanted) {
             Ok(found) => found,
             Err(lost) => {
                 let Lost(found, e) = *lost;
                 tracing::debug!("the look-up's second connection failed, reading on one: {e}");
-                if let Some(helper) = helper.as_deref_mut() {
+                if let Some(helper) = helper {
                     helper.client = Some(None);
                 }
                 found
@@ -138,49 +119,41 @@ pub(super) fn look_up(
         },
         None => {
             let mut found = FxHashMap::default();
-            by_hash(tx, &sql, &urls, &wanted, &mut found).map(|()| found)
+            by_hash(tx, &wanted, &mut found).map(|()| found)
         }
     };
     let found = found?;
-    look_up::resolve_by_hash(&urls, group_ids, &hashes, &found, |urls, groups| by_key(tx, helper, urls, groups, lock))
+    // A URL not found is new: its first sight in its group names it.
+    let mut first: FxHashMap<(i64, u128), usize> = FxHashMap::default();
+    Ok(hashes
+        .iter()
+        .zip(group_ids)
+        .enumerate()
+        .map(|(place, (hash, group))| match found.get(&(*group, *hash)) {
+            Some(e) => Ok(e.clone()),
+            None => Err(*first.entry((*group, *hash)).or_insert(place) as i64),
+        })
+        .collect())
 }
 
 /// What the look-up by hash found, keyed by (group, hash).
 type ByHash = FxHashMap<(i64, u128), Existing>;
 
 /// The items of each group of `wanted` at its hashes (`look_up::HashesByGroup`'s),
-/// through the group's hash runs, then read by id (`sql`: `ITEMS_AT_IDS`,
-/// perhaps locking), each into `found` under its (group, hash) when its URL
-/// is the batch's (`urls`) at the hash's place. An id with no row is a URL
-/// dropped: not found. A row whose URL is another (a 128-bit collision,
-/// which the runs would otherwise hide) is not found either: the key
-/// look-up then tells the two apart.
-fn by_hash(
-    tx: &mut impl GenericClient,
-    sql: &str,
-    urls: &[&str],
-    wanted: &look_up::HashesByGroup,
-    found: &mut ByHash,
-) -> Result<()> {
+/// through the group's hash runs, each an item where a span holds it
+/// (`existing_of`, 10,000 ids a time), into `found` under its (group, hash).
+fn by_hash(tx: &mut impl GenericClient, wanted: &look_up::HashesByGroup, found: &mut ByHash) -> Result<()> {
     for (group, hashes) in wanted {
         let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
         let ids = super::batches::find_ids(tx, *group, &sought)?;
-        // The (hash, place) of each id found.
-        let mut hits: Vec<(i64, u128, usize)> =
-            ids.into_iter().zip(hashes).filter_map(|(id, &(hash, place))| Some((id?, hash, place))).collect();
-        if hits.is_empty() {
-            continue;
-        }
+        let mut hits: Vec<(i64, u128)> =
+            ids.into_iter().zip(hashes).filter_map(|(id, &(hash, _))| Some((id?, hash))).collect();
         hits.sort_unstable();
-        let wanted_ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
-        for chunk in wanted_ids.chunks(10_000) {
-            let rows = tx.query(sql, &[group, &chunk])?;
-            for (r, existing) in rows.iter().zip(existing_rows(tx, *group, &rows, 2)?) {
-                let id: i64 = r.get(0);
-                let Ok(k) = hits.binary_search_by_key(&id, |h| h.0) else { continue };
-                let (_, hash, place) = hits[k];
-                if urls[place] == r.get::<_, &str>(1) {
-                    found.insert((*group, hash), existing);
+        for chunk in hits.chunks(10_000) {
+            let ids: Vec<i64> = chunk.iter().map(|h| h.0).collect();
+            for ((_, hash), existing) in chunk.iter().zip(existing_of(tx, *group, &ids)?) {
+                if let Some(existing) = existing {
+                    found.insert((*group, *hash), existing);
                 }
             }
         }
@@ -196,15 +169,14 @@ struct Lost(Result<ByHash>, LedgerError);
 /// `look_up`'s look-up by hash on two connections at once, the ledger's
 /// (`tx`, on this thread) and the helper's (`client`, on a thread of its
 /// own): each looks up the lower or upper half of each group's sorted
-/// hashes (so each reads its half of a merged run's pages) and reads the
-/// rows of the ids it found. A statement of each reads at its own
-/// snapshot, as any statement of the ledger's own connection does
-/// (`Helper` says why that is sound). `Ok(Err(_))`: the ledger's own read
-/// failed; `Err(Lost)`: the helper's did, and its half was read here.
+/// hashes (so each reads its half of a merged run's pages) and the spans
+/// of the ids it found. A statement of each reads at its own snapshot, as
+/// any statement of the ledger's own connection does (`Helper` says why
+/// that is sound). `Ok(Err(_))`: the ledger's own read failed;
+/// `Err(Lost)`: the helper's did, and its half was read here.
 fn shared_by_hash(
     tx: &mut impl GenericClient,
     client: &mut Client,
-    urls: &[&str],
     wanted: &look_up::HashesByGroup,
 ) -> std::result::Result<Result<ByHash>, Box<Lost>> {
     let halves = |upper: bool| -> look_up::HashesByGroup {
@@ -221,9 +193,9 @@ fn shared_by_hash(
     let (read, their_read) = std::thread::scope(|s| {
         let their_read = s.spawn(|| {
             let mut out = ByHash::default();
-            by_hash(client, ITEMS_AT_IDS, urls, &theirs, &mut out).map(|()| out)
+            by_hash(client, &theirs, &mut out).map(|()| out)
         });
-        let read = by_hash(tx, ITEMS_AT_IDS, urls, &mine, &mut found);
+        let read = by_hash(tx, &mine, &mut found);
         (read, their_read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     });
     if let Err(e) = read {
@@ -235,87 +207,10 @@ fn shared_by_hash(
             Ok(Ok(found))
         }
         Err(e) => {
-            let read = by_hash(tx, ITEMS_AT_IDS, urls, &theirs, &mut found).map(|()| found);
+            let read = by_hash(tx, &theirs, &mut found).map(|()| found);
             Err(Box::new(Lost(read, e)))
         }
     }
-}
-
-/// The items of `urls` (in the groups `group_ids`, same order) by key, and
-/// the keys the new ones take (`look_up::resolve`), with one statement a
-/// group and round. With `lock`, the rows found are locked, in (group,
-/// key) order. With a `helper` and `look_up::SHARED_LOOK_UP` keys or more
-/// to read, it reads half of each group's keys at the same time, on a
-/// thread of its own (the server then works on both: a look-up is its
-/// statement's work).
-fn by_key(
-    tx: &mut impl GenericClient,
-    mut helper: Option<&mut Helper>,
-    urls: &[&str],
-    group_ids: &[i64],
-    lock: bool,
-) -> Result<Vec<std::result::Result<Existing, i64>>> {
-    let sql = format!("{ITEMS_AT_KEYS}{}", if lock { " FOR UPDATE OF i" } else { "" });
-    look_up::resolve(urls, group_ids, |wanted, found| {
-        let mut by_group = look_up::keys_by_group(wanted);
-        // (A read that locks is the ledger's connection's alone.)
-        let share = by_group.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
-        let Some(client) = helper.as_deref_mut().filter(|_| share).and_then(Helper::client) else {
-            return read_keys(tx, &sql, &by_group, found);
-        };
-        // The helper's half of each group's keys.
-        let theirs: look_up::KeysByGroup =
-            by_group.iter_mut().map(|(group, keys)| (*group, keys.split_off(keys.len() / 2))).collect();
-        let (mine, read) = std::thread::scope(|s| {
-            let read = s.spawn(|| -> Result<Vec<(i64, i64, String, Existing)>> {
-                let mut out = Vec::new();
-                for (group, keys) in &theirs {
-                    let rows = client.query(ITEMS_AT_KEYS, &[group, keys])?;
-                    for (r, existing) in rows.iter().zip(existing_rows(client, *group, &rows, 2)?) {
-                        out.push((*group, r.get(0), r.get(1), existing));
-                    }
-                }
-                Ok(out)
-            });
-            let mine = read_keys(tx, &sql, &by_group, found);
-            (mine, read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        });
-        mine?;
-        match read {
-            Ok(rows) => {
-                for (group, key, url, existing) in rows {
-                    found((group, key), &url, existing);
-                }
-                Ok(())
-            }
-            // A helper that failed (its connection lost) fails no run: its
-            // half is read here, and the run reads alone from now on.
-            Err(e) => {
-                tracing::debug!("the look-up's second connection failed, reading on one: {e}");
-                if let Some(helper) = helper.as_deref_mut() {
-                    helper.client = Some(None);
-                }
-                read_keys(tx, &sql, &theirs, found)
-            }
-        }
-    })
-}
-
-/// The items of each group at its keys (`ITEMS_AT_KEYS`, or `sql`, the same
-/// with a lock), each to `found`.
-fn read_keys(
-    tx: &mut impl GenericClient,
-    sql: &str,
-    by_group: &look_up::KeysByGroup,
-    found: &mut look_up::Found<'_, Existing>,
-) -> Result<()> {
-    for (group, keys) in by_group {
-        let rows = tx.query(sql, &[group, keys])?;
-        for (r, existing) in rows.iter().zip(existing_rows(tx, *group, &rows, 2)?) {
-            found((*group, r.get(0)), r.get::<_, &str>(1), existing);
-        }
-    }
-    Ok(())
 }
 
 /// A second connection to the database beside the ledger's own, that only
@@ -324,8 +219,9 @@ fn read_keys(
 /// ledger's own connection then reads alone. A statement of each reads
 /// at its own snapshot, as any statement of the ledger's own connection
 /// does (`READ COMMITTED`): a look-up that decides to write more than new
-/// items is decided again with its rows locked, and new items inserted
-/// by another runner meanwhile conflict (`admit_once`).
+/// items is decided again with its groups' spans held, and one that only
+/// writes new items looks their hashes up again under that hold
+/// (`admit_once`).
 pub(super) struct Helper {
     options: PgOptions,
     /// `Some(None)`: it could not connect.
@@ -370,10 +266,11 @@ impl Intake for PgLedger {
 
     /// Decided first by reading, no row locked: a batch that writes nothing
     /// (a run again over URLs accepted within the dedupe window) ends there,
-    /// with no `FOR UPDATE` and nothing written. A batch that only inserts
-    /// new items inserts them as decided (a URL another runner admitted
-    /// meanwhile conflicts: the batch is then decided again, locked); any
-    /// other is decided again with its rows locked (`admit_once`).
+    /// with nothing held and nothing written. A batch that only writes
+    /// new items writes them as decided (a URL another runner admitted
+    /// meanwhile is found again under the hold of its group's spans: the
+    /// batch is then decided again, held); any other is decided again with
+    /// its groups' spans held (`admit_once`).
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
@@ -643,13 +540,15 @@ fn groups_exist(tx: &mut Transaction<'_>, groups: &[i64]) -> Result<()> {
 pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
 
 /// One attempt at admitting a batch, in one transaction: the groups (held
-/// `FOR SHARE`: no claim of them commits meanwhile), a
-/// lookup of every URL (its rows locked, in (group, key) order, so that two
-/// runners admitting overlapping lists wait for each other, never
-/// deadlock), `policy::admit` for each, then one statement for the new
-/// items, one per action for the requeued, one for the updated — or, with
-/// `decided` (a plan read unlocked that only inserts), its new items alone.
-/// A URL another runner inserted meanwhile runs the whole transaction
+/// `FOR SHARE`: no claim of them commits meanwhile), their spans held
+/// (`batches::lock_spans`, in group order, so that two runners admitting
+/// into one group wait for each other), a look-up of every URL by hash,
+/// `policy::admit` for each, then the new items' ids from the sequence
+/// `item_ids`, their batch rows and queued spans, the requeued items'
+/// spans, and the changes of lastmods and actions (`set_changes`) — or,
+/// with `decided` (a plan read with nothing held that only writes new items), its
+/// new items alone, once their hashes are looked up again under the hold:
+/// a URL another runner admitted meanwhile runs the whole transaction
 /// again, undecided.
 pub(super) fn admit_once(
     client: &mut Client,
@@ -662,6 +561,9 @@ pub(super) fn admit_once(
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut tx = client.transaction()?;
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
+    let decided_unlocked = decided.is_some();
+    // The lastmod each item found holds, for the changes a requeue makes.
+    let mut lastmods: HashMap<i64, Option<DateTime<Utc>>> = HashMap::new();
     let plan = match decided {
         Some(plan) => plan,
         None => {
@@ -677,42 +579,48 @@ pub(super) fn admit_once(
             // groups can commit before this transaction ends.
             hold_groups(&mut tx, Some(&group_ids))?;
             let found = look_up(&mut tx, None, batch, &group_ids, true)?;
+            lastmods.extend(found.iter().filter_map(|f| f.as_ref().ok()).map(|e| (e.id, e.lastmod)));
             AdmitPlan::new(batch, &group_ids, &found, rule, now)
         }
     };
     let fresh = &plan.inserts;
     let groups: Vec<i64> = fresh.iter().map(|f| f.1).collect();
     groups_exist(&mut tx, &groups)?;
-    let keys: Vec<i64> = fresh.iter().map(|f| f.2).collect();
-    let urls: Vec<&str> = fresh.iter().map(|f| batch[f.0].url.as_str()).collect();
-    let new_actions: Vec<&str> = fresh.iter().map(|f| batch[f.0].action.as_str()).collect();
-    let new_lastmods: Vec<Option<DateTime<Utc>>> = fresh.iter().map(|f| opt_sec(batch[f.0].lastmod)).collect();
-    // A plain `INSERT`, not `ON CONFLICT DO NOTHING`, because PostgreSQL's
-    // speculative insertion checks the key index before each row and writes a
-    // confirmation after it, which made the statement markedly slower
-    // (docs/performance.md, *Measured choices*). A key another runner took
-    // meanwhile fails the statement, and the transaction is decided again.
-    // The ids are taken in the order of the rows, each group's in a run of
-    // its own (input order within it), so that each run is one batch row.
-    let inserted = tx.query(
-        "INSERT INTO items (group_id, url_key, url, action, lastmod)
-         SELECT t.group_id, t.url_key, t.url, t.action, t.lastmod
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY
-             AS t (group_id, url_key, url, action, lastmod, n)
-         ORDER BY t.group_id, t.n
-         RETURNING group_id, url_key, id",
-        &[&groups, &keys, &urls, &new_actions, &new_lastmods],
-    );
-    let inserted: HashMap<(i64, i64), i64> = match inserted {
-        Ok(rows) => rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect(),
-        // Another runner admitted some of these URLs meanwhile: decide again.
-        Err(e) if key_taken(&e) => return Err(LedgerError::Retry),
-        Err(e) => return Err(e.into()),
-    };
-    let new_ids: Vec<i64> = fresh.iter().map(|(_, group, key)| inserted[&(*group, *key)]).collect();
-    // Issue 48, on its branch: each group's new items as batch rows too,
-    // cut wherever another runner took an id between two of this
-    // statement's (a sequence's ids are not held for one statement).
+    // The spans of every group written, held at once in group order (see
+    // `batches::lock_spans`): no other admission of these groups writes
+    // new items until this one commits.
+    let mut span_groups: Vec<i64> = groups.clone();
+    span_groups.extend(plan.requeued.keys().map(|(group, ..)| *group));
+    super::batches::lock_spans(&mut tx, &span_groups)?;
+    if decided_unlocked {
+        // Decided by a read that held nothing: a new URL another runner
+        // admitted meanwhile (its batch row committed before this hold)
+        // is found now, and the batch is decided again, held.
+        let hashes: Vec<u128> = fresh.iter().map(|f| url_hash(&batch[f.0].url)).collect();
+        for (group, sought) in look_up::hashes_by_group(&hashes, &groups) {
+            let sought: Vec<u128> = sought.iter().map(|h| h.0).collect();
+            let ids: Vec<i64> = super::batches::find_ids(&mut tx, group, &sought)?.into_iter().flatten().collect();
+            if !super::rows::held_by_spans(&mut tx, &ids)?.is_empty() {
+                return Err(LedgerError::Retry);
+            }
+        }
+    }
+    // The new items' ids, each group's a run of the sequence's (group by
+    // group, input order within); another runner may take ids between
+    // two of them (a sequence's ids are not held for one statement), so
+    // each batch row is cut where the ids do not follow each other.
+    let mut order: Vec<usize> = (0..fresh.len()).collect();
+    order.sort_by_key(|&k| (fresh[k].1, fresh[k].0));
+    let mut taken: Vec<i64> = tx
+        .query("SELECT nextval('item_ids') FROM generate_series(1, $1::bigint)", &[&(fresh.len() as i64)])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    taken.sort_unstable();
+    let mut new_ids = vec![0; fresh.len()];
+    for (k, id) in order.into_iter().zip(taken) {
+        new_ids[k] = id;
+    }
     let mut written: Vec<(i64, i64, BatchItem)> = fresh
         .iter()
         .zip(&new_ids)
@@ -724,32 +632,23 @@ pub(super) fn admit_once(
         .collect();
     written.sort_unstable_by_key(|(_, id, _)| *id);
     super::batches::write_new_items(&mut tx, &written, now)?;
-    // Issue 48, on its branch: the spans of every group written, locked
-    // at once in group order (see `batches::lock_spans`), then the new
-    // items' spans as written, the requeued read back.
-    let mut span_groups: Vec<i64> = groups.clone();
-    span_groups.extend(plan.requeued.iter().map(|((group, ..), _)| *group));
-    super::batches::lock_spans(&mut tx, &span_groups)?;
     let new: Vec<(i64, i64)> = written.iter().map(|(group, id, _)| (*group, *id)).collect();
     super::batches::new_queued_spans(&mut tx, &new, now)?;
+    // The lastmod and action each requeued or updated item has after this
+    // admission: a requeue sets its action, an update its action and
+    // lastmod (after the requeue, as the items' statements ran).
+    let mut changed: std::collections::BTreeMap<i64, super::batches::Values> = std::collections::BTreeMap::new();
     for ((group, action, due), ids) in &plan.requeued {
-        tx.execute(&format!("UPDATE items SET action = $2 WHERE {}", items_named(ids)), &[ids, &action.as_str()])?;
         write_spans(&mut tx, &Runs::of_group(*group, ids), REQUEUED, "true", &[&now, &sec(*due)])?;
+        for id in ids {
+            let lastmod = lastmods.get(id).copied().flatten().map(|t| t.timestamp());
+            changed.insert(*id, (lastmod, *action));
+        }
     }
-    if !plan.updates.is_empty() {
-        let updated: Vec<i64> = plan.updates.iter().map(|u| u.0).collect();
-        let actions: Vec<&str> = plan.updates.iter().map(|u| u.1.as_str()).collect();
-        let lastmods: Vec<Option<DateTime<Utc>>> = plan.updates.iter().map(|u| opt_sec(u.2)).collect();
-        tx.execute(
-            "UPDATE items SET action = u.action, lastmod = u.lastmod
-             FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u (id, action, lastmod) WHERE items.id = u.id",
-            &[&updated, &actions, &lastmods],
-        )?;
+    for (id, action, lastmod) in &plan.updates {
+        changed.insert(*id, (opt_sec(*lastmod).map(|t| t.timestamp()), *action));
     }
-    // Issue 48, on its branch: the changes of every item whose action or
-    // lastmod this admission may have set (requeued or updated), at once.
-    let changed: Vec<i64> =
-        plan.requeued.values().flat_map(|ids| ids.iter().copied()).chain(plan.updates.iter().map(|u| u.0)).collect();
+    let changed: Vec<(i64, super::batches::Values)> = changed.into_iter().collect();
     super::batches::set_changes(&mut tx, &changed)?;
     let out = plan.admissions(&new_ids, now);
     super::commit(tx, check)?;
@@ -765,12 +664,6 @@ const ANNOUNCED: &str = "state = 'accepted', accepted_at = $4, last_class = 'acc
 /// `$5`.
 const REQUEUED: &str = "state = 'queued', next_attempt_at = $5, enqueued_at = $4, streak = 0, streak_started_at = NULL";
 
-/// Whether `err` is an insert's item meeting another item of the same
-/// (group, key): the `items_key` constraint.
-fn key_taken(err: &pg::Error) -> bool {
-    err.as_db_error().is_some_and(|e| *e.code() == SqlState::UNIQUE_VIOLATION && e.constraint() == Some("items_key"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -778,9 +671,9 @@ mod tests {
     use crate::ledger::*;
 
     /// A batch decided by reading to be new, then admitted by another
-    /// runner before this one inserts it, is not inserted twice: the
-    /// insert-only attempt asks to be run again, and the next attempt (with
-    /// its rows locked) finds them queued.
+    /// runner before this one writes it, is not written twice: the
+    /// attempt that only writes new items asks to be run again, and the
+    /// next attempt (its spans held) finds them queued.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
@@ -821,7 +714,10 @@ mod tests {
         let client = ledger.client.as_mut().unwrap();
         let err = admit_once(client, &believed, &batch, now, &rule, None, true).map(|r| r.0).unwrap_err().to_string();
         assert!(err.contains("not in the ledger"), "{err}");
-        let items: i64 = client.query_one("SELECT count(*) FROM items", &[]).unwrap().get(0);
+        let items: i64 = client
+            .query_one("SELECT (SELECT count(*) FROM batches) + (SELECT count(*) FROM spans)", &[])
+            .unwrap()
+            .get(0);
         assert_eq!(items, 0, "nothing of the refused batch is kept");
         // The same batch with the group as it is in the ledger goes in.
         assert_eq!(ledger.admit(&batch, now, &rule).unwrap().len(), 3);
@@ -887,17 +783,13 @@ mod tests {
         assert!(matches!(ledger.helper.client, Some(None)), "no helper after it failed");
     }
 
-    /// Admission finds what it holds by hash through the runs, then reads
-    /// it by id, alone, shared with the helper and locked alike: an item
-    /// whose key no longer leads to it is found all the same; a URL
-    /// dropped is new again at its own key, and once submitted again is
-    /// found at its new id; an id found whose row holds another URL (as a
-    /// 128-bit collision would) is not that URL's, which then takes the
-    /// next key (the other URL holds its own).
+    /// A look-up of a batch (more than `SHARED_LOOK_UP` URLs) finds each
+    /// item by its hash and its state by its span, alone, shared with the
+    /// helper and locked alike; a URL dropped is new again (the place of
+    /// its first sight), and once submitted again is found at its new id.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_look_up_finds_items_by_hash_and_reads_them_by_id() {
-        use crate::ledger::url_keys::{next_key, url_key};
         let mut ledger = conformance::test_postgres();
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
         let rule = conformance::dedupe_day();
@@ -905,20 +797,14 @@ mod tests {
         ledger.admit(&batch, now, &rule).unwrap();
         let id_of = |ledger: &mut PgLedger, k: usize| -> i64 {
             let url = batch[k].url.clone();
-            ledger.transaction(|tx| Ok(tx.query_one("SELECT id FROM items WHERE url = $1", &[&url])?.get(0))).unwrap()
+            ledger
+                .transaction(|tx| {
+                    super::super::rows::fill_item_rows(tx, "item_rows")?;
+                    Ok(tx.query_one("SELECT id FROM item_rows WHERE url = $1", &[&url])?.get(0))
+                })
+                .unwrap()
         };
         let (ids, last) = ([0, 9, 2999].map(|k| id_of(&mut ledger, k)), id_of(&mut ledger, batch.len() - 1));
-        let moved = [batch[9].url.clone(), batch[2999].url.clone()];
-        let other = batch[29].url.clone();
-        ledger
-            .transaction(|tx| {
-                tx.execute(
-                    "UPDATE items SET url_key = url_key # 6148914691236517205 WHERE url = ANY($1)",
-                    &[&&moved[..]],
-                )?;
-                Ok(tx.execute("UPDATE items SET url = url || '?another' WHERE url = $1", &[&other])?)
-            })
-            .unwrap();
         let filter = ItemFilter { url: Some(batch[19].url.clone()), ..Default::default() };
         assert_eq!(ledger.drop_items(&filter, now).unwrap(), 1);
         let group_ids = ledger
@@ -931,11 +817,10 @@ mod tests {
         assert!(matches!(ledger.helper.client, Some(Some(_))), "shared with the helper");
         assert_eq!(shared, alone);
         assert_eq!(locked, alone);
-        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|key| *key);
+        let id = |k: usize| alone[k].as_ref().map(|e| e.id).map_err(|place| *place);
         assert_eq!((id(0), id(9), id(2999), id(batch.len() - 1)), (Ok(ids[0]), Ok(ids[1]), Ok(ids[2]), Ok(last)));
-        assert_eq!(id(19), Err(url_key(&batch[19].url)), "dropped: new at its key");
-        assert_eq!(id(29), Err(next_key(url_key(&batch[29].url))), "its key holds another URL");
-        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 2);
+        assert_eq!(id(19), Err(19), "dropped: new again, at its first sight");
+        assert_eq!(alone.iter().filter(|f| f.is_err()).count(), 1);
         // Submitted again, the dropped URL is found by hash at its new id.
         ledger.admit(&batch[19..20], now, &rule).unwrap();
         let again = id_of(&mut ledger, 19);
@@ -945,10 +830,10 @@ mod tests {
         let found = ledger.transaction(|tx| {
             let wanted = look_up::hashes_by_group(&[url_hash(&batch[19].url)], &group_ids[19..20]);
             let mut found = FxHashMap::default();
-            by_hash(tx, ITEMS_AT_IDS, &[&batch[19].url], &wanted, &mut found)?;
+            by_hash(tx, &wanted, &mut found)?;
             Ok(found.into_values().map(|e| e.id).collect::<Vec<_>>())
         });
-        assert_eq!(found.unwrap(), [again], "by hash, not by key");
+        assert_eq!(found.unwrap(), [again], "by hash");
     }
 
     fn test_options() -> PgOptions {

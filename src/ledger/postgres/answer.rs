@@ -26,7 +26,13 @@ const ANSWERED: &str = "state = $4, next_attempt_at = $5,
 
 impl AnswerSteps for Tx<'_, '_> {
     fn answer(&mut self, answer: &Answered, to: &Move) -> Result<()> {
-        let group: i64 = self.tx.query_one("SELECT group_id FROM items WHERE id = $1", &[&answer.items[0]])?.get(0);
+        let group: i64 = self
+            .tx
+            .query_one(
+                "SELECT group_id FROM batches WHERE first_id <= $1 ORDER BY first_id DESC LIMIT 1",
+                &[&answer.items[0]],
+            )?
+            .get(0);
         let request = insert_request(self.tx, &Recorded::answer(group, answer))?;
         let params: [&(dyn ToSql + Sync); 6] =
             [&to.to.as_str(), &opt_sec(to.due), &answer.class.as_str(), &sec(answer.at), &to.fingerprint, &request];

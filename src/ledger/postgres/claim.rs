@@ -15,8 +15,7 @@ use super::{
     group_id, insert_request, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient, GroupKey, Now,
     Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
 };
-use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
-use crate::ledger::sql::order_by;
+use crate::ledger::policy::{ClaimSteps, Due, DueKey, DueOrder, Kept, Taken};
 use std::collections::{HashMap, HashSet};
 
 pub(super) fn usage_in(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<Usage> {
@@ -114,6 +113,7 @@ struct DueSpan {
     last_class: Option<String>,
     streak: i32,
     streak_started_at: Option<DateTime<Utc>>,
+    enqueued_at: DateTime<Utc>,
 }
 
 /// Due spans read a page at a time.
@@ -149,7 +149,7 @@ fn walk_due(
 ) -> Result<()> {
     let mut seen = HashSet::new();
     let page = tx.prepare(
-        "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at FROM spans
+        "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at, enqueued_at FROM spans
          WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
              AND (next_attempt_at, first) > ($3, $4)
          ORDER BY next_attempt_at, first LIMIT $5",
@@ -169,6 +169,7 @@ fn walk_due(
                 last_class: r.get(4),
                 streak: r.get(5),
                 streak_started_at: r.get(6),
+                enqueued_at: r.get(7),
             };
             after = (span.due, span.first);
             for id in span.first..=span.last {
@@ -182,18 +183,6 @@ fn walk_due(
         }
     }
 }
-
-/// The first `n` due items of `group` at `now` in the order "newest"
-/// (`order`, `order_by`): every due item of the group, each with its
-/// span's columns and its own lastmod, sorted by the server. No index
-/// gives this order (the items' did not either).
-const DUE_IN_ORDER: &str = "SELECT id, attempts, last_class, streak, streak_started_at, next_attempt_at FROM (
-         SELECT x.id, s.attempts, s.last_class, s.streak, s.streak_started_at, s.next_attempt_at, s.enqueued_at,
-             i.lastmod
-         FROM spans s CROSS JOIN LATERAL generate_series(s.first, s.last) AS x (id) JOIN items i ON i.id = x.id
-         WHERE s.group_id = $1 AND s.state = 'queued' AND s.next_attempt_at <= $2
-             AND x.id NOT IN (SELECT id FROM in_flight WHERE group_id = $1)
-     ) AS due ORDER BY {} LIMIT $3";
 
 /// The first `n` due items of `group` at `now` in `order`, each as its id,
 /// due time and the span's columns a claim gives it.
@@ -216,21 +205,86 @@ fn first_due(
         })?;
         return Ok(due);
     }
-    let rows = tx.query(&DUE_IN_ORDER.replace("{}", &order_by(order)), &[&group, &now, &(n as i64)])?;
-    Ok(rows.iter().map(|r| (r.get(0), (r.get(5), r.get(1), r.get(2), r.get(3), r.get(4)))).collect())
+    // The order "newest": no index gives it (the items' did not either).
+    // The group's due items are walked as runs of ids (each run a due
+    // span's, less the ids a reservation lists), then each run's ids a
+    // chunk at a time with their lastmods (`item_changes` or the batch
+    // row), each offered to a heap of the best `n` so far in the order's
+    // keys, as the items' `ORDER BY` sorted them (`sql::order_by`: a retry
+    // is a queued item whose last answer was not an acceptance; `NULL`s
+    // last, as PostgreSQL sorts them ascending). Memory grows with the
+    // due spans and `n`, not with the due items.
+    let held = held(tx, group)?;
+    let mut runs: Vec<(i64, i64, DueColumns, DateTime<Utc>)> = Vec::new();
+    walk_due(tx, group, now, None, &held, |s, id| {
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == id && run.0 >= s.first => run.1 = id,
+            _ => runs.push((
+                id,
+                id,
+                (s.due, s.attempts, s.last_class.clone(), s.streak, s.streak_started_at),
+                s.enqueued_at,
+            )),
+        }
+        true
+    })?;
+    let mut best: std::collections::BinaryHeap<(Vec<SortKey>, i64, DueColumns)> =
+        std::collections::BinaryHeap::with_capacity(n.min(10_000) + 1);
+    for (first, last, cols, enqueued_at) in runs {
+        let fresh = cols.2.as_deref().is_none_or(|c| c == "accepted");
+        let mut from = first;
+        while from <= last {
+            let to = last.min(from + 9_999);
+            let ids: Vec<i64> = (from..=to).collect();
+            for (id, values) in ids.iter().zip(super::batches::lastmod_and_action(tx, &ids)?) {
+                let lastmod = values.and_then(|(lastmod, _)| lastmod).and_then(|t| DateTime::from_timestamp(t, 0));
+                let keys = order
+                    .0
+                    .iter()
+                    .map(|k| match k {
+                        DueKey::RetriesFirst => SortKey::Up(i64::from(fresh)),
+                        DueKey::RetryDue if fresh => SortKey::Null,
+                        DueKey::RetryDue | DueKey::Due => SortKey::Up(cols.0.timestamp()),
+                        DueKey::Newest => SortKey::Down(std::cmp::Reverse(lastmod.unwrap_or(enqueued_at).timestamp())),
+                        DueKey::Id => SortKey::Up(*id),
+                    })
+                    .collect();
+                best.push((keys, *id, cols.clone()));
+                if best.len() > n {
+                    best.pop();
+                }
+            }
+            from = to + 1;
+        }
+    }
+    Ok(best.into_sorted_vec().into_iter().map(|(_, id, cols)| (id, cols)).collect())
+}
+
+/// A value of a sort key: ascending with `NULL` after every value (as
+/// PostgreSQL sorts ascending), or descending.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey {
+    Up(i64),
+    Null,
+    Down(std::cmp::Reverse<i64>),
 }
 
 /// What a claimed item takes from its span: due time, attempts, last
 /// class, streak and its start.
 type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>>);
 
-/// The URL and action of each of `ids`, by id.
+/// The URL and action of each of `ids`, by id: the URL from its batch
+/// row's texts (each row read once), the action from `item_changes` or
+/// the batch row.
 fn urls_and_actions(tx: &mut impl GenericClient, ids: &[i64]) -> Result<HashMap<i64, (String, String)>> {
-    Ok(tx
-        .query("SELECT id, url, action FROM items WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))", &[&ids])?
-        .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2))))
-        .collect())
+    let values = super::batches::lastmod_and_action(tx, ids)?;
+    let mut texts = super::rows::Texts::default();
+    let mut out = HashMap::with_capacity(ids.len());
+    for (&id, values) in ids.iter().zip(values) {
+        let Some((_, action)) = values else { continue };
+        out.insert(id, (texts.url(tx, id)?, action.as_str().to_string()));
+    }
+    Ok(out)
 }
 
 /// A claim's deferral of due items, over a span's columns: `$4` the time
@@ -420,22 +474,15 @@ impl ClaimSteps for Tx<'_, '_> {
     }
 
     fn urls(&mut self, ids: &[i64]) -> Result<Vec<Due>> {
-        let rows = self.tx.query(
-            "SELECT i.id, i.url FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
-                 JOIN items i ON i.id = wanted.id ORDER BY wanted.n",
-            &[&ids],
-        )?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        // The ids a span holds (an item still), each URL from its batch row.
+        let held = super::rows::held_by_spans(self.tx, ids)?;
+        let mut texts = super::rows::Texts::default();
+        held.into_iter().map(|(_, id)| Ok((id, texts.url(self.tx, id)?))).collect()
     }
 
     fn move_due(&mut self, moved: &[(i64, DateTime<Utc>)]) -> Result<()> {
         let (ids, at): (Vec<i64>, Vec<DateTime<Utc>>) = moved.iter().copied().unzip();
-        let moved: Vec<(i64, i64)> = self
-            .tx
-            .query("SELECT group_id, id FROM items WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))", &[&ids])?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
+        let moved = super::rows::held_by_spans(self.tx, &ids)?;
         // Each moved id its own run, its span given its own due time.
         write_spans(
             self.tx,
@@ -509,5 +556,88 @@ impl ClaimSteps for Tx<'_, '_> {
             &[&fingerprint, &sec(now)],
         )?;
         Ok(self.tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::conformance::{dedupe_day, test_postgres, two_groups};
+    use crate::ledger::{Action, Intake, NewItem};
+
+    /// The first `n` due items in the order "newest" (`first_due`), for
+    /// every `n` from 1 to past the due items, equal the item rows' own
+    /// `ORDER BY` (`sql::order_by`, over `rows::fill_item_rows`): lastmods
+    /// from the batch rows shared by runs of items, ties with other items'
+    /// queued time, lastmods changed after admission (`item_changes`),
+    /// retries of one due time and of another, items not yet due, and a
+    /// run a reservation lists.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_the_newest_due_items_are_the_rows_in_their_order() {
+        let mut ledger = test_postgres();
+        let item = two_groups();
+        let at = |s: i64| DateTime::<Utc>::from_timestamp(1_796_000_000 + s, 0).unwrap();
+        let now = at(1_000);
+        // Group a: 60 items, lastmods in runs of five (some none, some equal
+        // to the queued time), then group b's 20, then a's 20 more.
+        let lastmod = |i: usize| match i / 5 % 4 {
+            0 => None,
+            1 => Some(at(500 + (i / 5) as i64)),
+            2 => Some(now),
+            _ => Some(at(100)),
+        };
+        let batch: Vec<_> = (0..60).map(|i| NewItem { lastmod: lastmod(i), ..item(0, i) }).collect();
+        ledger.admit(&batch, now, &dedupe_day()).unwrap();
+        ledger.admit(&(0..20).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
+        let more: Vec<_> = (60..80).map(|i| NewItem { lastmod: lastmod(i), ..item(0, i) }).collect();
+        ledger.admit(&more, at(900), &dedupe_day()).unwrap();
+        let group: i64 = ledger.transaction(|tx| Ok(tx.query_one("SELECT min(id) FROM groups", &[])?.get(0))).unwrap();
+        ledger
+            .transaction(|tx| {
+                super::super::spans::set_state(
+                    tx,
+                    7,
+                    12,
+                    "last_class = 'transient', next_attempt_at = now() - interval '1 day'",
+                )?;
+                super::super::spans::set_state(tx, 30, 33, "last_class = 'quota'")?;
+                super::super::spans::set_state(tx, 40, 44, "next_attempt_at = '2030-01-01T00:00:00Z'")?;
+                super::super::batches::set_changes(
+                    tx,
+                    &[(3, (Some(at(800).timestamp()), Action::Updated)), (52, (None, Action::Deleted))],
+                )?;
+                tx.execute(
+                    "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, group_id, items)
+                     VALUES ('h', 1, 1, now(), now(), 1, $1, $2)",
+                    &[&group, &(20..26).collect::<Vec<i64>>()],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let order = DueOrder::NEWEST;
+        ledger
+            .transaction(|tx| {
+                super::super::rows::fill_item_rows(tx, "item_rows")?;
+                let rows: Vec<i64> = tx
+                    .query(
+                        &format!(
+                            "SELECT id FROM item_rows WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
+                             ORDER BY {}",
+                            crate::ledger::sql::order_by(order)
+                        ),
+                        &[&group, &now],
+                    )?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                assert!(rows.len() > 50, "{} due", rows.len());
+                for n in 1..=rows.len() + 3 {
+                    let due: Vec<i64> = first_due(tx, group, now, n, order)?.into_iter().map(|d| d.0).collect();
+                    assert_eq!(due, rows[..n.min(rows.len())], "n = {n}");
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 }

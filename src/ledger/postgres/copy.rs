@@ -14,20 +14,15 @@ use super::{
     CopyDropped, CopyItem, CopyRequest, CopyUsage, DateTime, GroupKey, HashMap, LedgerError, PgLedger, Result, Row,
     Rows, StoredResponse, Transaction, Utc,
 };
+use crate::ledger::batches::url_hash;
 use crate::ledger::copy::{self, Chunk, Chunker, Clash, Import, Placed, Sink, StagedRequest, CHUNK as ROWS};
-use crate::ledger::item_ids;
+use crate::ledger::{item_ids, look_up};
 use pg::binary_copy::BinaryCopyInWriter;
 use pg::types::{ToSql, Type};
+use std::collections::HashSet;
 
 /// The staging tables.
 const STAGING: &str = include_str!("copy.sql");
-
-/// `ledger copy`: the staged items new to the target, inserted with the
-/// ids staging gave them; their state goes to their spans
-/// (`batches::copied_spans`). `sql::INSERT_FRESH_ITEMS` without the state
-/// columns, which PostgreSQL's items no longer hold.
-const INSERT_FRESH_ITEMS: &str = "INSERT INTO items (id, group_id, url_key, url, action, lastmod)
-     SELECT c.dst, c.grp, c.url_key, c.url, c.action, c.lastmod FROM copy_items c WHERE c.fresh ORDER BY c.dst";
 
 /// An item updated by a copy, over its span's columns (the span of this
 /// one item, `spans.first`): the staged values, its last request the
@@ -105,30 +100,38 @@ fn each_row(tx: &mut Transaction<'_>, sql: &str, size: usize, mut f: impl FnMut(
     }
 }
 
+/// The items in id order, a batch row at a time (`rows::expand` of its
+/// ids: their spans, texts and changes), so that memory holds one batch
+/// (at most 10,000 items).
 fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::new(sink, Chunk::Items);
-    let sql = "SELECT id, group_id, url, state, action, lastmod, next_attempt_at, enqueued_at, attempts, last_class,
-                   streak, streak_started_at, accepted_at, parked_fingerprint, last_request_id
-               FROM item_states ORDER BY id";
-    each_row(tx, sql, ROWS, |r| {
-        chunks.push(CopyItem {
-            id: r.get(0),
-            group: r.get(1),
-            url: r.get(2),
-            state: stored("spans", "state", r.get(3))?,
-            action: stored("items", "action", r.get(4))?,
-            lastmod: r.get(5),
-            next_attempt_at: r.get(6),
-            enqueued_at: r.get(7),
-            attempts: r.get::<_, i32>(8) as u32,
-            last_class: stored_opt("spans", "last_class", r.get(9))?,
-            streak: r.get::<_, i32>(10) as u32,
-            streak_started_at: r.get(11),
-            accepted_at: r.get(12),
-            parked_fingerprint: r.get(13),
-            last_request: r.get(14),
-        })
-    })?;
+    let batches: Vec<(i64, i32)> = tx
+        .query("SELECT first_id, n FROM batches ORDER BY first_id", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (first, n) in batches {
+        let ids: Vec<i64> = (first..first + i64::from(n)).collect();
+        for i in super::rows::expand(tx, &ids)? {
+            chunks.push(CopyItem {
+                id: i.id,
+                group: i.group_id,
+                url: i.url,
+                state: stored("spans", "state", &i.state)?,
+                action: i.action,
+                lastmod: i.lastmod,
+                next_attempt_at: i.next_attempt_at,
+                enqueued_at: i.enqueued_at,
+                attempts: i.attempts as u32,
+                last_class: stored_opt("spans", "last_class", i.last_class.as_deref())?,
+                streak: i.streak as u32,
+                streak_started_at: i.streak_started_at,
+                accepted_at: i.accepted_at,
+                parked_fingerprint: i.parked_fingerprint,
+                last_request: i.last_request_id,
+            })?;
+        }
+    }
     chunks.finish()
 }
 
@@ -302,36 +305,69 @@ impl copy::Stage for Staging<'_, '_> {
         self.copy_in(into, &types, &rows)
     }
 
+    /// By hash: each staged URL's hash through its group's runs
+    /// (`batches::find_ids`), an item of the target where a span holds
+    /// the id found (`rows::held_by_spans`), given the source's state
+    /// unless it is in flight (a reservation lists it, or its span is in
+    /// flight: a copy brings items so), as `item_states` said. Read
+    /// 10,000 staged items at a time.
     fn match_items(&mut self) -> Result<()> {
-        self.tx.batch_execute(
-            "CREATE INDEX ON copy_items (grp, url_key);
-             ANALYZE copy_items;
-             UPDATE copy_items c SET dst = i.id, written = (i.state <> 'in_flight') FROM item_states i
-             WHERE i.group_id = c.grp AND i.url_key = c.url_key AND i.url = c.url;",
-        )?;
-        Ok(())
+        let mut after = i64::MIN;
+        loop {
+            let rows = self
+                .tx
+                .query("SELECT src, grp, url FROM copy_items WHERE src > $1 ORDER BY src LIMIT 10000", &[&after])?;
+            let Some(last) = rows.last() else { return Ok(()) };
+            after = last.get(0);
+            let srcs: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+            let groups: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+            let hashes: Vec<u128> = rows.iter().map(|r| url_hash(r.get::<_, &str>(2))).collect();
+            let (mut matched, mut ids) = (Vec::new(), Vec::new());
+            for (group, wanted) in look_up::hashes_by_group(&hashes, &groups) {
+                let sought: Vec<u128> = wanted.iter().map(|w| w.0).collect();
+                let found = super::batches::find_ids(self.tx, group, &sought)?;
+                let hits: Vec<(u128, i64)> =
+                    wanted.iter().zip(found).filter_map(|(&(hash, _), id)| Some((hash, id?))).collect();
+                let live: HashSet<i64> =
+                    super::rows::held_by_spans(self.tx, &hits.iter().map(|h| h.1).collect::<Vec<_>>())?
+                        .into_iter()
+                        .map(|(_, id)| id)
+                        .collect();
+                let by_hash: HashMap<u128, i64> = hits.into_iter().filter(|(_, id)| live.contains(id)).collect();
+                for (k, (&g, hash)) in groups.iter().zip(&hashes).enumerate() {
+                    if g == group {
+                        if let Some(&id) = by_hash.get(hash) {
+                            matched.push(srcs[k]);
+                            ids.push(id);
+                        }
+                    }
+                }
+            }
+            self.tx.execute(
+                "UPDATE copy_items c SET dst = m.id,
+                     written = m.id NOT IN (SELECT id FROM in_flight) AND NOT EXISTS (
+                         SELECT 1 FROM spans s
+                         WHERE s.group_id = c.grp AND s.state = 'in_flight' AND m.id BETWEEN s.first AND s.last)
+                 FROM unnest($1::bigint[], $2::bigint[]) AS m (src, id) WHERE c.src = m.src",
+                &[&matched, &ids],
+            )?;
+        }
     }
 
+    /// Two different URLs can no longer clash: an item is its 128-bit
+    /// hash in its group, not a key that two URLs may share.
     fn clashes(&mut self) -> Result<Vec<Clash>> {
-        let rows = self.tx.query(
-            "SELECT src, grp, url_key, url FROM copy_items c WHERE dst IS NULL
-                 AND ((grp, url_key) IN (SELECT group_id, url_key FROM items)
-                      OR (grp, url_key) IN (SELECT grp, url_key FROM copy_items WHERE dst IS NULL
-                                            GROUP BY grp, url_key HAVING count(*) > 1))
-             ORDER BY src",
-            &[],
-        )?;
-        Ok(rows.iter().map(|r| Clash { src: r.get(0), group: r.get(1), key: r.get(2), url: r.get(3) }).collect())
+        Ok(Vec::new())
     }
 
-    fn held(&mut self, group: i64, key: i64) -> Result<Option<(i64, String, bool)>> {
-        let sql = "SELECT id, url, state = 'in_flight' FROM item_states WHERE group_id = $1 AND url_key = $2";
-        Ok(self.tx.query_opt(sql, &[&group, &key])?.map(|r| (r.get(0), r.get(1), r.get(2))))
+    /// Not asked: `clashes` gives none.
+    fn held(&mut self, _group: i64, _key: i64) -> Result<Option<(i64, String, bool)>> {
+        Ok(None)
     }
 
-    fn staged(&mut self, group: i64, key: i64) -> Result<Vec<i64>> {
-        let sql = "SELECT src FROM copy_items WHERE grp = $1 AND url_key = $2 AND dst IS NULL";
-        Ok(self.tx.query(sql, &[&group, &key])?.iter().map(|r| r.get(0)).collect())
+    /// Not asked: `clashes` gives none.
+    fn staged(&mut self, _group: i64, _key: i64) -> Result<Vec<i64>> {
+        Ok(Vec::new())
     }
 
     fn place(&mut self, src: i64, placed: &Placed) -> Result<()> {
@@ -350,7 +386,7 @@ impl copy::Stage for Staging<'_, '_> {
     fn number_items(&mut self) -> Result<()> {
         self.tx.execute(
             "UPDATE copy_items c SET dst = n.id, written = true, fresh = true
-             FROM (SELECT src, nextval(pg_get_serial_sequence('items', 'id')) AS id
+             FROM (SELECT src, nextval('item_ids') AS id
                    FROM (SELECT src FROM copy_items WHERE dst IS NULL ORDER BY src) AS s) AS n
              WHERE c.src = n.src",
             &[],
@@ -362,24 +398,17 @@ impl copy::Stage for Staging<'_, '_> {
     /// values written over the target's, the last request mapped to the
     /// target's (`COPIED` over their spans).
     fn write_items(&mut self) -> Result<u64> {
-        let updated: Vec<(i64, i64)> = self
-            .tx
-            .query(
-                "UPDATE items i SET action = c.action, lastmod = c.lastmod
-                 FROM copy_items c
-                 WHERE i.id = c.dst AND c.written AND NOT c.fresh
-                     AND NOT EXISTS (SELECT 1 FROM item_states s WHERE s.id = i.id AND s.state = 'in_flight')
-                 RETURNING i.group_id, i.id",
-                &[],
-            )?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let inserted = self.tx.execute(INSERT_FRESH_ITEMS, &[])?;
-        // Issue 48, on its branch: the updated items' spans given the
-        // staged values, each item a run of its own; the new items as
-        // batch rows and spans of their staged values.
+        let rows = self.tx.query(
+            "SELECT c.grp, c.dst, c.lastmod, c.action FROM copy_items c
+             WHERE c.written AND NOT c.fresh AND c.dst NOT IN (SELECT id FROM in_flight) ORDER BY c.dst",
+            &[],
+        )?;
+        let updated: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        // The updated items' spans given the staged values, each item a
+        // run of its own; the new items as batch rows and spans of their
+        // staged values.
         write_spans(self.tx, &Runs::each(&updated), COPIED, "true", &[])?;
+        let inserted: i64 = self.tx.query_one("SELECT count(*) FROM copy_items WHERE fresh", &[])?.get(0);
         if inserted > 0 {
             super::batches::fill_from_items(self.tx, super::batches::Fill::Copied)?;
             let fresh: Vec<(i64, i64)> = self
@@ -390,11 +419,17 @@ impl copy::Stage for Staging<'_, '_> {
                 .collect();
             super::batches::copied_spans(self.tx, &fresh)?;
         }
-        // The updated items' lastmods and actions (the new items' batch
-        // rows were written from their current values).
-        let updated_ids: Vec<i64> = updated.iter().map(|(_, id)| *id).collect();
-        super::batches::set_changes(self.tx, &updated_ids)?;
-        Ok(updated.len() as u64 + inserted)
+        // The updated items' lastmods and actions, the staged ones (the
+        // new items' batch rows were written from theirs).
+        let values = rows
+            .iter()
+            .map(|r| {
+                let lastmod: Option<DateTime<Utc>> = r.get(2);
+                Ok((r.get::<_, i64>(1), (lastmod.map(|t| t.timestamp()), stored("copy_items", "action", r.get(3))?)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        super::batches::set_changes(self.tx, &values)?;
+        Ok(updated.len() as u64 + inserted as u64)
     }
 
     fn stage_dropped(&mut self, dropped: &[CopyDropped], groups: &HashMap<i64, i64>) -> Result<()> {
@@ -419,7 +454,7 @@ impl copy::Stage for Staging<'_, '_> {
              UPDATE copy_dropped c SET dst = d.id FROM dropped_items d
              WHERE d.group_id = c.grp AND d.url_key = c.url_key AND d.url = c.url AND d.dropped_at = c.dropped_at;
              UPDATE copy_dropped c SET dst = n.id, fresh = true
-             FROM (SELECT src, nextval(pg_get_serial_sequence('items', 'id')) AS id
+             FROM (SELECT src, nextval('item_ids') AS id
                    FROM (SELECT src FROM copy_dropped WHERE dst IS NULL ORDER BY src) AS s) AS n
              WHERE c.src = n.src;
              INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)

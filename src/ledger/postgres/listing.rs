@@ -6,14 +6,13 @@
 //! (`batches::find_ids`), an item still where a span holds it. The spans
 //! are the items' state (schema 12 took it off the items).
 
-use super::super::batches::{self as layout, url_hash};
+use super::super::batches::url_hash;
 #[cfg(test)]
 use super::PgLedger;
 use super::{
     pg, sec, stored, stored_group, stored_last_reason, stored_opt, DateTime, GenericClient, GroupKey, HashMap,
-    ItemFilter, ItemRow, LedgerError, Result, StateFilter, Utc,
+    ItemFilter, ItemRow, Result, StateFilter, Utc,
 };
-use std::collections::BTreeMap;
 
 /// The states in the listing's order (by name, as it sorts them).
 const STATES: [&str; 4] = ["accepted", "in_flight", "parked", "queued"];
@@ -301,7 +300,7 @@ fn rows_of(
             .map(|r| (r.get(0), (r.get(1), r.get(2), r.get(3), r.get(4))))
             .collect()
     };
-    let mut texts = Texts::default();
+    let mut texts = super::rows::Texts::default();
     let mut out = Vec::new();
     for (k, p) in listed {
         let (reason, message, status, class) = p.request.and_then(|id| requests.get(&id).cloned()).unwrap_or_default();
@@ -325,34 +324,6 @@ fn rows_of(
         }
     }
     Ok(out)
-}
-
-/// The batch rows' texts read so far, by first id: each row read once
-/// however many of its ids are listed.
-#[derive(Default)]
-struct Texts(BTreeMap<i64, (i64, Vec<u8>)>);
-
-impl Texts {
-    fn url(&mut self, tx: &mut impl GenericClient, id: i64) -> Result<String> {
-        let held = self.0.range(..=id).next_back().filter(|(first, (n, _))| id < *first + n).map(|(first, _)| *first);
-        let first = match held {
-            Some(first) => first,
-            None => {
-                let row = tx
-                    .query_opt(
-                        "SELECT first_id, n, texts FROM batches WHERE first_id <= $1 ORDER BY first_id DESC LIMIT 1",
-                        &[&id],
-                    )?
-                    .filter(|r| id < r.get::<_, i64>(0) + i64::from(r.get::<_, i32>(1)))
-                    .ok_or_else(|| LedgerError::Invalid(format!("spans: item {id} is in no batch")))?;
-                let first: i64 = row.get(0);
-                self.0.insert(first, (i64::from(row.get::<_, i32>(1)), row.get(2)));
-                first
-            }
-        };
-        let (n, texts) = &self.0[&first];
-        Ok(layout::text(texts, *n as usize, (id - first) as u32)?.to_string())
-    }
 }
 
 /// The id `url` (as stored) has in `group`, if the group ever held it,
@@ -431,6 +402,8 @@ mod tests {
         }
         filters.push(ItemFilter { engine: Some(EngineKind::Bing), ..Default::default() });
         filters.push(ItemFilter { engine: Some(EngineKind::IndexNow), limit: Some(5), ..Default::default() });
+        // The item rows, made again once for every filter.
+        super::super::rows::fill_item_rows(tx, "item_rows").unwrap();
         for filter in filters {
             // What `queue retry` and `queue drop` act on with this filter:
             // runs read from the spans, against the item rows selected so.
@@ -509,15 +482,15 @@ mod tests {
             .collect();
         ledger
             .transaction(|tx| {
-                let n: i64 = tx.query_one("SELECT count(*) FROM items", &[])?.get(0);
+                let n: i64 = tx.query_one("SELECT sum(last - first + 1)::bigint FROM spans", &[])?.get(0);
                 assert_eq!(n, 115);
                 assert_lists_agree(tx, &urls, now, 0);
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     let step = step + 1;
                     match kind {
                         0 => {
-                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
-                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
+                            let gone: Vec<(i64, i64)> = rows;
                             super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
                         }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
@@ -532,7 +505,8 @@ mod tests {
                             tx.execute(
                                 "INSERT INTO reservations (host, pid, started, created_at, lease_until, units, group_id,
                                      items)
-                                 VALUES ('h', 1, 1, now(), now(), 1, (SELECT group_id FROM items WHERE id = $1), $2)",
+                                 VALUES ('h', 1, 1, now(), now(), 1, (SELECT group_id FROM batches WHERE first_id <= $1
+                                     ORDER BY first_id DESC LIMIT 1), $2)",
                                 &[&a, &ids],
                             )?;
                         }
@@ -578,8 +552,9 @@ mod tests {
             let url = url.clone();
             ledger
                 .transaction(|tx| {
+                    super::super::rows::fill_item_rows(tx, "item_rows")?;
                     Ok(tx
-                        .query("SELECT id FROM items WHERE url = $1 ORDER BY id", &[&url])?
+                        .query("SELECT id FROM item_rows WHERE url = $1 ORDER BY id", &[&url])?
                         .iter()
                         .map(|r| r.get(0))
                         .collect())

@@ -16,10 +16,11 @@
 //!   never hangs it; the connection is reopened by the next (`Conn`).
 //!
 //! - The decisions are `policy`'s; this file stores them with set-based
-//!   statements over arrays (`unnest`): a batch of URLs is looked up with a
-//!   statement a group (a long batch on two connections), inserted and
-//!   updated with a statement each, a claim lists its items in the one row of
-//!   its reservation, and an answer moves every item it names with one.
+//!   statements over arrays (`unnest`): a batch of URLs is looked up by hash
+//!   a group (a long batch on two connections), its new items written as
+//!   batch rows and spans (schema 12 keeps no table of items), a claim lists
+//!   its items in the one row of its reservation, and an answer moves every
+//!   item it names with one write of spans.
 //!
 //! The `postgres` client runs its own small runtime: called from inside
 //! the tokio runtime of `submit`, each call hops to a plain thread.
@@ -41,23 +42,6 @@ use pg::{Client, GenericClient, NoTls, Row, Transaction};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The rows of `items` whose ids `ids` names, passed as `$1` (a `bigint[]`),
-/// for a statement that updates them. Ids that follow each other, ascending (an
-/// answer to a claim of a queue in order), are read as the range from the first
-/// to the last, because one walk along the id index is faster than searching
-/// each id. Any others are read through a subquery, so that the planner, not
-/// knowing how many there are, searches each in the id index: given `id =
-/// ANY($1)` it counted the ids of an answer, hashed them and scanned the whole
-/// table, which was slower than the index (docs/performance.md, *Measured
-/// choices*).
-fn items_named(ids: &[i64]) -> &'static str {
-    if !ids.is_empty() && ids.windows(2).all(|w| w[0].checked_add(1) == Some(w[1])) {
-        "id BETWEEN ($1::bigint[])[1] AND ($1::bigint[])[cardinality($1::bigint[])]"
-    } else {
-        "id = ANY(ARRAY(SELECT unnest($1::bigint[])))"
-    }
-}
-
 mod admit;
 mod answer;
 mod batches;
@@ -67,6 +51,7 @@ mod copy;
 mod limits;
 mod listing;
 mod queue;
+mod rows;
 mod runs;
 mod schema;
 mod sitemaps;
@@ -171,7 +156,8 @@ impl PgLedger {
     }
 
     /// From now on, every commit of this ledger checks the spans' rules
-    /// against the item rows (the conformance suite's ledgers; issue 48).
+    /// against the batch rows, and the item changes (the conformance
+    /// suite's ledgers; issue 48).
     #[cfg(test)]
     pub fn check_spans(mut self) -> PgLedger {
         self.client.check_spans = true;
@@ -255,7 +241,8 @@ fn in_transaction<T: Send>(
 
 /// Commits `tx`; with `check` (a test's ledger that asked for it:
 /// `PgLedger::check_spans`), the spans' rules and the item changes are
-/// checked against the item rows first, and a break panics (issue 48).
+/// checked first (`batches::spans_agree`, `changes_agree`), and a break
+/// panics (issue 48).
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {
@@ -390,7 +377,6 @@ fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
 mod tests {
     use super::*;
     use crate::ledger::*;
-    use admit::ITEMS_AT_KEYS;
 
     /// `queue_counts` (kept counts) equals a count of every item, at `now`.
     fn assert_counts(ledger: &mut PgLedger, now: DateTime<Utc>) {
@@ -412,13 +398,14 @@ mod tests {
         for key in groups {
             let counted = ledger
                 .transaction(|tx| {
+                    rows::fill_item_rows(tx, "item_rows")?;
                     let r = tx.query_one(
                         "SELECT COUNT(*) FILTER (WHERE state = 'queued' AND next_attempt_at <= $2),
                                 COUNT(*) FILTER (WHERE state = 'queued' AND NOT (next_attempt_at <= $2)),
                                 COUNT(*) FILTER (WHERE state = 'parked'),
                                 COUNT(*) FILTER (WHERE state = 'in_flight'),
                                 COUNT(*) FILTER (WHERE state = 'accepted')
-                         FROM item_states i JOIN groups g ON g.id = i.group_id
+                         FROM item_rows i JOIN groups g ON g.id = i.group_id
                          WHERE g.property = $1 AND g.engine = $3 AND g.target = $4",
                         &[&key.property, &now, &key.engine.as_str(), &key.target],
                     )?;
@@ -443,8 +430,14 @@ mod tests {
         let versions = |ledger: &mut PgLedger| {
             ledger
                 .transaction(|tx| {
-                    let rows = tx.query("SELECT id, xmin::text FROM items ORDER BY id", &[])?;
-                    Ok(rows.iter().map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1))).collect::<Vec<_>>())
+                    // Schema 12 keeps no item rows: the batch rows and the
+                    // spans are what a claim would write.
+                    let rows = tx.query(
+                        "SELECT 'batch ' || first_id, xmin::text FROM batches
+                         UNION ALL SELECT 'span ' || first, xmin::text FROM spans ORDER BY 1",
+                        &[],
+                    )?;
+                    Ok(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1))).collect::<Vec<_>>())
                 })
                 .unwrap()
         };
@@ -460,7 +453,7 @@ mod tests {
         let me = Owner::current();
         let first = ledger.claim(&conformance::group(), &spec(2), &me, &mut |_, _, _| {}).unwrap();
         assert_eq!(first.items.len(), 2);
-        assert_eq!(versions(&mut ledger), before, "no item row written");
+        assert_eq!(versions(&mut ledger), before, "no batch row or span written");
         let counts = ledger.queue_counts(&conformance::group(), now).unwrap();
         assert_eq!((counts.due, counts.in_flight), (1, 2), "{counts:?}");
         let listed = ledger.items(&ItemFilter { states: vec![StateFilter::InFlight], ..ItemFilter::default() }, now);
@@ -474,68 +467,6 @@ mod tests {
         assert_eq!(third_id.len(), 1, "only the item no reservation lists");
         assert!(!first.items.iter().any(|i| i.id == third_id[0]));
         assert_counts(&mut ledger, now);
-    }
-
-    /// Ids read as a range only where they are exactly the range: each
-    /// following the one before, ascending.
-    #[test]
-    fn items_named_by_a_range_only_where_they_are_one() {
-        let range = |ids: &[i64]| items_named(ids).starts_with("id BETWEEN");
-        assert!(range(&[5, 6, 7]) && range(&[9]) && range(&[i64::MAX - 1, i64::MAX]));
-        assert!(!range(&[]) && !range(&[5, 7]) && !range(&[6, 5]) && !range(&[5, 5, 6]));
-    }
-
-    /// A statement naming 10,000 items by id (an answer's: ids that follow
-    /// each other, or not) or by key (a look-up's) reads them through an
-    /// index, never the whole table, even on a table the planner has no
-    /// statistics of yet (a submit's first minute).
-    #[test]
-    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
-    fn items_named_by_id_or_key_are_read_by_index() {
-        use super::super::conformance;
-        // Its items are written by its own statement, with no spans.
-        let mut ledger = conformance::test_postgres_unchecked();
-        let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
-        ledger.admit(&conformance::items(1), now, &conformance::dedupe_day()).unwrap();
-        let plan = ledger
-            .transaction(|tx| {
-                tx.execute(
-                    "INSERT INTO items (group_id, url_key, url, lastmod)
-                     SELECT (SELECT min(id) FROM groups), n, 'https://example.com/' || n, $1
-                     FROM generate_series(1, 50000) AS n",
-                    &[&now],
-                )?;
-                let rows =
-                    tx.query("SELECT group_id, id, url_key FROM items ORDER BY id LIMIT 10000 OFFSET 20000", &[])?;
-                let group: i64 = rows[0].get(0);
-                let run: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
-                // Every other id of the run: ids that do not follow each other.
-                let scattered: Vec<i64> = run.iter().copied().step_by(2).collect();
-                let keys: Vec<i64> = rows.iter().map(|r| r.get(2)).collect();
-                // Each line cut short: a filter would list the 10,000 values.
-                let explain = |tx: &mut Transaction, sql: &str, params: &[&(dyn pg::types::ToSql + Sync)]| {
-                    let rows = tx.query(&format!("EXPLAIN {sql}"), params)?;
-                    Ok::<_, LedgerError>(
-                        rows.iter()
-                            .map(|r| r.get::<_, String>(0).chars().take(100).collect::<String>())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                    )
-                };
-                let update = |ids: &[i64]| format!("UPDATE items SET action = 'updated' WHERE {}", items_named(ids));
-                Ok([
-                    explain(tx, &update(&scattered), &[&scattered])?,
-                    explain(tx, &update(&run), &[&run])?,
-                    explain(tx, ITEMS_AT_KEYS, &[&group, &keys])?,
-                ])
-            })
-            .unwrap();
-        // Each value searched in the index, or the run walked along it; none
-        // filtered from a wider read.
-        for (plan, searched) in plan.iter().zip(["(id = ANY", "(id >= ", "url_key = ANY"]) {
-            assert!(plan.lines().any(|l| l.contains("Index Cond:") && l.contains(searched)), "{plan}");
-            assert!(!plan.contains("Seq Scan on items"), "{plan}");
-        }
     }
 
     #[test]

@@ -151,7 +151,9 @@ pub(super) fn selected_runs(
 }
 
 /// The listing from the item rows, which `listing::items` replaced: kept
-/// for its test, which compares the two.
+/// for its test, which compares the two, over the rows the test made
+/// again from the spans, batch rows and changes (`rows::fill_item_rows`
+/// into `item_rows`, in this transaction).
 #[cfg(test)]
 pub(super) fn items_from_rows(
     tx: &mut impl super::GenericClient,
@@ -161,7 +163,7 @@ pub(super) fn items_from_rows(
     let limit = filter.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
     let (clause, values) = filter_by_ids(tx, filter, now)?;
     let sql = format!(
-        "SELECT {ITEM_COLUMNS} FROM item_states i JOIN groups g ON g.id = i.group_id
+        "SELECT {ITEM_COLUMNS} FROM item_rows i JOIN groups g ON g.id = i.group_id
          LEFT JOIN requests r ON r.id = i.last_request_id WHERE {clause}
          ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.state COLLATE \"C\",
              i.next_attempt_at NULLS FIRST, i.id{limit}"
@@ -278,15 +280,18 @@ impl Queue for PgLedger {
         })
     }
 
+    /// The items whole (`rows::expand`), joined to their groups and last
+    /// requests as the rows of `item_states` were.
     fn items_by_id(&mut self, ids: &[i64]) -> Result<Vec<ItemRow>> {
         self.transaction(|tx| {
+            let arrays = super::rows::Arrays::of(super::rows::expand(tx, ids)?);
             let sql = format!(
-                "SELECT {ITEM_COLUMNS} FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, n)
-                     JOIN item_states i ON i.id = wanted.id JOIN groups g ON g.id = i.group_id
+                "SELECT {ITEM_COLUMNS} FROM {} JOIN groups g ON g.id = i.group_id
                      LEFT JOIN requests r ON r.id = i.last_request_id
-                 ORDER BY wanted.n"
+                 ORDER BY i.n",
+                super::rows::ITEM_ARRAYS
             );
-            tx.query(&sql, &[&ids])?.iter().map(item_row).collect()
+            tx.query(&sql, &arrays.params())?.iter().map(item_row).collect()
         })
     }
 
@@ -306,30 +311,27 @@ impl Queue for PgLedger {
         self.transaction(|tx| {
             hold_groups(tx, None)?;
             let selected = selected_runs(tx, &filter, now)?;
-            let column = |f: fn(&Selected) -> i64| selected.iter().map(f).collect::<Vec<i64>>();
-            let (groups, firsts, lasts) = (column(|s| s.0), column(|s| s.1), column(|s| s.2));
-            let requests: Vec<Option<i64>> = selected.iter().map(|s| s.3).collect();
-            let rows = tx.query(
-                "DELETE FROM items AS d
-                 USING unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS r (g, f, l, request)
-                 WHERE d.group_id = r.g AND d.id BETWEEN r.f AND r.l
-                 RETURNING d.id, d.group_id, d.url, r.request IS NOT NULL",
-                &[&groups, &firsts, &lasts, &requests],
-            )?;
             let runs: Vec<(i64, i64, i64)> = selected.iter().map(|&(g, f, l, _)| (g, f, l)).collect();
             delete_spans(tx, &Runs::of_spans(&runs))?;
-            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
-            let gone_ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
-            super::batches::set_changes(tx, &gone_ids)?;
+            let gone: Vec<i64> = runs.iter().flat_map(|&(_, f, l)| f..=l).collect();
+            // A dropped item has no change left (its batch row keeps its
+            // text; no span holds it any more).
+            tx.execute("DELETE FROM item_changes WHERE id = ANY($1)", &[&gone])?;
             // A drop removes items, not history: their requests stay, and an
             // item a request names (it has a last one) keeps its URL and id.
             let (mut ids, mut groups, mut keys, mut urls) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for r in rows.iter().filter(|r| r.get::<_, bool>(3)) {
-                let url: String = r.get(2);
-                ids.push(r.get::<_, i64>(0));
-                groups.push(r.get::<_, i64>(1));
-                keys.push(url_key(&url));
-                urls.push(url);
+            let mut texts = super::rows::Texts::default();
+            for &(group, first, last, request) in &selected {
+                if request.is_none() {
+                    continue;
+                }
+                for id in first..=last {
+                    let url = texts.url(tx, id)?;
+                    ids.push(id);
+                    groups.push(group);
+                    keys.push(url_key(&url));
+                    urls.push(url);
+                }
             }
             tx.execute(
                 "INSERT INTO dropped_items (id, group_id, url_key, url, dropped_at)
@@ -337,7 +339,8 @@ impl Queue for PgLedger {
                  FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS d (id, group_id, url_key, url)",
                 &[&ids, &groups, &keys, &urls, &now],
             )?;
-            Ok(rows.len() as u64)
+            let n = gone.len() as u64;
+            Ok(n)
         })
     }
 
@@ -358,40 +361,53 @@ impl Queue for PgLedger {
             // Per group and last answer: how many, since when, the latest
             // answer's URL and message, and the reminder kept under its reason.
             // The parked spans (`spans_parked`), each counted by its length,
-            // the least URL of its items read by their ids.
+            // the least URL of their items read from their batch rows.
             let rows = tx.query(
-                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, fi.url, p.url,
-                        m.reminded_at, g.channel
+                "SELECT g.property, g.engine, g.target, p.class, p.reason, p.n, p.since, r.message, r.first_item,
+                        p.firsts, p.lasts, m.reminded_at, g.channel
                  FROM (SELECT s.group_id, r.class, r.reason, sum(s.last - s.first + 1)::bigint AS n,
-                              min(r.at) AS since, max(r.id) AS latest, min(u.url) AS url
+                              min(r.at) AS since, max(r.id) AS latest, array_agg(s.first) AS firsts,
+                              array_agg(s.last) AS lasts
                        FROM spans s LEFT JOIN requests r ON r.id = s.last_request_id
-                           CROSS JOIN LATERAL (
-                               SELECT min(url) AS url FROM items WHERE group_id = s.group_id AND id BETWEEN s.first AND s.last
-                           ) AS u
                        WHERE s.state = 'parked'
                        GROUP BY s.group_id, r.class, r.reason) p
                  JOIN groups g ON g.id = p.group_id
                  LEFT JOIN requests r ON r.id = p.latest
-                 LEFT JOIN items fi ON fi.id = r.first_item
                  LEFT JOIN reminders m ON m.group_id = p.group_id AND m.reason = coalesce(p.reason, 'parked')
                  ORDER BY g.property, g.engine, g.target, p.reason",
                 &[],
             )?;
-            rows.iter()
-                .map(|r| {
-                    let class: Option<String> = r.get(3);
-                    let reason: Option<String> = r.get(4);
-                    Ok(ParkedGroup {
-                        group: stored_group(r.get(0), r.get(1), r.get(2), r.get(11))?,
-                        reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
-                        count: r.get::<_, i64>(5) as u64,
-                        since: r.get(6),
-                        message: r.get(7),
-                        url: r.get::<_, Option<String>>(8).unwrap_or_else(|| r.get(9)),
-                        reminded_at: r.get(10),
-                    })
-                })
-                .collect()
+            let mut texts = super::rows::Texts::default();
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let class: Option<String> = r.get(3);
+                let reason: Option<String> = r.get(4);
+                let (firsts, lasts): (Vec<i64>, Vec<i64>) = (r.get(9), r.get(10));
+                let mut least: Option<String> = None;
+                for (first, last) in firsts.into_iter().zip(lasts) {
+                    for id in first..=last {
+                        let url = texts.url(tx, id)?;
+                        if least.as_ref().is_none_or(|l| url < *l) {
+                            least = Some(url);
+                        }
+                    }
+                }
+                // The latest answer's first URL while it is an item still.
+                let latest = match r.get::<_, Option<i64>>(8) {
+                    Some(id) if !super::rows::held_by_spans(tx, &[id])?.is_empty() => Some(texts.url(tx, id)?),
+                    _ => None,
+                };
+                out.push(ParkedGroup {
+                    group: stored_group(r.get(0), r.get(1), r.get(2), r.get(12))?,
+                    reason: stored_last_reason(class.as_deref(), reason.as_deref())?,
+                    count: r.get::<_, i64>(5) as u64,
+                    since: r.get(6),
+                    message: r.get(7),
+                    url: latest.or(least).unwrap_or_default(),
+                    reminded_at: r.get(11),
+                });
+            }
+            Ok(out)
         })
     }
 

@@ -6,7 +6,37 @@ use super::{
     InspectionCount, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
 };
 use crate::ledger::item_ids;
-use crate::ledger::sql::{FIRST_ITEM, FIRST_URL, REQUEST_COLUMNS};
+use crate::ledger::sql::REQUEST_COLUMNS;
+
+/// A request's first item, joined after `requests r`: the id, and its URL
+/// where `queue drop` kept it (`first_url` reads the rest).
+const FIRST_ITEM: &str = "LEFT JOIN dropped_items d ON d.id = r.first_item";
+
+/// The columns `first_url` reads, from `FIRST_ITEM`.
+const FIRST_URL: &str = "r.first_item, d.url";
+
+/// The URL of a request's first item (`first`, with its `dropped_items`
+/// row's URL `kept`), and whether `queue drop` removed it: an item a span
+/// holds is there still, its URL from its batch row; one no span holds was
+/// dropped, its URL the one `dropped_items` kept, else its batch row's
+/// (an item dropped before schema 12 is in no batch: then none).
+pub(super) fn first_url(
+    tx: &mut impl super::GenericClient,
+    texts: &mut super::rows::Texts,
+    first: Option<i64>,
+    kept: Option<String>,
+) -> Result<(String, bool)> {
+    let Some(id) = first else { return Ok((kept.unwrap_or_default(), true)) };
+    let live = !super::rows::held_by_spans(tx, &[id])?.is_empty();
+    if live {
+        return Ok((texts.url(tx, id)?, false));
+    }
+    let url = match kept {
+        Some(url) => url,
+        None => texts.get(tx, id)?.map(|(_, url)| url).unwrap_or_default(),
+    };
+    Ok((url, true))
+}
 
 pub(super) fn attempt_row(r: &Row, url: String, dropped: bool) -> Result<AttemptRow> {
     Ok(AttemptRow {
@@ -52,7 +82,9 @@ impl Runs for PgLedger {
                  WHERE r.group_id = $1 AND r.class <> 'accepted'
                  ORDER BY r.at DESC, r.id DESC LIMIT 1"
             );
-            tx.query_opt(&sql, &[&group])?.map(|r| attempt_row(&r, r.get(12), r.get(13))).transpose()
+            let Some(r) = tx.query_opt(&sql, &[&group])? else { return Ok(None) };
+            let (url, dropped) = first_url(tx, &mut super::rows::Texts::default(), r.get(12), r.get(13))?;
+            Ok(Some(attempt_row(&r, url, dropped)?))
         })
     }
 
@@ -102,8 +134,10 @@ impl Runs for PgLedger {
                              {FIRST_ITEM}
                          ORDER BY r.at DESC, r.id DESC LIMIT $1"
                     );
+                    let mut texts = super::rows::Texts::default();
                     for r in tx.query(&sql, &[&limit])? {
-                        out.push((r.get(14), attempt_row(&r, r.get(12), r.get(13))?));
+                        let (url, dropped) = first_url(tx, &mut texts, r.get(12), r.get(13))?;
+                        out.push((r.get(14), attempt_row(&r, url, dropped)?));
                     }
                 }
             }

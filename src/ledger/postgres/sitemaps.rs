@@ -91,7 +91,13 @@ impl SitemapReports for PgLedger {
                      s.read_ok_at, s.listed, s.submitted, s.downloaded, s.pending, s.errors, s.warnings, s.urls,
                      s.status, s.errors_since, s.failure_class, s.failure_reason, s.failure_message, s.failure_hint,
                      s.failure_status, s.failure_since
-                 FROM groups g JOIN item_states i ON i.group_id = g.id LEFT JOIN sitemap_reports s ON s.group_id = g.id
+                 FROM groups g JOIN (
+                     SELECT x.id, sp.group_id, sp.accepted_at,
+                         CASE WHEN x.id IN (SELECT id FROM in_flight) THEN 'in_flight' ELSE sp.state END AS state
+                     FROM spans sp CROSS JOIN LATERAL generate_series(sp.first, sp.last) AS x (id)
+                     WHERE sp.group_id IN (SELECT id FROM groups WHERE channel = 'sitemaps')
+                 ) i ON i.group_id = g.id
+                 LEFT JOIN sitemap_reports s ON s.group_id = g.id
                  WHERE g.channel = 'sitemaps'
                  ORDER BY g.property COLLATE \"C\", g.engine COLLATE \"C\", g.target COLLATE \"C\", i.id",
                 &[],

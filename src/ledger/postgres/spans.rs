@@ -278,11 +278,7 @@ pub(super) fn due_count(group: &str, now: &str) -> String {
 /// through `write_spans`, as `UPDATE items SET … WHERE id BETWEEN` did.
 #[cfg(test)]
 pub(super) fn set_state(tx: &mut impl GenericClient, first: i64, last: i64, set: &str) -> Result<()> {
-    let named: Vec<(i64, i64)> = tx
-        .query("SELECT group_id, id FROM items WHERE id BETWEEN $1 AND $2", &[&first, &last])?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+    let named = super::rows::held_by_spans(tx, &(first..=last).collect::<Vec<_>>())?;
     write_spans(tx, &Runs::of(&named), set, "true", &[])?;
     Ok(())
 }
@@ -388,21 +384,22 @@ mod tests {
         let kinds = ledger
             .transaction(|tx| {
                 let mut kinds = [0usize; 3];
+                super::super::rows::fill_item_rows(tx, "item_rows")?;
                 tx.batch_execute(&format!(
-                    "CREATE TEMP TABLE oracle ON COMMIT DROP AS SELECT id, group_id, {SPAN_COLUMNS} FROM item_states"
+                    "CREATE TEMP TABLE oracle ON COMMIT DROP AS SELECT id, group_id, {SPAN_COLUMNS} FROM item_rows"
                 ))?;
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     match kind {
                         0 => {
-                            let rows = tx.query("DELETE FROM items WHERE id = $1 RETURNING group_id, id", &[&first])?;
+                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
                             tx.execute("DELETE FROM oracle WHERE id = $1", &[&first])?;
-                            let gone: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+                            let gone: Vec<(i64, i64)> = rows;
                             delete_spans(tx, &Runs::of(&gone))?;
                             kinds[0] += 1;
                         }
                         // Every parked span of the first group queued again.
                         1 => {
-                            let group: i64 = tx.query_one("SELECT min(group_id) FROM items", &[])?.get(0);
+                            let group: i64 = tx.query_one("SELECT min(group_id) FROM spans", &[])?.get(0);
                             let (set, filter) = writes[5];
                             let filter = format!("group_id = $1 AND {filter}");
                             tx.execute(&format!("UPDATE oracle SET {set} WHERE {filter}"), &[&group])?;
@@ -419,11 +416,8 @@ mod tests {
                             )?;
                             // The runs are the ids the write names, not
                             // those its filter kept.
-                            let named: Vec<(i64, i64)> = tx
-                                .query("SELECT group_id, id FROM items WHERE id BETWEEN $1 AND $2", &[&first, &last])?
-                                .iter()
-                                .map(|r| (r.get(0), r.get(1)))
-                                .collect();
+                            let named: Vec<(i64, i64)> =
+                                super::super::rows::held_by_spans(tx, &(first..=last).collect::<Vec<_>>())?;
                             let written = write_spans(tx, &Runs::of(&named), set, filter, &[])?;
                             let n: i64 = written.iter().map(|(_, f, l)| l - f + 1).sum();
                             assert_eq!(n, rows.len() as i64, "step {step}: the spans written hold the items written");

@@ -1,15 +1,11 @@
 -- Schema 12 of the PostgreSQL ledger, over schema 11: a ledger per batch
 -- (issue 48; docs/design.md, *A ledger per batch*), the tables of SQLite's
 -- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
--- builds it: the migration fills these tables from the items, then takes
--- the items' state columns off (below): the spans are the items' state,
--- written by every write of it (`spans.rs`) and read by every reader. The
--- items keep their ids, groups, keys, URLs, lastmods and actions;
--- admission and `ledger copy` write their new items as batch rows too,
--- every write of a lastmod or an action keeps `item_changes`
--- (`batches.rs`, `set_changes`), and the look-up of hashes, `queue list`
--- and a URL's ids read them. The released schema 12 will drop the items
--- once every reader has moved.
+-- builds it: the migration fills these tables from the items, then drops
+-- the items (below): the spans are the items' state, written by every
+-- write of it (`spans.rs`), a URL is written once, in its batch row, and
+-- an item's lastmod and action are its batch row's or `item_changes`'
+-- (`batches.rs`, `set_changes`).
 
 -- An admitted batch of one group: the items `first_id` to
 -- `first_id + n - 1`, their URLs' 128-bit hashes sorted with each one's
@@ -99,20 +95,19 @@ ALTER TABLE hash_pages ALTER COLUMN entries SET STORAGE EXTERNAL;
 
 -- (the migration fills the batches and spans from the items here)
 
--- The spans are the items' state from here on: every write of state writes
--- spans (`spans.rs`), every read reads them, and the items keep their
--- identity and content alone (id, group, key, URL, action, lastmod).
--- Dropping a column marks it dropped without rewriting the table, so a
--- million items lose theirs at once; the indexes and checks on them go
--- with them.
+-- The items go: a URL lives in its batch row, an item's state in its span,
+-- its lastmod and action in its batch row or `item_changes` (issue 48).
+-- Their sequence stays, as `item_ids`, for the ids of the items admitted
+-- and copied from here on (and of the dropped items a copy brings).
 DROP VIEW item_states;
-DROP TRIGGER items_inserted ON items;
-DROP TRIGGER items_updated ON items;
-DROP TRIGGER items_deleted ON items;
+DO $seq$
+BEGIN
+    EXECUTE format('ALTER SEQUENCE %s RENAME TO item_ids', pg_get_serial_sequence('items', 'id'));
+END
+$seq$;
+ALTER SEQUENCE item_ids OWNED BY NONE;
+DROP TABLE items;
 DROP FUNCTION count_items();
-ALTER TABLE items DROP COLUMN state, DROP COLUMN next_attempt_at, DROP COLUMN enqueued_at,
-    DROP COLUMN attempts, DROP COLUMN last_class, DROP COLUMN streak, DROP COLUMN streak_started_at,
-    DROP COLUMN accepted_at, DROP COLUMN parked_fingerprint, DROP COLUMN last_request_id;
 
 -- The kept counts by group and state now follow the spans, by their
 -- lengths, with schema 1's statement triggers' rule: a statement writes
@@ -146,18 +141,3 @@ CREATE TRIGGER spans_updated AFTER UPDATE ON spans REFERENCING OLD TABLE AS old_
     FOR EACH STATEMENT EXECUTE FUNCTION count_spans();
 CREATE TRIGGER spans_deleted AFTER DELETE ON spans REFERENCING OLD TABLE AS old_spans
     FOR EACH STATEMENT EXECUTE FUNCTION count_spans();
-
--- The items with their state, for the rare readers that want item rows
--- (`queue list`'s test oracle, `ledger copy`, a look-up of found ids):
--- each item joined to the span holding it (the one of its group that
--- starts last at or before it), in flight where a reservation lists it.
--- The hot paths read spans by run instead.
-CREATE VIEW item_states AS
-SELECT i.id, i.url, i.group_id,
-       CASE WHEN i.id IN (SELECT id FROM in_flight) THEN 'in_flight' ELSE s.state END AS state,
-       i.action, i.lastmod, s.next_attempt_at, s.enqueued_at, s.attempts, s.last_class, s.streak,
-       s.streak_started_at, s.accepted_at, s.parked_fingerprint, i.url_key, s.last_request_id
-FROM items i CROSS JOIN LATERAL (
-    SELECT * FROM spans WHERE group_id = i.group_id AND first <= i.id ORDER BY first DESC LIMIT 1
-) AS s
-WHERE s.last >= i.id;
