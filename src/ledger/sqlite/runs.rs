@@ -12,9 +12,8 @@ use crate::ledger::sql::REQUEST_COLUMNS;
 use rusqlite::Connection;
 
 /// A request's first item if `queue drop` removed it: joined after
-/// `requests r`, for `FIRST_URL`. (The shared `sql::FIRST_ITEM` joins the
-/// items, which schema 12 no longer has: a live item's URL is in its batch
-/// row, read by `first_url`.)
+/// `requests r`, for `FIRST_URL`. A live item's URL is in its batch row,
+/// read by `first_url`.
 const FIRST_ITEM: &str = "LEFT JOIN dropped_items d ON d.id = r.first_item";
 
 /// The dropped URL (if any) and the id of a request's first item: two
