@@ -44,10 +44,10 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 /// Schema 11, over schema 10: the sources that cannot be read, since when,
 /// and when a run last said so.
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
-/// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
-/// its branch — the batches, spans and hash runs, filled from the items
-/// (`batches::fill_from_items`) where `FILL_SPANS` marks, then the items'
-/// state columns taken off (the spans are their state).
+/// Schema 12, over schema 11: a ledger per batch (issue 48) — the
+/// batches, spans and hash runs, filled from the items
+/// (`batches::fill_from_items`) where `FILL_SPANS` marks, then the items
+/// dropped (the spans are their state, the batch rows their URLs).
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 /// Where schema 12's script is cut for the spans to be filled.
 const FILL_SPANS: &str = "-- (the migration fills the batches and spans from the items here)";

@@ -42,8 +42,8 @@ const SCHEMA_10: &str = include_str!("schema/0010_ghost_urls.sql");
 /// Schema 11, over schema 10: the sources that cannot be read, since when,
 /// and when a run last said so.
 const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
-/// Schema 12, over schema 11: a ledger per batch (issue 48), provisional on
-/// its branch — the batches, spans and hash runs, filled from the items
+/// Schema 12, over schema 11: a ledger per batch (issue 48) — the
+/// batches, spans and hash runs, filled from the items
 /// (`batches::fill_from`); then `SCHEMA_12_ITEMS`.
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 /// Schema 12's second step, once the batches, spans and changes are filled

@@ -1,8 +1,7 @@
 -- Schema 12 of the PostgreSQL ledger, over schema 11: a ledger per batch
 -- (issue 48; docs/design.md, *A ledger per batch*), the tables of SQLite's
--- schema 12 in PostgreSQL's dialect. PROVISIONAL, on the branch that
--- builds it: the migration fills these tables from the items, then drops
--- the items (below): the spans are the items' state, written by every
+-- schema 12 in PostgreSQL's dialect. The migration fills these tables
+-- from the items, then drops the items (below): the spans are the items' state, written by every
 -- write of it (`spans.rs`), a URL is written once, in its batch row, and
 -- an item's lastmod and action are its batch row's or `item_changes`'
 -- (`batches.rs`, `set_changes`).

@@ -1,6 +1,6 @@
 -- Schema 12, over schema 11: a ledger per batch (issue 48; docs/design.md,
--- *A ledger per batch*). PROVISIONAL, on the branch that builds it: the
--- migration fills these tables from the items, then drops the items
+-- *A ledger per batch*). The migration fills these tables from the
+-- items, then drops the items
 -- (`0012_items.sql`); admission and copies write their new items as batch
 -- rows and spans. The spans hold the items' state; every write of state is
 -- a write of spans (`sqlite/spans.rs`).
