@@ -1,6 +1,6 @@
 //! Every default of the configuration, in one table: the value a key takes
 //! when the file leaves it out. `resolve` reads them from here and nowhere
-//! else; the README's configuration table shows the same values (a test
+//! else; docs/configuration.md's table shows the same values (a test
 //! below holds the two together).
 
 use crate::model::SubmitOrder;
@@ -343,10 +343,10 @@ mod tests {
         assert_eq!(p.fetch_hosts.len(), PROPERTY_FETCH_HOSTS.len(), "no host beyond the site's and the sources'");
     }
 
-    /// The README's configuration table, row by row: the default column
+    /// docs/configuration.md's table, row by row: the default column
     /// (its `code` spans) against this table.
     #[test]
-    fn the_readme_table_shows_these_defaults() {
+    fn the_configuration_reference_shows_these_defaults() {
         enum Shown {
             Text(String),
             Duration(Duration),
@@ -407,12 +407,12 @@ mod tests {
             ("`[[serve.token]] scope`", vec![text(SERVE_TOKEN_SCOPE.as_str())]),
             ("`[serve] metrics_public`", vec![T(SERVE_METRICS_PUBLIC.to_string())]),
         ];
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/configuration.md");
         let cells = |key: &str| -> Vec<String> {
             let row = readme
                 .lines()
                 .find(|line| line.starts_with(&format!("| {key} |")))
-                .unwrap_or_else(|| panic!("no README row for {key}"));
+                .unwrap_or_else(|| panic!("no row for {key} in docs/configuration.md"));
             let default = row.split(" | ").nth(1).unwrap_or_default();
             default.split('`').skip(1).step_by(2).map(str::to_string).collect()
         };

@@ -11,16 +11,16 @@
 //! 9 holds a claim's items in runs of `in_flight`; PostgreSQL's schema 9
 //! stores a reservation's list of items uncompressed).
 
-use crate::support::mock::{MockResponse, MockServer};
+use crate::support::mock::{MockResponse, MockServer, FIXTURE_PORT};
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The fixtures' URLs name one fixed port (they were written by an older
-/// binary against it): the tests that serve it take turns, or two of them
-/// running at once would fail to bind it.
-static FIXTURE_PORT: Mutex<()> = Mutex::new(());
+/// binary against it), kept bound for the whole run: the tests that serve
+/// it take turns, or two servers would share its connections.
+static FIXTURE_PORT_TURN: Mutex<()> = Mutex::new(());
 
 const NOW: &str = "2026-12-04T10:00:00Z";
 
@@ -210,8 +210,8 @@ fn the_claim_in_flight_is_shown_and_sent_again_once(schema: Schema, sb: &Sandbox
     }
     assert_eq!(views["status"]["queue"]["in_flight"], 4, "{:#}", views["status"]);
     // The endpoints the fixture's URLs name, served here, one test at a time.
-    let _port = FIXTURE_PORT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let engine = MockServer::start_on(47392);
+    let _turn = FIXTURE_PORT_TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = MockServer::start_on(FIXTURE_PORT);
     let key = "0123456789abcdef0123456789abcdef";
     engine.on("GET", &format!("/{key}.txt"), vec![MockResponse::status(200).body(key)]);
     engine.on("POST", "/indexnow-held", vec![MockResponse::status(200)]);

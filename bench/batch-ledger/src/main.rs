@@ -187,14 +187,16 @@ fn search(blob: &[u8], size: usize, hash: u128) -> Option<usize> {
     None
 }
 
+/// Group 1's unmerged batches: each one's first id and sorted blob.
+const LEVEL0_BATCHES: &str =
+    "SELECT b.first_id, b.sorted FROM level0 l JOIN batches b ON b.first_id = l.first_id WHERE l.group_id = 1";
+
 /// The ids of `hashes` (sorted) in group 1: the unmerged batches' sorted
 /// blobs, then each tier's run, by a seek a hash when few are asked, else
 /// by reading the run's pages in order.
 fn look_up(conn: &Connection, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
-    let mut level0 = conn.prepare_cached(
-        "SELECT b.first_id, b.sorted FROM level0 l JOIN batches b ON b.first_id = l.first_id WHERE l.group_id = 1",
-    )?;
+    let mut level0 = conn.prepare_cached(LEVEL0_BATCHES)?;
     let mut rows = level0.query([])?;
     while let Some(r) = rows.next()? {
         let first: i64 = r.get(0)?;
@@ -298,9 +300,7 @@ fn split(h: u128) -> (u64, u64) {
 impl Memo {
     fn load(conn: &Connection) -> Result<Memo> {
         let mut hashes = Vec::new();
-        let mut level0 = conn.prepare(
-            "SELECT b.first_id, b.sorted FROM level0 l JOIN batches b ON b.first_id = l.first_id WHERE l.group_id = 1",
-        )?;
+        let mut level0 = conn.prepare(LEVEL0_BATCHES)?;
         let mut rows = level0.query([])?;
         while let Some(r) = rows.next()? {
             let first: i64 = r.get(0)?;

@@ -301,8 +301,40 @@ fn note_assertion(req: &Request) {
     }
 }
 
-/// How long a mock server waits for a fixed port another socket holds.
+/// The port the ledger fixtures' URLs name (they were written by older
+/// binaries against it).
+pub const FIXTURE_PORT: u16 = 47392;
+
+/// How long the first bind of a fixed port waits for a socket that holds it.
 const FIXED_PORT_WAIT: Duration = Duration::from_secs(30);
+
+/// The fixed ports bound so far, each kept open until the run ends.
+static FIXED_PORTS: Mutex<Vec<(u16, TcpListener)>> = Mutex::new(Vec::new());
+
+/// A listener on 127.0.0.1:`port`, bound the first time it is asked for and
+/// then kept: a fixed port lies in the kernel's range of ephemeral ports,
+/// so once let go, another test's connection could take it for as long as
+/// it lives. The first bind waits up to `FIXED_PORT_WAIT` for a socket that
+/// holds it; `Sandbox::new` reserves `FIXTURE_PORT` early in the run.
+pub fn reserve_fixed_port(port: u16) -> TcpListener {
+    let mut fixed = FIXED_PORTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, listener)) = fixed.iter().find(|(p, _)| *p == port) {
+        return listener.try_clone().expect("mock server: clone the fixed port's listener");
+    }
+    let deadline = Instant::now() + FIXED_PORT_WAIT;
+    let listener = loop {
+        match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(listener) => break listener,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("mock server: bind 127.0.0.1:{port}: {e}"),
+        }
+    };
+    let clone = listener.try_clone().expect("mock server: clone the fixed port's listener");
+    fixed.push((port, listener));
+    clone
+}
 
 impl MockServer {
     /// Binds 127.0.0.1:0 and serves each connection on its own thread.
@@ -310,20 +342,13 @@ impl MockServer {
         MockServer::start_on(0)
     }
 
-    /// Binds 127.0.0.1:`port` (a ledger fixture's, which its URLs name).
-    /// A fixed port lies in the kernel's range of ephemeral ports, so
-    /// another test's connection may hold it for a moment: the bind is
-    /// tried again until `FIXED_PORT_WAIT` is over.
+    /// Serves 127.0.0.1:`port` (a ledger fixture's, which its URLs name),
+    /// on the listener `reserve_fixed_port` keeps for the whole run.
     pub fn start_on(port: u16) -> MockServer {
-        let deadline = Instant::now() + FIXED_PORT_WAIT;
-        let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)) {
-                Ok(listener) => break listener,
-                Err(e) if port != 0 && e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline => {
-                    thread::sleep(Duration::from_millis(50));
-                }
-                Err(e) => panic!("mock server: bind 127.0.0.1:{port}: {e}"),
-            }
+        let listener = if port == 0 {
+            TcpListener::bind(("127.0.0.1", 0)).unwrap_or_else(|e| panic!("mock server: bind 127.0.0.1:0: {e}"))
+        } else {
+            reserve_fixed_port(port)
         };
         let addr = listener.local_addr().expect("mock server: local_addr");
         let shared = Arc::new(Shared {

@@ -167,6 +167,8 @@ pub struct Sandbox {
 impl Sandbox {
     /// A sandbox whose engine accepts everything (200) and whose site serves the key.
     pub fn new() -> Sandbox {
+        // Early in the run, before many connections hold ephemeral ports.
+        drop(mock::reserve_fixed_port(mock::FIXTURE_PORT));
         let engine = MockServer::start();
         engine.on("POST", ENDPOINT_PATH, vec![MockResponse::status(200)]);
         let site = MockServer::start();
