@@ -296,7 +296,8 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
         };
         match &*held {
             Kept::Sorted(sorted) => {
-                let first_id = batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
+                let first_id =
+                    batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
                 let mut places = batches::Places::new(sorted)?;
                 for k in open {
                     found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
@@ -1470,6 +1471,62 @@ mod tests {
                     assert_eq!(find_ids(tx, 2, &[url_hash(url)])?, [Some(10_000 + k as i64)], "{url}");
                 }
                 assert_eq!(find_ids(tx, 2, &[url_hash("https://site.example/new")])?, [None]);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// A merged run a look-up read whole is kept, and the next look-up
+    /// finds the same ids in it without reading it; a run written again
+    /// under the same id (its first writer rolled back, the sequence set
+    /// back) is another run, read anew, not the one kept.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_kept_run_is_found_again_and_a_run_written_anew_is_read() {
+        let mut ledger = test_postgres();
+        let now = t("2026-12-03T09:00:00Z");
+        let write = |tx: &mut Transaction<'_>, site: &str| -> Result<(Vec<u128>, i64)> {
+            let urls: Vec<String> = (0..FANOUT * 3).map(|i| format!("https://{site}/{i}")).collect();
+            for (b, batch) in urls.chunks(3).enumerate() {
+                let items: Vec<BatchItem> =
+                    batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                write_batch(tx, 1, 1 + 3 * b as i64, now, &items)?;
+            }
+            let run: i64 = tx.query_one("SELECT run FROM hash_runs WHERE tier = 1", &[])?.get(0);
+            Ok((urls.iter().map(|u| url_hash(u)).collect(), run))
+        };
+        let kept_of =
+            |run: i64| kept_runs().as_ref().map_or(0, |k| k.keys().filter(|k| k.run == run && k.group == 1).count());
+        ledger
+            .transaction(|tx| {
+                Ok(tx.batch_execute(
+                    "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't')",
+                )?)
+            })
+            .unwrap();
+        let expected: Vec<Option<i64>> = (1..=(FANOUT * 3) as i64).map(Some).collect();
+        let first = ledger.transaction(|tx| {
+            let (hashes, run) = write(tx, "a.example")?;
+            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+            assert_eq!(kept_of(run), 1, "the run read whole is kept");
+            // Read again from what was kept, its pages gone from the table.
+            tx.execute("DELETE FROM hash_pages WHERE run = $1", &[&run])?;
+            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+            Err::<(), _>(LedgerError::Invalid(format!("rolled back: {run}")))
+        });
+        let Err(LedgerError::Invalid(said)) = first else { panic!("{first:?}") };
+        let run: i64 = said.trim_start_matches("rolled back: ").parse().unwrap();
+        ledger
+            .transaction(|tx| {
+                tx.execute(
+                    "SELECT setval(pg_get_serial_sequence('hash_runs', 'run'), $1::bigint - 8, false)",
+                    &[&run],
+                )?;
+                let (hashes, again) = write(tx, "b.example")?;
+                assert_eq!(again, run, "the same run id, written anew");
+                assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+                let gone: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://a.example/{i}"))).collect();
+                assert_eq!(find_ids(tx, 1, &gone)?, vec![None; gone.len()]);
                 Ok(())
             })
             .unwrap();
