@@ -160,15 +160,17 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
 enum Kept {
     /// A batch's `sorted` blob (a run of tier 0).
     Sorted(Vec<u8>),
-    /// A merged run's pages in key order, with each page's first hash.
-    Pages(Vec<u128>, Vec<Vec<u8>>),
+    /// A merged run's hashes, each its first 8 bytes, in order: a hash
+    /// whose prefix is not among them is not in the run, and only the
+    /// pages of those that are need be read (a fresh URL's, almost never).
+    Prefixes(Vec<u64>),
 }
 
 impl Kept {
     fn bytes(&self) -> usize {
         match self {
             Kept::Sorted(blob) => blob.len(),
-            Kept::Pages(firsts, pages) => firsts.len() * 16 + pages.iter().map(Vec::len).sum::<usize>(),
+            Kept::Prefixes(prefixes) => prefixes.len() * 8,
         }
     }
 }
@@ -190,16 +192,17 @@ struct RunKey {
 /// The runs a look-up read whole, kept by this process for the next
 /// look-up: a run's entries never change once written (a merge writes a
 /// new run and deletes the old), so each admission of a submit need not
-/// read again every run its group holds, which made a look-up's reads
-/// grow with the ledger. Kept across ledgers and connections (the key
+/// read again every run its group holds for its new URLs, which made a
+/// look-up's reads grow with the ledger. A merged run is kept as its
+/// hashes' first 8 bytes (a third of its pages' size). Kept across ledgers and connections (the key
 /// names the table and the writing transaction), up to `KEPT_BYTES`; a
 /// run no longer listed is let go by the next look-up of its group.
 type KeptRuns = rustc_hash::FxHashMap<RunKey, Arc<Kept>>;
 static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
 
-/// The most bytes of runs `KEPT` holds; a run that would pass it is read
-/// each time, as before.
-const KEPT_BYTES: usize = 128 << 20;
+/// The most bytes of runs `KEPT` holds (8 MB at a million URLs); a run
+/// that would pass it is read each time, as before.
+const KEPT_BYTES: usize = 64 << 20;
 
 fn kept_runs() -> std::sync::MutexGuard<'static, Option<KeptRuns>> {
     // A panic while the map was held leaves it whole (each change is one
@@ -213,13 +216,13 @@ fn kept(key: &RunKey) -> Option<Arc<Kept>> {
 
 /// Keeps `run` if it fits, having let go the runs of its group that are
 /// not among `listed` (merged into others since).
-fn keep(key: RunKey, run: &Arc<Kept>, listed: &[RunKey]) {
+fn keep(key: RunKey, run: Kept, listed: &[RunKey]) {
     let mut guard = kept_runs();
     let kept = guard.get_or_insert_with(Default::default);
     kept.retain(|k, _| k.table != key.table || k.group != key.group || listed.contains(k));
     let used: usize = kept.values().map(|r| r.bytes()).sum();
     if used + run.bytes() <= KEPT_BYTES {
-        kept.insert(key, Arc::clone(run));
+        kept.insert(key, Arc::new(run));
     }
 }
 
@@ -228,8 +231,9 @@ fn keep(key: RunKey, run: &Arc<Kept>, listed: &[RunKey]) {
 /// could hold a hash found by its key and searched, or, when the hashes
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
-/// times). A run read whole is kept for the next look-up (`KEPT`), and
-/// searched there instead of read again. The newest runs are read first
+/// times). A run read whole is kept for the next look-up (`KEPT`: a
+/// batch's blob, a merged run's hash prefixes), and only the hashes a
+/// merged run kept may hold are sought in its pages. The newest runs are read first
 /// (the lower tiers, the later runs of a tier), so a URL admitted again
 /// after a drop is found at its newer id.
 pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
@@ -261,68 +265,82 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
         if open.is_empty() {
             break;
         }
-        let held = match kept(&key) {
-            Some(held) => held,
-            None => match batch {
-                Some(first_id) => {
-                    let row = tx.query_one(&sorted_of, &[&first_id])?;
-                    let held = Arc::new(Kept::Sorted(row.get(0)));
-                    keep(key, &held, &listed);
-                    held
-                }
-                None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
-                    for k in open {
-                        let key = hashes[k].to_be_bytes();
-                        if let Some(row) = tx.query_opt(&page_at, &[&run, &&key[..]])? {
-                            found[k] = batches::find_in_page(row.get(0), hashes[k])?;
-                        }
-                    }
-                    continue;
-                }
-                None => {
-                    // The run's pages, in key order, as the server sends them.
-                    let mut rows = tx.query_raw(&pages_of, [&run])?;
-                    let (mut firsts, mut pages) = (Vec::new(), Vec::new());
-                    while let Some(row) = rows.next()? {
-                        let page: Vec<u8> = row.get(0);
-                        firsts.push(batches::first_hash(&page)?);
-                        pages.push(page);
-                    }
-                    let held = Arc::new(Kept::Pages(firsts, pages));
-                    keep(key, &held, &listed);
-                    held
-                }
-            },
-        };
-        match &*held {
-            Kept::Sorted(sorted) => {
+        // The hashes to read the run's pages for: all those still sought,
+        // or, of a run kept, those whose prefix it holds.
+        let sought = match kept(&key).as_deref() {
+            Some(Kept::Sorted(sorted)) => {
                 let first_id =
                     batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
                 let mut places = batches::Places::new(sorted)?;
                 for k in open {
                     found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
                 }
+                continue;
             }
-            Kept::Pages(firsts, pages) => {
-                // Each hash is searched in the last page starting at or
-                // before it.
+            Some(Kept::Prefixes(prefixes)) => {
                 let mut at = 0;
-                let mut ids: Option<batches::PageIds> = None;
+                let mut maybe = Vec::new();
                 for k in open {
-                    let hash = hashes[k];
-                    let mut moved = false;
-                    while at < firsts.len() && firsts[at] <= hash {
-                        at += 1;
-                        moved = true;
+                    let prefix = (hashes[k] >> 64) as u64;
+                    at += prefixes[at..].partition_point(|p| *p < prefix);
+                    if prefixes.get(at) == Some(&prefix) {
+                        maybe.push(k);
                     }
-                    if at == 0 {
-                        continue;
-                    }
-                    if moved || ids.is_none() {
-                        ids = Some(batches::PageIds::new(&pages[at - 1])?);
-                    }
-                    found[k] = ids.as_mut().and_then(|ids| ids.find(hash));
                 }
+                maybe
+            }
+            None => open,
+        };
+        if sought.is_empty() {
+            continue;
+        }
+        match batch {
+            Some(first_id) => {
+                let row = tx.query_one(&sorted_of, &[&first_id])?;
+                let held = Kept::Sorted(row.get(0));
+                let Kept::Sorted(sorted) = &held else { unreachable!("just made") };
+                let mut places = batches::Places::new(sorted)?;
+                for k in sought {
+                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
+                }
+                keep(key, held, &listed);
+            }
+            None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+                for k in sought {
+                    let key = hashes[k].to_be_bytes();
+                    if let Some(row) = tx.query_opt(&page_at, &[&run, &&key[..]])? {
+                        found[k] = batches::find_in_page(row.get(0), hashes[k])?;
+                    }
+                }
+            }
+            None => {
+                // Each hash is searched in the last page starting at or
+                // before it: the page read before the first that starts
+                // after it. The pages come one at a time, as the server
+                // sends them; the run's prefixes are kept as they pass.
+                let mut prefixes = Vec::with_capacity(n as usize);
+                let mut rows = tx.query_raw(&pages_of, [&run])?;
+                let mut page: Option<Vec<u8>> = None;
+                let mut next = 0;
+                loop {
+                    let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0));
+                    if let Some(p) = &following {
+                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| (*hash >> 64) as u64));
+                    }
+                    let bound = following.as_deref().map(batches::first_hash).transpose()?;
+                    let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
+                    while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
+                        if let Some(ids) = &mut ids {
+                            found[sought[next]] = ids.find(hashes[sought[next]]);
+                        }
+                        next += 1;
+                    }
+                    match following {
+                        Some(p) => page = Some(p),
+                        None => break,
+                    }
+                }
+                keep(key, Kept::Prefixes(prefixes), &listed);
             }
         }
     }
@@ -1476,8 +1494,9 @@ mod tests {
             .unwrap();
     }
 
-    /// A merged run a look-up read whole is kept, and the next look-up
-    /// finds the same ids in it without reading it; a run written again
+    /// A merged run a look-up read whole is kept (its hashes' prefixes),
+    /// and the next look-up reads none of its pages for a hash it does not
+    /// hold, but reads them for one it may; a run written again
     /// under the same id (its first writer rolled back, the sequence set
     /// back) is another run, read anew, not the one kept.
     #[test]
@@ -1509,9 +1528,17 @@ mod tests {
             let (hashes, run) = write(tx, "a.example")?;
             assert_eq!(find_ids(tx, 1, &hashes)?, expected);
             assert_eq!(kept_of(run), 1, "the run read whole is kept");
-            // Read again from what was kept, its pages gone from the table.
+            // A hash the kept prefixes do not hold is not sought in the
+            // run's pages: here a page made to claim it.
+            let new = url_hash("https://a.example/new");
+            let claimed = batches::merge(vec![(new, 99)], |_, _| Ok(true))?;
             tx.execute("DELETE FROM hash_pages WHERE run = $1", &[&run])?;
-            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+            tx.execute(
+                "INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)",
+                &[&run, &&claimed[0].first_hash[..], &claimed[0].entries],
+            )?;
+            assert_eq!(find_ids(tx, 1, &[new])?, [None], "not read: the run kept says it is not there");
+            assert_eq!(find_ids(tx, 1, &hashes[..1])?, [None], "read: the run kept may hold it");
             Err::<(), _>(LedgerError::Invalid(format!("rolled back: {run}")))
         });
         let Err(LedgerError::Invalid(said)) = first else { panic!("{first:?}") };
