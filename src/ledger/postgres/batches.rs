@@ -15,6 +15,7 @@ use super::super::{LedgerError, Result};
 use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
 use pg::Statement;
+use std::sync::{Arc, Mutex};
 
 /// Writes the batch `items` of `group`, ids from `first_id`, and merges
 /// its group's runs as far as a tier is full.
@@ -155,44 +156,157 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
     Ok(batches::text(row.get(2), n as usize, (id - first_id) as u32)?.to_string())
 }
 
+/// A run's entries as a look-up last read them, kept for the next.
+enum Kept {
+    /// A batch's `sorted` blob (a run of tier 0).
+    Sorted(Vec<u8>),
+    /// A merged run's hashes, each its first 8 bytes, in order: a hash
+    /// whose prefix is not among them is not in the run, and only the
+    /// pages of those that are need be read (a fresh URL's, almost never).
+    Prefixes(Vec<u64>),
+}
+
+impl Kept {
+    fn bytes(&self) -> usize {
+        match self {
+            Kept::Sorted(blob) => blob.len(),
+            Kept::Prefixes(prefixes) => prefixes.len() * 8,
+        }
+    }
+}
+
+/// Which run a kept copy is of: the `hash_runs` table's oid (a schema's
+/// own, new when the table is made again), the run's group and id, and
+/// the id of the transaction that wrote its row (`xmin`: a run's row and
+/// its entries are written by one transaction and never changed after,
+/// so a run of the same id written again, after its table was made anew
+/// or by a transaction that rolled back, is another key).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct RunKey {
+    table: u32,
+    group: i64,
+    run: i64,
+    xmin: u32,
+}
+
+/// The runs a look-up read whole, kept by this process for the next
+/// look-up: a run's entries never change once written (a merge writes a
+/// new run and deletes the old), so each admission of a submit need not
+/// read again every run its group holds for its new URLs, which made a
+/// look-up's reads grow with the ledger. A merged run is kept as its
+/// hashes' first 8 bytes (a third of its pages' size). Kept across ledgers and connections (the key
+/// names the table and the writing transaction), up to `KEPT_BYTES`; a
+/// run no longer listed is let go by the next look-up of its group.
+type KeptRuns = rustc_hash::FxHashMap<RunKey, Arc<Kept>>;
+static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
+
+/// The most bytes of runs `KEPT` holds (8 MB at a million URLs); a run
+/// that would pass it is read each time, as before.
+const KEPT_BYTES: usize = 64 << 20;
+
+fn kept_runs() -> std::sync::MutexGuard<'static, Option<KeptRuns>> {
+    // A panic while the map was held leaves it whole (each change is one
+    // insert or retain), so a poisoned lock is taken as it is.
+    KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn kept(key: &RunKey) -> Option<Arc<Kept>> {
+    kept_runs().as_ref().and_then(|k| k.get(key).cloned())
+}
+
+/// Keeps `run` if it fits, having let go the runs of its group that are
+/// not among `listed` (merged into others since).
+fn keep(key: RunKey, run: Kept, listed: &[RunKey]) {
+    let mut guard = kept_runs();
+    let kept = guard.get_or_insert_with(Default::default);
+    kept.retain(|k, _| k.table != key.table || k.group != key.group || listed.contains(k));
+    let used: usize = kept.values().map(|r| r.bytes()).sum();
+    if used + run.bytes() <= KEPT_BYTES {
+        kept.insert(key, Arc::new(run));
+    }
+}
+
 /// The id of each of `hashes` in `group`, if the group holds it: in every
 /// run of the group, a batch's blob searched; a merged run's page that
 /// could hold a hash found by its key and searched, or, when the hashes
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
-/// times). The newest runs are read first (the lower tiers, the later runs
-/// of a tier), so a URL admitted again after a drop is found at its newer
-/// id.
+/// times). A run read whole is kept for the next look-up (`KEPT`: a
+/// batch's blob, a merged run's hash prefixes), and only the hashes a
+/// merged run kept may hold are sought in its pages. The newest runs are read first
+/// (the lower tiers, the later runs of a tier), so a URL admitted again
+/// after a drop is found at its newer id.
 pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let mut found = vec![None; hashes.len()];
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
     by_hash.sort_unstable_by_key(|&k| hashes[k]);
-    let runs: Vec<(i64, i64, Option<i64>)> = tx
-        .query("SELECT run, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC", &[&group])?
+    let runs: Vec<(RunKey, i64, Option<i64>)> = tx
+        .query(
+            "SELECT run, n, batch, xmin::text::bigint, 'hash_runs'::regclass::oid::bigint FROM hash_runs
+             WHERE group_id = $1 ORDER BY tier, run DESC",
+            &[&group],
+        )?
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| {
+            let (table, xmin) = (r.get::<_, i64>(4) as u32, r.get::<_, i64>(3) as u32);
+            (RunKey { table, group, run: r.get(0), xmin }, r.get(1), r.get(2))
+        })
         .collect();
+    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
     let sorted_of = tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?;
     let page_at = tx.prepare(
         "SELECT entries FROM hash_pages WHERE run = $1 AND first_hash <= $2 ORDER BY first_hash DESC LIMIT 1",
     )?;
     let pages_of = tx.prepare("SELECT entries FROM hash_pages WHERE run = $1 ORDER BY first_hash")?;
-    for (run, n, batch) in runs {
+    for (key, n, batch) in runs.iter().copied() {
+        let run = key.run;
         // The hashes still sought, in hash order.
         let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
         if open.is_empty() {
             break;
         }
-        match batch {
-            Some(first_id) => {
-                let row = tx.query_one(&sorted_of, &[&first_id])?;
-                let mut places = batches::Places::new(row.get(0))?;
+        // The hashes to read the run's pages for: all those still sought,
+        // or, of a run kept, those whose prefix it holds.
+        let sought = match kept(&key).as_deref() {
+            Some(Kept::Sorted(sorted)) => {
+                let first_id =
+                    batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
+                let mut places = batches::Places::new(sorted)?;
                 for k in open {
                     found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
                 }
+                continue;
             }
-            None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+            Some(Kept::Prefixes(prefixes)) => {
+                let mut at = 0;
+                let mut maybe = Vec::new();
                 for k in open {
+                    let prefix = (hashes[k] >> 64) as u64;
+                    at += prefixes[at..].partition_point(|p| *p < prefix);
+                    if prefixes.get(at) == Some(&prefix) {
+                        maybe.push(k);
+                    }
+                }
+                maybe
+            }
+            None => open,
+        };
+        if sought.is_empty() {
+            continue;
+        }
+        match batch {
+            Some(first_id) => {
+                let row = tx.query_one(&sorted_of, &[&first_id])?;
+                let held = Kept::Sorted(row.get(0));
+                let Kept::Sorted(sorted) = &held else { unreachable!("just made") };
+                let mut places = batches::Places::new(sorted)?;
+                for k in sought {
+                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
+                }
+                keep(key, held, &listed);
+            }
+            None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+                for k in sought {
                     let key = hashes[k].to_be_bytes();
                     if let Some(row) = tx.query_opt(&page_at, &[&run, &&key[..]])? {
                         found[k] = batches::find_in_page(row.get(0), hashes[k])?;
@@ -203,17 +317,21 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
                 // Each hash is searched in the last page starting at or
                 // before it: the page read before the first that starts
                 // after it. The pages come one at a time, as the server
-                // sends them.
+                // sends them; the run's prefixes are kept as they pass.
+                let mut prefixes = Vec::with_capacity(n as usize);
                 let mut rows = tx.query_raw(&pages_of, [&run])?;
                 let mut page: Option<Vec<u8>> = None;
                 let mut next = 0;
                 loop {
                     let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0));
+                    if let Some(p) = &following {
+                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| (*hash >> 64) as u64));
+                    }
                     let bound = following.as_deref().map(batches::first_hash).transpose()?;
                     let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
-                    while next < open.len() && bound.is_none_or(|b| hashes[open[next]] < b) {
+                    while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
                         if let Some(ids) = &mut ids {
-                            found[open[next]] = ids.find(hashes[open[next]]);
+                            found[sought[next]] = ids.find(hashes[sought[next]]);
                         }
                         next += 1;
                     }
@@ -222,6 +340,7 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
                         None => break,
                     }
                 }
+                keep(key, Kept::Prefixes(prefixes), &listed);
             }
         }
     }
@@ -455,11 +574,12 @@ pub(super) fn alike_before() -> String {
         .join(" AND ")
 }
 
-/// Rewrites the spans of the runs of ids `ids` names (`$1`, `$2`: a group
-/// and an id a row, any order, repeats allowed), one statement for them
-/// all, `parts` giving the run's own pieces (as group_id, first, last and
-/// `SPAN_COLUMNS`, `r` the runs as (g, f, l)). For each group, the runs are
-/// its ids that follow each other; the spans of the group that overlap a
+/// Rewrites the spans of the runs of ids `written` names (a group and an
+/// id a row, any order, repeats allowed), one statement for them all,
+/// `parts` giving the run's own pieces (as group_id, first, last and
+/// `SPAN_COLUMNS`, `r` the runs as (g, f, l); `extra` its parameters from
+/// `$4`). For each group, the runs are its ids that follow each other
+/// (found here, so that the statement gets a row a run, not an id); the spans of the group that overlap a
 /// run or end or start next to it are deleted, and their pieces outside
 /// every run come back beside the run's parts; consecutive pieces of one
 /// group with equal columns are then written as one span. So a span is cut
@@ -467,16 +587,32 @@ pub(super) fn alike_before() -> String {
 /// run's parts are cut at a gap or a change of a column, and a new span is
 /// merged with a neighbour that is alike. Its callers write new items'
 /// spans (`new_queued_spans`, `copied_spans`).
-fn rewrite(tx: &mut impl GenericClient, parts: &str, params: &[&(dyn pg::types::ToSql + Sync)]) -> Result<()> {
+fn rewrite(
+    tx: &mut impl GenericClient,
+    written: &[(i64, i64)],
+    parts: &str,
+    extra: &[&(dyn pg::types::ToSql + Sync)],
+) -> Result<()> {
+    let mut sorted = written.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let (mut gs, mut fs, mut ls): (Vec<i64>, Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new(), Vec::new());
+    for (group, id) in sorted {
+        match (gs.last(), ls.last_mut()) {
+            (Some(g), Some(l)) if *g == group && *l + 1 == id => *l = id,
+            _ => {
+                gs.push(group);
+                fs.push(id);
+                ls.push(id);
+            }
+        }
+    }
+    let mut params: Vec<&(dyn pg::types::ToSql + Sync)> = vec![&gs, &fs, &ls];
+    params.extend_from_slice(extra);
     let alike = alike_before();
     tx.execute(
         &format!(
-            "WITH written (g, id) AS (SELECT DISTINCT g, id FROM unnest($1::bigint[], $2::bigint[]) AS w (g, id)),
-             r (g, f, l) AS (
-                 SELECT g, min(id), max(id)
-                 FROM (SELECT g, id, id - row_number() OVER (PARTITION BY g ORDER BY id) AS k FROM written) AS w
-                 GROUP BY g, k
-             ),
+            "WITH r (g, f, l) AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[])),
              -- The spans a run overlaps or touches: those that start in it
              -- or just past it, and the one before it if that reaches it
              -- or ends just before it.
@@ -516,7 +652,7 @@ fn rewrite(tx: &mut impl GenericClient, parts: &str, params: &[&(dyn pg::types::
              SELECT group_id, min(first), max(last), {SPAN_COLUMNS} FROM islands
              GROUP BY group_id, island, {SPAN_COLUMNS}"
         ),
-        params,
+        &params,
     )?;
     Ok(())
 }
@@ -529,13 +665,13 @@ pub(super) fn copied_spans(tx: &mut impl GenericClient, fresh: &[(i64, i64)]) ->
     if fresh.is_empty() {
         return Ok(());
     }
-    let (groups, ids): (Vec<i64>, Vec<i64>) = fresh.iter().copied().unzip();
+    let groups: Vec<i64> = fresh.iter().map(|f| f.0).collect();
     lock_spans(tx, &groups)?;
     let parts = "SELECT c.grp, c.dst, c.dst, c.state, c.next_attempt_at, c.enqueued_at, c.attempts, c.last_class,
                      c.streak, c.streak_started_at, c.accepted_at, c.parked_fingerprint, q.dst
                  FROM r JOIN copy_items c ON c.fresh AND c.grp = r.g AND c.dst BETWEEN r.f AND r.l
                      LEFT JOIN copy_requests q ON q.src = c.last_request";
-    rewrite(tx, parts, &[&groups, &ids])
+    rewrite(tx, fresh, parts, &[])
 }
 
 /// The spans of an admission's new items, (group, id) in any order, as
@@ -548,11 +684,11 @@ pub(super) fn new_queued_spans(tx: &mut impl GenericClient, new: &[(i64, i64)], 
     if new.is_empty() {
         return Ok(());
     }
-    let (groups, ids): (Vec<i64>, Vec<i64>) = new.iter().copied().unzip();
+    let groups: Vec<i64> = new.iter().map(|n| n.0).collect();
     lock_spans(tx, &groups)?;
-    let parts = "SELECT g, f, l, 'queued', $3::timestamptz, $3::timestamptz, 0, NULL::text, 0, NULL::timestamptz,
+    let parts = "SELECT g, f, l, 'queued', $4::timestamptz, $4::timestamptz, 0, NULL::text, 0, NULL::timestamptz,
                      NULL::timestamptz, NULL::text, NULL::bigint FROM r";
-    rewrite(tx, parts, &[&groups, &ids, &now])
+    rewrite(tx, new, parts, &[&now])
 }
 
 /// An item's lastmod (seconds since 1970-01-01 UTC) and action.
@@ -564,15 +700,33 @@ type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 /// What the batch rows say of each of `ids` (in the order given): its
 /// lastmod and action as admitted, `None` for an id no batch row holds.
 /// One statement reads each batch row holding any of them once, and only
-/// its small blobs.
+/// its small blobs. The ids go as the runs of them that follow each other
+/// (most often one run, an admission's or a request's), each run's batch
+/// rows found by two seeks: the last starting at or before the run, and
+/// those starting inside it.
 fn batch_values(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let (mut lows, mut highs): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for id in sorted {
+        match highs.last_mut() {
+            Some(high) if *high + 1 == id => *high = id,
+            _ => {
+                lows.push(id);
+                highs.push(id);
+            }
+        }
+    }
     let rows = tx.query(
         "SELECT b.first_id, b.n, b.lastmods, b.actions FROM batches b
          WHERE b.first_id IN (
-             SELECT (SELECT max(first_id) FROM batches WHERE first_id <= w.id) FROM unnest($1::bigint[]) AS w (id)
+             SELECT s.first_id FROM unnest($1::bigint[], $2::bigint[]) AS w (low, high)
+                 JOIN batches s ON s.first_id <= w.high AND s.first_id >= coalesce(
+                     (SELECT max(first_id) FROM batches WHERE first_id <= w.low), w.low)
          )
          ORDER BY b.first_id",
-        &[&ids],
+        &[&lows, &highs],
     )?;
     let held: std::collections::BTreeMap<i64, BatchBlobs> =
         rows.iter().map(|r| (r.get::<_, i64>(0), (i64::from(r.get::<_, i32>(1)), r.get(2), r.get(3)))).collect();
@@ -1335,6 +1489,71 @@ mod tests {
                     assert_eq!(find_ids(tx, 2, &[url_hash(url)])?, [Some(10_000 + k as i64)], "{url}");
                 }
                 assert_eq!(find_ids(tx, 2, &[url_hash("https://site.example/new")])?, [None]);
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// A merged run a look-up read whole is kept (its hashes' prefixes),
+    /// and the next look-up reads none of its pages for a hash it does not
+    /// hold, but reads them for one it may; a run written again
+    /// under the same id (its first writer rolled back, the sequence set
+    /// back) is another run, read anew, not the one kept.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_kept_run_is_found_again_and_a_run_written_anew_is_read() {
+        let mut ledger = test_postgres();
+        let now = t("2026-12-03T09:00:00Z");
+        let write = |tx: &mut Transaction<'_>, site: &str| -> Result<(Vec<u128>, i64)> {
+            let urls: Vec<String> = (0..FANOUT * 3).map(|i| format!("https://{site}/{i}")).collect();
+            for (b, batch) in urls.chunks(3).enumerate() {
+                let items: Vec<BatchItem> =
+                    batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                write_batch(tx, 1, 1 + 3 * b as i64, now, &items)?;
+            }
+            let run: i64 = tx.query_one("SELECT run FROM hash_runs WHERE tier = 1", &[])?.get(0);
+            Ok((urls.iter().map(|u| url_hash(u)).collect(), run))
+        };
+        let kept_of =
+            |run: i64| kept_runs().as_ref().map_or(0, |k| k.keys().filter(|k| k.run == run && k.group == 1).count());
+        ledger
+            .transaction(|tx| {
+                Ok(tx.batch_execute(
+                    "INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't')",
+                )?)
+            })
+            .unwrap();
+        let expected: Vec<Option<i64>> = (1..=(FANOUT * 3) as i64).map(Some).collect();
+        let first = ledger.transaction(|tx| {
+            let (hashes, run) = write(tx, "a.example")?;
+            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+            assert_eq!(kept_of(run), 1, "the run read whole is kept");
+            // A hash the kept prefixes do not hold is not sought in the
+            // run's pages: here a page made to claim it.
+            let new = url_hash("https://a.example/new");
+            let claimed = batches::merge(vec![(new, 99)], |_, _| Ok(true))?;
+            tx.execute("DELETE FROM hash_pages WHERE run = $1", &[&run])?;
+            tx.execute(
+                "INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)",
+                &[&run, &&claimed[0].first_hash[..], &claimed[0].entries],
+            )?;
+            assert_eq!(find_ids(tx, 1, &[new])?, [None], "not read: the run kept says it is not there");
+            assert_eq!(find_ids(tx, 1, &hashes[..1])?, [None], "read: the run kept may hold it");
+            Err::<(), _>(LedgerError::Invalid(format!("rolled back: {run}")))
+        });
+        let Err(LedgerError::Invalid(said)) = first else { panic!("{first:?}") };
+        let run: i64 = said.trim_start_matches("rolled back: ").parse().unwrap();
+        ledger
+            .transaction(|tx| {
+                tx.execute(
+                    "SELECT setval(pg_get_serial_sequence('hash_runs', 'run'), $1::bigint - 8, false)",
+                    &[&run],
+                )?;
+                let (hashes, again) = write(tx, "b.example")?;
+                assert_eq!(again, run, "the same run id, written anew");
+                assert_eq!(find_ids(tx, 1, &hashes)?, expected);
+                let gone: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://a.example/{i}"))).collect();
+                assert_eq!(find_ids(tx, 1, &gone)?, vec![None; gone.len()]);
                 Ok(())
             })
             .unwrap();
