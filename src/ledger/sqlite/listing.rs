@@ -93,21 +93,7 @@ pub(super) fn split(from: i64, to: i64, runs: &[(i64, i64)]) -> Vec<(i64, i64, b
 pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
     let now = ts(now);
     let limit = filter.limit.unwrap_or(usize::MAX);
-    let engine = filter.engine.map(|e| e.as_str().to_string());
-    let groups: Vec<(i64, bool, GroupKey)> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, in_flight > 0, property, engine, target, channel FROM groups
-             WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2) AND (?3 IS NULL OR target = ?3)
-             ORDER BY property, engine, target",
-        )?;
-        let mut rows = stmt.query(params![filter.property, engine, filter.target])?;
-        let mut groups = Vec::new();
-        while let Some(r) = rows.next()? {
-            let key = stored_group(r.get(2)?, &r.get::<_, String>(3)?, r.get(4)?, &r.get::<_, String>(5)?)?;
-            groups.push((r.get(0)?, r.get(1)?, key));
-        }
-        groups
-    };
+    let groups = listed_groups(conn, filter)?;
     // Every run of `in_flight`: few (a claim's runs). Each holds one
     // group's items, but an id is held whatever the group its run names,
     // as `item_states` says.
@@ -115,35 +101,15 @@ pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
         .prepare_cached("SELECT first, last FROM in_flight ORDER BY first")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let runs = &runs[..];
-    let wants = |f: StateFilter| filter.states.is_empty() || filter.states.contains(&f);
-    // The queued spans' test on the due time, where only one of due and
-    // waiting is asked for: the partial index then starts or ends there.
-    let queued_due = match (filter.states.is_empty(), wants(StateFilter::Due), wants(StateFilter::Waiting)) {
-        (false, true, false) => " AND next_attempt_at <= ?2",
-        (false, false, true) => " AND next_attempt_at > ?2",
-        _ => "",
-    };
+    let asking = Asking { filter, runs: &runs, now };
     let mut listed: Vec<(usize, Piece)> = Vec::new();
     let mut count = 0usize;
     'groups: for (k, (group, own_in_flight, _)) in groups.iter().enumerate() {
         // With `--url`, the span holding the URL's id in this group (if it
         // is an item still), cut to that id, is all the group can list.
         let only: Option<Piece> = match &filter.url {
-            Some(url) => match super::batches::find_ids(conn, *group, &[url_hash(url)])?[0] {
-                Some(id) => {
-                    let span = conn
-                        .prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM spans
-                             WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1) AND last >= ?1"
-                        ))?
-                        .query_row([id], piece)
-                        .optional()?;
-                    match span {
-                        Some(span) => Some(Piece { first: id, last: id, ..span }),
-                        None => continue,
-                    }
-                }
+            Some(url) => match span_of_url(conn, *group, url)? {
+                Some(span) => Some(span),
                 None => continue,
             },
             None => None,
@@ -152,88 +118,10 @@ pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
             if count >= limit {
                 break 'groups;
             }
-            let mut pieces = Vec::new();
-            if shown == "in_flight" {
-                // Spans of their own state in flight (a copy brought them
-                // so: no index finds them, so read only where the kept
-                // count says the group holds one), and the parts of any
-                // span a run holds.
-                if !(wants(StateFilter::InFlight) || wants(StateFilter::Accepted) || wants(StateFilter::Parked)) {
-                    continue;
-                }
-                let mut spans = Vec::new();
-                if let Some(span) = &only {
-                    spans.push(span.clone());
-                } else {
-                    if *own_in_flight {
-                        let mut stmt = conn.prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM spans WHERE group_id = ?1 AND state = 'in_flight'"
-                        ))?;
-                        let rows = stmt.query_map([group], piece)?;
-                        spans.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
-                    }
-                    let mut held = conn.prepare_cached(&format!(
-                        "SELECT {COLUMNS} FROM spans
-                         WHERE first BETWEEN coalesce((SELECT max(first) FROM spans WHERE first <= ?2), ?2) AND ?3
-                             AND group_id = ?1 AND state <> 'in_flight'"
-                    ))?;
-                    for &(first, last) in runs {
-                        let rows = held.query_map([*group, first, last], piece)?;
-                        spans.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
-                    }
-                }
-                for span in spans {
-                    for (first, last, is_held) in split(span.first, span.last, runs) {
-                        if (is_held || span.own == "in_flight") && asked(filter, &span.own, is_held, span.due, now) {
-                            pieces.push(Piece { first, last, shown, ..span.clone() });
-                        }
-                    }
-                }
-                pieces.sort_by_key(|p| (p.due, p.first));
-            } else {
-                let wanted = match shown {
-                    "accepted" => wants(StateFilter::Accepted),
-                    "parked" => wants(StateFilter::Parked),
-                    _ => wants(StateFilter::Due) || wants(StateFilter::Waiting),
-                };
-                if !wanted {
-                    continue;
-                }
-                let mut take = |span: Piece| -> usize {
-                    let mut taken = 0;
-                    for (first, last, is_held) in split(span.first, span.last, runs) {
-                        if !is_held && asked(filter, &span.own, false, span.due, now) {
-                            taken += (last - first + 1) as usize;
-                            pieces.push(Piece { first, last, shown, ..span.clone() });
-                        }
-                    }
-                    taken
-                };
-                match &only {
-                    Some(span) if span.own == shown => {
-                        take(span.clone());
-                    }
-                    Some(_) => {}
-                    None => {
-                        let due = if shown == "queued" { queued_due } else { "" };
-                        let mut stmt = conn.prepare_cached(&format!(
-                            "SELECT {COLUMNS} FROM spans WHERE group_id = ?1 AND state = '{shown}'{due}
-                             ORDER BY next_attempt_at, first"
-                        ))?;
-                        let mut rows = match due {
-                            "" => stmt.query([*group])?,
-                            _ => stmt.query([*group, now])?,
-                        };
-                        let mut taken = 0;
-                        while let Some(r) = rows.next()? {
-                            taken += take(piece(r)?);
-                            if count + taken >= limit {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
+            let pieces = match shown {
+                "in_flight" => asking.in_flight(conn, *group, *own_in_flight, only.as_ref())?,
+                _ => asking.of_state(conn, *group, shown, only.as_ref(), limit - count)?,
+            };
             for mut p in pieces {
                 if count >= limit {
                     break 'groups;
@@ -248,6 +136,168 @@ pub(super) fn items(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
         }
     }
     rows_of(conn, &groups, listed)
+}
+
+/// The groups a listing reads (by its property, engine and target), in
+/// the listing's order: each one's id, whether its kept count holds an
+/// item in flight, and its key.
+fn listed_groups(conn: &Connection, filter: &ItemFilter) -> Result<Vec<(i64, bool, GroupKey)>> {
+    let engine = filter.engine.map(|e| e.as_str().to_string());
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, in_flight > 0, property, engine, target, channel FROM groups
+         WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2) AND (?3 IS NULL OR target = ?3)
+         ORDER BY property, engine, target",
+    )?;
+    let mut rows = stmt.query(params![filter.property, engine, filter.target])?;
+    let mut groups = Vec::new();
+    while let Some(r) = rows.next()? {
+        let key = stored_group(r.get(2)?, &r.get::<_, String>(3)?, r.get(4)?, &r.get::<_, String>(5)?)?;
+        groups.push((r.get(0)?, r.get(1)?, key));
+    }
+    Ok(groups)
+}
+
+/// The span holding `url`'s id in `group`, cut to that id; `None` when
+/// the group never held the URL or dropped it.
+fn span_of_url(conn: &Connection, group: i64, url: &str) -> Result<Option<Piece>> {
+    let Some(id) = super::batches::find_ids(conn, group, &[url_hash(url)])?[0] else { return Ok(None) };
+    let span = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM spans WHERE first = (SELECT max(first) FROM spans WHERE first <= ?1) AND last >= ?1"
+        ))?
+        .query_row([id], piece)
+        .optional()?;
+    Ok(span.map(|span| Piece { first: id, last: id, ..span }))
+}
+
+/// What a listing asks, and the runs of `in_flight` that hold items
+/// whatever their spans say.
+struct Asking<'a> {
+    filter: &'a ItemFilter,
+    runs: &'a [(i64, i64)],
+    now: i64,
+}
+
+impl Asking<'_> {
+    fn wants(&self, f: StateFilter) -> bool {
+        self.filter.states.is_empty() || self.filter.states.contains(&f)
+    }
+
+    /// A group's items listed in flight, by due time and id: spans of their
+    /// own state in flight (a copy brought them so: no index finds them, so
+    /// read only where the kept count says the group holds one), and the
+    /// parts of any span a run holds. `only`: the span of `--url`.
+    fn in_flight(
+        &self,
+        conn: &Connection,
+        group: i64,
+        own_in_flight: bool,
+        only: Option<&Piece>,
+    ) -> Result<Vec<Piece>> {
+        let mut pieces = Vec::new();
+        if !(self.wants(StateFilter::InFlight) || self.wants(StateFilter::Accepted) || self.wants(StateFilter::Parked))
+        {
+            return Ok(pieces);
+        }
+        let mut spans = Vec::new();
+        if let Some(span) = only {
+            spans.push(span.clone());
+        } else {
+            if own_in_flight {
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM spans WHERE group_id = ?1 AND state = 'in_flight'"
+                ))?;
+                let rows = stmt.query_map([group], piece)?;
+                spans.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+            }
+            let mut held = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM spans
+                 WHERE first BETWEEN coalesce((SELECT max(first) FROM spans WHERE first <= ?2), ?2) AND ?3
+                     AND group_id = ?1 AND state <> 'in_flight'"
+            ))?;
+            for &(first, last) in self.runs {
+                let rows = held.query_map([group, first, last], piece)?;
+                spans.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+            }
+        }
+        for span in spans {
+            for (first, last, is_held) in split(span.first, span.last, self.runs) {
+                if (is_held || span.own == "in_flight") && asked(self.filter, &span.own, is_held, span.due, self.now) {
+                    pieces.push(Piece { first, last, shown: "in_flight", ..span.clone() });
+                }
+            }
+        }
+        pieces.sort_by_key(|p| (p.due, p.first));
+        Ok(pieces)
+    }
+
+    /// A group's items listed under `shown` (not in flight), in the order
+    /// of its partial index (due time, then id), read until `room` items
+    /// are taken: the parts of its spans of that state no run holds.
+    /// `only`: the span of `--url`.
+    fn of_state(
+        &self,
+        conn: &Connection,
+        group: i64,
+        shown: &'static str,
+        only: Option<&Piece>,
+        room: usize,
+    ) -> Result<Vec<Piece>> {
+        let mut pieces = Vec::new();
+        let wanted = match shown {
+            "accepted" => self.wants(StateFilter::Accepted),
+            "parked" => self.wants(StateFilter::Parked),
+            _ => self.wants(StateFilter::Due) || self.wants(StateFilter::Waiting),
+        };
+        if !wanted {
+            return Ok(pieces);
+        }
+        let mut take = |span: Piece| -> usize {
+            let mut taken = 0;
+            for (first, last, is_held) in split(span.first, span.last, self.runs) {
+                if !is_held && asked(self.filter, &span.own, false, span.due, self.now) {
+                    taken += (last - first + 1) as usize;
+                    pieces.push(Piece { first, last, shown, ..span.clone() });
+                }
+            }
+            taken
+        };
+        match only {
+            Some(span) if span.own == shown => {
+                take(span.clone());
+            }
+            Some(_) => {}
+            None => {
+                // The queued spans' test on the due time, where only one of
+                // due and waiting is asked for: the partial index then
+                // starts or ends there.
+                let due = match (shown, self.filter.states.is_empty()) {
+                    ("queued", false) => match (self.wants(StateFilter::Due), self.wants(StateFilter::Waiting)) {
+                        (true, false) => " AND next_attempt_at <= ?2",
+                        (false, true) => " AND next_attempt_at > ?2",
+                        _ => "",
+                    },
+                    _ => "",
+                };
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM spans WHERE group_id = ?1 AND state = '{shown}'{due}
+                     ORDER BY next_attempt_at, first"
+                ))?;
+                let mut rows = match due {
+                    "" => stmt.query([group])?,
+                    _ => stmt.query([group, self.now])?,
+                };
+                let mut taken = 0;
+                while let Some(r) = rows.next()? {
+                    taken += take(piece(r)?);
+                    if taken >= room {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(pieces)
+    }
 }
 
 /// The rows of the listed pieces: each id's URL from its batch row (each
