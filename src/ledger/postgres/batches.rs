@@ -200,8 +200,8 @@ struct RunKey {
 type KeptRuns = rustc_hash::FxHashMap<RunKey, Arc<Kept>>;
 static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
 
-/// The most bytes of runs `KEPT` holds (8 MB at a million URLs); a run
-/// that would pass it is read each time, as before.
+/// The most bytes of runs `KEPT` holds (a merged run's prefixes take 8
+/// bytes a URL); a run that would pass it is read each time, as before.
 const KEPT_BYTES: usize = 64 << 20;
 
 fn kept_runs() -> std::sync::MutexGuard<'static, Option<KeptRuns>> {

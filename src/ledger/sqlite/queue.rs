@@ -132,14 +132,7 @@ pub(super) fn named(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
         }
         return Ok(out);
     }
-    let engine = filter.engine.map(|e| e.as_str().to_string());
-    let groups: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
-                 AND (?3 IS NULL OR target = ?3)",
-        )?
-        .query_map(params![filter.property, engine, filter.target], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let groups = groups_of_filter(conn, filter)?;
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT first, last, group_id, {} FROM spans WHERE group_id = ?1",
         super::spans::SPAN_COLUMNS
@@ -152,6 +145,18 @@ pub(super) fn named(conn: &Connection, filter: &ItemFilter, now: DateTime<Utc>) 
     }
     out.sort_unstable_by_key(|n| n.first);
     Ok(out)
+}
+
+/// The ids of the groups `filter` names by property, engine and target.
+fn groups_of_filter(conn: &Connection, filter: &ItemFilter) -> Result<Vec<i64>> {
+    let engine = filter.engine.map(|e| e.as_str().to_string());
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
+                 AND (?3 IS NULL OR target = ?3)",
+        )?
+        .query_map(params![filter.property, engine, filter.target], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// The ids `filter` names at `now` as the items' rows gave them (the
@@ -186,14 +191,7 @@ pub(super) fn runs_of_filter(conn: &Connection, filter: &ItemFilter, now: DateTi
         return ids_of_filter(conn, filter, now);
     }
     let held = super::IdRuns::in_flight(conn)?;
-    let engine = filter.engine.map(|e| e.as_str().to_string());
-    let groups: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM groups WHERE (?1 IS NULL OR property = ?1) AND (?2 IS NULL OR engine = ?2)
-                 AND (?3 IS NULL OR target = ?3)",
-        )?
-        .query_map(params![filter.property, engine, filter.target], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let groups = groups_of_filter(conn, filter)?;
     let asked = |f: StateFilter| filter.states.contains(&f);
     let queued = match (asked(StateFilter::Due), asked(StateFilter::Waiting)) {
         (true, true) => Some("state = 'queued'".to_string()),
