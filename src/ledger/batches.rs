@@ -298,6 +298,9 @@ pub struct Pager {
     page: Vec<(u128, i64)>,
     /// Entries written to pages so far.
     pub written: u64,
+    /// The prefix of each entry written, when the run is to be kept in
+    /// memory as it is written (`keeping_prefixes`).
+    prefixes: Option<Vec<u64>>,
 }
 
 impl Pager {
@@ -319,7 +322,16 @@ impl Pager {
         }
     }
 
+    /// A pager that also gathers the prefixes of the entries it writes
+    /// (`finish_keeping`).
+    pub fn keeping_prefixes() -> Pager {
+        Pager { prefixes: Some(Vec::new()), ..Pager::default() }
+    }
+
     fn add(&mut self, entry: (u128, i64)) -> Option<Page> {
+        if let Some(prefixes) = &mut self.prefixes {
+            prefixes.push(super::kept_runs::Kept::prefix(entry.0));
+        }
         self.page.push(entry);
         self.written += 1;
         (self.page.len() == PAGE).then(|| page_of(&std::mem::take(&mut self.page)))
@@ -329,6 +341,14 @@ impl Pager {
     pub fn finish(mut self) -> Option<Page> {
         let full = self.pending.take().and_then(|e| self.add(e));
         full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)))
+    }
+
+    /// The last page, if any entry is left, and the prefixes of every
+    /// entry written (none unless made by `keeping_prefixes`).
+    pub fn finish_keeping(mut self) -> (Option<Page>, Vec<u64>) {
+        let full = self.pending.take().and_then(|e| self.add(e));
+        let last = full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)));
+        (last, self.prefixes.unwrap_or_default())
     }
 }
 

@@ -26,6 +26,7 @@ mod budget;
 mod conformance;
 mod copy;
 mod item_ids;
+mod kept_runs;
 mod limits;
 mod look_up;
 pub mod open;

@@ -91,7 +91,7 @@ fn the_ledger_is_checked_and_a_dead_runs_reservation_is_reported() {
     child.wait().unwrap();
     let done = sb.indexq(&["--json", "doctor"]).now(NOW).output().code(0);
     let doctor = done.doctor_doc();
-    assert!(doctor.check("ledger").message.contains("schema version 12"));
+    assert!(doctor.check("ledger").message.contains("schema version 13"));
     assert!(doctor.check("ledger_in_flight").message.contains("1 reservation"));
     // A ledger others can read is made private, and doctor says what it found.
     #[cfg(unix)]

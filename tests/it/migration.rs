@@ -150,11 +150,11 @@ fn sqlite_upgrades_in_place(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 12"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 13"), "{}", done.stdout);
     assert_upgraded(schema, &sb);
     // Once upgraded, migrating again is a no-op that says the same (as JSON here).
     let doc = sb.indexq(&["--json", "ledger", "migrate"]).now(NOW).output().code(0).migrate_doc();
-    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 12));
+    assert_eq!((doc.ledger, doc.schema_version), (sb.ledger().display().to_string(), 13));
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn sqlite_claim_in_flight_upgrades_and_sends_it_again(schema: Schema) {
     std::fs::create_dir_all(sb.ledger().parent().unwrap()).unwrap();
     std::fs::copy(schema.fixtures().join("ledger.db"), sb.ledger()).unwrap();
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 12"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 13"), "{}", done.stdout);
     the_claim_in_flight_is_shown_and_sent_again_once(schema, &sb);
 }
 

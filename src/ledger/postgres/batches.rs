@@ -11,11 +11,11 @@
 //! items still hold their URLs, keys, lastmods and actions.
 
 use super::super::batches::{self, BatchItem, FANOUT};
+use super::super::kept_runs::{keep, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
 use pg::Statement;
-use std::sync::{Arc, Mutex};
 
 /// Writes the batch `items` of `group`, ids from `first_id`, and merges
 /// its group's runs as far as a tier is full.
@@ -156,82 +156,12 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
     Ok(batches::text(row.get(2), n as usize, (id - first_id) as u32)?.to_string())
 }
 
-/// A run's entries as a look-up last read them, kept for the next.
-enum Kept {
-    /// A batch's `sorted` blob (a run of tier 0).
-    Sorted(Vec<u8>),
-    /// A merged run's hashes, each its first 8 bytes, in order: a hash
-    /// whose prefix is not among them is not in the run, and only the
-    /// pages of those that are need be read (a fresh URL's, almost never).
-    Prefixes(Vec<u64>),
-}
-
-impl Kept {
-    fn bytes(&self) -> usize {
-        match self {
-            Kept::Sorted(blob) => blob.len(),
-            Kept::Prefixes(prefixes) => prefixes.len() * 8,
-        }
-    }
-}
-
-/// Which run a kept copy is of: the `hash_runs` table's oid (a schema's
-/// own, new when the table is made again), the run's group and id, and
-/// the id of the transaction that wrote its row (`xmin`: a run's row and
-/// its entries are written by one transaction and never changed after,
-/// so a run of the same id written again, after its table was made anew
-/// or by a transaction that rolled back, is another key).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct RunKey {
-    table: u32,
-    group: i64,
-    run: i64,
-    xmin: u32,
-}
-
-/// The runs a look-up read whole, kept by this process for the next
-/// look-up: a run's entries never change once written (a merge writes a
-/// new run and deletes the old), so each admission of a submit need not
-/// read again every run its group holds for its new URLs, which made a
-/// look-up's reads grow with the ledger. A merged run is kept as its
-/// hashes' first 8 bytes (a third of its pages' size). Kept across ledgers and connections (the key
-/// names the table and the writing transaction), up to `KEPT_BYTES`; a
-/// run no longer listed is let go by the next look-up of its group.
-type KeptRuns = rustc_hash::FxHashMap<RunKey, Arc<Kept>>;
-static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
-
-/// The most bytes of runs `KEPT` holds (a merged run's prefixes take 8
-/// bytes a URL); a run that would pass it is read each time, as before.
-const KEPT_BYTES: usize = 64 << 20;
-
-fn kept_runs() -> std::sync::MutexGuard<'static, Option<KeptRuns>> {
-    // A panic while the map was held leaves it whole (each change is one
-    // insert or retain), so a poisoned lock is taken as it is.
-    KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn kept(key: &RunKey) -> Option<Arc<Kept>> {
-    kept_runs().as_ref().and_then(|k| k.get(key).cloned())
-}
-
-/// Keeps `run` if it fits, having let go the runs of its group that are
-/// not among `listed` (merged into others since).
-fn keep(key: RunKey, run: Kept, listed: &[RunKey]) {
-    let mut guard = kept_runs();
-    let kept = guard.get_or_insert_with(Default::default);
-    kept.retain(|k, _| k.table != key.table || k.group != key.group || listed.contains(k));
-    let used: usize = kept.values().map(|r| r.bytes()).sum();
-    if used + run.bytes() <= KEPT_BYTES {
-        kept.insert(key, Arc::new(run));
-    }
-}
-
 /// The id of each of `hashes` in `group`, if the group holds it: in every
 /// run of the group, a batch's blob searched; a merged run's page that
 /// could hold a hash found by its key and searched, or, when the hashes
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
-/// times). A run read whole is kept for the next look-up (`KEPT`: a
+/// times). A run read whole is kept for the next look-up (`kept_runs`: a
 /// batch's blob, a merged run's hash prefixes), and only the hashes a
 /// merged run kept may hold are sought in its pages. The newest runs are read first
 /// (the lower tiers, the later runs of a tier), so a URL admitted again
@@ -248,8 +178,12 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
         )?
         .iter()
         .map(|r| {
-            let (table, xmin) = (r.get::<_, i64>(4) as u32, r.get::<_, i64>(3) as u32);
-            (RunKey { table, group, run: r.get(0), xmin }, r.get(1), r.get(2))
+            // The table's oid names the ledger (a schema's own, new when
+            // the table is made again); the writing transaction's id tells
+            // apart two runs of one id (a run's row and entries are
+            // written by one transaction and never changed after).
+            let (ledger, stamp) = (r.get::<_, i64>(4) as u64, r.get::<_, i64>(3) as u64);
+            (RunKey { ledger, group, run: r.get(0), stamp }, r.get(1), r.get(2))
         })
         .collect();
     let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
@@ -277,18 +211,7 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
                 }
                 continue;
             }
-            Some(Kept::Prefixes(prefixes)) => {
-                let mut at = 0;
-                let mut maybe = Vec::new();
-                for k in open {
-                    let prefix = (hashes[k] >> 64) as u64;
-                    at += prefixes[at..].partition_point(|p| *p < prefix);
-                    if prefixes.get(at) == Some(&prefix) {
-                        maybe.push(k);
-                    }
-                }
-                maybe
-            }
+            Some(Kept::Prefixes(prefixes)) => Kept::may_hold(prefixes, hashes, &open),
             None => open,
         };
         if sought.is_empty() {
@@ -325,7 +248,7 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
                 loop {
                     let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0));
                     if let Some(p) = &following {
-                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| (*hash >> 64) as u64));
+                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| Kept::prefix(*hash)));
                     }
                     let bound = following.as_deref().map(batches::first_hash).transpose()?;
                     let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
@@ -1514,8 +1437,6 @@ mod tests {
             let run: i64 = tx.query_one("SELECT run FROM hash_runs WHERE tier = 1", &[])?.get(0);
             Ok((urls.iter().map(|u| url_hash(u)).collect(), run))
         };
-        let kept_of =
-            |run: i64| kept_runs().as_ref().map_or(0, |k| k.keys().filter(|k| k.run == run && k.group == 1).count());
         ledger
             .transaction(|tx| {
                 Ok(tx.batch_execute(
@@ -1527,7 +1448,8 @@ mod tests {
         let first = ledger.transaction(|tx| {
             let (hashes, run) = write(tx, "a.example")?;
             assert_eq!(find_ids(tx, 1, &hashes)?, expected);
-            assert_eq!(kept_of(run), 1, "the run read whole is kept");
+            let table: i64 = tx.query_one("SELECT 'hash_runs'::regclass::oid::bigint", &[])?.get(0);
+            assert_eq!(crate::ledger::kept_runs::kept_of(table as u64, 1, run), 1, "the run read whole is kept");
             // A hash the kept prefixes do not hold is not sought in the
             // run's pages: here a page made to claim it.
             let new = url_hash("https://a.example/new");

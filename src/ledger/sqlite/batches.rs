@@ -10,6 +10,7 @@
 //! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
+use super::super::kept_runs::{keep, keep_written, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use crate::model::Action;
 use rusqlite::types::Value;
@@ -37,14 +38,28 @@ pub(super) fn write_batch(
         group,
         items.len() as i64,
         created_at,
-        blobs.sorted,
+        &blobs.sorted,
         blobs.texts,
         blobs.lastmods,
         blobs.actions
     ])?;
-    tx.prepare_cached("INSERT OR FAIL INTO hash_runs (group_id, tier, n, batch) VALUES (?1, 0, ?2, ?3)")?
-        .execute(params![group, items.len() as i64, first_id])?;
+    let (run, stamp): (i64, i64) = tx
+        .prepare_cached(
+            "INSERT OR FAIL INTO hash_runs (group_id, tier, n, batch, stamp) VALUES (?1, 0, ?2, ?3, random())
+             RETURNING run, stamp",
+        )?
+        .query_row(params![group, items.len() as i64, first_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    keep_written(run_key(group, run, stamp), Kept::Sorted(blobs.sorted), &[]);
     merge_tiers(tx, group)
+}
+
+/// The name of a SQLite run among those kept in memory: its group, id and
+/// stamp (a random number written with it: a rowid is given again after
+/// a rollback, or once the highest run is deleted). The ledger is not
+/// named: two ledgers' runs of one id and stamp are one run copied whole
+/// (a backup of the file), its entries the same.
+fn run_key(group: i64, run: i64, stamp: i64) -> RunKey {
+    RunKey { ledger: 0, group, run, stamp: stamp as u64 }
 }
 
 /// While a tier of `group` holds `FANOUT` runs, merges them into one run
@@ -53,28 +68,33 @@ pub(super) fn write_batch(
 fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
     use std::cmp::Reverse;
     for tier in 0.. {
-        let runs: Vec<(i64, Option<i64>)> = tx
-            .prepare_cached("SELECT run, batch FROM hash_runs WHERE group_id = ?1 AND tier = ?2 ORDER BY run")?
-            .query_map(params![group, tier], |r| Ok((r.get(0)?, r.get(1)?)))?
+        let runs: Vec<(i64, Option<i64>, i64)> = tx
+            .prepare_cached("SELECT run, batch, stamp FROM hash_runs WHERE group_id = ?1 AND tier = ?2 ORDER BY run")?
+            .query_map(params![group, tier], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<rusqlite::Result<_>>()?;
         if runs.len() < FANOUT {
             return Ok(());
         }
         let mut cursors =
-            runs.iter().map(|(run, batch)| RunCursor::open(tx, *run, *batch)).collect::<Result<Vec<_>>>()?;
+            runs.iter().map(|(run, batch, _)| RunCursor::open(tx, *run, *batch)).collect::<Result<Vec<_>>>()?;
         let mut heads = std::collections::BinaryHeap::new();
         for (k, cursor) in cursors.iter_mut().enumerate() {
             if let Some(entry) = cursor.next(tx)? {
                 heads.push(Reverse((entry, k)));
             }
         }
-        tx.prepare_cached("INSERT OR FAIL INTO hash_runs (group_id, tier, n) VALUES (?1, ?2, 1)")?
-            .execute(params![group, tier + 1])?;
-        let run = tx.last_insert_rowid();
+        let (run, stamp): (i64, i64) = tx
+            .prepare_cached(
+                "INSERT OR FAIL INTO hash_runs (group_id, tier, n, stamp) VALUES (?1, ?2, 1, random())
+                 RETURNING run, stamp",
+            )?
+            .query_row(params![group, tier + 1], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let mut put =
             tx.prepare_cached("INSERT OR FAIL INTO hash_pages (run, first_hash, entries) VALUES (?1, ?2, ?3)")?;
         let mut same_url = |a: i64, b: i64| Ok(text_of(tx, a)? == text_of(tx, b)?);
-        let mut pager = batches::Pager::default();
+        // The merged run is kept as it is written: the look-ups of this
+        // process's next admissions read none of its pages.
+        let mut pager = batches::Pager::keeping_prefixes();
         while let Some(Reverse((entry, k))) = heads.pop() {
             if let Some(page) = pager.push(entry, &mut same_url)? {
                 put.execute(params![run, &page.first_hash[..], page.entries])?;
@@ -84,15 +104,18 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
             }
         }
         let written = pager.written;
-        if let Some(page) = pager.finish() {
+        let (last, prefixes) = pager.finish_keeping();
+        if let Some(page) = last {
             put.execute(params![run, &page.first_hash[..], page.entries])?;
         }
         tx.prepare_cached("UPDATE hash_runs SET n = ?2 WHERE run = ?1")?
             .execute(params![run, written.max(1) as i64])?;
-        for (old, _) in &runs {
+        for (old, _, _) in &runs {
             tx.prepare_cached("DELETE FROM hash_pages WHERE run = ?1")?.execute([old])?;
             tx.prepare_cached("DELETE FROM hash_runs WHERE run = ?1")?.execute([old])?;
         }
+        let merged: Vec<RunKey> = runs.iter().map(|(old, _, stamp)| run_key(group, *old, *stamp)).collect();
+        keep_written(run_key(group, run, stamp), Kept::Prefixes(prefixes), &merged);
     }
     unreachable!("tiers are counted up until one is not full")
 }
@@ -157,9 +180,12 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// could hold a hash found by its key and searched, or, when the hashes
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
-/// times). The newest runs are read first (the lower tiers, the later runs
-/// of a tier), so a URL admitted again after a drop is found at its newer
-/// id. Read in order, a run's pages are only those from the one that could
+/// times). A run this process wrote or read whole is kept in memory
+/// (`kept_runs`: a batch's blob, a merged run's hash prefixes), and only
+/// the hashes a merged run kept may hold are sought in its pages. The
+/// newest runs are read first (the lower tiers, the later runs of a
+/// tier), so a URL admitted again after a drop is found at its newer id.
+/// Read in order, a run's pages are only those from the one that could
 /// hold the lowest hash sought to the one that could hold the highest, so
 /// that two connections each looking up half of a batch's sorted hashes
 /// (admission's helper) read half of the pages each.
@@ -167,10 +193,11 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
     let mut found = vec![None; hashes.len()];
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
     by_hash.sort_unstable_by_key(|&k| hashes[k]);
-    let runs: Vec<(i64, i64, Option<i64>)> = conn
-        .prepare_cached("SELECT run, n, batch FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
-        .query_map([group], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    let runs: Vec<(RunKey, i64, Option<i64>)> = conn
+        .prepare_cached("SELECT run, n, batch, stamp FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
+        .query_map([group], |r| Ok((run_key(group, r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
+    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
     let mut sorted_of = conn.prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?;
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
@@ -180,22 +207,37 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
              (SELECT max(first_hash) FROM hash_pages WHERE run = ?1 AND first_hash <= ?2), x'')
          ORDER BY first_hash",
     )?;
-    for (run, n, batch) in runs {
+    for (key, n, batch) in runs.iter().copied() {
+        let run = key.run;
         // The hashes still sought, in hash order.
         let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
         if open.is_empty() {
             break;
         }
+        // The hashes to read the run's pages for: all those still sought,
+        // or, of a run kept, those whose prefix it holds.
+        let held = kept(&key);
+        let sought = match held.as_deref() {
+            Some(Kept::Sorted(sorted)) => {
+                let first_id =
+                    batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
+                find_in_batch(sorted, first_id, hashes, &open, &mut found)?;
+                continue;
+            }
+            Some(Kept::Prefixes(prefixes)) => Kept::may_hold(prefixes, hashes, &open),
+            None => open,
+        };
+        if sought.is_empty() {
+            continue;
+        }
         match batch {
             Some(first_id) => {
                 let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
-                let mut places = batches::Places::new(&sorted)?;
-                for k in open {
-                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
-                }
+                find_in_batch(&sorted, first_id, hashes, &sought, &mut found)?;
+                keep(key, Kept::Sorted(sorted), &listed);
             }
-            None if open.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
-                for k in open {
+            None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
+                for k in sought {
                     let key = hashes[k].to_be_bytes();
                     let page: Option<Vec<u8>> = page_at.query_row(params![run, &key[..]], |r| r.get(0)).optional()?;
                     if let Some(page) = page {
@@ -206,18 +248,26 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
             None => {
                 // Each hash is searched in the last page starting at or
                 // before it: the page read before the first that starts
-                // after it.
-                let (lowest, highest) = (hashes[open[0]].to_be_bytes(), hashes[open[open.len() - 1]].to_be_bytes());
+                // after it. A run not kept yet is kept if every page of it
+                // was read.
+                let (lowest, highest) =
+                    (hashes[sought[0]].to_be_bytes(), hashes[sought[sought.len() - 1]].to_be_bytes());
                 let mut rows = pages_of.query(params![run, &lowest[..], &highest[..]])?;
+                let mut prefixes = held.is_none().then(|| Vec::with_capacity(n as usize));
+                let mut pages = 0;
                 let mut page: Option<Vec<u8>> = None;
                 let mut next = 0;
                 loop {
                     let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0)).transpose()?;
+                    if let (Some(p), Some(prefixes)) = (&following, &mut prefixes) {
+                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| Kept::prefix(*hash)));
+                        pages += 1;
+                    }
                     let bound = following.as_deref().map(batches::first_hash).transpose()?;
                     let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
-                    while next < open.len() && bound.is_none_or(|b| hashes[open[next]] < b) {
+                    while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
                         if let Some(ids) = &mut ids {
-                            found[open[next]] = ids.find(hashes[open[next]]);
+                            found[sought[next]] = ids.find(hashes[sought[next]]);
                         }
                         next += 1;
                     }
@@ -226,10 +276,29 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
                         None => break,
                     }
                 }
+                if let Some(prefixes) = prefixes.filter(|_| pages == (n as usize).div_ceil(batches::PAGE)) {
+                    keep(key, Kept::Prefixes(prefixes), &listed);
+                }
             }
         }
     }
     Ok(found)
+}
+
+/// Finds `sought` (indexes into `hashes`, in hash order) in a batch's
+/// `sorted` blob, its items' ids from `first_id`.
+fn find_in_batch(
+    sorted: &[u8],
+    first_id: i64,
+    hashes: &[u128],
+    sought: &[usize],
+    found: &mut [Option<i64>],
+) -> Result<()> {
+    let mut places = batches::Places::new(sorted)?;
+    for &k in sought {
+        found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
+    }
+    Ok(())
 }
 
 use super::spans::SPAN_COLUMNS;
@@ -658,7 +727,7 @@ mod tests {
             )
             .unwrap();
         let ledger = SqliteLedger::open(&path).unwrap();
-        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 12);
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), super::super::schema::SCHEMA_VERSION);
         let conn = &ledger.conn;
         expand_items(conn).unwrap();
         let items: Vec<(i64, i64, String, String)> = conn
@@ -1293,6 +1362,119 @@ mod tests {
         }
         assert_eq!(find_ids(conn, 2, &[url_hash("https://site.example/new")]).unwrap(), [None]);
     }
+    /// The runs a process writes are kept in memory as they are written
+    /// (a batch's blob, a merged run's hash prefixes): a look-up reads
+    /// none of a kept run's pages for a hash it does not hold, but reads
+    /// them for one it may. A run written by a transaction that rolled
+    /// back leaves its id to the next run written, which has another
+    /// stamp: read anew, not taken for the one kept.
+    #[test]
+    fn runs_written_are_kept_and_a_run_of_an_id_given_again_is_read_anew() {
+        // A group of this test's own: the runs kept are the process's, and
+        // another test's look-up lets go the runs of its group it does not
+        // list.
+        const GROUP: i64 = 4_812;
+        // On disk: a ledger in memory keeps no journal, so it cannot roll back.
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("ledger.db")).unwrap();
+        ledger
+            .conn
+            .execute("INSERT INTO groups (id, property, engine, target) VALUES (?1, 'p', 'indexnow', 't')", [GROUP])
+            .unwrap();
+        let write = |tx: &Connection| -> (Vec<u128>, i64, i64) {
+            let urls: Vec<String> = (0..FANOUT * 3).map(|i| format!("https://a.example/{i}")).collect();
+            for (b, batch) in urls.chunks(3).enumerate() {
+                let items: Vec<BatchItem> =
+                    batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                write_batch(tx, GROUP, 1 + 3 * b as i64, 0, &items).unwrap();
+            }
+            let (run, stamp) = tx
+                .query_row("SELECT run, stamp FROM hash_runs WHERE tier = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap();
+            (urls.iter().map(|u| url_hash(u)).collect(), run, stamp)
+        };
+        let kept_of = |run: i64| crate::ledger::kept_runs::kept_of(0, GROUP, run);
+        let expected: Vec<Option<i64>> = (1..=(FANOUT * 3) as i64).map(Some).collect();
+        let tx = ledger.conn.transaction().unwrap();
+        let (hashes, run, stamp) = write(&tx);
+        assert_eq!(kept_of(run), 1, "the merged run is kept as it is written");
+        assert_eq!(find_ids(&tx, GROUP, &hashes).unwrap(), expected);
+        // A hash the kept prefixes do not hold is not sought in the run's
+        // pages: here a page made to claim it.
+        let new = url_hash("https://a.example/new");
+        let claimed = batches::merge(vec![(new, 99)], |_, _| Ok(true)).unwrap();
+        tx.execute("DELETE FROM hash_pages WHERE run = ?1", [run]).unwrap();
+        tx.execute(
+            "INSERT INTO hash_pages (run, first_hash, entries) VALUES (?1, ?2, ?3)",
+            params![run, &claimed[0].first_hash[..], &claimed[0].entries],
+        )
+        .unwrap();
+        assert_eq!(find_ids(&tx, GROUP, &[new]).unwrap(), [None], "not read: the run kept says it is not there");
+        assert_eq!(find_ids(&tx, GROUP, &hashes[..1]).unwrap(), [None], "read: the run kept may hold it");
+        drop(tx);
+        // A run of that id written again, by another process: nothing of it
+        // kept here.
+        let tx = ledger.conn.transaction().unwrap();
+        let hashes: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://b.example/{i}"))).collect();
+        let (again, other): (i64, i64) = tx
+            .query_row(
+                "INSERT INTO hash_runs (run, group_id, tier, n, stamp) VALUES (?1, ?2, 1, ?3, random())
+                 RETURNING run, stamp",
+                params![run, GROUP, hashes.len() as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(again, run);
+        assert_ne!(other, stamp, "another stamp");
+        let pages = batches::merge(hashes.iter().copied().zip(1..).collect(), |_, _| Ok(true)).unwrap();
+        for page in pages {
+            tx.execute(
+                "INSERT INTO hash_pages (run, first_hash, entries) VALUES (?1, ?2, ?3)",
+                params![run, &page.first_hash[..], &page.entries],
+            )
+            .unwrap();
+        }
+        assert_eq!(find_ids(&tx, GROUP, &hashes).unwrap(), expected);
+        let gone: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://a.example/{i}"))).collect();
+        assert_eq!(find_ids(&tx, GROUP, &gone).unwrap(), vec![None; gone.len()]);
+    }
+
+    /// A ledger of schema 12 (runs with no stamp) gets a stamp for each of
+    /// its runs on open, each its own, and its URLs are found as before.
+    #[test]
+    fn a_version_12_ledger_gets_a_stamp_for_each_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let urls: Vec<String> = (0..FANOUT * 3 + 6).map(|i| format!("https://site.example/{i}")).collect();
+        {
+            let ledger = SqliteLedger::open(&path).unwrap();
+            ledger
+                .conn
+                .execute_batch("INSERT INTO groups (id, property, engine, target) VALUES (1, 'p', 'indexnow', 't')")
+                .unwrap();
+            for (b, batch) in urls.chunks(3).enumerate() {
+                let items: Vec<BatchItem> =
+                    batch.iter().map(|url| BatchItem { url, lastmod: None, deleted: false }).collect();
+                write_batch(&ledger.conn, 1, 1 + 3 * b as i64, 0, &items).unwrap();
+            }
+            ledger.conn.execute_batch("ALTER TABLE hash_runs DROP COLUMN stamp; PRAGMA user_version = 12").unwrap();
+        }
+        let ledger = SqliteLedger::open(&path).unwrap();
+        assert_eq!(SqliteLedger::schema_version(&ledger).unwrap(), 13);
+        let (runs, stamps, unstamped): (i64, i64, i64) = ledger
+            .conn
+            .query_row(
+                "SELECT count(*), count(DISTINCT stamp), count(*) FILTER (WHERE stamp = 0) FROM hash_runs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((runs, stamps, unstamped), (3, 3, 0), "a merged run and two batches, each stamped");
+        let hashes: Vec<u128> = urls.iter().map(|u| url_hash(u)).collect();
+        let expected: Vec<Option<i64>> = (1..=urls.len() as i64).map(Some).collect();
+        assert_eq!(find_ids(&ledger.conn, 1, &hashes).unwrap(), expected);
+    }
+
     /// A merged run read in order for part of its hashes (a half of a
     /// batch's, as admission's two connections each look up): only the
     /// pages between its lowest and highest hash, and every hash of the

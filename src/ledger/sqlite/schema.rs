@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, HashSet};
 
 /// The schema version this binary writes.
-pub(super) const SCHEMA_VERSION: i64 = 12;
+pub(super) const SCHEMA_VERSION: i64 = 13;
 /// Schema 1, the first migration of every ledger.
 const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
 
@@ -49,6 +49,9 @@ const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 /// Schema 12's second step, once the batches, spans and changes are filled
 /// from the items: the items dropped.
 const SCHEMA_12_ITEMS: &str = include_str!("schema/0012_items.sql");
+/// Schema 13, over schema 12: each hash run's stamp, which names it once
+/// for the runs a process keeps in memory.
+const SCHEMA_13: &str = include_str!("schema/0013_run_stamps.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
 
 impl SqliteLedger {
@@ -113,6 +116,13 @@ fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
     }
     if version < 12 && upto >= 12 {
         tx.execute_batch(SCHEMA_12)?;
+    }
+    // Before the items of a ledger older than 12 are filled into runs
+    // below: a run is written with its stamp.
+    if version < 13 && upto >= 13 {
+        tx.execute_batch(SCHEMA_13)?;
+    }
+    if version < 12 && upto >= 12 {
         super::batches::fill_from(tx, super::batches::ITEMS_OF_SCHEMA_11, 0)?;
         // Every item's lastmod and action went into its batch row just
         // now, so this finds none to keep apart; it is the rule that
