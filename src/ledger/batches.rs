@@ -300,7 +300,7 @@ pub struct Pager {
     pub written: u64,
     /// The prefix of each entry written, when the run is to be kept in
     /// memory as it is written (`keeping_prefixes`).
-    prefixes: Option<Vec<u64>>,
+    prefixes: Option<Vec<u32>>,
 }
 
 impl Pager {
@@ -345,7 +345,7 @@ impl Pager {
 
     /// The last page, if any entry is left, and the prefixes of every
     /// entry written (none unless made by `keeping_prefixes`).
-    pub fn finish_keeping(mut self) -> (Option<Page>, Vec<u64>) {
+    pub fn finish_keeping(mut self) -> (Option<Page>, Vec<u32>) {
         let full = self.pending.take().and_then(|e| self.add(e));
         let last = full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)));
         (last, self.prefixes.unwrap_or_default())

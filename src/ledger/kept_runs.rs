@@ -13,34 +13,47 @@ use std::sync::{Arc, Mutex};
 pub enum Kept {
     /// A batch's `sorted` blob (a run of tier 0).
     Sorted(Vec<u8>),
-    /// A merged run's hashes, each its first 8 bytes, in order: a hash
+    /// A merged run's hashes, each its first 4 bytes, in order: a hash
     /// whose prefix is not among them is not in the run, and only the
-    /// pages of those that are need be read (a fresh URL's, almost never).
-    Prefixes(Vec<u64>),
+    /// pages of those that are need be read (a known URL's, and a fresh
+    /// one's about as often as the run's size is of 2^32).
+    Prefixes(Vec<u32>),
 }
 
 impl Kept {
     fn bytes(&self) -> usize {
         match self {
             Kept::Sorted(blob) => blob.len(),
-            Kept::Prefixes(prefixes) => prefixes.len() * 8,
+            Kept::Prefixes(prefixes) => prefixes.len() * 4,
         }
     }
 
     /// The prefix of `hash` as `Prefixes` keeps it.
-    pub fn prefix(hash: u128) -> u64 {
-        (hash >> 64) as u64
+    pub fn prefix(hash: u128) -> u32 {
+        (hash >> 96) as u32
     }
 
     /// Of `sought` (indexes into `hashes`, in hash order), those whose
-    /// prefix `prefixes` holds: the only ones the run may hold.
-    pub fn may_hold(prefixes: &[u64], hashes: &[u128], sought: &[usize]) -> Vec<usize> {
-        let mut at = 0;
+    /// prefix `prefixes` holds: the only ones the run may hold. Each
+    /// search starts at the last one's place and gallops (1, 2, 4, …
+    /// entries) before its binary search, as `batches`' blobs are
+    /// searched: a batch's hashes against a run many times its size cost
+    /// a few steps each, in memory near the last, not a binary search of
+    /// the whole run each.
+    pub fn may_hold(prefixes: &[u32], hashes: &[u128], sought: &[usize]) -> Vec<usize> {
+        let mut from = 0;
         let mut maybe = Vec::new();
         for &k in sought {
             let prefix = Kept::prefix(hashes[k]);
-            at += prefixes[at..].partition_point(|p| *p < prefix);
-            if prefixes.get(at) == Some(&prefix) {
+            let (mut lo, mut hi, mut step) = (from, from, 1);
+            while hi < prefixes.len() && prefixes[hi] < prefix {
+                lo = hi + 1;
+                hi = lo + step;
+                step *= 2;
+            }
+            let hi = hi.min(prefixes.len());
+            from = lo + prefixes[lo..hi].partition_point(|p| *p < prefix);
+            if prefixes.get(from) == Some(&prefix) {
                 maybe.push(k);
             }
         }
@@ -68,7 +81,7 @@ type KeptRuns = rustc_hash::FxHashMap<RunKey, Arc<Kept>>;
 /// to `KEPT_BYTES`.
 static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
 
-/// The most bytes of runs `KEPT` holds (a merged run's prefixes take 8
+/// The most bytes of runs `KEPT` holds (a merged run's prefixes take 4
 /// bytes a URL); a run that would pass it is read each time, as before.
 const KEPT_BYTES: usize = 64 << 20;
 
@@ -128,12 +141,28 @@ mod tests {
     /// one walk over both sorted lists.
     #[test]
     fn only_hashes_with_a_kept_prefix_may_be_held() {
-        let at = |prefix: u64, rest: u64| (u128::from(prefix) << 64) | u128::from(rest);
+        let at = |prefix: u32, rest: u128| (u128::from(prefix) << 96) | rest;
         let prefixes = [3, 5, 5, 9];
-        let hashes = [at(1, 0), at(3, 7), at(4, 0), at(5, 1), at(9, u64::MAX), at(10, 0)];
+        let hashes = [at(1, 0), at(3, 7), at(4, 0), at(5, 1), at(9, u128::MAX >> 32), at(10, 0)];
         let sought: Vec<usize> = (0..hashes.len()).collect();
         assert_eq!(Kept::may_hold(&prefixes, &hashes, &sought), [1, 3, 4]);
         assert_eq!(Kept::may_hold(&[], &hashes, &sought), Vec::<usize>::new());
+        // Against a binary search of each, over runs and gaps of all sizes.
+        let mut seed: u64 = 48;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for round in 0..50 {
+            let mut prefixes: Vec<u32> = (0..next(3_000)).map(|_| next(10_000) as u32).collect();
+            prefixes.sort_unstable();
+            let mut hashes: Vec<u128> = (0..next(500)).map(|_| at(next(10_000) as u32, 0)).collect();
+            hashes.sort_unstable();
+            let sought: Vec<usize> = (0..hashes.len()).collect();
+            let expected: Vec<usize> =
+                sought.iter().copied().filter(|&k| prefixes.binary_search(&Kept::prefix(hashes[k])).is_ok()).collect();
+            assert_eq!(Kept::may_hold(&prefixes, &hashes, &sought), expected, "round {round}");
+        }
     }
 
     /// A run written is kept and the runs it was merged from let go; a

@@ -75,8 +75,10 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
         if runs.len() < FANOUT {
             return Ok(());
         }
-        let mut cursors =
-            runs.iter().map(|(run, batch, _)| RunCursor::open(tx, *run, *batch)).collect::<Result<Vec<_>>>()?;
+        let mut cursors = runs
+            .iter()
+            .map(|(run, batch, stamp)| RunCursor::open(tx, run_key(group, *run, *stamp), *batch))
+            .collect::<Result<Vec<_>>>()?;
         let mut heads = std::collections::BinaryHeap::new();
         for (k, cursor) in cursors.iter_mut().enumerate() {
             if let Some(entry) = cursor.next(tx)? {
@@ -121,22 +123,29 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
 }
 
 /// A run's entries in hash order: a batch's blob (20 bytes an entry, read
-/// whole), or a merged run's pages, read one at a time by key.
+/// whole, or the copy kept in memory), or a merged run's pages, read one
+/// at a time by key.
 enum RunCursor {
     Batch(std::vec::IntoIter<(u128, i64)>),
     Pages { run: i64, after: Vec<u8>, page: std::vec::IntoIter<(u128, i64)> },
 }
 
 impl RunCursor {
-    fn open(tx: &Connection, run: i64, batch: Option<i64>) -> Result<RunCursor> {
+    fn open(tx: &Connection, key: RunKey, batch: Option<i64>) -> Result<RunCursor> {
         Ok(match batch {
             Some(first_id) => {
-                let sorted: Vec<u8> = tx
-                    .prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?
-                    .query_row([first_id], |r| r.get(0))?;
-                RunCursor::Batch(batches::batch_entries(first_id, &sorted)?.into_iter())
+                let entries = match kept(&key).as_deref() {
+                    Some(Kept::Sorted(sorted)) => batches::batch_entries(first_id, sorted)?,
+                    _ => {
+                        let sorted: Vec<u8> = tx
+                            .prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?
+                            .query_row([first_id], |r| r.get(0))?;
+                        batches::batch_entries(first_id, &sorted)?
+                    }
+                };
+                RunCursor::Batch(entries.into_iter())
             }
-            None => RunCursor::Pages { run, after: Vec::new(), page: Vec::new().into_iter() },
+            None => RunCursor::Pages { run: key.run, after: Vec::new(), page: Vec::new().into_iter() },
         })
     }
 
