@@ -11,7 +11,7 @@
 //! items still hold their URLs, keys, lastmods and actions.
 
 use super::super::batches::{self, BatchItem, FANOUT};
-use super::super::kept_runs::{keep, kept, Kept, RunKey};
+use super::super::kept_runs::{keep, keep_written, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
@@ -36,11 +36,26 @@ pub(super) fn write_batch(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         &[&first_id, &group, &n, &created_at, &blobs.sorted, &blobs.texts, &blobs.lastmods, &blobs.actions],
     )?;
-    tx.execute(
-        "INSERT INTO hash_runs (group_id, tier, n, batch) VALUES ($1, 0, $2, $3)",
+    let row = tx.query_one(
+        &format!("INSERT INTO hash_runs (group_id, tier, n, batch) VALUES ($1, 0, $2, $3) RETURNING {RUN_KEY}"),
         &[&group, &i64::from(n), &first_id],
     )?;
+    keep_written(run_key(&row, group), Kept::Sorted(blobs.sorted), &[]);
     merge_tiers(tx, group)
+}
+
+/// The columns of a `hash_runs` row that name its run among those kept in
+/// memory (`run_key`): its id, the id of the transaction that wrote it
+/// (`xmin`: a run's row and entries are written by one transaction, and
+/// only its `n` is updated after, by the same one), and the table's oid (a
+/// schema's own, new when the table is made again).
+const RUN_KEY: &str = "run, xmin::text::bigint, tableoid::bigint";
+
+/// The name of a run among those kept in memory, from `RUN_KEY`'s columns
+/// first in `row`.
+fn run_key(row: &pg::Row, group: i64) -> RunKey {
+    let (stamp, ledger) = (row.get::<_, i64>(1) as u64, row.get::<_, i64>(2) as u64);
+    RunKey { ledger, group, run: row.get(0), stamp }
 }
 
 /// While a tier of `group` holds `FANOUT` runs, merges them into one run
@@ -52,13 +67,15 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
         // Locked, in order: another runner merging the same runs waits
         // for this one, then finds them gone (and merges none of them
         // again into a run of its own).
-        let runs: Vec<(i64, Option<i64>)> = tx
+        let runs: Vec<(RunKey, Option<i64>)> = tx
             .query(
-                "SELECT run, batch FROM hash_runs WHERE group_id = $1 AND tier = $2 ORDER BY run FOR UPDATE",
+                &format!(
+                    "SELECT {RUN_KEY}, batch FROM hash_runs WHERE group_id = $1 AND tier = $2 ORDER BY run FOR UPDATE"
+                ),
                 &[&group, &tier],
             )?
             .iter()
-            .map(|r| (r.get(0), r.get(1)))
+            .map(|r| (run_key(r, group), r.get(3)))
             .collect();
         if runs.len() < FANOUT {
             return Ok(());
@@ -69,8 +86,8 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
         )?;
         let batch_of = tx.prepare(TEXTS_OF)?;
         let mut cursors = Vec::with_capacity(runs.len());
-        for (run, batch) in &runs {
-            cursors.push(RunCursor::open(tx, *run, *batch)?);
+        for (key, batch) in &runs {
+            cursors.push(RunCursor::open(tx, key, *batch)?);
         }
         let mut heads = std::collections::BinaryHeap::new();
         for (k, cursor) in cursors.iter_mut().enumerate() {
@@ -78,14 +95,18 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
                 heads.push(Reverse((entry, k)));
             }
         }
-        let run: i64 = tx
-            .query_one(
-                "INSERT INTO hash_runs (group_id, tier, n) VALUES ($1, $2, 1) RETURNING run",
+        let key = run_key(
+            &tx.query_one(
+                &format!("INSERT INTO hash_runs (group_id, tier, n) VALUES ($1, $2, 1) RETURNING {RUN_KEY}"),
                 &[&group, &(tier + 1)],
-            )?
-            .get(0);
+            )?,
+            group,
+        );
+        let run = key.run;
         let put = tx.prepare("INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)")?;
-        let mut pager = batches::Pager::default();
+        // The merged run is kept as it is written: the look-ups of this
+        // process's next admissions read none of its pages.
+        let mut pager = batches::Pager::keeping_prefixes();
         while let Some(Reverse((entry, k))) = heads.pop() {
             let page = pager.push(entry, &mut |a, b| Ok(text_of(tx, &batch_of, a)? == text_of(tx, &batch_of, b)?))?;
             if let Some(page) = page {
@@ -96,13 +117,16 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
             }
         }
         let written = pager.written;
-        if let Some(page) = pager.finish() {
+        let (last, prefixes) = pager.finish_keeping();
+        if let Some(page) = last {
             tx.execute(&put, &[&run, &&page.first_hash[..], &page.entries])?;
         }
         tx.execute("UPDATE hash_runs SET n = $2 WHERE run = $1", &[&run, &(written.max(1) as i64)])?;
-        let old: Vec<i64> = runs.iter().map(|(run, _)| *run).collect();
+        let old: Vec<i64> = runs.iter().map(|(key, _)| key.run).collect();
         tx.execute("DELETE FROM hash_pages WHERE run = ANY($1)", &[&old])?;
         tx.execute("DELETE FROM hash_runs WHERE run = ANY($1)", &[&old])?;
+        let merged: Vec<RunKey> = runs.iter().map(|(key, _)| *key).collect();
+        keep_written(key, Kept::Prefixes(prefixes), &merged);
     }
     unreachable!("tiers are counted up until one is not full")
 }
@@ -115,14 +139,20 @@ enum RunCursor {
 }
 
 impl RunCursor {
-    fn open(tx: &mut impl GenericClient, run: i64, batch: Option<i64>) -> Result<RunCursor> {
+    fn open(tx: &mut impl GenericClient, key: &RunKey, batch: Option<i64>) -> Result<RunCursor> {
         Ok(match batch {
             Some(first_id) => {
-                let sorted: Vec<u8> =
-                    tx.query_one("SELECT sorted FROM batches WHERE first_id = $1", &[&first_id])?.get(0);
-                RunCursor::Batch(batches::batch_entries(first_id, &sorted)?.into_iter())
+                let entries = match kept(key).as_deref() {
+                    Some(Kept::Sorted(sorted)) => batches::batch_entries(first_id, sorted)?,
+                    _ => {
+                        let sorted: Vec<u8> =
+                            tx.query_one("SELECT sorted FROM batches WHERE first_id = $1", &[&first_id])?.get(0);
+                        batches::batch_entries(first_id, &sorted)?
+                    }
+                };
+                RunCursor::Batch(entries.into_iter())
             }
-            None => RunCursor::Pages { run, after: Vec::new(), page: Vec::new().into_iter() },
+            None => RunCursor::Pages { run: key.run, after: Vec::new(), page: Vec::new().into_iter() },
         })
     }
 
@@ -172,19 +202,11 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
     by_hash.sort_unstable_by_key(|&k| hashes[k]);
     let runs: Vec<(RunKey, i64, Option<i64>)> = tx
         .query(
-            "SELECT run, n, batch, xmin::text::bigint, 'hash_runs'::regclass::oid::bigint FROM hash_runs
-             WHERE group_id = $1 ORDER BY tier, run DESC",
+            &format!("SELECT {RUN_KEY}, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC"),
             &[&group],
         )?
         .iter()
-        .map(|r| {
-            // The table's oid names the ledger (a schema's own, new when
-            // the table is made again); the writing transaction's id tells
-            // apart two runs of one id (a run's row and entries are
-            // written by one transaction and never changed after).
-            let (ledger, stamp) = (r.get::<_, i64>(4) as u64, r.get::<_, i64>(3) as u64);
-            (RunKey { ledger, group, run: r.get(0), stamp }, r.get(1), r.get(2))
-        })
+        .map(|r| (run_key(r, group), r.get(3), r.get(4)))
         .collect();
     let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
     let sorted_of = tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?;
@@ -1417,11 +1439,11 @@ mod tests {
             .unwrap();
     }
 
-    /// A merged run a look-up read whole is kept (its hashes' prefixes),
-    /// and the next look-up reads none of its pages for a hash it does not
-    /// hold, but reads them for one it may; a run written again
-    /// under the same id (its first writer rolled back, the sequence set
-    /// back) is another run, read anew, not the one kept.
+    /// A merged run is kept as it is written (its hashes' prefixes), and
+    /// a look-up reads none of its pages for a hash it does not hold, but
+    /// reads them for one it may; a run written again under the same id
+    /// (its first writer rolled back, the sequence set back) is another
+    /// run, read anew, not the one kept.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_kept_run_is_found_again_and_a_run_written_anew_is_read() {
@@ -1447,9 +1469,9 @@ mod tests {
         let expected: Vec<Option<i64>> = (1..=(FANOUT * 3) as i64).map(Some).collect();
         let first = ledger.transaction(|tx| {
             let (hashes, run) = write(tx, "a.example")?;
-            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
             let table: i64 = tx.query_one("SELECT 'hash_runs'::regclass::oid::bigint", &[])?.get(0);
-            assert_eq!(crate::ledger::kept_runs::kept_of(table as u64, 1, run), 1, "the run read whole is kept");
+            assert_eq!(crate::ledger::kept_runs::kept_of(table as u64, 1, run), 1, "the merged run is kept");
+            assert_eq!(find_ids(tx, 1, &hashes)?, expected);
             // A hash the kept prefixes do not hold is not sought in the
             // run's pages: here a page made to claim it.
             let new = url_hash("https://a.example/new");
@@ -1467,12 +1489,23 @@ mod tests {
         let run: i64 = said.trim_start_matches("rolled back: ").parse().unwrap();
         ledger
             .transaction(|tx| {
-                tx.execute(
-                    "SELECT setval(pg_get_serial_sequence('hash_runs', 'run'), $1::bigint - 8, false)",
-                    &[&run],
-                )?;
-                let (hashes, again) = write(tx, "b.example")?;
+                // A run of that id written again, by another process:
+                // nothing of it kept here.
+                tx.execute("SELECT setval(pg_get_serial_sequence('hash_runs', 'run'), $1::bigint, false)", &[&run])?;
+                let hashes: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://b.example/{i}"))).collect();
+                let again: i64 = tx
+                    .query_one(
+                        "INSERT INTO hash_runs (group_id, tier, n) VALUES (1, 1, $1) RETURNING run",
+                        &[&(hashes.len() as i64)],
+                    )?
+                    .get(0);
                 assert_eq!(again, run, "the same run id, written anew");
+                for page in batches::merge(hashes.iter().copied().zip(1..).collect(), |_, _| Ok(true))? {
+                    tx.execute(
+                        "INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)",
+                        &[&run, &&page.first_hash[..], &page.entries],
+                    )?;
+                }
                 assert_eq!(find_ids(tx, 1, &hashes)?, expected);
                 let gone: Vec<u128> = (0..FANOUT * 3).map(|i| url_hash(&format!("https://a.example/{i}"))).collect();
                 assert_eq!(find_ids(tx, 1, &gone)?, vec![None; gone.len()]);
