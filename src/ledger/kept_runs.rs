@@ -101,8 +101,20 @@ pub fn kept(key: &RunKey) -> Option<Arc<Kept>> {
 pub fn keep(key: RunKey, run: Kept, listed: &[RunKey]) {
     let mut guard = kept_runs();
     let kept = guard.get_or_insert_with(Default::default);
-    kept.retain(|k, _| k.ledger != key.ledger || k.group != key.group || listed.contains(k));
+    retain_listed(kept, key.ledger, key.group, listed);
     insert(kept, key, run);
+}
+
+/// Lets go the runs kept of `group` of `ledger` that are not among
+/// `listed`: merged into others since, by this process or another.
+pub fn let_go_unlisted(ledger: u64, group: i64, listed: &[RunKey]) {
+    if let Some(kept) = kept_runs().as_mut() {
+        retain_listed(kept, ledger, group, listed);
+    }
+}
+
+fn retain_listed(kept: &mut KeptRuns, ledger: u64, group: i64, listed: &[RunKey]) {
+    kept.retain(|k, _| k.ledger != ledger || k.group != group || listed.contains(k));
 }
 
 /// Keeps a run just written, if it fits, having let go the runs it was
@@ -180,5 +192,7 @@ mod tests {
         assert_eq!((kept_of(77, 1, 2), kept_of(77, 1, 3), kept_of(77, 1, 4)), (0, 1, 1));
         assert_eq!(kept_of(77, 2, 1), 1, "another group's run stays");
         assert!(kept(&RunKey { stamp: 6, ..key(1, 3) }).is_none(), "another stamp is another run");
+        let_go_unlisted(77, 1, &[key(1, 4)]);
+        assert_eq!((kept_of(77, 1, 3), kept_of(77, 1, 4), kept_of(77, 2, 1)), (0, 1, 1));
     }
 }

@@ -10,7 +10,7 @@
 //! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
-use super::super::kept_runs::{keep, keep_written, kept, Kept, RunKey};
+use super::super::kept_runs::{keep_written, kept, let_go_unlisted, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use crate::model::Action;
 use rusqlite::types::Value;
@@ -189,9 +189,9 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// could hold a hash found by its key and searched, or, when the hashes
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
-/// times). A run this process wrote or read whole is kept in memory
-/// (`kept_runs`: a batch's blob, a merged run's hash prefixes), and only
-/// the hashes a merged run kept may hold are sought in its pages. The
+/// times). A run this process wrote is kept in memory (`kept_runs`: a
+/// batch's blob, a merged run's hash prefixes), and only the hashes a
+/// merged run kept may hold are sought in its pages. The
 /// newest runs are read first (the lower tiers, the later runs of a
 /// tier), so a URL admitted again after a drop is found at its newer id.
 /// Read in order, a run's pages are only those from the one that could
@@ -206,7 +206,7 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
         .prepare_cached("SELECT run, n, batch, stamp FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
         .query_map([group], |r| Ok((run_key(group, r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
+    let_go_unlisted(0, group, &runs.iter().map(|r| r.0).collect::<Vec<_>>());
     let mut sorted_of = conn.prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?;
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
@@ -225,8 +225,7 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
         }
         // The hashes to read the run's pages for: all those still sought,
         // or, of a run kept, those whose prefix it holds.
-        let held = kept(&key);
-        let sought = match held.as_deref() {
+        let sought = match kept(&key).as_deref() {
             Some(Kept::Sorted(sorted)) => {
                 let first_id =
                     batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
@@ -243,7 +242,6 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
             Some(first_id) => {
                 let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
                 find_in_batch(&sorted, first_id, hashes, &sought, &mut found)?;
-                keep(key, Kept::Sorted(sorted), &listed);
             }
             None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
                 for k in sought {
@@ -257,21 +255,14 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
             None => {
                 // Each hash is searched in the last page starting at or
                 // before it: the page read before the first that starts
-                // after it. A run not kept yet is kept if every page of it
-                // was read.
+                // after it.
                 let (lowest, highest) =
                     (hashes[sought[0]].to_be_bytes(), hashes[sought[sought.len() - 1]].to_be_bytes());
                 let mut rows = pages_of.query(params![run, &lowest[..], &highest[..]])?;
-                let mut prefixes = held.is_none().then(|| Vec::with_capacity(n as usize));
-                let mut pages = 0;
                 let mut page: Option<Vec<u8>> = None;
                 let mut next = 0;
                 loop {
                     let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0)).transpose()?;
-                    if let (Some(p), Some(prefixes)) = (&following, &mut prefixes) {
-                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| Kept::prefix(*hash)));
-                        pages += 1;
-                    }
                     let bound = following.as_deref().map(batches::first_hash).transpose()?;
                     let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
                     while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
@@ -284,9 +275,6 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
                         Some(p) => page = Some(p),
                         None => break,
                     }
-                }
-                if let Some(prefixes) = prefixes.filter(|_| pages == (n as usize).div_ceil(batches::PAGE)) {
-                    keep(key, Kept::Prefixes(prefixes), &listed);
                 }
             }
         }
