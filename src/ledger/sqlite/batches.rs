@@ -10,7 +10,7 @@
 //! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
-use super::super::kept_runs::{keep_written, kept, let_go_unlisted, Kept, RunKey};
+use super::super::kept_runs::{keep, keep_written, kept, let_go_unlisted, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use crate::model::Action;
 use rusqlite::types::Value;
@@ -190,8 +190,10 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// still sought are many against the run's pages, the run's pages read in
 /// order beside the sorted hashes (a seek a hash would read each page many
 /// times). A run this process wrote is kept in memory (`kept_runs`: a
-/// batch's blob, a merged run's hash prefixes), and only the hashes a
-/// merged run kept may hold are sought in its pages. The
+/// batch's blob, a merged run's hash prefixes), as is a batch's blob a
+/// look-up read, and only the hashes a merged run kept may hold are
+/// sought in its pages. The pages read for part of a run's hashes are not
+/// kept: gathering their prefixes cost more than it saved. The
 /// newest runs are read first (the lower tiers, the later runs of a
 /// tier), so a URL admitted again after a drop is found at its newer id.
 /// Read in order, a run's pages are only those from the one that could
@@ -206,7 +208,8 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
         .prepare_cached("SELECT run, n, batch, stamp FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
         .query_map([group], |r| Ok((run_key(group, r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let_go_unlisted(0, group, &runs.iter().map(|r| r.0).collect::<Vec<_>>());
+    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
+    let_go_unlisted(0, group, &listed);
     let mut sorted_of = conn.prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?;
     let mut page_at = conn.prepare_cached(
         "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
@@ -242,6 +245,7 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
             Some(first_id) => {
                 let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
                 find_in_batch(&sorted, first_id, hashes, &sought, &mut found)?;
+                keep(key, Kept::Sorted(sorted), &listed);
             }
             None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
                 for k in sought {
