@@ -96,41 +96,24 @@ pub fn kept(key: &RunKey) -> Option<Arc<Kept>> {
     kept_runs().as_ref().and_then(|k| k.get(key).cloned())
 }
 
-/// Keeps `run` if it fits, having let go the runs of its group that are
-/// not among `listed` (merged into others since).
-pub fn keep(key: RunKey, run: Kept, listed: &[RunKey]) {
-    let mut guard = kept_runs();
-    let kept = guard.get_or_insert_with(Default::default);
-    retain_listed(kept, key.ledger, key.group, listed);
-    insert(kept, key, run);
-}
-
 /// Lets go the runs kept of `group` of `ledger` that are not among
 /// `listed`: merged into others since, by this process or another.
 pub fn let_go_unlisted(ledger: u64, group: i64, listed: &[RunKey]) {
     if let Some(kept) = kept_runs().as_mut() {
-        retain_listed(kept, ledger, group, listed);
+        kept.retain(|k, _| k.ledger != ledger || k.group != group || listed.contains(k));
     }
 }
 
-fn retain_listed(kept: &mut KeptRuns, ledger: u64, group: i64, listed: &[RunKey]) {
-    kept.retain(|k, _| k.ledger != ledger || k.group != group || listed.contains(k));
-}
-
-/// Keeps a run just written, if it fits, having let go the runs it was
-/// merged from (`merged`): a run written by a transaction that then
-/// rolls back is never listed, and goes with the next `keep` of its
-/// group.
-pub fn keep_written(key: RunKey, run: Kept, merged: &[RunKey]) {
+/// Keeps `run` if it fits, having let go the runs it was merged from
+/// (`merged`, when it was just written by a merge). A run written by a
+/// transaction that then rolls back is never listed, and goes with the
+/// next look-up of its group (`let_go_unlisted`).
+pub fn keep(key: RunKey, run: Kept, merged: &[RunKey]) {
     let mut guard = kept_runs();
     let kept = guard.get_or_insert_with(Default::default);
     for old in merged {
         kept.remove(old);
     }
-    insert(kept, key, run);
-}
-
-fn insert(kept: &mut KeptRuns, key: RunKey, run: Kept) {
     let used: usize = kept.values().map(|r| r.bytes()).sum();
     if used + run.bytes() <= KEPT_BYTES {
         kept.insert(key, Arc::new(run));
@@ -178,21 +161,20 @@ mod tests {
     }
 
     /// A run written is kept and the runs it was merged from let go; a
-    /// look-up's `keep` lets go the runs of its group no longer listed,
-    /// and no other group's.
+    /// look-up lets go the runs of its group no longer listed, and no
+    /// other group's.
     #[test]
     fn runs_merged_or_no_longer_listed_are_let_go() {
         let key = |group: i64, run: i64| RunKey { ledger: 77, group, run, stamp: 5 };
-        keep_written(key(1, 1), Kept::Sorted(vec![0; 20]), &[]);
-        keep_written(key(1, 2), Kept::Sorted(vec![0; 20]), &[]);
-        keep_written(key(2, 1), Kept::Sorted(vec![0; 20]), &[]);
-        keep_written(key(1, 3), Kept::Prefixes(vec![1, 2]), &[key(1, 1)]);
+        keep(key(1, 1), Kept::Sorted(vec![0; 20]), &[]);
+        keep(key(1, 2), Kept::Sorted(vec![0; 20]), &[]);
+        keep(key(2, 1), Kept::Sorted(vec![0; 20]), &[]);
+        keep(key(1, 3), Kept::Prefixes(vec![1, 2]), &[key(1, 1)]);
         assert_eq!((kept_of(77, 1, 1), kept_of(77, 1, 2), kept_of(77, 1, 3)), (0, 1, 1));
-        keep(key(1, 4), Kept::Prefixes(vec![1]), &[key(1, 3), key(1, 4)]);
+        assert!(kept(&RunKey { stamp: 6, ..key(1, 3) }).is_none(), "another stamp is another run");
+        keep(key(1, 4), Kept::Prefixes(vec![1]), &[]);
+        let_go_unlisted(77, 1, &[key(1, 3), key(1, 4)]);
         assert_eq!((kept_of(77, 1, 2), kept_of(77, 1, 3), kept_of(77, 1, 4)), (0, 1, 1));
         assert_eq!(kept_of(77, 2, 1), 1, "another group's run stays");
-        assert!(kept(&RunKey { stamp: 6, ..key(1, 3) }).is_none(), "another stamp is another run");
-        let_go_unlisted(77, 1, &[key(1, 4)]);
-        assert_eq!((kept_of(77, 1, 3), kept_of(77, 1, 4), kept_of(77, 2, 1)), (0, 1, 1));
     }
 }

@@ -25,6 +25,7 @@ mod budget;
 #[cfg(test)]
 mod conformance;
 mod copy;
+mod find_ids;
 mod item_ids;
 mod kept_runs;
 mod limits;

@@ -11,7 +11,8 @@
 //! items still hold their URLs, keys, lastmods and actions.
 
 use super::super::batches::{self, BatchItem, FANOUT};
-use super::super::kept_runs::{keep, keep_written, kept, Kept, RunKey};
+use super::super::find_ids as find;
+use super::super::kept_runs::{keep, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
@@ -40,7 +41,7 @@ pub(super) fn write_batch(
         &format!("INSERT INTO hash_runs (group_id, tier, n, batch) VALUES ($1, 0, $2, $3) RETURNING {RUN_KEY}"),
         &[&group, &i64::from(n), &first_id],
     )?;
-    keep_written(run_key(&row, group), Kept::Sorted(blobs.sorted), &[]);
+    keep(run_key(&row, group), Kept::Sorted(blobs.sorted), &[]);
     merge_tiers(tx, group)
 }
 
@@ -126,7 +127,7 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
         tx.execute("DELETE FROM hash_pages WHERE run = ANY($1)", &[&old])?;
         tx.execute("DELETE FROM hash_runs WHERE run = ANY($1)", &[&old])?;
         let merged: Vec<RunKey> = runs.iter().map(|(key, _)| *key).collect();
-        keep_written(key, Kept::Prefixes(prefixes), &merged);
+        keep(key, Kept::Prefixes(prefixes), &merged);
     }
     unreachable!("tiers are counted up until one is not full")
 }
@@ -186,110 +187,64 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
     Ok(batches::text(row.get(2), n as usize, (id - first_id) as u32)?.to_string())
 }
 
-/// The id of each of `hashes` in `group`, if the group holds it: in every
-/// run of the group, a batch's blob searched; a merged run's page that
-/// could hold a hash found by its key and searched, or, when the hashes
-/// still sought are many against the run's pages, the run's pages read in
-/// order beside the sorted hashes (a seek a hash would read each page many
-/// times). A run read whole is kept for the next look-up (`kept_runs`: a
-/// batch's blob, a merged run's hash prefixes), and only the hashes a
-/// merged run kept may hold are sought in its pages. The newest runs are read first
-/// (the lower tiers, the later runs of a tier), so a URL admitted again
-/// after a drop is found at its newer id.
+/// The id of each of `hashes` in `group`, if the group holds it, by the
+/// look-up shared with SQLite (`ledger::find_ids`): a merged run read in
+/// order is read whole, and its prefixes kept, unless it is kept already
+/// (each page crosses the connection).
 pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
-    let mut found = vec![None; hashes.len()];
-    let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
-    by_hash.sort_unstable_by_key(|&k| hashes[k]);
-    let runs: Vec<(RunKey, i64, Option<i64>)> = tx
-        .query(
-            &format!("SELECT {RUN_KEY}, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC"),
-            &[&group],
-        )?
-        .iter()
-        .map(|r| (run_key(r, group), r.get(3), r.get(4)))
-        .collect();
-    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
-    let sorted_of = tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?;
-    let page_at = tx.prepare(
-        "SELECT entries FROM hash_pages WHERE run = $1 AND first_hash <= $2 ORDER BY first_hash DESC LIMIT 1",
+    let rows = tx.query(
+        &format!("SELECT {RUN_KEY}, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC"),
+        &[&group],
     )?;
-    let pages_of = tx.prepare("SELECT entries FROM hash_pages WHERE run = $1 ORDER BY first_hash")?;
-    for (key, n, batch) in runs.iter().copied() {
-        let run = key.run;
-        // The hashes still sought, in hash order.
-        let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
-        if open.is_empty() {
-            break;
-        }
-        // The hashes to read the run's pages for: all those still sought,
-        // or, of a run kept, those whose prefix it holds.
-        let sought = match kept(&key).as_deref() {
-            Some(Kept::Sorted(sorted)) => {
-                let first_id =
-                    batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
-                let mut places = batches::Places::new(sorted)?;
-                for k in open {
-                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
-                }
-                continue;
-            }
-            Some(Kept::Prefixes(prefixes)) => Kept::may_hold(prefixes, hashes, &open),
-            None => open,
-        };
-        if sought.is_empty() {
-            continue;
-        }
-        match batch {
-            Some(first_id) => {
-                let row = tx.query_one(&sorted_of, &[&first_id])?;
-                let held = Kept::Sorted(row.get(0));
-                let Kept::Sorted(sorted) = &held else { unreachable!("just made") };
-                let mut places = batches::Places::new(sorted)?;
-                for k in sought {
-                    found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
-                }
-                keep(key, held, &listed);
-            }
-            None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
-                for k in sought {
-                    let key = hashes[k].to_be_bytes();
-                    if let Some(row) = tx.query_opt(&page_at, &[&run, &&key[..]])? {
-                        found[k] = batches::find_in_page(row.get(0), hashes[k])?;
-                    }
-                }
-            }
-            None => {
-                // Each hash is searched in the last page starting at or
-                // before it: the page read before the first that starts
-                // after it. The pages come one at a time, as the server
-                // sends them; the run's prefixes are kept as they pass.
-                let mut prefixes = Vec::with_capacity(n as usize);
-                let mut rows = tx.query_raw(&pages_of, [&run])?;
-                let mut page: Option<Vec<u8>> = None;
-                let mut next = 0;
-                loop {
-                    let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0));
-                    if let Some(p) = &following {
-                        prefixes.extend(batches::page_entries(p)?.iter().map(|(hash, _)| Kept::prefix(*hash)));
-                    }
-                    let bound = following.as_deref().map(batches::first_hash).transpose()?;
-                    let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
-                    while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
-                        if let Some(ids) = &mut ids {
-                            found[sought[next]] = ids.find(hashes[sought[next]]);
-                        }
-                        next += 1;
-                    }
-                    match following {
-                        Some(p) => page = Some(p),
-                        None => break,
-                    }
-                }
-                keep(key, Kept::Prefixes(prefixes), &listed);
-            }
-        }
+    let runs: Vec<_> = rows.iter().map(|r| (run_key(r, group), r.get(3), r.get(4))).collect();
+    // A group with no runs holds no hash (and names no table to let go
+    // the runs kept of).
+    let Some(ledger) = runs.first().map(|r| r.0.ledger) else { return Ok(vec![None; hashes.len()]) };
+    let listed = find::Listed { ledger, group, runs };
+    let mut pages = Pages {
+        sorted_of: tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?,
+        page_at: tx.prepare(
+            "SELECT entries FROM hash_pages WHERE run = $1 AND first_hash <= $2 ORDER BY first_hash DESC LIMIT 1",
+        )?,
+        pages_of: tx.prepare(
+            "SELECT entries FROM hash_pages WHERE run = $1 AND first_hash <= $3 AND first_hash >= coalesce(
+                 (SELECT first_hash FROM hash_pages WHERE run = $1 AND first_hash <= $2
+                  ORDER BY first_hash DESC LIMIT 1), '')
+             ORDER BY first_hash",
+        )?,
+        tx,
+    };
+    find::find_ids(&mut pages, &listed, hashes, find::Reading::WholeKept)
+}
+
+/// A PostgreSQL ledger's runs read for `find::find_ids`.
+struct Pages<'t, C> {
+    tx: &'t mut C,
+    sorted_of: Statement,
+    page_at: Statement,
+    pages_of: Statement,
+}
+
+impl<C: GenericClient> find::RunPages for Pages<'_, C> {
+    fn sorted(&mut self, first_id: i64) -> Result<Vec<u8>> {
+        Ok(self.tx.query_one(&self.sorted_of, &[&first_id])?.get(0))
     }
-    Ok(found)
+
+    fn page_at(&mut self, run: i64, hash: u128) -> Result<Option<Vec<u8>>> {
+        let key = hash.to_be_bytes();
+        Ok(self.tx.query_opt(&self.page_at, &[&run, &&key[..]])?.map(|r| r.get(0)))
+    }
+
+    fn pages(&mut self, run: i64, from: u128, to: u128, each: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<()> {
+        // The pages come one at a time, as the server sends them.
+        let (from, to) = (from.to_be_bytes(), to.to_be_bytes());
+        let params: [&(dyn pg::types::ToSql + Sync); 3] = [&run, &&from[..], &&to[..]];
+        let mut rows = self.tx.query_raw(&self.pages_of, params)?;
+        while let Some(row) = rows.next()? {
+            each(row.get(0))?;
+        }
+        Ok(())
+    }
 }
 
 /// Writes the batch rows of `items`, the new items of one admission in id

@@ -10,7 +10,8 @@
 //! and action from the changes or the batch row.
 
 use super::super::batches::{self, BatchItem, FANOUT};
-use super::super::kept_runs::{keep, keep_written, kept, let_go_unlisted, Kept, RunKey};
+use super::super::find_ids as find;
+use super::super::kept_runs::{keep, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
 use crate::model::Action;
 use rusqlite::types::Value;
@@ -49,7 +50,7 @@ pub(super) fn write_batch(
              RETURNING run, stamp",
         )?
         .query_row(params![group, items.len() as i64, first_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    keep_written(run_key(group, run, stamp), Kept::Sorted(blobs.sorted), &[]);
+    keep(run_key(group, run, stamp), Kept::Sorted(blobs.sorted), &[]);
     merge_tiers(tx, group)
 }
 
@@ -117,7 +118,7 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
             tx.prepare_cached("DELETE FROM hash_runs WHERE run = ?1")?.execute([old])?;
         }
         let merged: Vec<RunKey> = runs.iter().map(|(old, _, stamp)| run_key(group, *old, *stamp)).collect();
-        keep_written(run_key(group, run, stamp), Kept::Prefixes(prefixes), &merged);
+        keep(run_key(group, run, stamp), Kept::Prefixes(prefixes), &merged);
     }
     unreachable!("tiers are counted up until one is not full")
 }
@@ -184,122 +185,56 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
     Ok(batches::text(&texts, n as usize, (id - first_id) as u32)?.to_string())
 }
 
-/// The id of each of `hashes` in `group`, if the group holds it: in every
-/// run of the group, a batch's blob searched; a merged run's page that
-/// could hold a hash found by its key and searched, or, when the hashes
-/// still sought are many against the run's pages, the run's pages read in
-/// order beside the sorted hashes (a seek a hash would read each page many
-/// times). A run this process wrote is kept in memory (`kept_runs`: a
-/// batch's blob, a merged run's hash prefixes), as is a batch's blob a
-/// look-up read, and only the hashes a merged run kept may hold are
-/// sought in its pages. The pages read for part of a run's hashes are not
-/// kept: gathering their prefixes cost more than it saved. The
-/// newest runs are read first (the lower tiers, the later runs of a
-/// tier), so a URL admitted again after a drop is found at its newer id.
-/// Read in order, a run's pages are only those from the one that could
-/// hold the lowest hash sought to the one that could hold the highest, so
-/// that two connections each looking up half of a batch's sorted hashes
-/// (admission's helper) read half of the pages each.
+/// The id of each of `hashes` in `group`, if the group holds it, by the
+/// look-up shared with PostgreSQL (`ledger::find_ids`): a merged run's
+/// pages read in order are only those between the lowest and the highest
+/// hash sought, so that two connections each looking up half of a
+/// batch's sorted hashes (admission's helper) read half of the pages
+/// each.
 pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
-    let mut found = vec![None; hashes.len()];
-    let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
-    by_hash.sort_unstable_by_key(|&k| hashes[k]);
-    let runs: Vec<(RunKey, i64, Option<i64>)> = conn
+    let runs = conn
         .prepare_cached("SELECT run, n, batch, stamp FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
         .query_map([group], |r| Ok((run_key(group, r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let listed: Vec<RunKey> = runs.iter().map(|r| r.0).collect();
-    let_go_unlisted(0, group, &listed);
-    let mut sorted_of = conn.prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?;
-    let mut page_at = conn.prepare_cached(
-        "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
-    )?;
-    let mut pages_of = conn.prepare_cached(
-        "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?3 AND first_hash >= coalesce(
-             (SELECT max(first_hash) FROM hash_pages WHERE run = ?1 AND first_hash <= ?2), x'')
-         ORDER BY first_hash",
-    )?;
-    for (key, n, batch) in runs.iter().copied() {
-        let run = key.run;
-        // The hashes still sought, in hash order.
-        let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
-        if open.is_empty() {
-            break;
-        }
-        // The hashes to read the run's pages for: all those still sought,
-        // or, of a run kept, those whose prefix it holds.
-        let sought = match kept(&key).as_deref() {
-            Some(Kept::Sorted(sorted)) => {
-                let first_id =
-                    batch.ok_or_else(|| LedgerError::Invalid(format!("hash_runs: run {run} has no batch")))?;
-                find_in_batch(sorted, first_id, hashes, &open, &mut found)?;
-                continue;
-            }
-            Some(Kept::Prefixes(prefixes)) => Kept::may_hold(prefixes, hashes, &open),
-            None => open,
-        };
-        if sought.is_empty() {
-            continue;
-        }
-        match batch {
-            Some(first_id) => {
-                let sorted: Vec<u8> = sorted_of.query_row([first_id], |r| r.get(0))?;
-                find_in_batch(&sorted, first_id, hashes, &sought, &mut found)?;
-                keep(key, Kept::Sorted(sorted), &listed);
-            }
-            None if sought.len() * 4 < (n as usize).div_ceil(batches::PAGE) => {
-                for k in sought {
-                    let key = hashes[k].to_be_bytes();
-                    let page: Option<Vec<u8>> = page_at.query_row(params![run, &key[..]], |r| r.get(0)).optional()?;
-                    if let Some(page) = page {
-                        found[k] = batches::find_in_page(&page, hashes[k])?;
-                    }
-                }
-            }
-            None => {
-                // Each hash is searched in the last page starting at or
-                // before it: the page read before the first that starts
-                // after it.
-                let (lowest, highest) =
-                    (hashes[sought[0]].to_be_bytes(), hashes[sought[sought.len() - 1]].to_be_bytes());
-                let mut rows = pages_of.query(params![run, &lowest[..], &highest[..]])?;
-                let mut page: Option<Vec<u8>> = None;
-                let mut next = 0;
-                loop {
-                    let following: Option<Vec<u8>> = rows.next()?.map(|r| r.get(0)).transpose()?;
-                    let bound = following.as_deref().map(batches::first_hash).transpose()?;
-                    let mut ids = page.as_deref().map(batches::PageIds::new).transpose()?;
-                    while next < sought.len() && bound.is_none_or(|b| hashes[sought[next]] < b) {
-                        if let Some(ids) = &mut ids {
-                            found[sought[next]] = ids.find(hashes[sought[next]]);
-                        }
-                        next += 1;
-                    }
-                    match following {
-                        Some(p) => page = Some(p),
-                        None => break,
-                    }
-                }
-            }
-        }
-    }
-    Ok(found)
+    let listed = find::Listed { ledger: 0, group, runs };
+    find::find_ids(&mut Pages(conn), &listed, hashes, find::Reading::Part)
 }
 
-/// Finds `sought` (indexes into `hashes`, in hash order) in a batch's
-/// `sorted` blob, its items' ids from `first_id`.
-fn find_in_batch(
-    sorted: &[u8],
-    first_id: i64,
-    hashes: &[u128],
-    sought: &[usize],
-    found: &mut [Option<i64>],
-) -> Result<()> {
-    let mut places = batches::Places::new(sorted)?;
-    for &k in sought {
-        found[k] = places.find(hashes[k]).map(|place| first_id + i64::from(place));
+/// A SQLite ledger's runs read for `find::find_ids`.
+struct Pages<'c>(&'c Connection);
+
+impl find::RunPages for Pages<'_> {
+    fn sorted(&mut self, first_id: i64) -> Result<Vec<u8>> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT sorted FROM batches WHERE first_id = ?1")?
+            .query_row([first_id], |r| r.get(0))?)
     }
-    Ok(())
+
+    fn page_at(&mut self, run: i64, hash: u128) -> Result<Option<Vec<u8>>> {
+        let key = hash.to_be_bytes();
+        Ok(self
+            .0
+            .prepare_cached(
+                "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?2 ORDER BY first_hash DESC LIMIT 1",
+            )?
+            .query_row(params![run, &key[..]], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn pages(&mut self, run: i64, from: u128, to: u128, each: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<()> {
+        let (from, to) = (from.to_be_bytes(), to.to_be_bytes());
+        let mut statement = self.0.prepare_cached(
+            "SELECT entries FROM hash_pages WHERE run = ?1 AND first_hash <= ?3 AND first_hash >= coalesce(
+                 (SELECT max(first_hash) FROM hash_pages WHERE run = ?1 AND first_hash <= ?2), x'')
+             ORDER BY first_hash",
+        )?;
+        let mut rows = statement.query(params![run, &from[..], &to[..]])?;
+        while let Some(row) = rows.next()? {
+            each(row.get(0)?)?;
+        }
+        Ok(())
+    }
 }
 
 use super::spans::SPAN_COLUMNS;
