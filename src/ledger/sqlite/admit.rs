@@ -119,10 +119,13 @@ fn known(
 ) -> Result<()> {
     let mut spans = super::spans::Cursor::new(conn)?;
     for chunk in hits.chunks(10_000) {
+        // What admission reads of each id's span, taken out of the span
+        // (a span holds many ids: its texts are not copied for each).
         let mut live = Vec::with_capacity(chunk.len());
         for &(id, group, hash) in chunk {
             if let Some(span) = spans.at(id)? {
-                live.push((id, group, hash, span.clone()));
+                let state: ItemState = stored("spans", "state", &span.state)?;
+                live.push((id, group, hash, (state, span.accepted_at, span.next_attempt_at)));
             }
         }
         let ids: Vec<i64> = live.iter().map(|l| l.0).collect();
@@ -130,13 +133,14 @@ fn known(
             let Some((lastmod, action)) = values else {
                 return Err(LedgerError::Invalid(format!("batches: item {id} is in no batch")));
             };
+            let (state, accepted_at, next_attempt_at) = span;
             let mut existing = Existing {
                 id,
-                state: stored("spans", "state", &span.state)?,
+                state,
                 action,
                 lastmod: opt_ts(lastmod),
-                accepted_at: opt_ts(span.accepted_at),
-                next_attempt_at: opt_ts(span.next_attempt_at),
+                accepted_at: opt_ts(accepted_at),
+                next_attempt_at: opt_ts(next_attempt_at),
             };
             if existing.state == ItemState::Queued && held.holds(id) {
                 existing.state = ItemState::InFlight;
