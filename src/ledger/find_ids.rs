@@ -225,7 +225,7 @@ mod tests {
         let key = RunKey { ledger: 4_848, group: 1, run: 1, stamp: 9 };
         let listed = Listed { ledger: 4_848, group: 1, runs: vec![(key, entries.len() as i64, None)] };
         let mut store = Store { pages, read: 0 };
-        // The second page's hashes, and a hash past its last, in part.
+        // The second page's hashes, in part.
         let part: Vec<u128> = entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| e.0).collect();
         let ids = find_ids(&mut store, &listed, &part, Reading::Part).unwrap();
         assert_eq!(ids, entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| Some(e.1)).collect::<Vec<_>>());
