@@ -543,6 +543,31 @@ fn sqlite_tells_the_story() {
     story(&mut ledger);
 }
 
+/// The tests' random writes: a linear congruential generator (Knuth's
+/// MMIX constants), so that a seed gives the same steps on every machine
+/// and a failure names a step that can be run again.
+pub struct Seeded(u64);
+
+impl Seeded {
+    pub fn new(seed: u64) -> Seeded {
+        Seeded(seed)
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+
+    /// A step over the ids 1 to `ids`: a first id, a last up to `longer`
+    /// ids past it (not past `ids`), and a kind below `kinds`.
+    pub fn step(&mut self, ids: i64, longer: u64, kinds: u64) -> (i64, i64, u64) {
+        let first = 1 + self.below(ids as u64) as i64;
+        let last = (first + self.below(longer) as i64).min(ids);
+        (first, last, self.below(kinds))
+    }
+}
+
 /// A PostgreSQL ledger in a new schema of the test server
 /// (`$INDEXQ_TEST_PG`, started by `.ci/postgres`); without it the test
 /// fails (the tests that call this are ignored with the reason `needs PostgreSQL`).

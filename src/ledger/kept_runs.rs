@@ -143,15 +143,11 @@ mod tests {
         assert_eq!(Kept::may_hold(&prefixes, &hashes, &sought), [1, 3, 4]);
         assert_eq!(Kept::may_hold(&[], &hashes, &sought), Vec::<usize>::new());
         // Against a binary search of each, over runs and gaps of all sizes.
-        let mut seed: u64 = 48;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(48);
         for round in 0..50 {
-            let mut prefixes: Vec<u32> = (0..next(3_000)).map(|_| next(10_000) as u32).collect();
+            let mut prefixes: Vec<u32> = (0..random.below(3_000)).map(|_| random.below(10_000) as u32).collect();
             prefixes.sort_unstable();
-            let mut hashes: Vec<u128> = (0..next(500)).map(|_| at(next(10_000) as u32, 0)).collect();
+            let mut hashes: Vec<u128> = (0..random.below(500)).map(|_| at(random.below(10_000) as u32, 0)).collect();
             hashes.sort_unstable();
             let sought: Vec<usize> = (0..hashes.len()).collect();
             let expected: Vec<usize> =

@@ -815,8 +815,8 @@ mod tests {
     /// The items of a ledger of schema 12 given back schema 11's state
     /// columns (every item queued, due and enqueued at 09:00, as its
     /// admission left it), schema 1's counting triggers and schema 8's
-    /// view, from those scripts' own text: with schema 12's tables dropped
-    /// after, a ledger of schema 11 to migrate.
+    /// view, from those scripts' own text, and schema 12's tables dropped:
+    /// a ledger of schema 11 to migrate.
     fn back_to_11(tx: &mut Transaction<'_>) -> Result<()> {
         use super::super::schema::{SCHEMA_1, SCHEMA_8};
         let between = |script: &'static str, from: &str, to: Option<&str>| {
@@ -861,7 +861,24 @@ mod tests {
         )?;
         tx.batch_execute(between(SCHEMA_1, "CREATE FUNCTION count_items()", Some("CREATE TABLE responses")))?;
         tx.batch_execute(between(SCHEMA_8, "CREATE VIEW item_states", None))?;
+        tx.batch_execute(
+            "DROP TABLE item_changes, hash_pages, hash_runs, spans, batches;
+             DROP FUNCTION count_spans();
+             DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
+        )?;
         Ok(())
+    }
+
+    /// The options that open `ledger`'s schema again, waiting up to
+    /// `timeout`.
+    fn options_of(ledger: &PgLedger, timeout: std::time::Duration) -> PgOptions {
+        PgOptions {
+            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
+            schema: ledger.schema.clone(),
+            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+            timeout,
+            lease: crate::ledger::owner::LEASE,
+        }
     }
 
     /// One statement's numbers, by row.
@@ -935,20 +952,11 @@ mod tests {
                      UPDATE items SET state = 'parked', parked_fingerprint = 'fp' WHERE id = 20;
                      UPDATE items SET lastmod = to_timestamp(1700000000) WHERE id = 21;
                      UPDATE items SET action = 'deleted' WHERE id = 22;
-                     DELETE FROM items WHERE id = 30;
-                     DROP TABLE item_changes, hash_pages, hash_runs, spans, batches;
-                     DROP FUNCTION count_spans();
-                     DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
+                     DELETE FROM items WHERE id = 30;",
                 )?)
             })
             .unwrap();
-        let options = PgOptions {
-            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
-            schema: ledger.schema.clone(),
-            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
-            timeout: std::time::Duration::from_secs(10),
-            lease: crate::ledger::owner::LEASE,
-        };
+        let options = options_of(&ledger, std::time::Duration::from_secs(10));
         drop(ledger);
         let mut ledger = PgLedger::open(&options).unwrap();
         assert_eq!(ledger.stored_version().unwrap(), Some(12));
@@ -1023,20 +1031,11 @@ mod tests {
                     "INSERT INTO items (group_id, url_key, url, state, attempts)
                      SELECT (SELECT min(id) FROM groups), n, 'https://site.example/big/' || n,
                          CASE WHEN n / 10000 % 2 = 0 THEN 'queued' ELSE 'accepted' END, n / 10000 % 3
-                     FROM generate_series(1, 1000000) AS n;
-                     DROP TABLE item_changes, hash_pages, hash_runs, spans, batches;
-                     DROP FUNCTION count_spans();
-                     DELETE FROM schema_version; INSERT INTO schema_version VALUES (11);",
+                     FROM generate_series(1, 1000000) AS n;",
                 )?)
             })
             .unwrap();
-        let options = PgOptions {
-            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
-            schema: ledger.schema.clone(),
-            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
-            timeout: std::time::Duration::from_secs(600),
-            lease: crate::ledger::owner::LEASE,
-        };
+        let options = options_of(&ledger, std::time::Duration::from_secs(600));
         drop(ledger);
         let started = std::time::Instant::now();
         let mut ledger = PgLedger::open(&options).unwrap();
@@ -1092,26 +1091,15 @@ mod tests {
             "state = 'parked', parked_fingerprint = 'fp', last_class = 'misconfigured', next_attempt_at = NULL",
             "state = 'queued', next_attempt_at = '2026-12-03T09:00:05Z', streak = 0, streak_started_at = NULL",
         ];
-        let mut seed: u64 = 48;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
-        let steps: Vec<(i64, i64, u64)> = (0..300)
-            .map(|_| {
-                let first = 1 + next(110) as i64;
-                (first, (first + next(12) as i64).min(110), next(20))
-            })
-            .collect();
+        let mut random = crate::ledger::conformance::Seeded::new(48);
+        let steps: Vec<(i64, i64, u64)> = (0..300).map(|_| random.step(110, 12, 20)).collect();
         ledger
             .transaction(|tx| {
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     match kind {
                         // Items dropped one at a time, so that most stay.
                         0 => {
-                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
-                            let gone: Vec<(i64, i64)> = rows;
-                            super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
+                            super::super::spans::drop_item(tx, first)?;
                         }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
                     }
@@ -1255,17 +1243,8 @@ mod tests {
             "action = 'deleted', lastmod = to_timestamp(1800000000)",
         ];
         let k_of = |kind: u64| kind as usize % writes.len();
-        let mut seed: u64 = 4_849;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
-        let steps: Vec<(i64, i64, u64)> = (0..300)
-            .map(|_| {
-                let first = 1 + next(80) as i64;
-                (first, (first + next(8) as i64).min(80), next(30))
-            })
-            .collect();
+        let mut random = crate::ledger::conformance::Seeded::new(4_849);
+        let steps: Vec<(i64, i64, u64)> = (0..300).map(|_| random.step(80, 8, 30)).collect();
         let most = ledger
             .transaction(|tx| {
                 // The oracle: the items' rows, written as the items were.

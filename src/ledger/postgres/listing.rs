@@ -469,17 +469,8 @@ mod tests {
             "state = 'in_flight'",
             "state = 'queued', next_attempt_at = '2026-12-03T09:00:00Z', streak = 0",
         ];
-        let mut seed: u64 = 4_848;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
-        let steps: Vec<(i64, i64, u64)> = (0..120)
-            .map(|_| {
-                let first = 1 + next(115) as i64;
-                (first, (first + next(10) as i64).min(115), next(25))
-            })
-            .collect();
+        let mut random = crate::ledger::conformance::Seeded::new(4_848);
+        let steps: Vec<(i64, i64, u64)> = (0..120).map(|_| random.step(115, 10, 25)).collect();
         ledger
             .transaction(|tx| {
                 let n: i64 = tx.query_one("SELECT sum(last - first + 1)::bigint FROM spans", &[])?.get(0);
@@ -489,9 +480,7 @@ mod tests {
                     let step = step + 1;
                     match kind {
                         0 => {
-                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
-                            let gone: Vec<(i64, i64)> = rows;
-                            super::super::spans::delete_spans(tx, &super::super::spans::Runs::of(&gone))?;
+                            super::super::spans::drop_item(tx, first)?;
                         }
                         k => super::super::spans::set_state(tx, first, last, states[k as usize % states.len()])?,
                     }

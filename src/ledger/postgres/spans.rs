@@ -283,6 +283,14 @@ pub(super) fn set_state(tx: &mut impl GenericClient, first: i64, last: i64, set:
     Ok(())
 }
 
+/// For tests: item `id` dropped (its span cut), as `DELETE FROM items`
+/// did.
+#[cfg(test)]
+pub(super) fn drop_item(tx: &mut impl GenericClient, id: i64) -> Result<()> {
+    let held = super::rows::held_by_spans(tx, &[id])?;
+    delete_spans(tx, &Runs::of(&held))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,17 +378,8 @@ mod tests {
                 "state = 'parked'",
             ),
         ];
-        let mut seed: u64 = 4812;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
-        let steps: Vec<(i64, i64, u64)> = (0..300)
-            .map(|_| {
-                let first = 1 + next(110) as i64;
-                (first, (first + next(12) as i64).min(110), next(24))
-            })
-            .collect();
+        let mut random = crate::ledger::conformance::Seeded::new(4812);
+        let steps: Vec<(i64, i64, u64)> = (0..300).map(|_| random.step(110, 12, 24)).collect();
         let kinds = ledger
             .transaction(|tx| {
                 let mut kinds = [0usize; 3];
@@ -391,10 +390,8 @@ mod tests {
                 for (step, &(first, last, kind)) in steps.iter().enumerate() {
                     match kind {
                         0 => {
-                            let rows = super::super::rows::held_by_spans(tx, &[first])?;
+                            drop_item(tx, first)?;
                             tx.execute("DELETE FROM oracle WHERE id = $1", &[&first])?;
-                            let gone: Vec<(i64, i64)> = rows;
-                            delete_spans(tx, &Runs::of(&gone))?;
                             kinds[0] += 1;
                         }
                         // Every parked span of the first group queued again.

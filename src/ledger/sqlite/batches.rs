@@ -897,16 +897,11 @@ mod tests {
             "state = 'queued', next_attempt_at = 5, streak = 0, streak_started_at = NULL",
             "streak = CASE WHEN last_class IS 'transient' THEN streak + 1 ELSE 1 END, last_class = 'transient'",
         ];
-        let mut seed: u64 = 48;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(48);
         for step in 0..300 {
-            let first = 1 + next(90) as i64;
-            let last = (first + next(12) as i64).min(90);
+            let (first, last, kind) = random.step(90, 12, 20);
             let run = super::super::IdRuns(vec![(first, last)]);
-            match next(20) {
+            match kind {
                 // Items dropped one at a time, so that most stay.
                 0 => {
                     let one = super::super::IdRuns(vec![(first, first)]);
@@ -1083,16 +1078,11 @@ mod tests {
         ];
         let mut model: std::collections::BTreeMap<i64, Values> =
             (1..=70).map(|id| (id, (None, Action::Updated))).collect();
-        let mut seed: u64 = 4_848;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(4_848);
         let mut most = 0;
         for step in 0..300 {
-            let first = 1 + next(70) as i64;
-            let last = (first + next(10) as i64).min(70);
-            match next(25) {
+            let (first, last, kind) = random.step(70, 10, 25);
+            match kind {
                 0 => {
                     let one = super::super::IdRuns(vec![(first, first)]);
                     super::super::spans::delete(conn, &one).unwrap();

@@ -771,18 +771,13 @@ mod tests {
             format!("state = 'queued', next_attempt_at = {}", n + 60),
             format!("state = 'queued', next_attempt_at = {}, last_class = 'accepted'", n - 60),
         ];
-        let mut seed: u64 = 4_849;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(4_849);
         let mut compared = 0;
         for step in 0..=150 {
             let conn = &ledger.conn;
             if step > 0 {
-                let first = 1 + next(115) as i64;
-                let last = (first + next(12) as i64).min(115);
-                let write = &writes[next(writes.len() as u64) as usize];
+                let (first, last, kind) = random.step(115, 12, writes.len() as u64);
+                let write = &writes[kind as usize];
                 super::tests::write(conn, write, first, last);
                 spans_agree(conn).unwrap();
                 conn.execute("DELETE FROM in_flight", []).unwrap();
@@ -878,11 +873,7 @@ mod tests {
     /// first `n` ids of all the runs sorted by place and cut there.
     #[test]
     fn the_best_runs_stay_at_most_n_and_are_the_sorted_first() {
-        let mut seed: u64 = 48;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(48);
         let span = DueRun {
             first: 0,
             last: 0,
@@ -898,17 +889,18 @@ mod tests {
             let mut all = Vec::new();
             let mut first = 0;
             for _ in 0..2_000 {
-                let long = next(4) == 0;
-                let len = 1 + next(if long { 300 } else { 3 }) as i64;
-                let retry = next(5) == 0;
-                let rank = (!retry, retry.then(|| next(3) as i64), std::cmp::Reverse(next(6) as i64), first);
+                let long = random.below(4) == 0;
+                let len = 1 + random.below(if long { 300 } else { 3 }) as i64;
+                let retry = random.below(5) == 0;
+                let rank =
+                    (!retry, retry.then(|| random.below(3) as i64), std::cmp::Reverse(random.below(6) as i64), first);
                 let run = DueRun { first, last: first + len - 1, ..span.clone() };
                 all.push((rank, run.clone()));
                 if best.wants(&rank) {
                     best.keep(rank, run);
                 }
                 assert!(best.heap.len() <= n, "{n}: {} runs kept", best.heap.len());
-                first += len + next(2) as i64;
+                first += len + random.below(2) as i64;
             }
             all.sort_by_key(|(rank, _)| *rank);
             let expected: Vec<i64> = all.iter().flat_map(|(_, run)| run.ids()).take(n).collect();

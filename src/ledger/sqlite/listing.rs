@@ -519,16 +519,11 @@ mod tests {
             "state = 'in_flight'".into(),
             format!("state = 'queued', next_attempt_at = {n}, streak = 0"),
         ];
-        let mut seed: u64 = 4_848;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (seed >> 33) % n
-        };
+        let mut random = crate::ledger::conformance::Seeded::new(4_848);
         for step in 1..=120 {
-            let first = 1 + next(115) as i64;
-            let last = (first + next(10) as i64).min(115);
+            let (first, last, kind) = random.step(115, 10, 25);
             let conn = &ledger.conn;
-            match next(25) {
+            match kind {
                 0 => {
                     super::super::spans::delete(conn, &super::super::IdRuns(vec![(first, first)])).unwrap();
                 }
