@@ -19,16 +19,74 @@ pub type HashesByGroup = std::collections::BTreeMap<i64, Vec<(u128, usize)>>;
 /// `HashesByGroup` of a batch whose URLs' hashes are `hashes`, in the
 /// groups `groups` (same order).
 pub fn hashes_by_group(hashes: &[u128], groups: &[i64]) -> HashesByGroup {
-    let mut by_group = HashesByGroup::new();
-    for (place, (&hash, &group)) in hashes.iter().zip(groups).enumerate().filter(|(_, (_, g))| **g >= 0) {
-        by_group.entry(group).or_default().push((hash, place));
+    Sought::of(hashes, groups).by_group
+}
+
+/// What a batch's look-up seeks, and how its URLs share what it finds:
+/// the URLs of one group and hash are one item, found (or new) at the place
+/// of the first of them. Found items are kept by that place (a slot a URL),
+/// not in a map keyed by group and hash, because hashing 100,000 keys twice
+/// was a tenth of a run again's work on the ledger's thread.
+pub struct Sought {
+    /// Each seen group's hashes, sorted and distinct, with their first place.
+    pub by_group: HashesByGroup,
+    /// For each URL, the place of the first URL of its group with its hash.
+    first: Vec<usize>,
+}
+
+impl Sought {
+    /// What to seek for a batch whose URLs' hashes are `hashes`, in the
+    /// groups `groups` (same order; -1: a group the ledger has never seen).
+    pub fn of(hashes: &[u128], groups: &[i64]) -> Sought {
+        let mut all: Vec<(i64, u128, usize)> =
+            hashes.iter().zip(groups).enumerate().map(|(place, (&hash, &group))| (group, hash, place)).collect();
+        // Sorted by group, hash, then place: the first of equal ones is the first URL.
+        all.sort_unstable();
+        let mut first = vec![0; hashes.len()];
+        let mut by_group = HashesByGroup::new();
+        let mut run_start = 0;
+        for (at, &(group, hash, place)) in all.iter().enumerate() {
+            if at == 0 || (all[at - 1].0, all[at - 1].1) != (group, hash) {
+                run_start = place;
+                if group >= 0 {
+                    by_group.entry(group).or_default().push((hash, place));
+                }
+            }
+            first[place] = run_start;
+        }
+        Sought { by_group, first }
     }
-    for hashes in by_group.values_mut() {
-        // Sorted by hash, then place: the first of equal hashes is the first URL.
-        hashes.sort_unstable();
-        hashes.dedup_by_key(|(hash, _)| *hash);
+
+    /// The number of distinct (group, hash) pairs to look up.
+    pub fn distinct(&self) -> usize {
+        self.by_group.values().map(Vec::len).sum()
     }
-    by_group
+
+    /// The URLs at `place` that share their group and hash with an earlier
+    /// URL at `first`: `(first, place)`.
+    fn repeats(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.first.iter().enumerate().filter(|(place, first)| *place != **first).map(|(place, first)| (*first, place))
+    }
+
+    /// Refuses a batch (`urls`, whose hashes these are) two of whose
+    /// different URLs of one group share a hash, naming both: the ledger
+    /// cannot store them as two items (docs/design.md, *Collisions*).
+    pub fn distinct_urls<'a>(&self, urls: impl Fn(usize) -> &'a str) -> Result<()> {
+        match self.repeats().find(|&(first, at)| urls(first) != urls(at)) {
+            Some((a, b)) => {
+                let (a, b) = (urls(a), urls(b));
+                Err(super::LedgerError::Invalid(format!("the URLs {a} and {b} share a 128-bit hash")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Each URL's item, `found` at the place of its first URL (`found`
+    /// holds a slot a URL), or `Err` with that place for a URL new to its
+    /// group.
+    pub fn each_url<E: Clone>(&self, found: &[Option<E>]) -> Vec<std::result::Result<E, i64>> {
+        self.first.iter().map(|&first| found[first].clone().ok_or(first as i64)).collect()
+    }
 }
 
 /// What a preview finds of each URL of a batch in the groups `group_ids`
@@ -56,6 +114,21 @@ mod tests {
         let by_group = hashes_by_group(&[9, 4, 9, 4, 7, 1], &[2, 2, 2, 5, -1, 2]);
         let expected: HashesByGroup = [(2, vec![(1, 5), (4, 1), (9, 0)]), (5, vec![(4, 3)])].into();
         assert_eq!(by_group, expected);
+    }
+
+    /// Each URL shares what is found with the first URL of its group and
+    /// hash, in any group, a group never seen included; a URL of another
+    /// group with the same hash is its own.
+    #[test]
+    fn urls_of_one_group_and_hash_share_the_first_ones_item() {
+        let sought = Sought::of(&[9, 4, 9, 9, 7, 7], &[2, 2, 2, 5, -1, -1]);
+        assert_eq!(sought.distinct(), 3);
+        assert_eq!(sought.repeats().collect::<Vec<_>>(), [(0, 2), (4, 5)]);
+        assert!(sought.distinct_urls(|at| ["a", "b", "a", "a", "c", "c"][at]).is_ok());
+        let refused = sought.distinct_urls(|at| ["a", "b", "a", "a", "c", "e"][at]).unwrap_err();
+        assert_eq!(refused.to_string(), "ledger: the URLs c and e share a 128-bit hash");
+        let found = [Some('a'), None, None, Some('d'), None, None];
+        assert_eq!(sought.each_url(&found), [Ok('a'), Err(1), Ok('a'), Ok('d'), Err(4), Err(4)]);
     }
 
     /// A batch of groups the ledger has never seen is not looked up; any

@@ -116,7 +116,7 @@ impl Served {
     }
 
     pub fn get(&self, path: &str) -> Response {
-        self.client.get(format!("{}{path}", self.base)).send().unwrap()
+        self.sent(self.client.get(format!("{}{path}", self.base)))
     }
 
     /// POSTs `body` as JSON, with `token` as its bearer token if any.
@@ -125,7 +125,7 @@ impl Served {
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
-        req.send().unwrap()
+        self.sent(req)
     }
 
     pub fn post(&self, path: &str, content_type: Option<&str>, body: impl Into<reqwest::blocking::Body>) -> Response {
@@ -133,7 +133,13 @@ impl Served {
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
         }
-        req.send().unwrap()
+        self.sent(req)
+    }
+
+    /// The answer to `req`; a request that gets none fails the test with
+    /// what the server said (a server that stopped says why).
+    fn sent(&self, req: reqwest::blocking::RequestBuilder) -> Response {
+        req.send().unwrap_or_else(|e| panic!("{e}\nthe server said:\n{}", self.run.stderr_text()))
     }
 
     /// SIGTERM, then what the process said and its exit code.

@@ -13,7 +13,6 @@ use super::{
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
-use rustc_hash::FxHashMap;
 
 /// What admission decides on of an item's state: its state (in flight
 /// where a reservation lists it), accepted at, due at.
@@ -102,58 +101,49 @@ pub(super) fn look_up(
         super::batches::lock_spans(tx, &groups)?;
     }
     let hashes: Vec<u128> = batch.iter().map(|i| url_hash(&i.url)).collect();
-    let wanted = look_up::hashes_by_group(&hashes, group_ids);
+    let sought = look_up::Sought::of(&hashes, group_ids);
+    sought.distinct_urls(|at| &batch[at].url)?;
     // (A read that locks is the ledger's connection's alone.)
-    let share = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP && !lock;
-    let found = match helper.as_deref_mut().filter(|_| share).and_then(Helper::client) {
-        Some(client) => match shared_by_hash(tx, client, &wanted) {
-            Ok(found) => found,
+    let share = sought.distinct() >= look_up::SHARED_LOOK_UP && !lock;
+    let mut found = vec![None; batch.len()];
+    let read = match helper.as_deref_mut().filter(|_| share).and_then(Helper::client) {
+        Some(client) => match shared_by_hash(tx, client, &sought.by_group, &mut found) {
+            Ok(read) => read,
             Err(lost) => {
-                let Lost(found, e) = *lost;
+                let Lost(read, e) = *lost;
                 tracing::debug!("the look-up's second connection failed, reading on one: {e}");
                 if let Some(helper) = helper {
                     helper.client = Some(None);
                 }
-                found
+                read
             }
         },
-        None => {
-            let mut found = FxHashMap::default();
-            by_hash(tx, &wanted, &mut found).map(|()| found)
-        }
+        None => by_hash(tx, &sought.by_group, &mut |place, e| found[place] = Some(e)),
     };
-    let found = found?;
-    // A URL not found is new: its first sight in its group names it.
-    let mut first: FxHashMap<(i64, u128), usize> = FxHashMap::default();
-    Ok(hashes
-        .iter()
-        .zip(group_ids)
-        .enumerate()
-        .map(|(place, (hash, group))| match found.get(&(*group, *hash)) {
-            Some(e) => Ok(e.clone()),
-            None => Err(*first.entry((*group, *hash)).or_insert(place) as i64),
-        })
-        .collect())
+    read?;
+    Ok(sought.each_url(&found))
 }
-
-/// What the look-up by hash found, keyed by (group, hash).
-type ByHash = FxHashMap<(i64, u128), Existing>;
 
 /// The items of each group of `wanted` at its hashes (`look_up::HashesByGroup`'s),
 /// through the group's hash runs, each an item where a span holds it
-/// (`existing_of`, 10,000 ids a time), into `found` under its (group, hash).
-fn by_hash(tx: &mut impl GenericClient, wanted: &look_up::HashesByGroup, found: &mut ByHash) -> Result<()> {
+/// (`existing_of`, 10,000 ids a time), to `sink` with the place of the
+/// first URL of its hash.
+fn by_hash(
+    tx: &mut impl GenericClient,
+    wanted: &look_up::HashesByGroup,
+    sink: &mut dyn FnMut(usize, Existing),
+) -> Result<()> {
     for (group, hashes) in wanted {
         let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
         let ids = super::batches::find_ids(tx, *group, &sought)?;
-        let mut hits: Vec<(i64, u128)> =
-            ids.into_iter().zip(hashes).filter_map(|(id, &(hash, _))| Some((id?, hash))).collect();
+        let mut hits: Vec<(i64, usize)> =
+            ids.into_iter().zip(hashes).filter_map(|(id, &(_, place))| Some((id?, place))).collect();
         hits.sort_unstable();
         for chunk in hits.chunks(10_000) {
             let ids: Vec<i64> = chunk.iter().map(|h| h.0).collect();
-            for ((_, hash), existing) in chunk.iter().zip(existing_of(tx, *group, &ids)?) {
+            for ((_, place), existing) in chunk.iter().zip(existing_of(tx, *group, &ids)?) {
                 if let Some(existing) = existing {
-                    found.insert((*group, *hash), existing);
+                    sink(*place, existing);
                 }
             }
         }
@@ -162,23 +152,25 @@ fn by_hash(tx: &mut impl GenericClient, wanted: &look_up::HashesByGroup, found: 
 }
 
 /// A shared look-up by hash whose helper failed (its connection lost):
-/// what the ledger's connection then found alone, having read the
-/// helper's half too, and the helper's error.
-struct Lost(Result<ByHash>, LedgerError);
+/// how the ledger's connection then read alone, having read the helper's
+/// half too, and the helper's error.
+struct Lost(Result<()>, LedgerError);
 
 /// `look_up`'s look-up by hash on two connections at once, the ledger's
 /// (`tx`, on this thread) and the helper's (`client`, on a thread of its
-/// own): each looks up the lower or upper half of each group's sorted
-/// hashes (so each reads its half of a merged run's pages) and the spans
-/// of the ids it found. A statement of each reads at its own snapshot, as
-/// any statement of the ledger's own connection does (`Helper` says why
-/// that is sound). `Ok(Err(_))`: the ledger's own read failed;
-/// `Err(Lost)`: the helper's did, and its half was read here.
+/// own), into `found` (a slot a URL of the batch): each looks up the lower
+/// or upper half of each group's sorted hashes (so each reads its half of a
+/// merged run's pages) and the spans of the ids it found. A statement of
+/// each reads at its own snapshot, as any statement of the ledger's own
+/// connection does (`Helper` says why that is sound). `Ok(Err(_))`: the
+/// ledger's own read failed; `Err(Lost)`: the helper's did, and its half
+/// was read here.
 fn shared_by_hash(
     tx: &mut impl GenericClient,
     client: &mut Client,
     wanted: &look_up::HashesByGroup,
-) -> std::result::Result<Result<ByHash>, Box<Lost>> {
+    found: &mut [Option<Existing>],
+) -> std::result::Result<Result<()>, Box<Lost>> {
     let halves = |upper: bool| -> look_up::HashesByGroup {
         wanted
             .iter()
@@ -189,13 +181,12 @@ fn shared_by_hash(
             .collect()
     };
     let (mine, theirs) = (halves(false), halves(true));
-    let mut found = ByHash::default();
     let (read, their_read) = std::thread::scope(|s| {
         let their_read = s.spawn(|| {
-            let mut out = ByHash::default();
-            by_hash(client, &theirs, &mut out).map(|()| out)
+            let mut out = Vec::new();
+            by_hash(client, &theirs, &mut |place, e| out.push((place, e))).map(|()| out)
         });
-        let read = by_hash(tx, &mine, &mut found);
+        let read = by_hash(tx, &mine, &mut |place, e| found[place] = Some(e));
         (read, their_read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     });
     if let Err(e) = read {
@@ -203,11 +194,13 @@ fn shared_by_hash(
     }
     match their_read {
         Ok(their_found) => {
-            found.extend(their_found);
-            Ok(Ok(found))
+            for (place, e) in their_found {
+                found[place] = Some(e);
+            }
+            Ok(Ok(()))
         }
         Err(e) => {
-            let read = by_hash(tx, &theirs, &mut found).map(|()| found);
+            let read = by_hash(tx, &theirs, &mut |place, e| found[place] = Some(e));
             Err(Box::new(Lost(read, e)))
         }
     }
@@ -829,9 +822,9 @@ mod tests {
         assert_eq!(found[0].as_ref().map(|e| e.id), Ok(again));
         let found = ledger.transaction(|tx| {
             let wanted = look_up::hashes_by_group(&[url_hash(&batch[19].url)], &group_ids[19..20]);
-            let mut found = FxHashMap::default();
-            by_hash(tx, &wanted, &mut found)?;
-            Ok(found.into_values().map(|e| e.id).collect::<Vec<_>>())
+            let mut found = Vec::new();
+            by_hash(tx, &wanted, &mut |_, e| found.push(e.id))?;
+            Ok(found)
         });
         assert_eq!(found.unwrap(), [again], "by hash");
     }

@@ -14,7 +14,6 @@ use super::{
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::{batch_groups, look_up};
 use crate::model::Action;
-use rustc_hash::FxHashMap;
 
 /// The id the next new item takes: after every batch row's ids and every
 /// dropped item's, so that an id a request or a batch row names is never
@@ -50,35 +49,20 @@ pub(super) fn look_up(
     // (docs/performance.md, *Measured choices*).
     let held = IdRuns::in_flight(tx)?;
     let hashes: Vec<u128> = batch.iter().map(|i| url_hash(&i.url)).collect();
-    let wanted = look_up::hashes_by_group(&hashes, group_ids);
-    let many = wanted.values().map(Vec::len).sum::<usize>() >= look_up::SHARED_LOOK_UP;
-    let found = match helper.filter(|_| many).and_then(Helper::connection) {
-        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &wanted))?,
+    let sought = look_up::Sought::of(&hashes, group_ids);
+    sought.distinct_urls(|at| &batch[at].url)?;
+    let many = sought.distinct() >= look_up::SHARED_LOOK_UP;
+    let mut found = vec![None; batch.len()];
+    match helper.filter(|_| many).and_then(Helper::connection) {
+        Some(helper) => in_read(helper, |helper| shared_by_hash(tx, helper, &held, &sought.by_group, &mut found))?,
         None => {
-            let mut found = FxHashMap::default();
-            for (group, hashes) in &wanted {
+            for (group, hashes) in &sought.by_group {
                 let hits = by_hash(tx, *group, hashes)?;
-                known(tx, &hits, &held, &mut |at, e| {
-                    found.insert(at, e);
-                })?;
+                known(tx, &hits, &held, &mut |place, e| found[place] = Some(e))?;
             }
-            found
         }
-    };
-    let mut first: FxHashMap<(i64, u128), usize> = FxHashMap::default();
-    let mut out = Vec::with_capacity(batch.len());
-    for (i, (&group, &hash)) in group_ids.iter().zip(&hashes).enumerate() {
-        let place = *first.entry((group, hash)).or_insert(i);
-        if batch[place].url != batch[i].url {
-            let (a, b) = (&batch[place].url, &batch[i].url);
-            return Err(LedgerError::Invalid(format!("the URLs {a} and {b} share a 128-bit hash")));
-        }
-        out.push(match found.get(&(group, hash)) {
-            Some(e) => Ok(e.clone()),
-            None => Err(place as i64),
-        });
     }
-    Ok(out)
+    Ok(sought.each_url(&found))
 }
 
 /// `f` in a read transaction of the helper's, ended whatever happens.
@@ -91,8 +75,9 @@ fn in_read<T>(helper: &mut Connection, f: impl FnOnce(&mut Connection) -> Result
     out
 }
 
-/// An id found by hash: the id, and the group and hash it was found at.
-type HashHit = (i64, i64, u128);
+/// An id found by hash, and the place in the batch of the first URL of
+/// its hash.
+type HashHit = (i64, usize);
 
 /// The ids of `group` at `hashes` (`look_up::HashesByGroup`'s, sorted),
 /// through its hash runs, by id.
@@ -100,36 +85,31 @@ fn by_hash(conn: &Connection, group: i64, hashes: &[(u128, usize)]) -> Result<Ve
     let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
     let ids = super::batches::find_ids(conn, group, &sought)?;
     let mut hits: Vec<HashHit> =
-        ids.into_iter().zip(hashes).filter_map(|(id, &(hash, _))| Some((id?, group, hash))).collect();
+        ids.into_iter().zip(hashes).filter_map(|(id, &(_, place))| Some((id?, place))).collect();
     hits.sort_unstable();
     Ok(hits)
 }
 
-/// The items of `hits` (ascending by id), each to `sink` with its (group,
-/// hash), 10,000 at a time: an id a span holds is an item, its state its
+/// The items of `hits` (ascending by id), each to `sink` with its place,
+/// 10,000 at a time: an id a span holds is an item, its state its
 /// span's (`spans::Cursor`: a span read once for the ids it holds), its
 /// lastmod and action `batches::lastmod_and_action`'s (each batch row read
 /// once for its ids). An id no span holds was dropped: not found. An item
 /// a reservation holds (`held`) is in flight.
-fn known(
-    conn: &Connection,
-    hits: &[HashHit],
-    held: &IdRuns,
-    sink: &mut dyn FnMut((i64, u128), Existing),
-) -> Result<()> {
+fn known(conn: &Connection, hits: &[HashHit], held: &IdRuns, sink: &mut dyn FnMut(usize, Existing)) -> Result<()> {
     let mut spans = super::spans::Cursor::new(conn)?;
     for chunk in hits.chunks(10_000) {
         // What admission reads of each id's span, taken out of the span
         // (a span holds many ids: its texts are not copied for each).
         let mut live = Vec::with_capacity(chunk.len());
-        for &(id, group, hash) in chunk {
+        for &(id, place) in chunk {
             if let Some(span) = spans.at(id)? {
                 let state: ItemState = stored("spans", "state", &span.state)?;
-                live.push((id, group, hash, (state, span.accepted_at, span.next_attempt_at)));
+                live.push((id, place, (state, span.accepted_at, span.next_attempt_at)));
             }
         }
         let ids: Vec<i64> = live.iter().map(|l| l.0).collect();
-        for ((id, group, hash, span), values) in live.into_iter().zip(super::batches::lastmod_and_action(conn, &ids)?) {
+        for ((id, place, span), values) in live.into_iter().zip(super::batches::lastmod_and_action(conn, &ids)?) {
             let Some((lastmod, action)) = values else {
                 return Err(LedgerError::Invalid(format!("batches: item {id} is in no batch")));
             };
@@ -145,7 +125,7 @@ fn known(
             if existing.state == ItemState::Queued && held.holds(id) {
                 existing.state = ItemState::InFlight;
             }
-            sink((group, hash), existing);
+            sink(place, existing);
         }
     }
     Ok(())
@@ -162,7 +142,8 @@ fn shared_by_hash(
     helper: &mut Connection,
     held: &IdRuns,
     wanted: &look_up::HashesByGroup,
-) -> Result<FxHashMap<(i64, u128), Existing>> {
+    found: &mut [Option<Existing>],
+) -> Result<()> {
     // Each group's hashes in the lower half (`upper` false) or the upper.
     let read = |conn: &Connection, upper: bool| -> Result<Vec<HashHit>> {
         let mut hits = Vec::new();
@@ -182,23 +163,21 @@ fn shared_by_hash(
     hits.extend(their_hits);
     hits.sort_unstable();
     let their_ids = hits.split_off(hits.len() / 2);
-    let mut found = FxHashMap::default();
-    found.reserve(hits.len() + their_ids.len());
     std::thread::scope(|s| {
         let helper = &mut *helper;
         let their_ids = &their_ids;
-        let theirs = s.spawn(move || -> Result<Vec<((i64, u128), Existing)>> {
-            let mut out = Vec::new();
-            known(helper, their_ids, held, &mut |at, e| out.push((at, e)))?;
+        let theirs = s.spawn(move || -> Result<Vec<(usize, Existing)>> {
+            let mut out = Vec::with_capacity(their_ids.len());
+            known(helper, their_ids, held, &mut |place, e| out.push((place, e)))?;
             Ok(out)
         });
-        let mine = known(tx, &hits, held, &mut |at, e| {
-            found.insert(at, e);
-        });
+        let mine = known(tx, &hits, held, &mut |place, e| found[place] = Some(e));
         let theirs = theirs.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         mine?;
-        found.extend(theirs?);
-        Ok(found)
+        for (place, e) in theirs? {
+            found[place] = Some(e);
+        }
+        Ok(())
     })
 }
 
