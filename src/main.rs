@@ -22,18 +22,19 @@ fn main() -> ExitCode {
     ExitCode::from(status.code())
 }
 
-/// Asks glibc's allocator to keep 16 MiB spare at the top of its heaps
+/// Asks glibc's allocator to keep 8 MiB spare at the top of its heaps
 /// instead of giving freed memory back to the system at once. A submit frees
 /// and allocates a batch's buffers of several MiB again and again; given back
 /// each time, every page of them was faulted in anew, which was a sixth of a
-/// run's time (docs/performance.md, *Measured choices*). Peak memory is
-/// unchanged: what is kept is only what the run used before. Other C
-/// libraries (musl) have no such setting and are left as they are.
+/// run again's time (docs/performance.md, *Measured choices*). Not more:
+/// a larger pad raised the peak memory of the million-URL runs, this one
+/// left it as it was. Other C libraries (musl) have no such setting and are
+/// left as they are.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets a tuning value, and no other thread runs yet.
     unsafe {
-        libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+        libc::mallopt(libc::M_TOP_PAD, 8 << 20);
     }
 }
 
