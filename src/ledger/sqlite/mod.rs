@@ -400,6 +400,26 @@ fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection
     out
 }
 
+/// `f`, its commits not waiting for the disk (`synchronous = NORMAL` for
+/// them alone, the ledger's own level after), for a write no promise rests
+/// on: a power cut may lose it, a crash of the process may not. Each fsync
+/// a commit waits for costs about a millisecond here, and a run that wrote
+/// nothing else (the run again) paid four for its last line alone
+/// (docs/performance.md, *Measured choices*). The next commit that waits
+/// makes the write durable with its own. (The pragma does nothing inside a
+/// transaction: `f` begins and ends its own.)
+fn without_waiting_for_disk<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    let level: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+    // 0 (OFF, a dry run's ledger in memory) and 1 (NORMAL) wait already no more.
+    if level <= 1 {
+        return f(conn);
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let out = f(conn);
+    conn.pragma_update(None, "synchronous", level)?;
+    out
+}
+
 fn write(conn: &mut Connection) -> Result<Transaction<'_>> {
     Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
@@ -796,6 +816,32 @@ mod tests {
         let older = SqliteLedger::open(&older).unwrap();
         assert_eq!(SqliteLedger::schema_version(&older).unwrap(), schema::SCHEMA_VERSION);
         assert_eq!((pragma(&older, "page_size"), pragma(&older, "wal_autocheckpoint")), (4_096, 10_240));
+    }
+
+    /// A run's line is committed without waiting for the disk, and the
+    /// ledger waits again after it (a claim's commit must), also after a
+    /// write that failed; a ledger that never waits (in memory) is left so.
+    #[test]
+    fn a_runs_line_does_not_wait_for_the_disk_and_what_follows_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ledger = SqliteLedger::open(&dir.path().join("l.db")).unwrap();
+        let level = |l: &SqliteLedger| l.conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(level(&ledger), 2, "FULL");
+        let at = DateTime::from_timestamp_millis(1_765_000_000_000).unwrap();
+        let run = RunRecord { host: "h".into(), started_at: at, ended_at: at, exit_code: 0 };
+        let during = without_waiting_for_disk(&mut ledger.conn, |conn| {
+            Ok(conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))?)
+        });
+        assert_eq!(during.unwrap(), 1, "NORMAL");
+        ledger.record_run(&run).unwrap();
+        assert_eq!(level(&ledger), 2);
+        let failed = without_waiting_for_disk(&mut ledger.conn, |conn| Ok(conn.execute_batch("NOT SQL")?));
+        assert!(failed.is_err());
+        assert_eq!(level(&ledger), 2);
+        assert_eq!(ledger.last_run(false).unwrap(), Some(run.clone()));
+        let mut memory = SqliteLedger::in_memory().unwrap();
+        memory.record_run(&run).unwrap();
+        assert_eq!(level(&memory), 0, "OFF");
     }
 
     /// A schema-7 ledger killed with a reservation in flight (the fixture,

@@ -202,14 +202,19 @@ impl Runs for SqliteLedger {
         Ok(out)
     }
 
+    /// Not waiting for the disk (`without_waiting_for_disk`): a power cut
+    /// may lose a run's line, and nothing else.
     fn record_run(&mut self, run: &RunRecord) -> Result<()> {
-        let tx = self.begin()?;
-        tx.execute(
-            "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
-            params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
-        )?;
-        super::commit(tx)?;
-        Ok(())
+        // Held admissions first, and waiting for the disk (`begin`).
+        self.settle()?;
+        super::without_waiting_for_disk(&mut self.conn, |conn| {
+            let tx = super::write(conn)?;
+            tx.execute(
+                "INSERT INTO submit_runs (host, started_ms, ended_ms, exit_code) VALUES (?1, ?2, ?3, ?4)",
+                params![run.host, run.started_at.timestamp_millis(), run.ended_at.timestamp_millis(), run.exit_code],
+            )?;
+            super::commit(tx)
+        })
     }
 
     /// The latest row recorded (the highest id), of all or of those that exited 0.
