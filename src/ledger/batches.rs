@@ -25,7 +25,7 @@ pub const PAGE: usize = 1_000;
 /// One entry of a batch's `sorted` blob: the hash and its place.
 const PLACED: usize = 20;
 /// One entry of a merged run's page: the hash and its item's id.
-const ENTRY: usize = 24;
+pub const ENTRY: usize = 24;
 
 /// The hash a URL is known by in its group: xxh3-128 of its stored text.
 /// Two URLs whose first 64 bits agree are told apart by the rest: nothing

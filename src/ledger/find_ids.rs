@@ -6,7 +6,7 @@
 //! (`RunPages`); it decides none of this.
 
 use super::batches;
-use super::kept_runs::{keep, kept, let_go_unlisted, Kept, RunKey};
+use super::kept_runs::{keep, kept, let_go_unlisted, room_for_entries, Kept, RunKey};
 use super::{LedgerError, Result};
 
 /// A group's runs as its backend lists them: newest first (the lower
@@ -26,7 +26,9 @@ pub enum Reading {
     /// Only the pages from the one that could hold the lowest hash sought
     /// to the one that could hold the highest, so that two connections
     /// each looking up half of a batch's sorted hashes (SQLite admission's
-    /// helper) read half of the pages each; nothing read is kept.
+    /// helper) read half of the pages each; nothing read is kept. But a
+    /// run whose entries fit what is kept of them (`Kept::Entries`) is
+    /// read whole once and kept so, and then read no more.
     Part,
     /// The whole run, its prefixes kept for the next look-up, unless it
     /// is kept already (PostgreSQL: each page crosses the connection, and
@@ -82,6 +84,13 @@ pub fn find_ids(
                 find_in_batch(sorted, first_id, hashes, &open, &mut found)?;
                 continue;
             }
+            (Some(Kept::Entries(entries)), None) => {
+                let mut ids = batches::PageIds::new(entries)?;
+                for &k in &open {
+                    found[k] = ids.find(hashes[k]);
+                }
+                continue;
+            }
             (Some(Kept::Prefixes(prefixes)), None) => Kept::may_hold(prefixes, hashes, &open),
             (None, _) => open,
             (Some(_), _) => {
@@ -106,15 +115,21 @@ pub fn find_ids(
             }
             None => {
                 let whole = reading == Reading::WholeKept && held.is_none();
-                let (from, to) = match whole {
+                let entries_bytes = n as usize * batches::ENTRY;
+                let entries = reading == Reading::Part && held.is_none() && room_for_entries(entries_bytes);
+                let (from, to) = match whole || entries {
                     true => (0, u128::MAX),
                     false => (hashes[sought[0]], hashes[sought[sought.len() - 1]]),
                 };
                 let mut prefixes = whole.then(|| Vec::with_capacity(n as usize));
+                let mut all = entries.then(|| Vec::with_capacity(entries_bytes));
                 let mut walk = PageWalk { hashes, sought: &sought, next: 0, page: None };
                 store.pages(key.run, from, to, &mut |page| {
                     if let Some(prefixes) = &mut prefixes {
                         prefixes.extend(batches::page_entries(&page)?.iter().map(|(hash, _)| Kept::prefix(*hash)));
+                    }
+                    if let Some(all) = &mut all {
+                        all.extend_from_slice(&page);
                     }
                     walk.before(Some(&page), &mut found)?;
                     walk.page = Some(page);
@@ -123,6 +138,9 @@ pub fn find_ids(
                 walk.before(None, &mut found)?;
                 if let Some(prefixes) = prefixes {
                     keep(key, Kept::Prefixes(prefixes), &[]);
+                }
+                if let Some(all) = all {
+                    keep(key, Kept::Entries(all), &[]);
                 }
             }
         }
@@ -213,7 +231,9 @@ mod tests {
     }
 
     /// A merged run read in order for part of its hashes reads only the
-    /// pages between them and keeps nothing; read to be kept, it is read
+    /// pages between them and keeps nothing, unless its entries fit what
+    /// is kept of them: then it is read whole once and its hashes found
+    /// with no page read after. Read to be kept (`WholeKept`), it is read
     /// whole once, and a fresh hash then reads no page, a known one only
     /// its page.
     #[test]
@@ -223,14 +243,31 @@ mod tests {
         let pages = merge(entries.clone(), |_, _| Ok(true)).unwrap();
         entries.sort_unstable();
         let key = RunKey { ledger: 4_848, group: 1, run: 1, stamp: 9 };
-        let listed = Listed { ledger: 4_848, group: 1, runs: vec![(key, entries.len() as i64, None)] };
+        // Listed as a run of a million entries, too many to keep whole.
+        let large = Listed { ledger: 4_848, group: 1, runs: vec![(key, 1_000_000, None)] };
         let mut store = Store { pages, read: 0 };
         // The second page's hashes, in part.
         let part: Vec<u128> = entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| e.0).collect();
-        let ids = find_ids(&mut store, &listed, &part, Reading::Part).unwrap();
+        let ids = find_ids(&mut store, &large, &part, Reading::Part).unwrap();
         assert_eq!(ids, entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| Some(e.1)).collect::<Vec<_>>());
         assert_eq!(store.read, 1, "the one page that holds them");
         assert!(kept(&key).is_none(), "a run read in part is not kept");
+        // Small enough: read whole once, its entries kept, then no page read.
+        let small = Listed { runs: vec![(key, entries.len() as i64, None)], ..large };
+        store.read = 0;
+        let ids = find_ids(&mut store, &small, &part, Reading::Part).unwrap();
+        assert_eq!(ids, entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| Some(e.1)).collect::<Vec<_>>());
+        assert_eq!(store.read, 5, "every page, once");
+        assert!(matches!(kept(&key).as_deref(), Some(Kept::Entries(e)) if e.len() == entries.len() * batches::ENTRY));
+        let all: Vec<u128> = entries.iter().map(|e| e.0).collect();
+        let fresh = url_hash("https://find.example/new");
+        let mut sought = all.clone();
+        sought.push(fresh);
+        let ids = find_ids(&mut store, &small, &sought, Reading::Part).unwrap();
+        let expected: Vec<Option<i64>> = entries.iter().map(|e| Some(e.1)).chain([None]).collect();
+        assert_eq!((ids, store.read), (expected, 5), "found with no page read");
+        let key = RunKey { stamp: 10, ..key };
+        let listed = Listed { runs: vec![(key, entries.len() as i64, None)], ..small };
         // Read whole, then kept.
         let all: Vec<u128> = entries.iter().map(|e| e.0).collect();
         store.read = 0;

@@ -18,6 +18,13 @@ pub enum Kept {
     /// pages of those that are need be read (a known URL's, and a fresh
     /// one's about as often as the run's size is of 2^32).
     Prefixes(Vec<u32>),
+    /// A merged run's entries (hash and id) whole, its pages one after the
+    /// other, for a run another process wrote that a look-up reads in part
+    /// (SQLite's): its known URLs' ids are found with no page read. Each
+    /// of a run again's batches read every page of such a run anew (a
+    /// batch's hashes fall on every page), which was the most of what that
+    /// run read; kept up to `ENTRIES_BYTES` in all.
+    Entries(Vec<u8>),
 }
 
 impl Kept {
@@ -25,6 +32,7 @@ impl Kept {
         match self {
             Kept::Sorted(blob) => blob.len(),
             Kept::Prefixes(prefixes) => prefixes.len() * 4,
+            Kept::Entries(entries) => entries.len(),
         }
     }
 
@@ -85,6 +93,20 @@ static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
 /// bytes a URL); a run that would pass it is read each time, as before.
 const KEPT_BYTES: usize = 64 << 20;
 
+/// The most bytes of `Kept::Entries` `KEPT` holds, 24 a URL: a hundred
+/// thousand URLs' runs, and little against a million-URL ledger's peak
+/// memory (issue 48 asks at most 60 MB of any run).
+const ENTRIES_BYTES: usize = 4 << 20;
+
+fn entries_kept(kept: &KeptRuns) -> usize {
+    kept.values().filter(|r| matches!(***r, Kept::Entries(_))).map(|r| r.bytes()).sum()
+}
+
+/// Whether a run's entries of `bytes` would be kept (`Kept::Entries`).
+pub fn room_for_entries(bytes: usize) -> bool {
+    kept_runs().as_ref().map_or(0, entries_kept) + bytes <= ENTRIES_BYTES
+}
+
 fn kept_runs() -> std::sync::MutexGuard<'static, Option<KeptRuns>> {
     // A panic while the map was held leaves it whole (each change is one
     // insert, remove or retain), so a poisoned lock is taken as it is.
@@ -115,7 +137,8 @@ pub fn keep(key: RunKey, run: Kept, merged: &[RunKey]) {
         kept.remove(old);
     }
     let used: usize = kept.values().map(|r| r.bytes()).sum();
-    if used + run.bytes() <= KEPT_BYTES {
+    let entries_fit = !matches!(run, Kept::Entries(_)) || entries_kept(kept) + run.bytes() <= ENTRIES_BYTES;
+    if used + run.bytes() <= KEPT_BYTES && entries_fit {
         kept.insert(key, Arc::new(run));
     }
 }
