@@ -41,7 +41,7 @@ impl Sought {
         let mut all: Vec<(i64, u128, usize)> =
             hashes.iter().zip(groups).enumerate().map(|(place, (&hash, &group))| (group, hash, place)).collect();
         // Sorted by group, hash, then place: the first of equal ones is the first URL.
-        all.sort_unstable();
+        sort_by_buckets(&mut all);
         let mut first = vec![0; hashes.len()];
         let mut by_group = HashesByGroup::new();
         let mut run_start = 0;
@@ -89,6 +89,49 @@ impl Sought {
     }
 }
 
+/// `entries` (group, hash, place) sorted as `sort_unstable` sorts them,
+/// in a few passes: the hashes are uniform (xxh3), so a bucket by group
+/// and the hash's top bits, about one for each entry, holds a few entries,
+/// each bucket sorted alone. A comparison sort of each batch's 10,000 was
+/// most of its look-up's work on the ledger's thread besides the search
+/// (docs/performance.md, *Measured choices*).
+fn sort_by_buckets(entries: &mut Vec<(i64, u128, usize)>) {
+    // The groups, in order (the URLs of one group come in runs: few steps).
+    let mut groups: Vec<i64> = Vec::new();
+    for &(group, _, _) in entries.iter() {
+        if groups.last() != Some(&group) && !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    groups.sort_unstable();
+    let bits = (usize::BITS - entries.len().leading_zeros()).clamp(1, 16);
+    let bucket = |&(group, hash, _): &(i64, u128, usize)| {
+        let group = groups.binary_search(&group).expect("every entry's group is listed");
+        (group << bits) | (hash >> (128 - bits)) as usize
+    };
+    // Where each bucket starts, then each entry put in its bucket.
+    let mut starts = vec![0usize; (groups.len() << bits) + 1];
+    for entry in entries.iter() {
+        starts[bucket(entry) + 1] += 1;
+    }
+    for at in 1..starts.len() {
+        starts[at] += starts[at - 1];
+    }
+    let mut sorted = vec![(0, 0, 0); entries.len()];
+    let mut next = starts.clone();
+    for entry in entries.iter() {
+        let b = bucket(entry);
+        sorted[next[b]] = *entry;
+        next[b] += 1;
+    }
+    for range in starts.windows(2) {
+        if range[1] - range[0] > 1 {
+            sorted[range[0]..range[1]].sort_unstable();
+        }
+    }
+    *entries = sorted;
+}
+
 /// What a preview finds of each URL of a batch in the groups `group_ids`
 /// (`-1`: a group the ledger has never seen): its item, or `None`. A batch
 /// of unseen groups alone (an empty ledger's) holds none of them and is not
@@ -129,6 +172,33 @@ mod tests {
         assert_eq!(refused.to_string(), "ledger: the URLs c and e share a 128-bit hash");
         let found = [Some('a'), None, None, Some('d'), None, None];
         assert_eq!(sought.each_url(&found), [Ok('a'), Err(1), Ok('a'), Ok('d'), Err(4), Err(4)]);
+    }
+
+    /// The bucket sort sorts as a comparison sort does: several groups (a
+    /// never seen one among them), repeated hashes, hashes close together.
+    #[test]
+    fn buckets_sort_as_a_comparison_sort_does() {
+        let mut random = crate::ledger::conformance::Seeded::new(7);
+        for round in 0..40 {
+            let n = random.below(3_000) as usize;
+            let mut entries: Vec<(i64, u128, usize)> = (0..n)
+                .map(|place| {
+                    let group = random.below(4) as i64 - 1;
+                    let hash = match random.below(3) {
+                        0 => u128::from(random.below(5)),
+                        _ => (u128::from(random.below(1 << 30)) << 98) | u128::from(random.below(1 << 30)),
+                    };
+                    (group, hash, place)
+                })
+                .collect();
+            let mut expected = entries.clone();
+            expected.sort_unstable();
+            sort_by_buckets(&mut entries);
+            assert_eq!(entries, expected, "round {round}");
+        }
+        let mut none: Vec<(i64, u128, usize)> = Vec::new();
+        sort_by_buckets(&mut none);
+        assert!(none.is_empty());
     }
 
     /// A batch of groups the ledger has never seen is not looked up; any

@@ -161,7 +161,8 @@ fn shared_by_hash(
         Ok::<_, LedgerError>((mine?, theirs?))
     })?;
     hits.extend(their_hits);
-    hits.sort_unstable();
+    // Two runs, each sorted by id: a stable sort merges them in one pass.
+    hits.sort();
     let their_ids = hits.split_off(hits.len() / 2);
     std::thread::scope(|s| {
         let helper = &mut *helper;
