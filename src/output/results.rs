@@ -134,7 +134,9 @@ pub struct Results {
     current: FxHashMap<Key, (Option<usize>, Outcome, u64)>,
     /// JSON lines of results replaced later in the run.
     superseded: FxHashSet<u64>,
-    summary: BTreeMap<&'static str, u64>,
+    /// Counts per outcome, by `Outcome as usize` (`Outcome::ALL`'s order):
+    /// a count a URL, so not a map searched by name.
+    summary: [u64; Outcome::ALL.len()],
     invalid: Vec<InvalidLine>,
     planned: BTreeMap<GroupKey, u64>,
     lines: u64,
@@ -188,7 +190,7 @@ impl Results {
             by_reason: HashMap::new(),
             current: FxHashMap::default(),
             superseded: FxHashSet::default(),
-            summary: Outcome::ALL.iter().map(|o| (o.as_str(), 0)).collect(),
+            summary: [0; Outcome::ALL.len()],
             invalid: Vec::new(),
             planned: BTreeMap::new(),
             lines: 0,
@@ -284,7 +286,7 @@ impl Results {
                     self.aggregates[a].next_retry = Some(retry);
                 }
             }
-            *self.summary.get_mut(outcome.as_str()).expect("every outcome is counted") += 1;
+            self.summary[outcome as usize] += 1;
             // A URL outside the IndexNow key location's folder is said by
             // its own notice, once per reminder (`NoticeKind::KeyScope`).
             let outside = e.reason == Reason::Local(LocalReason::OutsideKeyLocation);
@@ -343,7 +345,7 @@ impl Results {
                 self.aggregates[a].next_retry = Some(retry);
             }
         }
-        *self.summary.get_mut(template.outcome.as_str()).expect("every outcome is counted") += 1;
+        self.summary[template.outcome as usize] += 1;
         Ok(())
     }
 
@@ -362,7 +364,7 @@ impl Results {
         if let Some(a) = aggregate {
             self.aggregates[a].count -= 1;
         }
-        *self.summary.get_mut(outcome.as_str()).expect("every outcome is counted") -= 1;
+        self.summary[outcome as usize] -= 1;
         if self.json.is_some() {
             self.superseded.insert(offset);
         }
@@ -428,7 +430,7 @@ impl Results {
 
     /// Counts per outcome, every outcome present.
     pub fn summary(&self) -> BTreeMap<&'static str, u64> {
-        self.summary.clone()
+        Outcome::ALL.iter().map(|&o| (o.as_str(), self.summary[o as usize])).collect()
     }
 
     /// Every planned URL (`--json` only), as JSON (in parts, as
@@ -524,7 +526,7 @@ impl Results {
     pub fn invalid(&self) -> (&[InvalidLine], u64) {
         let outside = Reason::Local(LocalReason::OutsideKeyLocation);
         let told_apart: u64 = self.aggregates.iter().filter(|a| a.reason == outside).map(|a| a.count).sum();
-        (&self.invalid, self.summary["invalid"].saturating_sub(told_apart))
+        (&self.invalid, self.summary[Outcome::Invalid as usize].saturating_sub(told_apart))
     }
 
     /// Deferred results per engine.

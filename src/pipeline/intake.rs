@@ -626,7 +626,10 @@ impl Admitting<'_, '_> {
     /// together makes one); else made anew.
     fn skip(&mut self, item: &NewItem, id: i64, reason: LocalReason, message: &str) -> anyhow::Result<()> {
         let results = &mut self.findings.results;
-        let same = |s: &&Skipped| s.reason == reason && s.message == message && s.group == item.group;
+        // A group's URLs share one `Arc`: its strings are compared only
+        // where another group's might be the same.
+        let same_group = |s: &Skipped| Arc::ptr_eq(&s.group, &item.group) || s.group == item.group;
+        let same = |s: &&Skipped| s.reason == reason && s.message == message && same_group(s);
         let template = match self.skipped.as_ref().filter(same) {
             Some(last) => &last.template,
             None => {
