@@ -161,7 +161,8 @@ fn shared_by_hash(
         Ok::<_, LedgerError>((mine?, theirs?))
     })?;
     hits.extend(their_hits);
-    // Two runs, each sorted by id: a stable sort merges them in one pass.
+    // Runs each sorted by id (a group's on one connection): a stable sort
+    // merges them, where an unstable one would sort them anew.
     hits.sort();
     let their_ids = hits.split_off(hits.len() / 2);
     std::thread::scope(|s| {
