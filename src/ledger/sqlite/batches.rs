@@ -190,7 +190,7 @@ fn text_of(conn: &Connection, id: i64) -> Result<String> {
 /// pages read in order are only those between the lowest and the highest
 /// hash sought, so that two connections each looking up half of a
 /// batch's sorted hashes (admission's helper) read half of the pages
-/// each.
+/// each; a run small enough is read whole once and kept (`Reading::Part`).
 pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
     let runs = conn
         .prepare_cached("SELECT run, n, batch, stamp FROM hash_runs WHERE group_id = ?1 ORDER BY tier, run DESC")?
