@@ -22,19 +22,23 @@ fn main() -> ExitCode {
     ExitCode::from(status.code())
 }
 
-/// Asks glibc's allocator to keep 8 MiB spare at the top of its heaps
-/// instead of giving freed memory back to the system at once. A submit frees
-/// and allocates a batch's buffers of several MiB again and again; given back
-/// each time, every page of them was faulted in anew, which was a sixth of a
-/// run again's time (docs/performance.md, *Measured choices*). Not more:
-/// a larger pad raised the peak memory of the million-URL runs, this one
-/// left it as it was. Other C libraries (musl) have no such setting and are
+/// What glibc's heaps keep spare (`keep_freed_memory`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const SPARE_HEAP: libc::c_int = 8 << 20;
+
+/// Asks glibc's allocator to keep `SPARE_HEAP` bytes spare at the top of
+/// its heaps instead of giving freed memory back to the system at once. A
+/// submit frees and allocates a batch's buffers again and again; given back
+/// each time, every page of them was faulted in anew, a large share of a
+/// run again's time (docs/performance.md, *Measured choices*). Not more: a
+/// larger pad raised the peak memory of the million-URL runs, this one left
+/// it as it was. Other C libraries (musl) have no such setting and are
 /// left as they are.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets a tuning value, and no other thread runs yet.
     unsafe {
-        libc::mallopt(libc::M_TOP_PAD, 8 << 20);
+        libc::mallopt(libc::M_TOP_PAD, SPARE_HEAP);
     }
 }
 

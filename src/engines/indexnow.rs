@@ -163,7 +163,7 @@ impl Engine for IndexNow {
 
 /// The body IndexNow's protocol gives (`{host, key, keyLocation,
 /// urlList}`), serialized from the batch's own strings: a `json!` value
-/// copied each of a batch's 10,000 URLs first.
+/// copied each of the batch's URLs first.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Submission<'a> {

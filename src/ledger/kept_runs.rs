@@ -93,9 +93,10 @@ static KEPT: Mutex<Option<KeptRuns>> = Mutex::new(None);
 /// bytes a URL); a run that would pass it is read each time, as before.
 const KEPT_BYTES: usize = 64 << 20;
 
-/// The most bytes of `Kept::Entries` `KEPT` holds, 24 a URL: a hundred
-/// thousand URLs' runs, and little against a million-URL ledger's peak
-/// memory (issue 48 asks at most 60 MB of any run).
+/// The most bytes of `Kept::Entries` `KEPT` holds: a small ledger's merged
+/// runs whole, and little beside the peak memory of a run on a large one,
+/// whose runs are read in part as before (docs/performance.md, *Measured
+/// choices*).
 const ENTRIES_BYTES: usize = 4 << 20;
 
 fn entries_kept(kept: &KeptRuns) -> usize {

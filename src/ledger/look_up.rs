@@ -25,8 +25,9 @@ pub fn hashes_by_group(hashes: &[u128], groups: &[i64]) -> HashesByGroup {
 /// What a batch's look-up seeks, and how its URLs share what it finds:
 /// the URLs of one group and hash are one item, found (or new) at the place
 /// of the first of them. Found items are kept by that place (a slot a URL),
-/// not in a map keyed by group and hash, because hashing 100,000 keys twice
-/// was a tenth of a run again's work on the ledger's thread.
+/// not in a map keyed by group and hash, because hashing each URL's key
+/// into two maps was a large share of a run again's work on the ledger's
+/// thread (docs/performance.md, *Measured choices*).
 pub struct Sought {
     /// Each seen group's hashes, sorted and distinct, with their first place.
     pub by_group: HashesByGroup,
@@ -92,8 +93,8 @@ impl Sought {
 /// `entries` (group, hash, place) sorted as `sort_unstable` sorts them,
 /// in a few passes: the hashes are uniform (xxh3), so a bucket by group
 /// and the hash's top bits, about one for each entry, holds a few entries,
-/// each bucket sorted alone. A comparison sort of each batch's 10,000 was
-/// most of its look-up's work on the ledger's thread besides the search
+/// each bucket sorted alone. A comparison sort of each batch was most of
+/// its look-up's work on the ledger's thread besides the search
 /// (docs/performance.md, *Measured choices*).
 fn sort_by_buckets(entries: &mut Vec<(i64, u128, usize)>) {
     // The groups, in order (the URLs of one group come in runs: few steps).

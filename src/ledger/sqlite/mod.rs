@@ -402,12 +402,11 @@ fn without_foreign_keys<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection
 
 /// `f`, its commits not waiting for the disk (`synchronous = NORMAL` for
 /// them alone, the ledger's own level after), for a write no promise rests
-/// on: a power cut may lose it, a crash of the process may not. Each fsync
-/// a commit waits for costs about a millisecond here, and a run that wrote
-/// nothing else (the run again) paid four for its last line alone
-/// (docs/performance.md, *Measured choices*). The next commit that waits
-/// makes the write durable with its own. (The pragma does nothing inside a
-/// transaction: `f` begins and ends its own.)
+/// on: a power cut may lose it, a crash of the process may not. A run that
+/// wrote nothing else (the run again) paid a commit's fsyncs for its last
+/// line alone (docs/performance.md, *Measured choices*). The next commit
+/// that waits makes the write durable with its own. (SQLite refuses the
+/// pragma inside a transaction: `f` begins and ends its own.)
 fn without_waiting_for_disk<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
     let level: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
     // 0 (OFF, a dry run's ledger in memory) and 1 (NORMAL) wait already no more.
