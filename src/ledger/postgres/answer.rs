@@ -24,7 +24,7 @@ const ANSWERED: &str = "state = $4, next_attempt_at = $5,
      accepted_at = CASE WHEN $4 = 'accepted' THEN $7 ELSE accepted_at END,
      parked_fingerprint = $8, last_request_id = $9";
 
-impl AnswerSteps for Tx<'_, '_> {
+impl AnswerSteps for Tx<'_, '_, '_> {
     fn answer(&mut self, answer: &Answered, to: &Move) -> Result<()> {
         let group: i64 = self
             .tx

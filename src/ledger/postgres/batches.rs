@@ -14,6 +14,7 @@ use super::super::batches::{self, BatchItem, FANOUT};
 use super::super::find_ids as find;
 use super::super::kept_runs::{keep, kept, Kept, RunKey};
 use super::super::{LedgerError, Result};
+use super::session::Session;
 use super::{pg, Action, DateTime, GenericClient, Transaction, Utc};
 use pg::fallible_iterator::FallibleIterator;
 use pg::Statement;
@@ -21,7 +22,7 @@ use pg::Statement;
 /// Writes the batch `items` of `group`, ids from `first_id`, and merges
 /// its group's runs as far as a tier is full.
 pub(super) fn write_batch(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     group: i64,
     first_id: i64,
     created_at: DateTime<Utc>,
@@ -62,7 +63,7 @@ fn run_key(row: &pg::Row, group: i64) -> RunKey {
 /// While a tier of `group` holds `FANOUT` runs, merges them into one run
 /// of the next tier: their entries read in order, a batch's blob or a
 /// run's page at a time, and written once, as pages, a page at a time.
-fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
+fn merge_tiers(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<()> {
     use std::cmp::Reverse;
     for tier in 0i32.. {
         // Locked, in order: another runner merging the same runs waits
@@ -81,10 +82,10 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
         if runs.len() < FANOUT {
             return Ok(());
         }
-        let next_page = tx.prepare(
+        let next_pages = tx.prepare(&format!(
             "SELECT first_hash, entries FROM hash_pages WHERE run = $1 AND first_hash > $2
-             ORDER BY first_hash LIMIT 1",
-        )?;
+             ORDER BY first_hash LIMIT {PAGES_A_READ}"
+        ))?;
         let batch_of = tx.prepare(TEXTS_OF)?;
         let mut cursors = Vec::with_capacity(runs.len());
         for (key, batch) in &runs {
@@ -92,7 +93,7 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
         }
         let mut heads = std::collections::BinaryHeap::new();
         for (k, cursor) in cursors.iter_mut().enumerate() {
-            if let Some(entry) = cursor.next(tx, &next_page)? {
+            if let Some(entry) = cursor.next(tx, &next_pages)? {
                 heads.push(Reverse((entry, k)));
             }
         }
@@ -104,24 +105,25 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
             group,
         );
         let run = key.run;
-        let put = tx.prepare("INSERT INTO hash_pages (run, first_hash, entries) VALUES ($1, $2, $3)")?;
+        let mut put = PageWriter::new(tx, run)?;
         // The merged run is kept as it is written: the look-ups of this
         // process's next admissions read none of its pages.
         let mut pager = batches::Pager::keeping_prefixes();
         while let Some(Reverse((entry, k))) = heads.pop() {
             let page = pager.push(entry, &mut |a, b| Ok(text_of(tx, &batch_of, a)? == text_of(tx, &batch_of, b)?))?;
             if let Some(page) = page {
-                tx.execute(&put, &[&run, &&page.first_hash[..], &page.entries])?;
+                put.push(tx, page)?;
             }
-            if let Some(next) = cursors[k].next(tx, &next_page)? {
+            if let Some(next) = cursors[k].next(tx, &next_pages)? {
                 heads.push(Reverse((next, k)));
             }
         }
         let written = pager.written;
         let (last, prefixes) = pager.finish_keeping();
         if let Some(page) = last {
-            tx.execute(&put, &[&run, &&page.first_hash[..], &page.entries])?;
+            put.push(tx, page)?;
         }
+        put.flush(tx)?;
         tx.execute("UPDATE hash_runs SET n = $2 WHERE run = $1", &[&run, &(written.max(1) as i64)])?;
         let old: Vec<i64> = runs.iter().map(|(key, _)| key.run).collect();
         tx.execute("DELETE FROM hash_pages WHERE run = ANY($1)", &[&old])?;
@@ -132,15 +134,64 @@ fn merge_tiers(tx: &mut impl GenericClient, group: i64) -> Result<()> {
     unreachable!("tiers are counted up until one is not full")
 }
 
+/// The pages of a run a merge reads with one statement, and writes with
+/// one: each statement crosses the connection, and a merge of a million
+/// URLs' runs reads and writes about a thousand pages.
+const PAGES_A_READ: usize = 8;
+const PAGES_A_WRITE: usize = 16;
+
+/// A merged run's pages, written `PAGES_A_WRITE` at a time.
+struct PageWriter {
+    put: Statement,
+    run: i64,
+    first_hashes: Vec<[u8; 16]>,
+    entries: Vec<Vec<u8>>,
+}
+
+impl PageWriter {
+    fn new(tx: &mut Session<'_, impl GenericClient>, run: i64) -> Result<PageWriter> {
+        let put = tx.prepare(
+            "INSERT INTO hash_pages (run, first_hash, entries) SELECT $1, * FROM unnest($2::bytea[], $3::bytea[])",
+        )?;
+        Ok(PageWriter { put, run, first_hashes: Vec::new(), entries: Vec::new() })
+    }
+
+    fn push(&mut self, tx: &mut Session<'_, impl GenericClient>, page: batches::Page) -> Result<()> {
+        self.first_hashes.push(page.first_hash);
+        self.entries.push(page.entries);
+        if self.entries.len() == PAGES_A_WRITE {
+            self.flush(tx)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, tx: &mut Session<'_, impl GenericClient>) -> Result<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let first_hashes: Vec<&[u8]> = self.first_hashes.iter().map(|h| &h[..]).collect();
+        tx.execute(&self.put, &[&self.run, &first_hashes, &self.entries])?;
+        self.first_hashes.clear();
+        self.entries.clear();
+        Ok(())
+    }
+}
+
 /// A run's entries in hash order: a batch's blob (20 bytes an entry, read
-/// whole), or a merged run's pages, read one at a time by key.
+/// whole), or a merged run's pages, read `PAGES_A_READ` at a time by key.
 enum RunCursor {
     Batch(std::vec::IntoIter<(u128, i64)>),
-    Pages { run: i64, after: Vec<u8>, page: std::vec::IntoIter<(u128, i64)> },
+    Pages {
+        run: i64,
+        after: Vec<u8>,
+        page: std::vec::IntoIter<(u128, i64)>,
+        /// The pages read and not yet begun, in key order.
+        ahead: std::collections::VecDeque<Vec<u8>>,
+    },
 }
 
 impl RunCursor {
-    fn open(tx: &mut impl GenericClient, key: &RunKey, batch: Option<i64>) -> Result<RunCursor> {
+    fn open(tx: &mut Session<'_, impl GenericClient>, key: &RunKey, batch: Option<i64>) -> Result<RunCursor> {
         Ok(match batch {
             Some(first_id) => {
                 let entries = match kept(key).as_deref() {
@@ -153,22 +204,36 @@ impl RunCursor {
                 };
                 RunCursor::Batch(entries.into_iter())
             }
-            None => RunCursor::Pages { run: key.run, after: Vec::new(), page: Vec::new().into_iter() },
+            None => RunCursor::Pages {
+                run: key.run,
+                after: Vec::new(),
+                page: Vec::new().into_iter(),
+                ahead: Default::default(),
+            },
         })
     }
 
-    /// The next entry; `next_page` selects a run's first page whose key is
-    /// past the one given (an empty `bytea` sorts before every key).
-    fn next(&mut self, tx: &mut impl GenericClient, next_page: &Statement) -> Result<Option<(u128, i64)>> {
+    /// The next entry; `next_pages` selects a run's first pages whose keys
+    /// are past the one given (an empty `bytea` sorts before every key).
+    fn next(
+        &mut self,
+        tx: &mut Session<'_, impl GenericClient>,
+        next_pages: &Statement,
+    ) -> Result<Option<(u128, i64)>> {
         match self {
             RunCursor::Batch(entries) => Ok(entries.next()),
-            RunCursor::Pages { run, after, page } => loop {
+            RunCursor::Pages { run, after, page, ahead } => loop {
                 if let Some(entry) = page.next() {
                     return Ok(Some(entry));
                 }
-                let Some(row) = tx.query_opt(next_page, &[&*run, &&after[..]])? else { return Ok(None) };
-                *after = row.get(0);
-                *page = batches::page_entries(row.get(1))?.into_iter();
+                if ahead.is_empty() {
+                    for row in tx.query(next_pages, &[&*run, &&after[..]])? {
+                        *after = row.get(0);
+                        ahead.push_back(row.get(1));
+                    }
+                }
+                let Some(entries) = ahead.pop_front() else { return Ok(None) };
+                *page = batches::page_entries(&entries)?.into_iter();
             },
         }
     }
@@ -178,7 +243,7 @@ impl RunCursor {
 const TEXTS_OF: &str = "SELECT first_id, n, texts FROM batches WHERE first_id <= $1 ORDER BY first_id DESC LIMIT 1";
 
 /// The URL of item `id`, from its batch's texts (`batch_of`: `TEXTS_OF`).
-fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result<String> {
+fn text_of(tx: &mut Session<'_, impl GenericClient>, batch_of: &Statement, id: i64) -> Result<String> {
     let row = tx
         .query_opt(batch_of, &[&id])?
         .filter(|r| id < r.get::<_, i64>(0) + i64::from(r.get::<_, i32>(1)))
@@ -191,7 +256,11 @@ fn text_of(tx: &mut impl GenericClient, batch_of: &Statement, id: i64) -> Result
 /// look-up shared with SQLite (`ledger::find_ids`): a merged run read in
 /// order is read whole, and its prefixes kept, unless it is kept already
 /// (each page crosses the connection).
-pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128]) -> Result<Vec<Option<i64>>> {
+pub(super) fn find_ids(
+    tx: &mut Session<'_, impl GenericClient>,
+    group: i64,
+    hashes: &[u128],
+) -> Result<Vec<Option<i64>>> {
     let rows = tx.query(
         &format!("SELECT {RUN_KEY}, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC"),
         &[&group],
@@ -218,14 +287,14 @@ pub(super) fn find_ids(tx: &mut impl GenericClient, group: i64, hashes: &[u128])
 }
 
 /// A PostgreSQL ledger's runs read for `find::find_ids`.
-struct Pages<'t, C> {
-    tx: &'t mut C,
+struct Pages<'t, 's, C> {
+    tx: &'t mut Session<'s, C>,
     sorted_of: Statement,
     page_at: Statement,
     pages_of: Statement,
 }
 
-impl<C: GenericClient> find::RunPages for Pages<'_, C> {
+impl<C: GenericClient> find::RunPages for Pages<'_, '_, C> {
     fn sorted(&mut self, first_id: i64) -> Result<Vec<u8>> {
         Ok(self.tx.query_one(&self.sorted_of, &[&first_id])?.get(0))
     }
@@ -250,7 +319,7 @@ impl<C: GenericClient> find::RunPages for Pages<'_, C> {
 /// Writes the batch rows of `items`, the new items of one admission in id
 /// order as (group, id, item): one batch row a run (`batches::cuts`).
 pub(super) fn write_new_items(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     items: &[(i64, i64, BatchItem<'_>)],
     created_at: DateTime<Utc>,
 ) -> Result<()> {
@@ -321,7 +390,7 @@ impl SpanRows {
     /// Spans written a statement at a time.
     const A_STATEMENT: usize = 10_000;
 
-    fn push(&mut self, tx: &mut Transaction<'_>, span: (i64, i64, i64, SpanState)) -> Result<()> {
+    fn push(&mut self, tx: &mut Session<'_, Transaction<'_>>, span: (i64, i64, i64, SpanState)) -> Result<()> {
         self.0.push(span);
         if self.0.len() == Self::A_STATEMENT {
             self.flush(tx)?;
@@ -329,7 +398,7 @@ impl SpanRows {
         Ok(())
     }
 
-    fn flush(&mut self, tx: &mut Transaction<'_>) -> Result<()> {
+    fn flush(&mut self, tx: &mut Session<'_, Transaction<'_>>) -> Result<()> {
         let spans = std::mem::take(&mut self.0);
         if spans.is_empty() {
             return Ok(());
@@ -379,19 +448,19 @@ impl SpanRows {
 /// the ids and every `BATCH` items; spans at every change of group, gap or
 /// state column. As SQLite's `fill_from_items`; the migration drops the
 /// items after.
-pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()> {
+pub(super) fn fill_from_items(tx: &mut Session<'_, Transaction<'_>>, fill: Fill) -> Result<()> {
     let read = match fill {
         Fill::Migration => format!("SELECT id, group_id, url, action, lastmod, {SPAN_COLUMNS} FROM items ORDER BY id"),
         Fill::Copied => "SELECT dst, grp, url, action, lastmod FROM copy_items WHERE fresh ORDER BY dst".into(),
     };
-    let cursor = tx.bind(read.as_str(), &[])?;
+    let cursor = tx.client.bind(read.as_str(), &[])?;
     // The batch being gathered: its group, first id, and (url, lastmod, deleted).
     type Gathered = (i64, i64, Vec<(String, Option<i64>, bool)>);
     let mut batch: Option<Gathered> = None;
     let mut span: Option<(i64, i64, i64, SpanState)> = None;
     let mut spans = SpanRows::default();
     let created_at = super::sec(Utc::now());
-    let write = |tx: &mut Transaction<'_>, (group, first, items): &Gathered| -> Result<()> {
+    let write = |tx: &mut Session<'_, Transaction<'_>>, (group, first, items): &Gathered| -> Result<()> {
         let items: Vec<BatchItem> = items
             .iter()
             .map(|(url, lastmod, deleted)| BatchItem { url, lastmod: *lastmod, deleted: *deleted })
@@ -399,7 +468,7 @@ pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()
         write_batch(tx, *group, *first, created_at, &items)
     };
     loop {
-        let rows = tx.query_portal(&cursor, batches::BATCH as i32)?;
+        let rows = tx.client.query_portal(&cursor, batches::BATCH as i32)?;
         if rows.is_empty() {
             break;
         }
@@ -451,7 +520,7 @@ pub(super) fn fill_from_items(tx: &mut Transaction<'_>, fill: Fill) -> Result<()
 /// Without it, two answers of one group's neighbouring items, each cutting
 /// the span they share from the same snapshot, would write overlapping
 /// pieces. Taken again in the same transaction, it is already held.
-pub(super) fn lock_spans(tx: &mut impl GenericClient, groups: &[i64]) -> Result<()> {
+pub(super) fn lock_spans(tx: &mut Session<'_, impl GenericClient>, groups: &[i64]) -> Result<()> {
     let mut groups = groups.to_vec();
     groups.sort_unstable();
     groups.dedup();
@@ -488,7 +557,7 @@ pub(super) fn alike_before() -> String {
 /// merged with a neighbour that is alike. Its callers write new items'
 /// spans (`new_queued_spans`, `copied_spans`).
 fn rewrite(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     written: &[(i64, i64)],
     parts: &str,
     extra: &[&(dyn pg::types::ToSql + Sync)],
@@ -561,7 +630,7 @@ fn rewrite(
 /// (group, id)): the staged columns of each, the last request mapped to
 /// the target's, cut at a gap, a change of group or of a column, and
 /// merged with a neighbour that is alike. Not read back from the items.
-pub(super) fn copied_spans(tx: &mut impl GenericClient, fresh: &[(i64, i64)]) -> Result<()> {
+pub(super) fn copied_spans(tx: &mut Session<'_, impl GenericClient>, fresh: &[(i64, i64)]) -> Result<()> {
     if fresh.is_empty() {
         return Ok(());
     }
@@ -580,7 +649,11 @@ pub(super) fn copied_spans(tx: &mut impl GenericClient, fresh: &[(i64, i64)]) ->
 /// (another runner may have taken ids between them), merged with a
 /// neighbour that is alike (the group's previous admission in the same
 /// second).
-pub(super) fn new_queued_spans(tx: &mut impl GenericClient, new: &[(i64, i64)], now: DateTime<Utc>) -> Result<()> {
+pub(super) fn new_queued_spans(
+    tx: &mut Session<'_, impl GenericClient>,
+    new: &[(i64, i64)],
+    now: DateTime<Utc>,
+) -> Result<()> {
     if new.is_empty() {
         return Ok(());
     }
@@ -604,7 +677,7 @@ type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 /// (most often one run, an admission's or a request's), each run's batch
 /// rows found by two seeks: the last starting at or before the run, and
 /// those starting inside it.
-fn batch_values(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+fn batch_values(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<Values>>> {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -647,7 +720,7 @@ fn batch_values(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<V
 /// `item_changes` if it has one, else what its batch row says, each batch
 /// row read once for all its ids; `None` for an id no batch row holds. As
 /// SQLite's.
-pub(super) fn lastmod_and_action(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+pub(super) fn lastmod_and_action(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<Values>>> {
     let mut changed = std::collections::HashMap::new();
     for r in tx.query("SELECT id, lastmod, action FROM item_changes WHERE id = ANY($1)", &[&ids])? {
         let lastmod: Option<DateTime<Utc>> = r.get(1);
@@ -665,7 +738,7 @@ pub(super) fn lastmod_and_action(tx: &mut impl GenericClient, ids: &[i64]) -> Re
 /// what it wrote. A constant number of statements for any number of ids:
 /// the rows deleted at once, the batch rows read at once (their small
 /// blobs), the differing written at once.
-pub(super) fn set_changes(tx: &mut impl GenericClient, values: &[(i64, Values)]) -> Result<()> {
+pub(super) fn set_changes(tx: &mut Session<'_, impl GenericClient>, values: &[(i64, Values)]) -> Result<()> {
     if values.is_empty() {
         return Ok(());
     }
@@ -696,7 +769,7 @@ pub(super) fn set_changes(tx: &mut impl GenericClient, values: &[(i64, Values)])
 /// values (a write that sets them back deletes it). An error names the
 /// first rule broken.
 #[cfg(test)]
-pub(super) fn changes_agree(tx: &mut impl GenericClient) -> Result<()> {
+pub(super) fn changes_agree(tx: &mut Session<'_, Transaction<'_>>) -> Result<()> {
     let disagree = |what: String| Err(LedgerError::Invalid(format!("item_changes: {what}")));
     let changes = tx.query("SELECT c.id, c.lastmod, c.action FROM item_changes c ORDER BY c.id", &[])?;
     let ids: Vec<i64> = changes.iter().map(|r| r.get(0)).collect();
@@ -727,7 +800,7 @@ pub(super) fn changes_agree(tx: &mut impl GenericClient) -> Result<()> {
 /// in no span is not told from one dropped. An error names the first rule
 /// broken. Run before every commit of the conformance suite's ledgers.
 #[cfg(test)]
-pub(super) fn spans_agree(tx: &mut impl GenericClient) -> Result<()> {
+pub(super) fn spans_agree(tx: &mut Session<'_, Transaction<'_>>) -> Result<()> {
     let disagree = |what: String| Err(LedgerError::Invalid(format!("spans: {what}")));
     let overlap = tx.query_opt(
         "SELECT first, next FROM (SELECT first, last, lead(first) OVER (ORDER BY first) AS next FROM spans) AS s
@@ -817,7 +890,7 @@ mod tests {
     /// admission left it), schema 1's counting triggers and schema 8's
     /// view, from those scripts' own text, and schema 12's tables dropped:
     /// a ledger of schema 11 to migrate.
-    fn back_to_11(tx: &mut Transaction<'_>) -> Result<()> {
+    fn back_to_11(tx: &mut Session<'_, Transaction<'_>>) -> Result<()> {
         use super::super::schema::{SCHEMA_1, SCHEMA_8};
         let between = |script: &'static str, from: &str, to: Option<&str>| {
             let start = script.find(from).expect("the script holds it");
@@ -965,7 +1038,7 @@ mod tests {
         assert_batches_hold_every_item(&mut ledger);
         // Each batch row is written from its items' current values, so no
         // item differs from it: no change row is due, and none is written.
-        ledger.transaction(|tx| changes_agree(tx)).unwrap();
+        ledger.transaction(changes_agree).unwrap();
         let other_group_finds_none = ledger
             .transaction(|tx| {
                 for (id, group, url, state) in &items {
@@ -1122,7 +1195,7 @@ mod tests {
         assert!(ledger.retry(&ItemFilter::default(), now).unwrap() > 0);
         ledger.admit(&[item(0, 200), item(1, 200)], now, &dedupe_day()).unwrap();
         assert_eq!(ledger.announce(&[item(0, 200), item(1, 200)], now).unwrap(), 2);
-        ledger.transaction(|tx| spans_agree(tx)).unwrap();
+        ledger.transaction(spans_agree).unwrap();
     }
 
     /// The check fails where the spans break each of its rules: a span
@@ -1163,7 +1236,7 @@ mod tests {
              UPDATE spans SET last = 5 WHERE first = 1",
         );
         assert!(twins.contains("the spans at 1 and 6 are alike"), "{twins}");
-        ledger.transaction(|tx| spans_agree(tx)).unwrap();
+        ledger.transaction(spans_agree).unwrap();
     }
 
     /// A copy into a PostgreSQL ledger that holds items already writes its
@@ -1383,7 +1456,7 @@ mod tests {
     fn postgres_a_kept_run_is_found_again_and_a_run_written_anew_is_read() {
         let mut ledger = test_postgres();
         let now = t("2026-12-03T09:00:00Z");
-        let write = |tx: &mut Transaction<'_>, site: &str| -> Result<(Vec<u128>, i64)> {
+        let write = |tx: &mut Session<'_, Transaction<'_>>, site: &str| -> Result<(Vec<u128>, i64)> {
             let urls: Vec<String> = (0..FANOUT * 3).map(|i| format!("https://{site}/{i}")).collect();
             for (b, batch) in urls.chunks(3).enumerate() {
                 let items: Vec<BatchItem> =

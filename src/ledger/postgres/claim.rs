@@ -9,6 +9,7 @@
 //! (schema 8), and an item a reservation lists is in flight (`in_flight`,
 //! a view).
 
+use super::session::Session;
 use super::spans::{due_count, write_spans, Runs};
 use super::LedgerError;
 use super::{
@@ -18,7 +19,7 @@ use super::{
 use crate::ledger::policy::{ClaimSteps, Due, DueKey, DueOrder, Kept, Taken};
 use std::collections::{HashMap, HashSet};
 
-pub(super) fn usage_in(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<Usage> {
+pub(super) fn usage_in(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<DateTime<Utc>> =
         tx.query_opt("SELECT until FROM blocks WHERE rule = $1", &[&rule.rule])?.map(|r| r.get(0));
     let usage = tx
@@ -45,7 +46,7 @@ pub(super) fn usage_row(r: &Row) -> Usage {
 
 /// Counts `units` against a rule's window, unconditionally (usage the
 /// server already saw, or none: a row for a block or a report).
-pub(super) fn add_usage(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64) -> Result<()> {
+pub(super) fn add_usage(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow, units: u64) -> Result<()> {
     tx.execute(
         "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
          VALUES ($1, $2, $3, $4, $5, $6)
@@ -69,7 +70,12 @@ pub(super) fn add_usage(tx: &mut impl GenericClient, rule: &RuleWindow, units: u
 /// added only if they fit the window's limit (the engine's reported one, if
 /// any) and no block holds at `now`. Returns whether they were. The row
 /// exists already (`lock_window`).
-pub(super) fn reserve(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64, now: DateTime<Utc>) -> Result<bool> {
+pub(super) fn reserve(
+    tx: &mut Session<'_, impl GenericClient>,
+    rule: &RuleWindow,
+    units: u64,
+    now: DateTime<Utc>,
+) -> Result<bool> {
     let row = tx.query_opt(
         "INSERT INTO budget_usage AS u (rule, window_key, period, used, limit_value, resets_at)
          SELECT $1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::timestamptz
@@ -94,7 +100,7 @@ pub(super) fn reserve(tx: &mut impl GenericClient, rule: &RuleWindow, units: u64
     Ok(row.is_some())
 }
 
-pub(super) fn lock_window(tx: &mut impl GenericClient, rule: &RuleWindow) -> Result<()> {
+pub(super) fn lock_window(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<()> {
     add_usage(tx, rule, 0)?;
     tx.query_one(
         "SELECT used FROM budget_usage WHERE rule = $1 AND window_key = $2 FOR UPDATE",
@@ -120,7 +126,7 @@ struct DueSpan {
 const DUE_PAGE: i64 = 200;
 
 /// The ids of group `group` that a reservation lists (in flight).
-fn held(tx: &mut impl GenericClient, group: i64) -> Result<HashSet<i64>> {
+fn held(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<HashSet<i64>> {
     Ok(tx.query("SELECT id FROM in_flight WHERE group_id = $1", &[&group])?.iter().map(|r| r.get(0)).collect())
 }
 
@@ -140,7 +146,7 @@ fn held(tx: &mut impl GenericClient, group: i64) -> Result<HashSet<i64>> {
 /// the spans instead would make every answer of the group wait for the
 /// claim's commit.
 fn walk_due(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     group: i64,
     now: DateTime<Utc>,
     from: Option<DateTime<Utc>>,
@@ -187,7 +193,7 @@ fn walk_due(
 /// The first `n` due items of `group` at `now` in `order`, each as its id,
 /// due time and the span's columns a claim gives it.
 fn first_due(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     group: i64,
     now: DateTime<Utc>,
     n: usize,
@@ -276,7 +282,7 @@ type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>
 /// The URL and action of each of `ids`, by id: the URL from its batch
 /// row's texts (each row read once), the action from `item_changes` or
 /// the batch row.
-fn urls_and_actions(tx: &mut impl GenericClient, ids: &[i64]) -> Result<HashMap<i64, (String, String)>> {
+fn urls_and_actions(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<HashMap<i64, (String, String)>> {
     let values = super::batches::lastmod_and_action(tx, ids)?;
     let mut texts = super::rows::Texts::default();
     let mut out = HashMap::with_capacity(ids.len());
@@ -296,7 +302,7 @@ const DEFERRED: &str = "next_attempt_at = $4";
 const INTERRUPTED: &str =
     "next_attempt_at = $4, attempts = attempts + 1, last_class = 'transient', last_request_id = $5";
 
-impl ClaimSteps for Tx<'_, '_> {
+impl ClaimSteps for Tx<'_, '_, '_> {
     /// The database server's clock, shifted like this machine's by
     /// `INDEXQ_NOW`: every machine decides by one clock.
     fn own_clock(&mut self, now: Now) -> Result<DateTime<Utc>> {

@@ -2,6 +2,7 @@
 //! timeouts, UTC), TLS for `sslmode=require`, the pgpass file, and a
 //! driver error said on one line.
 
+use super::session::Statements;
 use super::{pg, Client, Duration, LedgerError, NoTls, PgOptions, Result};
 
 /// A connection with the session set up: schema, timeouts, UTC; with
@@ -60,6 +61,8 @@ pub(super) fn connect(options: &PgOptions, read_only: bool) -> std::result::Resu
 pub(super) struct Conn {
     /// `None` only while the ledger is dropped.
     client: Option<Client>,
+    /// The statements `client` has prepared.
+    statements: Statements,
     options: PgOptions,
     /// Since the connection was found lost: the failed tries to reopen it,
     /// and the earliest moment of the next.
@@ -74,6 +77,7 @@ impl Conn {
     pub(super) fn new(client: Client, options: &PgOptions) -> Conn {
         Conn {
             client: Some(client),
+            statements: Statements::default(),
             options: options.clone(),
             lost: None,
             #[cfg(test)]
@@ -89,11 +93,12 @@ impl Conn {
         false
     }
 
-    /// The connection, reopened first if the server closed it. Blocks (it
-    /// may connect): call it off the runtime.
-    pub(super) fn live(&mut self) -> Result<&mut Client> {
+    /// The connection, reopened first if the server closed it, and the
+    /// statements it has prepared (none when it was just reopened). Blocks
+    /// (it may connect): call it off the runtime.
+    pub(super) fn live(&mut self) -> Result<(&mut Client, &mut Statements)> {
         if self.client.as_ref().is_some_and(|c| !c.is_closed()) {
-            return Ok(self.client.as_mut().expect("checked just above"));
+            return Ok((self.client.as_mut().expect("checked just above"), &mut self.statements));
         }
         let now = std::time::Instant::now();
         let (failures, next) = *self.lost.get_or_insert_with(|| {
@@ -111,9 +116,10 @@ impl Conn {
             Ok(client) => {
                 // The closed client's end, then the new one in its place.
                 drop(self.client.replace(client));
+                self.statements = Statements::default();
                 self.lost = None;
                 tracing::warn!(tries = failures + 1, "the connection to the ledger is reopened");
-                Ok(self.client.as_mut().expect("just set"))
+                Ok((self.client.as_mut().expect("just set"), &mut self.statements))
             }
             Err(message) => {
                 let failures = failures.saturating_add(1);

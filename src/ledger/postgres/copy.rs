@@ -7,6 +7,7 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
+use super::session::Session;
 use super::spans::{write_spans, Runs};
 use super::{
     ghost_urls, group_id_or_create, hold_groups, pg, retrying, source_documents, source_failures, store_ghost_urls,
@@ -71,17 +72,21 @@ impl Rows for PgLedger {
 impl PgLedger {
     /// One transaction of a copy, run on this thread (`ledger copy` is no
     /// async command), `first` its first statements.
-    fn copying<T>(&mut self, first: &str, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+    fn copying<T>(
+        &mut self,
+        first: &str,
+        mut f: impl FnMut(&mut Session<'_, Transaction<'_>>) -> Result<T>,
+    ) -> Result<T> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(LedgerError::Invalid("a ledger copy runs outside the async runtime".into()));
         }
         let check = self.client.checks_spans();
-        let client = self.client.live()?;
+        let (client, statements) = self.client.live()?;
         retrying(|| {
             let mut tx = client.transaction()?;
             tx.batch_execute(first)?;
             tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0")?;
-            let value = f(&mut tx)?;
+            let value = f(&mut Session::new(&mut tx, statements))?;
             super::commit(tx, check)?;
             Ok(value)
         })
@@ -89,10 +94,15 @@ impl PgLedger {
 }
 
 /// Each row `sql` selects, through a cursor: `size` rows in memory at a time.
-fn each_row(tx: &mut Transaction<'_>, sql: &str, size: usize, mut f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
-    let cursor = tx.bind(sql, &[])?;
+fn each_row(
+    tx: &mut Session<'_, Transaction<'_>>,
+    sql: &str,
+    size: usize,
+    mut f: impl FnMut(&Row) -> Result<()>,
+) -> Result<()> {
+    let cursor = tx.client.bind(sql, &[])?;
     loop {
-        let rows = tx.query_portal(&cursor, size as i32)?;
+        let rows = tx.client.query_portal(&cursor, size as i32)?;
         if rows.is_empty() {
             return Ok(());
         }
@@ -103,7 +113,7 @@ fn each_row(tx: &mut Transaction<'_>, sql: &str, size: usize, mut f: impl FnMut(
 /// The items in id order, a batch row at a time (`rows::expand` of its
 /// ids: their spans, texts and changes), so that memory holds one batch
 /// (at most 10,000 items).
-fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+fn export_items(tx: &mut Session<'_, Transaction<'_>>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::new(sink, Chunk::Items);
     let batches: Vec<(i64, i32)> = tx
         .query("SELECT first_id, n FROM batches ORDER BY first_id", &[])?
@@ -135,7 +145,7 @@ fn export_items(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     chunks.finish()
 }
 
-fn export_dropped(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+fn export_dropped(tx: &mut Session<'_, Transaction<'_>>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::new(sink, Chunk::Dropped);
     let sql = "SELECT id, group_id, url, dropped_at FROM dropped_items ORDER BY id";
     each_row(tx, sql, ROWS, |r| {
@@ -144,7 +154,7 @@ fn export_dropped(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
     chunks.finish()
 }
 
-fn export_requests(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+fn export_requests(tx: &mut Session<'_, Transaction<'_>>, sink: &mut Sink) -> Result<()> {
     let mut chunks = Chunker::weighing(sink, Chunk::Requests, copy::request_bytes, copy::REQUEST_BYTES);
     let sql = "SELECT id, group_id, at, class, reason, message, http_status, body, retry_at, n, first_item, items
                FROM requests ORDER BY id";
@@ -168,7 +178,7 @@ fn export_requests(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
 
 /// The small tables: one row a rule window, block, pace, credential,
 /// reminder or sitemap.
-fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
+fn export_rest(tx: &mut Session<'_, Transaction<'_>>, sink: &mut Sink) -> Result<()> {
     let usage = tx.query(
         "SELECT rule, window_key, period, used, limit_value, resets_at, reported_at, reported_remaining
          FROM budget_usage ORDER BY rule COLLATE \"C\", window_key COLLATE \"C\"",
@@ -189,7 +199,7 @@ fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
             })
             .collect(),
     ))?;
-    let pairs = |tx: &mut Transaction<'_>, sql: &str| -> Result<Vec<(String, DateTime<Utc>)>> {
+    let pairs = |tx: &mut Session<'_, Transaction<'_>>, sql: &str| -> Result<Vec<(String, DateTime<Utc>)>> {
         Ok(tx.query(sql, &[])?.iter().map(|r| (r.get(0), r.get(1))).collect())
     };
     sink(Chunk::Blocks(pairs(tx, "SELECT rule, until FROM blocks ORDER BY rule")?))?;
@@ -216,16 +226,16 @@ fn export_rest(tx: &mut Transaction<'_>, sink: &mut Sink) -> Result<()> {
 }
 
 /// This ledger as a copy's target, in the copy's transaction.
-struct Staging<'t, 'c> {
-    tx: &'t mut Transaction<'c>,
+struct Staging<'t, 's, 'c> {
+    tx: &'t mut Session<'s, Transaction<'c>>,
     cache: &'t HashMap<GroupKey, i64>,
 }
 
-impl Staging<'_, '_> {
+impl Staging<'_, '_, '_> {
     /// `rows` into a staging table with one binary COPY.
     fn copy_in(&mut self, into: &str, types: &[Type], rows: &[Vec<&(dyn ToSql + Sync)>]) -> Result<()> {
         let mut writer =
-            BinaryCopyInWriter::new(self.tx.copy_in(&format!("COPY {into} FROM STDIN (FORMAT binary)"))?, types);
+            BinaryCopyInWriter::new(self.tx.client.copy_in(&format!("COPY {into} FROM STDIN (FORMAT binary)"))?, types);
         for row in rows {
             writer.write(row)?;
         }
@@ -234,7 +244,7 @@ impl Staging<'_, '_> {
     }
 }
 
-impl copy::Stage for Staging<'_, '_> {
+impl copy::Stage for Staging<'_, '_, '_> {
     fn groups(&mut self, groups: &[(i64, GroupKey)]) -> Result<HashMap<i64, i64>> {
         groups.iter().map(|(src, key)| Ok((*src, group_id_or_create(self.tx, self.cache, key)?))).collect()
     }
@@ -630,7 +640,11 @@ impl copy::Stage for Staging<'_, '_> {
 }
 
 /// Key and value pairs merged with one statement over two arrays.
-fn merge_pairs<V: ToSql + Sync + Clone>(tx: &mut Transaction<'_>, sql: &str, rows: &[(String, V)]) -> Result<()> {
+fn merge_pairs<V: ToSql + Sync + Clone>(
+    tx: &mut Session<'_, Transaction<'_>>,
+    sql: &str,
+    rows: &[(String, V)],
+) -> Result<()> {
     let (keys, values): (Vec<&str>, Vec<V>) = rows.iter().map(|(k, v)| (k.as_str(), v.clone())).unzip();
     tx.execute(sql, &[&keys, &values])?;
     Ok(())

@@ -7,6 +7,7 @@
 //! are the items' state (schema 12 took it off the items).
 
 use super::super::batches::url_hash;
+use super::session::Session;
 #[cfg(test)]
 use super::PgLedger;
 use super::{
@@ -107,7 +108,11 @@ fn runs_of(mut ids: Vec<i64>) -> Vec<(i64, i64)> {
 /// flight, as `item_states` says. Each listed id's URL is read from its
 /// batch row, each batch row once, and each listed last request once. No
 /// item row is read: the listing shows no lastmod or action.
-pub(super) fn items(tx: &mut impl GenericClient, filter: &ItemFilter, now: DateTime<Utc>) -> Result<Vec<ItemRow>> {
+pub(super) fn items(
+    tx: &mut Session<'_, impl GenericClient>,
+    filter: &ItemFilter,
+    now: DateTime<Utc>,
+) -> Result<Vec<ItemRow>> {
     let now = sec(now);
     let limit = filter.limit.unwrap_or(usize::MAX);
     let engine = filter.engine.map(|e| e.as_str().to_string());
@@ -284,7 +289,7 @@ pub(super) fn items(tx: &mut impl GenericClient, filter: &ItemFilter, now: DateT
 /// The rows of the listed pieces: each id's URL from its batch row (each
 /// row read once), the pieces' last requests read in one statement.
 fn rows_of(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     groups: &[(i64, GroupKey)],
     listed: Vec<(usize, Piece)>,
 ) -> Result<Vec<ItemRow>> {
@@ -332,7 +337,11 @@ fn rows_of(
 /// dropped and submitted again is not found here (the runs give the
 /// newer), nor one dropped before schema 12 (no batch holds it):
 /// `dropped_items` still names those.
-pub(super) fn id_of_url(tx: &mut impl GenericClient, group: i64, url: &str) -> Result<Option<(i64, bool)>> {
+pub(super) fn id_of_url(
+    tx: &mut Session<'_, impl GenericClient>,
+    group: i64,
+    url: &str,
+) -> Result<Option<(i64, bool)>> {
     let Some(id) = super::batches::find_ids(tx, group, &[url_hash(url)])?[0] else { return Ok(None) };
     let live: bool = tx
         .query_one(
@@ -347,7 +356,11 @@ pub(super) fn id_of_url(tx: &mut impl GenericClient, group: i64, url: &str) -> R
 /// The ids `url` (as stored) has in the groups `filter` names (by
 /// property, engine and target) that are items still: what `queue list
 /// --url`, `queue retry --url` and `queue drop --url` act on.
-pub(super) fn live_ids_of_url(tx: &mut impl GenericClient, filter: &ItemFilter, url: &str) -> Result<Vec<i64>> {
+pub(super) fn live_ids_of_url(
+    tx: &mut Session<'_, impl GenericClient>,
+    filter: &ItemFilter,
+    url: &str,
+) -> Result<Vec<i64>> {
     let engine = filter.engine.map(|e| e.as_str().to_string());
     let groups: Vec<i64> = tx
         .query(
@@ -377,7 +390,7 @@ mod tests {
 
     /// Every filter `queue list` takes, against the listing from the item
     /// rows (the one this replaces), compared as shown.
-    fn assert_lists_agree(tx: &mut pg::Transaction<'_>, urls: &[String], now: DateTime<Utc>, step: usize) {
+    fn assert_lists_agree(tx: &mut Session<'_, pg::Transaction<'_>>, urls: &[String], now: DateTime<Utc>, step: usize) {
         use StateFilter::*;
         let state_sets: [&[StateFilter]; 9] = [
             &[],

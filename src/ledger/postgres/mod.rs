@@ -54,6 +54,7 @@ mod queue;
 mod rows;
 mod runs;
 mod schema;
+mod session;
 mod sitemaps;
 mod spans;
 
@@ -63,6 +64,7 @@ use admit::{
 };
 pub use connect::pgpass_password;
 use connect::{connect, describe, Conn};
+use session::Session;
 
 pub use schema::SCHEMA_VERSION;
 
@@ -171,14 +173,17 @@ impl PgLedger {
 
     /// Runs `f` in one transaction (again if the server aborts it for a
     /// deadlock).
-    fn transaction<T: Send>(&mut self, f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send) -> Result<T> {
+    fn transaction<T: Send>(
+        &mut self,
+        f: impl FnMut(&mut Session<'_, Transaction<'_>>) -> Result<T> + Send,
+    ) -> Result<T> {
         in_transaction(&mut self.client, f)
     }
 
     /// `transaction`, with the ids of the groups known to be in the ledger.
     fn with_groups<T: Send>(
         &mut self,
-        mut f: impl FnMut(&mut Transaction<'_>, &HashMap<GroupKey, i64>) -> Result<T> + Send,
+        mut f: impl FnMut(&mut Session<'_, Transaction<'_>>, &HashMap<GroupKey, i64>) -> Result<T> + Send,
     ) -> Result<T> {
         let groups = &self.groups;
         in_transaction(&mut self.client, |tx| f(tx, groups))
@@ -200,8 +205,8 @@ impl PgLedger {
 
 /// The ledger in one transaction, as policy's steps take it (`claim.rs`,
 /// `answer.rs`).
-struct Tx<'t, 'c> {
-    tx: &'t mut Transaction<'c>,
+struct Tx<'t, 's, 'c> {
+    tx: &'t mut Session<'s, Transaction<'c>>,
     groups: &'t HashMap<GroupKey, i64>,
 }
 
@@ -225,14 +230,14 @@ impl Backend for PgLedger {
 /// reopened first (`Conn::live`).
 fn in_transaction<T: Send>(
     client: &mut Conn,
-    mut f: impl FnMut(&mut Transaction<'_>) -> Result<T> + Send,
+    mut f: impl FnMut(&mut Session<'_, Transaction<'_>>) -> Result<T> + Send,
 ) -> Result<T> {
     off_runtime(move || {
         let check = client.checks_spans();
-        let client = client.live()?;
+        let (client, statements) = client.live()?;
         retrying(|| {
             let mut tx = client.transaction()?;
-            let value = f(&mut tx)?;
+            let value = f(&mut Session::new(&mut tx, statements))?;
             commit(tx, check)?;
             Ok(value)
         })
@@ -246,6 +251,8 @@ fn in_transaction<T: Send>(
 fn commit(mut tx: Transaction<'_>, check: bool) -> Result<()> {
     #[cfg(test)]
     if check {
+        let mut statements = Default::default();
+        let mut tx = Session::new(&mut tx, &mut statements);
         if let Err(e) = batches::spans_agree(&mut tx).and_then(|()| batches::changes_agree(&mut tx)) {
             panic!("at a commit, {e}");
         }
@@ -310,7 +317,11 @@ fn ends_the_session(err: &pg::Error) -> bool {
     err.is_closed() || code.starts_with("57P") || code.starts_with("08")
 }
 
-fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<Option<i64>> {
+fn group_id(
+    tx: &mut Session<'_, impl GenericClient>,
+    cache: &HashMap<GroupKey, i64>,
+    key: &GroupKey,
+) -> Result<Option<i64>> {
     if let Some(id) = cache.get(key) {
         return Ok(Some(*id));
     }
@@ -325,7 +336,7 @@ fn group_id(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &G
 /// transaction ends, in id order: a claim holds its group's row `FOR NO KEY
 /// UPDATE` (`hold_queue`), so none commits meanwhile, and what a writer
 /// then reads of which items are in flight stays true while it writes.
-pub(super) fn hold_groups(tx: &mut impl GenericClient, ids: Option<&[i64]>) -> Result<()> {
+fn hold_groups(tx: &mut Session<'_, impl GenericClient>, ids: Option<&[i64]>) -> Result<()> {
     let ids: Option<Vec<i64>> = ids.map(|ids| {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
@@ -336,7 +347,11 @@ pub(super) fn hold_groups(tx: &mut impl GenericClient, ids: Option<&[i64]>) -> R
     Ok(())
 }
 
-fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64>, key: &GroupKey) -> Result<i64> {
+fn group_id_or_create(
+    tx: &mut Session<'_, impl GenericClient>,
+    cache: &HashMap<GroupKey, i64>,
+    key: &GroupKey,
+) -> Result<i64> {
     if let Some(id) = group_id(tx, cache, key)? {
         return Ok(id);
     }
@@ -348,7 +363,7 @@ fn group_id_or_create(tx: &mut impl GenericClient, cache: &HashMap<GroupKey, i64
 }
 
 /// Records a request; returns its id.
-fn insert_request(tx: &mut impl GenericClient, r: &Recorded) -> Result<i64> {
+fn insert_request(tx: &mut Session<'_, impl GenericClient>, r: &Recorded) -> Result<i64> {
     let (first, last, list) = r.stored_items();
     Ok(tx
         .query_one(

@@ -3,6 +3,7 @@
 //! reservation lists is in flight, its row still `queued` (`in_flight`,
 //! `item_states`: schema 8); the kept counts count it queued.
 
+use super::session::Session;
 use super::spans::{delete_spans, due_count, write_spans, write_whole_spans, Runs};
 use super::{
     group_id, hold_groups, pg, policy, sec, stored, stored_group, stored_last_reason, stored_opt, url_key, DateTime,
@@ -73,7 +74,7 @@ pub(super) fn filter_sql(filter: &ItemFilter, now: DateTime<Utc>) -> (String, Pa
 /// row's text.
 #[cfg(test)]
 fn filter_by_ids(
-    tx: &mut impl super::GenericClient,
+    tx: &mut Session<'_, impl super::GenericClient>,
     filter: &ItemFilter,
     now: DateTime<Utc>,
 ) -> Result<(String, Params)> {
@@ -96,7 +97,7 @@ pub(super) type Selected = (i64, i64, i64, Option<i64>);
 /// states are never in flight: an id a reservation lists is never
 /// selected. No item row is read.
 pub(super) fn selected_runs(
-    tx: &mut impl super::GenericClient,
+    tx: &mut Session<'_, impl super::GenericClient>,
     filter: &ItemFilter,
     now: DateTime<Utc>,
 ) -> Result<Vec<Selected>> {
@@ -156,7 +157,7 @@ pub(super) fn selected_runs(
 /// into `item_rows`, in this transaction).
 #[cfg(test)]
 pub(super) fn items_from_rows(
-    tx: &mut impl super::GenericClient,
+    tx: &mut Session<'_, impl super::GenericClient>,
     filter: &ItemFilter,
     now: DateTime<Utc>,
 ) -> Result<Vec<ItemRow>> {

@@ -8,6 +8,7 @@
 
 use super::super::batches as layout;
 use super::batches::{lastmod_and_action, SPAN_COLUMNS};
+use super::session::Session;
 use super::{Action, DateTime, GenericClient, LedgerError, Result, Utc};
 use std::collections::BTreeMap;
 
@@ -26,7 +27,7 @@ pub(super) struct Texts(BTreeMap<i64, Batch>);
 impl Texts {
     /// The group and URL of id `id` from its batch row, `None` when no
     /// batch row holds it.
-    pub(super) fn get(&mut self, tx: &mut impl GenericClient, id: i64) -> Result<Option<(i64, String)>> {
+    pub(super) fn get(&mut self, tx: &mut Session<'_, impl GenericClient>, id: i64) -> Result<Option<(i64, String)>> {
         let held = self.0.range(..=id).next_back().filter(|(first, b)| id < *first + b.n).map(|(first, _)| *first);
         let first = match held {
             Some(first) => first,
@@ -52,7 +53,7 @@ impl Texts {
     }
 
     /// The URL of id `id`, which a batch row must hold.
-    pub(super) fn url(&mut self, tx: &mut impl GenericClient, id: i64) -> Result<String> {
+    pub(super) fn url(&mut self, tx: &mut Session<'_, impl GenericClient>, id: i64) -> Result<String> {
         match self.get(tx, id)? {
             Some((_, url)) => Ok(url),
             None => Err(LedgerError::Invalid(format!("batches: item {id} is in no batch"))),
@@ -64,7 +65,7 @@ impl Texts {
 /// order given; an id no span holds is left out. Its group is its batch
 /// row's (the last starting at or before it), its span the one of that
 /// group starting last at or before it.
-pub(super) fn held_by_spans(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
+pub(super) fn held_by_spans(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
     Ok(tx
         .query(
             "SELECT b.group_id, w.id FROM unnest($1::bigint[]) WITH ORDINALITY AS w (id, n)
@@ -108,7 +109,7 @@ pub(super) struct ItemCols {
 /// once (`lastmod_and_action`). For the rare readers that want rows (a
 /// run's results by id, `ledger copy`'s export, the tests' oracles); the
 /// hot paths read spans by run.
-pub(super) fn expand(tx: &mut impl GenericClient, ids: &[i64]) -> Result<Vec<ItemCols>> {
+pub(super) fn expand(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<ItemCols>> {
     let rows = tx.query(
         &format!(
             "SELECT w.id, s.group_id, w.id IN (SELECT id FROM in_flight), {SPAN_COLUMNS}
@@ -226,7 +227,7 @@ impl Arrays {
 
 /// Every id a span holds, ascending.
 #[cfg(test)]
-pub(super) fn every_id(tx: &mut impl GenericClient) -> Result<Vec<i64>> {
+pub(super) fn every_id(tx: &mut Session<'_, impl GenericClient>) -> Result<Vec<i64>> {
     Ok(tx
         .query(
             "SELECT x.id FROM spans s CROSS JOIN LATERAL generate_series(s.first, s.last) AS x (id) ORDER BY 1",
@@ -243,7 +244,7 @@ pub(super) fn every_id(tx: &mut impl GenericClient) -> Result<Vec<i64>> {
 /// and changes, so that an oracle written against the item rows runs with
 /// only the table's name changed.
 #[cfg(test)]
-pub(super) fn fill_item_rows(tx: &mut impl GenericClient, table: &str) -> Result<()> {
+pub(super) fn fill_item_rows(tx: &mut Session<'_, impl GenericClient>, table: &str) -> Result<()> {
     let ids = every_id(tx)?;
     let items = expand(tx, &ids)?;
     let keys: Vec<i64> = items.iter().map(|i| super::super::url_keys::url_key(&i.url)).collect();

@@ -1,6 +1,7 @@
 //! What runs leave, on PostgreSQL: the attempts as `log` and `status` show
 //! them, their counts, and the record of `submit` runs.
 
+use super::session::Session;
 use super::{
     group_id, stored, stored_group, stored_inspection, stored_reason, url_key, AttemptRow, Class, DateTime, GroupKey,
     InspectionCount, PgLedger, Result, Row, RunRecord, Runs, SpanCount, Utc,
@@ -21,7 +22,7 @@ const FIRST_URL: &str = "r.first_item, d.url";
 /// dropped, its URL the one `dropped_items` kept, else its batch row's
 /// (an item dropped before schema 12 is in no batch: then none).
 pub(super) fn first_url(
-    tx: &mut impl super::GenericClient,
+    tx: &mut Session<'_, impl super::GenericClient>,
     texts: &mut super::rows::Texts,
     first: Option<i64>,
     kept: Option<String>,

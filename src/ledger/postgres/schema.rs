@@ -6,6 +6,7 @@
 
 use super::super::url_keys::{self, url_key};
 use super::super::{stored, Class, LedgerError, Result};
+use super::session::Session;
 use super::PgLedger;
 use ::postgres as pg;
 use pg::Transaction;
@@ -145,7 +146,7 @@ impl PgLedger {
 /// group holds takes the next free one), each attempt becomes a recorded
 /// request naming its item, and each item points at its last one. Values
 /// this indexq does not know stop the upgrade, naming them.
-fn upgrade_to_2(tx: &mut Transaction<'_>) -> Result<()> {
+fn upgrade_to_2(tx: &mut Session<'_, Transaction<'_>>) -> Result<()> {
     for (table, column, known) in [
         ("items", "state", "'queued', 'in_flight', 'accepted', 'parked'"),
         ("items", "action", "'updated', 'deleted'"),

@@ -10,6 +10,7 @@
 //! (`batches::lock_spans`) until the transaction ends.
 
 use super::batches::{alike_before, lock_spans, SPAN_COLUMNS};
+use super::session::Session;
 use super::{pg, GenericClient, Result};
 
 type Param<'a> = &'a (dyn pg::types::ToSql + Sync);
@@ -108,7 +109,7 @@ const RUNS: &str = "r (g, f, l) AS (SELECT * FROM unnest($1::bigint[], $2::bigin
 /// Cuts the spans at each run's two ends: a span holding a run's first id
 /// and ids before it, or its last id and ids after it, is split there into
 /// spans with the same columns. One statement for every run.
-fn cut(tx: &mut impl GenericClient, runs: &Runs) -> Result<()> {
+fn cut(tx: &mut Session<'_, impl GenericClient>, runs: &Runs) -> Result<()> {
     tx.execute(
         &format!(
             "WITH {RUNS},
@@ -149,7 +150,7 @@ fn cut(tx: &mut impl GenericClient, runs: &Runs) -> Result<()> {
 /// start in a run or just past it, and the one before it, are rewritten
 /// with each stretch of adjacent spans with equal columns (`IS NOT
 /// DISTINCT FROM`: a NULL equal to a NULL) as one span. One statement.
-fn merge(tx: &mut impl GenericClient, runs: &Runs) -> Result<()> {
+fn merge(tx: &mut Session<'_, impl GenericClient>, runs: &Runs) -> Result<()> {
     let alike = alike_before();
     tx.execute(
         &format!(
@@ -188,7 +189,7 @@ fn merge(tx: &mut impl GenericClient, runs: &Runs) -> Result<()> {
 /// `more` numbered from `$4` (`$1`–`$3` are the runs). Returns the spans
 /// written as (group, first, last), in no order.
 pub(super) fn write_spans(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     runs: &Runs,
     set: &str,
     filter: &str,
@@ -222,7 +223,7 @@ pub(super) fn write_spans(
 /// the spans' own columns (every parked span of a group). Returns the
 /// spans written as (group, first, last).
 pub(super) fn write_whole_spans(
-    tx: &mut impl GenericClient,
+    tx: &mut Session<'_, impl GenericClient>,
     groups: &[i64],
     set: &str,
     filter: &str,
@@ -241,7 +242,7 @@ pub(super) fn write_whole_spans(
 /// Deletes the spans of the items of `runs` (cut at the runs' ends
 /// first, their pieces outside kept). Neighbours across a run deleted are
 /// not adjacent any more, so nothing merges.
-pub(super) fn delete_spans(tx: &mut impl GenericClient, runs: &Runs) -> Result<()> {
+pub(super) fn delete_spans(tx: &mut Session<'_, impl GenericClient>, runs: &Runs) -> Result<()> {
     if runs.is_empty() {
         return Ok(());
     }
@@ -277,7 +278,7 @@ pub(super) fn due_count(group: &str, now: &str) -> String {
 /// the state `set` (a `SET` list over a span's columns, no parameters)
 /// through `write_spans`, as `UPDATE items SET … WHERE id BETWEEN` did.
 #[cfg(test)]
-pub(super) fn set_state(tx: &mut impl GenericClient, first: i64, last: i64, set: &str) -> Result<()> {
+pub(super) fn set_state(tx: &mut Session<'_, impl GenericClient>, first: i64, last: i64, set: &str) -> Result<()> {
     let named = super::rows::held_by_spans(tx, &(first..=last).collect::<Vec<_>>())?;
     write_spans(tx, &Runs::of(&named), set, "true", &[])?;
     Ok(())
@@ -286,7 +287,7 @@ pub(super) fn set_state(tx: &mut impl GenericClient, first: i64, last: i64, set:
 /// For tests: item `id` dropped (its span cut), as `DELETE FROM items`
 /// did.
 #[cfg(test)]
-pub(super) fn drop_item(tx: &mut impl GenericClient, id: i64) -> Result<()> {
+pub(super) fn drop_item(tx: &mut Session<'_, impl GenericClient>, id: i64) -> Result<()> {
     let held = super::rows::held_by_spans(tx, &[id])?;
     delete_spans(tx, &Runs::of(&held))
 }
