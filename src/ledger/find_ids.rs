@@ -59,18 +59,25 @@ pub trait RunPages {
 /// pages alone are then read. A batch's blob read is kept; a merged run
 /// read whole is kept when `reading` says so. The runs of the group no
 /// longer listed (merged since, by this process or another) are let go.
+/// The runs in `skip` are not searched (a look-up made again of what an
+/// earlier one searched them for: runs never change once written).
 pub fn find_ids(
     store: &mut impl RunPages,
     listed: &Listed,
     hashes: &[u128],
     reading: Reading,
+    skip: &[RunKey],
 ) -> Result<Vec<Option<i64>>> {
     let keys: Vec<RunKey> = listed.runs.iter().map(|r| r.0).collect();
     let_go_unlisted(listed.ledger, listed.group, &keys);
     let mut found = vec![None; hashes.len()];
+    let searched: Vec<&(RunKey, i64, Option<i64>)> = listed.runs.iter().filter(|r| !skip.contains(&r.0)).collect();
+    if searched.is_empty() {
+        return Ok(found);
+    }
     let mut by_hash: Vec<usize> = (0..hashes.len()).collect();
     by_hash.sort_unstable_by_key(|&k| hashes[k]);
-    for &(key, n, batch) in &listed.runs {
+    for &&(key, n, batch) in &searched {
         // The hashes still sought, in hash order.
         let open: Vec<usize> = by_hash.iter().copied().filter(|&k| found[k].is_none()).collect();
         if open.is_empty() {
@@ -248,14 +255,14 @@ mod tests {
         let mut store = Store { pages, read: 0 };
         // The second page's hashes, in part.
         let part: Vec<u128> = entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| e.0).collect();
-        let ids = find_ids(&mut store, &large, &part, Reading::Part).unwrap();
+        let ids = find_ids(&mut store, &large, &part, Reading::Part, &[]).unwrap();
         assert_eq!(ids, entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| Some(e.1)).collect::<Vec<_>>());
         assert_eq!(store.read, 1, "the one page that holds them");
         assert!(kept(&key).is_none(), "a run read in part is not kept");
         // Small enough: read whole once, its entries kept, then no page read.
         let small = Listed { runs: vec![(key, entries.len() as i64, None)], ..large };
         store.read = 0;
-        let ids = find_ids(&mut store, &small, &part, Reading::Part).unwrap();
+        let ids = find_ids(&mut store, &small, &part, Reading::Part, &[]).unwrap();
         assert_eq!(ids, entries[batches::PAGE..2 * batches::PAGE].iter().map(|e| Some(e.1)).collect::<Vec<_>>());
         assert_eq!(store.read, 5, "every page, once");
         assert!(matches!(kept(&key).as_deref(), Some(Kept::Entries(e)) if e.len() == entries.len() * batches::ENTRY));
@@ -263,7 +270,7 @@ mod tests {
         let fresh = url_hash("https://find.example/new");
         let mut sought = all.clone();
         sought.push(fresh);
-        let ids = find_ids(&mut store, &small, &sought, Reading::Part).unwrap();
+        let ids = find_ids(&mut store, &small, &sought, Reading::Part, &[]).unwrap();
         let expected: Vec<Option<i64>> = entries.iter().map(|e| Some(e.1)).chain([None]).collect();
         assert_eq!((ids, store.read), (expected, 5), "found with no page read");
         let key = RunKey { stamp: 10, ..key };
@@ -271,20 +278,28 @@ mod tests {
         // Read whole, then kept.
         let all: Vec<u128> = entries.iter().map(|e| e.0).collect();
         store.read = 0;
-        let ids = find_ids(&mut store, &listed, &all, Reading::WholeKept).unwrap();
+        let ids = find_ids(&mut store, &listed, &all, Reading::WholeKept, &[]).unwrap();
         assert_eq!(ids, entries.iter().map(|e| Some(e.1)).collect::<Vec<_>>());
         assert_eq!(store.read, 5, "every page, once");
         assert!(matches!(kept(&key).as_deref(), Some(Kept::Prefixes(p)) if p.len() == entries.len()));
         store.read = 0;
         assert_eq!(
-            find_ids(&mut store, &listed, &[url_hash("https://find.example/new")], Reading::WholeKept).unwrap(),
+            find_ids(&mut store, &listed, &[url_hash("https://find.example/new")], Reading::WholeKept, &[]).unwrap(),
             [None]
         );
         assert_eq!(store.read, 0, "a fresh hash: no page read");
-        assert_eq!(find_ids(&mut store, &listed, &[entries[7].0], Reading::WholeKept).unwrap(), [Some(entries[7].1)]);
+        assert_eq!(
+            find_ids(&mut store, &listed, &[entries[7].0], Reading::WholeKept, &[]).unwrap(),
+            [Some(entries[7].1)]
+        );
         assert_eq!(store.read, 1, "a known hash: its page alone");
+        // Skipped, the run is not searched, and still kept (it is listed).
+        store.read = 0;
+        assert_eq!(find_ids(&mut store, &listed, &[entries[7].0], Reading::WholeKept, &[key]).unwrap(), [None]);
+        assert_eq!(store.read, 0);
+        assert!(kept(&key).is_some());
         // Listed no more (merged since), the run is let go.
-        find_ids(&mut store, &Listed { runs: vec![], ..listed }, &[entries[7].0], Reading::WholeKept).unwrap();
+        find_ids(&mut store, &Listed { runs: vec![], ..listed }, &[entries[7].0], Reading::WholeKept, &[]).unwrap();
         assert!(kept(&key).is_none());
     }
 }

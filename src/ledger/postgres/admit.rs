@@ -13,6 +13,7 @@ use super::{
     SourceFailure, Transaction, Utc,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
+use crate::ledger::kept_runs::RunKey;
 use crate::ledger::{batch_groups, look_up};
 
 /// What admission decides on of an item's state: its state (in flight
@@ -96,11 +97,28 @@ pub(super) fn existing_of(
 /// (`shared_by_hash`).
 pub(super) fn look_up(
     tx: &mut Session<'_, impl GenericClient>,
-    mut helper: Option<&mut Helper>,
+    helper: Option<&mut Helper>,
     batch: &[NewItem],
     group_ids: &[i64],
     lock: bool,
 ) -> Result<Vec<std::result::Result<Existing, i64>>> {
+    Ok(look_up_seen(tx, helper, batch, group_ids, lock)?.0)
+}
+
+/// The runs of each group a look-up searched for every hash it sought in
+/// the group (on both connections when it was shared), by group. A run
+/// never changes once written: a look-up of the same hashes made again
+/// need not search them (`admit_once`).
+pub(super) type SeenRuns = HashMap<i64, Vec<RunKey>>;
+
+/// `look_up`, and the runs it searched.
+fn look_up_seen(
+    tx: &mut Session<'_, impl GenericClient>,
+    mut helper: Option<&mut Helper>,
+    batch: &[NewItem],
+    group_ids: &[i64],
+    lock: bool,
+) -> Result<(Vec<std::result::Result<Existing, i64>>, SeenRuns)> {
     if lock {
         let groups: Vec<i64> = group_ids.iter().copied().filter(|g| *g >= 0).collect();
         super::batches::lock_spans(tx, &groups)?;
@@ -125,8 +143,7 @@ pub(super) fn look_up(
         },
         None => by_hash(tx, &sought.by_group, &mut |place, e| found[place] = Some(e)),
     };
-    read?;
-    Ok(sought.each_url(&found))
+    Ok((sought.each_url(&found), read?))
 }
 
 /// The items of each group of `wanted` at its hashes (`look_up::HashesByGroup`'s),
@@ -137,10 +154,12 @@ fn by_hash(
     tx: &mut Session<'_, impl GenericClient>,
     wanted: &look_up::HashesByGroup,
     sink: &mut dyn FnMut(usize, Existing),
-) -> Result<()> {
+) -> Result<SeenRuns> {
+    let mut seen = SeenRuns::new();
     for (group, hashes) in wanted {
         let sought: Vec<u128> = hashes.iter().map(|h| h.0).collect();
-        let ids = super::batches::find_ids(tx, *group, &sought)?;
+        let (ids, runs) = super::batches::find_ids_past(tx, *group, &sought, &[])?;
+        seen.insert(*group, runs);
         let mut hits: Vec<(i64, usize)> =
             ids.into_iter().zip(hashes).filter_map(|(id, &(_, place))| Some((id?, place))).collect();
         hits.sort_unstable();
@@ -153,13 +172,25 @@ fn by_hash(
             }
         }
     }
-    Ok(())
+    Ok(seen)
+}
+
+/// The runs both `a` and `b` searched, by group: those that each half of
+/// a shared look-up searched for its hashes.
+fn seen_by_both(a: SeenRuns, mut b: SeenRuns) -> SeenRuns {
+    a.into_iter()
+        .map(|(group, mut runs)| {
+            let theirs = b.remove(&group).unwrap_or_default();
+            runs.retain(|run| theirs.contains(run));
+            (group, runs)
+        })
+        .collect()
 }
 
 /// A shared look-up by hash whose helper failed (its connection lost):
 /// how the ledger's connection then read alone, having read the helper's
 /// half too, and the helper's error.
-struct Lost(Result<()>, LedgerError);
+struct Lost(Result<SeenRuns>, LedgerError);
 
 /// `look_up`'s look-up by hash on two connections at once, the ledger's
 /// (`tx`, on this thread) and the helper's (`client`, on a thread of its
@@ -175,7 +206,7 @@ fn shared_by_hash(
     client: &mut Session<'_, Client>,
     wanted: &look_up::HashesByGroup,
     found: &mut [Option<Existing>],
-) -> std::result::Result<Result<()>, Box<Lost>> {
+) -> std::result::Result<Result<SeenRuns>, Box<Lost>> {
     let halves = |upper: bool| -> look_up::HashesByGroup {
         wanted
             .iter()
@@ -189,24 +220,25 @@ fn shared_by_hash(
     let (read, their_read) = std::thread::scope(|s| {
         let their_read = s.spawn(|| {
             let mut out = Vec::new();
-            by_hash(client, &theirs, &mut |place, e| out.push((place, e))).map(|()| out)
+            by_hash(client, &theirs, &mut |place, e| out.push((place, e))).map(|seen| (out, seen))
         });
         let read = by_hash(tx, &mine, &mut |place, e| found[place] = Some(e));
         (read, their_read.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     });
-    if let Err(e) = read {
-        return Ok(Err(e));
-    }
+    let seen = match read {
+        Ok(seen) => seen,
+        Err(e) => return Ok(Err(e)),
+    };
     match their_read {
-        Ok(their_found) => {
+        Ok((their_found, their_seen)) => {
             for (place, e) in their_found {
                 found[place] = Some(e);
             }
-            Ok(Ok(()))
+            Ok(Ok(seen_by_both(seen, their_seen)))
         }
         Err(e) => {
             let read = by_hash(tx, &theirs, &mut |place, e| found[place] = Some(e));
-            Err(Box::new(Lost(read, e)))
+            Err(Box::new(Lost(read.map(|their_seen| seen_by_both(seen, their_seen)), e)))
         }
     }
 }
@@ -277,9 +309,9 @@ impl Intake for PgLedger {
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
-        let (group_ids, found) = in_transaction(&mut self.client, |tx| {
+        let (group_ids, (found, seen)) = in_transaction(&mut self.client, |tx| {
             let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-            let found = look_up(tx, Some(&mut *helper), batch, &group_ids, false)?;
+            let found = look_up_seen(tx, Some(&mut *helper), batch, &group_ids, false)?;
             Ok((group_ids, found))
         })?;
         // A group new to the ledger is made under the lock.
@@ -290,7 +322,7 @@ impl Intake for PgLedger {
                 return Ok(plan.admissions(&[], now));
             }
             if plan.requeued.is_empty() && plan.updates.is_empty() {
-                decided = Some(plan);
+                decided = Some((plan, seen));
             }
         }
         let cache = &self.groups;
@@ -555,10 +587,11 @@ pub(super) type CreatedGroups = Vec<(GroupKey, i64)>;
 /// `policy::admit` for each, then the new items' ids from the sequence
 /// `item_ids`, their batch rows and queued spans, the requeued items'
 /// spans, and the changes of lastmods and actions (`set_changes`) — or,
-/// with `decided` (a plan read with nothing held that only writes new items), its
-/// new items alone, once their hashes are looked up again under the hold:
-/// a URL another runner admitted meanwhile runs the whole transaction
-/// again, undecided.
+/// with `decided` (a plan read with nothing held that only writes new items,
+/// and the runs that read searched), its new items alone, once their hashes
+/// are looked up again under the hold in the runs that read did not
+/// search: a URL another runner admitted meanwhile runs the whole
+/// transaction again, undecided.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn admit_once(
     client: &mut Client,
@@ -567,17 +600,16 @@ pub(super) fn admit_once(
     batch: &[NewItem],
     now: DateTime<Utc>,
     rule: &AdmitRule,
-    decided: Option<AdmitPlan>,
+    decided: Option<(AdmitPlan, SeenRuns)>,
     check: bool,
 ) -> Result<(Vec<Admission>, CreatedGroups)> {
     let mut transaction = client.transaction()?;
     let mut tx = Session::new(&mut transaction, statements);
     let mut ids: HashMap<GroupKey, i64> = HashMap::new();
-    let decided_unlocked = decided.is_some();
     // The lastmod each item found holds, for the changes a requeue makes.
     let mut lastmods: HashMap<i64, Option<DateTime<Utc>>> = HashMap::new();
-    let plan = match decided {
-        Some(plan) => plan,
+    let (plan, seen) = match decided {
+        Some((plan, seen)) => (plan, Some(seen)),
         None => {
             let group_ids = batch_groups::group_ids(batch, |g| match ids.get(g) {
                 Some(id) => Ok(*id),
@@ -592,7 +624,7 @@ pub(super) fn admit_once(
             hold_groups(&mut tx, Some(&group_ids))?;
             let found = look_up(&mut tx, None, batch, &group_ids, true)?;
             lastmods.extend(found.iter().filter_map(|f| f.as_ref().ok()).map(|e| (e.id, e.lastmod)));
-            AdmitPlan::new(batch, &group_ids, &found, rule, now)
+            (AdmitPlan::new(batch, &group_ids, &found, rule, now), None)
         }
     };
     let fresh = &plan.inserts;
@@ -604,15 +636,18 @@ pub(super) fn admit_once(
     let mut span_groups: Vec<i64> = groups.clone();
     span_groups.extend(plan.requeued.keys().map(|(group, ..)| *group));
     super::batches::lock_spans(&mut tx, &span_groups)?;
-    if decided_unlocked {
+    if let Some(seen) = &seen {
         // Decided by a read that held nothing: a new URL another runner
         // admitted meanwhile (its batch row committed before this hold)
-        // is found now, and the batch is decided again, held.
+        // is found now, in a run that read did not search, and the batch
+        // is decided again, held.
         let hashes: Vec<u128> = fresh.iter().map(|f| url_hash(&batch[f.0].url)).collect();
         for (group, sought) in look_up::hashes_by_group(&hashes, &groups) {
             let sought: Vec<u128> = sought.iter().map(|h| h.0).collect();
-            let ids: Vec<i64> = super::batches::find_ids(&mut tx, group, &sought)?.into_iter().flatten().collect();
-            if !super::rows::held_by_spans(&mut tx, &ids)?.is_empty() {
+            let searched = seen.get(&group).map_or(&[][..], Vec::as_slice);
+            let found = super::batches::find_ids_past(&mut tx, group, &sought, searched)?.0;
+            let ids: Vec<i64> = found.into_iter().flatten().collect();
+            if !ids.is_empty() && !super::rows::held_by_spans(&mut tx, &ids)?.is_empty() {
                 return Err(LedgerError::Retry);
             }
         }
@@ -708,7 +743,8 @@ mod tests {
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one writes it, is not written twice: the
     /// attempt that only writes new items asks to be run again, and the
-    /// next attempt (its spans held) finds them queued.
+    /// next attempt (its spans held) finds them queued. The run the first
+    /// read searched is not searched again; the other runner's is.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
     fn postgres_a_decision_another_runner_overtook_is_made_again_locked() {
@@ -719,17 +755,19 @@ mod tests {
         let now: DateTime<Utc> = "2026-12-03T09:00:00Z".parse().unwrap();
         let rule = conformance::dedupe_day();
         a.admit(&batch[..1], now, &rule).unwrap();
-        let (group_ids, found) = a
+        let (group_ids, (found, seen)) = a
             .with_groups(|tx, groups| {
                 let group_ids = batch_groups::group_ids(&batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
-                Ok((group_ids.clone(), look_up(tx, None, &batch, &group_ids, false)?))
+                Ok((group_ids.clone(), look_up_seen(tx, None, &batch, &group_ids, false)?))
             })
             .unwrap();
+        assert_eq!(seen.values().map(Vec::len).collect::<Vec<_>>(), [1], "the first item's run");
         let plan = AdmitPlan::new(&batch, &group_ids, &found, &rule, now);
         assert_eq!((plan.inserts.len(), plan.requeued.len(), plan.updates.len()), (2, 0, 0));
         b.admit(&batch, now, &rule).unwrap();
         let client = a.client.as_mut().unwrap();
-        let stale = admit_once(client, &mut Default::default(), &HashMap::new(), &batch, now, &rule, Some(plan), true);
+        let stale =
+            admit_once(client, &mut Default::default(), &HashMap::new(), &batch, now, &rule, Some((plan, seen)), true);
         assert!(matches!(stale, Err(LedgerError::Retry)), "{:?}", stale.map(|r| r.0));
         let admitted = a.admit(&batch, now, &rule).unwrap();
         assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");

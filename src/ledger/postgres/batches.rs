@@ -261,6 +261,17 @@ pub(super) fn find_ids(
     group: i64,
     hashes: &[u128],
 ) -> Result<Vec<Option<i64>>> {
+    Ok(find_ids_past(tx, group, hashes, &[])?.0)
+}
+
+/// `find_ids`, the runs in `seen` not searched, and the keys of the runs
+/// listed.
+pub(super) fn find_ids_past(
+    tx: &mut Session<'_, impl GenericClient>,
+    group: i64,
+    hashes: &[u128],
+    seen: &[RunKey],
+) -> Result<(Vec<Option<i64>>, Vec<RunKey>)> {
     let rows = tx.query(
         &format!("SELECT {RUN_KEY}, n, batch FROM hash_runs WHERE group_id = $1 ORDER BY tier, run DESC"),
         &[&group],
@@ -268,7 +279,8 @@ pub(super) fn find_ids(
     let runs: Vec<_> = rows.iter().map(|r| (run_key(r, group), r.get(3), r.get(4))).collect();
     // A group with no runs holds no hash (and names no table to let go
     // the runs kept of).
-    let Some(ledger) = runs.first().map(|r| r.0.ledger) else { return Ok(vec![None; hashes.len()]) };
+    let Some(ledger) = runs.first().map(|r| r.0.ledger) else { return Ok((vec![None; hashes.len()], Vec::new())) };
+    let keys = runs.iter().map(|r| r.0).collect();
     let listed = find::Listed { ledger, group, runs };
     let mut pages = Pages {
         sorted_of: tx.prepare("SELECT sorted FROM batches WHERE first_id = $1")?,
@@ -283,7 +295,7 @@ pub(super) fn find_ids(
         )?,
         tx,
     };
-    find::find_ids(&mut pages, &listed, hashes, find::Reading::WholeKept)
+    Ok((find::find_ids(&mut pages, &listed, hashes, find::Reading::WholeKept, seen)?, keys))
 }
 
 /// A PostgreSQL ledger's runs read for `find::find_ids`.
@@ -667,17 +679,9 @@ pub(super) fn new_queued_spans(
 /// An item's lastmod (seconds since 1970-01-01 UTC) and action.
 pub(super) type Values = (Option<i64>, Action);
 
-/// A batch row's `n`, `lastmods` and `actions`, by its first id.
-type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
-
-/// What the batch rows say of each of `ids` (in the order given): its
-/// lastmod and action as admitted, `None` for an id no batch row holds.
-/// One statement reads each batch row holding any of them once, and only
-/// its small blobs. The ids go as the runs of them that follow each other
-/// (most often one run, an admission's or a request's), each run's batch
-/// rows found by two seeks: the last starting at or before the run, and
-/// those starting inside it.
-fn batch_values(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+/// The runs of `ids` that follow each other, sorted: their first ids and
+/// their last.
+fn runs_of(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
     let mut sorted = ids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -691,6 +695,25 @@ fn batch_values(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result
             }
         }
     }
+    (lows, highs)
+}
+
+/// A batch row's `n`, `lastmods` and `actions`, by its first id.
+type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// What the batch rows say of each of `ids` (in the order given): its
+/// lastmod and action as admitted, `None` for an id no batch row holds.
+/// One statement reads each batch row holding any of them once, and only
+/// its small blobs. The ids go as the runs of them that follow each other
+/// (`lows` and `highs`, `runs_of`: most often one run, an admission's or a
+/// request's), each run's batch rows found by two seeks: the last starting
+/// at or before the run, and those starting inside it.
+fn batch_values(
+    tx: &mut Session<'_, impl GenericClient>,
+    lows: &[i64],
+    highs: &[i64],
+    ids: &[i64],
+) -> Result<Vec<Option<Values>>> {
     let rows = tx.query(
         "SELECT b.first_id, b.n, b.lastmods, b.actions FROM batches b
          WHERE b.first_id IN (
@@ -720,14 +743,23 @@ fn batch_values(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result
 /// `item_changes` if it has one, else what its batch row says, each batch
 /// row read once for all its ids; `None` for an id no batch row holds. As
 /// SQLite's.
+///
+/// The changes too are read by the runs of ids: `id = ANY($1)` of ten
+/// thousand ids sorts the array at each call once the server keeps a
+/// generic plan of the statement (a prepared one, `Session`).
 pub(super) fn lastmod_and_action(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<Values>>> {
+    let (lows, highs) = runs_of(ids);
     let mut changed = std::collections::HashMap::new();
-    for r in tx.query("SELECT id, lastmod, action FROM item_changes WHERE id = ANY($1)", &[&ids])? {
+    for r in tx.query(
+        "SELECT c.id, c.lastmod, c.action FROM unnest($1::bigint[], $2::bigint[]) AS w (low, high)
+             JOIN item_changes c ON c.id BETWEEN w.low AND w.high",
+        &[&lows, &highs],
+    )? {
         let lastmod: Option<DateTime<Utc>> = r.get(1);
         let action: Action = super::stored("item_changes", "action", r.get(2))?;
         changed.insert(r.get::<_, i64>(0), (lastmod.map(|t| t.timestamp()), action));
     }
-    let batch = batch_values(tx, ids)?;
+    let batch = batch_values(tx, &lows, &highs, ids)?;
     Ok(ids.iter().zip(batch).map(|(id, said)| changed.get(id).copied().or(said)).collect())
 }
 
@@ -743,8 +775,13 @@ pub(super) fn set_changes(tx: &mut Session<'_, impl GenericClient>, values: &[(i
         return Ok(());
     }
     let ids: Vec<i64> = values.iter().map(|v| v.0).collect();
-    tx.execute("DELETE FROM item_changes WHERE id = ANY($1)", &[&ids])?;
-    let batch = batch_values(tx, &ids)?;
+    let (lows, highs) = runs_of(&ids);
+    tx.execute(
+        "DELETE FROM item_changes c USING unnest($1::bigint[], $2::bigint[]) AS w (low, high)
+         WHERE c.id BETWEEN w.low AND w.high",
+        &[&lows, &highs],
+    )?;
+    let batch = batch_values(tx, &lows, &highs, &ids)?;
     let (mut put, mut lastmods, mut actions) = (Vec::new(), Vec::new(), Vec::new());
     for ((id, now), said) in values.iter().zip(batch) {
         if said != Some(*now) {
@@ -775,7 +812,8 @@ pub(super) fn changes_agree(tx: &mut Session<'_, Transaction<'_>>) -> Result<()>
     let ids: Vec<i64> = changes.iter().map(|r| r.get(0)).collect();
     let live: std::collections::HashSet<i64> =
         super::rows::held_by_spans(tx, &ids)?.into_iter().map(|(_, id)| id).collect();
-    let batch = batch_values(tx, &ids)?;
+    let (lows, highs) = runs_of(&ids);
+    let batch = batch_values(tx, &lows, &highs, &ids)?;
     for (r, said) in changes.iter().zip(batch) {
         let id: i64 = r.get(0);
         if !live.contains(&id) {

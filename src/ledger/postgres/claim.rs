@@ -13,11 +13,11 @@ use super::session::Session;
 use super::spans::{due_count, write_spans, Runs};
 use super::LedgerError;
 use super::{
-    group_id, insert_request, owner_of, sec, stored, stored_opt, ClaimedItem, DateTime, GenericClient, GroupKey, Now,
+    group_id, insert_request, owner_of, sec, stored_opt, Action, ClaimedItem, DateTime, GenericClient, GroupKey, Now,
     Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueKey, DueOrder, Kept, Taken};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 pub(super) fn usage_in(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
     let blocked: Option<DateTime<Utc>> =
@@ -279,18 +279,21 @@ enum SortKey {
 /// class, streak and its start.
 type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>>);
 
-/// The URL and action of each of `ids`, by id: the URL from its batch
-/// row's texts (each row read once), the action from `item_changes` or
-/// the batch row.
-fn urls_and_actions(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<HashMap<i64, (String, String)>> {
+/// The URL and action of each of `ids`, in their order (`None` for an id no
+/// batch row holds): the URL from its batch row's texts (each row read
+/// once), the action from `item_changes` or the batch row.
+fn urls_and_actions(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<(String, Action)>>> {
     let values = super::batches::lastmod_and_action(tx, ids)?;
     let mut texts = super::rows::Texts::default();
-    let mut out = HashMap::with_capacity(ids.len());
-    for (&id, values) in ids.iter().zip(values) {
-        let Some((_, action)) = values else { continue };
-        out.insert(id, (texts.url(tx, id)?, action.as_str().to_string()));
-    }
-    Ok(out)
+    ids.iter()
+        .zip(values)
+        .map(|(&id, values)| {
+            Ok(match values {
+                Some((_, action)) => Some((texts.url(tx, id)?, action)),
+                None => None,
+            })
+        })
+        .collect()
 }
 
 /// A claim's deferral of due items, over a span's columns: `$4` the time
@@ -397,7 +400,7 @@ impl ClaimSteps for Tx<'_, '_, '_> {
             return Ok(None);
         }
         let mut ids: Vec<i64> = due.iter().map(|d| d.0).collect();
-        let mut texts = urls_and_actions(self.tx, &ids)?;
+        let texts = urls_and_actions(self.tx, &ids)?;
         ids.sort_unstable();
         let reservation: i64 = self
             .tx
@@ -408,14 +411,14 @@ impl ClaimSteps for Tx<'_, '_, '_> {
             )?
             .get(0);
         let mut taken = Vec::with_capacity(due.len());
-        for (id, (at, attempts, last_class, streak, streak_started_at)) in due {
-            let Some((url, action)) = texts.remove(&id) else {
+        for ((id, (at, attempts, last_class, streak, streak_started_at)), text) in due.into_iter().zip(texts) {
+            let Some((url, action)) = text else {
                 return Err(LedgerError::Invalid(format!("spans: the due item {id} has no item row")));
             };
             let item = ClaimedItem {
                 id,
                 url,
-                action: stored("items", "action", &action)?,
+                action,
                 attempts: attempts as u32,
                 last_class: stored_opt("spans", "last_class", last_class.as_deref())?,
                 streak: streak as u32,
@@ -429,8 +432,8 @@ impl ClaimSteps for Tx<'_, '_, '_> {
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>> {
         let due = first_due(self.tx, group, sec(now), n, order)?;
         let ids: Vec<i64> = due.iter().map(|d| d.0).collect();
-        let mut texts = urls_and_actions(self.tx, &ids)?;
-        Ok(ids.iter().filter_map(|id| texts.remove(id).map(|(url, _)| (*id, url))).collect())
+        let texts = urls_and_actions(self.tx, &ids)?;
+        Ok(ids.into_iter().zip(texts).filter_map(|(id, text)| Some((id, text?.0))).collect())
     }
 
     fn nth_due(&mut self, group: i64, now: DateTime<Utc>, n: usize) -> Result<Option<(DateTime<Utc>, i64)>> {

@@ -197,7 +197,7 @@ pub(super) fn find_ids(conn: &Connection, group: i64, hashes: &[u128]) -> Result
         .query_map([group], |r| Ok((run_key(group, r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let listed = find::Listed { ledger: 0, group, runs };
-    find::find_ids(&mut Pages(conn), &listed, hashes, find::Reading::Part)
+    find::find_ids(&mut Pages(conn), &listed, hashes, find::Reading::Part, &[])
 }
 
 /// A SQLite ledger's runs read for `find::find_ids`.
