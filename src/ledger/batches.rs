@@ -297,7 +297,7 @@ pub struct Pager {
     pending: Option<(u128, i64)>,
     page: Vec<(u128, i64)>,
     /// Entries written to pages so far.
-    pub written: u64,
+    written: u64,
     /// The prefix of each entry written, when the run is to be kept in
     /// memory as it is written (`keeping_prefixes`).
     prefixes: Option<Vec<u32>>,
@@ -343,12 +343,14 @@ impl Pager {
         full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)))
     }
 
-    /// The last page, if any entry is left, and the prefixes of every
-    /// entry written (none unless made by `keeping_prefixes`).
-    pub fn finish_keeping(mut self) -> (Option<Page>, Vec<u32>) {
+    /// The last page, if any entry is left, the prefixes of every entry
+    /// written (none unless made by `keeping_prefixes`), and the number of
+    /// entries the run's pages hold (the last one pushed included: it was
+    /// held until now).
+    pub fn finish_keeping(mut self) -> (Option<Page>, Vec<u32>, u64) {
         let full = self.pending.take().and_then(|e| self.add(e));
         let last = full.or_else(|| (!self.page.is_empty()).then(|| page_of(&self.page)));
-        (last, self.prefixes.unwrap_or_default())
+        (last, self.prefixes.unwrap_or_default(), self.written)
     }
 }
 
@@ -510,8 +512,14 @@ mod tests {
     fn a_url_met_twice_at_a_page_boundary_is_written_once() {
         let mut entries: Vec<(u128, i64)> = (0..PAGE as u128).map(|h| (h, h as i64)).collect();
         entries.push((PAGE as u128 - 1, 5_000));
-        let pages = merge(entries, |a, b| Ok((a, b) == (PAGE as i64 - 1, 5_000))).unwrap();
-        assert_eq!(pages.len(), 1);
+        let mut pager = Pager::keeping_prefixes();
+        let mut pages = Vec::new();
+        for entry in entries {
+            pages.extend(pager.push(entry, &mut |a, b| Ok((a, b) == (PAGE as i64 - 1, 5_000))).unwrap());
+        }
+        let (last, prefixes, written) = pager.finish_keeping();
+        pages.extend(last);
+        assert_eq!((pages.len(), prefixes.len(), written), (1, PAGE, PAGE as u64), "the URL once, counted once");
         let back = page_entries(&pages[0].entries).unwrap();
         assert_eq!((back.len(), back[PAGE - 1]), (PAGE, (PAGE as u128 - 1, 5_000)));
     }

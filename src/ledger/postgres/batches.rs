@@ -61,8 +61,9 @@ fn run_key(row: &pg::Row, group: i64) -> RunKey {
 }
 
 /// While a tier of `group` holds `FANOUT` runs, merges them into one run
-/// of the next tier: their entries read in order, a batch's blob or a
-/// run's page at a time, and written once, as pages, a page at a time.
+/// of the next tier: their entries read in order, a batch's blob whole or
+/// a run's pages `PAGES_A_READ` at a time, and written once, as pages,
+/// `PAGES_A_WRITE` at a time.
 fn merge_tiers(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<()> {
     use std::cmp::Reverse;
     for tier in 0i32.. {
@@ -118,8 +119,7 @@ fn merge_tiers(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<(
                 heads.push(Reverse((next, k)));
             }
         }
-        let written = pager.written;
-        let (last, prefixes) = pager.finish_keeping();
+        let (last, prefixes, written) = pager.finish_keeping();
         if let Some(page) = last {
             put.push(tx, page)?;
         }

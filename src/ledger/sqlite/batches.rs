@@ -106,8 +106,7 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
                 heads.push(Reverse((next, k)));
             }
         }
-        let written = pager.written;
-        let (last, prefixes) = pager.finish_keeping();
+        let (last, prefixes, written) = pager.finish_keeping();
         if let Some(page) = last {
             put.execute(params![run, &page.first_hash[..], page.entries])?;
         }
