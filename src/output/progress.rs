@@ -58,6 +58,13 @@ impl Progress {
         }
     }
 
+    /// Whether the progress line is drawn at all (a terminal, no `--json`,
+    /// no `--quiet` or `--verbose`): what only it would show need not be
+    /// read.
+    pub fn shown(&self) -> bool {
+        self.bar.is_some()
+    }
+
     /// Sending to one engine: `sent` of `planned`, and what the window has left.
     pub fn sending(&self, what: &str, sent: u64, planned: u64, remaining: Option<u64>) {
         if let Some(bar) = &self.bar {

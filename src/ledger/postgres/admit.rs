@@ -8,9 +8,9 @@ use super::spans::{write_spans, Runs};
 use super::Action;
 use super::{
     connect, group_id, group_id_or_create, hold_groups, in_transaction, kept_changes, off_runtime, opt_sec, policy,
-    retrying, sec, stored, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing, GenericClient, GhostUrl,
-    GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result, SourceDocument,
-    SourceFailure, Transaction, Utc,
+    retrying, sec, stored, without_transaction, Admission, AdmitPlan, AdmitRule, Client, DateTime, Existing,
+    GenericClient, GhostUrl, GroupKey, HashMap, Intake, LedgerError, NewItem, PgLedger, PgOptions, Preview, Result,
+    SourceDocument, SourceFailure, Transaction, Utc,
 };
 use crate::ledger::batches::{url_hash, BatchItem};
 use crate::ledger::kept_runs::RunKey;
@@ -309,7 +309,7 @@ impl Intake for PgLedger {
     fn admit(&mut self, batch: &[NewItem], now: DateTime<Utc>, rule: &AdmitRule) -> Result<Vec<Admission>> {
         let now = sec(now);
         let (groups, helper) = (&self.groups, &mut self.helper);
-        let (group_ids, (found, seen)) = in_transaction(&mut self.client, |tx| {
+        let (group_ids, (found, seen)) = without_transaction(&mut self.client, |tx| {
             let group_ids = batch_groups::group_ids(batch, |g| Ok(group_id(tx, groups, g)?.unwrap_or(-1)))?;
             let found = look_up_seen(tx, Some(&mut *helper), batch, &group_ids, false)?;
             Ok((group_ids, found))

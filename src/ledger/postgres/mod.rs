@@ -244,6 +244,21 @@ fn in_transaction<T: Send>(
     })
 }
 
+/// Runs `f` on `client` outside a transaction (each statement at its own
+/// snapshot, as in one of `READ COMMITTED`), off the runtime, reopening a
+/// connection the server closed first: for reads that hold nothing and
+/// need no one snapshot, which then cost no `BEGIN` and `COMMIT` (two
+/// round trips).
+fn without_transaction<T: Send>(
+    client: &mut Conn,
+    f: impl FnOnce(&mut Session<'_, Client>) -> Result<T> + Send,
+) -> Result<T> {
+    off_runtime(move || {
+        let (client, statements) = client.live()?;
+        f(&mut Session::new(client, statements))
+    })
+}
+
 /// Commits `tx`; with `check` (a test's ledger that asked for it:
 /// `PgLedger::check_spans`), the spans' rules and the item changes are
 /// checked first (`batches::spans_agree`, `changes_agree`), and a break

@@ -41,6 +41,10 @@ pub(crate) fn admission_results(
         m.entry(*id).or_default().push(*n);
         m
     });
+    if look_up.is_empty() {
+        // Every URL due now (a fresh batch): no item to read.
+        return Ok(results);
+    }
     let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
     for row in ledger.items_by_id(&ids)? {
         let id = row.id;

@@ -38,7 +38,9 @@ pub(super) async fn send_claimed(
     batch.inspect = inspect::marks(claim, inspect::InspectionUnits::units(inspections.as_ref()));
     let title = crate::output::printer::group_title(group);
     tracing::info!(group = %title, urls = batch.urls.len(), "sending");
-    let remaining = match limited {
+    // What the window has left is read for the progress line alone: a
+    // run with no line to draw (cron, CI, `--json`) reads nothing.
+    let remaining = match limited.filter(|_| sender.run.progress.shown()) {
         Some(w) => sender.run.ledger.usage(w)?.remaining(w, claim.now),
         None => None,
     };
