@@ -15,7 +15,7 @@ use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One request answered, as its decisions need it: what was claimed for
 /// it (its items, windows, lease and credential's first use), what came
@@ -86,7 +86,9 @@ pub(super) fn after(a: &Answers, mut jitter: impl FnMut() -> f64) -> NextSteps {
     let quota_reset = blocks.iter().map(|b| b.until).max();
     let mut decisions: Vec<(usize, Decision)> = Vec::new();
     let mut decision_of = Vec::with_capacity(a.claim.items.len());
-    let mut made: HashMap<(usize, History), usize> = HashMap::new();
+    // Looked up once an item, thousands a batch: a hasher for small keys
+    // of the run's own values, not SipHash.
+    let mut made: FxHashMap<(usize, History), usize> = FxHashMap::default();
     for (item, &answer_index) in a.claim.items.iter().zip(&sent.per_url) {
         let history =
             History { last_class: item.last_class, streak: item.streak, streak_started_at: item.streak_started_at };
