@@ -14,8 +14,8 @@ use crate::model::{Class, EngineKind, GroupKey, RuleWindow};
 use crate::schedule::{self, Decision, History, Inputs};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use std::collections::hash_map::Entry;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// One request answered, as its decisions need it: what was claimed for
 /// it (its items, windows, lease and credential's first use), what came

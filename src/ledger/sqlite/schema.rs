@@ -53,6 +53,10 @@ const SCHEMA_12_ITEMS: &str = include_str!("schema/0012_items.sql");
 /// for the runs a process keeps in memory.
 const SCHEMA_13: &str = include_str!("schema/0013_run_stamps.sql");
 const COPY_ROWS: &str = "-- (upgrade_to_2 copies the rows here)";
+/// A new ledger's schema at `SCHEMA_VERSION`, in one script: what the
+/// steps above make of an empty file (`a_new_ledger_is_what_every_step_makes`
+/// checks that the two agree).
+const SCHEMA_NEW: &str = include_str!("schema/current.sql");
 
 impl SqliteLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -79,8 +83,21 @@ impl SqliteLedger {
     }
 }
 
-/// The steps from schema `version` up to schema `upto`, in `tx`.
+/// Schema `version` brought up to schema `upto`, in `tx`: a new ledger
+/// made at once, at the current schema (`SCHEMA_NEW`), any other by each
+/// step. Each step parses its script and has SQLite read the whole schema
+/// again after each change: made step by step, a new ledger's schema took
+/// a tenth of a fresh 100k submit (docs/performance.md, *Measured choices*).
 fn upgrade(tx: &Connection, version: i64, upto: i64) -> Result<()> {
+    if version == 0 && upto == SCHEMA_VERSION {
+        tx.execute_batch(SCHEMA_NEW)?;
+        return Ok(());
+    }
+    steps(tx, version, upto)
+}
+
+/// The steps from schema `version` up to schema `upto`, in `tx`.
+fn steps(tx: &Connection, version: i64, upto: i64) -> Result<()> {
     if version < 1 && upto >= 1 {
         tx.execute_batch(SCHEMA_1)?;
     }
@@ -263,6 +280,45 @@ mod tests {
 
     fn t(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
+    }
+
+    /// A new ledger made at once (`SCHEMA_NEW`) has the tables and indexes,
+    /// each as written, that every step from schema 1 makes of an empty
+    /// file. When they differ, the message is the script to put in
+    /// `schema/current.sql`.
+    #[test]
+    fn a_new_ledger_is_what_every_step_makes() {
+        let master = |conn: &Connection| -> Vec<(String, String, String, String)> {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT type, name, tbl_name, sql FROM sqlite_master
+                     WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+                     ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid",
+                )
+                .unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect()
+        };
+        let mut stepped = Connection::open_in_memory().unwrap();
+        rusqlite::vtab::array::load_module(&stepped).unwrap();
+        let tx = stepped.transaction().unwrap();
+        steps(&tx, 0, SCHEMA_VERSION).unwrap();
+        tx.commit().unwrap();
+        let made = Connection::open_in_memory().unwrap();
+        upgrade(&made, 0, SCHEMA_VERSION).unwrap();
+        let (stepped, made) = (master(&stepped), master(&made));
+        let mut sorted = |mut rows: Vec<(String, String, String, String)>| {
+            rows.sort();
+            rows
+        };
+        if sorted(stepped.clone()) != sorted(made) {
+            let header: String =
+                SCHEMA_NEW.lines().take_while(|l| l.starts_with("--")).map(|l| format!("{l}\n")).collect();
+            let script: String = stepped.iter().map(|(_, _, _, sql)| format!("{sql};\n\n")).collect();
+            panic!("schema/current.sql differs from what the steps make; it should read:\n{header}\n{script}");
+        }
     }
 
     /// A group and two items of it, in the items' shape of schemas 7 to 11.
