@@ -309,7 +309,7 @@ mod tests {
         let made = Connection::open_in_memory().unwrap();
         upgrade(&made, 0, SCHEMA_VERSION).unwrap();
         let (stepped, made) = (master(&stepped), master(&made));
-        let mut sorted = |mut rows: Vec<(String, String, String, String)>| {
+        let sorted = |mut rows: Vec<(String, String, String, String)>| {
             rows.sort();
             rows
         };
