@@ -218,6 +218,22 @@ pub fn deleted(actions: Option<&[u8]>, place: u32) -> Result<bool> {
 }
 
 /// A batch's entries as (hash, id), its first item's id being `first_id`.
+/// The entries of a merge's runs taken and merged at once, when every run
+/// is in memory whole (`Some`: a tier of batches, `FANOUT` of at most a
+/// batch each); `None`, nothing taken, when any is not (a merged run's
+/// pages, read a few at a time). One sort, which finds the sorted runs and
+/// merges them, in place of a heap popped an entry at a time; the order is
+/// the heap's, (hash, id).
+pub fn merged_in_memory(runs: Vec<Option<&mut std::vec::IntoIter<(u128, i64)>>>) -> Option<Vec<(u128, i64)>> {
+    let runs: Vec<&mut std::vec::IntoIter<(u128, i64)>> = runs.into_iter().collect::<Option<_>>()?;
+    let mut all: Vec<(u128, i64)> = Vec::with_capacity(runs.iter().map(|r| r.len()).sum());
+    for run in runs {
+        all.extend(std::mem::take(run));
+    }
+    all.sort();
+    Some(all)
+}
+
 pub fn batch_entries(first_id: i64, sorted: &[u8]) -> Result<Vec<(u128, i64)>> {
     if sorted.len() % PLACED != 0 {
         return Err(malformed("sorted"));
@@ -504,6 +520,19 @@ mod tests {
         // One URL admitted twice (dropped, then submitted again): the newer kept.
         let pages = merge(vec![(7, 2), (7, 1), (9, 3)], |a, b| Ok((a, b) == (1, 2))).unwrap();
         assert_eq!(page_entries(&pages[0].entries).unwrap(), [(7, 2), (9, 3)]);
+    }
+
+    /// Runs in memory whole are merged at once in (hash, id) order; with a
+    /// run that is not, nothing is taken from the others.
+    #[test]
+    fn runs_in_memory_are_merged_at_once_and_others_left_whole() {
+        let (mut a, mut b) = (vec![(1, 10), (5, 11), (9, 12)].into_iter(), vec![(2, 20), (5, 3), (7, 21)].into_iter());
+        let merged = merged_in_memory(vec![Some(&mut a), Some(&mut b)]).unwrap();
+        assert_eq!(merged, [(1, 10), (2, 20), (5, 3), (5, 11), (7, 21), (9, 12)]);
+        assert_eq!((a.len(), b.len()), (0, 0));
+        let mut c = vec![(3, 30)].into_iter();
+        assert_eq!(merged_in_memory(vec![Some(&mut c), None]), None);
+        assert_eq!(c.len(), 1, "left as it was");
     }
 
     /// One URL met twice across where a page would end: the page waits

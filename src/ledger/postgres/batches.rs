@@ -92,10 +92,15 @@ fn merge_tiers(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<(
         for (key, batch) in &runs {
             cursors.push(RunCursor::open(tx, key, *batch)?);
         }
+        // A tier of batches is in memory whole: merged at once, the heap
+        // left empty (a tier of merged runs is read pages at a time).
+        let in_memory = batches::merged_in_memory(cursors.iter_mut().map(RunCursor::whole).collect());
         let mut heads = std::collections::BinaryHeap::new();
-        for (k, cursor) in cursors.iter_mut().enumerate() {
-            if let Some(entry) = cursor.next(tx, &next_pages)? {
-                heads.push(Reverse((entry, k)));
+        if in_memory.is_none() {
+            for (k, cursor) in cursors.iter_mut().enumerate() {
+                if let Some(entry) = cursor.next(tx, &next_pages)? {
+                    heads.push(Reverse((entry, k)));
+                }
             }
         }
         let key = run_key(
@@ -110,6 +115,12 @@ fn merge_tiers(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<(
         // The merged run is kept as it is written: the look-ups of this
         // process's next admissions read none of its pages.
         let mut pager = batches::Pager::keeping_prefixes();
+        for entry in in_memory.into_iter().flatten() {
+            let page = pager.push(entry, &mut |a, b| Ok(text_of(tx, &batch_of, a)? == text_of(tx, &batch_of, b)?))?;
+            if let Some(page) = page {
+                put.push(tx, page)?;
+            }
+        }
         while let Some(Reverse((entry, k))) = heads.pop() {
             let page = pager.push(entry, &mut |a, b| Ok(text_of(tx, &batch_of, a)? == text_of(tx, &batch_of, b)?))?;
             if let Some(page) = page {
@@ -191,6 +202,14 @@ enum RunCursor {
 }
 
 impl RunCursor {
+    /// A batch's entries, in memory whole; none for a merged run's pages.
+    fn whole(&mut self) -> Option<&mut std::vec::IntoIter<(u128, i64)>> {
+        match self {
+            RunCursor::Batch(entries) => Some(entries),
+            RunCursor::Pages { .. } => None,
+        }
+    }
+
     fn open(tx: &mut Session<'_, impl GenericClient>, key: &RunKey, batch: Option<i64>) -> Result<RunCursor> {
         Ok(match batch {
             Some(first_id) => {

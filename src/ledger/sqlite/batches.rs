@@ -80,10 +80,15 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
             .iter()
             .map(|(run, batch, stamp)| RunCursor::open(tx, run_key(group, *run, *stamp), *batch))
             .collect::<Result<Vec<_>>>()?;
+        // A tier of batches is in memory whole: merged at once, the heap
+        // left empty (a tier of merged runs is read a page at a time).
+        let in_memory = batches::merged_in_memory(cursors.iter_mut().map(RunCursor::whole).collect());
         let mut heads = std::collections::BinaryHeap::new();
-        for (k, cursor) in cursors.iter_mut().enumerate() {
-            if let Some(entry) = cursor.next(tx)? {
-                heads.push(Reverse((entry, k)));
+        if in_memory.is_none() {
+            for (k, cursor) in cursors.iter_mut().enumerate() {
+                if let Some(entry) = cursor.next(tx)? {
+                    heads.push(Reverse((entry, k)));
+                }
             }
         }
         let (run, stamp): (i64, i64) = tx
@@ -98,6 +103,11 @@ fn merge_tiers(tx: &Connection, group: i64) -> Result<()> {
         // The merged run is kept as it is written: the look-ups of this
         // process's next admissions read none of its pages.
         let mut pager = batches::Pager::keeping_prefixes();
+        for entry in in_memory.into_iter().flatten() {
+            if let Some(page) = pager.push(entry, &mut same_url)? {
+                put.execute(params![run, &page.first_hash[..], page.entries])?;
+            }
+        }
         while let Some(Reverse((entry, k))) = heads.pop() {
             if let Some(page) = pager.push(entry, &mut same_url)? {
                 put.execute(params![run, &page.first_hash[..], page.entries])?;
@@ -131,6 +141,14 @@ enum RunCursor {
 }
 
 impl RunCursor {
+    /// A batch's entries, in memory whole; none for a merged run's pages.
+    fn whole(&mut self) -> Option<&mut std::vec::IntoIter<(u128, i64)>> {
+        match self {
+            RunCursor::Batch(entries) => Some(entries),
+            RunCursor::Pages { .. } => None,
+        }
+    }
+
     fn open(tx: &Connection, key: RunKey, batch: Option<i64>) -> Result<RunCursor> {
         Ok(match batch {
             Some(first_id) => {
