@@ -444,7 +444,8 @@ impl Intake for SqliteLedger {
         let tx = self.begin()?;
         let kept = source_failures(&tx, Some((property, source)))?.into_iter().next();
         if kept.is_some() {
-            tx.execute("DELETE FROM source_failures WHERE property = ?1 AND source = ?2", params![property, source])?;
+            tx.prepare_cached("DELETE FROM source_failures WHERE property = ?1 AND source = ?2")?
+                .execute(params![property, source])?;
         }
         super::commit(tx)?;
         Ok(kept)
@@ -468,7 +469,7 @@ impl SqliteLedger {
     /// Whether any source is kept as failing: a run whose sources all read
     /// (the usual one) writes nothing for them.
     fn has_source_failures(&mut self) -> Result<bool> {
-        Ok(self.conn.query_row("SELECT EXISTS (SELECT 1 FROM source_failures)", [], |r| r.get(0))?)
+        Ok(self.conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM source_failures)")?.query_row([], |r| r.get(0))?)
     }
 }
 
@@ -600,7 +601,7 @@ fn decide(
 
 /// `PRAGMA data_version`: changes when another connection commits.
 fn data_version(conn: &Connection) -> Result<i64> {
-    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    Ok(conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?)
 }
 
 /// One batch's admission, in one write transaction (foreign keys off: see
@@ -783,7 +784,9 @@ fn groups_exist(tx: &Connection, ids: &[i64]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
-    let found: i64 = tx.query_row("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)", [array(ids)], |r| r.get(0))?;
+    let found: i64 = tx
+        .prepare_cached("SELECT COUNT(*) FROM groups WHERE id IN rarray(?1)")?
+        .query_row([array(ids)], |r| r.get(0))?;
     batch_groups::groups_found(found, ids.len())
 }
 

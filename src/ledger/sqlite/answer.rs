@@ -51,39 +51,41 @@ impl AnswerSteps for Tx<'_> {
     }
 
     fn give_back(&mut self, window: &RuleWindow, units: u64) -> Result<()> {
-        self.conn.execute(
-            "UPDATE budget_usage SET used = MAX(used - ?3, 0) WHERE rule = ?1 AND window_key = ?2",
-            params![window.rule, window.window, units as i64],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE budget_usage SET used = MAX(used - ?3, 0) WHERE rule = ?1 AND window_key = ?2")?
+            .execute(params![window.rule, window.window, units as i64])?;
         Ok(())
     }
 
     fn in_flight_units(&mut self, rule: &RuleWindow, except: Option<i64>) -> Result<u64> {
-        let units: i64 = self.conn.query_row(
-            "SELECT COALESCE(SUM(units), 0) FROM reservation_rules
+        let units: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COALESCE(SUM(units), 0) FROM reservation_rules
              WHERE rule = ?1 AND window_key = ?2 AND reservation_id IS NOT ?3",
-            params![rule.rule, rule.window, except],
-            |r| r.get(0),
-        )?;
+            )?
+            .query_row(params![rule.rule, rule.window, except], |r| r.get(0))?;
         Ok(units.max(0) as u64)
     }
 
     fn set_report(&mut self, rule: &RuleWindow, report: &Report) -> Result<()> {
-        self.conn.execute(
-            "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
+        self.conn
+            .prepare_cached(
+                "UPDATE budget_usage SET limit_value = ?3, reported_at = ?4, reported_remaining = ?5
              WHERE rule = ?1 AND window_key = ?2",
-            params![rule.rule, rule.window, report.limit as i64, ts(report.at), report.remaining as i64],
-        )?;
+            )?
+            .execute(params![rule.rule, rule.window, report.limit as i64, ts(report.at), report.remaining as i64])?;
         Ok(())
     }
 
     fn block(&mut self, block: &Block) -> Result<()> {
         add_usage(self.conn, &block.rule, 0)?;
-        self.conn.execute(
-            "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO blocks (rule, until) VALUES (?1, ?2)
              ON CONFLICT (rule) DO UPDATE SET until = MAX(until, excluded.until)",
-            params![block.rule.rule, ts(block.until)],
-        )?;
+            )?
+            .execute(params![block.rule.rule, ts(block.until)])?;
         Ok(())
     }
 

@@ -19,8 +19,10 @@ use super::{
 use crate::ledger::policy::{ClaimSteps, Due, DueOrder, Kept, Taken};
 
 pub(super) fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
-    let blocked: Option<i64> =
-        tx.query_row("SELECT until FROM blocks WHERE rule = ?1", params![rule.rule], |r| r.get(0)).optional()?;
+    let blocked: Option<i64> = tx
+        .prepare_cached("SELECT until FROM blocks WHERE rule = ?1")?
+        .query_row(params![rule.rule], |r| r.get(0))
+        .optional()?;
     let usage = tx
         .query_row(
             "SELECT used, limit_value, reported_at, reported_remaining FROM budget_usage
@@ -47,21 +49,21 @@ pub(super) fn usage_in(tx: &Connection, rule: &RuleWindow) -> Result<Usage> {
 /// Counts `units` against a rule's window. The limit stored is the rule's,
 /// unless the engine reported one in this window.
 pub(super) fn add_usage(tx: &Connection, rule: &RuleWindow, units: u64) -> Result<()> {
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (rule, window_key) DO UPDATE SET used = used + excluded.used,
              limit_value = CASE WHEN reported_at IS NULL THEN excluded.limit_value ELSE limit_value END,
              resets_at = excluded.resets_at",
-        params![
-            rule.rule,
-            rule.window,
-            rule.period.as_str(),
-            units as i64,
-            rule.limit.map(|l| l as i64),
-            ts(rule.resets_at)
-        ],
-    )?;
+    )?
+    .execute(params![
+        rule.rule,
+        rule.window,
+        rule.period.as_str(),
+        units as i64,
+        rule.limit.map(|l| l as i64),
+        ts(rule.resets_at)
+    ])?;
     Ok(())
 }
 
@@ -413,16 +415,21 @@ impl ClaimSteps for Tx<'_> {
 
     /// The write lock holds it.
     fn latest(&mut self, _hold: bool) -> Result<Option<DateTime<Utc>>> {
-        let latest = self.conn.query_row("SELECT latest_now FROM runs WHERE id = 1", [], |r| r.get(0)).optional()?;
+        let latest = self
+            .conn
+            .prepare_cached("SELECT latest_now FROM runs WHERE id = 1")?
+            .query_row([], |r| r.get(0))
+            .optional()?;
         Ok(opt_ts(latest))
     }
 
     fn record_latest(&mut self, at: DateTime<Utc>) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (id, latest_now) VALUES (1, ?1)
              ON CONFLICT (id) DO UPDATE SET latest_now = MAX(latest_now, excluded.latest_now)",
-            [ts(at)],
-        )?;
+            )?
+            .execute([ts(at)])?;
         Ok(())
     }
 
@@ -445,13 +452,15 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn pace(&mut self, key: &str, _hold: bool) -> Result<Option<i64>> {
-        Ok(self.conn.query_row("SELECT tat_ms FROM pacing WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+        Ok(self
+            .conn
+            .prepare_cached("SELECT tat_ms FROM pacing WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
     }
 
     fn set_pace(&mut self, key: &str, tat_ms: i64) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms",
-            params![key, tat_ms],
+        self.conn.prepare_cached("INSERT INTO pacing (key, tat_ms) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET tat_ms = excluded.tat_ms")?.execute(params![key, tat_ms],
         )?;
         Ok(())
     }
@@ -462,12 +471,13 @@ impl ClaimSteps for Tx<'_> {
 
     /// The kept count of queued rows, less those in flight (still queued rows).
     fn queued(&mut self, group: i64) -> Result<u64> {
-        let n: i64 = self.conn.query_row(
-            "SELECT queued - (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = ?1)
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT queued - (SELECT COALESCE(SUM(last - first + 1), 0) FROM in_flight WHERE group_id = ?1)
              FROM groups WHERE id = ?1",
-            [group],
-            |r| r.get(0),
-        )?;
+            )?
+            .query_row([group], |r| r.get(0))?;
         Ok(n.max(0) as u64)
     }
 
@@ -514,11 +524,12 @@ impl ClaimSteps for Tx<'_> {
         let mut ids: Vec<i64> = taken.iter().map(|(_, item)| item.id).collect();
         ids.sort_unstable();
         let ids = IdRuns::of(&ids);
-        self.conn.execute(
-            "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO reservations (host, pid, started, created_at, lease_until, units)
              VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-            params![me.host, me.pid, me.started as i64, ts(now), taken.len() as i64],
-        )?;
+            )?
+            .execute(params![me.host, me.pid, me.started as i64, ts(now), taken.len() as i64])?;
         let reservation = self.conn.last_insert_rowid();
         let mut held = self
             .conn
@@ -623,10 +634,9 @@ impl ClaimSteps for Tx<'_> {
     }
 
     fn hold(&mut self, reservation: i64, rules: &[RuleWindow], units: u64, lease_until: DateTime<Utc>) -> Result<()> {
-        self.conn.execute(
-            "UPDATE reservations SET lease_until = ?2, units = ?3 WHERE id = ?1",
-            params![reservation, ts(lease_until), units as i64],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE reservations SET lease_until = ?2, units = ?3 WHERE id = ?1")?
+            .execute(params![reservation, ts(lease_until), units as i64])?;
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES (?1, ?2, ?3, ?4)",
         )?;
@@ -672,8 +682,8 @@ impl ClaimSteps for Tx<'_> {
 
     /// The reservation and its runs.
     fn end(&mut self, reservation: i64) -> Result<()> {
-        self.conn.execute("DELETE FROM in_flight WHERE reservation_id = ?1", [reservation])?;
-        self.conn.execute("DELETE FROM reservations WHERE id = ?1", [reservation])?;
+        self.conn.prepare_cached("DELETE FROM in_flight WHERE reservation_id = ?1")?.execute([reservation])?;
+        self.conn.prepare_cached("DELETE FROM reservations WHERE id = ?1")?.execute([reservation])?;
         Ok(())
     }
 
