@@ -217,7 +217,6 @@ pub fn deleted(actions: Option<&[u8]>, place: u32) -> Result<bool> {
     }
 }
 
-/// A batch's entries as (hash, id), its first item's id being `first_id`.
 /// The entries of a merge's runs taken and merged at once, when every run
 /// is in memory whole (`Some`: a tier of batches, `FANOUT` of at most a
 /// batch each); `None`, nothing taken, when any is not (a merged run's
@@ -234,6 +233,7 @@ pub fn merged_in_memory(runs: Vec<Option<&mut std::vec::IntoIter<(u128, i64)>>>)
     Some(all)
 }
 
+/// A batch's entries as (hash, id), its first item's id being `first_id`.
 pub fn batch_entries(first_id: i64, sorted: &[u8]) -> Result<Vec<(u128, i64)>> {
     if sorted.len() % PLACED != 0 {
         return Err(malformed("sorted"));

@@ -37,14 +37,14 @@ pub(crate) fn admission_results(
             }
         });
     }
-    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
-        m.entry(*id).or_default().push(*n);
-        m
-    });
     if look_up.is_empty() {
         // Every URL due now (a fresh batch): no item to read.
         return Ok(results);
     }
+    let places: FxHashMap<i64, Vec<usize>> = look_up.iter().fold(FxHashMap::default(), |mut m, (id, n)| {
+        m.entry(*id).or_default().push(*n);
+        m
+    });
     let ids: Vec<i64> = look_up.iter().map(|(id, _)| *id).collect();
     for row in ledger.items_by_id(&ids)? {
         let id = row.id;
