@@ -616,6 +616,14 @@ fn a_copy_between_backends_is_exact_and_idempotent() {
 
     let first = copy(&mut sqlite, &mut pg, true).unwrap();
     assert_eq!(dump(&mut pg), original, "SQLite -> PostgreSQL");
+    // The copied items' ids come a block at a time: a batch row holds
+    // each group's run of them, not one row an item.
+    let (rows, groups) = pg.batch_rows().unwrap();
+    assert!(
+        rows < groups + original.items.len() as i64 / 2,
+        "{rows} batch rows for {} items of {groups} groups",
+        original.items.len()
+    );
     let again = copy(&mut sqlite, &mut pg, true).unwrap();
     assert_eq!(again.attempts, 0, "no attempt is added twice");
     // Items in flight in the target are left alone.

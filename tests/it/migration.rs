@@ -270,7 +270,7 @@ fn pg_fixture_upgraded(schema: Schema) -> (pg::PgServer, pg::PgLedger, Sandbox) 
     let s = ledger.schema.clone();
     let items = server.psql(&format!("SELECT count(*) FROM {s}.items"));
     let done = sb.indexq(&["ledger", "migrate"]).now(NOW).output().code(0);
-    assert!(done.stdout.contains("schema version 12"), "{}", done.stdout);
+    assert!(done.stdout.contains("schema version 13"), "{}", done.stdout);
     // Schema 12 (provisional, issue 48) fills the batches and the spans
     // from the items, each item in one of each, then drops the items.
     let filled = server.psql(&format!(

@@ -3,6 +3,7 @@
 //! requeued and updated as writes of spans and `item_changes`, as
 //! `policy::admit` decides for each; and the sitemaps read for sources.
 
+use super::schema::ID_BLOCK;
 use super::session::{Session, Statements};
 use super::spans::{write_spans, Runs};
 use super::Action;
@@ -698,32 +699,21 @@ pub(super) fn admit_once(
     Ok((out, created))
 }
 
-/// `n` new ids from the sequence `item_ids`, ascending. Most often no other
-/// runner takes ids meanwhile and they follow each other: then only the
-/// first and the count cross the connection, not a row an id. When they do
-/// not, they are let go (a sequence's ids may have gaps) and `n` more are
-/// taken and read one by one, each batch row then cut where they do not
-/// follow each other.
+/// `n` new ids, ascending, from the sequence `item_ids`: a value of it
+/// is a block of `ID_BLOCK` ids (schema 13), so `n` ids take `n /
+/// ID_BLOCK` values, rounded up, and the ids of the last block that are
+/// not needed are never used. Another runner may take a block between two
+/// of these, so the ids need not follow each other from one block to the
+/// next (each batch row is cut where they do not).
 fn take_item_ids(tx: &mut Session<'_, Transaction<'_>>, n: usize) -> Result<Vec<i64>> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let n = n as i64;
-    let row = tx.query_one(
-        "SELECT min(id), max(id) FROM (SELECT nextval('item_ids') AS id FROM generate_series(1, $1::bigint)) taken",
-        &[&n],
-    )?;
-    let (first, last): (i64, i64) = (row.get(0), row.get(1));
-    if last - first + 1 == n {
-        return Ok((first..=last).collect());
-    }
-    let mut taken: Vec<i64> = tx
-        .query("SELECT nextval('item_ids') FROM generate_series(1, $1::bigint)", &[&n])?
+    let blocks = (n as i64 + ID_BLOCK - 1) / ID_BLOCK;
+    let mut firsts: Vec<i64> = tx
+        .query("SELECT nextval('item_ids') FROM generate_series(1, $1::bigint)", &[&blocks])?
         .iter()
         .map(|r| r.get(0))
         .collect();
-    taken.sort_unstable();
-    Ok(taken)
+    firsts.sort_unstable();
+    Ok(firsts.into_iter().flat_map(|first| first..first + ID_BLOCK).take(n).collect())
 }
 
 /// An announced item's state, over a span's columns: accepted at `$4`.
@@ -773,27 +763,75 @@ mod tests {
         assert!(admitted.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{admitted:?}");
     }
 
-    /// New ids that do not follow each other (another runner took some
-    /// between them; here, a sequence that steps by two) are let go and
-    /// taken again one by one, and the batch row is cut where they do not
-    /// follow: each item is found again by its URL.
+    /// A ledger of schema 12 took its ids one by one; the step to schema
+    /// 13 makes the next value the last one given plus a block, past every
+    /// id given before.
     #[test]
     #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
-    fn postgres_new_ids_that_do_not_follow_each_other_are_taken_one_by_one() {
+    fn postgres_ids_after_the_step_to_blocks_follow_every_id_given_before() {
         let mut ledger = conformance::test_postgres();
-        let following = ledger.transaction(|tx| take_item_ids(tx, 3)).unwrap();
-        assert_eq!(following, (following[0]..following[0] + 3).collect::<Vec<_>>());
-        ledger.transaction(|tx| Ok(tx.batch_execute("ALTER SEQUENCE item_ids INCREMENT BY 2")?)).unwrap();
-        let stepping = ledger.transaction(|tx| take_item_ids(tx, 3)).unwrap();
-        let last = following[2];
-        // The three taken first (last + 2, + 4, + 6) were let go.
-        assert_eq!(stepping, vec![last + 8, last + 10, last + 12]);
+        let options = PgOptions { schema: ledger.schema.clone(), ..test_options() };
+        // Schema 12 as an older binary left it: a sequence stepping by
+        // one, five ids taken from it.
+        let last: i64 = ledger
+            .transaction(|tx| {
+                tx.batch_execute(
+                    "ALTER SEQUENCE item_ids INCREMENT BY 1;
+                     DELETE FROM schema_version; INSERT INTO schema_version VALUES (12);",
+                )?;
+                Ok(tx.query_one("SELECT max(nextval('item_ids')) FROM generate_series(1, 5)", &[])?.get(0))
+            })
+            .unwrap();
+        drop(ledger);
+        let mut ledger = PgLedger::open(&options).unwrap();
+        assert_eq!(ledger.stored_version().unwrap(), Some(crate::ledger::postgres::SCHEMA_VERSION));
+        let ids = ledger.transaction(|tx| take_item_ids(tx, 2)).unwrap();
+        assert_eq!(ids, vec![last + ID_BLOCK, last + ID_BLOCK + 1]);
+    }
+
+    /// New ids come a block of `ID_BLOCK` a value of the sequence; blocks
+    /// that do not follow each other (another runner took one between
+    /// them; here, a sequence that steps by two blocks) give ids that do
+    /// not, and the batch row is cut where they do not follow: each item
+    /// is found again by its URL.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_new_ids_come_in_blocks_cut_where_they_do_not_follow() {
+        let mut ledger = conformance::test_postgres();
+        let step: i64 =
+            ledger.transaction(|tx| Ok(tx.query_one("SELECT increment_by FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = 'item_ids'", &[])?.get(0))).unwrap();
+        assert_eq!(step, ID_BLOCK, "the sequence steps by a block");
+        let block = ID_BLOCK as usize;
+        let following = ledger.transaction(|tx| take_item_ids(tx, block + 1)).unwrap();
+        assert_eq!(following, (following[0]..following[0] + ID_BLOCK + 1).collect::<Vec<_>>());
+        // The second block was taken for its first id alone: the next
+        // value starts after it.
+        let next = ledger.transaction(|tx| take_item_ids(tx, 1)).unwrap();
+        assert_eq!(next, vec![following[0] + 2 * ID_BLOCK]);
+        assert!(ledger.transaction(|tx| take_item_ids(tx, 0)).unwrap().is_empty());
+        ledger
+            .transaction(|tx| Ok(tx.batch_execute(&format!("ALTER SEQUENCE item_ids INCREMENT BY {}", 2 * ID_BLOCK))?))
+            .unwrap();
+        let stepping = ledger.transaction(|tx| take_item_ids(tx, block + 1)).unwrap();
+        let first = next[0] + 2 * ID_BLOCK;
+        let mut expected: Vec<i64> = (first..first + ID_BLOCK).collect();
+        expected.push(first + 2 * ID_BLOCK);
+        assert_eq!(stepping, expected);
         let (batch, now, rule) =
-            (conformance::items(3), "2026-12-03T09:00:00Z".parse().unwrap(), conformance::dedupe_day());
+            (conformance::items(block + 1), "2026-12-03T09:00:00Z".parse().unwrap(), conformance::dedupe_day());
         let admitted = ledger.admit(&batch, now, &rule).unwrap();
         assert!(admitted.iter().all(|a| matches!(a, Admission::Queued { .. })), "{admitted:?}");
-        let rows: i64 = ledger.transaction(|tx| Ok(tx.query_one("SELECT count(*) FROM batches", &[])?.get(0))).unwrap();
-        assert_eq!(rows, 3, "a batch row for each id");
+        let rows: Vec<(i64, i32)> = ledger
+            .transaction(|tx| {
+                Ok(tx
+                    .query("SELECT first_id, n FROM batches ORDER BY first_id", &[])?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect())
+            })
+            .unwrap();
+        let first = stepping[block] + 2 * ID_BLOCK;
+        assert_eq!(rows, vec![(first, ID_BLOCK as i32), (first + 2 * ID_BLOCK, 1)], "a batch row for each block");
         let again = ledger.admit(&batch, now, &rule).unwrap();
         assert!(again.iter().all(|a| matches!(a, Admission::AlreadyQueued { .. })), "{again:?}");
     }

@@ -956,7 +956,8 @@ mod tests {
         };
         // Schema 11's items, made again from the spans, batch rows and
         // changes (`rows::fill_item_rows`), numbered by their own sequence
-        // again.
+        // again from the highest id taken (the blocks of `item_ids` leave
+        // ids unused above it).
         super::super::rows::fill_item_rows(tx, "item_rows")?;
         tx.batch_execute(
             "DROP TRIGGER spans_inserted ON spans; DROP TRIGGER spans_updated ON spans;
@@ -986,7 +987,8 @@ mod tests {
                  SELECT id, url, group_id, state, action, lastmod, next_attempt_at, enqueued_at, attempts,
                      last_class, streak, streak_started_at, accepted_at, parked_fingerprint, url_key, last_request_id
                  FROM item_rows;
-             SELECT setval(pg_get_serial_sequence('items', 'id'), (SELECT last_value FROM item_ids));
+             SELECT setval(pg_get_serial_sequence('items', 'id'),
+                 (SELECT max(id) FROM (SELECT id FROM items UNION ALL SELECT id FROM dropped_items) AS ids));
              DROP SEQUENCE item_ids;",
         )?;
         tx.batch_execute(between(SCHEMA_1, "CREATE FUNCTION count_items()", Some("CREATE TABLE responses")))?;
@@ -1089,7 +1091,7 @@ mod tests {
         let options = options_of(&ledger, std::time::Duration::from_secs(10));
         drop(ledger);
         let mut ledger = PgLedger::open(&options).unwrap();
-        assert_eq!(ledger.stored_version().unwrap(), Some(12));
+        assert_eq!(ledger.stored_version().unwrap(), Some(super::super::SCHEMA_VERSION));
         let items = items_of(&mut ledger);
         assert_eq!(items.len(), 64, "every item found after");
         assert_batches_hold_every_item(&mut ledger);
@@ -1170,7 +1172,7 @@ mod tests {
         let started = std::time::Instant::now();
         let mut ledger = PgLedger::open(&options).unwrap();
         println!("a million items of schema 11 migrated in {:?}", started.elapsed());
-        assert_eq!(ledger.stored_version().unwrap(), Some(12));
+        assert_eq!(ledger.stored_version().unwrap(), Some(super::super::SCHEMA_VERSION));
         let spans = numbers(&mut ledger, "SELECT count(*) FROM spans");
         assert!(spans[0] >= 100, "{spans:?}");
         let held = numbers(&mut ledger, "SELECT sum(last - first + 1)::bigint FROM spans");
@@ -1267,7 +1269,7 @@ mod tests {
         let now = t("2026-12-03T09:00:00Z");
         ledger.admit(&(0..10).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
         ledger.admit(&(0..10).map(|i| item(1, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
-        let broken = |ledger: &mut PgLedger, sql: &'static str| {
+        let broken = |ledger: &mut PgLedger, sql: &str| {
             ledger
                 .transaction(|tx| {
                     tx.batch_execute(&format!("SAVEPOINT s; {sql}"))?;
@@ -1277,14 +1279,20 @@ mod tests {
                 })
                 .unwrap()
         };
-        let overlap = broken(&mut ledger, "UPDATE spans SET last = 11 WHERE first = 1");
-        assert!(overlap.contains("overlaps the one at 11"), "{overlap}");
+        // The second group's ids are the next block's.
+        let b = 1 + super::super::schema::ID_BLOCK;
+        let overlap = broken(&mut ledger, &format!("UPDATE spans SET last = {b} WHERE first = 1"));
+        assert!(overlap.contains(&format!("overlaps the one at {b}")), "{overlap}");
         // A span reaching past its batch row, and one given to the other
         // group: ids no batch row of its group holds.
-        let past = broken(&mut ledger, "UPDATE spans SET last = 25 WHERE first = 11");
-        assert!(past.contains("the span 11-25 holds ids no batch row of its group holds"), "{past}");
-        let other = broken(&mut ledger, "UPDATE spans SET group_id = (SELECT min(id) FROM groups) WHERE first = 11");
-        assert!(other.contains("the span 11-20 holds ids no batch row of its group holds"), "{other}");
+        let past = broken(&mut ledger, &format!("UPDATE spans SET last = {} WHERE first = {b}", b + 14));
+        assert!(past.contains(&format!("the span {b}-{} holds ids no batch row of its group holds", b + 14)), "{past}");
+        let other =
+            broken(&mut ledger, &format!("UPDATE spans SET group_id = (SELECT min(id) FROM groups) WHERE first = {b}"));
+        assert!(
+            other.contains(&format!("the span {b}-{} holds ids no batch row of its group holds", b + 9)),
+            "{other}"
+        );
         let twins = broken(
             &mut ledger,
             "INSERT INTO spans SELECT group_id, 6, 10, state, next_attempt_at, enqueued_at, attempts, last_class,
@@ -1311,7 +1319,7 @@ mod tests {
         let item = two_groups();
         let now = t("2026-12-03T09:00:00Z");
         ledger.admit(&(0..5).map(|i| item(0, i)).collect::<Vec<_>>(), now, &dedupe_day()).unwrap();
-        let broken = |ledger: &mut PgLedger, sql: &'static str| {
+        let broken = |ledger: &mut PgLedger, sql: &str| {
             ledger
                 .transaction(|tx| {
                     tx.batch_execute(&format!("SAVEPOINT s; {sql}"))?;

@@ -7,6 +7,7 @@
 //! statements take as long as the ledger is big (the lock timeout and the
 //! connection's keepalives still hold).
 
+use super::schema::ID_BLOCK;
 use super::session::Session;
 use super::spans::{write_spans, Runs};
 use super::{
@@ -390,16 +391,20 @@ impl copy::Stage for Staging<'_, '_, '_> {
         Ok(())
     }
 
-    /// From the items' sequence, in the source's order (a copy keeps the
-    /// items' order; its batch rows are cut wherever the ids change group,
-    /// or skip one another runner took meanwhile).
+    /// From the items' sequence, a block of `ID_BLOCK` ids a value, in
+    /// the source's order (a copy keeps the items' order; its batch rows
+    /// are cut wherever the ids change group, or skip a block another
+    /// runner took meanwhile).
     fn number_items(&mut self) -> Result<()> {
         self.tx.execute(
-            "UPDATE copy_items c SET dst = n.id, written = true, fresh = true
-             FROM (SELECT src, nextval('item_ids') AS id
-                   FROM (SELECT src FROM copy_items WHERE dst IS NULL ORDER BY src) AS s) AS n
-             WHERE c.src = n.src",
-            &[],
+            "WITH s AS (SELECT src, row_number() OVER (ORDER BY src) - 1 AS k FROM copy_items WHERE dst IS NULL),
+             blocks AS (SELECT row_number() OVER (ORDER BY first) - 1 AS b, first
+                        FROM (SELECT nextval('item_ids') AS first
+                              FROM generate_series(1, (SELECT (count(*) + $1 - 1) / $1 FROM s))) AS taken)
+             UPDATE copy_items c SET dst = blocks.first + s.k % $1, written = true, fresh = true
+             FROM s JOIN blocks ON blocks.b = s.k / $1
+             WHERE c.src = s.src",
+            &[&ID_BLOCK],
         )?;
         Ok(())
     }

@@ -166,6 +166,15 @@ impl PgLedger {
         self
     }
 
+    /// The number of batch rows, and of the groups they hold.
+    #[cfg(test)]
+    pub fn batch_rows(&mut self) -> Result<(i64, i64)> {
+        self.transaction(|tx| {
+            let r = tx.query_one("SELECT count(*), count(DISTINCT group_id) FROM batches", &[])?;
+            Ok((r.get(0), r.get(1)))
+        })
+    }
+
     /// The database as messages name it (no password).
     pub fn place(&self) -> &str {
         &self.place

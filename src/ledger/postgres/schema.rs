@@ -13,7 +13,7 @@ use pg::Transaction;
 use std::collections::HashSet;
 
 /// The schema version this binary writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// Schema 1, the first migration of every ledger.
 pub(super) const SCHEMA_1: &str = include_str!("schema/0001_ledger.sql");
@@ -52,6 +52,14 @@ const SCHEMA_11: &str = include_str!("schema/0011_source_failures.sql");
 const SCHEMA_12: &str = include_str!("schema/0012_batches.sql");
 /// Where schema 12's script is cut for the spans to be filled.
 const FILL_SPANS: &str = "-- (the migration fills the batches and spans from the items here)";
+/// Schema 13, over schema 12: the items' sequence gives blocks of
+/// `ID_BLOCK` ids.
+const SCHEMA_13: &str = include_str!("schema/0013_item_id_blocks.sql");
+
+/// The ids each value of the sequence `item_ids` stands for (schema 13
+/// makes it step by as many): a value `v` is the first of the ids `v` to
+/// `v + ID_BLOCK - 1`, all of them its taker's.
+pub(super) const ID_BLOCK: i64 = 1000;
 
 impl PgLedger {
     pub(super) fn migrate(&mut self) -> Result<()> {
@@ -110,6 +118,9 @@ impl PgLedger {
                 tx.batch_execute(before)?;
                 super::batches::fill_from_items(tx, super::batches::Fill::Migration)?;
                 tx.batch_execute(after)?;
+            }
+            if version < 13 {
+                tx.batch_execute(SCHEMA_13)?;
             }
             if version < SCHEMA_VERSION {
                 tx.execute(&format!("DELETE FROM {schema}.schema_version"), &[])?;
