@@ -565,8 +565,13 @@ pub(super) fn store_source_documents(
 }
 
 /// The groups of the items about to be inserted (`groups`, one per item)
-/// are in the ledger: what a foreign key would check of every row, once
-/// per group (schema 7 dropped the key: docs/design.md).
+/// are in the ledger, what a foreign key would check of every row, once
+/// per group (schema 7 dropped the key: docs/design.md); and held `FOR
+/// SHARE` until the transaction ends (`hold_groups`' order and lock), so
+/// that no claim of them commits meanwhile. A batch decided by reading
+/// held nothing before: without the hold, its new items could commit
+/// between a claim's count of its group's queue and its take, and the
+/// claim take more than the budget it had counted for.
 fn groups_exist(tx: &mut Session<'_, Transaction<'_>>, groups: &[i64]) -> Result<()> {
     let mut wanted = groups.to_vec();
     wanted.sort_unstable();
@@ -574,7 +579,12 @@ fn groups_exist(tx: &mut Session<'_, Transaction<'_>>, groups: &[i64]) -> Result
     if wanted.is_empty() {
         return Ok(());
     }
-    let found: i64 = tx.query_one("SELECT count(*) FROM groups WHERE id = ANY($1)", &[&wanted])?.get(0);
+    let found: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM (SELECT 1 FROM groups WHERE id = ANY($1) ORDER BY id FOR SHARE) AS held",
+            &[&wanted],
+        )?
+        .get(0);
     batch_groups::groups_found(found, wanted.len())
 }
 
@@ -729,6 +739,37 @@ mod tests {
     use super::*;
     use crate::ledger::conformance;
     use crate::ledger::*;
+
+    /// A batch of new URLs decided by reading (`decided`) waits, as every
+    /// admission does, for a claim of its group to commit: a claim counts
+    /// its group's queue and then takes from it, and new items committed
+    /// between the two would be taken past the budget it counted for.
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_new_urls_wait_for_a_claim_of_their_group() {
+        let mut ledger = conformance::test_postgres();
+        let options = PgOptions { schema: ledger.schema.clone(), ..test_options() };
+        let (batch, now, rule) =
+            (conformance::items(4), "2026-12-03T09:00:00Z".parse().unwrap(), conformance::dedupe_day());
+        ledger.admit(&batch[..1], now, &rule).unwrap();
+        // Another runner's claim holds the group's row, as `hold_queue` does.
+        let mut other = connect(&options, false).unwrap();
+        let mut claim = other.transaction().unwrap();
+        claim.execute("SELECT 1 FROM groups FOR NO KEY UPDATE", &[]).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let admitting = s.spawn(|| {
+                let admitted = ledger.admit(&batch[1..], now, &rule).unwrap();
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                admitted
+            });
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "admitted while a claim held the group");
+            claim.commit().unwrap();
+            let admitted = admitting.join().unwrap();
+            assert!(admitted.iter().all(|a| matches!(a, Admission::Queued { .. })), "{admitted:?}");
+        });
+    }
 
     /// A batch decided by reading to be new, then admitted by another
     /// runner before this one writes it, is not written twice: the
