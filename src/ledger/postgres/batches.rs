@@ -550,16 +550,21 @@ pub(super) fn fill_from_items(tx: &mut Session<'_, Transaction<'_>>, fill: Fill)
 /// schema), so that two runners rewriting spans of one group take turns.
 /// Without it, two answers of one group's neighbouring items, each cutting
 /// the span they share from the same snapshot, would write overlapping
-/// pieces. Taken again in the same transaction, it is already held.
+/// pieces. One the session's transaction holds already is not asked for
+/// again (`Session::spans_held`).
 pub(super) fn lock_spans(tx: &mut Session<'_, impl GenericClient>, groups: &[i64]) -> Result<()> {
     let mut groups = groups.to_vec();
     groups.sort_unstable();
     groups.dedup();
     for group in groups {
+        if tx.spans_held.contains(&group) {
+            continue;
+        }
         tx.execute(
             "SELECT pg_advisory_xact_lock(hashtext('indexq spans ' || current_schema() || ' ' || $1::bigint)::bigint)",
             &[&group],
         )?;
+        tx.spans_held.push(group);
     }
     Ok(())
 }

@@ -17,11 +17,9 @@ use super::{
     Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueKey, DueOrder, Kept, Taken};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 pub(super) fn usage_in(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
-    let blocked: Option<DateTime<Utc>> =
-        tx.query_opt("SELECT until FROM blocks WHERE rule = $1", &[&rule.rule])?.map(|r| r.get(0));
     let usage = tx
         .query_opt(
             "SELECT used, limit_value, reported_at, reported_remaining FROM budget_usage
@@ -30,7 +28,12 @@ pub(super) fn usage_in(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWind
         )?
         .map(|r| usage_row(&r))
         .unwrap_or_default();
-    Ok(Usage { blocked_until: blocked, ..usage })
+    Ok(Usage { blocked_until: blocked_until(tx, rule)?, ..usage })
+}
+
+/// The end of a block on the rule of `rule`, if one was recorded.
+fn blocked_until(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Option<DateTime<Utc>>> {
+    Ok(tx.query_opt("SELECT until FROM blocks WHERE rule = $1", &[&rule.rule])?.map(|r| r.get(0)))
 }
 
 pub(super) fn usage_row(r: &Row) -> Usage {
@@ -100,13 +103,24 @@ pub(super) fn reserve(
     Ok(row.is_some())
 }
 
-pub(super) fn lock_window(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<()> {
-    add_usage(tx, rule, 0)?;
-    tx.query_one(
-        "SELECT used FROM budget_usage WHERE rule = $1 AND window_key = $2 FOR UPDATE",
-        &[&rule.rule, &rule.window],
+/// A window's row made if missing and held until the transaction ends,
+/// with its usage, in one statement: the upsert of no units takes the
+/// row's lock (a row it inserts is its own), and what it returns is the
+/// row as it stands once held. The block is read after, in a statement
+/// of its own: its snapshot then follows the wait for the row, which an
+/// answer that recorded a block may have held.
+pub(super) fn lock_window(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
+    let row = tx.query_one(
+        "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
+         VALUES ($1, $2, $3, 0, $4, $5)
+         ON CONFLICT (rule, window_key) DO UPDATE SET
+             limit_value = CASE WHEN budget_usage.reported_at IS NULL THEN excluded.limit_value
+                                ELSE budget_usage.limit_value END,
+             resets_at = excluded.resets_at
+         RETURNING used, limit_value, reported_at, reported_remaining",
+        &[&rule.rule, &rule.window, &rule.period.as_str(), &rule.limit.map(|l| l as i64), &sec(rule.resets_at)],
     )?;
-    Ok(())
+    Ok(Usage { blocked_until: blocked_until(tx, rule)?, ..usage_row(&row) })
 }
 
 /// A due span of a group as the claim reads it: its ids and the columns a
@@ -126,7 +140,7 @@ struct DueSpan {
 const DUE_PAGE: i64 = 200;
 
 /// The ids of group `group` that a reservation lists (in flight).
-fn held(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<HashSet<i64>> {
+fn held(tx: &mut Session<'_, impl GenericClient>, group: i64) -> Result<FxHashSet<i64>> {
     Ok(tx.query("SELECT id FROM in_flight WHERE group_id = $1", &[&group])?.iter().map(|r| r.get(0)).collect())
 }
 
@@ -150,10 +164,10 @@ fn walk_due(
     group: i64,
     now: DateTime<Utc>,
     from: Option<DateTime<Utc>>,
-    held: &HashSet<i64>,
+    held: &FxHashSet<i64>,
     mut visit: impl FnMut(&DueSpan, i64) -> bool,
 ) -> Result<()> {
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     let page = tx.prepare(
         "SELECT first, last, next_attempt_at, attempts, last_class, streak, streak_started_at, enqueued_at FROM spans
          WHERE group_id = $1 AND state = 'queued' AND next_attempt_at <= $2
@@ -285,15 +299,14 @@ type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>
 fn urls_and_actions(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<(String, Action)>>> {
     let values = super::batches::lastmod_and_action(tx, ids)?;
     let mut texts = super::rows::Texts::default();
-    ids.iter()
-        .zip(values)
-        .map(|(&id, values)| {
-            Ok(match values {
-                Some((_, action)) => Some((texts.url(tx, id)?, action)),
-                None => None,
-            })
-        })
-        .collect()
+    let mut urls = Vec::with_capacity(ids.len());
+    for (&id, values) in ids.iter().zip(values) {
+        urls.push(match values {
+            Some((_, action)) => Some((texts.url(tx, id)?, action)),
+            None => None,
+        });
+    }
+    Ok(urls)
 }
 
 /// A claim's deferral of due items, over a span's columns: `$4` the time
@@ -333,8 +346,7 @@ impl ClaimSteps for Tx<'_, '_, '_> {
     }
 
     fn window(&mut self, rule: &RuleWindow) -> Result<Usage> {
-        lock_window(self.tx, rule)?;
-        usage_in(self.tx, rule)
+        lock_window(self.tx, rule)
     }
 
     /// The group's row, `FOR NO KEY UPDATE`: one claim of a group at a time
@@ -466,7 +478,7 @@ impl ClaimSteps for Tx<'_, '_, '_> {
         let (from, except) = match keep {
             Kept::None => (None, None),
             Kept::After(place) => (Some(place.0), None),
-            Kept::Except(ids) => (None, Some(ids.iter().copied().collect::<HashSet<i64>>())),
+            Kept::Except(ids) => (None, Some(ids.iter().copied().collect::<FxHashSet<i64>>())),
         };
         walk_due(self.tx, group, sec(now), from, &held, |s, id| {
             let kept = match keep {
@@ -560,11 +572,33 @@ impl ClaimSteps for Tx<'_, '_, '_> {
     }
 
     fn first_use(&mut self, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
-        self.tx.execute(
-            "INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            &[&fingerprint, &sec(now)],
-        )?;
-        Ok(self.tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+        first_use(self.tx, fingerprint, now)
+    }
+}
+
+/// When the credential `fingerprint` was first used, its row written with
+/// `now` if it has none. One statement most often: the row it inserts,
+/// or else the one its snapshot sees (a row the insert finds deleted
+/// since is replaced, and the inserted one comes first). A row another
+/// runner committed after that snapshot (the insert waited for it, or
+/// met it) is not in the snapshot: then it is read by a statement of its
+/// own.
+fn first_use(tx: &mut Session<'_, impl GenericClient>, fingerprint: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+    let row = tx.query_opt(
+        "WITH added AS (
+             INSERT INTO credentials (fingerprint, first_used_at) VALUES ($1, $2) ON CONFLICT DO NOTHING
+             RETURNING first_used_at)
+         SELECT first_used_at FROM (
+             SELECT first_used_at, 0 AS n FROM added
+             UNION ALL SELECT first_used_at, 1 FROM credentials WHERE fingerprint = $1
+         ) AS used ORDER BY n LIMIT 1",
+        &[&fingerprint, &sec(now)],
+    )?;
+    match row {
+        Some(row) => Ok(row.get(0)),
+        None => {
+            Ok(tx.query_one("SELECT first_used_at FROM credentials WHERE fingerprint = $1", &[&fingerprint])?.get(0))
+        }
     }
 }
 
@@ -573,6 +607,37 @@ mod tests {
     use super::*;
     use crate::ledger::conformance::{dedupe_day, test_postgres, two_groups};
     use crate::ledger::{Action, Intake, NewItem};
+
+    /// A credential's first use: written with the time given when it has
+    /// none, kept when it has one, and, when another runner writes it
+    /// while this one waits on its insert, read back as that runner wrote
+    /// it (the statement's own snapshot does not see it).
+    #[test]
+    #[ignore = "needs PostgreSQL: $INDEXQ_TEST_PG (.ci/postgres start); .ci/run runs it"]
+    fn postgres_a_first_use_is_written_once_and_read_as_written() {
+        let mut ledger = test_postgres();
+        let at = |s: i64| DateTime::<Utc>::from_timestamp(1_796_000_000 + s, 0).unwrap();
+        assert_eq!(ledger.transaction(|tx| first_use(tx, "k1", at(1))).unwrap(), at(1), "written");
+        assert_eq!(ledger.transaction(|tx| first_use(tx, "k1", at(2))).unwrap(), at(1), "kept");
+        let options = crate::ledger::postgres::PgOptions {
+            url: std::env::var("INDEXQ_TEST_PG").unwrap(),
+            schema: ledger.schema.clone(),
+            password: std::env::var("INDEXQ_TEST_PG_PASSWORD").ok(),
+            timeout: std::time::Duration::from_secs(10),
+            lease: crate::ledger::owner::LEASE,
+        };
+        let mut other = super::super::connect(&options, false).unwrap();
+        let mut theirs = other.transaction().unwrap();
+        theirs.execute("INSERT INTO credentials (fingerprint, first_used_at) VALUES ('k2', $1)", &[&at(3)]).unwrap();
+        let read = std::thread::scope(|s| {
+            let mine = s.spawn(|| ledger.transaction(|tx| first_use(tx, "k2", at(4))).unwrap());
+            // The insert waits for the other runner's row, then meets it.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            theirs.commit().unwrap();
+            mine.join().unwrap()
+        });
+        assert_eq!(read, at(3), "the other runner's first use");
+    }
 
     /// The first `n` due items in the order "newest" (`first_due`), for
     /// every `n` from 1 to past the due items, equal the item rows' own

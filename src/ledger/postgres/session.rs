@@ -24,6 +24,11 @@ pub(super) struct Statements(HashMap<String, Statement>);
 pub(super) struct Session<'a, C> {
     pub(super) client: &'a mut C,
     statements: &'a mut Statements,
+    /// The groups whose spans this session holds (`batches::lock_spans`):
+    /// a session is one transaction, or none, and an advisory lock taken
+    /// again in the same transaction costs a round trip and changes
+    /// nothing.
+    pub(super) spans_held: Vec<i64>,
 }
 
 /// A statement as a `Session` takes it: its text, or one prepared already.
@@ -58,7 +63,7 @@ type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 
 impl<'a, C: GenericClient> Session<'a, C> {
     pub(super) fn new(client: &'a mut C, statements: &'a mut Statements) -> Session<'a, C> {
-        Session { client, statements }
+        Session { client, statements, spans_held: Vec::new() }
     }
 
     pub(super) fn prepare(&mut self, sql: &str) -> Result<Statement, pg::Error> {
