@@ -109,7 +109,7 @@ pub(super) fn reserve(
 /// row as it stands once held. The block is read after, in a statement
 /// of its own: its snapshot then follows the wait for the row, which an
 /// answer that recorded a block may have held.
-pub(super) fn lock_window(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
+fn lock_window(tx: &mut Session<'_, impl GenericClient>, rule: &RuleWindow) -> Result<Usage> {
     let row = tx.query_one(
         "INSERT INTO budget_usage (rule, window_key, period, used, limit_value, resets_at)
          VALUES ($1, $2, $3, 0, $4, $5)
