@@ -725,6 +725,18 @@ fn runs_of(ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
 /// A batch row's `n`, `lastmods` and `actions`, by its first id.
 type BatchBlobs = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
+/// The batch rows holding any id of the runs `$1` (lows) to `$2` (highs),
+/// in id order, as the tail of a statement that names their columns
+/// (`b`): each run's rows found by two seeks, the last starting at or
+/// before the run and those starting inside it.
+const BATCHES_OF_RUNS: &str = "FROM batches b
+     WHERE b.first_id IN (
+         SELECT s.first_id FROM unnest($1::bigint[], $2::bigint[]) AS w (low, high)
+             JOIN batches s ON s.first_id <= w.high AND s.first_id >= coalesce(
+                 (SELECT max(first_id) FROM batches WHERE first_id <= w.low), w.low)
+     )
+     ORDER BY b.first_id";
+
 /// What the batch rows say of each of `ids` (in the order given): its
 /// lastmod and action as admitted, `None` for an id no batch row holds.
 /// One statement reads each batch row holding any of them once, and only
@@ -738,16 +750,8 @@ fn batch_values(
     highs: &[i64],
     ids: &[i64],
 ) -> Result<Vec<Option<Values>>> {
-    let rows = tx.query(
-        "SELECT b.first_id, b.n, b.lastmods, b.actions FROM batches b
-         WHERE b.first_id IN (
-             SELECT s.first_id FROM unnest($1::bigint[], $2::bigint[]) AS w (low, high)
-                 JOIN batches s ON s.first_id <= w.high AND s.first_id >= coalesce(
-                     (SELECT max(first_id) FROM batches WHERE first_id <= w.low), w.low)
-         )
-         ORDER BY b.first_id",
-        &[&lows, &highs],
-    )?;
+    let rows =
+        tx.query(&format!("SELECT b.first_id, b.n, b.lastmods, b.actions {BATCHES_OF_RUNS}"), &[&lows, &highs])?;
     let held: std::collections::BTreeMap<i64, BatchBlobs> =
         rows.iter().map(|r| (r.get::<_, i64>(0), (i64::from(r.get::<_, i32>(1)), r.get(2), r.get(3)))).collect();
     ids.iter()
@@ -773,7 +777,18 @@ fn batch_values(
 /// generic plan of the statement (a prepared one, `Session`).
 pub(super) fn lastmod_and_action(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<Values>>> {
     let (lows, highs) = runs_of(ids);
-    let mut changed = std::collections::HashMap::new();
+    let changed = changes_of_runs(tx, &lows, &highs)?;
+    let batch = batch_values(tx, &lows, &highs, ids)?;
+    Ok(ids.iter().zip(batch).map(|(id, said)| changed.get(id).copied().or(said)).collect())
+}
+
+/// The rows of `item_changes` of the ids of the runs `lows` to `highs`.
+fn changes_of_runs(
+    tx: &mut Session<'_, impl GenericClient>,
+    lows: &[i64],
+    highs: &[i64],
+) -> Result<rustc_hash::FxHashMap<i64, Values>> {
+    let mut changed = rustc_hash::FxHashMap::default();
     for r in tx.query(
         "SELECT c.id, c.lastmod, c.action FROM unnest($1::bigint[], $2::bigint[]) AS w (low, high)
              JOIN item_changes c ON c.id BETWEEN w.low AND w.high",
@@ -783,8 +798,44 @@ pub(super) fn lastmod_and_action(tx: &mut Session<'_, impl GenericClient>, ids: 
         let action: Action = super::stored("item_changes", "action", r.get(2))?;
         changed.insert(r.get::<_, i64>(0), (lastmod.map(|t| t.timestamp()), action));
     }
-    let batch = batch_values(tx, &lows, &highs, ids)?;
-    Ok(ids.iter().zip(batch).map(|(id, said)| changed.get(id).copied().or(said)).collect())
+    Ok(changed)
+}
+
+/// A batch row's count, actions blob and texts, by its first id.
+type BatchTexts = (i64, Option<Vec<u8>>, Vec<u8>);
+
+/// Each of `ids`' URL and action (in the order given), as a claim sends
+/// them: its change's action if it has one, else its batch row's; `None`
+/// for an id no batch row holds. Two statements for any number of ids:
+/// the changes, and the batch rows holding them with their texts and
+/// actions (each once).
+pub(super) fn urls_and_actions(
+    tx: &mut Session<'_, impl GenericClient>,
+    ids: &[i64],
+) -> Result<Vec<Option<(String, Action)>>> {
+    let (lows, highs) = runs_of(ids);
+    let changed = changes_of_runs(tx, &lows, &highs)?;
+    let rows = tx.query(&format!("SELECT b.first_id, b.n, b.actions, b.texts {BATCHES_OF_RUNS}"), &[&lows, &highs])?;
+    let held: std::collections::BTreeMap<i64, BatchTexts> =
+        rows.iter().map(|r| (r.get::<_, i64>(0), (i64::from(r.get::<_, i32>(1)), r.get(2), r.get(3)))).collect();
+    let mut urls = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let Some((first, (n, actions, texts))) = held.range(..=id).next_back().filter(|(f, b)| id < **f + b.0) else {
+            if changed.contains_key(&id) {
+                return Err(LedgerError::Invalid(format!("batches: item {id} is changed but in no batch")));
+            }
+            urls.push(None);
+            continue;
+        };
+        let place = (id - first) as u32;
+        let action = match changed.get(&id) {
+            Some((_, action)) => *action,
+            None if batches::deleted(actions.as_deref(), place)? => Action::Deleted,
+            None => Action::Updated,
+        };
+        urls.push(Some((batches::text(texts, *n as usize, place)?.to_string(), action)));
+    }
+    Ok(urls)
 }
 
 /// The changes of the items of `values` made to agree with the lastmod

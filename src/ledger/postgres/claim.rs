@@ -13,8 +13,8 @@ use super::session::Session;
 use super::spans::{due_count, write_spans, Runs};
 use super::LedgerError;
 use super::{
-    group_id, insert_request, owner_of, sec, stored_opt, Action, ClaimedItem, DateTime, GenericClient, GroupKey, Now,
-    Owner, Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
+    group_id, insert_request, owner_of, sec, stored_opt, ClaimedItem, DateTime, GenericClient, GroupKey, Now, Owner,
+    Recorded, Report, Result, Row, RuleWindow, Tx, Usage, Utc,
 };
 use crate::ledger::policy::{ClaimSteps, Due, DueKey, DueOrder, Kept, Taken};
 use rustc_hash::FxHashSet;
@@ -293,22 +293,6 @@ enum SortKey {
 /// class, streak and its start.
 type DueColumns = (DateTime<Utc>, i32, Option<String>, i32, Option<DateTime<Utc>>);
 
-/// The URL and action of each of `ids`, in their order (`None` for an id no
-/// batch row holds): the URL from its batch row's texts (each row read
-/// once), the action from `item_changes` or the batch row.
-fn urls_and_actions(tx: &mut Session<'_, impl GenericClient>, ids: &[i64]) -> Result<Vec<Option<(String, Action)>>> {
-    let values = super::batches::lastmod_and_action(tx, ids)?;
-    let mut texts = super::rows::Texts::default();
-    let mut urls = Vec::with_capacity(ids.len());
-    for (&id, values) in ids.iter().zip(values) {
-        urls.push(match values {
-            Some((_, action)) => Some((texts.url(tx, id)?, action)),
-            None => None,
-        });
-    }
-    Ok(urls)
-}
-
 /// A claim's deferral of due items, over a span's columns: `$4` the time
 /// they are due again.
 const DEFERRED: &str = "next_attempt_at = $4";
@@ -412,7 +396,7 @@ impl ClaimSteps for Tx<'_, '_, '_> {
             return Ok(None);
         }
         let mut ids: Vec<i64> = due.iter().map(|d| d.0).collect();
-        let texts = urls_and_actions(self.tx, &ids)?;
+        let texts = super::batches::urls_and_actions(self.tx, &ids)?;
         ids.sort_unstable();
         let reservation: i64 = self
             .tx
@@ -444,7 +428,7 @@ impl ClaimSteps for Tx<'_, '_, '_> {
     fn next_due(&mut self, group: i64, now: DateTime<Utc>, n: usize, order: DueOrder) -> Result<Vec<Due>> {
         let due = first_due(self.tx, group, sec(now), n, order)?;
         let ids: Vec<i64> = due.iter().map(|d| d.0).collect();
-        let texts = urls_and_actions(self.tx, &ids)?;
+        let texts = super::batches::urls_and_actions(self.tx, &ids)?;
         Ok(ids.into_iter().zip(texts).filter_map(|(id, text)| Some((id, text?.0))).collect())
     }
 
@@ -525,17 +509,15 @@ impl ClaimSteps for Tx<'_, '_, '_> {
         Ok(true)
     }
 
+    /// One statement: the reservation's windows and its lease.
     fn hold(&mut self, reservation: i64, rules: &[RuleWindow], units: u64, lease_until: DateTime<Utc>) -> Result<()> {
-        let units = units as i64;
-        for rule in rules {
-            self.tx.execute(
-                "INSERT INTO reservation_rules (reservation_id, rule, window_key, units) VALUES ($1, $2, $3, $4)",
-                &[&reservation, &rule.rule, &rule.window, &units],
-            )?;
-        }
+        let names: Vec<&str> = rules.iter().map(|r| r.rule.as_str()).collect();
+        let windows: Vec<&str> = rules.iter().map(|r| r.window.as_str()).collect();
         self.tx.execute(
-            "UPDATE reservations SET lease_until = $2, units = $3 WHERE id = $1",
-            &[&reservation, &sec(lease_until), &units],
+            "WITH leased AS (UPDATE reservations SET lease_until = $2, units = $3 WHERE id = $1)
+             INSERT INTO reservation_rules (reservation_id, rule, window_key, units)
+             SELECT $1, r.rule, r.window_key, $3 FROM unnest($4::text[], $5::text[]) AS r (rule, window_key)",
+            &[&reservation, &sec(lease_until), &(units as i64), &names, &windows],
         )?;
         Ok(())
     }
